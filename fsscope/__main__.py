@@ -1,0 +1,3 @@
+from fsscope.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""What the analysis finds in a latency matrix (runs x files, int64 ns).
+
+These records are the contract between ``fsscope.analysis`` (which finds them), the
+``fsscope.explain`` rules (which match them to predicted structural thresholds) and the
+consumers (CLI tables, JSON, TUI flags). Indices are file indices (0-based call order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Outlier:
+    """A file index that is slow in at least ``runs_flagged`` of ``runs`` runs."""
+
+    index: int
+    runs_flagged: int
+    runs: int
+    median_ns: int
+    typical_ns: int  # the runs' typical (median) latency the outlier is measured against
+
+    @property
+    def ratio(self) -> float:
+        return self.median_ns / max(self.typical_ns, 1)
+
+
+@dataclass(frozen=True)
+class Series:
+    """Repeatable outliers at a constant stride: start, start+stride, ... (count of them)."""
+
+    start: int
+    stride: int
+    count: int
+
+
+@dataclass(frozen=True)
+class LevelShift:
+    """A change point in the per-index median curve: the level changes at ``index``."""
+
+    index: int
+    before_ns: int
+    after_ns: int
+
+
+@dataclass(frozen=True)
+class LinearGrowth:
+    """Latency growing linearly with the index inside [start, end)."""
+
+    start: int
+    end: int
+    slope_ns_per_file: float
+    r2: float
+
+
+def to_dict(finding) -> dict:
+    return {"kind": type(finding).__name__.lower(), **asdict(finding)}

@@ -1,0 +1,40 @@
+"""Where fsscope keeps its data: run records, images, the state journal.
+
+``FSSCOPE_HOME`` overrides the base directory (tests give every session its own).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def home() -> Path:
+    env = os.environ.get("FSSCOPE_HOME")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg) / "fsscope"
+
+
+def runs_dir() -> Path:
+    return home() / "runs"
+
+
+def state_dir() -> Path:
+    """The journal of attached loops and mounts, and default mount points."""
+    return home() / "state"
+
+
+def images_dir() -> Path:
+    return home() / "images"
+
+
+def recipes_dir() -> Path:
+    return Path(os.environ.get("FSSCOPE_RECIPES") or REPO_ROOT / "recipes")
+
+
+def themes_dir() -> Path:
+    return REPO_ROOT / "themes"

@@ -1,0 +1,98 @@
+"""The one way fsscope runs external tools (mkfs, mount, losetup, xfs_info, ...).
+
+Every call goes through :func:`run`, which captures stdout and stderr, raises
+:class:`~fsscope.errors.ToolError` with the tool's own stderr on failure, and reports the
+command and its outcome to the listeners in :data:`listeners` (the job engine forwards them
+as ``log`` events, so the TUI's log panel and the run manifest show every command).
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import sh
+
+from fsscope.errors import FsscopeError, ToolError
+
+
+@dataclass(frozen=True)
+class CommandRecord:
+    argv: tuple[str, ...]
+    rc: int
+    duration_s: float
+    stdout: str
+    stderr: str
+
+    @property
+    def line(self) -> str:
+        return shlex.join(self.argv)
+
+
+listeners: list[Callable[[CommandRecord], None]] = []
+
+# Where each tool comes from, so a missing one gets an actionable message.
+PACKAGE_OF = {
+    "mkfs.ext4": "e2fsprogs", "mke2fs": "e2fsprogs", "dumpe2fs": "e2fsprogs", "debugfs": "e2fsprogs",
+    "tune2fs": "e2fsprogs", "e2freefrag": "e2fsprogs", "mkfs.xfs": "xfsprogs",
+    "xfs_info": "xfsprogs", "xfs_db": "xfsprogs", "mkfs.btrfs": "btrfs-progs",
+    "btrfs": "btrfs-progs", "mkfs.f2fs": "f2fs-tools", "losetup": "util-linux",
+    "mount": "mount", "umount": "mount", "blkid": "util-linux", "wipefs": "util-linux",
+    "fio": "fio",
+}
+
+
+def require(tool: str) -> str:
+    """Path of ``tool``, or a clear error naming the package that provides it."""
+    path = shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin:/usr/bin:/bin")
+    if path is None:
+        pkg = PACKAGE_OF.get(tool, tool)
+        raise FsscopeError(f"{tool} not found: install the '{pkg}' package (scripts/setup installs it)")
+    return path
+
+
+def run(*argv: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float | None = 600,
+        input_text: str | None = None) -> str:
+    """Run ``argv`` and return its stdout; raise ToolError(cmd, rc, stderr) on failure."""
+    return capture(*argv, ok_codes=ok_codes, timeout_s=timeout_s, input_text=input_text).stdout
+
+
+def capture(*argv: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float | None = 600,
+            input_text: str | None = None) -> CommandRecord:
+    """Run ``argv`` and return its whole record; raise ToolError on an exit code not in ok_codes."""
+    argv = tuple(str(a) for a in argv)
+    cmd = sh.Command(require(argv[0]))
+    t0 = time.monotonic()
+    try:
+        proc = cmd(*argv[1:], _return_cmd=True, _tty_out=False, _ok_code=list(ok_codes),
+                   _timeout=timeout_s, _in=input_text, _bg_exc=False)
+        rc, out, err = proc.exit_code, proc.stdout, proc.stderr
+    except sh.ErrorReturnCode as exc:
+        rc, out, err = exc.exit_code, exc.stdout, exc.stderr
+    except sh.TimeoutException:
+        rc, out, err = -9, b"", f"timed out after {timeout_s} s".encode()
+    record = CommandRecord(argv, rc, time.monotonic() - t0,
+                           out.decode(errors="replace"), err.decode(errors="replace"))
+    for listener in list(listeners):
+        listener(record)
+    if rc not in ok_codes:
+        raise ToolError(list(argv), rc, record.stderr or record.stdout)
+    return record
+
+
+def version(tool: str) -> str:
+    """First line of the tool's version output, or 'missing'."""
+    flags = {"mkfs.xfs": "-V", "losetup": "--version", "btrfs": "--version",
+             "fio": "--version", "mkfs.f2fs": "-V"}
+    try:
+        if tool == "mkfs.ext4":
+            rec = capture("mke2fs", "-V", ok_codes=(0, 1))
+        else:
+            rec = capture(tool, flags.get(tool, "--version"), ok_codes=(0, 1, 2, 16))
+    except FsscopeError:
+        return "missing"
+    lines = [ln for ln in (rec.stdout + rec.stderr).splitlines() if ln.strip()]
+    return lines[0].strip() if lines else "unknown"
