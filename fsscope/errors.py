@@ -24,5 +24,10 @@ class ToolError(FsscopeError):
         self.cmd = list(cmd)
         self.rc = rc
         self.stderr = stderr
-        last = stderr.strip().splitlines()[-1] if stderr.strip() else "(no stderr)"
-        super().__init__(f"{cmd[0]} failed (exit {rc}): {last}")
+        super().__init__(f"{cmd[0]} failed (exit {rc}): {self.summary}")
+
+    @property
+    def summary(self) -> str:
+        """The tool's first meaningful stderr line (usage text after it is noise)."""
+        lines = [ln.strip() for ln in self.stderr.splitlines() if ln.strip()]
+        return lines[0] if lines else "(no error output)"

@@ -1,20 +1,91 @@
 """What a job sees while it runs: the JobContext handed to every job function.
 
-A job is a plain function ``run(ctx: JobContext, spec: SpecDataclass) -> dict`` registered
-in :mod:`fsscope.engine.registry`. It runs inside the job child process, never prints, and
+A job is a plain function ``run(ctx: JobContext, spec) -> dict`` (see
+:mod:`fsscope.engine.registry`). It runs inside the job child process, never prints, and
 talks to the world only through the context:
 
-- ``ctx.fresh_fs()`` is a context manager that yields a clean working directory on the
+- ``ctx.fresh_fs()`` is a context manager that yields a clean :class:`MountedFS` on the
   target: a freshly formatted and mounted file system (device/image/RAM targets, recipe
   hygiene applied) or a fresh empty subdirectory (directory targets). It is released on
   exit, even on error or cancel. A job that wants one file system for all its work calls it
   once; the probe calls it once per run.
-- ``ctx.emit(kind, **fields)`` streams an event to the parent (and, except for
-  ``samples``, appends it to the run's ``events.ndjson``). Kinds: ``phase`` (name),
-  ``progress`` (done, total), ``samples`` (batched measurements for live views),
-  ``finding`` (a flag with a note), ``log`` (a line for the log panel), ``result``.
-- ``ctx.run_dir`` is the :class:`fsscope.store.RunDir` for arrays (``save_array``,
-  ``open_array``) and records.
+- ``ctx.after_populate()`` applies the recipe's hygiene between populating a data set and
+  measuring: unmount+mount (remount_after_populate) or sync, then drop caches.
+- ``ctx.emit(kind, **fields)`` streams an event to the parent and (except ``samples``)
+  appends it to the run's ``events.ndjson``. Kinds: ``phase`` (name), ``progress``
+  (done, total), ``samples`` (batches for live views), ``finding`` (a flag with a note),
+  ``log`` (a line for the log panel), ``result``, ``error``.
+- ``ctx.run_dir`` (:class:`fsscope.store.RunDir`) holds arrays and records.
 - ``ctx.cancelled`` becomes True when the parent asks the job to stop (SIGTERM/SIGINT);
   long loops check it and return early with what they have.
 """
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+from fsscope.store import RunDir
+from fsscope.targets import MountedFS, Target
+from fsscope.targets import filesystem
+
+# Not written to events.ndjson: bulk data that the run's arrays already hold.
+UNLOGGED_KINDS = frozenset({"samples"})
+
+
+class JobContext:
+    def __init__(self, run_dir: RunDir, target: Target, event_fd: int | None):
+        self.run_dir = run_dir
+        self.target = target
+        self.event_fd = event_fd
+        self.cancelled = False
+        self.t0 = time.monotonic()
+
+    @property
+    def recipe(self):
+        return self.target.recipe
+
+    def emit(self, kind: str, **fields) -> None:
+        event = {"t": round(time.monotonic() - self.t0, 6), "kind": kind, **fields}
+        if kind not in UNLOGGED_KINDS:
+            self.run_dir.append_event(event)
+        if self.event_fd is not None:
+            data = (json.dumps(event, default=_plain) + "\n").encode()
+            try:
+                while data:  # a pipe write may be partial for large events
+                    data = data[os.write(self.event_fd, data):]
+            except BrokenPipeError:
+                self.event_fd = None  # the parent is gone; the run directory still records
+
+    def progress(self, done: float, total: float, **fields) -> None:
+        self.emit("progress", done=done, total=total, **fields)
+
+    @contextmanager
+    def fresh_fs(self) -> Iterator[MountedFS]:
+        self.emit("phase", name="format" if self.target.spec.kind != "dir" else "fresh directory")
+        mounted = self.target.format_and_mount()
+        if self.recipe is not None and self.recipe.prep.drop_caches:
+            filesystem.drop_caches()
+        try:
+            yield mounted
+        finally:
+            self.target.unmount()
+
+    def after_populate(self) -> None:
+        recipe = self.recipe
+        if recipe is not None and recipe.prep.remount_after_populate:
+            self.target.remount()
+        else:
+            os.sync()
+        if recipe is not None and recipe.prep.drop_caches:
+            filesystem.drop_caches()
+
+
+def _plain(value):
+    """numpy scalars and arrays in events become plain JSON numbers and lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)

@@ -1,0 +1,70 @@
+"""The fsscope command line: ``fsscope`` opens the investigator; subcommands run headless.
+
+Each subcommand lives in its own module under ``fsscope/cli/`` exposing
+``add_parser(subparsers)``; the parser's ``func(args) -> int`` does the work. Any
+:class:`~fsscope.errors.FsscopeError` becomes one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from fsscope import __version__
+from fsscope.errors import FsscopeError
+
+COMMAND_MODULES = ["targets_cmds", "runs_cmds", "job_cmds", "probe_cmd", "tui_cmd"]
+
+DESCRIPTION = """\
+fsscope investigates Linux file-system performance. It formats and mounts a target safely
+(a block device, a loop image, a RAM-backed image, or a plain directory), runs measured
+jobs on it in a background process, records every run, and explains what it finds.
+
+Run without a subcommand to open the terminal investigator on the default target.
+"""
+
+EPILOG = """\
+examples:
+  fsscope devices                                   which disks could be formatted, and why not
+  fsscope recipes                                   the shipped file-system recipes
+  fsscope prepare --recipe xfs-default --ram        format + mount a RAM image, print the mount point
+  fsscope probe --recipe ext4-bench --image /var/tmp/t.img --files 2000 --runs 5
+  fsscope runs && fsscope report latest             what was recorded
+  fsscope cleanup                                   undo whatever a crashed run left mounted/attached
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fsscope", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"fsscope {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"fsscope.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"fsscope.cli.{name}":
+                continue  # a command whose module has not landed yet
+            raise
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        if "tui" in parser._subparsers._group_actions[0].choices:  # noqa: SLF001
+            args = parser.parse_args(["tui", *(argv or sys.argv[1:])])
+        else:
+            parser.print_help()
+            return 0
+    try:
+        return int(args.func(args) or 0)
+    except FsscopeError as exc:
+        print(f"fsscope: error: {exc}", file=sys.stderr)
+        return exc.exit_status
+    except KeyboardInterrupt:
+        print("fsscope: interrupted", file=sys.stderr)
+        return 130

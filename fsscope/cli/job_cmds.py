@@ -1,0 +1,52 @@
+"""``fsscope run JOB``: any registered job, headless, with its parameters as KEY=VALUE."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+
+from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
+from fsscope.cli.headless import run_job
+from fsscope.engine import registry
+from fsscope.errors import FsscopeError
+
+
+def _value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def cmd_run(args) -> int:
+    module = registry.load(args.job)
+    if "help=1" in args.param:
+        for f in dataclasses.fields(module.Spec):
+            print(f"{f.name} = {f.default!r}")
+        return 0
+    params = {}
+    for item in args.param:
+        if "=" not in item:
+            raise FsscopeError(f"-p {item}: expected KEY=VALUE")
+        key, value = item.split("=", 1)
+        params[key] = _value(value)
+    spec = registry.spec_from_dict(module, params)
+    target = target_from_args(args, default_kind="ram")
+    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    return run_job(args.job, spec, target, recipe, json_path=args.json, verbose=args.verbose)
+
+
+def add_parser(sub) -> None:
+    lines = [f"  {name:8s} {summary}" for name, (_, summary) in registry.JOBS.items()]
+    p = sub.add_parser("run", help="run any job headless (parameters as -p KEY=VALUE)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Run a registered job in a background process on a target, show its progress, "
+                       "record it, and print its report. Default target: a RAM image with ext4-default.",
+                       epilog="jobs:\n" + "\n".join(lines) + "\n\n'fsscope run JOB -p help=1' lists a job's parameters.\n\nexample:\n  fsscope run smoke -p seconds=3 --recipe xfs-default --ram --size 512M")
+    p.add_argument("job", choices=list(registry.JOBS))
+    p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE", help="a job parameter")
+    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
+    add_target_args(p)
+    p.set_defaults(func=cmd_run)

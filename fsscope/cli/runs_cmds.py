@@ -1,0 +1,59 @@
+"""``fsscope runs`` and ``fsscope report RUN``: what was recorded."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from fsscope import store
+
+console = Console()
+
+
+def cmd_runs(args) -> int:
+    runs = store.list_runs()
+    if not runs:
+        console.print("no runs recorded yet")
+        return 0
+    table = Table(title=f"Runs in {runs[0].path.parent}", title_justify="left")
+    for col in ("run", "job", "status", "target", "recipe", "started"):
+        table.add_column(col)
+    for run in runs[-args.last:]:
+        m = run.manifest()
+        target = m.get("target") or {}
+        spec = target.get("spec", target) if isinstance(target, dict) else {}
+        recipe = m.get("recipe") or {}
+        table.add_row(run.id, m.get("job", "?"), run.status(), f"{spec.get('kind', '?')} {spec.get('path', '')}".strip(),
+                      recipe.get("name", "-") if isinstance(recipe, dict) else "-", m.get("started", "-"))
+    console.print(table)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from fsscope.cli.render import render_report
+
+    run = store.find_run(args.run)
+    m = run.manifest()
+    console.print(f"[bold]{run.id}[/]  job {m.get('job')}  status {run.status()}")
+    if m.get("error"):
+        console.print(f"[red]error:[/] {m['error']}")
+    target = m.get("target") or {}
+    for cmd in target.get("commands", []) if isinstance(target, dict) else []:
+        console.print(f"[dim]$ {' '.join(cmd['argv'])}  → exit {cmd['rc']}[/]")
+    report = run.report()
+    if report is None:
+        console.print("no report (the job did not finish); arrays recorded: " + (", ".join(run.arrays()) or "none"))
+        return 0
+    render_report(m.get("job", ""), report, console)
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("runs", help="list recorded runs", description="List the recorded runs, newest last.")
+    p.add_argument("--last", type=int, default=30, metavar="N", help="show the last N (default 30)")
+    p.set_defaults(func=cmd_runs)
+    p = sub.add_parser("report", help="print a recorded run's report again",
+                       description="Print a recorded run again: status, the commands it ran, its report. "
+                       "RUN is a run directory, its name, a unique part of it, or 'latest'.")
+    p.add_argument("run")
+    p.set_defaults(func=cmd_report)

@@ -1,0 +1,130 @@
+"""devices, recipes, prepare, release, cleanup: putting file systems on targets and undoing it."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.table import Table
+
+from fsscope import recipes
+from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
+from fsscope.recipes import Prep
+from fsscope.targets import Journal, Target, cleanup, devices, filesystem, release
+
+console = Console()
+chatter = Console(stderr=True)  # so that stdout carries only what scripts read
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def cmd_devices(args) -> int:
+    table = Table(title="Block devices", title_justify="left")
+    for col in ("device", "size", "model", "rot", "sched", "partitions", "mounted at", "signature", "fsscope would format it?"):
+        table.add_column(col)
+    for d in devices.discover():
+        verdict = "[green]yes[/]" if d.usable else f"[red]no[/]: {d.verdict()}"
+        if d.usable is False and not d.hard_reasons():
+            verdict = f"[yellow]only with --yes-destroy {d.path}[/]: {d.verdict()}"
+        model = d.model or (f"loop → {d.backing_file}" if d.backing_file else "")
+        rot = "" if d.rotational is None else ("hdd" if d.rotational else "ssd")
+        table.add_row(d.path, _size(d.size_bytes), model, rot, d.scheduler or "-",
+                      " ".join(d.partitions) or "-", " ".join(d.mountpoints) or "-",
+                      d.signature or "-", verdict)
+    console.print(table)
+    console.print("Images fsscope creates (--image, --ram) are always allowed. Other devices are formatted "
+                  "only when unused and blank, or when --yes-destroy names them.", style="dim")
+    return 0
+
+
+def cmd_recipes(args) -> int:
+    table = Table(title="Recipes (use --recipe NAME, or a path to your own .toml)", title_justify="left")
+    for col in ("name", "fs", "description", "mkfs options", "mount options", "hygiene"):
+        table.add_column(col, overflow="fold")
+    defaults = Prep()
+    for r in recipes.available():
+        fs_note = "" if filesystem.kernel_has(r.fs) else " [red](not in this kernel)[/]"
+        prep = [f"{k}={v}" for k, v in vars(r.prep).items() if v != getattr(defaults, k) or k == "drop_caches"]
+        table.add_row(r.name, r.fs + fs_note, r.description, " ".join(r.mkfs_opts) or "-",
+                      ",".join(r.effective_mount_opts()) or "-", " ".join(prep))
+    console.print(table)
+    return 0
+
+
+def cmd_prepare(args) -> int:
+    spec = target_from_args(args)
+    recipe = recipe_from_args(args)
+    if spec.kind == "dir":
+        console.print(f"{spec.path} is a directory: nothing to prepare; jobs take --dir {spec.path}")
+        return 0
+    target = Target(spec, recipe)
+    with chatter.status(f"preparing {spec.describe()} with {recipe.name}…"):
+        target.open()
+        try:
+            mounted = target.format_and_mount()
+        except BaseException:
+            target.close()
+            raise
+        target.journal.set_persistent(target.group)  # it now belongs to the user until 'release'
+    for rec in target.commands:
+        chatter.print(f"[dim]$ {rec.line}[/]")
+    if target.direct_io is not None:
+        chatter.print(f"[dim]loop device {target.device}: direct I/O {'on' if target.direct_io else 'off (backing fs refused it)'}[/]")
+    print(mounted.mountpoint)
+    return 0
+
+
+def cmd_release(args) -> int:
+    for line in release(args.mountpoint):
+        console.print(line)
+    return 0
+
+
+def cmd_cleanup(args) -> int:
+    done = cleanup(Journal(), force=args.force)
+    for line in done:
+        console.print(line)
+    live = Journal().entries()
+    if not done:
+        console.print("nothing to clean up" + (f" ({len(live)} entries belong to running fsscope processes;"
+                                                " --force undoes them too)" if live else ""))
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("devices", help="list block devices and whether fsscope would format them",
+                       description="List block devices (from /sys/block and psutil): size, model, rotational, "
+                       "I/O scheduler, partitions, mount points, signature, and whether fsscope would format it.")
+    p.set_defaults(func=cmd_devices)
+
+    p = sub.add_parser("recipes", help="list the file-system recipes",
+                       description="List the recipes in recipes/: file system, mkfs and mount options, hygiene steps.")
+    p.set_defaults(func=cmd_recipes)
+
+    p = sub.add_parser("prepare", help="format and mount a target with a recipe; print the mount point",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Format and mount a target with a recipe's options and hygiene, and print "
+                       "the mount point. It stays mounted until 'fsscope release MOUNTPOINT'.",
+                       epilog="examples:\n  fsscope prepare --recipe xfs-default --ram --size 1G\n"
+                       "  fsscope prepare --recipe ext4-bench --image /var/tmp/t.img --mkfs-opts '-b 1024'\n"
+                       "  fsscope prepare --recipe btrfs-default --device /dev/sdb --yes-destroy /dev/sdb")
+    add_target_args(p, dir_allowed=False)
+    p.set_defaults(func=cmd_prepare)
+
+    p = sub.add_parser("release", help="unmount a prepared target and detach/remove what fsscope made",
+                       description="Undo one 'fsscope prepare': unmount, detach its loop device, remove a RAM image.")
+    p.add_argument("mountpoint")
+    p.set_defaults(func=cmd_release)
+
+    p = sub.add_parser("cleanup", help="undo every mount and loop device that fsscope left behind",
+                       description="Read fsscope's state journal and undo what crashed or killed runs and "
+                       "'prepare' left: unmount, detach loop devices, remove RAM images and scratch directories. "
+                       "Resources of fsscope processes still running are left alone unless --force.")
+    p.add_argument("--force", action="store_true", help="also undo what running fsscope processes hold")
+    p.set_defaults(func=cmd_cleanup)

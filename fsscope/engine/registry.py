@@ -1,0 +1,41 @@
+"""The jobs fsscope can run. Each is a module exposing:
+
+    Spec: a frozen dataclass              the job's parameters (from_dict/to_dict optional)
+    run(ctx: JobContext, spec) -> dict    does the work in the job child, returns the report
+
+Modules are imported only when a job is used, so listing jobs stays cheap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from types import ModuleType
+
+from fsscope.errors import FsscopeError
+
+# name -> (module, one-line summary); the summary lives here so listing imports nothing.
+JOBS: dict[str, tuple[str, str]] = {
+    "smoke": ("fsscope.engine.smoke", "write+fsync small files for a few seconds (sanity check)"),
+}
+
+
+def load(name: str) -> ModuleType:
+    if name not in JOBS:
+        raise FsscopeError(f"unknown job '{name}' (known: {', '.join(JOBS)})")
+    return importlib.import_module(JOBS[name][0])
+
+
+def spec_from_dict(module: ModuleType, data: dict):
+    spec_type = module.Spec
+    if hasattr(spec_type, "from_dict"):
+        return spec_type.from_dict(data)
+    names = {f.name for f in dataclasses.fields(spec_type)}
+    unknown = set(data) - names
+    if unknown:
+        raise FsscopeError(f"unknown parameter(s) for this job: {', '.join(sorted(unknown))}")
+    return spec_type(**data)
+
+
+def spec_to_dict(spec) -> dict:
+    return spec.to_dict() if hasattr(spec, "to_dict") else dataclasses.asdict(spec)

@@ -1,0 +1,95 @@
+"""Start a job in a child process and read its event stream.
+
+    handle = start("probe", spec, target_spec, recipe)
+    for event in handle.events():      # blocks; ends when the child exits
+        ...
+    handle.returncode, handle.run_dir.status()
+
+The child runs in its own session, so cancelling kills exactly its process tree. If it dies
+without cleaning up (SIGKILL, crash), the parent undoes what the journal says it left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+from fsscope.engine import registry
+from fsscope.recipes import Recipe
+from fsscope.store import RunDir
+from fsscope.targets import TargetSpec
+from fsscope.targets.journal import cleanup
+
+
+class JobHandle:
+    def __init__(self, run_dir: RunDir, proc: subprocess.Popen, read_fd: int):
+        self.run_dir = run_dir
+        self.proc = proc
+        self._reader = os.fdopen(read_fd, "rb")
+        self.returncode: int | None = None
+        self.leftovers: list[str] = []
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def events(self) -> Iterator[dict]:
+        for raw in self._reader:
+            try:
+                yield json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+        self._reader.close()
+        self.wait()
+
+    def wait(self, timeout_s: float | None = None) -> int:
+        self.returncode = self.proc.wait(timeout_s)
+        if self.returncode < 0 or self.run_dir.status() == "interrupted":
+            # Killed before it could undo its target: undo what the journal says it made.
+            self.leftovers = cleanup(owner_pid=self.proc.pid)
+            if self.run_dir.manifest().get("status") == "running":
+                self.run_dir.update_manifest(status="interrupted",
+                                             error=f"job process killed (signal {-self.returncode})")
+        return self.returncode
+
+    def cancel(self) -> None:
+        """Ask the job to stop; it cleans up and records what it measured."""
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, signum: int) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signum)
+            except ProcessLookupError:
+                pass
+
+
+def start(job: str, spec, target: TargetSpec, recipe: Recipe | None, *,
+          runs_root: Path | None = None, pin_cpu: int | None = None) -> JobHandle:
+    module = registry.load(job)
+    if isinstance(spec, dict):
+        spec = registry.spec_from_dict(module, spec)
+    run_dir = RunDir.create(job, runs_root)
+    job_file = {"job": job, "spec": registry.spec_to_dict(spec), "target": target.to_dict(),
+                "recipe": recipe.to_dict() if recipe else None}
+    (run_dir.path / "job.json").write_text(json.dumps(job_file, indent=2))
+    run_dir.update_manifest(status="starting", **job_file)
+    read_fd, write_fd = os.pipe()
+    env = os.environ | {"FSSCOPE_EVENT_FD": str(write_fd)}
+    log = open(run_dir.path / "child.log", "ab")
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "fsscope.engine.child", str(run_dir.path)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                                pass_fds=(write_fd,), start_new_session=True)
+    finally:
+        os.close(write_fd)
+        log.close()
+    return JobHandle(run_dir, proc, read_fd)

@@ -1,0 +1,170 @@
+"""Run records: one directory per run, append-only and flushed as it goes.
+
+    RUN/manifest.json    what ran where: job, spec, recipe, target, exact commands, kernel,
+                         tool versions, seed, start/end, status (running → ok | failed |
+                         interrupted | cancelled)
+    RUN/events.ndjson    every event except bulk samples, one JSON object per line, flushed
+    RUN/*.npy            arrays (e.g. latency_ns.npy, runs × files, int64, -1 = not measured)
+    RUN/report.json      the job's final result
+
+A killed job leaves a readable record: the manifest says "running" with a dead pid, which
+:func:`load` reports as "interrupted"; arrays written through :meth:`RunDir.open_array` are
+memory-mapped, so every measured value is on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+from fsscope import paths
+
+FINAL_STATUSES = ("ok", "failed", "interrupted", "cancelled")
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=2, default=str)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class RunDir:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._events = None
+
+    @classmethod
+    def create(cls, job: str, root: Path | None = None) -> RunDir:
+        root = root or paths.runs_dir()
+        root.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for n in range(1000):
+            path = root / (f"{stamp}-{job}" + (f"-{n}" if n else ""))
+            try:
+                path.mkdir()
+                return cls(path)
+            except FileExistsError:
+                continue
+        raise RuntimeError("could not create a run directory")
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+    # -- manifest ---------------------------------------------------------------------------
+    def manifest(self) -> dict:
+        try:
+            return json.loads((self.path / "manifest.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            return {}
+
+    def update_manifest(self, **fields) -> dict:
+        data = self.manifest() | fields
+        _write_json(self.path / "manifest.json", data)
+        return data
+
+    # -- events -----------------------------------------------------------------------------
+    def append_event(self, event: dict) -> None:
+        if self._events is None:
+            self._events = open(self.path / "events.ndjson", "a", buffering=1)
+        self._events.write(json.dumps(event, default=str) + "\n")
+        self._events.flush()
+
+    def events(self) -> list[dict]:
+        out = []
+        try:
+            with open(self.path / "events.ndjson") as fh:
+                for line in fh:
+                    try:
+                        out.append(json.loads(line))
+                    except json.JSONDecodeError:
+                        break  # a torn last line of a killed job
+        except FileNotFoundError:
+            pass
+        return out
+
+    def close(self) -> None:
+        if self._events is not None:
+            self._events.close()
+            self._events = None
+
+    # -- arrays and report ------------------------------------------------------------------
+    def open_array(self, name: str, shape: tuple[int, ...], dtype=np.int64, fill=-1) -> np.memmap:
+        """A memory-mapped .npy filled with ``fill`` (= not measured) that jobs write into."""
+        arr = np.lib.format.open_memmap(self.path / f"{name}.npy", mode="w+", dtype=dtype, shape=shape)
+        arr[...] = fill
+        return arr
+
+    def save_array(self, name: str, array: np.ndarray) -> None:
+        np.save(self.path / f"{name}.npy", np.asarray(array))
+
+    def load_array(self, name: str, mmap: bool = True) -> np.ndarray:
+        return np.load(self.path / f"{name}.npy", mmap_mode="r" if mmap else None)
+
+    def arrays(self) -> list[str]:
+        return sorted(p.stem for p in self.path.glob("*.npy"))
+
+    def write_report(self, report: dict) -> None:
+        _write_json(self.path / "report.json", report)
+
+    def report(self) -> dict | None:
+        try:
+            return json.loads((self.path / "report.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
+
+    def status(self) -> str:
+        """The manifest's status, with a dead 'running' job shown as 'interrupted'."""
+        m = self.manifest()
+        status = m.get("status", "unknown")
+        if status == "running":
+            pid, started = m.get("pid"), m.get("pid_start")
+            try:
+                alive = pid is not None and psutil.Process(pid).create_time() == started
+            except psutil.Error:
+                alive = False
+            if not alive:
+                return "interrupted"
+        return status
+
+
+def environment() -> dict:
+    """Kernel and tool versions for the manifest."""
+    from fsscope import tools
+
+    return {"kernel": platform.release(), "machine": platform.machine(), "python": platform.python_version(),
+            "cpus": os.cpu_count(), "memory_bytes": psutil.virtual_memory().total,
+            "tools": {t: tools.version(t) for t in ("mkfs.ext4", "mkfs.xfs", "btrfs", "mkfs.f2fs", "losetup")}}
+
+
+def list_runs(root: Path | None = None) -> list[RunDir]:
+    root = root or paths.runs_dir()
+    if not root.is_dir():
+        return []
+    return [RunDir(p) for p in sorted(root.iterdir()) if (p / "manifest.json").exists()]
+
+
+def find_run(name: str, root: Path | None = None) -> RunDir:
+    """A run by path, by directory name, or by a unique suffix/prefix of it ("latest" works)."""
+    from fsscope.errors import FsscopeError
+
+    if Path(name).is_dir() and (Path(name) / "manifest.json").exists():
+        return RunDir(Path(name))
+    runs = list_runs(root)
+    if name == "latest" and runs:
+        return runs[-1]
+    matches = [r for r in runs if r.id == name] or [r for r in runs if name in r.id]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise FsscopeError(f"no run '{name}' in {root or paths.runs_dir()} (see 'fsscope runs')")
+    raise FsscopeError(f"'{name}' matches {len(matches)} runs: {', '.join(r.id for r in matches[:5])}")

@@ -1,0 +1,107 @@
+"""mkfs, mount and the recipe's hygiene steps, each through fsscope.tools (logged, checked)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fsscope import tools
+from fsscope.errors import FsscopeError, RecipeError, ToolError
+from fsscope.recipes import Recipe
+
+MKFS = {
+    "ext4": ["mkfs.ext4", "-F", "-q"],
+    "xfs": ["mkfs.xfs", "-f", "-q"],
+    "btrfs": ["mkfs.btrfs", "-f", "-q"],
+    "f2fs": ["mkfs.f2fs", "-f", "-q"],
+}
+
+
+def kernel_has(fs: str) -> bool:
+    text = Path("/proc/filesystems").read_text()
+    return any(line.split()[-1] == fs for line in text.splitlines() if line.strip())
+
+
+def check_supported(recipe: Recipe) -> None:
+    """A clear message before any device is touched if the kernel or tools lack the fs."""
+    if not kernel_has(recipe.fs):
+        raise FsscopeError(f"recipe {recipe.name}: this kernel has no {recipe.fs} support "
+                           f"(not in /proc/filesystems; try 'modprobe {recipe.fs}')")
+    if recipe.fs in MKFS:
+        tools.require(MKFS[recipe.fs][0])
+
+
+def mkfs_argv(recipe: Recipe, device: str) -> list[str]:
+    argv = list(MKFS[recipe.fs])
+    if recipe.fs == "ext4" and recipe.prep.no_lazy_init:
+        argv += ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
+    return argv + list(recipe.mkfs_opts) + [device]
+
+
+def mount_argv(recipe: Recipe, device: str, mountpoint: str, size_bytes: int = 0) -> list[str]:
+    opts = recipe.effective_mount_opts()
+    if recipe.fs == "tmpfs":
+        opts = [f"size={size_bytes}", *opts]
+        device = "tmpfs"
+    argv = ["mount", "-t", recipe.fs]
+    if opts:
+        argv += ["-o", ",".join(opts)]
+    return argv + [device, mountpoint]
+
+
+def mkfs(recipe: Recipe, device: str) -> None:
+    try:
+        tools.run(*mkfs_argv(recipe, device))
+    except ToolError as exc:
+        raise RecipeError(f"recipe {recipe.name}: {exc.cmd[0]} failed: {exc.summary}") from None
+    if recipe.fs == "ext4" and recipe.prep.null_hash_seed:
+        tools.run("debugfs", "-w", "-R", "ssv hash_seed null", device)
+
+
+def mount(recipe: Recipe, device: str, mountpoint: str, size_bytes: int = 0) -> None:
+    try:
+        tools.run(*mount_argv(recipe, device, mountpoint, size_bytes))
+    except ToolError as exc:
+        raise RecipeError(f"recipe {recipe.name}: mount failed: {exc.summary}") from None
+
+
+def umount(mountpoint: str) -> None:
+    tools.run("umount", mountpoint)
+
+
+def set_scheduler(device: str, scheduler: str) -> str:
+    """Write the I/O scheduler of the device's queue; returns the previous one ("" if none)."""
+    name = Path(os.path.realpath(device)).name
+    queue = Path(f"/sys/block/{name}/queue/scheduler")
+    if not queue.exists():  # a partition: the queue belongs to its disk
+        parents = [d for d in Path("/sys/block").iterdir() if (d / name).is_dir()]
+        queue = parents[0] / "queue" / "scheduler" if parents else queue
+    if not queue.exists():
+        return ""
+    text = queue.read_text()
+    if f"[{scheduler}]" in text:
+        return scheduler
+    if scheduler not in text.replace("[", " ").replace("]", " ").split():
+        raise FsscopeError(f"{device}: I/O scheduler '{scheduler}' not offered (has: {text.strip()})")
+    previous = text[text.find("[") + 1:text.find("]")]
+    queue.write_text(scheduler)
+    return previous
+
+
+def drop_caches() -> None:
+    """Write back dirty data, then drop page cache, dentries and inodes."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError:
+        pass  # not root: the sync alone is what we can do
+
+
+def mount_options(mountpoint: str) -> list[str]:
+    """The options the kernel actually applied, read back from /proc/mounts."""
+    target = os.path.realpath(mountpoint)
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        if fields[1] == target:
+            return fields[3].split(",")
+    return []

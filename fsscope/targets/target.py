@@ -1,0 +1,226 @@
+"""A target's whole life: safety check, image, loop attach, mkfs, hygiene, mount, and undo.
+
+    with Target(spec, recipe) as target:      # safety checks, image created and attached
+        fs = target.format_and_mount()        # fresh file system (or fresh directory)
+        ...                                   # measure in fs.workdir
+        target.unmount()
+        fs = target.format_and_mount()        # another fresh one on the same device
+    # everything undone, in reverse order, even on error or signal
+
+Every attach, mount and scratch path is written to the state journal before it is made, so a
+killed process leaves nothing that ``fsscope cleanup`` cannot undo.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fsscope import paths, tools
+from fsscope.errors import FsscopeError, SafetyRefusal
+from fsscope.recipes import Recipe
+from fsscope.targets import devices, filesystem, image
+from fsscope.targets.journal import Journal, undo, undo_group
+
+TARGET_KINDS = ("device", "image", "ram", "dir")
+DEFAULT_SIZE_BYTES = 2 * 2**30
+RAM_DIR = Path("/dev/shm")
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """Where to measure. ``kind`` device | image | ram | dir; ``path`` is the device node,
+    the image file or the directory (ram: chosen by fsscope)."""
+
+    kind: str
+    path: str = ""
+    size_bytes: int = DEFAULT_SIZE_BYTES
+    mountpoint: str = ""
+    yes_destroy: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in TARGET_KINDS:
+            raise FsscopeError(f"unknown target kind '{self.kind}' (one of {', '.join(TARGET_KINDS)})")
+        if self.kind != "ram" and not self.path:
+            raise FsscopeError(f"a {self.kind} target needs a path")
+
+    def describe(self) -> str:
+        if self.kind == "ram":
+            return f"RAM image ({self.size_bytes // 2**20} MiB in {RAM_DIR})"
+        if self.kind == "image":
+            return f"image {self.path} ({self.size_bytes // 2**20} MiB)"
+        return f"{self.kind} {self.path}"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "path": self.path, "size_bytes": self.size_bytes,
+                "mountpoint": self.mountpoint, "yes_destroy": self.yes_destroy}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TargetSpec:
+        return cls(**data)
+
+
+@dataclass
+class MountedFS:
+    """A file system ready for a job (or, for directory targets, a fresh subdirectory)."""
+
+    fs: str
+    device: str | None
+    mountpoint: str
+    workdir: Path
+    mount_options: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"fs": self.fs, "device": self.device, "mountpoint": self.mountpoint,
+                "workdir": str(self.workdir), "mount_options": self.mount_options}
+
+
+class Target:
+    def __init__(self, spec: TargetSpec, recipe: Recipe | None, *, journal: Journal | None = None):
+        if spec.kind != "dir" and recipe is None:
+            raise FsscopeError(f"a {spec.kind} target needs a recipe (--recipe)")
+        if spec.kind == "dir" and recipe is not None and recipe.fs == "tmpfs":
+            recipe = None  # a directory is measured as it is
+        if recipe is not None and recipe.fs == "tmpfs" and spec.kind == "device":
+            raise FsscopeError("the tmpfs recipe needs no device: use --ram (with --size)")
+        self.spec, self.recipe = spec, recipe
+        self.journal = journal or Journal()
+        self.group = uuid.uuid4().hex[:10]
+        self.device: str | None = None
+        self.direct_io: bool | None = None
+        self.image_path: Path | None = None
+        self.mounted: MountedFS | None = None
+        self.commands: list[tools.CommandRecord] = []
+        self.formats = 0
+        self.scheduler_before = ""
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> Target:
+        self.open()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _record(self, rec: tools.CommandRecord) -> None:
+        self.commands.append(rec)
+
+    def open(self) -> None:
+        """Safety checks, then create/attach whatever the target needs. Touches nothing on refusal."""
+        tools.listeners.append(self._record)
+        try:
+            self._open()
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self) -> None:
+        spec, recipe = self.spec, self.recipe
+        if spec.kind == "dir":
+            root = Path(spec.path)
+            if not root.is_dir():
+                raise FsscopeError(f"--dir {root}: not a directory")
+            if not os.access(root, os.W_OK | os.X_OK):
+                raise FsscopeError(f"--dir {root}: not writable by this user")
+            return
+        filesystem.check_supported(recipe)
+        if os.geteuid() != 0:
+            raise FsscopeError(f"formatting a {spec.kind} target needs root; without root use --dir PATH")
+        if recipe.fs == "tmpfs":
+            return  # mounted straight from RAM, no device
+        if spec.kind == "device":
+            devices.check_formattable(spec.path, spec.yes_destroy)
+            self.device = spec.path
+        else:
+            self.image_path = self._image()
+            self.device, self.direct_io = image.attach(self.image_path, self.journal, self.group)
+        if recipe.prep.io_scheduler:
+            self.scheduler_before = filesystem.set_scheduler(self.device, recipe.prep.io_scheduler)
+
+    def _image(self) -> Path:
+        spec = self.spec
+        if spec.kind == "ram":
+            path = RAM_DIR / f"fsscope-{self.group}.img"
+            self.journal.record("image", self.group, path=str(path))
+            image.create_image(path, spec.size_bytes)
+            return path
+        path = Path(spec.path).resolve()
+        if not path.exists():
+            image.create_image(path, spec.size_bytes)
+        elif not path.is_file():
+            raise SafetyRefusal(f"--image {path}: not a regular file (for a block device use --device)")
+        elif not image.is_fsscope_image(path):
+            rec = tools.capture("blkid", "-p", "-o", "export", str(path), ok_codes=(0, 2))
+            sig = next((ln.split("=", 1)[1] for ln in rec.stdout.splitlines()
+                        if ln.startswith(("TYPE=", "PTTYPE="))), "")
+            named = spec.yes_destroy and Path(spec.yes_destroy).resolve() == path
+            if sig and not named:
+                raise SafetyRefusal(f"refusing to format {path}: not created by fsscope and carries a "
+                                    f"{sig} signature (pass --yes-destroy {path} to destroy it)")
+        return path
+
+    def format_and_mount(self) -> MountedFS:
+        """A fresh file system on the target (mkfs + hygiene + mount), or a fresh directory."""
+        if self.mounted is not None:
+            self.unmount()
+        self.formats += 1
+        if self.spec.kind == "dir":
+            workdir = Path(self.spec.path) / f"fsscope-{self.group}-{self.formats}"
+            self.journal.record("workdir", self.group, path=str(workdir))
+            workdir.mkdir()
+            self.mounted = MountedFS("dir", None, str(self.spec.path), workdir)
+            return self.mounted
+        recipe = self.recipe
+        mountpoint = Path(self.spec.mountpoint or paths.state_dir() / "mnt" / self.group)
+        if not mountpoint.exists():
+            self.journal.record("mountdir", self.group, path=str(mountpoint))
+            mountpoint.mkdir(parents=True)
+        elif filesystem.mount_options(str(mountpoint)) and self.mounted is None:
+            raise FsscopeError(f"--mountpoint {mountpoint}: something is already mounted there")
+        if recipe.fs != "tmpfs":
+            filesystem.mkfs(recipe, self.device)
+        self.journal.record("mount", self.group, mountpoint=str(mountpoint), source=self.device or "tmpfs")
+        filesystem.mount(recipe, self.device or "tmpfs", str(mountpoint), self.spec.size_bytes)
+        self.mounted = MountedFS(recipe.fs, self.device, str(mountpoint), mountpoint,
+                                 filesystem.mount_options(str(mountpoint)))
+        return self.mounted
+
+    def remount(self) -> None:
+        """Unmount and mount again (recipe hygiene after populating a data set)."""
+        if self.mounted is None or self.spec.kind == "dir" or self.recipe.fs == "tmpfs":
+            return
+        filesystem.umount(self.mounted.mountpoint)
+        filesystem.mount(self.recipe, self.device, self.mounted.mountpoint)
+
+    def unmount(self) -> None:
+        if self.mounted is None:
+            return
+        for entry in self.journal.entries(group=self.group):
+            if entry.kind in ("mount", "workdir"):
+                undo(entry)
+                self.journal.forget(entry)
+        self.mounted = None
+
+    def close(self) -> list[str]:
+        """Undo everything this target made, in reverse order; returns what was done."""
+        try:
+            if self.scheduler_before and self.device:
+                filesystem.set_scheduler(self.device, self.scheduler_before)
+            return undo_group(self.journal, self.group)
+        finally:
+            self.mounted = None
+            if self._record in tools.listeners:
+                tools.listeners.remove(self._record)
+
+    def describe(self) -> dict:
+        """What went into this target, for the run manifest."""
+        return {"spec": self.spec.to_dict(),
+                "recipe": self.recipe.to_dict() if self.recipe else None,
+                "device": self.device, "direct_io": self.direct_io,
+                "image": str(self.image_path) if self.image_path else None,
+                "mounted": self.mounted.to_dict() if self.mounted else None,
+                "commands": [{"argv": list(c.argv), "rc": c.rc, "duration_s": round(c.duration_s, 4),
+                              "stdout": c.stdout[-2000:], "stderr": c.stderr[-2000:]}
+                             for c in self.commands]}

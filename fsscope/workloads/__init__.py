@@ -1,0 +1,1 @@
+"""Workloads: plain functions that take a mounted path and a spec and measure; no UI."""
