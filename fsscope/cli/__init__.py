@@ -35,11 +35,18 @@ examples:
 """
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: the message and where to read more, no usage dump."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fsscope", description=DESCRIPTION, epilog=EPILOG,
+    parser = Parser(prog="fsscope", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"fsscope {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name in COMMAND_MODULES:
         try:
             module = importlib.import_module(f"fsscope.cli.{name}")

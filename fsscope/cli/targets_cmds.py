@@ -12,7 +12,10 @@ from fsscope.cli.common import add_target_args, recipe_from_args, target_from_ar
 from fsscope.recipes import Prep
 from fsscope.targets import Journal, Target, cleanup, devices, filesystem, release
 
-console = Console()
+import sys
+
+# Piped output (scripts, logs) gets wide lines instead of columns folded to 80.
+console = Console() if sys.stdout.isatty() else Console(width=200)
 chatter = Console(stderr=True)  # so that stdout carries only what scripts read
 
 
@@ -26,8 +29,9 @@ def _size(n: int) -> str:
 
 def cmd_devices(args) -> int:
     table = Table(title="Block devices", title_justify="left")
-    for col in ("device", "size", "model", "rot", "sched", "partitions", "mounted at", "signature", "fsscope would format it?"):
-        table.add_column(col)
+    table.add_column("device", no_wrap=True)
+    for col in ("size", "model", "rot", "sched", "partitions", "mounted at", "signature", "fsscope would format it?"):
+        table.add_column(col, overflow="fold")
     for d in devices.discover():
         verdict = "[green]yes[/]" if d.usable else f"[red]no[/]: {d.verdict()}"
         if d.usable is False and not d.hard_reasons():

@@ -26,7 +26,7 @@ from fsscope.targets.journal import Journal, undo, undo_group
 
 TARGET_KINDS = ("device", "image", "ram", "dir")
 DEFAULT_SIZE_BYTES = 2 * 2**30
-RAM_DIR = Path("/dev/shm")
+RAM_DIR = Path(os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))  # tests give each session its own
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,140 @@
+"""The job engine: child processes, run records, cancel, SIGKILL and cleanup — on real targets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fsscope import recipes, store
+from fsscope.engine import runner
+from fsscope.targets import TargetSpec
+from fsscope.targets.journal import Journal
+
+
+def _wait_for(predicate, timeout_s=30.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _journal_has_mount():
+    return any(e.kind == "mount" for e in Journal().entries())
+
+
+def test_directory_target_needs_no_root_and_leaves_nothing(scratch):
+    handle = runner.start("smoke", {"seconds": 0.3}, TargetSpec("dir", str(scratch)), None)
+    events = list(handle.events())
+    assert handle.returncode == 0
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "phase" and "result" in kinds
+    report = handle.run_dir.report()
+    assert report["files"] > 0
+    assert list(scratch.iterdir()) == []  # the fresh subdirectory is gone
+    m = handle.run_dir.manifest()
+    assert m["status"] == "ok" and m["job"] == "smoke" and m["environment"]["kernel"]
+    assert handle.run_dir.load_array("latency_ns").shape == (report["files"],)
+    logged = handle.run_dir.events()
+    assert [e["kind"] for e in logged] == [k for k in kinds if k != "samples"]
+
+
+@pytest.mark.privileged
+def test_job_on_a_ram_image_records_commands_and_cleans_up():
+    handle = runner.start("smoke", {"seconds": 0.3}, TargetSpec("ram", size_bytes=400 * 2**20),
+                          recipes.load("xfs-default"))
+    logs = [e["line"] for e in handle.events() if e["kind"] == "log"]
+    assert handle.returncode == 0, (handle.run_dir.path / "child.log").read_text()
+    assert any(line.startswith("$ mkfs.xfs") for line in logs)
+    assert any(line.startswith("$ mount -t xfs") for line in logs)
+    commands = handle.run_dir.manifest()["target"]["commands"]
+    assert [c["argv"][0] for c in commands][:3] == ["losetup", "mkfs.xfs", "mount"]
+    assert handle.run_dir.manifest()["target"]["direct_io"] is True
+    assert Journal().entries() == []
+
+
+@pytest.mark.privileged
+def test_cancel_stops_the_job_keeps_data_and_cleans_up():
+    handle = runner.start("smoke", {"seconds": 60}, TargetSpec("ram", size_bytes=256 * 2**20),
+                          recipes.load("ext4-default"))
+    assert _wait_for(_journal_has_mount)
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    handle.cancel()
+    list(handle.events())
+    assert time.monotonic() - t0 < 10
+    assert handle.run_dir.status() == "cancelled"
+    assert handle.run_dir.report()["files"] > 0  # what it measured is kept
+    assert Journal().entries() == []
+
+
+@pytest.mark.privileged
+def test_sigkill_of_the_job_child_is_cleaned_up_by_the_parent():
+    handle = runner.start("smoke", {"seconds": 60}, TargetSpec("ram", size_bytes=256 * 2**20),
+                          recipes.load("btrfs-default"))
+    assert _wait_for(_journal_has_mount)
+    handle.kill()
+    list(handle.events())
+    assert handle.returncode == -signal.SIGKILL
+    assert handle.run_dir.status() == "interrupted"
+    assert any("unmounted" in line for line in handle.leftovers)
+    assert Journal().entries() == []
+
+
+@pytest.mark.privileged
+def test_sigkill_of_everything_then_fsscope_cleanup(cli):
+    """The whole fsscope process group dies (nobody cleans up); 'fsscope cleanup' undoes it."""
+    proc = subprocess.Popen([sys.executable, "-m", "fsscope", "run", "smoke", "-p", "seconds=60",
+                             "--recipe", "xfs-default", "--ram", "--size", "400M"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert _wait_for(_journal_has_mount)
+        entries = Journal().entries()
+        mountpoint = next(e.fields["mountpoint"] for e in entries if e.kind == "mount")
+        image = next(e.fields["image"] for e in entries if e.kind == "loop")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the CLI parent
+        proc.wait()
+    # the child has its own session: kill it too, as a crash of everything would
+    run = store.list_runs()[-1]
+    os.kill(run.manifest()["pid"], signal.SIGKILL)
+    assert _wait_for(lambda: run.status() == "interrupted")
+    assert os.path.ismount(mountpoint)  # really left behind
+    out = cli("cleanup")
+    assert out.returncode == 0, out.stderr
+    assert f"unmounted {mountpoint}" in out.stdout and "detached" in out.stdout
+    assert not os.path.ismount(mountpoint) and not os.path.exists(image)
+    assert Journal().entries() == []
+    out = cli("report", run.id)
+    assert out.returncode == 0 and "interrupted" in out.stdout
+
+
+def test_runs_and_report_commands(cli, scratch):
+    out = cli("run", "smoke", "-p", "seconds=0.2", "--dir", str(scratch), "--json", str(scratch / "r.json"))
+    assert out.returncode == 0, out.stderr
+    assert '"files"' in (scratch / "r.json").read_text()
+    listing = cli("runs")
+    assert listing.returncode == 0 and "smoke" in listing.stdout
+    latest = cli("report", "latest")
+    assert latest.returncode == 0 and "files_per_s" in latest.stdout
+    missing = cli("report", "no-such-run")
+    assert missing.returncode == 2 and "no run 'no-such-run'" in missing.stderr
+
+
+def test_sigint_to_the_headless_cli_cancels_cleanly(scratch):
+    proc = subprocess.Popen([sys.executable, "-m", "fsscope", "run", "smoke", "-p", "seconds=60", "--dir", str(scratch)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert _wait_for(lambda: any(scratch.iterdir()))
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "cancelled" in err
+    assert list(scratch.iterdir()) == []
