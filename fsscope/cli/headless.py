@@ -24,7 +24,7 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
     """Start the job, follow it, print its report; Ctrl-C/SIGTERM cancel it cleanly."""
     handle = runner.start(job, spec, target, recipe, runs_root=runs_root)
     previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    report, error, interrupts = None, None, 0
+    report, error, interrupts, findings = None, None, 0, 0
     console.print(f"[dim]run {handle.run_dir.path}[/]")
     try:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
@@ -53,8 +53,9 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
                                     info=event.get("info", ""))
                 elif kind == "log" and verbose:
                     progress.console.print(f"[dim]{event['line']}[/]")
-                elif kind == "finding":
-                    progress.console.print(f"[bold yellow]flag[/] {event.get('title', '')}: {event.get('note', '')}")
+                elif kind == "finding":  # the report lists them all; here only a count
+                    findings += 1
+                    progress.update(task, info=f"{findings} flag{'s' if findings > 1 else ''}")
                 elif kind == "result":
                     report = event.get("report")
                 elif kind == "error":

@@ -17,6 +17,7 @@ from fsscope.errors import FsscopeError
 # name -> (module, one-line summary); the summary lives here so listing imports nothing.
 JOBS: dict[str, tuple[str, str]] = {
     "smoke": ("fsscope.engine.smoke", "write+fsync small files for a few seconds (sanity check)"),
+    "probe": ("fsscope.workloads.probe_job", "per-syscall latency of creat() & co. on fresh file systems"),
 }
 
 

@@ -1,0 +1,95 @@
+"""``fsscope probe``: the per-syscall latency probe, headless, with a summary and explained flags."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.table import Table
+
+from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
+from fsscope.cli.headless import run_job
+from fsscope.cli.render import RENDERERS
+from fsscope.workloads.probe import OPS, ProbeSpec
+
+DESCRIPTION = """\
+Time one syscall per file: on a freshly made file system, do OP on files 0..N-1 in one new
+directory (names are zero-padded decimals), each call right after sync(), and time every call.
+Repeat R times on fresh file systems. Files that are slow in (nearly) every run are
+structural — the file system changed a data structure at that point (a directory changed
+format, an inode chunk was allocated, a B-tree leaf filled) — and fsscope explains them from
+the file system's geometry; files slow in one run only are counted as noise.
+(Method: Aota & Kono, quantitative analysis of tail latency in file systems.)"""
+
+EPILOG = """\
+examples:
+  fsscope probe --recipe xfs-default --ram --size 512M --files 1000 --runs 5
+  fsscope probe --recipe ext4-bench --image /var/tmp/p.img --mkfs-opts "-b 1024" --name-length 12
+  fsscope probe --recipe btrfs-default --ram --size 512M --files 3000 --json probe.json
+  fsscope probe --dir /srv/scratch --op stat --files 5000       (no root: a fresh subdirectory per run)"""
+
+
+def _us(ns) -> str:
+    return "-" if ns is None else f"{ns / 1e3:.1f}"
+
+
+def render(report: dict, console: Console) -> None:
+    stats = report.get("stats") or {}
+    table = Table(title=f"{report['op']} × {report['files']} files, {report.get('runs_completed', report['runs'])} "
+                  f"of {report['runs']} runs (latency in µs)", title_justify="left")
+    for col in ("", "count", "mean", "sd", "min", "p50", "p95", "p99", "max", "rsd"):
+        table.add_column(col, justify="right", no_wrap=True)
+
+    def row(label, s):
+        if not s or not s.get("count"):
+            return
+        table.add_row(label, str(s["count"]), *(_us(s.get(k)) for k in ("mean_ns", "sd_ns", "min_ns", "p50_ns",
+                                                                           "p95_ns", "p99_ns", "max_ns")),
+                      f"{s.get('rsd', 0):.2f}")
+
+    for i, s in enumerate(stats.get("per_run", [])):
+        row(f"run {i + 1}", s)
+    row("all", stats.get("overall"))
+    low_high = stats.get("low_high") or {}
+    row("low group", low_high.get("low"))
+    row("high group", low_high.get("high"))
+    console.print(table)
+    flags = report.get("flags") or []
+    if not flags:
+        console.print("no repeatable outliers, series or level shifts")
+    for flag in flags:
+        console.print(f"[bold yellow]▲[/] [bold]{flag['title']}[/]")
+        if flag.get("predicted_index") is not None:
+            console.print(f"    predicted at file {flag['predicted_index']}")
+        console.print(f"    {flag['note']}", highlight=False)
+    if report.get("noise_count"):
+        console.print(f"[dim]{report['noise_count']} files were slow in too few runs to be structural (noise)[/]")
+    if report.get("stopped_by"):
+        console.print(f"[red]stopped early:[/] {report['stopped_by']}")
+
+
+RENDERERS["probe"] = render
+
+
+def cmd_probe(args) -> int:
+    spec = ProbeSpec(op=args.op, files=args.files, runs=args.runs, name_length=args.name_length,
+                     sync_before=args.sync_before, fresh_fs=not args.same_fs, cpu=args.cpu)
+    target = target_from_args(args, default_kind="ram")
+    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    return run_job("probe", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("probe", help="per-syscall latency probe: repeatable outlier files, explained",
+                       description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--op", choices=OPS, default="creat", help="the timed syscall (default creat)")
+    p.add_argument("--files", type=int, default=1024, metavar="N", help="files per run (default 1024)")
+    p.add_argument("--runs", type=int, default=5, metavar="R", help="runs, each on a fresh file system (default 5)")
+    p.add_argument("--name-length", type=int, default=7, metavar="L", help="digits per file name (default 7)")
+    p.add_argument("--sync-before", choices=("each", "none"), default="each", help="sync() before each call (default each)")
+    p.add_argument("--same-fs", action="store_true", help="one file system for all runs (a fresh directory per run) instead of mkfs per run")
+    p.add_argument("--cpu", type=int, metavar="CPU", help="CPU to pin the probe to (default: the last one)")
+    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
+    add_target_args(p)
+    p.set_defaults(func=cmd_probe)

@@ -1,0 +1,146 @@
+"""The ``probe`` job: the latency probe as the engine runs it.
+
+Per run: a fresh file system (or a fresh directory), an empty probe directory ``probe.d``
+made outside the timed region, then :func:`fsscope.workloads.probe.measure_run` writing
+straight into row ``run`` of the memory-mapped ``latency_ns.npy`` (runs × files), so a killed
+job keeps every measured value. The geometry is read from the first fresh file system with
+the probe directory in place; after each run the matrix so far is analysed and new findings
+are streamed with their explanations; the final report holds stats, outliers, series, level
+shifts and the explained thresholds.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fsscope.analysis.findings import Outlier
+from fsscope.analysis.outliers import analyze
+from fsscope.errors import FsscopeError
+from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu
+
+Spec = ProbeSpec
+PROBE_DIR = "probe.d"
+
+
+def _explainer(ctx, fs, probe_dir: Path, spec: ProbeSpec):
+    """Predictions for this geometry, or None with a logged reason (never a crash)."""
+    try:
+        from fsscope.explain.geometry import read_geometry
+        from fsscope.explain.rules import predict
+    except ImportError:
+        return None, []
+    try:
+        geometry = read_geometry(fs.fs, fs.device, fs.mountpoint, probe_dir=probe_dir)
+    except FsscopeError as exc:
+        ctx.emit("log", line=f"geometry not read: {exc}")
+        return None, []
+    return geometry, predict(geometry, spec.op, spec.name_length, spec.files)
+
+
+def _explain(findings: list, predictions: list) -> list[dict]:
+    try:
+        from fsscope.explain.match import explain
+    except ImportError:
+        return [{"index": getattr(f, "index", getattr(f, "start", None)), "predicted_index": None,
+                 "structure": None, "note": "repeatable, unexplained"} for f in findings]
+    return [e.to_json() | {"kind": type(e.finding).__name__.lower()} for e in explain(findings, predictions)]
+
+
+def _flag_title(flag: dict, finding) -> str:
+    if isinstance(finding, Outlier):
+        what = f"file {finding.index} slow in {finding.runs_flagged}/{finding.runs} runs ({finding.ratio:.1f}× typical)"
+    elif hasattr(finding, "stride"):
+        what = f"every {finding.stride} files from {finding.start} ({finding.count}×)"
+    elif hasattr(finding, "before_ns"):
+        what = f"level shift at file {finding.index}: {finding.before_ns / 1e3:.1f} → {finding.after_ns / 1e3:.1f} µs"
+    else:
+        what = f"linear growth over files {finding.start}–{finding.end}"
+    structure = flag.get("structure")
+    return f"{what} — {structure}" if structure else f"{what} — repeatable, unexplained"
+
+
+def _findings(analysis) -> list:
+    return [*analysis.outliers, *analysis.series, *analysis.level_shifts, *analysis.linear_growth]
+
+
+def _key(finding) -> tuple:
+    return (type(finding).__name__, getattr(finding, "index", None), getattr(finding, "start", None),
+            getattr(finding, "stride", None))
+
+
+def run(ctx, spec: ProbeSpec) -> dict:
+    previous_cpus = pin_cpu(spec.cpu)
+    latency_ns = ctx.run_dir.open_array("latency_ns", (spec.runs, spec.files))
+    geometry, predictions, emitted = None, [], set()
+    total = spec.runs * spec.files
+    error = None
+    analysis = None
+    try:
+        shared = None if spec.fresh_fs else ctx.fresh_fs()
+        fs_shared = shared.__enter__() if shared is not None else None
+        try:
+            for r in range(spec.runs):
+                if ctx.cancelled:
+                    break
+                ctx.emit("phase", name=f"run {r + 1} of {spec.runs}", run=r, runs=spec.runs)
+                holder = ctx.fresh_fs() if spec.fresh_fs else None
+                fs = holder.__enter__() if holder is not None else fs_shared
+                try:
+                    probe_dir = fs.workdir / (PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.{r}")
+                    probe_dir.mkdir()
+                    os.sync()
+                    if geometry is None and r == 0:
+                        geometry, predictions = _explainer(ctx, fs, probe_dir, spec)
+                        if geometry is not None:
+                            ctx.emit("geometry", geometry={k: v for k, v in geometry.to_dict().items() if k != "raw"},
+                                     predictions=[_plain(p) for p in predictions])
+
+                    def on_batch(start: int, batch, r=r) -> None:
+                        ctx.emit("samples", run=r, start=start, latency_ns=batch.tolist())
+                        ctx.progress(r * spec.files + start + len(batch), total, info=f"run {r + 1}/{spec.runs}")
+
+                    ctx.emit("phase", name=f"run {r + 1} of {spec.runs}: {spec.op} × {spec.files}", run=r)
+                    measure_run(probe_dir, spec, on_batch=on_batch, cancelled=lambda: ctx.cancelled,
+                                out=latency_ns[r])
+                    latency_ns.flush()
+                finally:
+                    if holder is not None:
+                        holder.__exit__(None, None, None)
+                if r == 0 and spec.runs > 1:
+                    continue  # one run cannot tell structure from noise: flag from the second on
+                analysis = analyze(latency_ns[: r + 1])
+                flags = _explain(_findings(analysis), predictions)
+                for finding, flag in zip(_findings(analysis), flags):
+                    if _key(finding) not in emitted:
+                        emitted.add(_key(finding))
+                        ctx.emit("finding", title=_flag_title(flag, finding), **flag,
+                                 **{k: v for k, v in vars(finding).items() if k not in flag})
+        finally:
+            if shared is not None:
+                shared.__exit__(None, None, None)
+    except ProbeRunError as exc:  # ENOSPC & co: keep what was measured, say what stopped it
+        error = str(exc)
+        ctx.emit("error", message=error)
+    finally:
+        latency_ns.flush()
+        os.sched_setaffinity(0, previous_cpus)
+    done_rows = [r for r in range(spec.runs) if (latency_ns[r] >= 0).any()]
+    analysis = analyze(latency_ns[done_rows]) if done_rows else None
+    report = {"op": spec.op, "files": spec.files, "runs": spec.runs, "runs_completed": len(done_rows),
+              "spec": spec.to_dict(), "stopped_by": error}
+    if analysis is not None:
+        report |= analysis.to_json()
+        flags = _explain(_findings(analysis), predictions)
+        report["thresholds"] = [f for f in flags if f.get("structure")]
+        report["flags"] = [f | {"title": _flag_title(f, finding)} for f, finding in zip(flags, _findings(analysis))]
+    report["geometry"] = {k: v for k, v in geometry.to_dict().items() if k != "raw"} if geometry else None
+    report["predictions"] = [_plain(p) for p in predictions]
+    return report
+
+
+def _plain(obj) -> dict:
+    if hasattr(obj, "to_json"):
+        return obj.to_json()
+    from dataclasses import asdict, is_dataclass
+    return asdict(obj) if is_dataclass(obj) else dict(obj)
