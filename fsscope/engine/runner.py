@@ -33,6 +33,7 @@ class JobHandle:
         self._reader = os.fdopen(read_fd, "rb")
         self.returncode: int | None = None
         self.leftovers: list[str] = []
+        self._cancel_sent = False
 
     @property
     def pid(self) -> int:
@@ -58,8 +59,11 @@ class JobHandle:
         return self.returncode
 
     def cancel(self) -> None:
-        """Ask the job to stop; it cleans up and records what it measured."""
-        self._signal(signal.SIGTERM)
+        """Ask the job to stop; it cleans up and records what it measured. Idempotent: a
+        second SIGTERM would interrupt the child's own cleanup, so escalate with kill()."""
+        if not self._cancel_sent:
+            self._cancel_sent = True
+            self._signal(signal.SIGTERM)
 
     def kill(self) -> None:
         self._signal(signal.SIGKILL)

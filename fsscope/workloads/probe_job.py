@@ -43,8 +43,9 @@ def _explain(findings: list, predictions: list) -> list[dict]:
         from fsscope.explain.match import explain
     except ImportError:
         return [{"index": getattr(f, "index", getattr(f, "start", None)), "predicted_index": None,
-                 "structure": None, "note": "repeatable, unexplained"} for f in findings]
-    return [e.to_json() | {"kind": type(e.finding).__name__.lower()} for e in explain(findings, predictions)]
+                 "structure": None, "note": "repeatable, unexplained", "flag": type(f).__name__.lower()}
+                for f in findings]
+    return [e.to_json() | {"flag": type(e.finding).__name__.lower()} for e in explain(findings, predictions)]
 
 
 def _flag_title(flag: dict, finding) -> str:
