@@ -1,0 +1,608 @@
+"""Read a mounted file system's geometry with its own tools.
+
+The rules in :mod:`fsscope.explain.rules` turn these numbers into the file indices where
+on-disk structures change (XFS short-form directory full, ext4 first directory block full,
+btrfs first leaf full, ...). Every number here is what the file system itself reports --
+``xfs_info``/``xfs_io``/``xfs_db``, ``dumpe2fs -h``, ``btrfs inspect-internal`` -- never a
+default assumed from a man page, so a changed mkfs option moves the predictions with it.
+
+Some quantities depend on the state of the probe's own directory, not on mkfs: how big the
+XFS data fork of a *new* directory is (recent kernels preallocate an attribute fork when a
+security module or ACL will add xattrs, which shrinks the fork from the inode's literal area
+to 192 bytes), how many free inodes its allocation group still has in allocated chunks, how
+much room the btrfs fs-tree leaf has left once the directory exists. Pass ``probe_dir`` (the
+fresh, empty directory, after it was made) to read those exactly; without it they stay
+``None`` and the rules fall back to stated assumptions.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from fsscope.errors import FsscopeError, ToolError
+from fsscope.tools import run
+
+#: XFS allocates inodes in chunks of this many (XFS_INODES_PER_CHUNK, fixed by the format).
+XFS_INODES_PER_CHUNK = 64
+#: Size of the fixed inode core before the literal area: v5 (crc=1) and v4 inodes.
+XFS_V5_INODE_CORE_BYTES = 176
+XFS_V4_INODE_CORE_BYTES = 100
+#: btrfs leaf/node header (struct btrfs_header).
+BTRFS_HEADER_BYTES = 101
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """What a rule needs to know about one mounted file system (None: not knowable here)."""
+
+    fs: str
+    mountpoint: str
+    device: str | None = None
+    block_size_bytes: int | None = None
+    inode_size_bytes: int | None = None
+    dir_block_size_bytes: int | None = None
+    inode_chunk_inodes: int | None = None
+    node_size_bytes: int | None = None
+    features: frozenset[str] = frozenset()
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    # --- XFS -------------------------------------------------------------------------
+    xfs_inode_core_bytes: int | None = None
+    #: inode size - core: the most a local-format fork can hold (no attr fork).
+    xfs_literal_area_bytes: int | None = None
+    #: data fork of the probe directory, measured (bulkstat bs_forkoff); None: not measured.
+    xfs_dir_data_fork_bytes: int | None = None
+    xfs_ag_count: int | None = None
+    xfs_ag_blocks: int | None = None
+    #: bits of an inode number: log2(agcount) + agblklog + inopblog (> 32: 8-byte inumbers
+    #: possible in directory entries).
+    xfs_inode_number_bits: int | None = None
+    xfs_agino_bits: int | None = None
+    #: the probe directory's inode number and allocation group.
+    xfs_dir_inode: int | None = None
+    xfs_dir_ag: int | None = None
+    #: free inodes in already allocated chunks of the directory's AG (measured with the
+    #: directory in place) -- the files that fit before the first new chunk.
+    xfs_dir_ag_free_inodes: int | None = None
+    #: same, for AG 0, read whether or not a probe directory is known.
+    xfs_ag0_free_inodes: int | None = None
+
+    # --- ext4 ------------------------------------------------------------------------
+    ext4_inodes_per_group: int | None = None
+    #: bytes of the probe directory (one block when fresh); None: not measured.
+    ext4_dir_size_bytes: int | None = None
+    #: directory hash seed is all zeros (recipe prep null_hash_seed): htree leaf splits then
+    #: land at the same indices on every fresh file system.
+    ext4_hash_seed_null: bool | None = None
+
+    # --- btrfs -----------------------------------------------------------------------
+    btrfs_sector_size_bytes: int | None = None
+    btrfs_fs_tree_level: int | None = None
+    btrfs_fs_tree_leaf_free_bytes: int | None = None
+    btrfs_max_inline_bytes: int | None = None
+    #: True when the tree was read with the probe directory already in it.
+    btrfs_tree_includes_dir: bool = False
+
+    @property
+    def has_csum(self) -> bool:
+        return "metadata_csum" in self.features
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready view (features sorted, raw tool output kept)."""
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            out[name] = sorted(value) if isinstance(value, frozenset) else value
+        return out
+
+
+def read_geometry(fs_type: str, device: str | None, mountpoint: str, *,
+                  probe_dir: str | os.PathLike[str] | None = None) -> Geometry:
+    """Geometry of the file system mounted at ``mountpoint``.
+
+    ``device`` may be None (looked up in /proc/self/mountinfo). ``probe_dir``: the fresh,
+    empty directory the probe will fill, already created; it is synced and read but not
+    changed. tmpfs or an unknown type gives a Geometry with what statvfs knows, no error.
+    Tool failures raise :class:`~fsscope.errors.ToolError`.
+    """
+    fs = fs_type.lower()
+    mountpoint = str(mountpoint)
+    if device is None:
+        device = device_of(mountpoint)
+    if fs in ("xfs", "ext4", "ext3", "ext2", "btrfs"):
+        os.sync()  # offline readers (xfs_db, dumpe2fs, dump-tree) see committed state only
+    if fs == "xfs":
+        return _read_xfs(device, mountpoint, probe_dir)
+    if fs in ("ext4", "ext3", "ext2"):
+        if device is None:
+            raise FsscopeError(f"no block device found for {fs} at {mountpoint}: dumpe2fs needs one")
+        return _read_ext4(fs, device, mountpoint, probe_dir)
+    if fs == "btrfs":
+        if device is None:
+            raise FsscopeError(f"no block device found for btrfs at {mountpoint}: "
+                               f"btrfs inspect-internal needs one")
+        return _read_btrfs(device, mountpoint, probe_dir)
+    return _read_generic(fs, device, mountpoint)
+
+
+def device_of(mountpoint: str) -> str | None:
+    """Source device of the mount at ``mountpoint`` (the last mount there), or None."""
+    target = os.path.realpath(mountpoint)
+    found: str | None = None
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as mountinfo:
+            for line in mountinfo:
+                left, _, right = line.partition(" - ")
+                parts = left.split()
+                if len(parts) > 4 and _unescape(parts[4]) == target:
+                    source = right.split()[1] if len(right.split()) > 1 else ""
+                    found = source if source.startswith("/dev/") else None
+    except OSError:
+        return None
+    return found
+
+
+def _unescape(path: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
+
+
+def _read_generic(fs: str, device: str | None, mountpoint: str) -> Geometry:
+    try:
+        st = os.statvfs(mountpoint)
+        block_size = st.f_bsize
+    except OSError:
+        block_size = None
+    return Geometry(fs=fs, mountpoint=mountpoint, device=device, block_size_bytes=block_size,
+                    raw={"statvfs_bsize": block_size})
+
+
+# --- XFS -------------------------------------------------------------------------------
+
+def parse_xfs_info(text: str) -> dict[str, dict[str, str]]:
+    """``xfs_info`` output as {section: {key: value}} (sections: meta-data, data, naming,
+    log, realtime; continuation lines belong to the section above)."""
+    sections: dict[str, dict[str, str]] = {}
+    current = "meta-data"
+    for line in text.splitlines():
+        head = re.match(r"^(\S+?)\s*=", line)
+        if head and not line.startswith(" "):
+            current = head.group(1)
+            line = line[head.end():]
+            # "naming   =version 2  bsize=..." -> keep "version 2" as a value
+            version = re.match(r"\s*version\s+(\S+)", line)
+            if version:
+                sections.setdefault(current, {})["version"] = version.group(1)
+        else:
+            line = line.split("=", 1)[1] if line.lstrip().startswith("=") else line
+        for key, value in re.findall(r"([A-Za-z][\w-]*)=([^\s,]+)", line):
+            sections.setdefault(current, {})[key] = value
+        external = re.match(r"\s*(internal log|external)", line)
+        if external and current == "log":
+            sections.setdefault(current, {})["where"] = external.group(1)
+    return sections
+
+
+def parse_bulkstat(text: str) -> dict[str, str]:
+    """``xfs_io -c 'bulkstat_single INO'`` output as {field: value}."""
+    return {k: v for k, v in re.findall(r"^\s*(bs_\w+)\s*=\s*(\S+)", text, flags=re.M)}
+
+
+def parse_inumbers(text: str) -> list[dict[str, int]]:
+    """``xfs_io -c inumbers`` output as a list of chunks (startino, alloccount, ...)."""
+    chunks: list[dict[str, int]] = []
+    for key, value in re.findall(r"^\s*xi_(\w+)\s*=\s*(\S+)", text, flags=re.M):
+        if key == "startino":
+            chunks.append({})
+        if chunks:
+            chunks[-1][key] = int(value, 0)
+    return chunks
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value, 0) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _xfs_ag_free_inodes(mountpoint: str, ag: int, agino_bits: int) -> int:
+    """Free inodes in the allocated chunks of allocation group ``ag`` (live, via the
+    XFS_IOC_INUMBERS ioctl -- no offline read of a mounted device)."""
+    chunks = parse_inumbers(run("xfs_io", "-c", f"inumbers -a {ag}", mountpoint))
+    free = 0
+    for chunk in chunks:
+        if chunk.get("startino", 0) >> agino_bits != ag:
+            continue
+        holes = bin(chunk.get("holemask", 0)).count("1") * 4  # 4 inodes per holemask bit
+        free += XFS_INODES_PER_CHUNK - holes - chunk.get("alloccount", 0)
+    return free
+
+
+def xfs_geometry_from_info(info_text: str, *, mountpoint: str = "",
+                           device: str | None = None) -> Geometry:
+    """Geometry from ``xfs_info`` text alone (works for an unmounted image too: ``xfs_info``
+    accepts one); nothing about a probe directory or free inodes is known."""
+    info = parse_xfs_info(info_text)
+    meta, data, naming = info.get("meta-data", {}), info.get("data", {}), info.get("naming", {})
+    inode_size = _int(meta.get("isize"))
+    block_size = _int(data.get("bsize"))
+    ag_count = _int(meta.get("agcount"))
+    ag_blocks = _int(meta.get("agsize"))
+    crc = meta.get("crc") == "1"
+    features = {k for k in ("crc", "finobt", "sparse", "rmapbt", "reflink", "bigtime",
+                            "inobtcount", "nrext64") if meta.get(k) == "1"}
+    if naming.get("ftype") == "1":
+        features.add("ftype")
+    core = XFS_V5_INODE_CORE_BYTES if crc else XFS_V4_INODE_CORE_BYTES
+    agino_bits = number_bits = None
+    if ag_blocks and inode_size and block_size and ag_count:
+        agblklog = math.ceil(math.log2(ag_blocks))
+        inopblog = int(math.log2(block_size // inode_size))
+        agino_bits = agblklog + inopblog
+        number_bits = agino_bits + (math.ceil(math.log2(ag_count)) if ag_count > 1 else 0)
+    return Geometry(
+        fs="xfs", mountpoint=mountpoint, device=device, block_size_bytes=block_size,
+        inode_size_bytes=inode_size, dir_block_size_bytes=_int(naming.get("bsize")),
+        inode_chunk_inodes=XFS_INODES_PER_CHUNK, features=frozenset(features),
+        raw={"xfs_info": info}, xfs_inode_core_bytes=core,
+        xfs_literal_area_bytes=inode_size - core if inode_size else None,
+        xfs_ag_count=ag_count, xfs_ag_blocks=ag_blocks, xfs_inode_number_bits=number_bits,
+        xfs_agino_bits=agino_bits)
+
+
+def _optional(read: Any, raw: dict[str, Any]) -> Any:
+    """``read()``, or None (with the tool's complaint kept in raw["errors"]) if it fails."""
+    try:
+        return read()
+    except ToolError as exc:
+        raw.setdefault("errors", []).append(str(exc))
+        return None
+
+
+def _read_xfs(device: str | None, mountpoint: str, probe_dir: Any) -> Geometry:
+    base = xfs_geometry_from_info(run("xfs_info", mountpoint), mountpoint=mountpoint,
+                                  device=device)
+    raw = dict(base.raw)
+    agino_bits, literal = base.xfs_agino_bits, base.xfs_literal_area_bytes
+    # The live per-directory reads are optional: an xfs_io without bulkstat_single/inumbers
+    # (xfsprogs < 5.3) leaves them None and the rules state their assumptions instead.
+    dir_fork = dir_ino = dir_ag = dir_free = ag0_free = None
+    if agino_bits is not None:
+        ag0_free = _optional(lambda: _xfs_ag_free_inodes(mountpoint, 0, agino_bits), raw)
+    if probe_dir is not None:
+        dir_ino = os.stat(probe_dir).st_ino
+        bulk = _optional(lambda: parse_bulkstat(
+            run("xfs_io", "-c", f"bulkstat_single {dir_ino}", mountpoint)), raw) or {}
+        raw["probe_dir_bulkstat"] = bulk
+        forkoff = _int(bulk.get("bs_forkoff"))
+        if forkoff is not None and literal is not None:
+            dir_fork = forkoff if forkoff > 0 else literal  # bs_forkoff is in bytes
+        if agino_bits is not None:
+            dir_ag = dir_ino >> agino_bits
+            dir_free = (ag0_free if dir_ag == 0 else _optional(
+                lambda: _xfs_ag_free_inodes(mountpoint, dir_ag, agino_bits), raw))
+    return replace(base, raw=raw, xfs_dir_data_fork_bytes=dir_fork, xfs_dir_inode=dir_ino,
+                   xfs_dir_ag=dir_ag, xfs_dir_ag_free_inodes=dir_free,
+                   xfs_ag0_free_inodes=ag0_free)
+
+
+# --- ext4 ------------------------------------------------------------------------
+    ext4_inodes_per_group: int | None = None
+    #: bytes of the probe directory (one block when fresh); None: not measured.
+    ext4_dir_size_bytes: int | None = None
+    #: directory hash seed is all zeros (recipe prep null_hash_seed): htree leaf splits then
+    #: land at the same indices on every fresh file system.
+    ext4_hash_seed_null: bool | None = None
+
+    # --- btrfs -----------------------------------------------------------------------
+    btrfs_sector_size_bytes: int | None = None
+    btrfs_fs_tree_level: int | None = None
+    btrfs_fs_tree_leaf_free_bytes: int | None = None
+    btrfs_max_inline_bytes: int | None = None
+    #: True when the tree was read with the probe directory already in it.
+    btrfs_tree_includes_dir: bool = False
+
+    @property
+    def has_csum(self) -> bool:
+        return "metadata_csum" in self.features
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready view (features sorted, raw tool output kept)."""
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            out[name] = sorted(value) if isinstance(value, frozenset) else value
+        return out
+
+
+def read_geometry(fs_type: str, device: str | None, mountpoint: str, *,
+                  probe_dir: str | os.PathLike[str] | None = None) -> Geometry:
+    """Geometry of the file system mounted at ``mountpoint``.
+
+    ``device`` may be None (looked up in /proc/self/mountinfo). ``probe_dir``: the fresh,
+    empty directory the probe will fill, already created; it is synced and read but not
+    changed. tmpfs or an unknown type gives a Geometry with what statvfs knows, no error.
+    Tool failures raise :class:`~fsscope.errors.ToolError`.
+    """
+    fs = fs_type.lower()
+    mountpoint = str(mountpoint)
+    if device is None:
+        device = device_of(mountpoint)
+    if fs in ("xfs", "ext4", "ext3", "ext2", "btrfs"):
+        os.sync()  # offline readers (xfs_db, dumpe2fs, dump-tree) see committed state only
+    if fs == "xfs":
+        return _read_xfs(device, mountpoint, probe_dir)
+    if fs in ("ext4", "ext3", "ext2"):
+        if device is None:
+            raise FsscopeError(f"no block device found for {fs} at {mountpoint}: dumpe2fs needs one")
+        return _read_ext4(fs, device, mountpoint, probe_dir)
+    if fs == "btrfs":
+        if device is None:
+            raise FsscopeError(f"no block device found for btrfs at {mountpoint}: "
+                               f"btrfs inspect-internal needs one")
+        return _read_btrfs(device, mountpoint, probe_dir)
+    return _read_generic(fs, device, mountpoint)
+
+
+def device_of(mountpoint: str) -> str | None:
+    """Source device of the mount at ``mountpoint`` (the last mount there), or None."""
+    target = os.path.realpath(mountpoint)
+    found: str | None = None
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as mountinfo:
+            for line in mountinfo:
+                left, _, right = line.partition(" - ")
+                parts = left.split()
+                if len(parts) > 4 and _unescape(parts[4]) == target:
+                    source = right.split()[1] if len(right.split()) > 1 else ""
+                    found = source if source.startswith("/dev/") else None
+    except OSError:
+        return None
+    return found
+
+
+def _unescape(path: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
+
+
+def _read_generic(fs: str, device: str | None, mountpoint: str) -> Geometry:
+    try:
+        st = os.statvfs(mountpoint)
+        block_size = st.f_bsize
+    except OSError:
+        block_size = None
+    return Geometry(fs=fs, mountpoint=mountpoint, device=device, block_size_bytes=block_size,
+                    raw={"statvfs_bsize": block_size})
+
+
+# --- XFS -------------------------------------------------------------------------------
+
+def parse_xfs_info(text: str) -> dict[str, dict[str, str]]:
+    """``xfs_info`` output as {section: {key: value}} (sections: meta-data, data, naming,
+    log, realtime; continuation lines belong to the section above)."""
+    sections: dict[str, dict[str, str]] = {}
+    current = "meta-data"
+    for line in text.splitlines():
+        head = re.match(r"^(\S+?)\s*=", line)
+        if head and not line.startswith(" "):
+            current = head.group(1)
+            line = line[head.end():]
+            # "naming   =version 2  bsize=..." -> keep "version 2" as a value
+            version = re.match(r"\s*version\s+(\S+)", line)
+            if version:
+                sections.setdefault(current, {})["version"] = version.group(1)
+        else:
+            line = line.split("=", 1)[1] if line.lstrip().startswith("=") else line
+        for key, value in re.findall(r"([A-Za-z][\w-]*)=([^\s,]+)", line):
+            sections.setdefault(current, {})[key] = value
+        external = re.match(r"\s*(internal log|external)", line)
+        if external and current == "log":
+            sections.setdefault(current, {})["where"] = external.group(1)
+    return sections
+
+
+def parse_bulkstat(text: str) -> dict[str, str]:
+    """``xfs_io -c 'bulkstat_single INO'`` output as {field: value}."""
+    return {k: v for k, v in re.findall(r"^\s*(bs_\w+)\s*=\s*(\S+)", text, flags=re.M)}
+
+
+def parse_inumbers(text: str) -> list[dict[str, int]]:
+    """``xfs_io -c inumbers`` output as a list of chunks (startino, alloccount, ...)."""
+    chunks: list[dict[str, int]] = []
+    for key, value in re.findall(r"^\s*xi_(\w+)\s*=\s*(\S+)", text, flags=re.M):
+        if key == "startino":
+            chunks.append({})
+        if chunks:
+            chunks[-1][key] = int(value, 0)
+    return chunks
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value, 0) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _xfs_ag_free_inodes(mountpoint: str, ag: int, agino_bits: int) -> int:
+    """Free inodes in the allocated chunks of allocation group ``ag`` (live, via the
+    XFS_IOC_INUMBERS ioctl -- no offline read of a mounted device)."""
+    chunks = parse_inumbers(run("xfs_io", "-c", f"inumbers -a {ag}", mountpoint))
+    free = 0
+    for chunk in chunks:
+        if chunk.get("startino", 0) >> agino_bits != ag:
+            continue
+        holes = bin(chunk.get("holemask", 0)).count("1") * 4  # 4 inodes per holemask bit
+        free += XFS_INODES_PER_CHUNK - holes - chunk.get("alloccount", 0)
+    return free
+
+
+def _optional(read: Any, raw: dict[str, Any]) -> Any:
+    """``read()``, or None (with the tool's complaint kept in raw["errors"]) if it fails."""
+    try:
+        return read()
+    except ToolError as exc:
+        raw.setdefault("errors", []).append(str(exc))
+        return None
+
+
+def _read_xfs(device: str | None, mountpoint: str, probe_dir: Any) -> Geometry:
+    info_text = run("xfs_info", mountpoint)
+    info = parse_xfs_info(info_text)
+    meta, data, naming = info.get("meta-data", {}), info.get("data", {}), info.get("naming", {})
+    inode_size = _int(meta.get("isize"))
+    block_size = _int(data.get("bsize"))
+    dir_block = _int(naming.get("bsize"))
+    ag_count = _int(meta.get("agcount"))
+    ag_blocks = _int(meta.get("agsize"))
+    crc = meta.get("crc") == "1"
+    features = {k for k in ("crc", "finobt", "sparse", "rmapbt", "reflink", "bigtime",
+                            "inobtcount", "nrext64") if meta.get(k) == "1"}
+    if naming.get("ftype") == "1":
+        features.add("ftype")
+    core = XFS_V5_INODE_CORE_BYTES if crc else XFS_V4_INODE_CORE_BYTES
+    literal = inode_size - core if inode_size else None
+    agino_bits = number_bits = None
+    if ag_blocks and inode_size and block_size and ag_count:
+        agblklog = math.ceil(math.log2(ag_blocks))
+        inopblog = int(math.log2(block_size // inode_size))
+        agino_bits = agblklog + inopblog
+        number_bits = math.ceil(math.log2(ag_count)) + agino_bits if ag_count > 1 else agino_bits
+    raw: dict[str, Any] = {"xfs_info": info}
+
+    # The live per-directory reads are optional: an xfs_io without bulkstat_single/inumbers
+    # (xfsprogs < 5.3) leaves them None and the rules state their assumptions instead.
+    dir_fork = dir_ino = dir_ag = dir_free = ag0_free = None
+    if agino_bits is not None:
+        ag0_free = _optional(lambda: _xfs_ag_free_inodes(mountpoint, 0, agino_bits), raw)
+    if probe_dir is not None:
+        dir_ino = os.stat(probe_dir).st_ino
+        bulk = _optional(lambda: parse_bulkstat(
+            run("xfs_io", "-c", f"bulkstat_single {dir_ino}", mountpoint)), raw) or {}
+        raw["probe_dir_bulkstat"] = bulk
+        forkoff = _int(bulk.get("bs_forkoff"))
+        if forkoff is not None and literal is not None:
+            dir_fork = forkoff if forkoff > 0 else literal  # bs_forkoff is in bytes
+        if agino_bits is not None:
+            dir_ag = dir_ino >> agino_bits
+            dir_free = (ag0_free if dir_ag == 0 else _optional(
+                lambda: _xfs_ag_free_inodes(mountpoint, dir_ag, agino_bits), raw))
+    return Geometry(
+        fs="xfs", mountpoint=mountpoint, device=device, block_size_bytes=block_size,
+        inode_size_bytes=inode_size, dir_block_size_bytes=dir_block,
+        inode_chunk_inodes=XFS_INODES_PER_CHUNK, features=frozenset(features), raw=raw,
+        xfs_inode_core_bytes=core, xfs_literal_area_bytes=literal,
+        xfs_dir_data_fork_bytes=dir_fork, xfs_ag_count=ag_count, xfs_ag_blocks=ag_blocks,
+        xfs_inode_number_bits=number_bits, xfs_agino_bits=agino_bits, xfs_dir_inode=dir_ino,
+        xfs_dir_ag=dir_ag, xfs_dir_ag_free_inodes=dir_free, xfs_ag0_free_inodes=ag0_free)
+
+
+# --- ext4 ------------------------------------------------------------------------------
+
+def parse_dumpe2fs(text: str) -> dict[str, str]:
+    """``dumpe2fs -h`` output as {"Block size": "4096", ...}."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key and not key.startswith(" "):
+            fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def _read_ext4(fs: str, device: str, mountpoint: str, probe_dir: Any) -> Geometry:
+    fields = parse_dumpe2fs(run("dumpe2fs", "-h", device))
+    block_size = _int(fields.get("Block size"))
+    features = frozenset(fields.get("Filesystem features", "").split())
+    dir_size = os.stat(probe_dir).st_size if probe_dir is not None else None
+    return Geometry(
+        fs=fs, mountpoint=mountpoint, device=device, block_size_bytes=block_size,
+        inode_size_bytes=_int(fields.get("Inode size")),
+        dir_block_size_bytes=block_size,  # ext4 directory blocks are file-system blocks
+        features=features, raw={"dumpe2fs": fields},
+        ext4_inodes_per_group=_int(fields.get("Inodes per group")),
+        ext4_dir_size_bytes=dir_size, ext4_hash_seed_null=_null_seed(fields))
+
+
+def _null_seed(fields: dict[str, str]) -> bool | None:
+    seed = fields.get("Directory Hash Seed")
+    if seed is None:
+        return None
+    return set(seed.replace("-", "")) <= {"0"}
+
+
+# --- btrfs -----------------------------------------------------------------------------
+
+def parse_dump_super(text: str) -> dict[str, str]:
+    """``btrfs inspect-internal dump-super`` output as {"nodesize": "16384", ...}."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        match = re.match(r"^([a-z_]+)\s+(.*\S)\s*$", line)
+        if match:
+            fields.setdefault(match.group(1), match.group(2))
+    return fields
+
+
+def btrfs_flag_names(text: str, key: str) -> list[str]:
+    """Names of the flags ``dump-super -f`` lists under ``key`` ("( MIXED_BACKREF | ... )")."""
+    match = re.search(rf"^{key}\s+\S+\s*\n?\s*\(([^)]*)\)", text, flags=re.M)
+    return re.findall(r"[A-Z][A-Z0-9_]+", match.group(1)) if match else []
+
+
+_FS_TREE_ROOT = re.compile(
+    r"key \(FS_TREE ROOT_ITEM 0\).*?\bbytenr (\d+)\b.*?\n\s+level (\d+)\b", re.S)
+_BLOCK_HEAD = re.compile(r"^(leaf|node) \d+ (?:level (\d+) )?items (\d+) free space (\d+)", re.M)
+
+
+def _read_btrfs(device: str, mountpoint: str, probe_dir: Any) -> Geometry:
+    super_text = run("btrfs", "inspect-internal", "dump-super", "-f", device)
+    fields = parse_dump_super(super_text)
+    node_size = _int(fields.get("nodesize"))
+    sector = _int(fields.get("sectorsize"))
+    features = frozenset(f.lower() for f in btrfs_flag_names(super_text, "incompat_flags")
+                         + btrfs_flag_names(super_text, "compat_ro_flags"))
+    raw: dict[str, Any] = {"dump_super": fields}
+    level = leaf_free = None
+    # The root tree is small; it says where the fs tree's root block is and its level.
+    root_tree = run("btrfs", "inspect-internal", "dump-tree", "-t", "root", device)
+    found = _FS_TREE_ROOT.search(root_tree)
+    if found:
+        bytenr, level = int(found.group(1)), int(found.group(2))
+        raw["fs_tree_root_bytenr"] = bytenr
+        if level == 0:
+            block = run("btrfs", "inspect-internal", "dump-tree", "-b", str(bytenr), device)
+            head = _BLOCK_HEAD.search(block)
+            if head:
+                leaf_free = int(head.group(4))
+                raw["fs_tree_leaf_items"] = int(head.group(3))
+    # max_inline mount option (default 2048), as the kernel shows it in /proc/mounts
+    max_inline = 2048
+    for option in _mount_options(mountpoint):
+        if option.startswith("max_inline="):
+            max_inline = _int(option.split("=", 1)[1]) or 0
+    return Geometry(
+        fs="btrfs", mountpoint=mountpoint, device=device, block_size_bytes=sector,
+        node_size_bytes=node_size, features=features, raw=raw, btrfs_sector_size_bytes=sector,
+        btrfs_fs_tree_level=level, btrfs_fs_tree_leaf_free_bytes=leaf_free,
+        btrfs_max_inline_bytes=max_inline, btrfs_tree_includes_dir=probe_dir is not None)
+
+
+def _mount_options(mountpoint: str) -> list[str]:
+    target = os.path.realpath(mountpoint)
+    options: list[str] = []
+    try:
+        for line in Path("/proc/self/mounts").read_text(encoding="utf-8").splitlines():
+            parts = line.split()
+            if len(parts) >= 4 and _unescape(parts[1]) == target:
+                options = parts[3].split(",")
+    except OSError:
+        pass
+    return options
+
+
+__all__ = ["Geometry", "read_geometry", "device_of", "xfs_geometry_from_info", "parse_xfs_info", "parse_dumpe2fs",
+           "parse_dump_super", "parse_bulkstat", "parse_inumbers", "btrfs_flag_names"]
