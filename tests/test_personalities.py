@@ -1,0 +1,235 @@
+"""Real short personality runs on tmpfs (/dev/shm) and on a plain directory of the root disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from fsscope.analysis import variation as v
+from fsscope.workloads import personalities as P
+
+DURATION_S = 2.0
+WORKERS = 3
+
+
+@pytest.fixture(params=["tmpfs", "rootdisk"])
+def workdir(request, scratch) -> Path:
+    """A fresh directory on tmpfs or on the root disk's file system."""
+    if request.param == "tmpfs":
+        if not os.path.isdir("/dev/shm"):
+            pytest.skip("no /dev/shm tmpfs on this machine")
+        path = Path(tempfile.mkdtemp(prefix="fsscope-pers-", dir=os.environ["FSSCOPE_RAM_DIR"]))
+    else:
+        path = scratch
+    return path
+
+
+def small_spec(name: str, **kw) -> P.PersonalitySpec:
+    base = dict(nfiles=120, mean_file_size_bytes=16 << 10, workers=WORKERS, duration_s=DURATION_S,
+                io_size_bytes=64 << 10, latency_window_s=1.0, seed=11)
+    if name == "fileserver":
+        base.update(dir_width=10)
+    base.update(kw)
+    return P.default_spec(name, **base)
+
+
+def files_on_disk(root: Path, name: str) -> set[int]:
+    found = set()
+    for _, _, files in os.walk(root / name):
+        found.update(int(f) for f in files)
+    return found
+
+
+@pytest.mark.parametrize("name", P.PERSONALITIES)
+def test_short_run_executes_and_counts_every_op(workdir, name):
+    spec = small_spec(name)
+    populated = P.populate(workdir, spec)
+    before = files_on_disk(workdir, name)
+    assert len(before) == populated.files == round(spec.nfiles * spec.prealloc_pct / 100)
+    seen_pids: list[tuple[int, ...]] = []
+    worker_parents = []
+
+    def on_start(pids):
+        seen_pids.append(pids)
+        worker_parents.extend(psutil.Process(p).ppid() for p in pids)
+
+    samples: list[P.LiveSample] = []
+    log = workdir / P.LOG_DIR / "webserver.log"
+    result = P.run(workdir, spec, on_window=samples.append, on_start=on_start)
+
+    # every op type executed, no errors, counts consistent across all the arrays
+    counts = {op: result.op_count(op) for op in spec.op_names}
+    assert all(c > 0 for c in counts.values()), counts
+    assert result.errors.tolist() == [0] * len(spec.op_names)
+    assert result.latency_hist.sum(axis=1).tolist() == result.counts.sum(axis=1).tolist()
+    for i, op in enumerate(spec.op_names):
+        assert result.window_histograms(op).sum() == counts[op]
+        assert result.window_hist[result.window_hist[:, 1] == i, 3].sum() == counts[op]
+    assert result.elapsed_s == pytest.approx(DURATION_S, abs=1e-6)
+    assert result.counts.shape == (len(spec.op_names), 2)
+    assert result.throughput(1.0).sum() * 1.0 == result.total_ops          # windows add up
+    assert result.throughput(2.0).tolist() == [pytest.approx(result.ops_per_s)]
+    assert np.all(result.latency_sum_ns[result.counts > 0] > 0)
+
+    # live samples: one per bin, in order, complete, adding up to the same totals
+    assert [s.bin_index for s in samples] == [0, 1]
+    assert all(s.complete for s in samples)
+    assert sum(s.ops_per_s * spec.bin_s for s in samples) == result.total_ops
+    json.dumps(samples[-1].to_dict(), allow_nan=False)
+
+    # worker processes: real, separate, all different from this process
+    assert len(seen_pids) == 1 and len(set(seen_pids[0])) == WORKERS
+    assert os.getpid() not in seen_pids[0] and result.worker_pids == seen_pids[0]
+    assert all(code == 0 for code in result.worker_exitcodes)
+    assert os.getpid() not in worker_parents               # forked by the forkserver, not by us
+
+    # the files really changed on disk, and the manifest agrees with the disk
+    after = files_on_disk(workdir, name)
+    fileset = P.load_fileset(workdir, spec)
+    assert after == set(np.flatnonzero(fileset.exists).tolist())
+    # (each worker's last op completes after the deadline: done, but not counted)
+    if name == "fileserver":
+        assert abs(counts["create"] - counts["delete"] - (len(after) - len(before))) <= WORKERS
+        assert after != before
+    elif name == "varmail":
+        assert after != before
+    else:
+        assert after == before
+        appended = int(result.io_bytes[spec.op_names.index("append")].sum())
+        assert 0 < appended <= log.stat().st_size <= appended + WORKERS * spec.append_size_bytes
+    read_bytes = int(result.io_bytes[spec.op_names.index("read")].sum())
+    assert read_bytes > 0
+
+
+def test_json_report_from_two_real_runs(scratch):
+    spec = small_spec("varmail", duration_s=2.0)
+    P.populate(scratch, spec)
+    runs = [P.run(scratch, spec) for _ in range(2)]
+    report = v.variation_report("varmail", runs, window_sizes_s=(1,))
+    json.dumps(report, allow_nan=False)
+    assert [r["ops_per_s"] for r in report["runs"]] == pytest.approx([r.ops_per_s for r in runs])
+    assert len(report["runs"][0]["windows"]["1"]) == 2
+    assert report["runs"][1]["ops"]["fsync"]["count"] == runs[1].op_count("fsync")
+    assert report["variation"]["relative_range"] == pytest.approx(v.relative_range([r.ops_per_s for r in runs]))
+
+
+def test_cancel_stops_the_run_early(scratch):
+    spec = small_spec("fileserver", duration_s=30.0)
+    P.populate(scratch, spec)
+    t0 = time.monotonic()
+    result = P.run(scratch, spec, cancelled=lambda: time.monotonic() - t0 > 1.0)
+    wall_s = time.monotonic() - t0
+    assert result.cancelled
+    assert wall_s < 6.0 and result.elapsed_s < 3.0
+    assert result.total_ops > 0 and result.counts.shape[1] == int(np.ceil(result.elapsed_s))
+
+
+def test_spec_defaults_scale_to_capacity_and_reject_bad_values():
+    small = P.default_spec("fileserver", capacity_bytes=256 << 20, cpu_count=2)
+    assert small.nfiles == 512 and small.workers == 8
+    assert small.fileset_bytes <= (256 << 20) // 4
+    big = P.default_spec("fileserver", capacity_bytes=1 << 40, cpu_count=64)
+    assert big.nfiles == 10_000 and big.workers == 50                   # Filebench's own defaults
+    web = P.default_spec("webserver", cpu_count=2)
+    assert (web.nfiles, web.mean_file_size_bytes, web.prealloc_pct) == (1000, 16 << 10, 100)
+    assert P.default_spec("varmail", fileset_bytes=32 << 20).nfiles == 2048
+    with pytest.raises(Exception, match="nfiles"):
+        P.PersonalitySpec("varmail", nfiles=3, mean_file_size_bytes=1, dir_width=1, workers=4)
+    with pytest.raises(Exception, match="unknown personality"):
+        P.default_spec("oltp")
+
+
+def test_file_sizes_are_gamma_distributed_with_the_requested_mean():
+    spec = P.default_spec("fileserver", nfiles=20_000, cpu_count=2)
+    sizes = P.file_sizes_bytes(spec, seed=3)
+    assert sizes.mean() == pytest.approx(128 << 10, rel=0.02)
+    # gamma(k=1.5): variance = mean^2 / k
+    assert sizes.std() == pytest.approx((128 << 10) / np.sqrt(1.5), rel=0.05)
+    assert np.array_equal(sizes, P.file_sizes_bytes(spec, seed=3))     # reproducible
+
+
+def test_run_without_populate_is_a_clear_error(scratch):
+    with pytest.raises(Exception, match="populate it first"):
+        P.run(scratch, small_spec("webserver"))
+
+
+# -- beside the workload: telemetry, and the sync-write sweep ------------------------------------
+
+def test_telemetry_beside_a_run_sees_the_workers_io(scratch):
+    from fsscope.telemetry import taskstats
+    from fsscope.telemetry.sampler import TelemetrySampler
+
+    spec = small_spec("fileserver", duration_s=2.0)
+    P.populate(scratch, spec)
+    live = []
+    sampler = TelemetrySampler(interval_s=0.5, on_sample=live.append).start()
+    result = P.run(scratch, spec, on_start=sampler.watch)
+    samples = sampler.stop()
+    assert len(samples) >= 4 and np.all(np.diff(samples.t_s) > 0)
+    assert samples.disk_write_bytes.shape == (len(samples), len(samples.disks))
+    appended = int(result.io_bytes[[spec.op_names.index(op) for op in ("write", "append")]].sum())
+    # /proc/PID/io counts whole pages as they are dirtied (so it need not equal the bytes
+    # written), but the workers' writes on this ext4 directory must show up
+    assert appended > 0 and samples.proc_write_bytes.sum() > 0
+    assert np.all((samples.cpu_idle_pct >= 0) & (samples.cpu_idle_pct <= 100))
+    assert np.all(samples.mem_available_bytes > 0)
+    assert live and isinstance(live[0]["cpu_user_pct"], float)
+    json.dumps(live[-1])
+    if samples.taskstats_available:
+        assert samples.cpu_delay_ns.sum() >= 0
+        if taskstats.delayacct_enabled() is False:
+            assert any("task_delayacct = 0" in n for n in samples.notes)
+            assert samples.blkio_delay_ns.sum() == 0
+    else:
+        assert any("taskstats" in n for n in samples.notes)
+
+
+def test_taskstats_reader_reads_this_process_or_says_why_not():
+    from fsscope.telemetry.taskstats import TaskStatsReader
+
+    with TaskStatsReader() as ts:
+        mine = ts.read_process(os.getpid())
+        if not ts.available:
+            assert mine is None and ts.notes
+            return
+        assert mine is not None and mine.cpu_run_real_ns > 0 and mine.comm
+        assert "\0" not in mine.comm
+        assert ts.read_process(2**22 + 12345) is None          # no such pid: None, not an error
+
+
+def test_syncwrite_sweep_small(scratch):
+    from fsscope.workloads import syncwrite as S
+
+    spec = S.SyncWriteSpec(buffer_sizes_bytes=(4096, 65536, 1 << 20), file_size_bytes=1 << 20,
+                           mode="fsync", repeats=2, min_writes=4)
+    points = S.sweep(scratch, spec)
+    assert [(p.buffer_bytes, p.repeat) for p in points] == [
+        (4096, 0), (65536, 0), (1 << 20, 0), (4096, 1), (65536, 1), (1 << 20, 1)]
+    assert [p.writes for p in points[:3]] == [256, 16, 4]
+    assert all(p.bytes_written == p.writes * p.buffer_bytes and p.bytes_per_s > 0 for p in points)
+    assert not any(scratch.iterdir())                                   # files removed
+    summary = S.summarize(points)
+    assert summary.buffer_bytes.tolist() == [4096, 65536, 1 << 20]
+    assert summary.best_ratio_buffer_bytes in (4096, 65536, 1 << 20)
+    json.dumps(summary.to_dict())
+    with pytest.raises(Exception, match="mode"):
+        S.SyncWriteSpec(mode="sometimes")
+
+
+def test_workload_modules_import_no_ui_libraries():
+    import subprocess
+    import sys
+
+    modules = ["fsscope.workloads.personalities", "fsscope.workloads.cgroup", "fsscope.workloads.syncwrite",
+               "fsscope.telemetry.sampler", "fsscope.telemetry.taskstats", "fsscope.analysis.variation"]
+    code = "\n".join(f"import {m}" for m in modules) + (
+        "\nimport sys\nprint(','.join(m for m in ('textual', 'rich') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

@@ -1,0 +1,254 @@
+"""Variation analysis on synthetic data whose answers are known in advance."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from fsscope.analysis import variation as v
+
+
+# -- histogram grid ------------------------------------------------------------------------------
+
+def test_bucket_grid_is_contiguous_and_within_half_a_percent():
+    rng = np.random.default_rng(3)
+    values = np.unique(np.concatenate([np.arange(0, 4096), rng.integers(0, 2**41, 200_000),
+                                       np.logspace(0, 12.3, 50_000).astype(np.int64)]))
+    idx = v.bucket_index(values)
+    assert idx.max() == v.N_BUCKETS - 1 and idx.min() == 0
+    assert np.array_equal(np.unique(idx), np.arange(v.N_BUCKETS))           # no holes
+    assert np.all(np.diff(idx) >= 0)                                         # monotone
+    lower, width = v.bucket_lower_ns(idx), v.bucket_width_ns(idx)
+    assert np.all((lower <= values) & (values < lower + width))
+    assert np.all(np.abs(v.bucket_mid_ns(idx) - values) <= 0.004 * np.maximum(values, 1))
+    assert values[:256].tolist() == idx[:256].tolist()                       # exact below 256 ns
+    for x in values[::997]:
+        assert v.bucket_index_one(int(x)) == v.bucket_index(np.array([x]))[0]
+
+
+def test_histogram_percentiles_match_exact_percentiles_to_one_percent():
+    latency_ns = np.random.default_rng(7).lognormal(mean=11, sigma=1.5, size=100_000).astype(np.int64)
+    hist = v.latency_histogram(latency_ns)
+    assert hist.sum() == latency_ns.size
+    for q in (1, 50, 90, 99, 99.9):
+        exact = np.percentile(latency_ns, q, method="inverted_cdf")
+        assert v.hist_percentile_ns(hist, q) == pytest.approx(exact, rel=0.01)
+    assert math.isnan(v.hist_percentile_ns(np.zeros(v.N_BUCKETS), 50))
+
+
+# -- throughput and its variation ----------------------------------------------------------------
+
+def test_relative_range_and_rsd_exact():
+    assert v.relative_range([90, 100, 110]) == pytest.approx(0.2)
+    assert v.rsd([90, 100, 110]) == pytest.approx(0.1)          # sample std 10 / mean 100
+    assert v.relative_range([5, 5, 5]) == 0.0
+    assert math.isnan(v.rsd([100]))
+    s = v.variation_summary([900, 1000, 1100])
+    assert (s.runs, s.mean, s.min, s.max) == (3, 1000, 900, 1100)
+    assert s.relative_range == pytest.approx(0.2) and s.rsd == pytest.approx(0.1)
+
+
+def test_throughput_n_windows_and_bands():
+    counts = np.arange(25, dtype=np.int64)                   # 25 one-second bins
+    assert v.throughput_n(counts, 1.0, 10).tolist() == [4.5, 14.5]          # partial window dropped
+    per_op = np.vstack([counts, counts])
+    assert v.throughput_n(per_op, 1.0, 5).tolist() == [4.0, 14.0, 24.0, 34.0, 44.0]
+    assert v.throughput_n(np.ones(20), 0.5, 2.0).tolist() == [2.0] * 5      # 4 half-second bins
+    with pytest.raises(ValueError):
+        v.throughput_n(counts, 1.0, 2.5)
+    bands = v.throughput_bands([np.array([90.0, 100]), np.array([110.0, 100, 7])], 10)
+    assert bands.min.tolist() == [90, 100] and bands.max.tolist() == [110, 100]
+    assert bands.mean.tolist() == [100, 100]
+    assert bands.relative_range.tolist() == pytest.approx([0.2, 0.0])
+
+
+def test_relative_range_cdf_over_configs_and_windows():
+    # config A: two runs identical -> 0 range everywhere; config B: runs differ by 20 % in the
+    # first 10 s only.
+    a = [np.full(20, 100), np.full(20, 100)]
+    b = [np.full(20, 100), np.concatenate([np.full(10, 120), np.full(10, 100)])]
+    cdf = v.relative_range_cdf([a, b], 1.0, [10, 20])
+    values, frac = cdf[10]
+    assert values.tolist() == pytest.approx([0, 0, 0, 0.2 / 1.1])
+    assert frac.tolist() == [0.25, 0.5, 0.75, 1.0]
+    values20, _ = cdf[20]
+    assert values20.tolist() == pytest.approx([0, 0.1 / 1.05])           # wider window, smaller range
+
+
+# -- latency distributions -----------------------------------------------------------------------
+
+def test_ks_distance_known_values_and_scipy_agreement():
+    assert v.ks_distance(np.array([1, 2, 3, 4]), np.array([3, 4, 5, 6])) == 0.5
+    assert v.ks_distance(np.array([1, 2]), np.array([1, 2])) == 0.0
+    assert v.ks_distance(np.array([1, 2]), np.array([10, 20])) == 1.0
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(0, 250, 3000), rng.integers(20, 256, 2000)       # < 256 ns: exact buckets
+    expected = stats.ks_2samp(a, b).statistic
+    assert v.ks_distance(a, b) == pytest.approx(expected)
+    assert v.ks_distance_hist(v.latency_histogram(a), v.latency_histogram(b)) == pytest.approx(expected)
+
+
+def test_ks_range_is_the_largest_pairwise_distance():
+    runs = [np.array([1, 2, 3, 4]), np.array([3, 4, 5, 6]), np.array([1, 2, 3, 4])]
+    assert v.ks_range(runs, histograms=False) == 0.5
+    hists = [v.latency_histogram(r) for r in runs]
+    assert v.ks_range(hists) == 0.5
+    assert math.isnan(v.ks_range(hists[:1]))
+
+
+def test_pearson_and_latency_throughput_pcc():
+    assert v.pearson([1, 2, 3, 4], [2, 4, 6, 8]) == pytest.approx(1.0)
+    assert v.pearson([1, 2, 3, 4], [8, 6, 4, 2]) == pytest.approx(-1.0)
+    assert math.isnan(v.pearson([1, 2, 3], [5, 5, 5]))
+    pcc = v.latency_throughput_pcc([0.05, 0.1, 0.2, 0.4],
+                                   {"open": [0.1, 0.2, 0.4, 0.8], "write": [0.3, 0.1, 0.3, 0.1]})
+    assert pcc["open"] == pytest.approx(1.0)
+    assert abs(pcc["write"]) < 0.7
+
+
+def test_welch_names_a_winner_only_when_significant():
+    fast = [1000, 1010, 990, 1005, 995]
+    slow = [900, 910, 890, 905, 895]
+    res = v.welch(fast, slow, labels=("ext4", "xfs"))
+    ref = stats.ttest_ind(fast, slow, equal_var=False)
+    assert res.t == pytest.approx(ref.statistic) and res.p == pytest.approx(ref.pvalue)
+    assert res.winner == "ext4" and "ext4 is better" in res.note
+    assert v.welch(slow, fast, labels=("ext4", "xfs")).winner == "xfs"
+    # latency: lower is better
+    assert v.welch(fast, slow, higher_is_better=False, labels=("a", "b")).winner == "b"
+    noisy = v.welch([1000, 1200, 800], [1010, 1190, 820])
+    assert noisy.winner is None and "no significant difference" in noisy.note
+    assert v.welch([1], [2]).winner is None
+
+
+# -- flags ---------------------------------------------------------------------------------------
+
+def test_variation_flag_threshold():
+    assert v.flag_variation([100, 105, 102]) is None                     # 4.9 % < 10 %
+    flag = v.flag_variation([100, 120, 110])
+    assert flag.kind == "variation" and flag.details["relative_range"] == pytest.approx(20 / 110)
+    assert "18%" in flag.note
+    assert v.flag_variation([100, 120], threshold=0.25) is None
+
+
+def _periodic_counts(seconds: int = 600, period_s: int = 30, dip_s: int = 5, level: int = 1000,
+                     dip_level: int = 500, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    counts = rng.normal(level, 10, seconds)
+    for start in range(period_s, seconds, period_s):
+        counts[start:start + dip_s] = dip_level
+    return counts.round().astype(np.int64)
+
+
+def test_planted_30s_dip_is_periodic_and_named_after_dirty_expiry():
+    tn10 = v.throughput_n(_periodic_counts(), 1.0, 10)
+    flag = v.detect_periodic(tn10, 10, dirty_expire_centisecs=3000, dirty_writeback_centisecs=500)
+    assert flag is not None and flag.kind == "periodic"
+    assert flag.details["period_s"] == 30 and flag.details["shape"] == "dips"
+    assert flag.details["matches"] == "dirty_expire"
+    assert "every 30 s" in flag.note and "dirty_expire_centisecs = 3000" in flag.note
+    assert "dirty_writeback_centisecs = 500" in flag.note
+
+
+def test_periodic_matches_flusher_interval_at_finer_windows():
+    tn1 = v.throughput_n(_periodic_counts(seconds=300, period_s=5, dip_s=1), 1.0, 1)
+    flag = v.detect_periodic(tn1, 1, dirty_expire_centisecs=3000, dirty_writeback_centisecs=500)
+    assert flag is not None and flag.details["period_s"] == 5
+    assert flag.details["matches"] == "dirty_writeback"
+
+
+def test_no_periodic_flag_for_noise_or_short_series():
+    noise = np.random.default_rng(5).normal(1000, 30, 120)
+    assert v.detect_periodic(noise, 10, 3000, 500) is None
+    assert v.detect_periodic(np.array([1.0, 2, 1, 2]), 10) is None
+    flag = v.detect_periodic(v.throughput_n(_periodic_counts(period_s=60), 1.0, 10), 10, 3000, 500)
+    assert flag is not None and flag.details["matches"] is None and "neither" in flag.note
+
+
+def test_ramp_is_a_warmup_and_steady_or_periodic_series_are_not():
+    rng = np.random.default_rng(2)
+    ramp = np.concatenate([np.linspace(200, 800, 6), rng.normal(1000, 15, 54)])
+    flag = v.detect_warmup(ramp, 10)
+    assert flag is not None and flag.kind == "warmup"
+    assert flag.details["direction"] == "ramp-up" and flag.details["warmup_s"] == 60
+    peak = np.concatenate([[1800, 1500, 1300], rng.normal(1000, 15, 40)])
+    assert v.detect_warmup(peak, 10).details["direction"] == "initial-peak"
+    assert v.detect_warmup(rng.normal(1000, 15, 60), 10) is None
+    periodic = v.throughput_n(_periodic_counts(), 1.0, 10)                 # starts with a dip window? no warm-up
+    assert v.detect_warmup(periodic, 10) is None
+
+
+def test_windows_disagreeing_with_a_stable_cumulative_verdict():
+    # same total in every run, but the runs take turns being fast: cumulative range 0,
+    # every Throughput-10 window differs by about 40 %.
+    fast_first = np.concatenate([np.full(60, 1200), np.full(60, 800)])
+    slow_first = fast_first[::-1].copy()
+    runs = [fast_first, slow_first, fast_first]
+    tn = [v.throughput_n(c, 1.0, 10) for c in runs]
+    ops = [c.sum() / c.size for c in runs]
+    flag = v.flag_window_disagreement(tn, 10, ops)
+    assert flag is not None and flag.kind == "window_disagrees"
+    assert flag.details["fraction_windows_above"] == 1.0
+    assert flag.details["cumulative_relative_range"] == 0.0
+    same = [v.throughput_n(np.full(120, 1000), 1.0, 10)] * 3
+    assert v.flag_window_disagreement(same, 10, [1000, 1000, 1000]) is None
+
+
+def test_compare_recipes_flags_windows_where_the_loser_wins():
+    rng = np.random.default_rng(4)
+    a_runs = [np.concatenate([np.full(30, 800), np.full(90, 1300)]) + rng.integers(0, 5, 120) for _ in range(4)]
+    b_runs = [np.full(120, 1000) + rng.integers(0, 5, 120) for _ in range(4)]
+    verdict, flag = v.compare_recipes(
+        [c.mean() for c in a_runs], [c.mean() for c in b_runs],
+        [v.throughput_n(c, 1.0, 10) for c in a_runs], [v.throughput_n(c, 1.0, 10) for c in b_runs],
+        10, labels=("xfs", "ext4"))
+    assert verdict.winner == "xfs"
+    assert flag is not None and flag.details["windows"] == [0, 1, 2]
+    assert "ext4 is significantly faster in 3 of 12" in flag.note
+
+
+# -- JSON report ---------------------------------------------------------------------------------
+
+@dataclass
+class FakeRun:
+    op_names: tuple[str, ...]
+    counts: np.ndarray
+    bin_s: float
+    elapsed_s: float
+    latency_hist: np.ndarray
+    latency_sum_ns: np.ndarray
+
+
+def _fake_run(level: int, seed: int) -> FakeRun:
+    rng = np.random.default_rng(seed)
+    counts = np.vstack([np.full(60, level), np.full(60, level // 2)]).astype(np.int64)
+    hists = np.vstack([v.latency_histogram(rng.lognormal(9, 1, 500).astype(np.int64)),
+                       v.latency_histogram(rng.lognormal(12, 1, 500).astype(np.int64))])
+    return FakeRun(("read", "write"), counts, 1.0, 60.0, hists, counts * 1000)
+
+
+def test_variation_report_follows_the_json_contract():
+    runs = [_fake_run(1000, 1), _fake_run(1300, 2)]
+    report = v.variation_report("fileserver", runs, window_sizes_s=(10, 30),
+                                dirty_expire_centisecs=3000, dirty_writeback_centisecs=500)
+    json.dumps(report, allow_nan=False)
+    assert report["personality"] == "fileserver"
+    first = report["runs"][0]
+    assert first["ops_per_s"] == pytest.approx(1500.0)
+    assert first["windows"]["10"] == pytest.approx([1500.0] * 6)
+    assert len(first["windows"]["30"]) == 2
+    assert set(first["ops"]) == {"read", "write"}
+    assert first["ops"]["read"]["count"] == 60_000
+    assert first["ops"]["read"]["p50_ns"] == pytest.approx(math.exp(9), rel=0.15)
+    assert first["ops"]["read"]["mean_ns"] == 1000.0
+    var = report["variation"]
+    assert var["relative_range"] == pytest.approx(450 / 1725)
+    assert var["rsd"] == pytest.approx(v.rsd([1500, 1950]))
+    assert report["flags"][0]["kind"] == "variation"
+    assert all({"kind", "note"} <= set(f) for f in report["flags"])
+    assert 0 <= report["latency"]["read"]["ks_range"] <= 1
