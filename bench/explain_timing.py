@@ -39,7 +39,8 @@ CONFIGS: list[tuple[str, str, int, int]] = [  # recipe, extra mkfs options, name
 NEIGHBOURS = 10
 
 
-def probe(recipe: str, mkfs_opts: str, length: int, files: int, runs: int) -> tuple[dict, np.ndarray]:
+def probe(recipe: str, mkfs_opts: str, length: int, files: int,
+          runs: int) -> tuple[dict, np.ndarray]:
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(tmp) / "report.json"
         argv = [sys.executable, "-m", "fsscope", "probe", "--ram", "--size", "512M",

@@ -148,8 +148,10 @@ def _match_index(i: int, p: Prediction, tol: int, *, allow_series: bool,
         return (abs(i - member), member, f"member {k + 1} of the series") \
             if abs(i - member) <= tol else None
     if p.index is not None:
-        return (abs(i - p.index), p.index, "exact" if i == p.index else
-                f"{i - p.index:+d} files, within the tolerance") if abs(i - p.index) <= tol else None
+        if abs(i - p.index) > tol:
+            return None
+        how = "exact" if i == p.index else f"{i - p.index:+d} files, within the tolerance"
+        return (abs(i - p.index), p.index, how)
     if p.index_low is not None and p.index_high is not None:
         if p.index_low - tol <= i <= p.index_high + tol:
             return (0, None, f"inside the predicted window {p.index_low}..{p.index_high}")

@@ -432,7 +432,8 @@ def _xfs_chunk_series(g: Geometry, files: int) -> Prediction | None:
               f"call allocates and initialises a whole new chunk and inserts it into the "
               f"inode B+trees (inobt, finobt) -- every {chunk} files, starting at file {free}"
               f", when the {free} inodes still free in the AG's existing chunks (shared with "
-              f"the root directory and the probe directory itself) are used up. Admin: periodic, small (a few x a normal create), unavoidable for "
+              f"the root directory and the probe directory itself) are used up. Admin: "
+              f"periodic, small (a few x a normal create), unavoidable for "
               f"file creation; bigger inodes make each chunk bigger, not rarer."))
 
 
