@@ -27,11 +27,16 @@ class Outlier:
 
 @dataclass(frozen=True)
 class Series:
-    """Repeatable outliers at a constant stride: start, start+stride, ... (count of them)."""
+    """Repeatable outliers at a constant stride: start, start+stride, ... (count of them).
+
+    ``count`` spans the series (last = start + (count-1) * stride); ``missing`` of those
+    terms were not flagged (the series tolerates a few gaps).
+    """
 
     start: int
     stride: int
     count: int
+    missing: int = 0
 
 
 @dataclass(frozen=True)

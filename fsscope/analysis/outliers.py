@@ -1,0 +1,696 @@
+"""Structure in a probe's latency matrix: repeatable outliers, periodic series, level shifts,
+linear growth (method of Aota & Kono: repeat the probe, keep what repeats).
+
+Input: ``latency_ns``, int64 ns, runs x files; entries < 0 are "not measured" and ignored.
+
+* Repeatable outliers -- a file is *slow in a run* when its latency exceeds ``factor`` (2.0)
+  times the typical latency *around it* in that run (the higher median of the 16-file blocks
+  before and after its own block, so a level shift or a ramp is not mistaken for a row of
+  outliers, and a cluster of slow files does not hide itself). The paper's threshold, 300,000 cycles, was also ~2x its typical
+  latency. A file slow in at least ``min_runs`` runs is structural; a file slow in some run
+  but fewer is noise (counted, not flagged).
+* Periodic series -- repeatable outliers at a constant stride (XFS inode chunks every 64
+  files), tolerant of missing members and interleaved extras, reported only when the
+  chain is unlikely under randomly placed outliers (Bonferroni over all starts/strides).
+* Level shifts and linear growth -- the per-file median curve (log scale, reported outliers
+  masked) is cut into piecewise-linear segments by penalised optimal partitioning (PELT) on
+  a binned (<= 2048 bins), median-filtered curve, so single-file spikes cannot become
+  segments and the cost stays bounded for a million files; cuts are then refined to file
+  resolution and classified.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats as scipy_stats
+from scipy.ndimage import median_filter
+
+from fsscope.analysis.findings import LevelShift, LinearGrowth, Outlier, Series, to_dict
+from fsscope.analysis.latency import (
+    DEFAULT_SPLIT_FACTOR,
+    as_float_matrix,
+    median_curve_ns,
+    nanmedian_last_axis,
+    per_run,
+    split_low_high,
+    summarize,
+)
+
+#: A file is slow in a run above this multiple of its local typical latency (paper: ~2x).
+DEFAULT_OUTLIER_FACTOR = 2.0
+#: Default share of runs that must flag a file for it to be structural (8 of 10 runs).
+DEFAULT_MIN_FRACTION = 0.8
+#: Block size for the local typical latency: long enough for a stable median, short enough
+#: that only files within ~2 blocks of a level shift lose sensitivity.
+BASELINE_BLOCK_FILES = 16
+
+_MAD_TO_SD = 1.4826
+_MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2.0)  # sd of a median / sd of a mean (normal noise)
+_SIGMA_FLOOR = 1e-3  # 0.1 % in log scale: keeps noise-free synthetic curves well-behaved
+
+
+# --------------------------------------------------------------------------------------------
+# Repeatable outliers
+
+
+@dataclass(frozen=True)
+class _OutlierScan:
+    flags: NDArray[np.bool_]  # runs x files: slow in that run
+    baseline_ns: NDArray[np.float64]  # runs x files: local typical latency
+    flag_counts: NDArray[np.int64]  # per file: runs that flagged it
+    needed_runs: NDArray[np.int64]  # per file: runs needed to call it repeatable
+
+
+def _local_baseline_ns(latency: NDArray[np.float64], block_files: int) -> NDArray[np.float64]:
+    """Per run, each file's typical latency: the higher of the medians of the block of
+    ``block_files`` files before its own block and the block after it.
+
+    Leaving the file's own block out keeps a cluster of slow files from raising its own bar;
+    taking the higher neighbour keeps the files just past an upward level shift (or at the
+    top of a ramp) from looking slow against the lower level before it. Edge blocks use
+    their one neighbour; a run with a single block uses its own median.
+    """
+    runs, files = latency.shape
+    block_count = -(-files // block_files)
+    padded = np.full((runs, block_count * block_files), np.nan)
+    padded[:, :files] = latency
+    block_median = nanmedian_last_axis(padded.reshape(runs, block_count, block_files))
+    nothing = np.full((runs, 1), np.nan)
+    previous = np.concatenate([nothing, block_median[:, :-1]], axis=1)
+    following = np.concatenate([block_median[:, 1:], nothing], axis=1)
+    with np.errstate(invalid="ignore"):
+        neighbourhood = np.fmax(previous, following)
+    neighbourhood = np.where(np.isnan(neighbourhood), block_median, neighbourhood)
+    return np.repeat(neighbourhood, block_files, axis=1)[:, :files]
+
+
+def _needed_runs(valid_counts: NDArray[np.int64], runs: int, min_runs: int | None,
+                 min_fraction: float) -> NDArray[np.int64]:
+    if min_runs is not None:
+        if min_runs < 1:
+            raise ValueError(f"min_runs must be >= 1, got {min_runs}")
+        return np.full(valid_counts.shape, min_runs, dtype=np.int64)
+    needed = np.ceil(min_fraction * valid_counts - 1e-9).astype(np.int64)
+    floor = 2 if runs >= 2 else 1
+    return np.maximum(needed, floor)
+
+
+def _scan_outliers(latency: NDArray[np.float64], *, factor: float, min_runs: int | None,
+                   min_fraction: float, block_files: int) -> _OutlierScan:
+    baseline_ns = _local_baseline_ns(latency, block_files)
+    with np.errstate(invalid="ignore"):
+        flags = latency > factor * baseline_ns  # NaN compares False: unmeasured never flags
+    valid_counts = np.sum(~np.isnan(latency), axis=0)
+    return _OutlierScan(
+        flags=flags,
+        baseline_ns=baseline_ns,
+        flag_counts=flags.sum(axis=0),
+        needed_runs=_needed_runs(valid_counts, latency.shape[0], min_runs, min_fraction),
+    )
+
+
+def _outliers_from_scan(latency: NDArray[np.float64], scan: _OutlierScan) -> tuple[list[Outlier], int]:
+    flagged_somewhere = scan.flag_counts > 0
+    repeatable = flagged_somewhere & (scan.flag_counts >= scan.needed_runs)
+    noise_count = int(np.count_nonzero(flagged_somewhere & ~repeatable))
+    indices = np.flatnonzero(repeatable)
+    if indices.size == 0:
+        return [], noise_count
+    flags = scan.flags[:, indices]
+    flagged_latency = np.where(flags, latency[:, indices], np.nan)
+    flagged_baseline = np.where(flags, scan.baseline_ns[:, indices], np.nan)
+    median_ns = nanmedian_last_axis(flagged_latency.T)
+    typical_ns = nanmedian_last_axis(flagged_baseline.T)
+    measured_runs = np.sum(~np.isnan(latency[:, indices]), axis=0)
+    outliers = [
+        Outlier(index=int(i), runs_flagged=int(k), runs=int(r), median_ns=int(round(m)),
+                typical_ns=int(round(t)))
+        for i, k, r, m, t in zip(indices.tolist(), scan.flag_counts[indices].tolist(),
+                                 measured_runs.tolist(), median_ns.tolist(), typical_ns.tolist())
+    ]
+    return outliers, noise_count
+
+
+def repeatable_outliers(
+    matrix: ArrayLike,
+    *,
+    min_runs: int | None = None,
+    factor: float = DEFAULT_OUTLIER_FACTOR,
+    min_fraction: float = DEFAULT_MIN_FRACTION,
+    block_files: int = BASELINE_BLOCK_FILES,
+) -> tuple[list[Outlier], int]:
+    """Files slow in at least ``min_runs`` runs, and the number of files slow only sometimes.
+
+    Slow in a run: latency > ``factor`` x the local typical latency of that run (see module
+    doc). ``min_runs`` None means ``ceil(min_fraction x runs that measured the file)``, at
+    least 2 when the matrix has >= 2 runs (so one run can never make a file structural). With
+    a single run (R == 1) repetition cannot separate structure from noise: every slow file is
+    reported with ``runs_flagged == runs == 1`` and the noise count is 0; callers should say so.
+    ``Outlier.median_ns``/``typical_ns`` are medians over the runs that flagged the file.
+    Returns ``(outliers sorted by index, noise_count)``.
+    """
+    latency = as_float_matrix(matrix)
+    if latency.size == 0:
+        return [], 0
+    scan = _scan_outliers(latency, factor=factor, min_runs=min_runs, min_fraction=min_fraction,
+                          block_files=block_files)
+    return _outliers_from_scan(latency, scan)
+
+
+# --------------------------------------------------------------------------------------------
+# Periodic series
+
+
+def _chance_log_expectation(present: int, terms: int, density: float, n_files: int) -> float:
+    """log of the expected number of chains this good among randomly placed outliers.
+
+    A chain spanning ``terms`` positions with its ends and ``present - 2`` of the middle
+    positions flagged; ~n_files^2 / (2 (terms-1)) (start, stride) pairs could host it.
+    """
+    density = min(max(density, 1e-12), 1.0 - 1e-12)
+    placements = max(n_files * n_files / (2.0 * max(terms - 1, 1)), 1.0)
+    middle = scipy_stats.binom.logsf(present - 3, terms - 2, density) if terms > 2 else 0.0
+    return math.log(placements) + 2.0 * math.log(density) + float(middle)
+
+
+def periodic_series(
+    indices: ArrayLike,
+    *,
+    min_count: int = 3,
+    n_files: int | None = None,
+    max_gap: int = 2,
+    min_fill: float = 0.5,
+    alpha: float = 0.01,
+    max_strides: int = 32,
+    neighbours: int = 6,
+) -> list[Series]:
+    """Outlier indices at a constant stride, each run reported once as a :class:`Series`.
+
+    Candidate strides are the most frequent differences between each index and its next
+    ``neighbours`` indices (so interleaved extras and missing members do not hide the
+    stride). For each stride (most frequent first), indices of equal residue form chains that
+    may skip up to ``max_gap`` consecutive members; a chain is kept if it has at least
+    ``min_count`` members, fills at least ``min_fill`` of its span, and would be expected
+    fewer than ``alpha`` times if the same number of outliers were scattered at random over
+    ``n_files`` (default: last index + 1). Members of a kept chain are not reused, so a
+    64-series is not reported again as a 128-series. ``count`` is the span in terms
+    (last = start + (count-1) x stride); ``missing`` how many of those were not flagged.
+    """
+    unique_indices = np.unique(np.asarray(indices, dtype=np.int64).ravel())
+    unique_indices = unique_indices[unique_indices >= 0]
+    index_count = unique_indices.size
+    if index_count < max(min_count, 2):
+        return []
+    n_files = max(int(n_files or 0), int(unique_indices[-1]) + 1)
+    density = index_count / n_files
+    log_alpha = math.log(alpha)
+
+    differences = np.concatenate([
+        unique_indices[k:] - unique_indices[:-k] for k in range(1, min(neighbours, index_count - 1) + 1)
+    ])
+    strides, stride_counts = np.unique(differences, return_counts=True)
+    useful = stride_counts >= 2
+    strides, stride_counts = strides[useful], stride_counts[useful]
+    candidate_strides = strides[np.lexsort((strides, -stride_counts))][:max_strides]
+
+    available = np.ones(index_count, dtype=bool)
+    found: list[Series] = []
+    for stride in candidate_strides.tolist():
+        positions = np.flatnonzero(available)
+        if positions.size < min_count:
+            break
+        members = unique_indices[positions]
+        residue, term = members % stride, members // stride
+        order = np.lexsort((term, residue))
+        residue, term, positions = residue[order], term[order], positions[order]
+        breaks = np.flatnonzero((np.diff(residue) != 0) | (np.diff(term) > max_gap + 1)) + 1
+        starts = np.concatenate([[0], breaks])
+        ends = np.concatenate([breaks, [residue.size]])
+        for start, end in zip(starts.tolist(), ends.tolist()):
+            present = end - start
+            if present < min_count:
+                continue
+            terms = int(term[end - 1] - term[start]) + 1
+            if present < min_fill * terms:
+                continue
+            if _chance_log_expectation(present, terms, density, n_files) >= log_alpha:
+                continue
+            first_index = int(unique_indices[positions[start]])
+            found.append(Series(start=first_index, stride=int(stride), count=terms,
+                                missing=terms - present))
+            available[positions[start:end]] = False
+    found.sort(key=lambda series: (series.start, series.stride))
+    return found
+
+
+# --------------------------------------------------------------------------------------------
+# Segmentation of the median curve: level shifts and linear growth
+
+
+@dataclass(frozen=True)
+class SegmentKnobs:
+    """Settings of the median-curve segmentation, shared by level shifts and linear growth."""
+
+    min_segment_files: int = 16  # shortest level worth reporting (btrfs' first leaf: ~45 files)
+    max_bins: int = 2048  # the curve is binned (bin medians) to at most this many points (O(bins^2) worst case)
+    penalty_factor: float = 4.0  # per-segment penalty in sigma^2 log(bins) (BIC uses ~3 per line)
+
+
+@dataclass(frozen=True)
+class _Segmentation:
+    """Piecewise-linear cut of the (log) median curve."""
+
+    file_index: NDArray[np.int64]  # file index of each measured point (curve compressed to valid)
+    log_latency: NDArray[np.float64]  # log ns of each measured point
+    bin_size: int  # measured points per bin
+    bin_log: NDArray[np.float64]  # median-filtered log median of each bin
+    sigma_bin: float  # noise sd of a bin (log scale)
+    sigma_point: float  # noise sd of a single point (log scale)
+    cuts: tuple[int, ...]  # segment starts in point positions (first is 0), file resolution
+
+
+def _robust_noise_sd(log_values: NDArray[np.float64]) -> float:
+    """Noise sd from first differences (MAD), insensitive to steps, ramps and spikes."""
+    if log_values.size < 3:
+        return _SIGMA_FLOOR
+    steps = np.diff(log_values)
+    mad = np.median(np.abs(steps - np.median(steps)))
+    return max(float(_MAD_TO_SD * mad / math.sqrt(2.0)), _SIGMA_FLOOR)
+
+
+class _LineCost:
+    """SSE of a least-squares line over [a, b) in O(1) from prefix sums (vectorised in a/b)."""
+
+    def __init__(self, x: NDArray[np.float64], y: NDArray[np.float64]) -> None:
+        x = x - x.mean()
+        y = y - y.mean()
+        zero = np.zeros(1)
+        self.n = np.arange(x.size + 1, dtype=np.float64)
+        self.sx = np.concatenate([zero, np.cumsum(x)])
+        self.sy = np.concatenate([zero, np.cumsum(y)])
+        self.sxx = np.concatenate([zero, np.cumsum(x * x)])
+        self.sxy = np.concatenate([zero, np.cumsum(x * y)])
+        self.syy = np.concatenate([zero, np.cumsum(y * y)])
+
+    def cost(self, a, b):
+        n = self.n[b] - self.n[a]
+        sx = self.sx[b] - self.sx[a]
+        sy = self.sy[b] - self.sy[a]
+        sxx = self.sxx[b] - self.sxx[a] - sx * sx / n
+        sxy = self.sxy[b] - self.sxy[a] - sx * sy / n
+        syy = self.syy[b] - self.syy[a] - sy * sy / n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            explained = np.where(sxx > 1e-12, sxy * sxy / np.where(sxx > 1e-12, sxx, 1.0), 0.0)
+        return np.maximum(syy - explained, 0.0)
+
+    def best_split(self, a: int, b: int, min_len: int) -> tuple[float, int]:
+        """(gain, split) of the best single cut of [a, b) into two lines of >= min_len."""
+        if b - a < 2 * min_len:
+            return 0.0, -1
+        splits = np.arange(a + min_len, b - min_len + 1)
+        total = self.cost(splits * 0 + a, splits) + self.cost(splits, splits * 0 + b)
+        best = int(np.argmin(total))
+        return float(self.cost(a, b) - total[best]), int(splits[best])
+
+
+def _segment_bins(line_cost: _LineCost, bin_count: int, min_len: int, penalty: float) -> list[int]:
+    """Optimal partitioning into lines (minimum SSE + penalty per segment) with PELT pruning.
+
+    Exact rather than greedy: binary segmentation misses a sawtooth (ext4's per-block ramps),
+    where no single cut pays for itself. Returns the sorted cut bins, 0 and bin_count included.
+    """
+    best_cost = np.full(bin_count + 1, np.inf)
+    best_cost[0] = -penalty
+    previous_cut = np.zeros(bin_count + 1, dtype=np.int64)
+    candidates = np.zeros(1, dtype=np.int64)
+    for end in range(min_len, bin_count + 1):
+        eligible = candidates[candidates <= end - min_len]
+        if eligible.size == 0:
+            continue
+        ending_here = best_cost[eligible] + line_cost.cost(eligible, end)
+        best = int(np.argmin(ending_here))
+        best_cost[end] = ending_here[best] + penalty
+        previous_cut[end] = eligible[best]
+        # PELT: a start that is already worse than the optimum cannot become optimal later.
+        too_short = candidates > end - min_len
+        still_useful = np.ones(candidates.size, dtype=bool)
+        still_useful[~too_short] = ending_here <= best_cost[end]
+        candidates = np.append(candidates[still_useful | too_short], end)
+    cuts = [bin_count]
+    while cuts[-1] > 0:
+        cuts.append(int(previous_cut[cuts[-1]]))
+    return cuts[::-1]
+
+
+def _refine_cut(segmentation_points: tuple[NDArray[np.float64], NDArray[np.float64]],
+                lo: int, hi: int) -> int:
+    """Best cut of points [lo, hi) at file resolution (two lines, spikes median-filtered)."""
+    file_x, log_y = segmentation_points
+    window_y = median_filter(log_y[lo:hi], size=5, mode="mirror")
+    local = _LineCost(file_x[lo:hi].astype(np.float64), window_y)
+    _, split = local.best_split(0, hi - lo, 2)
+    return lo + split if split >= 0 else -1
+
+
+def _without(curve_ns: ArrayLike, exclude_indices: ArrayLike | None) -> NDArray[np.float64]:
+    """The curve as float64 with the excluded files (e.g. reported outliers) unmeasured."""
+    curve = np.array(curve_ns, dtype=np.float64).ravel()
+    if exclude_indices is not None:
+        excluded = np.asarray(exclude_indices, dtype=np.int64).ravel()
+        curve[excluded[(excluded >= 0) & (excluded < curve.size)]] = np.nan
+    return curve
+
+
+def _segment_curve(curve_ns: ArrayLike, knobs: SegmentKnobs) -> _Segmentation | None:
+    min_segment_files, max_bins = knobs.min_segment_files, knobs.max_bins
+    curve = np.asarray(curve_ns, dtype=np.float64).ravel()
+    measured = np.isfinite(curve) & (curve >= 0)
+    file_index = np.flatnonzero(measured)
+    point_count = file_index.size
+    if point_count < max(2 * min_segment_files, 8):
+        return None
+    log_latency = np.log(np.maximum(curve[measured], 1.0))
+    bin_size = max(1, -(-point_count // max_bins))
+    bin_count = -(-point_count // bin_size)
+    padded = np.full(bin_count * bin_size, np.nan)
+    padded[:point_count] = log_latency
+    raw_bin_log = nanmedian_last_axis(padded.reshape(bin_count, bin_size))
+    sigma_bin = _robust_noise_sd(raw_bin_log)
+    bin_log = median_filter(raw_bin_log, size=5, mode="mirror") if bin_count >= 5 else raw_bin_log
+    min_len = max(3, -(-min_segment_files // bin_size))
+    penalty = knobs.penalty_factor * sigma_bin**2 * math.log(max(bin_count, 2))
+    line_cost = _LineCost(np.arange(bin_count, dtype=np.float64), bin_log)
+    cut_bins = _segment_bins(line_cost, bin_count, min_len, penalty)
+
+    cuts = [0]
+    file_x = file_index.astype(np.float64)
+    for cut_bin in cut_bins[1:-1]:
+        cut = cut_bin * bin_size
+        if bin_size > 1:
+            lo = max(cuts[-1] + 1, (cut_bin - 2) * bin_size)
+            hi = min(point_count, (cut_bin + 2) * bin_size)
+            refined = _refine_cut((file_x, log_latency), lo, hi)
+            cut = refined if refined > cuts[-1] else cut
+        cuts.append(cut)
+    return _Segmentation(
+        file_index=file_index,
+        log_latency=log_latency,
+        bin_size=bin_size,
+        bin_log=bin_log,
+        sigma_bin=sigma_bin,
+        sigma_point=_robust_noise_sd(log_latency),
+        cuts=tuple(cuts),
+    )
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One segment of the cut curve: a line in log scale over point positions [start, end)."""
+
+    start: int
+    end: int
+    intercept: float
+    slope: float  # log latency per point position
+    median_log: float
+    rising: bool  # slope significantly > 0
+
+    def log_at(self, position: float) -> float:
+        return self.intercept + self.slope * position
+
+    def level_log(self) -> float:
+        """The level a neighbour is compared with: the start of a ramp, else the median."""
+        return self.log_at(self.start) if self.rising else self.median_log
+
+
+def _bin_range(segmentation: _Segmentation, start: int, end: int) -> tuple[int, int]:
+    """Bins lying inside points [start, end) (at least one, at most all)."""
+    size, bin_total = segmentation.bin_size, segmentation.bin_log.size
+    first_bin = min(-(-start // size), bin_total - 1)
+    last_bin = min(max(first_bin + 1, end // size), bin_total)
+    return first_bin, last_bin
+
+
+def _pieces(segmentation: _Segmentation, min_z: float) -> list[_Piece]:
+    cuts = list(segmentation.cuts) + [segmentation.file_index.size]
+    size = segmentation.bin_size
+    pieces: list[_Piece] = []
+    for start, end in zip(cuts[:-1], cuts[1:]):
+        first_bin, last_bin = _bin_range(segmentation, start, end)
+        y = segmentation.bin_log[first_bin:last_bin]
+        x = (np.arange(first_bin, last_bin) + 0.5) * size - 0.5
+        if y.size >= 2:
+            slope, intercept = (float(v) for v in np.polyfit(x, y, 1))
+        else:
+            slope, intercept = 0.0, float(y.mean())
+        # t statistic of a slope fitted through y.size points with noise sigma_bin
+        slope_se = segmentation.sigma_bin / (size * math.sqrt(max(y.size, 2) ** 3 / 12.0))
+        pieces.append(_Piece(
+            start=start, end=end, intercept=intercept, slope=slope,
+            median_log=float(np.median(segmentation.log_latency[start:end])),
+            rising=slope > 0 and slope / slope_se >= min_z,
+        ))
+    return pieces
+
+
+def _boundary_file(segmentation: _Segmentation, point: int) -> int:
+    """File index where the segment starting at ``point`` begins: right after the previous
+    segment's last measured file, so unmeasured or masked files (outliers) at a boundary
+    belong to the new segment and segments tile the file range."""
+    if point <= 0:
+        return int(segmentation.file_index[0])
+    if point >= segmentation.file_index.size:
+        return int(segmentation.file_index[-1]) + 1
+    return int(segmentation.file_index[point - 1]) + 1
+
+
+def _jump_log(before: _Piece, after: _Piece) -> float:
+    """How far the fitted lines jump at the cut between two neighbouring pieces."""
+    at_cut = after.start - 0.5
+    return after.log_at(at_cut) - before.log_at(at_cut)
+
+
+def _level_shifts_from(segmentation: _Segmentation, *, min_ratio: float, min_z: float) -> list[LevelShift]:
+    shifts: list[LevelShift] = []
+    pieces = _pieces(segmentation, min_z)
+    min_log_ratio = math.log(min_ratio)
+    for before, after in zip(pieces[:-1], pieces[1:]):
+        # A ramp's level is where it starts: ext4's drop back at the end of a directory block
+        # returns to the level the ramp began at, which is a reset, not a shift.
+        log_ratio = after.level_log() - before.level_log()
+        if abs(log_ratio) < min_log_ratio:
+            continue
+        standard_error = (_MEDIAN_EFFICIENCY * segmentation.sigma_point
+                          * math.sqrt(1.0 / (before.end - before.start) + 1.0 / (after.end - after.start)))
+        if abs(log_ratio) / standard_error < min_z:
+            continue
+        # A real shift jumps at the cut; a ramp running into a plateau does not.
+        jump = _jump_log(before, after)
+        if jump * log_ratio <= 0 or abs(jump) < min_log_ratio / 2:
+            continue
+        shifts.append(LevelShift(
+            index=_boundary_file(segmentation, after.start),
+            before_ns=int(round(math.exp(before.median_log))),
+            after_ns=int(round(math.exp(after.median_log))),
+        ))
+    return shifts
+
+
+def _linear_growth_from(segmentation: _Segmentation, *, min_growth_ratio: float, min_files: int,
+                        min_r2: float, min_z: float) -> list[LinearGrowth]:
+    pieces = _pieces(segmentation, min_z)
+    min_log_ratio = math.log(min_growth_ratio)
+    # Join consecutive rising pieces that meet without a jump: one ramp cut into pieces.
+    ramps: list[list[int]] = []  # [start, end] point positions
+    previous: _Piece | None = None
+    for piece in pieces:
+        if piece.rising:
+            joins = (previous is not None and previous.rising and ramps
+                     and abs(_jump_log(previous, piece)) < min_log_ratio / 2)
+            if joins:
+                ramps[-1][1] = piece.end
+            else:
+                ramps.append([piece.start, piece.end])
+        previous = piece
+
+    found: list[LinearGrowth] = []
+    size = segmentation.bin_size
+    for start, end in ramps:
+        first_file = _boundary_file(segmentation, start)
+        end_file = _boundary_file(segmentation, end)
+        if end_file - first_file < min_files:
+            continue
+        first_bin, last_bin = _bin_range(segmentation, start, end)
+        if last_bin - first_bin < 3:
+            continue
+        latency_ns = np.exp(segmentation.bin_log[first_bin:last_bin])
+        middle_points = np.minimum(np.arange(first_bin, last_bin) * size + (size - 1) // 2,
+                                   segmentation.file_index.size - 1)
+        file_x = segmentation.file_index[middle_points].astype(np.float64)
+        slope, intercept = (float(v) for v in np.polyfit(file_x, latency_ns, 1))
+        residual = float(np.sum((latency_ns - (intercept + slope * file_x)) ** 2))
+        spread = float(np.sum((latency_ns - latency_ns.mean()) ** 2))
+        r2 = 1.0 - residual / spread if spread > 0 else 0.0
+        fit_start_ns = intercept + slope * first_file
+        fit_end_ns = intercept + slope * (end_file - 1)
+        if slope <= 0 or fit_start_ns <= 0 or fit_end_ns / fit_start_ns < min_growth_ratio or r2 < min_r2:
+            continue
+        found.append(LinearGrowth(start=first_file, end=end_file, slope_ns_per_file=slope, r2=r2))
+    return found
+
+
+def level_shifts(
+    median_curve_ns: ArrayLike,
+    *,
+    min_ratio: float = 1.2,
+    min_z: float = 5.0,
+    exclude_indices: ArrayLike | None = None,
+    knobs: SegmentKnobs = SegmentKnobs(),
+) -> list[LevelShift]:
+    """Change points of the per-file median curve where the level moves by >= ``min_ratio``.
+
+    Optimal partitioning into lines (log scale, PELT, penalty ``knobs.penalty_factor`` x
+    sigma^2 log(bins)) on a binned, median-filtered curve with a minimum segment length;
+    ``exclude_indices`` (e.g. the reported outliers) are left out. A cut counts as a shift when (1) the medians of the two
+    adjacent segments differ by >= ``min_ratio`` (20 %: above the run-to-run noise of a
+    median curve, below btrfs' first-leaf step), (2) that difference is >= ``min_z``
+    standard errors, and (3) the fitted lines jump at the cut in the same direction (a ramp
+    running into a plateau is growth, not a shift). Single-file spikes never form segments.
+    ``before_ns``/``after_ns`` are the medians of the adjacent segments.
+    """
+    segmentation = _segment_curve(_without(median_curve_ns, exclude_indices), knobs)
+    if segmentation is None:
+        return []
+    return _level_shifts_from(segmentation, min_ratio=min_ratio, min_z=min_z)
+
+
+def linear_segments(
+    median_curve_ns: ArrayLike,
+    *,
+    min_growth_ratio: float = 1.2,
+    min_files: int = 32,
+    min_r2: float = 0.3,
+    min_z: float = 5.0,
+    exclude_indices: ArrayLike | None = None,
+    knobs: SegmentKnobs = SegmentKnobs(),
+) -> list[LinearGrowth]:
+    """Segments [start, end) where latency grows linearly (ext4: linear scan in a dir block).
+
+    Same segmentation as :func:`level_shifts`; pieces of one ramp (no jump between them) are
+    joined, and a segment is reported when its slope is significant (>= ``min_z``), the fitted
+    line rises by >= ``min_growth_ratio`` over the segment, it spans >= ``min_files`` files and
+    a line in ns explains >= ``min_r2`` of the (binned, spike-filtered) curve's variance.
+    """
+    segmentation = _segment_curve(_without(median_curve_ns, exclude_indices), knobs)
+    if segmentation is None:
+        return []
+    return _linear_growth_from(segmentation, min_growth_ratio=min_growth_ratio,
+                               min_files=min_files, min_r2=min_r2, min_z=min_z)
+
+
+# --------------------------------------------------------------------------------------------
+# Everything at once
+
+
+@dataclass(frozen=True)
+class ProbeAnalysis:
+    """All findings of one latency matrix; ``to_json()`` is the output contract."""
+
+    runs: int
+    files: int
+    stats: dict  # overall, per_run, low_high, low_high_per_run
+    outliers: tuple[Outlier, ...]
+    noise_count: int  # files slow in some run but not in enough runs to be structural
+    series: tuple[Series, ...]
+    level_shifts: tuple[LevelShift, ...]
+    linear_growth: tuple[LinearGrowth, ...]
+    settings: dict  # thresholds actually used, so a report can say how a flag was decided
+    median_curve_ns: NDArray[np.float64] = field(repr=False, compare=False)
+
+    def to_json(self, *, include_curve: bool = False) -> dict:
+        """Plain dicts/lists/numbers; the per-file median curve only on request (it is N long)."""
+        payload = {
+            "runs": self.runs,
+            "files": self.files,
+            "stats": self.stats,
+            "outliers": [{**to_dict(o), "ratio": o.ratio} for o in self.outliers],
+            "noise_count": self.noise_count,
+            "series": [to_dict(s) for s in self.series],
+            "level_shifts": [to_dict(s) for s in self.level_shifts],
+            "linear_growth": [to_dict(g) for g in self.linear_growth],
+            "settings": self.settings,
+        }
+        if include_curve:
+            payload["median_curve_ns"] = [None if math.isnan(v) else v for v in self.median_curve_ns.tolist()]
+        return payload
+
+
+def analyze(
+    matrix: ArrayLike,
+    *,
+    factor: float = DEFAULT_OUTLIER_FACTOR,
+    min_runs: int | None = None,
+    min_fraction: float = DEFAULT_MIN_FRACTION,
+    block_files: int = BASELINE_BLOCK_FILES,
+    split_factor: float = DEFAULT_SPLIT_FACTOR,
+    series_min_count: int = 3,
+    series_alpha: float = 0.01,
+    shift_min_ratio: float = 1.2,
+    growth_min_ratio: float = 1.2,
+    growth_min_files: int = 32,
+    growth_min_r2: float = 0.3,
+    min_z: float = 5.0,
+    segment_knobs: SegmentKnobs = SegmentKnobs(),
+) -> ProbeAnalysis:
+    """Statistics, repeatable outliers, series, level shifts and linear growth of a probe."""
+    latency_matrix = np.atleast_2d(np.asarray(matrix))
+    if latency_matrix.ndim != 2:
+        raise ValueError(f"latency matrix must be 2-D (runs x files), got shape {latency_matrix.shape}")
+    runs, files = latency_matrix.shape
+    latency = as_float_matrix(latency_matrix)
+    stats = {
+        "overall": summarize(latency_matrix),
+        "per_run": per_run(latency_matrix),
+        "low_high": split_low_high(latency_matrix, factor=split_factor),
+        "low_high_per_run": [split_low_high(row, factor=split_factor) for row in latency_matrix],
+    }
+    if latency.size:
+        scan = _scan_outliers(latency, factor=factor, min_runs=min_runs, min_fraction=min_fraction,
+                              block_files=block_files)
+        outliers, noise_count = _outliers_from_scan(latency, scan)
+        del scan, latency  # keep the peak memory at a few copies of the matrix
+        curve_ns = median_curve_ns(latency_matrix)
+    else:
+        outliers, noise_count, curve_ns = [], 0, np.full(files, np.nan)
+    series = periodic_series([o.index for o in outliers], min_count=series_min_count,
+                             n_files=files, alpha=series_alpha)
+    # The outliers are reported on their own; masking them keeps a slow file right at a
+    # boundary (ext4's file 253) from shifting the cut by one.
+    level_curve_ns = _without(curve_ns, [o.index for o in outliers])
+    segmentation = _segment_curve(level_curve_ns, segment_knobs)
+    shifts = [] if segmentation is None else _level_shifts_from(
+        segmentation, min_ratio=shift_min_ratio, min_z=min_z)
+    growth = [] if segmentation is None else _linear_growth_from(
+        segmentation, min_growth_ratio=growth_min_ratio, min_files=growth_min_files,
+        min_r2=growth_min_r2, min_z=min_z)
+    settings = {
+        "outlier_factor": factor,
+        "min_runs": min_runs,
+        "min_fraction": min_fraction if min_runs is None else None,
+        "block_files": block_files,
+        "split_factor": split_factor,
+        "series_min_count": series_min_count,
+        "series_alpha": series_alpha,
+        "shift_min_ratio": shift_min_ratio,
+        "growth_min_ratio": growth_min_ratio,
+        "min_z": min_z,
+        "single_run": runs == 1,
+    }
+    return ProbeAnalysis(
+        runs=runs, files=files, stats=stats, outliers=tuple(outliers), noise_count=noise_count,
+        series=tuple(series), level_shifts=tuple(shifts), linear_growth=tuple(growth),
+        settings=settings, median_curve_ns=curve_ns,
+    )

@@ -1,0 +1,326 @@
+"""Repeatable outliers, periodic series, level shifts and linear growth on synthetic probe
+matrices whose structure is planted (so the right answer is known by construction)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fsscope.analysis.findings import Series
+from fsscope.analysis.outliers import (
+    ProbeAnalysis,
+    analyze,
+    level_shifts,
+    linear_segments,
+    periodic_series,
+    repeatable_outliers,
+)
+
+BASE_NS = 100_000.0
+
+
+def xfs_like(runs: int, files: int, *, seed: int, shift_at: int | None = None,
+             shift_ratio: float = 1.5, noise_sd: float = 0.1):
+    """XFS-like probe: file 0 (x5), file 22 (x40), every 64th from 63 (x3), an optional level
+    shift, and one-run spikes (x6) at indices that are not structural. Returns the matrix and
+    the planted truth."""
+    rng = np.random.default_rng(seed)
+    latency_ns = BASE_NS * rng.lognormal(0.0, noise_sd, size=(runs, files))
+    level = np.ones(files)
+    if shift_at is not None:
+        level[shift_at:] = shift_ratio
+    latency_ns *= level
+    multiples = {0: 5.0, 22: 40.0, **{i: 3.0 for i in range(63, files, 64)}}
+    for index, multiple in multiples.items():
+        latency_ns[:, index] *= multiple
+    ordinary = np.setdiff1d(np.arange(1, files), list(multiples))
+    spike_indices = rng.choice(ordinary, size=min(runs * 2, ordinary.size), replace=False)
+    spike_runs = rng.integers(0, runs, size=spike_indices.size)
+    latency_ns[spike_runs, spike_indices] *= 6.0
+    truth = {"structural": multiples, "spikes": set(spike_indices.tolist()), "level": level}
+    return latency_ns.astype(np.int64), truth
+
+
+def ext4_like(runs: int, files: int, *, seed: int, block_files: int = 253, rise: float = 0.6):
+    """ext4-like probe: latency rising linearly by ``rise`` inside each directory block of
+    ``block_files`` files, dropping back at each block; file 0 and file 253 slow."""
+    rng = np.random.default_rng(seed)
+    position = np.arange(files) % block_files
+    ramp = 1.0 + rise * position / (block_files - 1)
+    latency_ns = BASE_NS * ramp * rng.lognormal(0.0, 0.1, size=(runs, files))
+    latency_ns[:, 0] *= 50.0
+    latency_ns[:, block_files] *= 8.0
+    return latency_ns.astype(np.int64), BASE_NS * rise / (block_files - 1)
+
+
+# --------------------------------------------------------------------------------------------
+# repeatable outliers
+
+
+def test_structural_files_are_flagged_and_one_run_spikes_are_noise():
+    matrix, truth = xfs_like(10, 1024, seed=1)
+    outliers, noise_count = repeatable_outliers(matrix)
+    assert {o.index for o in outliers} == set(truth["structural"])
+    assert all(o.runs_flagged == o.runs == 10 for o in outliers)
+    assert noise_count == len(truth["spikes"])
+    for outlier in outliers:
+        expected_ns = BASE_NS * truth["structural"][outlier.index]
+        assert outlier.median_ns == pytest.approx(expected_ns, rel=0.15)
+        assert outlier.typical_ns == pytest.approx(BASE_NS, rel=0.15)
+        assert outlier.ratio == pytest.approx(truth["structural"][outlier.index], rel=0.25)
+
+
+def test_outliers_survive_a_level_shift_without_flagging_the_new_level():
+    matrix, truth = xfs_like(10, 1024, seed=2, shift_at=600, shift_ratio=2.5)
+    outliers, _ = repeatable_outliers(matrix)
+    assert {o.index for o in outliers} == set(truth["structural"])
+
+
+def test_default_needs_eight_of_ten_runs_and_min_runs_overrides():
+    rng = np.random.default_rng(3)
+    matrix = BASE_NS * rng.lognormal(0.0, 0.1, size=(10, 300))
+    matrix[:8, 100] *= 5.0  # slow in 8 of 10 runs: structural by default
+    matrix[:7, 200] *= 5.0  # slow in 7 of 10 runs: not enough by default
+    matrix = matrix.astype(np.int64)
+    outliers, noise_count = repeatable_outliers(matrix)
+    assert [(o.index, o.runs_flagged) for o in outliers] == [(100, 8)]
+    assert noise_count == 1
+    outliers, noise_count = repeatable_outliers(matrix, min_runs=7)
+    assert [(o.index, o.runs_flagged) for o in outliers] == [(100, 8), (200, 7)]
+    assert noise_count == 0
+
+
+def test_two_runs_need_both_runs():
+    rng = np.random.default_rng(4)
+    matrix = BASE_NS * rng.lognormal(0.0, 0.1, size=(2, 200))
+    matrix[:, 50] *= 4.0
+    matrix[1, 150] *= 4.0
+    outliers, noise_count = repeatable_outliers(matrix.astype(np.int64))
+    assert [o.index for o in outliers] == [50]
+    assert noise_count == 1
+
+
+def test_single_run_reports_every_slow_file_and_no_noise():
+    matrix, truth = xfs_like(1, 1024, seed=5)
+    outliers, noise_count = repeatable_outliers(matrix)
+    assert {o.index for o in outliers} == set(truth["structural"]) | truth["spikes"]
+    assert all(o.runs_flagged == o.runs == 1 for o in outliers)
+    assert noise_count == 0
+
+
+def test_killed_run_is_ignored_where_it_did_not_measure():
+    matrix, truth = xfs_like(10, 1024, seed=6)
+    matrix[9, 500:] = -1  # run 9 killed after 500 files
+    matrix[4, 22] = -1  # one lost sample
+    outliers, _ = repeatable_outliers(matrix)
+    by_index = {o.index: o for o in outliers}
+    assert set(by_index) == set(truth["structural"])
+    assert by_index[22].runs == by_index[22].runs_flagged == 9
+    assert by_index[63].runs == 10
+    assert all(by_index[i].runs == by_index[i].runs_flagged == 9 for i in by_index if i >= 500)
+
+
+def test_all_equal_values_have_no_outliers():
+    outliers, noise_count = repeatable_outliers(np.full((5, 300), 80_000, dtype=np.int64))
+    assert outliers == [] and noise_count == 0
+
+
+def test_outliers_of_empty_and_tiny_matrices():
+    assert repeatable_outliers(np.zeros((3, 0), dtype=np.int64)) == ([], 0)
+    assert repeatable_outliers(np.full((3, 4), -1, dtype=np.int64)) == ([], 0)
+    tiny = np.array([[100, 100, 900], [100, 100, 900]], dtype=np.int64)
+    outliers, _ = repeatable_outliers(tiny)
+    assert [o.index for o in outliers] == [2]
+
+
+# --------------------------------------------------------------------------------------------
+# periodic series
+
+
+def test_series_found_with_missing_members_and_interleaved_extras():
+    rng = np.random.default_rng(7)
+    members = list(range(63, 1024, 64))  # 16 terms
+    kept = [m for m in members if m not in (191, 575, 639, 959)]  # gaps of at most 2 terms
+    extras = rng.choice(np.setdiff1d(np.arange(1024), members), size=10, replace=False)
+    series = periodic_series(kept + extras.tolist() + [0, 22], n_files=1024)
+    assert Series(start=63, stride=64, count=16, missing=4) in series
+    assert all(s.stride != 128 for s in series)  # multiples are not reported again
+
+
+def test_two_interleaved_series_are_both_reported():
+    first = list(range(63, 4096, 64))
+    second = list(range(10, 4096, 300))
+    series = periodic_series(first + second, n_files=4096)
+    assert Series(start=63, stride=64, count=len(first)) in series
+    assert Series(start=10, stride=300, count=len(second)) in series
+
+
+def test_random_indices_and_coincidences_are_not_series():
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        scattered = rng.choice(1024, size=20, replace=False)
+        assert periodic_series(scattered, n_files=1024) == [], seed
+    # three equally spaced slow files among a few others: a coincidence, not a structure
+    assert periodic_series([5, 100, 400, 795, 2000, 3000], n_files=4096) == []
+
+
+def test_series_needs_min_count_members():
+    assert periodic_series([63, 127], n_files=1024) == []
+    assert periodic_series([], n_files=1024) == []
+    long_series = list(range(63, 100_000, 64))
+    assert periodic_series(long_series[:2], min_count=3) == []
+    assert periodic_series(long_series, min_count=3) == [Series(63, 64, len(long_series))]
+
+
+# --------------------------------------------------------------------------------------------
+# level shifts
+
+
+def _median_curve(matrix):
+    return np.median(np.where(matrix >= 0, matrix, np.nan), axis=0)
+
+
+@pytest.mark.parametrize("shift_at,shift_ratio", [(45, 1.3), (600, 1.5), (300, 0.6)])
+def test_level_shift_found_where_planted(shift_at, shift_ratio):
+    matrix, _ = xfs_like(10, 1024, seed=8, shift_at=shift_at, shift_ratio=shift_ratio)
+    shifts = analyze(matrix).level_shifts
+    assert len(shifts) == 1
+    shift = shifts[0]
+    assert abs(shift.index - shift_at) <= 2
+    assert shift.before_ns == pytest.approx(BASE_NS, rel=0.05)
+    assert shift.after_ns == pytest.approx(BASE_NS * shift_ratio, rel=0.05)
+
+
+def test_level_shift_in_a_single_noisy_run():
+    matrix, _ = xfs_like(1, 4000, seed=9, shift_at=2500, shift_ratio=1.5, noise_sd=0.2)
+    shifts = level_shifts(matrix[0])
+    assert len(shifts) == 1 and abs(shifts[0].index - 2500) <= 10
+
+
+def test_single_file_spikes_are_not_level_shifts():
+    rng = np.random.default_rng(10)
+    curve_ns = BASE_NS * rng.lognormal(0.0, 0.05, size=2000)
+    spikes = rng.choice(2000, size=30, replace=False)
+    curve_ns[spikes] *= 20.0
+    curve_ns[1000] *= 100.0
+    assert level_shifts(curve_ns) == []
+    assert linear_segments(curve_ns) == []
+
+
+def test_noise_alone_gives_no_shifts_growth_or_series():
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        for runs, files, noise_sd in [(10, 1024, 0.1), (1, 5000, 0.3)]:
+            matrix = (BASE_NS * rng.lognormal(0.0, noise_sd, size=(runs, files))).astype(np.int64)
+            result = analyze(matrix)
+            assert result.level_shifts == () and result.linear_growth == (), (seed, runs)
+            assert result.series == (), (seed, runs)
+
+
+def test_level_shift_resolution_on_a_binned_million_file_curve():
+    rng = np.random.default_rng(12)
+    curve_ns = BASE_NS * rng.lognormal(0.0, 0.1, size=1_000_000)
+    curve_ns[123_457:] *= 1.5
+    shifts = level_shifts(curve_ns)
+    assert len(shifts) == 1 and abs(shifts[0].index - 123_457) <= 20
+
+
+# --------------------------------------------------------------------------------------------
+# linear growth
+
+
+def test_ext4_ramps_are_linear_growth_not_level_shifts():
+    matrix, slope_ns = ext4_like(10, 1265, seed=13)  # five whole directory blocks
+    result = analyze(matrix)
+    assert {o.index for o in result.outliers} == {0, 253}
+    assert result.level_shifts == ()
+    assert len(result.linear_growth) == 5
+    for block, growth in enumerate(result.linear_growth):
+        assert abs(growth.start - 253 * block) <= 3
+        assert abs(growth.end - 253 * (block + 1)) <= 3
+        assert growth.slope_ns_per_file == pytest.approx(slope_ns, rel=0.25)
+        assert growth.r2 > 0.8
+
+
+def test_flat_curve_and_a_ramp_into_a_plateau():
+    files = np.arange(1500)
+    ramp_then_flat_ns = BASE_NS * (1.0 + 0.8 * np.minimum(files, 500) / 500)
+    growth = linear_segments(ramp_then_flat_ns)
+    assert len(growth) == 1 and abs(growth[0].end - 500) <= 3 and growth[0].start <= 3
+    assert level_shifts(ramp_then_flat_ns) == []  # the ramp ends without a jump
+    assert linear_segments(np.full(1500, BASE_NS)) == []
+
+
+# --------------------------------------------------------------------------------------------
+# analyze(): bundle, edge cases, output contract
+
+
+def test_analyze_bundles_everything_for_an_xfs_like_probe():
+    matrix, truth = xfs_like(10, 1024, seed=14, shift_at=700, shift_ratio=1.4)
+    result = analyze(matrix)
+    assert isinstance(result, ProbeAnalysis)
+    assert (result.runs, result.files) == (10, 1024)
+    assert {o.index for o in result.outliers} == set(truth["structural"])
+    assert result.noise_count == len(truth["spikes"])
+    assert Series(start=63, stride=64, count=len(range(63, 1024, 64))) in result.series
+    assert [abs(s.index - 700) <= 2 for s in result.level_shifts] == [True]
+    assert result.stats["overall"]["count"] == matrix.size
+    assert len(result.stats["per_run"]) == 10
+    high = result.stats["low_high"]["high"]["count"]
+    assert high >= 10 * len(truth["structural"])  # every structural file in every run is high
+    np.testing.assert_allclose(result.median_curve_ns, _median_curve(matrix))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.noise_count = 0  # type: ignore[misc]
+
+
+def test_to_json_matches_the_output_contract():
+    matrix, _ = xfs_like(5, 1024, seed=15, shift_at=500)
+    payload = analyze(matrix).to_json()
+    json.dumps(payload)  # plain types only
+    assert {"overall", "per_run", "low_high"} <= set(payload["stats"])
+    assert {"threshold_ns", "low", "high"} <= set(payload["stats"]["low_high"])
+    assert payload["outliers"] and payload["series"] and payload["level_shifts"]
+    assert {"index", "runs_flagged", "median_ns"} <= set(payload["outliers"][0])
+    assert {"start", "stride", "count"} <= set(payload["series"][0])
+    assert {"index", "before_ns", "after_ns"} <= set(payload["level_shifts"][0])
+    assert "median_curve_ns" not in payload
+    with_curve = analyze(matrix).to_json(include_curve=True)
+    assert len(with_curve["median_curve_ns"]) == 1024
+
+
+@pytest.mark.parametrize("shape", [(3, 0), (1, 1), (2, 5), (1, 31)])
+def test_analyze_tiny_matrices(shape):
+    matrix = np.full(shape, 50_000, dtype=np.int64)
+    result = analyze(matrix)
+    assert result.outliers == () and result.series == () and result.level_shifts == ()
+    assert result.stats["overall"]["count"] == matrix.size
+    json.dumps(result.to_json(include_curve=True))
+
+
+def test_analyze_all_missing_and_all_equal():
+    missing = analyze(np.full((4, 100), -1, dtype=np.int64))
+    assert missing.stats["overall"]["count"] == 0 and missing.outliers == ()
+    assert all(v is None for v in missing.to_json(include_curve=True)["median_curve_ns"])
+    equal = analyze(np.full((4, 2000), 70_000, dtype=np.int64))
+    assert equal.stats["overall"]["rsd"] == 0.0
+    assert (equal.outliers, equal.noise_count, equal.level_shifts, equal.linear_growth) == ((), 0, (), ())
+
+
+def test_analyze_single_run_flags_it_in_settings():
+    matrix, _ = xfs_like(1, 2000, seed=16)
+    result = analyze(matrix)
+    assert result.settings["single_run"] is True and result.noise_count == 0
+    assert any(s.stride == 64 for s in result.series)
+
+
+def test_analysis_package_imports_no_ui():
+    code = ("import sys, fsscope.analysis.latency, fsscope.analysis.outliers; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
