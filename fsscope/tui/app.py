@@ -1,0 +1,190 @@
+"""The fsscope investigator: an App with three modes (setup, live, runs), themes from
+``themes/``, command-palette commands for every action, and the one worker error funnel.
+
+Build it with :func:`make_app` (the CLI, the tests and the snapshot tests all do)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Iterable
+
+from textual import on
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from fsscope import paths
+from fsscope.tui.config import AppConfig, RunPlan, resolve
+from fsscope.tui.screens.help import HelpScreen
+from fsscope.tui.screens.live import LiveScreen
+from fsscope.tui.screens.runs import RunsScreen
+from fsscope.tui.screens.setup import SetupScreen
+from fsscope.tui.themes import FSSCOPE_THEMES, VARIABLE_DEFAULTS, load_themes
+from fsscope.tui.widgets.heatmap import Heatmap
+
+
+class FsscopeApp(App):
+    TITLE = "fsscope"
+    CSS_PATH = "app.tcss"
+    SCREENS = {"setup": SetupScreen, "live": LiveScreen, "runs": RunsScreen}
+    MODES = {"setup": "setup", "live": "live", "runs": "runs"}
+    DEFAULT_MODE = "setup"
+
+    BINDINGS = [
+        Binding("f1,question_mark", "help", "Help"),
+        Binding("f2", "mode('setup')", "Setup"),
+        Binding("f3", "mode('live')", "Live"),
+        Binding("f4", "mode('runs')", "Runs"),
+        Binding("t", "next_theme", "Theme"),
+        Binding("x", "export_svg", "SVG"),
+        Binding("q", "quit", "Quit", show=False),
+    ]
+
+    def __init__(self, config: AppConfig | None = None):
+        self.config = resolve(config or AppConfig())
+        """The resolved configuration (target, recipe, theme, where runs go)."""
+        super().__init__()
+        self.theme_problems: list[str] = []
+        for theme in load_themes():
+            self.register_theme(theme)  # here, not in on_mount: the CSS uses their variables
+        wanted = self.config.theme
+        self.theme = wanted if wanted in self.available_themes else FSSCOPE_THEMES[0]
+        self.worker_errors: list[str] = []
+        """Every worker failure, in order (also shown as a notification)."""
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(VARIABLE_DEFAULTS)
+
+    def on_mount(self) -> None:
+        if self.config.start_screen != self.DEFAULT_MODE:
+            self.switch_mode(self.config.start_screen)
+
+    # -- the plan ---------------------------------------------------------------------------
+    @property
+    def live(self) -> LiveScreen:
+        return self.get_screen("live")  # type: ignore[return-value]
+
+    def start_plan(self, plan: RunPlan) -> bool:
+        live = self.live
+        if live.running:
+            self.notify("A job is still running: cancel it on the live screen (c) first.",
+                        severity="warning", timeout=5)
+            return False
+        self.switch_mode("live")
+        return live.begin(plan)
+
+    async def action_quit(self) -> None:
+        """Quit; a running plan is cancelled first and its children clean up before exit."""
+        try:
+            live = self.get_screen("live")
+        except Exception:  # noqa: BLE001 - never created
+            live = None
+        if isinstance(live, LiveScreen) and live.running and live.control is not None:
+            live.control.cancel()
+        self.exit()
+
+    # -- one error funnel for every worker -------------------------------------------------------
+    @on(Worker.StateChanged)
+    def worker_failed(self, event: Worker.StateChanged) -> None:
+        if event.state != WorkerState.ERROR:
+            return
+        error = event.worker.error
+        line = f"{event.worker.name or event.worker.description}: {type(error).__name__}: {error}"
+        self.worker_errors.append(line)
+        self.log.error(line)
+        self.notify(line, title="Background work failed", severity="error", timeout=10)
+        try:
+            self.live.log_panel.note(f"error: {line}", style="bold red")
+        except Exception:  # noqa: BLE001 - the live screen may not be composed
+            pass
+
+    # -- actions -----------------------------------------------------------------------------
+    def action_mode(self, mode: str) -> None:
+        if self.current_mode != mode:
+            self.switch_mode(mode)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_next_theme(self) -> None:
+        names = [name for name in FSSCOPE_THEMES if name in self.available_themes]
+        current = self.theme
+        self.theme = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def export_dir(self) -> Path:
+        screen = self.screen
+        if isinstance(screen, LiveScreen):
+            return screen.export_dir()
+        directory = paths.home() / "exports"
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory
+
+    def action_export_svg(self) -> str:
+        name = type(self.screen).__name__.removesuffix("Screen").lower() or "screen"
+        path = self.save_screenshot(f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.svg", str(self.export_dir()))
+        self.notify(f"Screen saved to {path}", title="Exported", timeout=6)
+        return path
+
+    def _on_live(self, action: str) -> None:
+        screen = self.screen if isinstance(self.screen, LiveScreen) else self.live
+        getattr(screen, f"action_{action}")()
+
+    def _on_heatmap(self, action: str) -> None:
+        try:
+            heatmap = self.screen.query_one(Heatmap)
+        except Exception:  # noqa: BLE001
+            self.notify("This screen has no heatmap.", timeout=3)
+            return
+        getattr(heatmap, f"action_{action}")()
+
+    def _on_setup(self) -> None:
+        self.switch_mode("setup")
+        self.get_screen("setup").action_start()  # type: ignore[attr-defined]
+
+    def _on_runs(self, action: str) -> None:
+        if not isinstance(self.screen, RunsScreen):
+            self.switch_mode("runs")
+        self.call_after_refresh(lambda: getattr(self.get_screen("runs"), f"action_{action}")())
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Start", "Start the jobs chosen on the setup screen (ctrl+r)", self._on_setup)
+        yield SystemCommand("Cancel job", "Stop the running job; it cleans up and keeps its data (c)",
+                            lambda: self._on_live("cancel_job"))
+        yield SystemCommand("Setup screen", "Pick target, recipe and jobs (F2)", lambda: self.action_mode("setup"))
+        yield SystemCommand("Live screen", "Progress, heatmap, sparklines, flags, log (F3)",
+                            lambda: self.action_mode("live"))
+        yield SystemCommand("Runs screen", "Recorded runs: replay or compare (F4)", lambda: self.action_mode("runs"))
+        yield SystemCommand("Open run", "Replay the highlighted recorded run (Enter on the runs screen)",
+                            lambda: self._on_runs("open_run"))
+        yield SystemCommand("Mark run", "Mark the highlighted run for comparison (space)",
+                            lambda: self._on_runs("mark"))
+        yield SystemCommand("Compare runs", "Compare the two marked runs side by side (c)",
+                            lambda: self._on_runs("compare"))
+        yield SystemCommand("Next theme", "Cycle fsscope's dark, light and high-contrast themes (t)",
+                            self.action_next_theme)
+        yield SystemCommand("Export screen as SVG", "Save what is on screen as an SVG picture (x)",
+                            self.action_export_svg)
+        yield SystemCommand("Export flags as Markdown", "Write the flags and their notes to flags.md (m)",
+                            lambda: self._on_live("export_flags"))
+        yield SystemCommand("Heatmap: zoom in", "Fewer files per column (+)", lambda: self._on_heatmap("zoom_in"))
+        yield SystemCommand("Heatmap: zoom out", "More files per column (-)", lambda: self._on_heatmap("zoom_out"))
+        yield SystemCommand("Heatmap: fit", "All files on screen (0)", lambda: self._on_heatmap("zoom_fit"))
+        yield SystemCommand("Heatmap: bucket aggregate", "Show a bucket's max, p99, p90, median or mean (a)",
+                            lambda: self._on_heatmap("cycle_aggregate"))
+        yield SystemCommand("Help", "What each view shows and how to read it (F1)", self.action_help)
+
+
+def make_app(config: AppConfig | None = None, **overrides) -> FsscopeApp:
+    """The one way to build the app: ``make_app(AppConfig(...))`` or ``make_app(theme=...)``."""
+    if config is None:
+        config = AppConfig(**overrides)
+    elif overrides:
+        from dataclasses import replace
+
+        config = replace(config, **overrides)
+    return FsscopeApp(config)

@@ -1,0 +1,123 @@
+"""What the investigator starts with: the plan a user builds on the setup screen, and the
+embedded default (no Textual here: the CLI, tests and benchmarks build these too).
+
+``fsscope`` with no arguments opens on the embedded default: as root, a sparse loop image in
+the user's data directory (``$FSSCOPE_HOME/images/default.img``) formatted with the ext4
+recipe; without root, a scratch directory, with a banner that says what that mode cannot do.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from fsscope import paths, recipes
+from fsscope.errors import FsscopeError
+from fsscope.recipes import Recipe
+from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
+
+DEFAULT_RECIPE = "ext4-default"
+DEFAULT_IMAGE_NAME = "default.img"
+
+NON_ROOT_BANNER = (
+    "Not running as root: fsscope measures in a plain scratch directory on the file system it "
+    "already lives on. In this mode it cannot format or mount anything, so there is no choice of "
+    "file system, recipe or mkfs/mount options; it cannot drop caches between runs, attach loop "
+    "images or RAM images, or read a dedicated device's counters. Run fsscope as root for the "
+    "full investigation."
+)
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """One job of a plan: its registry name and its parameters (the job's Spec as a dict)."""
+
+    job: str
+    spec: dict
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What Start runs: the jobs, one after another, each in its own child process."""
+
+    target: TargetSpec
+    recipe: Recipe | None
+    jobs: tuple[JobRequest, ...]
+
+    @property
+    def destructive(self) -> bool:
+        """Formatting a block device destroys what is on it: the user must confirm."""
+        return self.target.kind == "device"
+
+
+@dataclass
+class AppConfig:
+    """Everything ``make_app`` needs; every field has a sensible default."""
+
+    target: TargetSpec | None = None
+    """The target the setup screen starts on (None: the embedded default)."""
+    recipe: Recipe | None = None
+    """The recipe the setup screen starts on (None: the default for the target)."""
+    theme: str = "fsscope-dark"
+    """A theme name: fsscope-dark, fsscope-light, fsscope-high-contrast or any Textual theme."""
+    runs_root: Path | None = None
+    """Where runs are recorded (None: ``$FSSCOPE_HOME/runs``)."""
+    discover_devices: Callable[[], list] | None = None
+    """Block-device discovery (None: ``fsscope.targets.devices.discover``); tests inject fakes."""
+    is_root: bool | None = None
+    """Whether fsscope may format things (None: ask the OS)."""
+    jobs: tuple[str, ...] | None = None
+    """Jobs offered on the setup screen (None: every registered job)."""
+    job_defaults: dict[str, dict] = field(default_factory=dict)
+    """Initial parameters per job, e.g. {"probe": {"files": 200, "runs": 2}}."""
+    start_screen: str = "setup"
+    """The mode the app opens in: setup, live or runs."""
+    banner: str | None = None
+    """A banner for the setup screen (None: computed: the non-root notice when not root)."""
+
+
+def running_as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def default_image_path() -> Path:
+    return paths.images_dir() / DEFAULT_IMAGE_NAME
+
+
+def scratch_dir() -> Path:
+    return paths.home() / "scratch"
+
+
+def default_target(is_root: bool) -> TargetSpec:
+    """The embedded default target: a loop image in the data dir (root) or a scratch dir."""
+    if is_root:
+        return TargetSpec("image", str(default_image_path()), DEFAULT_SIZE_BYTES)
+    scratch = scratch_dir()
+    scratch.mkdir(parents=True, exist_ok=True)
+    return TargetSpec("dir", str(scratch), DEFAULT_SIZE_BYTES)
+
+
+def default_recipe(target: TargetSpec) -> Recipe | None:
+    if target.kind == "dir":
+        return None
+    try:
+        return recipes.load(DEFAULT_RECIPE)
+    except FsscopeError:
+        available = recipes.available()
+        return available[0] if available else None
+
+
+def resolve(config: AppConfig) -> AppConfig:
+    """Fill in the defaults that depend on the machine (root, target, recipe, banner)."""
+    is_root = running_as_root() if config.is_root is None else config.is_root
+    target = config.target or default_target(is_root)
+    recipe = config.recipe if config.recipe is not None else default_recipe(target)
+    banner = config.banner
+    if banner is None and not is_root:
+        banner = NON_ROOT_BANNER
+    return AppConfig(target=target, recipe=recipe, theme=config.theme, runs_root=config.runs_root,
+                     discover_devices=config.discover_devices, is_root=is_root, jobs=config.jobs,
+                     job_defaults=dict(config.job_defaults), start_screen=config.start_screen,
+                     banner=banner)

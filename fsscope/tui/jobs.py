@@ -1,0 +1,144 @@
+"""The thread workers behind the live screen: one follows the plan's jobs (each a child
+process started by the engine), one samples device/CPU counters. They only read and post
+messages; widgets change in the handlers.
+
+Cancelling: :class:`PlanControl` is shared with the screen. ``cancel()`` (the user's key)
+or cancelling the worker (app exit) makes a watchdog send SIGTERM to the running child,
+which stops, cleans up its target and keeps what it measured; the event stream then ends
+and the worker returns. The ``finally`` makes sure no child outlives its worker.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from textual.message_pump import MessagePump
+from textual.worker import get_current_worker
+
+from fsscope.engine import runner
+from fsscope.tui import messages as msg
+from fsscope.tui.config import RunPlan
+from fsscope.tui.telemetry import Sampler, job_device
+
+KILL_AFTER_S = 20.0  # a cancelled child that has not exited by then is killed
+
+
+class PlanControl:
+    """What the UI thread and the plan worker share."""
+
+    def __init__(self) -> None:
+        self.cancel_requested = threading.Event()
+        self.kill_requested = threading.Event()
+        self.done = threading.Event()
+        self.current_pid: int | None = None
+        self.handles: list[runner.JobHandle] = []
+        self._lock = threading.Lock()
+
+    def cancel(self) -> None:
+        self.cancel_requested.set()
+
+    def kill(self) -> None:
+        self.cancel_requested.set()
+        self.kill_requested.set()
+
+    def running_handles(self) -> list[runner.JobHandle]:
+        with self._lock:
+            return [h for h in self.handles if h.proc.poll() is None]
+
+    def _track(self, handle: runner.JobHandle) -> None:
+        with self._lock:
+            self.handles.append(handle)
+
+
+def _watch(handle: runner.JobHandle, control: PlanControl, stopped: threading.Event,
+           worker_cancelled: threading.Event) -> None:
+    """Turn a cancel request (user or worker) into SIGTERM, then SIGKILL if it hangs."""
+    sent_at = None
+    waited = 0.0
+    while not stopped.wait(0.1):
+        if sent_at is None and (control.cancel_requested.is_set() or worker_cancelled.is_set()):
+            handle.cancel()
+            sent_at = waited
+        if control.kill_requested.is_set() or (sent_at is not None and waited - sent_at > KILL_AFTER_S):
+            handle.kill()
+            return
+        waited += 0.1
+
+
+def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_root=None,
+                start: Callable[..., runner.JobHandle] = runner.start) -> str:
+    """Run the plan's jobs one after another and post what they say to ``node``."""
+    worker = get_current_worker()
+    post = node.post_message
+    cancelled = False
+    try:
+        for index, request in enumerate(plan.jobs):
+            if control.cancel_requested.is_set() or worker.is_cancelled:
+                cancelled = True
+                break
+            try:
+                handle = start(request.job, request.spec, plan.target, plan.recipe, runs_root=runs_root)
+            except Exception as exc:  # noqa: BLE001 - a refused start is the user's message
+                post(msg.JobFinished(index, "failed", str(exc), None, None))
+                continue
+            control._track(handle)
+            control.current_pid = handle.pid
+            post(msg.JobStarted(index, request.job, handle.run_dir.id, str(handle.run_dir.path), handle.pid))
+            stopped = threading.Event()
+            threading.Thread(target=_watch, args=(handle, control, stopped, worker.cancelled_event),
+                             name=f"fsscope-watch-{handle.pid}", daemon=True).start()
+            report = error = None
+            try:
+                for event in handle.events():
+                    kind = event.get("kind")
+                    t = float(event.get("t") or 0.0)
+                    if kind == "samples":
+                        post(msg.SamplesArrived(index, int(event.get("run", 0)), int(event.get("start", 0)),
+                                                list(event.get("latency_ns") or []), t))
+                    elif kind == "progress":
+                        total = event.get("total")
+                        post(msg.ProgressUpdated(index, float(event.get("done") or 0),
+                                                 float(total) if total else None, str(event.get("unit", ""))))
+                    elif kind == "phase":
+                        post(msg.PhaseChanged(index, str(event.get("name", "")), t))
+                    elif kind == "finding":
+                        post(msg.FindingArrived(index, dict(event)))
+                    elif kind == "log":
+                        post(msg.LogLine(index, str(event.get("line", "")), str(event.get("stderr") or "")))
+                    elif kind == "result":
+                        report = event.get("report")
+                    elif kind == "error":
+                        error = str(event.get("message", ""))
+            finally:
+                stopped.set()
+                if handle.proc.poll() is None:  # we are leaving early (an exception): stop the child
+                    handle.cancel()
+                    for _ in handle.events():  # drain, so a child blocked on a full pipe can exit
+                        pass
+                if handle.returncode is None:
+                    handle.wait()
+                control.current_pid = None
+            status = handle.run_dir.status()
+            post(msg.JobFinished(index, status, error, report, handle.returncode, list(handle.leftovers)))
+            if status == "cancelled" or control.cancel_requested.is_set():
+                cancelled = True
+                break
+    finally:
+        control.done.set()
+        post(msg.PlanFinished(cancelled or control.cancel_requested.is_set()))
+    return "cancelled" if cancelled else "done"
+
+
+def sample_telemetry(plan: RunPlan, node: MessagePump, control: PlanControl, interval_s: float = 1.0) -> None:
+    """Device IOPS/throughput and CPU once a second while the plan runs."""
+    worker = get_current_worker()
+    sampler = Sampler()
+    device, device_pid = "", None
+    while not control.done.is_set() and not worker.cancelled_event.wait(interval_s):
+        if not device or device_pid != control.current_pid:
+            device_pid = control.current_pid
+            device = job_device(device_pid, plan.target.kind, plan.target.path)
+        tick = sampler.sample(device)
+        if tick is not None:
+            node.post_message(msg.TelemetryTick(tick.device, tick.iops, tick.bytes_per_s, tick.cpu_percent))

@@ -1,0 +1,368 @@
+"""What the live and replay views show, as plain data (numpy + dataclasses, no Textual).
+
+The job worker turns events into messages; handlers feed them into these objects; widgets
+read from them. Keeping the state here means a replayed run (from its run directory) and a
+live run go through exactly the same code.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+NOT_MEASURED = -1
+SPARK_POINTS = 240  # points kept per sparkline
+
+
+# --------------------------------------------------------------------------------------------
+# Jobs: phase, progress, time
+
+
+@dataclass
+class JobState:
+    """One job of a plan as the progress panel shows it."""
+
+    index: int
+    job: str
+    spec: dict = field(default_factory=dict)
+    run_id: str = ""
+    run_path: str = ""
+    phase: str = "waiting"
+    done: float = 0.0
+    total: float | None = None
+    unit: str = ""
+    status: str = "waiting"  # waiting | running | ok | failed | cancelled | interrupted
+    error: str | None = None
+    report: dict | None = None
+    started_s: float | None = None  # time.monotonic() in the UI process
+    ended_s: float | None = None
+    recorded_elapsed_s: float | None = None  # replay: from the event times
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in ("waiting", "running")
+
+    def start(self, now_s: float | None = None) -> None:
+        self.started_s = time.monotonic() if now_s is None else now_s
+        self.status = "running"
+        self.phase = "starting"
+
+    def finish(self, status: str, now_s: float | None = None) -> None:
+        self.status = status
+        self.ended_s = time.monotonic() if now_s is None else now_s
+
+    def elapsed_s(self, now_s: float | None = None) -> float:
+        if self.recorded_elapsed_s is not None:
+            return self.recorded_elapsed_s
+        if self.started_s is None:
+            return 0.0
+        end = self.ended_s if self.ended_s is not None else (time.monotonic() if now_s is None else now_s)
+        return max(0.0, end - self.started_s)
+
+    @property
+    def fraction(self) -> float | None:
+        if not self.total:
+            return None
+        return max(0.0, min(1.0, self.done / self.total))
+
+    def remaining_s(self, now_s: float | None = None) -> float | None:
+        """Linear estimate from progress so far; None when nothing can be said yet."""
+        if self.finished:
+            return 0.0
+        frac = self.fraction
+        if frac is None or frac <= 0.0:
+            return None
+        elapsed = self.elapsed_s(now_s)
+        return elapsed * (1.0 - frac) / frac
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None or math.isnan(seconds):
+        return "–"
+    seconds = int(round(seconds))
+    if seconds < 3600:
+        return f"{seconds // 60:d}:{seconds % 60:02d}"
+    return f"{seconds // 3600:d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def format_ns(value_ns: float) -> str:
+    """A latency for humans: 850 ns, 12.3 µs, 4.56 ms, 1.20 s."""
+    if value_ns is None or value_ns < 0 or math.isnan(value_ns):
+        return "not measured"
+    if value_ns < 1_000:
+        return f"{value_ns:.0f} ns"
+    if value_ns < 1_000_000:
+        return f"{value_ns / 1e3:.3g} µs"
+    if value_ns < 1_000_000_000:
+        return f"{value_ns / 1e6:.3g} ms"
+    return f"{value_ns / 1e9:.3g} s"
+
+
+# --------------------------------------------------------------------------------------------
+# Latency matrix: runs x files
+
+
+class LatencyMatrix:
+    """runs x files int64 ns, -1 = not measured; grows as samples arrive.
+
+    ``version`` changes on every write, so views can cache what they derived from it."""
+
+    def __init__(self, runs: int = 1, files: int = 0):
+        self._values = np.full((max(1, runs), max(16, files)), NOT_MEASURED, dtype=np.int64)
+        self.runs = max(1, runs)
+        self.files = max(0, files)
+        self.version = 0
+        self.measured = 0
+
+    @classmethod
+    def from_array(cls, array: np.ndarray) -> LatencyMatrix:
+        values = np.asarray(array, dtype=np.int64)
+        if values.ndim == 1:
+            values = values.reshape(1, -1)
+        out = cls(values.shape[0], values.shape[1])
+        out._values[:, : values.shape[1]] = values
+        out.files = values.shape[1]
+        out.measured = int((values >= 0).sum())
+        out.version = 1
+        return out
+
+    @property
+    def values(self) -> np.ndarray:
+        """The measured part, runs x files (a view)."""
+        return self._values[: self.runs, : self.files]
+
+    def put(self, run: int, start: int, latency_ns: Iterable[int]) -> tuple[int, int, int]:
+        """Write a batch of run ``run`` starting at file ``start``; returns (run, start, stop)."""
+        batch = np.asarray(latency_ns, dtype=np.int64)
+        stop = start + batch.size
+        rows, cols = self._values.shape
+        if run >= rows or stop > cols:
+            new_rows = max(rows, run + 1)
+            new_cols = max(cols, stop if stop <= cols else max(stop, cols * 2))
+            grown = np.full((new_rows, new_cols), NOT_MEASURED, dtype=np.int64)
+            grown[:rows, :cols] = self._values
+            self._values = grown
+        self._values[run, start:stop] = batch
+        self.runs = max(self.runs, run + 1)
+        self.files = max(self.files, stop)
+        self.measured += int((batch >= 0).sum())
+        self.version += 1
+        return run, start, stop
+
+    def value(self, run: int, index: int) -> int:
+        if 0 <= run < self.runs and 0 <= index < self.files:
+            return int(self._values[run, index])
+        return NOT_MEASURED
+
+    def all_measured(self) -> np.ndarray:
+        v = self.values
+        return v[v >= 0]
+
+
+# --------------------------------------------------------------------------------------------
+# Sparkline series
+
+
+def window_calls_for(files: int, runs: int) -> int:
+    """Calls per sparkline window: about 100 windows over the whole job, 16..4096 calls."""
+    return int(min(4096, max(16, (max(1, files) * max(1, runs)) // 100)))
+
+
+class WindowStats:
+    """Latency percentiles per window of consecutive calls, and calls/s per batch.
+
+    Sparklines scale min..max, so one spike would flatten the rest: the series they get are
+    log10 of µs (``*_log``) and plain Python lists, never numpy arrays.
+    """
+
+    def __init__(self, window_calls: int = 64, points: int = SPARK_POINTS):
+        self.window_calls = window_calls
+        self.p50_us: deque[float] = deque(maxlen=points)
+        self.p99_us: deque[float] = deque(maxlen=points)
+        self.calls_per_s: deque[float] = deque(maxlen=points)
+        self._pending: list[np.ndarray] = []
+        self._pending_n = 0
+        self._last_t: dict[int, float] = {}
+
+    def add(self, latency_ns: np.ndarray, *, run: int = 0, t_s: float | None = None) -> None:
+        values = latency_ns[latency_ns >= 0]
+        if t_s is not None:
+            last = self._last_t.get(run)
+            if last is not None and t_s > last and values.size:
+                self.calls_per_s.append(values.size / (t_s - last))
+            self._last_t[run] = t_s
+        if not values.size:
+            return
+        self._pending.append(values)
+        self._pending_n += values.size
+        if self._pending_n < self.window_calls:
+            return
+        joined = np.concatenate(self._pending)
+        full = (joined.size // self.window_calls) * self.window_calls
+        if full:
+            windows = joined[:full].reshape(-1, self.window_calls)
+            p50, p99 = np.percentile(windows, [50, 99], axis=1)
+            self.p50_us.extend((p50 / 1e3).tolist())
+            self.p99_us.extend((p99 / 1e3).tolist())
+        rest = joined[full:]
+        self._pending = [rest] if rest.size else []
+        self._pending_n = rest.size
+
+    @staticmethod
+    def log_series(values: Iterable[float]) -> list[float]:
+        return [math.log10(max(v, 1e-3)) for v in values]
+
+    @classmethod
+    def from_matrix(cls, matrix: np.ndarray, window_calls: int | None = None) -> WindowStats:
+        """A replay's series: the runs' calls in order, cut into windows."""
+        runs, files = matrix.shape if matrix.ndim == 2 else (1, matrix.size)
+        stats = cls(window_calls or window_calls_for(files, runs), points=10_000)
+        for row in np.atleast_2d(matrix):
+            stats.add(np.asarray(row))
+        return stats
+
+
+class Series:
+    """A latest-values series for a gauge sparkline (IOPS, MB/s, CPU)."""
+
+    def __init__(self, points: int = SPARK_POINTS):
+        self.values: deque[float] = deque(maxlen=points)
+
+    def add(self, value: float) -> None:
+        self.values.append(float(value))
+
+    @property
+    def last(self) -> float | None:
+        return self.values[-1] if self.values else None
+
+
+# --------------------------------------------------------------------------------------------
+# Flags (findings)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A finding as the flags panel shows it: what, where (file indices) and why (note)."""
+
+    title: str
+    note: str
+    kind: str
+    indices: tuple[int, ...]
+    raw: dict
+
+    @property
+    def where(self) -> str:
+        if not self.indices:
+            return ""
+        if len(self.indices) == 1:
+            return f"file {self.indices[0]}"
+        if len(self.indices) <= 4:
+            return "files " + ", ".join(str(i) for i in self.indices)
+        return f"files {self.indices[0]}…{self.indices[-1]} ({len(self.indices)})"
+
+
+MAX_FLAG_INDICES = 200_000
+
+
+def flag_indices(finding: dict) -> tuple[int, ...]:
+    """The file indices a finding is about, whatever shape it has.
+
+    Accepts ``indices`` (a list), a series (``start``, ``stride``, ``count``), a range
+    (``start``, ``end``: linear growth), or a single ``index`` (outlier, level shift, a
+    predicted threshold)."""
+    if isinstance(finding.get("indices"), list):
+        return tuple(int(i) for i in finding["indices"][:MAX_FLAG_INDICES])
+    if "stride" in finding and "start" in finding:
+        start, stride = int(finding["start"]), max(1, int(finding["stride"]))
+        count = int(finding.get("count", 1))
+        return tuple(start + k * stride for k in range(min(count, MAX_FLAG_INDICES)))
+    if "start" in finding and "end" in finding:
+        start, end = int(finding["start"]), int(finding["end"])
+        return tuple(range(start, min(end, start + MAX_FLAG_INDICES)))
+    if finding.get("index") is not None:
+        try:
+            return (int(finding["index"]),)
+        except (TypeError, ValueError):
+            return ()
+    return ()
+
+
+def flag_from_event(event: dict) -> Flag:
+    kind = next((str(event[key]) for key in ("flag", "type", "finding_kind", "category")
+                 if event.get(key)), "threshold" if event.get("structure") else "flag")
+    title = str(event.get("title") or kind)
+    note = str(event.get("note") or "")
+    raw = {k: v for k, v in event.items() if k not in ("t", "kind")}
+    return Flag(title=title, note=note, kind=kind, indices=flag_indices(event), raw=raw)
+
+
+def flags_markdown(flags: list[Flag], *, heading: str = "fsscope flags", context: list[str] | None = None) -> str:
+    """The flags with their notes as Markdown (the 'export flags' action)."""
+    lines = [f"# {heading}", ""]
+    for line in context or []:
+        lines.append(f"- {line}")
+    if context:
+        lines.append("")
+    if not flags:
+        lines.append("No flags were raised.")
+        return "\n".join(lines) + "\n"
+    for n, flag in enumerate(flags, 1):
+        lines.append(f"## {n}. {flag.title}")
+        lines.append("")
+        if flag.where:
+            lines.append(f"*{flag.kind}* — {flag.where}")
+            lines.append("")
+        lines.append(flag.note or "(no note)")
+        extra = {k: v for k, v in flag.raw.items() if k not in ("title", "note", "indices")}
+        if extra:
+            lines.append("")
+            lines.append("| field | value |")
+            lines.append("|---|---|")
+            for key, value in extra.items():
+                lines.append(f"| {key} | {_md_cell(value)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _md_cell(value: Any) -> str:
+    text = str(value)
+    if len(text) > 120:
+        text = text[:117] + "…"
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+# --------------------------------------------------------------------------------------------
+# Comparing two runs
+
+
+def ks_distance(a_ns: np.ndarray, b_ns: np.ndarray) -> float:
+    """Two-sample Kolmogorov-Smirnov distance: the largest gap between the two CDFs."""
+    a = np.sort(a_ns[a_ns >= 0])
+    b = np.sort(b_ns[b_ns >= 0])
+    if not a.size or not b.size:
+        return float("nan")
+    grid = np.concatenate([a, b])
+    cdf_a = np.searchsorted(a, grid, side="right") / a.size
+    cdf_b = np.searchsorted(b, grid, side="right") / b.size
+    return float(np.max(np.abs(cdf_a - cdf_b)))
+
+
+@dataclass(frozen=True)
+class Summary:
+    measured: int
+    median_ns: float
+    p99_ns: float
+    max_ns: float
+
+    @classmethod
+    def of(cls, values_ns: np.ndarray) -> Summary:
+        v = values_ns[values_ns >= 0]
+        if not v.size:
+            return cls(0, float("nan"), float("nan"), float("nan"))
+        p50, p99 = np.percentile(v, [50, 99])
+        return cls(int(v.size), float(p50), float(p99), float(v.max()))

@@ -1,0 +1,82 @@
+"""Reopen a recorded run: its manifest, events and arrays become the same model objects a
+live job fills (no Textual here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fsscope.store import RunDir
+from fsscope.tui.model import Flag, JobState, LatencyMatrix, WindowStats, flag_from_event
+
+
+@dataclass
+class RunRecord:
+    """A recorded run as the views need it."""
+
+    run: RunDir
+    job: JobState
+    matrix: LatencyMatrix | None
+    windows: WindowStats | None
+    flags: list[Flag] = field(default_factory=list)
+    log_lines: list[str] = field(default_factory=list)
+    target: str = ""
+    recipe: str = ""
+
+    @property
+    def title(self) -> str:
+        return f"{self.run.id}  ({self.job.job}, {self.job.status})"
+
+
+def describe_target(manifest: dict) -> str:
+    target = manifest.get("target") or {}
+    spec = target.get("spec", target) if isinstance(target, dict) else {}
+    if not isinstance(spec, dict):
+        return "?"
+    return f"{spec.get('kind', '?')} {spec.get('path', '')}".strip()
+
+
+def describe_recipe(manifest: dict) -> str:
+    recipe = manifest.get("recipe") or {}
+    return recipe.get("name", "-") if isinstance(recipe, dict) else "-"
+
+
+def load_run(run: RunDir) -> RunRecord:
+    manifest = run.manifest()
+    job = JobState(index=0, job=str(manifest.get("job", "?")), spec=dict(manifest.get("spec") or {}),
+                   run_id=run.id, run_path=str(run.path))
+    flags: list[Flag] = []
+    log_lines: list[str] = []
+    last_t = 0.0
+    for event in run.events():
+        kind = event.get("kind")
+        last_t = max(last_t, float(event.get("t") or 0.0))
+        if kind == "phase":
+            job.phase = str(event.get("name", ""))
+        elif kind == "progress":
+            job.done = float(event.get("done") or 0)
+            job.total = float(event["total"]) if event.get("total") else None
+            job.unit = str(event.get("unit", ""))
+        elif kind == "finding":
+            flags.append(flag_from_event(event))
+        elif kind == "log":
+            log_lines.append(str(event.get("line", "")))
+            if event.get("stderr"):
+                log_lines.extend("    " + ln for ln in str(event["stderr"]).splitlines())
+        elif kind == "result":
+            job.report = event.get("report")
+        elif kind == "error":
+            job.error = str(event.get("message", ""))
+    job.status = run.status()
+    job.error = job.error or manifest.get("error")
+    job.report = job.report or run.report()
+    job.recorded_elapsed_s = last_t
+    matrix = windows = None
+    if "latency_ns" in run.arrays():
+        try:
+            matrix = LatencyMatrix.from_array(run.load_array("latency_ns", mmap=False))
+            windows = WindowStats.from_matrix(matrix.values)
+        except (OSError, ValueError):
+            matrix = windows = None
+    return RunRecord(run=run, job=job, matrix=matrix, windows=windows, flags=flags,
+                     log_lines=log_lines, target=describe_target(manifest),
+                     recipe=describe_recipe(manifest))

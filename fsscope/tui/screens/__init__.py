@@ -1,0 +1,1 @@
+"""Screens: setup, live (and replay), runs, compare, help, and the destroy confirmation."""

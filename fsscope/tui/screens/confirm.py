@@ -1,0 +1,55 @@
+"""Formatting a block device destroys what is on it: the user types the device's name."""
+
+from __future__ import annotations
+
+import os
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, Static
+
+
+class ConfirmDestroyScreen(ModalScreen[bool]):
+    """Dismissed with True only when the typed name is the device (``sdb`` or ``/dev/sdb``)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    DEFAULT_CSS = """
+    ConfirmDestroyScreen { align: center middle; }
+    ConfirmDestroyScreen > Vertical {
+        width: 72; height: auto; padding: 1 2; border: thick $error; background: $surface;
+    }
+    ConfirmDestroyScreen #confirm-title { text-style: bold; color: $error; }
+    ConfirmDestroyScreen #confirm-error { color: $error; height: auto; }
+    """
+
+    def __init__(self, device: str, verdict: str = ""):
+        super().__init__()
+        self.device = device
+        self.verdict = verdict
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"Format {self.device}? Everything on it will be destroyed.", id="confirm-title")
+            yield Static(f"fsscope's check says: {self.verdict or 'blank and unused'}.\n"
+                         f"mkfs overwrites its file system, partition table and data. There is no undo.\n\n"
+                         f"Type the device name ({os.path.basename(self.device)}) and press Enter to "
+                         f"destroy it, or Escape to go back.")
+            yield Input(placeholder=os.path.basename(self.device), id="confirm-input")
+            yield Static("", id="confirm-error")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-input", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        typed = event.value.strip()
+        if typed and typed in (self.device, os.path.basename(self.device)):
+            self.dismiss(True)
+        else:
+            self.query_one("#confirm-error", Static).update(
+                f"'{typed}' is not {os.path.basename(self.device)}: nothing was done.")
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)

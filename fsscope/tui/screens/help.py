@@ -1,0 +1,112 @@
+"""What each view shows and how to read it, written for a student meeting file-system
+latency for the first time."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# fsscope — how to read it
+
+fsscope formats a **target** (a disk, an image file, RAM, or a plain directory) with a
+**recipe** (a file system plus its mkfs and mount options), runs measured **jobs** on it in a
+background process, records every run, and points at what is interesting.
+
+## Keys everywhere
+
+| key | what it does |
+|---|---|
+| F2 / F3 / F4 | setup / live / runs screens |
+| F1 or ? | this help |
+| t | next theme (dark → light → high contrast); the command palette (ctrl+p) lists all |
+| x | save the current screen as an SVG picture |
+| ctrl+p | command palette: every action by name |
+| tab / shift+tab | move between panels |
+| ctrl+q | quit (running jobs are cancelled and cleaned up first) |
+
+## Setup screen
+
+1. **Target** — where to measure. *Default image* is a sparse file in fsscope's data directory,
+   attached as a loop device: nothing else on the machine is touched. *RAM image* lives in
+   /dev/shm. A *directory* is measured as it is (no formatting; what you get without root).
+   Block devices are listed with fsscope's verdict: ✓ usable (blank, unused), ! carries data
+   (you must type its name to destroy it), ✗ never (mounted, holds /, swap, in use by LVM/RAID).
+2. **Recipe** — the file system and its options. The preview shows the *exact* mkfs and mount
+   commands. Hygiene toggles make runs comparable: *drop caches* starts every run cold;
+   *remount after populating* also clears the journal and inode caches.
+3. **Jobs** — space toggles a job; the highlighted job's parameters are shown below it.
+   The **probe** times one system call (creat, mkdir, …) per file, for `files` files, `runs` times.
+
+**ctrl+r** (or the Start button) starts. Jobs run one after another, each in its own process.
+
+## Live screen
+
+**Progress** — each job, its phase (format, populate, run k of R, …), elapsed and remaining time.
+**c** cancels: the job stops, unmounts, detaches its loop device and keeps what it measured.
+Press **c** again to kill it outright (fsscope still undoes what it left behind).
+
+**Heatmap** — *each row is one run* of the probe; *each column is one file index* (the 1st,
+2nd, 3rd… file the probe touched), or a bucket of neighbouring files when zoomed out. The
+colour is the latency of that call on a **logarithmic** scale (legend below the map): every
+step of the colour bar is the same *ratio*, so 10 µs → 100 µs looks as different as
+100 µs → 1 ms. Blank cells were not measured (yet).
+Keys: arrows move the cursor (its file, run and latency are shown under the map),
+**+ / -** zoom, **0** fits all files on screen, **a** chooses what a bucket shows
+(its max, p99, p90, median or mean — max is the default so no outlier hides).
+
+**What makes an outlier *repeatable*?** A single slow call can be noise: an interrupt, a
+flush, another process. A file index that is slow in **every run** — on a freshly made file
+system each time — is slow *because of the file system's structure*: that is where a
+directory changes format, an inode chunk is allocated, a B-tree splits. In the heatmap it is
+a bright **vertical stripe through all rows**. Noise is a bright cell in one row only.
+
+**A series** is repeatable outliers at a constant stride (e.g. every 64 files: XFS allocates
+inodes in chunks of 64). **A level shift** is where the typical latency steps up or down and
+stays there — a colour change at one column across all rows — for example when a directory
+outgrows its compact in-inode format and becomes a block or B-tree directory (a
+*directory-format threshold*). **Linear growth** is latency that keeps rising with the file
+index (a directory searched linearly).
+
+**Flags** — what the analysis found, as it finds it: ! outlier, ⋮ series, ↕ level shift,
+↗ growth, ◆ a threshold predicted from the file system's geometry. Moving through the list
+marks the flag's files in the heatmap (• cells, ▼ above the columns) and shows its **note**:
+what was found, where, and why the structure causes it. **m** writes all flags with their
+notes to flags.md in the run directory.
+
+**Sparklines** — per window of consecutive calls: median (p50) and p99 latency (log-scaled so
+one spike does not flatten the rest), calls per second, and from the kernel's counters the
+device's IOPS and MB/s and the machine's CPU use.
+
+**Log** — every external command (mkfs, mount, losetup, umount, …) with its exit status and
+time, and the job's phases.
+
+## Runs screen
+
+Every job leaves a run directory (manifest, events, arrays, report). **Enter** replays a run
+in the live views; **space** marks a run and **c** compares two marked runs side by side on one
+colour scale, with the K-S distance (the largest gap between their latency distributions:
+0 = identical, 1 = no overlap) and the ratio of their medians.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,f1,question_mark", "close", "Close")]
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 96%; height: 94%; border: round $primary; background: $surface; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-scroll"):
+            yield Markdown(HELP, id="help-text")
+
+    def on_mount(self) -> None:
+        self.query_one("#help-scroll").focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,407 @@
+"""The live screen: progress of each job, the per-file latency heatmap, sparklines, flags with
+their notes, and the log of every external command. The same screen replays a recorded run
+(``LiveScreen(record=...)``): the views are filled from the run directory instead of a job's
+event stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header
+
+from fsscope import paths
+from fsscope.tui import messages as msg
+from fsscope.tui.config import RunPlan
+from fsscope.tui.jobs import PlanControl, follow_plan, sample_telemetry
+from fsscope.tui.model import (
+    Flag,
+    JobState,
+    LatencyMatrix,
+    Series,
+    WindowStats,
+    flag_from_event,
+    flags_markdown,
+    format_ns,
+    window_calls_for,
+)
+from fsscope.tui.replay import RunRecord
+from fsscope.tui.widgets.flags_panel import FlagsPanel
+from fsscope.tui.widgets.heat_legend import HeatLegend
+from fsscope.tui.widgets.heatmap import Heatmap
+from fsscope.tui.widgets.job_progress import JobProgress
+from fsscope.tui.widgets.log_panel import LogPanel
+from fsscope.tui.widgets.notes_panel import NotesPanel
+from fsscope.tui.widgets.spark_panel import SparkPanel
+
+
+@dataclass
+class JobView:
+    """What one job has produced so far."""
+
+    matrix: LatencyMatrix
+    windows: WindowStats
+    flags: list[Flag] = field(default_factory=list)
+
+
+def _int(value, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+class LiveScreen(Screen):
+    """Jobs run in background child processes; this screen only listens."""
+
+    BINDINGS = [
+        Binding("c", "cancel_job", "Cancel job"),
+        Binding("m", "export_flags", "Flags→MD"),
+        Binding("j", "next_job", "Next job", show=False),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def __init__(self, record: RunRecord | None = None, *, name: str | None = None, id: str | None = None):
+        super().__init__(name=name, id=id)
+        self.record = record
+        self.jobs: list[JobState] = []
+        self.views: dict[int, JobView] = {}
+        self.shown: int | None = None
+        self.plan: RunPlan | None = None
+        self.control: PlanControl | None = None
+        self.iops, self.bandwidth, self.cpu = Series(), Series(), Series()
+        self.plan_cancelled = False
+        self._pending_plan: RunPlan | None = None
+        self._ready = False  # on_mount has run (is_mounted turns True only after it)
+
+    # -- layout ----------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        yield JobProgress(id="progress")
+        with Horizontal(id="live-main"):
+            with Vertical(id="heat-col"):
+                heatmap = Heatmap(id="heatmap")
+                yield heatmap
+                yield HeatLegend(heatmap, id="legend")
+            with Vertical(id="side"):
+                yield FlagsPanel(id="flags")
+                yield NotesPanel(id="notes")
+        with Horizontal(id="live-bottom"):
+            yield SparkPanel(id="sparks")
+            yield LogPanel(id="log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._ready = True
+        self.query_one("#heatmap").border_title = "Latency per file (columns) and run (rows)"
+        self.query_one("#heatmap").border_subtitle = "←→↑↓ cursor · +/- zoom · 0 fit · a bucket agg"
+        self.query_one("#flags").border_title = "Flags"
+        self.query_one("#notes").border_title = "Note"
+        self.query_one("#sparks").border_title = "Live"
+        self.query_one("#log").border_title = "Commands and log"
+        if self.record is not None:
+            self._load_record(self.record)
+        self.set_interval(1.0, self._tick)
+        if self._pending_plan is not None:
+            plan, self._pending_plan = self._pending_plan, None
+            self.begin(plan)
+
+    @property
+    def heatmap(self) -> Heatmap:
+        return self.query_one("#heatmap", Heatmap)
+
+    @property
+    def flags_panel(self) -> FlagsPanel:
+        return self.query_one("#flags", FlagsPanel)
+
+    @property
+    def notes(self) -> NotesPanel:
+        return self.query_one("#notes", NotesPanel)
+
+    @property
+    def log_panel(self) -> LogPanel:
+        return self.query_one("#log", LogPanel)
+
+    @property
+    def running(self) -> bool:
+        if self._pending_plan is not None:
+            return True
+        return self.control is not None and not self.control.done.is_set()
+
+    @property
+    def shown_job(self) -> JobState | None:
+        return self.jobs[self.shown] if self.shown is not None and self.shown < len(self.jobs) else None
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "cancel_job":
+            return True if self.running else (None if self.record is None else False)
+        if action == "back":
+            return self.record is not None
+        if action == "next_job":
+            return len(self.views) > 1
+        return True
+
+    # -- starting ---------------------------------------------------------------------------
+    def begin(self, plan: RunPlan) -> bool:
+        """Run ``plan`` (False if a plan is still running here). Before the screen is mounted
+        the plan waits for ``on_mount``."""
+        if self.running:
+            return False
+        if not self._ready:
+            self._pending_plan = plan
+            return True
+        self._pending_plan = None
+        self.plan = plan
+        self.plan_cancelled = False
+        self.control = control = PlanControl()
+        self.jobs = [JobState(i, req.job, dict(req.spec)) for i, req in enumerate(plan.jobs)]
+        self.views = {}
+        self.shown = None
+        recipe = plan.recipe.name if plan.recipe else "no recipe"
+        self.query_one("#progress", JobProgress).set_jobs(self.jobs, f"{plan.target.describe()} · {recipe}")
+        self.heatmap.set_matrix(None)
+        self.flags_panel.set_flags([])
+        self.notes.show(None)
+        self.log_panel.note(f"── plan: {', '.join(r.job for r in plan.jobs)} on {plan.target.describe()} "
+                            f"with {recipe}", style="bold")
+        self.app.run_worker(partial(follow_plan, plan, self, control, runs_root=self.app.config.runs_root),
+                            thread=True, group="plan", exit_on_error=False, name="plan",
+                            description="following the plan's job processes")
+        self.app.run_worker(partial(sample_telemetry, plan, self, control), thread=True, group="telemetry",
+                            exit_on_error=False, name="telemetry", description="sampling device counters")
+        self.refresh_bindings()
+        return True
+
+    # -- actions ----------------------------------------------------------------------------
+    def action_cancel_job(self) -> None:
+        if not self.running or self.control is None:
+            self.notify("No job is running.", timeout=3)
+            return
+        if self.control.cancel_requested.is_set():
+            self.control.kill()
+            self.log_panel.note("kill requested: the job process is killed; fsscope undoes what its "
+                                "journal says it left mounted or attached", style="bold red")
+            return
+        self.control.cancel()
+        self.log_panel.note("cancel requested: the job stops, unmounts, detaches and keeps what it "
+                            "measured (press c again to kill it)", style="bold yellow")
+        self.notify("Cancelling: the job stops and cleans up. Press c again to kill it.", timeout=4)
+
+    def action_back(self) -> None:
+        if self.record is not None:
+            self.dismiss()
+
+    def action_next_job(self) -> None:
+        if len(self.views) > 1 and self.shown is not None:
+            keys = sorted(self.views)
+            self._show(keys[(keys.index(self.shown) + 1) % len(keys)])
+
+    def export_dir(self) -> Path:
+        job = self.shown_job
+        if job is not None and job.run_path and Path(job.run_path).is_dir():
+            return Path(job.run_path)
+        directory = paths.home() / "exports"
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory
+
+    def action_export_flags(self) -> Path | None:
+        job = self.shown_job
+        view = self.views.get(self.shown) if self.shown is not None else None
+        if job is None or view is None:
+            self.notify("Nothing to export yet.", timeout=3)
+            return None
+        context = [f"run: {job.run_id or '-'}", f"job: {job.job} {job.spec}", f"status: {job.status}"]
+        if self.plan is not None:
+            context.insert(1, f"target: {self.plan.target.describe()}")
+            context.insert(2, f"recipe: {self.plan.recipe.name if self.plan.recipe else '-'}")
+        elif self.record is not None:
+            context.insert(1, f"target: {self.record.target}")
+            context.insert(2, f"recipe: {self.record.recipe}")
+        path = self.export_dir() / "flags.md"
+        path.write_text(flags_markdown(view.flags, heading=f"fsscope flags — {job.run_id or job.job}",
+                                       context=context))
+        self.notify(f"Flags written to {path}", title="Exported", timeout=6)
+        self.log_panel.note(f"exported flags to {path}")
+        return path
+
+    # -- views -----------------------------------------------------------------------------
+    def _view_for(self, index: int) -> JobView:
+        view = self.views.get(index)
+        if view is None:
+            spec = self.jobs[index].spec if index < len(self.jobs) else {}
+            files, runs = _int(spec.get("files"), 0), _int(spec.get("runs"), 1)
+            view = JobView(LatencyMatrix(runs, files), WindowStats(window_calls_for(files, runs)))
+            self.views[index] = view
+        return view
+
+    def _show(self, index: int) -> None:
+        view = self._view_for(index)
+        self.shown = index
+        self.heatmap.set_matrix(view.matrix)
+        self.flags_panel.set_flags(view.flags)
+        self._mark_flags(view)
+        self.notes.show(None)
+        self._show_windows(view)
+        job = self.jobs[index]
+        self.sub_title = f"{job.job} · {job.run_id}" if job.run_id else job.job
+        self.refresh_bindings()
+
+    def _mark_flags(self, view: JobView) -> None:
+        """'!' above the files of point-like flags (outliers, series members, thresholds,
+        level shifts); ranges (linear growth) are marked only when selected."""
+        flagged = sorted({i for flag in view.flags if flag.kind not in ("lineargrowth", "linear")
+                          for i in flag.indices})
+        self.heatmap.set_flags(flagged)
+
+    def _show_windows(self, view: JobView, live: bool = True) -> None:
+        sparks = self.query_one("#sparks", SparkPanel)
+        windows = view.windows
+        p50, p99 = list(windows.p50_us), list(windows.p99_us)
+        sparks.show("p50", WindowStats.log_series(p50), format_ns(p50[-1] * 1e3) if p50 else "–")
+        sparks.show("p99", WindowStats.log_series(p99), format_ns(p99[-1] * 1e3) if p99 else "–")
+        rate = list(windows.calls_per_s)
+        if rate:
+            sparks.show("rate", rate, f"{rate[-1]:,.0f}/s")
+        elif not live:
+            sparks.show("rate", [], "live only")
+
+    def _tick(self) -> None:
+        if self.running:
+            self.query_one("#progress", JobProgress).refresh()
+
+    # -- replay ----------------------------------------------------------------------------
+    def _load_record(self, record: RunRecord) -> None:
+        self.jobs = [record.job]
+        matrix = record.matrix or LatencyMatrix(1, 0)
+        windows = record.windows or WindowStats()
+        self.views = {0: JobView(matrix, windows, list(record.flags))}
+        progress = self.query_one("#progress", JobProgress)
+        progress.set_jobs(self.jobs, f"replay of {record.run.id} · {record.target} · {record.recipe}")
+        self._show(0)
+        self._show_windows(self.views[0], live=False)
+        sparks = self.query_one("#sparks", SparkPanel)
+        for key in ("iops", "bw", "cpu"):
+            sparks.show(key, [], "live only")
+        for line in record.log_lines:
+            if line.startswith("    "):
+                self.log_panel.note(line)
+            else:
+                self.log_panel.command(line)
+        if record.job.error:
+            self.log_panel.note(f"error: {record.job.error}", style="bold red")
+        self.title = "fsscope — replay"
+
+    # -- messages from the workers -------------------------------------------------------------
+    def on_job_started(self, message: msg.JobStarted) -> None:
+        job = self.jobs[message.index]
+        job.start()
+        job.run_id, job.run_path = message.run_id, message.run_path
+        self._show(message.index)
+        self.log_panel.note(f"── {message.job} started (pid {message.pid}), recording in {message.run_path}",
+                            style="bold")
+        self.query_one("#progress", JobProgress).refresh()
+
+    def on_phase_changed(self, message: msg.PhaseChanged) -> None:
+        job = self.jobs[message.index]
+        job.phase = message.name
+        self.log_panel.note(f"[{message.t:7.2f} s] {job.job}: {message.name}")
+        self.query_one("#progress", JobProgress).refresh()
+
+    def on_progress_updated(self, message: msg.ProgressUpdated) -> None:
+        job = self.jobs[message.index]
+        job.done, job.total, job.unit = message.done, message.total, message.unit
+        self.query_one("#progress", JobProgress).refresh()
+
+    def on_samples_arrived(self, message: msg.SamplesArrived) -> None:
+        view = self._view_for(message.index)
+        run, start, stop = view.matrix.put(message.run, message.start, message.latency_ns)
+        view.windows.add(view.matrix.values[run, start:stop], run=run, t_s=message.t)
+        if message.index == self.shown:
+            self.heatmap.samples_added(run, start, stop)
+            self._show_windows(view)
+
+    def on_finding_arrived(self, message: msg.FindingArrived) -> None:
+        view = self._view_for(message.index)
+        flag = flag_from_event(message.finding)
+        view.flags.append(flag)
+        if message.index == self.shown:
+            self.flags_panel.add_flag(flag)
+            self._mark_flags(view)
+
+    def on_log_line(self, message: msg.LogLine) -> None:
+        self.log_panel.command(message.line, message.stderr)
+
+    def on_job_finished(self, message: msg.JobFinished) -> None:
+        job = self.jobs[message.index]
+        job.finish(message.status)
+        job.error = message.error
+        job.report = message.report
+        view = self._view_for(message.index)
+        if view.matrix.measured == 0 and job.run_path:
+            self._load_recorded_array(message.index, view)
+        self.log_panel.note(f"── {job.job} ended: {message.status}"
+                            + (f" — {message.error}" if message.error else ""),
+                            style="bold red" if message.status == "failed" else "bold")
+        for line in message.leftovers:
+            self.log_panel.note(f"cleaned up after the killed job: {line}", style="yellow")
+        self.query_one("#progress", JobProgress).refresh()
+        if message.error:
+            self.notify(message.error, title=f"{job.job} failed", severity="error", timeout=8)
+
+    def _load_recorded_array(self, index: int, view: JobView) -> None:
+        """A job that streams no samples (smoke) still recorded latency_ns: show it."""
+        from fsscope.store import RunDir
+
+        run = RunDir(Path(self.jobs[index].run_path))
+        if "latency_ns" not in run.arrays():
+            return
+        try:
+            array = run.load_array("latency_ns", mmap=False)
+        except (OSError, ValueError):
+            return
+        view.matrix = LatencyMatrix.from_array(array)
+        view.windows = WindowStats.from_matrix(view.matrix.values)
+        if index == self.shown:
+            self._show(index)
+
+    def on_plan_finished(self, message: msg.PlanFinished) -> None:
+        self.plan_cancelled = message.cancelled
+        for job in self.jobs:
+            if job.status == "waiting":
+                job.finish("cancelled" if message.cancelled else "waiting")
+                job.phase = "not started"
+        self.query_one("#progress", JobProgress).refresh()
+        self.refresh_bindings()
+        self.notify("Plan cancelled; everything it made is cleaned up." if message.cancelled
+                    else "All jobs finished.", timeout=5)
+
+    def on_telemetry_tick(self, message: msg.TelemetryTick) -> None:
+        self.iops.add(message.iops)
+        self.bandwidth.add(message.bytes_per_s / 1e6)
+        self.cpu.add(message.cpu_percent)
+        sparks = self.query_one("#sparks", SparkPanel)
+        where = message.device or "all disks"
+        sparks.show("iops", list(self.iops.values), f"{message.iops:,.0f} {where}"[:14])
+        sparks.show("bw", list(self.bandwidth.values), f"{message.bytes_per_s / 1e6:,.1f} MB/s")
+        sparks.show("cpu", list(self.cpu.values), f"{message.cpu_percent:.0f} %")
+
+    @on(msg.FlagSelected)
+    def select_flag(self, message: msg.FlagSelected) -> None:
+        view = self.views.get(self.shown) if self.shown is not None else None
+        if view is None or message.position is None or not 0 <= message.position < len(view.flags):
+            self.notes.show(None)
+            return
+        flag = view.flags[message.position]
+        self.heatmap.select_files(flag.indices)
+        self.notes.show(flag)
+
+    def on_heat_cursor_moved(self, message: msg.HeatCursorMoved) -> None:
+        self.query_one("#legend", HeatLegend).set_cursor(message.run, message.first, message.last,
+                                                         message.latency_ns, message.aggregate)

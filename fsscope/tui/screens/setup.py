@@ -1,0 +1,91 @@
+"""The setup screen: target, recipe, jobs, Start."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Header, Static
+
+from fsscope.engine import registry
+from fsscope.errors import FsscopeError
+from fsscope.tui.config import RunPlan
+from fsscope.tui.screens.confirm import ConfirmDestroyScreen
+from fsscope.tui.widgets.job_picker import JobPicker
+from fsscope.tui.widgets.recipe_picker import RecipePicker
+from fsscope.tui.widgets.target_picker import TargetPicker
+
+
+class SetupScreen(Screen):
+    BINDINGS = [
+        Binding("ctrl+r", "start", "Start", priority=True),
+    ]
+
+    def compose(self) -> ComposeResult:
+        config = self.app.config
+        yield Header(show_clock=False)
+        if config.banner:
+            yield Static(config.banner, id="banner")
+        jobs = list(config.jobs or registry.JOBS)
+        preferred = "probe" if "probe" in jobs else (jobs[0] if jobs else "")
+        with Horizontal(id="setup-columns"):
+            with VerticalScroll(id="setup-target", classes="setup-column", can_focus=False):
+                yield TargetPicker(config.target, is_root=bool(config.is_root), discover=config.discover_devices,
+                                   id="target-picker")
+            with VerticalScroll(id="setup-recipe", classes="setup-column", can_focus=False):
+                yield RecipePicker(config.recipe, id="recipe-picker")
+            with VerticalScroll(id="setup-jobs", classes="setup-column", can_focus=False):
+                yield JobPicker(jobs, config.job_defaults, [preferred] if preferred else [], id="job-picker")
+                yield Button("Start ▶  (ctrl+r)", id="start", variant="success")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "setup: target · recipe · jobs"
+        self._sync_recipe()
+        self.query_one("#target-list").focus()
+
+    def on_target_picker_changed(self, event: TargetPicker.Changed) -> None:
+        self._sync_recipe()
+
+    def _sync_recipe(self) -> None:
+        picker = self.query_one("#target-picker", TargetPicker)
+        device = picker.choice.removeprefix("dev:") if picker.kind == "device" else ""
+        self.query_one("#recipe-picker", RecipePicker).set_target(picker.kind, device)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "start":
+            self.action_start()
+
+    def build_plan(self) -> RunPlan:
+        target = self.query_one("#target-picker", TargetPicker).spec()
+        recipe = self.query_one("#recipe-picker", RecipePicker).recipe()
+        jobs = self.query_one("#job-picker", JobPicker).requests()
+        return RunPlan(target, recipe, jobs)
+
+    def action_start(self) -> None:
+        try:
+            plan = self.build_plan()
+        except FsscopeError as exc:
+            self.notify(str(exc), title="Cannot start", severity="error", timeout=8)
+            return
+        if not plan.destructive:
+            self.app.start_plan(plan)
+            return
+        picker = self.query_one("#target-picker", TargetPicker)
+        device = picker.devices.get(plan.target.path)
+        if device is not None and device.hard_reasons():
+            self.notify(f"{plan.target.path}: {'; '.join(device.hard_reasons())}", title="Refused",
+                        severity="error", timeout=8)
+            return
+        verdict = device.verdict() if device is not None else ""
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self.app.start_plan(replace(plan, target=replace(plan.target, yes_destroy=plan.target.path)))
+            else:
+                self.notify(f"{plan.target.path} was not touched.", timeout=4)
+
+        self.app.push_screen(ConfirmDestroyScreen(plan.target.path, verdict), confirmed)

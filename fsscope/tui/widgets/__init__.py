@@ -1,0 +1,1 @@
+"""One widget per module; nothing here runs jobs or touches the engine's state."""

@@ -1,0 +1,48 @@
+"""The flags found so far (repeatable outliers, series, level shifts, thresholds); moving the
+highlight selects one: its files light up in the heatmap and its note shows below."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from fsscope.tui.messages import FlagSelected
+from fsscope.tui.model import Flag
+
+KIND_MARK = {"outlier": "!", "series": "⋮", "levelshift": "↕", "lineargrowth": "↗", "threshold": "◆"}
+
+
+class FlagsPanel(OptionList):
+    DEFAULT_CSS = """
+    FlagsPanel { height: 1fr; }
+    """
+
+    def __init__(self, *, id: str | None = None):
+        super().__init__(id=id)
+        self.flags: list[Flag] = []
+
+    def add_flag(self, flag: Flag) -> None:
+        self.flags.append(flag)
+        text = Text()
+        text.append(f"{KIND_MARK.get(flag.kind, '•')} ", style="bold")
+        text.append(flag.title)
+        self.add_option(Option(text, id=f"flag-{len(self.flags) - 1}"))
+        if len(self.flags) == 1:
+            self.border_subtitle = "↑↓ select"
+        self.border_title = f"Flags ({len(self.flags)})"
+
+    def set_flags(self, flags: list[Flag]) -> None:
+        self.clear_options()
+        self.flags = []
+        for flag in flags:
+            self.add_flag(flag)
+        self.border_title = f"Flags ({len(self.flags)})"
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        self.post_message(FlagSelected(event.option_index))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.post_message(FlagSelected(event.option_index))

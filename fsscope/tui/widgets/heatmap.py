@@ -1,0 +1,536 @@
+"""The per-file latency heatmap: one row per run, one column per file index (or per bucket of
+file indices when zoomed out), colour on a log latency scale.
+
+A file that is slow in every run is a bright vertical stripe through all rows: a repeatable
+outlier. A colour change at one column across all rows is a level shift.
+
+Line API: a ScrollView whose ``render_line`` returns one Strip per screen line. The bucketed
+values (numpy: max / a percentile / the mean of each bucket of ``zoom`` files) are computed
+once per data version, zoom and aggregate; strips are cached per screen line for the current
+horizontal window; a batch of new samples recomputes only its own run's columns and lines.
+
+Screen lines: 0 = file-index axis, 1 = flag markers (``!`` a flagged file, ``▼`` the selected
+flag's files), then ``row_height`` lines per run. A fixed gutter on the left names the runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.color import Color, Gradient
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from fsscope.tui.messages import HeatCursorMoved
+from fsscope.tui.model import LatencyMatrix
+
+AGGREGATES = ("max", "p99", "p90", "p50", "mean")
+LEVELS = 64  # colours on the scale
+GUTTER = 7  # "run 10 "
+HEADER_LINES = 2
+ZOOM_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000)
+
+
+def bucket(values: np.ndarray, zoom: int, aggregate: str) -> np.ndarray:
+    """runs x files int64 (-1 = not measured) -> runs x ceil(files/zoom) by ``aggregate``.
+
+    A bucket with no measured file is -1. Percentiles ignore unmeasured files: -1 sorts
+    first, so the q-th measured value of a bucket is at (unmeasured + q*(measured-1))."""
+    runs, files = values.shape
+    if zoom <= 1 or files == 0:
+        return np.array(values, dtype=np.int64, copy=True)
+    cols = -(-files // zoom)
+    padded = np.full((runs, cols * zoom), -1, dtype=np.int64)
+    padded[:, :files] = values
+    blocks = padded.reshape(runs, cols, zoom)
+    if aggregate == "max":
+        return blocks.max(axis=2)
+    valid = (blocks >= 0).sum(axis=2)
+    if aggregate == "mean":
+        total = np.where(blocks >= 0, blocks, 0).sum(axis=2)
+        return np.where(valid > 0, total // np.maximum(valid, 1), -1)
+    q = {"p99": 0.99, "p90": 0.90, "p50": 0.50}[aggregate]
+    ordered = np.sort(blocks, axis=2)
+    idx = (zoom - valid) + np.floor(q * np.maximum(valid - 1, 0)).astype(np.int64)
+    picked = np.take_along_axis(ordered, np.minimum(idx, zoom - 1)[..., None], axis=2)[..., 0]
+    return np.where(valid > 0, picked, -1)
+
+
+def bucket_mask(mask: np.ndarray, zoom: int) -> np.ndarray:
+    """files bool -> columns bool (any file of the bucket)."""
+    if zoom <= 1 or mask.size == 0:
+        return mask.copy()
+    cols = -(-mask.size // zoom)
+    padded = np.zeros(cols * zoom, dtype=bool)
+    padded[: mask.size] = mask
+    return padded.reshape(cols, zoom).any(axis=1)
+
+
+class Heatmap(ScrollView, can_focus=True):
+    """Files x runs latency heatmap with cursor, zoom and bucket aggregate."""
+
+    COMPONENT_CLASSES = {
+        "heatmap--empty", "heatmap--c0", "heatmap--c1", "heatmap--c2", "heatmap--c3", "heatmap--c4",
+        "heatmap--mark", "heatmap--axis", "heatmap--gutter", "heatmap--flagged", "heatmap--cursor",
+    }
+
+    DEFAULT_CSS = """
+    Heatmap { background: $surface; scrollbar-size-vertical: 1; scrollbar-size-horizontal: 1; }
+    Heatmap > .heatmap--empty { background: $heat-empty; }
+    Heatmap > .heatmap--c0 { background: $heat-0; }
+    Heatmap > .heatmap--c1 { background: $heat-1; }
+    Heatmap > .heatmap--c2 { background: $heat-2; }
+    Heatmap > .heatmap--c3 { background: $heat-3; }
+    Heatmap > .heatmap--c4 { background: $heat-4; }
+    Heatmap > .heatmap--mark { color: $heat-mark; text-style: bold; }
+    Heatmap > .heatmap--axis { color: $foreground 70%; }
+    Heatmap > .heatmap--gutter { color: $foreground 70%; }
+    Heatmap > .heatmap--flagged { color: $warning; text-style: bold; }
+    Heatmap > .heatmap--cursor { color: $heat-mark; text-style: bold; }
+    """
+
+    BINDINGS = [
+        Binding("left", "cursor(-1, 0)", "←", show=False),
+        Binding("right", "cursor(1, 0)", "→", show=False),
+        Binding("up", "cursor(0, -1)", "↑", show=False),
+        Binding("down", "cursor(0, 1)", "↓", show=False),
+        Binding("shift+left,pageup", "page(-1)", "page ←", show=False),
+        Binding("shift+right,pagedown", "page(1)", "page →", show=False),
+        Binding("home", "jump(0)", "first file", show=False),
+        Binding("end", "jump(-1)", "last file", show=False),
+        Binding("plus,equals_sign", "zoom_in", "zoom in"),
+        Binding("minus", "zoom_out", "zoom out"),
+        Binding("0", "zoom_fit", "fit"),
+        Binding("a", "cycle_aggregate", "bucket agg"),
+    ]
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None):
+        super().__init__(name=name, id=id, classes=classes)
+        self.matrix: LatencyMatrix | None = None
+        self.zoom = 0  # files per column; 0 = fit the width
+        self.aggregate = "max"
+        self.cursor_col = 0
+        self.cursor_run = 0
+        self._selected = np.zeros(0, dtype=bool)  # files of the selected flag
+        self._flagged = np.zeros(0, dtype=bool)  # files of any flag
+        self._buckets: np.ndarray | None = None
+        self._buckets_key: tuple | None = None
+        self._selected_cols = np.zeros(0, dtype=bool)
+        self._flagged_cols = np.zeros(0, dtype=bool)
+        self._cols_key: tuple | None = None
+        self._strips: dict[int, Strip] = {}
+        self._strips_key: tuple | None = None
+        self._scale: tuple[float, float] = (3.0, 6.0)  # log10 ns: 1 µs .. 1 ms until data says
+        self._fixed_scale: tuple[float, float] | None = None
+        self._scale_from_data = False
+        self._styles: list[Style] | None = None
+        self._styles_theme: str | None = None
+
+    # -- data ------------------------------------------------------------------------------
+    def set_matrix(self, matrix: LatencyMatrix | None) -> None:
+        self.matrix = matrix
+        self.cursor_col = self.cursor_run = 0
+        self._rescale()
+        self._invalidate(buckets=True)
+        self._update_virtual_size()
+        self.refresh()
+
+    def set_scale(self, low_ns: float | None, high_ns: float | None) -> None:
+        """Pin the colour scale (compare view: both runs on one scale); None = automatic."""
+        if low_ns and high_ns and high_ns > low_ns > 0:
+            self._fixed_scale = (math.log10(low_ns), math.log10(high_ns))
+        else:
+            self._fixed_scale = None
+        self._rescale()
+        self._invalidate()
+        self.refresh()
+
+    def samples_added(self, run: int, start: int, stop: int) -> None:
+        """New values in run ``run``, files [start, stop): recompute just those columns."""
+        matrix = self.matrix
+        if matrix is None:
+            return
+        scale_changed = self._rescale(matrix.values[run, start:stop])
+        zoom = self.effective_zoom
+        buckets = self._buckets
+        fresh = (matrix.version, zoom, self.aggregate, matrix.runs, matrix.files)
+        patchable = (buckets is not None and not scale_changed and self._buckets_key is not None
+                     and self._buckets_key[0] == matrix.version - 1 and self._buckets_key[1:3] == fresh[1:3]
+                     and buckets.shape[0] == matrix.runs)
+        if patchable:
+            cols = self.columns
+            if buckets.shape[1] < cols:
+                grown = np.full((buckets.shape[0], cols), -1, dtype=np.int64)
+                grown[:, : buckets.shape[1]] = buckets
+                buckets = self._buckets = grown
+            c0, c1 = start // zoom, -(-stop // zoom)
+            part = bucket(matrix.values[run:run + 1, c0 * zoom: min(matrix.files, c1 * zoom)], zoom, self.aggregate)
+            buckets[run, c0:c0 + part.shape[1]] = part[0]
+            self._buckets_key = fresh
+            self._drop_run_lines(run)
+        else:
+            self._invalidate(buckets=True)
+        self._update_virtual_size()
+        self.refresh()
+
+    def set_flags(self, flagged: list[int] | tuple[int, ...], selected: list[int] | tuple[int, ...] = ()) -> None:
+        files = self.matrix.files if self.matrix is not None else 0
+        size = max(files, max(flagged, default=-1) + 1, max(selected, default=-1) + 1)
+        self._flagged = np.zeros(size, dtype=bool)
+        self._selected = np.zeros(size, dtype=bool)
+        if flagged:
+            self._flagged[np.asarray(flagged, dtype=np.int64)] = True
+        if selected:
+            self._selected[np.asarray(selected, dtype=np.int64)] = True
+        self._cols_key = None
+        self._invalidate()
+        self.refresh()
+
+    def select_files(self, indices: tuple[int, ...] | list[int]) -> None:
+        """Highlight a flag's files and move the cursor to the first of them."""
+        self.set_flags(np.flatnonzero(self._flagged).tolist(), indices)
+        if indices:
+            self.move_to_file(int(indices[0]))
+
+    # -- geometry --------------------------------------------------------------------------
+    @property
+    def view_width(self) -> int:
+        return max(1, self.scrollable_content_region.width - GUTTER)
+
+    @property
+    def effective_zoom(self) -> int:
+        if self.zoom:
+            return self.zoom
+        files = self.matrix.files if self.matrix is not None else 0
+        return max(1, -(-files // self.view_width))
+
+    @property
+    def cell_width(self) -> int:
+        """Characters per column: >1 only when fitting fewer files than the width (no scroll)."""
+        files = self.matrix.files if self.matrix is not None else 0
+        if self.zoom or not files or files > self.view_width:
+            return 1
+        return max(1, min(8, self.view_width // files))
+
+    @property
+    def columns(self) -> int:
+        files = self.matrix.files if self.matrix is not None else 0
+        return -(-files // self.effective_zoom) if files else 0
+
+    @property
+    def runs(self) -> int:
+        return self.matrix.runs if self.matrix is not None else 0
+
+    @property
+    def row_height(self) -> int:
+        runs = max(1, self.runs)
+        return max(1, min(3, (self.scrollable_content_region.height - HEADER_LINES) // runs))
+
+    def _update_virtual_size(self) -> None:
+        size = Size(GUTTER + self.columns * self.cell_width, HEADER_LINES + self.runs * self.row_height)
+        if size != self.virtual_size:
+            self.virtual_size = size
+
+    def on_resize(self) -> None:
+        self._invalidate(buckets=self.zoom == 0)
+        self._update_virtual_size()
+
+    # -- colours ---------------------------------------------------------------------------
+    def _rescale(self, values: np.ndarray | None = None) -> bool:
+        """Keep the log scale spanning the data, snapped to 0.1 decade so a live run redraws
+        everything only when the range really grows. ``values``: a new batch (None: all)."""
+        if self._fixed_scale is not None:
+            changed = self._scale != self._fixed_scale
+            self._scale = self._fixed_scale
+            return changed
+        if values is None:
+            self._scale_from_data = False
+            values = self.matrix.all_measured() if self.matrix is not None else np.zeros(0, np.int64)
+        measured = values[values >= 0]
+        if not measured.size:
+            return False
+        lo = math.floor(math.log10(max(1, int(measured.min()))) * 10) / 10
+        hi = math.ceil(math.log10(max(1, int(measured.max()))) * 10) / 10
+        if self._scale_from_data:
+            lo, hi = min(lo, self._scale[0]), max(hi, self._scale[1])
+        if hi - lo < 0.5:
+            hi = lo + 0.5
+        changed = (lo, hi) != self._scale
+        self._scale = (lo, hi)
+        self._scale_from_data = True
+        return changed
+
+    @property
+    def scale_ns(self) -> tuple[float, float]:
+        return 10 ** self._scale[0], 10 ** self._scale[1]
+
+    def _cell_styles(self) -> list[Style]:
+        theme = self.app.theme if self.is_attached else ""
+        if self._styles is None or self._styles_theme != theme:
+            stops = []
+            for n in range(5):
+                style = self.get_component_rich_style(f"heatmap--c{n}", partial=True)
+                stops.append(Color.from_rich_color(style.bgcolor) if style.bgcolor else Color(0, 0, 0))
+            gradient = Gradient(*[(n / 4, c) for n, c in enumerate(stops)], quality=LEVELS)
+            self._styles = [Style(bgcolor=gradient.get_rich_color(n / (LEVELS - 1))) for n in range(LEVELS)]
+            self._styles_theme = theme
+            self._strips.clear()
+        return self._styles
+
+    def levels(self, values: np.ndarray) -> np.ndarray:
+        """Colour level 0..LEVELS-1 of each value on the log scale; -1 for not measured."""
+        lo, hi = self._scale
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scaled = (np.log10(np.maximum(values, 1)) - lo) / (hi - lo) * (LEVELS - 1)
+        out = np.clip(np.rint(scaled), 0, LEVELS - 1).astype(np.int64)
+        out[values < 0] = -1
+        return out
+
+    def color_at(self, fraction: float) -> Style:
+        return self._cell_styles()[int(round(max(0.0, min(1.0, fraction)) * (LEVELS - 1)))]
+
+    # -- caches ----------------------------------------------------------------------------
+    def _invalidate(self, *, buckets: bool = False) -> None:
+        if buckets:
+            self._buckets_key = None
+            self._cols_key = None
+        self._strips.clear()
+        self._strips_key = None
+
+    def _drop_run_lines(self, run: int) -> None:
+        h = self.row_height
+        for line in range(run * h, (run + 1) * h):
+            self._strips.pop(HEADER_LINES + line, None)
+        self._strips.pop(0, None)
+        self._strips.pop(1, None)
+
+    def _bucketed(self) -> np.ndarray:
+        matrix = self.matrix
+        assert matrix is not None
+        key = (matrix.version, self.effective_zoom, self.aggregate, matrix.runs, matrix.files)
+        if self._buckets is None or self._buckets_key != key:
+            self._buckets = bucket(matrix.values, self.effective_zoom, self.aggregate)
+            self._buckets_key = key
+            self._strips.clear()
+        return self._buckets
+
+    def _mark_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        zoom = self.effective_zoom
+        key = (zoom, self._flagged.size, self._selected.size)
+        if self._cols_key != key:
+            self._flagged_cols = bucket_mask(self._flagged, zoom)
+            self._selected_cols = bucket_mask(self._selected, zoom)
+            self._cols_key = key
+        return self._flagged_cols, self._selected_cols
+
+    # -- rendering -------------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if self.matrix is None or self.matrix.files == 0:
+            style = self.rich_style
+            if y == 1:
+                text = " no latencies yet" if self.matrix is None or self.matrix.files == 0 else ""
+                return Strip([Segment(text[:width], self.get_component_rich_style("heatmap--axis"))]).extend_cell_length(width, style)
+            return Strip.blank(width, style)
+        scroll_x, scroll_y = self.scroll_offset
+        key = (scroll_x, width, self.size.height, self._scale, self.effective_zoom, self.aggregate,
+               self.app.theme)
+        if key != self._strips_key:
+            self._strips.clear()
+            self._strips_key = key
+        line = y if y < HEADER_LINES else y + scroll_y
+        strip = self._strips.get(line)
+        if strip is None:
+            strip = self._render_line(line, scroll_x, width)
+            self._strips[line] = strip
+        h = self.row_height
+        if line == 1:
+            return self._with_cursor(strip, scroll_x, width, "↓")
+        if line >= HEADER_LINES and (line - HEADER_LINES) // h == self.cursor_run:
+            first = (line - HEADER_LINES) % h == 0
+            return self._with_cursor(strip, scroll_x, width, "◆" if first else "┃")
+        return strip
+
+    def _with_cursor(self, strip: Strip, scroll_x: int, width: int, glyph: str) -> Strip:
+        """The cached strip with the cursor cell drawn over it (never cached itself)."""
+        x = GUTTER + self.cursor_col * self.cell_width - scroll_x
+        if not GUTTER <= x < width:
+            return strip
+        left, cell, right = strip.crop(0, x), strip.crop(x, x + 1), strip.crop(x + 1, width)
+        segments = list(cell)
+        base = segments[0].style if segments and segments[0].style else Style()
+        mark = self.get_component_rich_style("heatmap--cursor")
+        return Strip.join([left, Strip([Segment(glyph, base + Style(color=mark.color, bold=True))], 1), right])
+
+    def _render_line(self, line: int, scroll_x: int, width: int) -> Strip:
+        view = max(0, width - GUTTER)
+        gutter_style = self.get_component_rich_style("heatmap--gutter")
+        if line == 0:
+            return self._axis_line(scroll_x, view, width)
+        if line == 1:
+            return self._marker_line(scroll_x, view, width)
+        h = self.row_height
+        run, sub = divmod(line - HEADER_LINES, h)
+        if run >= self.runs:
+            return Strip.blank(width, self.rich_style)
+        label = f"run {run + 1}" if sub == 0 else ""
+        segments = [Segment(f"{label:<{GUTTER - 1}} "[:GUTTER], gutter_style)]
+        buckets = self._bucketed()
+        cw = self.cell_width
+        c0, c1 = scroll_x // cw, -(-(scroll_x + view) // cw)
+        levels = self.levels(buckets[run, c0:c1])
+        _, selected = self._mark_columns()
+        sel = selected[c0:c1]
+        if sel.size < levels.size:
+            sel = np.concatenate([sel, np.zeros(levels.size - sel.size, dtype=bool)])
+        sel = sel[: levels.size]
+        if cw > 1:
+            skip = scroll_x - c0 * cw
+            levels = np.repeat(levels, cw)[skip: skip + view]
+            sel = np.repeat(sel, cw)[skip: skip + view]
+        styles = self._cell_styles()
+        empty = self.get_component_rich_style("heatmap--empty")
+        mark = self.get_component_rich_style("heatmap--mark")
+        # Run-length encode (level, selected) so a smooth row is a handful of segments.
+        codes = levels * 2 + sel[: levels.size]
+        if codes.size:
+            cuts = np.flatnonzero(np.diff(codes)) + 1
+            starts = np.concatenate([[0], cuts])
+            ends = np.concatenate([cuts, [codes.size]])
+            for s, e in zip(starts.tolist(), ends.tolist()):
+                level = int(levels[s])
+                style = empty if level < 0 else styles[level]
+                if sel[s]:
+                    segments.append(Segment("•" * (e - s), style + Style(color=mark.color, bold=True)))
+                else:
+                    segments.append(Segment(" " * (e - s), style))
+        return Strip(segments).extend_cell_length(width, self.rich_style)
+
+    def _axis_line(self, scroll_x: int, view: int, width: int) -> Strip:
+        zoom, cw = self.effective_zoom, self.cell_width
+        chars = [" "] * view
+        step = max(1, -(-12 // cw))  # columns between labels: at least 12 characters
+        col = (scroll_x // cw) // step * step
+        while col < self.columns and col * cw < scroll_x + view:
+            pos = col * cw - scroll_x
+            if pos >= 0:
+                label = f"|{col * zoom}"
+                if pos + len(label) <= view:
+                    chars[pos: pos + len(label)] = label
+            col += step
+        axis = self.get_component_rich_style("heatmap--axis")
+        head = f"{'file':<{GUTTER}}"
+        return Strip([Segment(head, axis), Segment("".join(chars), axis)]).extend_cell_length(width, self.rich_style)
+
+    def _marker_line(self, scroll_x: int, view: int, width: int) -> Strip:
+        flagged, selected = self._mark_columns()
+        cw = self.cell_width
+        c0, c1 = scroll_x // cw, -(-(scroll_x + view) // cw)
+        chars = [" "] * view
+        for mask, glyph in ((flagged, "!"), (selected, "▼")):
+            for col in (np.flatnonzero(mask[c0:c1]) + c0).tolist():
+                pos = col * cw - scroll_x
+                if 0 <= pos < view:
+                    chars[pos] = glyph
+        zoom = self.effective_zoom
+        head = f"{'×' + str(zoom):<{GUTTER}}"
+        return Strip([Segment(head, self.get_component_rich_style("heatmap--axis")),
+                      Segment("".join(chars), self.get_component_rich_style("heatmap--flagged"))]
+                     ).extend_cell_length(width, self.rich_style)
+
+    # -- cursor ----------------------------------------------------------------------------
+    def cursor_files(self) -> tuple[int, int]:
+        zoom = self.effective_zoom
+        first = self.cursor_col * zoom
+        files = self.matrix.files if self.matrix is not None else 0
+        return first, max(first, min(files, first + zoom) - 1)
+
+    def cursor_value(self) -> int:
+        if self.matrix is None or self.matrix.files == 0:
+            return -1
+        buckets = self._bucketed()
+        if self.cursor_run < buckets.shape[0] and self.cursor_col < buckets.shape[1]:
+            return int(buckets[self.cursor_run, self.cursor_col])
+        return -1
+
+    def _post_cursor(self) -> None:
+        first, last = self.cursor_files()
+        self.post_message(HeatCursorMoved(self.cursor_run, first, last, self.cursor_value(),
+                                          self.aggregate if self.effective_zoom > 1 else "value"))
+
+    def _set_cursor(self, col: int, run: int) -> None:
+        col = max(0, min(col, max(0, self.columns - 1)))
+        run = max(0, min(run, max(0, self.runs - 1)))
+        self.cursor_col, self.cursor_run = col, run
+        view = self.view_width
+        scroll_x = int(self.scroll_offset.x)
+        left = col * self.cell_width
+        if left < scroll_x:
+            self.scroll_to(x=left, animate=False, immediate=True)
+        elif left + self.cell_width > scroll_x + view:
+            self.scroll_to(x=left + self.cell_width - view, animate=False, immediate=True)
+        h = self.row_height
+        top = HEADER_LINES + run * h - HEADER_LINES
+        if top < self.scroll_offset.y:
+            self.scroll_to(y=top, animate=False, immediate=True)
+        elif top + h > self.scroll_offset.y + self.scrollable_content_region.height - HEADER_LINES:
+            self.scroll_to(y=top + h - (self.scrollable_content_region.height - HEADER_LINES),
+                           animate=False, immediate=True)
+        self.refresh()
+        self._post_cursor()
+
+    def move_to_file(self, index: int, run: int | None = None) -> None:
+        self._set_cursor(index // self.effective_zoom, self.cursor_run if run is None else run)
+
+    def action_cursor(self, dx: int, dy: int) -> None:
+        self._set_cursor(self.cursor_col + dx, self.cursor_run + dy)
+
+    def action_page(self, direction: int) -> None:
+        self._set_cursor(self.cursor_col + direction * max(1, self.view_width // self.cell_width - 1), self.cursor_run)
+
+    def action_jump(self, where: int) -> None:
+        self._set_cursor(0 if where == 0 else self.columns - 1, self.cursor_run)
+
+    def _set_zoom(self, zoom: int) -> None:
+        first, _ = self.cursor_files()
+        self.zoom = zoom
+        self._invalidate(buckets=True)
+        self._update_virtual_size()
+        self.move_to_file(first)
+
+    def action_zoom_in(self) -> None:
+        current = self.effective_zoom
+        smaller = [z for z in ZOOM_STEPS if z < current]
+        self._set_zoom(smaller[-1] if smaller else 1)
+
+    def action_zoom_out(self) -> None:
+        current = self.effective_zoom
+        fit = max(1, -(-(self.matrix.files if self.matrix else 0) // self.view_width))
+        larger = [z for z in ZOOM_STEPS if z > current]
+        if not larger or larger[0] >= fit:
+            self._set_zoom(0)
+        else:
+            self._set_zoom(larger[0])
+
+    def action_zoom_fit(self) -> None:
+        self._set_zoom(0)
+
+    def action_cycle_aggregate(self) -> None:
+        self.aggregate = AGGREGATES[(AGGREGATES.index(self.aggregate) + 1) % len(AGGREGATES)]
+        self._invalidate(buckets=True)
+        self.refresh()
+        self._post_cursor()
+        self.notify(f"buckets show the {self.aggregate} of their files", timeout=2)
+
+    def on_click(self, event) -> None:
+        x, y = event.x, event.y
+        if x < GUTTER or y < HEADER_LINES:
+            return
+        col = (int(self.scroll_offset.x) + x - GUTTER) // self.cell_width
+        run = (y - HEADER_LINES + int(self.scroll_offset.y)) // self.row_height
+        self._set_cursor(col, run)

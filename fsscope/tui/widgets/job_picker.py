@@ -1,0 +1,65 @@
+"""Which jobs to run (space toggles; they run one after another, each in its own process),
+and the parameters of the highlighted one."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import ContentSwitcher, SelectionList
+
+from fsscope.engine import registry
+from fsscope.errors import FsscopeError
+from fsscope.tui.config import JobRequest
+from fsscope.tui.job_panels import panel_for
+from fsscope.tui.widgets.job_params import JobParams
+
+
+class JobPicker(Vertical):
+    DEFAULT_CSS = """
+    JobPicker { height: auto; }
+    JobPicker SelectionList { height: auto; max-height: 8; border: none; padding: 0; }
+    JobPicker ContentSwitcher { height: auto; }
+    """
+
+    def __init__(self, jobs: list[str], defaults: dict[str, dict], selected: list[str], *, id: str | None = None):
+        super().__init__(id=id)
+        self.jobs = jobs
+        self.defaults = defaults
+        self.initially_selected = selected
+
+    def compose(self) -> ComposeResult:
+        yield SelectionList[str](*[(f"{job}  {registry.JOBS[job][1]}", job, job in self.initially_selected)
+                                   for job in self.jobs], id="job-list")
+        first = self.initially_selected[0] if self.initially_selected else (self.jobs[0] if self.jobs else None)
+        with ContentSwitcher(initial=f"params-{first}" if first else None, id="job-panels"):
+            for job in self.jobs:
+                yield panel_for(job, self.defaults.get(job))
+
+    def on_mount(self) -> None:
+        self.border_title = "3 · Jobs"
+        self.border_subtitle = "space: run it or not"
+        selection = self.query_one("#job-list", SelectionList)
+        if self.initially_selected:
+            selection.highlighted = self.jobs.index(self.initially_selected[0])
+
+    def on_selection_list_selection_highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
+        event.stop()
+        self.query_one("#job-panels", ContentSwitcher).current = f"params-{event.selection.value}"
+
+    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
+        event.stop()
+
+    @property
+    def selected(self) -> list[str]:
+        chosen = set(self.query_one("#job-list", SelectionList).selected)
+        return [job for job in self.jobs if job in chosen]
+
+    def requests(self) -> tuple[JobRequest, ...]:
+        jobs = self.selected
+        if not jobs:
+            raise FsscopeError("pick at least one job (space toggles a job in the list)")
+        out = []
+        for job in jobs:
+            panel = self.query_one(f"#params-{job}", JobParams)
+            out.append(JobRequest(job, panel.validated()))
+        return tuple(out)

@@ -1,0 +1,66 @@
+"""Progress of each job of the plan: phase (format, populate, run k of R…), a bar,
+elapsed and remaining time, status."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.widget import Widget
+
+from fsscope.tui.model import JobState, format_duration
+
+STATUS_STYLE = {"running": "bold", "ok": "green", "failed": "bold red", "cancelled": "yellow",
+                "interrupted": "red", "waiting": "dim"}
+BAR_WIDTH = 24
+
+
+def bar(fraction: float | None, width: int = BAR_WIDTH) -> Text:
+    if fraction is None:
+        return Text("·" * width, style="dim")
+    full = int(round(fraction * width))
+    text = Text("█" * full, style="bold")
+    text.append("░" * (width - full), style="dim")
+    return text
+
+
+class JobProgress(Widget):
+    DEFAULT_CSS = """
+    JobProgress { height: auto; max-height: 8; padding: 0 1; }
+    """
+
+    def __init__(self, *, id: str | None = None):
+        super().__init__(id=id)
+        self.jobs: list[JobState] = []
+        self.headline = "No job yet: pick a target, recipe and job on the setup screen (F2), then Start."
+        self.frozen_now: float | None = None  # replay / tests: a fixed clock
+
+    def set_jobs(self, jobs: list[JobState], headline: str = "") -> None:
+        self.jobs = jobs
+        self.headline = headline
+        self.refresh(layout=True)
+
+    def get_content_height(self, container, viewport, width) -> int:
+        return 1 + max(1, len(self.jobs))
+
+    def render(self) -> Group:
+        table = Table.grid(padding=(0, 1), expand=True)
+        table.add_column(width=10, no_wrap=True)
+        table.add_column(ratio=2, no_wrap=True, overflow="ellipsis")
+        table.add_column(width=BAR_WIDTH + 6, no_wrap=True)
+        table.add_column(width=26, no_wrap=True)
+        table.add_column(width=12, no_wrap=True)
+        for job in self.jobs:
+            frac = job.fraction
+            pct = f" {frac * 100:3.0f}%" if frac is not None else ""
+            phase = job.phase
+            if job.error:
+                phase = f"{phase}: {job.error}"
+            times = (f"{format_duration(job.elapsed_s(self.frozen_now))} elapsed, "
+                     f"{format_duration(job.remaining_s(self.frozen_now))} left")
+            table.add_row(Text(job.job, style="bold"), Text(phase, overflow="ellipsis", no_wrap=True),
+                          bar(frac if frac is not None or not job.finished else 1.0) + Text(pct),
+                          Text(times, style="dim"),
+                          Text(job.status, style=STATUS_STYLE.get(job.status, "")))
+        headline = Text(self.headline, style="dim", overflow="ellipsis", no_wrap=True)
+        return Group(headline, table) if self.jobs else Group(headline)

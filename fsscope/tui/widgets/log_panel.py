@@ -1,0 +1,30 @@
+"""Every external command the job ran (mkfs, mount, losetup, …) with its result, and the
+job's own messages."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import RichLog
+
+
+class LogPanel(RichLog):
+    DEFAULT_CSS = """
+    LogPanel { height: 1fr; }
+    """
+
+    def __init__(self, *, id: str | None = None):
+        super().__init__(id=id, max_lines=5000, wrap=False, markup=False, highlight=False)
+        self.lines_written: list[str] = []
+
+    def command(self, line: str, stderr: str = "") -> None:
+        failed = "→ exit " in line and "→ exit 0 " not in line and not line.rstrip().endswith("→ exit 0")
+        text = Text(line, style="bold red" if failed else "")
+        self.lines_written.append(line)
+        self.write(text)
+        for err in stderr.splitlines()[-6:]:
+            self.lines_written.append("    " + err)
+            self.write(Text("    " + err, style="dim red" if failed else "dim"))
+
+    def note(self, line: str, style: str = "dim") -> None:
+        self.lines_written.append(line)
+        self.write(Text(line, style=style))

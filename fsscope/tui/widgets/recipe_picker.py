@@ -1,0 +1,169 @@
+"""Which file system and how: a recipe, its hygiene toggles, extra mkfs/mount options, and a
+preview of the exact mkfs and mount commands fsscope will run."""
+
+from __future__ import annotations
+
+import shlex
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Checkbox, Input, Label, Select, Static
+
+from fsscope import recipes
+from fsscope.errors import FsscopeError
+from fsscope.recipes import ATIME_MODES, Recipe
+from fsscope.targets import filesystem
+
+TOGGLES = (
+    ("drop_caches", "drop caches before each run"),
+    ("remount_after_populate", "remount after populating"),
+    ("no_lazy_init", "ext4: no lazy inode-table init"),
+    ("null_hash_seed", "ext4: fixed htree hash seed"),
+)
+EXT4_ONLY = ("no_lazy_init", "null_hash_seed")
+
+
+class RecipePicker(Vertical):
+    DEFAULT_CSS = """
+    RecipePicker { height: auto; }
+    RecipePicker .field-row { height: auto; }
+    RecipePicker .field-row Label { width: 8; padding: 0; }
+    RecipePicker .field-row Input, RecipePicker .field-row Select { width: 1fr; }
+    RecipePicker Checkbox { border: none; padding: 0; height: 1; }
+    RecipePicker #recipe-description { color: $foreground 70%; padding: 0 1; }
+    RecipePicker #recipe-preview { padding: 0 1; background: $panel; }
+    """
+
+    class Changed(Message):
+        """The recipe or one of its options changed."""
+
+    def __init__(self, initial: Recipe | None, *, id: str | None = None):
+        super().__init__(id=id)
+        self.recipes = {r.name: r for r in recipes.available()}
+        if initial is not None:
+            self.recipes.setdefault(initial.name, initial)
+        self.initial = initial
+        self.target_kind = "image"
+        self.preview_device = "/dev/loopN"
+        self._loading = False
+
+    def compose(self) -> ComposeResult:
+        options = [(f"{name}  ({r.fs})", name) for name, r in sorted(self.recipes.items())]
+        value = self.initial.name if self.initial is not None else Select.NULL
+        yield Select(options, value=value, allow_blank=False if self.recipes else True, id="recipe-select",
+                     prompt="recipe", compact=True)
+        yield Static("", id="recipe-description")
+        for key, label in TOGGLES:
+            yield Checkbox(label, id=f"prep-{key}", compact=True)
+        with Horizontal(classes="field-row"):
+            yield Label("atime")
+            yield Select([(m, m) for m in ATIME_MODES], value="keep", allow_blank=False, id="prep-atime", compact=True)
+        with Horizontal(classes="field-row"):
+            yield Label("I/O sched")
+            yield Input(id="prep-io_scheduler", placeholder="keep (e.g. none, mq-deadline)", compact=True)
+        with Horizontal(classes="field-row"):
+            yield Label("+mkfs")
+            yield Input(id="mkfs-extra", placeholder='extra mkfs options, e.g. -i size=1024', compact=True)
+        with Horizontal(classes="field-row"):
+            yield Label("+mount")
+            yield Input(id="mount-extra", placeholder="extra mount options, e.g. nobarrier", compact=True)
+        yield Static("", id="recipe-preview")
+
+    def on_mount(self) -> None:
+        self.border_title = "2 · Recipe"
+        self._load(self.initial)
+
+    @property
+    def base(self) -> Recipe | None:
+        value = self.query_one("#recipe-select", Select).value
+        return self.recipes.get(value) if isinstance(value, str) else None
+
+    def _load(self, recipe: Recipe | None) -> None:
+        """Put a recipe's own hygiene into the toggles."""
+        if recipe is None:
+            return
+        self._loading = True
+        try:
+            for key, _ in TOGGLES:
+                box = self.query_one(f"#prep-{key}", Checkbox)
+                box.value = bool(getattr(recipe.prep, key))
+                box.disabled = key in EXT4_ONLY and recipe.fs != "ext4"
+            self.query_one("#prep-atime", Select).value = recipe.prep.atime
+            self.query_one("#prep-io_scheduler", Input).value = recipe.prep.io_scheduler
+            self.query_one("#recipe-description", Static).update(recipe.description or "")
+        finally:
+            self._loading = False
+        self._refresh_preview()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        if event.select.id == "recipe-select":
+            self._load(self.base)
+        else:
+            self._refresh_preview()
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        event.stop()
+        if not self._loading:
+            self._refresh_preview()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        if not self._loading:
+            self._refresh_preview()
+
+    def set_target(self, kind: str, device: str = "") -> None:
+        self.target_kind = kind
+        self.preview_device = device or "/dev/loopN"
+        self.disabled = kind == "dir"
+        self._refresh_preview()
+
+    def recipe(self) -> Recipe | None:
+        """The recipe with the toggles and extra options applied; None for a directory."""
+        if self.target_kind == "dir":
+            return None
+        base = self.base
+        if base is None:
+            raise FsscopeError("pick a recipe")
+        changes: dict[str, object] = {key: self.query_one(f"#prep-{key}", Checkbox).value for key, _ in TOGGLES
+                                      if base.fs == "ext4" or key not in EXT4_ONLY}
+        atime = self.query_one("#prep-atime", Select).value
+        changes["atime"] = atime if isinstance(atime, str) else "keep"
+        changes["io_scheduler"] = self.query_one("#prep-io_scheduler", Input).value.strip()
+        mkfs_extra = self.query_one("#mkfs-extra", Input).value
+        try:
+            shlex.split(mkfs_extra)
+        except ValueError as exc:
+            raise FsscopeError(f"extra mkfs options: {exc}") from None
+        return base.with_prep(**changes).with_extra(mkfs_extra, self.query_one("#mount-extra", Input).value)
+
+    def _refresh_preview(self) -> None:
+        preview = self.query_one("#recipe-preview", Static)
+        if self.target_kind == "dir":
+            preview.update(Text("A directory is measured as it is: no mkfs, no mount.", style="dim"))
+            self.post_message(self.Changed())
+            return
+        try:
+            recipe = self.recipe()
+        except FsscopeError as exc:
+            preview.update(Text(str(exc), style="red"))
+            return
+        if recipe is None:
+            return
+        device = self.preview_device
+        text = Text()
+        if recipe.fs != "tmpfs":
+            text.append("$ " + shlex.join(filesystem.mkfs_argv(recipe, device)) + "\n")
+            if recipe.fs == "ext4" and recipe.prep.null_hash_seed:
+                text.append(f"$ debugfs -w -R 'ssv hash_seed null' {device}\n")
+        text.append("$ " + shlex.join(filesystem.mount_argv(recipe, device, "<mountpoint>", 2**30)))
+        steps = [name for name, on in (("drop caches", recipe.prep.drop_caches),
+                                       ("remount after populate", recipe.prep.remount_after_populate)) if on]
+        if recipe.prep.io_scheduler:
+            steps.append(f"scheduler {recipe.prep.io_scheduler}")
+        if steps:
+            text.append("\nhygiene: " + ", ".join(steps), style="dim")
+        preview.update(text)
+        self.post_message(self.Changed())

@@ -1,0 +1,42 @@
+"""Live sparklines: latency percentiles per window of calls, calls/s, device IOPS and
+throughput, CPU. Each row is a label, a Sparkline and the latest value in words.
+
+Sparklines scale from the series' min to its max, so the latency rows get log10 values
+(a single spike must not flatten the rest) and every series is a plain list."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Label, Sparkline
+
+ROWS = (
+    ("p50", "p50 latency"),
+    ("p99", "p99 latency"),
+    ("rate", "calls/s"),
+    ("iops", "device IOPS"),
+    ("bw", "device MB/s"),
+    ("cpu", "CPU %"),
+)
+
+
+class SparkPanel(Vertical):
+    DEFAULT_CSS = """
+    SparkPanel { height: auto; }
+    SparkPanel > Horizontal { height: 1; }
+    SparkPanel .spark-label { width: 12; color: $foreground 70%; }
+    SparkPanel Sparkline { width: 1fr; height: 1; }
+    SparkPanel .spark-value { width: 14; text-align: right; }
+    """
+
+    def compose(self) -> ComposeResult:
+        for key, label in ROWS:
+            with Horizontal(id=f"spark-row-{key}"):
+                yield Label(label, classes="spark-label")
+                yield Sparkline([], id=f"spark-{key}", summary_function=max)
+                yield Label("–", id=f"spark-value-{key}", classes="spark-value")
+
+    def show(self, key: str, values: list[float], value_text: str) -> None:
+        """Give a row a new series (a fresh plain list) and its latest value in words."""
+        self.query_one(f"#spark-{key}", Sparkline).data = list(values)
+        self.query_one(f"#spark-value-{key}", Label).update(value_text)
