@@ -38,7 +38,7 @@ listeners: list[Callable[[CommandRecord], None]] = []
 PACKAGE_OF = {
     "mkfs.ext4": "e2fsprogs", "mke2fs": "e2fsprogs", "dumpe2fs": "e2fsprogs", "debugfs": "e2fsprogs",
     "tune2fs": "e2fsprogs", "e2freefrag": "e2fsprogs", "mkfs.xfs": "xfsprogs",
-    "xfs_info": "xfsprogs", "xfs_db": "xfsprogs", "mkfs.btrfs": "btrfs-progs",
+    "xfs_info": "xfsprogs", "xfs_db": "xfsprogs", "xfs_spaceman": "xfsprogs", "xfs_io": "xfsprogs", "mkfs.btrfs": "btrfs-progs",
     "btrfs": "btrfs-progs", "mkfs.f2fs": "f2fs-tools", "losetup": "util-linux",
     "mount": "mount", "umount": "mount", "blkid": "util-linux", "wipefs": "util-linux",
     "fio": "fio",
