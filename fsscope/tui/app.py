@@ -5,6 +5,7 @@ Build it with :func:`make_app` (the CLI, the tests and the snapshot tests all do
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Iterable
@@ -51,6 +52,8 @@ class FsscopeApp(App):
             self.register_theme(theme)  # here, not in on_mount: the CSS uses their variables
         wanted = self.config.theme
         self.theme = wanted if wanted in self.available_themes else FSSCOPE_THEMES[0]
+        self.plan_controls: list = []
+        """The PlanControl of every plan started (the live screen adds them)."""
         self.worker_errors: list[str] = []
         """Every worker failure, in order (also shown as a notification)."""
 
@@ -77,13 +80,32 @@ class FsscopeApp(App):
 
     async def action_quit(self) -> None:
         """Quit; a running plan is cancelled first and its children clean up before exit."""
-        try:
-            live = self.get_screen("live")
-        except Exception:  # noqa: BLE001 - never created
-            live = None
-        if isinstance(live, LiveScreen) and live.running and live.control is not None:
-            live.control.cancel()
+        if any(not c.done.is_set() for c in self.plan_controls):
+            self.notify("Cancelling the running job: it unmounts and detaches before fsscope exits…",
+                        timeout=30)
+        await self.finish_jobs()
         self.exit()
+
+    async def finish_jobs(self, timeout_s: float = 60.0) -> None:
+        """Cancel every running plan and wait (without blocking the UI) until its job
+        processes have cleaned up and exited; kill what does not stop in time."""
+        running = [c for c in self.plan_controls if not c.done.is_set()]
+        for control in running:
+            control.cancel()
+        deadline = time.monotonic() + timeout_s
+        while any(not c.done.is_set() for c in running):
+            if time.monotonic() > deadline:
+                for control in running:
+                    control.kill()
+                deadline = time.monotonic() + 10.0
+                running = [c for c in running if not c.done.is_set()]
+                if time.monotonic() > deadline:
+                    break
+            await asyncio.sleep(0.05)
+
+    async def on_unmount(self) -> None:
+        # Whatever the way out (ctrl+q, an error, a signal), no job process outlives the app.
+        await self.finish_jobs()
 
     # -- one error funnel for every worker -------------------------------------------------------
     @on(Worker.StateChanged)

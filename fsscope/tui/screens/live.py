@@ -161,6 +161,7 @@ class LiveScreen(Screen):
         self.plan = plan
         self.plan_cancelled = False
         self.control = control = PlanControl()
+        self.app.plan_controls.append(control)
         self.jobs = [JobState(i, req.job, dict(req.spec)) for i, req in enumerate(plan.jobs)]
         self.views = {}
         self.shown = None

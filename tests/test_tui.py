@@ -1,0 +1,312 @@
+"""The investigator driven from the keyboard with Textual's Pilot, on real loop images.
+
+Each test builds the app with ``make_app`` (as the CLI does) and presses keys as a user
+would: pick the target, the recipe and the job, start, read the flags and notes, cancel,
+switch themes. The jobs are real child processes formatting real file systems.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from fsscope import paths
+from fsscope.targets.journal import Journal, loops_backing
+from fsscope.tui import AppConfig, make_app
+from fsscope.tui.app import FsscopeApp
+from fsscope.tui.screens.confirm import ConfirmDestroyScreen
+from fsscope.tui.screens.help import HelpScreen
+from fsscope.tui.screens.live import LiveScreen
+from fsscope.tui.widgets.heatmap import Heatmap
+
+SIZE = (140, 45)
+SMALL_PROBE = {"probe": {"files": 200, "runs": 2}, "smoke": {"seconds": 0.5}}
+
+
+def mounts_under(root: Path) -> list[str]:
+    root_s = os.path.realpath(root)
+    return [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
+            if line.split()[1].startswith(root_s + "/")]
+
+
+def assert_clean(image: Path | None = None) -> None:
+    """Nothing of fsscope's is left mounted or attached, and the journal is empty."""
+    assert mounts_under(paths.home()) == []
+    assert Journal().entries() == []
+    if image is not None:
+        assert loops_backing(str(image)) == []
+
+
+async def wait_for(pilot, condition, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        await pilot.pause(0.1)
+
+
+async def type_into(pilot, text: str) -> None:
+    """Clear the focused Input the way a user would (home, delete to end) and type."""
+    await pilot.press("ctrl+a", "ctrl+k")
+    await pilot.press(*text)
+
+
+async def pick_image_target(pilot, app: FsscopeApp, image: Path, size: str) -> None:
+    assert app.focused is not None and app.focused.id == "target-list"
+    await pilot.press("down")  # Default image -> New image file
+    await pilot.press("tab")
+    assert app.focused.id == "target-path"
+    await type_into(pilot, str(image))
+    await pilot.press("tab")
+    assert app.focused.id == "target-size"
+    await type_into(pilot, size)
+
+
+async def pick_recipe(pilot, app: FsscopeApp, name: str) -> None:
+    await pilot.press("tab")
+    assert app.focused.id == "recipe-select"
+    await pilot.press("enter", *name, "enter")
+    await pilot.pause(0.1)
+    assert app.screen.query_one("#recipe-select").value == name
+
+
+def live_of(app: FsscopeApp) -> LiveScreen:
+    return app.live
+
+
+@pytest.mark.privileged
+async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
+    image = scratch / "flow.img"
+    app = make_app(AppConfig(job_defaults=SMALL_PROBE))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        await pick_image_target(pilot, app, image, "512M")
+        await pick_recipe(pilot, app, "xfs-default")
+        preview = str(app.screen.query_one("#recipe-preview").content)
+        assert "mkfs.xfs -f -q" in preview and "mount -t xfs" in preview
+        assert app.screen.query_one("#job-picker").selected == ["probe"]
+        await pilot.press("ctrl+r")
+        live = live_of(app)
+        await wait_for(pilot, lambda: app.screen is live and live.control is not None, 10, "the live screen")
+        await wait_for(pilot, lambda: live.control.done.is_set(), 120, "the probe to end")
+        await pilot.pause(0.3)
+        job = live.jobs[0]
+        assert job.status == "ok", (job.status, job.error, live.log_panel.lines_written[-10:])
+        assert job.fraction == 1.0
+        view = live.views[0]
+        assert view.matrix.values.shape == (2, 200) and (view.matrix.values > 0).all()
+        # the log shows every external command with its result
+        log = "\n".join(live.log_panel.lines_written)
+        assert "$ mkfs.xfs -f -q" in log and "$ mount -t xfs" in log and "→ exit 0" in log
+        # the flags include the directory-format threshold; select it and read its note
+        flags = live.flags_panel.flags
+        assert flags, "the probe raised no flags"
+        structures = [f.raw.get("structure") for f in flags]
+        assert "xfs-dir-shortform-to-block" in structures, structures
+        position = structures.index("xfs-dir-shortform-to-block")
+        live.flags_panel.focus()
+        await pilot.pause(0.05)
+        await pilot.press("home", *["down"] * position)
+        await pilot.pause(0.2)
+        flag = flags[position]
+        assert live.flags_panel.highlighted == position
+        assert "short-form" in live.notes.text or "shortform" in live.notes.text, live.notes.text
+        assert flag.title in live.notes.text
+        heatmap = live.query_one("#heatmap", Heatmap)
+        assert heatmap._selected[flag.indices[0]]  # its cells are highlighted
+        assert heatmap.cursor_files()[0] <= flag.indices[0] <= heatmap.cursor_files()[1]
+        # the heatmap cursor reports file, run and latency
+        heatmap.focus()
+        await pilot.press("0", "+", "+", "right", "down")
+        await pilot.pause(0.1)
+        legend = str(live.query_one("#legend").cursor_text)
+        assert "run 2" in legend and ("file" in legend) and "not measured" not in legend
+        # exports: flags as Markdown, the screen as SVG
+        await pilot.press("m")
+        flags_md = Path(job.run_path) / "flags.md"
+        assert flags_md.exists() and "xfs-dir-shortform-to-block" in flags_md.read_text()
+        await pilot.press("x")
+        await pilot.pause(0.1)
+        assert list(Path(job.run_path).glob("live-*.svg"))
+    assert_clean(image)
+    assert not app.worker_errors
+
+
+@pytest.mark.privileged
+async def test_cancel_running_job_cleans_up(scratch):
+    image = scratch / "cancel.img"
+    app = make_app(AppConfig(job_defaults={"probe": {"files": 20000, "runs": 50}}))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        await pick_image_target(pilot, app, image, "512M")
+        await pick_recipe(pilot, app, "ext4-default")
+        await pilot.press("ctrl+r")
+        live = live_of(app)
+        await wait_for(pilot, lambda: live.control is not None and live.views.get(0) is not None
+                       and live.views[0].matrix.measured > 0, 60, "the first samples")
+        assert loops_backing(str(image)), "the job should have its loop device attached while running"
+        await pilot.press("c")
+        await wait_for(pilot, lambda: live.control.done.is_set(), 60, "the cancelled job to end")
+        await pilot.pause(0.2)
+        assert live.jobs[0].status == "cancelled"
+        assert live.views[0].matrix.measured > 0  # what it measured is kept
+        assert live.control.running_handles() == []
+    assert_clean(image)
+
+
+@pytest.mark.privileged
+async def test_quitting_with_a_running_job_cancels_it(scratch):
+    image = scratch / "quit.img"
+    app = make_app(AppConfig(job_defaults={"probe": {"files": 20000, "runs": 50}}))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        await pick_image_target(pilot, app, image, "512M")
+        await pilot.press("ctrl+r")
+        live = live_of(app)
+        await wait_for(pilot, lambda: live.views.get(0) is not None and live.views[0].matrix.measured > 0,
+                       60, "the first samples")
+        handles = list(live.control.handles)
+        await pilot.press("ctrl+q")
+    for handle in handles:
+        assert handle.proc.poll() is not None, "the job process outlived the app"
+        assert handle.run_dir.status() == "cancelled"
+    assert_clean(image)
+
+
+@pytest.mark.privileged
+async def test_block_device_needs_its_name_typed(loop_device):
+    device = loop_device("256M")
+    from fsscope.targets import devices
+
+    app = make_app(AppConfig(job_defaults=SMALL_PROBE, jobs=("smoke",),
+                             discover_devices=lambda: [devices.describe(Path(device).name)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        option_list = app.screen.query_one("#target-list")
+        await wait_for(pilot, lambda: any(option_list.get_option_at_index(i).id == f"dev:{device}"
+                                          for i in range(option_list.option_count)), 10, "device discovery")
+        index = option_list.get_option_index(f"dev:{device}")
+        assert app.focused is option_list, app.focused
+        await pilot.press("end")
+        await pilot.pause(0.1)
+        assert option_list.highlighted == index, (option_list.highlighted, index)
+        assert app.screen.query_one("#target-picker").choice == f"dev:{device}"
+        await pilot.press("ctrl+r")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, ConfirmDestroyScreen)
+        await pilot.press(*"wrong", "enter")
+        assert isinstance(app.screen, ConfirmDestroyScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ConfirmDestroyScreen)
+        assert live_of(app).control is None  # nothing started
+        await pilot.press("ctrl+r")
+        await pilot.pause(0.1)
+        await pilot.press(*Path(device).name, "enter")
+        live = live_of(app)
+        await wait_for(pilot, lambda: live.control is not None and live.control.done.is_set(), 60, "the smoke job")
+        assert live.jobs[0].status == "ok", live.jobs[0].error
+        assert live.views[0].matrix.measured > 0  # smoke streams no samples: the recorded array is shown
+    assert_clean()
+
+
+async def test_theme_switching_by_key_and_palette():
+    app = make_app(AppConfig(is_root=False, start_screen="runs"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.1)
+        assert app.theme == "fsscope-dark"
+        await pilot.press("t")
+        assert app.theme == "fsscope-light"
+        await pilot.press("t")
+        assert app.theme == "fsscope-high-contrast"
+        await pilot.press("t")
+        assert app.theme == "fsscope-dark"
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"Next theme")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.theme == "fsscope-light"
+        assert app.get_css_variables()["heat-4"].lower() == "#7f0000"  # the theme file's value
+
+
+async def test_non_root_opens_on_a_scratch_directory_with_a_banner():
+    app = make_app(AppConfig(is_root=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        banner = str(app.screen.query_one("#banner").content)
+        assert "Not running as root" in banner and "cannot format" in banner
+        picker = app.screen.query_one("#target-picker")
+        assert picker.kind == "dir" and picker.spec().path == str(paths.home() / "scratch")
+        assert app.screen.query_one("#recipe-picker").disabled
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+        text = app.screen.query_one("#help-text").source
+        assert "repeatable" in text and "level shift" in text and "each row is one run" in text
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_setup_refuses_bad_parameters_with_a_clear_message():
+    app = make_app(AppConfig(is_root=True, discover_devices=lambda: []))
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.pause(0.2)
+        files = app.screen.query_one("#param-probe-files")
+        files.focus()
+        await type_into(pilot, "0")
+        await pilot.press("ctrl+r")
+        await pilot.pause(0.1)
+        assert app.current_mode == "setup"
+        messages = [n.message for n in app._notifications]
+        assert any("files must be at least 1" in m for m in messages), messages
+
+
+@pytest.mark.privileged
+async def test_runs_screen_replays_and_compares(scratch):
+    """Two real probe runs, then: runs screen, replay, compare (all from the keyboard)."""
+    from fsscope.engine import runner
+    from fsscope import recipes
+    from fsscope.targets import TargetSpec
+
+    for _ in range(2):
+        handle = runner.start("probe", {"files": 200, "runs": 2}, TargetSpec("ram", size_bytes=400 * 2**20),
+                              recipes.load("xfs-default"))
+        for _event in handle.events():
+            pass
+    app = make_app(AppConfig(start_screen="runs"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        table = app.screen.query_one("#runs-table")
+        assert table.row_count >= 2
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        replay = app.screen
+        assert isinstance(replay, LiveScreen) and replay.record is not None
+        assert replay.views[0].matrix.values.shape == (2, 200)
+        assert replay.flags_panel.flags  # findings come back from events.ndjson
+        await pilot.press("escape")
+        await pilot.press("space", "down", "space", "c")
+        await pilot.pause(0.3)
+        verdict = str(app.screen.query_one("#compare-verdict").content)
+        assert "K-S distance" in verdict and "median" in verdict
+        await pilot.press("escape")
+    assert_clean()
+
+
+def test_engine_and_cli_do_not_import_textual():
+    import subprocess
+    import sys
+
+    code = ("import fsscope.cli, fsscope.cli.tui_cmd, fsscope.tui.config, fsscope.tui.model, "
+            "fsscope.tui.replay, fsscope.tui.telemetry; import sys; "
+            "print('textual' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    asyncio.run(test_theme_switching_by_key_and_palette())
