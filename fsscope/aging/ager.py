@@ -1,0 +1,839 @@
+"""Profile-driven file-system aging (the Geriatrix method of Kadekodi et al., ATC 2018).
+
+One seeded *planner* decides every operation; an executor (this process, or ``jobs``
+worker processes) only carries them out. So the same seed, profile and empty file
+system give the same operation sequence, whose sha256 is kept in the result — unlike
+Geriatrix, every random choice follows the seed, and parallel aging does not change the
+sequence (only the interleaving on disk, hence placement, may differ).
+
+Method:
+
+- **Rapid phase**: creates only until the target fullness; size and depth buckets pick the
+  largest deficit (Geriatrix draws sizes at random here; with heavy-tailed profiles on
+  small targets that makes ``K`` swing and the age fit miss). ``K`` = live files at the end.
+- **Stable phase**: a fair coin between create and delete. A create picks the size and
+  depth bucket with the largest deficit (sizes that do not fit under the ceiling are
+  skipped); a delete picks the age bucket with the largest surplus, then within it the
+  size and the depth bucket with the largest surplus, then a random file of that cell.
+  Deviation from Geriatrix: live bytes are held within ±5% of the target (a delete below
+  the floor becomes a create and a create that fits nowhere becomes a delete), where
+  Geriatrix lets them random-walk up to the disk size.
+- **Time** is the operation count: a file created by op ``b`` has the true relative age
+  ``(now - b) / now`` (as the fit reports it). Deletes steer bucket counts relative to a
+  *horizon* H, the op count at which the tree is planned to fit — the paper's T at
+  first, as Geriatrix cuts its buckets from T. When the run goes on past H the buckets
+  are re-cut for 2H (and every file moves to its new bucket), so the fit peaks at T, 2T,
+  4T...; an ops or overwrites limit moves H to where the run will end. (Holding the fit
+  at *every* op is impossible for most profiles: a deleted old file cannot come back.)
+- **Convergence bound** T (:func:`fsscope.aging.fit.convergence_ops`) is computed at the
+  end of the rapid phase and reported; it is the stop condition when no other is given.
+- **Stop conditions** (any): ``max_seconds`` (this session), ``confidence`` (every
+  distribution's chi-squared p-value >= it, checked every ``fit_every`` ops so the stop
+  point is deterministic), ``max_overwrites`` and ``max_ops`` (totals over the whole
+  aging history), cancel, ENOSPC (a clean stop: the failed create is undone).
+
+Fullness: with ``capacity_bytes`` None the root must be a mount point and fullness is
+``os.statvfs`` used/total; the planner accounts bytes rounded to the fragment size from
+the used bytes at start, so file-system metadata makes the measured fullness a little
+higher than planned. With ``capacity_bytes`` (a plain directory) fullness is the logical
+bytes of the aged files over that capacity.
+
+Write modes: by default every byte is written (a seeded incompressible pattern), like a
+real workload: delayed allocation, writeback and the page cache all take part.
+``fallocate=True`` only reserves blocks (``posix_fallocate``, like Geriatrix): several
+times faster and the same block *counts*, but allocation happens at once per file (no
+delayed allocation / extent merging at writeback), extents stay "unwritten" (ext4/xfs
+read them as zeros without I/O) and btrfs/f2fs copy-on-write or log-structured layouts
+are not exercised as by data writes. Reads of aged files then measure metadata paths only.
+
+State: ``<root>/.fsscope-aging.json`` (a few KB: profile, seed, op count, phase, K, T,
+written bytes, RNG state, per-session op-log hashes) is rewritten at every stop and every
+few seconds; the live-file set is rebuilt from the tree itself on resume (file names are
+the op that created them, directories encode depth). Resuming after a clean stop
+continues the same seeded stream; after a crash the tree wins and the stream restarts
+from the last saved RNG state. The state file lives in the aged root so it travels with
+an image; walks of the tree (capture, fit checks) skip it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import errno as errno_mod
+import hashlib
+import json
+import math
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from fsscope.aging import fit
+from fsscope.aging.executor import FULL_ERRNOS, SKIPPED, FileOps, WorkerPool, data_pattern
+from fsscope.aging.profile import (AGING_STATE_FILE, Profile, human_bytes, load_profile,
+                                   profile_from_dict)
+from fsscope.errors import FsscopeError
+
+STATE_FILE = AGING_STATE_FILE
+STATE_VERSION = 1
+FULLNESS_BAND = 0.05      # stable phase keeps live bytes within target * (1 ± band)
+PROGRESS_EVERY_S = 0.5
+CHECK_EVERY_OPS = 64      # how often the loop looks at the clock and the cancel flag
+STATE_EVERY_S = 5.0
+STATE_RESERVE_BYTES = 32 << 10  # state files are padded to this (RNG state ~7 KB)
+NO_CHOICE = -math.inf  # the gap of a bucket that cannot be chosen
+
+
+class AgingError(FsscopeError):
+    """Bad aging parameters or a target that cannot be aged; the message says which."""
+
+
+@dataclass(frozen=True)
+class AgingSpec:
+    """What to age and when to stop. ``profile`` is a Profile, a shipped name or a path."""
+
+    profile: Profile | str
+    fullness: float | None = None         # None: the profile's default fullness
+    seed: int = 1
+    max_seconds: float | None = None      # this session's wall time
+    confidence: float | None = None       # stop when every fit p-value >= this, in (0, 1)
+    max_overwrites: float | None = None   # total written bytes / capacity, whole history
+    max_ops: int | None = None            # total operations, whole history
+    fallocate: bool = False
+    jobs: int = 1
+    capacity_bytes: int | None = None     # plain directory target: the capacity to fill
+    fit_every: int | None = None          # ops between confidence checks (default from K)
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self) if not isinstance(self.profile, Profile) else {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if isinstance(self.profile, Profile):
+            data["profile"] = self.profile.source or self.profile.name
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "AgingSpec":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise AgingError(f"aging: unknown parameter(s): {', '.join(sorted(unknown))}")
+        if "profile" not in data:
+            raise AgingError("aging: profile: missing (a shipped name or a .toml path)")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class AgingResult:
+    """What an aging session did and how well the tree fits, target against actual."""
+
+    profile: str
+    seed: int
+    ops: int                  # total operations over the aging history
+    session_ops: int
+    elapsed_s: float
+    ops_per_s: float          # this session
+    fullness: float           # measured (statvfs) or accounted (directory target)
+    target_fullness: float
+    stop_reason: str          # time|confidence|overwrites|ops|convergence_bound|cancelled|enospc|no_room
+    stop_note: str
+    op_log_sha256: str        # of this session's op log
+    convergence_ops: int | None   # the paper's bound T (after the rapid phase)
+    horizon_ops: int | None       # op count the age distribution was last planned to fit at
+    live_files: int
+    live_bytes: int
+    written_bytes: int        # created bytes over the history (the overwrite numerator)
+    capacity_bytes: int
+    overwrites: float
+    phase: str
+    fit: dict[str, fit.Fit]
+    jobs: int
+    fallocate: bool
+    resumed: bool
+    foreign_files: int = 0    # files in the root the ager does not own (ignored)
+
+    def to_json(self) -> dict:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "fit"}
+        data["fit"] = {name: f.to_json() for name, f in self.fit.items()}
+        data["ops_per_s"] = round(self.ops_per_s, 1)
+        data["elapsed_s"] = round(self.elapsed_s, 3)
+        return data
+
+
+# ---------------------------------------------------------------- the planner
+
+
+class _Planner:
+    """Bookkeeping of live files by (age, size, depth) cell, and the seeded choices.
+
+    A live file is a small list ``[age bucket, index in its cell, size bucket, depth
+    bucket, born op, sibling, relative path]``; cells hold these records, so a delete
+    (swap-remove) and a move are O(1) and no per-id arrays grow with the run. The age
+    bucket is relative to ``horizon_ops`` (see the module docstring).
+    """
+
+    def __init__(self, profile: Profile, *, seed: int, alloc_unit_bytes: int):
+        self.profile = profile
+        self.S = S = len(profile.size_bytes)
+        self.D = D = len(profile.depths)
+        self.B = len(profile.age_cutoffs)
+        self.p = [float(x) for x in profile.size_fractions()]
+        self.q = [float(x) for x in profile.depth_fractions()]
+        self.g = [float(x) for x in profile.age_fractions()]
+        self.r = [float(x) for x in profile.relative_age_cutoffs()]
+        self.size_bytes = list(profile.size_bytes)
+        unit = alloc_unit_bytes
+        self.alloc_bytes = [-(-s // unit) * unit for s in profile.size_bytes]
+        self.size_nz = [s for s in range(S) if self.p[s] > 0]
+        self.depth_nz = [d for d in range(D) if self.q[d] > 0]
+        # directory layout: files at depth k >= 1 spread over max(subdirs, 1) sibling
+        # directories d1/.../d{k-1}/d{k}[.j]; depth-0 files live in the root
+        self.n_sib: list[int] = []
+        self.dir_prefix: list[list[str]] = []  # with a trailing "/" ("" for the root)
+        for depth, subdirs in zip(profile.depths, profile.depth_subdirs):
+            n_sib = 1 if depth == 0 else max(1, subdirs)
+            spine = "".join(f"d{i}/" for i in range(1, depth))
+            names = [f"d{depth}"] + [f"d{depth}.{j}" for j in range(1, n_sib)]
+            self.n_sib.append(n_sib)
+            self.dir_prefix.append([""] if depth == 0 else [f"{spine}{n}/" for n in names])
+        self.rng = random.Random(seed)
+        self.horizon_ops = 0
+        self._reset_files()
+
+    def _reset_files(self) -> None:
+        S, D, B = self.S, self.D, self.B
+        self.cells: list[list[list]] = [[] for _ in range(B * S * D)]
+        self.size_count = [0] * S
+        self.depth_count = [0] * D
+        self.age_count = [0] * B
+        self.as_count = [0] * (B * S)
+        self.live_files = 0
+        self.files_bytes = 0           # allocated bytes of live files (planner units)
+
+    # ---- bookkeeping
+
+    def age_bucket(self, born: int) -> int:
+        """Bucket of a file born at op ``born``, relative to the horizon (oldest while H is 0)."""
+        horizon = self.horizon_ops
+        if horizon <= 0:
+            return self.B - 1
+        return min(bisect.bisect_left(self.r, (horizon - born) / horizon), self.B - 1)
+
+    def add_file(self, born: int, s: int, d: int, sib: int) -> list:
+        """Register a new file; returns its record (its path is ``record[6]``)."""
+        horizon = self.horizon_ops
+        a = (min(bisect.bisect_left(self.r, (horizon - born) / horizon), self.B - 1)
+             if horizon > 0 else self.B - 1)
+        cell = self.cells[(a * self.S + s) * self.D + d]
+        record = [a, len(cell), s, d, born, sib, f"{self.dir_prefix[d][sib]}{born}"]
+        cell.append(record)
+        self.size_count[s] += 1
+        self.depth_count[d] += 1
+        self.age_count[a] += 1
+        self.as_count[a * self.S + s] += 1
+        self.live_files += 1
+        self.files_bytes += self.alloc_bytes[s]
+        return record
+
+    def remove_file(self, record: list) -> None:
+        a, pos, s, d = record[0], record[1], record[2], record[3]
+        cell = self.cells[(a * self.S + s) * self.D + d]
+        last = cell.pop()
+        if last is not record:
+            cell[pos] = last
+            last[1] = pos
+        self.size_count[s] -= 1
+        self.depth_count[d] -= 1
+        self.age_count[a] -= 1
+        self.as_count[a * self.S + s] -= 1
+        self.live_files -= 1
+        self.files_bytes -= self.alloc_bytes[s]
+
+    def live_records(self) -> list[list]:
+        return [record for cell in self.cells for record in cell]
+
+    def rebuild(self, files: list[tuple[int, int, int, int]]) -> None:
+        """Replace the live set with ``files`` = (born, size bucket, depth bucket, sibling)."""
+        self._reset_files()
+        for born, s, d, sib in sorted(files):
+            self.add_file(born, s, d, sib)
+
+    def recut(self, horizon_ops: int) -> None:
+        """Move the horizon: every live file gets its bucket anew."""
+        files = [(r[4], r[2], r[3], r[5]) for r in self.live_records()]
+        self.horizon_ops = horizon_ops
+        self.rebuild(files)
+
+    # ---- choices
+
+    # The choices below are argmax scans over up to ~40 buckets, once to three times per
+    # op: plain loops with locals (faster in CPython 3.11 than comprehensions + max/index).
+    # Strict ">" keeps the lowest index on ties, so choices are deterministic.
+
+    def deficit_size(self, room_bytes: float) -> int:
+        """The size bucket furthest below its share that fits in ``room_bytes``; -1 if none."""
+        n = self.live_files + 1
+        p, count, alloc = self.p, self.size_count, self.alloc_bytes
+        best, best_gap = -1, NO_CHOICE
+        for s in self.size_nz:
+            if alloc[s] <= room_bytes and p[s] * n - count[s] > best_gap:
+                best, best_gap = s, p[s] * n - count[s]
+        return best
+
+    def deficit_depth(self) -> int:
+        """The depth bucket furthest below its share."""
+        n = self.live_files + 1
+        q, count = self.q, self.depth_count
+        best, best_gap = 0, NO_CHOICE
+        for d in self.depth_nz:
+            if q[d] * n - count[d] > best_gap:
+                best, best_gap = d, q[d] * n - count[d]
+        return best
+
+    def sibling(self, d: int) -> int:
+        n = self.n_sib[d]
+        return int(self.rng.random() * n) if n > 1 else 0
+
+    def victim(self) -> list:
+        """Stable-phase delete: largest surplus age bucket, then size, then depth; random file."""
+        n = self.live_files
+        S, D = self.S, self.D
+        g, age_count = self.g, self.age_count
+        a, best_gap = -1, NO_CHOICE
+        for i in range(self.B):
+            c = age_count[i]
+            if c and c - g[i] * n > best_gap:
+                a, best_gap = i, c - g[i] * n
+        base = a * S
+        as_count, size_count, p = self.as_count, self.size_count, self.p
+        s, best_gap = -1, NO_CHOICE
+        for i in range(S):
+            if as_count[base + i] and size_count[i] - p[i] * n > best_gap:
+                s, best_gap = i, size_count[i] - p[i] * n
+        base = (base + s) * D
+        cells, depth_count, q = self.cells, self.depth_count, self.q
+        chosen, best_gap = None, NO_CHOICE
+        for i in range(D):
+            cell = cells[base + i]
+            if cell and depth_count[i] - q[i] * n > best_gap:
+                chosen, best_gap = cell, depth_count[i] - q[i] * n
+        return chosen[int(self.rng.random() * len(chosen))]
+
+    # ---- fit
+
+    def true_age_counts(self, now_ops: int) -> np.ndarray:
+        """Live files per bucket of their true relative age ``(now - born) / now``."""
+        born = np.fromiter((r[4] for cell in self.cells for r in cell), dtype=np.int64,
+                           count=self.live_files)
+        if now_ops <= 0 or len(born) == 0:
+            return np.zeros(self.B, dtype=np.int64)
+        index = fit.age_bucket_index(fit.relative_age(born, now_ops), np.array(self.r))
+        return fit.bucket_counts(index, self.B)
+
+    def fits(self, now_ops: int) -> dict[str, fit.Fit]:
+        prof = self.profile
+        return {
+            "size": fit.chi2_fit(np.array(self.size_count), np.array(prof.size_weights),
+                                 tuple(human_bytes(b) for b in prof.size_bytes)),
+            "depth": fit.chi2_fit(np.array(self.depth_count), np.array(prof.depth_weights),
+                                  tuple(f"d{d}" for d in prof.depths)),
+            "age": fit.chi2_fit(self.true_age_counts(now_ops), np.array(prof.age_weights),
+                                tuple(f"≤{c:g}" for c in prof.age_cutoffs)),
+        }
+
+    def dir_index(self) -> dict[str, tuple[int, int]]:
+        """Relative directory path (no trailing slash) -> (depth bucket, sibling)."""
+        return {prefix.rstrip("/"): (d, j) for d, prefixes in enumerate(self.dir_prefix)
+                for j, prefix in enumerate(prefixes)}
+
+
+def walk_aged_tree(root: Path, planner: _Planner) -> tuple[list[tuple[int, int, int, int]], int, int]:
+    """The ager's files under ``root``: (born, size bucket, depth bucket, sibling), foreign count, logical bytes."""
+    index = planner.dir_index()
+    bucket_bytes = np.array(planner.size_bytes)
+    files: list[tuple[int, int, int, int]] = []
+    sizes: list[int] = []
+    foreign = 0
+    root_str = str(root)
+    for dir_path, dir_names, file_names in os.walk(root_str):
+        rel_dir = os.path.relpath(dir_path, root_str)
+        rel_dir = "" if rel_dir == "." else rel_dir
+        place = index.get(rel_dir)
+        for name in file_names:
+            if rel_dir == "" and name.startswith(STATE_FILE):
+                continue
+            if place is None or not name.isdigit():
+                foreign += 1
+                continue
+            try:
+                st = os.lstat(os.path.join(dir_path, name))
+            except OSError:
+                continue
+            files.append((int(name), 0, place[0], place[1]))
+            sizes.append(st.st_size)
+    if files:
+        buckets = fit.size_bucket_index(np.array(sizes), bucket_bytes)
+        files = [(b, int(s), d, j) for (b, _, d, j), s in zip(files, buckets)]
+    return files, foreign, int(sum(sizes))
+
+
+# ---------------------------------------------------------------- state file
+
+
+def state_path(root: Path) -> Path:
+    return Path(root) / STATE_FILE
+
+
+def read_state(root: Path) -> dict | None:
+    """The saved aging state of ``root``, or None if it was never aged by fsscope."""
+    path = state_path(root)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise AgingError(f"{path}: unreadable aging state: {exc.strerror}") from None
+    if not text.strip():
+        return None  # only the reservation: the run died before its first save
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise AgingError(f"{path}: unreadable aging state: {exc}") from None
+    if data.get("version") != STATE_VERSION:
+        raise AgingError(f"{path}: aging state version {data.get('version')!r} is not "
+                         f"{STATE_VERSION}")
+    return data
+
+
+def _padded(text: str) -> bytes:
+    data = text.encode()
+    size = -(-(len(data) + 1) // STATE_RESERVE_BYTES) * STATE_RESERVE_BYTES
+    return data + b" " * (size - len(data) - 1) + b"\n"
+
+
+def _reserve_state_file(root: Path) -> None:
+    """Allocate the state file before measuring, so a full file system can still take the last save."""
+    path = state_path(root)
+    if not path.exists():
+        path.write_bytes(_padded(""))
+
+
+def _write_state(root: Path, state: dict) -> str:
+    """Save atomically (temp + rename); on a full file system overwrite the reserved blocks.
+
+    Returns "" or why the state could not be saved (the tree stays the truth on resume).
+    """
+    path = state_path(root)
+    data = _padded(json.dumps(state, separators=(",", ":")))
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        return ""
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.errno not in FULL_ERRNOS:
+            raise
+    try:  # same size as before, so no new blocks on ext4/xfs/tmpfs
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.pwrite(fd, data, 0)
+        finally:
+            os.close(fd)
+        return ""
+    except OSError as exc:
+        return f"the state file could not be updated ({exc.strerror})"
+
+
+# ---------------------------------------------------------------- the run
+
+
+def _resolve_profile(profile: Profile | str) -> Profile:
+    return profile if isinstance(profile, Profile) else load_profile(profile)
+
+
+def _check_spec(spec: AgingSpec, fullness: float) -> None:
+    def bad(field_name: str, problem: str) -> AgingError:
+        return AgingError(f"aging: {field_name}: {problem}")
+
+    if not 0.0 < fullness < 1.0:
+        raise bad("fullness", f"must be in (0, 1), got {fullness!r}")
+    if spec.confidence is not None and not 0.0 < spec.confidence < 1.0:
+        raise bad("confidence", f"must be in (0, 1), got {spec.confidence!r}")
+    for name in ("max_seconds", "max_overwrites"):
+        value = getattr(spec, name)
+        if value is not None and not value > 0:
+            raise bad(name, f"must be > 0, got {value!r}")
+    if spec.max_ops is not None and spec.max_ops < 1:
+        raise bad("max_ops", f"must be >= 1, got {spec.max_ops!r}")
+    if not isinstance(spec.jobs, int) or spec.jobs < 1:
+        raise bad("jobs", f"must be an integer >= 1, got {spec.jobs!r}")
+    if spec.capacity_bytes is not None and spec.capacity_bytes <= 0:
+        raise bad("capacity_bytes", f"must be > 0, got {spec.capacity_bytes!r}")
+    if spec.fit_every is not None and spec.fit_every < 1:
+        raise bad("fit_every", f"must be >= 1, got {spec.fit_every!r}")
+
+
+def _measure(root: Path) -> tuple[int, int, int]:
+    """(total bytes, used bytes, fragment size) of the file system holding ``root``."""
+    vfs = os.statvfs(root)
+    return vfs.f_blocks * vfs.f_frsize, (vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize, vfs.f_frsize
+
+
+def _initial_horizon(spec: AgingSpec, convergence: int, ops: int, written_bytes: int,
+                     capacity_bytes: int, mean_size_bytes: float) -> int:
+    """Where to plan the fit: T, or later when an ops/overwrites limit says the run ends later."""
+    horizon = max(convergence, ops + 1)
+    if spec.max_ops is not None:
+        horizon = max(horizon, spec.max_ops)
+    if spec.max_overwrites is not None and mean_size_bytes > 0:
+        # a stable op creates with probability 1/2; this guess only sets where the fit peaks
+        left_bytes = spec.max_overwrites * capacity_bytes - written_bytes
+        horizon = max(horizon, ops + int(left_bytes / (0.5 * mean_size_bytes)))
+    return horizon
+
+
+def age(root: Path, spec: AgingSpec, *,
+        on_progress: Callable[[dict], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        resume: bool = False,
+        op_log_path: Path | None = None) -> AgingResult:
+    """Age the tree at ``root`` (a mounted file system, or a directory with ``capacity_bytes``).
+
+    ``on_progress`` gets about every 0.5 s: phase, fullness, ops, ops_per_s, overwrites,
+    p_values {size, depth, age}, convergence_ops, horizon_ops, live_files, elapsed_s.
+    ``cancelled()`` returning True stops cleanly with the same summary. ``resume``
+    continues the aging recorded in ``root``'s state file (its profile, seed, fullness,
+    capacity and write mode) with this spec's stop conditions and jobs. ``op_log_path``
+    also writes the op log (``c <path> <bytes>`` / ``d <path>`` lines: exactly the hashed
+    bytes) for replay.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise AgingError(f"aging: {root}: not a directory")
+    state = read_state(root)
+    if resume:
+        if state is None:
+            raise AgingError(f"aging: {root}: nothing to resume (no {STATE_FILE})")
+        profile = profile_from_dict(state["profile"], where=f"{state_path(root)}: profile")
+        if not (isinstance(spec.profile, str) and spec.profile.replace("_", "-") == profile.name):
+            given = _resolve_profile(spec.profile)
+            if dataclasses.replace(given, fullness=profile.fullness) != profile:
+                raise AgingError(f"aging: profile: {root} was aged with profile "
+                                 f"'{profile.name}', not '{given.name}'")
+        seed, fullness = int(state["seed"]), float(state["fullness"])
+        capacity_given = state["capacity_bytes"]
+        fallocate = bool(state["fallocate"])
+    else:
+        if state is not None:
+            raise AgingError(f"aging: {root}: already aged by fsscope ({state['ops']} ops); "
+                             "resume it or use an empty target")
+        profile = _resolve_profile(spec.profile)
+        seed = int(spec.seed)
+        fullness = float(spec.fullness if spec.fullness is not None else profile.fullness)
+        capacity_given = spec.capacity_bytes
+        fallocate = spec.fallocate
+    _check_spec(spec, fullness)
+    profile = dataclasses.replace(profile, source="")
+
+    if capacity_given is None and not os.path.ismount(root):
+        raise AgingError(f"aging: {root}: not a mount point; give capacity_bytes to age a "
+                         "plain directory")
+    _reserve_state_file(root)  # before measuring, so the plan counts its blocks
+    if capacity_given is None:
+        capacity_bytes, used_bytes, unit_bytes = _measure(root)
+    else:
+        capacity_bytes, used_bytes, unit_bytes = int(capacity_given), 0, 1
+
+    planner = _Planner(profile, seed=seed, alloc_unit_bytes=unit_bytes)
+    age_weights, age_cutoffs = np.array(profile.age_weights), np.array(profile.age_cutoffs)
+    if resume:
+        files, foreign, _ = walk_aged_tree(root, planner)
+        max_born = max((f[0] for f in files), default=-1)
+        ops_start = max(int(state["ops"]), max_born + 1)
+        planner.horizon_ops = int(state.get("horizon_ops") or 0)
+        planner.rebuild(files)
+        rng_state = state["rng_state"]
+        planner.rng.setstate((rng_state[0], tuple(rng_state[1]), rng_state[2]))
+        phase = state["phase"]
+        live_files_k = state.get("k_live_files")
+        written_bytes = int(state["written_bytes"])
+        segments = list(state["segments"])
+    else:
+        foreign = sum(1 for e in os.scandir(root) if e.is_file() and e.name != STATE_FILE)
+        ops_start, phase, live_files_k, written_bytes, segments = 0, "rapid", None, 0, []
+    # bytes that are not the ager's live files (statvfs mode): metadata, foreign files
+    base_used_bytes = used_bytes - planner.files_bytes if capacity_given is None else 0
+    target_bytes = fullness * capacity_bytes
+    band_bytes = FULLNESS_BAND * target_bytes
+    ceiling_bytes = min(target_bytes + band_bytes, capacity_bytes)
+    floor_bytes = target_bytes - band_bytes
+    mean_size_bytes = profile.mean_size_bytes()
+
+    convergence = (fit.convergence_ops(live_files_k, age_weights, age_cutoffs)
+                   if live_files_k else None)
+    any_stop = any(x is not None for x in (spec.max_seconds, spec.confidence,
+                                           spec.max_overwrites, spec.max_ops))
+    max_ops = spec.max_ops if spec.max_ops is not None else math.inf
+    max_written = (spec.max_overwrites * capacity_bytes if spec.max_overwrites is not None
+                   else math.inf)
+    ops = ops_start
+    if phase == "stable":
+        # new stop conditions may move the planned fit point; re-cut if it moved
+        horizon = max(planner.horizon_ops,
+                      _initial_horizon(spec, convergence or 0, ops, written_bytes,
+                                       capacity_bytes, mean_size_bytes))
+        if horizon != planner.horizon_ops:
+            planner.recut(horizon)
+
+    fit_every = spec.fit_every or max(32, min(10_000, (live_files_k or 1000) // 8))
+    hasher = hashlib.sha256()
+    log_file = open(op_log_path, "wb") if op_log_path is not None else None
+    log_lines: list[str] = []
+    log_pending: list[tuple[int, str]] = []  # parallel mode: lines waiting for their op to finish
+    failed_create_bytes = 0
+    pool = (WorkerPool(root, spec.jobs, fallocate=fallocate, pattern_seed=seed)
+            if spec.jobs > 1 else None)
+    file_ops = (FileOps(root, fallocate=fallocate, pattern=data_pattern(seed))
+                if pool is None else None)
+
+    def flush_log(lines: list[str]) -> None:
+        if lines:
+            chunk = "".join(lines).encode()
+            hasher.update(chunk)
+            if log_file is not None:
+                log_file.write(chunk)
+
+    def flush_resolved(next_seq: int, final: bool = False) -> None:
+        nonlocal failed_create_bytes
+        if pool is None:
+            flush_log(log_lines)
+            log_lines.clear()
+            return
+        limit = next_seq if final else pool.resolved_before(next_seq)
+        cut = bisect.bisect_left(log_pending, (limit, ""))
+        done = []
+        for seq, line in log_pending[:cut]:
+            if seq not in pool.failures:
+                done.append(line)
+            elif line.startswith("c "):
+                failed_create_bytes += int(line.rsplit(" ", 1)[1])
+        flush_log(done)
+        del log_pending[:cut]
+
+    def measured_fullness() -> float:
+        if capacity_given is None:
+            total, used, _ = _measure(root)
+            return used / total if total else 0.0
+        return planner.files_bytes / capacity_bytes
+
+    def save_state(reason: str = "") -> str:
+        rng = planner.rng.getstate()
+        return _write_state(root, {
+            "version": STATE_VERSION, "profile": profile.to_dict(), "seed": seed,
+            "fullness": fullness, "capacity_bytes": capacity_given, "fallocate": fallocate,
+            "ops": ops, "phase": phase, "k_live_files": live_files_k,
+            "convergence_ops": convergence, "horizon_ops": planner.horizon_ops,
+            "written_bytes": written_bytes, "rng_state": [rng[0], list(rng[1]), rng[2]],
+            "segments": segments + [{"ops_from": ops_start, "ops_to": ops,
+                                     "stop_reason": reason or "running",
+                                     "op_log_sha256": hasher.hexdigest()}],
+        })
+
+    t0 = time.monotonic()
+
+    def progress_event(now_s: float) -> dict:
+        elapsed = now_s - t0
+        fits = planner.fits(ops)
+        return {
+            "phase": phase, "fullness": round(measured_fullness(), 6), "ops": ops,
+            "ops_per_s": round((ops - ops_start) / elapsed, 1) if elapsed > 0 else 0.0,
+            "overwrites": written_bytes / capacity_bytes,
+            "p_values": {name: f.p_value for name, f in fits.items()},
+            "convergence_ops": convergence, "horizon_ops": planner.horizon_ops or None,
+            "live_files": planner.live_files, "elapsed_s": round(elapsed, 3),
+        }
+
+    save_state()
+    state_saved_at = t0
+    progress_at = t0 - PROGRESS_EVERY_S  # the first report comes straight away
+    stop_reason = stop_note = ""
+    next_fit_check = ops + fit_every if phase == "stable" else math.inf
+    full_errno, full_path = 0, ""
+    rng_random = planner.rng.random
+    add_file, remove_file = planner.add_file, planner.remove_file
+    deficit_size, deficit_depth = planner.deficit_size, planner.deficit_depth
+    sibling, victim = planner.sibling, planner.victim
+    size_bytes_of = planner.size_bytes
+    statvfs_mode = capacity_given is None
+    jobs = spec.jobs
+    next_event = ops  # the op at which the checks below run next
+    try:
+        while True:
+            if ops >= next_event:
+                # ---- stop conditions and housekeeping; deterministic ones sit on exact ops
+                if ops >= max_ops:
+                    stop_reason, stop_note = "ops", f"reached max_ops = {spec.max_ops} operations"
+                    break
+                if written_bytes >= max_written:
+                    stop_reason = "overwrites"
+                    stop_note = (f"wrote {written_bytes / capacity_bytes:.3f}x the capacity "
+                                 f"(max_overwrites = {spec.max_overwrites})")
+                    break
+                if phase == "stable":
+                    if not any_stop and ops >= convergence:
+                        stop_reason = "convergence_bound"
+                        stop_note = (f"reached the convergence bound T = {convergence} ops "
+                                     f"(K = {live_files_k} live files; no other stop "
+                                     "condition given)")
+                        break
+                    at_horizon = ops >= planner.horizon_ops
+                    if spec.confidence is not None and (ops >= next_fit_check or at_horizon):
+                        next_fit_check = ops + fit_every
+                        fits = planner.fits(ops)
+                        worst = min((f.p_value if f.p_value is not None else 0.0)
+                                    for f in fits.values())
+                        if worst >= spec.confidence:
+                            stop_reason = "confidence"
+                            stop_note = (f"every distribution fits the profile with "
+                                         f"chi-squared p >= {spec.confidence} "
+                                         f"(lowest {worst:.3f})")
+                            break
+                    if at_horizon:  # run on: plan the fit for twice as long a history
+                        planner.recut(2 * planner.horizon_ops)
+                if ops % CHECK_EVERY_OPS == 0:
+                    now_s = time.monotonic()
+                    if cancelled is not None and cancelled():
+                        stop_reason, stop_note = "cancelled", "cancelled by the caller"
+                        break
+                    if spec.max_seconds is not None and now_s - t0 >= spec.max_seconds:
+                        stop_reason = "time"
+                        stop_note = f"time limit of {spec.max_seconds:g} s reached"
+                        break
+                    if pool is not None:
+                        pool.poll()
+                        if pool.failures:
+                            break  # a worker hit a full file system; handled after draining
+                    flush_resolved(ops)
+                    if on_progress is not None and now_s - progress_at >= PROGRESS_EVERY_S:
+                        progress_at = now_s
+                        on_progress(progress_event(now_s))
+                    if now_s - state_saved_at >= STATE_EVERY_S:
+                        state_saved_at = now_s
+                        save_state()
+                next_event = min(ops - ops % CHECK_EVERY_OPS + CHECK_EVERY_OPS, max_ops)
+                if phase == "stable":
+                    next_event = min(next_event, planner.horizon_ops, next_fit_check)
+                    if not any_stop:
+                        next_event = min(next_event, convergence)
+
+            # ---- plan one operation
+            live = base_used_bytes + planner.files_bytes if statvfs_mode else planner.files_bytes
+            create = True
+            if phase == "rapid":
+                s = deficit_size(capacity_bytes - live)
+                if live >= target_bytes or s < 0:
+                    phase = "stable"  # full enough (or nothing fits any more)
+                    live_files_k = planner.live_files
+                    convergence = fit.convergence_ops(live_files_k, age_weights, age_cutoffs)
+                    planner.recut(_initial_horizon(spec, convergence, ops, written_bytes,
+                                                   capacity_bytes, mean_size_bytes))
+                    next_fit_check = ops + fit_every
+                    next_event = ops
+                    if on_progress is not None:
+                        on_progress(progress_event(time.monotonic()))
+                    continue
+            else:
+                create = rng_random() < 0.5
+                if not create and (live < floor_bytes or planner.live_files == 0):
+                    create = True
+                if create:
+                    s = deficit_size(ceiling_bytes - live)
+                    if s < 0:
+                        if planner.live_files == 0:
+                            stop_reason = "no_room"
+                            stop_note = "no file of the profile fits in the space left"
+                            break
+                        create = False
+
+            # ---- carry it out
+            if create:
+                d = deficit_depth()
+                record = add_file(ops, s, d, sibling(d))
+                rel = record[6]
+                size = size_bytes_of[s]
+                if pool is None:
+                    err = file_ops.create(rel, size)
+                    if err:
+                        remove_file(record)
+                        full_errno, full_path = err, rel
+                        break
+                    log_lines.append(f"c {rel} {size}\n")
+                else:
+                    pool.submit(ops % jobs, ops, "c", rel, size)
+                    log_pending.append((ops, f"c {rel} {size}\n"))
+                written_bytes += size
+                if written_bytes >= max_written:
+                    next_event = ops + 1
+            else:
+                record = victim()
+                remove_file(record)
+                rel = record[6]
+                if pool is None:
+                    file_ops.delete(rel)
+                    log_lines.append(f"d {rel}\n")
+                else:
+                    pool.submit(record[4] % jobs, ops, "d", rel, 0)
+                    log_pending.append((ops, f"d {rel}\n"))
+            ops += 1
+            if len(log_lines) >= 4096:
+                flush_resolved(ops)
+
+        if pool is not None:
+            pool.drain()
+            if pool.failures:
+                errs = [e for e in pool.failures.values() if e != SKIPPED]
+                full_errno = errs[0] if errs else errno_mod.ENOSPC
+                # some planned ops did not happen: the tree, not the plan, is the truth now
+                files, _, _ = walk_aged_tree(root, planner)
+                planner.rebuild(files)
+            flush_resolved(ops, final=True)
+            written_bytes -= failed_create_bytes
+        else:
+            flush_resolved(ops)
+        if full_errno:
+            stop_reason = "enospc"
+            name = errno_mod.errorcode.get(full_errno, str(full_errno))
+            stop_note = (f"the file system ran out of space ({name})"
+                         f"{' creating ' + full_path if full_path else ''} at "
+                         f"{measured_fullness():.1%} full (target {fullness:.0%}): block "
+                         "rounding, metadata or other files took the room the plan counted on. "
+                         "The tree is consistent (the failed create was undone); lower the "
+                         "fullness, or free space and resume.")
+    finally:
+        if pool is not None:
+            pool.close()
+        if file_ops is not None:
+            file_ops.close()
+        if log_file is not None:
+            log_file.close()
+
+    elapsed_s = time.monotonic() - t0
+    problem = save_state(stop_reason)
+    if problem:
+        stop_note = f"{stop_note} ({problem})"
+    session_ops = ops - ops_start
+    return AgingResult(
+        profile=profile.name, seed=seed, ops=ops, session_ops=session_ops,
+        elapsed_s=elapsed_s, ops_per_s=session_ops / elapsed_s if elapsed_s > 0 else 0.0,
+        fullness=measured_fullness(), target_fullness=fullness, stop_reason=stop_reason,
+        stop_note=stop_note, op_log_sha256=hasher.hexdigest(), convergence_ops=convergence,
+        horizon_ops=planner.horizon_ops or None, live_files=planner.live_files,
+        live_bytes=sum(planner.size_bytes[s] * c for s, c in enumerate(planner.size_count)),
+        written_bytes=written_bytes, capacity_bytes=capacity_bytes,
+        overwrites=written_bytes / capacity_bytes, phase=phase, fit=planner.fits(ops),
+        jobs=spec.jobs, fallocate=fallocate, resumed=resume, foreign_files=foreign,
+    )
