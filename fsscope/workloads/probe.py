@@ -1,0 +1,520 @@
+"""The measured syscall loop of the latency probe (Aota & Kono's method).
+
+In one fresh, empty directory the probe does one operation on file 0, 1, ..., N-1 (names:
+zero-padded decimal of ``name_length`` digits, "0000000", "0000001", ...), each call right
+after ``sync()`` (optional), and times every call on its own with a monotonic ns clock. The
+per-file latencies of repeated runs are what the outlier analysis compares: a file index that
+is slow in every run points at a structural threshold of the file system (XFS's short-form
+directory filling up at file 22, inode chunk allocation every 64 files, ...), not at noise.
+
+Only the syscall is inside the timed region. Everything else -- name encoding, sync, storing
+the result, closing the fd, live batches, cancellation -- happens between ``t1`` of one call
+and ``t0`` of the next. The loop keeps the timed region as close to the C reference as Python
+allows (measured by ``bench/probe_overhead.py``):
+
+- names are pre-encoded ``bytes`` (no str -> fs-encoding conversion inside the region), built
+  per chunk of :data:`NAME_CHUNK` files so a 1,000,000-file run holds no per-file objects;
+- calls are ``dir_fd``-relative (``openat(dfd, name)``): the kernel resolves one component,
+  whatever the working directory's path is;
+- functions and constants are bound to locals; nothing is allocated between ``t0`` and ``t1``
+  except what the call itself returns (an fd int, or ``os.stat``'s result for ``stat``);
+- the clock is :func:`time.monotonic_ns` -- CLOCK_MONOTONIC through the vDSO, the clock the C
+  reference uses. ``time.perf_counter_ns`` reads the same clock on Linux and costs the same
+  here (about 47 ns a call on this machine, tsc clocksource); ``time.clock_gettime_ns`` costs
+  twice that because of its argument parsing;
+- the garbage collector is disabled during the loop, so a collection cannot land in a timed
+  region (``os.stat`` allocates a tracked ``stat_result`` inside it).
+
+Caveat for the caller (the engine): the syscall releases the GIL. If another Python thread
+of the probe process is runnable at that moment it takes the GIL, and the probe thread waits
+for it (up to ``sys.getswitchinterval()``, 5 ms) *inside* the timed region. Keep the probe
+process single-threaded while measuring: do the work of ``on_batch`` synchronously.
+"""
+
+from __future__ import annotations
+
+import errno as errno_codes
+import gc
+import os
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal, get_args
+
+import numpy as np
+
+from fsscope.errors import FsscopeError
+
+Op = Literal["creat", "mkdir", "unlink", "stat", "rename", "open-existing", "write-fsync",
+             "fallocate", "symlink"]
+SyncBefore = Literal["each", "none"]
+
+OPS: tuple[str, ...] = get_args(Op)
+SYNC_MODES: tuple[str, ...] = get_args(SyncBefore)
+
+#: Ops whose files must exist before the timed loop (created by an untimed populate step).
+POPULATED_OPS = frozenset({"unlink", "stat", "rename", "open-existing"})
+
+#: Latency of a file the run did not reach (cancelled or stopped by an error).
+NOT_REACHED_NS = -1
+
+#: Target of every probe symlink. It need not exist; 22 bytes is short enough to be stored in
+#: the inode itself (ext4 "fast" symlinks < 60 bytes, XFS local format), so the op measures
+#: the directory and inode work, not a data-block allocation.
+SYMLINK_TARGET = b"fsscope-symlink-target"
+
+#: creat(2) is open(O_CREAT|O_WRONLY|O_TRUNC). Python's os.open adds O_CLOEXEC itself.
+CREATE_FLAGS = os.O_CREAT | os.O_WRONLY | os.O_TRUNC
+FILE_MODE = 0o644
+
+#: Files whose names are encoded at once: bounded memory however large ``files`` is.
+NAME_CHUNK = 4096
+
+MAX_NAME_LENGTH = 255
+
+# rename i -> the same name with its first digit turned into a letter (0->a ... 9->j): a sibling
+# of the same length, so directory-entry sizes (which drive thresholds such as XFS's short-form
+# directory limit) stay what they were, and it can never collide with a probe name.
+_RENAME_FIRST_CHAR = bytes.maketrans(b"0123456789", b"abcdefghij")
+
+_clock_ns = time.monotonic_ns
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """What one latency probe does; ``runs`` repetitions of ``files`` timed calls of ``op``.
+
+    ``fresh_fs`` and ``runs`` are for the engine (a freshly made file system per run, or one
+    fresh directory per run on the same file system); ``cpu`` is the CPU the measuring process
+    is pinned to (None: the last CPU it may use, see :func:`default_cpu`). ``write_bytes`` is
+    used by ``write-fsync``, ``fallocate_bytes`` by ``fallocate``.
+    """
+
+    op: Op = "creat"
+    files: int = 1024
+    runs: int = 5
+    name_length: int = 7
+    sync_before: SyncBefore = "each"
+    fresh_fs: bool = True
+    cpu: int | None = None
+    write_bytes: int = 4096
+    fallocate_bytes: int = 1 << 20
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise FsscopeError(f"probe op {self.op!r} is unknown: choose one of {', '.join(OPS)}")
+        _check_int("files", self.files, minimum=1)
+        _check_int("runs", self.runs, minimum=1)
+        _check_int("name_length", self.name_length, minimum=1)
+        if self.name_length > MAX_NAME_LENGTH:
+            raise FsscopeError(f"probe name_length {self.name_length} is too long: file names "
+                               f"have at most {MAX_NAME_LENGTH} bytes")
+        if 10 ** self.name_length < self.files:
+            need = len(str(self.files - 1))
+            raise FsscopeError(f"probe name_length {self.name_length} is too short for "
+                               f"{self.files} files: names 0..{self.files - 1} need {need} digits")
+        if self.sync_before not in SYNC_MODES:
+            raise FsscopeError(f"probe sync_before {self.sync_before!r} is unknown: choose one "
+                               f"of {', '.join(SYNC_MODES)}")
+        if not isinstance(self.fresh_fs, bool):
+            raise FsscopeError(f"probe fresh_fs must be true or false, not {self.fresh_fs!r}")
+        if self.cpu is not None:
+            _check_int("cpu", self.cpu, minimum=0)
+        _check_int("write_bytes", self.write_bytes, minimum=0)
+        _check_int("fallocate_bytes", self.fallocate_bytes, minimum=1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProbeSpec:
+        """Build from JSON-like data; unknown fields are an error, not silently dropped."""
+        if not isinstance(data, dict):
+            raise FsscopeError(f"probe spec must be a JSON object, not {type(data).__name__}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise FsscopeError(f"probe spec field {unknown[0]!r} is unknown: known fields are "
+                               f"{', '.join(known)}")
+        return cls(**data)
+
+
+def _check_int(field: str, value: object, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FsscopeError(f"probe {field} must be an integer, not {value!r}")
+    if value < minimum:
+        raise FsscopeError(f"probe {field} must be at least {minimum}, not {value}")
+
+
+class ProbeRunError(FsscopeError):
+    """A syscall failed (ENOSPC, EMFILE, ...) and the run stopped at file ``index``.
+
+    ``latency_ns`` is the run's array: entries before ``index`` hold what was measured, the
+    rest are :data:`NOT_REACHED_NS`. ``stage`` is "populate" (untimed set-up) or the op.
+    """
+
+    def __init__(self, *, op: str, stage: str, index: int, file_name: str, errno: int | None,
+                 strerror: str, latency_ns: np.ndarray):
+        self.op = op
+        self.stage = stage
+        self.index = index
+        self.file_name = file_name
+        self.errno = errno
+        self.latency_ns = latency_ns
+        code = errno_codes.errorcode.get(errno, f"errno {errno}") if errno is not None else "error"
+        if stage == "populate":
+            what = f"probe {op}: creating file {index} ({file_name!r}) before the timed loop failed"
+            kept = "no latencies were measured"
+        else:
+            what = f"probe {op} stopped at file {index} ({file_name!r})"
+            kept = f"the {index} latencies measured before it are kept"
+        super().__init__(f"{what}: {code} ({strerror}); {kept}")
+
+
+def file_name(index: int, name_length: int = 7) -> str:
+    """Name of probe file ``index``: zero-padded decimal, ``name_length`` characters."""
+    return f"{index:0{name_length}d}"
+
+
+def renamed_name(index: int, name_length: int = 7) -> str:
+    """Where the ``rename`` op moves file ``index`` (first digit 0..9 -> letter a..j)."""
+    name = file_name(index, name_length)
+    return "abcdefghij"[int(name[0])] + name[1:]
+
+
+def default_cpu() -> int:
+    """The CPU a probe pins to by default: the last one this process may run on (CPU 0 gets
+    most interrupts and housekeeping)."""
+    return max(os.sched_getaffinity(0))
+
+
+def pin_cpu(cpu: int | None = None) -> set[int]:
+    """Pin this process to ``cpu`` (None: :func:`default_cpu`) and return the previous
+    affinity, to restore with ``os.sched_setaffinity(0, previous)``."""
+    previous = os.sched_getaffinity(0)
+    target = default_cpu() if cpu is None else cpu
+    try:
+        os.sched_setaffinity(0, {target})
+    except OSError as exc:
+        raise FsscopeError(f"cannot pin the probe to CPU {target}: this process may use CPUs "
+                           f"{sorted(previous)} ({exc.strerror})") from None
+    return previous
+
+
+# --- the timed loops --------------------------------------------------------------------
+# One function per call shape, so the timed region holds a direct call and nothing else (a
+# generic wrapper would add a Python frame to every measurement). Each loop consumes names
+# from ``names`` (an iterator, so a loop that returns early resumes where it stopped), stores
+# ``t1 - t0`` at ``sink[i]`` and returns the next index once ``t1 >= deadline_ns`` or the
+# names run out. An OSError becomes _CallFailed carrying the index it happened at.
+
+
+class _CallFailed(Exception):
+    def __init__(self, index: int, error: OSError):
+        self.index = index
+        self.error = error
+
+
+def _loop_open(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, dfd: int,
+               do_sync: bool, flags: int) -> int:
+    """creat / open-existing: the openat() is timed, the close() is not."""
+    open_, close, sync, clock = os.open, os.close, os.sync, _clock_ns
+    try:
+        for name in names:
+            if do_sync:
+                sync()
+            t0 = clock()
+            fd = open_(name, flags, 0o644, dir_fd=dfd)
+            t1 = clock()
+            sink[i] = t1 - t0
+            close(fd)
+            i += 1
+            if t1 >= deadline_ns:
+                return i
+    except OSError as exc:
+        raise _CallFailed(i, exc) from exc
+    return i
+
+
+def _loop_name_call(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, dfd: int,
+                    do_sync: bool, call: Callable[..., Any]) -> int:
+    """mkdir / unlink / stat: ``call(name, dir_fd=dfd)`` is timed (mkdir uses mode 0o777 &
+    ~umask, like mkdir(1); stat is fstatat and includes building the stat_result)."""
+    sync, clock = os.sync, _clock_ns
+    try:
+        for name in names:
+            if do_sync:
+                sync()
+            t0 = clock()
+            call(name, dir_fd=dfd)
+            t1 = clock()
+            sink[i] = t1 - t0
+            i += 1
+            if t1 >= deadline_ns:
+                return i
+    except OSError as exc:
+        raise _CallFailed(i, exc) from exc
+    return i
+
+
+def _loop_rename(names: Iterator[tuple[bytes, bytes]], i: int, sink: Any, deadline_ns: int,
+                 dfd: int, do_sync: bool) -> int:
+    """rename: renameat(dfd, name, dfd, sibling) is timed."""
+    rename, sync, clock = os.rename, os.sync, _clock_ns
+    try:
+        for src, dst in names:
+            if do_sync:
+                sync()
+            t0 = clock()
+            rename(src, dst, src_dir_fd=dfd, dst_dir_fd=dfd)
+            t1 = clock()
+            sink[i] = t1 - t0
+            i += 1
+            if t1 >= deadline_ns:
+                return i
+    except OSError as exc:
+        raise _CallFailed(i, exc) from exc
+    return i
+
+
+def _loop_symlink(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, dfd: int,
+                  do_sync: bool) -> int:
+    """symlink: symlinkat(SYMLINK_TARGET, dfd, name) is timed."""
+    symlink, sync, clock, target = os.symlink, os.sync, _clock_ns, SYMLINK_TARGET
+    try:
+        for name in names:
+            if do_sync:
+                sync()
+            t0 = clock()
+            symlink(target, name, dir_fd=dfd)
+            t1 = clock()
+            sink[i] = t1 - t0
+            i += 1
+            if t1 >= deadline_ns:
+                return i
+    except OSError as exc:
+        raise _CallFailed(i, exc) from exc
+    return i
+
+
+def _loop_write_fsync(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, dfd: int,
+                      do_sync: bool, payload: bytes) -> int:
+    """write-fsync: openat(O_CREAT|O_WRONLY|O_TRUNC) + write + fsync timed as ONE op -- the
+    cost of making one small new file durable, which is what an application pays. The close
+    is not timed. A short write is reported as ENOSPC."""
+    open_, write, fsync, close, sync, clock = os.open, os.write, os.fsync, os.close, os.sync, _clock_ns
+    flags, size_bytes = CREATE_FLAGS, len(payload)
+    fd = -1
+    try:
+        for name in names:
+            if do_sync:
+                sync()
+            t0 = clock()
+            fd = open_(name, flags, 0o644, dir_fd=dfd)
+            written = write(fd, payload)
+            fsync(fd)
+            t1 = clock()
+            close(fd)
+            fd = -1
+            if written != size_bytes:
+                raise OSError(errno_codes.ENOSPC,
+                              f"short write: {written} of {size_bytes} bytes")
+            sink[i] = t1 - t0
+            i += 1
+            if t1 >= deadline_ns:
+                return i
+    except OSError as exc:
+        if fd >= 0:
+            os.close(fd)
+        raise _CallFailed(i, exc) from exc
+    return i
+
+
+def _loop_fallocate(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, dfd: int,
+                    do_sync: bool, size_bytes: int) -> int:
+    """fallocate: the file is created (untimed) right before the sync, then
+    posix_fallocate(fd, 0, size_bytes) is timed and the close is not."""
+    open_, fallocate, close, sync, clock = os.open, os.posix_fallocate, os.close, os.sync, _clock_ns
+    flags = CREATE_FLAGS
+    fd = -1
+    try:
+        for name in names:
+            fd = open_(name, flags, 0o644, dir_fd=dfd)
+            if do_sync:
+                sync()
+            t0 = clock()
+            fallocate(fd, 0, size_bytes)
+            t1 = clock()
+            sink[i] = t1 - t0
+            close(fd)
+            fd = -1
+            i += 1
+            if t1 >= deadline_ns:
+                return i
+    except OSError as exc:
+        if fd >= 0:
+            os.close(fd)
+        raise _CallFailed(i, exc) from exc
+    return i
+
+
+# --- the driver -------------------------------------------------------------------------
+
+
+def _encode_names(start: int, stop: int, name_length: int) -> list[bytes]:
+    fmt = b"%0" + str(name_length).encode() + b"d"
+    return [fmt % index for index in range(start, stop)]
+
+
+def _renamed(names: list[bytes]) -> list[bytes]:
+    table = _RENAME_FIRST_CHAR
+    return [name[:1].translate(table) + name[1:] for name in names]
+
+
+def _prepare_output(out: np.ndarray | None, files: int) -> np.ndarray:
+    if out is None:
+        return np.full(files, NOT_REACHED_NS, dtype=np.int64)
+    if not isinstance(out, np.ndarray) or out.dtype != np.int64 or out.shape != (files,):
+        shape = getattr(out, "shape", None)
+        dtype = getattr(out, "dtype", type(out).__name__)
+        raise FsscopeError(f"probe output array must be int64 of shape ({files},), "
+                           f"not {dtype} of shape {shape}")
+    if not out.flags.writeable:
+        raise FsscopeError("probe output array is read-only")
+    out.fill(NOT_REACHED_NS)
+    return out
+
+
+def _open_empty_dir(workdir: Path) -> int:
+    try:
+        dfd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise FsscopeError(f"probe directory {workdir} cannot be opened: {exc.strerror}") from None
+    try:
+        with os.scandir(dfd) as entries:
+            first = next(entries, None)
+    except OSError as exc:
+        os.close(dfd)
+        raise FsscopeError(f"probe directory {workdir} cannot be listed: {exc.strerror}") from None
+    if first is not None:
+        os.close(dfd)
+        raise FsscopeError(f"probe directory {workdir} is not empty (it holds {first.name!r}): "
+                           f"each run needs a fresh, empty directory")
+    return dfd
+
+
+def _populate(dfd: int, spec: ProbeSpec, cancelled: Callable[[], bool],
+              latency_ns: np.ndarray) -> bool:
+    """Create the files an unlink/stat/rename/open-existing run works on (untimed), then
+    sync so their creation is on disk before the first measured call. False if cancelled."""
+    open_, close = os.open, os.close
+    for start in range(0, spec.files, NAME_CHUNK):
+        if cancelled():
+            return False
+        names = _encode_names(start, min(spec.files, start + NAME_CHUNK), spec.name_length)
+        index = start
+        try:
+            for index, name in enumerate(names, start):
+                close(open_(name, CREATE_FLAGS, FILE_MODE, dir_fd=dfd))
+        except OSError as exc:
+            raise ProbeRunError(op=spec.op, stage="populate", index=index,
+                                file_name=file_name(index, spec.name_length), errno=exc.errno,
+                                strerror=exc.strerror or str(exc), latency_ns=latency_ns) from None
+    os.sync()
+    return True
+
+
+def measure_run(workdir: Path, spec: ProbeSpec, *,
+                on_batch: Callable[[int, np.ndarray], None] | None = None,
+                batch_s: float = 0.2,
+                cancelled: Callable[[], bool] = lambda: False,
+                out: np.ndarray | None = None) -> np.ndarray:
+    """Run one repetition of ``spec`` in ``workdir`` (an existing, empty directory).
+
+    Returns int64 latency_ns of length ``spec.files`` (``out`` itself when given -- e.g. a
+    row of a memory-mapped .npy). Entries the run did not reach stay -1 (cancelled).
+    ``on_batch(start_index, latency_ns_slice)`` is called about every ``batch_s`` seconds and
+    once at the end, with consecutive slices that cover every measured index exactly once, in
+    order; the slice is a view (copy it to keep it). ``cancelled()`` is checked at the same
+    points, so a cancel takes effect within about ``batch_s`` plus one call. Neither runs
+    inside a timed region. Pinning the CPU is the caller's job (:func:`pin_cpu`).
+
+    An OSError (ENOSPC, EMFILE, ...) stops the run and raises :class:`ProbeRunError` naming
+    the file index and errno; the latencies measured before it stay in the array (which the
+    error carries, and which is ``out`` when given).
+    """
+    latency_ns = _prepare_output(out, spec.files)
+    sink: Any = memoryview(latency_ns) if latency_ns.flags.c_contiguous else latency_ns
+    workdir = Path(workdir)
+    dfd = _open_empty_dir(workdir)
+    gc_was_enabled = gc.isenabled()
+    try:
+        if spec.op in POPULATED_OPS and not _populate(dfd, spec, cancelled, latency_ns):
+            return latency_ns
+        gc.disable()
+        _drive(dfd, spec, sink, latency_ns, on_batch, batch_s, cancelled)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+        os.close(dfd)
+    return latency_ns
+
+
+def _drive(dfd: int, spec: ProbeSpec, sink: Any, latency_ns: np.ndarray,
+           on_batch: Callable[[int, np.ndarray], None] | None, batch_s: float,
+           cancelled: Callable[[], bool]) -> None:
+    """Feed the timed loop chunk by chunk; report batches and check for cancel at deadlines."""
+    op, files, do_sync = spec.op, spec.files, spec.sync_before == "each"
+    loop: Callable[..., int]
+    extra: tuple[Any, ...]
+    if op == "creat":
+        loop, extra = _loop_open, (CREATE_FLAGS,)
+    elif op == "open-existing":
+        loop, extra = _loop_open, (os.O_RDONLY,)
+    elif op == "mkdir":
+        loop, extra = _loop_name_call, (os.mkdir,)
+    elif op == "unlink":
+        loop, extra = _loop_name_call, (os.unlink,)
+    elif op == "stat":
+        loop, extra = _loop_name_call, (os.stat,)
+    elif op == "rename":
+        loop, extra = _loop_rename, ()
+    elif op == "symlink":
+        loop, extra = _loop_symlink, ()
+    elif op == "write-fsync":
+        loop, extra = _loop_write_fsync, (np.random.default_rng(0).bytes(spec.write_bytes),)
+    else:  # fallocate
+        loop, extra = _loop_fallocate, (spec.fallocate_bytes,)
+
+    batch_ns = max(0, int(batch_s * 1e9))
+    reported = 0
+
+    def report(upto: int) -> None:
+        nonlocal reported
+        if on_batch is not None and upto > reported:
+            on_batch(reported, latency_ns[reported:upto])
+        reported = upto
+
+    index = 0
+    deadline_ns = _clock_ns() + batch_ns
+    while index < files:
+        stop = min(files, index + NAME_CHUNK)
+        chunk = _encode_names(index, stop, spec.name_length)
+        names: Iterator[Any] = iter(zip(chunk, _renamed(chunk)) if op == "rename" else chunk)
+        while index < stop:
+            try:
+                index = loop(names, index, sink, deadline_ns, dfd, do_sync, *extra)
+            except _CallFailed as failure:
+                report(failure.index)
+                exc = failure.error
+                raise ProbeRunError(op=op, stage=op, index=failure.index,
+                                    file_name=file_name(failure.index, spec.name_length),
+                                    errno=exc.errno, strerror=exc.strerror or str(exc),
+                                    latency_ns=latency_ns) from None
+            now_ns = _clock_ns()
+            if now_ns >= deadline_ns:
+                report(index)
+                if cancelled():
+                    return
+                deadline_ns = now_ns + batch_ns
+    report(index)
