@@ -477,6 +477,37 @@ def test_enospc_with_workers_is_a_clean_stop(tmpfs_mount):
     assert tuple(tree["size"]) == result.fit["size"].counts
 
 
+def test_job_runs_the_ager_in_a_job_context(ram_dir):
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from fsscope.aging import job
+
+    class Ctx:
+        cancelled = False
+
+        def __init__(self):
+            self.events = []
+
+        @contextmanager
+        def fresh_fs(self):
+            yield SimpleNamespace(fs="dir", workdir=ram_dir, mountpoint=str(ram_dir))
+
+        def emit(self, kind, **fields):
+            self.events.append((kind, fields))
+
+        def progress(self, done, total, **fields):
+            self.emit("progress", done=done, total=total, **fields)
+
+    ctx = Ctx()
+    report = job.run(ctx, job.Spec(profile="small", capacity_bytes=MIB, max_ops=600))
+    assert report["ops"] == 600 and report["stop_reason"] == "ops"
+    assert ("phase", {"name": "aging: rapid"}) in ctx.events
+    assert any(kind == "progress" and f["total"] for kind, f in ctx.events)
+    with pytest.raises(AgingError, match="capacity_bytes"):
+        job.run(Ctx(), job.Spec(profile="small"))
+
+
 def test_engine_side_imports_no_ui_libraries():
     code = ("import fsscope.aging, fsscope.aging.ager, fsscope.aging.profile, "
             "fsscope.aging.fit, fsscope.aging.executor, sys\n"

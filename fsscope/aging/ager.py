@@ -28,9 +28,11 @@ Method:
 - **Convergence bound** T (:func:`fsscope.aging.fit.convergence_ops`) is computed at the
   end of the rapid phase and reported; it is the stop condition when no other is given.
 - **Stop conditions** (any): ``max_seconds`` (this session), ``confidence`` (every
-  distribution's chi-squared p-value >= it, checked every ``fit_every`` ops so the stop
-  point is deterministic), ``max_overwrites`` and ``max_ops`` (totals over the whole
-  aging history), cancel, ENOSPC (a clean stop: the failed create is undone).
+  distribution's chi-squared p-value >= it, on the true current ages; checked every
+  ``fit_every`` ops and at each horizon, on exact op counts, so the stop point is
+  deterministic — Geriatrix's ``-c`` test never fired), ``max_overwrites`` and ``max_ops``
+  (totals over the whole aging history), cancel, ENOSPC (a clean stop: the failed create
+  is undone, the tree and the result agree).
 
 Fullness: with ``capacity_bytes`` None the root must be a mount point and fullness is
 ``os.statvfs`` used/total; the planner accounts bytes rounded to the fragment size from
@@ -40,19 +42,23 @@ bytes of the aged files over that capacity.
 
 Write modes: by default every byte is written (a seeded incompressible pattern), like a
 real workload: delayed allocation, writeback and the page cache all take part.
-``fallocate=True`` only reserves blocks (``posix_fallocate``, like Geriatrix): several
-times faster and the same block *counts*, but allocation happens at once per file (no
+``fallocate=True`` only reserves blocks (``posix_fallocate``, like Geriatrix): much faster
+for large files on disks (no data is copied, dirtied or written back; on tmpfs it saves
+little) and the same block *counts*, but allocation happens at once per file (no
 delayed allocation / extent merging at writeback), extents stay "unwritten" (ext4/xfs
 read them as zeros without I/O) and btrfs/f2fs copy-on-write or log-structured layouts
 are not exercised as by data writes. Reads of aged files then measure metadata paths only.
 
-State: ``<root>/.fsscope-aging.json`` (a few KB: profile, seed, op count, phase, K, T,
-written bytes, RNG state, per-session op-log hashes) is rewritten at every stop and every
-few seconds; the live-file set is rebuilt from the tree itself on resume (file names are
-the op that created them, directories encode depth). Resuming after a clean stop
-continues the same seeded stream; after a crash the tree wins and the stream restarts
-from the last saved RNG state. The state file lives in the aged root so it travels with
-an image; walks of the tree (capture, fit checks) skip it.
+State: ``<root>/.fsscope-aging.json`` (profile, seed, fullness, capacity, write mode, op
+count, phase, K, T, horizon, written bytes, RNG state, per-session op-log hashes; padded
+to 32 KiB and allocated before fullness is measured, so the last save still fits on a
+full file system) is rewritten at every stop and every few seconds. The live-file set is
+not stored: resume rebuilds it from the tree (file names are the op that created them,
+directories encode depth, sizes give the bucket), so the tree is always the truth — after
+a crash too, when the RNG stream restarts from the last save. A resumed run continues
+the seeded stream, but its cells are rebuilt in creation order, so its op sequence is not
+the one an uninterrupted run would have produced (each session's op-log hash is kept).
+The state file lives in the aged root so it travels with an image; walks skip it.
 """
 
 from __future__ import annotations
@@ -138,7 +144,8 @@ class AgingResult:
     ops_per_s: float          # this session
     fullness: float           # measured (statvfs) or accounted (directory target)
     target_fullness: float
-    stop_reason: str          # time|confidence|overwrites|ops|convergence_bound|cancelled|enospc|no_room
+    stop_reason: str          # time|confidence|overwrites|ops|convergence_bound|cancelled
+                              # |enospc|no_room
     stop_note: str
     op_log_sha256: str        # of this session's op log
     convergence_ops: int | None   # the paper's bound T (after the rapid phase)
@@ -293,10 +300,6 @@ class _Planner:
                 best, best_gap = d, q[d] * n - count[d]
         return best
 
-    def sibling(self, d: int) -> int:
-        n = self.n_sib[d]
-        return int(self.rng.random() * n) if n > 1 else 0
-
     def victim(self) -> list:
         """Stable-phase delete: largest surplus age bucket, then size, then depth; random file."""
         n = self.live_files
@@ -350,8 +353,12 @@ class _Planner:
                 for j, prefix in enumerate(prefixes)}
 
 
-def walk_aged_tree(root: Path, planner: _Planner) -> tuple[list[tuple[int, int, int, int]], int, int]:
-    """The ager's files under ``root``: (born, size bucket, depth bucket, sibling), foreign count, logical bytes."""
+def walk_aged_tree(root: Path, planner: _Planner
+                   ) -> tuple[list[tuple[int, int, int, int]], int, int]:
+    """The ager's files under ``root`` as (born, size bucket, depth bucket, sibling).
+
+    Also returns how many other files there are (ignored) and the files' logical bytes.
+    """
     index = planner.dir_index()
     bucket_bytes = np.array(planner.size_bytes)
     files: list[tuple[int, int, int, int]] = []
@@ -415,7 +422,7 @@ def _padded(text: str) -> bytes:
 
 
 def _reserve_state_file(root: Path) -> None:
-    """Allocate the state file before measuring, so a full file system can still take the last save."""
+    """Allocate the state file before measuring, so a full file system still takes the last save."""
     path = state_path(root)
     if not path.exists():
         path.write_bytes(_padded(""))
@@ -666,7 +673,9 @@ def age(root: Path, spec: AgingSpec, *,
     rng_random = planner.rng.random
     add_file, remove_file = planner.add_file, planner.remove_file
     deficit_size, deficit_depth = planner.deficit_size, planner.deficit_depth
-    sibling, victim = planner.sibling, planner.victim
+    victim, n_sib = planner.victim, planner.n_sib
+    unlink = os.unlink
+    root_fd = file_ops.root_fd if file_ops is not None else -1
     size_bytes_of = planner.size_bytes
     statvfs_mode = capacity_given is None
     jobs = spec.jobs
@@ -762,7 +771,7 @@ def age(root: Path, spec: AgingSpec, *,
             # ---- carry it out
             if create:
                 d = deficit_depth()
-                record = add_file(ops, s, d, sibling(d))
+                record = add_file(ops, s, d, int(rng_random() * n_sib[d]) if n_sib[d] > 1 else 0)
                 rel = record[6]
                 size = size_bytes_of[s]
                 if pool is None:
@@ -783,7 +792,7 @@ def age(root: Path, spec: AgingSpec, *,
                 remove_file(record)
                 rel = record[6]
                 if pool is None:
-                    file_ops.delete(rel)
+                    unlink(rel, dir_fd=root_fd)
                     log_lines.append(f"d {rel}\n")
                 else:
                     pool.submit(record[4] % jobs, ops, "d", rel, 0)
