@@ -29,6 +29,9 @@ examples:
   fsscope probe --dir /srv/scratch --op stat --files 5000       (no root: a fresh subdirectory per run)"""
 
 
+MAX_FLAGS_SHOWN = 30
+
+
 def _us(ns) -> str:
     return "-" if ns is None else f"{ns / 1e3:.1f}"
 
@@ -57,11 +60,18 @@ def render(report: dict, console: Console) -> None:
     flags = report.get("flags") or []
     if not flags:
         console.print("no repeatable outliers, series or level shifts")
-    for flag in flags:
+    if (report.get("settings") or {}).get("single_run"):
+        console.print("[yellow]one run cannot tell structure from noise: every slow file is listed; "
+                      "use --runs 3 or more[/]")
+    explained = [f for f in flags if f.get("structure")]
+    shown = explained + [f for f in flags if not f.get("structure")][: max(0, MAX_FLAGS_SHOWN - len(explained))]
+    for flag in shown:
         console.print(f"[bold yellow]▲[/] [bold]{flag['title']}[/]")
         if flag.get("predicted_index") is not None:
             console.print(f"    predicted at file {flag['predicted_index']}")
         console.print(f"    {flag['note']}", highlight=False)
+    if len(flags) > len(shown):
+        console.print(f"[dim]… and {len(flags) - len(shown)} more unexplained flags (all in --json and 'fsscope report')[/]")
     if report.get("noise_count"):
         console.print(f"[dim]{report['noise_count']} files were slow in too few runs to be structural (noise)[/]")
     if report.get("stopped_by"):
