@@ -10,6 +10,7 @@ and the worker returns. The ``finally`` makes sure no child outlives its worker.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Callable
 
@@ -22,6 +23,39 @@ from fsscope.tui.config import RunPlan
 from fsscope.tui.telemetry import Sampler, job_device
 
 KILL_AFTER_S = 20.0  # a cancelled child that has not exited by then is killed
+
+#: The CPUs this process could use when the UI started (children get all of them).
+ALL_CPUS: frozenset[int] = frozenset(os.sched_getaffinity(0))
+
+
+def _set_process_affinity(cpus: set[int] | frozenset[int]) -> None:
+    """sched_setaffinity applies to one thread: set it for every thread of the UI process
+    (threads created later inherit it from their creator)."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except (OSError, ValueError):
+            continue
+
+
+def keep_ui_off(cpu: int | None) -> None:
+    """Move the UI's threads off the CPU the job measures on, so drawing the heatmap never
+    competes with the probe for that CPU (observer effect). A no-op on one-CPU machines."""
+    if cpu is None or cpu not in ALL_CPUS or len(ALL_CPUS) < 2:
+        return
+    _set_process_affinity(ALL_CPUS - {cpu})
+
+
+def restore_ui_cpus() -> None:
+    if len(ALL_CPUS) > 1:
+        _set_process_affinity(ALL_CPUS)
+
+
+def job_cpu(spec: dict) -> int:
+    """The CPU a job pins itself to: its ``cpu`` parameter, else the last CPU it may use
+    (the probe's default, see fsscope.workloads.probe.default_cpu)."""
+    cpu = spec.get("cpu")
+    return int(cpu) if isinstance(cpu, int) else max(ALL_CPUS)
 
 
 class PlanControl:
@@ -77,11 +111,13 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
             if control.cancel_requested.is_set() or worker.is_cancelled:
                 cancelled = True
                 break
+            restore_ui_cpus()  # the child inherits this mask: it must see every CPU to pick its own
             try:
                 handle = start(request.job, request.spec, plan.target, plan.recipe, runs_root=runs_root)
             except Exception as exc:  # noqa: BLE001 - a refused start is the user's message
                 post(msg.JobFinished(index, "failed", str(exc), None, None))
                 continue
+            keep_ui_off(job_cpu(request.spec))
             control._track(handle)
             control.current_pid = handle.pid
             post(msg.JobStarted(index, request.job, handle.run_dir.id, str(handle.run_dir.path), handle.pid))
@@ -125,6 +161,7 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
                 cancelled = True
                 break
     finally:
+        restore_ui_cpus()
         control.done.set()
         post(msg.PlanFinished(cancelled or control.cancel_requested.is_set()))
     return "cancelled" if cancelled else "done"
