@@ -17,7 +17,8 @@ from fsscope.tui.widgets.job_params import JobParams
 class JobPicker(Vertical):
     DEFAULT_CSS = """
     JobPicker { height: auto; }
-    JobPicker SelectionList { height: auto; max-height: 8; border: none; padding: 0; }
+    JobPicker SelectionList { height: auto; max-height: 8; padding: 0; }
+    JobPicker SelectionList, JobPicker SelectionList:focus { border: none; }
     JobPicker ContentSwitcher { height: auto; }
     """
 

@@ -61,7 +61,8 @@ class TargetPicker(Vertical):
 
     DEFAULT_CSS = """
     TargetPicker { height: auto; }
-    TargetPicker OptionList { height: auto; max-height: 14; border: none; padding: 0; }
+    TargetPicker OptionList { height: auto; max-height: 14; padding: 0; }
+    TargetPicker OptionList, TargetPicker OptionList:focus { border: none; }
     TargetPicker .field-row { height: auto; }
     TargetPicker .field-row Label { width: 6; padding: 0; }
     TargetPicker .field-row Input { width: 1fr; }
