@@ -18,6 +18,8 @@ from fsscope.errors import FsscopeError
 JOBS: dict[str, tuple[str, str]] = {
     "smoke": ("fsscope.engine.smoke", "write+fsync small files for a few seconds (sanity check)"),
     "probe": ("fsscope.workloads.probe_job", "per-syscall latency of creat() & co. on fresh file systems"),
+    "bench": ("fsscope.workloads.bench_job", "throughput personality runs and their variation (Throughput-N, relative range)"),
+    "syncwrite": ("fsscope.workloads.syncwrite_job", "synchronous-write buffer sweep: throughput vs latency per buffer size"),
 }
 
 

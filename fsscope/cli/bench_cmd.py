@@ -1,0 +1,550 @@
+"""``fsscope bench`` (throughput personalities and their variation) and ``fsscope syncwrite``
+(the synchronous-write buffer sweep), headless, with rich reports and JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from fsscope.cli.common import add_target_args, parse_size, recipe_from_args, target_from_args
+from fsscope.cli.headless import console as err_console
+from fsscope.cli.headless import run_job
+from fsscope.cli.render import RENDERERS
+from fsscope.errors import FsscopeError
+
+PERSONALITIES = ("fileserver", "webserver", "varmail")
+SYNC_MODES = ("osync", "odsync", "fsync", "fdatasync")
+
+BENCH_DESCRIPTION = """\
+Run a Filebench-like throughput personality R times, each run on a freshly formatted file
+system prepared identically (same seed, same file set, the recipe's hygiene: remount or sync
+and drop caches after populating), and measure how much the results vary.
+
+  fileserver  create+write whole file, append, read whole file, delete, stat  (50 users, 128 KiB files)
+  webserver   10 whole-file reads per append to a shared log                  (100 users, 16 KiB files)
+  varmail     delete, create+append+fsync, read+append+fsync, read            (16 users, 16 KiB, one directory)
+
+File counts are Filebench's, scaled so the file set takes at most a quarter of the target;
+workers are processes (min(Filebench's threads, 4 per CPU)).
+
+What the numbers mean (Cao et al., "On the Performance Variation in Modern Storage Stacks",
+FAST'17):
+  cumulative throughput  ops/s over a whole run.
+  Throughput-N           ops/s in each consecutive N-second window of a run (--window N):
+                         short windows show warm-up, writeback bursts and stalls that a
+                         whole-run average hides.
+  relative range         (max - min) / mean across runs, of cumulative throughput or of each
+                         Throughput-N window. The paper's main metric: unlike the RSD (sample
+                         std / mean) it does not soften one outlier run. Above --threshold
+                         (default 10 %) one run is not a trustworthy result for this setup.
+Flags: variation (cumulative relative range above the threshold), warmup, periodic (dips
+every P s, compared with the kernel's dirty-page writeback intervals), window_disagrees
+(stable in total but not window by window, or the reverse).
+
+With --recipes a,b,c each recipe runs as its own job (its own run record) and a Welch t-test
+on the runs' cumulative throughput names a winner only where the difference is significant
+(p < 0.05); a flag says when the other recipe wins in some Throughput-N windows."""
+
+BENCH_EPILOG = """\
+examples:
+  fsscope bench --personality fileserver --runs 5 --duration 60 --recipe ext4-bench --ram --size 4G
+  fsscope bench --personality varmail --runs 3 --duration 30 --window 10 --window 30 --json varmail.json
+  fsscope bench --personality webserver --recipes ext4-default,xfs-default --ram --size 1G --runs 4
+  fsscope bench --personality fileserver --mem-limit 512M --image /var/tmp/b.img --size 8G
+  fsscope bench --personality fileserver --dir /srv/scratch --runs 3 --duration 20   (no root)
+
+Default target: a 2G RAM image with the ext4-default recipe. Without --mem-limit a file set
+that fits in RAM is served from the page cache (the FAST'17 study limited RAM to 4 GiB);
+--mem-limit puts the workers in a memory cgroup instead, so reads reach the device."""
+
+SYNC_DESCRIPTION = """\
+Synchronous-write buffer sweep (Mingardi & Vieira): for each buffer size, write a new file
+with synchronous writes (O_SYNC, O_DSYNC, or write + fsync/fdatasync), repeat, and report
+throughput, per-write latency and their ratio. Small buffers cost the device's minimum sync
+latency per write and waste throughput; large buffers saturate the device but each write
+waits longer. The size with the best throughput per unit of latency (MB/s per ms of mean
+write latency) is marked: beyond it more batching costs more latency than it gains. Sizes
+are interleaved per repeat so a slow drift of the device does not look like an effect of the
+buffer size. One fresh file system; each point ends after --bytes-per-point or --duration."""
+
+SYNC_EPILOG = """\
+examples:
+  fsscope syncwrite --recipe ext4-default --ram --size 1G
+  fsscope syncwrite --mode fdatasync --sizes 4K,64K,1M --bytes-per-point 64M --image /var/tmp/s.img
+  fsscope syncwrite --recipe xfs-default --device /dev/sdX --duration 5 --repeats 5 --json sw.json
+  fsscope syncwrite --dir /srv/scratch --sizes 4K,16K          (no root: the directory's file system)"""
+
+
+# ---------------------------------------------------------------------------------------------
+# argument types: bad input is one line and exit status 2 (argparse via Parser.error)
+# ---------------------------------------------------------------------------------------------
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def _window(text: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if value < 1 or not value.is_integer():
+        raise argparse.ArgumentTypeError(f"a window is a whole number of seconds >= 1, got {text}")
+    return int(value)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text.rstrip("%")) / (100.0 if text.endswith("%") else 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a fraction (0.1 or 10%)") from None
+    if not 0 <= value <= 10:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a fraction (0.1 or 10%)")
+    return value
+
+
+def _size(text: str) -> int:
+    value = parse_size(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' must be at least one byte")
+    return value
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    parts = [p for p in text.replace(",", " ").split() if p]
+    if not parts:
+        raise argparse.ArgumentTypeError("no sizes given (example: 4K,64K,1M)")
+    return tuple(_size(p) for p in parts)
+
+
+def _recipe_list(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if len(names) < 2:
+        raise argparse.ArgumentTypeError("name at least two recipes, comma-separated (e.g. ext4-default,xfs-default)")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"a recipe is named twice in '{text}'")
+    return names
+
+
+# ---------------------------------------------------------------------------------------------
+# rendering
+# ---------------------------------------------------------------------------------------------
+
+def _us(ns) -> str:
+    if ns is None or (isinstance(ns, float) and not math.isfinite(ns)):
+        return "-"
+    return f"{ns / 1e3:,.1f}" if ns < 1e8 else f"{ns / 1e6:,.0f} ms"
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def _bytes(n) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024.0
+    return str(n)
+
+
+_SPARK = "▁▂▃▄▅▆▇█"
+
+
+def spark(values, width: int = 48) -> str:
+    """A one-line sparkline of a series (bucketed to ``width`` points; None/nan as a space)."""
+    vals = [v for v in values]
+    if not vals:
+        return ""
+    if len(vals) > width:
+        step = len(vals) / width
+        vals = [_mean(vals[int(i * step): max(int((i + 1) * step), int(i * step) + 1)]) for i in range(width)]
+    finite = [v for v in vals if v is not None and math.isfinite(v)]
+    if not finite:
+        return ""
+    lo, hi = min(finite), max(finite)
+    out = []
+    for v in vals:
+        if v is None or not math.isfinite(v):
+            out.append(" ")
+        elif hi == lo:
+            out.append(_SPARK[3])
+        else:
+            out.append(_SPARK[min(7, int((v - lo) / (hi - lo) * 7.999))])
+    return "".join(out)
+
+
+def _mean(values):
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else None
+
+
+def _variation_style(rr, threshold) -> str:
+    if rr is None:
+        return "dim"
+    return "bold red" if rr > threshold else "green"
+
+
+def render_bench(report: dict, console: Console) -> None:
+    runs = report.get("runs") or []
+    spec = report.get("spec") or {}
+    work = report.get("workload") or {}
+    threshold = spec.get("threshold", 0.10)
+    where = report.get("recipe") or report.get("fs") or "?"
+    target = (report.get("target") or {}).get("describe", "")
+    head = (f"[bold]{report.get('personality')}[/] on [bold]{where}[/] ({target}): "
+            f"{report.get('runs_completed', len(runs))} of {report.get('runs_requested', len(runs))} runs × "
+            f"{spec.get('duration_s', '?'):g} s")
+    if work:
+        head += (f", {work.get('workers')} workers, {work.get('nfiles')} files of mean "
+                 f"{_bytes(work.get('mean_file_size_bytes'))}")
+    console.print(head)
+
+    windows = [f"{w:g}" for w in spec.get("window_sizes_s", [])]
+    table = Table(title="runs", title_justify="left")
+    for col in ("run", "ops/s", "s", "errors", "device MB/s", "busy", "iowait"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for i, run in enumerate(runs):
+        errors = sum((op.get("errors") or 0) for op in (run.get("ops") or {}).values())
+        tel = run.get("telemetry") or {}
+        mb_s = None
+        if tel.get("disk_write_bytes_per_s") is not None:
+            mb_s = (tel["disk_write_bytes_per_s"] + (tel.get("disk_read_bytes_per_s") or 0)) / 1e6
+        table.add_row(str(i + 1), f"{run.get('ops_per_s') or 0:,.0f}", f"{run.get('elapsed_s') or 0:.1f}",
+                      str(errors), "-" if mb_s is None else f"{mb_s:,.1f}", _pct(tel.get("disk_busy_mean")),
+                      "-" if tel.get("cpu_iowait_pct_mean") is None else f"{tel['cpu_iowait_pct_mean']:.0f}%")
+    console.print(table)
+
+    var = report.get("variation") or {}
+    rr, rsd = var.get("relative_range"), var.get("rsd")
+    if var.get("runs") == 1:
+        console.print(f"cumulative throughput: [bold]{var.get('mean_ops_per_s') or 0:,.0f}[/] ops/s "
+                      "(one run: no run-to-run variation to measure)")
+    elif var.get("runs"):
+        console.print(f"cumulative throughput: mean [bold]{var.get('mean_ops_per_s') or 0:,.0f}[/] ops/s "
+                      f"({var.get('min_ops_per_s') or 0:,.0f}..{var.get('max_ops_per_s') or 0:,.0f}); "
+                      f"relative range [{_variation_style(rr, threshold)}]{_pct(rr)}[/], RSD {_pct(rsd)} "
+                      f"(threshold {threshold:.0%})")
+    for key in windows:
+        band = (var.get("windows") or {}).get(key) or {}
+        mean = band.get("mean", [])
+        if not mean:
+            console.print(f"Throughput-{key}: no complete {key}-s window in these runs")
+            continue
+        console.print(f"Throughput-{key}: {len(mean)} windows, "
+                      f"{min(band.get('min') or [0]):,.0f}..{max(band.get('max') or [0]):,.0f} ops/s")
+        for i, run in enumerate(runs):
+            series = [v for v in (run.get("windows") or {}).get(key, []) if v is not None]
+            if series:
+                console.print(f"    run {i + 1:<3d} [cyan]{spark(series)}[/] {min(series):,.0f}..{max(series):,.0f}",
+                              highlight=False)
+        rrs = [x for x in band.get("relative_range", []) if x is not None]
+        if rrs and len(runs) > 1:
+            above = sum(1 for x in rrs if x > threshold)
+            worst = max(range(len(band["relative_range"])),
+                        key=lambda i: band["relative_range"][i] if band["relative_range"][i] is not None else -1)
+            style = _variation_style(max(rrs), threshold)
+            console.print(f"    relative range across runs per window: median {_pct(sorted(rrs)[len(rrs) // 2])}, "
+                          f"worst {_pct(max(rrs))} at {worst * float(key):g} s; "
+                          f"[{style}]{above} of {len(rrs)} windows above {threshold:.0%}[/]", highlight=False)
+
+    if runs:
+        ops = list((runs[0].get("ops") or {}).keys())
+        latency = report.get("latency") or {}
+        optable = Table(title="per op (latency in µs; ranges are min..max across runs)", title_justify="left")
+        for col in ("op", "ops/s", "p50", "p99", "K-S range"):
+            optable.add_column(col, justify="right", no_wrap=True)
+        for op in ops:
+            entries = [r.get("ops", {}).get(op, {}) for r in runs]
+            rate = _mean([e.get("ops_per_s") for e in entries])
+            p50 = [e.get("p50_ns") for e in entries if e.get("p50_ns") is not None]
+            p99 = [e.get("p99_ns") for e in entries if e.get("p99_ns") is not None]
+
+            def rng(values):
+                if not values:
+                    return "-"
+                lo, hi = min(values), max(values)
+                return _us(lo) if len(values) == 1 or lo == hi else f"{_us(lo)}..{_us(hi)}"
+            ks = (latency.get(op) or {}).get("ks_range")
+            optable.add_row(op, "-" if rate is None else f"{rate:,.0f}", rng(p50), rng(p99),
+                            "-" if ks is None else f"{ks:.2f}")
+        console.print(optable)
+
+    flags = report.get("flags") or []
+    if not flags and runs:
+        console.print("[green]no variation flags[/]: runs agree within the threshold, no warm-up or periodic "
+                      "pattern found")
+    for flag in flags:
+        console.print(f"[bold yellow]▲[/] [bold]{flag.get('title') or flag.get('kind')}[/]")
+        console.print(f"    {flag.get('note', '')}", highlight=False)
+    tel = report.get("telemetry") or {}
+    notes = list(report.get("notes") or [])
+    if tel.get("taskstats_available") is False:
+        notes.append("taskstats (per-worker block-I/O and CPU delay) unavailable here")
+    notes += [*(tel.get("notes") or []), *([tel["delayacct"]] if tel.get("delayacct") else [])]
+    for note in dict.fromkeys(notes):
+        console.print(f"[dim]note: {note}[/]", highlight=False)
+
+
+def render_syncwrite(report: dict, console: Console) -> None:
+    rows = report.get("points") or []
+    best = report.get("best_ratio_buffer_bytes")
+    where = report.get("recipe") or report.get("fs") or "?"
+    target = (report.get("target") or {}).get("describe", "")
+    table = Table(title=f"synchronous writes ({report.get('mode')}) on {where} ({target}): "
+                  f"{report.get('points_completed', 0)} of {report.get('points_requested', 0)} points",
+                  title_justify="left")
+    for col in ("buffer", "MB/s", "± sd", "mean µs", "p99 µs", "MB/s per ms", ""):
+        table.add_column(col, justify="right", no_wrap=True)
+    for row in rows:
+        size = row["buffer_bytes"]
+        mark = "[bold green]◀ best ratio[/]" if size == best else ""
+        ratio = "-" if row.get("ratio") is None else f"{row['ratio'] / 1e9:,.3g}"
+        table.add_row(_bytes(size), f"{(row.get('bytes_per_s') or 0) / 1e6:,.1f}",
+                      f"{(row.get('bytes_per_s_std') or 0) / 1e6:,.1f}", _us(row.get("latency_mean_ns")),
+                      _us(row.get("latency_p99_ns")), ratio, mark)
+    console.print(table)
+    if best is not None:
+        console.print(f"best throughput per unit of latency at a [bold]{_bytes(best)}[/] buffer: larger buffers "
+                      "gain less throughput than they add latency per write")
+    for note in report.get("notes") or []:
+        console.print(f"[dim]note: {note}[/]", highlight=False)
+
+
+def render_comparison(comparison: dict, console: Console) -> None:
+    table = Table(title=f"recipes compared ({comparison.get('personality')}, cumulative throughput)",
+                  title_justify="left")
+    for col in ("recipe", "runs", "mean ops/s", "min..max", "rel. range", "RSD"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for entry in comparison.get("recipes", []):
+        runs = entry.get("ops_per_s_runs") or []
+        table.add_row(entry["recipe"], str(len(runs)), "-" if entry.get("mean_ops_per_s") is None else
+                      f"{entry['mean_ops_per_s']:,.0f}",
+                      f"{min(runs):,.0f}..{max(runs):,.0f}" if runs else "-",
+                      _pct(entry.get("relative_range")), _pct(entry.get("rsd")))
+    console.print(table)
+    pairs = Table(title=f"Welch t-test per pair (a winner only when p < {comparison.get('alpha', 0.05):g})",
+                  title_justify="left")
+    for col in ("a vs b", "a / b", "t", "p", "verdict"):
+        pairs.add_column(col, justify="right", no_wrap=True)
+    for pair in comparison.get("pairs", []):
+        ratio = (pair["mean_a"] / pair["mean_b"]) if pair.get("mean_a") and pair.get("mean_b") else None
+        pairs.add_row(f"{pair['a']} vs {pair['b']}", "-" if ratio is None else f"{ratio:.2f}",
+                      "-" if pair.get("t") is None else f"{pair['t']:.2f}",
+                      "-" if pair.get("p") is None else f"{pair['p']:.3g}",
+                      f"[bold green]{pair['winner']} wins[/]" if pair.get("winner") else "[dim]not significant[/]")
+    console.print(pairs)
+    for pair in comparison.get("pairs", []):
+        flag = pair.get("window_flag")
+        if flag:
+            console.print(f"[bold yellow]▲[/] {flag['note']}", highlight=False)
+    best = comparison.get("best")
+    if best:
+        console.print(f"[bold green]{best}[/] is significantly faster than every other recipe here")
+    else:
+        console.print("no recipe is significantly faster than all the others at these run counts "
+                      "(more runs narrow the test)")
+    for entry in comparison.get("recipes", []):
+        console.print(f"[dim]{entry['recipe']}: run {entry.get('run_id') or '-'}[/]", highlight=False)
+
+
+RENDERERS["bench"] = render_bench
+RENDERERS["syncwrite"] = render_syncwrite
+
+
+# ---------------------------------------------------------------------------------------------
+# comparison across recipes
+# ---------------------------------------------------------------------------------------------
+
+def compare(reports: dict[str, dict], alpha: float = 0.05) -> dict:
+    """Welch t-tests on cumulative throughput for every pair of recipes (winner only where
+    significant), plus the Throughput-N window flag of :func:`variation.compare_recipes`."""
+    import numpy as np
+
+    from fsscope.analysis import variation
+
+    names = list(reports)
+    first = next(iter(reports.values()))
+    window_s = ((first.get("spec") or {}).get("window_sizes_s") or [10])[0]
+    key = f"{window_s:g}"
+
+    def ops(name):
+        return [r["ops_per_s"] for r in reports[name].get("runs", []) if r.get("ops_per_s") is not None]
+
+    def tn(name):
+        return [np.asarray([v for v in (r.get("windows") or {}).get(key, []) if v is not None], dtype=float)
+                for r in reports[name].get("runs", [])]
+
+    entries = []
+    for name in names:
+        var = reports[name].get("variation") or {}
+        entries.append({"recipe": name, "run_id": reports[name].get("run_id"), "ops_per_s_runs": ops(name),
+                        "mean_ops_per_s": var.get("mean_ops_per_s"), "relative_range": var.get("relative_range"),
+                        "rsd": var.get("rsd")})
+    pairs = []
+    wins = {name: 0 for name in names}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            verdict, flag = variation.compare_recipes(ops(a), ops(b), tn(a), tn(b), window_s, labels=(a, b),
+                                                      alpha=alpha)
+            if verdict.winner:
+                wins[verdict.winner] += 1
+            pairs.append({"a": a, "b": b, "t": verdict.t, "p": verdict.p, "df": verdict.df,
+                          "mean_a": verdict.mean_a, "mean_b": verdict.mean_b, "winner": verdict.winner,
+                          "note": verdict.note, "window_flag": flag.to_dict() if flag else None})
+    best = next((n for n, w in wins.items() if w == len(names) - 1), None)
+    return variation._jsonable({"personality": first.get("personality"), "alpha": alpha, "window_s": window_s,
+                                "recipes": entries, "pairs": pairs, "best": best})
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+# ---------------------------------------------------------------------------------------------
+
+def _bench_spec(args):
+    from fsscope.workloads.bench_job import Spec
+
+    return Spec(personality=args.personality, runs=args.runs, duration_s=args.duration, workers=args.workers,
+                nfiles=args.files, mean_file_size_bytes=args.mean_file_size, mem_limit_bytes=args.mem_limit,
+                window_sizes_s=tuple(dict.fromkeys(args.window or [10])), threshold=args.threshold,
+                seed=args.seed, fresh_fs=not args.same_fs)
+
+
+def cmd_bench(args) -> int:
+    from fsscope.workloads import bench_job
+
+    spec = _bench_spec(args)
+    target = target_from_args(args, default_kind="ram")
+    # the workload's own checks, before anything is formatted
+    bench_job.personality_spec(spec, target.size_bytes)
+    if not args.recipes:
+        recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+        return run_job("bench", spec, target, recipe, json_path=args.json, verbose=args.verbose,
+                       render=render_bench)
+
+    if args.recipe:
+        raise FsscopeError("--recipe and --recipes: name one recipe, or several to compare, not both")
+    if target.kind == "dir":
+        raise FsscopeError("--recipes needs a target fsscope formats (--ram, --image or --device), not --dir")
+    chosen = []
+    for name in args.recipes:  # every recipe loads (and gets the extra options) before any run
+        args.recipe = name
+        chosen.append((name, recipe_from_args(args)))
+    args.recipe = None
+    reports: dict[str, dict] = {}
+    status = 0
+    for name, recipe in chosen:
+        err_console.rule(f"[bold]{name}[/]")
+        captured: list[dict] = []
+
+        def render(report, console, captured=captured):
+            captured.append(report)
+            render_bench(report, console)
+
+        status = run_job("bench", spec, target, recipe, verbose=args.verbose, render=render)
+        if captured:
+            reports[name] = captured[-1]
+        if status != 0:
+            break
+    out = Console()
+    comparison = None
+    if len(reports) >= 2:
+        comparison = compare(reports)
+        out.rule("[bold]comparison[/]")
+        render_comparison(comparison, out)
+    elif status == 0:
+        out.print("fewer than two recipes finished: no comparison")
+    if args.json:
+        doc = {"personality": spec.personality, "recipes": list(reports), "reports": reports,
+               "comparison": comparison}
+        Path(args.json).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        err_console.print(f"[dim]wrote {args.json}[/]")
+    return status
+
+
+def cmd_syncwrite(args) -> int:
+    from fsscope.workloads.syncwrite_job import Spec
+
+    kw = {}
+    if args.sizes:
+        kw["buffer_sizes_bytes"] = args.sizes
+    if args.bytes_per_point:
+        kw["file_size_bytes"] = args.bytes_per_point
+    spec = Spec(mode=args.mode, repeats=args.repeats, duration_s=args.duration, **kw)
+    target = target_from_args(args, default_kind="ram")
+    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    return run_job("syncwrite", spec, target, recipe, json_path=args.json, verbose=args.verbose,
+                   render=render_syncwrite)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("bench", help="throughput personalities (fileserver/webserver/varmail), run-to-run variation",
+                       description=BENCH_DESCRIPTION, epilog=BENCH_EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--personality", choices=PERSONALITIES, default="fileserver",
+                   help="the workload (default fileserver)")
+    p.add_argument("--runs", type=_positive_int, default=3, metavar="R",
+                   help="runs, each on a freshly formatted file system (default 3; the paper used 10+)")
+    p.add_argument("--duration", type=_positive_float, default=30.0, metavar="S",
+                   help="measured seconds per run (default 30)")
+    p.add_argument("--workers", type=_positive_int, metavar="N",
+                   help="worker processes (default min(Filebench's threads, 4 per CPU))")
+    p.add_argument("--files", type=_positive_int, metavar="N",
+                   help="files in the file set (default Filebench's, scaled to a quarter of the target)")
+    p.add_argument("--mean-file-size", type=_size, metavar="SIZE",
+                   help="mean file size, gamma-distributed (default 128K fileserver, 16K others)")
+    p.add_argument("--mem-limit", type=_size, metavar="SIZE",
+                   help="memory cgroup limit for the workers (page cache included), e.g. 512M")
+    p.add_argument("--window", type=_window, action="append", metavar="N",
+                   help="Throughput-N window in seconds; repeat for several (default 10)")
+    p.add_argument("--threshold", type=_fraction, default=0.10, metavar="F",
+                   help="relative range above which runs count as unstable (default 0.1 = 10%%)")
+    p.add_argument("--recipes", type=_recipe_list, metavar="A,B,...",
+                   help="compare recipes: one job per recipe in sequence, then Welch t-tests")
+    p.add_argument("--seed", type=int, default=1, help="seed of file sizes and op choices (default 1)")
+    p.add_argument("--same-fs", action="store_true",
+                   help="one file system for all runs (repopulated per run) instead of mkfs per run")
+    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
+    add_target_args(p)
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("syncwrite", help="synchronous-write buffer sweep: throughput vs latency per buffer size",
+                       description=SYNC_DESCRIPTION, epilog=SYNC_EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mode", choices=SYNC_MODES, default="osync",
+                   help="how each write is made durable (default osync = O_SYNC)")
+    p.add_argument("--sizes", type=_sizes, metavar="S1,S2,...",
+                   help="buffer sizes (default 4K..16M, doubling)")
+    p.add_argument("--bytes-per-point", type=_size, metavar="SIZE",
+                   help="bytes written per point (default 16M)")
+    p.add_argument("--duration", type=_positive_float, metavar="S",
+                   help="also stop each point after S seconds (for slow devices and small buffers)")
+    p.add_argument("--repeats", type=_positive_int, default=3, metavar="N", help="repeats per size (default 3)")
+    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
+    add_target_args(p)
+    p.set_defaults(func=cmd_syncwrite)

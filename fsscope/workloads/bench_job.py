@@ -1,0 +1,394 @@
+"""The ``bench`` job: R runs of one throughput personality, and how much they vary.
+
+Per run (Cao et al., FAST'17 method): a fresh file system (same seed every run, so each run
+starts from an identically prepared file system), the personality's file set populated, the
+recipe's hygiene (:meth:`JobContext.after_populate`: remount or sync, drop caches), then the
+workers run for ``duration_s`` while a telemetry sampler records the device, CPU and memory
+beside them. Live numbers stream as events:
+
+- ``samples``   ``{"run": r, "window": LiveSample.to_dict()}`` once per 1-s bin
+- ``telemetry`` ``{"run": r, "sample": {...}}`` about once a second (device/CPU/memory deltas)
+- ``progress``  seconds measured of ``runs * duration_s``
+- ``finding``   a variation flag as soon as the runs so far show it (title, note, flag=kind)
+
+Each finished run's arrays go to the run directory as ``run{r}_{counts,io_bytes,
+latency_sum_ns,latency_hist,window_hist,errors,telemetry}.npy`` (see
+:meth:`fsscope.workloads.personalities.RunResult.to_arrays`) and ``elapsed_s.npy`` holds the
+measured seconds of every saved run, so the report can be recomputed from the arrays alone.
+
+The report is :func:`fsscope.analysis.variation.variation_report` over the completed runs plus
+what ran where (recipe, target, workload), per-run extras (populate, telemetry summary,
+cgroup, notes) and the telemetry's availability notes. A cancel stops the current run at the
+workers' next op; its arrays are saved but it is left out of the variation numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import shutil
+import threading
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from fsscope.analysis import variation
+from fsscope.errors import FsscopeError
+from fsscope.workloads import personalities as P
+
+BIN_S = 1.0
+
+# Columns of run{r}_telemetry.npy (float64, one row per ~1-s sample; disks summed).
+TELEMETRY_COLUMNS = ("t_s", "disk_read_bytes", "disk_write_bytes", "disk_read_ops", "disk_write_ops",
+                     "disk_busy_ms", "cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct", "cpu_idle_pct",
+                     "mem_available_bytes", "mem_cached_bytes", "mem_dirty_bytes", "mem_writeback_bytes",
+                     "proc_read_bytes", "proc_write_bytes", "blkio_delay_ns", "cpu_delay_ns")
+
+
+@dataclass(frozen=True)
+class Spec:
+    personality: Literal["fileserver", "webserver", "varmail"] = "fileserver"
+    runs: int = 3
+    duration_s: float = 30.0
+    workers: int | None = None
+    nfiles: int | None = None
+    mean_file_size_bytes: int | None = None
+    mem_limit_bytes: int | None = None
+    window_sizes_s: tuple[float, ...] = (10,)
+    threshold: float = 0.10
+    seed: int = 1
+    fresh_fs: bool = True
+
+    def __post_init__(self) -> None:
+        if self.personality not in P.PERSONALITIES:
+            raise FsscopeError(f"bench: unknown personality {self.personality!r} "
+                               f"(choose from {', '.join(P.PERSONALITIES)})")
+        if not isinstance(self.runs, int) or self.runs < 1:
+            raise FsscopeError(f"bench: runs must be a whole number >= 1, got {self.runs!r}")
+        if not self.duration_s > 0:
+            raise FsscopeError(f"bench: duration_s must be positive, got {self.duration_s!r}")
+        for name in ("workers", "nfiles", "mean_file_size_bytes", "mem_limit_bytes"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise FsscopeError(f"bench: {name} must be a whole number >= 1, got {value!r}")
+        windows = tuple(self.window_sizes_s)
+        if not windows:
+            raise FsscopeError("bench: window_sizes_s needs at least one window size")
+        for w in windows:
+            if not w > 0 or abs(w / BIN_S - round(w / BIN_S)) > 1e-9:
+                raise FsscopeError(f"bench: window size {w!r} must be a positive whole number of seconds")
+        object.__setattr__(self, "window_sizes_s", windows)
+        if not 0 <= self.threshold <= 10:
+            raise FsscopeError(f"bench: threshold is a fraction (0.1 = 10 %), got {self.threshold!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["window_sizes_s"] = list(self.window_sizes_s)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Spec":
+        if not isinstance(data, dict):
+            raise FsscopeError(f"bench spec must be a JSON object, not {type(data).__name__}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise FsscopeError(f"bench spec field {unknown[0]!r} is unknown: known fields are {', '.join(known)}")
+        data = dict(data)
+        if "window_sizes_s" in data:
+            data["window_sizes_s"] = number_list(data["window_sizes_s"], "window_sizes_s")
+        return cls(**data)
+
+
+def number_list(value: Any, name: str) -> tuple[float, ...]:
+    """A list of numbers from JSON (list or number) or from text such as "10, 30" or "(10,)"."""
+    if isinstance(value, str):
+        parts = [p for p in value.strip().strip("()[]").replace(",", " ").split() if p]
+        try:
+            value = [float(p) for p in parts]
+        except ValueError:
+            raise FsscopeError(f"bench: {name} must be numbers such as 10,30, not {value!r}") from None
+    if isinstance(value, (int, float)):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, (int, float)) for v in value):
+        raise FsscopeError(f"bench: {name} must be a list of numbers, not {value!r}")
+    return tuple(int(v) if float(v).is_integer() else float(v) for v in value)
+
+
+def personality_spec(spec: Spec, capacity_bytes: int | None, cpu_count: int | None = None) -> P.PersonalitySpec:
+    """The workload the bench runs: Filebench defaults scaled to the capacity, with overrides."""
+    overrides: dict[str, Any] = {"duration_s": float(spec.duration_s), "seed": spec.seed, "bin_s": BIN_S}
+    for ours, theirs in (("workers", "workers"), ("nfiles", "nfiles"),
+                         ("mean_file_size_bytes", "mean_file_size_bytes")):
+        if getattr(spec, ours) is not None:
+            overrides[theirs] = getattr(spec, ours)
+    # latency histograms per window: the smallest Throughput-N window that fits the run
+    overrides["latency_window_s"] = float(min(spec.window_sizes_s))
+    return P.default_spec(spec.personality, capacity_bytes=capacity_bytes, cpu_count=cpu_count, **overrides)
+
+
+def block_disks(fs) -> tuple[str, ...]:
+    """Block device names (as /proc/diskstats spells them) behind a mounted file system: the
+    loop/real device for formatted targets, the device holding the directory otherwise, none
+    for tmpfs-like file systems."""
+    if fs.device:
+        return (os.path.basename(os.path.realpath(fs.device)),)
+    try:
+        st = os.stat(fs.workdir)
+    except OSError:
+        return ()
+    link = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    if not link.exists():
+        return ()
+    return (os.path.basename(os.path.realpath(link)),)
+
+
+def _capacity_bytes(ctx, fs) -> int:
+    size = int(ctx.target.spec.size_bytes)
+    if ctx.target.spec.kind == "dir":  # a directory's room is what its file system has free
+        try:
+            size = min(size, shutil.disk_usage(fs.workdir).free)
+        except OSError:
+            pass
+    return size
+
+
+def _telemetry_matrix(samples) -> np.ndarray:
+    cols = []
+    for name in TELEMETRY_COLUMNS:
+        value = np.asarray(getattr(samples, name), dtype=np.float64)
+        cols.append(value.sum(axis=1) if value.ndim == 2 else value)
+    if not cols or cols[0].size == 0:
+        return np.zeros((0, len(TELEMETRY_COLUMNS)))
+    return np.column_stack(cols)
+
+
+def _telemetry_summary(samples) -> dict[str, Any]:
+    """What the device, CPUs and memory did during one run, in a few numbers."""
+    n = len(samples)
+    if n == 0:
+        return {"samples": 0}
+    span_s = max(float(samples.t_s[-1]), samples.interval_s)
+    m = _telemetry_matrix(samples)
+    col = {name: m[:, i] for i, name in enumerate(TELEMETRY_COLUMNS)}
+    busy = col["disk_busy_ms"] / (samples.interval_s * 1000.0)
+    return {"samples": n, "disks": list(samples.disks),
+            "disk_read_bytes_per_s": float(col["disk_read_bytes"].sum() / span_s),
+            "disk_write_bytes_per_s": float(col["disk_write_bytes"].sum() / span_s),
+            "disk_iops": float((col["disk_read_ops"].sum() + col["disk_write_ops"].sum()) / span_s),
+            "disk_busy_mean": float(busy.mean()) if samples.disks else None,
+            "disk_busy_max": float(busy.max()) if samples.disks else None,
+            "cpu_user_pct_mean": float(np.nanmean(col["cpu_user_pct"])),
+            "cpu_system_pct_mean": float(np.nanmean(col["cpu_system_pct"])),
+            "cpu_iowait_pct_mean": float(np.nanmean(col["cpu_iowait_pct"])),
+            "mem_dirty_bytes_max": int(col["mem_dirty_bytes"].max()),
+            "mem_writeback_bytes_max": int(col["mem_writeback_bytes"].max()),
+            "workers_read_bytes": int(col["proc_read_bytes"].sum()),
+            "workers_write_bytes": int(col["proc_write_bytes"].sum()),
+            "blkio_delay_s": float(col["blkio_delay_ns"].sum() / 1e9) if samples.taskstats_available else None,
+            "cpu_delay_s": float(col["cpu_delay_ns"].sum() / 1e9) if samples.taskstats_available else None}
+
+
+def flag_title(flag: dict[str, Any]) -> str:
+    """One short line for a variation flag (the note says the rest)."""
+    kind = flag.get("kind")
+    if kind == "variation":
+        return f"throughput varies {flag.get('relative_range', 0):.0%} across runs (relative range)"
+    if kind == "warmup":
+        return f"warm-up ({flag.get('direction', '')}): settles after {flag.get('warmup_s', 0):g} s"
+    if kind == "periodic":
+        match = flag.get("matches")
+        why = {"dirty_expire": " — dirty-page expiry", "dirty_writeback": " — flusher wake-ups"}.get(match, "")
+        return (f"Throughput-{flag.get('window_s', 0):g} {flag.get('shape', 'varies')} every "
+                f"{flag.get('period_s', 0):g} s{why}")
+    if kind == "window_disagrees":
+        return (f"Throughput-{flag.get('window_s', 0):g} windows disagree with the cumulative verdict "
+                f"({flag.get('fraction_windows_above', 0):.0%} of windows above threshold)")
+    return str(kind)
+
+
+def _flag_key(flag: dict[str, Any]) -> tuple:
+    return (flag.get("kind"), flag.get("window_s"))
+
+
+class _Locked:
+    """ctx.emit from two threads (the run loop and the telemetry sampler): one at a time, so
+    event lines never interleave in the pipe or in events.ndjson."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.lock = threading.Lock()
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        with self.lock:
+            self.ctx.emit(kind, **fields)
+
+
+def run(ctx, spec: Spec) -> dict:
+    from fsscope.telemetry.sampler import dirty_writeback_intervals
+    from fsscope.telemetry.taskstats import delayacct_note
+
+    out = _Locked(ctx)
+    dirty = dirty_writeback_intervals()
+    total_s = spec.runs * spec.duration_s
+    results: list[P.RunResult] = []
+    extras: list[dict[str, Any]] = []
+    elapsed: list[float] = []
+    notes: list[str] = []
+    telemetry_notes: list[str] = []
+    taskstats_available: bool | None = None
+    emitted: set[tuple] = set()
+    pspec: P.PersonalitySpec | None = None
+    partial: dict[str, Any] | None = None
+    fs_name = None
+
+    stopped_by = None
+    shared = None if spec.fresh_fs else ctx.fresh_fs()
+    fs_shared = shared.__enter__() if shared is not None else None
+    try:
+        for r in range(spec.runs):
+            if ctx.cancelled:
+                break
+            out.emit("phase", name=f"run {r + 1} of {spec.runs}", run=r, runs=spec.runs)
+            holder = ctx.fresh_fs() if spec.fresh_fs else None
+            fs = holder.__enter__() if holder is not None else fs_shared
+            try:
+                fs_name = fs.fs
+                if pspec is None:
+                    pspec = personality_spec(spec, _capacity_bytes(ctx, fs))
+                    out.emit("log", line=f"{pspec.name}: {pspec.nfiles} files of mean "
+                             f"{pspec.mean_file_size_bytes} bytes, {pspec.workers} workers, "
+                             f"{spec.duration_s:g} s per run")
+                root = fs.workdir  # on a shared fs, populate replaces the previous run's file set
+                out.emit("phase", name=f"run {r + 1}/{spec.runs}: populate {pspec.nfiles} files", run=r)
+                populated = P.populate(root, pspec, seed=spec.seed, evict_cache=True)
+                ctx.after_populate()
+                if ctx.cancelled:
+                    break
+                out.emit("phase", name=f"run {r + 1}/{spec.runs}: {pspec.name} × {pspec.workers} workers", run=r)
+                result, samples = _measure(ctx, out, spec, pspec, root, fs, r, total_s)
+            finally:
+                if holder is not None:
+                    holder.__exit__(None, None, None)
+            taskstats_available = samples.taskstats_available
+            telemetry_notes.extend(samples.notes)
+            for name, array in result.to_arrays().items():
+                ctx.run_dir.save_array(f"run{r}_{name}", array)
+            ctx.run_dir.save_array(f"run{r}_telemetry", _telemetry_matrix(samples))
+            elapsed.append(result.elapsed_s)
+            ctx.run_dir.save_array("elapsed_s", np.asarray(elapsed, dtype=np.float64))
+            summary = result.summary()
+            extra = {"populate": dataclasses.asdict(populated), "workers": summary["workers"],
+                     "cgroup": summary["cgroup"], "notes": summary["notes"],
+                     "telemetry": _telemetry_summary(samples)}
+            if result.cancelled:
+                partial = {"run": r, "elapsed_s": result.elapsed_s, "ops_per_s": result.ops_per_s, **extra}
+                notes.append(f"run {r + 1} was cancelled after {result.elapsed_s:.1f} s: its arrays are saved "
+                             f"(run{r}_*.npy) but it is not in the variation numbers")
+                break
+            results.append(result)
+            extras.append(extra)
+            _emit_new_flags(out, spec, results, dirty, emitted)
+    except FsscopeError as exc:  # a later run failed (cgroup, mkfs...): keep the runs that finished
+        if not results:
+            raise
+        stopped_by = str(exc)
+        out.emit("error", message=stopped_by)
+    finally:
+        if shared is not None:
+            shared.__exit__(None, None, None)
+
+    report = variation.variation_report(
+        spec.personality, results, window_sizes_s=spec.window_sizes_s, threshold=spec.threshold,
+        dirty_expire_centisecs=dirty.get("dirty_expire_centisecs"),
+        dirty_writeback_centisecs=dirty.get("dirty_writeback_centisecs"))
+    for entry, extra in zip(report["runs"], extras):
+        entry.update(variation._jsonable(extra))
+    for flag in report["flags"]:
+        flag.setdefault("title", flag_title(flag))
+    short = [w for w in spec.window_sizes_s if w > spec.duration_s]
+    if short:
+        notes.append(f"Throughput-{'/'.join(f'{w:g}' for w in short)} needs runs longer than "
+                     f"{spec.duration_s:g} s: no complete window, so no band for it")
+    if len(results) < 2:
+        notes.append("one run cannot show run-to-run variation: use --runs 3 or more")
+    elif len(results) < 3:
+        notes.append("with 2 runs the relative range and RSD are rough; Cao et al. used 10+ runs")
+    if ctx.target.spec.kind == "dir" or fs_name == "tmpfs":
+        notes.append("the target is not a formatted file system of fsscope's: runs are not on an identically "
+                     "prepared file system (only the file set is)")
+    if spec.mem_limit_bytes is None:
+        notes.append("no --mem-limit: a file set that fits in RAM is served from the page cache, so the device "
+                     "may be barely exercised (Cao et al. limited RAM to 4 GiB)")
+    delay_note = delayacct_note()
+    recipe = ctx.recipe
+    report.update(variation._jsonable({
+        "run_id": ctx.run_dir.id,
+        "recipe": recipe.name if recipe is not None else None,
+        "fs": fs_name,
+        "target": ctx.target.spec.to_dict() | {"describe": ctx.target.spec.describe()},
+        "spec": spec.to_dict(),
+        "workload": dataclasses.asdict(pspec) if pspec is not None else None,
+        "bin_s": BIN_S,
+        "runs_requested": spec.runs,
+        "runs_completed": len(results),
+        "cancelled": bool(ctx.cancelled),
+        "partial_run": partial,
+        "stopped_by": stopped_by,
+        "telemetry": {"taskstats_available": taskstats_available,
+                      "delayacct": delay_note,
+                      "columns": list(TELEMETRY_COLUMNS),
+                      "notes": list(dict.fromkeys(telemetry_notes))},
+        "dirty_writeback": dirty,
+        "notes": notes,
+    }))
+    return report
+
+
+def _measure(ctx, out: _Locked, spec: Spec, pspec: P.PersonalitySpec, root: Path, fs, r: int, total_s: float):
+    """One timed run with the telemetry sampler beside it."""
+    from fsscope.telemetry.sampler import TelemetrySampler
+
+    def on_sample(sample: dict[str, Any]) -> None:
+        out.emit("telemetry", run=r, sample=sample)
+
+    def on_window(sample: P.LiveSample) -> None:
+        out.emit("samples", run=r, window=sample.to_dict())
+        done = r * spec.duration_s + min(sample.t_s, spec.duration_s)
+        out.emit("progress", done=round(done, 3), total=total_s, unit="s",
+                 info=f"run {r + 1}/{spec.runs}  {sample.ops_per_s:,.0f} ops/s")
+
+    sampler = TelemetrySampler(interval_s=1.0, disks=block_disks(fs), on_sample=on_sample)
+    sampler.start()
+    try:
+        result = P.run(root, pspec, on_window=on_window, cancelled=lambda: ctx.cancelled,
+                       mem_limit_bytes=spec.mem_limit_bytes, on_start=sampler.watch)
+    finally:
+        samples = sampler.stop()
+    return result, samples
+
+
+def _emit_new_flags(out: _Locked, spec: Spec, results: list, dirty: dict, emitted: set) -> None:
+    """Flags the runs so far show (from the second run on), each streamed once."""
+    if len(results) < 2 and spec.runs > 1:
+        return
+    partial = variation.variation_report(
+        spec.personality, results, window_sizes_s=spec.window_sizes_s, threshold=spec.threshold,
+        dirty_expire_centisecs=dirty.get("dirty_expire_centisecs"),
+        dirty_writeback_centisecs=dirty.get("dirty_writeback_centisecs"))
+    for flag in partial["flags"]:
+        key = _flag_key(flag)
+        if key in emitted:
+            continue
+        emitted.add(key)
+        details = {k: v for k, v in flag.items() if k not in ("kind", "note")}
+        out.emit("finding", title=flag_title(flag), note=flag["note"], flag=flag["kind"],
+                 after_runs=len(results), **details)
+
+
+def ops_per_s_from_arrays(counts: np.ndarray, elapsed_s: float) -> float:
+    """Cumulative throughput of one saved run (for readers of the run directory)."""
+    return float(np.asarray(counts).sum() / elapsed_s) if elapsed_s > 0 else math.nan

@@ -1,0 +1,197 @@
+"""The bench and syncwrite jobs end to end: real short personality runs through the engine
+(child process, fresh file system per run), the JSON contract, the report recomputed from the
+saved arrays, recipe comparison, cancel, and one-line errors for bad flags."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from fsscope import recipes, store
+from fsscope.analysis import variation as v
+from fsscope.engine import runner
+from fsscope.targets import TargetSpec
+from fsscope.targets.journal import Journal
+
+# small and short: 2 runs of 2 s, a few workers, a small file set
+SMALL = ["--runs", "2", "--duration", "2", "--files", "60", "--mean-file-size", "8K", "--workers", "2"]
+SMALL_SPEC = {"runs": 2, "duration_s": 2, "nfiles": 60, "mean_file_size_bytes": 8192, "workers": 2}
+
+
+def check_contract(report: dict, personality: str, runs: int, windows: tuple[str, ...]) -> None:
+    assert report["personality"] == personality
+    assert len(report["runs"]) == runs
+    for run in report["runs"]:
+        assert run["ops_per_s"] > 0
+        assert set(run["windows"]) == set(windows)
+        assert all(isinstance(run["windows"][w], list) for w in windows)
+        for op, entry in run["ops"].items():
+            assert {"count", "p50_ns", "p99_ns"} <= set(entry), op
+        assert sum(e["count"] for e in run["ops"].values()) > 0
+    assert {"relative_range", "rsd"} <= set(report["variation"])
+    for flag in report["flags"]:
+        assert {"kind", "note"} <= set(flag) and flag["note"]
+
+
+def hist_percentile(hist: np.ndarray, q: float) -> float:
+    """Nearest-rank percentile of a bucket histogram, written out here (not the library's)."""
+    cumulative = np.cumsum(hist)
+    index = int(np.argmax(cumulative >= math.ceil(q / 100 * cumulative[-1])))
+    return float(v.bucket_mid_ns(index))
+
+
+def check_against_arrays(report: dict, window_s: int) -> None:
+    """Every variation number in the report, recomputed from the run directory's arrays."""
+    run_dir = store.find_run(report["run_id"])
+    elapsed = run_dir.load_array("elapsed_s", mmap=False)
+    assert elapsed.shape == (len(report["runs"]),)
+    ops_per_s = []
+    for r, run in enumerate(report["runs"]):
+        counts = run_dir.load_array(f"run{r}_counts", mmap=False)
+        hist = run_dir.load_array(f"run{r}_latency_hist", mmap=False)
+        assert counts.ndim == 2 and counts.shape[0] == len(run["ops"])
+        total = int(counts.sum())
+        ops_per_s.append(total / elapsed[r])
+        assert run["ops_per_s"] == pytest.approx(total / elapsed[r], rel=1e-12)
+        per_bin = counts.sum(axis=0)
+        n = per_bin.size // window_s
+        expected = per_bin[: n * window_s].reshape(n, window_s).sum(axis=1) / window_s
+        assert run["windows"][str(window_s)] == pytest.approx(expected.tolist(), rel=1e-12)
+        for i, (op, entry) in enumerate(run["ops"].items()):
+            assert entry["count"] == int(counts[i].sum())
+            if entry["count"]:
+                assert entry["p50_ns"] == hist_percentile(hist[i], 50)
+                assert entry["p99_ns"] == hist_percentile(hist[i], 99)
+    x = np.array(ops_per_s)
+    assert report["variation"]["relative_range"] == pytest.approx((x.max() - x.min()) / x.mean(), rel=1e-9)
+    assert report["variation"]["rsd"] == pytest.approx(x.std(ddof=1) / x.mean(), rel=1e-9)
+
+
+def test_bench_on_a_directory_json_contract_and_arrays(cli, scratch):
+    out_json = scratch / "out" / "bench.json"
+    out_json.parent.mkdir()
+    workdir = scratch / "work"
+    workdir.mkdir()
+    out = cli("bench", "--personality", "varmail", *SMALL, "--window", "1", "--window", "10",
+              "--dir", str(workdir), "--json", str(out_json), timeout_s=60)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out_json.read_text())
+    check_contract(report, "varmail", 2, ("1", "10"))
+    assert all(run["windows"]["10"] == [] for run in report["runs"])  # 2-s runs: no 10-s window
+    assert all(len(run["windows"]["1"]) == 2 for run in report["runs"])
+    check_against_arrays(report, 1)
+    assert report["recipe"] is None and report["fs"] == "dir" and report["runs_completed"] == 2
+    assert "taskstats_available" in report["telemetry"]
+    assert list(workdir.iterdir()) == []  # both fresh directories removed
+    assert "per op" in out.stdout and "Throughput-1" in out.stdout
+    events = store.find_run(report["run_id"]).events()
+    assert any(e["kind"] == "telemetry" for e in events)
+    progress = [e for e in events if e["kind"] == "progress"]
+    assert progress and progress[-1]["total"] == 4 and 0 < progress[-1]["done"] <= 4
+    for finding in (e for e in events if e["kind"] == "finding"):
+        assert finding["title"] and finding["note"] and finding["flag"]
+
+
+@pytest.mark.privileged
+def test_bench_on_ext4_ram_image_streams_samples_and_formats_per_run():
+    spec = {"personality": "fileserver", **SMALL_SPEC, "window_sizes_s": [1]}
+    handle = runner.start("bench", spec, TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
+    samples, telemetry, findings = [], [], []
+    for event in handle.events():
+        if event["kind"] == "samples":
+            samples.append(event)
+        elif event["kind"] == "telemetry":
+            telemetry.append(event)
+        elif event["kind"] == "finding":
+            findings.append(event)
+    assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
+    assert {e["run"] for e in samples} == {0, 1}
+    window = samples[0]["window"]
+    assert {"bin", "t_s", "ops_per_s", "ops", "complete"} <= set(window)
+    assert set(window["ops"]) == {"create", "write", "close", "open", "append", "read", "delete", "stat"}
+    assert telemetry and all(list(t["sample"]["disk_write_bytes"])[0].startswith("loop") for t in telemetry)
+    report = handle.run_dir.report()
+    check_contract(report, "fileserver", 2, ("1",))
+    check_against_arrays(report, 1)
+    assert report["fs"] == "ext4" and report["recipe"] == "ext4-default"
+    assert all(run["telemetry"]["disks"][0].startswith("loop") for run in report["runs"])
+    assert {f["flag"] for f in findings} <= {f["kind"] for f in report["flags"]}
+    commands = handle.run_dir.manifest()["target"]["commands"]
+    assert sum(c["argv"][0] == "mkfs.ext4" for c in commands) == 2  # a fresh file system per run
+    assert Journal().entries() == []
+
+
+@pytest.mark.privileged
+def test_recipes_comparison(cli, scratch):
+    out_json = scratch / "cmp.json"
+    out = cli("bench", "--personality", "webserver", *SMALL, "--window", "1",
+              "--recipes", "ext4-default,xfs-default", "--ram", "--size", "512M", "--json", str(out_json),
+              timeout_s=90)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out_json.read_text())
+    assert doc["recipes"] == ["ext4-default", "xfs-default"]
+    for name, report in doc["reports"].items():
+        check_contract(report, "webserver", 2, ("1",))
+        assert report["recipe"] == name
+    assert doc["reports"]["xfs-default"]["fs"] == "xfs"
+    assert doc["reports"]["ext4-default"]["run_id"] != doc["reports"]["xfs-default"]["run_id"]
+    comparison = doc["comparison"]
+    assert [e["recipe"] for e in comparison["recipes"]] == ["ext4-default", "xfs-default"]
+    (pair,) = comparison["pairs"]
+    ext4 = [r["ops_per_s"] for r in doc["reports"]["ext4-default"]["runs"]]
+    xfs = [r["ops_per_s"] for r in doc["reports"]["xfs-default"]["runs"]]
+    expected = v.welch(ext4, xfs, labels=("ext4-default", "xfs-default"))
+    assert pair["winner"] == expected.winner
+    if pair["winner"] is not None:
+        assert pair["p"] < 0.05
+    assert "recipes compared" in out.stdout and "Welch" in out.stdout
+
+
+@pytest.mark.privileged
+def test_cancel_stops_the_running_bench_and_cleans_up():
+    spec = {"personality": "varmail", "runs": 3, "duration_s": 60, "nfiles": 60, "workers": 2}
+    handle = runner.start("bench", spec, TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
+    for event in handle.events():
+        if event["kind"] == "samples" and event["window"]["bin"] >= 1:
+            handle.cancel()
+    assert handle.run_dir.status() == "cancelled"
+    report = handle.run_dir.report()
+    assert report["cancelled"] is True and report["runs_completed"] == 0 and report["runs"] == []
+    assert report["partial_run"]["run"] == 0 and 1 <= report["partial_run"]["elapsed_s"] < 30
+    assert handle.run_dir.load_array("run0_counts").sum() > 0  # what was measured is kept
+    assert Journal().entries() == []
+
+
+def test_syncwrite_on_a_directory(cli, scratch):
+    out_json = scratch / "sw.json"
+    workdir = scratch / "work"
+    workdir.mkdir()
+    out = cli("syncwrite", "--dir", str(workdir), "--sizes", "4K,64K", "--bytes-per-point", "256K",
+              "--repeats", "2", "--mode", "fdatasync", "--json", str(out_json), timeout_s=60)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out_json.read_text())
+    assert [p["buffer_bytes"] for p in report["points"]] == [4096, 65536]
+    assert report["best_ratio_buffer_bytes"] in (4096, 65536)
+    assert report["mode"] == "fdatasync" and len(report["raw_points"]) == 4
+    run_dir = store.find_run(report["run_id"])
+    latency = run_dir.load_array("latency_ns")
+    assert latency.size == sum(p["writes"] for p in report["raw_points"]) == 2 * (64 + 8)  # 64K: min_writes=8
+    assert list(workdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--personality", "nope"], "--personality"),
+    (["--mem-limit", "12Q"], "--mem-limit"),
+    (["--window", "0"], "--window"),
+    (["--recipes", "ext4-default"], "--recipes"),
+    (["--recipe", "ext4-default", "--recipes", "ext4-default,xfs-default"], "--recipes"),
+])
+def test_bad_bench_flags_are_one_line(cli, scratch, args, needle):
+    out = cli("bench", *args, "--dir", str(scratch), timeout_s=30)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], out.stderr
+    assert list(scratch.iterdir()) == []
