@@ -26,6 +26,9 @@ from fsscope.targets import TargetSpec
 from fsscope.targets.journal import cleanup
 
 
+CHILD_MAIN = "import sys; from fsscope.engine.child import main; sys.exit(main(sys.argv[1]))"
+
+
 class JobHandle:
     def __init__(self, run_dir: RunDir, proc: subprocess.Popen, read_fd: int):
         self.run_dir = run_dir
@@ -90,7 +93,9 @@ def start(job: str, spec, target: TargetSpec, recipe: Recipe | None, *,
     env = os.environ | {"FSSCOPE_EVENT_FD": str(write_fd)}
     log = open(run_dir.path / "child.log", "ab")
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "fsscope.engine.child", str(run_dir.path)],
+        # "-c" rather than "-m fsscope.engine.child": a forkserver (the workloads use one)
+        # re-imports a -m main module and runpy warns that it is already imported.
+        proc = subprocess.Popen([sys.executable, "-c", CHILD_MAIN, str(run_dir.path)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
                                 pass_fds=(write_fd,), start_new_session=True)
     finally:
