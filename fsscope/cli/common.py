@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 
 from fsscope import recipes
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
-
-_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-
+from fsscope.units import parse_size_bytes
 
 def parse_size(text: str) -> int:
-    """'2G', '512M', '1GiB', '4096' → bytes (powers of two)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
-    if not m:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a size (examples: 512M, 2G, 1GiB)")
-    return int(float(m.group(1)) * _UNITS[m.group(2)])
+    """argparse type: '2G', '512M', '1GiB', '4096' → bytes (powers of two)."""
+    try:
+        return parse_size_bytes(text)
+    except FsscopeError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size (examples: 512M, 2G, 1GiB)") from None
 
 
 def add_target_args(parser: argparse.ArgumentParser, *, dir_allowed: bool = True) -> None:

@@ -10,6 +10,7 @@ from rich.table import Table
 from fsscope import recipes
 from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
 from fsscope.recipes import Prep
+from fsscope.units import format_bytes
 from fsscope.targets import Journal, Target, cleanup, devices, filesystem, release
 
 import sys
@@ -17,14 +18,6 @@ import sys
 # Piped output (scripts, logs) gets wide lines instead of columns folded to 80.
 console = Console() if sys.stdout.isatty() else Console(width=200)
 chatter = Console(stderr=True)  # so that stdout carries only what scripts read
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
 
 
 def cmd_devices(args) -> int:
@@ -38,7 +31,7 @@ def cmd_devices(args) -> int:
             verdict = f"[yellow]only with --yes-destroy {d.path}[/]: {d.verdict()}"
         model = d.model or (f"loop → {d.backing_file}" if d.backing_file else "")
         rot = "" if d.rotational is None else ("hdd" if d.rotational else "ssd")
-        table.add_row(d.path, _size(d.size_bytes), model, rot, d.scheduler or "-",
+        table.add_row(d.path, format_bytes(d.size_bytes), model, rot, d.scheduler or "-",
                       " ".join(d.partitions) or "-", " ".join(d.mountpoints) or "-",
                       d.signature or "-", verdict)
     console.print(table)

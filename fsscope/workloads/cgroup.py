@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from fsscope import units
 from fsscope.errors import FsscopeError
 
 
@@ -35,19 +35,11 @@ class CgroupUnavailable(FsscopeError):
     """No usable memory cgroup on this machine (the message says why and what to do)."""
 
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 
 
 def parse_size_bytes(text: str) -> int:
-    """'64M', '64MiB', '1g', '512k', '1048576' -> bytes (binary multiples; for --mem-limit)."""
-    m = _SIZE_RE.match(str(text))
-    if not m:
-        raise FsscopeError(f"--mem-limit: cannot read size {text!r} (use e.g. 256M or 1G)")
-    number, unit = float(m.group(1)), m.group(2).lower()
-    value = int(number * (1 << (10 * " kmgt".index(unit or " "))))
-    if value <= 0:
-        raise FsscopeError(f"--mem-limit: size must be positive, got {text!r}")
-    return value
+    """'64M', '64MiB', '1g', '512k', '1048576' -> bytes (for --mem-limit)."""
+    return units.parse_size_bytes(text, "--mem-limit")
 
 
 @dataclass(frozen=True)

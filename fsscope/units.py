@@ -1,0 +1,30 @@
+"""Sizes as people type them and as people read them (binary multiples throughout)."""
+
+from __future__ import annotations
+
+import re
+
+from fsscope.errors import FsscopeError
+
+_SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", re.IGNORECASE)
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def parse_size_bytes(text: str | int, what: str = "size") -> int:
+    """'64M', '64MiB', '1g', '512k', '1048576' -> bytes; FsscopeError naming ``what`` if not."""
+    m = _SIZE_RE.fullmatch(str(text))
+    if not m:
+        raise FsscopeError(f"{what}: cannot read size {text!r} (examples: 512M, 2G, 1GiB)")
+    value = int(float(m.group(1)) * (1 << (10 * " kmgt".index(m.group(2).lower() or " "))))
+    if value <= 0:
+        raise FsscopeError(f"{what}: size must be positive, got {text!r}")
+    return value
+
+
+def format_bytes(n: float) -> str:
+    """1536 -> '1.5 KiB'."""
+    for unit in _UNITS:
+        if n < 1024 or unit == _UNITS[-1]:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
