@@ -7,8 +7,8 @@ talks to the world only through the context:
 - ``ctx.fresh_fs()`` is a context manager that yields a clean :class:`MountedFS` on the
   target: a freshly formatted and mounted file system (device/image/RAM targets, recipe
   hygiene applied) or a fresh empty subdirectory (directory targets). It is released on
-  exit, even on error or cancel. A job that wants one file system for all its work calls it
-  once; the probe calls it once per run.
+  exit, even on error or cancel. ``ctx.run_fs(fresh)`` is the same per run of a repeated
+  measurement, or with fresh=False one file system shared by all runs.
 - ``ctx.after_populate()`` applies the recipe's hygiene between populating a data set and
   measuring: unmount+mount (remount_after_populate) or sync, then drop caches.
 - ``ctx.emit(kind, **fields)`` streams an event to the parent and (except ``samples``)
@@ -42,6 +42,7 @@ class JobContext:
         self.target = target
         self.event_fd = event_fd
         self.cancelled = False
+        self._shared_fs: MountedFS | None = None
         self.t0 = time.monotonic()
 
     @property
@@ -73,6 +74,22 @@ class JobContext:
             yield mounted
         finally:
             self.target.unmount()
+
+    @contextmanager
+    def run_fs(self, fresh: bool = True) -> Iterator[MountedFS]:
+        """The file system for one run of a repeated measurement: a fresh one per call, or
+        (fresh=False) one made on first use and shared by every run of the job — released
+        with the target when the job ends."""
+        if fresh:
+            with self.fresh_fs() as mounted:
+                yield mounted
+            return
+        if self._shared_fs is None:
+            self.emit("phase", name="format" if self.target.spec.kind != "dir" else "fresh directory")
+            self._shared_fs = self.target.format_and_mount()
+        if self.recipe is not None and self.recipe.prep.drop_caches:
+            filesystem.drop_caches()
+        yield self._shared_fs
 
     def after_populate(self) -> None:
         recipe = self.recipe

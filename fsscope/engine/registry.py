@@ -12,6 +12,7 @@ import dataclasses
 import importlib
 from types import ModuleType
 
+from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
 
 # name -> (module, one-line summary); the summary lives here so listing imports nothing.
@@ -33,11 +34,7 @@ def spec_from_dict(module: ModuleType, data: dict):
     spec_type = module.Spec
     if hasattr(spec_type, "from_dict"):
         return spec_type.from_dict(data)
-    names = {f.name for f in dataclasses.fields(spec_type)}
-    unknown = set(data) - names
-    if unknown:
-        raise FsscopeError(f"unknown parameter(s) for this job: {', '.join(sorted(unknown))}")
-    return spec_type(**data)
+    return spec_type(**checked_fields(spec_type, data, module.__name__.rsplit(".", 1)[-1]))
 
 
 def spec_to_dict(spec) -> dict:

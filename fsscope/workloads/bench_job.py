@@ -29,13 +29,14 @@ import math
 import os
 import shutil
 import threading
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from fsscope.analysis import variation
+from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
 from fsscope.workloads import personalities as P
 
@@ -91,13 +92,7 @@ class Spec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Spec":
-        if not isinstance(data, dict):
-            raise FsscopeError(f"bench spec must be a JSON object, not {type(data).__name__}")
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise FsscopeError(f"bench spec field {unknown[0]!r} is unknown: known fields are {', '.join(known)}")
-        data = dict(data)
+        data = checked_fields(cls, data, "bench")
         if "window_sizes_s" in data:
             data["window_sizes_s"] = number_list(data["window_sizes_s"], "window_sizes_s")
         return cls(**data)
@@ -246,16 +241,12 @@ def run(ctx, spec: Spec) -> dict:
     fs_name = None
 
     stopped_by = None
-    shared = None if spec.fresh_fs else ctx.fresh_fs()
-    fs_shared = shared.__enter__() if shared is not None else None
     try:
         for r in range(spec.runs):
             if ctx.cancelled:
                 break
             out.emit("phase", name=f"run {r + 1} of {spec.runs}", run=r, runs=spec.runs)
-            holder = ctx.fresh_fs() if spec.fresh_fs else None
-            fs = holder.__enter__() if holder is not None else fs_shared
-            try:
+            with ctx.run_fs(spec.fresh_fs) as fs:
                 fs_name = fs.fs
                 if pspec is None:
                     pspec = personality_spec(spec, _capacity_bytes(ctx, fs))
@@ -270,9 +261,6 @@ def run(ctx, spec: Spec) -> dict:
                     break
                 out.emit("phase", name=f"run {r + 1}/{spec.runs}: {pspec.name} × {pspec.workers} workers", run=r)
                 result, samples = _measure(ctx, out, spec, pspec, root, fs, r, total_s)
-            finally:
-                if holder is not None:
-                    holder.__exit__(None, None, None)
             taskstats_available = samples.taskstats_available
             telemetry_notes.extend(samples.notes)
             for name, array in result.to_arrays().items():
@@ -297,9 +285,6 @@ def run(ctx, spec: Spec) -> dict:
             raise
         stopped_by = str(exc)
         out.emit("error", message=stopped_by)
-    finally:
-        if shared is not None:
-            shared.__exit__(None, None, None)
 
     report = variation.variation_report(
         spec.personality, results, window_sizes_s=spec.window_sizes_s, threshold=spec.threshold,

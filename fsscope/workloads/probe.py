@@ -37,12 +37,13 @@ import errno as errno_codes
 import gc
 import os
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, get_args
 
 import numpy as np
 
+from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
 
 Op = Literal["creat", "mkdir", "unlink", "stat", "rename", "open-existing", "write-fsync",
@@ -129,14 +130,7 @@ class ProbeSpec:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProbeSpec:
         """Build from JSON-like data; unknown fields are an error, not silently dropped."""
-        if not isinstance(data, dict):
-            raise FsscopeError(f"probe spec must be a JSON object, not {type(data).__name__}")
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise FsscopeError(f"probe spec field {unknown[0]!r} is unknown: known fields are "
-                               f"{', '.join(known)}")
-        return cls(**data)
+        return cls(**checked_fields(cls, data, "probe"))
 
 
 def _check_int(field: str, value: object, *, minimum: int) -> None:

@@ -74,52 +74,26 @@ def run(ctx, spec: ProbeSpec) -> dict:
     previous_cpus = pin_cpu(spec.cpu)
     latency_ns = ctx.run_dir.open_array("latency_ns", (spec.runs, spec.files))
     geometry, predictions, emitted = None, [], set()
-    total = spec.runs * spec.files
     error = None
-    analysis = None
     try:
-        shared = None if spec.fresh_fs else ctx.fresh_fs()
-        fs_shared = shared.__enter__() if shared is not None else None
-        try:
-            for r in range(spec.runs):
-                if ctx.cancelled:
-                    break
-                ctx.emit("phase", name=f"run {r + 1} of {spec.runs}", run=r, runs=spec.runs)
-                holder = ctx.fresh_fs() if spec.fresh_fs else None
-                fs = holder.__enter__() if holder is not None else fs_shared
-                try:
-                    probe_dir = fs.workdir / (PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.{r}")
-                    probe_dir.mkdir()
-                    os.sync()
-                    if geometry is None and r == 0:
-                        geometry, predictions = _explainer(ctx, fs, probe_dir, spec)
-                        if geometry is not None:
-                            ctx.emit("geometry", geometry={k: v for k, v in geometry.to_dict().items() if k != "raw"},
-                                     predictions=[_plain(p) for p in predictions])
-
-                    def on_batch(start: int, batch, r=r) -> None:
-                        ctx.emit("samples", run=r, start=start, latency_ns=batch.tolist())
-                        ctx.progress(r * spec.files + start + len(batch), total, info=f"run {r + 1}/{spec.runs}")
-
-                    ctx.emit("phase", name=f"run {r + 1} of {spec.runs}: {spec.op} × {spec.files}", run=r)
-                    measure_run(probe_dir, spec, on_batch=on_batch, cancelled=lambda: ctx.cancelled,
-                                out=latency_ns[r])
-                    latency_ns.flush()
-                finally:
-                    if holder is not None:
-                        holder.__exit__(None, None, None)
-                if r == 0 and spec.runs > 1:
-                    continue  # one run cannot tell structure from noise: flag from the second on
-                analysis = analyze(latency_ns[: r + 1])
-                flags = _explain(_findings(analysis), predictions)
-                for finding, flag in zip(_findings(analysis), flags):
-                    if _key(finding) not in emitted:
-                        emitted.add(_key(finding))
-                        ctx.emit("finding", title=_flag_title(flag, finding), **flag,
-                                 **{k: v for k, v in vars(finding).items() if k not in flag})
-        finally:
-            if shared is not None:
-                shared.__exit__(None, None, None)
+        for r in range(spec.runs):
+            if ctx.cancelled:
+                break
+            ctx.emit("phase", name=f"run {r + 1} of {spec.runs}", run=r, runs=spec.runs)
+            with ctx.run_fs(spec.fresh_fs) as fs:
+                probe_dir = fs.workdir / (PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.{r}")
+                probe_dir.mkdir()
+                os.sync()
+                if r == 0:
+                    geometry, predictions = _explainer(ctx, fs, probe_dir, spec)
+                    if geometry is not None:
+                        ctx.emit("geometry", geometry=_geometry_json(geometry),
+                                 predictions=[_plain(p) for p in predictions])
+                _measure(ctx, spec, r, probe_dir, latency_ns[r])
+            latency_ns.flush()  # a shared mapping survives a kill anyway; this survives power loss
+            if r == 0 and spec.runs > 1:
+                continue  # one run cannot tell structure from noise: flag from the second on
+            _emit_new_findings(ctx, analyze(latency_ns[: r + 1]), predictions, emitted)
     except ProbeRunError as exc:  # ENOSPC & co: keep what was measured, say what stopped it
         error = str(exc)
         ctx.emit("error", message=error)
@@ -127,17 +101,43 @@ def run(ctx, spec: ProbeSpec) -> dict:
         latency_ns.flush()
         os.sched_setaffinity(0, previous_cpus)
     done_rows = [r for r in range(spec.runs) if (latency_ns[r] >= 0).any()]
-    analysis = analyze(latency_ns[done_rows]) if done_rows else None
     report = {"op": spec.op, "files": spec.files, "runs": spec.runs, "runs_completed": len(done_rows),
               "spec": spec.to_dict(), "stopped_by": error}
-    if analysis is not None:
+    if done_rows:
+        analysis = analyze(latency_ns[done_rows])
         report |= analysis.to_json()
         flags = _explain(_findings(analysis), predictions)
         report["thresholds"] = [f for f in flags if f.get("structure")]
         report["flags"] = [f | {"title": _flag_title(f, finding)} for f, finding in zip(flags, _findings(analysis))]
-    report["geometry"] = {k: v for k, v in geometry.to_dict().items() if k != "raw"} if geometry else None
+    report["geometry"] = _geometry_json(geometry) if geometry else None
     report["predictions"] = [_plain(p) for p in predictions]
     return report
+
+
+def _measure(ctx, spec: ProbeSpec, r: int, probe_dir: Path, row) -> None:
+    """One run into ``row`` (a row of the memory-mapped matrix), streaming batches live."""
+    total = spec.runs * spec.files
+
+    def on_batch(start: int, batch) -> None:
+        ctx.emit("samples", run=r, start=start, latency_ns=batch.tolist())
+        ctx.progress(r * spec.files + start + len(batch), total, info=f"run {r + 1}/{spec.runs}")
+
+    ctx.emit("phase", name=f"run {r + 1} of {spec.runs}: {spec.op} × {spec.files}", run=r)
+    measure_run(probe_dir, spec, on_batch=on_batch, cancelled=lambda: ctx.cancelled, out=row)
+
+
+def _emit_new_findings(ctx, analysis, predictions: list, emitted: set) -> None:
+    """Stream each finding once, with its explanation, as soon as the runs so far show it."""
+    findings = _findings(analysis)
+    for finding, flag in zip(findings, _explain(findings, predictions)):
+        if _key(finding) not in emitted:
+            emitted.add(_key(finding))
+            ctx.emit("finding", title=_flag_title(flag, finding), **flag,
+                     **{k: v for k, v in vars(finding).items() if k not in flag})
+
+
+def _geometry_json(geometry) -> dict:
+    return {k: v for k, v in geometry.to_dict().items() if k != "raw"}
 
 
 def _plain(obj) -> dict:

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
 from fsscope.workloads.bench_job import block_disks
-from fsscope.workloads.syncwrite import MODES, SyncWritePoint, SyncWriteSpec, summarize, sweep
+from fsscope.workloads.syncwrite import SyncWritePoint, SyncWriteSpec, summarize, sweep
 
 _DEFAULTS = SyncWriteSpec()
 POINT_COLUMNS = ("buffer_bytes", "repeat", "writes", "bytes_written", "elapsed_s")
@@ -56,14 +57,7 @@ class Spec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Spec":
-        if not isinstance(data, dict):
-            raise FsscopeError(f"syncwrite spec must be a JSON object, not {type(data).__name__}")
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise FsscopeError(f"syncwrite spec field {unknown[0]!r} is unknown: known fields are "
-                               f"{', '.join(known)} (modes: {', '.join(MODES)})")
-        data = dict(data)
+        data = checked_fields(cls, data, "syncwrite")
         if "buffer_sizes_bytes" in data:
             data["buffer_sizes_bytes"] = size_list(data["buffer_sizes_bytes"])
         return cls(**data)
