@@ -404,6 +404,13 @@ def test_cancel_stops_cleanly(ram_dir):
     assert read_state(ram_dir)["segments"][-1]["stop_reason"] == "cancelled"
 
 
+def test_time_limit_stops(ram_dir):
+    result = age(ram_dir, AgingSpec(profile="small", seed=3, capacity_bytes=64 * MIB,
+                                    max_seconds=0.2))
+    assert result.stop_reason == "time" and result.elapsed_s < 5
+    assert walk(ram_dir, load_profile("small"), max(result.ops, 1))["n"] == result.live_files
+
+
 def test_resume_continues_with_new_stop_conditions(ram_dir):
     first = age(ram_dir, AgingSpec(profile="small", seed=4, capacity_bytes=2 * MIB, max_ops=1200))
     assert first.stop_reason == "ops" and first.ops == 1200

@@ -178,8 +178,8 @@ class _Planner:
 
     A live file is a small list ``[age bucket, index in its cell, size bucket, depth
     bucket, born op, sibling, relative path]``; cells hold these records, so a delete
-    (swap-remove) and a move are O(1) and no per-id arrays grow with the run. The age
-    bucket is relative to ``horizon_ops`` (see the module docstring).
+    (swap-remove) is O(1). The age bucket is relative to ``horizon_ops`` (see the module
+    docstring); true ages come from ``alive_by_born`` (1 byte per op of the run).
     """
 
     def __init__(self, profile: Profile, *, seed: int, alloc_unit_bytes: int):
@@ -219,6 +219,9 @@ class _Planner:
         self.as_count = [0] * (B * S)
         self.live_files = 0
         self.files_bytes = 0           # allocated bytes of live files (planner units)
+        # 1 at index b while the file born at op b lives (1 byte per op): true relative
+        # ages for the fit in O(ops) numpy work instead of a walk over the records
+        self.alive_by_born = bytearray()
 
     # ---- bookkeeping
 
@@ -237,6 +240,10 @@ class _Planner:
         cell = self.cells[(a * self.S + s) * self.D + d]
         record = [a, len(cell), s, d, born, sib, f"{self.dir_prefix[d][sib]}{born}"]
         cell.append(record)
+        alive = self.alive_by_born
+        if born >= len(alive):
+            alive.extend(bytes(born + 1 - len(alive) + 65536))
+        alive[born] = 1
         self.size_count[s] += 1
         self.depth_count[d] += 1
         self.age_count[a] += 1
@@ -252,6 +259,7 @@ class _Planner:
         if last is not record:
             cell[pos] = last
             last[1] = pos
+        self.alive_by_born[record[4]] = 0
         self.size_count[s] -= 1
         self.depth_count[d] -= 1
         self.age_count[a] -= 1
@@ -329,8 +337,9 @@ class _Planner:
 
     def true_age_counts(self, now_ops: int) -> np.ndarray:
         """Live files per bucket of their true relative age ``(now - born) / now``."""
-        born = np.fromiter((r[4] for cell in self.cells for r in cell), dtype=np.int64,
-                           count=self.live_files)
+        view = np.frombuffer(self.alive_by_born, dtype=np.uint8)
+        born = np.flatnonzero(view)
+        del view  # release the buffer so the bytearray can grow again
         if now_ops <= 0 or len(born) == 0:
             return np.zeros(self.B, dtype=np.int64)
         index = fit.age_bucket_index(fit.relative_age(born, now_ops), np.array(self.r))
@@ -711,6 +720,16 @@ def age(root: Path, spec: AgingSpec, *,
                                          f"chi-squared p >= {spec.confidence} "
                                          f"(lowest {worst:.3f})")
                             break
+                    if at_horizon and spec.max_seconds is not None and ops > ops_start:
+                        # the fit peaks here; stop unless the next peak fits in the time left
+                        elapsed = time.monotonic() - t0
+                        left_s = spec.max_seconds - elapsed
+                        if ops / ((ops - ops_start) / elapsed) > left_s:
+                            stop_reason = "time"
+                            stop_note = (f"stopped at the planned fit point (op {ops}) as the "
+                                         f"next one (op {2 * ops}) would not be reached within "
+                                         f"the time limit of {spec.max_seconds:g} s")
+                            break
                     if at_horizon:  # run on: plan the fit for twice as long a history
                         planner.recut(2 * planner.horizon_ops)
                 if ops % CHECK_EVERY_OPS == 0:
@@ -831,6 +850,11 @@ def age(root: Path, spec: AgingSpec, *,
             log_file.close()
 
     elapsed_s = time.monotonic() - t0
+    if phase == "stable" and ops < planner.horizon_ops and stop_reason != "confidence":
+        stop_note += (f"; the age distribution was planned to fit at op {planner.horizon_ops} "
+                      f"(the paper's bound T = {convergence}), so it has not converged yet")
+    elif phase == "rapid":
+        stop_note += "; still in the rapid phase (target fullness not reached)"
     problem = save_state(stop_reason)
     if problem:
         stop_note = f"{stop_note} ({problem})"

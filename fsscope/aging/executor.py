@@ -17,12 +17,19 @@ import errno
 import multiprocessing
 import os
 import random
+import threading
 from collections import deque
 from pathlib import Path
+
+from fsscope.errors import FsscopeError
 
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 WRITE_CHUNK_BYTES = 1 << 20
 SKIPPED = -1  # a worker's "not executed" mark for ops queued after its first failure
+
+
+class WorkerError(FsscopeError):
+    """An aging worker process failed or died; the message says how."""
 
 
 def data_pattern(seed: int, size_bytes: int = WRITE_CHUNK_BYTES) -> bytes:
@@ -118,11 +125,14 @@ class WorkerPool:
     on-disk placement may not.
     """
 
-    BATCH_OPS = 256
+    BATCH_OPS = 1024
     MAX_OUTSTANDING = 4  # batches in flight per worker: bounds the lag behind the planner
 
     def __init__(self, root: Path, jobs: int, *, fallocate: bool, pattern_seed: int):
-        ctx = multiprocessing.get_context("spawn")
+        # fork starts in milliseconds and needs no importable __main__; it is only safe
+        # while this process has no other threads (a job child has none)
+        single_threaded = threading.active_count() == 1
+        ctx = multiprocessing.get_context("fork" if single_threaded else "spawn")
         self.jobs = jobs
         self.conns = []
         self.procs = []
@@ -155,9 +165,14 @@ class WorkerPool:
         self.pending[worker] = []
 
     def _receive(self, worker: int) -> None:
-        status, payload = self.conns[worker].recv()
+        try:
+            status, payload = self.conns[worker].recv()
+        except (EOFError, OSError):
+            self.procs[worker].join(timeout=5)
+            raise WorkerError(f"aging worker {worker} died (exit code "
+                              f"{self.procs[worker].exitcode})") from None
         if status != "ok":
-            raise RuntimeError(f"aging worker {worker} failed: {payload}")
+            raise WorkerError(f"aging worker {worker} failed: {payload}")
         self.in_flight[worker].popleft()
         for seq, err in payload:
             self.failures[seq] = err
