@@ -418,6 +418,8 @@ def test_resume_continues_with_new_stop_conditions(ram_dir):
         age(ram_dir, AgingSpec(profile="small", seed=4, capacity_bytes=2 * MIB))
     with pytest.raises(AgingError, match="aged with profile 'small', not 'agrawal'"):
         age(ram_dir, AgingSpec(profile="agrawal", max_ops=2000), resume=True)
+    with pytest.raises(AgingError, match="keeps the fullness it started with"):
+        age(ram_dir, AgingSpec(profile="small", fullness=0.7, max_ops=2000), resume=True)
     second = age(ram_dir, AgingSpec(profile="small", max_ops=2500), resume=True)
     assert second.resumed and second.ops == 2500 and second.session_ops == 1300
     assert second.seed == 4 and second.convergence_ops == first.convergence_ops
@@ -459,6 +461,14 @@ def test_ages_its_own_tmpfs_to_the_target_fullness(tmpfs_mount):
     assert result.fullness == pytest.approx(measured)
     assert abs(measured - 0.6) < 0.6 * ager.FULLNESS_BAND + 0.02
     assert result.capacity_bytes == vfs.f_blocks * vfs.f_frsize
+
+
+@pytest.mark.privileged
+def test_same_seed_same_op_log_on_fresh_file_systems(tmpfs_mount):
+    digests = {age(tmpfs_mount("size=4m"), AgingSpec(profile="small", seed=21, fullness=0.5,
+                                                      max_ops=2000)).op_log_sha256
+               for _ in range(2)}
+    assert len(digests) == 1
 
 
 @pytest.mark.privileged

@@ -541,6 +541,9 @@ def age(root: Path, spec: AgingSpec, *,
                 raise AgingError(f"aging: profile: {root} was aged with profile "
                                  f"'{profile.name}', not '{given.name}'")
         seed, fullness = int(state["seed"]), float(state["fullness"])
+        if spec.fullness is not None and spec.fullness != fullness:
+            raise AgingError(f"aging: fullness: a resumed run keeps the fullness it started "
+                             f"with ({fullness:g}), not {spec.fullness:g}")
         capacity_given = state["capacity_bytes"]
         fallocate = bool(state["fallocate"])
     else:
