@@ -40,14 +40,17 @@ the used bytes at start, so file-system metadata makes the measured fullness a l
 higher than planned. With ``capacity_bytes`` (a plain directory) fullness is the logical
 bytes of the aged files over that capacity.
 
-Write modes: by default every byte is written (a seeded incompressible pattern), like a
-real workload: delayed allocation, writeback and the page cache all take part.
-``fallocate=True`` only reserves blocks (``posix_fallocate``, like Geriatrix): much faster
-for large files on disks (no data is copied, dirtied or written back; on tmpfs it saves
-little) and the same block *counts*, but allocation happens at once per file (no
-delayed allocation / extent merging at writeback), extents stay "unwritten" (ext4/xfs
-read them as zeros without I/O) and btrfs/f2fs copy-on-write or log-structured layouts
-are not exercised as by data writes. Reads of aged files then measure metadata paths only.
+Write modes: by default every byte is written (a seeded incompressible pattern) with
+plain buffered writes, like a real workload: delayed allocation, writeback and the page
+cache take part — so a file created and deleted before writeback (~30 s on ext4/xfs)
+never reaches the block allocator at all, and short runs age the on-disk layout less than
+their op count suggests. ``fallocate=True`` only reserves blocks (``posix_fallocate``,
+like Geriatrix): every create allocates at once, so every op exercises the allocator;
+no data is copied or written back (much faster for large files; for small files on ext4
+it can be slower, as each allocation is journalled). The block *counts* are the same,
+but extents stay "unwritten" (ext4/xfs read them as zeros without I/O), delayed
+allocation and extent merging at writeback are skipped, and btrfs/f2fs copy-on-write or
+log-structured layouts are not exercised as by data writes.
 
 State: ``<root>/.fsscope-aging.json`` (profile, seed, fullness, capacity, write mode, op
 count, phase, K, T, horizon, written bytes, RNG state, per-session op-log hashes; padded
