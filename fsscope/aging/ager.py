@@ -617,10 +617,8 @@ def age(root: Path, spec: AgingSpec, *,
     log_lines: list[str] = []
     log_pending: list[tuple[int, str]] = []  # parallel mode: lines waiting for their op to finish
     failed_create_bytes = 0
-    pool = (WorkerPool(root, spec.jobs, fallocate=fallocate, pattern_seed=seed)
-            if spec.jobs > 1 else None)
-    file_ops = (FileOps(root, fallocate=fallocate, pattern=data_pattern(seed))
-                if pool is None else None)
+    pool: WorkerPool | None = None
+    file_ops: FileOps | None = None
 
     def flush_log(lines: list[str]) -> None:
         if lines:
@@ -679,7 +677,6 @@ def age(root: Path, spec: AgingSpec, *,
             "live_files": planner.live_files, "elapsed_s": round(elapsed, 3),
         }
 
-    save_state()
     state_saved_at = t0
     progress_at = t0 - PROGRESS_EVERY_S  # the first report comes straight away
     stop_reason = stop_note = ""
@@ -690,12 +687,17 @@ def age(root: Path, spec: AgingSpec, *,
     deficit_size, deficit_depth = planner.deficit_size, planner.deficit_depth
     victim, n_sib = planner.victim, planner.n_sib
     unlink = os.unlink
-    root_fd = file_ops.root_fd if file_ops is not None else -1
     size_bytes_of = planner.size_bytes
     statvfs_mode = capacity_given is None
     jobs = spec.jobs
     next_event = ops  # the op at which the checks below run next
     try:
+        save_state()
+        if jobs > 1:
+            pool = WorkerPool(root, jobs, fallocate=fallocate, pattern_seed=seed)
+        else:
+            file_ops = FileOps(root, fallocate=fallocate, pattern=data_pattern(seed))
+        root_fd = file_ops.root_fd if file_ops is not None else -1
         while True:
             if ops >= next_event:
                 # ---- stop conditions and housekeeping; deterministic ones sit on exact ops
