@@ -65,8 +65,12 @@ def run_headless(args, env: dict) -> Path:
     return new
 
 
+TMUX_SOCKET = f"fsscope-observer-{os.getpid()}"  # a private tmux server
+
+
 def tmux(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=check)
+    return subprocess.run(["tmux", "-L", TMUX_SOCKET, "-f", "/dev/null", *args], capture_output=True, text=True,
+                          check=check)
 
 
 def run_tui(args, env: dict) -> tuple[Path, float]:
@@ -117,6 +121,7 @@ def run_tui(args, env: dict) -> tuple[Path, float]:
     finally:
         if tmux("has-session", "-t", session, check=False).returncode == 0:
             tmux("kill-session", "-t", session, check=False)
+        tmux("kill-server", check=False)
 
 
 def tui_child(args) -> int:

@@ -17,8 +17,12 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux
 FSSCOPE = Path(sys.executable).parent / "fsscope"
 
 
+SOCKET = f"fsscope-test-{os.getpid()}"  # our own tmux server: no options or environment of others
+
+
 def tmux(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=check)
+    return subprocess.run(["tmux", "-L", SOCKET, "-f", "/dev/null", *args], capture_output=True, text=True,
+                          check=check)
 
 
 class Pane:
@@ -50,7 +54,8 @@ def pane(scratch):
     session = f"fsscope-smoke-{os.getpid()}"
     workdir = scratch / "measure-here"
     workdir.mkdir()
-    command = (f"env FSSCOPE_HOME={os.environ['FSSCOPE_HOME']} TERM=xterm-256color "
+    home = scratch / "home"  # its own record of runs, so the runs screen shows exactly this one
+    command = (f"env FSSCOPE_HOME={home} TERM=xterm-256color "
                f"{FSSCOPE} tui --dir {workdir}")
     tmux("new-session", "-d", "-s", session, "-x", "150", "-y", "48", command)
     p = Pane(session)
@@ -60,6 +65,7 @@ def pane(scratch):
     finally:
         if p.alive():
             tmux("kill-session", "-t", session, check=False)
+        tmux("kill-server", check=False)
 
 
 def test_fsscope_in_a_terminal(pane):

@@ -156,6 +156,8 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
                     handle.wait()
                 control.current_pid = None
             status = handle.run_dir.status()
+            if error is None and status != "ok":  # failed before it could say so (e.g. a bad spec)
+                error = handle.run_dir.manifest().get("error")
             post(msg.JobFinished(index, status, error, report, handle.returncode, list(handle.leftovers)))
             if status == "cancelled" or control.cancel_requested.is_set():
                 cancelled = True
