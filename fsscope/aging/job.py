@@ -1,34 +1,262 @@
-"""The aging job for the engine: ``Spec`` + ``run(ctx, spec)`` (registry name to be ``age``).
+"""The ``age`` job: profile-driven aging on a target, with fresh-vs-aged fragmentation.
 
-Runs in the job child on a fresh target: a mounted file system is aged against its own
-``statvfs``; a directory target needs ``capacity_bytes``. Progress events carry the
-ager's dict (phase, fullness, ops, ops_per_s, overwrites, p_values, convergence_ops,
-horizon_ops) with ``done``/``total`` = ops / planned horizon; the report is
-:meth:`AgingResult.to_json`. Cancel (``ctx.cancelled``) stops with the same summary.
+On a device, image or RAM target (the engine's ``ctx``):
+
+1. **format** once (mkfs + mount), or with ``resume`` mount the kept image as it is (no
+   mkfs), or with ``--from-snapshot`` restore the snapshot first;
+2. **fresh**: the free-space histogram and the fragments of a large test file (written,
+   mapped with FIEMAP, deleted) on the empty file system (:mod:`fsscope.layout.job`);
+3. **age** it (:func:`fsscope.aging.ager.age`): progress events every ~0.5 s carry the
+   ager's dict (phase, fullness, ops, ops_per_s, overwrites, p_values, convergence_ops,
+   horizon_ops) plus an ``info`` line for progress bars; during the rapid phase
+   ``done``/``total`` are fullness/target fullness, in the stable phase ops/planned horizon;
+4. **aged**: the same two measurements on the aged file system (the test file is deleted
+   again, so the aged tree is what the ager left);
+5. unmount; with ``snapshot_path`` copy the aged image there (``cp --reflink=auto
+   --sparse=always``; reflink or copy is recorded) so measurement jobs can restore it before
+   every run (``--from-snapshot``). The image itself stays on disk, unmounted, for reuse.
+
+The report is :meth:`AgingResult.to_json` plus ``fresh``, ``aged``, ``snapshot``,
+``target``/``recipe``/``fs`` and ``inodes_used`` of the aged fs. A resumed run reuses the
+``fresh`` section of the last run that aged the same image (``fresh.from_run``). Cancel
+(``ctx.cancelled``) stops the ager with the same summary; the aged measurement then skips
+the test file and no snapshot is taken (resume later). ENOSPC is a normal stop.
+
+A directory target (no file system of its own) is aged in a fresh subdirectory against
+``capacity_bytes``, without fragmentation measurements or snapshots.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from fsscope.aging.ager import AgingError, AgingSpec, age
+from fsscope.aging.ager import AgingError, AgingSpec, _check_spec, age, read_state
 
-Spec = AgingSpec
+PROGRESS_FIELDS = ("phase", "fullness", "ops", "ops_per_s", "overwrites", "p_values")
 
 
-def run(ctx, spec: AgingSpec) -> dict:
-    with ctx.fresh_fs() as fs:
-        if fs.fs == "dir" and spec.capacity_bytes is None:
+@dataclass(frozen=True)
+class Spec:
+    """:class:`AgingSpec`'s fields (same names and meaning) plus what the job adds."""
+
+    profile: str = "small"                # shipped name or .toml path ("" with resume: as recorded)
+    fullness: float | None = None
+    seed: int = 1
+    max_seconds: float | None = None
+    confidence: float | None = None
+    max_overwrites: float | None = None
+    max_ops: int | None = None
+    fallocate: bool = False
+    jobs: int = 1
+    capacity_bytes: int | None = None     # directory targets only
+    fit_every: int | None = None
+    resume: bool = False                  # continue the aging kept on the image (no mkfs)
+    snapshot_path: str = ""               # copy the aged image here ("" = no snapshot)
+    layout: bool = True                   # measure fresh and aged fragmentation
+    test_file_bytes: int | None = None    # fragmentation test file (None: auto, see frag)
+
+    def aging_spec(self, profile: str | None = None) -> AgingSpec:
+        names = {f.name for f in dataclasses.fields(AgingSpec)}
+        data = {k: v for k, v in dataclasses.asdict(self).items() if k in names}
+        if profile is not None:
+            data["profile"] = profile
+        return AgingSpec(**data)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Spec":
+        names = [f.name for f in dataclasses.fields(cls)]
+        if not isinstance(data, dict):
+            raise AgingError("age spec must be a JSON object")
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise AgingError(f"age spec field {unknown[0]!r} is unknown: known fields are {', '.join(names)}")
+        spec = cls(**data)
+        spec.validate()
+        return spec
+
+    def validate(self) -> None:
+        """The checks that need no target: parameter ranges, and that the profile loads."""
+        from fsscope.aging.profile import load_profile
+
+        if not self.profile and not self.resume:
+            raise AgingError("aging: profile: missing (a shipped name or a .toml path)")
+        fullness = self.fullness
+        if self.profile and fullness is None:
+            fullness = load_profile(self.profile).fullness
+        _check_spec(self.aging_spec(self.profile or "small"), fullness if fullness is not None else 0.5)
+        if self.test_file_bytes is not None and self.test_file_bytes < 4096:
+            raise AgingError(f"aging: test_file_bytes: must be >= 4096, got {self.test_file_bytes}")
+
+
+def progress_info(event: dict) -> str:
+    """One line for a progress bar: phase, fullness, ops, ops/s, overwrites, p-values
+    (size/depth/age), e.g. ``stable · 80.1% full · 123,456 ops · 25,010/s · 1.12× written ·
+    p .93/.99/.51``."""
+    p = event.get("p_values") or {}
+    fits = "/".join("-" if p.get(name) is None else f"{p[name]:.2f}".lstrip("0")
+                    for name in ("size", "depth", "age"))
+    return (f"{event.get('phase', '')} · {event.get('fullness', 0):.1%} full · "
+            f"{event.get('ops', 0):,} ops · {event.get('ops_per_s', 0):,.0f}/s · "
+            f"{event.get('overwrites', 0):.2f}× written · p {fits}")
+
+
+def run(ctx, spec: Spec) -> dict:
+    target = getattr(ctx, "target", None)
+    dir_target = target is None or target.spec.kind == "dir"
+    if spec.resume and dir_target:
+        raise AgingError("aging: resume needs an --image or --device target: a directory target's "
+                         "work directory is removed after each run")
+    t0 = time.monotonic()
+    fresh = aged = None
+    result = None
+    with _filesystem(ctx, spec) as fs:
+        is_dir = fs.fs == "dir"
+        if is_dir and spec.capacity_bytes is None:
             raise AgingError("aging: capacity_bytes: a directory target has no file system of "
                              "its own; give the capacity to fill (e.g. --capacity 1G)")
+        root = Path(fs.workdir)
+        measure = spec.layout and not is_dir
+        profile = spec.profile
+        if spec.resume and not profile:
+            state = read_state(root)
+            profile = state["profile"]["name"] if state else "small"
+        goal = spec.fullness if spec.fullness is not None else _profile_fullness(profile, root, spec.resume)
+        test_bytes = spec.test_file_bytes
+        if measure:
+            from fsscope.layout.job import auto_test_file_bytes, measure_fragmentation, space_of
+
+            if test_bytes is None:  # one size for fresh and aged: a quarter of what aging leaves free
+                test_bytes = auto_test_file_bytes(space_of(root)["total_bytes"] * (1 - goal))
+            if spec.resume:
+                fresh = _previous_fresh(ctx)
+            elif read_state(root) is None:
+                ctx.emit("phase", name="fresh: free space + test file")
+                fresh = measure_fragmentation(fs, test_bytes)
+
         phase = {"name": ""}
 
         def on_progress(event: dict) -> None:
             if event["phase"] != phase["name"]:
                 phase["name"] = event["phase"]
                 ctx.emit("phase", name=f"aging: {event['phase']}")
-            ctx.progress(event["ops"], event.get("horizon_ops") or 0, **event)
+            if event["phase"] == "rapid":
+                done, total = min(event["fullness"], goal), goal
+            else:
+                done, total = event["ops"], event.get("horizon_ops") or 0
+            ctx.progress(done, total, info=progress_info(event), **event)
 
-        result = age(Path(fs.workdir), spec, on_progress=on_progress,
-                     cancelled=lambda: ctx.cancelled)
-    return result.to_json()
+        ctx.emit("phase", name="aging")
+        result = age(root, spec.aging_spec(profile), on_progress=on_progress,
+                     cancelled=lambda: ctx.cancelled, resume=spec.resume)
+        notes = _enospc_notes(root, result) if result.stop_reason == "enospc" and not is_dir else []
+        if measure:
+            ctx.emit("phase", name="aged: free space + test file")
+            aged = measure_fragmentation(fs, test_bytes, test_file=not ctx.cancelled)
+            if ctx.cancelled:
+                aged["test_file_error"] = "skipped: the run was cancelled"
+    report = result.to_json()
+    report["elapsed_total_s"] = round(time.monotonic() - t0, 3)
+    report["notes"] = notes
+    if dir_target:
+        return report
+    report["fresh"], report["aged"] = fresh, aged
+    report["inodes_used"] = (aged or {}).get("space", {}).get("inodes_used")
+    report["recipe"] = ctx.recipe.name if ctx.recipe is not None else None
+    report["fs"] = ctx.recipe.fs if ctx.recipe is not None else None
+    report["target"] = target.spec.to_dict() | {"describe": target.spec.describe()}
+    report["image"] = str(target.image_path) if target.image_path else None
+    report["restores"] = list(target.restores)
+    report["snapshot"] = _snapshot(ctx, spec, target)
+    report["run_id"] = ctx.run_dir.id
+    return report
+
+
+@contextmanager
+def _filesystem(ctx, spec: Spec):
+    """The file system to age: fresh (or restored from a snapshot), or the kept one (resume)."""
+    target = getattr(ctx, "target", None)
+    if not spec.resume or target.spec.snapshot:
+        with ctx.fresh_fs() as fs:
+            yield fs
+        return
+    ctx.emit("phase", name="mount the kept image (no mkfs)")
+    fs = target.mount_existing()
+    try:
+        yield fs
+    finally:
+        target.unmount()
+
+
+def _enospc_notes(root: Path, result) -> list[str]:
+    """Why the file system was full: out of inodes is a different story from out of blocks."""
+    vfs = os.statvfs(root)
+    if vfs.f_files and vfs.f_ffree <= max(16, vfs.f_files // 1000):
+        from fsscope.aging.profile import human_bytes
+
+        mean = human_bytes(result.live_bytes / result.live_files) if result.live_files else "?"
+        return [f"out of inodes, not blocks: {vfs.f_files - vfs.f_ffree:,} of {vfs.f_files:,} in use. "
+                f"The profile's files (mean {mean}) are smaller than the space mkfs set aside per inode; "
+                "give it more inodes (ext4: --mkfs-opts '-i 4096') or use a file system that allocates "
+                "inodes as needed (xfs, btrfs)"]
+    return []
+
+
+def _profile_fullness(profile: str, root: Path, resume: bool) -> float:
+    if resume:
+        state = read_state(root)
+        if state is not None:
+            return float(state["fullness"])
+    from fsscope.aging.profile import load_profile
+
+    return load_profile(profile).fullness
+
+
+def _previous_fresh(ctx) -> dict | None:
+    """The fresh measurement of the newest earlier run that aged this image (or snapshot)."""
+    from fsscope import store
+
+    spec = ctx.target.spec
+    for run in reversed(store.list_runs(ctx.run_dir.path.parent)):
+        if run.id == ctx.run_dir.id or run.manifest().get("job") != "age":
+            continue
+        report = run.report() or {}
+        if not report.get("fresh"):
+            continue
+        earlier = report.get("target") or {}
+        same_image = spec.kind != "ram" and earlier.get("path") == spec.path and earlier.get("kind") == spec.kind
+        from_snapshot = spec.snapshot and (report.get("snapshot") or {}).get("path") == spec.snapshot
+        if same_image or from_snapshot:
+            return report["fresh"] | {"from_run": run.id}
+    return None
+
+
+def _snapshot(ctx, spec: Spec, target) -> dict | None:
+    """Copy the unmounted aged image to ``spec.snapshot_path`` (atomically: temp + rename)."""
+    if not spec.snapshot_path:
+        return None
+    dest = Path(spec.snapshot_path)
+    if ctx.cancelled:
+        return {"path": str(dest), "skipped": "the run was cancelled: resume it, then snapshot"}
+    from fsscope.targets import image
+
+    source = target.image_path or Path(target.device)
+    ctx.emit("phase", name=f"snapshot → {dest}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".partial")
+    t0 = time.monotonic()
+    try:
+        method = image.copy_image(source, tmp)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    st = os.stat(dest)
+    return {"path": str(dest), "method": method, "size_bytes": st.st_size,
+            "allocated_bytes": st.st_blocks * 512, "seconds": round(time.monotonic() - t0, 3)}

@@ -32,6 +32,9 @@ def add_target_args(parser: argparse.ArgumentParser, *, dir_allowed: bool = True
                        help="image or RAM size (default 2G; XFS needs at least 300M)")
     group.add_argument("--mountpoint", metavar="DIR", help="where to mount (default: under fsscope's state dir)")
     group.add_argument("--yes-destroy", metavar="DEV", help="confirm destroying DEV's existing signature; must name the same device")
+    group.add_argument("--from-snapshot", metavar="PATH", default="",
+                       help="restore this aged image (from 'fsscope age --snapshot') before each run instead of "
+                       "mkfs, so every run starts from the same aged state; its fs must match the recipe")
     rgroup = parser.add_argument_group("recipe")
     rgroup.add_argument("--recipe", metavar="NAME|PATH", help="file-system recipe (see 'fsscope recipes')")
     rgroup.add_argument("--mkfs-opts", default="", metavar='"OPTS"', help='extra mkfs options for this run, e.g. "-i size=1024"')
@@ -66,14 +69,17 @@ def recipe_from_args(args, *, default: str | None = None) -> Recipe | None:
 def target_from_args(args, *, default_kind: str | None = None) -> TargetSpec:
     """The TargetSpec the options name; with none given, ``default_kind`` (ram) or an error."""
     size = args.size
+    snap = os.path.abspath(args.from_snapshot) if getattr(args, "from_snapshot", "") else ""
     if args.device:
-        return TargetSpec("device", args.device, size, args.mountpoint or "", args.yes_destroy)
+        return TargetSpec("device", args.device, size, args.mountpoint or "", args.yes_destroy, snap)
     if args.image:
-        return TargetSpec("image", os.path.abspath(args.image), size, args.mountpoint or "", args.yes_destroy)
+        if os.path.isfile(args.image):  # an existing image keeps its size (--size makes new ones)
+            size = os.path.getsize(args.image)
+        return TargetSpec("image", os.path.abspath(args.image), size, args.mountpoint or "", args.yes_destroy, snap)
     if args.ram:
-        return TargetSpec("ram", "", size, args.mountpoint or "")
+        return TargetSpec("ram", "", size, args.mountpoint or "", snapshot=snap)
     if getattr(args, "dir", None):
-        return TargetSpec("dir", os.path.abspath(args.dir), size)
+        return TargetSpec("dir", os.path.abspath(args.dir), size, snapshot=snap)
     if default_kind:
-        return TargetSpec(default_kind, "", size, args.mountpoint or "")
+        return TargetSpec(default_kind, "", size, args.mountpoint or "", snapshot=snap)
     raise FsscopeError("name a target: --device DEV, --image PATH, --ram or --dir PATH")

@@ -21,6 +21,8 @@ JOBS: dict[str, tuple[str, str]] = {
     "probe": ("fsscope.workloads.probe_job", "per-syscall latency of creat() & co. on fresh file systems"),
     "bench": ("fsscope.workloads.bench_job", "throughput personality runs and their variation (Throughput-N, relative range)"),
     "syncwrite": ("fsscope.workloads.syncwrite_job", "synchronous-write buffer sweep: throughput vs latency per buffer size"),
+    "age": ("fsscope.aging.job", "profile-driven aging (Geriatrix): churn to a profile, fit, fresh vs aged fragmentation, snapshot"),
+    "frag": ("fsscope.layout.job", "free-space extent histogram and a large test file's fragments (fresh or --from-snapshot)"),
 }
 
 

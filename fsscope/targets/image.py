@@ -56,3 +56,28 @@ def attach(image: Path, journal: Journal, group: str) -> tuple[str, bool]:
     dio = Path(f"/sys/block/{Path(dev).name}/loop/dio")
     direct_io = dio.exists() and dio.read_text().strip() == "1"
     return dev, direct_io
+
+
+def copy_image(source: Path, dest: Path) -> str:
+    """Copy an image file (a snapshot, or a restore from one) with ``cp --reflink=auto
+    --sparse=always``; returns "reflink" when the copy shares the source's blocks (the
+    backing file system cloned it: instant, no extra space) or "copy" (a sparse byte copy).
+    Which one it was is read back from the copy's extents (FIEMAP's shared flag)."""
+    tools.run("cp", "--reflink=auto", "--sparse=always", str(source), str(dest))
+    return "reflink" if _shares_blocks(dest) else "copy"
+
+
+def _shares_blocks(path: Path) -> bool:
+    from fsscope.layout import fiemap  # lazy: numpy, only when a copy is made
+
+    try:
+        exts = fiemap.extents(path, sync=False)
+    except (OSError, FsscopeError):  # no FIEMAP here (tmpfs): then nothing can be shared either
+        return False
+    return bool(len(exts)) and bool((exts["flags"] & fiemap.FIEMAP_EXTENT_SHARED).any())
+
+
+def write_onto_device(source: Path, device: str) -> str:
+    """Write an image onto a block device, every byte (holes as zeros), flushed; returns "device write"."""
+    tools.run("dd", f"if={source}", f"of={device}", "bs=4M", "conv=fsync,notrunc", "status=none")
+    return "device write"

@@ -7,6 +7,13 @@
         fs = target.format_and_mount()        # another fresh one on the same device
     # everything undone, in reverse order, even on error or signal
 
+With ``TargetSpec.snapshot`` (an aged image kept by ``fsscope age``) every
+``format_and_mount()`` restores the snapshot instead of running mkfs: image and RAM targets
+detach their loop device, copy the snapshot over the image (``cp --reflink=auto
+--sparse=always``) and attach again; device targets get it written onto the device. So every
+run starts from the same aged state. ``mount_existing()`` mounts what the target already
+holds (resuming an aging run on a kept image).
+
 Every attach, mount and scratch path is written to the state journal before it is made, so a
 killed process leaves nothing that ``fsscope cleanup`` cannot undo.
 """
@@ -39,23 +46,30 @@ class TargetSpec:
     size_bytes: int = DEFAULT_SIZE_BYTES
     mountpoint: str = ""
     yes_destroy: str | None = None
+    snapshot: str = ""  # an image restored before each mount instead of mkfs ("" = mkfs)
 
     def __post_init__(self):
         if self.kind not in TARGET_KINDS:
             raise FsscopeError(f"unknown target kind '{self.kind}' (one of {', '.join(TARGET_KINDS)})")
         if self.kind != "ram" and not self.path:
             raise FsscopeError(f"a {self.kind} target needs a path")
+        if self.snapshot and self.kind == "dir":
+            raise FsscopeError("--from-snapshot needs a target fsscope writes an image onto "
+                               "(--image, --ram or --device), not --dir")
 
     def describe(self) -> str:
         if self.kind == "ram":
-            return f"RAM image ({self.size_bytes // 2**20} MiB in {RAM_DIR})"
-        if self.kind == "image":
-            return f"image {self.path} ({self.size_bytes // 2**20} MiB)"
-        return f"{self.kind} {self.path}"
+            text = f"RAM image ({self.size_bytes // 2**20} MiB in {RAM_DIR})"
+        elif self.kind == "image":
+            text = f"image {self.path} ({self.size_bytes // 2**20} MiB)"
+        else:
+            text = f"{self.kind} {self.path}"
+        return f"{text} from snapshot {self.snapshot}" if self.snapshot else text
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "path": self.path, "size_bytes": self.size_bytes,
-                "mountpoint": self.mountpoint, "yes_destroy": self.yes_destroy}
+                "mountpoint": self.mountpoint, "yes_destroy": self.yes_destroy,
+                "snapshot": self.snapshot}
 
     @classmethod
     def from_dict(cls, data: dict) -> TargetSpec:
@@ -95,6 +109,7 @@ class Target:
         self.commands: list[tools.CommandRecord] = []
         self.formats = 0
         self.scheduler_before = ""
+        self.restores: list[dict] = []  # one per snapshot restore: how, and inodes in use after
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> Target:
@@ -128,16 +143,48 @@ class Target:
         filesystem.check_supported(recipe)
         if os.geteuid() != 0:
             raise FsscopeError(f"formatting a {spec.kind} target needs root; without root use --dir PATH")
+        if spec.snapshot:
+            self._check_snapshot()
         if recipe.fs == "tmpfs":
             return  # mounted straight from RAM, no device
         if spec.kind == "device":
-            devices.check_formattable(spec.path, spec.yes_destroy)
+            device = devices.check_formattable(spec.path, spec.yes_destroy)
+            if spec.snapshot and os.path.getsize(spec.snapshot) > device.size_bytes:
+                raise FsscopeError(f"--from-snapshot {spec.snapshot} ({os.path.getsize(spec.snapshot)} bytes) "
+                                   f"does not fit on {spec.path} ({device.size_bytes} bytes)")
             self.device = spec.path
+            self._set_scheduler()
         else:
             self.image_path = self._image()
-            self.device, self.direct_io = image.attach(self.image_path, self.journal, self.group)
-        if recipe.prep.io_scheduler:
-            self.scheduler_before = filesystem.set_scheduler(self.device, recipe.prep.io_scheduler)
+            if not spec.snapshot:  # with a snapshot, the restore attaches the copied image
+                self._attach()
+
+    def _attach(self) -> None:
+        self.device, self.direct_io = image.attach(self.image_path, self.journal, self.group)
+        self._set_scheduler()
+
+    def _set_scheduler(self) -> None:
+        if self.recipe.prep.io_scheduler:
+            before = filesystem.set_scheduler(self.device, self.recipe.prep.io_scheduler)
+            self.scheduler_before = self.scheduler_before or before
+
+    def _check_snapshot(self) -> None:
+        """Refuse, before anything is touched, a snapshot that is missing or not the recipe's fs."""
+        snap = Path(self.spec.snapshot)
+        if self.recipe.fs == "tmpfs":
+            raise FsscopeError("--from-snapshot: the tmpfs recipe has no image to restore; "
+                               "use the recipe the snapshot was aged with")
+        if not snap.is_file():
+            raise FsscopeError(f"--from-snapshot {snap}: no such image file "
+                               "(make one with 'fsscope age ... --snapshot PATH')")
+        if self.spec.kind == "image" and snap.resolve() == Path(self.spec.path).resolve():
+            raise FsscopeError(f"--from-snapshot {snap} is the target image itself: "
+                               "restore it into another --image")
+        found = devices._signature(str(snap))  # noqa: SLF001 - the same blkid probe
+        if found != self.recipe.fs:
+            what = f"holds {found}" if found else "carries no file-system signature"
+            raise FsscopeError(f"--from-snapshot {snap} {what}, but recipe {self.recipe.name} "
+                               f"is {self.recipe.fs}: pass the recipe it was aged with")
 
     def _image(self) -> Path:
         spec = self.spec
@@ -162,7 +209,42 @@ class Target:
         return path
 
     def format_and_mount(self) -> MountedFS:
-        """A fresh file system on the target (mkfs + hygiene + mount), or a fresh directory."""
+        """A fresh file system on the target (mkfs + hygiene + mount), or a fresh directory.
+        With a snapshot: the snapshot restored and mounted, no mkfs."""
+        return self._mount(make_fs=True)
+
+    def mount_existing(self) -> MountedFS:
+        """Mount the file system the target already holds, without mkfs (e.g. to resume aging
+        a kept image). Refuses when it holds no file system of the recipe's type."""
+        if self.spec.kind == "dir" or self.recipe.fs == "tmpfs":
+            raise FsscopeError(f"a {self.spec.kind if self.spec.kind == 'dir' else 'tmpfs'} target "
+                               "keeps no file system between runs: nothing to mount again")
+        if self.device is None and self.image_path is not None:
+            self._attach()
+        found = devices._signature(self.device)  # noqa: SLF001 - the same blkid probe
+        if found != self.recipe.fs:
+            what = f"holds {found}" if found else "holds no file system"
+            raise FsscopeError(f"{self.spec.path or self.device} {what}, not {self.recipe.fs}: "
+                               "nothing to mount again (age it first, or pass its recipe)")
+        return self._mount(make_fs=False)
+
+    def _restore_snapshot(self) -> None:
+        """Put the snapshot on the target: detach, copy over the image, attach (image/RAM),
+        or write it onto the device. The loop attach is journalled before it happens."""
+        snap = Path(self.spec.snapshot)
+        if self.spec.kind == "device":
+            method = image.write_onto_device(snap, self.device)
+        else:
+            for entry in self.journal.entries(group=self.group):
+                if entry.kind == "loop":
+                    undo(entry)
+                    self.journal.forget(entry)
+            self.device = None
+            method = image.copy_image(snap, self.image_path)
+            self._attach()
+        self.restores.append({"snapshot": str(snap), "method": method})
+
+    def _mount(self, *, make_fs: bool) -> MountedFS:
         if self.mounted is not None:
             self.unmount()
         self.formats += 1
@@ -179,12 +261,18 @@ class Target:
             mountpoint.mkdir(parents=True)
         elif filesystem.mount_options(str(mountpoint)) and self.mounted is None:
             raise FsscopeError(f"--mountpoint {mountpoint}: something is already mounted there")
-        if recipe.fs != "tmpfs":
+        if make_fs and self.spec.snapshot:
+            self._restore_snapshot()
+        elif make_fs and recipe.fs != "tmpfs":
             filesystem.mkfs(recipe, self.device)
         self.journal.record("mount", self.group, mountpoint=str(mountpoint), source=self.device or "tmpfs")
         filesystem.mount(recipe, self.device or "tmpfs", str(mountpoint), self.spec.size_bytes)
         self.mounted = MountedFS(recipe.fs, self.device, str(mountpoint), mountpoint,
                                  filesystem.mount_options(str(mountpoint)))
+        if make_fs and self.spec.snapshot:
+            vfs = os.statvfs(mountpoint)
+            self.restores[-1]["inodes_used"] = vfs.f_files - vfs.f_ffree
+            self.restores[-1]["used_bytes"] = (vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize
         return self.mounted
 
     def remount(self) -> None:
@@ -218,7 +306,7 @@ class Target:
         """What went into this target, for the run manifest."""
         return {"spec": self.spec.to_dict(),
                 "recipe": self.recipe.to_dict() if self.recipe else None,
-                "device": self.device, "direct_io": self.direct_io,
+                "device": self.device, "direct_io": self.direct_io, "restores": self.restores,
                 "image": str(self.image_path) if self.image_path else None,
                 "mounted": self.mounted.to_dict() if self.mounted else None,
                 "commands": [{"argv": list(c.argv), "rc": c.rc, "duration_s": round(c.duration_s, 4),

@@ -1,0 +1,509 @@
+"""``fsscope age``, ``fsscope frag`` and ``fsscope profile capture|show|list``: aging a target to
+a profile, fragmentation of fresh and aged file systems, and the profiles themselves."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from fsscope.cli.common import add_target_args, parse_size, recipe_from_args, target_from_args
+from fsscope.cli.headless import run_job
+from fsscope.cli.render import RENDERERS
+from fsscope.errors import FsscopeError
+from fsscope.units import format_bytes
+
+AGE_DESCRIPTION = """\
+Age a file system the way years of use would (Geriatrix method, Kadekodi et al. ATC 2018):
+format the target once, then create and delete files until the tree matches an aging
+profile's file-size, directory-depth and relative-age distributions at the target fullness.
+
+Rapid phase: creates only, up to the fullness. Stable phase: a seeded fair coin between
+create and delete, each picking the bucket furthest from its target share. Every choice
+follows --seed, so the same seed, profile and empty file system give the same operation
+sequence (its sha256 is recorded). It stops at the first of: --max-minutes, --confidence
+(every distribution's chi-squared p-value >= C), --max-overwrites; with none of them, at the
+paper's convergence bound. A full file system (ENOSPC) is a normal stop, explained.
+
+Before and after aging it measures fragmentation the same way: the free-space extent
+histogram and the fragments of a large test file (written, mapped with FIEMAP, deleted).
+On an image target the aged image stays on disk, unmounted: '--resume' ages it further
+with new stop conditions (no mkfs), and a snapshot (IMAGE.aged by default; reflink where
+the backing file system can) lets measurement jobs start every run from the same aged
+state with '--from-snapshot'."""
+
+AGE_EPILOG = """\
+examples:
+  fsscope age --image /var/tmp/aged.img --size 1G --profile small --fullness 0.8
+  fsscope age --image /var/tmp/aged.img --resume --confidence 0.9 --max-minutes 10
+  fsscope age --recipe xfs-default --image /var/tmp/x.img --size 2G --profile agrawal --max-overwrites 2 --jobs 4
+  fsscope probe --image /var/tmp/run.img --from-snapshot /var/tmp/aged.img.aged --runs 5
+  fsscope compare FRESH_PROBE_RUN AGED_PROBE_RUN
+  fsscope profile capture /srv/data -o prod.toml && fsscope age --image t.img --profile prod.toml
+
+--jobs N: worker processes carry out the same seeded operation sequence (same op-log hash),
+  but their interleaving on disk differs from run to run, so block placement may too.
+--fallocate: allocates blocks without writing data (posix_fallocate): faster, and every op
+  reaches the allocator at once, but extents stay unwritten, delayed allocation and writeback
+  merging are skipped, and copy-on-write/log-structured layouts are not exercised as by writes."""
+
+FRAG_DESCRIPTION = """\
+Fragmentation of a file system: its free-space extent histogram (e2freefrag for ext4, freesp
+for xfs, the extent tree for btrfs) and the fragments of a large test file written
+sequentially and mapped with FIEMAP (then deleted). On a fresh file system, or on an aged
+one with --from-snapshot — the same measurement 'fsscope age' makes before and after aging."""
+
+FRAG_EPILOG = """\
+examples:
+  fsscope frag --recipe xfs-default --ram --size 1G
+  fsscope frag --image /var/tmp/run.img --from-snapshot /var/tmp/aged.img.aged --test-file 64M"""
+
+PROFILE_DESCRIPTION = """\
+Aging profiles: file-size, directory-depth and relative-age distributions and a default
+fullness (recipes/aging/*.toml: eight published ones and 'small'). 'capture' walks a real tree
+(one device, symlinks not followed, unreadable entries counted) and writes a profile of it."""
+
+BAR = "█"
+BAR_WIDTH = 30
+out_console = Console() if sys.stdout.isatty() else Console(width=160)
+chatter = Console(stderr=True)
+
+
+# ---------------------------------------------------------------- argument types
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text}")
+    return value
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+# ---------------------------------------------------------------- rendering helpers
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x * 100:.1f}%"
+
+
+def _p(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _bar(fraction: float, top: float, style: str) -> str:
+    n = 0 if not top else int(round(fraction / top * BAR_WIDTH))
+    return f"[{style}]{BAR * n}[/]" if n else ""
+
+
+def _fit_bar(target: float, actual: float, top: float) -> str:
+    """The actual share as a bar, the target share as a mark "┃" on the same line."""
+    n_actual = 0 if not top else int(round(actual / top * BAR_WIDTH))
+    n_target = 0 if not top else min(BAR_WIDTH, int(round(target / top * BAR_WIDTH)))
+    cells = [BAR if i < n_actual else " " for i in range(BAR_WIDTH + 1)]
+    mark = max(0, n_target - 1) if n_target else 0
+    cells[mark] = "[bold yellow]┃[/]"
+    return "[cyan]" + "".join(cells).rstrip() + "[/]"
+
+
+def _size(value) -> str:
+    from fsscope.aging.profile import human_bytes
+
+    return "-" if value is None else human_bytes(value)
+
+
+def ratio_text(r: float) -> str:
+    """3 significant digits without exponents: 0.0123×, 1.5×, 1,642×."""
+    if r >= 1000:
+        return f"{r:,.0f}×"
+    if r >= 0.001 or r == 0:
+        return f"{r:.3g}×"
+    return "<0.001×"
+
+
+def _ratio(a, b) -> str:
+    if a is None or b is None or not a:
+        return "-"
+    return ratio_text(b / a)
+
+
+def render_fit(name: str, fit: dict, console: Console) -> None:
+    """One distribution, target against actual, with bars."""
+    titles = {"size": "file size", "depth": "directory depth", "age": "relative age (youngest first)"}
+    table = Table(title=f"{titles.get(name, name)}: chi-squared p = {_p(fit.get('p_value'))}",
+                  title_justify="left")
+    for col, justify in (("bucket", "right"), ("target", "right"), ("actual", "right"), ("files", "right"),
+                         ("actual █  target ┃", "left")):
+        table.add_column(col, justify=justify, no_wrap=True)
+    targets, actuals = fit.get("target") or [], fit.get("actual") or []
+    top = max([*targets, *actuals, 0.0])
+    counts = fit.get("counts") or [None] * len(targets)
+    for label, t, a, c in zip(fit.get("labels") or [], targets, actuals, counts):
+        table.add_row(str(label), _pct(t), _pct(a), "-" if c is None else f"{c:,}", _fit_bar(t, a, top))
+    console.print(table)
+
+
+def _frag_rows(fresh: dict | None, aged: dict | None):
+    from fsscope.layout.job import summary_rows
+
+    f, a = summary_rows(fresh), summary_rows(aged)
+    size = _size
+    num = lambda v: "-" if v is None else f"{v:,}"  # noqa: E731
+    test_size = f.get("test_file_bytes") or a.get("test_file_bytes")
+    return [
+        ("fullness", _pct(f["fullness"]), _pct(a["fullness"]), ""),
+        ("free space", size(f["free_bytes"]), size(a["free_bytes"]), _ratio(f["free_bytes"], a["free_bytes"])),
+        ("free extents", num(f["free_extents"]), num(a["free_extents"]), _ratio(f["free_extents"], a["free_extents"])),
+        ("largest free extent", size(f["largest_free_extent_bytes"]), size(a["largest_free_extent_bytes"]),
+         _ratio(f["largest_free_extent_bytes"], a["largest_free_extent_bytes"])),
+        ("mean free extent", size(f["mean_free_extent_bytes"]), size(a["mean_free_extent_bytes"]),
+         _ratio(f["mean_free_extent_bytes"], a["mean_free_extent_bytes"])),
+        (f"test file ({size(test_size)}) fragments", num(f["test_file_fragments"]), num(a["test_file_fragments"]),
+         _ratio(f["test_file_fragments"], a["test_file_fragments"])),
+        ("test file extents", num(f["test_file_extents"]), num(a["test_file_extents"]),
+         _ratio(f["test_file_extents"], a["test_file_extents"])),
+        ("test file d-span", size(f["test_file_d_span_bytes"]), size(a["test_file_d_span_bytes"]),
+         _ratio(f["test_file_d_span_bytes"], a["test_file_d_span_bytes"])),
+        ("test file layout index", _p(f["test_file_layout_index"]), _p(a["test_file_layout_index"]), ""),
+    ]
+
+
+def render_histograms(named: list[tuple[str, dict | None]], console: Console, title: str) -> None:
+    """Free-extent histograms side by side on their shared power-of-two grid."""
+    hists = [(name, (m or {}).get("free_space")) for name, m in named]
+    if not any(h for _, h in hists):
+        return
+    lowers = sorted({lo for _, h in hists if h for lo in h.get("bucket_lower_bytes", [])})
+    table = Table(title=title, title_justify="left")
+    table.add_column("extent size", justify="right", no_wrap=True)
+    for name, _ in hists:
+        table.add_column(f"{name} n".strip(), justify="right", no_wrap=True)
+        table.add_column(f"{name} bytes".strip(), justify="right", no_wrap=True)
+    for lo in lowers:
+        row = [f"{_size(lo)}–{_size(lo * 2)}"]
+        for _, h in hists:
+            if not h or lo not in h.get("bucket_lower_bytes", []):
+                row += ["-", "-"]
+                continue
+            i = h["bucket_lower_bytes"].index(lo)
+            row += [f"{h['bucket_extent_counts'][i]:,}", _size(h["bucket_free_bytes"][i])]
+        table.add_row(*row)
+    console.print(table)
+
+
+def _errors(label: str, m: dict | None, console: Console) -> None:
+    for key in ("free_space_error", "test_file_error"):
+        if m and m.get(key):
+            console.print(f"[dim]{label} {key.replace('_error', '').replace('_', ' ')}: {m[key]}[/]",
+                          highlight=False)
+
+
+def render_age(report: dict, console: Console) -> None:
+    where = report.get("recipe") or report.get("fs") or "a directory"
+    target = (report.get("target") or {}).get("describe", "")
+    resumed = " (resumed)" if report.get("resumed") else ""
+    console.print(f"[bold]aged[/] with profile [bold]{report.get('profile')}[/] (seed {report.get('seed')}) "
+                  f"on [bold]{where}[/] {target}{resumed}", highlight=False)
+    style = {"enospc": "yellow", "cancelled": "yellow", "no_room": "yellow"}.get(report.get("stop_reason"), "green")
+    console.print(f"stopped: [{style}]{report.get('stop_reason')}[/] — {report.get('stop_note')}", highlight=False)
+    bound = report.get("convergence_ops")
+    console.print(
+        f"{report.get('ops', 0):,} ops ({report.get('session_ops', 0):,} this session) in "
+        f"{report.get('elapsed_s', 0):.1f} s = [bold]{report.get('ops_per_s', 0):,.0f}[/] ops/s · "
+        f"fullness [bold]{_pct(report.get('fullness'))}[/] (target {_pct(report.get('target_fullness'))}) · "
+        f"overwrites {report.get('overwrites', 0):.2f}× · {report.get('live_files', 0):,} live files "
+        f"({format_bytes(report.get('live_bytes') or 0)})"
+        + (f" · convergence bound T = {bound:,} ops" if bound else ""), highlight=False)
+    fits = report.get("fit") or {}
+    for name in ("size", "depth", "age"):
+        if name in fits:
+            render_fit(name, fits[name], console)
+    console.print("fit: " + ", ".join(f"{name} p = {_p((fits.get(name) or {}).get('p_value'))}"
+                                      for name in ("size", "depth", "age")), highlight=False)
+    fresh, aged = report.get("fresh"), report.get("aged")
+    if fresh or aged:
+        table = Table(title="fragmentation: fresh vs aged", title_justify="left")
+        for col in ("", "fresh", "aged", "aged / fresh"):
+            table.add_column(col, justify="right", no_wrap=True)
+        for row in _frag_rows(fresh, aged):
+            table.add_row(*row)
+        console.print(table)
+        if fresh and fresh.get("from_run"):
+            console.print(f"[dim]fresh numbers from run {fresh['from_run']} (this run resumed the aged image)[/]")
+        render_histograms([("fresh", fresh), ("aged", aged)], console, "free-space extent histogram")
+        _errors("fresh", fresh, console)
+        _errors("aged", aged, console)
+    snap = report.get("snapshot")
+    if snap and snap.get("method"):
+        console.print(f"snapshot: [bold]{snap['path']}[/] ({snap['method']}, {format_bytes(snap['size_bytes'])} "
+                      f"apparent, {format_bytes(snap['allocated_bytes'])} allocated, {snap['seconds']:.1f} s) — "
+                      f"measure on it with --from-snapshot {snap['path']}", highlight=False)
+    elif snap and snap.get("skipped"):
+        console.print(f"[yellow]no snapshot[/]: {snap['skipped']}")
+    if report.get("image"):
+        kind = (report.get("target") or {}).get("kind")
+        if kind == "image":
+            console.print(f"aged image kept (unmounted): {report['image']} — age further with --resume",
+                          highlight=False)
+    for note in report.get("notes") or []:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    if report.get("stop_reason") == "enospc":
+        console.print("[yellow]note:[/] the file system filled up before the plan did — a normal outcome: some "
+                      "file systems cannot sustain some profiles at some fullness (metadata, block rounding). "
+                      "The aged tree is consistent and usable.", highlight=False)
+    if (report.get("jobs") or 1) > 1:
+        console.print(f"[dim]note: {report['jobs']} workers ran the same seeded operation sequence (same op-log "
+                      "hash); their interleaving on disk differs between runs, so block placement may too[/]")
+    if report.get("fallocate"):
+        console.print("[dim]note: --fallocate allocated blocks without writing data: unwritten extents, no delayed "
+                      "allocation or writeback merging; copy-on-write/log-structured layouts not exercised as by "
+                      "writes[/]")
+    console.print(f"[dim]op log sha256 {report.get('op_log_sha256')}[/]")
+
+
+def render_frag(report: dict, console: Console) -> None:
+    from fsscope.layout.job import summary_rows
+
+    where = report.get("recipe") or report.get("fs") or "?"
+    target = (report.get("target") or {}).get("describe", "")
+    console.print(f"[bold]fragmentation[/] of {where} on {target}", highlight=False)
+    rows = summary_rows(report)
+    table = Table(show_header=False)
+    table.add_column(justify="right")
+    table.add_column(justify="right")
+    size = _size
+    table.add_row("fullness", _pct(rows["fullness"]))
+    table.add_row("free space", size(rows["free_bytes"]))
+    table.add_row("free extents", "-" if rows["free_extents"] is None else f"{rows['free_extents']:,}")
+    table.add_row("largest free extent", size(rows["largest_free_extent_bytes"]))
+    table.add_row("mean free extent", size(rows["mean_free_extent_bytes"]))
+    table.add_row(f"test file ({size(rows['test_file_bytes'])}) fragments",
+                  "-" if rows["test_file_fragments"] is None else f"{rows['test_file_fragments']:,}")
+    table.add_row("test file d-span", size(rows["test_file_d_span_bytes"]))
+    table.add_row("test file layout index", _p(rows["test_file_layout_index"]))
+    console.print(table)
+    render_histograms([("", report)], console, "free-space extent histogram")
+    _errors("", report, console)
+    for restore in report.get("restores") or []:
+        console.print(f"[dim]restored {restore.get('snapshot')} ({restore.get('method')}): "
+                      f"{restore.get('inodes_used')} inodes in use[/]", highlight=False)
+
+
+RENDERERS["age"] = render_age
+RENDERERS["frag"] = render_frag
+
+
+# ---------------------------------------------------------------- commands
+
+def _profile_arg(text: str) -> str:
+    """A shipped name stays a name; a file becomes an absolute path (the job runs elsewhere)."""
+    from fsscope.aging.profile import find_profile, load_profile
+
+    load_profile(text)  # a bad profile: one line naming the file and field, before anything starts
+    candidate = Path(text)
+    if candidate.suffix == ".toml" or candidate.exists():
+        return str(find_profile(text).resolve())
+    return text
+
+
+def cmd_age(args) -> int:
+    from fsscope.aging.job import Spec
+
+    target = target_from_args(args, default_kind="ram")
+    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    if args.resume:
+        if target.kind in ("ram", "dir") and not target.snapshot:
+            raise FsscopeError(f"--resume needs the kept aged image (--image PATH or --device DEV): a {target.kind} "
+                               "target is removed after each run")
+        if target.kind == "image" and not target.snapshot and not os.path.isfile(target.path):
+            raise FsscopeError(f"--resume: {target.path}: no such image to resume (age it first)")
+    if target.kind == "dir" and args.capacity is None:
+        raise FsscopeError("--dir needs --capacity SIZE: a directory has no file system of its own to fill")
+    if target.kind != "dir" and args.capacity is not None:
+        raise FsscopeError("--capacity is for --dir targets only: a formatted target is filled to its own size")
+    profile = _profile_arg(args.profile) if args.profile else ("" if args.resume else "small")
+    if args.no_snapshot:
+        snapshot = ""
+    elif args.snapshot:
+        snapshot = os.path.abspath(args.snapshot)
+    elif target.kind == "image":
+        snapshot = target.path + ".aged"
+    else:
+        snapshot = ""
+    if snapshot and target.kind == "dir":
+        raise FsscopeError("--snapshot needs an image, RAM or device target, not --dir")
+    if snapshot and target.kind == "image" and os.path.abspath(snapshot) == target.path:
+        raise FsscopeError("--snapshot names the target image itself: choose another path")
+    spec = Spec(profile=profile, fullness=args.fullness, seed=args.seed,
+                max_seconds=args.max_minutes * 60 if args.max_minutes else None,
+                confidence=args.confidence, max_overwrites=args.max_overwrites, fallocate=args.fallocate,
+                jobs=args.jobs, capacity_bytes=args.capacity, resume=args.resume, snapshot_path=snapshot,
+                test_file_bytes=args.test_file)
+    spec.validate()
+    return run_job("age", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_age)
+
+
+def cmd_frag(args) -> int:
+    from fsscope.layout.job import Spec
+
+    target = target_from_args(args, default_kind="ram")
+    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    spec = Spec(test_file_bytes=args.test_file)
+    return run_job("frag", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_frag)
+
+
+def render_profile(profile, console: Console) -> None:
+    from fsscope.aging.profile import distributions
+
+    console.print(f"[bold]profile {profile.name}[/]: default fullness {profile.fullness:.0%}", highlight=False)
+    if profile.description:
+        console.print(f"  {profile.description}", highlight=False)
+    if profile.provenance:
+        console.print(f"  [dim]{profile.provenance}[/]", highlight=False)
+    titles = {"size": "file size", "depth": "directory depth", "age": "relative age (youngest first)"}
+    for key, rows in distributions(profile).items():
+        table = Table(title=titles[key], title_justify="left")
+        table.add_column("bucket", justify="right", no_wrap=True)
+        table.add_column("share", justify="right", no_wrap=True)
+        if key == "depth":
+            table.add_column("subdirs", justify="right", no_wrap=True)
+        table.add_column("", no_wrap=True)
+        top = max(r["fraction"] for r in rows)
+        for r in rows:
+            cells = [r["label"], _pct(r["fraction"])]
+            if key == "depth":
+                cells.append(str(r["subdirs"]))
+            table.add_row(*cells, _bar(r["fraction"], top, "cyan"))
+        console.print(table)
+
+
+def cmd_profile_list(args) -> int:
+    from fsscope.aging.profile import list_profiles, load_profile, profiles_dir
+
+    table = Table(title=f"Aging profiles in {profiles_dir()} (use --profile NAME, or a path to your own .toml)",
+                  title_justify="left")
+    for col in ("name", "fullness", "sizes", "depths", "age buckets", "description"):
+        table.add_column(col, overflow="fold")
+    for name in list_profiles():
+        try:
+            p = load_profile(name)
+        except FsscopeError as exc:
+            table.add_row(name, "-", "-", "-", "-", f"[red]{exc}[/]")
+            continue
+        table.add_row(p.name, f"{p.fullness:.0%}",
+                      f"{len(p.size_bytes)}: {format_bytes(p.size_bytes[0])}–{format_bytes(p.size_bytes[-1])}",
+                      f"{p.depths[0]}–{p.depths[-1]}", str(len(p.age_cutoffs)), p.description)
+    out_console.print(table)
+    return 0
+
+
+def cmd_profile_show(args) -> int:
+    from fsscope.aging.profile import load_profile
+
+    render_profile(load_profile(args.profile), out_console)
+    return 0
+
+
+def cmd_profile_capture(args) -> int:
+    from fsscope.aging.profile import ProfileError, profile_from_scan, save_profile, scan_tree
+
+    root = Path(args.dir)
+    if not root.is_dir():
+        raise ProfileError(f"{root}: not a directory")
+    with chatter.status(f"walking {root} (one device, symlinks not followed)…"):
+        scan = scan_tree(root)
+    name = args.name or root.resolve().name or "root"
+    profile = profile_from_scan(scan, name=name)
+    dest = Path(args.output) if args.output else Path(f"{name}.toml")
+    if dest.exists() and not args.force:
+        raise FsscopeError(f"{dest}: exists (choose another with -o FILE, or --force to overwrite)")
+    save_profile(profile, dest)
+    render_profile(profile, out_console)
+    chatter.print(f"{len(scan.size_bytes):,} files, {sum(scan.dirs_per_depth) - 1:,} directories; "
+                  f"{scan.errors} unreadable entries (permission or vanished) counted, {scan.symlinks_skipped} "
+                  f"symlinks not followed, {scan.other_device_skipped} mount points not crossed; file system "
+                  f"{scan.fullness:.1%} full", highlight=False)
+    print(f"wrote {dest}")
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("age", help="age a target to a profile (Geriatrix); fresh vs aged fragmentation; snapshot",
+                       description=AGE_DESCRIPTION, epilog=AGE_EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--profile", metavar="NAME|PATH",
+                   help="aging profile: a shipped name (see 'fsscope profile list') or a .toml (default small)")
+    p.add_argument("--fullness", type=_fraction, metavar="F", help="fraction to fill, in (0, 1) (default: the profile's)")
+    p.add_argument("--seed", type=int, default=1, metavar="N", help="seed of every choice (default 1)")
+    p.add_argument("--max-minutes", type=_positive, metavar="M", help="stop after M minutes of aging (this session)")
+    p.add_argument("--confidence", type=_fraction, metavar="C",
+                   help="stop when every distribution's chi-squared p-value is >= C")
+    p.add_argument("--max-overwrites", type=_positive, metavar="K",
+                   help="stop after writing K times the capacity (whole aging history)")
+    p.add_argument("--fallocate", action="store_true", help="allocate without writing data (faster; see below)")
+    p.add_argument("--jobs", type=_positive_int, default=1, metavar="N", help="worker processes (default 1)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the aging kept on this image (no mkfs) with the new stop conditions")
+    p.add_argument("--snapshot", metavar="PATH",
+                   help="copy the aged image here (default for --image: IMAGE.aged; reflink where possible)")
+    p.add_argument("--no-snapshot", action="store_true", help="take no snapshot")
+    p.add_argument("--capacity", type=parse_size, metavar="SIZE", help="--dir targets: the capacity to fill")
+    p.add_argument("--test-file", type=parse_size, metavar="SIZE",
+                   help="fragmentation test file size (default: a quarter of the space aging leaves free, ≤256M)")
+    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
+    add_target_args(p)
+    p.set_defaults(func=cmd_age)
+
+    p = sub.add_parser("frag", help="free-space histogram and a test file's fragments (fresh or --from-snapshot)",
+                       description=FRAG_DESCRIPTION, epilog=FRAG_EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--test-file", type=parse_size, metavar="SIZE",
+                   help="test file size (default: a quarter of the free space, 1M..256M)")
+    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
+    add_target_args(p)
+    p.set_defaults(func=cmd_frag)
+
+    p = sub.add_parser("profile", help="aging profiles: list, show, capture from a real tree",
+                       description=PROFILE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n  fsscope profile list\n  fsscope profile show agrawal\n"
+                       "  fsscope profile capture /home -o home.toml")
+    psub = p.add_subparsers(dest="profile_command", metavar="ACTION", required=True,
+                            parser_class=type(p))
+    q = psub.add_parser("list", help="the shipped profiles")
+    q.set_defaults(func=cmd_profile_list)
+    q = psub.add_parser("show", help="a profile's distributions as bar charts")
+    q.add_argument("profile", metavar="NAME|FILE")
+    q.set_defaults(func=cmd_profile_show)
+    q = psub.add_parser("capture", help="walk a tree and write a profile of it")
+    q.add_argument("dir", metavar="DIR")
+    q.add_argument("-o", "--output", metavar="FILE", help="where to write it (default ./NAME.toml)")
+    q.add_argument("--name", help="profile name (default: the directory's name)")
+    q.add_argument("--force", action="store_true", help="overwrite an existing FILE")
+    q.set_defaults(func=cmd_profile_capture)

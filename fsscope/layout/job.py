@@ -1,0 +1,126 @@
+"""The ``frag`` job: how fragmented a file system is, measured the way aging reports it.
+
+On the target's file system (freshly made, or restored from an aged snapshot with
+``--from-snapshot``): the free-space extent histogram (:mod:`fsscope.layout.freespace`) and
+the fragments of a large test file written sequentially and read back with FIEMAP
+(:mod:`fsscope.layout.probe_file`; deleted afterwards). :func:`measure_fragmentation` is
+the one measurement shared with the aging job's "fresh" and "aged" sections, so the numbers
+of a ``frag`` run, a fresh file system and an aged one line up.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from fsscope.engine.specs import checked_fields
+from fsscope.errors import FsscopeError
+
+MIB = 2**20
+MAX_AUTO_TEST_FILE_BYTES = 256 * MIB
+
+
+@dataclass(frozen=True)
+class Spec:
+    test_file_bytes: int | None = None  # None: a quarter of the free space, 1..256 MiB
+    chunk_bytes: int = MIB              # write size of the test file
+    free_space: bool = True             # the free-extent histogram (needs ext4/xfs/btrfs)
+
+    def to_dict(self) -> dict:
+        return {"test_file_bytes": self.test_file_bytes, "chunk_bytes": self.chunk_bytes,
+                "free_space": self.free_space}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Spec":
+        spec = cls(**checked_fields(cls, data, "frag"))
+        if spec.test_file_bytes is not None and spec.test_file_bytes < 4096:
+            raise FsscopeError(f"frag: test_file_bytes must be >= 4096, got {spec.test_file_bytes}")
+        if spec.chunk_bytes < 512:
+            raise FsscopeError(f"frag: chunk_bytes must be >= 512, got {spec.chunk_bytes}")
+        return spec
+
+
+def auto_test_file_bytes(free_bytes: float) -> int:
+    """A test file that fits comfortably: a quarter of ``free_bytes`` in whole MiB, 1..256 MiB."""
+    return int(max(MIB, min(MAX_AUTO_TEST_FILE_BYTES, free_bytes / 4 // MIB * MIB)))
+
+
+def space_of(path: str | os.PathLike) -> dict:
+    """statvfs of the file system holding ``path``: bytes and inodes, total/used/free."""
+    vfs = os.statvfs(path)
+    total, free = vfs.f_blocks * vfs.f_frsize, vfs.f_bfree * vfs.f_frsize
+    return {"total_bytes": total, "used_bytes": total - free, "free_bytes": free,
+            "fullness": (total - free) / total if total else 0.0,
+            "inodes_used": vfs.f_files - vfs.f_ffree, "block_size_bytes": vfs.f_frsize}
+
+
+def measure_fragmentation(mounted, test_file_bytes: int | None, *, chunk_bytes: int = MIB,
+                          free_space: bool = True, test_file: bool = True,
+                          directory: Path | None = None) -> dict:
+    """Free-space histogram and test-file fragments of a mounted file system.
+
+    The histogram is read first (the state as found), then the test file is written into
+    ``directory`` (default: the work directory), mapped and deleted. A part that cannot be
+    measured (no free-space tool for this fs, no room for the test file) becomes an
+    ``*_error`` line instead of failing the whole measurement."""
+    from fsscope.layout.freespace import free_space_of
+    from fsscope.layout.probe_file import probe_file_layout
+
+    out: dict = {"space": space_of(mounted.workdir)}
+    if test_file_bytes is None:
+        test_file_bytes = auto_test_file_bytes(out["space"]["free_bytes"])
+    if free_space:
+        try:
+            hist = free_space_of(mounted)
+            out["free_space"] = hist.to_dict()
+        except FsscopeError as exc:
+            out["free_space_error"] = str(exc)
+    if test_file:
+        try:
+            out["test_file"] = probe_file_layout(directory or mounted.workdir, test_file_bytes,
+                                                 chunk_bytes).to_dict()
+        except FsscopeError as exc:
+            out["test_file_error"] = str(exc)
+            out["test_file_bytes"] = test_file_bytes
+        except OSError as exc:  # e.g. ENOSPC creating it: no inode left
+            out["test_file_error"] = f"could not create the {test_file_bytes}-byte test file: {exc.strerror}"
+            out["test_file_bytes"] = test_file_bytes
+    after = space_of(mounted.workdir)  # the test file is gone again
+    out["space"]["inodes_used"] = after["inodes_used"]
+    return out
+
+
+def summary_rows(measurement: dict | None) -> dict[str, float | None]:
+    """The headline numbers of one measurement (for side-by-side tables and comparisons)."""
+    m = measurement or {}
+    hist = m.get("free_space") or {}
+    test = m.get("test_file") or {}
+    space = m.get("space") or {}
+    return {
+        "fullness": space.get("fullness"),
+        "free_bytes": space.get("free_bytes"),
+        "free_extents": hist.get("free_extent_count"),
+        "largest_free_extent_bytes": hist.get("largest_free_extent_bytes"),
+        "mean_free_extent_bytes": hist.get("mean_free_extent_bytes"),
+        "test_file_bytes": test.get("size_bytes", m.get("test_file_bytes")),
+        "test_file_fragments": test.get("fragment_count"),
+        "test_file_extents": test.get("extent_count"),
+        "test_file_d_span_bytes": test.get("d_span_bytes"),
+        "test_file_layout_index": test.get("layout_index"),
+    }
+
+
+def run(ctx, spec: Spec) -> dict:
+    with ctx.fresh_fs() as fs:
+        ctx.emit("phase", name="free space + test file")
+        measurement = measure_fragmentation(fs, spec.test_file_bytes, chunk_bytes=spec.chunk_bytes,
+                                            free_space=spec.free_space and fs.fs != "dir")
+        if fs.fs == "dir":
+            measurement["free_space_error"] = ("a directory target has no file system of its own: "
+                                               "no free-space histogram")
+    target = ctx.target
+    return {"fs": fs.fs, "recipe": ctx.recipe.name if ctx.recipe is not None else None,
+            "target": target.spec.to_dict() | {"describe": target.spec.describe()},
+            "snapshot": target.spec.snapshot or None, "restores": list(target.restores),
+            "spec": spec.to_dict(), **measurement}
