@@ -60,13 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # No subcommand: the investigator, with any options given (`fsscope --ram --recipe x`).
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        argv = ["tui", *argv]
     args = parser.parse_args(argv)
-    if args.command is None:
-        if "tui" in parser._subparsers._group_actions[0].choices:  # noqa: SLF001
-            args = parser.parse_args(["tui", *(argv or sys.argv[1:])])
-        else:
-            parser.print_help()
-            return 0
     try:
         return int(args.func(args) or 0)
     except FsscopeError as exc:

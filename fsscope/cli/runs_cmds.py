@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from rich.console import Console
 from rich.table import Table
 
@@ -49,10 +51,17 @@ def cmd_report(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("runs", help="list recorded runs", description="List the recorded runs, newest last.")
+    p = sub.add_parser("runs", help="list recorded runs", formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="List the recorded runs, newest last: job, status (ok, failed, cancelled, "
+                       "interrupted), target and recipe. Each run is a directory with manifest.json, "
+                       "events.ndjson, *.npy arrays and report.json.",
+                       epilog="examples:\n  fsscope runs\n  fsscope runs --last 5\n  fsscope report latest")
     p.add_argument("--last", type=int, default=30, metavar="N", help="show the last N (default 30)")
     p.set_defaults(func=cmd_runs)
     p = sub.add_parser("report", help="print a recorded run's report again",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n  fsscope report latest\n  fsscope report 20261122-0215\n"
+                       "  fsscope compare RUN_A RUN_B      (two runs side by side)",
                        description="Print a recorded run again: status, the commands it ran, its report. "
                        "RUN is a run directory, its name, a unique part of it, or 'latest'.")
     p.add_argument("run")

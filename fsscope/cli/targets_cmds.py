@@ -96,12 +96,23 @@ def cmd_cleanup(args) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("devices", help="list block devices and whether fsscope would format them",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="List block devices (from /sys/block and psutil): size, model, rotational, "
-                       "I/O scheduler, partitions, mount points, signature, and whether fsscope would format it.")
+                       "I/O scheduler, partitions, mount points, signature, and whether fsscope would format it.",
+                       epilog="A device is refused when it is mounted (itself or a partition), holds / or /boot, "
+                       "is swap, or is held by\ndevice-mapper/md/LVM; one that carries a file-system or partition-table "
+                       "signature is formatted\nonly with --yes-destroy naming it. Images fsscope creates (--image, --ram) "
+                       "are always allowed.\n\nexample:\n  fsscope devices")
     p.set_defaults(func=cmd_devices)
 
     p = sub.add_parser("recipes", help="list the file-system recipes",
-                       description="List the recipes in recipes/: file system, mkfs and mount options, hygiene steps.")
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="List the recipes in recipes/: file system, mkfs and mount options, hygiene steps.",
+                       epilog="Use one with --recipe NAME, or --recipe ./mine.toml for your own file. One run can add "
+                       "options\n(--mkfs-opts \"-i size=1024\", --mount-opts noatime) or switch a hygiene step "
+                       "(--prep drop_caches=false).\nHygiene steps: no_lazy_init, null_hash_seed (ext4), drop_caches, "
+                       "remount_after_populate,\nio_scheduler, atime. A file system missing from the kernel is marked.\n\n"
+                       "example:\n  fsscope recipes")
     p.set_defaults(func=cmd_recipes)
 
     p = sub.add_parser("prepare", help="format and mount a target with a recipe; print the mount point",
@@ -115,7 +126,11 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_prepare)
 
     p = sub.add_parser("release", help="unmount a prepared target and detach/remove what fsscope made",
-                       description="Undo one 'fsscope prepare': unmount, detach its loop device, remove a RAM image.")
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Undo one 'fsscope prepare': unmount, detach its loop device, remove a RAM image "
+                       "and the mount point fsscope made. An image file you named stays on disk.",
+                       epilog="example:\n  mp=$(fsscope prepare --recipe xfs-default --ram --size 1G)\n  ...\n"
+                       "  fsscope release \"$mp\"")
     p.add_argument("mountpoint")
     p.set_defaults(func=cmd_release)
 

@@ -1,0 +1,44 @@
+"""The command line as a whole: every subcommand teaches with --help; bad input is one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsscope.cli import COMMAND_MODULES, build_parser
+
+SUBCOMMANDS = sorted(build_parser()._subparsers._group_actions[0].choices)  # noqa: SLF001
+
+
+def test_every_command_module_is_present():
+    assert len(SUBCOMMANDS) >= len(COMMAND_MODULES)
+    for name in ("devices", "recipes", "prepare", "release", "cleanup", "runs", "report", "run",
+                 "probe", "tui", "bench", "age", "compare"):
+        assert name in SUBCOMMANDS
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_help_teaches(cli, command):
+    out = cli(command, "--help")
+    assert out.returncode == 0, out.stderr
+    assert f"usage: fsscope {command}" in out.stdout
+    assert len(out.stdout) > 300  # a description, not just a usage line
+
+
+def test_top_level_help_lists_commands_and_examples(cli):
+    out = cli("--help")
+    assert out.returncode == 0
+    for name in ("probe", "prepare", "cleanup", "age", "bench"):
+        assert name in out.stdout
+    assert "examples:" in out.stdout
+
+
+@pytest.mark.parametrize("argv", [["--bogus"], ["probe", "--files", "many"], ["report"], ["nosuchcommand"]])
+def test_bad_arguments_are_one_line_exit_2(cli, argv):
+    out = cli(*argv)
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_options_without_a_subcommand_go_to_the_investigator(cli):
+    out = cli("--ram", "--recipe", "xfs-default", "--help")
+    assert out.returncode == 0 and "usage: fsscope tui" in out.stdout
