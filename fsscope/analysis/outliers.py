@@ -12,11 +12,23 @@ Input: ``latency_ns``, int64 ns, runs x files; entries < 0 are "not measured" an
 * Periodic series -- repeatable outliers at a constant stride (XFS inode chunks every 64
   files), tolerant of missing members and interleaved extras, reported only when the
   chain is unlikely under randomly placed outliers (Bonferroni over all starts/strides).
+  The series search also takes *weak* repeatable outliers: files above a lower bar
+  (``series_factor``, 1.4x the same local baseline) in as many runs as a structural file
+  needs (and never fewer than 3). On real RAM-backed images an XFS inode-chunk allocation
+  costs only ~2x a plain create, so at the 2x bar its members come out as a few scattered
+  outliers; at 1.4x every member is repeatable. A weak flag alone is weak evidence (a few
+  noisy files pass it too), which is why it feeds only the series search, whose chance
+  model (fed the density of *all* candidates) must still find the chain unlikely; weak
+  files are listed apart (``weak_outliers``), never reported as outliers.
 * Level shifts and linear growth -- the per-file median curve (log scale, reported outliers
   masked) is cut into piecewise-linear segments by penalised optimal partitioning (PELT) on
   a binned (<= 2048 bins), median-filtered curve, so single-file spikes cannot become
   segments and the cost stays bounded for a million files; cuts are then refined to file
-  resolution and classified.
+  resolution and classified. Segments span >= 16 files, the first one >= 8 (btrfs with
+  4 KiB nodes splits its first leaf at file 9). A shift or a ramp must also repeat run by
+  run (the step across the cut, or the rise over the ramp, in as many runs as an outlier
+  needs): on a shared machine a burst of load in two runs moves a median of five, and the
+  curve's short-range noise estimate does not see such drifts.
 """
 
 from __future__ import annotations
@@ -44,6 +56,15 @@ from fsscope.analysis.latency import (
 DEFAULT_OUTLIER_FACTOR = 2.0
 #: Default share of runs that must flag a file for it to be structural (8 of 10 runs).
 DEFAULT_MIN_FRACTION = 0.8
+#: The lower bar of the periodic-series search (only there): a file above this multiple of
+#: its local typical latency in as many runs as a structural file needs is a series
+#: candidate. 1.4x: XFS inode-chunk allocations on a RAM-backed image measure ~1.9-2.8x,
+#: while lognormal noise of 10 % passes it in ~4e-4 of calls (twice in a row: ~2e-7).
+DEFAULT_SERIES_FACTOR = 1.4
+#: ... and only when it repeats in at least this many runs. On this shared 2-core machine
+#: ~20 % of calls pass 1.4x by chance, so with 2 runs ~4 % of files pass it twice: too dense
+#: to be evidence (it doubled the chance-series rate on such noise); with 3 runs ~1 %.
+SERIES_MIN_RUNS = 3
 #: Block size for the local typical latency: long enough for a stable median, short enough
 #: that only files within ~2 blocks of a level shift lose sensitivity.
 BASELINE_BLOCK_FILES = 16
@@ -133,6 +154,25 @@ def _outliers_from_scan(latency: NDArray[np.float64], scan: _OutlierScan) -> tup
                                  measured_runs.tolist(), median_ns.tolist(), typical_ns.tolist())
     ]
     return outliers, noise_count
+
+
+def _weak_outliers(latency: NDArray[np.float64], scan: _OutlierScan, *, factor: float,
+                   series_factor: float, strong: list[Outlier]) -> list[Outlier]:
+    """Files repeatable above ``series_factor`` x the same local baseline but not outliers.
+
+    Same runs needed as a structural file, but never fewer than :data:`SERIES_MIN_RUNS`: a
+    weak flag is evidence only through repetition (a matrix of fewer runs gives none).
+    """
+    if series_factor >= factor or latency.shape[0] < SERIES_MIN_RUNS:
+        return []
+    with np.errstate(invalid="ignore"):
+        weak_flags = latency > series_factor * scan.baseline_ns
+    weak_scan = _OutlierScan(flags=weak_flags, baseline_ns=scan.baseline_ns,
+                             flag_counts=weak_flags.sum(axis=0),
+                             needed_runs=np.maximum(scan.needed_runs, SERIES_MIN_RUNS))
+    weak, _ = _outliers_from_scan(latency, weak_scan)
+    strong_indices = {o.index for o in strong}
+    return [o for o in weak if o.index not in strong_indices]
 
 
 def repeatable_outliers(
@@ -256,6 +296,10 @@ class SegmentKnobs:
     """Settings of the median-curve segmentation, shared by level shifts and linear growth."""
 
     min_segment_files: int = 16  # shortest level worth reporting (btrfs' first leaf: ~45 files)
+    #: the first level may be shorter: small first structures end early (btrfs -n 4096: the
+    #: first leaf holds 9 files). One boundary position near the start hardly adds chances
+    #: for noise, unlike short segments everywhere (a burst of slow files becomes a bump).
+    first_segment_files: int = 8
     max_bins: int = 2048  # the curve is binned (bin medians) to at most this many points (O(bins^2) worst case)
     penalty_factor: float = 4.0  # per-segment penalty in sigma^2 log(bins) (BIC uses ~3 per line)
 
@@ -271,6 +315,8 @@ class _Segmentation:
     sigma_bin: float  # noise sd of a bin (log scale)
     sigma_point: float  # noise sd of a single point (log scale)
     cuts: tuple[int, ...]  # segment starts in point positions (first is 0), file resolution
+    penalty: float = 0.0  # cost of one more segment (bin scale)
+    short_bins: int = 3  # shortest segment allowed anywhere (the first one), in bins
 
 
 def _robust_noise_sd(log_values: NDArray[np.float64]) -> float:
@@ -317,18 +363,23 @@ class _LineCost:
         return float(self.cost(a, b) - total[best]), int(splits[best])
 
 
-def _segment_bins(line_cost: _LineCost, bin_count: int, min_len: int, penalty: float) -> list[int]:
+def _segment_bins(line_cost: _LineCost, bin_count: int, min_len: int, penalty: float,
+                  first_min_len: int | None = None) -> list[int]:
     """Optimal partitioning into lines (minimum SSE + penalty per segment) with PELT pruning.
 
     Exact rather than greedy: binary segmentation misses a sawtooth (ext4's per-block ramps),
-    where no single cut pays for itself. Returns the sorted cut bins, 0 and bin_count included.
+    where no single cut pays for itself. Every segment spans >= ``min_len`` bins, the first
+    one >= ``first_min_len`` (default: the same). Returns the sorted cut bins, 0 and
+    bin_count included.
     """
+    first_min_len = min_len if first_min_len is None else first_min_len
     best_cost = np.full(bin_count + 1, np.inf)
     best_cost[0] = -penalty
     previous_cut = np.zeros(bin_count + 1, dtype=np.int64)
     candidates = np.zeros(1, dtype=np.int64)
-    for end in range(min_len, bin_count + 1):
-        eligible = candidates[candidates <= end - min_len]
+    for end in range(min(min_len, first_min_len), bin_count + 1):
+        too_short = candidates + np.where(candidates == 0, first_min_len, min_len) > end
+        eligible = candidates[~too_short]
         if eligible.size == 0:
             continue
         ending_here = best_cost[eligible] + line_cost.cost(eligible, end)
@@ -336,7 +387,6 @@ def _segment_bins(line_cost: _LineCost, bin_count: int, min_len: int, penalty: f
         best_cost[end] = ending_here[best] + penalty
         previous_cut[end] = eligible[best]
         # PELT: a start that is already worse than the optimum cannot become optimal later.
-        too_short = candidates > end - min_len
         still_useful = np.ones(candidates.size, dtype=bool)
         still_useful[~too_short] = ending_here <= best_cost[end]
         candidates = np.append(candidates[still_useful | too_short], end)
@@ -382,9 +432,10 @@ def _segment_curve(curve_ns: ArrayLike, knobs: SegmentKnobs) -> _Segmentation | 
     sigma_bin = _robust_noise_sd(raw_bin_log)
     bin_log = median_filter(raw_bin_log, size=5, mode="mirror") if bin_count >= 5 else raw_bin_log
     min_len = max(3, -(-min_segment_files // bin_size))
+    first_min_len = min(min_len, max(3, -(-knobs.first_segment_files // bin_size)))
     penalty = knobs.penalty_factor * sigma_bin**2 * math.log(max(bin_count, 2))
     line_cost = _LineCost(np.arange(bin_count, dtype=np.float64), bin_log)
-    cut_bins = _segment_bins(line_cost, bin_count, min_len, penalty)
+    cut_bins = _segment_bins(line_cost, bin_count, min_len, penalty, first_min_len)
 
     cuts = [0]
     file_x = file_index.astype(np.float64)
@@ -404,6 +455,8 @@ def _segment_curve(curve_ns: ArrayLike, knobs: SegmentKnobs) -> _Segmentation | 
         sigma_bin=sigma_bin,
         sigma_point=_robust_noise_sd(log_latency),
         cuts=tuple(cuts),
+        penalty=penalty,
+        short_bins=first_min_len,
     )
 
 
@@ -434,26 +487,55 @@ def _bin_range(segmentation: _Segmentation, start: int, end: int) -> tuple[int, 
     return first_bin, last_bin
 
 
+def _piece(segmentation: _Segmentation, start: int, end: int, min_z: float) -> _Piece:
+    """The line fitted through points [start, end) of the cut curve."""
+    size = segmentation.bin_size
+    first_bin, last_bin = _bin_range(segmentation, start, end)
+    y = segmentation.bin_log[first_bin:last_bin]
+    x = (np.arange(first_bin, last_bin) + 0.5) * size - 0.5
+    if y.size >= 2:
+        slope, intercept = (float(v) for v in np.polyfit(x, y, 1))
+    else:
+        slope, intercept = 0.0, float(y.mean())
+    # t statistic of a slope fitted through y.size points with noise sigma_bin
+    slope_se = segmentation.sigma_bin / (size * math.sqrt(max(y.size, 2) ** 3 / 12.0))
+    return _Piece(
+        start=start, end=end, intercept=intercept, slope=slope,
+        median_log=float(np.median(segmentation.log_latency[start:end])),
+        rising=slope > 0 and slope / slope_se >= min_z,
+    )
+
+
 def _pieces(segmentation: _Segmentation, min_z: float) -> list[_Piece]:
     cuts = list(segmentation.cuts) + [segmentation.file_index.size]
-    size = segmentation.bin_size
-    pieces: list[_Piece] = []
-    for start, end in zip(cuts[:-1], cuts[1:]):
-        first_bin, last_bin = _bin_range(segmentation, start, end)
-        y = segmentation.bin_log[first_bin:last_bin]
-        x = (np.arange(first_bin, last_bin) + 0.5) * size - 0.5
-        if y.size >= 2:
-            slope, intercept = (float(v) for v in np.polyfit(x, y, 1))
-        else:
-            slope, intercept = 0.0, float(y.mean())
-        # t statistic of a slope fitted through y.size points with noise sigma_bin
-        slope_se = segmentation.sigma_bin / (size * math.sqrt(max(y.size, 2) ** 3 / 12.0))
-        pieces.append(_Piece(
-            start=start, end=end, intercept=intercept, slope=slope,
-            median_log=float(np.median(segmentation.log_latency[start:end])),
-            rising=slope > 0 and slope / slope_se >= min_z,
-        ))
-    return pieces
+    return [_piece(segmentation, start, end, min_z) for start, end in zip(cuts[:-1], cuts[1:])]
+
+
+def _inner_step(segmentation: _Segmentation, piece: _Piece,
+                min_z: float) -> tuple[_Piece, _Piece] | None:
+    """A rising piece cut in two at its best two-line split (sides >= the shortest segment),
+    as a candidate shift between the halves; None for other pieces.
+
+    A step followed, within a segment's length, by another change cannot be cut on its own:
+    btrfs with 4 KiB nodes splits its first leaf at file 9, then the new leaf's cost climbs
+    for ~13 files until the next split, and the cheapest cut is one line over the step and
+    the climb. The halves face the same tests as any two neighbouring segments (ratio, z,
+    a jump at the cut; a ramp cut in two has no jump and fails), and as the cut did not pay
+    the segment penalty, the runs (as many as an outlier needs) must each show half the step.
+    """
+    if not piece.rising:
+        return None
+    first_bin, last_bin = _bin_range(segmentation, piece.start, piece.end)
+    count, shortest = last_bin - first_bin, segmentation.short_bins
+    if count < 2 * shortest:
+        return None
+    line_cost = _LineCost(np.arange(count, dtype=np.float64),
+                          segmentation.bin_log[first_bin:last_bin])
+    _, split = line_cost.best_split(0, count, shortest)
+    cut = (first_bin + split) * segmentation.bin_size
+    if split < 0 or not piece.start < cut < piece.end:
+        return None
+    return _piece(segmentation, piece.start, cut, min_z), _piece(segmentation, cut, piece.end, min_z)
 
 
 def _boundary_file(segmentation: _Segmentation, point: int) -> int:
@@ -473,11 +555,75 @@ def _jump_log(before: _Piece, after: _Piece) -> float:
     return after.log_at(at_cut) - before.log_at(at_cut)
 
 
-def _level_shifts_from(segmentation: _Segmentation, *, min_ratio: float, min_z: float) -> list[LevelShift]:
+#: Widest window (files on each side of a cut) in which each run's own step is measured.
+REPEAT_WINDOW_FILES = 64
+
+
+@dataclass(frozen=True)
+class _RunsCheck:
+    """The runs behind a median curve, to ask whether a change of the curve repeats.
+
+    A structural change happens at the same file in every run; a burst of load on a shared
+    machine slows one run over some stretch of files, and two such runs overlapping are
+    enough to move a median of five. The curve's noise estimate (first differences) does
+    not see such slow drifts, so each candidate is also checked run by run.
+    """
+
+    latency_ns: NDArray  # runs x files as given (< 0: not measured)
+    excluded: NDArray[np.bool_]  # files left out of the curve (outliers, unmeasured)
+    min_runs: int | None
+    min_fraction: float
+
+    def window_log_medians(self, lo: int, hi: int) -> NDArray[np.float64]:
+        """Per run, log of the median of files [lo, hi) (NaN where fewer than 3 measured)."""
+        window = as_float_matrix(self.latency_ns[:, lo:hi])
+        window[:, self.excluded[lo:hi]] = np.nan
+        enough = np.sum(~np.isnan(window), axis=1) >= min(3, max(hi - lo, 1))
+        with np.errstate(divide="ignore"):
+            return np.where(enough, np.log(np.maximum(nanmedian_last_axis(window), 1.0)), np.nan)
+
+    def repeats(self, step_log: NDArray[np.float64], direction: float, min_log: float) -> bool:
+        """Do enough runs step in ``direction`` by >= ``min_log``? (< 2 runs: cannot tell, yes)"""
+        counted = step_log[~np.isnan(step_log)]
+        if counted.size < 2:
+            return True
+        agree = int(np.count_nonzero((np.sign(counted) == np.sign(direction))
+                                     & (np.abs(counted) >= min_log)))
+        needed = _needed_runs(np.array([counted.size]), counted.size, self.min_runs,
+                              self.min_fraction)[0]
+        return agree >= min(int(needed), counted.size)
+
+
+def _shift_repeats(check: _RunsCheck, start_file: int, cut_file: int, end_file: int,
+                   log_ratio: float, min_log: float) -> bool:
+    """The step at ``cut_file``, measured in each run between the medians of the W files
+    before and after it (W = the shorter neighbouring segment, at most REPEAT_WINDOW_FILES),
+    goes the same way and by at least ``min_log`` in as many runs as an outlier needs."""
+    width = max(1, min(cut_file - start_file, end_file - cut_file, REPEAT_WINDOW_FILES))
+    step = (check.window_log_medians(cut_file, cut_file + width)
+            - check.window_log_medians(cut_file - width, cut_file))
+    return check.repeats(step, log_ratio, min_log)
+
+
+def _growth_repeats(check: _RunsCheck, start_file: int, end_file: int, min_log: float) -> bool:
+    """Each run rises from the first to the last quarter of [start, end): a ramp fitted
+    through a median curve must be a ramp in the runs, not one run's drift."""
+    quarter = max(1, (end_file - start_file) // 4)
+    rise = (check.window_log_medians(end_file - quarter, end_file)
+            - check.window_log_medians(start_file, start_file + quarter))
+    return check.repeats(rise, 1.0, min_log)
+
+
+def _level_shifts_from(segmentation: _Segmentation, *, min_ratio: float, min_z: float,
+                       runs_check: _RunsCheck | None = None) -> list[LevelShift]:
     shifts: list[LevelShift] = []
     pieces = _pieces(segmentation, min_z)
+    # (before, after, inner): a cut inside a rising piece did not pay the segment penalty,
+    # so each run must show at least half of its step, not just a step in its direction
+    pairs = [(before, after, False) for before, after in zip(pieces[:-1], pieces[1:])]
+    pairs += [(*pair, True) for pair in (_inner_step(segmentation, p, min_z) for p in pieces) if pair]
     min_log_ratio = math.log(min_ratio)
-    for before, after in zip(pieces[:-1], pieces[1:]):
+    for before, after, inner in sorted(pairs, key=lambda pair: pair[1].start):
         # A ramp's level is where it starts: ext4's drop back at the end of a directory block
         # returns to the level the ramp began at, which is a reset, not a shift.
         log_ratio = after.level_log() - before.level_log()
@@ -491,8 +637,14 @@ def _level_shifts_from(segmentation: _Segmentation, *, min_ratio: float, min_z: 
         jump = _jump_log(before, after)
         if jump * log_ratio <= 0 or abs(jump) < min_log_ratio / 2:
             continue
+        cut_file = _boundary_file(segmentation, after.start)
+        run_step_log = max(min_log_ratio, abs(log_ratio) if inner else 0.0) / 2
+        if runs_check is not None and not _shift_repeats(
+                runs_check, _boundary_file(segmentation, before.start), cut_file,
+                _boundary_file(segmentation, after.end), log_ratio, run_step_log):
+            continue
         shifts.append(LevelShift(
-            index=_boundary_file(segmentation, after.start),
+            index=cut_file,
             before_ns=int(round(math.exp(before.median_log))),
             after_ns=int(round(math.exp(after.median_log))),
         ))
@@ -500,7 +652,8 @@ def _level_shifts_from(segmentation: _Segmentation, *, min_ratio: float, min_z: 
 
 
 def _linear_growth_from(segmentation: _Segmentation, *, min_growth_ratio: float, min_files: int,
-                        min_r2: float, min_z: float) -> list[LinearGrowth]:
+                        min_r2: float, min_z: float,
+                        runs_check: _RunsCheck | None = None) -> list[LinearGrowth]:
     pieces = _pieces(segmentation, min_z)
     min_log_ratio = math.log(min_growth_ratio)
     # Join consecutive rising pieces that meet without a jump: one ramp cut into pieces.
@@ -538,6 +691,9 @@ def _linear_growth_from(segmentation: _Segmentation, *, min_growth_ratio: float,
         fit_end_ns = intercept + slope * (end_file - 1)
         if slope <= 0 or fit_start_ns <= 0 or fit_end_ns / fit_start_ns < min_growth_ratio or r2 < min_r2:
             continue
+        if runs_check is not None and not _growth_repeats(runs_check, first_file, end_file,
+                                                          min_log_ratio / 2):
+            continue
         found.append(LinearGrowth(start=first_file, end=end_file, slope_ns_per_file=slope, r2=r2))
     return found
 
@@ -559,7 +715,8 @@ def level_shifts(
     median curve, below btrfs' first-leaf step), (2) that difference is >= ``min_z``
     standard errors, and (3) the fitted lines jump at the cut in the same direction (a ramp
     running into a plateau is growth, not a shift). Single-file spikes never form segments.
-    ``before_ns``/``after_ns`` are the medians of the adjacent segments.
+    ``before_ns``/``after_ns`` are the medians of the adjacent segments. A curve alone has no
+    runs to check repetition against; :func:`analyze` also asks the runs (module doc).
     """
     segmentation = _segment_curve(_without(median_curve_ns, exclude_indices), knobs)
     if segmentation is None:
@@ -604,6 +761,8 @@ class ProbeAnalysis:
     stats: dict  # overall, per_run, low_high, low_high_per_run
     outliers: tuple[Outlier, ...]
     noise_count: int  # files slow in some run but not in enough runs to be structural
+    #: repeatable above the series bar only: candidates of the series search, not flags
+    weak_outliers: tuple[Outlier, ...]
     series: tuple[Series, ...]
     level_shifts: tuple[LevelShift, ...]
     linear_growth: tuple[LinearGrowth, ...]
@@ -618,6 +777,7 @@ class ProbeAnalysis:
             "stats": self.stats,
             "outliers": [{**to_dict(o), "ratio": o.ratio} for o in self.outliers],
             "noise_count": self.noise_count,
+            "weak_outliers": [{**to_dict(o), "ratio": o.ratio} for o in self.weak_outliers],
             "series": [to_dict(s) for s in self.series],
             "level_shifts": [to_dict(s) for s in self.level_shifts],
             "linear_growth": [to_dict(g) for g in self.linear_growth],
@@ -638,6 +798,7 @@ def analyze(
     split_factor: float = DEFAULT_SPLIT_FACTOR,
     series_min_count: int = 3,
     series_alpha: float = 0.01,
+    series_factor: float = DEFAULT_SERIES_FACTOR,
     shift_min_ratio: float = 1.2,
     growth_min_ratio: float = 1.2,
     growth_min_files: int = 32,
@@ -645,7 +806,12 @@ def analyze(
     min_z: float = 5.0,
     segment_knobs: SegmentKnobs = SegmentKnobs(),
 ) -> ProbeAnalysis:
-    """Statistics, repeatable outliers, series, level shifts and linear growth of a probe."""
+    """Statistics, repeatable outliers, series, level shifts and linear growth of a probe.
+
+    The series search runs over the outliers plus the weak repeatable outliers (above
+    ``series_factor`` x the local baseline in as many runs as an outlier needs, at least 3;
+    ``series_factor >= factor`` turns that off); see the module doc.
+    """
     latency_matrix = np.atleast_2d(np.asarray(matrix))
     if latency_matrix.ndim != 2:
         raise ValueError(f"latency matrix must be 2-D (runs x files), got shape {latency_matrix.shape}")
@@ -661,21 +827,25 @@ def analyze(
         scan = _scan_outliers(latency, factor=factor, min_runs=min_runs, min_fraction=min_fraction,
                               block_files=block_files)
         outliers, noise_count = _outliers_from_scan(latency, scan)
+        weak = _weak_outliers(latency, scan, factor=factor, series_factor=series_factor,
+                              strong=outliers)
         del scan, latency  # keep the peak memory at a few copies of the matrix
         curve_ns = median_curve_ns(latency_matrix)
     else:
-        outliers, noise_count, curve_ns = [], 0, np.full(files, np.nan)
-    series = periodic_series([o.index for o in outliers], min_count=series_min_count,
+        outliers, weak, noise_count, curve_ns = [], [], 0, np.full(files, np.nan)
+    series = periodic_series([o.index for o in (*outliers, *weak)], min_count=series_min_count,
                              n_files=files, alpha=series_alpha)
     # The outliers are reported on their own; masking them keeps a slow file right at a
     # boundary (ext4's file 253) from shifting the cut by one.
     level_curve_ns = _without(curve_ns, [o.index for o in outliers])
     segmentation = _segment_curve(level_curve_ns, segment_knobs)
+    runs_check = _RunsCheck(latency_ns=latency_matrix, excluded=np.isnan(level_curve_ns),
+                            min_runs=min_runs, min_fraction=min_fraction)
     shifts = [] if segmentation is None else _level_shifts_from(
-        segmentation, min_ratio=shift_min_ratio, min_z=min_z)
+        segmentation, min_ratio=shift_min_ratio, min_z=min_z, runs_check=runs_check)
     growth = [] if segmentation is None else _linear_growth_from(
         segmentation, min_growth_ratio=growth_min_ratio, min_files=growth_min_files,
-        min_r2=growth_min_r2, min_z=min_z)
+        min_r2=growth_min_r2, min_z=min_z, runs_check=runs_check)
     settings = {
         "outlier_factor": factor,
         "min_runs": min_runs,
@@ -684,6 +854,7 @@ def analyze(
         "split_factor": split_factor,
         "series_min_count": series_min_count,
         "series_alpha": series_alpha,
+        "series_factor": series_factor if runs >= SERIES_MIN_RUNS and series_factor < factor else None,
         "shift_min_ratio": shift_min_ratio,
         "growth_min_ratio": growth_min_ratio,
         "min_z": min_z,
@@ -691,6 +862,7 @@ def analyze(
     }
     return ProbeAnalysis(
         runs=runs, files=files, stats=stats, outliers=tuple(outliers), noise_count=noise_count,
-        series=tuple(series), level_shifts=tuple(shifts), linear_growth=tuple(growth),
+        weak_outliers=tuple(weak), series=tuple(series), level_shifts=tuple(shifts),
+        linear_growth=tuple(growth),
         settings=settings, median_curve_ns=curve_ns,
     )
