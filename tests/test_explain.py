@@ -569,3 +569,74 @@ def test_btrfs_mounted_leaf_split_at_predicted_index(fresh_fs, mkfs_opts, length
     # the level shift moves with the geometry: 4 KiB nodes fill ~4x sooner
     if "4096" in mkfs_opts:
         assert shift.index < 12
+
+
+# --- XFS inode clusters -----------------------------------------------------------------
+
+def test_xfs_cold_cluster_rule_from_geometry():
+    """mkfs's chunk 128..191 holds root 128, rt inodes 129-130, probe.d 131; clusters of 32
+    (512-B v5 inodes: 8 KiB x 512/256 = 16 KiB): file 28 gets inode 160, a cold cluster."""
+    g = xfs_paper_geometry(xfs_dir_inode=131, xfs_root_inode=128, xfs_inode_cluster_inodes=32,
+                           xfs_dir_ag_chunks=((128, 0xF, 0),), xfs_dir_ag_free_inodes=60)
+    p = by_structure(predict(g, "creat", 7, 400), "xfs-inode-cluster-read")
+    assert (p.kind, p.index) == ("outlier", 28) and "file 28 gets inode 160" in p.arithmetic
+    # 16-inode clusters (8 KiB of 512-B inodes when v5 scaling is not allowed): a series
+    g16 = replace(g, xfs_inode_cluster_inodes=16)
+    s = by_structure(predict(g16, "creat", 7, 400), "xfs-inode-cluster-read")
+    assert s.indices() == [12, 28, 44] and s.stride == 16
+    from fsscope.explain.geometry import xfs_inode_cluster_inodes
+    assert xfs_inode_cluster_inodes(inode_size_bytes=512, block_size_bytes=4096, crc=True,
+                                    inode_align_blocks=8) == 32
+    assert xfs_inode_cluster_inodes(inode_size_bytes=1024, block_size_bytes=4096, crc=True,
+                                    inode_align_blocks=16) == 32
+    assert xfs_inode_cluster_inodes(inode_size_bytes=512, block_size_bytes=4096, crc=True,
+                                    inode_align_blocks=2) == 16
+    assert xfs_inode_cluster_inodes(inode_size_bytes=512, block_size_bytes=4096, crc=False,
+                                    inode_align_blocks=None) == 16
+
+
+def _device_reads(device: str) -> int:
+    return int(Path(f"/sys/block/{Path(os.path.realpath(device)).name}/stat").read_text().split()[0])
+
+
+@pytest.mark.privileged
+@pytest.mark.parametrize("mkfs_opts,before", [("", 0), ("-i size=1024", 0), ("", 20)])
+def test_xfs_mounted_cold_cluster_read_at_predicted_index(fresh_fs, mkfs_opts, before):
+    """The create predicted to open a cold inode cluster is the one that reads the device:
+    its inode is the first of a cluster, and it is the only create (besides short-form ->
+    block) that issues a read. ``before`` files made in the root and a remount first move
+    the probe directory's inode and so the index (inode 152 -> file 7 reaches inode 160)."""
+    fs = fresh_fs("xfs-default", mkfs_opts=mkfs_opts)
+    root = Path(fs.mountpoint)
+    if before:
+        for i in range(before):
+            os.close(os.open(root / f"pre{i}", os.O_CREAT | os.O_WRONLY, 0o644))
+        os.sync()
+        run("umount", fs.mountpoint)
+        run("mount", "-t", "xfs", fs.device, fs.mountpoint)
+    d = root / "probe.d"
+    d.mkdir()
+    os.sync()
+    g = read_geometry(fs.fs, fs.device, fs.mountpoint, probe_dir=d)
+    assert g.xfs_inode_cluster_inodes == 32 and g.xfs_inode_align_blocks is not None
+    files = 200
+    predictions = predict(g, "creat", 7, files)
+    assert all(not p.condition for p in predictions)
+    cold = by_structure(predictions, "xfs-inode-cluster-read")
+    first_free = d.stat().st_ino + 1
+    assert cold.index == (first_free // 32 + 1) * 32 - first_free
+    sf = by_structure(predictions, "xfs-dir-shortform-to-block").index
+    read_at, inodes = [], {}
+    for i in range(files):
+        os.sync()
+        r0 = _device_reads(fs.device)
+        path = d / name(i, 7)
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+        if _device_reads(fs.device) > r0:
+            read_at.append(i)
+        inodes[i] = path.stat().st_ino
+    assert inodes[cold.index] % 32 == 0 and inodes[cold.index - 1] % 32 == 31
+    assert [i for i in read_at if i != sf] == cold.indices(), (read_at, cold)
+    # a chunk allocated during the probe: its second cluster is initialised in memory
+    chunk = by_structure(predictions, "xfs-inode-chunk-alloc").index
+    assert inodes[chunk + 32] % 32 == 0 and chunk + 32 not in read_at

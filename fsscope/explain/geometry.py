@@ -32,6 +32,8 @@ XFS_INODES_PER_CHUNK = 64
 #: Size of the fixed inode core before the literal area: v5 (crc=1) and v4 inodes.
 XFS_V5_INODE_CORE_BYTES = 176
 XFS_V4_INODE_CORE_BYTES = 100
+#: XFS_INODE_BIG_CLUSTER_SIZE: the inode cluster buffer before v5 scaling.
+XFS_INODE_BIG_CLUSTER_BYTES = 8192
 #: btrfs leaf/node header (struct btrfs_header).
 BTRFS_HEADER_BYTES = 101
 
@@ -71,6 +73,17 @@ class Geometry:
     xfs_dir_ag_free_inodes: int | None = None
     #: same, for AG 0, read whether or not a probe directory is known.
     xfs_ag0_free_inodes: int | None = None
+    #: inodes per inode cluster buffer (the unit XFS reads/writes inodes in): the kernel's
+    #: xfs_ialloc_setup_geometry -- 8 KiB, times inodesize/256 on v5 when sb_inoalignmt
+    #: allows, at least one block. None: not known.
+    xfs_inode_cluster_inodes: int | None = None
+    #: sb_inoalignmt in blocks (xfs_db), which decides whether v5 clusters grow with inodes.
+    xfs_inode_align_blocks: int | None = None
+    #: the allocated inode chunks of the probe directory's AG before the probe, as
+    #: (startino, allocmask, holemask) from XFS_IOC_INUMBERS; None: not measured.
+    xfs_dir_ag_chunks: tuple[tuple[int, int, int], ...] | None = None
+    #: the root directory's inode number (read at mount: its cluster is in memory).
+    xfs_root_inode: int | None = None
 
     # --- ext4 ------------------------------------------------------------------------
     ext4_inodes_per_group: int | None = None
@@ -211,6 +224,35 @@ def _int(value: str | None) -> int | None:
         return None
 
 
+def _xfs_ag_chunks(mountpoint: str, ag: int, agino_bits: int) -> tuple[tuple[int, int, int], ...]:
+    """(startino, allocmask, holemask) of the allocated chunks of AG ``ag`` (XFS_IOC_INUMBERS)."""
+    chunks = parse_inumbers(run("xfs_io", "-c", f"inumbers -a {ag}", mountpoint))
+    return tuple((c.get("startino", 0), c.get("allocmask", 0), c.get("holemask", 0))
+                 for c in chunks if c.get("startino", 0) >> agino_bits == ag)
+
+
+def xfs_inode_cluster_inodes(*, inode_size_bytes: int, block_size_bytes: int, crc: bool,
+                             inode_align_blocks: int | None) -> int:
+    """Inodes per cluster buffer, as the kernel computes it (xfs_ialloc_setup_geometry):
+    XFS_INODE_BIG_CLUSTER_SIZE 8192 B; v5 scales it by inodesize/256 when sb_inoalignmt
+    (blocks) covers the scaled size (None: assumed, mkfs aligns v5 chunks so it does); at
+    least one block; at most a chunk."""
+    raw = XFS_INODE_BIG_CLUSTER_BYTES
+    if crc:
+        scaled = raw * inode_size_bytes // 256
+        if inode_align_blocks is None or inode_align_blocks >= scaled // block_size_bytes:
+            raw = scaled
+    blocks = max(1, raw // block_size_bytes)
+    return min(XFS_INODES_PER_CHUNK, blocks * block_size_bytes // inode_size_bytes)
+
+
+def _xfs_inode_align_blocks(device: str | None) -> int | None:
+    if device is None:
+        return None
+    text = run("xfs_db", "-r", "-c", "sb 0", "-c", "print inoalignmt", device)
+    return _int((re.search(r"inoalignmt = (\d+)", text) or [None, None])[1])
+
+
 def _xfs_ag_free_inodes(mountpoint: str, ag: int, agino_bits: int) -> int:
     """Free inodes in the allocated chunks of allocation group ``ag`` (live, via the
     XFS_IOC_INUMBERS ioctl -- no offline read of a mounted device)."""
@@ -272,7 +314,7 @@ def _read_xfs(device: str | None, mountpoint: str, probe_dir: Any) -> Geometry:
     agino_bits, literal = base.xfs_agino_bits, base.xfs_literal_area_bytes
     # The live per-directory reads are optional: an xfs_io without bulkstat_single/inumbers
     # (xfsprogs < 5.3) leaves them None and the rules state their assumptions instead.
-    dir_fork = dir_ino = dir_ag = dir_free = ag0_free = None
+    dir_fork = dir_ino = dir_ag = dir_free = ag0_free = dir_chunks = None
     if agino_bits is not None:
         ag0_free = _optional(lambda: _xfs_ag_free_inodes(mountpoint, 0, agino_bits), raw)
     if probe_dir is not None:
@@ -287,9 +329,22 @@ def _read_xfs(device: str | None, mountpoint: str, probe_dir: Any) -> Geometry:
             dir_ag = dir_ino >> agino_bits
             dir_free = (ag0_free if dir_ag == 0 else _optional(
                 lambda: _xfs_ag_free_inodes(mountpoint, dir_ag, agino_bits), raw))
+            dir_chunks = _optional(lambda: _xfs_ag_chunks(mountpoint, dir_ag, agino_bits), raw)
+    align = _optional(lambda: _xfs_inode_align_blocks(device), raw)
+    cluster = None
+    if base.inode_size_bytes and base.block_size_bytes:
+        cluster = xfs_inode_cluster_inodes(
+            inode_size_bytes=base.inode_size_bytes, block_size_bytes=base.block_size_bytes,
+            crc="crc" in base.features, inode_align_blocks=align)
+    try:
+        root_ino = os.stat(mountpoint).st_ino
+    except OSError:
+        root_ino = None
     return replace(base, raw=raw, xfs_dir_data_fork_bytes=dir_fork, xfs_dir_inode=dir_ino,
                    xfs_dir_ag=dir_ag, xfs_dir_ag_free_inodes=dir_free,
-                   xfs_ag0_free_inodes=ag0_free)
+                   xfs_ag0_free_inodes=ag0_free, xfs_inode_cluster_inodes=cluster,
+                   xfs_inode_align_blocks=align, xfs_dir_ag_chunks=dir_chunks,
+                   xfs_root_inode=root_ino)
 
 # --- ext4 ------------------------------------------------------------------------------
 

@@ -14,7 +14,8 @@ the directory size and its indexed flag, btrfs with dump-tree levels.
 Which ops have rules (:data:`OP_RULES`):
 
 - creat, symlink, write-fsync: add one entry and one inode per call -> every directory and
-  inode-allocation rule (btrfs counts the extra inline/regular extent item they add).
+  inode-allocation rule, including the first create in each inode cluster of a pre-existing
+  chunk that was not read since mount (XFS reads that cluster buffer in the call) (btrfs counts the extra inline/regular extent item they add).
 - mkdir: one entry per call like creat; XFS inode-chunk series only with one AG, because XFS
   spreads new directories over the AGs (rotor), so their inodes do not come from one chunk.
 - unlink (of files created beforehand): XFS block -> short-form conversion when the populated
@@ -36,7 +37,7 @@ Kind = Literal["outlier", "series", "level_shift", "linear"]
 #: What each op's rules cover (see the module docstring for why).
 OP_RULES: dict[str, str] = {
     "creat": "first call; XFS short-form->block->leaf->node directory, data-block series, "
-             "inode-chunk series; ext4 linear first block, htree conversion, first split "
+             "inode-chunk series, first use of a cold inode cluster; ext4 linear first block, htree conversion, first split "
              "window (or new linear blocks without dir_index); btrfs first leaf full",
     "symlink": "as creat (btrfs: + inline extent item holding the target)",
     "write-fsync": "as creat (btrfs: + the file's extent item)",
@@ -330,6 +331,9 @@ def _xfs(g: Geometry, op: str, L: int, files: int) -> list[Prediction]:
         series = _xfs_chunk_series(g, files)
         if series is not None:
             out.append(series)
+        cold = _xfs_cold_clusters(g, files)
+        if cold is not None:
+            out.append(cold)
     return out
 
 
@@ -435,6 +439,75 @@ def _xfs_chunk_series(g: Geometry, files: int) -> Prediction | None:
               f"the root directory and the probe directory itself) are used up. Admin: "
               f"periodic, small (a few x a normal create), unavoidable for "
               f"file creation; bigger inodes make each chunk bigger, not rarer."))
+
+
+def xfs_cold_cluster_indices(*, chunks: tuple[tuple[int, int, int], ...], dir_inode: int,
+                             root_inode: int | None, cluster_inodes: int
+                             ) -> list[tuple[int, int]]:
+    """(file index, inode) of every create that is the first to use an inode cluster whose
+    buffer is not in memory: a cluster of a chunk that existed before the probe, holding
+    neither the root directory's inode (read at mount) nor the probe directory's (just
+    made). New files take the lowest free inode of the chunk nearest the directory
+    (xfs_dialloc_ag_finobt_near + xfs_inobt_first_free_inode): the directory's chunk first,
+    then the others by distance. Clusters of chunks allocated later are initialised in
+    memory (xfs_ialloc_inode_init) and never read."""
+    warm = {ino // cluster_inodes for ino in (dir_inode, root_inode) if ino is not None}
+    order = sorted(chunks, key=lambda c: (0 if c[0] <= dir_inode < c[0] + 64 else 1,
+                                          abs(c[0] - dir_inode)))
+    found, index = [], 0
+    for start, allocmask, holemask in order:
+        for bit in range(64):
+            ino = start + bit
+            if allocmask >> bit & 1 or holemask >> (bit // 4) & 1:
+                continue
+            cluster = ino // cluster_inodes
+            if cluster not in warm:
+                found.append((index, ino))
+                warm.add(cluster)
+            index += 1
+    return found
+
+
+def _xfs_cold_clusters(g: Geometry, files: int) -> Prediction | None:
+    n = g.xfs_inode_cluster_inodes
+    if not (n and g.xfs_dir_ag_chunks is not None and g.xfs_dir_inode is not None):
+        return None
+    cold = xfs_cold_cluster_indices(chunks=g.xfs_dir_ag_chunks, dir_inode=g.xfs_dir_inode,
+                                    root_inode=g.xfs_root_inode, cluster_inodes=n)
+    cold = [(i, ino) for i, ino in cold if i < files]
+    if not cold:
+        return None
+    isz = g.inode_size_bytes or 0
+    indices = [i for i, _ in cold]
+    strides = {b - a for a, b in zip(indices, indices[1:])}
+    series = len(strides) == 1
+    chunk_text = ", ".join(f"{s} (allocmask {m:#x})" for s, m, _ in g.xfs_dir_ag_chunks)
+    cluster_text = (f"inode cluster = {n} inodes x {isz} B = {n * isz // 1024} KiB (8 KiB"
+                    + (f" x inodesize {isz}/256" if "crc" in g.features and n * isz > 8192
+                       else "") + ", xfs_ialloc_setup_geometry)")
+    hits = "; ".join(f"file {i} gets inode {ino} = first of cluster {ino // n * n}.."
+                     f"{ino // n * n + n - 1}" for i, ino in cold)
+    return Prediction(
+        structure="xfs-inode-cluster-read",
+        kind="series" if series else "outlier",
+        index=indices[0], stride=strides.pop() if series else None,
+        count=len(indices) if series else 1,
+        arithmetic=(f"{cluster_text}; chunks of AG {g.xfs_dir_ag} before the probe: "
+                    f"{chunk_text}; in memory since mount: the clusters of the root "
+                    f"(inode {g.xfs_root_inode}) and the probe directory (inode "
+                    f"{g.xfs_dir_inode}); files take the lowest free inode: {hits}"),
+        note=(f"XFS reads and writes inodes in cluster buffers of {n} inodes "
+              f"({n * isz // 1024} KiB). Since Linux 5.9 the first change logged to an inode "
+              f"pins its cluster buffer, so a create whose new inode is the first used in a "
+              f"cluster that is not in memory reads that cluster from disk inside the call. "
+              f"The chunk mkfs made holds the root directory; its other clusters were never "
+              f"read since mount, so file {indices[0]} -- the first to get an inode there -- "
+              f"pays one {n * isz // 1024} KiB read. Chunks allocated during the probe are "
+              f"initialised in memory, so their clusters cost nothing extra. Admin: a cold "
+              f"cache cost, once per cluster after mount; on a slow disk it is a full read "
+              f"latency."),
+        tolerance_why=("deterministic: the inode numbers and the device read were verified "
+                       "at exactly this index (fresh mount; nothing else read the cluster)"))
 
 
 # --- ext4 --------------------------------------------------------------------------
