@@ -159,7 +159,8 @@ def limits(geometry: Geometry, op: str) -> list[str]:
                    "seed: not predicted")
         out.append("ext4 moving to the next block group's inodes is not predicted")
     elif fs == "btrfs":
-        out.append("btrfs splits after the first leaf (level 1 -> 2) are not predicted")
+        out.append("btrfs leaf splits after the third leaf are not predicted (the hash and "
+                   "append leaves are no longer neighbours; a split may make two leaves)")
         if op == "unlink":
             out.append("btrfs unlink: leaf merging/rebalancing is not modelled")
     else:
@@ -683,6 +684,49 @@ def _btrfs(g: Geometry, op: str, L: int, files: int, symlink_target_bytes: int,
         L, op, symlink_target_bytes=symlink_target_bytes, write_bytes=write_bytes,
         max_inline_bytes=g.btrfs_max_inline_bytes or 2048,
         sector_bytes=g.btrfs_sector_size_bytes or 4096)
+    out = [_btrfs_first_split(g, op, free, per_file, in_call, items)]
+    if g.btrfs_tree_includes_dir:
+        out += [_btrfs_later_split(g, free, per_file, in_call, items, k) for k in (2, 3)]
+    return out
+
+
+#: Later btrfs splits are predicted while every leaf is a sibling of the one being inserted
+#: into (up to three leaves): pushes then pack them full before the next split.
+BTRFS_PACKED_SPLITS = 3
+
+
+def _btrfs_later_split(g: Geometry, free: int, per_file: int, in_call: int, items: str,
+                       k: int) -> Prediction:
+    leaf = g.node_size_bytes - BTRFS_HEADER_BYTES
+    total = free + (k - 1) * leaf
+    fit = total // per_file
+    left = total - fit * per_file
+    index = fit if left < in_call else fit + 1
+    tol = BTRFS_LEVEL_SHIFT_TOLERANCE_FILES + (k - 1)
+    return Prediction(
+        structure=f"btrfs-fs-tree-leaf-split-{k}", kind="level_shift", index=index,
+        arithmetic=(f"{items}; before the split to {k + 1} leaves the {k} leaves are packed "
+                    f"(split_leaf first pushes items into the neighbour leaves): free {free} B "
+                    f"+ {k - 1} x leaf ({g.node_size_bytes} - {BTRFS_HEADER_BYTES} = {leaf} B) "
+                    f"= {total} B; {total} // {per_file} = {fit} files, {left} B left "
+                    f"-> file {index}"),
+        tolerance_files=tol,
+        tolerance_why=(f"+-{BTRFS_LEVEL_SHIFT_TOLERANCE_FILES} as the first split, plus up to "
+                       f"{k - 1} file(s) early: an item cannot straddle two leaves, so each "
+                       f"of the {k - 1} leaf boundaries wastes less than one file's items"),
+        note=(f"After the first split the creates keep filling the fs tree: new DIR_ITEMs land "
+              f"by name hash in the left leaf, DIR_INDEX and inode items append on the right. "
+              f"Before splitting a full leaf btrfs pushes items into its neighbours, so while "
+              f"there are at most three leaves they all fill up: the tree splits to {k + 1} "
+              f"leaves about every {leaf // per_file} files ({leaf} B of leaf / {per_file} B "
+              f"per file), here at file {index}. The split itself is a short extra cost, and "
+              f"each create now COWs one more leaf-sized path -- a small step, often lost in "
+              f"noise. Beyond three leaves the hash leaf and the append leaf no longer touch "
+              f"and splits come earlier (not predicted)."))
+
+
+def _btrfs_first_split(g: Geometry, op: str, free: int, per_file: int, in_call: int,
+                       items: str) -> Prediction:
     fit = free // per_file                 # files 0..fit-1 fit completely
     left = free - fit * per_file           # room left before file `fit`
     index = fit if left < in_call else fit + 1
@@ -698,7 +742,7 @@ def _btrfs(g: Geometry, op: str, L: int, files: int, symlink_target_bytes: int,
         condition = ("free space read before the probe directory existed: it takes one "
                      "directory's items (330 + 3 x its name length B) -- pass probe_dir")
         low, high = max(0, index - 3), index
-    return [Prediction(
+    return Prediction(
         structure="btrfs-fs-tree-leaf-split", kind="level_shift",
         index=index if low is None else None, index_low=low, index_high=high,
         arithmetic=arithmetic, condition=condition,
@@ -711,4 +755,4 @@ def _btrfs(g: Geometry, op: str, L: int, files: int, symlink_target_bytes: int,
               f"the tree has a root node over two leaves (level 0 -> 1). Every later create "
               f"copy-on-writes two leaves and the root instead of one leaf, so latency steps "
               f"up to a new level rather than showing one spike. Admin: a property of "
-              f"nodesize ({g.node_size_bytes} B); a larger nodesize moves the step later."))]
+              f"nodesize ({g.node_size_bytes} B); a larger nodesize moves the step later."))
