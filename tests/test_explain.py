@@ -640,3 +640,32 @@ def test_xfs_mounted_cold_cluster_read_at_predicted_index(fresh_fs, mkfs_opts, b
     # a chunk allocated during the probe: its second cluster is initialised in memory
     chunk = by_structure(predictions, "xfs-inode-chunk-alloc").index
     assert inodes[chunk + 32] % 32 == 0 and chunk + 32 not in read_at
+
+
+def _btrfs_fs_tree_leaves(device: str) -> int:
+    os.sync()
+    out = run("btrfs", "inspect-internal", "dump-tree", "-t", "5", device)
+    return len(re.findall(r"^leaf \d+ items", out, re.M))
+
+
+@pytest.mark.privileged
+def test_btrfs_mounted_later_leaf_splits_within_tolerance(fresh_fs):
+    """Sequential creates (sync each, like the probe): the fs tree goes to 3 leaves near file
+    44 + ~46 and splits again near 137 (16 KiB nodes, 7-char names): packed-leaf arithmetic."""
+    fs = fresh_fs("btrfs-default")
+    d = Path(fs.workdir) / "probe.d"
+    d.mkdir()
+    g = read_geometry(fs.fs, fs.device, fs.mountpoint, probe_dir=d)
+    predictions = predict(g, "creat", 7, 200)
+    splits = {k: by_structure(predictions, f"btrfs-fs-tree-leaf-split-{k}") for k in (2, 3)}
+    grew_at, leaves = {}, 1
+    for i in range(splits[3].index + splits[3].tolerance_files + 1):
+        os.sync()
+        os.close(os.open(d / name(i, 7), os.O_CREAT | os.O_WRONLY, 0o644))
+        if i >= splits[2].index - splits[2].tolerance_files:
+            now = _btrfs_fs_tree_leaves(fs.device)
+            if now > leaves:
+                grew_at.setdefault(leaves, i)
+            leaves = now
+    for k, p in splits.items():
+        assert k in grew_at and abs(grew_at[k] - p.index) <= p.tolerance_files, (grew_at, p)
