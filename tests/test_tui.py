@@ -12,15 +12,21 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from fsscope import paths
+from fsscope import paths, recipes
+from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal, loops_backing
 from fsscope.tui import AppConfig, make_app
+from fsscope.tui import messages as msg
 from fsscope.tui.app import FsscopeApp
+from fsscope.tui.model import JobState
 from fsscope.tui.screens.confirm import ConfirmDestroyScreen
 from fsscope.tui.screens.help import HelpScreen
 from fsscope.tui.screens.live import LiveScreen
+from fsscope.tui.widgets.bench_view import BenchView
+from fsscope.tui.widgets.heat_view import HeatView
 from fsscope.tui.widgets.heatmap import Heatmap
 
 SIZE = (140, 45)
@@ -297,12 +303,192 @@ async def test_runs_screen_replays_and_compares(scratch):
     assert_clean()
 
 
+@pytest.mark.privileged
+async def test_probe_final_flags_are_the_reports(scratch):
+    """Findings stream after each run (from the runs so far); when the report arrives the
+    flags list is exactly its final list (no stale titles, no duplicates from interim runs)."""
+    app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=400 * 2**20), recipe=recipes.load("xfs-default"),
+                             job_defaults={"probe": {"files": 300, "runs": 4}}))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("ctrl+r")
+        live = live_of(app)
+        await wait_for(pilot, lambda: live.control is not None and live.control.done.is_set(), 120, "the probe")
+        await pilot.pause(0.3)
+        job = live.jobs[0]
+        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        final = [f["title"] for f in job.report["flags"]]
+        assert final, "the probe raised no flags"
+        assert [f.title for f in live.flags_panel.flags] == final
+        assert [f.title for f in live.views[0].flags] == final
+        streamed = [e for e in Path(job.run_path, "events.ndjson").read_text().splitlines() if '"finding"' in e]
+        assert streamed, "no finding was streamed while the probe ran"
+        marked = {i for f in live.views[0].flags if f.kind not in ("lineargrowth", "linear") for i in f.indices}
+        heatmap = live.query_one("#heatmap", Heatmap)
+        assert set(np.flatnonzero(heatmap._flagged).tolist()) == marked
+    assert_clean()
+    assert not app.worker_errors
+
+
+async def test_final_flags_replace_interim_ones_and_keep_the_selection():
+    """Interim findings (a 2/2-run outlier, level shifts at 27 and 28 from two analyses), one
+    selected; the report's list replaces them and the same flag stays selected."""
+    from test_tui_model import probe_report
+
+    app = make_app(AppConfig(is_root=False, start_screen="live"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        live = live_of(app)
+        live.jobs = [JobState(0, "probe", {"files": 300, "runs": 5})]
+        live.post_message(msg.JobStarted(0, "probe", "run-x", "/nonexistent-run", 1))
+        interim = [
+            {"flag": "outlier", "index": 253, "structure": None, "runs_flagged": 2, "runs": 2,
+             "title": "file 253 slow in 2/2 runs (9.0× typical) — repeatable, unexplained", "note": "2 runs"},
+            {"flag": "levelshift", "index": 27, "structure": None, "title": "level shift at file 27", "note": "a"},
+            {"flag": "levelshift", "index": 28, "structure": None, "title": "level shift at file 28", "note": "b"},
+        ]
+        for finding in interim:
+            live.post_message(msg.FindingArrived(0, {"kind": "finding", **finding}))
+        await pilot.pause(0.2)
+        assert len(live.flags_panel.flags) == 3
+        live.flags_panel.focus()
+        await pilot.press("home", "down")  # the level shift at 27
+        await pilot.pause(0.1)
+        assert "file 27" in live.notes.text
+        report = probe_report()
+        live.post_message(msg.JobFinished(0, "ok", None, report, 0))
+        await pilot.pause(0.2)
+        assert [f.title for f in live.flags_panel.flags] == [f["title"] for f in report["flags"]]
+        assert live.flags_panel.highlighted == 2  # still the level shift at 27, now third
+        assert "9.0 → 18.0 µs" in live.notes.text
+        assert isinstance(live.job_view, HeatView)
+        heatmap = live.query_one("#heatmap", Heatmap)
+        assert heatmap._flagged[[253, 64, 128, 192, 27]].all() and not heatmap._flagged[28]
+
+
+async def set_param(pilot, app: FsscopeApp, field_id: str, text: str) -> None:
+    app.screen.query_one(f"#{field_id}").focus()
+    await pilot.pause(0.05)
+    await type_into(pilot, text)
+
+
+@pytest.mark.privileged
+async def test_bench_live_view_variation_table_and_replay(scratch):
+    """A short bench (2 runs × 3 s on a RAM image) picked and parametrised from the keyboard:
+    the throughput view draws the current run over the band of the first, the variation table
+    fills in as runs finish, the flags are the report's, the job's own counters feed the
+    device sparklines; the recorded run replays in the same view."""
+    app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=256 * 2**20), jobs=("probe", "bench"),
+                             job_defaults={"bench": {"nfiles": 60, "mean_file_size_bytes": 8192}}))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        app.screen.query_one("#job-list").focus()
+        await pilot.press("space", "down", "space")  # probe off, bench on (its panel shows)
+        assert app.screen.query_one("#job-picker").selected == ["bench"]
+        for field, text in (("runs", "2"), ("duration_s", "3"), ("workers", "2"), ("window_sizes_s", "1")):
+            await set_param(pilot, app, f"param-bench-{field}", text)
+        await pilot.press("ctrl+r")
+        live = live_of(app)
+        await wait_for(pilot, lambda: live.control is not None and live.views.get(0) is not None
+                       and live.views[0].data.runs.get(0) is not None and live.views[0].data.runs[0].bins,
+                       60, "the first second of run 1")
+        bench = live.job_view
+        assert isinstance(bench, BenchView) and live.query_one("#job-view").current == "bench-view"
+        assert bench.chart.data is not None and not bench.chart.data.empty
+        model = live.views[0].data
+        await wait_for(pilot, lambda: model.current == 1 or live.control.done.is_set(), 60, "run 2")
+        if not live.control.done.is_set():  # between the runs: run 1 is in the table as an estimate
+            assert bench.variation_table.row_count >= 1
+            assert str(bench.variation_table.get_row_at(0)[1]).startswith("≈")
+        await wait_for(pilot, lambda: live.control.done.is_set(), 60, "the bench to end")
+        await pilot.pause(0.3)
+        job = live.jobs[0]
+        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        report = job.report
+
+        def check_view(screen: LiveScreen) -> None:
+            view = screen.job_view
+            assert isinstance(view, BenchView)
+            table = view.variation_table
+            assert table.row_count == 2
+            for r, run in enumerate(report["runs"]):
+                assert table.get_row_at(r)[1] == f"{run['ops_per_s']:,.0f}"
+            assert f"relative range {report['variation']['relative_range']:.1%}" in view.summary_text
+            assert view.ops_table.row_count == len(report["runs"][0]["ops"])
+            data = view.chart.data
+            assert data is not None and not data.empty and data.run == 1 and data.band_runs == (0,)
+            assert sum(v is not None for v in data.current) == 3
+            assert [f.title for f in screen.flags_panel.flags] == [f["title"] for f in report["flags"]]
+            assert screen.query_one("#spark-rate").data
+
+        check_view(live)
+        assert live._job_telemetry_s is not None and live.iops.values  # the job's own counters
+        # replay the recorded run from the runs screen
+        await pilot.press("f4")
+        await pilot.pause(0.3)
+        table = app.screen.query_one("#runs-table")
+        table.move_cursor(row=table.get_row_index(job.run_id))
+        table.focus()
+        await pilot.press("enter")
+        await pilot.pause(0.5)
+        replay = app.screen
+        assert isinstance(replay, LiveScreen) and replay.record is not None
+        check_view(replay)
+        await pilot.press("escape")
+    assert_clean()
+    assert not app.worker_errors
+
+
+@pytest.mark.privileged
+async def test_syncwrite_view_table_per_buffer_size(scratch):
+    """A tiny sync-write sweep (sizes typed as 4K,64K): one row per size with the report's
+    throughput, the best-ratio size starred, and the same table when replayed."""
+    from fsscope.tui.widgets.syncwrite_view import SyncWriteView
+
+    app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=256 * 2**20), jobs=("syncwrite",)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        assert app.screen.query_one("#job-picker").selected == ["syncwrite"]  # the only job offered
+        for field, text in (("buffer_sizes_bytes", "4K,64K"), ("file_size_bytes", "1M"), ("repeats", "2")):
+            await set_param(pilot, app, f"param-syncwrite-{field}", text)
+        await pilot.press("ctrl+r")
+        live = live_of(app)
+        await wait_for(pilot, lambda: live.control is not None and live.control.done.is_set(), 60, "the sweep")
+        await pilot.pause(0.3)
+        job = live.jobs[0]
+        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        report = job.report
+        assert [p["buffer_bytes"] for p in report["points"]] == [4096, 65536]
+
+        def check(screen: LiveScreen) -> None:
+            view = screen.job_view
+            assert isinstance(view, SyncWriteView)
+            table = view.table
+            assert table.row_count == 2
+            for r, point in enumerate(report["points"]):
+                row = table.get_row_at(r)
+                assert row[2].startswith(f"{point['bytes_per_s'] / 1e6:,.1f}")
+                assert ("★" in str(row[0])) == (point["buffer_bytes"] == report["best_ratio_buffer_bytes"])
+
+        check(live)
+        await pilot.press("f4")
+        await pilot.pause(0.3)
+        table = app.screen.query_one("#runs-table")
+        table.move_cursor(row=table.get_row_index(job.run_id))
+        table.focus()
+        await pilot.press("enter")
+        await pilot.pause(0.4)
+        check(app.screen)
+    assert_clean()
+    assert not app.worker_errors
+
+
 def test_engine_and_cli_do_not_import_textual():
     import subprocess
     import sys
 
     code = ("import fsscope.cli, fsscope.cli.tui_cmd, fsscope.tui.config, fsscope.tui.model, "
-            "fsscope.tui.replay, fsscope.tui.telemetry; import sys; "
+            "fsscope.tui.replay, fsscope.tui.telemetry, fsscope.tui.job_models; import sys; "
             "print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

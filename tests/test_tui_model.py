@@ -1,5 +1,6 @@
 """The TUI's data side without a screen: bucketing, the latency matrix, sparkline windows,
-flags and their Markdown, themes from themes/*.tcss, and the heatmap's lines."""
+flags and their Markdown (and the report's final flags), the bench and sync-write view
+models, themes from themes/*.tcss, and the heatmap's and throughput chart's lines."""
 
 from __future__ import annotations
 
@@ -7,16 +8,21 @@ import numpy as np
 import pytest
 
 from fsscope import paths
+from fsscope.tui.bench_model import BenchModel
 from fsscope.tui.model import (
     JobState,
     LatencyMatrix,
     WindowStats,
     flag_from_event,
     flag_indices,
+    flag_key,
+    flags_from_report,
     flags_markdown,
     format_ns,
     ks_distance,
 )
+from fsscope.tui.syncwrite_model import SyncWriteModel
+from fsscope.tui.widgets.throughput_chart import nice_ceiling, nice_floor, resample
 from fsscope.tui.themes import FSSCOPE_THEMES, ThemeFileError, load_themes, parse_theme
 from fsscope.tui.widgets.heatmap import bucket, bucket_mask
 
@@ -104,3 +110,120 @@ def test_theme_files_parse_into_textual_themes():
     assert {f"heat-{n}" for n in range(5)} <= set(light.variables)
     with pytest.raises(ThemeFileError):
         parse_theme("/* name: broken */\n$background: #000;", source="broken.tcss")
+
+
+def probe_report() -> dict:
+    """A probe report as probe_job writes it: flags follow outliers, series, level shifts."""
+    return {
+        "outliers": [{"kind": "outlier", "index": 253, "runs_flagged": 5, "runs": 5, "median_ns": 90_000,
+                      "typical_ns": 9_000, "ratio": 10.0}],
+        "series": [{"kind": "series", "start": 64, "stride": 64, "count": 3, "missing": 0}],
+        "level_shifts": [{"kind": "levelshift", "index": 27, "before_ns": 9_000, "after_ns": 18_000}],
+        "linear_growth": [],
+        "flags": [
+            {"index": 253, "predicted_index": None, "structure": None, "note": "repeatable, unexplained",
+             "flag": "outlier", "title": "file 253 slow in 5/5 runs (10.0× typical) — repeatable, unexplained"},
+            {"index": 64, "predicted_index": 64, "structure": "xfs-inode-chunk-alloc", "note": "chunks of 64",
+             "flag": "series", "title": "every 64 files from 64 (3×) — xfs-inode-chunk-alloc"},
+            {"index": 27, "predicted_index": None, "structure": None, "note": "steps up",
+             "flag": "levelshift", "title": "level shift at file 27: 9.0 → 18.0 µs — repeatable, unexplained"},
+        ],
+    }
+
+
+def test_final_flags_from_a_probe_report_carry_their_findings():
+    report = probe_report()
+    flags = flags_from_report(report)
+    assert [f.title for f in flags] == [f["title"] for f in report["flags"]]
+    assert [f.kind for f in flags] == ["outlier", "series", "levelshift"]
+    assert flags[1].indices == (64, 128, 192)  # stride and count come from the series list
+    assert flags[0].raw["runs_flagged"] == 5 and flags[2].raw["after_ns"] == 18_000
+    # the same finding streamed from fewer runs has another title but the same key
+    interim = flag_from_event({"kind": "finding", "flag": "outlier", "index": 253, "structure": None,
+                               "title": "file 253 slow in 2/2 runs", "note": "", "runs_flagged": 2})
+    assert flag_key(interim) == flag_key(flags[0]) and interim.title != flags[0].title
+    assert flags_from_report({"op": "creat"}) is None and flags_from_report(None) is None
+
+
+def test_final_flags_from_a_bench_report_name_their_kind():
+    report = {"flags": [{"kind": "variation", "note": "varies 24%", "relative_range": 0.24, "rsd": 0.17,
+                         "threshold": 0.1, "title": "throughput varies 24% across runs (relative range)"},
+                        {"kind": "periodic", "note": "every 5 s", "window_s": 1, "period_s": 5,
+                         "title": "Throughput-1 dips every 5 s"}]}
+    flags = flags_from_report(report)
+    assert [f.kind for f in flags] == ["variation", "periodic"]
+    assert [f.title for f in flags] == [f["title"] for f in report["flags"]]
+    assert flags[0].indices == () and flags[0].raw["rsd"] == 0.17
+
+
+def window(b: int, ops_per_s: float, p99_ns: float = 50_000.0) -> dict:
+    return {"bin": b, "t_s": b + 1.0, "ops_per_s": ops_per_s, "complete": True,
+            "ops": {"create": {"ops_per_s": ops_per_s / 2, "p50_ns": 10_000.0, "p99_ns": p99_ns},
+                    "stat": {"ops_per_s": ops_per_s / 2, "p50_ns": 2_000.0, "p99_ns": None}}}
+
+
+def test_bench_model_live_band_variation_and_report():
+    model = BenchModel({"runs": 3, "duration_s": 4, "window_sizes_s": [2]})
+    assert model.default_window() == 1  # 4 s holds fewer than three 2-s windows
+    for b, rate in enumerate([100.0, 120.0, 110.0, 130.0]):
+        assert model.feed({"kind": "samples", "run": 0, "window": window(b, rate)})
+    assert model.variation()["runs"] == 0 and not model.runs[0].finished
+    assert model.feed({"kind": "phase", "name": "run 2 of 3", "run": 1})
+    assert model.runs[0].finished and model.runs[0].ops_per_s == pytest.approx(115.0)
+    for b, rate in enumerate([80.0, 90.0]):
+        model.feed({"kind": "samples", "run": 1, "window": window(b, rate, p99_ns=70_000.0)})
+    chart = model.chart()
+    assert chart.run == 1 and chart.band_runs == (0,)
+    assert chart.current == [80.0, 90.0, None, None] and chart.band_high == [100.0, 120.0, 110.0, 130.0]
+    two = model.chart(window_s=2)
+    assert two.band_low == [110.0, 110.0, 120.0, 120.0] and two.current == [85.0, 85.0, None, None]
+    rows, covers = model.op_rows()
+    assert [r.op for r in rows] == ["create", "stat"] and rows[0].p99_ns == 70_000.0 and "run 2" in covers
+    assert list(model.worst_p99_ns)[-1] == 70_000.0 and model.worst_p99_op == "create"
+    model.feed({"kind": "samples", "run": 1, "window": window(2, 100.0)})
+    model.feed({"kind": "samples", "run": 1, "window": window(3, 90.0)})
+    model.feed({"kind": "phase", "name": "run 3 of 3", "run": 2})
+    v = model.variation()  # live: estimates from the bins (115 and 90)
+    assert v["runs"] == 2 and not v["exact"]
+    assert v["relative_range"] == pytest.approx(25 / 102.5)
+    rows = model.variation_rows(2)
+    assert [(r.run, r.finished, r.exact) for r in rows] == [(0, True, False), (1, True, False), (2, False, False)]
+    assert (rows[0].window_min, rows[0].window_max) == (110.0, 120.0)
+    report = {"runs": [{"ops_per_s": 114.0, "ops": {"create": {"ops_per_s": 57, "p50_ns": 1e4, "p99_ns": 5e4}}},
+                       {"ops_per_s": 91.0, "ops": {"create": {"ops_per_s": 45, "p50_ns": 1e4, "p99_ns": 7e4}}}],
+              "variation": {"runs": 2, "relative_range": 0.224, "rsd": 0.16, "mean_ops_per_s": 102.5},
+              "notes": ["with 2 runs the relative range and RSD are rough"], "bin_s": 1.0}
+    model.finish(report)
+    assert model.runs[0].exact and model.runs[0].ops_per_s == 114.0
+    assert model.variation() == {"runs": 2, "relative_range": 0.224, "rsd": 0.16, "mean": 102.5, "exact": True}
+    rows, covers = model.op_rows()
+    assert rows[0].p99_ns == 6e4 and "median of 2 runs" in covers
+    assert model.notes == report["notes"]
+
+
+def test_syncwrite_model_rows_live_then_report():
+    model = SyncWriteModel({"mode": "fsync", "repeats": 2})
+    for size, repeat, bps, mean in ((4096, 0, 4e6, 1e6), (65536, 0, 40e6, 1.6e6), (4096, 1, 6e6, 0.8e6)):
+        assert model.feed({"kind": "samples", "point": {"buffer_bytes": size, "repeat": repeat, "writes": 100,
+                                                       "bytes_per_s": bps, "mean_ns": mean, "p50_ns": mean,
+                                                       "p99_ns": mean * 3}})
+    rows = model.rows()
+    assert [(r.buffer_bytes, r.repeats, r.exact) for r in rows] == [(4096, 2, False), (65536, 1, False)]
+    assert rows[0].bytes_per_s == pytest.approx(5e6) and rows[0].latency_mean_ns == pytest.approx(0.9e6)
+    assert rows[0].latency_p99_ns == pytest.approx(3e6)  # the worst repeat's
+    assert model.best_buffer_bytes == 65536  # 40 MB/s per 1.6 ms beats 5 MB/s per 0.9 ms
+    assert list(model.mb_per_s) == [4.0, 40.0, 6.0]
+    model.finish({"mode": "fsync", "best_ratio_buffer_bytes": 65536, "notes": ["cut short"],
+                  "points": [{"buffer_bytes": 4096, "bytes_per_s": 5e6, "bytes_per_s_std": 1e6,
+                              "latency_mean_ns": 0.9e6, "latency_p99_ns": 2.5e6, "ratio": 5.5e6}]})
+    rows = model.rows()
+    assert [(r.buffer_bytes, r.exact, r.latency_p99_ns) for r in rows] == [(4096, True, 2.5e6)]
+    assert model.best_buffer_bytes == 65536 and model.notes == ["cut short"]
+
+
+def test_throughput_chart_scale_helpers():
+    assert nice_ceiling(251_000) == 300_000 and nice_ceiling(99) == 100 and nice_ceiling(0) == 1.0
+    assert nice_floor(123_456) == 120_000 and nice_floor(0) == 0.0
+    assert resample([1.0, 2.0], 4) == [1.0, 1.0, 2.0, 2.0]
+    assert resample([1.0, 3.0, None, 5.0], 2) == [2.0, 5.0]
+    assert resample([], 3) == [None, None, None]

@@ -2,7 +2,8 @@
 with ``pytest tests/test_tui_snapshots.py --snapshot-update`` and look at the SVGs.
 
 Everything on screen is deterministic: a fixed FSSCOPE_HOME path, fake block devices, and
-recorded runs written by the test itself (seeded latencies, fixed events and timestamps).
+recorded runs written by the test itself (seeded latencies and ops counts, fixed events and
+timestamps).
 """
 
 from __future__ import annotations
@@ -74,6 +75,78 @@ def write_run(name: str, seed: int, *, shift: float = 1.0) -> Path:
     return run
 
 
+OPS = ("create", "write", "close", "open", "append", "read", "delete", "stat")
+
+
+def write_bench_run(name: str, seed: int) -> Path:
+    """A recorded 3-run fileserver bench: per-run counts per 1-s bin, telemetry, the report."""
+    run = HOME / "runs" / name
+    run.mkdir(parents=True)
+    rng = np.random.default_rng(seed)
+    runs, bins = 3, 12
+    level = np.array([1.0, 0.93, 1.06])
+    report_runs = []
+    for r in range(runs):
+        warm = np.minimum(1.0, 0.6 + 0.1 * np.arange(bins))
+        per_bin = 18_000 * level[r] * warm * rng.normal(1.0, 0.03, bins)
+        counts = np.outer(np.array([1, 1, 3, 2, 1, 1, 1, 1]), per_bin).astype(np.int64)
+        np.save(run / f"run{r}_counts.npy", counts)
+        telemetry = np.zeros((bins, 18))
+        telemetry[:, 0] = np.arange(1, bins + 1)
+        telemetry[:, 4] = rng.normal(900, 60, bins)  # write ops
+        telemetry[:, 2] = telemetry[:, 4] * 16384  # write bytes
+        telemetry[:, 9] = rng.normal(40, 3, bins)  # idle %
+        np.save(run / f"run{r}_telemetry.npy", telemetry)
+        total = counts.sum()
+        windows = (counts.sum(axis=0)[: bins // 4 * 4].reshape(-1, 4).sum(axis=1) / 4).tolist()
+        report_runs.append({"ops_per_s": total / bins, "elapsed_s": float(bins), "windows": {"4": windows},
+                            "ops": {op: {"count": int(counts[i].sum()), "ops_per_s": counts[i].sum() / bins,
+                                         "p50_ns": 2_000.0 * (i + 1), "p99_ns": 9_000.0 * (i + 1) * level[r]}
+                                    for i, op in enumerate(OPS)}})
+    np.save(run / "elapsed_s.npy", np.full(runs, float(bins)))
+    x = np.array([r["ops_per_s"] for r in report_runs])
+    spec = {"personality": "fileserver", "runs": runs, "duration_s": bins, "workers": 4, "nfiles": None,
+            "mean_file_size_bytes": None, "mem_limit_bytes": None, "window_sizes_s": [4], "threshold": 0.1,
+            "seed": 1, "fresh_fs": True}
+    flags = [{"kind": "variation", "relative_range": float(np.ptp(x) / x.mean()), "rsd": 0.06, "threshold": 0.1,
+              "title": f"throughput varies {np.ptp(x) / x.mean():.0%} across runs (relative range)",
+              "note": "Cumulative throughput varies across the runs above the 10% threshold: one run is not "
+                      "a reliable result for this setup."},
+             {"kind": "warmup", "warmup_s": 4, "windows": 1, "direction": "up", "window_s": 4,
+              "title": "warm-up (up): settles after 4 s",
+              "note": "The first Throughput-4 window is slower than the rest in every run: caches filling."}]
+    report = {"personality": "fileserver", "runs": report_runs, "bin_s": 1.0, "flags": flags,
+              "variation": {"relative_range": float(np.ptp(x) / x.mean()), "rsd": float(x.std(ddof=1) / x.mean()),
+                            "mean_ops_per_s": float(x.mean()), "runs": runs},
+              "notes": ["no --mem-limit: a file set that fits in RAM is served from the page cache"]}
+    manifest = {"job": "bench", "spec": spec, "status": "ok", "started": "2025-01-01T14:00:00+0000",
+                "target": {"spec": {"kind": "image", "path": "/var/tmp/demo.img"}},
+                "recipe": {"name": "ext4-default", "fs": "ext4"}}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    events = [
+        {"t": 0.0, "kind": "phase", "name": "setup"},
+        {"t": 0.2, "kind": "log", "line": "$ mkfs.ext4 -F -q /dev/loop7  → exit 0 (0.05 s)"},
+        {"t": 0.3, "kind": "log", "line": "$ mount -t ext4 -o relatime /dev/loop7 /mnt/fsscope  → exit 0 (0.01 s)"},
+        {"t": 30.0, "kind": "phase", "name": "run 3/3: fileserver × 4 workers", "run": 2},
+        {"t": 42.0, "kind": "progress", "done": 36, "total": 36, "unit": "s"},
+        {"t": 42.1, "kind": "finding", "flag": "variation", "title": "an interim flag the report replaces",
+         "note": "interim"},
+        {"t": 42.2, "kind": "result", "report": report},
+    ]
+    (run / "events.ndjson").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return run
+
+
+@pytest.fixture
+def bench_snapshot_home(monkeypatch):
+    shutil.rmtree(HOME, ignore_errors=True)
+    HOME.mkdir(parents=True)
+    monkeypatch.setenv("FSSCOPE_HOME", str(HOME))
+    write_bench_run("20250101-140000-bench", seed=3)
+    yield HOME
+    shutil.rmtree(HOME, ignore_errors=True)
+
+
 @pytest.fixture
 def snapshot_home(monkeypatch):
     shutil.rmtree(HOME, ignore_errors=True)
@@ -141,3 +214,16 @@ def test_help_screen(snap_compare, snapshot_home):
         await pilot.pause(0.3)
 
     assert snap_compare(app_for(start_screen="runs"), terminal_size=SIZE, run_before=help_)
+
+
+def test_replay_bench_screen(snap_compare, bench_snapshot_home):
+    """A recorded bench in its own live view: run 3 over the band of runs 1–2 (Throughput-4),
+    per-op latency, the variation table, the report's flags with the first one's note."""
+    async def open_and_select_flag(pilot):
+        await pilot.pause(0.2)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        await pilot.press("tab", "down")  # from the chart to the flags panel: the first flag
+        await pilot.pause(0.2)
+
+    assert snap_compare(app_for(start_screen="runs"), terminal_size=SIZE, run_before=open_and_select_flag)

@@ -3,11 +3,15 @@ generic panel built from its Spec dataclass; add a line here when a job brings i
 
 from __future__ import annotations
 
+from fsscope.tui.widgets.bench_params import BenchParams
 from fsscope.tui.widgets.job_params import JobParams
 from fsscope.tui.widgets.probe_params import ProbeParams
+from fsscope.tui.widgets.syncwrite_params import SyncWriteParams
 
 PANELS: dict[str, type[JobParams]] = {
     "probe": ProbeParams,
+    "bench": BenchParams,
+    "syncwrite": SyncWriteParams,
 }
 
 

@@ -129,7 +129,7 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
                 for event in handle.events():
                     kind = event.get("kind")
                     t = float(event.get("t") or 0.0)
-                    if kind == "samples":
+                    if kind == "samples" and "latency_ns" in event:
                         post(msg.SamplesArrived(index, int(event.get("run", 0)), int(event.get("start", 0)),
                                                 list(event.get("latency_ns") or []), t))
                     elif kind == "progress":
@@ -137,7 +137,9 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
                         post(msg.ProgressUpdated(index, float(event.get("done") or 0),
                                                  float(total) if total else None, str(event.get("unit", ""))))
                     elif kind == "phase":
-                        post(msg.PhaseChanged(index, str(event.get("name", "")), t))
+                        run = event.get("run")
+                        post(msg.PhaseChanged(index, str(event.get("name", "")), t,
+                                              int(run) if isinstance(run, int) else None))
                     elif kind == "finding":
                         post(msg.FindingArrived(index, dict(event)))
                     elif kind == "log":
@@ -146,6 +148,8 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
                         report = event.get("report")
                     elif kind == "error":
                         error = str(event.get("message", ""))
+                    elif kind:  # bench windows, sync-write points, telemetry…: the job's view reads them
+                        post(msg.JobEvent(index, str(kind), event))
             finally:
                 stopped.set()
                 if handle.proc.poll() is None:  # we are leaving early (an exception): stop the child

@@ -28,6 +28,7 @@ class PhaseChanged(Message):
     index: int
     name: str
     t: float
+    run: int | None = None
 
 
 @dataclass
@@ -58,6 +59,16 @@ class SamplesArrived(Message):
 class FindingArrived(Message):
     index: int
     finding: dict
+
+
+@dataclass
+class JobEvent(Message):
+    """Any other event of a job (bench windows, sync-write points, telemetry, geometry…),
+    as the job wrote it: the job's own view model reads what it knows (never replaced)."""
+
+    index: int
+    kind: str
+    event: dict
 
 
 @dataclass

@@ -301,6 +301,46 @@ def flag_from_event(event: dict) -> Flag:
     return Flag(title=title, note=note, kind=kind, indices=flag_indices(event), raw=raw)
 
 
+def flag_key(flag: Flag) -> tuple:
+    """What stays the same when a flag is recomputed with more runs (its title and numbers
+    change): kind, where it starts, its stride, its window, its structure."""
+    raw = flag.raw
+    return (flag.kind, flag.indices[0] if flag.indices else None, raw.get("stride"), raw.get("window_s"),
+            raw.get("structure"))
+
+
+#: The probe report's finding lists, in the order its ``flags`` list follows them.
+_FINDING_LISTS = (("outliers", "outlier"), ("series", "series"), ("level_shifts", "levelshift"),
+                  ("linear_growth", "lineargrowth"))
+
+
+def flags_from_report(report: dict | None) -> list[Flag] | None:
+    """The FINAL flags of a job's report (``report["flags"]``), or None if it has none.
+
+    Findings stream while a job runs, each from the runs so far; the report's list is the
+    analysis of all runs and replaces them. A probe report's flags carry only where and why;
+    the finding's own fields (stride, count, end, ratio…) come from its analysis lists, which
+    the flags follow in order. Variation flags name their kind ``kind``: it becomes ``flag``."""
+    if not isinstance(report, dict) or not isinstance(report.get("flags"), list):
+        return None
+    flags = [f for f in report["flags"] if isinstance(f, dict)]
+    findings: list[dict] = []
+    for key, kind in _FINDING_LISTS:
+        findings += [{**f, "kind": kind} for f in report.get(key) or [] if isinstance(f, dict)]
+    aligned = len(findings) == len(flags) and all(
+        finding.get("kind") == flag.get("flag") for finding, flag in zip(findings, flags))
+    out = []
+    for n, flag in enumerate(flags):
+        event = dict(flag)
+        if "flag" not in event and "kind" in event:
+            event["flag"] = event.pop("kind")
+        if aligned:
+            event |= {k: v for k, v in findings[n].items() if k != "kind" and k not in event}
+        event.pop("kind", None)
+        out.append(flag_from_event(event))
+    return out
+
+
 def flags_markdown(flags: list[Flag], *, heading: str = "fsscope flags", context: list[str] | None = None) -> str:
     """The flags with their notes as Markdown (the 'export flags' action)."""
     lines = [f"# {heading}", ""]
@@ -366,3 +406,20 @@ class Summary:
             return cls(0, float("nan"), float("nan"), float("nan"))
         p50, p99 = np.percentile(v, [50, 99])
         return cls(int(v.size), float(p50), float(p99), float(v.max()))
+
+
+# --------------------------------------------------------------------------------------------
+# One job's view state
+
+
+@dataclass
+class JobView:
+    """What one job has produced so far, live or replayed: per-file latencies (probe-shaped
+    jobs), the flags, and the job's own model (``data``: a BenchModel, SyncWriteModel…, from
+    :mod:`fsscope.tui.job_models`; None for jobs shown through the latency matrix)."""
+
+    matrix: LatencyMatrix
+    windows: WindowStats
+    flags: list[Flag] = field(default_factory=list)
+    data: Any = None
+    job: str = ""

@@ -1,12 +1,16 @@
 """Reopen a recorded run: its manifest, events and arrays become the same model objects a
-live job fills (no Textual here)."""
+live job fills (no Textual here). The flags are the report's final list when there is one
+(the findings in events.ndjson are the interim ones streamed while the job ran); a job with
+its own view model (bench, syncwrite) gets it rebuilt from its arrays and report."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from fsscope.store import RunDir
-from fsscope.tui.model import Flag, JobState, LatencyMatrix, WindowStats, flag_from_event
+from fsscope.tui.job_models import model_from_run
+from fsscope.tui.model import Flag, JobState, LatencyMatrix, WindowStats, flag_from_event, flags_from_report
 
 
 @dataclass
@@ -21,6 +25,8 @@ class RunRecord:
     log_lines: list[str] = field(default_factory=list)
     target: str = ""
     recipe: str = ""
+    data: Any = None
+    """The job's own view model (BenchModel, SyncWriteModel…), None for probe-shaped jobs."""
 
     @property
     def title(self) -> str:
@@ -70,8 +76,12 @@ def load_run(run: RunDir) -> RunRecord:
     job.error = job.error or manifest.get("error")
     job.report = job.report or run.report()
     job.recorded_elapsed_s = last_t
+    final = flags_from_report(job.report)
+    if final is not None:
+        flags = final
+    data = model_from_run(job.job, run, job.spec, job.report)
     matrix = windows = None
-    if "latency_ns" in run.arrays():
+    if data is None and "latency_ns" in run.arrays():
         try:
             matrix = LatencyMatrix.from_array(run.load_array("latency_ns", mmap=False))
             windows = WindowStats.from_matrix(matrix.values)
@@ -79,4 +89,4 @@ def load_run(run: RunDir) -> RunRecord:
             matrix = windows = None
     return RunRecord(run=run, job=job, matrix=matrix, windows=windows, flags=flags,
                      log_lines=log_lines, target=describe_target(manifest),
-                     recipe=describe_recipe(manifest))
+                     recipe=describe_recipe(manifest), data=data)

@@ -40,6 +40,8 @@ background process, records every run, and points at what is interesting.
    *remount after populating* also clears the journal and inode caches.
 3. **Jobs** — space toggles a job; the highlighted job's parameters are shown below it.
    The **probe** times one system call (creat, mkdir, …) per file, for `files` files, `runs` times.
+   The **bench** runs a throughput personality (fileserver, webserver, varmail) `runs` times for
+   `seconds` each; **syncwrite** writes files with synchronous writes of each buffer size.
 
 **ctrl+r** (or the Start button) starts. Jobs run one after another, each in its own process.
 
@@ -75,11 +77,27 @@ index (a directory searched linearly).
 ↗ growth, ◆ a threshold predicted from the file system's geometry. Moving through the list
 marks the flag's files in the heatmap (• cells, ▼ above the columns) and shows its **note**:
 what was found, where, and why the structure causes it. **m** writes all flags with their
-notes to flags.md in the run directory.
+notes to flags.md in the run directory. Flags appear as runs finish, each judged on the runs
+so far; when the job ends, the final list (all runs) replaces them.
 
 **Sparklines** — per window of consecutive calls: median (p50) and p99 latency (log-scaled so
 one spike does not flatten the rest), calls per second, and from the kernel's counters the
 device's IOPS and MB/s and the machine's CPU use.
+
+**Bench view** — for a *bench* job (a throughput personality run R times, each on a freshly
+made file system) the heatmap gives way to the current run's **ops/s per second** (or per
+Throughput-N window: **w**) drawn as bars over the **band** of the other runs (shaded from
+their minimum to their maximum, ─ their mean): a run that leaves the band behaves differently
+from the others. **r** picks the run drawn, **z** zooms the y axis to the data. Below: each
+operation's p50/p99 latency (the last second while running, whole runs at the end) and the
+**variation table**: every run's cumulative ops/s, its slowest and fastest window, and across
+runs the **relative range** ((max − min) / mean) and **RSD** (standard deviation / mean);
+≈ marks live estimates that the report replaces. Flags: ± variation above the threshold,
+» warm-up, ≈ periodic dips, ≠ windows that disagree with the whole-run verdict.
+
+**Sync-write view** — one row per buffer size: throughput and per-write latency as bars, the
+p99, and their ratio (MB/s per ms of latency); ★ marks the size with the best ratio, past
+which bigger writes cost more latency than they gain.
 
 **Log** — every external command (mkfs, mount, losetup, umount, …) with its exit status and
 time, and the job's phases.

@@ -1,12 +1,18 @@
-"""The live screen: progress of each job, the per-file latency heatmap, sparklines, flags with
-their notes, and the log of every external command. The same screen replays a recorded run
+"""The live screen: progress of each job, the job's main view, sparklines, flags with their
+notes, and the log of every external command. The same screen replays a recorded run
 (``LiveScreen(record=...)``): the views are filled from the run directory instead of a job's
 event stream.
+
+The main view depends on the job (:mod:`fsscope.tui.live_views`): the per-file latency
+heatmap for the probe, throughput over the band of earlier runs for a bench, throughput vs
+latency per buffer size for a sync-write sweep. Each job's data lives in a :class:`JobView`
+(its model from :mod:`fsscope.tui.job_models` in ``data``); the view widget draws it.
+When a job's report arrives, its final flags replace the ones streamed while it ran.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
 from functools import partial
 from pathlib import Path
 
@@ -15,21 +21,25 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header
+from textual.widgets import ContentSwitcher, Footer, Header
 
 from fsscope import paths
 from fsscope.tui import messages as msg
 from fsscope.tui.config import RunPlan
+from fsscope.tui.job_models import model_for
 from fsscope.tui.jobs import PlanControl, follow_plan, sample_telemetry
+from fsscope.tui.live_views import view_class, view_classes
 from fsscope.tui.model import (
     Flag,
     JobState,
+    JobView,
     LatencyMatrix,
     Series,
     WindowStats,
     flag_from_event,
+    flag_key,
+    flags_from_report,
     flags_markdown,
-    format_ns,
     window_calls_for,
 )
 from fsscope.tui.replay import RunRecord
@@ -37,18 +47,14 @@ from fsscope.tui.widgets.flags_panel import FlagsPanel
 from fsscope.tui.widgets.heat_legend import HeatLegend
 from fsscope.tui.widgets.heatmap import Heatmap
 from fsscope.tui.widgets.job_progress import JobProgress
+from fsscope.tui.widgets.live_view import LiveView
 from fsscope.tui.widgets.log_panel import LogPanel
 from fsscope.tui.widgets.notes_panel import NotesPanel
 from fsscope.tui.widgets.spark_panel import SparkPanel
 
+JOB_TELEMETRY_FRESH_S = 3.0  # the job's own counters win over the UI's sampler this long
 
-@dataclass
-class JobView:
-    """What one job has produced so far."""
-
-    matrix: LatencyMatrix
-    windows: WindowStats
-    flags: list[Flag] = field(default_factory=list)
+__all__ = ["JobView", "LiveScreen"]
 
 
 def _int(value, default: int) -> int:
@@ -78,6 +84,8 @@ class LiveScreen(Screen):
         self.control: PlanControl | None = None
         self.iops, self.bandwidth, self.cpu = Series(), Series(), Series()
         self.plan_cancelled = False
+        self._job_telemetry_s: float | None = None  # when the job last sent its own counters
+        self._last_job_telemetry: dict[int, float] = {}  # run -> its last sample's t_s
         self._pending_plan: RunPlan | None = None
         self._ready = False  # on_mount has run (is_mounted turns True only after it)
 
@@ -86,10 +94,10 @@ class LiveScreen(Screen):
         yield Header(show_clock=False)
         yield JobProgress(id="progress")
         with Horizontal(id="live-main"):
-            with Vertical(id="heat-col"):
-                heatmap = Heatmap(id="heatmap")
-                yield heatmap
-                yield HeatLegend(heatmap, id="legend")
+            classes = view_classes()
+            with ContentSwitcher(initial=classes[0].VIEW_ID, id="job-view"):
+                for cls in classes:
+                    yield cls(id=cls.VIEW_ID)
             with Vertical(id="side"):
                 yield FlagsPanel(id="flags")
                 yield NotesPanel(id="notes")
@@ -100,8 +108,6 @@ class LiveScreen(Screen):
 
     def on_mount(self) -> None:
         self._ready = True
-        self.query_one("#heatmap").border_title = "Latency per file (columns) and run (rows)"
-        self.query_one("#heatmap").border_subtitle = "←→↑↓ cursor · +/- zoom · 0 fit · a bucket agg"
         self.query_one("#flags").border_title = "Flags"
         self.query_one("#notes").border_title = "Note"
         self.query_one("#sparks").border_title = "Live"
@@ -116,6 +122,16 @@ class LiveScreen(Screen):
     @property
     def heatmap(self) -> Heatmap:
         return self.query_one("#heatmap", Heatmap)
+
+    @property
+    def job_view(self) -> LiveView:
+        """The main view on screen (the shown job's kind)."""
+        switcher = self.query_one("#job-view", ContentSwitcher)
+        return self.query_one(f"#{switcher.current}", LiveView)
+
+    def view_widget(self, index: int) -> LiveView:
+        job = self.jobs[index].job if index < len(self.jobs) else ""
+        return self.query_one(f"#{view_class(job).VIEW_ID}", LiveView)
 
     @property
     def flags_panel(self) -> FlagsPanel:
@@ -165,6 +181,7 @@ class LiveScreen(Screen):
         self.jobs = [JobState(i, req.job, dict(req.spec)) for i, req in enumerate(plan.jobs)]
         self.views = {}
         self.shown = None
+        self._job_telemetry_s = None
         recipe = plan.recipe.name if plan.recipe else "no recipe"
         self.query_one("#progress", JobProgress).set_jobs(self.jobs, f"{plan.target.describe()} · {recipe}")
         self.heatmap.set_matrix(None)
@@ -236,42 +253,64 @@ class LiveScreen(Screen):
     def _view_for(self, index: int) -> JobView:
         view = self.views.get(index)
         if view is None:
-            spec = self.jobs[index].spec if index < len(self.jobs) else {}
+            job = self.jobs[index] if index < len(self.jobs) else None
+            spec = job.spec if job is not None else {}
             files, runs = _int(spec.get("files"), 0), _int(spec.get("runs"), 1)
-            view = JobView(LatencyMatrix(runs, files), WindowStats(window_calls_for(files, runs)))
+            name = job.job if job is not None else ""
+            view = JobView(LatencyMatrix(runs, files), WindowStats(window_calls_for(files, runs)),
+                           data=model_for(name, spec), job=name)
             self.views[index] = view
         return view
 
-    def _show(self, index: int) -> None:
+    def _show(self, index: int, live: bool = True) -> None:
         view = self._view_for(index)
         self.shown = index
-        self.heatmap.set_matrix(view.matrix)
+        widget = self.view_widget(index)
+        switcher = self.query_one("#job-view", ContentSwitcher)
+        if switcher.current != widget.id:
+            switcher.current = widget.id
+            focused = self.focused
+            if focused is not None and focused is not widget and switcher in focused.ancestors:
+                # the focus was in the view just hidden: move it to the one shown
+                if not widget.focus_main():
+                    self.flags_panel.focus()
+        widget.show(view, live=live)
         self.flags_panel.set_flags(view.flags)
-        self._mark_flags(view)
         self.notes.show(None)
-        self._show_windows(view)
+        self._show_sparks(view, live)
         job = self.jobs[index]
         self.sub_title = f"{job.job} · {job.run_id}" if job.run_id else job.job
         self.refresh_bindings()
 
-    def _mark_flags(self, view: JobView) -> None:
-        """'!' above the files of point-like flags (outliers, series members, thresholds,
-        level shifts); ranges (linear growth) are marked only when selected."""
-        flagged = sorted({i for flag in view.flags if flag.kind not in ("lineargrowth", "linear")
-                          for i in flag.indices})
-        self.heatmap.set_flags(flagged)
-
-    def _show_windows(self, view: JobView, live: bool = True) -> None:
+    def _show_sparks(self, view: JobView, live: bool = True) -> None:
         sparks = self.query_one("#sparks", SparkPanel)
-        windows = view.windows
-        p50, p99 = list(windows.p50_us), list(windows.p99_us)
-        sparks.show("p50", WindowStats.log_series(p50), format_ns(p50[-1] * 1e3) if p50 else "–")
-        sparks.show("p99", WindowStats.log_series(p99), format_ns(p99[-1] * 1e3) if p99 else "–")
-        rate = list(windows.calls_per_s)
-        if rate:
-            sparks.show("rate", rate, f"{rate[-1]:,.0f}/s")
-        elif not live:
-            sparks.show("rate", [], "live only")
+        widget = self.job_view
+        for key, label, values, text in widget.spark_rows(view, live):
+            sparks.show(key, values, text, label)
+
+    def _replace_flags(self, index: int, flags: list[Flag]) -> None:
+        """The report's final flags replace the streamed ones; the selected flag stays
+        selected if the final list still has it (its title and numbers may have changed)."""
+        view = self._view_for(index)
+        selected = None
+        if index == self.shown:
+            position = self.flags_panel.highlighted
+            if position is not None and 0 <= position < len(view.flags):
+                selected = flag_key(view.flags[position])
+        view.flags = list(flags)
+        if index != self.shown:
+            return
+        widget = self.job_view
+        self.flags_panel.set_flags(view.flags)
+        widget.mark_flags(view)
+        keys = [flag_key(f) for f in view.flags]
+        if selected is not None and selected in keys:
+            self.flags_panel.highlighted = keys.index(selected)
+            self.notes.show(view.flags[keys.index(selected)])
+            widget.select_flag(view, view.flags[keys.index(selected)])
+        else:
+            self.notes.show(None)
+            widget.select_flag(view, None)
 
     def _tick(self) -> None:
         if self.running:
@@ -282,19 +321,27 @@ class LiveScreen(Screen):
         self.jobs = [record.job]
         matrix = record.matrix or LatencyMatrix(1, 0)
         windows = record.windows or WindowStats()
-        self.views = {0: JobView(matrix, windows, list(record.flags))}
+        self.views = {0: JobView(matrix, windows, list(record.flags), data=record.data, job=record.job.job)}
         progress = self.query_one("#progress", JobProgress)
         progress.set_jobs(self.jobs, f"replay of {record.run.id} · {record.target} · {record.recipe}")
-        self._show(0)
-        self._show_windows(self.views[0], live=False)
+        self._show(0, live=False)
         sparks = self.query_one("#sparks", SparkPanel)
-        for key in ("iops", "bw", "cpu"):
-            sparks.show(key, [], "live only")
+        recorded = getattr(record.data, "telemetry", None) or []
+        if recorded:
+            iops, bps, cpu = (list(column) for column in zip(*recorded))
+            sparks.show("iops", iops, f"{iops[-1]:,.0f} recorded"[:14])
+            sparks.show("bw", [b / 1e6 for b in bps], f"{bps[-1] / 1e6:,.1f} MB/s")
+            sparks.show("cpu", cpu, f"{cpu[-1]:.0f} %")
+        else:
+            for key in ("iops", "bw", "cpu"):
+                sparks.show(key, [], "live only")
         for line in record.log_lines:
             if line.startswith("    "):
                 self.log_panel.note(line)
             else:
                 self.log_panel.command(line)
+        for note in getattr(record.data, "notes", None) or []:
+            self.log_panel.note(f"note: {note}", style="yellow")
         if record.job.error:
             self.log_panel.note(f"error: {record.job.error}", style="bold red")
         self.title = "fsscope — replay"
@@ -304,6 +351,7 @@ class LiveScreen(Screen):
         job = self.jobs[message.index]
         job.start()
         job.run_id, job.run_path = message.run_id, message.run_path
+        self._last_job_telemetry = {}
         self._show(message.index)
         self.log_panel.note(f"── {message.job} started (pid {message.pid}), recording in {message.run_path}",
                             style="bold")
@@ -314,6 +362,23 @@ class LiveScreen(Screen):
         job.phase = message.name
         self.log_panel.note(f"[{message.t:7.2f} s] {job.job}: {message.name}")
         self.query_one("#progress", JobProgress).refresh()
+        if message.run is not None:
+            self._feed(message.index, {"kind": "phase", "name": message.name, "run": message.run,
+                                       "t": message.t})
+
+    def _feed(self, index: int, event: dict) -> None:
+        """Give an event to the job's own model; redraw its view if it changed."""
+        view = self._view_for(index)
+        if view.data is None or not view.data.feed(event):
+            return
+        if index == self.shown:
+            self.job_view.update_view(view)
+            self._show_sparks(view)
+
+    def on_job_event(self, message: msg.JobEvent) -> None:
+        if message.kind == "telemetry":
+            self._job_telemetry(message.event)
+        self._feed(message.index, message.event)
 
     def on_progress_updated(self, message: msg.ProgressUpdated) -> None:
         job = self.jobs[message.index]
@@ -325,16 +390,17 @@ class LiveScreen(Screen):
         run, start, stop = view.matrix.put(message.run, message.start, message.latency_ns)
         view.windows.add(view.matrix.values[run, start:stop], run=run, t_s=message.t)
         if message.index == self.shown:
-            self.heatmap.samples_added(run, start, stop)
-            self._show_windows(view)
+            self.job_view.samples_added(view, run, start, stop)
+            self._show_sparks(view)
 
     def on_finding_arrived(self, message: msg.FindingArrived) -> None:
+        """An interim finding (from the runs so far); the report's list replaces them all."""
         view = self._view_for(message.index)
         flag = flag_from_event(message.finding)
         view.flags.append(flag)
         if message.index == self.shown:
             self.flags_panel.add_flag(flag)
-            self._mark_flags(view)
+            self.job_view.mark_flags(view)
 
     def on_log_line(self, message: msg.LogLine) -> None:
         self.log_panel.command(message.line, message.stderr)
@@ -345,11 +411,21 @@ class LiveScreen(Screen):
         job.error = message.error
         job.report = message.report
         view = self._view_for(message.index)
-        if view.matrix.measured == 0 and job.run_path:
+        final = flags_from_report(message.report)
+        if final is not None:
+            self._replace_flags(message.index, final)
+        if view.data is not None:
+            view.data.finish(message.report)
+            if message.index == self.shown:
+                self.job_view.update_view(view)
+                self._show_sparks(view)
+        if view.matrix.measured == 0 and job.run_path and view.data is None:
             self._load_recorded_array(message.index, view)
         self.log_panel.note(f"── {job.job} ended: {message.status}"
                             + (f" — {message.error}" if message.error else ""),
                             style="bold red" if message.status == "failed" else "bold")
+        for note in getattr(view.data, "notes", None) or []:
+            self.log_panel.note(f"note: {note}", style="yellow")
         for line in message.leftovers:
             self.log_panel.note(f"cleaned up after the killed job: {line}", style="yellow")
         self.query_one("#progress", JobProgress).refresh()
@@ -384,14 +460,47 @@ class LiveScreen(Screen):
                     else "All jobs finished.", timeout=5)
 
     def on_telemetry_tick(self, message: msg.TelemetryTick) -> None:
-        self.iops.add(message.iops)
-        self.bandwidth.add(message.bytes_per_s / 1e6)
-        self.cpu.add(message.cpu_percent)
+        """The UI's own sampler (psutil, once a second); a job that sends its own counters
+        (bench) is measured beside its workers, so those win while they keep coming."""
+        last = self._job_telemetry_s
+        if last is None or time.monotonic() - last >= JOB_TELEMETRY_FRESH_S:
+            self._add_telemetry(message.iops, message.bytes_per_s, message.cpu_percent, message.device)
+
+    def _job_telemetry(self, event: dict) -> None:
+        """A ``telemetry`` event of the job: disk deltas per device since its last sample."""
+        sample = event.get("sample")
+        if not isinstance(sample, dict):
+            return
+        run = int(event.get("run") or 0)
+        t_s = float(sample.get("t_s") or 0.0)
+        last = self._last_job_telemetry.get(run, 0.0)
+        self._last_job_telemetry[run] = t_s
+        dt = t_s - last if t_s > last else 1.0
+
+        def total(key: str) -> float:
+            value = sample.get(key)
+            if isinstance(value, dict):
+                return float(sum(v for v in value.values() if isinstance(v, (int, float))))
+            return float(value) if isinstance(value, (int, float)) else 0.0
+
+        disks = sample.get("disk_read_count")
+        device = (",".join(disks) or "no device") if isinstance(disks, dict) else ""
+        iops = (total("disk_read_count") + total("disk_write_count")) / dt
+        bps = (total("disk_read_bytes") + total("disk_write_bytes")) / dt
+        idle = sample.get("cpu_idle_pct")
+        cpu = 100.0 - float(idle) if isinstance(idle, (int, float)) and idle == idle else 0.0
+        self._job_telemetry_s = time.monotonic()
+        self._add_telemetry(iops, bps, cpu, device)
+
+    def _add_telemetry(self, iops: float, bytes_per_s: float, cpu_percent: float, device: str) -> None:
+        self.iops.add(iops)
+        self.bandwidth.add(bytes_per_s / 1e6)
+        self.cpu.add(cpu_percent)
         sparks = self.query_one("#sparks", SparkPanel)
-        where = message.device or "all disks"
-        sparks.show("iops", list(self.iops.values), f"{message.iops:,.0f} {where}"[:14])
-        sparks.show("bw", list(self.bandwidth.values), f"{message.bytes_per_s / 1e6:,.1f} MB/s")
-        sparks.show("cpu", list(self.cpu.values), f"{message.cpu_percent:.0f} %")
+        where = device or "all disks"
+        sparks.show("iops", list(self.iops.values), f"{iops:,.0f} {where}"[:14])
+        sparks.show("bw", list(self.bandwidth.values), f"{bytes_per_s / 1e6:,.1f} MB/s")
+        sparks.show("cpu", list(self.cpu.values), f"{cpu_percent:.0f} %")
 
     @on(msg.FlagSelected)
     def select_flag(self, message: msg.FlagSelected) -> None:
@@ -400,7 +509,7 @@ class LiveScreen(Screen):
             self.notes.show(None)
             return
         flag = view.flags[message.position]
-        self.heatmap.select_files(flag.indices)
+        self.job_view.select_flag(view, flag)
         self.notes.show(flag)
 
     def on_heat_cursor_moved(self, message: msg.HeatCursorMoved) -> None:

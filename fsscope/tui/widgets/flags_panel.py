@@ -10,7 +10,9 @@ from textual.widgets.option_list import Option
 from fsscope.tui.messages import FlagSelected
 from fsscope.tui.model import Flag
 
-KIND_MARK = {"outlier": "!", "series": "⋮", "levelshift": "↕", "lineargrowth": "↗", "threshold": "◆"}
+KIND_MARK = {"outlier": "!", "series": "⋮", "levelshift": "↕", "lineargrowth": "↗", "threshold": "◆",
+             # bench variation flags
+             "variation": "±", "warmup": "»", "periodic": "≈", "window_disagrees": "≠"}
 
 
 class FlagsPanel(OptionList):

@@ -1,7 +1,12 @@
 """A job's parameter panel. The generic one builds a field per attribute of the job's Spec
 dataclass (number/text inputs, a switch for booleans, a list for Literal choices), so every
 registered job gets a panel; a job that wants hints or fewer fields subclasses it and is
-registered in :mod:`fsscope.tui.job_panels`."""
+registered in :mod:`fsscope.tui.job_panels`.
+
+A subclass can also start from other defaults than the Spec's (``DEFAULTS``: small ones for a
+first try), show byte counts as sizes people type (``SIZE_FIELDS``: "512M"), and lists as
+comma-separated text (``LIST_FIELDS``: "10,30" or, if also a size field, "4K,64K,1M").
+Parameters given to the panel for fields it does not show (``job_defaults``) are passed on."""
 
 from __future__ import annotations
 
@@ -15,6 +20,15 @@ from textual.widgets import Checkbox, Input, Label, Select, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
+from fsscope.units import parse_size_bytes
+
+
+def size_text(n: int) -> str:
+    """4096 -> '4K', 536870912 -> '512M' (exact multiples only; else the byte count)."""
+    for unit, factor in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor}{unit}"
+    return str(n)
 
 
 def _field_kind(annotation: Any) -> tuple[str, tuple]:
@@ -53,6 +67,14 @@ class JobParams(Vertical):
     """Which Spec fields to show (None: all); the others keep their defaults."""
     HINTS: ClassVar[dict[str, str]] = {}
     """A short explanation under a field."""
+    LABELS: ClassVar[dict[str, str]] = {}
+    """A shorter label than the field's name (labels are 12 characters wide)."""
+    DEFAULTS: ClassVar[dict[str, Any]] = {}
+    """Starting values that differ from the Spec's (the panel's first-try defaults)."""
+    SIZE_FIELDS: ClassVar[tuple[str, ...]] = ()
+    """Byte counts shown and typed as sizes (512M, 4K)."""
+    LIST_FIELDS: ClassVar[tuple[str, ...]] = ()
+    """Lists shown and typed as comma-separated values."""
 
     def __init__(self, job: str, initial: dict | None = None, *, id: str | None = None):
         super().__init__(id=id)
@@ -62,9 +84,42 @@ class JobParams(Vertical):
         self.hints = typing.get_type_hints(self.spec_type)
         defaults = self.spec_type()
         self.values = {f.name: getattr(defaults, f.name) for f in dataclasses.fields(self.spec_type)}
+        self.values.update(self.DEFAULTS)
         self.values.update(initial or {})
         names = [f.name for f in dataclasses.fields(self.spec_type)]
         self.fields = [n for n in (self.FIELDS or names) if n in names]
+        self.hidden = {k: v for k, v in {**self.DEFAULTS, **(initial or {})}.items()
+                       if k in names and k not in self.fields}
+        """Values for fields without an input (panel defaults, job_defaults): passed on as they are."""
+
+    def _text(self, name: str, value: Any) -> str:
+        if value is None:
+            return ""
+        if name in self.LIST_FIELDS and isinstance(value, (list, tuple)):
+            return ",".join(size_text(int(v)) if name in self.SIZE_FIELDS else f"{v:g}" for v in value)
+        if name in self.SIZE_FIELDS and isinstance(value, int):
+            return size_text(value)
+        return str(value)
+
+    def _parse_text(self, name: str, kind: str, text: str) -> Any:
+        what = name.replace("_", " ")
+        if name in self.LIST_FIELDS:
+            parts = [p for p in text.strip("()[] ").replace(",", " ").split() if p]
+            if not parts:
+                raise FsscopeError(f"{self.job}: {what} needs at least one value")
+            if name in self.SIZE_FIELDS:
+                return [parse_size_bytes(p, f"{self.job}: {what}") for p in parts]
+            try:
+                return [int(float(p)) if float(p).is_integer() else float(p) for p in parts]
+            except ValueError:
+                raise FsscopeError(f"{self.job}: {what} must be numbers such as 10,30, not {text!r}") from None
+        if name in self.SIZE_FIELDS:
+            return parse_size_bytes(text, f"{self.job}: {what}")
+        try:
+            return int(text) if kind == "int" else float(text) if kind == "float" else text
+        except ValueError:
+            raise FsscopeError(f"{self.job}: {name} must be {'an integer' if kind == 'int' else 'a number'}, "
+                               f"not {text!r}") from None
 
     def _param_id(self, name: str) -> str:
         return f"param-{self.job}-{name}"
@@ -74,22 +129,24 @@ class JobParams(Vertical):
         for name in self.fields:
             kind, choices = _field_kind(self.hints.get(name, str))
             value = self.values.get(name)
+            label = self.LABELS.get(name, name.replace("_", " "))
             if kind == "bool":
-                yield Checkbox(name.replace("_", " "), value=bool(value), id=self._param_id(name), compact=True)
+                yield Checkbox(label, value=bool(value), id=self._param_id(name), compact=True)
             else:
                 with Horizontal(classes="param-row"):
-                    yield Label(name.replace("_", " "))
+                    yield Label(label)
                     if kind == "choice":
                         yield Select([(str(c), c) for c in choices], value=value, allow_blank=False,
                                      id=self._param_id(name), compact=True)
                     else:
-                        yield Input("" if value is None else str(value), id=self._param_id(name),
-                                    type="integer" if kind == "int" else "text", compact=True)
+                        numeric = kind == "int" and name not in self.SIZE_FIELDS
+                        yield Input(self._text(name, value), id=self._param_id(name),
+                                    type="integer" if numeric else "text", compact=True)
             if name in self.HINTS:
                 yield Static(self.HINTS[name], classes="param-hint")
 
     def spec_dict(self) -> dict:
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = dict(self.hidden)
         for name in self.fields:
             kind, _ = _field_kind(self.hints.get(name, str))
             widget = self.query_one(f"#{self._param_id(name)}")
@@ -105,11 +162,7 @@ class JobParams(Vertical):
                     out[name] = None
                     continue
                 raise FsscopeError(f"{self.job}: {name} needs a value")
-            try:
-                out[name] = int(text) if kind == "int" else float(text) if kind == "float" else text
-            except ValueError:
-                raise FsscopeError(f"{self.job}: {name} must be {'an integer' if kind == 'int' else 'a number'}, "
-                                   f"not {text!r}") from None
+            out[name] = self._parse_text(name, kind, text)
         return out
 
     def validated(self) -> dict:

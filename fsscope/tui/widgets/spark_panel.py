@@ -1,4 +1,5 @@
-"""Live sparklines: latency percentiles per window of calls, calls/s, device IOPS and
+"""Live sparklines: the job's own rows (the probe's latency percentiles per window of calls
+and calls/s; a bench's worst-op percentiles and ops/s per second…), device IOPS and
 throughput, CPU. Each row is a label, a Sparkline and the latest value in words.
 
 Sparklines scale from the series' min to its max, so the latency rows get log10 values
@@ -36,7 +37,10 @@ class SparkPanel(Vertical):
                 yield Sparkline([], id=f"spark-{key}", summary_function=max)
                 yield Label("–", id=f"spark-value-{key}", classes="spark-value")
 
-    def show(self, key: str, values: list[float], value_text: str) -> None:
-        """Give a row a new series (a fresh plain list) and its latest value in words."""
+    def show(self, key: str, values: list[float], value_text: str, label: str | None = None) -> None:
+        """Give a row a new series (a fresh plain list), its latest value in words and, for
+        the job-specific rows, what it is (a bench's row is ops/s, a probe's calls/s)."""
         self.query_one(f"#spark-{key}", Sparkline).data = list(values)
         self.query_one(f"#spark-value-{key}", Label).update(value_text)
+        if label is not None:
+            self.query_one(f"#spark-row-{key} .spark-label", Label).update(label)

@@ -1,0 +1,368 @@
+"""What the bench view shows, as plain data (no Textual): per run, ops/s per 1-s bin and the
+latest per-op latency percentiles; the band (min..max) of the runs before the one shown;
+the variation across finished runs. Live events fill it; a replay fills it from the run
+directory's arrays and report; the report's exact numbers replace the live estimates.
+
+Live, a run counts as finished when the next one starts (its phase event carries ``run``)
+or the job ends; its ops/s is then estimated as the mean of its 1-s bins (``exact`` False)
+until the report gives the cumulative throughput (total ops / elapsed seconds).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fsscope.analysis.variation import variation_summary
+from fsscope.tui.model import SPARK_POINTS
+
+BIN_S = 1.0
+
+
+def _window_sizes(value: Any) -> tuple[int, ...]:
+    """The spec's window sizes in whole seconds (the bench insists on whole seconds)."""
+    if isinstance(value, str):
+        value = [p for p in value.strip().strip("()[]").replace(",", " ").split() if p]
+    if isinstance(value, (int, float)):
+        value = [value]
+    out = []
+    for v in value or ():
+        try:
+            w = int(round(float(v)))
+        except (TypeError, ValueError):
+            continue
+        if w >= 1:
+            out.append(w)
+    return tuple(out) or (10,)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+@dataclass
+class BenchRun:
+    """One run of the personality as far as it has been seen."""
+
+    index: int
+    bins: list[float | None] = field(default_factory=list)  # ops/s per 1-s bin
+    op_ops_per_s: dict[str, float] = field(default_factory=dict)  # latest bin
+    op_p50_ns: dict[str, float | None] = field(default_factory=dict)
+    op_p99_ns: dict[str, float | None] = field(default_factory=dict)
+    finished: bool = False
+    ops_per_s_exact: float | None = None  # the report's cumulative throughput
+
+    @property
+    def ops_per_s(self) -> float | None:
+        """Cumulative throughput: the report's, else the mean of the 1-s bins so far."""
+        if self.ops_per_s_exact is not None:
+            return self.ops_per_s_exact
+        measured = [b for b in self.bins if b is not None]
+        return sum(measured) / len(measured) if measured else None
+
+    @property
+    def exact(self) -> bool:
+        return self.ops_per_s_exact is not None
+
+
+@dataclass(frozen=True)
+class ChartData:
+    """One run's series over the band of others, per second of the run (None: no value)."""
+
+    current: list[float | None]
+    band_low: list[float | None]
+    band_mean: list[float | None]
+    band_high: list[float | None]
+    span_s: float
+    window_s: int
+    run: int | None
+    band_runs: tuple[int, ...]
+
+    @property
+    def y_max(self) -> float:
+        values = [v for v in (*self.current, *self.band_high) if v is not None]
+        return max(values) if values else 0.0
+
+    @property
+    def y_min(self) -> float:
+        values = [v for v in (*self.current, *self.band_low) if v is not None]
+        return min(values) if values else 0.0
+
+    @property
+    def empty(self) -> bool:
+        return not any(v is not None for v in (*self.current, *self.band_high))
+
+
+@dataclass(frozen=True)
+class OpRow:
+    op: str
+    ops_per_s: float | None
+    p50_ns: float | None
+    p99_ns: float | None
+
+
+@dataclass(frozen=True)
+class VariationRow:
+    run: int
+    ops_per_s: float | None
+    exact: bool
+    finished: bool
+    window_min: float | None  # Throughput-N of the view's window: slowest and fastest window
+    window_max: float | None
+
+
+class BenchModel:
+    """A bench job's runs; ``version`` changes on every change (views cache on it)."""
+
+    kind = "bench"
+
+    def __init__(self, spec: dict | None = None):
+        spec = spec or {}
+        self.duration_s = _number(spec.get("duration_s")) or 30.0
+        self.runs_requested = max(1, int(_number(spec.get("runs")) or 1))
+        self.window_sizes_s = _window_sizes(spec.get("window_sizes_s", (10,)))
+        self.bin_s = BIN_S
+        self.runs: dict[int, BenchRun] = {}
+        self.current: int | None = None
+        self.op_names: list[str] = []
+        self.report: dict | None = None
+        self.notes: list[str] = []
+        self.version = 0
+        # the worst op's latency and the ops/s of every bin, in arrival order (spark panel)
+        self.worst_p50_ns: deque[float] = deque(maxlen=SPARK_POINTS)
+        self.worst_p99_ns: deque[float] = deque(maxlen=SPARK_POINTS)
+        self.worst_p99_op = ""
+        self.worst_p50_op = ""
+        self.rate: deque[float] = deque(maxlen=SPARK_POINTS)
+        # a replay's device counters (live, telemetry events feed the screen directly)
+        self.telemetry: list[tuple[float, float, float]] = []  # (iops, bytes/s, cpu %)
+
+    # -- live ---------------------------------------------------------------------------------
+    def feed(self, event: dict) -> bool:
+        """Take one job event; True if something the view shows changed."""
+        kind = event.get("kind")
+        if kind == "samples" and isinstance(event.get("window"), dict):
+            self.add_window(int(event.get("run") or 0), event["window"])
+            return True
+        if kind == "phase" and event.get("run") is not None:
+            return self.start_run(int(event["run"]))
+        return False
+
+    def _run(self, index: int) -> BenchRun:
+        run = self.runs.get(index)
+        if run is None:
+            run = self.runs[index] = BenchRun(index)
+        return run
+
+    def start_run(self, index: int) -> bool:
+        """Run ``index`` begins: every earlier run is finished."""
+        changed = False
+        for run in self.runs.values():
+            if run.index < index and not run.finished:
+                run.finished = changed = True
+        if self.current != index:
+            self._run(index)
+            self.current = index
+            changed = True
+        if changed:
+            self.version += 1
+        return changed
+
+    def add_window(self, index: int, window: dict) -> None:
+        """One 1-s bin of run ``index`` (a LiveSample as a dict)."""
+        if self.current is None or index > self.current:
+            self.start_run(index)
+        run = self._run(index)
+        b = int(window.get("bin", len(run.bins)))
+        while len(run.bins) <= b:
+            run.bins.append(None)
+        rate = _number(window.get("ops_per_s"))
+        run.bins[b] = rate
+        if rate is not None:
+            self.rate.append(rate)
+        worst50: tuple[float, str] | None = None
+        worst99: tuple[float, str] | None = None
+        for op, entry in (window.get("ops") or {}).items():
+            if op not in self.op_names:
+                self.op_names.append(op)
+            if not isinstance(entry, dict):
+                continue
+            run.op_ops_per_s[op] = _number(entry.get("ops_per_s")) or 0.0
+            p50, p99 = _number(entry.get("p50_ns")), _number(entry.get("p99_ns"))
+            run.op_p50_ns[op], run.op_p99_ns[op] = p50, p99
+            if p50 is not None and (worst50 is None or p50 > worst50[0]):
+                worst50 = (p50, op)
+            if p99 is not None and (worst99 is None or p99 > worst99[0]):
+                worst99 = (p99, op)
+        if worst50 is not None:
+            self.worst_p50_ns.append(worst50[0])
+            self.worst_p50_op = worst50[1]
+        if worst99 is not None:
+            self.worst_p99_ns.append(worst99[0])
+            self.worst_p99_op = worst99[1]
+        self.version += 1
+
+    def finish(self, report: dict | None) -> None:
+        """The job ended: its runs are finished; the report (if any) has the exact numbers."""
+        for run in self.runs.values():
+            run.finished = True
+        if isinstance(report, dict) and isinstance(report.get("runs"), list):
+            self.report = report
+            self.notes = [str(n) for n in report.get("notes") or []]
+            for r, entry in enumerate(report["runs"]):
+                run = self._run(r)
+                run.finished = True
+                run.ops_per_s_exact = _number(entry.get("ops_per_s"))
+                for op in entry.get("ops") or {}:
+                    if op not in self.op_names:
+                        self.op_names.append(op)
+            if report.get("bin_s"):
+                self.bin_s = float(report["bin_s"])
+            if self.runs and self.current is None:
+                self.current = max(self.runs)
+        self.version += 1
+
+    # -- replay -------------------------------------------------------------------------------
+    @classmethod
+    def from_run(cls, run_dir, spec: dict, report: dict | None) -> BenchModel:
+        """A recorded bench run: 1-s bins from ``run{r}_counts.npy``, device counters from
+        ``run{r}_telemetry.npy``, everything else from the report."""
+        model = cls(spec)
+        if isinstance(report, dict) and report.get("bin_s"):
+            model.bin_s = float(report["bin_s"])
+        arrays = run_dir.arrays()
+        r = 0
+        while f"run{r}_counts" in arrays:
+            try:
+                counts = np.asarray(run_dir.load_array(f"run{r}_counts", mmap=False))
+            except (OSError, ValueError):
+                break
+            per_bin = counts.sum(axis=0) if counts.ndim == 2 else counts
+            run = model._run(r)
+            run.bins = (per_bin / model.bin_s).astype(float).tolist()
+            model.rate.extend(run.bins)
+            run.finished = True
+            model._load_telemetry(run_dir, r, arrays)
+            r += 1
+        model.current = r - 1 if r else None
+        model.finish(report)
+        return model
+
+    def _load_telemetry(self, run_dir, r: int, arrays: dict) -> None:
+        if f"run{r}_telemetry" not in arrays:
+            return
+        try:
+            m = np.asarray(run_dir.load_array(f"run{r}_telemetry", mmap=False), dtype=np.float64)
+        except (OSError, ValueError):
+            return
+        if m.ndim != 2 or m.shape[1] < 10 or not m.shape[0]:
+            return
+        t = m[:, 0]
+        dt = np.diff(np.concatenate([[0.0], t]))
+        dt[dt <= 0] = 1.0
+        iops = (m[:, 3] + m[:, 4]) / dt
+        bps = (m[:, 1] + m[:, 2]) / dt
+        cpu = np.nan_to_num(100.0 - m[:, 9], nan=0.0)
+        self.telemetry += list(zip(iops.tolist(), bps.tolist(), cpu.tolist()))
+
+    # -- what the views read -------------------------------------------------------------------
+    @property
+    def shown_run(self) -> int | None:
+        return self.current
+
+    def aggregate(self, run: BenchRun, window_s: int) -> list[float | None]:
+        """Per second of the run: the 1-s bin, or the mean of the complete window it is in."""
+        if window_s <= 1:
+            return list(run.bins)
+        out: list[float | None] = [None] * len(run.bins)
+        per = max(1, int(round(window_s / self.bin_s)))
+        for start in range(0, len(run.bins) - per + 1, per):
+            chunk = run.bins[start:start + per]
+            if any(v is None for v in chunk):
+                continue
+            mean = sum(chunk) / per  # type: ignore[arg-type]
+            out[start:start + per] = [mean] * per
+        return out
+
+    def chart(self, run_index: int | None = None, window_s: int = 1) -> ChartData:
+        """Run ``run_index`` (default: the current one) over the band of the other finished
+        runs (live: the runs before it)."""
+        index = self.current if run_index is None else run_index
+        span = max(self.duration_s, max((len(r.bins) for r in self.runs.values()), default=0) * self.bin_s)
+        n = int(math.ceil(span / self.bin_s))
+        run = self.runs.get(index) if index is not None else None
+        current = self.aggregate(run, window_s) if run is not None else []
+        current = (current + [None] * n)[:n]
+        others = [r for r in self.runs.values() if r.finished and r.index != index]
+        series = [(self.aggregate(r, window_s) + [None] * n)[:n] for r in others]
+        low: list[float | None] = []
+        mean: list[float | None] = []
+        high: list[float | None] = []
+        for s in range(n):
+            values = [v[s] for v in series if v[s] is not None]
+            low.append(min(values) if values else None)
+            high.append(max(values) if values else None)
+            mean.append(sum(values) / len(values) if values else None)  # type: ignore[arg-type]
+        return ChartData(current, low, mean, high, span, window_s, index, tuple(r.index for r in others))
+
+    def op_rows(self) -> tuple[list[OpRow], str]:
+        """Per-op ops/s and p50/p99, and what they cover: the latest 1-s bin while running,
+        the whole runs (median across runs) once the report is in."""
+        if self.report is not None and self.report.get("runs"):
+            rows = []
+            for op in self.op_names:
+                entries = [e["ops"][op] for e in self.report["runs"] if op in (e.get("ops") or {})]
+
+                def median(key: str) -> float | None:
+                    values = [v for v in (_number(e.get(key)) for e in entries) if v is not None]
+                    return float(np.median(values)) if values else None
+                rows.append(OpRow(op, median("ops_per_s"), median("p50_ns"), median("p99_ns")))
+            n = len(self.report["runs"])
+            return rows, f"whole run, median of {n} run{'s' if n != 1 else ''}"
+        run = self.runs.get(self.current) if self.current is not None else None
+        if run is None:
+            return [], "waiting for the first second"
+        rows = [OpRow(op, run.op_ops_per_s.get(op), run.op_p50_ns.get(op), run.op_p99_ns.get(op))
+                for op in self.op_names]
+        measured = sum(b is not None for b in run.bins)
+        return rows, f"run {run.index + 1}, last 1-s bin ({measured} s measured)"
+
+    def variation_rows(self, window_s: int) -> list[VariationRow]:
+        rows = []
+        for index in sorted(self.runs):
+            run = self.runs[index]
+            windows = [v for v in self._windows(run, window_s) if v is not None]
+            rows.append(VariationRow(index, run.ops_per_s, run.exact, run.finished,
+                                     min(windows) if windows else None, max(windows) if windows else None))
+        return rows
+
+    def _windows(self, run: BenchRun, window_s: int) -> list[float | None]:
+        if window_s <= 1:
+            return list(run.bins)
+        return self.aggregate(run, window_s)[::max(1, window_s)]
+
+    def variation(self) -> dict[str, Any]:
+        """Relative range and RSD of the finished runs' cumulative throughput (the report's
+        when it is in), and whether they are estimates."""
+        if self.report is not None and isinstance(self.report.get("variation"), dict):
+            v = self.report["variation"]
+            return {"runs": int(v.get("runs") or 0), "relative_range": _number(v.get("relative_range")),
+                    "rsd": _number(v.get("rsd")), "mean": _number(v.get("mean_ops_per_s")), "exact": True}
+        done = [r.ops_per_s for r in self.runs.values() if r.finished and r.ops_per_s is not None]
+        s = variation_summary(done)
+        return {"runs": s.runs, "relative_range": _number(s.relative_range) if s.runs > 1 else None,
+                "rsd": _number(s.rsd) if s.runs > 1 else None, "mean": _number(s.mean), "exact": False}
+
+    def default_window(self) -> int:
+        """The Throughput-N window to draw first: the spec's smallest window if a run holds
+        at least three of them, else 1-s bins."""
+        w = min(self.window_sizes_s)
+        return w if self.duration_s >= 3 * w else 1

@@ -1,0 +1,56 @@
+"""The base of a job's main view on the live screen (the big area left of the flags).
+
+The live screen holds one instance of each view class (see :mod:`fsscope.tui.live_views`)
+and shows the one for the job on screen. It calls, always on the app thread:
+
+- ``show(view, live)``         draw everything from the JobView (job switched, replay, end)
+- ``update_view(view)``        the job's model took a new event (cheap: called ~1/s)
+- ``samples_added(view, …)``   a batch of per-file latencies arrived (latency-matrix jobs)
+- ``mark_flags(view)`` / ``select_flag(view, flag)``  the flags changed / one was picked
+- ``spark_rows(view, live)``   what the first rows of the sparkline panel show for this job
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.containers import Vertical
+
+from fsscope.tui.model import Flag, JobView
+
+SparkRow = tuple[str, str, list[float], str]  # key, label, values (plain list), latest in words
+
+
+class LiveView(Vertical):
+    VIEW_ID: ClassVar[str] = "job-view-generic"
+    """The widget id on the live screen (one instance per class)."""
+
+    DEFAULT_CSS = """
+    LiveView { height: 1fr; width: 1fr; }
+    """
+
+    def show(self, view: JobView, live: bool = True) -> None:
+        raise NotImplementedError
+
+    def update_view(self, view: JobView) -> None:
+        self.show(view, live=True)
+
+    def samples_added(self, view: JobView, run: int, start: int, stop: int) -> None:
+        pass
+
+    def mark_flags(self, view: JobView) -> None:
+        pass
+
+    def select_flag(self, view: JobView, flag: Flag | None) -> None:
+        pass
+
+    def spark_rows(self, view: JobView, live: bool = True) -> list[SparkRow]:
+        return []
+
+    def focus_main(self) -> bool:
+        """Focus the view's first focusable widget; False if it has none."""
+        for widget in self.query("*"):
+            if widget.can_focus and not widget.disabled:
+                widget.focus()
+                return True
+        return False
