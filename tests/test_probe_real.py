@@ -69,14 +69,18 @@ def _probe(config: str) -> dict:
     return report
 
 
-def probe_where(config: str, found) -> dict:
+def probe_where(config: str, found, extra_probes: int = 1) -> dict:
     """A report of ``config`` in which ``found(report)`` holds: a probe already made for this
-    module if one does, else at most one more probe (load on a shared machine can spoil one).
-    Returns the last report tried, so a failing assertion shows what was measured."""
+    module if one does, else up to ``extra_probes`` more (load on a shared machine can spoil
+    one). Returns the last report tried, so a failing assertion shows what was measured."""
     for report in _reports.get(config) or [_probe(config)]:
         if found(report):
             return report
-    return _probe(config)
+    for _ in range(extra_probes):
+        report = _probe(config)
+        if found(report):
+            break
+    return report
 
 
 def predicted(report: dict, structure: str) -> dict:
@@ -189,7 +193,8 @@ def test_btrfs_first_leaf_split_is_a_level_shift_that_moves_with_the_node_size()
     structure = "btrfs-fs-tree-leaf-split"
     index = {}
     for config in ("btrfs-16k", "btrfs-4k"):
-        report = probe_where(config, has(structure, "levelshift"))
+        # the 4 KiB split (file 9) is seen in ~88% of probes on a loaded machine: allow more tries
+        report = probe_where(config, has(structure, "levelshift"), extra_probes=1 if config == "btrfs-16k" else 3)
         flags = matched(report, structure, "levelshift")
         assert flags, measured(report)
         shift = [s for s in report["level_shifts"] if s["index"] == flags[0]["index"]][0]
