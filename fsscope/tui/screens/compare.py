@@ -1,5 +1,7 @@
-"""Two recorded runs side by side: heatmaps on one colour scale, their flags, and how far
-apart their latency distributions are (K-S distance, median ratio)."""
+"""Two recorded runs side by side. Probe runs: heatmaps on one colour scale, their flags, and
+how far apart their latency distributions are (K-S distance, median ratio). Bench, age, frag
+and syncwrite runs: the main figures of both reports with B / A ratios (as ``fsscope compare``
+prints them), and for bench the Welch verdict on ops/s (a winner only when significant)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,12 @@ import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from rich.table import Table
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from fsscope.tui import compare_model
 from fsscope.tui.model import Summary, format_ns, ks_distance
 from fsscope.tui.replay import RunRecord
 from fsscope.tui.widgets.flags_panel import FlagsPanel
@@ -19,13 +23,28 @@ from fsscope.tui.widgets.heatmap import Heatmap
 
 class CompareScreen(Screen):
     BINDINGS = [Binding("escape", "back", "Back")]
+    DEFAULT_CSS = """
+    #compare-report { height: 1fr; }
+    #compare-heads { height: auto; }
+    #compare-tables { height: auto; padding: 0 1; }
+    """
 
     def __init__(self, left: RunRecord, right: RunRecord):
         super().__init__()
         self.records = (left, right)
+        self.sides: tuple[compare_model.Side, compare_model.Side] | None = None
+        self.comparison: compare_model.Comparison | None = None
+        jobs = [r.job.job for r in self.records]
+        if not (jobs[0] == jobs[1] and (jobs[0] == "probe" or (left.matrix is not None and right.matrix is not None))):
+            self.sides = tuple(compare_model.side_of(r.run, r.job.job, r.job.status) for r in self.records)
+            self.comparison = compare_model.compare(*self.sides)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
+        if self.comparison is not None:
+            yield from self._compose_reports()
+            yield Footer()
+            return
         yield Static(self._verdict(), id="compare-verdict")
         with Horizontal(id="compare-columns"):
             for side, record in zip(("left", "right"), self.records):
@@ -35,8 +54,64 @@ class CompareScreen(Screen):
                     yield FlagsPanel(id=f"flags-{side}")
         yield Footer()
 
+    def _compose_reports(self) -> ComposeResult:
+        c = self.comparison
+        verdict = Text(c.message, style="bold green" if c.winner else "bold")
+        for note in c.notes:
+            verdict.append(f"\n{note}", style="yellow")
+        yield Static(verdict, id="compare-verdict")
+        with VerticalScroll(id="compare-report"):
+            with Horizontal(id="compare-heads"):
+                for label, side in zip("AB", self.sides):
+                    yield Static(self._side_text(label, side), classes="compare-summary compare-column")
+            yield Static(self._tables(), id="compare-tables")
+
+    @staticmethod
+    def _side_text(label: str, side: compare_model.Side) -> Text:
+        text = Text()
+        text.append(f"{label}  {side.id}\n", style="bold")
+        what = f"{side.job} · recipe {side.recipe} · fs {side.fs}"
+        if side.personality:
+            what += f" · {side.personality}"
+        text.append(what + "\n", style="dim")
+        text.append(f"{side.target} · {side.status}", style="dim")
+        variation = (side.report or {}).get("variation") or {}
+        if side.job == "bench" and variation:
+            ops = variation.get("mean_ops_per_s")
+            text.append(f"\nmean {ops:,.0f} ops/s" if isinstance(ops, (int, float)) else "\nmean - ops/s")
+            rr, rsd = variation.get("relative_range"), variation.get("rsd")
+            if isinstance(rr, (int, float)):
+                text.append(f"  range {rr * 100:.1f}%")
+            if isinstance(rsd, (int, float)):
+                text.append(f"  RSD {rsd * 100:.1f}%")
+            text.append(f"  over {variation.get('runs', '?')} runs")
+        return text
+
+    def _tables(self):
+        from rich.console import Group
+
+        from fsscope.cli.compare_cmd import _fmt, _ratio_cell
+
+        a, b = self.sides
+        tables = []
+        for section in self.comparison.sections:
+            if not section["rows"]:
+                continue
+            table = Table(title=section["title"], title_justify="left", expand=True)
+            table.add_column("", no_wrap=True)
+            table.add_column(f"A {a.id}", justify="right", overflow="fold")
+            table.add_column(f"B {b.id}", justify="right", overflow="fold")
+            table.add_column("B / A", justify="right", no_wrap=True)
+            for row in section["rows"]:
+                table.add_row(row["metric"], _fmt(row["a"], row["kind"]), _fmt(row["b"], row["kind"]),
+                              _ratio_cell(row))
+            tables.append(table)
+        return Group(*tables) if tables else Text("Nothing both reports hold.", style="dim")
+
     def on_mount(self) -> None:
         self.sub_title = "compare two runs"
+        if self.comparison is not None:
+            return
         values = [r.matrix.all_measured() for r in self.records if r.matrix is not None]
         values = [v for v in values if v.size]
         low = min(float(v.min()) for v in values) if values else None

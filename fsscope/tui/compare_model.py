@@ -1,0 +1,125 @@
+"""What the compare screen shows for two recorded runs that are not probe-shaped: the
+sections of ``fsscope compare`` (rows with B/A ratios, from ``compare_cmd.compare_reports``)
+plus, for bench, a Throughput-N band summary and the Welch verdict on ops/s. No Textual here."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fsscope.analysis.variation import compare_recipes
+from fsscope.cli.compare_cmd import _row, compare_reports
+
+JOBS_WITH_TABLES = ("bench", "age", "frag", "syncwrite")
+
+
+@dataclass
+class Side:
+    id: str
+    job: str
+    status: str
+    recipe: str = "-"
+    fs: str = "-"
+    target: str = "?"
+    personality: str = ""
+    report: dict | None = None
+
+
+@dataclass
+class Comparison:
+    message: str                       # the one-line verdict (or why there is nothing to compare)
+    winner: str | None = None          # "A" / "B" when significant
+    sections: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def side_of(run, job: str, status: str) -> Side:
+    """Describe a ``RunDir`` (recipe, fs, target, personality) and load its report."""
+    m = run.manifest()
+    recipe = m.get("recipe") if isinstance(m.get("recipe"), dict) else {}
+    target = m.get("target") or {}
+    spec = target.get("spec", target) if isinstance(target, dict) else {}
+    spec = spec if isinstance(spec, dict) else {}
+    where = f"{spec.get('kind', '?')} {spec.get('path', '')}".strip()
+    report = run.report()
+    personality = ""
+    if isinstance(report, dict):
+        personality = str(report.get("personality") or "")
+    personality = personality or str((m.get("spec") or {}).get("personality") or "")
+    return Side(id=run.id, job=job, status=status, recipe=recipe.get("name", "-") or "-",
+                fs=recipe.get("fs", "-") or "-", target=where, personality=personality,
+                report=report if isinstance(report, dict) else None)
+
+
+def _ops_per_s(report: dict) -> list[float]:
+    out = []
+    for run in report.get("runs") or []:
+        v = run.get("ops_per_s")
+        if isinstance(v, (int, float)) and math.isfinite(v):
+            out.append(float(v))
+    return out
+
+
+def _window_series(report: dict, key: str) -> list[np.ndarray]:
+    return [np.asarray((run.get("windows") or {}).get(key) or [], dtype=np.float64)
+            for run in report.get("runs") or []]
+
+
+def _band_rows(a: dict, b: dict) -> list[dict]:
+    """Throughput-N bands, summarised: windows, mean of the mean band, lowest min, highest max,
+    median relative range across runs."""
+    wa = (a.get("variation") or {}).get("windows") or {}
+    wb = (b.get("variation") or {}).get("windows") or {}
+    rows = []
+    for key in sorted(set(wa) & set(wb), key=lambda k: float(k)):
+        def stats(band):
+            def arr(name):
+                x = np.asarray([v for v in band.get(name) or [] if v is not None], dtype=np.float64)
+                return x[np.isfinite(x)]
+            mean, lo, hi, rr = arr("mean"), arr("min"), arr("max"), arr("relative_range")
+            return (len(band.get("mean") or []), float(mean.mean()) if mean.size else None,
+                    float(lo.min()) if lo.size else None, float(hi.max()) if hi.size else None,
+                    float(np.median(rr)) if rr.size else None)
+
+        sa, sb = stats(wa[key]), stats(wb[key])
+        label = f"T-{key}"
+        rows += [_row(f"{label} windows", sa[0], sb[0], "int"),
+                 _row(f"{label} mean ops/s", sa[1], sb[1], "num"),
+                 _row(f"{label} lowest min", sa[2], sb[2], "num"),
+                 _row(f"{label} highest max", sa[3], sb[3], "num"),
+                 _row(f"{label} median rel. range", sa[4], sb[4], "pct")]
+    return rows
+
+
+def compare(a: Side, b: Side) -> Comparison:
+    if a.job != b.job:
+        return Comparison(f"Cannot compare a {a.job} run with a {b.job} run: mark two runs of the same job.")
+    missing = [s for s in (a, b) if s.report is None]
+    if missing:
+        s = missing[0]
+        return Comparison(f"Run {s.id} has no report (status {s.status}): nothing to compare.")
+    sections = compare_reports(a.job, a.report, b.report)
+    if a.job != "bench":
+        return Comparison(f"{a.job} runs compared: B / A for every figure.", sections=sections)
+
+    windows = (a.report.get("variation") or {}).get("windows") or {}
+    key = sorted(windows, key=float)[0] if windows else None
+    tn_a = _window_series(a.report, key) if key else []
+    tn_b = _window_series(b.report, key) if key else []
+    verdict, flag = compare_recipes(_ops_per_s(a.report), _ops_per_s(b.report), tn_a, tn_b,
+                                    float(key) if key else 10.0, labels=("A", "B"))
+    bands = _band_rows(a.report, b.report)
+    if bands:
+        sections.insert(1, {"title": "Throughput-N bands across runs", "rows": bands})
+    if verdict.winner is not None:
+        win = a if verdict.winner == "A" else b
+        lead = (max(verdict.mean_a, verdict.mean_b) / min(verdict.mean_a, verdict.mean_b)
+                if min(verdict.mean_a, verdict.mean_b) > 0 else math.nan)
+        message = (f"Winner: {verdict.winner} ({win.recipe}, {win.personality}) at {lead:.2f}× the ops/s — "
+                   f"{verdict.note}")
+    else:
+        message = f"No winner: {verdict.note}"
+    notes = [flag.note] if flag is not None else []
+    return Comparison(message, winner=verdict.winner, sections=sections, notes=notes)

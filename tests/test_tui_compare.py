@@ -1,0 +1,51 @@
+"""The compare screen on two real bench runs (dir target, no root): both runs' ops/s side by
+side, B / A ratios per op, and a Welch verdict line — driven from the runs screen by keys."""
+
+from __future__ import annotations
+
+import re
+
+from fsscope.engine import runner
+from fsscope.targets import TargetSpec
+from fsscope.tui import AppConfig, make_app
+from fsscope.tui.screens.compare import CompareScreen
+
+SIZE = (140, 45)
+
+
+def _bench(where) -> str:
+    handle = runner.start("bench", {"personality": "varmail", "runs": 2, "duration_s": 2},
+                          TargetSpec("dir", str(where)), None)
+    for _event in handle.events():
+        pass
+    report = handle.run_dir.report()
+    assert report is not None, (handle.run_dir.path / "child.log").read_text()[-2000:]
+    return handle.run_dir.id
+
+
+async def test_compare_two_bench_runs(scratch):
+    ids = [_bench(scratch) for _ in range(2)]
+    app = make_app(AppConfig(start_screen="runs"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        assert app.screen.query_one("#runs-table").row_count >= 2
+        await pilot.press("space", "down", "space", "c")
+        await pilot.pause(0.5)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and screen.comparison is not None
+        assert {s.id for s in screen.sides} == set(ids)
+        verdict = str(screen.query_one("#compare-verdict").content)
+        assert verdict.startswith(("Winner: ", "No winner: ")) and "Welch" in verdict, verdict
+        heads = [str(w.content) for w in screen.query(".compare-summary")]
+        assert len(heads) == 2
+        for head, side in zip(heads, screen.sides):
+            ops = side.report["variation"]["mean_ops_per_s"]
+            assert f"mean {ops:,.0f} ops/s" in head and "varmail" in head, head
+            assert re.search(r"RSD \d", head)
+        titles = [s["title"] for s in screen.comparison.sections]
+        assert any(t.startswith("throughput") for t in titles) and any("bands" in t for t in titles)
+        per_op = next(s for s in screen.comparison.sections if s["title"].startswith("per op"))
+        assert any(r["metric"].endswith("p99") and r["ratio"] for r in per_op["rows"])
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert not isinstance(app.screen, CompareScreen)
