@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from fsscope.tui.aging_model import AgingModel, FragModel
 from fsscope.tui.bench_model import BenchModel
 from fsscope.tui.syncwrite_model import SyncWriteModel
 
@@ -28,6 +29,8 @@ class JobModel(Protocol):
 MODELS: dict[str, Any] = {
     "bench": BenchModel,
     "syncwrite": SyncWriteModel,
+    "age": AgingModel,
+    "frag": FragModel,
 }
 
 

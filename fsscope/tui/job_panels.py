@@ -3,6 +3,7 @@ generic panel built from its Spec dataclass; add a line here when a job brings i
 
 from __future__ import annotations
 
+from fsscope.tui.widgets.age_params import AgeParams
 from fsscope.tui.widgets.bench_params import BenchParams
 from fsscope.tui.widgets.job_params import JobParams
 from fsscope.tui.widgets.probe_params import ProbeParams
@@ -12,6 +13,7 @@ PANELS: dict[str, type[JobParams]] = {
     "probe": ProbeParams,
     "bench": BenchParams,
     "syncwrite": SyncWriteParams,
+    "age": AgeParams,
 }
 
 

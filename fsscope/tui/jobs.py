@@ -23,6 +23,9 @@ from fsscope.tui.config import RunPlan
 from fsscope.tui.telemetry import Sampler, job_device
 
 KILL_AFTER_S = 20.0  # a cancelled child that has not exited by then is killed
+PLAIN_PROGRESS = frozenset({"kind", "t", "done", "total", "unit", "info"})
+"""The fields every progress event has; one with more (the ager's phase, p-values…) is also
+given to the job's own view model."""
 
 #: The CPUs this process could use when the UI started (children get all of them).
 ALL_CPUS: frozenset[int] = frozenset(os.sched_getaffinity(0))
@@ -136,6 +139,8 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
                         total = event.get("total")
                         post(msg.ProgressUpdated(index, float(event.get("done") or 0),
                                                  float(total) if total else None, str(event.get("unit", ""))))
+                        if set(event) - PLAIN_PROGRESS:  # the job's own fields (the ager's): its view reads them
+                            post(msg.JobEvent(index, "progress", event))
                     elif kind == "phase":
                         run = event.get("run")
                         post(msg.PhaseChanged(index, str(event.get("name", "")), t,

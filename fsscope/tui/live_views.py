@@ -7,6 +7,7 @@ subclass (one widget file), a data model with ``feed``/``finish``/``from_run`` r
 
 from __future__ import annotations
 
+from fsscope.tui.widgets.aging_view import AgingView, FragView
 from fsscope.tui.widgets.bench_view import BenchView
 from fsscope.tui.widgets.heat_view import HeatView
 from fsscope.tui.widgets.live_view import LiveView
@@ -19,6 +20,8 @@ VIEWS: dict[str, type[LiveView]] = {
     "smoke": HeatView,
     "bench": BenchView,
     "syncwrite": SyncWriteView,
+    "age": AgingView,
+    "frag": FragView,
 }
 
 

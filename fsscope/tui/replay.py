@@ -80,6 +80,9 @@ def load_run(run: RunDir) -> RunRecord:
     if final is not None:
         flags = final
     data = model_from_run(job.job, run, job.spec, job.report)
+    own = getattr(data, "final_flags", None)
+    if final is None and callable(own) and (own_flags := own()) is not None:
+        flags = own_flags  # a job whose report has no flags of its own (age: the stop reason)
     matrix = windows = None
     if data is None and "latency_ns" in run.arrays():
         try:

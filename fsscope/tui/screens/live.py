@@ -416,6 +416,9 @@ class LiveScreen(Screen):
             self._replace_flags(message.index, final)
         if view.data is not None:
             view.data.finish(message.report)
+            own = getattr(view.data, "final_flags", None)
+            if final is None and callable(own) and (flags := own()) is not None:
+                self._replace_flags(message.index, flags)  # e.g. the ager's stop reason and its note
             if message.index == self.shown:
                 self.job_view.update_view(view)
                 self._show_sparks(view)

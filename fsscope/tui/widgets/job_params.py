@@ -76,6 +76,10 @@ class JobParams(Vertical):
     LIST_FIELDS: ClassVar[tuple[str, ...]] = ()
     """Lists shown and typed as comma-separated values."""
 
+    def choices(self, name: str) -> tuple | None:
+        """Values a text field is picked from (a Select instead of an Input); None: typed."""
+        return None
+
     def __init__(self, job: str, initial: dict | None = None, *, id: str | None = None):
         super().__init__(id=id)
         self.job = job
@@ -128,6 +132,8 @@ class JobParams(Vertical):
         yield Static(registry.JOBS.get(self.job, ("", ""))[1], classes="job-summary")
         for name in self.fields:
             kind, choices = _field_kind(self.hints.get(name, str))
+            if kind != "bool" and self.choices(name):
+                kind, choices = "choice", tuple(self.choices(name) or ())
             value = self.values.get(name)
             label = self.LABELS.get(name, name.replace("_", " "))
             if kind == "bool":
@@ -149,6 +155,8 @@ class JobParams(Vertical):
         out: dict[str, Any] = dict(self.hidden)
         for name in self.fields:
             kind, _ = _field_kind(self.hints.get(name, str))
+            if kind != "bool" and self.choices(name):
+                kind = "choice"
             widget = self.query_one(f"#{self._param_id(name)}")
             if kind == "bool":
                 out[name] = bool(widget.value)  # type: ignore[attr-defined]

@@ -1,0 +1,170 @@
+"""The aging job in the TUI: its data model (no Textual), its setup panel, and a short real
+``age`` run through the UI on a small RAM image with its replay."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsscope import recipes
+from fsscope.targets import TargetSpec
+from fsscope.tui import AppConfig, make_app
+from fsscope.tui.aging_model import AgingModel, FragModel, frag_rows
+from fsscope.tui.screens.live import LiveScreen
+
+from test_tui import SIZE, assert_clean, live_of, set_param, wait_for
+
+
+def _fit(target, actual, p):
+    return {"labels": [f"b{i}" for i in range(len(target))], "target": target, "actual": actual,
+            "counts": [int(a * 100) for a in actual], "chi2": 1.0, "p_value": p}
+
+
+def _measure(extents, largest, total, fragments):
+    return {"space": {"fullness": 0.1, "free_bytes": total},
+            "free_space": {"free_extent_count": extents, "largest_free_extent_bytes": largest,
+                           "mean_free_extent_bytes": total / extents, "total_free_bytes": total},
+            "test_file": {"size_bytes": 1 << 20, "fragment_count": fragments, "extent_count": fragments,
+                          "d_span_bytes": 2 << 20}}
+
+
+REPORT = {
+    "profile": "small", "phase": "stable", "fullness": 0.49, "target_fullness": 0.5, "ops": 5000,
+    "ops_per_s": 2500.0, "overwrites": 1.5, "convergence_ops": 4000, "horizon_ops": 5000,
+    "stop_reason": "time", "stop_note": "time limit of 3 s reached", "notes": [],
+    "fit": {"size": _fit([0.5, 0.5], [0.4, 0.6], 0.8), "depth": _fit([1.0], [1.0], 1.0),
+            "age": _fit([0.7, 0.3], [0.75, 0.25], 0.3)},
+    "fresh": _measure(4, 32 << 20, 64 << 20, 1), "aged": _measure(400, 1 << 20, 16 << 20, 9),
+}
+
+
+def test_aging_model_feed_finish_and_flags():
+    model = AgingModel({"profile": "small", "fullness": 0.5})
+    assert model.target_fullness == 0.5 and model.phase == "waiting"
+    assert not model.feed({"kind": "progress", "done": 1, "total": 2})  # a plain progress event
+    assert not model.feed({"kind": "samples"})
+    for i, p in enumerate((None, 0.2, 0.6)):
+        assert model.feed({"kind": "progress", "t": i, "phase": "rapid" if i < 2 else "stable",
+                           "fullness": 0.2 * (i + 1), "ops": 1000 * i, "ops_per_s": 900.0 + i,
+                           "overwrites": 0.1 * i, "convergence_ops": None if i < 2 else 4000,
+                           "p_values": {"size": p, "depth": 1.0, "age": p}})
+    assert list(model.p_series["size"]) == [0.2, 0.6] and len(model.p_series["depth"]) == 3
+    assert model.phase == "stable" and model.fullness == pytest.approx(0.6)
+    assert model.value("convergence_ops") == 4000 and model.p_value("age") == 0.6
+    assert model.fits() == {} and model.frag_rows() == [] and model.final_flags() is None
+    version = model.version
+    model.finish(REPORT)
+    assert model.version > version and model.phase == "done (stable)"
+    fits = model.fits()
+    assert fits["size"].target == (0.5, 0.5) and fits["size"].actual == (0.4, 0.6) and fits["size"].final
+    assert model.p_value("size") == 0.8 and model.p_value("age") == 0.3  # the report's, not the last event's
+    assert model.value("ops") == 5000 and model.fullness == 0.49
+    rows = {r[0]: r[1:] for r in model.frag_rows()}
+    assert rows["free extents"] == ("4", "400", "×100")
+    assert rows["test-file fragments"] == ("1", "9", "×9")
+    assert rows["largest free extent"][:2] == ("32.0 MiB", "1.0 MiB")
+    flags = model.final_flags()
+    assert flags is not None and flags[0].title == "stopped: time" and flags[0].note == "time limit of 3 s reached"
+
+
+def test_aging_model_live_fractions_and_missing_sections():
+    model = AgingModel({"profile": "no-such-profile"})
+    assert model.target_fullness is None
+    model.feed({"kind": "progress", "phase": "stable", "p_values": {"size": 0.5},
+                "fit": {"size": _fit([0.5, 0.5], [0.5, 0.5], 0.5)}})
+    assert not model.fits()["size"].final and model.fits()["size"].actual == (0.5, 0.5)
+    model.finish({"stop_reason": "cancelled", "stop_note": "cancelled by the caller", "fit": {},
+                  "fresh": None, "aged": _measure(2, 4096, 8192, 3)})
+    assert model.fits() == {}
+    rows = {r[0]: r[1:] for r in model.frag_rows()}
+    assert rows["free extents"] == ("–", "2", "–")
+    assert frag_rows(None, None)[0][1:] == ("–", "–", "–")
+    frag = FragModel({})
+    frag.finish({"free_space": {"bucket_lower_bytes": [4096, 8192], "bucket_extent_counts": [3, 1],
+                                "bucket_free_bytes": [12288, 8192], "free_extent_count": 4}})
+    assert frag.histogram() == [("4.0 KiB", 3, 12288), ("8.0 KiB", 1, 8192)]
+    assert dict(frag.rows())["free extents"] == "4"
+
+
+async def test_age_panel_profile_select_and_minutes():
+    app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=128 * 2**20), jobs=("age",)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        select = app.screen.query_one("#param-age-profile")
+        from fsscope.aging import list_profiles
+
+        assert select.value == "small" and len(select._options) == len(list_profiles())
+        await set_param(pilot, app, "param-age-max_seconds", "0.5")
+        await set_param(pilot, app, "param-age-fullness", "0.5")
+        panel = app.screen.query_one("#params-age")
+        data = panel.validated()
+        assert data["max_seconds"] == 30.0 and data["fullness"] == 0.5 and data["profile"] == "small"
+
+
+@pytest.mark.privileged
+async def test_age_live_view_fit_and_fragmentation_and_replay(scratch):
+    """A 3-second aging of a 128M ext4 RAM image (-i 4096 typed into the recipe's +mkfs field):
+    the view shows the fits target vs actual, the fresh-vs-aged table from the report and the
+    stop reason as a flag with its note; the recorded run replays in the same view."""
+    from fsscope.tui.widgets.aging_view import AgingView
+
+    app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=128 * 2**20), recipe=recipes.load("ext4-default"),
+                             jobs=("age",)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        await set_param(pilot, app, "mkfs-extra", "-i 4096")
+        for field, text in (("fullness", "0.5"), ("max_seconds", "0.05")):
+            await set_param(pilot, app, f"param-age-{field}", text)
+        await pilot.press("ctrl+r")
+        live = live_of(app)
+        await wait_for(pilot, lambda: live.control is not None and live.views.get(0) is not None
+                       and live.views[0].data.events > 0 or (live.control is not None and live.control.done.is_set()),
+                       60, "the first progress event")
+        assert isinstance(live.job_view, AgingView) and live.query_one("#job-view").current == "aging-view"
+        await wait_for(pilot, lambda: live.control.done.is_set(), 90, "the aging to end")
+        await pilot.pause(0.3)
+        job = live.jobs[0]
+        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        report = job.report
+        assert live.views[0].data.events > 0  # progress reached the model live
+        assert report["fs"] == "ext4" and report["fresh"] and report["aged"]
+
+        def check(screen: LiveScreen) -> None:
+            view = screen.job_view
+            assert isinstance(view, AgingView)
+            for name in ("size", "depth", "age"):
+                fit = report["fit"][name]
+                text = view.fit_text(name)
+                assert f"{fit['target'][0]:5.1%}" in text and f"{fit['actual'][0]:5.1%}" in text
+                p = fit["p_value"]
+                assert view.query_one(f"#age-fit-{name}").border_title == f"{name}: p {'–' if p is None else f'{p:.3f}'}"
+            table = view.frag_table
+            assert table.row_count == 7
+            extents = table.get_row_at(1)
+            assert extents[0] == "free extents"
+            assert extents[1] == f"{report['fresh']['free_space']['free_extent_count']:,}"
+            assert extents[2] == f"{report['aged']['free_space']['free_extent_count']:,}"
+            assert table.get_row_at(5)[2] == f"{report['aged']['test_file']['fragment_count']:,}"
+            assert f"stopped: {report['stop_reason']}" in view.status_text
+            flags = screen.flags_panel.flags
+            assert flags[0].title == f"stopped: {report['stop_reason']}" and flags[0].note == report["stop_note"]
+            assert screen.query_one("#spark-p50").data  # the size fit's p-value series
+
+        check(live)
+        live.flags_panel.focus()
+        live.flags_panel.highlighted = 0
+        await pilot.pause(0.2)
+        assert report["stop_note"][:40] in live.notes.text
+        await pilot.press("f4")
+        await pilot.pause(0.3)
+        table = app.screen.query_one("#runs-table")
+        table.move_cursor(row=table.get_row_index(job.run_id))
+        table.focus()
+        await pilot.press("enter")
+        await pilot.pause(0.5)
+        replay = app.screen
+        assert isinstance(replay, LiveScreen) and replay.record is not None
+        check(replay)
+        assert len(replay.views[0].data.p_series["size"]) == len(live.views[0].data.p_series["size"])
+        await pilot.press("escape")
+    assert_clean()
+    assert not app.worker_errors
