@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fsscope.cli.compare_cmd import compare_reports
+from fsscope.analysis.compare import compare_reports
 
 
 def rows(sections: list[dict]) -> dict[str, dict]:

@@ -1,5 +1,5 @@
 """What the compare screen shows for two recorded runs that are not probe-shaped: the
-sections of ``fsscope compare`` (rows with B/A ratios, from ``compare_cmd.compare_reports``)
+sections of ``fsscope compare`` (rows with B/A ratios, from ``fsscope.analysis.compare.compare_reports``)
 plus, for bench, a Throughput-N band summary and the Welch verdict on ops/s. No Textual here."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fsscope.analysis.variation import compare_recipes
-from fsscope.cli.compare_cmd import _row, compare_reports
+from fsscope.analysis.compare import compare_reports, row
 
 JOBS_WITH_TABLES = ("bench", "age", "frag", "syncwrite")
 
@@ -85,11 +85,11 @@ def _band_rows(a: dict, b: dict) -> list[dict]:
 
         sa, sb = stats(wa[key]), stats(wb[key])
         label = f"T-{key}"
-        rows += [_row(f"{label} windows", sa[0], sb[0], "int"),
-                 _row(f"{label} mean ops/s", sa[1], sb[1], "num"),
-                 _row(f"{label} lowest min", sa[2], sb[2], "num"),
-                 _row(f"{label} highest max", sa[3], sb[3], "num"),
-                 _row(f"{label} median rel. range", sa[4], sb[4], "pct")]
+        rows += [row(f"{label} windows", sa[0], sb[0], "int"),
+                 row(f"{label} mean ops/s", sa[1], sb[1], "num"),
+                 row(f"{label} lowest min", sa[2], sb[2], "num"),
+                 row(f"{label} highest max", sa[3], sb[3], "num"),
+                 row(f"{label} median rel. range", sa[4], sb[4], "pct")]
     return rows
 
 

@@ -90,7 +90,7 @@ class CompareScreen(Screen):
     def _tables(self):
         from rich.console import Group
 
-        from fsscope.cli.compare_cmd import _fmt, _ratio_cell
+        from fsscope.cli.compare_cmd import format_cell, ratio_cell
 
         a, b = self.sides
         tables = []
@@ -103,8 +103,8 @@ class CompareScreen(Screen):
             table.add_column(f"B {b.id}", justify="right", overflow="fold")
             table.add_column("B / A", justify="right", no_wrap=True)
             for row in section["rows"]:
-                table.add_row(row["metric"], _fmt(row["a"], row["kind"]), _fmt(row["b"], row["kind"]),
-                              _ratio_cell(row))
+                table.add_row(row["metric"], format_cell(row["a"], row["kind"]), format_cell(row["b"], row["kind"]),
+                              ratio_cell(row))
             tables.append(table)
         return Group(*tables) if tables else Text("Nothing both reports hold.", style="dim")
 

@@ -1,0 +1,185 @@
+"""Two recorded runs' reports side by side: rows of {metric, a, b, kind, ratio=b/a}.
+
+Pure functions on report dicts, shared by ``fsscope compare`` and the TUI's compare screen.
+What is compared depends on the job: probe → latency statistics, flag counts and the
+structural thresholds found in each; bench → throughput, its variation and per-op p50/p99;
+age → ops, ops/s, fullness, fit p-values and fragmentation fresh and aged; frag →
+fragmentation; syncwrite → throughput and latency per buffer size; any other job → the
+numbers both reports share.
+"""
+
+from __future__ import annotations
+
+import math
+
+# how a row's values print: ns → µs, bytes, fraction → %, plain numbers, or text
+KINDS = ("us", "bytes", "pct", "int", "num", "p", "text")
+
+
+def row(metric: str, a, b, kind: str = "num") -> dict:
+    ratio = None
+    if kind != "text" and isinstance(a, (int, float)) and isinstance(b, (int, float)) and a and \
+            math.isfinite(a) and math.isfinite(b):
+        ratio = b / a
+    return {"metric": metric, "a": a, "b": b, "kind": kind, "ratio": ratio}
+
+
+def _get(d: dict | None, *keys):
+    for key in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(key)
+    return d
+
+
+def _mean(values):
+    finite = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else None
+
+
+# ---------------------------------------------------------------- per job
+
+def _probe(a: dict, b: dict) -> list[dict]:
+    stats = [("count", "count", "int"), ("mean", "mean_ns", "us"), ("sd", "sd_ns", "us"), ("min", "min_ns", "us"),
+             ("p50", "p50_ns", "us"), ("p95", "p95_ns", "us"), ("p99", "p99_ns", "us"), ("max", "max_ns", "us"),
+             ("rsd", "rsd", "num")]
+    latency = [row(label, _get(a, "stats", "overall", key), _get(b, "stats", "overall", key), kind)
+               for label, key, kind in stats]
+    for group in ("low", "high"):
+        latency.append(row(f"{group} group mean", _get(a, "stats", "low_high", group, "mean_ns"),
+                            _get(b, "stats", "low_high", group, "mean_ns"), "us"))
+        latency.append(row(f"{group} group count", _get(a, "stats", "low_high", group, "count"),
+                            _get(b, "stats", "low_high", group, "count"), "int"))
+
+    def explained(r):
+        return [f for f in r.get("flags") or [] if f.get("structure")]
+
+    flags = [
+        row("runs completed", a.get("runs_completed"), b.get("runs_completed"), "int"),
+        row("flags", len(a.get("flags") or []), len(b.get("flags") or []), "int"),
+        row("flags explained by a structure", len(explained(a)), len(explained(b)), "int"),
+        row("noise files", a.get("noise_count"), b.get("noise_count"), "int"),
+    ]
+
+    def where(r):
+        out: dict[str, list[str]] = {}
+        for f in explained(r):
+            at = f.get("index", f.get("start"))
+            out.setdefault(f["structure"], []).append(f"file {at}" if at is not None else "?")
+        return out
+
+    wa, wb = where(a), where(b)
+    structure = []
+    for name in sorted(set(wa) | set(wb)):
+        structure.append(row(name, ", ".join(wa.get(name, [])[:6]) or "—",
+                              ", ".join(wb.get(name, [])[:6]) or "—", "text"))
+    return [{"title": f"latency of {a.get('op')} (µs)", "rows": latency},
+            {"title": "flags", "rows": flags},
+            {"title": "structural thresholds found (where)", "rows": structure}]
+
+
+def _bench(a: dict, b: dict) -> list[dict]:
+    var = [("mean ops/s", "mean_ops_per_s", "num"), ("min ops/s", "min_ops_per_s", "num"),
+           ("max ops/s", "max_ops_per_s", "num"), ("relative range", "relative_range", "pct"),
+           ("RSD", "rsd", "pct"), ("runs", "runs", "int")]
+    throughput = [row(label, _get(a, "variation", key), _get(b, "variation", key), kind)
+                  for label, key, kind in var]
+    ops: list[str] = []
+    for r in (a, b):
+        for run in r.get("runs") or []:
+            ops += [op for op in run.get("ops") or {} if op not in ops]
+
+    def per_op(r, op, key):
+        return _mean([(run.get("ops") or {}).get(op, {}).get(key) for run in r.get("runs") or []])
+
+    per = []
+    for op in ops:
+        per.append(row(f"{op} ops/s", per_op(a, op, "ops_per_s"), per_op(b, op, "ops_per_s"), "num"))
+        per.append(row(f"{op} p50", per_op(a, op, "p50_ns"), per_op(b, op, "p50_ns"), "us"))
+        per.append(row(f"{op} p99", per_op(a, op, "p99_ns"), per_op(b, op, "p99_ns"), "us"))
+    flags = [row("flags", len(a.get("flags") or []), len(b.get("flags") or []), "int")]
+    return [{"title": f"throughput ({a.get('personality')})", "rows": throughput},
+            {"title": "per op (mean over runs; latency in µs)", "rows": per},
+            {"title": "flags", "rows": flags}]
+
+
+def _frag_section(title: str, a: dict | None, b: dict | None) -> dict:
+    from fsscope.layout.job import summary_rows
+
+    ra, rb = summary_rows(a), summary_rows(b)
+    kinds = {"fullness": "pct", "free_bytes": "bytes", "free_extents": "int",
+             "largest_free_extent_bytes": "bytes", "mean_free_extent_bytes": "bytes", "test_file_bytes": "bytes",
+             "test_file_fragments": "int", "test_file_extents": "int", "test_file_d_span_bytes": "bytes",
+             "test_file_layout_index": "num"}
+    labels = {k: k.replace("_bytes", "").replace("_", " ") for k in kinds}
+    return {"title": title, "rows": [row(labels[k], ra.get(k), rb.get(k), kind) for k, kind in kinds.items()]}
+
+
+def _age(a: dict, b: dict) -> list[dict]:
+    aging = [
+        row("profile", a.get("profile"), b.get("profile"), "text"),
+        row("seed", a.get("seed"), b.get("seed"), "text"),
+        row("recipe", a.get("recipe"), b.get("recipe"), "text"),
+        row("stop reason", a.get("stop_reason"), b.get("stop_reason"), "text"),
+        row("ops", a.get("ops"), b.get("ops"), "int"),
+        row("ops/s", a.get("ops_per_s"), b.get("ops_per_s"), "num"),
+        row("aging seconds", a.get("elapsed_s"), b.get("elapsed_s"), "num"),
+        row("fullness", a.get("fullness"), b.get("fullness"), "pct"),
+        row("overwrites", a.get("overwrites"), b.get("overwrites"), "num"),
+        row("live files", a.get("live_files"), b.get("live_files"), "int"),
+        row("convergence bound T", a.get("convergence_ops"), b.get("convergence_ops"), "int"),
+        row("op log sha256", (a.get("op_log_sha256") or "")[:16], (b.get("op_log_sha256") or "")[:16], "text"),
+    ]
+    fit = [row(f"{name} p-value", _get(a, "fit", name, "p_value"), _get(b, "fit", name, "p_value"), "p")
+           for name in ("size", "depth", "age")]
+    return [{"title": "aging", "rows": aging}, {"title": "fit (chi-squared p)", "rows": fit},
+            _frag_section("fragmentation, aged", a.get("aged"), b.get("aged")),
+            _frag_section("fragmentation, fresh", a.get("fresh"), b.get("fresh"))]
+
+
+def _syncwrite(a: dict, b: dict) -> list[dict]:
+    def points(r):
+        return {p["buffer_bytes"]: p for p in r.get("points") or [] if "buffer_bytes" in p}
+
+    pa, pb = points(a), points(b)
+    rows = []
+    from fsscope.aging.profile import human_bytes
+
+    for size in sorted(set(pa) | set(pb)):
+        rows.append(row(f"{human_bytes(size)} bytes/s", _get(pa, size, "bytes_per_s"),
+                         _get(pb, size, "bytes_per_s"), "bytes"))
+        rows.append(row(f"{human_bytes(size)} p99", _get(pa, size, "latency_p99_ns"),
+                         _get(pb, size, "latency_p99_ns"), "us"))
+    return [{"title": f"synchronous writes ({a.get('mode')})", "rows": rows}]
+
+
+def _numbers(d, prefix: str = "", depth: int = 0) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if not isinstance(d, dict) or depth > 2:
+        return out
+    for key, value in d.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)):
+            out[name] = value
+        elif isinstance(value, dict):
+            out.update(_numbers(value, name + ".", depth + 1))
+    return out
+
+
+def _generic(a: dict, b: dict) -> list[dict]:
+    na, nb = _numbers(a), _numbers(b)
+    rows = [row(k, na[k], nb[k], "num") for k in na if k in nb]
+    return [{"title": "numbers both reports hold", "rows": rows}]
+
+
+COMPARERS = {"probe": _probe, "bench": _bench, "age": _age, "syncwrite": _syncwrite,
+             "frag": lambda a, b: [_frag_section("fragmentation", a, b)]}
+
+
+def compare_reports(job: str, a: dict, b: dict) -> list[dict]:
+    """Sections of rows ``{metric, a, b, kind, ratio}`` (ratio = b / a where both are numbers)."""
+    return COMPARERS.get(job, _generic)(a, b)
+
+
