@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fsscope.cli.common import add_target_args, parse_size, recipe_from_args, target_from_args
+from fsscope.cli.common import add_job_args, parse_size, recipe_from_args, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
@@ -475,9 +475,7 @@ def add_parser(sub) -> None:
     p.add_argument("--capacity", type=parse_size, metavar="SIZE", help="--dir targets: the capacity to fill")
     p.add_argument("--test-file", type=parse_size, metavar="SIZE",
                    help="fragmentation test file size (default: a quarter of the space aging leaves free, ≤256M)")
-    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
-    p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
-    add_target_args(p)
+    add_job_args(p)
     p.set_defaults(func=cmd_age)
 
     p = sub.add_parser("frag", help="free-space histogram and a test file's fragments (fresh or --from-snapshot)",
@@ -485,9 +483,7 @@ def add_parser(sub) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--test-file", type=parse_size, metavar="SIZE",
                    help="test file size (default: a quarter of the free space, 1M..256M)")
-    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
-    p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
-    add_target_args(p)
+    add_job_args(p)
     p.set_defaults(func=cmd_frag)
 
     p = sub.add_parser("profile", help="aging profiles: list, show, capture from a real tree",

@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fsscope.cli.common import add_target_args, parse_size, recipe_from_args, target_from_args
+from fsscope.cli.common import add_job_args, parse_size, recipe_from_args, target_from_args
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
@@ -527,9 +527,7 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="seed of file sizes and op choices (default 1)")
     p.add_argument("--same-fs", action="store_true",
                    help="one file system for all runs (repopulated per run) instead of mkfs per run")
-    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
-    p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
-    add_target_args(p)
+    add_job_args(p)
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("syncwrite", help="synchronous-write buffer sweep: throughput vs latency per buffer size",
@@ -544,7 +542,5 @@ def add_parser(sub) -> None:
     p.add_argument("--duration", type=_positive_float, metavar="S",
                    help="also stop each point after S seconds (for slow devices and small buffers)")
     p.add_argument("--repeats", type=_positive_int, default=3, metavar="N", help="repeats per size (default 3)")
-    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
-    p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
-    add_target_args(p)
+    add_job_args(p)
     p.set_defaults(func=cmd_syncwrite)

@@ -43,6 +43,13 @@ def add_target_args(parser: argparse.ArgumentParser, *, dir_allowed: bool = True
                         help="change a hygiene step, e.g. --prep drop_caches=false --prep io_scheduler=mq-deadline")
 
 
+def add_job_args(parser: argparse.ArgumentParser) -> None:
+    """What every headless job command takes: --json, -v and the target/recipe options."""
+    parser.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
+    add_target_args(parser)
+
+
 def _prep_value(text: str):
     low = text.lower()
     if low in ("true", "on", "yes", "1"):

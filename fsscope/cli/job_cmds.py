@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import json
 
-from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
+from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
@@ -46,7 +46,5 @@ def add_parser(sub) -> None:
                        epilog="jobs:\n" + "\n".join(lines) + "\n\n'fsscope run JOB -p help=1' lists a job's parameters.\n\nexample:\n  fsscope run smoke -p seconds=3 --recipe xfs-default --ram --size 512M")
     p.add_argument("job", choices=list(registry.JOBS))
     p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE", help="a job parameter")
-    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
-    p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
-    add_target_args(p)
+    add_job_args(p)
     p.set_defaults(func=cmd_run)

@@ -7,7 +7,7 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
+from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.workloads.probe import OPS, ProbeSpec
@@ -99,7 +99,5 @@ def add_parser(sub) -> None:
     p.add_argument("--sync-before", choices=("each", "none"), default="each", help="sync() before each call (default each)")
     p.add_argument("--same-fs", action="store_true", help="one file system for all runs (a fresh directory per run) instead of mkfs per run")
     p.add_argument("--cpu", type=int, metavar="CPU", help="CPU to pin the probe to (default: the last one)")
-    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
-    p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
-    add_target_args(p)
+    add_job_args(p)
     p.set_defaults(func=cmd_probe)
