@@ -148,12 +148,9 @@ async def test_age_live_view_fit_and_fragmentation_and_replay(scratch):
             flags = screen.flags_panel.flags
             assert flags[0].title == f"stopped: {report['stop_reason']}" and flags[0].note == report["stop_note"]
             assert screen.query_one("#spark-p50").data  # the size fit's p-value series
+            assert report["stop_note"][:40] in screen.notes.text  # shown without picking the flag
 
         check(live)
-        live.flags_panel.focus()
-        live.flags_panel.highlighted = 0
-        await pilot.pause(0.2)
-        assert report["stop_note"][:40] in live.notes.text
         await pilot.press("f4")
         await pilot.pause(0.3)
         table = app.screen.query_one("#runs-table")
@@ -166,5 +163,34 @@ async def test_age_live_view_fit_and_fragmentation_and_replay(scratch):
         check(replay)
         assert len(replay.views[0].data.p_series["size"]) == len(live.views[0].data.p_series["size"])
         await pilot.press("escape")
+    assert_clean()
+    assert not app.worker_errors
+
+
+@pytest.mark.privileged
+async def test_frag_view_shows_the_report(scratch):
+    """A frag run (64M ext4 RAM image, 4M test file): the free-space histogram per bucket and
+    the test file's numbers from the report."""
+    from fsscope.tui.widgets.aging_view import FragView
+
+    app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=64 * 2**20), recipe=recipes.load("ext4-default"),
+                             jobs=("frag",), job_defaults={"frag": {"test_file_bytes": 4 << 20}}))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("ctrl+r")
+        live = live_of(app)
+        await wait_for(pilot, lambda: live.control is not None and live.control.done.is_set(), 60, "frag")
+        await pilot.pause(0.3)
+        job = live.jobs[0]
+        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        view = live.job_view
+        assert isinstance(view, FragView)
+        hist = view.query_one("#frag-hist")
+        assert hist.row_count == len(job.report["free_space"]["bucket_lower_bytes"])
+        summary = view.query_one("#frag-summary")
+        rows = {summary.get_row_at(i)[0]: summary.get_row_at(i)[1] for i in range(summary.row_count)}
+        assert rows["free extents"] == f"{job.report['free_space']['free_extent_count']:,}"
+        assert rows["test file"] == "4.0 MiB"
+        assert rows["test-file fragments"] == f"{job.report['test_file']['fragment_count']:,}"
     assert_clean()
     assert not app.worker_errors

@@ -325,6 +325,8 @@ class LiveScreen(Screen):
         progress = self.query_one("#progress", JobProgress)
         progress.set_jobs(self.jobs, f"replay of {record.run.id} · {record.target} · {record.recipe}")
         self._show(0, live=False)
+        if callable(getattr(record.data, "final_flags", None)) and record.flags:
+            self.notes.show(record.flags[0])  # a job's own final flag (the ager's stop reason)
         sparks = self.query_one("#sparks", SparkPanel)
         recorded = getattr(record.data, "telemetry", None) or []
         if recorded:
@@ -419,6 +421,8 @@ class LiveScreen(Screen):
             own = getattr(view.data, "final_flags", None)
             if final is None and callable(own) and (flags := own()) is not None:
                 self._replace_flags(message.index, flags)  # e.g. the ager's stop reason and its note
+                if message.index == self.shown and flags and self.flags_panel.highlighted is None:
+                    self.notes.show(flags[0])  # why it stopped, without having to pick the flag
             if message.index == self.shown:
                 self.job_view.update_view(view)
                 self._show_sparks(view)

@@ -12,7 +12,9 @@ from fsscope.tui.model import Flag
 
 KIND_MARK = {"outlier": "!", "series": "⋮", "levelshift": "↕", "lineargrowth": "↗", "threshold": "◆",
              # bench variation flags
-             "variation": "±", "warmup": "»", "periodic": "≈", "window_disagrees": "≠"}
+             "variation": "±", "warmup": "»", "periodic": "≈", "window_disagrees": "≠",
+             # aging: why it stopped, and the report's notes
+             "stop": "■", "note": "i"}
 
 
 class FlagsPanel(OptionList):
