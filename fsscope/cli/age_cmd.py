@@ -4,7 +4,6 @@ a profile, fragmentation of fresh and aged file systems, and the profiles themse
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from pathlib import Path
@@ -12,7 +11,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fsscope.cli.common import add_job_args, parse_size, recipe_from_args, target_from_args
+from fsscope.cli.common import (add_job_args, parse_size, positive_float, positive_int, recipe_from_args,
+                                target_from_args)
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
@@ -83,26 +83,6 @@ def _fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
     if not 0.0 < value < 1.0:
         raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text}")
-    return value
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
     return value
 
 
@@ -460,13 +440,13 @@ def add_parser(sub) -> None:
                    help="aging profile: a shipped name (see 'fsscope profile list') or a .toml (default small)")
     p.add_argument("--fullness", type=_fraction, metavar="F", help="fraction to fill, in (0, 1) (default: the profile's)")
     p.add_argument("--seed", type=int, default=1, metavar="N", help="seed of every choice (default 1)")
-    p.add_argument("--max-minutes", type=_positive, metavar="M", help="stop after M minutes of aging (this session)")
+    p.add_argument("--max-minutes", type=positive_float, metavar="M", help="stop after M minutes of aging (this session)")
     p.add_argument("--confidence", type=_fraction, metavar="C",
                    help="stop when every distribution's chi-squared p-value is >= C")
-    p.add_argument("--max-overwrites", type=_positive, metavar="K",
+    p.add_argument("--max-overwrites", type=positive_float, metavar="K",
                    help="stop after writing K times the capacity (whole aging history)")
     p.add_argument("--fallocate", action="store_true", help="allocate without writing data (faster; see below)")
-    p.add_argument("--jobs", type=_positive_int, default=1, metavar="N", help="worker processes (default 1)")
+    p.add_argument("--jobs", type=positive_int, default=1, metavar="N", help="worker processes (default 1)")
     p.add_argument("--resume", action="store_true",
                    help="continue the aging kept on this image (no mkfs) with the new stop conditions")
     p.add_argument("--snapshot", metavar="PATH",

@@ -11,7 +11,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fsscope.cli.common import add_job_args, parse_size, recipe_from_args, target_from_args
+from fsscope.cli.common import (add_job_args, parse_size, positive_float, positive_int, recipe_from_args,
+                                target_from_args)
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
@@ -83,25 +84,6 @@ examples:
 # ---------------------------------------------------------------------------------------------
 # argument types: bad input is one line and exit status 2 (argparse via Parser.error)
 # ---------------------------------------------------------------------------------------------
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not value > 0 or not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
 
 
 def _window(text: str) -> int:
@@ -506,13 +488,13 @@ def add_parser(sub) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--personality", choices=PERSONALITIES, default="fileserver",
                    help="the workload (default fileserver)")
-    p.add_argument("--runs", type=_positive_int, default=3, metavar="R",
+    p.add_argument("--runs", type=positive_int, default=3, metavar="R",
                    help="runs, each on a freshly formatted file system (default 3; the paper used 10+)")
-    p.add_argument("--duration", type=_positive_float, default=30.0, metavar="S",
+    p.add_argument("--duration", type=positive_float, default=30.0, metavar="S",
                    help="measured seconds per run (default 30)")
-    p.add_argument("--workers", type=_positive_int, metavar="N",
+    p.add_argument("--workers", type=positive_int, metavar="N",
                    help="worker processes (default min(Filebench's threads, 4 per CPU))")
-    p.add_argument("--files", type=_positive_int, metavar="N",
+    p.add_argument("--files", type=positive_int, metavar="N",
                    help="files in the file set (default Filebench's, scaled to a quarter of the target)")
     p.add_argument("--mean-file-size", type=_size, metavar="SIZE",
                    help="mean file size, gamma-distributed (default 128K fileserver, 16K others)")
@@ -539,8 +521,8 @@ def add_parser(sub) -> None:
                    help="buffer sizes (default 4K..16M, doubling)")
     p.add_argument("--bytes-per-point", type=_size, metavar="SIZE",
                    help="bytes written per point (default 16M)")
-    p.add_argument("--duration", type=_positive_float, metavar="S",
+    p.add_argument("--duration", type=positive_float, metavar="S",
                    help="also stop each point after S seconds (for slow devices and small buffers)")
-    p.add_argument("--repeats", type=_positive_int, default=3, metavar="N", help="repeats per size (default 3)")
+    p.add_argument("--repeats", type=positive_int, default=3, metavar="N", help="repeats per size (default 3)")
     add_job_args(p)
     p.set_defaults(func=cmd_syncwrite)

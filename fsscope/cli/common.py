@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 from fsscope import recipes
@@ -41,6 +42,28 @@ def add_target_args(parser: argparse.ArgumentParser, *, dir_allowed: bool = True
     rgroup.add_argument("--mount-opts", default="", metavar="OPTS", help="extra mount options, comma-separated")
     rgroup.add_argument("--prep", action="append", default=[], metavar="STEP=VALUE",
                         help="change a hygiene step, e.g. --prep drop_caches=false --prep io_scheduler=mq-deadline")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
 
 
 def add_job_args(parser: argparse.ArgumentParser) -> None:
