@@ -84,6 +84,18 @@ def live_of(app: FsscopeApp) -> LiveScreen:
     return app.live
 
 
+async def open_replay(pilot, app: FsscopeApp, run_id: str, settle_s: float = 0.5):
+    """From anywhere: F4, put the cursor on ``run_id`` in the runs table, Enter; the replay screen."""
+    await pilot.press("f4")
+    await pilot.pause(0.3)
+    table = app.screen.query_one("#runs-table")
+    table.move_cursor(row=table.get_row_index(run_id))
+    table.focus()
+    await pilot.press("enter")
+    await pilot.pause(settle_s)
+    return app.screen
+
+
 @pytest.mark.privileged
 async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
     image = scratch / "flow.img"
@@ -424,14 +436,7 @@ async def test_bench_live_view_variation_table_and_replay(scratch):
         check_view(live)
         assert live._job_telemetry_s is not None and live.iops.values  # the job's own counters
         # replay the recorded run from the runs screen
-        await pilot.press("f4")
-        await pilot.pause(0.3)
-        table = app.screen.query_one("#runs-table")
-        table.move_cursor(row=table.get_row_index(job.run_id))
-        table.focus()
-        await pilot.press("enter")
-        await pilot.pause(0.5)
-        replay = app.screen
+        replay = await open_replay(pilot, app, job.run_id)
         assert isinstance(replay, LiveScreen) and replay.record is not None
         check_view(replay)
         await pilot.press("escape")
@@ -471,14 +476,7 @@ async def test_syncwrite_view_table_per_buffer_size(scratch):
                 assert ("★" in str(row[0])) == (point["buffer_bytes"] == report["best_ratio_buffer_bytes"])
 
         check(live)
-        await pilot.press("f4")
-        await pilot.pause(0.3)
-        table = app.screen.query_one("#runs-table")
-        table.move_cursor(row=table.get_row_index(job.run_id))
-        table.focus()
-        await pilot.press("enter")
-        await pilot.pause(0.4)
-        check(app.screen)
+        check(await open_replay(pilot, app, job.run_id, settle_s=0.4))
     assert_clean()
     assert not app.worker_errors
 

@@ -11,7 +11,7 @@ from fsscope.tui import AppConfig, make_app
 from fsscope.tui.aging_model import AgingModel, FragModel, frag_rows
 from fsscope.tui.screens.live import LiveScreen
 
-from test_tui import SIZE, assert_clean, live_of, set_param, wait_for
+from test_tui import SIZE, assert_clean, live_of, open_replay, set_param, wait_for
 
 
 def _fit(target, actual, p):
@@ -151,14 +151,7 @@ async def test_age_live_view_fit_and_fragmentation_and_replay(scratch):
             assert report["stop_note"][:40] in screen.notes.text  # shown without picking the flag
 
         check(live)
-        await pilot.press("f4")
-        await pilot.pause(0.3)
-        table = app.screen.query_one("#runs-table")
-        table.move_cursor(row=table.get_row_index(job.run_id))
-        table.focus()
-        await pilot.press("enter")
-        await pilot.pause(0.5)
-        replay = app.screen
+        replay = await open_replay(pilot, app, job.run_id)
         assert isinstance(replay, LiveScreen) and replay.record is not None
         check(replay)
         assert len(replay.views[0].data.p_series["size"]) == len(live.views[0].data.p_series["size"])
