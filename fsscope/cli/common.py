@@ -73,26 +73,12 @@ def add_job_args(parser: argparse.ArgumentParser) -> None:
     add_target_args(parser)
 
 
-def _prep_value(text: str):
-    low = text.lower()
-    if low in ("true", "on", "yes", "1"):
-        return True
-    if low in ("false", "off", "no", "0"):
-        return False
-    return text
-
-
 def recipe_from_args(args, *, default: str | None = None) -> Recipe | None:
     name = args.recipe or default
     if name is None:
         return None
     recipe = recipes.load(name).with_extra(args.mkfs_opts, args.mount_opts)
-    changes = {}
-    for item in args.prep:
-        if "=" not in item:
-            raise FsscopeError(f"--prep {item}: expected STEP=VALUE (e.g. drop_caches=false)")
-        key, value = item.split("=", 1)
-        changes[key.strip()] = _prep_value(value.strip())
+    changes = recipes.prep_changes(args.prep)
     return recipe.with_prep(**changes) if changes else recipe
 
 
