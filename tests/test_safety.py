@@ -299,3 +299,11 @@ def test_entries_journalled_just_before_a_kill_still_undo(scratch):
         assert identity.top_mount(mounted.mountpoint) is None and identity.loops_backed_by(target.backing) == []
     finally:
         target.close()
+
+
+def test_age_never_replaces_a_foreign_file_with_its_snapshot(cli, scratch, foreign_files):
+    text = foreign_files[0]
+    before, runs_before = _sha(text), _runs()
+    out = cli("age", "--recipe", "ext4-default", "--ram", "--size", "32M", "--snapshot", str(text))
+    _one_line_refusal(out, f"refusing to overwrite {text}: not created by fsscope")
+    assert _sha(text) == before and _runs() == runs_before

@@ -16,6 +16,7 @@ from fsscope.cli.common import (add_job_args, parse_size, positive_float, positi
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
+from fsscope.targets import image
 from fsscope.units import format_bytes
 
 AGE_DESCRIPTION = """\
@@ -339,6 +340,8 @@ def cmd_age(args) -> int:
         raise FsscopeError("--snapshot needs an image, RAM or device target, not --dir")
     if snapshot and target.kind == "image" and os.path.abspath(snapshot) == target.path:
         raise FsscopeError("--snapshot names the target image itself: choose another path")
+    if snapshot:  # the snapshot replaces whatever is there: only fsscope's own, or what is named
+        image.check_not_foreign(Path(snapshot), args.yes_destroy, "overwrite")
     spec = Spec(profile=profile, fullness=args.fullness, seed=args.seed,
                 max_seconds=args.max_minutes * 60 if args.max_minutes else None,
                 confidence=args.confidence, max_overwrites=args.max_overwrites, fallocate=args.fallocate,

@@ -14,8 +14,9 @@ import os
 from pathlib import Path
 
 from fsscope import tools
-from fsscope.errors import FsscopeError, ToolError
-from fsscope.targets import identity
+from fsscope.errors import FsscopeError, SafetyRefusal, ToolError
+from fsscope.targets import devices, identity
+from fsscope.units import format_bytes
 from fsscope.targets.journal import Journal
 
 MARK_XATTR = "user.fsscope.image"
@@ -35,6 +36,11 @@ def create_image(path: Path, size_bytes: int) -> None:
         raise FsscopeError(f"{path.parent}: not enough free space even for a sparse {size_bytes}-byte image")
     with open(path, "xb") as fh:
         fh.truncate(size_bytes)
+    mark(path)
+
+
+def mark(path: Path) -> None:
+    """Mark a file fsscope made (an image, a snapshot) as its own to format or overwrite."""
     try:
         os.setxattr(path, MARK_XATTR, b"1")
     except OSError:
@@ -46,6 +52,22 @@ def is_fsscope_image(path: Path) -> bool:
         return os.getxattr(path, MARK_XATTR) == b"1"
     except OSError:
         return path.with_name(path.name + ".fsscope").exists()
+
+
+def check_not_foreign(path: Path, yes_destroy: str | None, use: str) -> None:
+    """Refuse ``use`` (e.g. "use" or "overwrite") of an existing file fsscope did not create,
+    unless --yes-destroy names it: blkid finding no signature does not make a text file or
+    an archive fsscope's to destroy."""
+    path = path.resolve()
+    if not path.exists() or is_fsscope_image(path):
+        return
+    if yes_destroy and Path(yes_destroy).resolve() == path:
+        return
+    sig = devices._signature(str(path)) if path.is_file() else ""  # noqa: SLF001 - the same blkid probe
+    what = f"carries a {sig} signature" if sig else f"{format_bytes(path.stat().st_size)} of unknown content"
+    hint = (f"--yes-destroy {yes_destroy} names another path" if yes_destroy
+            else f"pass --yes-destroy {path} to {use} it anyway")
+    raise SafetyRefusal(f"refusing to {use} {path}: not created by fsscope, {what} ({hint})")
 
 
 def attach(image: Path, journal: Journal, group: str) -> tuple[str, bool, int]:

@@ -230,24 +230,14 @@ class Target:
             raise FsscopeError(f"--mountpoint {mountpoint}: something is already mounted there")
 
     def _check_image_path(self) -> None:
-        """An existing file is used only if fsscope created it (its mark) or --yes-destroy
-        names it: blkid finding no signature does not make a text file or an archive ours."""
+        """An existing file is used only if fsscope created it (its mark) or --yes-destroy names it."""
         path = Path(self.spec.path).resolve()
         if not path.exists():
             image.check_size(self.spec.size_bytes)
             return
         if not path.is_file():
             raise SafetyRefusal(f"--image {path}: not a regular file (for a block device use --device)")
-        if image.is_fsscope_image(path):
-            return
-        named = self.spec.yes_destroy and Path(self.spec.yes_destroy).resolve() == path
-        if named:
-            return
-        sig = devices._signature(str(path))  # noqa: SLF001 - the same blkid probe
-        what = f"carries a {sig} signature" if sig else f"{format_bytes(path.stat().st_size)} of unknown content"
-        hint = (f"--yes-destroy {self.spec.yes_destroy} names another path" if self.spec.yes_destroy
-                else f"pass --yes-destroy {path} to overwrite it")
-        raise SafetyRefusal(f"refusing to use {path}: not created by fsscope, {what} ({hint})")
+        image.check_not_foreign(path, self.spec.yes_destroy, "use")
 
     def _check_snapshot(self) -> None:
         """Refuse, before anything is touched, a snapshot that is missing or not the recipe's fs."""
