@@ -6,10 +6,10 @@ prints them), and for bench the Welch verdict on ops/s (a winner only when signi
 from __future__ import annotations
 
 import numpy as np
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from rich.table import Table
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static

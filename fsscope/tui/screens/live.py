@@ -265,10 +265,10 @@ class LiveScreen(Screen):
         if switcher.current != widget.id:
             switcher.current = widget.id
             focused = self.focused
-            if focused is not None and focused is not widget and switcher in focused.ancestors:
-                # the focus was in the view just hidden: move it to the one shown
-                if not widget.focus_main():
-                    self.flags_panel.focus()
+            # the focus was in the view just hidden: move it to the one shown
+            if (focused is not None and focused is not widget and switcher in focused.ancestors
+                    and not widget.focus_main()):
+                self.flags_panel.focus()
         widget.show(view, live=live)
         self.flags_panel.set_flags(view.flags)
         self.notes.show(None)
