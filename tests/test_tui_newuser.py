@@ -209,8 +209,9 @@ async def test_job_list_marks_checked_jobs_with_a_tick():
 async def test_setup_names_every_problem_before_anything_starts(scratch):
     """A missing directory target and two wrong fields: one notice lists all three in the
     screen's words; no job starts and no run record is made."""
-    from fsscope import store
     from textual.widgets import Input
+
+    from fsscope import store
 
     missing = scratch / "no-such-dir"
     app = make_app(AppConfig(is_root=False))
