@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import shlex
 import tomllib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from fsscope import paths
 from fsscope.errors import RecipeError

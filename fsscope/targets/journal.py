@@ -228,10 +228,10 @@ def undo(entry: Entry) -> str | None:
             return f"unmounted {f['mountpoint']}"
     elif entry.kind == "scheduler":
         queue = Path(f["queue"])
-        if identity.diskseq(f["device"]) == f.get("diskseq") and queue.exists():
-            if f"[{f['previous']}]" not in queue.read_text():
-                queue.write_text(f["previous"])
-                return f"restored I/O scheduler {f['previous']} on {f['device']}"
+        still_ours = identity.diskseq(f["device"]) == f.get("diskseq") and queue.exists()
+        if still_ours and f"[{f['previous']}]" not in queue.read_text():
+            queue.write_text(f["previous"])
+            return f"restored I/O scheduler {f['previous']} on {f['device']}"
     elif entry.kind == "loop":
         done = []
         for dev in held_loops(entry):
@@ -255,10 +255,9 @@ def undo(entry: Entry) -> str | None:
                 break
         if removed:
             return f"removed mount point {', '.join(removed)}"
-    elif entry.kind == "workdir":
-        if os.path.isdir(f["path"]):
-            shutil.rmtree(f["path"], ignore_errors=True)
-            return f"removed work directory {f['path']}"
+    elif entry.kind == "workdir" and os.path.isdir(f["path"]):
+        shutil.rmtree(f["path"], ignore_errors=True)
+        return f"removed work directory {f['path']}"
     return None
 
 
