@@ -54,20 +54,28 @@ def is_fsscope_image(path: Path) -> bool:
         return path.with_name(path.name + ".fsscope").exists()
 
 
+def foreign_reason(path: Path) -> str:
+    """Why an existing file is not fsscope's to destroy ("" when it is, or does not exist)."""
+    path = path.resolve()
+    if not path.exists() or is_fsscope_image(path):
+        return ""
+    sig = devices._signature(str(path)) if path.is_file() else ""  # noqa: SLF001 - the same blkid probe
+    what = f"carries a {sig} signature" if sig else f"{format_bytes(path.stat().st_size)} of unknown content"
+    return f"not created by fsscope, {what}"
+
+
 def check_not_foreign(path: Path, yes_destroy: str | None, use: str) -> None:
     """Refuse ``use`` (e.g. "use" or "overwrite") of an existing file fsscope did not create,
     unless --yes-destroy names it: blkid finding no signature does not make a text file or
     an archive fsscope's to destroy."""
     path = path.resolve()
-    if not path.exists() or is_fsscope_image(path):
-        return
     if yes_destroy and Path(yes_destroy).resolve() == path:
         return
-    sig = devices._signature(str(path)) if path.is_file() else ""  # noqa: SLF001 - the same blkid probe
-    what = f"carries a {sig} signature" if sig else f"{format_bytes(path.stat().st_size)} of unknown content"
-    hint = (f"--yes-destroy {yes_destroy} names another path" if yes_destroy
-            else f"pass --yes-destroy {path} to {use} it anyway")
-    raise SafetyRefusal(f"refusing to {use} {path}: not created by fsscope, {what} ({hint})")
+    reason = foreign_reason(path)
+    if reason:
+        hint = (f"--yes-destroy {yes_destroy} names another path" if yes_destroy
+                else f"pass --yes-destroy {path} to {use} it anyway")
+        raise SafetyRefusal(f"refusing to {use} {path}: {reason} ({hint})")
 
 
 def attach(image: Path, journal: Journal, group: str) -> tuple[str, bool, int]:
