@@ -74,7 +74,7 @@ def check_not_foreign(path: Path, yes_destroy: str | None, use: str) -> None:
     reason = foreign_reason(path)
     if reason:
         hint = (f"--yes-destroy {yes_destroy} names another path" if yes_destroy
-                else f"pass --yes-destroy {path} to {use} it anyway")
+                else f"pass --yes-destroy {path} to {use} it anyway: its contents are lost")
         raise SafetyRefusal(f"refusing to {use} {path}: {reason} ({hint})")
 
 

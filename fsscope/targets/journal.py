@@ -287,19 +287,20 @@ def triage(journal: Journal, *, force: bool = False, prepared: bool = False,
     Left alone: groups whose owner still runs (unless ``force``), targets kept by
     ``fsscope prepare`` (unless ``prepared``), and a dead job's group when a live or kept
     entry of another group may name the same loop device, mount or path."""
+    everyone = journal.entries()
     groups: dict[str, list[Entry]] = {}
-    for entry in journal.entries():
+    for entry in everyone:
         if owner_pid is None or entry.owner_pid == owner_pid:
             groups.setdefault(entry.group, []).append(entry)
-    everyone = journal.entries()
     held = [e for e in everyone if e.owner_pid is None or owner_alive(e)]
     to_undo, left = [], []
     for group, entries in groups.items():
         if all(e.owner_pid is None for e in entries):
             mp = _kept_mountpoint(entries)
             if not prepared:
-                left.append(f"kept by 'fsscope prepare': {mp or group} — remove it with "
-                            f"'fsscope release {mp}' (or 'fsscope cleanup --prepared')")
+                how = f"'fsscope release {mp}' (or 'fsscope cleanup --prepared')" if mp else \
+                    "'fsscope cleanup --prepared'"
+                left.append(f"kept by 'fsscope prepare': {mp or group} — remove it with {how}")
                 continue
         elif any(owner_alive(e) for e in entries) and not force:
             pid = next(e.owner_pid for e in entries if owner_alive(e))
