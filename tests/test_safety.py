@@ -312,9 +312,9 @@ def test_age_never_replaces_a_foreign_file_with_its_snapshot(cli, scratch, forei
 async def test_the_investigator_asks_before_formatting_a_foreign_image(scratch, foreign_files):
     """The TUI's Start on an existing file fsscope did not create opens the type-its-name
     confirmation (as for a device); Escape leaves the file untouched and starts nothing."""
+    from fsscope.targets import TargetSpec
     from fsscope.tui import AppConfig, make_app
     from fsscope.tui.screens.confirm import ConfirmDestroyScreen
-    from fsscope.targets import TargetSpec
 
     text = foreign_files[0]
     before, runs_before = _sha(text), _runs()
