@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fsscope import paths
-from fsscope.targets import identity
+from fsscope.targets import filesystem, identity
 from fsscope.targets.journal import Journal
 
 pytestmark = pytest.mark.privileged
@@ -195,12 +195,13 @@ def test_cleanup_leaves_prepared_targets_until_release_or_the_flag(cli):
 
 
 def test_prepare_defaults_its_recipe_and_removes_the_mountpoint_parents_it_made(cli, scratch):
-    out = cli("prepare", "--ram", "--size", "32M", "--mountpoint", str(scratch / "a" / "b" / "c"))
+    out = cli("prepare", "--ram", "--size", "32M", "--mountpoint", str(scratch / "a" / "b c" / "d"))
     assert out.returncode == 0, out.stderr  # no --recipe: ext4-default, like the job commands
     mountpoint = out.stdout.strip()
     assert identity.top_mount(mountpoint).fstype == "ext4"
+    assert "rw" in filesystem.mount_options(mountpoint)
     assert cli("release", mountpoint).returncode == 0
-    assert not (scratch / "a").exists()  # the parents --mountpoint made are gone too
+    assert not (scratch / "a").exists()  # the parents --mountpoint made are gone too (a space: \040)
     assert Journal().entries() == []
 
 

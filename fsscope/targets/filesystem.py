@@ -8,6 +8,7 @@ from pathlib import Path
 from fsscope import tools
 from fsscope.errors import FsscopeError, RecipeError, ToolError
 from fsscope.recipes import Recipe
+from fsscope.targets import identity
 
 MKFS = {
     "ext4": ["mkfs.ext4", "-F", "-q"],
@@ -100,6 +101,6 @@ def mount_options(mountpoint: str) -> list[str]:
     target = os.path.realpath(mountpoint)
     for line in Path("/proc/self/mounts").read_text().splitlines():
         fields = line.split()
-        if fields[1] == target:
+        if identity.unescape(fields[1]) == target:  # a space in the path reads \040
             return fields[3].split(",")
     return []

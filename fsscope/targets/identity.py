@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import stat
 import struct
 from dataclasses import dataclass
@@ -90,9 +91,9 @@ class Mount:
     source: str  # what was mounted: /dev/loop3, tmpfs (btrfs's major:minor is not its device's)
 
 
-def _unescape(field: str) -> str:
-    """mountinfo escapes space, tab, newline and backslash as \\ooo."""
-    return field.encode().decode("unicode_escape") if "\\" in field else field
+def unescape(field: str) -> str:
+    """mountinfo escapes space, tab, newline and backslash as \\ooo (octal)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
 def mounts() -> list[Mount]:
@@ -101,8 +102,8 @@ def mounts() -> list[Mount]:
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         fields = line.split()
         sep = fields.index("-")
-        out.append(Mount(int(fields[0]), fields[2], _unescape(fields[4]), fields[sep + 1],
-                         _unescape(fields[sep + 2])))
+        out.append(Mount(int(fields[0]), fields[2], unescape(fields[4]), fields[sep + 1],
+                         unescape(fields[sep + 2])))
     return out
 
 
