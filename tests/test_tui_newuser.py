@@ -230,3 +230,21 @@ async def test_setup_names_every_problem_before_anything_starts(scratch):
         assert f"{missing} does not exist" in text, text
         assert "files must be a whole number, not 'many'" in text and "runs needs a value" in text, text
         assert "_s " not in text and "spec" not in text.lower()
+
+
+async def test_a_streamed_flag_follows_its_runs():
+    """The same finding after run 2 and after run 5: one flag, whose title says 5/5."""
+    app = make_app(AppConfig(is_root=False, start_screen="live"))
+    async with app.run_test(size=SIZE) as pilot:
+        live = app.live
+        await wait_for(pilot, lambda: live.is_mounted, "the live screen")
+        start_probe(live, 0, files=300, runs=5, run_id="run-a")
+        await wait_for(pilot, lambda: live.shown == 0, "the job's view")
+        for done in (2, 5):
+            live.post_message(msg.FindingArrived(0, {
+                "kind": "finding", "flag": "outlier", "index": 253, "structure": None, "runs_flagged": done,
+                "runs": done, "title": f"file 253 slow in {done}/{done} runs — repeatable, unexplained",
+                "note": f"{done} runs"}))
+        await wait_for(pilot, lambda: "5/5" in screen_text(app), "the updated title")
+        assert [f.title for f in live.flags_panel.flags] == ["file 253 slow in 5/5 runs — repeatable, unexplained"]
+        assert "2/2" not in screen_text(app)
