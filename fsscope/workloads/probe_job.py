@@ -17,6 +17,7 @@ from pathlib import Path
 from fsscope.analysis.findings import Outlier
 from fsscope.analysis.outliers import analyze
 from fsscope.errors import FsscopeError
+from fsscope.explain.names import plain
 from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu
 
 Spec = ProbeSpec
@@ -58,7 +59,7 @@ def _flag_title(flag: dict, finding) -> str:
     else:
         what = f"linear growth over files {finding.start}–{finding.end}"
     structure = flag.get("structure")
-    return f"{what} — {structure}" if structure else f"{what} — repeatable, unexplained"
+    return f"{what} — {plain(structure)}" if structure else f"{what} — repeatable, unexplained"
 
 
 def _findings(analysis) -> list:
