@@ -248,3 +248,24 @@ async def test_a_streamed_flag_follows_its_runs():
         await wait_for(pilot, lambda: "5/5" in screen_text(app), "the updated title")
         assert [f.title for f in live.flags_panel.flags] == ["file 253 slow in 5/5 runs — repeatable, unexplained"]
         assert "2/2" not in screen_text(app)
+
+
+async def test_a_huge_plan_asks_before_it_starts(scratch):
+    from fsscope import store
+    from textual.widgets import Input
+
+    app = make_app(AppConfig(is_root=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        picker = app.screen.query_one("#target-picker")
+        await wait_for(pilot, lambda: picker.kind == "dir", "the directory target")
+        app.screen.query_one("#target-path", Input).value = str(scratch)
+        app.screen.query_one("#param-probe-runs", Input).value = "30000"
+        before = len(store.list_runs())
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", "the question")
+        assert "30,000 runs" in screen_text(app)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.current_mode == "setup" and type(app.screen).__name__ == "SetupScreen",
+                       "setup again")
+        assert len(store.list_runs()) == before and not app.live.running
