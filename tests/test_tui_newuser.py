@@ -251,8 +251,9 @@ async def test_a_streamed_flag_follows_its_runs():
 
 
 async def test_a_huge_plan_asks_before_it_starts(scratch):
-    from fsscope import store
     from textual.widgets import Input
+
+    from fsscope import store
 
     app = make_app(AppConfig(is_root=False))
     async with app.run_test(size=SIZE) as pilot:
