@@ -155,34 +155,37 @@ async def test_ctrl_s_exports_from_a_field_and_x_stays_a_letter():
 
 
 async def test_exports_from_every_screen_land_in_one_folder(scratch):
-    """x and m from Setup, Runs (the HIGHLIGHTED run's flags), a replay and Compare: all in
+    """x and m from Runs (the HIGHLIGHTED run's flags), a replay and Compare, and Setup: all in
     <home>/exports, named after the run; m on a screen without flags says so."""
-    first, second = record_smoke_runs(scratch, 2)
+    record_smoke_runs(scratch, 2)
     app = make_app(AppConfig(is_root=False, start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
-        table = app.screen.query_one("#runs-table")
+        runs = app.screen
+        table = runs.query_one("#runs-table")
         await wait_for(pilot, lambda: table.row_count >= 2, "the runs table")
         await pilot.press("x")
         await wait_for(pilot, lambda: exported("runs-*.svg"), "the runs screen SVG")
-        await pilot.press("end")  # the oldest run: the first recorded
+        await pilot.press("end")  # the oldest run
         await wait_for(pilot, lambda: table.cursor_row == table.row_count - 1, "End in the table")
+        oldest, newest = runs.runs[-1].id, runs.runs[0].id
         await pilot.press("m")
-        await wait_for(pilot, lambda: exported(f"flags-{first}.md"), "the highlighted run's flags")
-        assert not exported(f"flags-{second}.md")
+        await wait_for(pilot, lambda: exported(f"flags-{oldest}.md"), "the highlighted run's flags")
+        assert not exported(f"flags-{newest}.md")
         await pilot.press("home")
         await wait_for(pilot, lambda: table.cursor_row == 0, "Home in the table")
         await pilot.press("enter")
         await wait_for(pilot, lambda: getattr(app.screen, "record", None) is not None, "the replay")
         await pilot.press("x")
-        await wait_for(pilot, lambda: exported(f"live-{second}-*.svg"), "the replay SVG")
+        await wait_for(pilot, lambda: exported(f"live-{newest}-*.svg"), "the replay SVG")
         await pilot.press("f4")  # back to the list, not the replay
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "RunsScreen", "the runs list")
+        await wait_for(pilot, lambda: app.screen is runs, "the runs list")
         await pilot.press("space", "down", "c")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "the comparison")
+        second = runs.runs[1].id
         for path in exported("flags-*.md"):
             path.unlink()
         await pilot.press("m")
-        await wait_for(pilot, lambda: exported(f"flags-{first}.md") and exported(f"flags-{second}.md"),
+        await wait_for(pilot, lambda: exported(f"flags-{newest}.md") and exported(f"flags-{second}.md"),
                        "both runs' flags")
         await pilot.press("f2")
         await wait_for(pilot, lambda: app.current_mode == "setup", "setup")

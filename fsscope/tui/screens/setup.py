@@ -31,11 +31,12 @@ class SetupScreen(Screen):
             yield Static(config.banner, id="banner")
         jobs = list(config.jobs or registry.JOBS)
         preferred = "probe" if "probe" in jobs else (jobs[0] if jobs else "")
+        # two columns: where and how (target above recipe), and what (the jobs and their
+        # parameters, which need the height: three columns left half the screen empty)
         with Horizontal(id="setup-columns"):
             with VerticalScroll(id="setup-target", classes="setup-column", can_focus=False):
                 yield TargetPicker(config.target, is_root=bool(config.is_root), discover=config.discover_devices,
                                    id="target-picker")
-            with VerticalScroll(id="setup-recipe", classes="setup-column", can_focus=False):
                 yield RecipePicker(config.recipe, id="recipe-picker")
             with VerticalScroll(id="setup-jobs", classes="setup-column", can_focus=False):
                 yield JobPicker(jobs, config.job_defaults, [preferred] if preferred else [], id="job-picker")
