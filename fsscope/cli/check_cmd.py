@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from rich.console import Console
 from rich.table import Table
@@ -125,6 +126,8 @@ def cmd_check(args) -> int:
                 budget_s=budget, sample_s=args.sample or (2.0 if budget <= 90 else 5.0),
                 dataset_bytes=args.dataset, runs=args.runs, calibrate=not args.audit_only)
     target = target_from_args(args)
+    if target.kind == "dir" and not os.path.isdir(target.path):  # before a run record is made
+        raise FsscopeError(f"--dir {target.path}: not a directory")
     recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
     captured: list[dict] = []
 
