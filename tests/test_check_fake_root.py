@@ -182,6 +182,19 @@ def test_verdict_ranks_and_blocks():
     assert caution.verdict == "caution" and caution.fix_first[0].startswith("[load]")  # larger effect first
     assert decide([finding("other-io", "bad")], cal).verdict == "unfit"
     assert decide([finding("other-io", "bad", kernel_only=True)], cal).verdict == "caution"
+    assert decide([finding("ext4-lazy-init", "bad")], cal).verdict == "caution"   # ends by itself; a recipe avoids it
     assert decide([], cal | {"runs_needed": 500, "cv": 0.5}).verdict == "unfit"
     assert decide([], cal | {"duration_s_needed": None}).verdict == "caution"
     assert sorted([finding("thp", "warn"), finding("swap", "bad")], key=rank)[0].id == "swap"
+
+
+def test_fake_bench_pointer_only_when_a_fast_item_is_bad(tmp_path):
+    from fsscope.cli.check_cmd import bad_pointer
+
+    busy = fake_root(tmp_path, {"proc/loadavg": "9.00 2.00 1.00 9/300 999", "sys/devices/system/cpu/online": "0-1"})
+    line = bad_pointer(busy)
+    assert line.startswith("note:") and "load: busy machine" in line and "fsscope check" in line
+    idle = fake_root(tmp_path / "b", {"proc/loadavg": "0.01 0.0 0.0 1/300 999", "sys/devices/system/cpu/online": "0-1",
+                                      "proc/meminfo": "MemTotal: 100 kB\nDirty: 0 kB\nWriteback: 0 kB\n",
+                                      "proc/swaps": "Filename Type Size Used Priority\n"})
+    assert bad_pointer(idle) is None

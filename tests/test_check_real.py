@@ -205,3 +205,17 @@ def test_check_ram_recipe_end_to_end(cli, tmp_path):
 def test_bad_target_or_option_is_one_line_exit_2(cli, argv):
     run = cli(*argv)
     assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
+def test_bench_points_to_check_on_a_busy_machine(cli, scratch):
+    # three spinning processes on this machine make "load" bad (runnable tasks count at once);
+    # the bench then fails on its target, after the pointer line — nothing is formatted
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range((os.cpu_count() or 1) + 1)]
+    try:
+        wait_for(lambda: S.load(Root()).severity == "bad", what="a bad load reading")
+        run = cli("bench", "--dir", str(scratch / "missing"), "--runs", "1", "--duration", "1")
+    finally:
+        for p in spin:
+            p.kill()
+            p.wait()
+    assert "run 'fsscope check' first" in run.stderr and "load" in run.stderr

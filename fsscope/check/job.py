@@ -19,7 +19,7 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -36,11 +36,12 @@ BIN_S = 1.0
 QUICK_BUDGET_S = 60.0
 DEFAULT_BUDGET_S = 180.0
 MIN_RUN_S = 5.0
+STARTUP_S = 4.0   # the command's own start and the job process's, outside this function's clock
 
 
 @dataclass(frozen=True)
 class Spec:
-    personality: str = "fileserver"
+    personality: Literal["fileserver", "webserver", "varmail"] = "fileserver"
     precision: float = 0.05           # CI half-width, fraction of the mean
     confidence: float = 0.95
     budget_s: float = DEFAULT_BUDGET_S
@@ -150,7 +151,7 @@ def run(ctx, spec: Spec) -> dict:
     workload = None
     duration_s = 0.0
     if spec.calibrate and not ctx.cancelled:
-        left = spec.budget_s - (time.monotonic() - t_start)
+        left = spec.budget_s - (time.monotonic() - t_start) - STARTUP_S
         overhead = 4.0 if kind != "dir" else 2.0
         runs, duration_s = plan(spec, left, overhead)
         # a small file set: populating it must not eat the budget (the report names it)
@@ -165,7 +166,7 @@ def run(ctx, spec: Spec) -> dict:
             if ctx.cancelled:
                 break
             used = time.monotonic() - t_start
-            if r >= 2 and used + duration_s + overhead > spec.budget_s * 1.1:  # keep two runs at least
+            if r >= 2 and used + duration_s + overhead > spec.budget_s - STARTUP_S:  # keep two runs at least
                 notes.append(f"budget reached after {r} calibration runs")
                 break
             ctx.emit("phase", name=f"calibration run {r + 1} of {runs}", run=r, runs=runs)

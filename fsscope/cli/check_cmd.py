@@ -115,6 +115,19 @@ def render_check(report: dict, console: Console) -> None:
             console.print(f"  {i}. {line}", highlight=False, markup=False)
 
 
+def bad_pointer(root=None) -> str | None:
+    """One line pointing to ``fsscope check`` when the fast, machine-wide audit items (no
+    target, no sampling: milliseconds) find something bad; None when they do not."""
+    from fsscope.check.audit import fast_audit
+    from fsscope.check.system import Root
+
+    bad = [f for f in fast_audit(root or Root()) if f.severity == "bad"]
+    if not bad:
+        return None
+    what = "; ".join(f"{f.id}: {f.title}" for f in bad[:3])
+    return f"note: this machine has {len(bad)} bad pre-benchmark finding(s) ({what}) — run 'fsscope check' first"
+
+
 def cmd_check(args) -> int:
     from fsscope.check.job import DEFAULT_BUDGET_S, QUICK_BUDGET_S, Spec
     from fsscope.check.verdict import EXIT_STATUS
