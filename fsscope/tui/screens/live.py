@@ -184,7 +184,13 @@ class LiveScreen(Screen):
         self._job_telemetry_s = None
         recipe = plan.recipe.name if plan.recipe else "no recipe"
         self.query_one("#progress", JobProgress).set_jobs(self.jobs, f"{plan.target.describe()} · {recipe}")
+        # A new plan starts from a clean view: nothing of the last job's matrix, scale, cursor,
+        # sparklines or flags stays on screen (its first job's empty view is shown at once).
+        self.iops, self.bandwidth, self.cpu = Series(), Series(), Series()
+        self.query_one("#sparks", SparkPanel).clear()
         self.heatmap.set_matrix(None)
+        if self.jobs:
+            self._show(0)
         self.flags_panel.set_flags([])
         self.notes.show(None)
         self.log_panel.note(f"── plan: {', '.join(r.job for r in plan.jobs)} on {plan.target.describe()} "
@@ -285,7 +291,9 @@ class LiveScreen(Screen):
     def _show_sparks(self, view: JobView, live: bool = True) -> None:
         sparks = self.query_one("#sparks", SparkPanel)
         widget = self.job_view
-        for key, label, values, text in widget.spark_rows(view, live):
+        rows = widget.spark_rows(view, live)
+        sparks.clear(exclude={key for key, *_ in rows}, job_rows_only=True)  # no stale readings
+        for key, label, values, text in rows:
             sparks.show(key, values, text, label)
 
     def _replace_flags(self, index: int, flags: list[Flag]) -> None:
