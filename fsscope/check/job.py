@@ -162,40 +162,56 @@ def run(ctx, spec: Spec) -> dict:
                     "mean_file_size_bytes": pspec.mean_file_size_bytes, "duration_s": duration_s, "runs": runs}
         ctx.emit("log", line=f"calibration: {runs} runs × {duration_s:g} s of {pspec.name} "
                  f"({pspec.nfiles} files, {pspec.workers} workers), fresh {'directory' if kind == 'dir' else 'file system'} each")
-        for r in range(runs):
-            if ctx.cancelled:
-                break
-            used = time.monotonic() - t_start
-            if r >= 2 and used + duration_s + overhead > spec.budget_s - STARTUP_S:  # keep two runs at least
-                notes.append(f"budget reached after {r} calibration runs")
-                break
-            ctx.emit("phase", name=f"calibration run {r + 1} of {runs}", run=r, runs=runs)
-            run_start = time.monotonic()
-            with ctx.run_fs(True) as fs:
-                P.populate(fs.workdir, pspec, seed=1, evict_cache=True)
-                ctx.after_populate()
-                overhead = time.monotonic() - run_start  # what formatting + populating really costs here
-
-                def on_window(sample, r=r):
-                    ctx.progress(r * duration_s + min(sample.t_s, duration_s), runs * duration_s, unit="s",
-                                 info=f"run {r + 1}/{runs}  {sample.ops_per_s:,.0f} ops/s")
-
-                result = P.run(fs.workdir, pspec, on_window=on_window, cancelled=lambda: ctx.cancelled)
-            if result.cancelled:
-                break
-            c = result.counts.sum(axis=0)
-            counts.append(c)
-            elapsed.append(result.elapsed_s)
-            ctx.run_dir.save_array(f"run{r}_counts", result.counts)
-            figures = calibration_figures(spec, counts, elapsed, duration_s)
-            ctx.emit("check", calibration_run={"run": r, "ops_per_s": result.ops_per_s, "elapsed_s": result.elapsed_s,
-                                               "series": [float(x) / BIN_S for x in c]},
-                     estimate={k: figures[k] for k in ("cv", "runs_needed", "duration_s_needed", "window_s_needed")})
+        try:
+            _calibrate(ctx, spec, pspec, runs, duration_s, overhead, t_start, counts, elapsed, notes)
+        except FsscopeError as exc:  # a run failed (no space, mkfs…): judge from the runs that finished
+            notes.append(f"calibration stopped after {len(counts)} run(s): {exc}")
+            ctx.emit("log", line=f"calibration stopped: {exc}")
         calibration = calibration_figures(spec, counts, elapsed, duration_s, workload)
         if kind == "dir" or ctx.recipe is None:
             notes.append("--dir: each calibration run used a fresh scratch subdirectory, not a fresh file system "
                          "(the file system's age and layout carry over between runs)")
+    return _report(ctx, spec, findings, calibration, info, notes, t_start)
 
+
+def _calibrate(ctx, spec: Spec, pspec, runs: int, duration_s: float, overhead: float, t_start: float,
+               counts: list[np.ndarray], elapsed: list[float], notes: list[str]) -> None:
+    """The calibration runs; appends each finished run's counts and length as it goes."""
+    from fsscope.workloads import personalities as P
+
+    for r in range(runs):
+        if ctx.cancelled:
+            break
+        used = time.monotonic() - t_start
+        if r >= 2 and used + duration_s + overhead > spec.budget_s - STARTUP_S:  # keep two runs at least
+            notes.append(f"budget reached after {r} calibration runs")
+            break
+        ctx.emit("phase", name=f"calibration run {r + 1} of {runs}", run=r, runs=runs)
+        run_start = time.monotonic()
+        with ctx.run_fs(True) as fs:
+            P.populate(fs.workdir, pspec, seed=1, evict_cache=True)
+            ctx.after_populate()
+            overhead = time.monotonic() - run_start  # what formatting + populating really costs here
+
+            def on_window(sample, r=r):
+                ctx.progress(r * duration_s + min(sample.t_s, duration_s), runs * duration_s, unit="s",
+                             info=f"run {r + 1}/{runs}  {sample.ops_per_s:,.0f} ops/s")
+
+            result = P.run(fs.workdir, pspec, on_window=on_window, cancelled=lambda: ctx.cancelled)
+        if result.cancelled:
+            break
+        c = result.counts.sum(axis=0)
+        counts.append(c)
+        elapsed.append(result.elapsed_s)
+        ctx.run_dir.save_array(f"run{r}_counts", result.counts)
+        figures = calibration_figures(spec, counts, elapsed, duration_s)
+        ctx.emit("check", calibration_run={"run": r, "ops_per_s": result.ops_per_s, "elapsed_s": result.elapsed_s,
+                                           "series": [float(x) / BIN_S for x in c]},
+                 estimate={k: figures[k] for k in ("cv", "runs_needed", "duration_s_needed", "window_s_needed")})
+
+
+def _report(ctx, spec: Spec, findings: list[Finding], calibration: dict | None, info, notes: list[str],
+            t_start: float) -> dict:
     verdict = decide(findings, calibration)
     by_id = {f.id: f for f in findings}
     report = {

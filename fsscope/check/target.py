@@ -235,8 +235,9 @@ def ext4_lazy_init(root: Root, t: TargetInfo, dumpe2fs_text: str | None, why_not
                    seen_pids: list[int] | None = None) -> Finding:
     """``dumpe2fs_text``: the target's ``dumpe2fs DEV`` output (None if it could not run: ``why_not``);
     ``seen_pids``: ext4lazyinit pids seen earlier in the check (it may have finished since)."""
-    effect = ("ext4lazyinit zeroes the inode tables after mount, writing in the background for minutes on a "
-              "large fresh file system: the first runs compete with it (Cao et al.'s 'no_lazy' fix)")
+    effect = ("ext4lazyinit zeroes the inode tables after mount (starting up to 5 s after it, at a random "
+              "moment), writing in the background for minutes on a large fresh file system: the first runs "
+              "compete with it (Cao et al.'s 'no_lazy' fix)")
     fix = ("mkfs.ext4 -E lazy_itable_init=0,lazy_journal_init=0 (the ext4-bench recipe does), or wait until "
            "no ext4lazyinit thread is left")
     if t.fs != "ext4":
@@ -455,6 +456,9 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
     bytes_s = max(r[1] for r in rates.values())
     ev = "; ".join(f"/proc/diskstats {name}: {r[0]:,.0f} IO/s, {r[1] / MB:,.2f} MB/s over {dt:.1f} s"
                    for name, r in rates.items())
+    psi = try_read(root, "proc/pressure/io")
+    if psi:
+        ev += f"; /proc/pressure/io: {psi.splitlines()[0]}"
     if procs:
         ev += "; /proc/PID/io: " + ", ".join(
             f"pid {p['pid']} ({p['name']}) {p['bytes_per_s'] / MB:,.2f} MB/s" + (" on the target" if p["on_target"] else "")

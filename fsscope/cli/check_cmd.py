@@ -48,7 +48,11 @@ examples:
   fsscope check --dir /srv/data --audit-only --json check.json && fsscope bench ...
 
 --quick takes about a minute, the default a few minutes (--budget SECONDS sets it). Without
-root some items read as unknown (lazy init, free-space fragmentation need the device)."""
+root some items read as unknown (lazy init, free-space fragmentation need the device).
+--json PATH writes {"verdict", "findings": [{"id", "severity", "title", "evidence", "effect",
+"fix", "values"}], "calibration": {"personality", "runs": [{"ops_per_s", ...}], "cv",
+"precision", "confidence", "runs_needed", "duration_s_needed", "window_s_needed", "criterion",
+...}, ...}; precision and confidence are fractions there (0.05, 0.95)."""
 
 LIGHT = {"ok": ("●", "green"), "warn": ("●", "yellow"), "bad": ("●", "bold red"), "unknown": ("○", "dim")}
 VERDICT_STYLE = {"fit": "bold green", "caution": "bold yellow", "unfit": "bold red"}

@@ -139,7 +139,7 @@ class CheckView(LiveView):
         # the panel's three job rows (keys p50/p99/rate) carry the calibration here
         need = [float(v) for v in model.runs_needed if v is not None]
         last = model.run_series[-1] if model.run_series else []
-        return [("p50", "ops/s per run", list(model.run_ops_per_s),
+        return [("p50", "ops/s a run", list(model.run_ops_per_s),
                  f"{model.run_ops_per_s[-1]:,.0f}" if model.run_ops_per_s else "–"),
                 ("p99", "runs needed", need, str(int(need[-1])) if need else "–"),
-                ("rate", "last run ops/s", list(last), f"{last[-1]:,.0f}" if last else "–")]
+                ("rate", "last run/s", list(last), f"{last[-1]:,.0f}" if last else "–")]
