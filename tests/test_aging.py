@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -21,7 +20,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fsscope.aging import ager, fit, profile as prof
+from fsscope.aging import ager, fit
+from fsscope.aging import profile as prof
 from fsscope.aging.ager import STATE_FILE, AgingError, AgingSpec, age, read_state
 from fsscope.aging.profile import ProfileError, load_profile
 from fsscope.errors import FsscopeError
@@ -523,11 +523,3 @@ def test_job_runs_the_ager_in_a_job_context(ram_dir):
     assert any(kind == "progress" and f["total"] for kind, f in ctx.events)
     with pytest.raises(AgingError, match="capacity_bytes"):
         job.run(Ctx(), job.Spec(profile="small"))
-
-
-def test_engine_side_imports_no_ui_libraries():
-    code = ("import fsscope.aging, fsscope.aging.ager, fsscope.aging.profile, "
-            "fsscope.aging.fit, fsscope.aging.executor, sys\n"
-            "print(','.join(m for m in ('textual', 'rich') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""

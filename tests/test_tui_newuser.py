@@ -94,3 +94,112 @@ async def test_a_second_job_shows_nothing_of_the_first():
         assert "/s" not in rate_row.split("calls/s")[-1], rate_row
         assert heatmap.matrix is live.views[1].matrix and heatmap.matrix.measured == 0
         assert heatmap.scale_ns != first_scale  # back to the default until the new job's data
+
+
+def record_smoke_runs(scratch, count: int) -> list[str]:
+    """Real recorded runs (the smoke job on a plain directory: no root, under a second)."""
+    from fsscope.engine import runner
+    from fsscope.targets import TargetSpec
+
+    ids = []
+    for _ in range(count):
+        handle = runner.start("smoke", {"seconds": 0.2}, TargetSpec("dir", path=str(scratch)), None)
+        for _event in handle.events():
+            pass
+        ids.append(handle.run_dir.id)
+    return ids
+
+
+def exported(pattern: str) -> list:
+    from fsscope import paths
+
+    return sorted((paths.home() / "exports").glob(pattern))
+
+
+async def test_focus_after_returning_to_setup_is_not_in_a_field():
+    """Typing into a parameter field, going to Live and back with F2: the focus is on the
+    target list again, so space/x/m do not type into the field unseen."""
+    from textual.widgets import Input
+
+    app = make_app(AppConfig(is_root=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-"))
+        field.focus()
+        await wait_for(pilot, lambda: app.focused is field, "the field's focus")
+        before = field.value
+        await pilot.press("f3")
+        await wait_for(pilot, lambda: app.current_mode == "live", "the live screen")
+        await pilot.press("f2")
+        await wait_for(pilot, lambda: app.current_mode == "setup" and app.focused is not None, "setup again")
+        assert not isinstance(app.focused, Input), app.focused
+        await pilot.press("space")
+        assert field.value == before
+
+
+async def test_ctrl_s_exports_from_a_field_and_x_stays_a_letter():
+    from textual.widgets import Input
+
+    app = make_app(AppConfig(is_root=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-"))
+        field.focus()
+        await wait_for(pilot, lambda: app.focused is field, "the field's focus")
+        before = set(exported("setup-*.svg"))
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: set(exported("setup-*.svg")) - before, "the SVG export")
+        await pilot.press("end", "x")
+        assert field.value.endswith("x")  # typed, as a letter in a field should be
+
+
+async def test_exports_from_every_screen_land_in_one_folder(scratch):
+    """x and m from Setup, Runs (the HIGHLIGHTED run's flags), a replay and Compare: all in
+    <home>/exports, named after the run; m on a screen without flags says so."""
+    first, second = record_smoke_runs(scratch, 2)
+    app = make_app(AppConfig(is_root=False, start_screen="runs"))
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.query_one("#runs-table")
+        await wait_for(pilot, lambda: table.row_count >= 2, "the runs table")
+        await pilot.press("x")
+        await wait_for(pilot, lambda: exported("runs-*.svg"), "the runs screen SVG")
+        await pilot.press("end")  # the oldest run: the first recorded
+        await wait_for(pilot, lambda: table.cursor_row == table.row_count - 1, "End in the table")
+        await pilot.press("m")
+        await wait_for(pilot, lambda: exported(f"flags-{first}.md"), "the highlighted run's flags")
+        assert not exported(f"flags-{second}.md")
+        await pilot.press("home")
+        await wait_for(pilot, lambda: table.cursor_row == 0, "Home in the table")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: getattr(app.screen, "record", None) is not None, "the replay")
+        await pilot.press("x")
+        await wait_for(pilot, lambda: exported(f"live-{second}-*.svg"), "the replay SVG")
+        await pilot.press("f4")  # back to the list, not the replay
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "RunsScreen", "the runs list")
+        await pilot.press("space", "down", "c")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "the comparison")
+        for path in exported("flags-*.md"):
+            path.unlink()
+        await pilot.press("m")
+        await wait_for(pilot, lambda: exported(f"flags-{first}.md") and exported(f"flags-{second}.md"),
+                       "both runs' flags")
+        await pilot.press("f2")
+        await wait_for(pilot, lambda: app.current_mode == "setup", "setup")
+        app.query_one("#target-list").focus()
+        await pilot.press("m")
+        await wait_for(pilot, lambda: any("shows no flags" in str(n.message) for n in app._notifications),
+                       "the 'no flags here' notice")
+
+
+async def test_job_list_marks_checked_jobs_with_a_tick():
+    app = make_app(AppConfig(is_root=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        jobs = app.screen.query_one("#job-list")
+        await pilot.pause()
+        lines = [''.join(seg.text for seg in jobs.render_line(y)) for y in range(jobs.option_count)]
+        chosen = set(jobs.selected)
+        for y, line in enumerate(lines):
+            value = jobs.get_option_at_index(y).value
+            assert line[1] == ("✓" if value in chosen else " "), line
+        assert chosen and len(chosen) < len(lines)

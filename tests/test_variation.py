@@ -12,7 +12,6 @@ from scipy import stats
 
 from fsscope.analysis import variation as v
 
-
 # -- histogram grid ------------------------------------------------------------------------------
 
 def test_bucket_grid_is_contiguous_and_within_half_a_percent():

@@ -71,7 +71,7 @@ class Spec:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Spec":
+    def from_dict(cls, data: dict) -> Spec:
         names = [f.name for f in dataclasses.fields(cls)]
         if not isinstance(data, dict):
             raise AgingError("age spec must be a JSON object")

@@ -91,7 +91,7 @@ class Spec:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Spec":
+    def from_dict(cls, data: dict[str, Any]) -> Spec:
         data = checked_fields(cls, data, "bench")
         if "window_sizes_s" in data:
             data["window_sizes_s"] = number_list(data["window_sizes_s"], "window_sizes_s")

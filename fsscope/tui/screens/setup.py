@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Header, Static
+from textual.widgets import Button, Footer, Header, Input, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
@@ -46,6 +46,12 @@ class SetupScreen(Screen):
         self.sub_title = "setup: target · recipe · jobs"
         self._sync_recipe()
         self.query_one("#target-list").focus()
+
+    def on_screen_resume(self) -> None:
+        # Coming back (F2) puts the focus on the first control, not in the text field last
+        # used: a key meant for a list (space, x, m) must not type into "seconds" unseen.
+        if isinstance(self.focused, Input):
+            self.query_one("#target-list").focus()
 
     def on_target_picker_changed(self, event: TargetPicker.Changed) -> None:
         self._sync_recipe()
