@@ -5,13 +5,12 @@ verdict as the first flag; the same view when the run is replayed."""
 from __future__ import annotations
 
 import pytest
+from test_tui import SIZE, assert_clean, live_of, open_replay, set_param, wait_for
 
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.check_model import CheckModel
 from fsscope.tui.widgets.check_view import CheckView, strip
-
-from test_tui import SIZE, assert_clean, live_of, open_replay, set_param, wait_for
 
 
 def test_strip_scales_bars():

@@ -18,7 +18,7 @@ say), so the tests feed synthetic series with known answers.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats

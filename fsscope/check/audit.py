@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from fsscope.check import system as S
 from fsscope.check import target as T
 from fsscope.check.findings import Finding, rank
-from fsscope.check.system import Root
+from fsscope.check.system import REAL_ROOT, Root
 from fsscope.check.target import TargetInfo
 from fsscope.errors import FsscopeError
 
@@ -22,7 +22,7 @@ from fsscope.errors import FsscopeError
 FAST_IDS = ("cpu-governor", "turbo", "load", "dirty-pending", "swap", "thp", "thermal", "cgroup-io-limit")
 
 
-def fast_audit(root: Root = Root()) -> list[Finding]:
+def fast_audit(root: Root = REAL_ROOT) -> list[Finding]:
     """The machine-wide items that need no target and no waiting (milliseconds)."""
     return [S.cpu_governor(root), S.turbo(root), S.load(root), S.dirty_pending(root), S.swap(root),
             S.thp(root), S.thermal(root), S.cgroup_io_limit(root, None)]
@@ -59,7 +59,7 @@ def _free_space(t: TargetInfo):
         return None, _last_line(exc)
 
 
-def run_audit(t: TargetInfo, *, root: Root = Root(), sample_s: float = 3.0, dataset_bytes: int | None = None,
+def run_audit(t: TargetInfo, *, root: Root = REAL_ROOT, sample_s: float = 3.0, dataset_bytes: int | None = None,
               own_pids: frozenset[int] | None = None,
               progress: Callable[[str], None] | None = None) -> list[Finding]:
     """Every audit item for the target ``t``, ranked (bad first, then by expected effect).

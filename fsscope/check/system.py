@@ -41,6 +41,9 @@ class Root:
         return "/" + text[len(base):].lstrip("/") if base != "/" and text.startswith(base) else text
 
 
+REAL_ROOT = Root()
+
+
 def try_read(root: Root, rel: str) -> str | None:
     try:
         return root.read(rel)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsscope.check.findings import Finding, unknown
-from fsscope.check.system import Root, try_read, vmstat
+from fsscope.check.system import REAL_ROOT, Root, try_read, vmstat
 from fsscope.units import format_bytes
 
 
@@ -55,7 +55,7 @@ def _block_of(root: Root, devno: str) -> tuple[str | None, str | None]:
     return name, disk
 
 
-def locate(path: str, root: Root = Root(), *, formatted_by_fsscope: bool = False) -> TargetInfo:
+def locate(path: str, root: Root = REAL_ROOT, *, formatted_by_fsscope: bool = False) -> TargetInfo:
     """The mount holding ``path`` (longest mountpoint prefix with the same st_dev)."""
     st = os.stat(path)
     devno = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
@@ -441,10 +441,10 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
     if not rates:
         return unknown("other-io", "other I/O", f"{', '.join(t.disks)} not in /proc/diskstats", effect)
     procs = []
-    for pid, (comm, rb, wb, rc, wc) in after.procs.items():
+    for pid, (comm, rb, wb, _, _) in after.procs.items():
         if pid in own_pids or pid not in before.procs:
             continue
-        _, rb0, wb0, rc0, wc0 = before.procs[pid]
+        _, rb0, wb0, _, _ = before.procs[pid]
         moved = (rb - rb0) + (wb - wb0)
         if moved > 0:
             procs.append({"pid": pid, "name": comm, "bytes_per_s": moved / dt,

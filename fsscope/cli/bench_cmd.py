@@ -422,9 +422,8 @@ def _bench_spec(args):
 
 
 def cmd_bench(args) -> int:
-    from fsscope.workloads import bench_job
-
     from fsscope.cli.check_cmd import bad_pointer
+    from fsscope.workloads import bench_job
 
     spec = _bench_spec(args)
     target = target_from_args(args, default_kind="ram")

@@ -9,7 +9,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from fsscope.cli.common import add_job_args, parse_size, positive_float, positive_int, recipe_from_args, target_from_args
+from fsscope.cli.common import (
+    add_job_args,
+    parse_size,
+    positive_float,
+    positive_int,
+    recipe_from_args,
+    target_from_args,
+)
 from fsscope.cli.headless import run_job
 from fsscope.errors import FsscopeError
 
