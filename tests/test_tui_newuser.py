@@ -59,7 +59,8 @@ async def test_legend_always_shows_the_scale_the_cells_use():
         batches = [(0, [45_000] * 100), (100, [20_000] * 50 + [1_580_000] * 50), (200, [9_000_000] * 100)]
         for n, (start, latency_ns) in enumerate(batches, 1):
             live.post_message(msg.SamplesArrived(0, 0, start, latency_ns, float(n)))
-            await wait_for(pilot, lambda: live.views[0].matrix.measured == start + len(latency_ns), "the batch")
+            expected = start + len(latency_ns)
+            await wait_for(pilot, lambda n=expected: live.views[0].matrix.measured == n, "the batch")
             await pilot.pause()
             low_ns, high_ns = heatmap.scale_ns
             line = legend_line(app)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
-from pathlib import Path
 
 from textual import on
 from textual.app import App, SystemCommand

@@ -3,9 +3,9 @@ and the parameters of the highlighted one."""
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from rich.segment import Segment
 from textual.strip import Strip
 from textual.widgets import Checkbox, ContentSwitcher, SelectionList
 from textual.widgets.option_list import OptionDoesNotExist
