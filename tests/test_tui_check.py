@@ -39,7 +39,7 @@ async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.2)
         assert app.screen.query_one("#job-picker").selected == ["check"]
-        for field, text in (("budget_s", "12"), ("sample_s", "0.5"), ("runs", "2")):
+        for field, text in (("budget_s", "12"), ("sample_s", "0.5"), ("runs", "2"), ("dataset_bytes", "1M")):
             await set_param(pilot, app, f"param-check-{field}", text)
         await pilot.press("ctrl+r")
         live = live_of(app)
@@ -48,6 +48,8 @@ async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
+        cache = next(f for f in report["findings"] if f["id"] == "page-cache-fit")
+        assert cache["severity"] == "bad" and "1.0 MiB" in cache["title"]   # typed as a size in the panel
 
         async def check(screen) -> None:
             view = screen.job_view

@@ -364,6 +364,7 @@ class Snapshot:
     vm: dict[str, int]
     throttle: dict[str, int]
     lazyinit: list[int] = field(default_factory=list)
+    unreadable: int = 0     # processes whose /proc/PID/io this user may not read
 
 
 def diskstats(root: Root, names: list[str]) -> dict[str, tuple[int, ...]]:
@@ -375,14 +376,20 @@ def diskstats(root: Root, names: list[str]) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def proc_io(root: Root) -> dict[int, tuple[str, int, int, int, int]]:
+def proc_io(root: Root, denied: list[int] | None = None) -> dict[int, tuple[str, int, int, int, int]]:
+    """/proc/PID/io of every process; pids we may not read (another user's, without root) go
+    to ``denied``."""
     out = {}
     for io in root.glob("proc/[0-9]*/io"):
         try:
             fields = dict(line.split(": ") for line in io.read_text().splitlines())
             comm = (io.parent / "comm").read_text().strip()
+        except PermissionError:
+            if denied is not None:
+                denied.append(int(io.parent.name))
+            continue
         except (OSError, ValueError):
-            continue  # gone, or not ours to read
+            continue  # gone meanwhile
         out[int(io.parent.name)] = (comm, int(fields.get("read_bytes", 0)), int(fields.get("write_bytes", 0)),
                                     int(fields.get("rchar", 0)), int(fields.get("wchar", 0)))
     return out
@@ -391,8 +398,10 @@ def proc_io(root: Root) -> dict[int, tuple[str, int, int, int, int]]:
 def snapshot(root: Root, disks: list[str]) -> Snapshot:
     from fsscope.check.system import throttle_counts
 
-    return Snapshot(time.monotonic(), diskstats(root, disks), proc_io(root), vmstat(root), throttle_counts(root),
-                    lazyinit_threads(root))
+    denied: list[int] = []
+    procs = proc_io(root, denied)
+    return Snapshot(time.monotonic(), diskstats(root, disks), procs, vmstat(root), throttle_counts(root),
+                    lazyinit_threads(root), len(denied))
 
 
 def uses_device(root: Root, pid: int, t: TargetInfo) -> bool:
@@ -474,6 +483,9 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
         name = f" — no process has the target open: kernel threads ({kernel}journal, writeback) or another partition"
         fix = fix_base + " (iotop -o shows who; a fresh file system is busy for a few seconds after mount)"
         ev += "; no process with a file or the device open on the target moved bytes"
+    if after.unreadable:
+        ev += (f"; {after.unreadable} processes' /proc/PID/io not readable by this user (run as root to "
+               "see every process)")
     values["kernel_only"] = who is None
     if bytes_s >= 10 * MB or ios_s >= 200:
         return Finding("other-io", "bad", f"other I/O on the device: {bytes_s / MB:,.1f} MB/s, {ios_s:,.0f} IO/s{name}",
