@@ -68,12 +68,12 @@ def run_audit(t: TargetInfo, *, root: Root = REAL_ROOT, sample_s: float = 3.0, d
     tools) run in between, so nothing this process does lands on the target meanwhile."""
     own = own_pids if own_pids is not None else frozenset({os.getpid(), os.getppid()})
     say = progress or (lambda _: None)
+    # say it now: an event written during the sample would be I/O of our own on the device
+    say(f"watching the device for {sample_s:g} s while reading the machine and the target")
     before = T.snapshot(root, t.disks)
-    say("reading the machine")
     findings = [S.cpu_governor(root), S.turbo(root), S.load(root), S.dirty_settings(root), S.dirty_pending(root),
                 S.thp(root), S.page_cache_fit(root, dataset_bytes), S.cgroup_io_limit(root, t.devno),
                 S.periodic_jobs(root)]
-    say("reading the target")
     findings += [T.io_scheduler(root, t), T.read_ahead(root, t), T.write_cache(root, t), T.rotational(root, t),
                  T.discard(t), T.atime(t), T.loop_direct_io(root, t)]
     try:
@@ -83,7 +83,6 @@ def run_audit(t: TargetInfo, *, root: Root = REAL_ROOT, sample_s: float = 3.0, d
     findings.append(T.fullness(t, vfs))
     remaining = sample_s - (time.monotonic() - before.t_s)
     if remaining > 0:
-        say(f"watching the device for {sample_s:g} s")
         time.sleep(remaining)
     after = T.snapshot(root, t.disks)
     text, why = _dumpe2fs(t)  # reads the device: only after the sample
