@@ -66,14 +66,25 @@ VERDICT_STYLE = {"fit": "bold green", "caution": "bold yellow", "unfit": "bold r
 
 
 def _percent(text: str) -> float:
-    """'5', '5%' or '0.05' → 0.05."""
+    """--precision: always percent ('5', '5%', '0.5' = 0.5 %) → a fraction."""
     try:
         value = float(text.rstrip("%"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a percentage (e.g. 5 or 5%)") from None
-    fraction = value / 100 if (text.endswith("%") or value >= 1) else value
-    if not 0 < fraction < 1:
-        raise argparse.ArgumentTypeError(f"'{text}' must be between 0 and 100 %")
+    if not 0 < value < 100:
+        raise argparse.ArgumentTypeError(f"'{text}' must be between 0 and 100 (percent)")
+    return value / 100
+
+
+def _confidence(text: str) -> float:
+    """--confidence: '95', '95%' or '0.95' → 0.95 (a confidence below 1 % is never meant)."""
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a confidence level (e.g. 95)") from None
+    fraction = value if value < 1 and not text.endswith("%") else value / 100
+    if not 0.5 <= fraction < 1:
+        raise argparse.ArgumentTypeError(f"'{text}': the confidence level must be at least 50 and below 100 (percent)")
     return fraction
 
 
@@ -174,7 +185,7 @@ def add_parser(sub) -> None:
                    help="workload of the calibration runs (default fileserver)")
     p.add_argument("--precision", type=_percent, default=0.05, metavar="E",
                    help="wanted half-width of the 95%% confidence interval, in %% of the mean (default 5)")
-    p.add_argument("--confidence", type=_percent, default=0.95, metavar="C",
+    p.add_argument("--confidence", type=_confidence, default=0.95, metavar="C",
                    help="confidence level of that interval, in %% (default 95)")
     p.add_argument("--quick", action="store_true", help="about one minute in all (a shorter calibration)")
     p.add_argument("--budget", type=positive_float, metavar="SECONDS",
