@@ -204,3 +204,29 @@ async def test_job_list_marks_checked_jobs_with_a_tick():
             value = jobs.get_option_at_index(y).value
             assert line[1] == ("✓" if value in chosen else " "), line
         assert chosen and len(chosen) < len(lines)
+
+
+async def test_setup_names_every_problem_before_anything_starts(scratch):
+    """A missing directory target and two wrong fields: one notice lists all three in the
+    screen's words; no job starts and no run record is made."""
+    from textual.widgets import Input
+
+    from fsscope import store
+
+    missing = scratch / "no-such-dir"
+    app = make_app(AppConfig(is_root=False))
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        picker = app.screen.query_one("#target-picker")
+        await wait_for(pilot, lambda: picker.kind == "dir", "the directory target")
+        app.screen.query_one("#target-path", Input).value = str(missing)
+        app.screen.query_one("#param-probe-files", Input).value = "many"
+        app.screen.query_one("#param-probe-runs", Input).value = ""
+        before = len(store.list_runs())
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: app._notifications, "the notice")
+        assert app.current_mode == "setup" and len(store.list_runs()) == before
+        text = "\n".join(str(n.message) for n in app._notifications)
+        assert f"{missing} does not exist" in text, text
+        assert "files must be a whole number, not 'many'" in text and "runs needs a value" in text, text
+        assert "_s " not in text and "spec" not in text.lower()

@@ -79,8 +79,13 @@ class JobPicker(Vertical):
         jobs = self.selected
         if not jobs:
             raise FsscopeError("pick at least one job (space toggles a job in the list)")
-        out = []
+        out, problems = [], []
         for job in jobs:
             panel = self.query_one(f"#params-{job}", JobParams)
-            out.append(JobRequest(job, panel.validated()))
+            try:
+                out.append(JobRequest(job, panel.validated()))
+            except FsscopeError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise FsscopeError("\n".join(problems))
         return tuple(out)
