@@ -163,6 +163,9 @@ def cmd_check(args) -> int:
     target = target_from_args(args)
     if target.kind == "dir" and not os.path.isdir(target.path):  # before a run record is made
         raise FsscopeError(f"--dir {target.path}: not a directory")
+    if target.kind == "dir" and not os.access(target.path, os.W_OK | os.X_OK):
+        raise FsscopeError(f"--dir {target.path}: not writable by this user (the check works in a scratch "
+                           "subdirectory there; pass a writable directory on the same file system)")
     recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
     captured: list[dict] = []
 
