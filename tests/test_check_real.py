@@ -70,6 +70,7 @@ def test_other_io_names_the_writer_on_the_same_loop_device_and_buffered_loop_war
                  T.proc_io(Root()).get(writer.pid, (0, 0, 0))[2] > 0, what="the writer's first bytes")
         t = T.locate(str(mnt))
         assert t.block == Path(dev).name and t.fs == "ext4"
+        assert t.loop_backing and t.backing_disk in t.disks   # the image's own disk is watched too
         before = T.snapshot(Root(), t.disks)
         time.sleep(1.5)  # the measurement interval itself
         after = T.snapshot(Root(), t.disks)
@@ -81,6 +82,7 @@ def test_other_io_names_the_writer_on_the_same_loop_device_and_buffered_loop_war
     assert f"pid {writer.pid} (python" in f.title
     mine = [p for p in f.values["processes"] if p["pid"] == writer.pid]
     assert mine and mine[0]["on_target"] and mine[0]["bytes_per_s"] > 0
+    assert f.values["processes"][0]["pid"] == writer.pid   # users of the target itself come first
     assert f"/proc/diskstats {Path(dev).name}" in f.evidence
     assert not f.values["kernel_only"]
     # the fixture attaches without --direct-io: double caching

@@ -35,6 +35,7 @@ class TargetInfo:
     disk: str | None                # the whole disk with a queue/ (sda for sda1)
     loop_backing: str | None = None  # the backing file of a loop device
     backing_disk: str | None = None  # the disk holding that backing file (None: RAM/tmpfs)
+    backing_devno: str | None = None  # "MAJ:MIN" of the file system holding the backing file
     formatted_by_fsscope: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -75,17 +76,19 @@ def locate(path: str, root: Root = REAL_ROOT, *, formatted_by_fsscope: bool = Fa
         return TargetInfo(path, "?", "?", "?", (), None, None, None, notes=(f"{path}: no mount found for {devno}",))
     mnt, fs, source, options = best
     block, disk = _block_of(root, devno) if os.major(st.st_dev) != 0 else (None, None)
-    backing = backing_disk = None
+    backing = backing_disk = backing_devno = None
     if block and block.startswith("loop"):
         backing = (try_read(root, f"sys/block/{block}/loop/backing_file") or "").removesuffix(" (deleted)") or None
         if backing:
             try:
                 bst = os.stat(backing)
-                backing_disk = _block_of(root, f"{os.major(bst.st_dev)}:{os.minor(bst.st_dev)}")[1]
+                backing_devno = f"{os.major(bst.st_dev)}:{os.minor(bst.st_dev)}"
+                backing_disk = _block_of(root, backing_devno)[1]
             except OSError:
                 pass
     return TargetInfo(path, mnt, fs, source, tuple(dict.fromkeys(options)), devno if block else None,
-                      block, disk, backing, backing_disk, formatted_by_fsscope)
+                      block, disk, backing, backing_disk, backing_devno if backing_disk else None,
+                      formatted_by_fsscope)
 
 
 def _queue(root: Root, disk: str, name: str) -> str | None:
@@ -404,25 +407,31 @@ def snapshot(root: Root, disks: list[str]) -> Snapshot:
                     lazyinit_threads(root), len(denied))
 
 
-def uses_device(root: Root, pid: int, t: TargetInfo) -> bool:
-    """Whether the process has a file open on the target's file system or its device node."""
-    if not t.devno:
-        return False
-    major, minor = (int(x) for x in t.devno.split(":"))
-    dev = os.makedev(major, minor)
+def uses_device(root: Root, pid: int, t: TargetInfo) -> str | None:
+    """Where the process has a file open (or its cwd): "target" (the target's file system or its
+    device node), "backing" (for a loop device, the file system holding its backing file) or None."""
+    def devno(text: str | None) -> int | None:
+        return os.makedev(*(int(x) for x in text.split(":"))) if text else None
+
+    target, backing = devno(t.devno), devno(t.backing_devno)
+    if target is None and backing is None:
+        return None
     fds = root.p(f"proc/{pid}/fd")
     try:
         names = os.listdir(fds)
     except OSError:
-        return False
+        return None
+    found = None
     for name in [*names, "../cwd"]:
         try:
             st = os.stat(fds / name)
         except OSError:
             continue
-        if st.st_dev == dev or st.st_rdev == dev:
-            return True
-    return False
+        if target is not None and target in (st.st_dev, st.st_rdev):
+            return "target"
+        if backing is not None and backing in (st.st_dev, st.st_rdev):
+            found = "backing"
+    return found
 
 
 MB = 1e6
@@ -456,10 +465,12 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
         _, rb0, wb0, _, _ = before.procs[pid]
         moved = (rb - rb0) + (wb - wb0)
         if moved > 0:
+            where = uses_device(root, pid, t)
             procs.append({"pid": pid, "name": comm, "bytes_per_s": moved / dt,
                           "read_bytes_per_s": (rb - rb0) / dt, "write_bytes_per_s": (wb - wb0) / dt,
-                          "on_target": uses_device(root, pid, t)})
-    procs.sort(key=lambda p: (not p["on_target"], -p["bytes_per_s"]))
+                          "on_target": where == "target", "on_backing": where == "backing"})
+    # who uses the target itself first, then the backing file's file system, then the rest
+    procs.sort(key=lambda p: (not p["on_target"], not p["on_backing"], -p["bytes_per_s"]))
     procs = procs[:top]
     ios_s = max(r[0] for r in rates.values())
     bytes_s = max(r[1] for r in rates.values())
@@ -470,11 +481,12 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
         ev += f"; /proc/pressure/io: {psi.splitlines()[0]}"
     if procs:
         ev += "; /proc/PID/io: " + ", ".join(
-            f"pid {p['pid']} ({p['name']}) {p['bytes_per_s'] / MB:,.2f} MB/s" + (" on the target" if p["on_target"] else "")
+            f"pid {p['pid']} ({p['name']}) {p['bytes_per_s'] / MB:,.2f} MB/s"
+            + (" on the target" if p["on_target"] else " beside the backing file" if p["on_backing"] else "")
             for p in procs)
     values = {"disks": {k: {"ios_per_s": v[0], "bytes_per_s": v[1]} for k, v in rates.items()},
               "processes": procs, "seconds": dt}
-    who = next((p for p in procs if p["on_target"]), None)
+    who = next((p for p in procs if p["on_target"] or p["on_backing"]), None)
     if who:
         name = f" — pid {who['pid']} ({who['name']}) {who['bytes_per_s'] / MB:,.1f} MB/s"
         fix = f"{fix_base}: pid {who['pid']} ({who['name']})"
