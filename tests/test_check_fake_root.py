@@ -115,10 +115,18 @@ def test_fake_cgroup_io_limit_on_an_ancestor(tmp_path):
 
 
 def test_fake_periodic_jobs(tmp_path):
-    root = fake_root(tmp_path, {"etc/systemd/system/timers.target.wants/fstrim.timer": "",
-                                "etc/systemd/system/timers.target.wants/man-db.timer": ""})
+    files = {"etc/systemd/system/timers.target.wants/fstrim.timer": "",
+             "etc/systemd/system/timers.target.wants/man-db.timer": "",
+             "lib/systemd/system/fstrim.timer": "[Timer]\nOnCalendar=weekly\nRandomizedDelaySec=6000\nPersistent=true\n",
+             "etc/cron.d/e2scrub_all": "10 3 * * * root e2scrub_all -A -r\n"}
+    root = fake_root(tmp_path, files | {"run/systemd/system/.keep": ""})
     f = S.periodic_jobs(root)
     assert f.severity == "warn" and "fstrim.timer" in f.title and "systemctl stop fstrim.timer" in f.fix
+    assert "OnCalendar=weekly" in f.evidence and "e2scrub_all" not in f.title   # no cron daemon runs
+    assert "[inactive here]" in f.evidence
+    with_cron = fake_root(tmp_path / "c", files | {"proc/77/comm": "cron\n"})   # cron, but no systemd
+    g = S.periodic_jobs(with_cron)
+    assert g.severity == "warn" and g.values["active_heavy"] == ["e2scrub_all"] and not g.values["systemd"]
     light = fake_root(tmp_path / "b", {"etc/systemd/system/timers.target.wants/man-db.timer": ""})
     assert S.periodic_jobs(light).severity == "ok"
 

@@ -411,31 +411,72 @@ PERIODIC = (("fstrim", "discards all free space of mounted file systems (weekly)
             ("dpkg-db-backup", "copies the package database"))
 
 
+HEAVY = ("fstrim", "e2scrub", "raid-check", "mdcheck", "scrub", "updatedb", "locate")
+UNIT_DIRS = ("etc/systemd/system", "run/systemd/system", "lib/systemd/system", "usr/lib/systemd/system")
+
+
+def timer_schedule(root: Root, unit: str) -> str:
+    """OnCalendar/OnBootSec/RandomizedDelaySec of a timer unit, as its file says ("" if not found)."""
+    for d in UNIT_DIRS:
+        text = try_read(root, f"{d}/{unit}")
+        if text:
+            keys = ("OnCalendar", "OnBootSec", "OnUnitActiveSec", "RandomizedDelaySec")
+            return ", ".join(line.strip() for line in text.splitlines() if line.strip().startswith(keys))
+    return ""
+
+
+def running_comms(root: Root, names: tuple[str, ...]) -> list[str]:
+    found = []
+    for comm in root.glob("proc/[0-9]*/comm"):
+        try:
+            name = comm.read_text().strip()
+        except OSError:
+            continue
+        if name in names:
+            found.append(name)
+    return sorted(set(found))
+
+
 def periodic_jobs(root: Root) -> Finding:
+    """Enabled timers (with their schedule) and cron jobs that do heavy I/O, and whether
+    anything here would fire them (systemd running: /run/systemd/system; a cron daemon)."""
     effect = ("a timer or cron job that fires during a long benchmark adds its own I/O (fstrim can discard "
               "the whole free space at once): one run looks slow for no reason in the storage stack")
-    found = []
     wants = root.glob("etc/systemd/system/timers.target.wants/*.timer")
-    for unit in wants:
-        for pattern, what in PERIODIC:
-            if pattern in unit.name:
-                found.append((f"systemd timer {unit.name}", what, f"systemctl stop {unit.name}"))
-    for d in ("etc/cron.d", "etc/cron.daily", "etc/cron.weekly", "etc/cron.hourly"):
-        for job in root.glob(f"{d}/*"):
-            for pattern, what in PERIODIC:
-                if pattern in job.name:
-                    found.append((f"cron {root.show(job)}", what, f"chmod -x {root.show(job)}   (restore afterwards)"))
+    crons = [job for d in ("etc/cron.d", "etc/cron.daily", "etc/cron.weekly", "etc/cron.hourly")
+             for job in root.glob(f"{d}/*")]
     if not wants and not root.p("etc/cron.d").exists() and not root.p("etc/systemd/system").exists():
         return unknown("periodic-jobs", "periodic jobs", "no /etc/systemd/system and no /etc/cron.d to read",
                        effect)
-    ev = (f"{len(wants)} enabled timers in /etc/systemd/system/timers.target.wants"
-          + ("; " + "; ".join(f"{name}: {what}" for name, what, _ in found) if found else ""))
+    systemd = root.p("run/systemd/system").is_dir()
+    cron = running_comms(root, ("cron", "crond", "anacron", "fcron", "busybox-crond"))
+    found = []  # (name, what, fix, active)
+    for unit in wants:
+        for pattern, what in PERIODIC:
+            if pattern in unit.name:
+                when = timer_schedule(root, unit.name)
+                found.append((f"timer {unit.name}" + (f" ({when})" if when else ""), what,
+                              f"systemctl stop {unit.name}", systemd, unit.name))
+    for job in crons:
+        for pattern, what in PERIODIC:
+            if pattern in job.name:
+                found.append((f"cron {root.show(job)}", what, f"chmod -x {root.show(job)}   (restore afterwards)",
+                              bool(cron), job.name))
+    ev = (f"{len(wants)} enabled timers in /etc/systemd/system/timers.target.wants; systemd "
+          + ("running (/run/systemd/system)" if systemd else "not running (no /run/systemd/system): timers do not fire")
+          + "; cron daemon " + (f"running ({', '.join(cron)})" if cron else "not running: cron jobs do not fire"))
     if found:
-        heavy = [f for f in found if any(p in f[0] for p in ("fstrim", "e2scrub", "raid-check", "mdcheck",
-                                                              "scrub", "updatedb", "locate"))]
-        fixes = "; ".join(dict.fromkeys(f[2] for f in (heavy or found)))
-        return Finding("periodic-jobs", "warn" if heavy else "ok",
-                       f"{len(found)} periodic jobs may fire during a long benchmark"
-                       + (f" ({', '.join(f[0].split()[-1] for f in heavy)} do heavy I/O)" if heavy else ""),
-                       ev, effect, fixes, {"jobs": [f[0] for f in found]})
-    return Finding("periodic-jobs", "ok", "no I/O-heavy timers or cron jobs found", ev, effect, "")
+        ev += "; " + "; ".join(f"{name}: {what}" + ("" if active else " [inactive here]")
+                               for name, what, _, active, _ in found)
+    heavy = [f for f in found if f[3] and any(p in f[4] for p in HEAVY)]
+    values = {"jobs": [f[0] for f in found], "active_heavy": [f[4] for f in heavy], "systemd": systemd, "cron": cron}
+    if heavy:
+        return Finding("periodic-jobs", "warn", f"{len(heavy)} I/O-heavy periodic job(s) may fire during a long "
+                       f"benchmark: {', '.join(f[4] for f in heavy)}", ev, effect,
+                       "; ".join(dict.fromkeys(f[2] for f in heavy)), values)
+    if found:
+        idle = not any(f[3] for f in found)
+        return Finding("periodic-jobs", "ok", f"{len(found)} periodic jobs configured; "
+                       + ("none would fire here (neither systemd nor cron runs)" if idle else "none does heavy I/O"),
+                       ev, effect, "", values)
+    return Finding("periodic-jobs", "ok", "no periodic jobs of note found", ev, effect, "", values)
