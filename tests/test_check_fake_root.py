@@ -141,12 +141,14 @@ def test_fake_block_queue(tmp_path):
     root = fake_root(tmp_path, {"sys/block/sdz/queue/scheduler": "mq-deadline kyber [bfq] none",
                                 "sys/block/sdz/queue/read_ahead_kb": "0",
                                 "sys/block/sdz/queue/rotational": "0", "sys/block/sdz/queue/zoned": "host-managed",
-                                "sys/block/sdz/queue/write_cache": "write through"})
+                                "sys/block/sdz/queue/write_cache": "write through",
+                                "sys/block/sdz/device/scsi_disk/0:0:0:0/cache_type": "write through"})
     t = _target()
     assert T.io_scheduler(root, t).severity == "warn" and T.io_scheduler(root, t).values["scheduler"] == "bfq"
     assert T.read_ahead(root, t).severity == "warn"
     assert T.rotational(root, t).severity == "warn" and "zoned" in T.rotational(root, t).title
-    assert "write through" in T.write_cache(root, t).evidence
+    assert "queue/write_cache = write through" in T.write_cache(root, t).evidence
+    assert "/sys/block/sdz/device/scsi_disk/0:0:0:0/cache_type = write through" in T.write_cache(root, t).evidence
 
 
 def test_fake_mount_options():

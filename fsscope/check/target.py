@@ -149,6 +149,11 @@ def write_cache(root: Root, t: TargetInfo) -> Finding:
     fua = _queue(root, t.disk, "fua")
     if fua is not None:
         ev += f"; fua = {fua}"
+    for cache_type in root.glob(f"sys/block/{t.disk}/device/scsi_disk/*/cache_type"):  # the drive's own setting
+        try:
+            ev += f"; {root.show(cache_type)} = {cache_type.read_text().strip()}"
+        except OSError:
+            continue
     return Finding("write-cache", "ok", f"write cache: {text} on {t.disk} (report it with fsync results)", ev,
                    effect, "", {"write_cache": text})
 
