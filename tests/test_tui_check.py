@@ -73,6 +73,7 @@ async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch
         await check(live)
         model = live.views[0].data
         assert len(model.run_ops_per_s) == len(report["calibration"]["runs"]) == 2
+        assert len(model.run_series) == 2 and all(model.run_series)   # only the live events carry these
         await check(await open_replay(pilot, app, job.run_id, settle_s=0.4))
     assert_clean()
     assert not app.worker_errors
