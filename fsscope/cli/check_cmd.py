@@ -18,6 +18,7 @@ from fsscope.cli.common import (
     target_from_args,
 )
 from fsscope.cli.headless import run_job
+from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
 
 DESCRIPTION = """\
@@ -135,6 +136,9 @@ def render_check(report: dict, console: Console) -> None:
     if verdict != "fit":
         for i, line in enumerate(report.get("fix_first") or [], 1):
             console.print(f"  {i}. {line}", highlight=False, markup=False)
+
+
+RENDERERS["check"] = render_check  # 'fsscope report RUN' of a check run
 
 
 def bad_pointer(root=None) -> str | None:
