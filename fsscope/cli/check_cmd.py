@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 
+import psutil
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -161,8 +163,10 @@ def cmd_check(args) -> int:
     if args.quick and args.budget:
         raise FsscopeError("--quick and --budget: pick one (--quick is --budget 60)")
     budget = args.budget or (QUICK_BUDGET_S if args.quick else DEFAULT_BUDGET_S)
+    # the budget is the whole command's: what this process's start-up took is spent already
+    spent_s = max(0.0, time.time() - psutil.Process().create_time())
     spec = Spec(personality=args.personality, precision=args.precision, confidence=args.confidence,
-                budget_s=budget, sample_s=args.sample or (2.0 if budget <= 90 else 5.0),
+                budget_s=max(budget - spent_s, min(budget, 10.0)), sample_s=args.sample or (2.0 if budget <= 90 else 5.0),
                 dataset_bytes=args.dataset, runs=args.runs, calibrate=not args.audit_only)
     target = target_from_args(args)
     if target.kind == "dir" and not os.path.isdir(target.path):  # before a run record is made
