@@ -195,6 +195,9 @@ def test_verdict_ranks_and_blocks():
     assert decide([finding("ext4-lazy-init", "bad")], cal).verdict == "caution"   # ends by itself; a recipe avoids it
     assert decide([], cal | {"runs_needed": 500, "cv": 0.5}).verdict == "unfit"
     assert decide([], cal | {"duration_s_needed": None}).verdict == "caution"
+    both = decide([], cal | {"duration_s_needed": None, "runs_needed": 40, "cv": 0.15})
+    assert both.verdict == "caution" and len(both.fix_first) == 2 and "±5 %" in both.fix_first[0]
+    assert decide([finding("load", "warn")], None).headline.startswith("fit: no bad findings (calibration skipped")
     assert sorted([finding("thp", "warn"), finding("swap", "bad")], key=rank)[0].id == "swap"
 
 
