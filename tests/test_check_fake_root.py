@@ -211,3 +211,24 @@ def test_fake_bench_pointer_only_when_a_fast_item_is_bad(tmp_path):
                                       "proc/meminfo": "MemTotal: 100 kB\nDirty: 0 kB\nWriteback: 0 kB\n",
                                       "proc/swaps": "Filename Type Size Used Priority\n"})
     assert bad_pointer(idle) is None
+
+
+def test_render_of_a_fit_report_lists_the_warnings_worth_a_look():
+    import io
+
+    from rich.console import Console
+
+    from fsscope.cli.check_cmd import render_check
+
+    warn = Finding("thp", "warn", "transparent huge pages: always", "/sys/kernel/mm/... = [always]", "stalls", "echo madvise")
+    cal = {"personality": "fileserver", "runs": [{"ops_per_s": 1000.0, "stable_after_s": 12.0}] * 3, "cv": 0.02,
+           "precision": 0.05, "confidence": 0.95, "runs_needed": 3, "duration_s_needed": 12.0, "window_s_needed": 10.0,
+           "run_s": 30, "criterion": "c", "window_criterion": "w", "window_curve": [], "runs_needed_method": "t"}
+    verdict = decide([warn], cal)
+    assert verdict.verdict == "fit"
+    out = io.StringIO()
+    render_check({"verdict": verdict.verdict, "headline": verdict.headline, "fix_first": list(verdict.fix_first),
+                  "findings": [warn.to_dict()], "calibration": cal}, Console(file=out, width=200))
+    text = out.getvalue()
+    assert "fit: benchmark with ≥ 3 runs of ≥ 12 s each" in text and "worth a look" in text
+    assert "[thp] transparent huge pages: always" in text and "settled per run: 12 s, 12 s, 12 s" in text

@@ -123,8 +123,10 @@ def render_check(report: dict, console: Console) -> None:
             console.print(f"runs needed for ±{cal['precision']:.0%} at {cal['confidence']:.0%} confidence: "
                           f"[bold]{cal.get('runs_needed')}[/]  ({cal.get('runs_needed_method')})", highlight=False)
         d = cal.get("duration_s_needed")
+        settled = ", ".join("–" if r.get("stable_after_s") is None else f"{r['stable_after_s']:g} s" for r in runs)
         console.print("run length: " + (f"[bold]{d:g} s[/]" if d is not None else
-                                        f"not settled within {cal.get('run_s', 0):g} s (run longer)"), highlight=False)
+                                        f"not settled within {cal.get('run_s', 0):g} s (run longer)")
+                      + f"  (settled per run: {settled})", highlight=False)
         console.print(f"    criterion: {cal.get('criterion')}", style="dim", highlight=False)
         w = cal.get("window_s_needed")
         curve = ", ".join(f"T-{p['window_s']:g}: {p['median_relative_range']:.1%}" for p in cal.get("window_curve") or [])
@@ -135,9 +137,10 @@ def render_check(report: dict, console: Console) -> None:
         console.print(f"[dim]note: {note}[/]", highlight=False)
     verdict = report.get("verdict", "?")
     console.print(Text(report.get("headline") or verdict, style=VERDICT_STYLE.get(verdict, "bold")))
-    if verdict != "fit":
-        for i, line in enumerate(report.get("fix_first") or [], 1):
-            console.print(f"  {i}. {line}", highlight=False, markup=False)
+    if verdict == "fit" and report.get("fix_first"):
+        console.print("worth a look (warnings):", style="dim")
+    for i, line in enumerate(report.get("fix_first") or [], 1):
+        console.print(f"  {i}. {line}", highlight=False, markup=False)
 
 
 RENDERERS["check"] = render_check  # 'fsscope report RUN' of a check run
