@@ -101,6 +101,14 @@ runs the **relative range** ((max − min) / mean) and **RSD** (standard deviati
 p99, and their ratio (MB/s per ms of latency); ★ marks the size with the best ratio, past
 which bigger writes cost more latency than they gain.
 
+**Check view** — for a *check* job (the sanity check before a benchmark): one row per audit
+item as a traffic light (● red bad, yellow warn, green ok; ○ unknown, with the reason), worst
+first; ↑↓ select a row to read below it the **evidence** (the file and value read), the
+**effect** on results and the **fix** (a command). Under it the calibration fills in: the
+throughput of each short run as bars, and the runs needed for a ±precision 95 % interval
+(Student-t) as estimated after each run — it settles as runs accumulate. The verdict (fit /
+caution / unfit) is the first flag; its note says what to fix first.
+
 **Log** — every external command (mkfs, mount, losetup, umount, …) with its exit status and
 time, and the job's phases.
 
