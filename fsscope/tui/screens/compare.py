@@ -14,8 +14,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from fsscope.analysis.variation import ks_distance
+from fsscope.format import format_ns, format_ratio
 from fsscope.tui import compare_model
-from fsscope.tui.model import Summary, format_ns, ks_distance
+from fsscope.tui.model import Summary
 from fsscope.tui.replay import RunRecord
 from fsscope.tui.widgets.flags_panel import FlagsPanel
 from fsscope.tui.widgets.heatmap import Heatmap
@@ -90,7 +92,7 @@ class CompareScreen(Screen):
     def _tables(self):
         from rich.console import Group
 
-        from fsscope.cli.compare_cmd import format_cell, ratio_cell
+        from fsscope.format import format_cell, ratio_cell
 
         a, b = self.sides
         tables = []
@@ -147,7 +149,7 @@ class CompareScreen(Screen):
         text = Text()
         text.append(f"K-S distance {ks:.3f}", style="bold")
         text.append("  (0 = same distribution, 1 = no overlap)   ", style="dim")
-        text.append(f"median right/left {ratio:.2f}×", style="bold")
+        text.append(f"median right/left {format_ratio(ratio)}", style="bold")
         return text
 
     def action_back(self) -> None:
