@@ -10,10 +10,10 @@ from rich.table import Table
 
 from fsscope import recipes
 from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
+from fsscope.format import format_bytes
 from fsscope.recipes import Prep
 from fsscope.targets import Journal, Target, devices, filesystem, release, triage
 from fsscope.targets.journal import undo_entries
-from fsscope.units import format_bytes
 
 # Piped output (scripts, logs) gets wide lines instead of columns folded to 80.
 console = Console() if sys.stdout.isatty() else Console(width=200)

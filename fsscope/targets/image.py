@@ -15,9 +15,9 @@ from pathlib import Path
 
 from fsscope import tools
 from fsscope.errors import FsscopeError, SafetyRefusal, ToolError
+from fsscope.format import format_bytes
 from fsscope.targets import devices, identity
 from fsscope.targets.journal import Journal
-from fsscope.units import format_bytes
 
 MARK_XATTR = "user.fsscope.image"
 

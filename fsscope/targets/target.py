@@ -31,10 +31,10 @@ from pathlib import Path
 
 from fsscope import paths, tools
 from fsscope.errors import FsscopeError, SafetyRefusal
+from fsscope.format import format_bytes
 from fsscope.recipes import Recipe
 from fsscope.targets import devices, filesystem, identity, image
 from fsscope.targets.journal import Journal, undo_group
-from fsscope.units import format_bytes
 
 TARGET_KINDS = ("device", "image", "ram", "dir")
 DEFAULT_SIZE_BYTES = 2 * 2**30
