@@ -209,16 +209,16 @@ def test_syncwrite_sweep_small(scratch):
 
     spec = S.SyncWriteSpec(buffer_sizes_bytes=(4096, 65536, 1 << 20), file_size_bytes=1 << 20,
                            mode="fsync", repeats=2, min_writes=4)
-    points = S.sweep(scratch, spec)
-    assert [(p.buffer_bytes, p.repeat) for p in points] == [
-        (4096, 0), (65536, 0), (1 << 20, 0), (4096, 1), (65536, 1), (1 << 20, 1)]
-    assert [p.writes for p in points[:3]] == [256, 16, 4]
-    assert all(p.bytes_written == p.writes * p.buffer_bytes and p.bytes_per_s > 0 for p in points)
-    assert not any(scratch.iterdir())                                   # files removed
-    summary = S.summarize(points)
-    assert summary.buffer_bytes.tolist() == [4096, 65536, 1 << 20]
-    assert summary.best_ratio_buffer_bytes in (4096, 65536, 1 << 20)
-    json.dumps(summary.to_dict())
+    latency, points = S.new_arrays(spec)
+    seen = []
+    end = S.sweep(scratch, spec, latency, points, on_point=lambda row, lat: seen.append((row, lat.size)))
+    assert end == S.SweepEnd(6, None) and [row for row, _ in seen] == list(range(6))
+    measured = S.measured_points(points, latency)
+    assert sorted((p["repeat"], p["buffer_bytes"], p["writes"]) for p in measured) == [
+        (r, size, n) for r in (0, 1) for size, n in ((4096, 256), (65536, 16), (1 << 20, 4))]
+    assert all(p["bytes_written"] == p["writes"] * p["buffer_bytes"] and p["bytes_per_s"] > 0 for p in measured)
+    assert (latency > 0).all() and not any(scratch.iterdir())          # every write timed, files removed
+    json.dumps([{k: v for k, v in p.items() if k != "latency_ns"} for p in measured])
     with pytest.raises(Exception, match="mode"):
         S.SyncWriteSpec(mode="sometimes")
 
