@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Does fsscope's synchronous-write sweep measure what fio measures?
+
+In one run, on ONE mounted file system (a fresh ``--recipe`` file system on a RAM-backed loop
+image, or on a loop image in ``--image-dir``), for every buffer size (default 4 KiB..16 MiB)
+and the same ``--file-size``: fsscope's point (``fsscope.workloads.syncwrite.write_file_sync``:
+a new file, every write synchronous) against fio writing a new file of the same size with
+the same sync mode:
+
+    osync           fio --rw=write --bs=X --sync=1            (O_SYNC)
+    odsync          fio ... --sync=dsync                      (O_DSYNC)
+    fsync/fdatasync fio ... --fsync=1 / --fdatasync=1
+    direct+...      the same with --direct=1
+
+Engine and fio alternate per (repetition, size) so drift hits both alike. Printed per size:
+median throughput of each and the ratio engine/fio, and the ratio of the per-write latency
+P50s (median over repetitions of each repetition's P50), each with a 95 % bootstrap interval
+(on a loaded machine a sync write waits for the loop and journal kernel threads to get a CPU,
+and one point can take 10x the next). Target: 0.9..1.1 at every size.
+
+Definitions, made equal: fio's throughput is io_bytes / runtime with runtime in whole
+milliseconds (a 16 MiB O_DIRECT write on RAM takes a few ms: ±20 % quantisation), so both
+sides here use bytes / (sum of per-write latencies), which fio reports in ns; the engine's
+own bytes / wall time is printed beside it. fio's write latency excludes a following
+fsync/fdatasync (reported apart in its "sync" block); the engine's per-write latency includes
+it, so for those modes fio's P50 is compared as write P50 + sync P50.
+
+    sudo .venv/bin/python bench/syncwrite_fio.py --where ram --mode osync
+    sudo .venv/bin/python bench/syncwrite_fio.py --where image --image-dir /var/tmp --mode direct+osync
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fsscope import recipes, tools  # noqa: E402
+from fsscope.targets import Target, TargetSpec  # noqa: E402
+from fsscope.workloads import syncwrite as sw  # noqa: E402
+from fsscope.workloads.cgroup import parse_size_bytes  # noqa: E402
+
+TARGET = (0.9, 1.1)
+
+
+def fio_args(mode: str) -> list[str]:
+    sync = {"osync": ["--sync=1"], "odsync": ["--sync=dsync"], "fsync": ["--fsync=1"],
+            "fdatasync": ["--fdatasync=1"]}[mode.removeprefix("direct+")]
+    return sync + (["--direct=1"] if sw.is_direct(mode) else [])
+
+
+def fio_point(directory: Path, size_bytes: int, block_bytes: int, mode: str, extra: list[str]) -> dict:
+    """fio writing a new file: throughput (bytes / summed latency) and per-write P50 (ns)."""
+    path = directory / "fio.dat"
+    path.unlink(missing_ok=True)
+    out = tools.run("fio", "--name=sw", f"--filename={path}", "--rw=write", f"--bs={block_bytes}",
+                    f"--size={size_bytes}", "--ioengine=psync", "--numjobs=1", "--output-format=json",
+                    *fio_args(mode), *extra)
+    path.unlink(missing_ok=True)
+    job = json.loads(out[out.index("{"):])["jobs"][0]
+    write, sync = job["write"], job.get("sync") or {}
+    n = write["total_ios"]
+    lat = write["lat_ns"]
+    total_ns = lat["mean"] * n
+    p50 = lat["percentile"]["50.000000"] if "percentile" in lat else write["clat_ns"]["percentile"]["50.000000"]
+    if sync.get("total_ios"):
+        total_ns += sync["lat_ns"]["mean"] * sync["total_ios"]
+        p50 += sync["lat_ns"]["percentile"]["50.000000"]
+    return {"bps": write["io_bytes"] / (total_ns / 1e9), "bps_fio": write["bw_bytes"], "p50_ns": p50}
+
+
+def engine_point(directory: Path, size_bytes: int, block_bytes: int, mode: str, buf) -> dict:
+    spec = sw.SyncWriteSpec(buffer_sizes_bytes=(block_bytes,), file_size_bytes=size_bytes, mode=mode, repeats=1)
+    planned = sw.plan(spec)[0]
+    latency = np.full(planned.writes, -1, dtype=np.int64)
+    path = directory / sw.FILE_NAME
+    result = sw.write_file_sync(path, planned, mode, buf, latency)
+    path.unlink()
+    lat = latency[:result.writes]
+    return {"bps": result.bytes_written / (lat.sum() / 1e9), "bps_wall": result.bytes_written / result.elapsed_s,
+            "p50_ns": float(np.percentile(lat, 50))}
+
+
+def ratio_ci(eng: list[dict], fio: list[dict], key: str, resamples: int = 2000) -> tuple[float, float]:
+    """95 % bootstrap interval of median(engine) / median(fio): on a loaded machine one
+    point can be 10x another, and this says whether a ratio off 1 is more than that noise."""
+    rng = np.random.default_rng(0)
+    e = np.array([r[key] for r in eng])
+    f = np.array([r[key] for r in fio])
+    ratios = (np.median(e[rng.integers(0, e.size, (resamples, e.size))], axis=1)
+              / np.median(f[rng.integers(0, f.size, (resamples, f.size))], axis=1))
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def compare(directory: Path, sizes: list[int], file_size: int, mode: str, reps: int, extra: list[str]) -> list[float]:
+    print(f"{'buffer':>8} {'engine MB/s':>12} {'(wall)':>8} {'fio MB/s':>9} {'(fio bw)':>9} {'tput ratio [95% CI]':>19} "
+          f"{'engine p50':>11} {'fio p50':>11} {'p50 ratio [95% CI]':>18}")
+    worst = []
+    for size in sizes:
+        buf = sw.aligned_buffer(size)
+        eng, fio = [], []
+        for rep in range(reps):
+            for first in (("e", "f") if rep % 2 == 0 else ("f", "e")):
+                if first == "e":
+                    eng.append(engine_point(directory, file_size, size, mode, buf))
+                else:
+                    fio.append(fio_point(directory, file_size, size, mode, extra))
+        buf.close()
+
+        def med(rows, key):
+            return statistics.median(r[key] for r in rows)
+
+        t_ratio = med(eng, "bps") / med(fio, "bps")
+        l_ratio = med(eng, "p50_ns") / med(fio, "p50_ns")
+        t_lo, t_hi = ratio_ci(eng, fio, "bps")
+        l_lo, l_hi = ratio_ci(eng, fio, "p50_ns")
+        worst += [t_ratio, l_ratio]
+        ok = "ok" if all(TARGET[0] <= r <= TARGET[1] for r in (t_ratio, l_ratio)) else "MISS"
+        if ok == "MISS" and t_lo <= 1 <= t_hi and l_lo <= 1 <= l_hi:
+            ok = "MISS (1.0 inside the CIs: noise)"
+        print(f"{size >> 10:>6}Ki {med(eng, 'bps') / 1e6:>12.1f} {med(eng, 'bps_wall') / 1e6:>8.1f} "
+              f"{med(fio, 'bps') / 1e6:>9.1f} {med(fio, 'bps_fio') / 1e6:>9.1f} {t_ratio:>6.2f} "
+              f"[{t_lo:.2f}-{t_hi:.2f}] {med(eng, 'p50_ns') / 1e3:>9.1f}µs {med(fio, 'p50_ns') / 1e3:>9.1f}µs "
+              f"{l_ratio:>5.2f} [{l_lo:.2f}-{l_hi:.2f}]  {ok}", flush=True)
+    return worst
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--where", choices=("ram", "image"), default="ram",
+                    help="RAM-backed loop image (default) or a loop image file in --image-dir")
+    ap.add_argument("--image-dir", default="/var/tmp", help="where --where image puts its image (default /var/tmp)")
+    ap.add_argument("--size", default="1G", help="image size (default 1G)")
+    ap.add_argument("--recipe", default="ext4-default")
+    ap.add_argument("--mode", choices=sw.MODES, default="osync")
+    ap.add_argument("--sizes", default=",".join(f"{(4096 << k) >> 10}K" for k in range(13)),
+                    help="buffer sizes (default 4K..16M, doubling)")
+    ap.add_argument("--file-size", default="16M", help="bytes per point, both sides (default 16M, the paper's)")
+    ap.add_argument("--reps", type=int, default=10, help="repetitions per size and side (default 10)")
+    ap.add_argument("--fio-extra", default="", help="extra fio options, space-separated (e.g. --fallocate=none)")
+    args = ap.parse_args()
+    sizes = [parse_size_bytes(s) for s in args.sizes.split(",")]
+    file_size = parse_size_bytes(args.file_size)
+    if args.where == "ram":
+        spec = TargetSpec("ram", size_bytes=parse_size_bytes(args.size))
+    else:
+        image = Path(tempfile.mkdtemp(prefix="fsscope-swfio-", dir=args.image_dir)) / "sw.img"
+        spec = TargetSpec("image", str(image), parse_size_bytes(args.size))
+    print(f"{args.mode} on {args.recipe}, {spec.describe()}; {args.reps} reps of {args.file_size} per size; "
+          f"fio {tools.version('fio')}")
+    with Target(spec, recipes.load(args.recipe)) as target:
+        fs = target.format_and_mount()
+        ratios = compare(Path(fs.workdir), sizes, file_size, args.mode, args.reps, args.fio_extra.split())
+    if args.where == "image":
+        image.unlink(missing_ok=True)
+        image.parent.rmdir()
+    inside = sum(TARGET[0] <= r <= TARGET[1] for r in ratios)
+    print(f"{inside} of {len(ratios)} ratios within {TARGET[0]}..{TARGET[1]} "
+          f"(min {min(ratios):.2f}, max {max(ratios):.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
