@@ -113,12 +113,13 @@ def test_sizes_linux_cannot_write_in_one_call_are_one_line(cli, scratch):
 
 @pytest.mark.privileged
 def test_a_full_file_system_stops_cleanly_and_keeps_what_was_measured(cli, scratch):
-    """A 2 MiB tmpfs and 4 MiB files: ENOSPC half-way through the first point. The run ends
-    ok with an enospc flag, one line saying so, and every write measured before it."""
+    """A 2 MiB tmpfs and 4 MiB files written without preallocation: ENOSPC half-way through
+    the first point. The run ends ok with an enospc flag, one line saying so, and every write
+    measured before it."""
     out_json = scratch / "full.json"
     with small_mount(scratch / "small", "tmpfs", "2M") as where:
         out = cli("syncwrite", "--sizes", "4K", "--bytes-per-point", "4M", "--repeats", "3", "--mode", "fdatasync",
-                  "--dir", str(where), "--json", str(out_json), timeout_s=60)
+                  "--no-preallocate", "--dir", str(where), "--json", str(out_json), timeout_s=60)
         assert out.returncode == 0, out.stderr
         assert "Errno" not in out.stderr + out.stdout and "Traceback" not in out.stderr
         assert list(where.iterdir()) == []
@@ -134,8 +135,8 @@ def test_a_full_file_system_stops_cleanly_and_keeps_what_was_measured(cli, scrat
 
 @pytest.mark.privileged
 def test_a_buffer_of_hundreds_of_megabytes_works(cli, scratch):
-    """256 MiB buffers used to die building the buffer (OverflowError); now the write runs —
-    here into an 8 MiB tmpfs, so it ends as a full file system, cleanly."""
+    """256 MiB buffers used to die building the buffer (OverflowError); now the point runs —
+    here on an 8 MiB tmpfs, where preallocating its file fails: a full file system, cleanly."""
     out_json = scratch / "big.json"
     with small_mount(scratch / "small", "tmpfs", "8M") as where:
         out = cli("syncwrite", "--sizes", "256M", "--repeats", "1", "--dir", str(where), "--json", str(out_json),
@@ -143,7 +144,8 @@ def test_a_buffer_of_hundreds_of_megabytes_works(cli, scratch):
     assert out.returncode == 0, out.stderr
     assert "OverflowError" not in out.stderr
     rec = next(iter(json.loads(out_json.read_text())["recipes"].values()))
-    assert rec["stopped"] == "enospc"
+    assert rec["stopped"] == "enospc" and "preallocating" in rec["flags"][0]["note"]
+    assert rec["writes_measured"] == 0 and "file system full" in out.stdout
 
 
 def test_a_killed_sweep_keeps_every_measured_write_and_report_shows_them(cli, scratch):

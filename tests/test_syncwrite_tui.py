@@ -4,8 +4,6 @@ at the paper's p < 0.001 — driven from the runs screen by keys."""
 
 from __future__ import annotations
 
-from fsscope.engine import runner
-from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.screens.compare import CompareScreen
 from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
@@ -13,17 +11,9 @@ from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
 SIZE = (150, 60)
 
 
-def _sweep(where) -> str:
+async def test_compare_two_syncwrite_runs(scratch, recorded_run):
     spec = {"buffer_sizes_bytes": [4096, 65536], "file_size_bytes": 256 << 10, "mode": "fdatasync", "repeats": 3}
-    handle = runner.start("syncwrite", spec, TargetSpec("dir", str(where)), None)
-    for _event in handle.events():
-        pass
-    assert handle.run_dir.report() is not None, (handle.run_dir.path / "child.log").read_text()[-2000:]
-    return handle.run_dir.id
-
-
-async def test_compare_two_syncwrite_runs(scratch):
-    ids = [_sweep(scratch) for _ in range(2)]
+    ids = [recorded_run("syncwrite", spec, scratch) for _ in range(2)]
     app = make_app(AppConfig(start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.3)

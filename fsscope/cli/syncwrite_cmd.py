@@ -25,7 +25,8 @@ Stable Memory Devices"). An application that must make every write durable (a co
 a database WAL) batches its writes into a buffer: how big should it be?
 
 For every buffer size (default 4 KiB..16 MiB, doubling) a NEW file of --bytes-per-point
-(default 16 MiB, the paper's) is written sequentially with synchronous writes and removed.
+(default 16 MiB, the paper's) is preallocated (fallocate, untimed; --no-preallocate: not),
+written sequentially with synchronous writes and removed.
 This is one repetition; there are 30 (the paper's), or 5 with --quick, and each repetition
 visits the sizes in a seeded random order so a slow drift of the device does not look like a
 trend over sizes. Every write's latency is kept (also when the job is killed).
@@ -244,7 +245,8 @@ def cmd_syncwrite(args) -> int:
     if args.bytes_per_point:
         kw["file_size_bytes"] = args.bytes_per_point
     repeats = args.repeats or (sw.QUICK_REPEATS if args.quick else sw.DEFAULT_REPEATS)
-    spec = Spec(mode=args.mode, repeats=repeats, duration_s=args.duration, seed=args.seed, **kw)
+    spec = Spec(mode=args.mode, repeats=repeats, duration_s=args.duration, seed=args.seed,
+                preallocate=not args.no_preallocate, **kw)
     target = target_from_args(args, default_kind="ram")
     if args.recipes:
         if args.recipe:
@@ -312,6 +314,9 @@ def add_parser(sub) -> None:
                       help=f"repetitions, each a new file per size (default {sw.DEFAULT_REPEATS}, the paper's)")
     reps.add_argument("--quick", action="store_true", help=f"{sw.QUICK_REPEATS} repetitions instead of 30")
     p.add_argument("--seed", type=int, default=1, help="seed of each repetition's size order (default 1)")
+    p.add_argument("--no-preallocate", action="store_true",
+                   help="append to an unallocated file (as iozone does) instead of fallocating it first "
+                   "(as fio does by default, and logs such as etcd's WAL)")
     p.add_argument("--target-throughput", type=_rate, metavar="RATE",
                    help="the throughput you need, e.g. 200M (= 200 MB/s): the smallest buffer that reaches it")
     p.add_argument("--max-latency", type=_duration_ns, metavar="T",

@@ -15,6 +15,11 @@ sequentially from one thread, every write synchronous, and removes it. Modes:
   direct+osync, +odsync,    the same with O_DIRECT (iozone ``-I -o``; fio ``--direct=1``),
   direct+fdatasync          page-aligned buffers (anonymous mmap) as O_DIRECT requires
 
+Before its first write a point's file is preallocated (``fallocate``, untimed), as fio does by
+default and as logs such as etcd's WAL do; ``preallocate=False`` appends to an unallocated file
+as iozone does. Measured against fio on ext4 (bench/syncwrite_fio.py), preallocation is worth
+~10 µs per 4 KiB O_SYNC write: without it the sweep reads ~1.15x fio's latency.
+
 A write's latency is from the write() call to the end of its sync (the sync is part of what
 the application waits for). A point's throughput is its bytes over the time from its first
 write's start to its last write's end.
@@ -68,6 +73,7 @@ class SyncWriteSpec:
     repeats: int = DEFAULT_REPEATS
     min_writes: int = 1              # > 1: large buffers still get this many writes per point
     seed: int = 1                    # of the per-repetition size order
+    preallocate: bool = True         # fallocate each file before writing it (fio's default)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -186,7 +192,8 @@ class PointResult:
 
 
 def write_file_sync(path: str | os.PathLike, planned: PlannedPoint, mode: str, buf: mmap.mmap,
-                    latency_out: np.ndarray, cancelled: Callable[[], bool] | None = None) -> PointResult:
+                    latency_out: np.ndarray, cancelled: Callable[[], bool] | None = None,
+                    preallocate: bool = True) -> PointResult:
     """Write a new file with ``planned.writes`` synchronous writes of ``buf``, each latency into
     ``latency_out[i]`` as soon as it is measured."""
     sync = os.fdatasync if mode.endswith("fdatasync") else os.fsync if mode == "fsync" else None
@@ -202,6 +209,13 @@ def write_file_sync(path: str | os.PathLike, planned: PlannedPoint, mode: str, b
     full = False
     first = last = time.monotonic_ns()
     try:
+        if preallocate:
+            try:
+                os.posix_fallocate(fd, 0, planned.writes * size)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                return PointResult(0, 0, 0.0, True)
         for i in range(planned.writes):
             if cancelled is not None and i % 16 == 0 and i and cancelled():
                 break
@@ -254,7 +268,8 @@ def sweep(root: str | os.PathLike, spec: SyncWriteSpec, latency: np.ndarray, poi
             if planned.buffer_bytes not in buffers:
                 buffers[planned.buffer_bytes] = aligned_buffer(planned.buffer_bytes)
             out = latency[planned.offset:planned.offset + planned.writes]
-            result = write_file_sync(path, planned, spec.mode, buffers[planned.buffer_bytes], out, cancelled)
+            result = write_file_sync(path, planned, spec.mode, buffers[planned.buffer_bytes], out, cancelled,
+                                     spec.preallocate)
             path.unlink()
             cut = result.full or (cancelled is not None and result.writes < planned.writes and cancelled())
             points[row, COL["writes"]:] = (result.writes, result.bytes_written, result.elapsed_s, 0 if cut else 1)
@@ -264,8 +279,9 @@ def sweep(root: str | os.PathLike, spec: SyncWriteSpec, latency: np.ndarray, poi
             if on_point is not None:
                 on_point(row, out[:result.writes])
             if result.full:
+                what = "writing" if result.writes else "preallocating a file for"
                 return SweepEnd(done, "enospc", (
-                    f"the file system filled up (ENOSPC) writing {planned.buffer_bytes}-byte buffers in "
+                    f"the file system filled up (ENOSPC) {what} {planned.buffer_bytes}-byte buffers in "
                     f"repetition {planned.repeat + 1}: stopped after {int(np.sum(latency >= 0))} measured "
                     "writes, all kept"))
             if cut:

@@ -43,6 +43,7 @@ class Spec:
     min_writes: int = _DEFAULTS.min_writes
     duration_s: float | None = None        # per point; None: bounded by file_size_bytes only
     seed: int = _DEFAULTS.seed
+    preallocate: bool = _DEFAULTS.preallocate
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "buffer_sizes_bytes", tuple(int(s) for s in self.buffer_sizes_bytes))
@@ -52,7 +53,8 @@ class Spec:
 
     def sweep_spec(self) -> sw.SyncWriteSpec:
         return sw.SyncWriteSpec(buffer_sizes_bytes=self.buffer_sizes_bytes, file_size_bytes=self.file_size_bytes,
-                                mode=self.mode, repeats=self.repeats, min_writes=self.min_writes, seed=self.seed)
+                                mode=self.mode, repeats=self.repeats, min_writes=self.min_writes, seed=self.seed,
+                                preallocate=self.preallocate)
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
