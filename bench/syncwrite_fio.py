@@ -12,9 +12,10 @@ the same sync mode:
     fsync/fdatasync fio ... --fsync=1 / --fdatasync=1
     direct+...      the same with --direct=1
 
-Engine and fio alternate per (repetition, size) so drift hits both alike. Printed per size:
-median throughput of each and the ratio engine/fio, and the ratio of the per-write latency
-P50s (median over repetitions of each repetition's P50), each with a 95 % bootstrap interval
+Engine and fio run back to back per (repetition, size), alternating which goes first, so
+drift hits both alike. Printed per size: median throughput of each, and the median over
+repetitions of the paired ratio engine/fio of throughput and of the per-write latency P50,
+each with a 95 % bootstrap interval
 (on a loaded machine a sync write waits for the loop and journal kernel threads to get a CPU,
 and one point can take 10x the next). Target: 0.9..1.1 at every size.
 
@@ -91,16 +92,15 @@ def engine_point(directory: Path, size_bytes: int, block_bytes: int, mode: str, 
             "p50_ns": float(np.percentile(lat, 50))}
 
 
-def ratio_ci(eng: list[dict], fio: list[dict], key: str, resamples: int = 2000) -> tuple[float, float]:
-    """95 % bootstrap interval of median(engine) / median(fio): on a loaded machine one
-    point can be 10x another, and this says whether a ratio off 1 is more than that noise."""
+def paired_ratio(eng: list[dict], fio: list[dict], key: str, resamples: int = 2000) -> tuple[float, float, float]:
+    """Median over repetitions of engine/fio, each repetition's two points run back to back
+    (so the machine's load, which swings 10x over seconds here, hits both alike), and its
+    95 % bootstrap interval: whether a ratio off 1 is more than the noise."""
     rng = np.random.default_rng(0)
-    e = np.array([r[key] for r in eng])
-    f = np.array([r[key] for r in fio])
-    ratios = (np.median(e[rng.integers(0, e.size, (resamples, e.size))], axis=1)
-              / np.median(f[rng.integers(0, f.size, (resamples, f.size))], axis=1))
-    lo, hi = np.percentile(ratios, [2.5, 97.5])
-    return float(lo), float(hi)
+    pairs = np.array([e[key] / f[key] for e, f in zip(eng, fio)])
+    boot = np.median(pairs[rng.integers(0, pairs.size, (resamples, pairs.size))], axis=1)
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return float(np.median(pairs)), float(lo), float(hi)
 
 
 def compare(directory: Path, sizes: list[int], file_size: int, mode: str, reps: int, extra: list[str]) -> list[float]:
@@ -121,10 +121,8 @@ def compare(directory: Path, sizes: list[int], file_size: int, mode: str, reps: 
         def med(rows, key):
             return statistics.median(r[key] for r in rows)
 
-        t_ratio = med(eng, "bps") / med(fio, "bps")
-        l_ratio = med(eng, "p50_ns") / med(fio, "p50_ns")
-        t_lo, t_hi = ratio_ci(eng, fio, "bps")
-        l_lo, l_hi = ratio_ci(eng, fio, "p50_ns")
+        t_ratio, t_lo, t_hi = paired_ratio(eng, fio, "bps")
+        l_ratio, l_lo, l_hi = paired_ratio(eng, fio, "p50_ns")
         worst += [t_ratio, l_ratio]
         ok = "ok" if all(TARGET[0] <= r <= TARGET[1] for r in (t_ratio, l_ratio)) else "MISS"
         if ok == "MISS" and t_lo <= 1 <= t_hi and l_lo <= 1 <= l_hi:

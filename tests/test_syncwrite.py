@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from contextlib import contextmanager
 from pathlib import Path
 

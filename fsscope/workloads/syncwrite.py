@@ -235,7 +235,7 @@ def write_file_sync(path: str | os.PathLike, planned: PlannedPoint, mode: str, b
                     break
                 if exc.errno == errno.EINVAL and is_direct(mode):
                     raise FsscopeError(f"an O_DIRECT write of {size} bytes was refused (EINVAL): the "
-                                       "buffer size must be a multiple of the device's logical block size")
+                                       "buffer size must be a multiple of the device's logical block size") from None
                 raise
             last = time.monotonic_ns()
             latency_out[i] = last - t0
