@@ -238,8 +238,10 @@ def _check_mode(args, target, recipe) -> None:
         problem = sw.refused_mode(target.path, args.mode)
         if problem:
             raise FsscopeError(problem)
-    elif recipe is not None and recipe.fs in ("ramfs",):
-        raise FsscopeError(f"recipe {recipe.name}: {recipe.fs} refuses O_DIRECT (mode {args.mode}); "
+    elif (recipe is not None and recipe.fs == "tmpfs" and Path("/dev/shm").is_dir()
+          and sw.refused_mode("/dev/shm", args.mode)):
+        # tmpfs takes O_DIRECT from Linux 6.6 on: ask this kernel's tmpfs (/dev/shm is one)
+        raise FsscopeError(f"recipe {recipe.name}: this kernel's tmpfs refuses O_DIRECT (mode {args.mode}); "
                            "use osync, odsync, fsync or fdatasync")
 
 
