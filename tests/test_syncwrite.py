@@ -165,3 +165,17 @@ def test_a_killed_sweep_keeps_every_measured_write_and_report_shows_them(cli, sc
     out = cli("report", str(handle.run_dir.path), env=os.environ | {"COLUMNS": "160"})
     assert out.returncode == 0, out.stderr
     assert "4 KiB" in out.stdout and "16 KiB" in out.stdout and "did not finish" in out.stdout
+
+
+def test_goals_name_the_buffer_or_say_not_reachable(cli, scratch):
+    out_json = scratch / "goal.json"
+    out = cli("syncwrite", "--dir", str(scratch), "--repeats", "3", "--sizes", "4K,64K", "--bytes-per-point", "256K",
+              "--mode", "fdatasync", "--target-throughput", "1000T", "--max-latency", "10s", "--json", str(out_json),
+              env=os.environ | {"COLUMNS": "200"}, timeout_s=60)
+    assert out.returncode == 0, out.stderr
+    (rec,) = json.loads(out_json.read_text())["recipes"].values()
+    (choice,) = rec["choices"]
+    assert choice["buffer_bytes"] is None and choice["target_throughput"] == 1e15 and choice["max_latency_ns"] == 1e10
+    assert "not reachable on this stack" in out.stdout and "not reachable on this stack" in choice["note"]
+    line = one_line_error(cli("syncwrite", "--dir", str(scratch), "--max-latency", "soon"))
+    assert "--max-latency" in line and "5ms" in line
