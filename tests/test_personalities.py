@@ -221,3 +221,16 @@ def test_syncwrite_sweep_small(scratch):
     json.dumps([{k: v for k, v in p.items() if k != "latency_ns"} for p in measured])
     with pytest.raises(Exception, match="mode"):
         S.SyncWriteSpec(mode="sometimes")
+
+
+def test_syncwrite_point_time_limit_ends_points_not_the_sweep(scratch):
+    """A point that hits its time limit ends normally and the sweep goes on to the next."""
+    from fsscope.workloads import syncwrite as S
+
+    spec = S.SyncWriteSpec(buffer_sizes_bytes=(4096, 8192), file_size_bytes=64 << 20, mode="fdatasync", repeats=2)
+    latency, points = S.new_arrays(spec)
+    end = S.sweep(scratch, spec, latency, points, point_limit_s=0.05)
+    assert end == S.SweepEnd(4, None)
+    measured = S.measured_points(points, latency)
+    assert len(measured) == 4 and all(p["ended"] and 16 <= p["writes"] < p["bytes_written"] for p in measured)
+    assert all(p["writes"] < 8192 for p in measured)               # cut by the limit, not the file size

@@ -255,10 +255,11 @@ class SweepEnd:
 
 def sweep(root: str | os.PathLike, spec: SyncWriteSpec, latency: np.ndarray, points: np.ndarray,
           on_point: Callable[[int, np.ndarray], None] | None = None,
-          cancelled: Callable[[], bool] | None = None) -> SweepEnd:
+          cancelled: Callable[[], bool] | None = None, point_limit_s: float | None = None) -> SweepEnd:
     """Run the plan in ``root``, filling ``latency``/``points`` (from :func:`new_arrays`) as it
-    goes; ``on_point(row_index, latencies)`` after each point. A full file system ends the
-    sweep cleanly with what was measured."""
+    goes; ``on_point(row_index, latencies)`` after each point. A point also ends after
+    ``point_limit_s`` (a normal end); a full file system ends the sweep cleanly with what was
+    measured, as does ``cancelled()``."""
     path = Path(root) / FILE_NAME
     buffers: dict[int, mmap.mmap] = {}
     done = 0
@@ -269,7 +270,12 @@ def sweep(root: str | os.PathLike, spec: SyncWriteSpec, latency: np.ndarray, poi
             if planned.buffer_bytes not in buffers:
                 buffers[planned.buffer_bytes] = aligned_buffer(planned.buffer_bytes)
             out = latency[planned.offset:planned.offset + planned.writes]
-            result = write_file_sync(path, planned, spec.mode, buffers[planned.buffer_bytes], out, cancelled,
+            limit = math.inf if point_limit_s is None else time.monotonic() + point_limit_s
+
+            def stop(limit: float = limit) -> bool:
+                return (cancelled is not None and cancelled()) or time.monotonic() > limit
+
+            result = write_file_sync(path, planned, spec.mode, buffers[planned.buffer_bytes], out, stop,
                                      spec.preallocate)
             path.unlink()
             cut = result.full or (cancelled is not None and result.writes < planned.writes and cancelled())

@@ -17,7 +17,6 @@ best-ratio recommendation; a full file system stops the sweep with an ``enospc``
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -115,16 +114,6 @@ def run(ctx, spec: Spec) -> dict:
                                     ctx.run_dir.open_array(name, shape, dtype=dtype, fill=fill))
     total = points.shape[0]
     done = [0]
-    deadline = [float("inf")]
-
-    def restart_clock() -> None:
-        if spec.duration_s is not None:
-            deadline[0] = time.monotonic() + spec.duration_s
-
-    def stop() -> bool:
-        # sweep() asks between points (only a real cancel ends the sweep: the clock was just
-        # restarted) and write_file_sync every 16 writes (the per-point time limit).
-        return ctx.cancelled or time.monotonic() > deadline[0]
 
     def on_point(row: int, lat: np.ndarray) -> None:
         done[0] += 1
@@ -133,7 +122,6 @@ def run(ctx, spec: Spec) -> dict:
         rate = point["bytes_per_s"] or 0.0
         ctx.progress(done[0], total, unit="points",
                      info=f"rep {point['repeat'] + 1}, {point['buffer_bytes'] >> 10} KiB: {rate / 1e6:.1f} MB/s")
-        restart_clock()
 
     fs_name, disks, end = None, (), sw.SweepEnd(0, None)
     with ctx.fresh_fs() as fs:
@@ -144,8 +132,8 @@ def run(ctx, spec: Spec) -> dict:
         ctx.after_populate()  # nothing to populate: sync + drop caches so the sweep starts clean
         ctx.emit("phase", name=f"sync-write sweep ({spec.mode}), {len(spec.buffer_sizes_bytes)} sizes "
                  f"× {spec.repeats} repetitions")
-        restart_clock()
-        end = sw.sweep(fs.workdir, sweep_spec, latency, points, on_point=on_point, cancelled=stop)
+        end = sw.sweep(fs.workdir, sweep_spec, latency, points, on_point=on_point,
+                       cancelled=lambda: ctx.cancelled, point_limit_s=spec.duration_s)
     latency.flush()
     points.flush()
 
