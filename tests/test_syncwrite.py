@@ -108,6 +108,10 @@ def test_sizes_linux_cannot_write_in_one_call_are_one_line(cli, scratch):
     assert "--sizes" in line and "2 GiB" in line
     line = one_line_error(cli("syncwrite", "--sizes", "6K", "--mode", "direct+osync", "--dir", str(scratch)))
     assert "multiples of 4096" in line
+    # 64 TiB of 4 KiB writes, 30 times: the latency arrays alone would not fit
+    line = one_line_error(cli("syncwrite", "--sizes", "4K", "--bytes-per-point", "64T", "--dir", str(scratch)))
+    assert "would keep" in line and "free" in line
+    assert list(scratch.iterdir()) == []
 
 
 @pytest.mark.privileged

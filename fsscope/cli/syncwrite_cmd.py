@@ -245,6 +245,27 @@ def _check_mode(args, target, recipe) -> None:
                            "use osync, odsync, fsync or fdatasync")
 
 
+def _check_array_space(spec) -> None:
+    """Every write's latency is kept (8 bytes each, on disk from the start): refuse a plan whose
+    arrays would not fit comfortably in the run directory's file system."""
+    import shutil
+
+    from fsscope import paths
+
+    writes = sum(sw.writes_per_point(spec.sweep_spec(), size) for size in spec.buffer_sizes_bytes) * spec.repeats
+    need = 8 * writes
+    where = paths.runs_dir()
+    while not where.exists():
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    if need > free // 2:
+        from fsscope.analysis.efficiency import human_size
+
+        raise FsscopeError(f"--sizes/--bytes-per-point: {writes:,} writes would keep {human_size(need)} of latencies "
+                           f"in {paths.runs_dir()}, more than half its free {human_size(free)}; use larger buffers, a "
+                           "smaller --bytes-per-point or fewer repetitions")
+
+
 def cmd_syncwrite(args) -> int:
     from fsscope.workloads.syncwrite_job import Spec
 
@@ -256,6 +277,7 @@ def cmd_syncwrite(args) -> int:
     repeats = args.repeats or (sw.QUICK_REPEATS if args.quick else sw.DEFAULT_REPEATS)
     spec = Spec(mode=args.mode, repeats=repeats, duration_s=args.duration, seed=args.seed,
                 preallocate=not args.no_preallocate, **kw)
+    _check_array_space(spec)
     target = target_from_args(args, default_kind="ram")
     if args.recipes:
         if args.recipe:
