@@ -29,11 +29,12 @@ own bytes / wall time is printed beside it. fio's write latency excludes a follo
 fsync/fdatasync (reported apart in its "sync" block); the engine's per-write latency includes
 it, so for those modes fio's P50 is compared as write P50 + sync P50.
 
-Large buffers (>= 1 MiB) on a loaded machine: fio is a new process per point, the sweep one
-long-lived process; the same engine point run in a new process per point (``--fresh-engine``)
-read 0.5x fio's throughput at 2 MiB where in-process it read 2.3x (RAM ext4, osync, 8 reps,
-load 13 on 2 CPUs). What differs there is the process's warmth, not the definition; the sweep's
-long-lived process is what an application's log writer is.
+Open (Nov 2026, load 10-14 on 2 CPUs): at 4..16 MiB buffers the engine reads 1.2-1.8x fio's
+throughput, with 95 % intervals excluding 1, in-process and with ``--fresh-engine`` (each
+engine point in a new process, as fio runs each of its points) alike, while the P50 ratios
+scatter around 1. strace shows the same syscalls on both sides (create, fallocate(0, 0,
+size), open O_SYNC, one pwrite of the whole buffer); fio's --scramble_buffers=0,
+--zero_buffers and --iomem=mmap change nothing. Below 4 MiB both ratios agree within noise.
 
     sudo .venv/bin/python bench/syncwrite_fio.py --where ram --mode osync
     sudo .venv/bin/python bench/syncwrite_fio.py --where image --image-dir /var/tmp --mode direct+osync
