@@ -169,6 +169,10 @@ def test_a_killed_sweep_keeps_every_measured_write_and_report_shows_them(cli, sc
     out = cli("report", str(handle.run_dir.path), env=os.environ | {"COLUMNS": "160"})
     assert out.returncode == 0, out.stderr
     assert "4 KiB" in out.stdout and "16 KiB" in out.stdout and "did not finish" in out.stdout
+    from fsscope.tui.replay import load_run  # the TUI's replay rebuilds the same tables
+
+    rows = load_run(handle.run_dir).data.rows()
+    assert {r.buffer_bytes for r in rows} == {4096, 16384} and all(r.latency_mean_ns for r in rows)
 
 
 def test_goals_name_the_buffer_or_say_not_reachable(cli, scratch):
