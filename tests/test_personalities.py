@@ -234,3 +234,19 @@ def test_syncwrite_point_time_limit_ends_points_not_the_sweep(scratch):
     measured = S.measured_points(points, latency)
     assert len(measured) == 4 and all(p["ended"] and 16 <= p["writes"] < p["bytes_written"] for p in measured)
     assert all(p["writes"] < 8192 for p in measured)               # cut by the limit, not the file size
+
+
+def test_syncwrite_arrays_of_a_point_cut_by_a_kill_still_count(scratch):
+    """A kill mid-point leaves its latencies but NaN in its points row: its writes count in
+    the latency statistics, its throughput does not."""
+    from fsscope.workloads import syncwrite as S
+
+    spec = S.SyncWriteSpec(buffer_sizes_bytes=(4096,), file_size_bytes=64 << 10, mode="fdatasync", repeats=2)
+    latency, points = S.new_arrays(spec)
+    S.sweep(scratch, spec, latency, points)
+    points[1, S.COL["writes"]:] = np.nan                  # as if killed during the second point
+    latency[points[1, S.COL["offset"]].astype(int) + 5:] = -1
+    measured = S.measured_points(points, latency)
+    assert [(p["writes"], p["ended"], p["bytes_per_s"] is None) for p in measured] == [(16, True, False), (5, False, True)]
+    by_size = S.samples_by_size(measured)
+    assert len(by_size[4096]["throughput_bps"]) == 1 and [a.size for a in by_size[4096]["latency_ns"]] == [16, 5]

@@ -305,12 +305,15 @@ def point_dict(points: np.ndarray, row: int, latency_ns: np.ndarray) -> dict[str
     """One measured point for events and reports."""
     r = points[row]
     elapsed = float(r[COL["elapsed_s"]])
+    written = float(r[COL["bytes_written"]])
+    timed = math.isfinite(elapsed) and elapsed > 0 and math.isfinite(written)   # NaN: cut by a kill
     lat = latency_ns[latency_ns >= 0]
     return {"buffer_bytes": int(r[COL["buffer_bytes"]]), "repeat": int(r[COL["repeat"]]),
             "order": int(r[COL["order"]]), "writes": int(r[COL["writes"]]),
-            "bytes_written": int(r[COL["bytes_written"]]), "elapsed_s": elapsed,
+            "bytes_written": int(written) if math.isfinite(written) else None,
+            "elapsed_s": elapsed if math.isfinite(elapsed) else None,
             "ended": bool(r[COL["ended"]] == 1),
-            "bytes_per_s": float(r[COL["bytes_written"]]) / elapsed if elapsed > 0 else None,
+            "bytes_per_s": written / elapsed if timed else None,
             "mean_ns": float(lat.mean()) if lat.size else None,
             "p50_ns": float(np.percentile(lat, 50)) if lat.size else None,
             "p99_ns": float(np.percentile(lat, 99)) if lat.size else None}
@@ -329,8 +332,7 @@ def measured_points(points: np.ndarray, latency: np.ndarray) -> list[dict[str, A
                 continue
             cut = np.array(r, dtype=np.float64)
             cut[COL["writes"]:] = ((lat >= 0).sum(), np.nan, np.nan, 0)
-            point = point_dict(cut[None, :], 0, lat) | {"bytes_per_s": None, "bytes_written": None,
-                                                        "elapsed_s": None}
+            point = point_dict(cut[None, :], 0, lat)
         else:
             point = point_dict(points, row, lat[:int(r[COL["writes"]])])
         out.append(point | {"latency_ns": lat[lat >= 0]})
