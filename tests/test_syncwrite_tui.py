@@ -4,6 +4,9 @@ at the paper's p < 0.001 — driven from the runs screen by keys."""
 
 from __future__ import annotations
 
+from pilot_wait import until, until_screen
+from test_tui import runs_listed
+
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.screens.compare import CompareScreen
 from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
@@ -16,11 +19,10 @@ async def test_compare_two_syncwrite_runs(scratch, recorded_run):
     ids = [recorded_run("syncwrite", spec, scratch) for _ in range(2)]
     app = make_app(AppConfig(start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: runs_listed(app, *ids), "both runs listed")
         await pilot.press("space", "down", "space", "c")
-        await pilot.pause(0.5)
-        screen = app.screen
-        assert isinstance(screen, CompareScreen) and screen.comparison is not None
+        screen = await until_screen(pilot, app, CompareScreen)
+        assert screen.comparison is not None
         assert {s.id for s in screen.sides} == set(ids)
         verdict = str(screen.query_one("#compare-verdict").content)
         assert verdict.startswith("Throughput per buffer size (Welch, p < 0.001)") and "of 2 sizes" in verdict
@@ -33,5 +35,4 @@ async def test_compare_two_syncwrite_runs(scratch, recorded_run):
         for text in charts.values():
             assert "● A" in text and "● B" in text and "4K" in text and "64K" in text
         await pilot.press("escape")
-        await pilot.pause(0.1)
-        assert not isinstance(app.screen, CompareScreen)
+        await until(pilot, lambda: not isinstance(app.screen, CompareScreen), "back from compare")

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from fsscope.format import format_bytes
+
 LATENCY_RISE = 0.25
 THROUGHPUT_SATURATION = 0.10
 BOOTSTRAP = 1000
@@ -211,22 +213,12 @@ def analyze(stats: Sequence[SizeStats], resamples: int = BOOTSTRAP, seed: int = 
 # Words
 # ---------------------------------------------------------------------------------------------
 
-def human_size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= factor:
-            v = n / factor
-            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
-    return f"{n} B"
-
-
 def _confidence(a: Analysis, est: Estimate) -> str:
     if est.resamples == 0:
         return "too few repetitions (< 3 per size) for a confidence statement"
     if est.low_index is None:
         return f"{est.agreement:.0%} of {est.resamples} bootstrap resamples of the repetitions agree"
-    lo, hi = human_size(a.sizes[est.low_index].buffer_bytes), human_size(a.sizes[est.high_index].buffer_bytes)
+    lo, hi = format_bytes(a.sizes[est.low_index].buffer_bytes), format_bytes(a.sizes[est.high_index].buffer_bytes)
     span = lo if lo == hi else f"{lo}–{hi}"
     return (f"{est.agreement:.0%} of {est.resamples} bootstrap resamples of the repetitions put it at the "
             f"same size, 95 % of them within {span}")
@@ -238,12 +230,12 @@ def knees_dict(a: Analysis) -> dict[str, Any]:
     if rise is None:
         rise_note = "latency stays within 25 % of its floor across the swept sizes: no rise"
     else:
-        rise_note = (f"latency stays within 25 % of its floor up to {human_size(rise)} and rises from the "
+        rise_note = (f"latency stays within 25 % of its floor up to {format_bytes(rise)} and rises from the "
                      f"next size on; {_confidence(a, a.latency_rise)}")
     if sat is None:
         sat_note = "no throughput measured"
     else:
-        sat_note = f"throughput reaches 90 % of its maximum at {human_size(sat)}; {_confidence(a, a.saturation)}"
+        sat_note = f"throughput reaches 90 % of its maximum at {format_bytes(sat)}; {_confidence(a, a.saturation)}"
         if sat == last and len(a.sizes) > 1:
             sat_note += " (the largest size swept: it may not have saturated yet)"
     return {"latency_rise_bytes": rise, "throughput_saturation_bytes": sat,
@@ -263,7 +255,7 @@ def recommendation(a: Analysis) -> str:
     if best is None:
         return "nothing measured: no recommendation"
     s = a.sizes[a.best_ratio.index]
-    text = (f"Use {human_size(best)} buffers: the most throughput per unit of latency here "
+    text = (f"Use {format_bytes(best)} buffers: the most throughput per unit of latency here "
             f"({s.throughput_mean / 1e6:,.1f} MB/s at {s.latency_mean_ns / 1e6:,.3g} ms per write). Larger "
             "buffers add more latency than throughput; smaller ones leave throughput unused.")
     if a.best_ratio.resamples:
@@ -292,12 +284,12 @@ def choose(a: Analysis, target_throughput: float | None = None, max_latency_ns: 
     if not fits:
         best_t = max(a.sizes, key=lambda s: s.throughput_mean, default=None)
         best_l = min(a.sizes, key=lambda s: s.latency_mean_ns, default=None)
-        seen = (f" (best here: {best_t.throughput_mean / 1e6:,.1f} MB/s at {human_size(best_t.buffer_bytes)}, "
-                f"lowest latency {best_l.latency_mean_ns / 1e6:,.3g} ms at {human_size(best_l.buffer_bytes)})"
+        seen = (f" (best here: {best_t.throughput_mean / 1e6:,.1f} MB/s at {format_bytes(best_t.buffer_bytes)}, "
+                f"lowest latency {best_l.latency_mean_ns / 1e6:,.3g} ms at {format_bytes(best_l.buffer_bytes)})"
                 if best_t and best_l else "")
         return Choice(None, f"{goal}: not reachable on this stack{seen}")
     pick = fits[0] if target_throughput is not None else fits[-1]
-    return Choice(pick.buffer_bytes, f"{goal}: use {human_size(pick.buffer_bytes)} buffers "
+    return Choice(pick.buffer_bytes, f"{goal}: use {format_bytes(pick.buffer_bytes)} buffers "
                   f"({pick.throughput_mean / 1e6:,.1f} MB/s, {pick.latency_mean_ns / 1e6:,.3g} ms per write)")
 
 

@@ -24,6 +24,8 @@ from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
+from fsscope.format import format_bytes
+from fsscope.jsonsafe import plain
 from fsscope.workloads import syncwrite as sw
 
 DESCRIPTION = """\
@@ -129,9 +131,7 @@ def _duration_ns(text: str) -> float:
 # ---------------------------------------------------------------------------------------------
 
 def _size_label(n) -> str:
-    from fsscope.analysis.efficiency import human_size
-
-    return human_size(int(n)) if n is not None else "-"
+    return format_bytes(n, missing="-")
 
 
 def _ms(ns) -> str:
@@ -259,10 +259,8 @@ def _check_array_space(spec) -> None:
         where = where.parent
     free = shutil.disk_usage(where).free
     if need > free // 2:
-        from fsscope.analysis.efficiency import human_size
-
-        raise FsscopeError(f"--sizes/--bytes-per-point: {writes:,} writes would keep {human_size(need)} of latencies "
-                           f"in {paths.runs_dir()}, more than half its free {human_size(free)}; use larger buffers, a "
+        raise FsscopeError(f"--sizes/--bytes-per-point: {writes:,} writes would keep {format_bytes(need)} of "
+                           f"latencies in {paths.runs_dir()}, more than half its free {format_bytes(free)}; use larger buffers, a "
                            "smaller --bytes-per-point or fewer repetitions")
 
 
@@ -315,11 +313,10 @@ def cmd_syncwrite(args) -> int:
     tests: list[dict] = []
     if len(reports) >= 2:
         from fsscope.analysis.efficiency import compare_per_size
-        from fsscope.workloads.syncwrite_job import finite
 
         runs = {name: {row["buffer_bytes"]: row.get("throughput_runs") or [] for row in r.get("sizes") or []}
                 for name, r in reports.items()}
-        tests = finite(compare_per_size(runs))
+        tests = plain(compare_per_size(runs))
         out = Console()
         out.rule("[bold]comparison[/]")
         render_tests(tests, out)

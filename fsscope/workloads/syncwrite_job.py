@@ -25,6 +25,7 @@ import numpy as np
 from fsscope.analysis import efficiency
 from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
+from fsscope.jsonsafe import plain
 from fsscope.workloads import syncwrite as sw
 from fsscope.workloads.bench_job import block_disks
 
@@ -165,7 +166,7 @@ def run(ctx, spec: Spec) -> dict:
         "flags": flags,
         "notes": notes,
     })
-    return finite(report)
+    return plain(report)
 
 
 def partial_report(run_dir) -> dict | None:
@@ -181,17 +182,4 @@ def partial_report(run_dir) -> dict | None:
                    "points_requested": int(run_dir.load_array("points").shape[0]),
                    "notes": [f"the job did not finish: {report['writes_measured']} writes measured before it "
                              "stopped, rebuilt from its arrays"]})
-    return finite(report)
-
-
-def finite(value):
-    """NaN/inf (a size with too few measurements) become null in JSON."""
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    if isinstance(value, (float, np.floating)):
-        return float(value) if np.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
+    return plain(report)

@@ -12,7 +12,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
-from fsscope.tui.model import JobView, WindowStats, format_ns
+from fsscope.format import format_ns
+from fsscope.tui.model import JobView, WindowStats
 from fsscope.tui.syncwrite_model import SyncWriteModel, size_label
 from fsscope.tui.widgets.live_view import LiveView, SparkRow
 from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
