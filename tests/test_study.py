@@ -241,3 +241,15 @@ def test_known_layouts_agree_with_filefrag(tmp_path, recipe):
                 assert result["files"][0]["fragments"] > 1  # not one piece: the pattern shows
             else:
                 assert result["d_span_bytes"] >= 2 * 32 * 1024  # the pair spans both files
+
+
+def test_first_order_is_not_fooled_by_one_run_per_level():
+    """24 levels over 24 runs: the plain variance of level means is the whole variance;
+    the corrected estimate says it cannot tell, and a pure-noise factor scores about 0."""
+    rng = np.random.default_rng(3)
+    design = balanced_lhs(24, [24, 2], seed=1)
+    y = rng.normal(size=24)
+    s = sensitivity.first_order(design, y)
+    assert np.isnan(s[0])
+    noise = balanced_lhs(2000, [10], seed=2)
+    assert abs(sensitivity.first_order(noise, rng.normal(size=2000))[0]) < 0.01

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from fsscope import recipes
+from fsscope import paths, recipes
 from fsscope.study import execute, player
 from fsscope.study import space as spaces
 from fsscope.study.explore import ExploreTreatment
@@ -172,3 +172,53 @@ def test_dask_worker_killed_mid_treatment(uninterrupted, dask_cluster, tmp_path)
     assert comparable(rows) == comparable(whole)  # the Dask path gives the local path's rows
     assert {r["pid"] for r in rows} == worker_pids - {victim}  # every row from the survivor in the end
     assert study_leftovers() == []
+
+
+def _fsscope(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fsscope", *args], capture_output=True, text=True,
+                          timeout=timeout_s)
+
+
+def test_explore_cli_end_to_end(tmp_path):
+    out = tmp_path / "explore.json"
+    proc = _fsscope("explore", "--treatments", "3", "--repeat", "2", "--workers", "2", "--seed", "4",
+                    *[f"--factor={k}={v}" for k, v in OVERRIDES.items()], "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(out.read_text())
+    # exactly the keys (and more)
+    t = report["treatments"][0]
+    assert {"id", "fs", "repeat", "factors", "files"} <= set(t)
+    assert {"d_span_bytes", "extents", "size_bytes"} <= set(t["files"][0])
+    assert set(t["factors"]) == set(TABLE_FACTORS)
+    assert {"factor", "first_order"} <= set(report["prioritization"][0])
+    assert {"quantile", "threshold_bytes", "levels"} <= set(report["tail"])
+    assert {"factor", "level", "tail_share", "significant"} <= set(report["tail"]["levels"][0])
+    assert "changed_share" in report["nondeterminism"] and report["nondeterminism"]["pairs"] == 3
+    assert len(report["treatments"]) == 6 and report["notes"]
+    study = Path(report["study_dir"])
+    header = (study / "treatments.csv").read_text().splitlines()[0].split(",")
+    assert {"id", "fs", "d_span_bytes", "FileSize", "file0_d_span_bytes", "t_clone_s"} <= set(header)
+    assert (study / "plan.json").exists()
+    assert "fsscope explore --space chopper" in _fsscope("explore", "--help").stdout
+    assert study_leftovers() == []
+
+
+TABLE_FACTORS = ["DiskSize", "UsedRatio", "FreeSpaceLayout", "CPUCount", "FileSize", "ChunkCount",
+                 "InternalDensity", "ChunkOrder", "Fsync", "Sync", "FileCount", "DirectorySpan"]
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--space", "/nonexistent.toml"], "--space /nonexistent.toml: no such file"),
+    (["--factor", "FileSize=huge"], "factors.FileSize[0]"),
+    (["--factor", "Colour=red"], "--factor Colour: no such factor"),
+    (["--recipes", "ext9"], "ext9"),
+    (["--resume", "/nonexistent-run"], "--resume /nonexistent-run"),
+])
+def test_explore_cli_bad_input_is_one_line(args, says, capsys):
+    from fsscope.cli import main
+
+    assert main(["explore", *args]) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1, err
+    assert not list(paths.runs_dir().glob("*-explore*")) or all(
+        (p / "plan.json").exists() for p in paths.runs_dir().glob("*-explore*"))  # no record made

@@ -4,10 +4,12 @@ The questions Chopper asked of its d-span table (anchors §2.5), answered the sa
 
 - **Factor prioritization**: each factor's first-order contribution to the variance of Y,
   ``S_i = V(E[Y | X_i]) / V(Y)``, estimated from the given samples by the variance of the
-  per-level means (weighted by level counts) over the total variance. Pairwise interaction:
-  ``V(E[Y | X_i, X_j]) / V(Y) - S_i - S_j``. These are plug-in estimates: with few runs per
-  level (or per level pair) they carry a positive bias of about (levels - 1) / runs, so a
-  factor with a handful of runs per level never looks exactly irrelevant.
+  per-level means (weighted by level counts) over the total variance -- Chopper's estimate --
+  minus its sampling bias: with L levels the plain variance of level means overstates
+  V(E[Y|X]) by (L - 1)/n x the within-level variance (a factor with one run per level would
+  "explain" everything), so that term is subtracted (ANOVA's omega-squared correction).
+  Where a factor has no level with two runs the share cannot be estimated (NaN). Pairwise
+  interaction: ``V(E[Y | X_i, X_j]) / V(Y) - S_i - S_j``, corrected the same way.
   :func:`salib_first_order` gives SALib's RBD-FAST estimate on the same given samples, as a
   cross-check (both are tested against a function with known indices).
 - **Factor mapping**: the tail is Y >= its q-quantile (q = 0.9 by default). Per level, the
@@ -45,11 +47,16 @@ def encode(factor_dicts: list[dict], names: list[str]) -> tuple[np.ndarray, list
 
 
 def _conditional_variance(groups: np.ndarray, y: np.ndarray) -> float:
-    """V(E[Y | group]): variance of the group means, weighted by group size."""
+    """V(E[Y | group]): variance of the group means weighted by group size, less its
+    sampling bias (L - 1)/n x the within-group variance. NaN when no group has two runs."""
     _, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
-    sums = np.bincount(inverse, weights=y)
-    means = sums / counts
-    return float((counts * (means - y.mean()) ** 2).sum() / len(y))
+    n, levels = len(y), len(counts)
+    if n - levels < 1:
+        return float("nan")
+    means = np.bincount(inverse, weights=y) / counts
+    between = float((counts * (means - y.mean()) ** 2).sum() / n)
+    within = float(((y - means[inverse]) ** 2).sum() / (n - levels))
+    return between - (levels - 1) / n * within
 
 
 def first_order(codes: np.ndarray, y) -> np.ndarray:
@@ -81,7 +88,8 @@ def interactions(codes: np.ndarray, y) -> np.ndarray:
 
 def top_interactions(codes: np.ndarray, y, n: int = 10) -> list[tuple[tuple[int, int], float]]:
     m = interactions(codes, y)
-    pairs = [((i, j), float(m[i, j])) for i, j in itertools.combinations(range(codes.shape[1]), 2)]
+    pairs = [((i, j), float(m[i, j])) for i, j in itertools.combinations(range(codes.shape[1]), 2)
+             if np.isfinite(m[i, j])]
     return sorted(pairs, key=lambda p: -p[1])[:n]
 
 
@@ -210,7 +218,8 @@ MECHANISMS = {
 def notes(report: dict) -> list[str]:
     """Plain-word notes on the top factor, the tail levels and nondeterminism of a report."""
     out = []
-    prio = report.get("prioritization") or []
+    every = report.get("prioritization") or []
+    prio = [p for p in every if p["first_order"] is not None]
     fss = sorted({t["fs"] for t in report.get("treatments", [])})
     if prio:
         top = prio[0]
@@ -221,6 +230,11 @@ def notes(report: dict) -> list[str]:
         for fs in fss:
             if (fs, top["factor"]) in MECHANISMS:
                 out.append(f"On {fs}: {MECHANISMS[(fs, top['factor'])]}.")
+    unknown = [p for p in every if p["first_order"] is None]
+    if unknown:
+        out.append(f"Too few runs per level to estimate {', '.join(p['factor'] for p in unknown)} "
+                   f"({', '.join(str(p.get('levels', '?')) for p in unknown)} levels): run more treatments "
+                   "or fix those factors with --factor.")
     tail = report.get("tail") or {}
     hot = sorted((lv for lv in tail.get("levels", []) if lv["significant"]), key=lambda lv: -lv["tail_share"])
     share = tail.get("share")

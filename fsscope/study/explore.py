@@ -165,8 +165,10 @@ def report(plan: Plan, rows: list[dict], *, study_dir: str = "", quantile: float
     codes, values = sensitivity.encode([r["factors"] for r in ok], names)
     y = np.array([r["d_span_bytes"] for r in ok], dtype=float)
     first = sensitivity.first_order(codes, y)
-    out["prioritization"] = sorted(({"factor": n, "first_order": round(float(first[j]), 6)}
-                                    for j, n in enumerate(names)), key=lambda d: -d["first_order"])
+    out["prioritization"] = sorted(
+        ({"factor": n, "first_order": round(float(first[j]), 6) if np.isfinite(first[j]) else None,
+          "levels": len(values[j])} for j, n in enumerate(names)),
+        key=lambda d: -d["first_order"] if d["first_order"] is not None else np.inf)
     out["interactions"] = [{"factors": [names[i], names[j]], "interaction": round(v, 6)}
                            for (i, j), v in sensitivity.top_interactions(codes, y, 10)]
     tail = sensitivity.factor_mapping(codes, y, quantile)
