@@ -60,12 +60,14 @@ def _conditional_variance(groups: np.ndarray, y: np.ndarray) -> float:
 
 
 def first_order(codes: np.ndarray, y) -> np.ndarray:
-    """S_i = V(E[Y|X_i]) / V(Y) per column of ``codes`` (0 where Y does not vary)."""
+    """S_i = V(E[Y|X_i]) / V(Y) per column of ``codes`` (0 where Y does not vary). The bias
+    correction can go below 0 for a factor that does nothing; that is shown as 0."""
     y = np.asarray(y, dtype=float)
     var = y.var()
     if len(y) < 2 or var == 0:
         return np.zeros(codes.shape[1])
-    return np.array([_conditional_variance(codes[:, j], y) / var for j in range(codes.shape[1])])
+    return np.array([max(0.0, v) if np.isfinite(v) else v
+                     for v in (_conditional_variance(codes[:, j], y) / var for j in range(codes.shape[1]))])
 
 
 def _pair_codes(codes: np.ndarray, i: int, j: int) -> np.ndarray:
