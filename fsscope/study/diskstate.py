@@ -51,6 +51,7 @@ NOT_FRAGMENTED = 6
 LAYOUT_LOGNORMAL = {1: (0.6931472, 1.0), 2: (1.9095425, 0.775), 3: (2.442347, 0.55),
                     4: (2.7880929, 0.325), 5: (3.0445224, 0.1)}
 PUNCH_FILL = 0.99  # the punch file takes 99 % of the free space, as in Chopper
+BTRFS_PUNCH_FILL = 0.9  # btrfs keeps a metadata reserve that statvfs counts as available
 FALLOC_FL_KEEP_SIZE = 0x01
 FALLOC_FL_PUNCH_HOLE = 0x02
 
@@ -99,6 +100,24 @@ def punch_holes(path: Path, holes: np.ndarray) -> int:
     finally:
         os.close(fd)
     return int(holes.sum())
+
+
+def fallocate_pieces(path: Path, holes: np.ndarray) -> np.ndarray:
+    """The punch file allocated piece by piece -- a separator block, then each hole's range,
+    one fallocate each -- for btrfs, which frees a data extent only when nothing references
+    any of it: punching part of one big preallocated extent would free nothing. Stops at the
+    first ENOSPC (btrfs's metadata reserve); returns the holes that were allocated."""
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+    done, offset = 0, 0
+    try:
+        for size in holes.tolist():
+            if _libc.fallocate(fd, 0, offset, BLOCK_BYTES + size) != 0:
+                break
+            offset += BLOCK_BYTES + size
+            done += 1
+    finally:
+        os.close(fd)
+    return holes[:done]
 
 
 def fallocate_file(path: Path, size_bytes: int) -> None:
@@ -170,11 +189,15 @@ def build(state: DiskState, dest: Path, *, seed: int = 1) -> dict:
             info["placeholder_bytes"] = used
             if state.layout != NOT_FRAGMENTED:
                 vfs = os.statvfs(mnt)
-                budget = int(vfs.f_bavail * vfs.f_frsize * PUNCH_FILL) // BLOCK_BYTES * BLOCK_BYTES
+                fill = BTRFS_PUNCH_FILL if recipe.fs == "btrfs" else PUNCH_FILL
+                budget = int(vfs.f_bavail * vfs.f_frsize * fill) // BLOCK_BYTES * BLOCK_BYTES
                 holes = hole_sizes(state.layout, budget, seed)
                 info["budget_bytes"] = budget
                 punch = mnt / "punchfile"
-                fallocate_file(punch, int(holes.sum()) + BLOCK_BYTES * (len(holes) + 1))
+                if recipe.fs == "btrfs":
+                    holes = fallocate_pieces(punch, holes)
+                else:
+                    fallocate_file(punch, int(holes.sum()) + BLOCK_BYTES * (len(holes) + 1))
                 info["holes"] = int(len(holes))
                 info["hole_bytes"] = punch_holes(punch, holes)
             syncfs(str(mnt))
