@@ -153,11 +153,15 @@ def _undo_all_but_image(journal: Journal, group: str) -> None:
 
 @contextmanager
 def mounted_image(img: Path, recipe: Recipe, journal: Journal, group: str, *,
-                  make_fs: bool = False) -> Iterator[Path]:
+                  make_fs: bool = False, timing: dict | None = None) -> Iterator[Path]:
     """Attach ``img``, optionally mkfs it, mount it (all journalled); yields the mount point;
-    unmounted and detached on exit."""
+    unmounted and detached on exit. ``timing`` gets attach_s and mount_s."""
+    timing = {} if timing is None else timing
     try:
+        t = time.monotonic()
         dev, _ = image.attach(img, journal, group)
+        timing["attach_s"] = time.monotonic() - t
+        t = time.monotonic()
         if make_fs:
             filesystem.mkfs(recipe, dev)
         mnt = paths.state_dir() / "mnt" / group
@@ -165,6 +169,7 @@ def mounted_image(img: Path, recipe: Recipe, journal: Journal, group: str, *,
         mnt.mkdir(parents=True)
         journal.record("mount", group, mountpoint=str(mnt), source=dev)
         filesystem.mount(recipe, dev, str(mnt))
+        timing["mount_s"] = time.monotonic() - t
         yield mnt
     finally:
         _undo_all_but_image(journal, group)
@@ -227,7 +232,7 @@ def base_image(state: DiskState, cache_dir: Path) -> Path:
 @contextmanager
 def clone(base: Path, recipe: Recipe, timing: dict) -> Iterator[Path]:
     """A private copy of ``base``, attached and mounted; yields the mount point. Times each
-    step into ``timing`` (clone, attach+mount, release) and undoes everything on exit."""
+    step into ``timing`` (clone, attach, mount, release) and undoes everything on exit."""
     journal, group = Journal(), "study-" + uuid.uuid4().hex[:10]
     img = ram_dir() / f"fsscope-{group}.img"
     t = time.monotonic()
@@ -235,9 +240,7 @@ def clone(base: Path, recipe: Recipe, timing: dict) -> Iterator[Path]:
         journal.record("image", group, path=str(img))
         image.copy_image(base, img)
         timing["clone_s"] = time.monotonic() - t
-        t = time.monotonic()
-        with mounted_image(img, recipe, journal, group) as mnt:
-            timing["mount_s"] = time.monotonic() - t
+        with mounted_image(img, recipe, journal, group, timing=timing) as mnt:
             yield mnt
             t = time.monotonic()
     finally:
