@@ -8,7 +8,8 @@ The questions Chopper asked of its d-span table (anchors §2.5), answered the sa
   minus its sampling bias: with L levels the plain variance of level means overstates
   V(E[Y|X]) by (L - 1)/n x the within-level variance (a factor with one run per level would
   "explain" everything), so that term is subtracted (ANOVA's omega-squared correction).
-  Where a factor has no level with two runs the share cannot be estimated (NaN). Pairwise
+  Where a factor has fewer than two runs per level on average the share is not estimated
+  (NaN), nor an interaction with fewer than two runs per level pair. Pairwise
   interaction: ``V(E[Y | X_i, X_j]) / V(Y) - S_i - S_j``, corrected the same way.
   :func:`salib_first_order` gives SALib's RBD-FAST estimate on the same given samples, as a
   cross-check (both are tested against a function with known indices).
@@ -31,6 +32,9 @@ import numpy as np
 from scipy import stats
 
 ALPHA = 0.05
+#: A variance share is estimated only with at least this many runs per level (per level
+#: pair for interactions) on average; below it the estimate is mostly its own noise.
+MIN_RUNS_PER_LEVEL = 2
 
 
 def _key(value):
@@ -48,10 +52,10 @@ def encode(factor_dicts: list[dict], names: list[str]) -> tuple[np.ndarray, list
 
 def _conditional_variance(groups: np.ndarray, y: np.ndarray) -> float:
     """V(E[Y | group]): variance of the group means weighted by group size, less its
-    sampling bias (L - 1)/n x the within-group variance. NaN when no group has two runs."""
+    sampling bias (L - 1)/n x the within-group variance. NaN below two runs per group."""
     _, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
     n, levels = len(y), len(counts)
-    if n - levels < 1:
+    if n < MIN_RUNS_PER_LEVEL * levels:  # the correction would be all noise
         return float("nan")
     means = np.bincount(inverse, weights=y) / counts
     between = float((counts * (means - y.mean()) ** 2).sum() / n)
