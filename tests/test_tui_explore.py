@@ -5,13 +5,12 @@ heatmaps), and the same view comes back when the run is replayed."""
 from __future__ import annotations
 
 import pytest
+from test_tui import SIZE, assert_clean, live_of, open_replay, wait_for
 
+from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.explore_model import ExploreModel
 from fsscope.tui.widgets.explore_view import ExploreView
-from fsscope.targets import TargetSpec
-
-from test_tui import SIZE, assert_clean, live_of, open_replay, wait_for
 
 TINY = ["DiskSize=64M", "UsedRatio=0", "FreeSpaceLayout=6", "CPUCount=1", "FileCount=1", "FileSize=16K,128K"]
 

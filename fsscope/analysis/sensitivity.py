@@ -177,7 +177,7 @@ def nondeterminism(runs: list[tuple], factors_by_key: dict, names: list[str], mi
     share = float(changed.mean())
     codes, values = encode([factors_by_key[k] for k, _, _ in pairs], names)
     concentrated = []
-    if 0 < share:
+    if share > 0:
         for i, j in itertools.combinations(range(len(names)), 2):
             best = None
             for a, b in set(zip(codes[:, i].tolist(), codes[:, j].tolist())):

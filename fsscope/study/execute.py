@@ -29,8 +29,8 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from fsscope.errors import FsscopeError
 from fsscope.study.plan import Plan

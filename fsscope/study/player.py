@@ -38,7 +38,6 @@ from fsscope.layout.freespace import syncfs
 from fsscope.study.space import Level, Schema
 from fsscope.units import parse_size_bytes
 
-
 # --- the explore factors' schema: each normaliser reads TOML or --factor text ---------------
 
 def _int(lo: int, hi: int | None = None):

@@ -95,7 +95,7 @@ class ExploreView(LiveView):
                         f"{SHADES[1:]} = more; * significant)\n", style="bold")
             for name, cells in levels:
                 text.append(f"  {name:16s} ")
-                for level, share, sig in cells[:32]:
+                for _level, share, sig in cells[:32]:
                     text.append(shade(share), style="bold red" if sig else "")
                 hot = [level_text(lv) for lv, _, sig in cells if sig]
                 text.append(f"  {'* ' + ', '.join(hot[:4]) if hot else ''}\n")
