@@ -199,6 +199,11 @@ def test_explore_cli_end_to_end(tmp_path):
     header = (study / "treatments.csv").read_text().splitlines()[0].split(",")
     assert {"id", "fs", "d_span_bytes", "FileSize", "file0_d_span_bytes", "t_clone_s"} <= set(header)
     assert (study / "plan.json").exists()
+    # resuming a finished study runs nothing and reports the same table
+    again = tmp_path / "again.json"
+    proc = _fsscope("explore", "--resume", str(study), "--json", str(again))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(again.read_text())["treatments"] == report["treatments"]
     assert "fsscope explore --space chopper" in _fsscope("explore", "--help").stdout
     assert study_leftovers() == []
 
