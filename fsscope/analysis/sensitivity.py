@@ -208,6 +208,11 @@ MECHANISMS = {
                       "later chunk is allocated afresh, often far away",
     ("ext4", "DirectorySpan"): "ext4's Orlov allocator spreads top-level directories over block groups, "
                                "so files in different directories start in different groups",
+    ("xfs", "FileCount"): "xfs puts each new directory in another allocation group and a file's data near "
+                          "its directory, so a second file in another directory lands in another AG: the "
+                          "set's d-span jumps by about an AG",
+    ("ext4", "FileCount"): "a second file in another directory starts in another block group (Orlov), so "
+                           "the set's d-span grows with the distance between the groups",
     ("xfs", "DirectorySpan"): "xfs places new directories in different allocation groups and a file's "
                               "data near its directory's AG",
     ("ext4", "ChunkOrder"): "writing chunks out of order makes ext4 allocate each at a goal derived from "
