@@ -253,3 +253,23 @@ def test_first_order_is_not_fooled_by_one_run_per_level():
     assert np.isnan(s[0])
     noise = balanced_lhs(2000, [10], seed=2)
     assert abs(sensitivity.first_order(noise, rng.normal(size=2000))[0]) < 0.01
+
+
+def test_chunk_writes_follow_order_density_and_rounds():
+    # 4 chunks of 16 KiB written 3,1,2,0; half of each chunk
+    writes = player.chunk_writes(64 * 1024, 4, 0.5, "3120")
+    assert writes == [(0, 48 * 1024, 8192), (1, 16 * 1024, 8192), (2, 32 * 1024, 8192), (3, 0, 8192)]
+    # density 1.5: the whole file once, then half of every chunk again (overwrite)
+    again = player.chunk_writes(64 * 1024, 4, 1.5, "0123")
+    assert [w[2] for w in again] == [16384] * 4 + [8192] * 4 and sum(w[2] for w in again) == 96 * 1024
+    # a 4-chunk order serves 2 chunks: digits >= the count are skipped
+    assert [w[1] for w in player.chunk_writes(8192, 2, 1.0, "3120")] == [4096, 0]
+
+
+def test_files_spread_over_directory_span(tmp_path):
+    tree = player.directory_tree(tmp_path / "t", 4)
+    assert len(tree) == 31 and all(d.is_dir() for d in tree)
+    level2 = tree[3:]  # breadth-first from level 2
+    assert player.file_dirs(tree, 4, 2, 1, 1) == [level2[0]]
+    assert player.file_dirs(tree, 4, 2, 5, 1) == [level2[4]]
+    assert player.file_dirs(tree, 4, 2, 12, 2) == [level2[0], level2[11]]
