@@ -36,7 +36,7 @@ def test_explore_model_from_report_rows():
 @pytest.mark.privileged
 async def test_explore_job_live_and_replayed(tmp_path):
     app = make_app(AppConfig(target=TargetSpec("dir", str(tmp_path)), jobs=("explore",),
-                             job_defaults={"explore": {"treatments": 3, "workers": 2, "factors": TINY}}))
+                             job_defaults={"explore": {"treatments": 2, "workers": 1, "factors": TINY}}))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.2)
         assert app.screen.query_one("#job-picker").selected == ["explore"]
@@ -48,15 +48,20 @@ async def test_explore_job_live_and_replayed(tmp_path):
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         assert job.fraction == 1.0
 
-        def check(screen) -> None:
+        async def check(screen) -> None:
             view = screen.job_view
             assert isinstance(view, ExploreView)
-            text = str(view.query_one("#explore-text").content)
-            assert "3 treatments final" in text and "ext4" in text
+
+            def text() -> str:
+                return str(view.query_one("#explore-text").content)
+
+            await wait_for(pilot, lambda: "2 treatments final" in text(), 10, "the final view")
+            text = text()
+            assert "ext4" in text
             assert "factor prioritization" in text and job.report["prioritization"][0]["factor"] in text
             assert job.report["notes"][0][:30] in text
 
-        check(live)
-        check(await open_replay(pilot, app, job.run_id, settle_s=0.5))
+        await check(live)
+        await check(await open_replay(pilot, app, job.run_id, settle_s=0.5))
     assert_clean()
     assert not app.worker_errors

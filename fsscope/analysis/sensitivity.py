@@ -178,7 +178,8 @@ def nondeterminism(runs: list[tuple], factors_by_key: dict, names: list[str], mi
     codes, values = encode([factors_by_key[k] for k, _, _ in pairs], names)
     concentrated = []
     if share > 0:
-        for i, j in itertools.combinations(range(len(names)), 2):
+        varied = [j for j in range(len(names)) if len(values[j]) > 1]  # a fixed factor explains nothing
+        for i, j in itertools.combinations(varied, 2):
             best = None
             for a, b in set(zip(codes[:, i].tolist(), codes[:, j].tolist())):
                 mask = (codes[:, i] == a) & (codes[:, j] == b)
