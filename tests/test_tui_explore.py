@@ -29,6 +29,9 @@ def test_explore_model_from_report_rows():
     assert [share for _, share, _ in tail["A"]] == [0.0, 1.0]
     a, b, la, lb, grid = model.pair_heatmap()
     assert (a, la) == ("A", [0, 1]) and grid.shape == (2, 4)
+    version = model.version
+    model.next_pair()  # the view's p key: the next pair (two factors: back to the same one)
+    assert model.version > version and model.pair_heatmap()[:2] == ("A", "B")
     text = ExploreView.render_model(model).plain
     assert "20 treatments so far" in text and "1 failed" in text and "ext4" in text
 

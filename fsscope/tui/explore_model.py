@@ -24,6 +24,7 @@ class ExploreModel:
         self.version = 0
         self.telemetry: list[tuple[float, float, float]] = []
         self.quantile = float(self.spec.get("tail_quantile") or 0.9)
+        self.pair_index = 0  # which factor pair the heatmap shows
 
     def feed(self, event: dict) -> bool:
         if event.get("kind") != "treatment":
@@ -91,12 +92,23 @@ class ExploreModel:
         return [(name, [(values[j][c], share, sig) for c, (share, _, _, sig) in sorted(tail.levels[j].items())])
                 for j, name in enumerate(self.names)]
 
+    def pairs(self) -> list[tuple[str, str]]:
+        """Factor pairs among the four with the largest shares, the top pair first."""
+        top = [n for n, s in self.shares() if s is not None][:4]
+        return [(a, b) for k, a in enumerate(top) for b in top[k + 1:]]
+
+    def next_pair(self) -> None:
+        """Show the next factor pair's heatmap (the view's ``p`` key)."""
+        self.pair_index += 1
+        self.version += 1
+
     def pair_heatmap(self) -> tuple[str, str, list, list, np.ndarray] | None:
-        """Tail share for the two factors with the largest shares: (name i, name j, levels i,
-        levels j, matrix)."""
-        top = [n for n, s in self.shares() if s is not None][:2]
-        if len(top) < 2:
+        """Tail share for the chosen factor pair (the top two until ``next_pair``):
+        (name i, name j, levels i, levels j, matrix)."""
+        pairs = self.pairs()
+        if not pairs:
             return None
+        a, b = pairs[self.pair_index % len(pairs)]
         codes, values, y = self._encoded()
-        i, j = self.names.index(top[0]), self.names.index(top[1])
-        return top[0], top[1], values[i], values[j], sensitivity.tail_heatmap(codes, y, i, j, self.quantile)
+        i, j = self.names.index(a), self.names.index(b)
+        return a, b, values[i], values[j], sensitivity.tail_heatmap(codes, y, i, j, self.quantile)

@@ -8,6 +8,7 @@ import math
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -46,9 +47,18 @@ class ExploreView(LiveView):
     ExploreView #explore-body { height: 1fr; border: round $panel; padding: 0 1; }
     """
 
+    BINDINGS = [Binding("p", "next_pair", "Factor pair")]
+
     def __init__(self, *, id: str | None = None):
         super().__init__(id=id)
         self._drawn: tuple | None = None
+        self._view: JobView | None = None
+
+    def action_next_pair(self) -> None:
+        model = self.model_of(self._view)
+        if model is not None:
+            model.next_pair()
+            self.update_view(self._view)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="explore-body"):
@@ -66,6 +76,7 @@ class ExploreView(LiveView):
         self.update_view(view)
 
     def update_view(self, view: JobView) -> None:
+        self._view = view
         model = self.model_of(view)
         if model is None or self._drawn == (id(model), model.version):
             return
@@ -102,7 +113,8 @@ class ExploreView(LiveView):
         pair = model.pair_heatmap()
         if pair is not None:
             a, b, la, lb, grid = pair
-            text.append(f"\ntail share: {a} (rows) × {b} (columns)\n", style="bold")
+            text.append(f"\ntail share: {a} (rows) × {b} (columns)", style="bold")
+            text.append("   p: next factor pair\n", style="dim")
             for i, level in enumerate(la[:16]):
                 text.append(f"  {level_text(level):>10s} ")
                 text.append("".join(shade(v) for v in grid[i][:48]) + "\n")
