@@ -57,7 +57,7 @@ def study_leftovers() -> list[str]:
     """Study journal entries, clones and loop devices left on this host."""
     left = [f"journal {e.kind} {e.group}" for e in Journal().entries() if e.group.startswith("study-")]
     ram = Path(os.environ["FSSCOPE_RAM_DIR"])
-    left += [str(p) for p in ram.glob("fsscope-study-*.img")]
+    left += [str(p) for p in ram.glob("fsscope-study-*")]  # clones and disk-state caches
     for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
         try:
             name = backing.read_text().strip()
@@ -230,3 +230,31 @@ def test_explore_cli_bad_input_is_one_line(args, says, capsys):
     err = capsys.readouterr().err
     assert says in err and len(err.strip().splitlines()) == 1, err
     assert explore_runs() == before  # refused before any run record
+
+
+def test_explore_cli_cancel_stops_promptly_and_cleans_up():
+    """SIGTERM to the headless command (what Ctrl-C does): the job's process group, LocalCluster
+    workers included, is told to stop; the study notices although no row can come any more,
+    records 'cancelled', and leaves nothing mounted or attached -- resumable later."""
+    before = set(paths.runs_dir().glob("*-explore*")) if paths.runs_dir().is_dir() else set()
+    proc = subprocess.Popen([sys.executable, "-m", "fsscope", "explore", "--treatments", "30", "--workers", "2",
+                             *[f"--factor={k}={v}" for k, v in OVERRIDES.items()]],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        rows: list[dict] = []
+        while time.monotonic() < deadline and not rows:
+            new = set(paths.runs_dir().glob("*-explore*")) - before if paths.runs_dir().is_dir() else set()
+            rows = execute.load_rows(next(iter(new))) if new else []
+            time.sleep(0.2)
+        assert rows, "no treatment finished"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    run = next(iter(set(paths.runs_dir().glob("*-explore*")) - before))
+    assert json.loads((run / "manifest.json").read_text())["status"] == "cancelled"
+    assert 0 < len(execute.load_rows(run)) < 30
+    assert study_leftovers() == []

@@ -37,6 +37,7 @@ from fsscope.study.plan import Plan
 from fsscope.targets.journal import Journal, owner_alive, undo_entries
 
 ROWS_FILE = "treatments.ndjson"
+POLL_S = 0.5  # how often a running study looks at its cancel flag
 STUDY_GROUP_PREFIX = "study-"
 
 
@@ -124,30 +125,37 @@ def run_study(plan: Plan, treatment_fn: Callable[[dict], dict], study_dir: Path,
     done = total - len(todo)
     if not todo:
         return order_rows(plan, done_rows)
-    from distributed import as_completed
+    from distributed import wait
 
     cluster = Cluster(workers=workers, scheduler=scheduler)
     tag = uuid.uuid4().hex[:8]
     try:
         futures = {cluster.client.submit(treatment_fn, t.to_dict(), key=f"treatment-{t.id}-{tag}",
                                          pure=False, retries=retries): t for t in todo}
+        pending = set(futures)
         with open(study_dir / ROWS_FILE, "a") as fh:
-            for future in as_completed(futures):
-                t = futures[future]
-                if future.status == "finished":
-                    row = future.result()
-                else:
-                    exc = future.exception()
-                    row = t.to_dict() | {"error": f"{type(exc).__name__}: {exc}"}
-                _append_row(fh, row)
-                done_rows.append(row)
-                done += 1
-                if on_row is not None:
-                    on_row(row, done, total)
-                if cancelled():
-                    for other in futures:
-                        other.cancel()
-                    break
+            # Poll rather than block on the next row: a cancel must be seen even when no row
+            # can come (the workers were stopped with the job's process group).
+            while pending and not cancelled():
+                try:
+                    finished = wait(pending, timeout=POLL_S, return_when="FIRST_COMPLETED").done
+                except TimeoutError:
+                    continue
+                for future in sorted(finished, key=lambda f: futures[f].id):
+                    pending.discard(future)
+                    t = futures[future]
+                    if future.status == "finished":
+                        row = future.result()
+                    else:
+                        exc = future.exception()
+                        row = t.to_dict() | {"error": f"{type(exc).__name__}: {exc}"}
+                    _append_row(fh, row)
+                    done_rows.append(row)
+                    done += 1
+                    if on_row is not None:
+                        on_row(row, done, total)
+            for future in pending:
+                future.cancel()
         if teardown is not None:
             try:
                 cluster.client.run(teardown)
