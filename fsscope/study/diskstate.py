@@ -207,8 +207,7 @@ def build(state: DiskState, dest: Path, *, seed: int = 1) -> dict:
                 info["hole_bytes"] = punch_holes(punch, holes)
             syncfs(str(mnt))
         os.replace(scratch, dest)
-        image_entry = [e for e in journal.entries(group=group) if e.kind == "image"]
-        for entry in image_entry:
+        for entry in journal.entries(group=group):  # only the scratch image's: now the cache's
             journal.forget(entry)
     finally:
         undo_group(journal, group)  # the scratch image, if we did not get to the rename

@@ -17,6 +17,7 @@ import os
 import shutil
 import socket
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,9 +30,10 @@ from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
 from fsscope.study import diskstate, player
 from fsscope.study import space as spaces
-from fsscope.study.execute import cleanup_study_leftovers, order_rows, run_study
+from fsscope.study.execute import STUDY_GROUP_PREFIX, cleanup_study_leftovers, order_rows, run_study
 from fsscope.study.plan import Plan
 from fsscope.study.table import save_table
+from fsscope.targets.journal import Journal
 
 METRICS = ("d_span_bytes", "extents", "layout_score", "d_span_ideal_ratio")
 
@@ -131,8 +133,17 @@ def run(ctx, spec: Spec) -> dict:
         rate = done / max(time.monotonic() - t0, 1e-9)
         ctx.progress(done, total, unit="treatments", info=f"{rate * 60:.0f}/min")
 
-    rows = run_study(plan, treatment, study_dir, workers=spec.workers, scheduler=spec.scheduler,
-                     on_row=on_row, cancelled=lambda: ctx.cancelled, teardown=treatment.drop_cache)
+    # This host's disk-state cache goes with the job: dropped at the end, and by the journal
+    # (owner: this process) if the job is killed. Remote hosts drop theirs at the end.
+    journal = Journal()
+    cache_entry = journal.record("workdir", f"{STUDY_GROUP_PREFIX}cache-{uuid.uuid4().hex[:8]}",
+                                 path=str(treatment.cache_dir()))
+    try:
+        rows = run_study(plan, treatment, study_dir, workers=spec.workers, scheduler=spec.scheduler,
+                         on_row=on_row, cancelled=lambda: ctx.cancelled, teardown=treatment.drop_cache)
+    finally:
+        treatment.drop_cache()
+        journal.forget(cache_entry)
     rows = order_rows(plan, rows)
     save_table(plan, rows, study_dir)
     if Path(study_dir) != ctx.run_dir.path:
