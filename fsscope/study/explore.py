@@ -124,11 +124,11 @@ def run(ctx, spec: Spec) -> dict:
                                  dict(plan.space.settings), f"fsscope-study-{Path(study_dir).name}",
                                  spec.hold_path)
     total = len(plan.treatments())
-    ctx.emit("phase", name=f"explore: {total} treatments on {', '.join(plan.recipes)}")
+    ctx.phase(f"explore: {total} treatments on {', '.join(plan.recipes)}")
     t0 = time.monotonic()
 
     def on_row(row: dict, done: int, total: int) -> None:
-        ctx.emit("treatment", id=row["id"], recipe=row["recipe"], fs=row.get("fs", ""),
+        ctx.data("treatment", id=row["id"], recipe=row["recipe"], fs=row.get("fs", ""),
                  factors=row["factors"], d_span_bytes=row.get("d_span_bytes"), error=row.get("error"))
         rate = done / max(time.monotonic() - t0, 1e-9)
         ctx.progress(done, total, unit="treatments", info=f"{rate * 60:.0f}/min")
