@@ -5,7 +5,7 @@ heatmaps), and the same view comes back when the run is replayed."""
 from __future__ import annotations
 
 import pytest
-from test_tui import SIZE, assert_clean, live_of, open_replay, wait_for
+from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, wait_for
 
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -41,12 +41,11 @@ async def test_explore_job_live_and_replayed(tmp_path):
     app = make_app(AppConfig(target=TargetSpec("dir", str(tmp_path)), jobs=("explore",),
                              job_defaults={"explore": {"treatments": 2, "workers": 1, "factors": TINY}}))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert app.screen.query_one("#job-picker").selected == ["explore"]
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await wait_for(pilot, lambda: live.control is not None and live.control.done.is_set(), 180, "the study")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: plan_over(live), 180, "the study")
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         assert job.fraction == 1.0
@@ -65,6 +64,6 @@ async def test_explore_job_live_and_replayed(tmp_path):
             assert job.report["notes"][0][:30] in text
 
         await check(live)
-        await check(await open_replay(pilot, app, job.run_id, settle_s=0.5))
+        await check(await open_replay(pilot, app, job.run_id))
     assert_clean()
     assert not app.worker_errors

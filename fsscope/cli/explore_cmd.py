@@ -14,8 +14,8 @@ from fsscope.cli.common import positive_float, positive_int
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
+from fsscope.format import format_bytes
 from fsscope.targets import TargetSpec
-from fsscope.units import format_bytes
 
 DESCRIPTION = """\
 Treat the file system as a simulator of its block allocator (He et al., "Reducing File System

@@ -12,11 +12,11 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from fsscope.format import format_bytes
 from fsscope.tui.explore_model import ExploreModel
 from fsscope.tui.model import JobView
 from fsscope.tui.widgets.live_view import LiveView
 from fsscope.tui.widgets.syncwrite_view import bar
-from fsscope.units import format_bytes
 
 SPARK = "▁▂▃▄▅▆▇█"
 SHADES = " ░▒▓█"
