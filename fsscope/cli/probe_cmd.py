@@ -10,7 +10,7 @@ from rich.table import Table
 from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
-from fsscope.workloads.probe import OPS, ProbeSpec
+from fsscope.workloads.probe import OPS, TRACE_MODES, ProbeSpec
 
 DESCRIPTION = """\
 Time one syscall per file: on a freshly made file system, do OP on files 0..N-1 in one new
@@ -19,14 +19,21 @@ Repeat R times on fresh file systems. Files that are slow in (nearly) every run 
 structural — the file system changed a data structure at that point (a directory changed
 format, an inode chunk was allocated, a B-tree leaf filled) — and fsscope explains them from
 the file system's geometry; files slow in one run only are counted as noise.
-(Method: Aota & Kono, quantitative analysis of tail latency in file systems.)"""
+(Method: Aota & Kono, quantitative analysis of tail latency in file systems.)
+
+As root, fsscope also asks the kernel (tracefs, its own instance per job) what happened inside
+each call: by default one extra traced run after the untraced measured ones, so every flag's
+note says which file-system events fired inside that call, how many block requests it issued,
+and whether the kernel confirms or contradicts the geometry's prediction."""
 
 EPILOG = """\
 examples:
   fsscope probe --recipe xfs-default --ram --size 512M --files 1000 --runs 5
   fsscope probe --recipe ext4-bench --image /var/tmp/p.img --mkfs-opts "-b 1024" --name-length 12
   fsscope probe --recipe btrfs-default --ram --size 512M --files 3000 --json probe.json
-  fsscope probe --dir /srv/scratch --op stat --files 5000       (no root: a fresh subdirectory per run)"""
+  fsscope probe --dir /srv/scratch --op stat --files 5000       (no root: a fresh subdirectory per run)
+  fsscope probe --recipe xfs-default --files 600 --runs 3 --trace all   (every run traced)
+  fsscope probe --recipe ext4-default --trace off                        (no kernel tracing)"""
 
 
 MAX_FLAGS_SHOWN = 30
@@ -83,7 +90,8 @@ RENDERERS["probe"] = render
 
 def cmd_probe(args) -> int:
     spec = ProbeSpec(op=args.op, files=args.files, runs=args.runs, name_length=args.name_length,
-                     sync_before=args.sync_before, fresh_fs=not args.same_fs, cpu=args.cpu)
+                     sync_before=args.sync_before, fresh_fs=not args.same_fs, cpu=args.cpu,
+                     trace=args.trace)
     target = target_from_args(args, default_kind="ram")
     recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
     return run_job("probe", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render)
@@ -99,5 +107,9 @@ def add_parser(sub) -> None:
     p.add_argument("--sync-before", choices=("each", "none"), default="each", help="sync() before each call (default each)")
     p.add_argument("--same-fs", action="store_true", help="one file system for all runs (a fresh directory per run) instead of mkfs per run")
     p.add_argument("--cpu", type=int, metavar="CPU", help="CPU to pin the probe to (default: the last one)")
+    p.add_argument("--trace", choices=TRACE_MODES, default="attribute",
+                   help="kernel-event attribution through tracefs (root): 'attribute' (default) adds one "
+                        "traced run after the untraced measured ones and backs every flag with the kernel "
+                        "events inside that call; 'all' traces every run; 'off' none")
     add_job_args(p)
     p.set_defaults(func=cmd_probe)

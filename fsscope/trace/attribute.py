@@ -1,0 +1,323 @@
+"""Join kernel events to what the job measured: calls (probe), windows (bench), writes.
+
+Pure functions on numpy arrays. Events and calls share CLOCK_MONOTONIC ns (trace_clock mono
+and time.monotonic_ns), so an event belongs to call i when start_i <= ts <= start_i + latency_i.
+Calls are sequential (one process, one call at a time), so one ``searchsorted`` places every
+event. Event names are used without their system ("xfs_dir2_sf_to_block").
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fsscope.trace import catalog
+from fsscope.trace.decode import RWBS_FLUSH, RWBS_FUA, RWBS_SYNC, RWBS_WRITE
+
+ISSUE = "block_rq_issue"
+COMPLETE = "block_rq_complete"
+SWITCH = "sched_switch"
+COMMIT_EVENTS = ("jbd2_start_commit", "jbd2_end_commit", "btrfs_transaction_commit")
+
+
+def short(name: str) -> str:
+    return name.split("/", 1)[-1]
+
+
+def call_index(ts_ns: np.ndarray, start_ns: np.ndarray, latency_ns: np.ndarray) -> np.ndarray:
+    """For each event time, the index of the call it fell inside, or -1. Calls not reached
+    (latency < 0) hold nothing."""
+    reached = latency_ns >= 0
+    count = len(reached) if reached.all() else int(np.argmax(~reached))  # calls run in order
+    if count == 0:
+        return np.full(len(ts_ns), -1, dtype=np.int64)
+    starts, ends = start_ns[:count], start_ns[:count] + latency_ns[:count]
+    idx = np.searchsorted(starts, ts_ns, side="right") - 1
+    inside = (idx >= 0) & (ts_ns <= ends[np.clip(idx, 0, count - 1)])
+    return np.where(inside, idx, -1)
+
+
+@dataclass
+class OffCpu:
+    index: int
+    off_ns: int
+    preempted: bool      # runnable when switched out (another task took the CPU)
+    by: str              # who ran instead (first switch)
+
+
+@dataclass
+class RunCalls:
+    """One traced run: which events fell into which call."""
+
+    run: int
+    latency_ns: np.ndarray
+    events: dict[int, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    io_requests: Counter = field(default_factory=Counter)
+    io_bytes: Counter = field(default_factory=Counter)
+    io_flags: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    off_cpu: dict[int, list[OffCpu]] = field(default_factory=lambda: defaultdict(list))
+
+
+def attribute_run(events: np.ndarray, names: list[str], start_ns: np.ndarray,
+                  latency_ns: np.ndarray, *, pid: int, run: int = 0,
+                  comms: dict[int, str] | None = None) -> RunCalls:
+    """Place one run's events (already selected for that run) into its calls."""
+    comms = comms or {}
+    out = RunCalls(run, latency_ns)
+    if len(events) == 0:
+        return out
+    short_names = [short(n) for n in names]
+    idx = call_index(events["ts_ns"], start_ns, latency_ns)
+    for ev, i in zip(events, idx):
+        if i < 0:
+            continue
+        name = short_names[ev["code"]]
+        if name == COMPLETE or name == SWITCH:
+            continue
+        out.events[int(i)][name] += 1
+        if name == ISSUE:
+            out.io_requests[int(i)] += 1
+            out.io_bytes[int(i)] += int(ev["bytes"])
+            out.io_flags[int(i)] |= int(ev["flags"])
+    _off_cpu(events, short_names, idx, pid, comms, out)
+    return out
+
+
+def _off_cpu(events, short_names, idx, pid, comms, out: RunCalls) -> None:
+    """Pair each switch-out of ``pid`` inside a call with its next switch-in."""
+    switch_code = short_names.index(SWITCH) if SWITCH in short_names else -1
+    if switch_code < 0:
+        return
+    sel = np.flatnonzero(events["code"] == switch_code)
+    pending = None
+    for k in sel:
+        ev = events[k]
+        if int(ev["sector"]) == pid and pending is None:  # prev_pid == pid: it left the CPU
+            state = int(ev["flags"])
+            pending = (int(idx[k]), int(ev["ts_ns"]), (state & 0x7F) == 0,
+                       comms.get(int(ev["arg"]), f"pid {int(ev['arg'])}"))
+        elif int(ev["arg"]) == pid and pending is not None:  # next_pid == pid: back on
+            call, t_out, preempted, by = pending
+            if call >= 0:
+                out.off_cpu[call].append(OffCpu(call, int(ev["ts_ns"]) - t_out, preempted, by))
+            pending = None
+
+
+def runs_of(events: np.ndarray) -> list[int]:
+    return sorted(int(r) for r in np.unique(events["run"])) if len(events) else []
+
+
+def kernel_evidence(runs: list[RunCalls], indices: list[int]) -> dict:
+    """The probe JSON's ``kernel`` block for a flag at ``indices``: in how many traced runs
+    each event fired inside one of those calls, and the block requests/bytes they issued
+    (median over the traced runs)."""
+    seen: Counter = Counter()
+    requests, nbytes = [], []
+    for rc in runs:
+        names = set()
+        for i in indices:
+            names.update(rc.events.get(i, {}))
+        seen.update(names)
+        requests.append(sum(rc.io_requests.get(i, 0) for i in indices))
+        nbytes.append(sum(rc.io_bytes.get(i, 0) for i in indices))
+    return {"events": dict(sorted(seen.items())),
+            "io_requests": int(np.median(requests)) if requests else 0,
+            "io_bytes": int(np.median(nbytes)) if nbytes else 0,
+            "runs_traced": len(runs)}
+
+
+def evidence_sentence(kernel: dict, op: str) -> str:
+    """'in 5/5 traced runs xfs_dir2_sf_to_block fired inside this creat; it issued 3 block
+    requests (12 KiB)' -- or that the kernel shows nothing there."""
+    n = kernel.get("runs_traced", 0)
+    if not n:
+        return ""
+    events = {k: v for k, v in kernel["events"].items() if k != ISSUE}
+    parts = [f"{name} in {runs}/{n}" for name, runs in sorted(events.items(), key=lambda kv: -kv[1])]
+    what = ("kernel: " + ", ".join(parts) + f" traced run{'s' if n > 1 else ''} fired inside this {op}"
+            if parts else f"kernel: no file-system event inside this {op} in {n} traced run{'s' if n > 1 else ''}")
+    if kernel.get("io_requests"):
+        what += f"; it issued {kernel['io_requests']} block request{'s' if kernel['io_requests'] != 1 else ''} " \
+                f"({kernel['io_bytes'] / 1024:.0f} KiB)"
+    return what
+
+
+def structural_events(runs: list[RunCalls], outlier_indices: set[int]) -> list[dict]:
+    """Every structure-changing event seen inside a call, outlier or not (probe JSON)."""
+    kinds = {}
+    for group in catalog.BY_FS.values():
+        for entry in group:
+            kinds[entry.name] = entry.kind
+    counts: Counter = Counter()
+    for rc in runs:
+        for i, names in rc.events.items():
+            for name in names:
+                if kinds.get(name) in catalog.STRUCTURAL_KINDS:
+                    counts[(i, name)] += 1
+    return [{"index": i, "event": name, "runs": runs_seen, "latency_outlier": i in outlier_indices}
+            for (i, name), runs_seen in sorted(counts.items())]
+
+
+def call_cause(rc: RunCalls, index: int) -> str:
+    """Why one call was slow, as far as the trace shows; "" when it shows nothing."""
+    causes = []
+    for off in rc.off_cpu.get(index, []):
+        if off.preempted:
+            causes.append(f"preempted by {off.by} for {off.off_ns / 1e3:.0f} µs")
+        else:
+            causes.append(f"blocked off-CPU for {off.off_ns / 1e3:.0f} µs")
+    if rc.io_requests.get(index):
+        causes.append(f"waited on I/O ({rc.io_requests[index]} block request"
+                      f"{'s' if rc.io_requests[index] != 1 else ''}, {rc.io_bytes[index] / 1024:.0f} KiB"
+                      f"{', ' + flag_words(rc.io_flags[index]) if flag_words(rc.io_flags[index]) else ''})")
+    names = rc.events.get(index, {})
+    if any(name in names for name in COMMIT_EVENTS):
+        causes.append("a journal commit ran during it")
+    fs_events = [n for n in names if n not in (ISSUE, *COMMIT_EVENTS)]
+    if fs_events:
+        causes.append(", ".join(sorted(fs_events)))
+    return "; ".join(causes)
+
+
+def flag_words(bits: int) -> str:
+    return "/".join(w for w, b in (("FLUSH", RWBS_FLUSH), ("FUA", RWBS_FUA), ("SYNC", RWBS_SYNC))
+                    if bits & b)
+
+
+def noise(runs: list[RunCalls], flagged: set[int], *, factor: float = 5.0, limit: int = 10) -> list[dict]:
+    """One-off slow calls of the traced runs (not at a flagged index), with their cause."""
+    out = []
+    for rc in runs:
+        lat = rc.latency_ns
+        reached = lat[lat >= 0]
+        if len(reached) == 0:
+            continue
+        threshold = factor * float(np.median(reached))
+        for i in np.flatnonzero(lat > threshold):
+            if int(i) in flagged:
+                continue
+            out.append({"run": rc.run, "index": int(i), "latency_ns": int(lat[i]),
+                        "cause": call_cause(rc, int(i)) or "no kernel event explains it"})
+    out.sort(key=lambda d: -d["latency_ns"])
+    return out[:limit]
+
+
+# --- windows and writes -------------------------------------------------------------
+
+
+def window_counts(events: np.ndarray, names: list[str], start_ns: int, window_ns: int,
+                  windows: int) -> dict[str, list[int]]:
+    """Per window [start + k*window, start + (k+1)*window): journal commits, writeback
+    starts, block write requests and bytes written to the device."""
+    short_names = [short(n) for n in names]
+    k = (events["ts_ns"] - start_ns) // max(window_ns, 1)
+    inside = (k >= 0) & (k < windows)
+
+    def count(name: str, mask=None) -> np.ndarray:
+        if name not in short_names:
+            return np.zeros(windows, np.int64)
+        sel = inside & (events["code"] == short_names.index(name))
+        if mask is not None:
+            sel &= mask
+        return np.bincount(k[sel].astype(np.int64), minlength=windows)[:windows]
+
+    writes = (events["flags"] & RWBS_WRITE) != 0
+    issue_sel = inside & writes & (events["code"] == (short_names.index(ISSUE) if ISSUE in short_names else -1))
+    bytes_written = np.bincount(k[issue_sel].astype(np.int64), weights=events["bytes"][issue_sel].astype(float),
+                                minlength=windows)[:windows]
+    commits = count("jbd2_start_commit") + count("btrfs_transaction_commit")
+    return {"journal_commits": commits.tolist(), "writeback_starts": count("writeback_start").tolist(),
+            "write_requests": count(ISSUE, writes).tolist(),
+            "bytes_written": [int(b) for b in bytes_written],
+            "flushes": count(ISSUE, (events["flags"] & RWBS_FLUSH) != 0).tolist()}
+
+
+def per_call_io(events: np.ndarray, names: list[str], start_ns: np.ndarray,
+                latency_ns: np.ndarray) -> dict[str, np.ndarray]:
+    """Per call (e.g. each synchronous write): block requests issued inside it, bytes, and
+    how many carried FLUSH and FUA -- the device-level cost of making it durable."""
+    short_names = [short(n) for n in names]
+    n = len(latency_ns)
+    zero = {"requests": np.zeros(n, np.int64), "bytes": np.zeros(n, np.int64),
+            "flush": np.zeros(n, np.int64), "fua": np.zeros(n, np.int64)}
+    if ISSUE not in short_names or len(events) == 0:
+        return zero
+    issues = events[events["code"] == short_names.index(ISSUE)]
+    idx = call_index(issues["ts_ns"], start_ns, latency_ns)
+    ok = idx >= 0
+    where = idx[ok]
+    return {"requests": np.bincount(where, minlength=n)[:n],
+            "bytes": np.bincount(where, weights=issues["bytes"][ok].astype(float), minlength=n)[:n].astype(np.int64),
+            "flush": np.bincount(where, weights=((issues["flags"][ok] & RWBS_FLUSH) != 0), minlength=n)[:n].astype(np.int64),
+            "fua": np.bincount(where, weights=((issues["flags"][ok] & RWBS_FUA) != 0), minlength=n)[:n].astype(np.int64)}
+
+
+# --- prediction / kernel / latency ----------------------------------------------------
+
+
+def _prediction_indices(p: dict) -> list[int]:
+    if p.get("kind") == "series" and p.get("index") is not None and p.get("stride"):
+        return [p["index"] + k * p["stride"] for k in range(p.get("count") or 1)]
+    if p.get("index") is not None:
+        return [p["index"]]
+    return [i for i in (p.get("index_low"), p.get("index_high")) if i is not None]
+
+
+def _near(i: int, candidates, tolerance: int) -> bool:
+    return any(abs(i - c) <= tolerance for c in candidates)
+
+
+def structure_table(predictions: list[dict], structural: list[dict], flagged: set[int],
+                    enabled: list[str]) -> list[dict]:
+    """Per structure: predicted by geometry / seen by the kernel / slow in latency, with a
+    verdict. A structure with no kernel event says so; a kernel event nothing predicted (for
+    events that fire only for their structure) gets a row of its own."""
+    enabled_short = {short(e) for e in enabled}
+    evidence: dict[str, list[str]] = defaultdict(list)
+    exclusive: dict[str, str] = {}
+    for group in catalog.BY_FS.values():
+        for entry in group:
+            if entry.name in enabled_short:
+                for s in entry.structures:
+                    if entry.name not in evidence[s]:
+                        evidence[s].append(entry.name)
+                    if entry.exclusive:
+                        exclusive[entry.name] = s
+    seen_by_event: dict[str, set[int]] = defaultdict(set)
+    for row in structural:
+        seen_by_event[row["event"]].add(row["index"])
+    rows = []
+    for p in predictions:
+        structure = p.get("structure", "")
+        predicted = _prediction_indices(p)
+        tolerance = int(p.get("tolerance_files") or 0)
+        if p.get("index") is None and p.get("index_low") is not None:  # a window
+            tolerance = max(tolerance, (p["index_high"] - p["index_low"]))
+        events = evidence.get(structure, [])
+        seen = sorted(set().union(*(seen_by_event[e] for e in events))) if events else []
+        confirmed = [i for i in predicted if _near(i, seen, tolerance)]
+        slow = [i for i in predicted if _near(i, flagged, tolerance)]
+        if not events:
+            verdict = "no kernel event for this structure"
+        elif len(predicted) > 1 and p.get("kind") == "series":
+            verdict = f"confirmed {len(confirmed)}/{len(predicted)} members"
+            if len(confirmed) < len(predicted):
+                verdict += " (kernel contradicts the rest)"
+        elif confirmed:
+            verdict = "confirmed"
+        else:
+            near = [i for i in seen if abs(i - predicted[0]) <= 64] if predicted else []
+            verdict = (f"contradicted: the kernel shows {', '.join(events)} at {near[:5]}"
+                       if near else f"contradicted: {', '.join(events)} did not fire there")
+        rows.append({"structure": structure, "events": events, "predicted": predicted[:50],
+                     "seen": seen[:50], "slow": slow[:50], "verdict": verdict})
+    predicted_structures = {p.get("structure") for p in predictions}
+    for event, structure in exclusive.items():
+        extra = sorted(seen_by_event.get(event, set()))
+        if extra and structure not in predicted_structures:
+            rows.append({"structure": structure, "events": [event], "predicted": [], "seen": extra,
+                         "slow": [i for i in extra if i in flagged],
+                         "verdict": "seen by the kernel, not predicted"})
+    return rows
