@@ -14,12 +14,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fsscope.trace import catalog
-from fsscope.trace.decode import RWBS_FLUSH, RWBS_FUA, RWBS_SYNC, RWBS_WRITE
+from fsscope.trace.decode import RWBS_FLUSH, RWBS_FUA, RWBS_READ, RWBS_SYNC, RWBS_WRITE
 
 ISSUE = "block_rq_issue"
 COMPLETE = "block_rq_complete"
 SWITCH = "sched_switch"
 COMMIT_EVENTS = ("jbd2_start_commit", "jbd2_end_commit", "btrfs_transaction_commit")
+#: A block READ issued inside a call: metadata that was not cached (e.g. a cold XFS inode
+#: cluster). Counted as its own pseudo-event beside block_rq_issue.
+BLOCK_READ = "block_read"
+#: Structures whose kernel evidence is a block read inside the call.
+READ_EVIDENCE = {"xfs-inode-cluster-read": BLOCK_READ}
 
 
 def short(name: str) -> str:
@@ -81,6 +86,8 @@ def attribute_run(events: np.ndarray, names: list[str], start_ns: np.ndarray,
             out.io_requests[int(i)] += 1
             out.io_bytes[int(i)] += int(ev["bytes"])
             out.io_flags[int(i)] |= int(ev["flags"])
+            if ev["flags"] & RWBS_READ:
+                out.events[int(i)][BLOCK_READ] += 1
     _off_cpu(events, short_names, idx, pid, comms, out)
     return out
 
@@ -112,9 +119,9 @@ def runs_of(events: np.ndarray) -> list[int]:
 def kernel_evidence(runs: list[RunCalls], indices: list[int]) -> dict:
     """The probe JSON's ``kernel`` block for a flag at ``indices``: in how many traced runs
     each event fired inside one of those calls, and the block requests/bytes they issued
-    (median over the traced runs)."""
+    (median over the traced runs); for a single call also what kept it off the CPU."""
     seen: Counter = Counter()
-    requests, nbytes = [], []
+    requests, nbytes, causes = [], [], []
     for rc in runs:
         names = set()
         for i in indices:
@@ -122,26 +129,53 @@ def kernel_evidence(runs: list[RunCalls], indices: list[int]) -> dict:
         seen.update(names)
         requests.append(sum(rc.io_requests.get(i, 0) for i in indices))
         nbytes.append(sum(rc.io_bytes.get(i, 0) for i in indices))
+        if len(indices) == 1:
+            causes += _off_cpu_summary(rc.off_cpu.get(indices[0], []))
     return {"events": dict(sorted(seen.items())),
             "io_requests": int(np.median(requests)) if requests else 0,
             "io_bytes": int(np.median(nbytes)) if nbytes else 0,
-            "runs_traced": len(runs)}
+            "runs_traced": len(runs), "off_cpu": causes[:5]}
+
+
+def _off_cpu_summary(offs: list[OffCpu]) -> list[str]:
+    """'preempted by kworker/1:1 for 340 µs', 'blocked (waiting) 4× for 26 µs in total'."""
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for off in offs:
+        groups[(off.preempted, off.by if off.preempted else "")].append(off.off_ns)
+    out = []
+    for (preempted, by), spans in groups.items():
+        times = f"{len(spans)}× " if len(spans) > 1 else ""
+        total = f"{sum(spans) / 1e3:.0f} µs" + (" in total" if len(spans) > 1 else "")
+        out.append(f"preempted by {by} {times}for {total}" if preempted
+                   else f"blocked off-CPU (waiting) {times}for {total}")
+    return out
 
 
 def evidence_sentence(kernel: dict, op: str) -> str:
-    """'in 5/5 traced runs xfs_dir2_sf_to_block fired inside this creat; it issued 3 block
-    requests (12 KiB)' -- or that the kernel shows nothing there."""
+    """'kernel (5 traced runs): inside this creat xfs_dir2_sf_to_block fired in 5/5; it
+    issued 3 block requests (12 KiB)' -- or that the kernel shows nothing there."""
     n = kernel.get("runs_traced", 0)
     if not n:
         return ""
-    events = {k: v for k, v in kernel["events"].items() if k != ISSUE}
-    parts = [f"{name} in {runs}/{n}" for name, runs in sorted(events.items(), key=lambda kv: -kv[1])]
-    what = ("kernel: " + ", ".join(parts) + f" traced run{'s' if n > 1 else ''} fired inside this {op}"
-            if parts else f"kernel: no file-system event inside this {op} in {n} traced run{'s' if n > 1 else ''}")
+    runs_word = f"{n} traced run{'s' if n > 1 else ''}"
+    events = {k: v for k, v in kernel["events"].items() if k not in (ISSUE, BLOCK_READ)}
+    order = sorted(events.items(), key=lambda kv: (not _exclusive(kv[0]), -kv[1], kv[0]))
+    if order:
+        what = (f"kernel ({runs_word}): inside this {op} "
+                + ", ".join(f"{name} fired in {runs}/{n}" for name, runs in order))
+    else:
+        what = f"kernel ({runs_word}): no file-system event inside this {op}"
     if kernel.get("io_requests"):
-        what += f"; it issued {kernel['io_requests']} block request{'s' if kernel['io_requests'] != 1 else ''} " \
-                f"({kernel['io_bytes'] / 1024:.0f} KiB)"
+        count = kernel["io_requests"]
+        what += f"; it issued {count} block request{'s' if count != 1 else ''} ({kernel['io_bytes'] / 1024:.0f} KiB)"
+    if kernel.get("off_cpu"):
+        what += "; " + ", ".join(kernel["off_cpu"])
     return what
+
+
+def _exclusive(name: str) -> bool:
+    entry = catalog.lookup(name)
+    return bool(entry and entry.exclusive)
 
 
 def structural_events(runs: list[RunCalls], outlier_indices: set[int]) -> list[dict]:
@@ -154,7 +188,7 @@ def structural_events(runs: list[RunCalls], outlier_indices: set[int]) -> list[d
     for rc in runs:
         for i, names in rc.events.items():
             for name in names:
-                if kinds.get(name) in catalog.STRUCTURAL_KINDS:
+                if kinds.get(name) in catalog.STRUCTURAL_KINDS or name == BLOCK_READ:
                     counts[(i, name)] += 1
     return [{"index": i, "event": name, "runs": runs_seen, "latency_outlier": i in outlier_indices}
             for (i, name), runs_seen in sorted(counts.items())]
@@ -163,11 +197,7 @@ def structural_events(runs: list[RunCalls], outlier_indices: set[int]) -> list[d
 def call_cause(rc: RunCalls, index: int) -> str:
     """Why one call was slow, as far as the trace shows; "" when it shows nothing."""
     causes = []
-    for off in rc.off_cpu.get(index, []):
-        if off.preempted:
-            causes.append(f"preempted by {off.by} for {off.off_ns / 1e3:.0f} µs")
-        else:
-            causes.append(f"blocked off-CPU for {off.off_ns / 1e3:.0f} µs")
+    causes += _off_cpu_summary(rc.off_cpu.get(index, []))
     if rc.io_requests.get(index):
         causes.append(f"waited on I/O ({rc.io_requests[index]} block request"
                       f"{'s' if rc.io_requests[index] != 1 else ''}, {rc.io_bytes[index] / 1024:.0f} KiB"
@@ -175,7 +205,7 @@ def call_cause(rc: RunCalls, index: int) -> str:
     names = rc.events.get(index, {})
     if any(name in names for name in COMMIT_EVENTS):
         causes.append("a journal commit ran during it")
-    fs_events = [n for n in names if n not in (ISSUE, *COMMIT_EVENTS)]
+    fs_events = [n for n in names if n not in (ISSUE, BLOCK_READ, *COMMIT_EVENTS)]
     if fs_events:
         causes.append(", ".join(sorted(fs_events)))
     return "; ".join(causes)
@@ -285,6 +315,9 @@ def structure_table(predictions: list[dict], structural: list[dict], flagged: se
                         evidence[s].append(entry.name)
                     if entry.exclusive:
                         exclusive[entry.name] = s
+    if "block_rq_issue" in enabled_short:
+        for structure, pseudo in READ_EVIDENCE.items():
+            evidence[structure].append(pseudo)
     seen_by_event: dict[str, set[int]] = defaultdict(set)
     for row in structural:
         seen_by_event[row["event"]].add(row["index"])

@@ -95,7 +95,7 @@ XFS = (
 EXT4 = (
     CatalogEvent("ext4/ext4_allocate_blocks", "alloc", "pid",
                  "ext4 allocated blocks for an inode (for creat: a new directory block)",
-                 ("ext4-dir-htree-conversion", "ext4-dir-new-linear-block"),
+                 ("ext4-dir-htree-conversion", "ext4-htree-first-leaf-split", "ext4-dir-new-linear-block"),
                  {"dev": "dev", "arg": "ino", "sector": "block", "bytes": "len"}),
     CatalogEvent("ext4/ext4_mballoc_alloc", "alloc", "pid",
                  "ext4's multiblock allocator searched the buddy bitmaps (goal vs result)",

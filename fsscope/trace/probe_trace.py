@@ -79,7 +79,10 @@ class ProbeTrace:
             yield
             failed = False
         finally:
-            tracer.__exit__(RuntimeError if failed else None, None, None)
+            try:
+                tracer.__exit__(RuntimeError if failed else None, None, None)
+            except FsscopeError as exc:  # the measurement stands; only its trace is lost
+                self.ctx.emit("log", line=f"trace of run {run + 1} lost: {exc}")
         if tracer.result is not None:
             result = tracer.result
             result.events["run"] = run

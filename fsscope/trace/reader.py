@@ -15,6 +15,7 @@ import argparse
 import errno
 import os
 import select
+import signal
 import sys
 from pathlib import Path
 
@@ -71,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--avoid-cpu", type=int, default=None)
     args = parser.parse_args(argv)
+    # A cancel signals the job's whole process group; the job stops the reader itself (after
+    # the last drain), so the reader must not die with the first SIGTERM/SIGINT.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if args.avoid_cpu is not None:
         others = os.sched_getaffinity(0) - {args.avoid_cpu}
         if others:

@@ -120,6 +120,9 @@ def run(ctx, spec: ProbeSpec) -> dict:
     report["predictions"] = [_plain(p) for p in predictions]
     findings = _findings(analysis) if done_rows else []
     trace.attribute(report, findings, report.get("flags", []))
+    if trace.results:  # the thresholds are the explained flags, now with their kernel evidence
+        report["thresholds"] = [{k: v for k, v in f.items() if k != "title"}
+                                for f in report["flags"] if f.get("structure")]
     if trace.results:
         ctx.emit("kernel", flags=[{"index": f.get("index"), "flag": f.get("flag"), "kernel": f.get("kernel"),
                                    "note": f.get("note")} for f in report.get("flags", [])],
