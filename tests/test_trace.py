@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 
 import numpy as np
@@ -167,3 +168,29 @@ def test_per_call_io_counts_requests_bytes_flush_and_fua():
     assert io["requests"].tolist() == [1, 2]  # the completion is not a request
     assert io["bytes"].tolist() == [4096, 8192]
     assert io["flush"].tolist() == [0, 1] and io["fua"].tolist() == [0, 1]
+
+
+@pytest.mark.privileged
+def test_a_forced_sync_shows_its_journal_commit_in_its_bench_window():
+    handle = runner.start("bench", {"personality": "webserver", "runs": 1, "duration_s": 4,
+                                    "window_sizes_s": [1], "nfiles": 100},
+                          TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
+    synced = []
+    for event in handle.events():
+        if event["kind"] == "samples" and not synced:  # the timed run is going: force a commit
+            mountpoint = next(e.fields["mountpoint"] for e in Journal().entries() if e.kind == "mount")
+            t0 = time.monotonic_ns()
+            subprocess.run(["sync", "-f", mountpoint], check=True)  # syncfs(2) of this fs only
+            synced.append((t0, time.monotonic_ns()))
+    report = handle.run_dir.report()
+    assert synced and report["trace"]["active"], report["trace"]
+    kernel = report["runs"][0]["kernel_windows"]
+    events = handle.run_dir.load_array("run0_trace_events")
+    code = report["trace"]["event_names"].index("jbd2/jbd2_start_commit")
+    commits = events["ts_ns"][events["code"] == code]
+    t0, t1 = synced[0]
+    inside = commits[(commits >= t0) & (commits <= t1)]
+    assert len(inside), "the sync started no journal commit"
+    window = int((inside[0] - kernel["start_ns"]) // int(kernel["window_s"] * 1e9))
+    assert kernel["journal_commits"][window] >= 1
+    assert sum(kernel["bytes_written"]) > 0 and len(kernel["journal_commits"]) == 4

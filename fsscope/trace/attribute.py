@@ -354,3 +354,32 @@ def structure_table(predictions: list[dict], structural: list[dict], flagged: se
                          "slow": [i for i in extra if i in flagged],
                          "verdict": "seen by the kernel, not predicted"})
     return rows
+
+
+def annotate_dips(ops_per_s: np.ndarray, kernel: dict[str, list[int]], window_s: float, *,
+                  threshold: float = 0.10) -> list[dict]:
+    """Throughput-N windows more than ``threshold`` below the run's median, each with what
+    the kernel did in it (journal commits, writeback starts, bytes written)."""
+    ops_per_s = np.asarray(ops_per_s, dtype=float)
+    if ops_per_s.size < 2:
+        return []
+    median = float(np.median(ops_per_s))
+    out = []
+    for k in np.flatnonzero(ops_per_s < median * (1 - threshold)):
+        k = int(k)
+        counts = {name: values[k] for name, values in kernel.items() if k < len(values)}
+        parts = []
+        if counts.get("journal_commits"):
+            parts.append(f"{counts['journal_commits']} journal commit{'s' if counts['journal_commits'] != 1 else ''}")
+        if counts.get("writeback_starts"):
+            parts.append(f"writeback started {counts['writeback_starts']}×")
+        if counts.get("bytes_written"):
+            parts.append(f"{counts['bytes_written'] / 2**20:.1f} MiB written to the device")
+        if counts.get("flushes"):
+            parts.append(f"{counts['flushes']} cache flush{'es' if counts['flushes'] != 1 else ''}")
+        below = 1 - ops_per_s[k] / median if median else 0.0
+        note = (f"{k * window_s:g}–{(k + 1) * window_s:g} s: {ops_per_s[k]:,.0f} ops/s, {below:.0%} below the "
+                f"run's median; kernel: " + (", ".join(parts) if parts else "no commit, writeback or device write"))
+        out.append({"window": k, "t_s": [k * window_s, (k + 1) * window_s], "ops_per_s": float(ops_per_s[k]),
+                    "below_median": round(below, 3), "kernel": counts, "note": note})
+    return out

@@ -138,12 +138,13 @@ BY_FS: dict[str, tuple[CatalogEvent, ...]] = {
 
 
 def events_for(fs: str, job: str = "probe") -> tuple[CatalogEvent, ...]:
-    """What to trace for ``job`` on file system ``fs``: its own events plus the block layer;
-    the measured process's scheduling for the probe, writeback for throughput jobs."""
+    """What to trace for ``job`` on file system ``fs``: for the probe its own events, the block
+    layer and the measured process's scheduling; for throughput jobs (many processes, long
+    runs) its journal commits, the block layer and writeback."""
     own = BY_FS.get(fs, ())
     if job == "probe":
         return own + BLOCK + SCHED
-    return own + BLOCK + WRITEBACK
+    return tuple(e for e in own if e.kind == "journal") + BLOCK + WRITEBACK
 
 
 def by_event(events: tuple[CatalogEvent, ...]) -> dict[str, CatalogEvent]:

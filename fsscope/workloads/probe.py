@@ -91,7 +91,7 @@ class ProbeSpec:
     fresh directory per run on the same file system); ``cpu`` is the CPU the measuring process
     is pinned to (None: the last CPU it may use, see :func:`default_cpu`). ``write_bytes`` is
     used by ``write-fsync``, ``fallocate_bytes`` by ``fallocate``. ``trace``: kernel-event
-    attribution (see :mod:`fsscope.trace.probe_trace`): ``attribute`` adds one traced run
+    attribution (see :mod:`fsscope.trace.jobs`): ``attribute`` adds one traced run
     after the untraced measured ones, ``all`` traces every run, ``off`` none.
     """
 

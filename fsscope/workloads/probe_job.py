@@ -18,7 +18,7 @@ from pathlib import Path
 from fsscope.analysis.findings import Outlier
 from fsscope.analysis.outliers import analyze
 from fsscope.errors import FsscopeError
-from fsscope.trace.probe_trace import ProbeTrace
+from fsscope.trace.jobs import ProbeTrace
 from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu
 
 Spec = ProbeSpec
