@@ -81,8 +81,48 @@ def render(report: dict, console: Console) -> None:
         console.print(f"[dim]… and {len(flags) - len(shown)} more unexplained flags (all in --json and 'fsscope report')[/]")
     if report.get("noise_count"):
         console.print(f"[dim]{report['noise_count']} files were slow in too few runs to be structural (noise)[/]")
+    render_kernel(report, console)
     if report.get("stopped_by"):
         console.print(f"[red]stopped early:[/] {report['stopped_by']}")
+
+
+def _indices(values: list[int], limit: int = 6) -> str:
+    if not values:
+        return "-"
+    text = ", ".join(str(v) for v in values[:limit])
+    return text + (f", … ({len(values)})" if len(values) > limit else "")
+
+
+def render_kernel(report: dict, console: Console) -> None:
+    """The kernel's side: per structure predicted / seen / slow, and one-off noise causes."""
+    trace = report.get("trace") or {}
+    if not trace.get("active"):
+        if trace.get("reason") and trace.get("mode") != "off":
+            console.print(f"[dim]kernel tracing off: {trace['reason']}[/]", highlight=False)
+        return
+    runs = trace.get("runs_traced") or []
+    table = Table(title=f"structures: geometry vs kernel ({len(runs)} traced run{'s' if len(runs) != 1 else ''}) "
+                        f"vs latency", title_justify="left")
+    for col in ("structure", "predicted at", "kernel saw it at", "slow at", "verdict"):
+        table.add_column(col, overflow="fold")
+    for row in report.get("structures") or []:
+        verdict = row["verdict"]
+        style = "green" if verdict.startswith("confirmed") and "contradicts" not in verdict else (
+            "red" if verdict.startswith("contradicted") or "contradicts" in verdict else "dim")
+        table.add_row(row["structure"], _indices(row["predicted"]), _indices(row["seen"]),
+                      _indices(row["slow"]), f"[{style}]{verdict}[/]")
+    console.print(table)
+    quiet = [e for e in report.get("structural_events") or []
+             if not e["latency_outlier"] and e["event"].startswith(("xfs_dir2_", "ext4_allocate"))
+             and e["event"] != "xfs_dir2_grow_inode"]
+    for event in quiet[:10]:
+        console.print(f"[cyan]●[/] {event['event']} at file {event['index']} in {event['runs']}/{len(runs)} "
+                      f"traced runs, not a latency outlier", highlight=False)
+    for item in (report.get("noise") or [])[:5]:
+        console.print(f"[dim]one-off: run {item['run'] + 1} file {item['index']} {item['latency_ns'] / 1e3:.0f} µs: "
+                      f"{item['cause']}[/]", highlight=False)
+    if not trace.get("complete", True):
+        console.print(f"[red]trace incomplete:[/] {trace.get('overrun', 0)} overrun, {trace.get('dropped', 0)} dropped")
 
 
 RENDERERS["probe"] = render
