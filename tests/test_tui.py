@@ -18,6 +18,7 @@ import pytest
 from fsscope import paths, recipes
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal, loops_backing
+from fsscope.trace.tracefs import unavailable_reason
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui import messages as msg
 from fsscope.tui.app import FsscopeApp
@@ -134,6 +135,9 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
         assert live.flags_panel.highlighted == position
         assert "short-form" in live.notes.text or "shortform" in live.notes.text, live.notes.text
         assert flag.title in live.notes.text
+        if unavailable_reason() is None:  # traced (--trace attribute): the kernel's events beside the note
+            assert "Kernel events inside this call" in live.notes.text
+            assert "xfs_dir2_sf_to_block" in live.notes.text, live.notes.text
         heatmap = live.query_one("#heatmap", Heatmap)
         assert heatmap._selected[flag.indices[0]]  # its cells are highlighted
         assert heatmap.cursor_files()[0] <= flag.indices[0] <= heatmap.cursor_files()[1]

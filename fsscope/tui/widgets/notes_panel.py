@@ -1,4 +1,5 @@
-"""The note of the selected flag: what was found, where, and what it means."""
+"""The note of the selected flag: what was found, where, and what it means -- and, when the
+job traced the kernel, the events that fired inside that call, each with what it means."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from fsscope.trace.catalog import lookup
 from fsscope.tui.model import Flag
 
 PLACEHOLDER = "Select a flag (↑↓ in the flags list) to read its note here."
@@ -35,5 +37,35 @@ class NotesPanel(VerticalScroll):
         if flag.where:
             body.append(f"{flag.kind} · {flag.where}\n\n", style="dim")
         body.append(flag.note or "(no note)")
+        kernel = flag.raw.get("kernel")
+        if isinstance(kernel, dict):
+            body.append("\n\n")
+            body.append_text(kernel_text(kernel))
         static.update(body)
         self.scroll_home(animate=False)
+
+
+def kernel_text(kernel: dict) -> Text:
+    """The kernel's side of one flag: each event with the runs it fired in and its meaning,
+    the block I/O the call issued, and what kept it off the CPU."""
+    runs = kernel.get("runs_traced", 0)
+    out = Text()
+    out.append(f"Kernel events inside this call ({runs} traced run{'s' if runs != 1 else ''})\n",
+               style="bold")
+    events = kernel.get("events") or {}
+    if not events:
+        out.append("  none: the kernel did no traced work inside this call\n", style="dim")
+    for name, seen in sorted(events.items(), key=lambda kv: (-kv[1], kv[0])):
+        entry = lookup(name)
+        meaning = entry.meaning if entry else ("a block read (metadata not in memory)" if name == "block_read" else "")
+        out.append(f"  {name}", style="bold cyan")
+        out.append(f"  {seen}/{runs}")
+        if meaning:
+            out.append(f"  {meaning}", style="dim")
+        out.append("\n")
+    if kernel.get("io_requests"):
+        out.append(f"  block I/O: {kernel['io_requests']} request{'s' if kernel['io_requests'] != 1 else ''}, "
+                   f"{kernel.get('io_bytes', 0) / 1024:.0f} KiB\n")
+    for cause in kernel.get("off_cpu") or []:
+        out.append(f"  {cause}\n")
+    return out
