@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -194,3 +195,34 @@ def test_a_forced_sync_shows_its_journal_commit_in_its_bench_window():
     window = int((inside[0] - kernel["start_ns"]) // int(kernel["window_s"] * 1e9))
     assert kernel["journal_commits"][window] >= 1
     assert sum(kernel["bytes_written"]) > 0 and len(kernel["journal_commits"]) == 4
+
+
+@pytest.mark.privileged
+def test_each_synchronous_write_is_attributed_its_device_requests(fresh_fs, scratch):
+    """The syncwrite attribution: per O_DSYNC write, the block requests, bytes and cache
+    flushes that reached the device inside that call."""
+    from fsscope.trace.session import Tracer
+
+    mounted = fresh_fs("ext4-default", size_bytes=256 * 2**20)
+    write_bytes, writes = 8192, 12
+    start_ns = np.zeros(writes, np.int64)
+    latency_ns = np.zeros(writes, np.int64)
+    fd = os.open(mounted.workdir / "sync.dat", os.O_CREAT | os.O_WRONLY | os.O_DSYNC, 0o644)
+    try:
+        with Tracer(scratch / "raw", fs=mounted.fs, job="syncwrite", pid=os.getpid(),
+                    device=mounted.device, journal=Journal()) as tracer:
+            for i in range(writes):
+                t0 = time.monotonic_ns()
+                os.write(fd, b"s" * write_bytes)
+                start_ns[i], latency_ns[i] = t0, time.monotonic_ns() - t0
+    finally:
+        os.close(fd)
+    result = tracer.result
+    assert result.lost == 0 and fsscope_instances() == []
+    assert not [e for e in Journal().entries() if e.kind == "tracefs"]
+    io = attribute.per_call_io(result.events, result.names, start_ns, latency_ns)
+    assert (io["requests"] >= 1).all()
+    assert (io["bytes"] >= write_bytes).all()  # the data itself, plus the journal's blocks
+    cache = Path(f"/sys/block/{Path(os.path.realpath(mounted.device)).name}/queue/write_cache")
+    if cache.read_text().strip() == "write back":  # a volatile cache: durability needs a flush
+        assert ((io["flush"] + io["fua"]) >= 1).all(), io
