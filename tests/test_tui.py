@@ -436,6 +436,10 @@ async def test_bench_live_view_variation_table_and_replay(scratch):
             assert sum(v is not None for v in data.current) == 3
             assert [f.title for f in screen.flags_panel.flags] == [f["title"] for f in report["flags"]]
             assert screen.query_one("#spark-rate").data
+            if report["trace"]["active"]:  # the kernel's events of the drawn run under the chart
+                commits = sum(report["runs"][1]["kernel_windows"]["journal_commits"])
+                assert ("J" in view.kernel_strip.text) == (commits > 0), view.kernel_strip.text
+                assert "written" in view.kernel_strip.text
 
         check_view(live)
         assert live._job_telemetry_s is not None and live.iops.values  # the job's own counters

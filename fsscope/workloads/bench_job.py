@@ -273,6 +273,7 @@ def run(ctx, spec: Spec) -> dict:
             counted = trace.windows(r, result.start_ns, window_s, len(result.throughput(window_s)))
             if counted is not None:
                 kernel_windows[r] = counted
+                out.emit("kernel", run=r, windows=counted)
             taskstats_available = samples.taskstats_available
             telemetry_notes.extend(samples.notes)
             for name, array in result.to_arrays().items():
