@@ -226,3 +226,30 @@ def test_each_synchronous_write_is_attributed_its_device_requests(fresh_fs, scra
     cache = Path(f"/sys/block/{Path(os.path.realpath(mounted.device)).name}/queue/write_cache")
     if cache.read_text().strip() == "write back":  # a volatile cache: durability needs a flush
         assert ((io["flush"] + io["fua"]) >= 1).all(), io
+
+
+def test_a_prediction_the_kernel_contradicts_is_reported_as_such():
+    predictions = [{"structure": "xfs-dir-shortform-to-block", "kind": "outlier", "index": 13,
+                    "tolerance_files": 0}]
+    structural = [{"index": 12, "event": "xfs_dir2_sf_to_block", "runs": 1, "latency_outlier": True},
+                  {"index": 500, "event": "xfs_dir2_leaf_to_node", "runs": 1, "latency_outlier": False}]
+    enabled = ["xfs/xfs_dir2_sf_to_block", "xfs/xfs_dir2_leaf_to_node"]
+    rows = {r["structure"]: r for r in attribute.structure_table(predictions, structural, {12}, enabled)}
+    sf = rows["xfs-dir-shortform-to-block"]
+    assert sf["verdict"].startswith("contradicted") and "[12]" in sf["verdict"] and sf["seen"] == [12]
+    node = rows["xfs-dir-leaf-to-node"]  # fired, though nothing predicted it in this range
+    assert node["verdict"] == "seen by the kernel, not predicted" and node["seen"] == [500]
+
+
+def test_a_preempted_call_names_who_took_the_cpu_and_for_how_long():
+    pid, other = 4242, 77
+    names = ["sched/sched_switch"]
+    events = np.zeros(2, EVENT_DTYPE)
+    events["ts_ns"] = [100_000, 400_000]
+    events["sector"] = [pid, other]      # prev_pid
+    events["arg"] = [other, pid]         # next_pid
+    events["flags"] = [0, 1]             # prev_state: R (preempted), then the other one sleeps
+    run = attribute.attribute_run(events, names, np.array([0]), np.array([1_000_000]), pid=pid,
+                                  comms={other: "kworker/1:1"})
+    assert attribute.call_cause(run, 0) == "preempted by kworker/1:1 for 300 µs"
+    assert attribute.kernel_evidence([run], [0])["off_cpu"] == ["preempted by kworker/1:1 for 300 µs"]
