@@ -277,11 +277,13 @@ def per_call_io(events: np.ndarray, names: list[str], start_ns: np.ndarray,
     issues = events[events["code"] == short_names.index(ISSUE)]
     idx = call_index(issues["ts_ns"], start_ns, latency_ns)
     ok = idx >= 0
-    where = idx[ok]
-    return {"requests": np.bincount(where, minlength=n)[:n],
-            "bytes": np.bincount(where, weights=issues["bytes"][ok].astype(float), minlength=n)[:n].astype(np.int64),
-            "flush": np.bincount(where, weights=((issues["flags"][ok] & RWBS_FLUSH) != 0), minlength=n)[:n].astype(np.int64),
-            "fua": np.bincount(where, weights=((issues["flags"][ok] & RWBS_FUA) != 0), minlength=n)[:n].astype(np.int64)}
+    where, flags = idx[ok], issues["flags"][ok]
+
+    def per_call(weights=None) -> np.ndarray:
+        return np.bincount(where, weights=weights, minlength=n)[:n].astype(np.int64)
+
+    return {"requests": per_call(), "bytes": per_call(issues["bytes"][ok].astype(float)),
+            "flush": per_call((flags & RWBS_FLUSH) != 0), "fua": per_call((flags & RWBS_FUA) != 0)}
 
 
 # --- prediction / kernel / latency ----------------------------------------------------

@@ -67,7 +67,8 @@ class JobTrace:
             yield
             return
         raw_dir = Path(self.ctx.run_dir.path) / f"trace-raw-{run}"
-        tracer = Tracer(raw_dir, fs=fs.fs, job=self.job, pid=self.pid, device=fs.device,
+        # a directory target: the device holding it (tmpfs has none, so no block events)
+        tracer = Tracer(raw_dir, fs=fs.fs, job=self.job, pid=self.pid, device=fs.device or fs.workdir,
                         avoid_cpu=next(iter(os.sched_getaffinity(0))) if self.pid else None,
                         journal=getattr(self.ctx.target, "journal", None))
         try:
