@@ -23,8 +23,7 @@ from fsscope.engine import runner
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal
 from fsscope.trace import attribute
-from fsscope.trace.decode import (EVENT_DTYPE, RWBS_FLUSH, RWBS_FUA, RWBS_READ, RWBS_SYNC,
-                                  RWBS_WRITE, rwbs_bits)
+from fsscope.trace.decode import EVENT_DTYPE, RWBS_FLUSH, RWBS_FUA, RWBS_READ, RWBS_SYNC, RWBS_WRITE, rwbs_bits
 from fsscope.trace.tracefs import fsscope_instances
 
 XFS_FORMAT_CHANGES = {"xfs-dir-shortform-to-block": "xfs_dir2_sf_to_block",

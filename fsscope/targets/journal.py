@@ -154,14 +154,12 @@ def undo(entry: Entry) -> str | None:
             return f"removed mount point {f['path']}"
         except FileNotFoundError:
             pass
-    elif entry.kind == "tracefs":  # a job's tracefs instance (fsscope.trace.tracefs)
-        if os.path.isdir(f["path"]):
-            _remove_trace_instance(f["path"])
-            return f"removed tracefs instance {f['path']}"
-    elif entry.kind == "workdir":
-        if os.path.isdir(f["path"]):
-            shutil.rmtree(f["path"], ignore_errors=True)
-            return f"removed work directory {f['path']}"
+    elif entry.kind == "tracefs" and os.path.isdir(f["path"]):  # a job's instance (fsscope.trace)
+        _remove_trace_instance(f["path"])
+        return f"removed tracefs instance {f['path']}"
+    elif entry.kind == "workdir" and os.path.isdir(f["path"]):
+        shutil.rmtree(f["path"], ignore_errors=True)
+        return f"removed work directory {f['path']}"
     return None
 
 

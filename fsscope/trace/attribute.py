@@ -79,7 +79,7 @@ def attribute_run(events: np.ndarray, names: list[str], start_ns: np.ndarray,
         if i < 0:
             continue
         name = short_names[ev["code"]]
-        if name == COMPLETE or name == SWITCH:
+        if name in (COMPLETE, SWITCH):
             continue
         out.events[int(i)][name] += 1
         if name == ISSUE:

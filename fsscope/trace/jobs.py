@@ -19,15 +19,15 @@ Without root or tracefs a job says why once and runs untraced.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 from fsscope.errors import FsscopeError
 from fsscope.trace import attribute
-from fsscope.trace.session import TraceResult, Tracer
+from fsscope.trace.session import Tracer, TraceResult
 from fsscope.trace.tracefs import unavailable_reason
 
 MODES = ("off", "attribute", "all")
