@@ -113,7 +113,7 @@ EXT4 = (
     CatalogEvent("ext4/ext4_discard_preallocations", "alloc", "pid",
                  "ext4 dropped an inode's unused preallocation",
                  columns={"dev": "dev", "arg": "ino", "bytes": "len"}),
-    CatalogEvent("ext4/ext4_mballoc_discard", "alloc", "none",
+    CatalogEvent("ext4/ext4_mballoc_discard", "alloc", "dev",
                  "ext4 discarded (TRIMmed) freed blocks",
                  columns={"dev": "dev", "sector": "result_start", "bytes": "result_len"}),
 )
@@ -125,10 +125,11 @@ BTRFS = (
                  "btrfs reserved an extent (data or metadata) in a block group",
                  columns={"sector": "start", "bytes": "len", "arg": "bg_objectid"}),
     CatalogEvent("btrfs/btrfs_chunk_alloc", "alloc", "none",
-                 "btrfs allocated a new chunk (block group) on the device",
+                 "btrfs allocated a new chunk (block group) (machine-wide: the event names no device)",
                  columns={"sector": "offset", "bytes": "size"}),
     CatalogEvent("btrfs/btrfs_transaction_commit", "journal", "none",
-                 "btrfs committed a transaction (its counterpart of a journal commit)",
+                 "btrfs committed a transaction, its counterpart of a journal commit (machine-wide: "
+                 "the event names no device)",
                  columns={"arg": "generation"}),
 )
 
