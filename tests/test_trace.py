@@ -59,6 +59,8 @@ def test_xfs_directory_format_changes_fire_inside_the_predicted_calls(cli, scrat
     report = _probe(cli, scratch, "xfs-default", 560, name_length, trace=trace)
     # attribute: one extra traced run after the measured one; all: the measured run itself
     assert report["trace"]["runs_traced"] == ([1] if trace == "attribute" else [0])
+    if trace == "attribute":  # its observer effect is measured against the untraced run
+        assert report["trace"]["median_ratio_vs_untraced"] > 0
     table = {row["structure"]: row for row in report["structures"]}
     for structure, event in XFS_FORMAT_CHANGES.items():
         predicted = _predicted(report, structure)

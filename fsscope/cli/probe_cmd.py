@@ -121,6 +121,9 @@ def render_kernel(report: dict, console: Console) -> None:
     for item in (report.get("noise") or [])[:5]:
         console.print(f"[dim]one-off: run {item['run'] + 1} file {item['index']} {item['latency_ns'] / 1e3:.0f} µs: "
                       f"{item['cause']}[/]", highlight=False)
+    if trace.get("median_ratio_vs_untraced") is not None:
+        console.print(f"[dim]the traced run's median call took {trace['median_ratio_vs_untraced']:.2f}× the "
+                      f"untraced runs' (observer effect; the flags come from the untraced runs)[/]", highlight=False)
     if not trace.get("complete", True):
         console.print(f"[red]trace incomplete:[/] {trace.get('overrun', 0)} overrun, {trace.get('dropped', 0)} dropped")
 

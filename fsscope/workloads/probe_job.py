@@ -15,6 +15,8 @@ import os
 from contextlib import nullcontext
 from pathlib import Path
 
+import numpy as np
+
 from fsscope.analysis.findings import Outlier
 from fsscope.analysis.outliers import analyze
 from fsscope.errors import FsscopeError
@@ -123,7 +125,12 @@ def run(ctx, spec: ProbeSpec) -> dict:
     if trace.results:  # the thresholds are the explained flags, now with their kernel evidence
         report["thresholds"] = [{k: v for k, v in f.items() if k != "title"}
                                 for f in report["flags"] if f.get("structure")]
-    if trace.results:
+        if spec.trace == "attribute" and done_rows:  # the traced run's own observer effect
+            traced = np.asarray(trace.rows[spec.runs][0])
+            measured = latency_ns[done_rows]
+            if (traced >= 0).any() and (measured >= 0).any():
+                report["trace"]["median_ratio_vs_untraced"] = round(
+                    float(np.median(traced[traced >= 0]) / np.median(measured[measured >= 0])), 3)
         ctx.emit("kernel", flags=[{"index": f.get("index"), "flag": f.get("flag"), "kernel": f.get("kernel"),
                                    "note": f.get("note")} for f in report.get("flags", [])],
                  structures=report["structures"], noise=report["noise"])
