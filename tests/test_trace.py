@@ -254,3 +254,15 @@ def test_a_preempted_call_names_who_took_the_cpu_and_for_how_long():
                                   comms={other: "kworker/1:1"})
     assert attribute.call_cause(run, 0) == "preempted by kworker/1:1 for 300 µs"
     assert attribute.kernel_evidence([run], [0])["off_cpu"] == ["preempted by kworker/1:1 for 300 µs"]
+
+
+def test_a_series_says_in_how_many_of_its_calls_each_event_fired():
+    run = attribute.RunCalls(0, np.zeros(200, np.int64))
+    for index in (60, 124):  # two of the three members allocated; one of them also converted
+        run.events[index]["xfs_alloc_vextent_finish"] += 1
+    run.events[124]["xfs_dir2_block_to_leaf"] += 1
+    kernel = attribute.kernel_evidence([run], [60, 124, 188])
+    assert kernel["members"] == {"xfs_alloc_vextent_finish": 2, "xfs_dir2_block_to_leaf": 1}
+    assert kernel["events"] == {"xfs_alloc_vextent_finish": 1, "xfs_dir2_block_to_leaf": 1}
+    sentence = attribute.evidence_sentence(kernel, "creat")
+    assert "xfs_alloc_vextent_finish fired in 2/3" in sentence and "block_to_leaf fired in 1/3" in sentence

@@ -119,8 +119,10 @@ def runs_of(events: np.ndarray) -> list[int]:
 def kernel_evidence(runs: list[RunCalls], indices: list[int]) -> dict:
     """The probe JSON's ``kernel`` block for a flag at ``indices``: in how many traced runs
     each event fired inside one of those calls, and the block requests/bytes they issued
-    (median over the traced runs); for a single call also what kept it off the CPU."""
+    (median over the traced runs); for a single call also what kept it off the CPU, for a
+    series in how many of its calls each event fired (``members``)."""
     seen: Counter = Counter()
+    members: Counter = Counter()
     requests, nbytes, causes = [], [], []
     for rc in runs:
         names = set()
@@ -131,10 +133,16 @@ def kernel_evidence(runs: list[RunCalls], indices: list[int]) -> dict:
         nbytes.append(sum(rc.io_bytes.get(i, 0) for i in indices))
         if len(indices) == 1:
             causes += _off_cpu_summary(rc.off_cpu.get(indices[0], []))
-    return {"events": dict(sorted(seen.items())),
-            "io_requests": int(np.median(requests)) if requests else 0,
-            "io_bytes": int(np.median(nbytes)) if nbytes else 0,
-            "runs_traced": len(runs), "off_cpu": causes[:5]}
+    if len(indices) > 1:
+        for i in indices:
+            members.update({name for rc in runs for name in rc.events.get(i, {})})
+    out = {"events": dict(sorted(seen.items())),
+           "io_requests": int(np.median(requests)) if requests else 0,
+           "io_bytes": int(np.median(nbytes)) if nbytes else 0,
+           "runs_traced": len(runs), "off_cpu": causes[:5]}
+    if len(indices) > 1:
+        out |= {"members": dict(sorted(members.items())), "calls": len(indices)}
+    return out
 
 
 def _off_cpu_summary(offs: list[OffCpu]) -> list[str]:
@@ -160,7 +168,12 @@ def evidence_sentence(kernel: dict, op: str) -> str:
     runs_word = f"{n} traced run{'s' if n > 1 else ''}"
     events = {k: v for k, v in kernel["events"].items() if k not in (ISSUE, BLOCK_READ)}
     order = sorted(events.items(), key=lambda kv: (not _exclusive(kv[0]), -kv[1], kv[0]))
-    if order:
+    members, calls = kernel.get("members"), kernel.get("calls")
+    if order and members:  # a series: how many of its calls saw each event
+        order = sorted(events.items(), key=lambda kv: (-members.get(kv[0], 0), kv[0]))
+        what = (f"kernel ({runs_word}): inside these {calls} {op} calls "
+                + ", ".join(f"{name} fired in {members.get(name, 0)}/{calls}" for name, _ in order))
+    elif order:
         what = (f"kernel ({runs_word}): inside this {op} "
                 + ", ".join(f"{name} fired in {runs}/{n}" for name, runs in order))
     else:
