@@ -55,11 +55,12 @@ def kernel_text(kernel: dict) -> Text:
     events = kernel.get("events") or {}
     if not events:
         out.append("  none: the kernel did no traced work inside this call\n", style="dim")
-    for name, seen in sorted(events.items(), key=lambda kv: (-kv[1], kv[0])):
+    members, calls = kernel.get("members") or {}, kernel.get("calls")
+    for name, seen in sorted(events.items(), key=lambda kv: (-members.get(kv[0], kv[1]), kv[0])):
         entry = lookup(name)
         meaning = entry.meaning if entry else ("a block read (metadata not in memory)" if name == "block_read" else "")
         out.append(f"  {name}", style="bold cyan")
-        out.append(f"  {seen}/{runs}")
+        out.append(f"  {members.get(name, 0)}/{calls} calls" if members else f"  {seen}/{runs}")
         if meaning:
             out.append(f"  {meaning}", style="dim")
         out.append("\n")
