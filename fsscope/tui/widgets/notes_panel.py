@@ -49,14 +49,20 @@ def kernel_text(kernel: dict) -> Text:
     """The kernel's side of one flag: each event with the runs it fired in and its meaning,
     the block I/O the call issued, and what kept it off the CPU."""
     runs = kernel.get("runs_traced", 0)
+    members, calls = kernel.get("members") or {}, kernel.get("calls")
+    where = f"these {calls} calls" if members else "this call"
     out = Text()
-    out.append(f"Kernel events inside this call ({runs} traced run{'s' if runs != 1 else ''})\n",
+    out.append(f"Kernel events inside {where} ({runs} traced run{'s' if runs != 1 else ''})\n",
                style="bold")
     events = kernel.get("events") or {}
     if not events:
         out.append("  none: the kernel did no traced work inside this call\n", style="dim")
-    members, calls = kernel.get("members") or {}, kernel.get("calls")
-    for name, seen in sorted(events.items(), key=lambda kv: (-members.get(kv[0], kv[1]), kv[0])):
+
+    def order(item: tuple[str, int]) -> tuple:  # format changes first, then the most frequent
+        entry = lookup(item[0])
+        return (not (entry and entry.exclusive), -members.get(item[0], item[1]), item[0])
+
+    for name, seen in sorted(events.items(), key=order):
         entry = lookup(name)
         meaning = entry.meaning if entry else ("a block read (metadata not in memory)" if name == "block_read" else "")
         out.append(f"  {name}", style="bold cyan")
