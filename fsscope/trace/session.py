@@ -121,8 +121,11 @@ class Tracer:
         argv = [sys.executable, "-m", "fsscope.trace.reader", str(self.instance.path), str(self.raw_dir)]
         if self.avoid_cpu is not None:
             argv += ["--avoid-cpu", str(self.avoid_cpu)]
+        # Its own session: a cancel signals the job's process group, and the reader must get
+        # to its final drain (the job stops it). It ends when its stdin closes, so a killed
+        # job never leaves it behind.
         self.reader = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE)
+                                       stderr=subprocess.PIPE, start_new_session=True)
         line = self.reader.stdout.readline()
         if line.strip() != b"ready":
             err = self.reader.stderr.read().decode(errors="replace").strip().splitlines()
