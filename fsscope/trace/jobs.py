@@ -34,9 +34,11 @@ MODES = ("off", "attribute", "all")
 
 
 def finding_indices(finding) -> list[int]:
-    """The call indices a finding stands for (a series: every member)."""
+    """The call indices a finding stands for (a series: every member; linear growth: its range)."""
     if hasattr(finding, "stride"):
         return [finding.start + k * finding.stride for k in range(finding.count)]
+    if hasattr(finding, "end"):
+        return list(range(int(finding.start), int(finding.end)))
     if hasattr(finding, "index"):
         return [int(finding.index)]
     return [int(finding.start)]
