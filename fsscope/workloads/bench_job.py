@@ -36,8 +36,10 @@ from typing import Any, Literal
 import numpy as np
 
 from fsscope.analysis import variation
+from fsscope.engine.events import Event, Finding
 from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
+from fsscope.jsonsafe import plain
 from fsscope.trace.attribute import annotate_dips
 from fsscope.trace.jobs import BenchTrace
 from fsscope.workloads import personalities as P
@@ -223,9 +225,9 @@ class _Locked:
         self.ctx = ctx
         self.lock = threading.Lock()
 
-    def emit(self, kind: str, **fields: Any) -> None:
+    def emit(self, event: Event | str, **fields: Any) -> None:
         with self.lock:
-            self.ctx.emit(kind, **fields)
+            self.ctx.emit(event, **fields)
 
 
 def run(ctx, spec: Spec) -> dict:
@@ -305,7 +307,7 @@ def run(ctx, spec: Spec) -> dict:
         dirty_expire_centisecs=dirty.get("dirty_expire_centisecs"),
         dirty_writeback_centisecs=dirty.get("dirty_writeback_centisecs"))
     for entry, extra in zip(report["runs"], extras):
-        entry.update(variation._jsonable(extra))
+        entry.update(plain(extra))
     _add_kernel_windows(report, results, kernel_windows, spec.threshold, out)
     report["trace"] = trace.summary()
     for flag in report["flags"]:
@@ -326,7 +328,7 @@ def run(ctx, spec: Spec) -> dict:
                      "may be barely exercised (Cao et al. limited RAM to 4 GiB)")
     delay_note = delayacct_note()
     recipe = ctx.recipe
-    report.update(variation._jsonable({
+    report.update(plain({
         "run_id": ctx.run_dir.id,
         "recipe": recipe.name if recipe is not None else None,
         "fs": fs_name,
@@ -402,8 +404,8 @@ def _emit_new_flags(out: _Locked, spec: Spec, results: list, dirty: dict, emitte
             continue
         emitted.add(key)
         details = {k: v for k, v in flag.items() if k not in ("kind", "note")}
-        out.emit("finding", title=flag_title(flag), note=flag["note"], flag=flag["kind"],
-                 after_runs=len(results), **details)
+        out.emit(Finding(flag=flag["kind"], title=flag_title(flag), note=flag["note"],
+                         fields={"after_runs": len(results), **details}))
 
 
 def ops_per_s_from_arrays(counts: np.ndarray, elapsed_s: float) -> float:
