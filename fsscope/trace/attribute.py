@@ -112,10 +112,6 @@ def _off_cpu(events, short_names, idx, pid, comms, out: RunCalls) -> None:
             pending = None
 
 
-def runs_of(events: np.ndarray) -> list[int]:
-    return sorted(int(r) for r in np.unique(events["run"])) if len(events) else []
-
-
 def kernel_evidence(runs: list[RunCalls], indices: list[int]) -> dict:
     """The probe JSON's ``kernel`` block for a flag at ``indices``: in how many traced runs
     each event fired inside one of those calls, and the block requests/bytes they issued

@@ -148,10 +148,6 @@ def events_for(fs: str, job: str = "probe") -> tuple[CatalogEvent, ...]:
     return tuple(e for e in own if e.kind == "journal") + BLOCK + WRITEBACK
 
 
-def by_event(events: tuple[CatalogEvent, ...]) -> dict[str, CatalogEvent]:
-    return {e.event: e for e in events}
-
-
 def lookup(event: str) -> CatalogEvent | None:
     """The catalog entry of ``sys/name`` or bare ``name``."""
     for group in (*BY_FS.values(), BLOCK, SCHED, WRITEBACK, JBD2):

@@ -56,13 +56,6 @@ def rwbs_bits(rwbs: str) -> int:
     return bits
 
 
-def rwbs_text(bits: int) -> str:
-    """Readable flags: "W FLUSH FUA SYNC"."""
-    names = [("R", RWBS_READ), ("W", RWBS_WRITE), ("DISCARD", RWBS_DISCARD), ("FLUSH", RWBS_FLUSH),
-             ("FUA", RWBS_FUA), ("SYNC", RWBS_SYNC), ("META", RWBS_META), ("AHEAD", RWBS_AHEAD)]
-    return " ".join(name for name, bit in names if bits & bit)
-
-
 @dataclass(frozen=True)
 class Field:
     offset: int

@@ -22,7 +22,7 @@ import numpy as np
 
 from fsscope.errors import FsscopeError
 from fsscope.trace import catalog
-from fsscope.trace.decode import EVENT_DTYPE, decode_files
+from fsscope.trace.decode import decode_files
 from fsscope.trace.tracefs import Instance, TraceUnavailable
 
 
@@ -187,7 +187,3 @@ class Tracer:
             overrun=sum(s.overrun + s.commit_overrun for s in stats),
             dropped=sum(s.dropped for s in stats), pages_with_loss=decoded.pages_with_loss,
             duration_s=duration_s)
-
-
-def empty_result(names: list[str]) -> TraceResult:
-    return TraceResult(np.zeros(0, EVENT_DTYPE), names)
