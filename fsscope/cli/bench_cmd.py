@@ -251,6 +251,14 @@ def render_bench(report: dict, console: Console) -> None:
     for flag in flags:
         console.print(f"[bold yellow]▲[/] [bold]{flag.get('title') or flag.get('kind')}[/]")
         console.print(f"    {flag.get('note', '')}", highlight=False)
+    for r, run in enumerate(runs):
+        kw = run.get("kernel_windows")
+        if kw:
+            console.print(f"[bold]kernel, run {r + 1}[/] (per {kw['window_s']:g}-s window): journal commits "
+                          f"{sum(kw['journal_commits'])}, writeback starts {sum(kw['writeback_starts'])}, "
+                          f"{sum(kw['bytes_written']) / 2**20:.1f} MiB written", highlight=False)
+        for dip in run.get("dips") or []:
+            console.print(f"[bold yellow]▼[/] run {r + 1} dip {dip['note']}", highlight=False)
     tel = report.get("telemetry") or {}
     notes = list(report.get("notes") or [])
     if tel.get("taskstats_available") is False:
@@ -310,7 +318,7 @@ def _bench_spec(args):
     return Spec(personality=args.personality, runs=args.runs, duration_s=args.duration, workers=args.workers,
                 nfiles=args.files, mean_file_size_bytes=args.mean_file_size, mem_limit_bytes=args.mem_limit,
                 window_sizes_s=tuple(dict.fromkeys(args.window or [])), threshold=args.threshold,
-                seed=args.seed, fresh_fs=not args.same_fs)
+                seed=args.seed, fresh_fs=not args.same_fs, trace=args.trace == "on")
 
 
 def cmd_bench(args) -> int:
@@ -396,5 +404,9 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="seed of file sizes and op choices (default 1)")
     p.add_argument("--same-fs", action="store_true",
                    help="one file system for all runs (repopulated per run) instead of mkfs per run")
+    p.add_argument("--trace", choices=("on", "off"), default="on", type=str.lower,
+                   help="kernel events per window through tracefs (root): journal commits, writeback "
+                        "starts and bytes written per Throughput-N window, and every dip annotated "
+                        "with them (default on; untraced with a note when tracing is not possible)")
     add_job_args(p)
     p.set_defaults(func=cmd_bench)
