@@ -5,7 +5,8 @@
 - Tests marked ``privileged`` need root and loop devices. Without them they skip with the
   reason — unless FSSCOPE_REQUIRE_PRIVILEGED=1 (CI), where that skip is a failure.
 - At the end the session FAILS if anything it made is still mounted or attached: journal
-  entries, loop devices backed by files under the session's directories, mounts below them.
+  entries, loop devices backed by files under the session's directories, mounts below them,
+  tracefs instances its jobs made (their names carry the session home's tag).
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ def leftovers() -> list[str]:
         mountpoint = line.split()[1]
         if _under(mountpoint, roots):
             found.append(f"mount {mountpoint}")
+    from fsscope.trace.tracefs import fsscope_instances
+    found += [f"tracefs instance {p}" for p in fsscope_instances(home=BASE / "home")]
     return found
 
 
@@ -146,3 +149,22 @@ def fresh_fs():
     yield make
     for target in targets:
         target.close()
+
+
+def run_to_end(job: str, spec: dict, where: Path) -> str:
+    """Run ``job`` on a directory target through the engine until it ends; its run id (the
+    run must have a report: the child's log tail says why not)."""
+    from fsscope.engine import runner
+    from fsscope.targets import TargetSpec
+
+    handle = runner.start(job, spec, TargetSpec("dir", str(where)), None)
+    for _event in handle.events():
+        pass
+    assert handle.run_dir.report() is not None, (handle.run_dir.path / "child.log").read_text()[-2000:]
+    return handle.run_dir.id
+
+
+@pytest.fixture
+def recorded_run():
+    return run_to_end
+

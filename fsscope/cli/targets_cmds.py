@@ -149,7 +149,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("cleanup", help="undo the mounts and loop devices that killed fsscope jobs left behind",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Read fsscope's state journal and undo what crashed or killed jobs left: unmount, "
-                       "restore I/O schedulers, detach loop devices, remove RAM images and scratch directories.",
+                       "restore I/O schedulers, detach loop devices, remove RAM images, scratch directories and the "
+                       "jobs' tracefs instances.",
                        epilog="What it never touches (it says so, one 'left:' line each):\n"
                        "  - what a running fsscope job holds (owner pid + start time alive); --force undoes it anyway\n"
                        "  - targets kept on purpose by 'fsscope prepare': 'fsscope release MOUNTPOINT' removes one,\n"

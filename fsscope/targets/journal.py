@@ -19,6 +19,7 @@ when a live or kept entry might name the same resource.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -34,13 +35,13 @@ from fsscope.errors import ToolError
 from fsscope.targets import identity
 
 # Undo order: what sits on top goes first; a loop's scheduler is restored while we still hold it.
-UNDO_ORDER = {"mount": 0, "scheduler": 1, "loop": 2, "image": 3, "mountdir": 4, "workdir": 4}
+UNDO_ORDER = {"tracefs": 0, "mount": 0, "scheduler": 1, "loop": 2, "image": 3, "mountdir": 4, "workdir": 4}
 
 
 @dataclass(frozen=True)
 class Entry:
     id: str
-    kind: str  # mount | scheduler | loop | image | mountdir | workdir
+    kind: str  # mount | scheduler | loop | image | mountdir | workdir | tracefs
     group: str  # everything one prepared target made shares a group
     owner_pid: int | None  # None: meant to outlive its creator (``fsscope prepare``)
     fields: dict = field(default_factory=dict)
@@ -255,10 +256,34 @@ def undo(entry: Entry) -> str | None:
                 break
         if removed:
             return f"removed mount point {', '.join(removed)}"
+    elif entry.kind == "tracefs" and os.path.isdir(f["path"]):  # a job's instance (fsscope.trace)
+        _remove_trace_instance(f["path"])
+        return f"removed tracefs instance {f['path']}"
     elif entry.kind == "workdir" and os.path.isdir(f["path"]):
         shutil.rmtree(f["path"], ignore_errors=True)
         return f"removed work directory {f['path']}"
     return None
+
+
+def _remove_trace_instance(path: str, wait_s: float = 5.0) -> None:
+    """rmdir of a tracefs instance; EBUSY while a killed job's reader still holds a file of
+    it open, so retry briefly (the reader exits when its parent's pipe closes)."""
+    try:
+        with open(os.path.join(path, "tracing_on"), "w") as fh:
+            fh.write("0")
+    except OSError:
+        pass
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 def undo_group(journal: Journal, group: str, kinds: tuple[str, ...] | None = None) -> list[str]:

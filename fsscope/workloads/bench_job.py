@@ -40,6 +40,8 @@ from fsscope.engine.events import Event, Finding
 from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain
+from fsscope.trace.attribute import annotate_dips
+from fsscope.trace.jobs import BenchTrace
 from fsscope.workloads import personalities as P
 
 BIN_S = 1.0
@@ -64,6 +66,7 @@ class Spec:
     threshold: float = 0.10
     seed: int = 1
     fresh_fs: bool = True
+    trace: bool = True  # kernel events per window (root + tracefs; otherwise untraced)
 
     def __post_init__(self) -> None:
         if self.personality not in P.PERSONALITIES:
@@ -85,6 +88,8 @@ class Spec:
                 raise FsscopeError(f"bench: a Throughput-{w:g} window does not fit in a {self.duration_s:g} s "
                                    f"run: pick windows no longer than the run (--window), or longer runs")
         object.__setattr__(self, "window_sizes_s", windows)
+        if not isinstance(self.trace, bool):
+            raise FsscopeError(f"bench: trace must be true or false, not {self.trace!r}")
         if not 0 <= self.threshold <= 10:
             raise FsscopeError(f"bench: threshold is a fraction (0.1 = 10 %), got {self.threshold!r}")
 
@@ -244,6 +249,8 @@ def run(ctx, spec: Spec) -> dict:
     fs_name = None
 
     stopped_by = None
+    trace = BenchTrace(ctx, spec.trace)
+    kernel_windows: dict[int, dict] = {}
     try:
         for r in range(spec.runs):
             if ctx.cancelled:
@@ -263,7 +270,13 @@ def run(ctx, spec: Spec) -> dict:
                 if ctx.cancelled:
                     break
                 out.emit("phase", name=f"run {r + 1}/{spec.runs}: {pspec.name} × {pspec.workers} workers", run=r)
-                result, samples = _measure(ctx, out, spec, pspec, root, fs, r, total_s)
+                with trace.run(fs, r):
+                    result, samples = _measure(ctx, out, spec, pspec, root, fs, r, total_s)
+            window_s = min(spec.window_sizes_s)
+            counted = trace.windows(r, result.start_ns, window_s, len(result.throughput(window_s)))
+            if counted is not None:
+                kernel_windows[r] = counted
+                out.emit("kernel", run=r, windows=counted)
             taskstats_available = samples.taskstats_available
             telemetry_notes.extend(samples.notes)
             for name, array in result.to_arrays().items():
@@ -295,6 +308,8 @@ def run(ctx, spec: Spec) -> dict:
         dirty_writeback_centisecs=dirty.get("dirty_writeback_centisecs"))
     for entry, extra in zip(report["runs"], extras):
         entry.update(plain(extra))
+    _add_kernel_windows(report, results, kernel_windows, spec.threshold, out)
+    report["trace"] = trace.summary()
     for flag in report["flags"]:
         flag.setdefault("title", flag_title(flag))
     short = [w for w in spec.window_sizes_s if w > spec.duration_s]
@@ -334,6 +349,22 @@ def run(ctx, spec: Spec) -> dict:
         "notes": notes,
     }))
     return report
+
+
+def _add_kernel_windows(report: dict, results: list, kernel_windows: dict[int, dict],
+                        threshold: float, out: _Locked) -> None:
+    """Per run: the kernel's counts per Throughput-N window (the smallest N) and every dip
+    annotated with what the kernel did in it."""
+    for r, (entry, result) in enumerate(zip(report["runs"], results)):
+        counted = kernel_windows.get(r)
+        if counted is None:
+            continue
+        entry["kernel_windows"] = counted
+        tracked = {k: v for k, v in counted.items() if isinstance(v, list)}
+        entry["dips"] = annotate_dips(result.throughput(counted["window_s"]), tracked,
+                                      counted["window_s"], threshold=threshold)
+        for dip in entry["dips"]:
+            out.emit("log", line=f"run {r + 1} dip {dip['note']}")
 
 
 def _measure(ctx, out: _Locked, spec: Spec, pspec: P.PersonalitySpec, root: Path, fs, r: int, total_s: float):

@@ -611,6 +611,7 @@ class RunResult:
     spec: PersonalitySpec
     cgroup: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
+    start_ns: int = 0                 # CLOCK_MONOTONIC ns of bin 0 (kernel trace events align on it)
 
     @property
     def total_ops(self) -> int:
@@ -904,7 +905,7 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
         latency_window_s=spec.latency_window_s, window_hist=agg.window_hist(), errors=errors,
         worker_pids=tuple(p.pid for p in procs), worker_exitcodes=tuple(p.exitcode for p in procs),
         cancelled=was_cancelled, start_unix_s=start_unix_s,
-        spec=spec, cgroup=cg_stats, notes=tuple(notes))
+        spec=spec, cgroup=cg_stats, notes=tuple(notes), start_ns=start_ns)
 
 
 def _drain(out: Any, timeout_s: float, max_messages: int = 10_000) -> list[tuple]:
