@@ -329,11 +329,16 @@ def cmd_bench(args) -> int:
     target = target_from_args(args, default_kind="ram")
     # the workload's own checks, before anything is formatted
     bench_job.personality_spec(spec, target.size_bytes)
-    pointer = bad_pointer()
-    if pointer:
-        err_console.print(pointer, style="yellow", highlight=False, markup=False)
+
+    def point_to_check() -> None:
+        # only once the command line is known good: a refusal stays one line
+        pointer = bad_pointer()
+        if pointer:
+            err_console.print(pointer, style="yellow", highlight=False, markup=False)
+
     if not args.recipes:
         recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+        point_to_check()
         return run_job("bench", spec, target, recipe, json_path=args.json, verbose=args.verbose,
                        render=render_bench)
 
@@ -346,6 +351,7 @@ def cmd_bench(args) -> int:
         args.recipe = name
         chosen.append((name, recipe_from_args(args)))
     args.recipe = None
+    point_to_check()
     reports: dict[str, dict] = {}
     status = 0
     for name, recipe in chosen:
