@@ -11,8 +11,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fsscope.cli.common import (add_job_args, parse_size, positive_float, positive_int, recipe_from_args,
-                                target_from_args)
+from fsscope.cli.common import (add_job_args, dash_value, parse_size, positive_float, positive_int,
+                                recipe_from_args, target_from_args)
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
@@ -496,10 +496,10 @@ def add_parser(sub) -> None:
                    help="worker processes (default min(Filebench's threads, 4 per CPU))")
     p.add_argument("--files", type=positive_int, metavar="N",
                    help="files in the file set (default Filebench's, scaled to a quarter of the target)")
-    p.add_argument("--mean-file-size", type=_size, metavar="SIZE",
-                   help="mean file size, gamma-distributed (default 128K fileserver, 16K others)")
-    p.add_argument("--mem-limit", type=_size, metavar="SIZE",
-                   help="memory cgroup limit for the workers (page cache included), e.g. 512M")
+    dash_value(p.add_argument("--mean-file-size", type=_size, metavar="SIZE",
+                              help="mean file size, gamma-distributed (default 128K fileserver, 16K others)"))
+    dash_value(p.add_argument("--mem-limit", type=_size, metavar="SIZE",
+                              help="memory cgroup limit for the workers (page cache included), e.g. 512M"))
     p.add_argument("--window", type=_window, action="append", metavar="N",
                    help="Throughput-N window in seconds; repeat for several (default 10)")
     p.add_argument("--threshold", type=_fraction, default=0.10, metavar="F",

@@ -327,14 +327,15 @@ def flags_from_report(report: dict | None) -> list[Flag] | None:
     findings: list[dict] = []
     for key, kind in _FINDING_LISTS:
         findings += [{**f, "kind": kind} for f in report.get(key) or [] if isinstance(f, dict)]
-    aligned = len(findings) == len(flags) and all(
+    # a job may append flags of its own after the analysis ones (a probe's "stopped")
+    aligned = len(findings) <= len(flags) and all(
         finding.get("kind") == flag.get("flag") for finding, flag in zip(findings, flags))
     out = []
     for n, flag in enumerate(flags):
         event = dict(flag)
         if "flag" not in event and "kind" in event:
             event["flag"] = event.pop("kind")
-        if aligned:
+        if aligned and n < len(findings):
             event |= {k: v for k, v in findings[n].items() if k != "kind" and k not in event}
         event.pop("kind", None)
         out.append(flag_from_event(event))

@@ -11,6 +11,7 @@ shifts and the explained thresholds.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def run(ctx, spec: ProbeSpec) -> dict:
     previous_cpus = pin_cpu(spec.cpu)
     latency_ns = ctx.run_dir.open_array("latency_ns", (spec.runs, spec.files))
     geometry, predictions, emitted = None, [], set()
-    error = None
+    error, stop_flag = None, None
     try:
         for r in range(spec.runs):
             if ctx.cancelled:
@@ -94,9 +95,10 @@ def run(ctx, spec: ProbeSpec) -> dict:
             if r == 0 and spec.runs > 1:
                 continue  # one run cannot tell structure from noise: flag from the second on
             _emit_new_findings(ctx, analyze(latency_ns[: r + 1]), predictions, emitted)
-    except ProbeRunError as exc:  # ENOSPC & co: keep what was measured, say what stopped it
+    except ProbeRunError as exc:  # ENOSPC & co: a normal stop, explained; what was measured is kept
         error = str(exc)
-        ctx.emit("error", message=error)
+        stop_flag = _stop_flag(exc, r)
+        ctx.emit("finding", **stop_flag)
     finally:
         latency_ns.flush()
         os.sched_setaffinity(0, previous_cpus)
@@ -109,9 +111,23 @@ def run(ctx, spec: ProbeSpec) -> dict:
         flags = _explain(_findings(analysis), predictions)
         report["thresholds"] = [f for f in flags if f.get("structure")]
         report["flags"] = [f | {"title": _flag_title(f, finding)} for f, finding in zip(flags, _findings(analysis))]
+    if stop_flag is not None:  # last, so the analysis flags stay aligned with their lists
+        report["flags"] = [*report.get("flags", []), stop_flag]
     report["geometry"] = _geometry_json(geometry) if geometry else None
     report["predictions"] = [_plain(p) for p in predictions]
     return report
+
+
+def _stop_flag(exc: ProbeRunError, run: int) -> dict:
+    """The flag for a run that a failing syscall ended: where, why, and what to change."""
+    if exc.errno == errno.ENOSPC:
+        why = ("The file system ran out of space or of inodes (ext4 fixes its inode count at mkfs: "
+               "give more with --mkfs-opts \"-N COUNT\" or \"-i BYTES-PER-INODE\", or fewer --files).")
+    else:
+        why = "The syscall failed, so the probe could not go on with this file set."
+    return {"flag": "stopped", "title": f"run {run + 1} stopped at file {exc.index}: {exc.strerror}",
+            "index": exc.index, "run": run, "errno": exc.errno, "structure": None,
+            "note": f"{exc}. {why} Later runs were not made; the report covers the files measured."}
 
 
 def _measure(ctx, spec: ProbeSpec, r: int, probe_dir: Path, row) -> None:
