@@ -71,6 +71,11 @@ def _key(finding) -> tuple:
             getattr(finding, "stride", None))
 
 
+def record_bytes(spec: ProbeSpec) -> int:
+    """What the run record's arrays take (checked against free space before the run)."""
+    return spec.runs * spec.files * 8
+
+
 def run(ctx, spec: ProbeSpec) -> dict:
     previous_cpus = pin_cpu(spec.cpu)
     latency_ns = ctx.run_dir.open_array("latency_ns", (spec.runs, spec.files))
