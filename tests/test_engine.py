@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -66,7 +65,9 @@ def test_cancel_stops_the_job_keeps_data_and_cleans_up():
     handle = runner.start("smoke", {"seconds": 60}, TargetSpec("ram", size_bytes=256 * 2**20),
                           recipes.load("ext4-default"))
     assert _wait_for(_journal_has_mount)
-    time.sleep(0.3)
+    # cancel once the job has measured something (its first progress event), not after a
+    # fixed pause that a loaded machine outruns
+    assert _wait_for(lambda: any(e.get("kind") == "progress" for e in handle.run_dir.events()))
     t0 = time.monotonic()
     handle.cancel()
     list(handle.events())

@@ -72,7 +72,7 @@ def test_probe_out_of_inodes_is_an_explained_stop(tmp_path, capsys):
     stop = [f for f in report["flags"] if f.get("flag") == "stopped"]
     assert status == 0 and "error" not in err, err
     assert len(stop) == 1 and "ENOSPC" in stop[0]["note"] and "-N COUNT" in stop[0]["note"]
-    assert 0 < report["runs_completed"] and report["stopped_by"]
+    assert report["runs_completed"] > 0 and report["stopped_by"]
     run = store.list_runs()[-1]
     assert run.status() == "ok"
     assert (np.asarray(run.load_array("latency_ns"))[0, : stop[0]["index"]] > 0).all()  # kept

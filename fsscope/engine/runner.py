@@ -16,15 +16,14 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from fsscope.engine import registry
 from fsscope.recipes import Recipe
 from fsscope.store import RunDir, check_room
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import cleanup
-
 
 CHILD_MAIN = "import sys; from fsscope.engine.child import main; sys.exit(main(sys.argv[1]))"
 
