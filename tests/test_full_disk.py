@@ -110,3 +110,28 @@ def test_the_webserver_log_rotates_so_a_run_fits(tmp_path):
         assert uncapped.stopped_by and "ENOSPC" in uncapped.stopped_by
         assert uncapped.elapsed_s < 30 and uncapped.total_ops > 0
 
+
+
+def test_a_dir_target_that_fills_during_populate_is_one_clear_line(tmp_path, capsys):
+    """ENOSPC before anything is measured (the file set does not fit the inodes): the run
+    fails with the errno in words and the path, not "OSError: [Errno 28]"."""
+    with tmpfs(tmp_path / "target", "size=64M,nr_inodes=58") as target:
+        status = main(["bench", "--personality", "fileserver", "--dir", str(target), "--runs", "1",
+                       "--duration", "2"])
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert status == 2 and len(errors) == 1, errors
+    assert "No space left on device: " in errors[0] and "Errno" not in errors[0], errors[0]
+
+
+def test_a_run_that_measured_nothing_is_flagged(tmp_path):
+    """Workers the OOM killer ends (a limit below the refusal's minimum, bypassing the CLI)
+    measure 0 ops: the bench flags that run instead of reporting 0 ops/s as a result."""
+    from fsscope.workloads.bench_job import _nothing_flag
+
+    spec = P.default_spec("fileserver", capacity_bytes=64 << 20, workers=2, duration_s=1.0)
+    with tmpfs(tmp_path / "fs", "size=64M") as root:
+        P.populate(root, spec, evict_cache=False)
+        result = P.run(root, spec, mem_limit_bytes=1024)
+    assert result.total_ops == 0
+    flag = _nothing_flag(0, result)
+    assert flag["kind"] == "nothing_measured" and "OOM" in flag["note"], flag

@@ -818,7 +818,7 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
              for w in range(nworkers)]
     agg = _Aggregator(spec, nworkers)
     done: dict[int, tuple] = {}
-    was_cancelled = False
+    was_cancelled = went = False
     stopped_by: str | None = None
     start_ns = end_ns = 0
     start_unix_s = time.time()
@@ -849,6 +849,7 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
         start_v.value = start_ns
         deadline_v.value = start_ns + int(spec.duration_s * 1e9)
         go.set()
+        went = True
         grace_bins = max(1, int(math.ceil(grace_s / spec.bin_s)))
         gone_since: dict[int, float] = {}
         while len(done) < nworkers:
@@ -890,7 +891,8 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
         for p in procs:
             p.join(timeout=10)
     finally:
-        go.set()
+        if not went:  # a second set() could hang: a worker OOM-killed inside go.wait() holds its lock
+            go.set()
         deadline_v.value = 0                     # any worker still running stops at its next op
         for p in procs:
             if p.pid is not None and p.is_alive():
