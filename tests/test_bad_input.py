@@ -152,3 +152,14 @@ def test_the_real_command_line_too(files):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "not a text file" in proc.stderr, proc.stderr
+
+
+def test_a_corrupt_run_record_reads_as_no_report(capsys):
+    """report.json that is not a JSON object, and a binary manifest: no traceback."""
+    run = paths.runs_dir() / "19990101-000001-bench"
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "manifest.json").write_bytes(bytes(range(256)))
+    (run / "report.json").write_text("[1, 2]")
+    assert _main(["report", str(run)]) == 0
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err and "no report" in out.out, out

@@ -69,6 +69,15 @@ def _write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def _read_object(path: Path) -> dict | None:
+    """A JSON object from ``path``; None when missing, torn, binary or not an object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None
+    return data if isinstance(data, dict) else None
+
+
 class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -94,10 +103,7 @@ class RunDir:
 
     # -- manifest ---------------------------------------------------------------------------
     def manifest(self) -> dict:
-        try:
-            return json.loads((self.path / "manifest.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            return {}
+        return _read_object(self.path / "manifest.json") or {}
 
     def update_manifest(self, **fields) -> dict:
         data = self.manifest() | fields
@@ -160,10 +166,7 @@ class RunDir:
         _write_json(self.path / "report.json", report)
 
     def report(self) -> dict | None:
-        try:
-            return json.loads((self.path / "report.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            return None
+        return _read_object(self.path / "report.json")
 
     def status(self) -> str:
         """The manifest's status, with a dead 'running' job shown as 'interrupted'."""
