@@ -30,6 +30,7 @@ CASES = [
     (["prepare", "--recipe", "{broken}", "--ram"], "not valid TOML"),
     (["prepare", "--recipe", "no-such-recipe", "--ram"], "unknown recipe"),
     (["prepare", "--image", "/tmp/x.img", "--ram"], "not allowed with"),
+    (["prepare", "--recipe", "ext4-default", "--size", "--ram"], "expected one argument"),
     (["release"], "required: mountpoint"),
     (["release", "/nonexistent/mnt"], "not a mount point fsscope made"),
     (["cleanup", "--bogus"], "unrecognized arguments"),

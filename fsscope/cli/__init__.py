@@ -49,8 +49,11 @@ class Parser(argparse.ArgumentParser):
             takes_dash = {s for a in self._actions if getattr(a, "dash_value", False) for s in a.option_strings}
             joined, i = [], 0
             while i < len(args):
-                if args[i] in takes_dash and i + 1 < len(args) and args[i + 1].startswith("-"):
-                    joined.append(f"{args[i]}={args[i + 1]}")  # argparse reads "-c" as an option
+                value = args[i + 1] if i + 1 < len(args) else ""
+                # "-c" is a value; "--ram" (an option of ours) means the value was forgotten
+                if args[i] in takes_dash and value.startswith("-") \
+                        and value.split("=", 1)[0] not in self._option_string_actions:
+                    joined.append(f"{args[i]}={value}")  # argparse would read "-c" as an option
                     i += 2
                     continue
                 joined.append(args[i])
