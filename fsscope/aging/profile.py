@@ -32,6 +32,7 @@ import numpy as np
 from fsscope import paths
 from fsscope.aging import fit
 from fsscope.errors import FsscopeError
+from fsscope.format import format_bytes
 
 DEFAULT_FULLNESS = 0.8  # Geriatrix README: "Somewhere around 80% is reasonable"
 AGING_STATE_FILE = ".fsscope-aging.json"  # the ager's state file; walks skip it
@@ -238,8 +239,8 @@ def _ints(table: dict, section: str, key: str, fail, *, minimum: int, maximum: i
         if v < minimum:
             raise fail(f"{section}.{key}", f"entry {i} is {v}, must be >= {minimum}")
         if v > maximum:
-            shown = human_bytes(v) if key == "bytes" else f"{v:,}"
-            limit = human_bytes(maximum) if key == "bytes" else f"{maximum:,}"
+            shown = format_bytes(v) if key == "bytes" else f"{v:,}"
+            limit = format_bytes(maximum) if key == "bytes" else f"{maximum:,}"
             raise fail(f"{section}.{key}", f"entry {i} is {shown}, more than the sane maximum {limit}")
     return list(values)
 
@@ -249,9 +250,9 @@ def check_fits(profile: Profile, capacity_bytes: int, fullness: float) -> None:
     room = capacity_bytes * fullness
     for i, (size, weight) in enumerate(zip(profile.size_bytes, profile.size_weights)):
         if weight > 0 and size > room:
-            raise ProfileError(f"{profile.source or profile.name}: size.bytes: entry {i} is {human_bytes(size)}, "
-                               f"larger than the {human_bytes(room)} aging fills on this target "
-                               f"({fullness:.0%} of {human_bytes(capacity_bytes)}): no such file fits")
+            raise ProfileError(f"{profile.source or profile.name}: size.bytes: entry {i} is {format_bytes(size)}, "
+                               f"larger than the {format_bytes(room)} aging fills on this target "
+                               f"({fullness:.0%} of {format_bytes(capacity_bytes)}): no such file fits")
 
 
 def _increasing(values: list, field_name: str, fail) -> None:
@@ -477,17 +478,6 @@ def capture(root: Path, *, name: str | None = None, now_s: float | None = None) 
 # ---------------------------------------------------------------- showing
 
 
-def human_bytes(size_bytes: float) -> str:
-    """``4096`` -> ``4 KiB``; exact powers print without decimals."""
-    value = float(size_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            text = f"{value:.0f}" if value.is_integer() else f"{value:.1f}"
-            return f"{text} {unit}"
-        value /= 1024
-    return f"{size_bytes} B"
-
-
 def _num(value: float) -> str:
     return f"{int(value)}" if float(value).is_integer() else f"{value:g}"
 
@@ -495,7 +485,7 @@ def _num(value: float) -> str:
 def distributions(profile: Profile) -> dict[str, list[dict]]:
     """The three distributions as rows ``{label, fraction, ...}`` for charts (CLI/TUI render)."""
     return {
-        "size": [{"label": human_bytes(b), "bytes": b, "fraction": float(f)}
+        "size": [{"label": format_bytes(b), "bytes": b, "fraction": float(f)}
                  for b, f in zip(profile.size_bytes, profile.size_fractions())],
         "depth": [{"label": f"d{d}", "depth": d, "fraction": float(f), "subdirs": s}
                   for d, f, s in zip(profile.depths, profile.depth_fractions(),

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from fsscope.engine import events as ev
 from fsscope.engine import runner
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
@@ -30,7 +31,7 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                       TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True) as progress:
             task = progress.add_task(job, total=None, info="")
-            events = handle.events()
+            events = handle.records()
             while True:
                 try:
                     event = next(events)
@@ -45,21 +46,19 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
                     else:
                         handle.kill()
                     continue
-                kind = event.get("kind")
-                if kind == "phase":
-                    progress.update(task, description=f"{job}: {event.get('name')}")
-                elif kind == "progress":
-                    progress.update(task, completed=event.get("done", 0), total=event.get("total") or None,
-                                    info=event.get("info", ""))
-                elif kind == "log" and verbose:
-                    progress.console.print(f"[dim]{event['line']}[/]")
-                elif kind == "finding":  # the report lists them all; here only a count
+                if isinstance(event, ev.Phase):
+                    progress.update(task, description=f"{job}: {event.name}")
+                elif isinstance(event, ev.Progress):
+                    progress.update(task, completed=event.done, total=event.total, info=event.info)
+                elif isinstance(event, ev.Log) and verbose:
+                    progress.console.print(f"[dim]{event.line}[/]")
+                elif isinstance(event, ev.Finding):  # the report lists them all; here only a count
                     findings += 1
                     progress.update(task, info=f"{findings} flag{'s' if findings > 1 else ''}")
-                elif kind == "result":
-                    report = event.get("report")
-                elif kind == "error":
-                    error = event.get("message")
+                elif isinstance(event, ev.Result):
+                    report = dict(event.report)
+                elif isinstance(event, ev.Error):
+                    error = event.message
     finally:
         signal.signal(signal.SIGTERM, previous)
         if handle.returncode is None:
