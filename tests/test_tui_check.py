@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from test_tui import SIZE, assert_clean, live_of, open_replay, set_param, wait_for
 
+from fsscope.format import format_bytes
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.check_model import CheckModel
@@ -49,7 +50,7 @@ async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
         cache = next(f for f in report["findings"] if f["id"] == "page-cache-fit")
-        assert cache["severity"] == "bad" and "1.0 MiB" in cache["title"]   # typed as a size in the panel
+        assert cache["severity"] == "bad" and format_bytes(1 << 20) in cache["title"]  # typed as a size in the panel
 
         async def check(screen) -> None:
             view = screen.job_view
