@@ -14,6 +14,7 @@ from rich.table import Table
 from fsscope.analysis.compare import compare_recipe_reports
 from fsscope.cli.common import (
     add_job_args,
+    dash_value,
     parse_size,
     positive_float,
     positive_int,
@@ -329,11 +330,15 @@ def cmd_bench(args) -> int:
     target = target_from_args(args, default_kind="ram")
     # the workload's own checks, before anything is formatted
     bench_job.personality_spec(spec, target.size_bytes)
-    pointer = bad_pointer()
-    if pointer:
-        err_console.print(pointer, style="yellow", highlight=False, markup=False)
+
+    def point_at_check() -> None:  # after every input check: bad input stays one line
+        pointer = bad_pointer()
+        if pointer:
+            err_console.print(pointer, style="yellow", highlight=False, markup=False)
+
     if not args.recipes:
         recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+        point_at_check()
         return run_job("bench", spec, target, recipe, json_path=args.json, verbose=args.verbose,
                        render=render_bench)
 
@@ -346,6 +351,7 @@ def cmd_bench(args) -> int:
         args.recipe = name
         chosen.append((name, recipe_from_args(args)))
     args.recipe = None
+    point_at_check()
     reports: dict[str, dict] = {}
     status = 0
     for name, recipe in chosen:
@@ -391,10 +397,10 @@ def add_parser(sub) -> None:
                    help="worker processes (default min(Filebench's threads, 4 per CPU))")
     p.add_argument("--files", type=positive_int, metavar="N",
                    help="files in the file set (default Filebench's, scaled to a quarter of the target)")
-    p.add_argument("--mean-file-size", type=_size, metavar="SIZE",
-                   help="mean file size, gamma-distributed (default 128K fileserver, 16K others)")
-    p.add_argument("--mem-limit", type=_size, metavar="SIZE",
-                   help="memory cgroup limit for the workers (page cache included), e.g. 512M")
+    dash_value(p.add_argument("--mean-file-size", type=_size, metavar="SIZE",
+                              help="mean file size, gamma-distributed (default 128K fileserver, 16K others)"))
+    dash_value(p.add_argument("--mem-limit", type=_size, metavar="SIZE",
+                              help="memory cgroup limit for the workers (page cache included), e.g. 512M"))
     p.add_argument("--window", type=_window, action="append", metavar="N",
                    help="Throughput-N window in seconds; repeat for several (default 10, or the run length if shorter); no longer than --duration")
     p.add_argument("--threshold", type=_fraction, default=0.10, metavar="F",

@@ -127,6 +127,9 @@ class ProbeSpec:
             raise FsscopeError(f"probe fresh_fs must be true or false, not {self.fresh_fs!r}")
         if self.cpu is not None:
             _check_int("cpu", self.cpu, minimum=0)
+            allowed = sorted(os.sched_getaffinity(0))
+            if self.cpu not in allowed:
+                raise FsscopeError(f"probe cpu {self.cpu}: this process may run on CPUs {allowed} only")
         _check_int("write_bytes", self.write_bytes, minimum=0)
         _check_int("fallocate_bytes", self.fallocate_bytes, minimum=1)
         if self.trace not in TRACE_MODES:
@@ -163,6 +166,7 @@ class ProbeRunError(FsscopeError):
         self.index = index
         self.file_name = file_name
         self.errno = errno
+        self.strerror = strerror
         self.latency_ns = latency_ns
         code = errno_codes.errorcode.get(errno, f"errno {errno}") if errno is not None else "error"
         if stage == "populate":

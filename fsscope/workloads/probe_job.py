@@ -11,6 +11,7 @@ shifts and the explained thresholds.
 
 from __future__ import annotations
 
+import errno
 import os
 from contextlib import nullcontext
 from pathlib import Path
@@ -77,13 +78,18 @@ def _key(finding) -> tuple:
             getattr(finding, "stride", None))
 
 
+def record_bytes(spec: ProbeSpec) -> int:
+    """What the run record's arrays take (checked against free space before the run)."""
+    return spec.runs * spec.files * 8
+
+
 def run(ctx, spec: ProbeSpec) -> dict:
     previous_cpus = pin_cpu(spec.cpu)
     latency_ns = ctx.run_dir.open_array("latency_ns", (spec.runs, spec.files))
     start_ns = ctx.run_dir.open_array("start_ns", (spec.runs, spec.files))
     trace = ProbeTrace(ctx, spec.trace, spec.op)
     geometry, predictions, emitted = None, [], {}
-    error = None
+    error, stop_flag = None, None
     try:
         for r in range(spec.runs):
             if ctx.cancelled:
@@ -106,9 +112,10 @@ def run(ctx, spec: ProbeSpec) -> dict:
             _emit_new_findings(ctx, analyze(latency_ns[: r + 1]), predictions, emitted)
         if spec.trace == "attribute" and trace.active and not ctx.cancelled:
             _attribution_run(ctx, spec, trace)
-    except ProbeRunError as exc:  # ENOSPC & co: keep what was measured, say what stopped it
+    except ProbeRunError as exc:  # ENOSPC & co: a normal stop, explained; what was measured is kept
         error = str(exc)
-        ctx.emit("error", message=error)
+        stop_flag = _stop_flag(exc, r)
+        ctx.emit("finding", **stop_flag)
     finally:
         latency_ns.flush()
         os.sched_setaffinity(0, previous_cpus)
@@ -121,6 +128,8 @@ def run(ctx, spec: ProbeSpec) -> dict:
         flags = _explain(_findings(analysis), predictions)
         report["thresholds"] = [f for f in flags if f.get("structure")]
         report["flags"] = [f | {"title": _flag_title(f, finding)} for f, finding in zip(flags, _findings(analysis))]
+    if stop_flag is not None:  # last, so the analysis flags stay aligned with their lists
+        report["flags"] = [*report.get("flags", []), stop_flag]
     report["geometry"] = _geometry_json(geometry) if geometry else None
     report["predictions"] = plain(predictions)
     findings = _findings(analysis) if done_rows else []
@@ -155,6 +164,18 @@ def _attribution_run(ctx, spec: ProbeSpec, trace) -> None:
                         start_out=start_row[0])
     latency_row.flush()
     start_row.flush()
+
+
+def _stop_flag(exc: ProbeRunError, run: int) -> dict:
+    """The flag for a run that a failing syscall ended: where, why, and what to change."""
+    if exc.errno == errno.ENOSPC:
+        why = ("The file system ran out of space or of inodes (ext4 fixes its inode count at mkfs: "
+               "give more with --mkfs-opts \"-N COUNT\" or \"-i BYTES-PER-INODE\", or fewer --files).")
+    else:
+        why = "The syscall failed, so the probe could not go on with this file set."
+    return {"flag": "stopped", "title": f"run {run + 1} stopped at file {exc.index}: {exc.strerror}",
+            "index": exc.index, "run": run, "errno": exc.errno, "structure": None,
+            "note": f"{exc}. {why} Later runs were not made; the report covers the files measured."}
 
 
 def _measure(ctx, spec: ProbeSpec, r: int, probe_dir: Path, row, start_row) -> None:
