@@ -196,7 +196,10 @@ async def test_quitting_with_a_running_job_cancels_it(scratch):
         await wait_for(pilot, lambda: live.views.get(0) is not None and live.views[0].matrix.measured > 0,
                        60, "the first samples")
         handles = list(live.control.handles)
-        await pilot.press("ctrl+q")
+        await pilot.press("ctrl+q")  # asks first: the job would be cancelled
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmQuitScreen", 10, "the question")
+        assert all(h.proc.poll() is None for h in handles), "ctrl+q stopped the job before asking"
+        await pilot.press("y")
     for handle in handles:
         assert handle.proc.poll() is not None, "the job process outlived the app"
         assert handle.run_dir.status() == "cancelled"

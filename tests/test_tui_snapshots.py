@@ -27,6 +27,7 @@ from fsscope.tui import AppConfig, make_app
 from fsscope.tui.screens.compare import CompareScreen
 from fsscope.tui.screens.help import HelpScreen
 from fsscope.tui.screens.live import LiveScreen
+from fsscope.tui.widgets import target_picker
 
 HOME = Path("/tmp/fsscope-snapshot-home")
 SIZE = (140, 45)
@@ -177,6 +178,8 @@ def snapshot_home(monkeypatch):
     with own_home():
         monkeypatch.setenv("FSSCOPE_HOME", str(HOME))
         monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)  # no blinking cursor in pictures
+        # the session's own RAM directory (tests/conftest.py) is random: show the default
+        monkeypatch.setattr(target_picker, "RAM_DIR", Path("/dev/shm"))
         write_run("20250101-120000-probe", seed=1)
         write_run("20250101-130000-probe", seed=2, shift=1.3)
         yield HOME

@@ -16,7 +16,7 @@ from textual.widgets import Footer, Header, Static
 
 from fsscope.analysis.variation import ks_distance
 from fsscope.format import format_ns, format_ratio
-from fsscope.tui import compare_model
+from fsscope.tui import compare_model, exports
 from fsscope.tui.model import Summary
 from fsscope.tui.replay import RunRecord
 from fsscope.tui.widgets.flags_panel import FlagsPanel
@@ -24,7 +24,7 @@ from fsscope.tui.widgets.heatmap import Heatmap
 
 
 class CompareScreen(Screen):
-    BINDINGS = [Binding("escape", "back", "Back")]
+    BINDINGS = [Binding("escape", "back", "Back"), Binding("m", "export_flags", "Flags→MD")]
     DEFAULT_CSS = """
     #compare-report { height: 1fr; }
     #compare-heads { height: auto; }
@@ -40,6 +40,11 @@ class CompareScreen(Screen):
         if not (jobs[0] == jobs[1] and (jobs[0] == "probe" or (left.matrix is not None and right.matrix is not None))):
             self.sides = tuple(compare_model.side_of(r.run, r.job.job, r.job.status) for r in self.records)
             self.comparison = compare_model.compare(*self.sides)
+
+    def action_export_flags(self) -> None:
+        """Both runs' flags, one Markdown file each."""
+        written = [exports.write_record_flags(record) for record in self.records]
+        self.notify("Flags written to " + " and ".join(str(p) for p in written), title="Exported", timeout=6)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
