@@ -136,6 +136,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("cleanup", help="undo every mount and loop device that fsscope left behind",
                        description="Read fsscope's state journal and undo what crashed or killed runs and "
                        "'prepare' left: unmount, detach loop devices, remove RAM images and scratch directories. "
-                       "Resources of fsscope processes still running are left alone unless --force.")
+                       "Resources of fsscope processes still running are left alone unless --force.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n  fsscope cleanup           # after a crash or kill -9 of a run\n"
+                              "  fsscope cleanup --force   # also what a hung fsscope still holds")
     p.add_argument("--force", action="store_true", help="also undo what running fsscope processes hold")
     p.set_defaults(func=cmd_cleanup)

@@ -12,6 +12,7 @@ shifts and the explained thresholds.
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from pathlib import Path
 
 from fsscope.analysis.findings import Outlier
@@ -134,7 +135,7 @@ def _emit_new_findings(ctx, analysis, predictions: list, emitted: set) -> None:
     for finding, flag in zip(findings, _explain(findings, predictions)):
         if _key(finding) not in emitted:
             emitted.add(_key(finding))
-            fields = {**{k: v for k, v in vars(finding).items() if k not in flag}, **flag}
+            fields = {**{k: v for k, v in asdict(finding).items() if k not in flag}, **flag}
             kind, note = fields.pop("flag"), fields.pop("note", "")
             ctx.emit(Finding(flag=kind, title=_flag_title(flag, finding), note=note, fields=fields))
 
