@@ -178,8 +178,7 @@ def snapshot_home(monkeypatch):
     with own_home():
         monkeypatch.setenv("FSSCOPE_HOME", str(HOME))
         monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)  # no blinking cursor in pictures
-        # the session's own RAM directory (tests/conftest.py) is random: show the default
-        monkeypatch.setattr(target_picker, "RAM_DIR", Path("/dev/shm"))
+        monkeypatch.setattr(target_picker, "RAM_DIR", Path("/dev/shm"))  # not the session's random RAM dir
         write_run("20250101-120000-probe", seed=1)
         write_run("20250101-130000-probe", seed=2, shift=1.3)
         yield HOME

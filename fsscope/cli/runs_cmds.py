@@ -18,8 +18,13 @@ def cmd_runs(args) -> int:
         console.print("no runs recorded yet")
         return 0
     table = Table(title=f"Runs in {runs[0].path.parent}", title_justify="left")
-    for col in ("run", "job", "status", "target", "recipe", "started"):
-        table.add_column(col)
+    # the run id is what `report`/`compare` take: never cut it; the target path folds instead
+    table.add_column("run", no_wrap=True, min_width=len(runs[-1].id))
+    for col in ("job", "status"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("target", overflow="fold", ratio=1)
+    table.add_column("recipe", overflow="fold")
+    table.add_column("started", overflow="fold")
     for run in runs[-args.last:]:
         m = run.manifest()
         target = m.get("target") or {}
@@ -44,10 +49,23 @@ def cmd_report(args) -> int:
         console.print(f"[dim]$ {' '.join(cmd['argv'])}  → exit {cmd['rc']}[/]")
     report = run.report()
     if report is None:
+        report = _partial_report(m.get("job", ""), run)
+    if report is None:
         console.print("no report (the job did not finish); arrays recorded: " + (", ".join(run.arrays()) or "none"))
         return 0
     render_report(m.get("job", ""), report, console)
     return 0
+
+
+def _partial_report(job: str, run) -> dict | None:
+    """A job that did not finish, rebuilt from the arrays it kept (jobs offering
+    ``partial_report(run_dir)``)."""
+    from fsscope.engine import registry
+
+    if job not in registry.JOBS:
+        return None
+    rebuild = getattr(registry.load(job), "partial_report", None)
+    return rebuild(run) if rebuild is not None else None
 
 
 def add_parser(sub) -> None:

@@ -61,6 +61,8 @@ register("syncwrite", panel="fsscope.tui.widgets.syncwrite_params:SyncWriteParam
 register("age", panel="fsscope.tui.widgets.age_params:AgeParams",
          view="fsscope.tui.widgets.aging_view:AgingView", model="fsscope.tui.aging_model:AgingModel")
 register("frag", view="fsscope.tui.widgets.aging_view:FragView", model="fsscope.tui.aging_model:FragModel")
+register("check", panel="fsscope.tui.widgets.check_params:CheckParams",
+         view="fsscope.tui.widgets.check_view:CheckView", model="fsscope.tui.check_model:CheckModel")
 
 
 def _resolve(part: str | type) -> type:

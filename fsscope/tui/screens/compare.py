@@ -1,7 +1,8 @@
 """Two recorded runs side by side. Probe runs: heatmaps on one colour scale, their flags, and
 how far apart their latency distributions are (K-S distance, median ratio). Bench, age, frag
 and syncwrite runs: the main figures of both reports with B / A ratios (as ``fsscope compare``
-prints them), and for bench the Welch verdict on ops/s (a winner only when significant)."""
+prints them), for bench the Welch verdict on ops/s (a winner only when significant), for
+syncwrite both recipes' log–log curves on one chart and a Welch verdict per buffer size."""
 
 from __future__ import annotations
 
@@ -17,10 +18,13 @@ from textual.widgets import Footer, Header, Static
 from fsscope.analysis.variation import ks_distance
 from fsscope.format import format_ns, format_ratio
 from fsscope.tui import compare_model, exports
+from fsscope.tui import messages as msg
 from fsscope.tui.model import Summary
 from fsscope.tui.replay import RunRecord
 from fsscope.tui.widgets.flags_panel import FlagsPanel
+from fsscope.tui.widgets.heat_legend import HeatLegend
 from fsscope.tui.widgets.heatmap import Heatmap
+from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
 
 
 class CompareScreen(Screen):
@@ -29,6 +33,7 @@ class CompareScreen(Screen):
     #compare-report { height: 1fr; }
     #compare-heads { height: auto; }
     #compare-tables { height: auto; padding: 0 1; }
+    #compare-sync-charts { height: 20; }
     """
 
     def __init__(self, left: RunRecord, right: RunRecord):
@@ -57,7 +62,9 @@ class CompareScreen(Screen):
             for side, record in zip(("left", "right"), self.records):
                 with Vertical(classes="compare-column"):
                     yield Static(self._summary(record), classes="compare-summary")
-                    yield Heatmap(id=f"heatmap-{side}")
+                    heatmap = Heatmap(id=f"heatmap-{side}")
+                    yield heatmap
+                    yield HeatLegend(heatmap, id=f"legend-{side}")
                     yield FlagsPanel(id=f"flags-{side}")
         yield Footer()
 
@@ -71,6 +78,10 @@ class CompareScreen(Screen):
             with Horizontal(id="compare-heads"):
                 for label, side in zip("AB", self.sides):
                     yield Static(self._side_text(label, side), classes="compare-summary compare-column")
+            if self.sides[0].job == "syncwrite":
+                with Horizontal(id="compare-sync-charts"):
+                    yield SyncWriteChart("throughput", id="compare-chart-throughput")
+                    yield SyncWriteChart("latency", id="compare-chart-latency")
             yield Static(self._tables(), id="compare-tables")
 
     @staticmethod
@@ -118,6 +129,10 @@ class CompareScreen(Screen):
     def on_mount(self) -> None:
         self.sub_title = "compare two runs"
         if self.comparison is not None:
+            if self.sides[0].job == "syncwrite":
+                curves = compare_model.syncwrite_curves(*self.sides)
+                for chart in self.query(SyncWriteChart):
+                    chart.set_curves(curves)
             return
         values = [r.matrix.all_measured() for r in self.records if r.matrix is not None]
         values = [v for v in values if v.size]
@@ -137,7 +152,9 @@ class CompareScreen(Screen):
         s = Summary.of(record.matrix.all_measured() if record.matrix is not None else np.zeros(0, dtype=np.int64))
         text = Text()
         text.append(f"{record.run.id}\n", style="bold")
-        text.append(f"{m.get('job', '?')} {m.get('spec', {})}\n", style="dim")
+        spec = m.get("spec") or {}
+        settings = " · ".join(f"{k.replace('_', ' ')} {v}" for k, v in spec.items() if v not in (None, "", [], {}))
+        text.append(f"{m.get('job', '?')}: {settings or 'defaults'}\n", style="dim")
         text.append(f"{record.target} · {record.recipe} · {record.job.status}\n", style="dim")
         text.append(f"{s.measured:,} calls  median {format_ns(s.median_ns)}  p99 {format_ns(s.p99_ns)}  "
                     f"max {format_ns(s.max_ns)}  flags {len(record.flags)}")
@@ -156,6 +173,13 @@ class CompareScreen(Screen):
         text.append("  (0 = same distribution, 1 = no overlap)   ", style="dim")
         text.append(f"median right/left {format_ratio(ratio)}", style="bold")
         return text
+
+    def on_heat_cursor_moved(self, message: msg.HeatCursorMoved) -> None:
+        """The cursor of the heatmap being moved (the focused one) reads out under it."""
+        for side in ("left", "right"):
+            if self.query_one(f"#heatmap-{side}", Heatmap).has_focus:
+                self.query_one(f"#legend-{side}", HeatLegend).set_cursor(
+                    message.run, message.first, message.last, message.latency_ns, message.aggregate)
 
     def action_back(self) -> None:
         self.dismiss()
