@@ -367,7 +367,7 @@ def test_parallel_workers_execute_the_same_op_sequence(ram_dir):
         root = tmp_path / f"j{jobs}"
         root.mkdir()
         results[jobs] = age(root, AgingSpec(profile="small", seed=5, capacity_bytes=2 * MIB,
-                                            max_ops=2500, jobs=jobs))
+                                            max_ops=2500, workers=jobs))
     assert results[1].op_log_sha256 == results[2].op_log_sha256
     small = load_profile("small")
     one, two = walk(tmp_path / "j1", small, 2500), walk(tmp_path / "j2", small, 2500)
@@ -445,7 +445,7 @@ def test_resume_needs_state_and_plain_dirs_need_capacity(ram_dir):
 
 
 def test_spec_round_trips_through_a_dict():
-    spec = AgingSpec(profile="agrawal", seed=9, confidence=0.9, jobs=2)
+    spec = AgingSpec(profile="agrawal", seed=9, confidence=0.9, workers=2)
     assert AgingSpec.from_dict(spec.to_dict()) == spec
     with pytest.raises(AgingError, match="unknown parameter"):
         AgingSpec.from_dict({"profile": "small", "speed": 3})
@@ -487,7 +487,7 @@ def test_enospc_is_a_clean_stop(tmpfs_mount):
 @pytest.mark.privileged
 def test_enospc_with_workers_is_a_clean_stop(tmpfs_mount):
     mount = tmpfs_mount("size=1m")
-    result = age(mount, AgingSpec(profile="small", seed=1, capacity_bytes=8 * MIB, jobs=2))
+    result = age(mount, AgingSpec(profile="small", seed=1, capacity_bytes=8 * MIB, workers=2))
     assert result.stop_reason == "enospc"
     tree = walk(mount, load_profile("small"), result.ops)
     assert tree["n"] == result.live_files

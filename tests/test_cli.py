@@ -21,7 +21,12 @@ def test_help_teaches(cli, command):
     out = cli(command, "--help")
     assert out.returncode == 0, out.stderr
     assert f"usage: fsscope {command}" in out.stdout
-    assert len(out.stdout) > 300  # a description, not just a usage line
+    parser = build_parser()._subparsers._group_actions[0].choices[command]  # noqa: SLF001
+    assert parser.description and len(parser.description.split()) >= 8, "a description, not a usage line"
+    assert parser.description.split()[0] in out.stdout
+    undocumented = [a.dest for a in parser._actions if a.option_strings and a.help is None]  # noqa: SLF001
+    assert not undocumented, f"options without help: {undocumented}"
+    assert "example" in out.stdout.lower(), "an example of the command in use"
 
 
 def test_top_level_help_lists_commands_and_examples(cli):

@@ -98,7 +98,7 @@ def record_smoke_runs(scratch, count: int) -> list[str]:
 
     ids = []
     for _ in range(count):
-        handle = runner.start("smoke", {"seconds": 0.2}, TargetSpec("dir", path=str(scratch)), None)
+        handle = runner.start("smoke", {"duration_s": 0.2}, TargetSpec("dir", path=str(scratch)), None)
         for _event in handle.events():
             pass
         ids.append(handle.run_dir.id)

@@ -1,6 +1,6 @@
 """Profile-driven file-system aging (the Geriatrix method of Kadekodi et al., ATC 2018).
 
-One seeded *planner* decides every operation; an executor (this process, or ``jobs``
+One seeded *planner* decides every operation; an executor (this process, or ``workers``
 worker processes) only carries them out. So the same seed, profile and empty file
 system give the same operation sequence, whose sha256 is kept in the result — unlike
 Geriatrix, every random choice follows the seed, and parallel aging does not change the
@@ -113,7 +113,7 @@ class AgingSpec:
     max_overwrites: float | None = None   # total written bytes / capacity, whole history
     max_ops: int | None = None            # total operations, whole history
     fallocate: bool = False
-    jobs: int = 1
+    workers: int = 1                      # processes that execute the operations (CLI --jobs)
     capacity_bytes: int | None = None     # plain directory target: the capacity to fill
     fit_every: int | None = None          # ops between confidence checks (default from K)
 
@@ -127,6 +127,8 @@ class AgingSpec:
     @classmethod
     def from_dict(cls, data: dict) -> AgingSpec:
         names = {f.name for f in dataclasses.fields(cls)}
+        if "jobs" in data and "workers" not in data:  # its name before it said what it counts
+            data = {("workers" if k == "jobs" else k): v for k, v in data.items()}
         unknown = set(data) - names
         if unknown:
             raise AgingError(f"aging: unknown parameter(s): {', '.join(sorted(unknown))}")
@@ -160,7 +162,7 @@ class AgingResult:
     overwrites: float
     phase: str
     fit: dict[str, fit.Fit]
-    jobs: int
+    workers: int
     fallocate: bool
     resumed: bool
     foreign_files: int = 0    # files in the root the ager does not own (ignored)
@@ -227,13 +229,6 @@ class _Planner:
         self.alive_by_born = bytearray()
 
     # ---- bookkeeping
-
-    def age_bucket(self, born: int) -> int:
-        """Bucket of a file born at op ``born``, relative to the horizon (oldest while H is 0)."""
-        horizon = self.horizon_ops
-        if horizon <= 0:
-            return self.B - 1
-        return min(bisect.bisect_left(self.r, (horizon - born) / horizon), self.B - 1)
 
     def add_file(self, born: int, s: int, d: int, sib: int) -> list:
         """Register a new file; returns its record (its path is ``record[6]``)."""
@@ -488,8 +483,8 @@ def _check_spec(spec: AgingSpec, fullness: float) -> None:
             raise bad(name, f"must be > 0, got {value!r}")
     if spec.max_ops is not None and spec.max_ops < 1:
         raise bad("max_ops", f"must be >= 1, got {spec.max_ops!r}")
-    if not isinstance(spec.jobs, int) or spec.jobs < 1:
-        raise bad("jobs", f"must be an integer >= 1, got {spec.jobs!r}")
+    if not isinstance(spec.workers, int) or spec.workers < 1:
+        raise bad("workers", f"must be an integer >= 1, got {spec.workers!r}")
     if spec.capacity_bytes is not None and spec.capacity_bytes <= 0:
         raise bad("capacity_bytes", f"must be > 0, got {spec.capacity_bytes!r}")
     if spec.fit_every is not None and spec.fit_every < 1:
@@ -526,7 +521,7 @@ def age(root: Path, spec: AgingSpec, *,
     p_values {size, depth, age}, convergence_ops, horizon_ops, live_files, elapsed_s.
     ``cancelled()`` returning True stops cleanly with the same summary. ``resume``
     continues the aging recorded in ``root``'s state file (its profile, seed, fullness,
-    capacity and write mode) with this spec's stop conditions and jobs. ``op_log_path``
+    capacity and write mode) with this spec's stop conditions and workers. ``op_log_path``
     also writes the op log (``c <path> <bytes>`` / ``d <path>`` lines: exactly the hashed
     bytes) for replay.
     """
@@ -689,7 +684,7 @@ def age(root: Path, spec: AgingSpec, *,
     unlink = os.unlink
     size_bytes_of = planner.size_bytes
     statvfs_mode = capacity_given is None
-    jobs = spec.jobs
+    jobs = spec.workers
     next_event = ops  # the op at which the checks below run next
     try:
         save_state()
@@ -876,5 +871,5 @@ def age(root: Path, spec: AgingSpec, *,
         live_bytes=sum(planner.size_bytes[s] * c for s, c in enumerate(planner.size_count)),
         written_bytes=written_bytes, capacity_bytes=capacity_bytes,
         overwrites=written_bytes / capacity_bytes, phase=phase, fit=planner.fits(ops),
-        jobs=spec.jobs, fallocate=fallocate, resumed=resume, foreign_files=foreign,
+        workers=spec.workers, fallocate=fallocate, resumed=resume, foreign_files=foreign,
     )

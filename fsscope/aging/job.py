@@ -52,7 +52,7 @@ class Spec:
     max_overwrites: float | None = None
     max_ops: int | None = None
     fallocate: bool = False
-    jobs: int = 1
+    workers: int = 1                      # processes executing the operations (CLI --jobs)
     capacity_bytes: int | None = None     # directory targets only
     fit_every: int | None = None
     resume: bool = False                  # continue the aging kept on the image (no mkfs)
@@ -75,6 +75,8 @@ class Spec:
         names = [f.name for f in dataclasses.fields(cls)]
         if not isinstance(data, dict):
             raise AgingError("age spec must be a JSON object")
+        if "jobs" in data and "workers" not in data:  # its name before it said what it counts
+            data = {("workers" if k == "jobs" else k): v for k, v in data.items()}
         unknown = sorted(set(data) - set(names))
         if unknown:
             raise AgingError(f"age spec field {unknown[0]!r} is unknown: known fields are {', '.join(names)}")

@@ -24,7 +24,7 @@ import os
 import stat
 import time
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -515,9 +515,3 @@ def render_bars(profile: Profile, *, width: int = 40) -> str:
     return "\n".join(out)
 
 
-def with_fullness(profile: Profile, fullness: float) -> Profile:
-    """The same profile with another default fullness (validated)."""
-    if not 0.0 < fullness < 1.0:
-        raise ProfileError(f"{profile.source or profile.name}: fullness: must be in (0, 1), "
-                           f"got {fullness!r}")
-    return replace(profile, fullness=fullness)

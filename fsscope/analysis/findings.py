@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outlier:
     """A file index that is slow in at least ``runs_flagged`` of ``runs`` runs."""
 
@@ -25,7 +25,7 @@ class Outlier:
         return self.median_ns / max(self.typical_ns, 1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Series:
     """Repeatable outliers at a constant stride: start, start+stride, ... (count of them).
 
@@ -39,7 +39,7 @@ class Series:
     missing: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LevelShift:
     """A change point in the per-index median curve: the level changes at ``index``."""
 
@@ -48,7 +48,7 @@ class LevelShift:
     after_ns: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LinearGrowth:
     """Latency growing linearly with the index inside [start, end)."""
 

@@ -97,22 +97,6 @@ def hist_percentile_ns(hist: np.ndarray, q: float) -> float:
     return float(bucket_mid_ns(idx))
 
 
-def hist_cdf(hist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(latency_ns at each non-empty bucket's midpoint, cumulative fraction <= it)."""
-    hist = np.asarray(hist)
-    nonzero = np.flatnonzero(hist)
-    total = hist.sum()
-    if total == 0:
-        return np.empty(0), np.empty(0)
-    return bucket_mid_ns(nonzero), np.cumsum(hist[nonzero]) / total
-
-
-def sparse_to_dense(bucket: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """Dense histogram from (bucket, count) pairs; repeated buckets add up."""
-    return np.bincount(np.asarray(bucket, dtype=np.int64), weights=np.asarray(count),
-                       minlength=N_BUCKETS).astype(np.int64)
-
-
 # ---------------------------------------------------------------------------------------------
 # Throughput and its variation
 # ---------------------------------------------------------------------------------------------

@@ -226,8 +226,9 @@ def render_age(report: dict, console: Console) -> None:
         console.print("[yellow]note:[/] the file system filled up before the plan did — a normal outcome: some "
                       "file systems cannot sustain some profiles at some fullness (metadata, block rounding). "
                       "The aged tree is consistent and usable.", highlight=False)
-    if (report.get("jobs") or 1) > 1:
-        console.print(f"[dim]note: {report['jobs']} workers ran the same seeded operation sequence (same op-log "
+    workers = report.get("workers", report.get("jobs")) or 1  # "jobs" in records made before
+    if workers > 1:
+        console.print(f"[dim]note: {workers} workers ran the same seeded operation sequence (same op-log "
                       "hash); their interleaving on disk differs between runs, so block placement may too[/]")
     if report.get("fallocate"):
         console.print("[dim]note: --fallocate allocated blocks without writing data: unwritten extents, no delayed "
@@ -317,7 +318,7 @@ def cmd_age(args) -> int:
     spec = Spec(profile=profile, fullness=args.fullness, seed=args.seed,
                 max_seconds=args.max_minutes * 60 if args.max_minutes else None,
                 confidence=args.confidence, max_overwrites=args.max_overwrites, fallocate=args.fallocate,
-                jobs=args.jobs, capacity_bytes=args.capacity, resume=args.resume, snapshot_path=snapshot,
+                workers=args.jobs, capacity_bytes=args.capacity, resume=args.resume, snapshot_path=snapshot,
                 test_file_bytes=args.test_file)
     spec.validate()
     capacity = args.capacity if target.kind == "dir" else target.size_bytes if target.kind != "device" else None

@@ -458,6 +458,3 @@ def _emit_new_flags(out: _Locked, spec: Spec, results: list, dirty: dict, emitte
                          fields={"after_runs": len(results), **details}))
 
 
-def ops_per_s_from_arrays(counts: np.ndarray, elapsed_s: float) -> float:
-    """Cumulative throughput of one saved run (for readers of the run directory)."""
-    return float(np.asarray(counts).sum() / elapsed_s) if elapsed_s > 0 else math.nan

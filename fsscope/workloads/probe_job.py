@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 from contextlib import nullcontext
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -200,7 +201,7 @@ def _emit_new_findings(ctx, analysis, predictions: list, emitted: dict) -> None:
         title = _flag_title(flag, finding)
         if emitted.get(_key(finding)) != title:
             emitted[_key(finding)] = title
-            fields = {**{k: v for k, v in vars(finding).items() if k not in flag}, **flag}
+            fields = {**{k: v for k, v in asdict(finding).items() if k not in flag}, **flag}
             kind, note = fields.pop("flag"), fields.pop("note", "")
             ctx.emit(Finding(flag=kind, title=title, note=note, fields=fields))
 
