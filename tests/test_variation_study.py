@@ -115,3 +115,25 @@ def test_study_cli_end_to_end_and_resume(tmp_path, cli):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert [c["mean_ops_per_s"] for c in json.loads(out2.read_text())["configurations"]] == \
         [c["mean_ops_per_s"] for c in rep["configurations"]]
+
+
+@pytest.mark.privileged
+def test_ladder_steps_change_what_they_claim(tmp_path, cli):
+    out = tmp_path / "ladder.json"
+    proc = cli("bench", "--ladder", "--runs", "2", "--duration", "1", "--files", "40", "--size", "512M",
+               "--personality", "varmail", "--json", str(out), timeout_s=400)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ladder = {s["step"]: s for s in json.loads(out.read_text())["ladder"]}
+    assert list(ladder) == ["baseline", "no_lazy", "umount", "alloc"]
+    for step in ladder.values():
+        assert len(step["runs"]) == 2 and all(r["ops_per_s"] > 0 and len(r["image_sha256"]) == 64 for r in step["runs"])
+        assert step["relative_range"] == pytest.approx(V.relative_range([r["ops_per_s"] for r in step["runs"]]))
+    # no_lazy: the mkfs that ran wrote inode tables and journal up front; baseline's did not
+    assert all("lazy_itable_init=0,lazy_journal_init=0" in " ".join(r["mkfs_argv"]) for r in ladder["no_lazy"]["runs"])
+    assert not any("lazy_itable_init" in " ".join(r["mkfs_argv"]) for r in ladder["baseline"]["runs"])
+    # umount: the superblock counts one more mount than without it (populate, then mounted again)
+    assert [r["mount_count"] for r in ladder["umount"]["runs"]] == [r["mount_count"] + 1 for r in ladder["no_lazy"]["runs"]]
+    # alloc: no mkfs, no populate -- every run starts from the same bytes; re-populated runs do not
+    assert not any(r["mkfs_argv"] for r in ladder["alloc"]["runs"])
+    assert len({r["image_sha256"] for r in ladder["alloc"]["runs"]}) == 1
+    assert len({r["image_sha256"] for r in ladder["umount"]["runs"]}) == 2

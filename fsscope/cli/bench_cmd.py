@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from pathlib import Path
 
 from rich.console import Console
@@ -376,6 +377,8 @@ def cmd_bench(args) -> int:
     from fsscope.cli.check_cmd import bad_pointer
     from fsscope.workloads import bench_job
 
+    if args.ladder:
+        return cmd_ladder(args)
     spec = _bench_spec(args)
     target = target_from_args(args, default_kind="ram")
     # the workload's own checks, before anything is formatted
@@ -428,6 +431,42 @@ def cmd_bench(args) -> int:
     return status
 
 
+def render_ladder(report: dict, console: Console) -> None:
+    table = Table(title=f"hygiene ladder: {report.get('personality')} on {report.get('recipe')} "
+                  "(each step adds to the ones above)", title_justify="left")
+    for col in ("step", "runs", "mean ops/s", "rel. range", "RSD", "same image"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for step in report.get("ladder", []):
+        runs = step.get("runs") or []
+        same = len({r.get("image_sha256") for r in runs}) == 1 and len(runs) > 1
+        table.add_row(step["step"], str(len(runs)), "-" if step.get("mean_ops_per_s") is None
+                      else f"{step['mean_ops_per_s']:,.0f}", _pct(step.get("relative_range")),
+                      _pct(step.get("rsd")), "yes" if same else "no")
+    console.print(table)
+    console.print("each step lowers or keeps the relative range" if report.get("monotone") else
+                  "[yellow]a step raised the relative range[/] (few runs are noisy: more --runs narrow it)")
+
+
+RENDERERS["ladder"] = render_ladder
+
+
+def cmd_ladder(args) -> int:
+    from fsscope.targets import TargetSpec
+    from fsscope.workloads import ladder
+
+    if args.recipes:
+        raise FsscopeError("--ladder runs one recipe (--recipe), not --recipes")
+    spec = ladder.Spec(personality=args.personality, runs=args.runs, duration_s=args.duration, nfiles=args.files,
+                       workers=args.workers, image_size_bytes=args.size or ladder.Spec.image_size_bytes,
+                       seed=args.seed)
+    recipe = recipe_from_args(args, default="ext4-default")
+    if recipe.fs == "tmpfs":
+        raise FsscopeError("--ladder needs a file system fsscope formats, not tmpfs")
+    # the ladder makes its own RAM images (it keeps and restores the dataset image)
+    target = TargetSpec("dir", os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
+    return run_job("ladder", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_ladder)
+
+
 def cmd_syncwrite(args) -> int:
     from fsscope.workloads.syncwrite_job import Spec
 
@@ -470,6 +509,9 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="seed of file sizes and op choices (default 1)")
     p.add_argument("--same-fs", action="store_true",
                    help="one file system for all runs (repopulated per run) instead of mkfs per run")
+    p.add_argument("--ladder", action="store_true",
+                   help="the hygiene ladder: baseline, +no_lazy, +umount, +alloc (dataset image restored "
+                        "byte-identical per run), R runs each; relative range per step")
     add_job_args(p)
     p.set_defaults(func=cmd_bench)
 
