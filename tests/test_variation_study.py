@@ -137,3 +137,17 @@ def test_ladder_steps_change_what_they_claim(tmp_path, cli):
     assert not any(r["mkfs_argv"] for r in ladder["alloc"]["runs"])
     assert len({r["image_sha256"] for r in ladder["alloc"]["runs"]}) == 1
     assert len({r["image_sha256"] for r in ladder["umount"]["runs"]}) == 2
+
+
+@pytest.mark.privileged
+def test_bench_duration_auto_says_what_it_chose(tmp_path, cli):
+    out = tmp_path / "auto.json"
+    proc = cli("bench", "--personality", "varmail", "--runs", "2", "--duration", "auto", "--duration-max", "8",
+               "--files", "40", "--ram", "--size", "256M", "--json", str(out), timeout_s=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rep = json.loads(out.read_text())
+    d = rep["duration"]
+    assert d["auto"] and 5 <= d["chosen_s"] <= 8 and "cumulative throughput" in d["criterion"]
+    assert len(d["calibration_ops_per_s"]) >= d["chosen_s"] or not d["settled"]
+    assert rep["spec"]["duration_s"] == d["chosen_s"]
+    assert all(abs(r["elapsed_s"] - d["chosen_s"]) < 2 for r in rep["runs"])

@@ -105,6 +105,10 @@ def _window(text: str) -> int:
     return int(value)
 
 
+def _duration(text: str) -> float | str:
+    return "auto" if text == "auto" else positive_float(text)
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text.rstrip("%")) / (100.0 if text.endswith("%") else 1.0)
@@ -367,7 +371,9 @@ RENDERERS["syncwrite"] = render_syncwrite
 def _bench_spec(args):
     from fsscope.workloads.bench_job import Spec
 
-    return Spec(personality=args.personality, runs=args.runs, duration_s=args.duration, workers=args.workers,
+    auto = args.duration == "auto"
+    return Spec(personality=args.personality, runs=args.runs, duration_s=args.duration_max if auto else args.duration,
+                duration_auto=auto, workers=args.workers,
                 nfiles=args.files, mean_file_size_bytes=args.mean_file_size, mem_limit_bytes=args.mem_limit,
                 window_sizes_s=tuple(dict.fromkeys(args.window or [])), threshold=args.threshold,
                 seed=args.seed, fresh_fs=not args.same_fs)
@@ -456,6 +462,8 @@ def cmd_ladder(args) -> int:
 
     if args.recipes:
         raise FsscopeError("--ladder runs one recipe (--recipe), not --recipes")
+    if args.duration == "auto":
+        raise FsscopeError("--ladder: give --duration S (every step must run equally long)")
     spec = ladder.Spec(personality=args.personality, runs=args.runs, duration_s=args.duration, nfiles=args.files,
                        workers=args.workers, image_size_bytes=args.size or ladder.Spec.image_size_bytes,
                        seed=args.seed)
@@ -490,8 +498,11 @@ def add_parser(sub) -> None:
                    help="the workload (default fileserver)")
     p.add_argument("--runs", type=positive_int, default=3, metavar="R",
                    help="runs, each on a freshly formatted file system (default 3; the paper used 10+)")
-    p.add_argument("--duration", type=positive_float, default=30.0, metavar="S",
-                   help="measured seconds per run (default 30)")
+    p.add_argument("--duration", type=_duration, default=30.0, metavar="S|auto",
+                   help="measured seconds per run (default 30); auto: a calibration run first, until the "
+                        "cumulative throughput settles (±2%% over 5 s; capped by --duration-max)")
+    p.add_argument("--duration-max", type=positive_float, default=600.0, metavar="S",
+                   help="with --duration auto: the longest run it may choose (default 600)")
     p.add_argument("--workers", type=positive_int, metavar="N",
                    help="worker processes (default min(Filebench's threads, 4 per CPU))")
     p.add_argument("--files", type=positive_int, metavar="N",

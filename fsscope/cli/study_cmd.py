@@ -37,6 +37,14 @@ of latency range vs throughput range with its p-value (Fig. 9), and the configur
 --threshold with the knob levels they share. Treatments (configuration x personality) run in
 worker processes here (--workers) or on a Dask cluster (--scheduler); --resume continues."""
 
+STUDY_DESCRIPTION = """\
+Studies that sample a space of settings with a Latin Hypercube and run every sampled point as
+treatments on the plan/treatment engine (local worker processes or a Dask cluster, resumable,
+one row per treatment in RUN/treatments.ndjson). Layout exploration is 'fsscope explore'.
+
+  variation   run-to-run throughput variation across storage-stack configurations (Cao et
+              al., FAST'17): see 'fsscope study variation --help'."""
+
 EPILOG = """\
 examples:
   fsscope study variation                                    cao-small: 12 configurations, ext4 + XFS
@@ -127,7 +135,8 @@ def cmd_variation(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("study", help="studies on the plan/treatment engine (variation: Cao et al.)")
+    p = sub.add_parser("study", help="studies on the plan/treatment engine (variation: Cao et al.)",
+                       description=STUDY_DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     studies = p.add_subparsers(dest="study", metavar="STUDY", required=True)
     v = studies.add_parser("variation", help="run-to-run variation across sampled storage-stack configurations",
                            description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
