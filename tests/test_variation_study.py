@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from test_study_engine import dask_cluster  # noqa: F401 - the real scheduler + workers fixture
 
 from fsscope.analysis import variation as V
 from fsscope.errors import FsscopeError
@@ -151,3 +152,16 @@ def test_bench_duration_auto_says_what_it_chose(tmp_path, cli):
     assert len(d["calibration_ops_per_s"]) >= d["chosen_s"] or not d["settled"]
     assert rep["spec"]["duration_s"] == d["chosen_s"]
     assert all(abs(r["elapsed_s"] - d["chosen_s"]) < 2 for r in rep["runs"])
+
+
+@pytest.mark.privileged
+def test_study_on_a_dask_cluster(tmp_path, cli, dask_cluster):  # noqa: F811 - the imported fixture
+    address, _ = dask_cluster  # `dask worker --no-nanny`: the worker may start the personality's processes
+    out = tmp_path / "v.json"
+    proc = cli("study", "variation", "--configurations", "1", "--runs", "2", "--duration", "1", "--files", "40",
+               "--file-systems", "ext4", "--personalities", "varmail,fileserver", "--scheduler", address,
+               "--json", str(out), timeout_s=400)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rep = json.loads(out.read_text())
+    assert rep["completed"] == 2 and not rep["failed"]
+    assert {c["personality"] for c in rep["configurations"]} == {"varmail", "fileserver"}

@@ -155,8 +155,9 @@ def add_parser(sub) -> None:
                    help="Throughput-N window for the relative-range CDF (repeatable; default 1,2,5,10 that fit)")
     v.add_argument("--threshold", type=positive_float, default=0.10, metavar="F",
                    help="flag configurations whose relative range exceeds F (default 0.1)")
-    v.add_argument("--workers", type=positive_int, default=os.cpu_count() or 2, metavar="W",
-                   help="local worker processes (default one per CPU)")
+    v.add_argument("--workers", type=positive_int, default=1, metavar="W",
+                   help="local worker processes (default 1: treatments running side by side on one host "
+                        "perturb each other's throughput, which is what this study measures)")
     v.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask scheduler's workers instead")
     v.add_argument("--resume", metavar="RUN", help="continue an interrupted study (run dir, id, or 'latest')")
     v.add_argument("--json", metavar="PATH", help="also write the report as JSON")

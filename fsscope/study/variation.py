@@ -180,7 +180,7 @@ class Spec:
     duration_s: float = 0.0
     image_size: str = ""
     nfiles: int = 0
-    workers: int = 2
+    workers: int = 1
     scheduler: str = ""
     resume: str = ""
     threshold: float = 0.10
