@@ -454,15 +454,17 @@ async def test_bench_live_view_variation_table_and_replay(scratch):
 
 @pytest.mark.privileged
 async def test_syncwrite_view_table_per_buffer_size(scratch):
-    """A tiny sync-write sweep (sizes typed as 4K,64K): one row per size with the report's
-    throughput, the best-ratio size starred, and the same table when replayed."""
+    """A tiny sync-write sweep (sizes typed as 4K,64K): log–log curves for throughput and
+    latency, one row per size with the report's throughput ± CI, the best-ratio size starred,
+    and the same when replayed."""
+    from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
     from fsscope.tui.widgets.syncwrite_view import SyncWriteView
 
     app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=256 * 2**20), jobs=("syncwrite",)))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert app.screen.query_one("#job-picker").selected == ["syncwrite"]  # the only job offered
-        for field, text in (("buffer_sizes_bytes", "4K,64K"), ("file_size_bytes", "1M"), ("repeats", "2")):
+        for field, text in (("buffer_sizes_bytes", "4K,64K"), ("file_size_bytes", "1M"), ("repeats", "3")):
             await set_param(pilot, app, f"param-syncwrite-{field}", text)
         await pilot.press("ctrl+r")
         live = live_of(app)
@@ -470,17 +472,22 @@ async def test_syncwrite_view_table_per_buffer_size(scratch):
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
-        assert [p["buffer_bytes"] for p in report["points"]] == [4096, 65536]
+        assert [p["buffer_bytes"] for p in report["sizes"]] == [4096, 65536]
 
         def check(screen: LiveScreen) -> None:
             view = screen.job_view
             assert isinstance(view, SyncWriteView)
             table = view.table
             assert table.row_count == 2
-            for r, point in enumerate(report["points"]):
+            for r, point in enumerate(report["sizes"]):
                 row = table.get_row_at(r)
-                assert row[2].startswith(f"{point['bytes_per_s'] / 1e6:,.1f}")
-                assert ("★" in str(row[0])) == (point["buffer_bytes"] == report["best_ratio_buffer_bytes"])
+                assert row[2].startswith(f"{point['throughput_mean'] / 1e6:,.1f} ±")
+                assert ("★" in str(row[0])) == (point["buffer_bytes"] == report["recommended_bytes"])
+            charts = {c.metric: str(c.content) for c in view.query(SyncWriteChart)}
+            assert set(charts) == {"throughput", "latency"}
+            for text in charts.values():
+                assert "(log) vs buffer size (log)" in text and "4K" in text and "64K" in text
+                assert text.count("●") + text.count("★") >= 2 and "95% CI" in text
 
         check(live)
         check(await open_replay(pilot, app, job.run_id))

@@ -21,6 +21,16 @@ def parse_size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"'{text}' is not a size (examples: 512M, 2G, 1GiB)") from None
 
 
+def recipe_list(text: str) -> list[str]:
+    """argparse type of --recipes: two or more distinct recipe names, comma-separated."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if len(names) < 2:
+        raise argparse.ArgumentTypeError("name at least two recipes, comma-separated (e.g. ext4-default,xfs-default)")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"a recipe is named twice in '{text}'")
+    return names
+
+
 def add_target_args(parser: argparse.ArgumentParser, *, dir_allowed: bool = True) -> None:
     group = parser.add_argument_group("target (choose one)")
     where = group.add_mutually_exclusive_group()

@@ -49,10 +49,23 @@ def cmd_report(args) -> int:
         console.print(f"[dim]$ {' '.join(cmd['argv'])}  → exit {cmd['rc']}[/]")
     report = run.report()
     if report is None:
+        report = _partial_report(m.get("job", ""), run)
+    if report is None:
         console.print("no report (the job did not finish); arrays recorded: " + (", ".join(run.arrays()) or "none"))
         return 0
     render_report(m.get("job", ""), report, console)
     return 0
+
+
+def _partial_report(job: str, run) -> dict | None:
+    """A job that did not finish, rebuilt from the arrays it kept (jobs offering
+    ``partial_report(run_dir)``)."""
+    from fsscope.engine import registry
+
+    if job not in registry.JOBS:
+        return None
+    rebuild = getattr(registry.load(job), "partial_report", None)
+    return rebuild(run) if rebuild is not None else None
 
 
 def add_parser(sub) -> None:
