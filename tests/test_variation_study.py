@@ -104,7 +104,9 @@ def test_study_cli_end_to_end_and_resume(tmp_path, cli):
     study_dir = rep["study_dir"]
     rows = load_rows(study_dir)
     again = study.report(Plan.load(study_dir), rows, threshold=rep["threshold"])
-    for c, d in zip(rep["configurations"], again["configurations"]):
+    by_id = {d["id"]: d for d in again["configurations"]}
+    for c in rep["configurations"]:
+        d = by_id[c["id"]]
         ops = [r["ops_per_s"] for r in c["runs"]]
         assert d["relative_range"] == pytest.approx(V.relative_range(ops)) == pytest.approx(c["relative_range"])
         assert d["ks_range"] == pytest.approx(c["ks_range"])
