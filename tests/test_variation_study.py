@@ -167,3 +167,15 @@ def test_study_on_a_dask_cluster(tmp_path, cli, dask_cluster):  # noqa: F811 - t
     rep = json.loads(out.read_text())
     assert rep["completed"] == 2 and not rep["failed"]
     assert {c["personality"] for c in rep["configurations"]} == {"varmail", "fileserver"}
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["study", "variation", "--factor", "ext4_journal=sometimes"], "ext4_journal"),
+    (["study", "variation", "--file-systems", "ntfs"], "ntfs"),
+    (["study", "variation", "--space", "nosuch"], "nosuch"),
+    (["bench", "--ladder", "--duration", "auto"], "--ladder"),
+])
+def test_bad_study_input_is_one_line(cli, argv, says):
+    proc = cli(*argv)
+    lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith("note:")]
+    assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr
