@@ -151,9 +151,11 @@ def load(name_or_path: str) -> Recipe:
         known = ", ".join(r.name for r in available())
         raise RecipeError(f"unknown recipe '{name_or_path}' (no file {path}; known: {known})")
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise RecipeError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RecipeError(f"{path}: not a text file (byte {exc.start} is not UTF-8): a recipe is TOML") from None
     return parse(data, name=path.stem, source=str(path))
 
 

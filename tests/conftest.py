@@ -5,7 +5,8 @@
 - Tests marked ``privileged`` need root and loop devices. Without them they skip with the
   reason — unless FSSCOPE_REQUIRE_PRIVILEGED=1 (CI), where that skip is a failure.
 - At the end the session FAILS if anything it made is still mounted or attached: journal
-  entries, loop devices backed by files under the session's directories, mounts below them.
+  entries, loop devices backed by files under the session's directories, mounts below them,
+  tracefs instances its jobs made (their names carry the session home's tag).
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ def leftovers() -> list[str]:
         mountpoint = line.split()[1]
         if _under(mountpoint, roots):
             found.append(f"mount {mountpoint}")
+    from fsscope.trace.tracefs import fsscope_instances
+    found += [f"tracefs instance {p}" for p in fsscope_instances(home=BASE / "home")]
     return found
 
 

@@ -20,6 +20,7 @@ from fsscope import paths, recipes
 from fsscope.engine import events
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal, loops_backing
+from fsscope.trace.tracefs import unavailable_reason
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui import messages as msg
 from fsscope.tui.app import FsscopeApp
@@ -144,6 +145,9 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
         flag = flags[position]
         assert "short-form" in live.notes.text or "shortform" in live.notes.text, live.notes.text
         assert flag.title in live.notes.text
+        if unavailable_reason() is None:  # traced (--trace attribute): the kernel's events beside the note
+            assert "Kernel events inside this call" in live.notes.text
+            assert "xfs_dir2_sf_to_block" in live.notes.text, live.notes.text
         heatmap = live.query_one("#heatmap", Heatmap)
         assert heatmap._selected[flag.indices[0]]  # its cells are highlighted
         assert heatmap.cursor_files()[0] <= flag.indices[0] <= heatmap.cursor_files()[1]
@@ -440,6 +444,10 @@ async def test_bench_live_view_variation_table_and_replay(scratch):
             assert sum(v is not None for v in data.current) == 3
             assert [f.title for f in screen.flags_panel.flags] == [f["title"] for f in report["flags"]]
             assert screen.query_one("#spark-rate").data
+            if report["trace"]["active"]:  # the kernel's events of the drawn run under the chart
+                commits = sum(report["runs"][1]["kernel_windows"]["journal_commits"])
+                assert ("J" in view.kernel_strip.text) == (commits > 0), view.kernel_strip.text
+                assert "written" in view.kernel_strip.text
 
         check_view(live)
         assert live._job_telemetry_s is not None and live.iops.values  # the job's own counters

@@ -15,6 +15,7 @@ from rich.table import Table
 from fsscope.analysis.compare import compare_recipe_reports
 from fsscope.cli.common import (
     add_job_args,
+    dash_value,
     parse_size,
     positive_float,
     positive_int,
@@ -256,6 +257,14 @@ def render_bench(report: dict, console: Console) -> None:
     for flag in flags:
         console.print(f"[bold yellow]▲[/] [bold]{flag.get('title') or flag.get('kind')}[/]")
         console.print(f"    {flag.get('note', '')}", highlight=False)
+    for r, run in enumerate(runs):
+        kw = run.get("kernel_windows")
+        if kw:
+            console.print(f"[bold]kernel, run {r + 1}[/] (per {kw['window_s']:g}-s window): journal commits "
+                          f"{sum(kw['journal_commits'])}, writeback starts {sum(kw['writeback_starts'])}, "
+                          f"{sum(kw['bytes_written']) / 2**20:.1f} MiB written", highlight=False)
+        for dip in run.get("dips") or []:
+            console.print(f"[bold yellow]▼[/] run {r + 1} dip {dip['note']}", highlight=False)
     tel = report.get("telemetry") or {}
     notes = list(report.get("notes") or [])
     if tel.get("taskstats_available") is False:
@@ -317,7 +326,7 @@ def _bench_spec(args):
                 duration_auto=auto, workers=args.workers,
                 nfiles=args.files, mean_file_size_bytes=args.mean_file_size, mem_limit_bytes=args.mem_limit,
                 window_sizes_s=tuple(dict.fromkeys(args.window or [])), threshold=args.threshold,
-                seed=args.seed, fresh_fs=not args.same_fs)
+                seed=args.seed, fresh_fs=not args.same_fs, trace=args.trace == "on")
 
 
 def cmd_bench(args) -> int:
@@ -330,11 +339,15 @@ def cmd_bench(args) -> int:
     target = target_from_args(args, default_kind="ram")
     # the workload's own checks, before anything is formatted
     bench_job.personality_spec(spec, target.size_bytes)
-    pointer = bad_pointer()
-    if pointer:
-        err_console.print(pointer, style="yellow", highlight=False, markup=False)
+
+    def point_at_check() -> None:  # after every input check: bad input stays one line
+        pointer = bad_pointer()
+        if pointer:
+            err_console.print(pointer, style="yellow", highlight=False, markup=False)
+
     if not args.recipes:
         recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+        point_at_check()
         return run_job("bench", spec, target, recipe, json_path=args.json, verbose=args.verbose,
                        render=render_bench)
 
@@ -347,6 +360,7 @@ def cmd_bench(args) -> int:
         args.recipe = name
         chosen.append((name, recipe_from_args(args)))
     args.recipe = None
+    point_at_check()
     reports: dict[str, dict] = {}
     status = 0
     for name, recipe in chosen:
@@ -433,10 +447,10 @@ def add_parser(sub) -> None:
                    help="worker processes (default min(Filebench's threads, 4 per CPU))")
     p.add_argument("--files", type=positive_int, metavar="N",
                    help="files in the file set (default Filebench's, scaled to a quarter of the target)")
-    p.add_argument("--mean-file-size", type=_size, metavar="SIZE",
-                   help="mean file size, gamma-distributed (default 128K fileserver, 16K others)")
-    p.add_argument("--mem-limit", type=_size, metavar="SIZE",
-                   help="memory cgroup limit for the workers (page cache included), e.g. 512M")
+    dash_value(p.add_argument("--mean-file-size", type=_size, metavar="SIZE",
+                              help="mean file size, gamma-distributed (default 128K fileserver, 16K others)"))
+    dash_value(p.add_argument("--mem-limit", type=_size, metavar="SIZE",
+                              help="memory cgroup limit for the workers (page cache included), e.g. 512M"))
     p.add_argument("--window", type=_window, action="append", metavar="N",
                    help="Throughput-N window in seconds; repeat for several (default 10, or the run length if shorter); no longer than --duration")
     p.add_argument("--threshold", type=_fraction, default=0.10, metavar="F",
@@ -449,5 +463,9 @@ def add_parser(sub) -> None:
     p.add_argument("--ladder", action="store_true",
                    help="the hygiene ladder: baseline, +no_lazy, +umount, +alloc (dataset image restored "
                         "byte-identical per run), R runs each; relative range per step")
+    p.add_argument("--trace", choices=("on", "off"), default="on", type=str.lower,
+                   help="kernel events per window through tracefs (root): journal commits, writeback "
+                        "starts and bytes written per Throughput-N window, and every dip annotated "
+                        "with them (default on; untraced with a note when tracing is not possible)")
     add_job_args(p)
     p.set_defaults(func=cmd_bench)

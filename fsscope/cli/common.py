@@ -15,10 +15,20 @@ from fsscope.units import parse_size_bytes
 
 def parse_size(text: str) -> int:
     """argparse type: '2G', '512M', '1GiB', '4096' → bytes (powers of two)."""
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"a size cannot be negative, got '{text}'")
     try:
         return parse_size_bytes(text)
     except FsscopeError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a size (examples: 512M, 2G, 1GiB)") from None
+
+
+def dash_value(action: argparse.Action) -> argparse.Action:
+    """Let this option's value start with '-' without the '=' form: mkfs options such as
+    ``--mkfs-opts "-c"``, and sizes, so ``--size -5M`` is refused as negative instead of
+    argparse's "expected one argument" (:class:`fsscope.cli.Parser` joins such pairs)."""
+    action.dash_value = True
+    return action
 
 
 def recipe_list(text: str) -> list[str]:
@@ -40,8 +50,8 @@ def add_target_args(parser: argparse.ArgumentParser, *, dir_allowed: bool = True
     if dir_allowed:
         where.add_argument("--dir", metavar="PATH", help="a plain directory: no formatting, no root needed; "
                            "work happens in a fresh subdirectory that is removed afterwards")
-    group.add_argument("--size", type=parse_size, default=DEFAULT_SIZE_BYTES, metavar="SIZE",
-                       help="image or RAM size (default 2G; XFS needs at least 300M)")
+    dash_value(group.add_argument("--size", type=parse_size, default=DEFAULT_SIZE_BYTES, metavar="SIZE",
+                       help="image or RAM size (default 2G; XFS needs at least 300M)"))
     group.add_argument("--mountpoint", metavar="DIR", help="where to mount (default: under fsscope's state dir)")
     group.add_argument("--yes-destroy", metavar="DEV", help="confirm destroying DEV's existing signature; must name the same device")
     group.add_argument("--from-snapshot", metavar="PATH", default="",
@@ -49,8 +59,10 @@ def add_target_args(parser: argparse.ArgumentParser, *, dir_allowed: bool = True
                        "mkfs, so every run starts from the same aged state; its fs must match the recipe")
     rgroup = parser.add_argument_group("recipe")
     rgroup.add_argument("--recipe", metavar="NAME|PATH", help="file-system recipe (see 'fsscope recipes')")
-    rgroup.add_argument("--mkfs-opts", default="", metavar='"OPTS"', help='extra mkfs options for this run, e.g. "-i size=1024"')
-    rgroup.add_argument("--mount-opts", default="", metavar="OPTS", help="extra mount options, comma-separated")
+    dash_value(rgroup.add_argument("--mkfs-opts", default="", metavar='"OPTS"',
+                                   help='extra mkfs options for this run, e.g. "-i size=1024" or "-c"'))
+    dash_value(rgroup.add_argument("--mount-opts", default="", metavar="OPTS",
+                                   help="extra mount options, comma-separated"))
     rgroup.add_argument("--prep", action="append", default=[], metavar="STEP=VALUE",
                         help="change a hygiene step, e.g. --prep drop_caches=false --prep io_scheduler=mq-deadline")
 
@@ -77,9 +89,20 @@ def positive_float(text: str) -> float:
     return value
 
 
+def output_path(text: str) -> str:
+    """argparse type: a file written when the job ends, checked now so a finished run's
+    report is not lost to a typo in its directory."""
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{folder}: no such directory")
+    if os.path.isdir(text) or not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: cannot write a file there")
+    return text
+
+
 def add_job_args(parser: argparse.ArgumentParser) -> None:
     """What every headless job command takes: --json, -v and the target/recipe options."""
-    parser.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    parser.add_argument("--json", type=output_path, metavar="PATH", help="also write the report as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
     add_target_args(parser)
 
@@ -111,6 +134,8 @@ def target_from_args(args, *, default_kind: str | None = None) -> TargetSpec:
     """The TargetSpec the options name; with none given, ``default_kind`` (ram) or an error."""
     size = args.size
     snap = os.path.abspath(args.from_snapshot) if getattr(args, "from_snapshot", "") else ""
+    if snap and not os.path.isfile(snap):
+        raise FsscopeError(f"--from-snapshot {snap}: no such file (make one with 'fsscope age')")
     if args.device:
         return TargetSpec("device", args.device, size, args.mountpoint or "", args.yes_destroy, snap)
     if args.image:

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fsscope import store
+from fsscope.cli.common import positive_int
 
 console = Console()
 
@@ -74,7 +75,7 @@ def add_parser(sub) -> None:
                        "interrupted), target and recipe. Each run is a directory with manifest.json, "
                        "events.ndjson, *.npy arrays and report.json.",
                        epilog="examples:\n  fsscope runs\n  fsscope runs --last 5\n  fsscope report latest")
-    p.add_argument("--last", type=int, default=30, metavar="N", help="show the last N (default 30)")
+    p.add_argument("--last", type=positive_int, default=30, metavar="N", help="show the last N (default 30)")
     p.set_defaults(func=cmd_runs)
     p = sub.add_parser("report", help="print a recorded run's report again",
                        formatter_class=argparse.RawDescriptionHelpFormatter,

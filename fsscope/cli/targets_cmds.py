@@ -135,7 +135,8 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("cleanup", help="undo every mount and loop device that fsscope left behind",
                        description="Read fsscope's state journal and undo what crashed or killed runs and "
-                       "'prepare' left: unmount, detach loop devices, remove RAM images and scratch directories. "
+                       "'prepare' left: unmount, detach loop devices, remove RAM images, scratch directories and "
+                       "the jobs' tracefs instances. "
                        "Resources of fsscope processes still running are left alone unless --force.")
     p.add_argument("--force", action="store_true", help="also undo what running fsscope processes hold")
     p.set_defaults(func=cmd_cleanup)

@@ -21,7 +21,7 @@ import psutil
 from fsscope import store, tools
 from fsscope.engine import registry
 from fsscope.engine.context import JobContext
-from fsscope.errors import FsscopeError
+from fsscope.errors import FsscopeError, os_error_line
 from fsscope.recipes import Recipe
 from fsscope.targets import Target, TargetSpec
 
@@ -67,9 +67,9 @@ def main(run_path: str) -> int:
         error, exit_code = str(exc), exc.exit_status
     except KeyboardInterrupt:
         status, exit_code, error = "cancelled", 130, "interrupted by signal"
-    except Exception as exc:  # a bug: keep the traceback in child.log, say it in one line
+    except Exception as exc:  # a bug or a full/read-only disk: traceback to child.log, one line out
         traceback.print_exc()
-        error = f"{type(exc).__name__}: {exc}"
+        error = os_error_line(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
     finally:
         undone = target.close() if target is not None else []
         if error and ctx is not None:

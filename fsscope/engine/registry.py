@@ -2,6 +2,8 @@
 
     Spec: a frozen dataclass              the job's parameters (from_dict/to_dict optional)
     run(ctx: JobContext, spec) -> dict    does the work in the job child, returns the report
+    record_bytes(spec) -> int             optional: bytes of arrays it will write to the run
+                                          record (checked against free space before it starts)
 
 Modules are imported only when a job is used, so listing jobs stays cheap.
 """

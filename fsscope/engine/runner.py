@@ -21,7 +21,7 @@ from pathlib import Path
 
 from fsscope.engine import events, registry
 from fsscope.recipes import Recipe
-from fsscope.store import RunDir
+from fsscope.store import RunDir, check_room
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import cleanup
 
@@ -89,6 +89,7 @@ def start(job: str, spec, target: TargetSpec, recipe: Recipe | None, *,
     module = registry.load(job)
     if isinstance(spec, dict):
         spec = registry.spec_from_dict(module, spec)
+    check_room(getattr(module, "record_bytes", lambda spec: 0)(spec), runs_root)
     run_dir = RunDir.create(job, runs_root)
     job_file = {"job": job, "spec": registry.spec_to_dict(spec), "target": target.to_dict(),
                 "recipe": recipe.to_dict() if recipe else None}

@@ -190,7 +190,11 @@ def load(name_or_path: str, schema: Schema | None = None) -> Space:
     if not path.is_file():
         known = sorted(p.stem for p in spaces_dir().glob("*.toml"))
         raise FsscopeError(f"--space {name_or_path}: no such file or space (known: {', '.join(known)})")
-    return parse(path.read_text(), str(path), schema)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise FsscopeError(f"{path}: not a text file (byte {exc.start} is not UTF-8): a space is TOML") from None
+    return parse(text, str(path), schema)
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:

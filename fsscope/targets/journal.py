@@ -9,6 +9,7 @@ nothing.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -23,13 +24,13 @@ from fsscope import paths, tools
 from fsscope.errors import ToolError
 
 # Undo order: what sits on top goes first.
-UNDO_ORDER = {"mount": 0, "loop": 1, "image": 2, "mountdir": 3, "workdir": 3}
+UNDO_ORDER = {"tracefs": 0, "mount": 0, "loop": 1, "image": 2, "mountdir": 3, "workdir": 3}
 
 
 @dataclass(frozen=True)
 class Entry:
     id: str
-    kind: str  # mount | loop | image | mountdir | workdir
+    kind: str  # mount | loop | image | mountdir | workdir | tracefs
     group: str  # everything one prepared target made shares a group
     owner_pid: int | None  # None: meant to outlive its creator (``fsscope prepare``)
     fields: dict = field(default_factory=dict)
@@ -153,10 +154,34 @@ def undo(entry: Entry) -> str | None:
             return f"removed mount point {f['path']}"
         except FileNotFoundError:
             pass
+    elif entry.kind == "tracefs" and os.path.isdir(f["path"]):  # a job's instance (fsscope.trace)
+        _remove_trace_instance(f["path"])
+        return f"removed tracefs instance {f['path']}"
     elif entry.kind == "workdir" and os.path.isdir(f["path"]):
         shutil.rmtree(f["path"], ignore_errors=True)
         return f"removed work directory {f['path']}"
     return None
+
+
+def _remove_trace_instance(path: str, wait_s: float = 5.0) -> None:
+    """rmdir of a tracefs instance; EBUSY while a killed job's reader still holds a file of
+    it open, so retry briefly (the reader exits when its parent's pipe closes)."""
+    try:
+        with open(os.path.join(path, "tracing_on"), "w") as fh:
+            fh.write("0")
+    except OSError:
+        pass
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 def undo_group(journal: Journal, group: str) -> list[str]:
