@@ -82,7 +82,7 @@ def no_leftovers():
     yield
     left = leftovers()
     if left:
-        subprocess.run([sys.executable, "-m", "fsscope", "cleanup", "--force"], capture_output=True)
+        subprocess.run([sys.executable, "-m", "fsscope", "cleanup", "--force", "--prepared"], capture_output=True)
         pytest.fail("the tests left these behind (a bug to fix): " + "; ".join(left))
     shutil.rmtree(RAM_BASE, ignore_errors=True)
     shutil.rmtree(BASE, ignore_errors=True)

@@ -26,6 +26,7 @@ from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
 from fsscope.layout.summary import frag_table, summary_rows
+from fsscope.targets import image
 
 AGE_DESCRIPTION = """\
 Age a file system the way years of use would (Geriatrix method, Kadekodi et al. ATC 2018):
@@ -311,6 +312,8 @@ def cmd_age(args) -> int:
         raise FsscopeError("--snapshot needs an image, RAM or device target, not --dir")
     if snapshot and target.kind == "image" and os.path.abspath(snapshot) == target.path:
         raise FsscopeError("--snapshot names the target image itself: choose another path")
+    if snapshot:  # the snapshot replaces whatever is there: only fsscope's own, or what is named
+        image.check_not_foreign(Path(snapshot), args.yes_destroy, "overwrite")
     spec = Spec(profile=profile, fullness=args.fullness, seed=args.seed,
                 max_seconds=args.max_minutes * 60 if args.max_minutes else None,
                 confidence=args.confidence, max_overwrites=args.max_overwrites, fallocate=args.fallocate,

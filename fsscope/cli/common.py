@@ -45,15 +45,19 @@ def add_target_args(parser: argparse.ArgumentParser, *, dir_allowed: bool = True
     group = parser.add_argument_group("target (choose one)")
     where = group.add_mutually_exclusive_group()
     where.add_argument("--device", metavar="DEV", help="a block device to format (safety checks apply)")
-    where.add_argument("--image", metavar="PATH", help="a sparse image file, created if missing, attached as a loop device")
-    where.add_argument("--ram", action="store_true", help="a RAM-backed image in /dev/shm, removed afterwards")
+    where.add_argument("--image", metavar="PATH", help="a sparse image file, created (and marked as fsscope's) if "
+                       "missing, attached as a loop device; an existing file fsscope did not create needs "
+                       "--yes-destroy PATH")
+    where.add_argument("--ram", action="store_true", help="a RAM-backed image in /dev/shm ($FSSCOPE_RAM_DIR), removed "
+                       "afterwards; its whole --size must be free there")
     if dir_allowed:
         where.add_argument("--dir", metavar="PATH", help="a plain directory: no formatting, no root needed; "
                            "work happens in a fresh subdirectory that is removed afterwards")
     dash_value(group.add_argument("--size", type=parse_size, default=DEFAULT_SIZE_BYTES, metavar="SIZE",
                        help="image or RAM size (default 2G; XFS needs at least 300M)"))
     group.add_argument("--mountpoint", metavar="DIR", help="where to mount (default: under fsscope's state dir)")
-    group.add_argument("--yes-destroy", metavar="DEV", help="confirm destroying DEV's existing signature; must name the same device")
+    group.add_argument("--yes-destroy", metavar="DEV|PATH", help="confirm destroying the contents of a device with a "
+                       "signature, or of an existing image file fsscope did not create; must name the same one")
     group.add_argument("--from-snapshot", metavar="PATH", default="",
                        help="restore this aged image (from 'fsscope age --snapshot') before each run instead of "
                        "mkfs, so every run starts from the same aged state; its fs must match the recipe")
@@ -107,26 +111,12 @@ def add_job_args(parser: argparse.ArgumentParser) -> None:
     add_target_args(parser)
 
 
-def _prep_value(text: str):
-    low = text.lower()
-    if low in ("true", "on", "yes", "1"):
-        return True
-    if low in ("false", "off", "no", "0"):
-        return False
-    return text
-
-
 def recipe_from_args(args, *, default: str | None = None) -> Recipe | None:
     name = args.recipe or default
     if name is None:
         return None
     recipe = recipes.load(name).with_extra(args.mkfs_opts, args.mount_opts)
-    changes = {}
-    for item in args.prep:
-        if "=" not in item:
-            raise FsscopeError(f"--prep {item}: expected STEP=VALUE (e.g. drop_caches=false)")
-        key, value = item.split("=", 1)
-        changes[key.strip()] = _prep_value(value.strip())
+    changes = recipes.prep_changes(args.prep)
     return recipe.with_prep(**changes) if changes else recipe
 
 
