@@ -109,6 +109,19 @@ def _source_of(mnt: Path) -> str:
     raise FsscopeError(f"{mnt}: not mounted")
 
 
+def _set_scheduler(dev: str, wanted: str) -> None:
+    """The I/O scheduler of this run's own loop device (detached after the run: nothing to
+    put back)."""
+    queue = filesystem.scheduler_queue(dev)
+    if queue is None:
+        return
+    active, offered = filesystem.read_scheduler(queue)
+    if wanted not in offered:
+        raise FsscopeError(f"{dev}: I/O scheduler '{wanted}' not offered (has: {', '.join(offered)})")
+    if active != wanted:
+        queue.write_text(wanted)
+
+
 def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes: int, seed: int) -> dict:
     """One run: fresh fs on a RAM image, populate, hygiene, measure. Everything journalled."""
     journal, group = Journal(), STUDY_GROUP_PREFIX + uuid.uuid4().hex[:10]
@@ -122,7 +135,7 @@ def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes:
             dev = _source_of(mnt)
             scheduler = knobs.get("scheduler")
             if scheduler:
-                filesystem.set_scheduler(dev, scheduler)
+                _set_scheduler(dev, scheduler)
             populated = P.populate(mnt, pspec, seed=seed, evict_cache=True)
             filesystem.umount(str(mnt))  # hygiene: a cold cache and a clean journal
             filesystem.mount(recipe, dev, str(mnt))
