@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from pathlib import Path
 
 from rich.console import Console
@@ -86,6 +87,10 @@ def _window(text: str) -> int:
     if value < 1 or not value.is_integer():
         raise argparse.ArgumentTypeError(f"a window is a whole number of seconds >= 1, got {text}")
     return int(value)
+
+
+def _duration(text: str) -> float | str:
+    return "auto" if text == "auto" else positive_float(text)
 
 
 def _fraction(text: str) -> float:
@@ -316,7 +321,9 @@ RENDERERS["bench"] = render_bench
 def _bench_spec(args):
     from fsscope.workloads.bench_job import Spec
 
-    return Spec(personality=args.personality, runs=args.runs, duration_s=args.duration, workers=args.workers,
+    auto = args.duration == "auto"
+    return Spec(personality=args.personality, runs=args.runs, duration_s=args.duration_max if auto else args.duration,
+                duration_auto=auto, workers=args.workers,
                 nfiles=args.files, mean_file_size_bytes=args.mean_file_size, mem_limit_bytes=args.mem_limit,
                 window_sizes_s=tuple(dict.fromkeys(args.window or [])), threshold=args.threshold,
                 seed=args.seed, fresh_fs=not args.same_fs, trace=args.trace == "on")
@@ -326,6 +333,8 @@ def cmd_bench(args) -> int:
     from fsscope.cli.check_cmd import bad_pointer
     from fsscope.workloads import bench_job
 
+    if args.ladder:
+        return cmd_ladder(args)
     spec = _bench_spec(args)
     target = target_from_args(args, default_kind="ram")
     # the workload's own checks, before anything is formatted
@@ -383,6 +392,44 @@ def cmd_bench(args) -> int:
     return status
 
 
+def render_ladder(report: dict, console: Console) -> None:
+    table = Table(title=f"hygiene ladder: {report.get('personality')} on {report.get('recipe')} "
+                  "(each step adds to the ones above)", title_justify="left")
+    for col in ("step", "runs", "mean ops/s", "rel. range", "RSD", "same image"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for step in report.get("ladder", []):
+        runs = step.get("runs") or []
+        same = len({r.get("image_sha256") for r in runs}) == 1 and len(runs) > 1
+        table.add_row(step["step"], str(len(runs)), "-" if step.get("mean_ops_per_s") is None
+                      else f"{step['mean_ops_per_s']:,.0f}", _pct(step.get("relative_range")),
+                      _pct(step.get("rsd")), "yes" if same else "no")
+    console.print(table)
+    console.print("each step lowers or keeps the relative range" if report.get("monotone") else
+                  "[yellow]a step raised the relative range[/] (few runs are noisy: more --runs narrow it)")
+
+
+RENDERERS["ladder"] = render_ladder
+
+
+def cmd_ladder(args) -> int:
+    from fsscope.targets import TargetSpec
+    from fsscope.workloads import ladder
+
+    if args.recipes:
+        raise FsscopeError("--ladder runs one recipe (--recipe), not --recipes")
+    if args.duration == "auto":
+        raise FsscopeError("--ladder: give --duration S (every step must run equally long)")
+    spec = ladder.Spec(personality=args.personality, runs=args.runs, duration_s=args.duration, nfiles=args.files,
+                       workers=args.workers, image_size_bytes=args.size or ladder.Spec.image_size_bytes,
+                       seed=args.seed)
+    recipe = recipe_from_args(args, default="ext4-default")
+    if recipe.fs == "tmpfs":
+        raise FsscopeError("--ladder needs a file system fsscope formats, not tmpfs")
+    # the ladder makes its own RAM images (it keeps and restores the dataset image)
+    target = TargetSpec("dir", os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
+    return run_job("ladder", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_ladder)
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="throughput personalities (fileserver/webserver/varmail), run-to-run variation",
                        description=BENCH_DESCRIPTION, epilog=BENCH_EPILOG,
@@ -391,8 +438,11 @@ def add_parser(sub) -> None:
                    help="the workload (default fileserver)")
     p.add_argument("--runs", type=positive_int, default=3, metavar="R",
                    help="runs, each on a freshly formatted file system (default 3; the paper used 10+)")
-    p.add_argument("--duration", type=positive_float, default=30.0, metavar="S",
-                   help="measured seconds per run (default 30)")
+    p.add_argument("--duration", type=_duration, default=30.0, metavar="S|auto",
+                   help="measured seconds per run (default 30); auto: a calibration run first, until the "
+                        "cumulative throughput settles (±2%% over 5 s; capped by --duration-max)")
+    p.add_argument("--duration-max", type=positive_float, default=600.0, metavar="S",
+                   help="with --duration auto: the longest run it may choose (default 600)")
     p.add_argument("--workers", type=positive_int, metavar="N",
                    help="worker processes (default min(Filebench's threads, 4 per CPU))")
     p.add_argument("--files", type=positive_int, metavar="N",
@@ -410,6 +460,9 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="seed of file sizes and op choices (default 1)")
     p.add_argument("--same-fs", action="store_true",
                    help="one file system for all runs (repopulated per run) instead of mkfs per run")
+    p.add_argument("--ladder", action="store_true",
+                   help="the hygiene ladder: baseline, +no_lazy, +umount, +alloc (dataset image restored "
+                        "byte-identical per run), R runs each; relative range per step")
     p.add_argument("--trace", choices=("on", "off"), default="on", type=str.lower,
                    help="kernel events per window through tracefs (root): journal commits, writeback "
                         "starts and bytes written per Throughput-N window, and every dip annotated "

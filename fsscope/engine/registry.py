@@ -26,6 +26,8 @@ JOBS: dict[str, tuple[str, str]] = {
     "age": ("fsscope.aging.job", "profile-driven aging (Geriatrix): churn to a profile, fit, fresh vs aged fragmentation, snapshot"),
     "explore": ("fsscope.study.explore", "layout exploration (Chopper): LHS plan of disk states and write patterns, d-span, sensitivity"),
     "check": ("fsscope.check.job", "pre-benchmark sanity check: audit of what distorts results, runs needed (calibration)"),
+    "variation": ("fsscope.study.variation", "configuration-space variation study (Cao et al.): LHS configurations x personalities, R runs, relative range"),
+    "ladder": ("fsscope.workloads.ladder", "hygiene ladder (Cao et al.): baseline, no_lazy, umount, alloc; relative range per step"),
     "frag": ("fsscope.layout.job", "free-space extent histogram and a large test file's fragments (fresh or --from-snapshot)"),
 }
 

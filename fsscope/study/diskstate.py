@@ -159,7 +159,7 @@ def mounted_image(img: Path, recipe: Recipe, journal: Journal, group: str, *,
     timing = {} if timing is None else timing
     try:
         t = time.monotonic()
-        dev, _ = image.attach(img, journal, group)
+        dev = image.attach(img, journal, group)[0]  # (device, direct_io, diskseq) since safety
         timing["attach_s"] = time.monotonic() - t
         t = time.monotonic()
         if make_fs:

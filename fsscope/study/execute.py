@@ -93,9 +93,15 @@ class Cluster:
             except (OSError, TimeoutError) as exc:
                 raise FsscopeError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
         else:
-            self.local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                      host="127.0.0.1", dashboard_address=None,
-                                      silence_logs=logging.ERROR)
+            import dask
+
+            # non-daemonic workers: a treatment may start processes of its own (the bench
+            # personalities' workers); daemonic processes may not have children. A remote
+            # cluster's workers need the same: DASK_DISTRIBUTED__WORKER__DAEMON=False.
+            with dask.config.set({"distributed.worker.daemon": False}):
+                self.local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                          host="127.0.0.1", dashboard_address=None,
+                                          silence_logs=logging.ERROR)
             self.client = Client(self.local)
 
     def close(self) -> None:

@@ -67,6 +67,7 @@ class Spec:
     threshold: float = 0.10
     seed: int = 1
     fresh_fs: bool = True
+    duration_auto: bool = False  # calibrate the run length first; duration_s is then the cap
     trace: bool = True  # kernel events per window (root + tracefs; otherwise untraced)
 
     def __post_init__(self) -> None:
@@ -273,6 +274,9 @@ def run(ctx, spec: Spec) -> dict:
 
     out = _Locked(ctx)
     dirty = dirty_writeback_intervals()
+    calibration = None
+    if spec.duration_auto:
+        spec, calibration = _calibrate_duration(ctx, out, spec)
     total_s = spec.runs * spec.duration_s
     results: list[P.RunResult] = []
     extras: list[dict[str, Any]] = []
@@ -396,9 +400,44 @@ def run(ctx, spec: Spec) -> dict:
                       "columns": list(TELEMETRY_COLUMNS),
                       "notes": list(dict.fromkeys(telemetry_notes))},
         "dirty_writeback": dirty,
+        "duration": calibration or {"auto": False, "chosen_s": spec.duration_s},
         "notes": notes,
     }))
     return report
+
+
+def _calibrate_duration(ctx, out: _Locked, spec: Spec) -> tuple[Spec, dict[str, Any]]:
+    """``--duration auto``: one calibration run on a fresh, populated file system that stops as
+    soon as its cumulative throughput has settled (:mod:`fsscope.analysis.runlength`), at the
+    latest after ``duration_s``; the measured runs then last that long."""
+    from fsscope.analysis import runlength
+
+    per_bin: list[float] = []
+    settled: list[float] = []
+
+    def on_window(sample: P.LiveSample) -> None:
+        per_bin.append(sample.ops_per_s * BIN_S)
+        if not settled:
+            t = runlength.settled_at_s(np.asarray(per_bin), BIN_S)
+            if t is not None:
+                settled.append(t)
+        out.emit("progress", done=round(sample.t_s, 3), total=spec.duration_s, unit="s",
+                 info=f"calibrating the run length  {sample.ops_per_s:,.0f} ops/s")
+
+    out.emit("phase", name="calibrating the run length (until cumulative throughput settles)")
+    with ctx.run_fs(True) as fs:
+        pspec = personality_spec(spec, _capacity_bytes(ctx, fs))
+        P.populate(fs.workdir, pspec, seed=spec.seed, evict_cache=True)
+        ctx.after_populate()
+        P.run(fs.workdir, pspec, on_window=on_window, cancelled=lambda: ctx.cancelled or bool(settled),
+              mem_limit_bytes=spec.mem_limit_bytes)
+    chosen = settled[0] if settled else spec.duration_s
+    windows = tuple(w for w in spec.window_sizes_s if w <= chosen)
+    info = {"auto": True, "chosen_s": chosen, "settled": bool(settled), "cap_s": spec.duration_s,
+            "criterion": runlength.criterion(), "calibration_ops_per_s": per_bin}
+    out.emit("log", line=f"run length: {chosen:g} s ({'cumulative throughput settled' if settled else 'never settled: the cap'})")
+    return dataclasses.replace(spec, duration_s=float(chosen), duration_auto=False,
+                               window_sizes_s=windows if len(windows) == len(spec.window_sizes_s) else ()), info
 
 
 def _add_kernel_windows(report: dict, results: list, kernel_windows: dict[int, dict],

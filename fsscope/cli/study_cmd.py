@@ -1,0 +1,165 @@
+"""``fsscope study variation``: the configuration-space variation study (Cao et al., FAST'17)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from fsscope import paths
+from fsscope.cli.common import positive_float, positive_int
+from fsscope.cli.headless import run_job
+from fsscope.cli.render import RENDERERS
+from fsscope.errors import FsscopeError
+from fsscope.format import format_pct
+from fsscope.targets import TargetSpec
+
+DESCRIPTION = """\
+How much does throughput vary from run to run across storage-stack configurations, under which
+workloads, and which knob levels go with large variation? (Cao et al., "On the Performance
+Variation in Modern Storage Stacks", FAST'17.)
+
+A configuration space (recipes/spaces/cao-*.toml: the paper's Table 2 -- ext4 block and inode
+size, journal mode; XFS block and inode size, AG count; btrfs node size, nodatacow/nodatasum;
+atime; I/O scheduler) is sampled with a seeded, balanced Latin Hypercube. Every configuration
+runs on each file system of the space (only its own knobs apply; levels mkfs refuses on this
+image are capped, and the report shows what ran) under each personality, R times, each run on
+a freshly made file system in a RAM image with the hygiene steps (inode tables written at mkfs,
+hash seed nulled, populate, unmount + mount, drop caches).
+
+Per configuration x personality: mean ops/s, the relative range ((max - min) / mean) of the
+runs' throughput, the K-S range of per-op latency distributions (largest over ops). Across
+configurations: the CDF of the Throughput-N relative range per window size (Fig. 6), the PCC
+of latency range vs throughput range with its p-value (Fig. 9), and the configurations above
+--threshold with the knob levels they share. Treatments (configuration x personality) run in
+worker processes here (--workers) or on a Dask cluster (--scheduler); --resume continues."""
+
+STUDY_DESCRIPTION = """\
+Studies that sample a space of settings with a Latin Hypercube and run every sampled point as
+treatments on the plan/treatment engine (local worker processes or a Dask cluster, resumable,
+one row per treatment in RUN/treatments.ndjson). Layout exploration is 'fsscope explore'.
+
+  variation   run-to-run throughput variation across storage-stack configurations (Cao et
+              al., FAST'17): see 'fsscope study variation --help'."""
+
+EPILOG = """\
+examples:
+  fsscope study variation                                    cao-small: 12 configurations, ext4 + XFS
+  fsscope study variation --configurations 2 --runs 2 --duration 2 --json v.json
+  fsscope study variation --space cao-expert --configurations 40 --scheduler tcp://10.0.0.5:8786
+  fsscope study variation --factor ext4_journal=journal --file-systems ext4 --personalities varmail
+  fsscope study variation --resume latest
+
+the rows: RUN/treatments.ndjson (per-run ops per 1-s bin and per-op latency histograms; the
+report is recomputed from them). Remote Dask workers must run as root, with fsscope installed
+and DASK_DISTRIBUTED__WORKER__DAEMON=False (a treatment starts worker processes)."""
+
+
+def render(report: dict, console: Console) -> None:
+    console.print(f"[bold]{report['completed']} of {report['planned']} treatments[/] "
+                  f"(space {report['space']}, seed {report['seed']}, {report['settings'].get('runs')} runs of "
+                  f"{report['settings'].get('duration_s')} s each)"
+                  + (f", {report['configurations_per_hour']:.0f} per hour" if report.get("configurations_per_hour") else ""))
+    table = Table(title="configurations (relative range of the runs' throughput; K-S range of latency)",
+                  title_justify="left")
+    for col in ("id", "knobs", "mean ops/s", "rel. range", "K-S range"):
+        table.add_column(col, justify="right" if col not in ("id", "knobs") else "left")
+    threshold = report.get("threshold", 0.1)
+    for c in report["configurations"]:
+        rr = c["relative_range"]
+        style = "bold red" if rr is not None and rr > threshold else ""
+        knobs = " ".join(f"{k.split('_', 1)[-1] if k.startswith(c['fs']) else k}={v}" for k, v in c["knobs"].items())
+        table.add_row(c["id"], knobs, f"{c['mean_ops_per_s']:,.0f}", f"[{style}]{format_pct(rr, '-')}[/]" if style
+                      else format_pct(rr, "-"), "-" if c["ks_range"] is None else f"{c['ks_range']:.2f}")
+    console.print(table)
+    for window, cdf in report.get("relative_range_cdf", {}).items():
+        if cdf:
+            xs = [x for x, _ in cdf]
+            med = next(x for x, f in cdf if f >= 0.5)
+            console.print(f"Throughput-{window}: relative range over {len(xs)} windows: median {format_pct(med)}, "
+                          f"max {format_pct(xs[-1])}")
+    pcc = report.get("pcc") or {}
+    if pcc.get("r") is not None:
+        console.print(f"latency range vs throughput range: PCC r = {pcc['r']:.2f} (p = {pcc['p']:.2g}, "
+                      f"{pcc['configurations']} configurations)")
+    console.print(f"{len(report['flagged'])} configuration(s) vary more than {threshold:.0%}")
+    for lv in [lv for lv in report.get("flagged_levels", []) if lv["shared"]]:
+        console.print(f"  {lv['fs']}: all flagged share {lv['knob']} = {lv['level']} "
+                      f"({lv['flagged']} of {lv['configurations']} configurations at that level flagged)")
+    share = report.get("time_share") or {}
+    if share.get("prepare") is not None:
+        console.print(f"[dim]time: {share['prepare']:.0%} preparing (mkfs, populate, remount), "
+                      f"{share['measure']:.0%} measuring[/]")
+    for failed in report.get("failed", [])[:5]:
+        console.print(f"[red]failed[/] {failed['id']}: {failed['error']}")
+    if report.get("study_dir"):
+        console.print(f"[dim]rows: {Path(report['study_dir']) / 'treatments.ndjson'}[/]")
+
+
+RENDERERS["variation"] = render
+
+
+def _resolve_run(text: str) -> str:
+    if os.path.isdir(text):
+        return os.path.abspath(text)
+    root = paths.runs_dir()
+    if text == "latest":
+        runs = sorted(p for p in root.glob("*-variation*") if (p / "plan.json").exists()) if root.is_dir() else []
+        if runs:
+            return str(runs[-1])
+    elif (root / text).is_dir():
+        return str(root / text)
+    raise FsscopeError(f"--resume {text}: no such study run (a run directory or id from 'fsscope runs')")
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in text.split(",") if n.strip())
+
+
+def cmd_variation(args) -> int:
+    from fsscope.study import variation
+
+    spec = variation.Spec(space=args.space, factors=tuple(args.factor), configurations=args.configurations,
+                          seed=args.seed, file_systems=_names(args.file_systems or ""),
+                          personalities=_names(args.personalities or ""), runs=args.runs or 0,
+                          duration_s=args.duration or 0.0, image_size=args.image_size or "",
+                          nfiles=args.files or 0, workers=args.workers, scheduler=args.scheduler or "",
+                          resume=_resolve_run(args.resume) if args.resume else "", threshold=args.threshold,
+                          window_sizes_s=tuple(args.window or ()))
+    variation.check_spec(spec)
+    target = TargetSpec("dir", os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
+    return run_job("variation", spec, target, None, json_path=args.json, verbose=args.verbose, render=render)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("study", help="studies on the plan/treatment engine (variation: Cao et al.)",
+                       description=STUDY_DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    studies = p.add_subparsers(dest="study", metavar="STUDY", required=True)
+    v = studies.add_parser("variation", help="run-to-run variation across sampled storage-stack configurations",
+                           description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    v.add_argument("--space", default="cao-small", metavar="NAME|PATH",
+                   help="configuration space (default cao-small; cao-expert = the paper's Table 2)")
+    v.add_argument("--factor", action="append", default=[], metavar="KNOB=L1,L2", help="replace a knob's levels (repeatable)")
+    v.add_argument("--configurations", type=positive_int, default=12, metavar="N", help="sampled configurations (default 12)")
+    v.add_argument("--seed", type=int, default=1, help="plan and workload seed (default 1)")
+    v.add_argument("--file-systems", metavar="FS,FS", help="override the space's file systems (ext4,xfs,btrfs)")
+    v.add_argument("--personalities", metavar="P,P", help="override the space's personalities (fileserver,varmail,webserver)")
+    v.add_argument("--runs", type=positive_int, metavar="R", help="runs per configuration and personality")
+    v.add_argument("--duration", type=positive_float, metavar="S", help="measured seconds per run")
+    v.add_argument("--image-size", metavar="SIZE", help="RAM image per run (sparse), e.g. 1G")
+    v.add_argument("--files", type=positive_int, metavar="N", help="files in each personality's file set")
+    v.add_argument("--window", type=positive_int, action="append", metavar="N",
+                   help="Throughput-N window for the relative-range CDF (repeatable; default 1,2,5,10 that fit)")
+    v.add_argument("--threshold", type=positive_float, default=0.10, metavar="F",
+                   help="flag configurations whose relative range exceeds F (default 0.1)")
+    v.add_argument("--workers", type=positive_int, default=1, metavar="W",
+                   help="local worker processes (default 1: treatments running side by side on one host "
+                        "perturb each other's throughput, which is what this study measures)")
+    v.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask scheduler's workers instead")
+    v.add_argument("--resume", metavar="RUN", help="continue an interrupted study (run dir, id, or 'latest')")
+    v.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    v.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
+    v.set_defaults(func=cmd_variation)

@@ -1,0 +1,370 @@
+"""Configuration-space variation study (Cao et al., "On the Performance Variation in Modern
+Storage Stacks", FAST'17): sampled storage-stack configurations, R runs each, how much they vary.
+
+A space (``recipes/spaces/cao-*.toml``) lists the knobs of ext4, XFS and btrfs (block, inode
+and node sizes, journal mode, AG count, data checksums/COW) and the shared ones (atime, I/O
+scheduler); ``[settings]`` names the file systems, personalities, runs, run length, image size.
+The study engine (:mod:`fsscope.study.plan`, :mod:`fsscope.study.execute`) samples N
+configurations with a balanced LHS; every one runs on each file system (only that file
+system's knobs apply) under each personality. One treatment = one configuration x one
+personality: R runs, each on a freshly made file system in a RAM image with the hygiene steps
+(mkfs with inode tables written, hash seed nulled, populate, unmount + mount, drop caches).
+
+A treatment's row keeps what the statistics need (per-run ops per 1-s bin, per-op latency
+histograms, sparse), so the report is recomputed from ``treatments.ndjson`` alone.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from fsscope.analysis import variation as V
+from fsscope.engine.specs import checked_fields
+from fsscope.errors import FsscopeError
+from fsscope.recipes import Recipe
+from fsscope.study import diskstate
+from fsscope.study import space as spaces
+from fsscope.study.execute import STUDY_GROUP_PREFIX, cleanup_study_leftovers, order_rows, run_study
+from fsscope.study.plan import Plan
+from fsscope.targets import filesystem, image
+from fsscope.targets.journal import Journal, undo_group
+from fsscope.units import parse_size_bytes
+from fsscope.workloads import personalities as P
+
+BIN_S = 1.0
+MIB = 1 << 20
+XFS_BYTES_PER_AG = 128 * MIB  # mkfs.xfs: the 64 MiB log must fit in one AG
+XFS_MIN_INODE = 512  # v5 (CRC) XFS; the paper's 256 needs the deprecated -m crc=0
+
+
+def _int(v, where):
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        raise FsscopeError(f"{where}: expected a whole number, got {v!r}") from None
+
+
+def _one_of(*choices):
+    def check(v, where):
+        if v not in choices:
+            raise FsscopeError(f"{where}: {v!r} is not one of {', '.join(choices)}")
+        return v
+    return check
+
+
+SCHEMA: spaces.Schema = {
+    "ext4_block_size": _int, "ext4_inode_size": _int,
+    "ext4_journal": _one_of("ordered", "writeback", "journal"),
+    "xfs_block_size": _int, "xfs_inode_size": _int, "xfs_agcount": _int,
+    "btrfs_node_size": _int, "btrfs_data": _one_of("default", "nodatacow", "nodatasum"),
+    "atime": _one_of("relatime", "noatime", "strictatime"),
+    "scheduler": _one_of("none", "mq-deadline", "bfq", "kyber"),
+}
+SHARED_KNOBS = ("atime", "scheduler")
+FILE_SYSTEMS = ("ext4", "xfs", "btrfs")
+
+
+def configure(fs: str, factors: dict, image_bytes: int) -> tuple[Recipe, dict]:
+    """The recipe of one configuration on ``fs`` and the knobs it really applies (levels
+    capped to what mkfs accepts on this image, so the table says what ran)."""
+    prep = {"no_lazy_init": fs == "ext4", "null_hash_seed": fs == "ext4", "drop_caches": True,
+            "remount_after_populate": True, "atime": factors.get("atime", "relatime")}
+    knobs = {k: factors[k] for k in factors if k.startswith(fs + "_") or k in SHARED_KNOBS}
+    mkfs, mount = [], []
+    if fs == "ext4":
+        block = int(knobs.get("ext4_block_size", 4096))
+        inode = min(int(knobs.get("ext4_inode_size", 256)), block)
+        knobs["ext4_inode_size"] = inode
+        mkfs = ["-b", str(block), "-I", str(inode)]
+        mount = [f"data={knobs.get('ext4_journal', 'ordered')}"]
+    elif fs == "xfs":
+        block = int(knobs.get("xfs_block_size", 4096))
+        inode = max(XFS_MIN_INODE, min(int(knobs.get("xfs_inode_size", 512)), block // 2))
+        ags = max(1, min(int(knobs.get("xfs_agcount", 4)), image_bytes // XFS_BYTES_PER_AG))
+        knobs |= {"xfs_inode_size": inode, "xfs_agcount": ags}
+        mkfs = ["-b", f"size={block}", "-i", f"size={inode}", "-d", f"agcount={ags}"]
+    elif fs == "btrfs":
+        mkfs = ["-n", str(int(knobs.get("btrfs_node_size", 16384)))]
+        data = knobs.get("btrfs_data", "default")
+        mount = [] if data == "default" else [data]
+    else:
+        raise FsscopeError(f"study variation: file system {fs!r} has no knobs here (use {', '.join(FILE_SYSTEMS)})")
+    recipe = Recipe(name=f"{fs}-variation", fs=fs, mkfs_opts=tuple(mkfs), mount_opts=tuple(mount))
+    return recipe.with_prep(**prep), knobs
+
+
+def _source_of(mnt: Path) -> str:
+    target = os.path.realpath(mnt)
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        f = line.split()
+        if f[1] == target:
+            return f[0]
+    raise FsscopeError(f"{mnt}: not mounted")
+
+
+def _set_scheduler(dev: str, wanted: str) -> None:
+    """The I/O scheduler of this run's own loop device (detached after the run: nothing to
+    put back)."""
+    queue = filesystem.scheduler_queue(dev)
+    if queue is None:
+        return
+    active, offered = filesystem.read_scheduler(queue)
+    if wanted not in offered:
+        raise FsscopeError(f"{dev}: I/O scheduler '{wanted}' not offered (has: {', '.join(offered)})")
+    if active != wanted:
+        queue.write_text(wanted)
+
+
+def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes: int, seed: int) -> dict:
+    """One run: fresh fs on a RAM image, populate, hygiene, measure. Everything journalled."""
+    journal, group = Journal(), STUDY_GROUP_PREFIX + uuid.uuid4().hex[:10]
+    img = diskstate.ram_dir() / f"fsscope-{group}.img"
+    timing: dict = {}
+    try:
+        t = time.monotonic()
+        journal.record("image", group, path=str(img))
+        image.create_image(img, image_bytes)
+        with diskstate.mounted_image(img, recipe, journal, group, make_fs=True, timing=timing) as mnt:
+            dev = _source_of(mnt)
+            scheduler = knobs.get("scheduler")
+            if scheduler:
+                _set_scheduler(dev, scheduler)
+            populated = P.populate(mnt, pspec, seed=seed, evict_cache=True)
+            filesystem.umount(str(mnt))  # hygiene: a cold cache and a clean journal
+            filesystem.mount(recipe, dev, str(mnt))
+            filesystem.drop_caches()
+            timing["prepare_s"] = time.monotonic() - t
+            t = time.monotonic()
+            result = P.run(mnt, pspec)
+            timing["measure_s"] = time.monotonic() - t
+    finally:
+        undo_group(journal, group)
+    hist = np.asarray(result.latency_hist)
+    return {"ops_per_s": result.ops_per_s, "elapsed_s": result.elapsed_s,
+            "counts_per_bin": np.asarray(result.counts).sum(axis=0).astype(int).tolist(),
+            "op_names": list(result.op_names),
+            # sparse per-op histograms: [[bucket, count], ...] (the grid of analysis.variation)
+            "latency_hist": [np.column_stack([np.nonzero(h)[0], h[np.nonzero(h)[0]]]).tolist() for h in hist],
+            "populate_s": round(populated.elapsed_s, 3),
+            "timing_s": {k: round(v, 4) for k, v in timing.items()}}
+
+
+@dataclass(frozen=True)
+class VariationTreatment:
+    """A configuration x personality, R runs. Picklable to Dask workers."""
+
+    settings: dict = field(default_factory=dict)
+
+    def __call__(self, treatment: dict) -> dict:
+        cleanup_study_leftovers()
+        fs, personality = treatment["recipe"].split(":", 1)
+        s = self.settings
+        image_bytes = parse_size_bytes(str(s.get("image_size", "1G")), "image_size")
+        recipe, knobs = configure(fs, treatment["factors"], image_bytes)
+        overrides = {"duration_s": float(s.get("duration_s", 5)), "seed": int(s.get("seed", 1)),
+                     "bin_s": BIN_S, "latency_window_s": float(min(s.get("duration_s", 5), 10))}
+        for key in ("nfiles", "workers"):
+            if s.get(key):
+                overrides[key] = int(s[key])
+        pspec = P.default_spec(personality, capacity_bytes=image_bytes, **overrides)
+        runs = [run_once(recipe, knobs, pspec, image_bytes, int(s.get("seed", 1)))
+                for _ in range(int(s.get("runs", 3)))]
+        return treatment | {"fs": fs, "personality": personality, "knobs": knobs,
+                            "mkfs_opts": list(recipe.mkfs_opts), "mount_opts": recipe.effective_mount_opts(),
+                            "runs": runs, "host": socket.gethostname()}
+
+
+@dataclass(frozen=True)
+class Spec:
+    space: str = "cao-small"
+    factors: tuple[str, ...] = ()
+    configurations: int = 12
+    seed: int = 1
+    file_systems: tuple[str, ...] = ()   # () = the space's settings
+    personalities: tuple[str, ...] = ()
+    runs: int = 0                        # 0 = the space's settings
+    duration_s: float = 0.0
+    image_size: str = ""
+    nfiles: int = 0
+    workers: int = 1
+    scheduler: str = ""
+    resume: str = ""
+    threshold: float = 0.10
+    window_sizes_s: tuple[float, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Spec:
+        data = checked_fields(cls, data, "variation")
+        for key in ("factors", "file_systems", "personalities", "window_sizes_s"):
+            if key in data:
+                v = data[key]
+                data[key] = tuple(v.split(",") if isinstance(v, str) else v)
+        return cls(**data)
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+
+
+def make_plan(spec: Spec) -> Plan:
+    space = spaces.load(spec.space, SCHEMA)
+    if spec.factors:
+        space = space.with_levels(spaces.parse_overrides(list(spec.factors)), SCHEMA)
+    s = dict(space.settings)
+    for key in ("runs", "duration_s", "image_size", "nfiles"):
+        if getattr(spec, key):
+            s[key] = getattr(spec, key)
+    s["seed"] = spec.seed
+    fss = list(spec.file_systems or s.get("file_systems", ["ext4"]))
+    pers = list(spec.personalities or s.get("personalities", ["fileserver"]))
+    for fs in fss:
+        if fs not in FILE_SYSTEMS:
+            raise FsscopeError(f"--file-systems: {fs!r} is not one of {', '.join(FILE_SYSTEMS)}")
+        filesystem.check_supported(Recipe(name=fs, fs=fs))
+    for p in pers:
+        if p not in P.PERSONALITIES:
+            raise FsscopeError(f"--personalities: {p!r} is not one of {', '.join(P.PERSONALITIES)}")
+    s |= {"file_systems": fss, "personalities": pers}
+    parse_size_bytes(str(s.get("image_size", "1G")), "image_size")
+    space = spaces.Space(space.name, space.factors, space.description, s, space.source)
+    # the engine's "recipe" axis is file system x personality: every sampled configuration
+    # runs on each file system under each personality
+    return Plan.make(space, spec.configurations, spec.seed, tuple(f"{fs}:{p}" for fs in fss for p in pers), 1)
+
+
+def run(ctx, spec: Spec) -> dict:
+    """The variation job: plan (or resume), run the treatments, report."""
+    if spec.resume:
+        study_dir = Path(spec.resume)
+        plan = Plan.load(study_dir)
+    else:
+        study_dir = ctx.run_dir.path
+        plan = make_plan(spec)
+        plan.save(study_dir)
+    ctx.run_dir.update_manifest(study_dir=str(study_dir), seed=plan.seed)
+    s = plan.space.settings
+    ctx.phase(f"variation: {plan.n} configurations x {', '.join(plan.recipes)}, {s.get('runs')} runs each")
+    t0 = time.monotonic()
+
+    def on_row(row: dict, done: int, total: int) -> None:
+        ops = [r["ops_per_s"] for r in row.get("runs", [])]
+        ctx.data("treatment", id=row["id"], fs=row.get("fs", ""), personality=row.get("personality", ""),
+                 knobs=row.get("knobs", {}), relative_range=V.relative_range(ops) if ops else None,
+                 error=row.get("error"))
+        ctx.progress(done, total, unit="treatments")
+
+    rows = run_study(plan, VariationTreatment(dict(s)), study_dir, workers=spec.workers,
+                     scheduler=spec.scheduler, on_row=on_row, cancelled=lambda: ctx.cancelled)
+    return report(plan, order_rows(plan, rows), threshold=spec.threshold, windows=spec.window_sizes_s,
+                  study_dir=str(study_dir), elapsed_s=time.monotonic() - t0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The report: pure functions of the rows
+# ---------------------------------------------------------------------------------------------
+
+def dense_hist(sparse: list) -> np.ndarray:
+    out = np.zeros(V.N_BUCKETS, dtype=np.int64)
+    if sparse:
+        a = np.asarray(sparse, dtype=np.int64)
+        out[a[:, 0]] = a[:, 1]
+    return out
+
+
+def configuration_stats(row: dict) -> dict:
+    """One configuration x personality: runs' ops/s, relative range, K-S range per op (the
+    largest over ops is the configuration's ``ks_range``)."""
+    runs = row["runs"]
+    ops = [r["ops_per_s"] for r in runs]
+    ks_per_op = {}
+    if len(runs) > 1:
+        for i, op in enumerate(runs[0]["op_names"]):
+            ks = V.ks_range([dense_hist(r["latency_hist"][i]) for r in runs])
+            ks_per_op[op] = None if np.isnan(ks) else ks
+    finite = [v for v in ks_per_op.values() if v is not None]
+    rr = V.relative_range(ops)
+    return {"id": row["id"], "configuration": f"{row['fs']}-{row['row']}", "fs": row["fs"], "row": row["row"],
+            "knobs": row["knobs"], "personality": row["personality"],
+            "runs": [{"ops_per_s": r["ops_per_s"], "elapsed_s": r["elapsed_s"], "timing_s": r.get("timing_s", {})}
+                     for r in runs],
+            "mean_ops_per_s": float(np.mean(ops)), "relative_range": None if np.isnan(rr) else rr,
+            "rsd": None if len(ops) < 2 else V.rsd(ops),
+            "ks_range": max(finite) if finite else None, "ks_range_per_op": ks_per_op}
+
+
+def shared_levels(configs: list[dict], flagged_ids: set) -> list[dict]:
+    """Factor mapping of the flagged configurations: per knob level, the share of its
+    configurations that are flagged; levels every flagged configuration of a file system
+    shares are marked ``shared``."""
+    out = []
+    for fs in sorted({c["fs"] for c in configs}):
+        mine = [c for c in configs if c["fs"] == fs]
+        hot = [c for c in mine if c["id"] in flagged_ids]
+        if not hot:
+            continue
+        for knob in sorted({k for c in mine for k in c["knobs"]}):
+            for level in sorted({c["knobs"].get(knob) for c in mine}, key=str):
+                at = [c for c in mine if c["knobs"].get(knob) == level]
+                n_hot = sum(1 for c in at if c["id"] in flagged_ids)
+                if n_hot:
+                    out.append({"fs": fs, "knob": knob, "level": level, "flagged": n_hot,
+                                "configurations": len(at), "flagged_share": n_hot / len(at),
+                                # a level every flagged configuration has, where the knob varied
+                                "shared": len({str(c["knobs"].get(knob)) for c in mine}) > 1
+                                and all(c["knobs"].get(knob) == level for c in hot)})
+    return out
+
+
+def report(plan: Plan, rows: list[dict], *, threshold: float = 0.10, windows=(), study_dir: str = "",
+           elapsed_s: float | None = None) -> dict:
+    from scipy import stats
+
+    ok = [r for r in rows if "error" not in r and r.get("runs")]
+    configs = [configuration_stats(r) for r in ok]
+    duration = float(plan.space.settings.get("duration_s", 5))
+    windows = tuple(windows) or tuple(w for w in (1, 2, 5, 10) if w <= duration)
+    counts = [[np.asarray(run["counts_per_bin"], dtype=np.float64) for run in r["runs"]] for r in ok]
+    cdf = V.relative_range_cdf(counts, BIN_S, windows)
+    pairs = [(c["relative_range"], c["ks_range"]) for c in configs
+             if c["relative_range"] is not None and c["ks_range"] is not None]
+    pcc = {"r": None, "p": None, "configurations": len(pairs)}
+    if len(pairs) >= 3 and np.std([a for a, _ in pairs]) > 0 and np.std([b for _, b in pairs]) > 0:
+        res = stats.pearsonr([a for a, _ in pairs], [b for _, b in pairs])
+        pcc |= {"r": float(res.statistic), "p": float(res.pvalue)}
+    flagged_ids = {c["id"] for c in configs if (c["relative_range"] or 0) > threshold}
+    timing = [run.get("timing_s", {}) for r in ok for run in r["runs"]]
+    prep = sum(t.get("prepare_s", 0) for t in timing)
+    meas = sum(t.get("measure_s", 0) for t in timing)
+    out = {"study_dir": study_dir, "space": plan.space.name, "seed": plan.seed,
+           "settings": dict(plan.space.settings), "planned": len(plan.treatments()), "completed": len(ok),
+           "failed": [{"id": r["id"], "error": r.get("error")} for r in rows if r not in ok],
+           "threshold": threshold, "configurations": configs,
+           "relative_range_cdf": {f"{w:g}": np.column_stack(cdf[w]).tolist() if cdf[w][0].size else []
+                                  for w in windows},
+           "pcc": pcc,
+           "flagged": [{"id": c["id"], "fs": c["fs"], "personality": c["personality"],
+                        "relative_range": c["relative_range"], "knobs": c["knobs"]}
+                       for c in configs if c["id"] in flagged_ids],
+           "flagged_levels": shared_levels(configs, flagged_ids),
+           "time_share": {"prepare": prep / (prep + meas) if prep + meas else None,
+                          "measure": meas / (prep + meas) if prep + meas else None}}
+    if elapsed_s is not None:
+        out["elapsed_s"] = round(elapsed_s, 2)
+        out["configurations_per_hour"] = round(len(ok) / max(elapsed_s, 1e-9) * 3600, 1)
+    return out
+
+
+def check_spec(spec: Spec) -> None:
+    if spec.resume:
+        Plan.load(Path(spec.resume))
+    else:
+        make_plan(spec)
+    if spec.workers < 1:
+        raise FsscopeError(f"--workers must be at least 1, got {spec.workers}")
+

@@ -1,0 +1,181 @@
+"""The configuration-space variation study (#15): spaces, knob mapping, report statistics
+recomputed from the saved rows, and one real study through the CLI (Dask LocalCluster, RAM
+images, 2 configurations x 2 runs x 1 s)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from test_study_engine import dask_cluster  # noqa: F401 - the real scheduler + workers fixture
+
+from fsscope.analysis import variation as V
+from fsscope.errors import FsscopeError
+from fsscope.study import space as spaces
+from fsscope.study import variation as study
+from fsscope.study.execute import load_rows
+from fsscope.study.plan import Plan
+
+GIB = 1 << 30
+
+
+def test_expert_space_is_table_2():
+    space = spaces.load("cao-expert", study.SCHEMA)
+    assert space.factor("ext4_block_size").levels == (1024, 2048, 4096)
+    assert space.factor("ext4_inode_size").levels == (128, 512, 2048, 8192)
+    assert space.factor("btrfs_node_size").levels == (4096, 16384, 65536)
+    assert set(space.factor("btrfs_data").levels) == {"default", "nodatacow", "nodatasum"}
+    assert space.factor("xfs_agcount").levels[0] == 8 and space.factor("xfs_agcount").levels[-1] == 512
+    assert set(space.factor("scheduler").levels) == {"none", "mq-deadline", "bfq", "kyber"}
+    assert space.settings["file_systems"] == ["ext4", "xfs", "btrfs"]
+
+
+def test_bad_knob_level_names_the_field():
+    with pytest.raises(FsscopeError, match="ext4_journal.*'sometimes'"):
+        spaces.load("cao-small", study.SCHEMA).with_levels({"ext4_journal": "sometimes"}, study.SCHEMA)
+
+
+def test_knobs_are_capped_to_what_mkfs_accepts_and_say_so():
+    f = {"ext4_block_size": 1024, "ext4_inode_size": 8192, "ext4_journal": "journal", "xfs_block_size": 1024,
+         "xfs_inode_size": 2048, "xfs_agcount": 512, "btrfs_node_size": 65536, "btrfs_data": "nodatasum",
+         "atime": "noatime", "scheduler": "none"}
+    recipe, knobs = study.configure("ext4", f, GIB)
+    assert knobs["ext4_inode_size"] == 1024 and recipe.mkfs_opts == ("-b", "1024", "-I", "1024")
+    assert recipe.effective_mount_opts() == ["data=journal", "noatime"] and recipe.prep.no_lazy_init
+    assert "xfs_agcount" not in knobs and knobs["scheduler"] == "none"
+    recipe, knobs = study.configure("xfs", f, GIB)
+    assert (knobs["xfs_inode_size"], knobs["xfs_agcount"]) == (512, 8)  # half the block; 1 GiB / 128 MiB
+    _, knobs = study.configure("xfs", f, 64 * GIB)
+    assert knobs["xfs_agcount"] == 512
+    recipe, _ = study.configure("btrfs", f, GIB)
+    assert recipe.mkfs_opts == ("-n", "65536") and "nodatasum" in recipe.effective_mount_opts()
+
+
+def test_plan_crosses_file_systems_and_personalities():
+    plan = study.make_plan(study.Spec(configurations=4, file_systems=("ext4", "xfs"),
+                                      personalities=("varmail",), runs=2))
+    assert plan.recipes == ("ext4:varmail", "xfs:varmail") and len(plan.treatments()) == 8
+    assert plan.space.settings["runs"] == 2
+
+
+def _row(id_, ops, hists, knobs, fs="ext4", row=0):
+    return {"id": id_, "recipe": f"{fs}:varmail", "row": row, "repeat": 0, "factors": knobs, "fs": fs,
+            "personality": "varmail", "knobs": knobs,
+            "runs": [{"ops_per_s": o, "elapsed_s": 4.0, "counts_per_bin": [o] * 4, "op_names": ["read"],
+                      "latency_hist": [h]} for o, h in zip(ops, hists)]}
+
+
+def test_report_statistics_on_known_rows():
+    plan = study.make_plan(study.Spec(configurations=2, file_systems=("ext4",), personalities=("varmail",),
+                                      duration_s=4))
+    same = [[10, 5]]
+    rows = [_row("a", [100, 100, 100], [same, same, same], {"atime": "noatime"}),
+            _row("b", [90, 100, 110], [[[10, 5]], [[10, 5], [20, 5]], [[20, 5]]], {"atime": "relatime"}, row=1)]
+    rep = study.report(plan, rows, threshold=0.1, windows=(1, 2))
+    a, b = rep["configurations"]
+    assert a["relative_range"] == 0 and a["ks_range"] == 0
+    assert math.isclose(b["relative_range"], 0.2) and math.isclose(b["ks_range"], 1.0)
+    assert [f["id"] for f in rep["flagged"]] == ["b"]
+    shared = [lv for lv in rep["flagged_levels"] if lv["shared"]]
+    assert shared == [{"fs": "ext4", "knob": "atime", "level": "relatime", "flagged": 1, "configurations": 1,
+                       "flagged_share": 1.0, "shared": True}]
+    # Throughput-1 windows: config a has 4 windows of range 0, b 4 of range 0.2
+    cdf = rep["relative_range_cdf"]["1"]
+    assert [x for x, _ in cdf] == pytest.approx([0] * 4 + [0.2] * 4) and cdf[-1][1] == 1.0
+
+
+@pytest.mark.privileged
+def test_study_cli_end_to_end_and_resume(tmp_path, cli):
+    out = tmp_path / "v.json"
+    proc = cli("study", "variation", "--configurations", "2", "--runs", "2", "--duration", "1",
+               "--files", "40", "--file-systems", "ext4", "--personalities", "varmail", "--workers", "2",
+               "--json", str(out), timeout_s=400)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rep = json.loads(out.read_text())
+    assert {"configurations", "relative_range_cdf", "pcc", "flagged"} <= set(rep)
+    assert {"r", "p"} <= set(rep["pcc"]) and rep["completed"] == 2 and not rep["failed"]
+    for c in rep["configurations"]:
+        assert {"id", "fs", "knobs", "personality", "runs", "mean_ops_per_s", "relative_range", "ks_range"} <= set(c)
+        assert len(c["runs"]) == 2 and all(r["ops_per_s"] > 0 for r in c["runs"])
+        assert c["fs"] == "ext4" and "ext4_block_size" in c["knobs"]
+    # the statistics again, from the saved rows alone
+    study_dir = rep["study_dir"]
+    rows = load_rows(study_dir)
+    again = study.report(Plan.load(study_dir), rows, threshold=rep["threshold"])
+    by_id = {d["id"]: d for d in again["configurations"]}
+    for c in rep["configurations"]:
+        d = by_id[c["id"]]
+        ops = [r["ops_per_s"] for r in c["runs"]]
+        assert d["relative_range"] == pytest.approx(V.relative_range(ops)) == pytest.approx(c["relative_range"])
+        assert d["ks_range"] == pytest.approx(c["ks_range"])
+        row = next(r for r in rows if r["id"] == c["id"])
+        assert np.sum(row["runs"][0]["counts_per_bin"]) > 0
+    # a finished study resumed runs nothing and reports the same
+    out2 = tmp_path / "again.json"
+    proc = cli("study", "variation", "--resume", study_dir, "--json", str(out2), timeout_s=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert [c["mean_ops_per_s"] for c in json.loads(out2.read_text())["configurations"]] == \
+        [c["mean_ops_per_s"] for c in rep["configurations"]]
+
+
+@pytest.mark.privileged
+def test_ladder_steps_change_what_they_claim(tmp_path, cli):
+    out = tmp_path / "ladder.json"
+    proc = cli("bench", "--ladder", "--runs", "2", "--duration", "1", "--files", "40", "--size", "512M",
+               "--personality", "varmail", "--json", str(out), timeout_s=400)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ladder = {s["step"]: s for s in json.loads(out.read_text())["ladder"]}
+    assert list(ladder) == ["baseline", "no_lazy", "umount", "alloc"]
+    for step in ladder.values():
+        assert len(step["runs"]) == 2 and all(r["ops_per_s"] > 0 and len(r["image_sha256"]) == 64 for r in step["runs"])
+        assert step["relative_range"] == pytest.approx(V.relative_range([r["ops_per_s"] for r in step["runs"]]))
+    # no_lazy: the mkfs that ran wrote inode tables and journal up front; baseline's did not
+    assert all("lazy_itable_init=0,lazy_journal_init=0" in " ".join(r["mkfs_argv"]) for r in ladder["no_lazy"]["runs"])
+    assert not any("lazy_itable_init" in " ".join(r["mkfs_argv"]) for r in ladder["baseline"]["runs"])
+    # umount: the superblock counts one more mount than without it (populate, then mounted again)
+    assert [r["mount_count"] for r in ladder["umount"]["runs"]] == [r["mount_count"] + 1 for r in ladder["no_lazy"]["runs"]]
+    # alloc: no mkfs, no populate -- every run starts from the same bytes; re-populated runs do not
+    assert not any(r["mkfs_argv"] for r in ladder["alloc"]["runs"])
+    assert len({r["image_sha256"] for r in ladder["alloc"]["runs"]}) == 1
+    assert len({r["image_sha256"] for r in ladder["umount"]["runs"]}) == 2
+
+
+@pytest.mark.privileged
+def test_bench_duration_auto_says_what_it_chose(tmp_path, cli):
+    out = tmp_path / "auto.json"
+    proc = cli("bench", "--personality", "varmail", "--runs", "2", "--duration", "auto", "--duration-max", "8",
+               "--files", "40", "--ram", "--size", "256M", "--json", str(out), timeout_s=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rep = json.loads(out.read_text())
+    d = rep["duration"]
+    assert d["auto"] and 5 <= d["chosen_s"] <= 8 and "cumulative throughput" in d["criterion"]
+    assert len(d["calibration_ops_per_s"]) >= d["chosen_s"] or not d["settled"]
+    assert rep["spec"]["duration_s"] == d["chosen_s"]
+    assert all(abs(r["elapsed_s"] - d["chosen_s"]) < 2 for r in rep["runs"])
+
+
+@pytest.mark.privileged
+def test_study_on_a_dask_cluster(tmp_path, cli, dask_cluster):  # noqa: F811 - the imported fixture
+    address, _ = dask_cluster  # `dask worker --no-nanny`: the worker may start the personality's processes
+    out = tmp_path / "v.json"
+    proc = cli("study", "variation", "--configurations", "1", "--runs", "2", "--duration", "1", "--files", "40",
+               "--file-systems", "ext4", "--personalities", "varmail,fileserver", "--scheduler", address,
+               "--json", str(out), timeout_s=400)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rep = json.loads(out.read_text())
+    assert rep["completed"] == 2 and not rep["failed"]
+    assert {c["personality"] for c in rep["configurations"]} == {"varmail", "fileserver"}
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["study", "variation", "--factor", "ext4_journal=sometimes"], "ext4_journal"),
+    (["study", "variation", "--file-systems", "ntfs"], "ntfs"),
+    (["study", "variation", "--space", "nosuch"], "nosuch"),
+    (["bench", "--ladder", "--duration", "auto"], "--ladder"),
+])
+def test_bad_study_input_is_one_line(cli, argv, says):
+    proc = cli(*argv)
+    lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith("note:")]
+    assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr
