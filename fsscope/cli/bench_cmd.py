@@ -330,7 +330,7 @@ def _bench_spec(args):
 
 
 def cmd_bench(args) -> int:
-    from fsscope.cli.check_cmd import bad_pointer
+    from fsscope.cli.check_cmd import point_at_check
     from fsscope.workloads import bench_job
 
     if args.ladder:
@@ -339,11 +339,6 @@ def cmd_bench(args) -> int:
     target = target_from_args(args, default_kind="ram")
     # the workload's own checks, before anything is formatted
     bench_job.personality_spec(spec, target.size_bytes)
-
-    def point_at_check() -> None:  # after every input check: bad input stays one line
-        pointer = bad_pointer()
-        if pointer:
-            err_console.print(pointer, style="yellow", highlight=False, markup=False)
 
     if not args.recipes:
         recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")

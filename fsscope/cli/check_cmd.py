@@ -159,6 +159,14 @@ def bad_pointer(root=None) -> str | None:
     return f"note: this machine has {len(bad)} bad pre-benchmark finding(s) ({what}) — run 'fsscope check' first"
 
 
+def point_at_check() -> None:
+    """Print the pointer on stderr when there is one. Call it only once the command line is
+    known good, so that bad input stays one line."""
+    pointer = bad_pointer()
+    if pointer:
+        Console(stderr=True).print(pointer, style="yellow", highlight=False, markup=False)
+
+
 def cmd_check(args) -> int:
     from fsscope.check.job import DEFAULT_BUDGET_S, QUICK_BUDGET_S, Spec
     from fsscope.check.verdict import EXIT_STATUS

@@ -120,6 +120,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def cmd_variation(args) -> int:
+    from fsscope.cli.check_cmd import point_at_check
     from fsscope.study import variation
 
     spec = variation.Spec(space=args.space, factors=tuple(args.factor), configurations=args.configurations,
@@ -130,6 +131,7 @@ def cmd_variation(args) -> int:
                           resume=_resolve_run(args.resume) if args.resume else "", threshold=args.threshold,
                           window_sizes_s=tuple(args.window or ()))
     variation.check_spec(spec)
+    point_at_check()  # a timing study on a busy or misconfigured machine: say so first
     target = TargetSpec("dir", os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
     return run_job("variation", spec, target, None, json_path=args.json, verbose=args.verbose, render=render)
 
