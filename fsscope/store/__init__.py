@@ -105,13 +105,17 @@ class RunDir:
         return arr
 
     def save_array(self, name: str, array: np.ndarray) -> None:
-        np.save(self.path / f"{name}.npy", np.asarray(array))
+        """Write (or replace) an array whole. Written aside and renamed: a memory map still open
+        on the old file (see open_array) keeps its pages instead of faulting on a truncated file."""
+        tmp = self.path / f".{name}.tmp.npy"
+        np.save(tmp, np.asarray(array))
+        os.replace(tmp, self.path / f"{name}.npy")
 
     def load_array(self, name: str, mmap: bool = True) -> np.ndarray:
         return np.load(self.path / f"{name}.npy", mmap_mode="r" if mmap else None)
 
     def arrays(self) -> list[str]:
-        return sorted(p.stem for p in self.path.glob("*.npy"))
+        return sorted(p.stem for p in self.path.glob("*.npy") if not p.name.startswith("."))
 
     def write_report(self, report: dict) -> None:
         _write_json(self.path / "report.json", report)

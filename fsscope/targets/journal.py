@@ -19,17 +19,17 @@ from pathlib import Path
 
 import psutil
 
-from fsscope import paths, tools
+from fsscope import paths, proctree, tools
 from fsscope.errors import ToolError
 
-# Undo order: what sits on top goes first.
-UNDO_ORDER = {"mount": 0, "loop": 1, "image": 2, "mountdir": 3, "workdir": 3}
+# Undo order: what sits on top goes first; a job's processes before anything they may hold.
+UNDO_ORDER = {"cgroup": -1, "mount": 0, "loop": 1, "image": 2, "mountdir": 3, "workdir": 3}
 
 
 @dataclass(frozen=True)
 class Entry:
     id: str
-    kind: str  # mount | loop | image | mountdir | workdir
+    kind: str  # cgroup | mount | loop | image | mountdir | workdir
     group: str  # everything one prepared target made shares a group
     owner_pid: int | None  # None: meant to outlive its creator (``fsscope prepare``)
     fields: dict = field(default_factory=dict)
@@ -129,7 +129,11 @@ def loops_backing(image: str) -> list[str]:
 def undo(entry: Entry) -> str | None:
     """Undo one entry if its action took effect; return a line saying what was done."""
     f = entry.fields
-    if entry.kind == "mount":
+    if entry.kind == "cgroup":  # a job's cgroup: kill what it left running, then remove it
+        killed = proctree.kill_and_remove(Path(f["path"]))
+        if killed:
+            return f"killed what the job left running: {', '.join(killed)}"
+    elif entry.kind == "mount":
         if mounted_at(f["mountpoint"]):
             try:
                 tools.run("umount", f["mountpoint"])
@@ -142,6 +146,14 @@ def undo(entry: Entry) -> str | None:
             tools.run("losetup", "-d", dev)
             done.append(dev)
         if done:
+            # losetup -d on a busy device only sets autoclear: say "detached" once it is true
+            deadline = time.monotonic() + 5.0
+            while loops_backing(f["image"]) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            busy = loops_backing(f["image"])
+            if busy:
+                return (f"asked to detach {', '.join(busy)} ({f['image']}), but it is still in use: "
+                        "the kernel detaches it when the last user closes it")
             return f"detached {', '.join(done)} ({f['image']})"
     elif entry.kind == "image":
         if os.path.exists(f["path"]):

@@ -29,6 +29,7 @@ from typing import Iterator
 
 from fsscope import units
 from fsscope.errors import FsscopeError
+from fsscope.proctree import cgroup_dir as _under, mountinfo as _mountinfo, own_cgroups as _own_cgroups
 
 
 class CgroupUnavailable(FsscopeError):
@@ -49,39 +50,6 @@ class CgroupSupport:
     version: int | None          # 1, 2 or None
     parent: Path | None          # directory under which fsscope creates its cgroups
     note: str
-
-
-def _mountinfo() -> list[tuple[str, str, str, list[str]]]:
-    """(root, mount point, fs type, super options + mount options) per mount."""
-    out = []
-    with open("/proc/self/mountinfo") as fh:
-        for line in fh:
-            left, _, right = line.partition(" - ")
-            fields, rfields = left.split(), right.split()
-            if len(fields) < 5 or len(rfields) < 1:
-                continue
-            opts = fields[5].split(",") + (rfields[2].split(",") if len(rfields) > 2 else [])
-            out.append((fields[3], fields[4].replace("\\040", " "), rfields[0], opts))
-    return out
-
-
-def _own_cgroups() -> dict[str, str]:
-    """controller list ('' for v2) -> this process's cgroup path, from /proc/self/cgroup."""
-    out = {}
-    with open("/proc/self/cgroup") as fh:
-        for line in fh:
-            parts = line.rstrip("\n").split(":", 2)
-            if len(parts) == 3:
-                out[parts[1]] = parts[2]
-    return out
-
-
-def _under(mount_root: str, mount_point: str, path: str) -> Path | None:
-    """Directory of cgroup ``path`` seen through a mount whose root is ``mount_root``."""
-    rel = os.path.relpath(path, mount_root)
-    if rel.startswith(".."):
-        return None
-    return Path(mount_point) / ("" if rel == "." else rel)
 
 
 def detect() -> CgroupSupport:

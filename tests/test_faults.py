@@ -1,0 +1,223 @@
+"""Fault injection: kill the CLI, the job child or a workload worker at each phase of a real
+bench job on a small RAM loop image, and check that nothing is left (process, loop device,
+mount, journal entry, cgroup — tests/conftest.py's LEFTOVER_CHECKS) and that every value the
+job measured before the kill is readable from its run record.
+
+Each case waits on a FACT before killing (a badblocks/mkfs process in the job's process group,
+a live journalled mount, a phase or log line in events.ndjson) — never on a fixed sleep.
+
+What must hold, by whom:
+- CLI killed (SIGKILL): the job child sees its event pipe lose its reader, stops, cleans up
+  and records "interrupted" — within seconds, with nobody waiting for it.
+- CLI SIGTERM, or Ctrl-C once: the job is cancelled, cleans up, the CLI exits 130.
+- Ctrl-C twice: the CLI kills the job's whole process tree and undoes what it left before
+  it exits; it says what it killed.
+- job child killed (SIGKILL): the CLI kills what the child left running (mkfs, badblocks,
+  the forkserver, workers) before undoing mounts and loop devices, and says so truthfully.
+- a worker killed: the run goes on without it and records a note.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+from conftest import leftovers, wait_for_no_leftovers
+
+from fsscope import store
+from fsscope.targets.journal import Journal
+
+pytestmark = pytest.mark.privileged
+
+FACT_TIMEOUT_S = 60.0
+
+
+class Cli:
+    """``fsscope bench`` in its own session (as a shell would start it), stderr collected."""
+
+    def __init__(self, *extra: str, duration_s: float = 30):
+        argv = [sys.executable, "-m", "fsscope", "bench", "--runs", "1", "--duration", str(duration_s),
+                "--files", "300", "--workers", "2", "--ram", "--size", "256M",
+                "--recipe", "ext4-default", "-v", *extra]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.run = store.RunDir(Path(wait_for(lambda: next(
+            (ln.split(None, 1)[1] for ln in self.lines if ln.startswith("run /")), None))))
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def stderr(self) -> str:
+        return "\n".join(self.lines)
+
+    def child_pid(self) -> int:
+        return wait_for(lambda: self.run.manifest().get("pid"))
+
+    def finish(self, timeout_s: float = 60) -> int:
+        rc = self.proc.wait(timeout_s)
+        self._reader.join(timeout_s)
+        return rc
+
+
+def wait_for(fact, timeout_s: float = FACT_TIMEOUT_S):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = fact()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {getattr(fact, '__name__', 'a fact')}")
+
+
+def job_processes(child_pid: int) -> list[psutil.Process]:
+    """The job child's process group (it leads its own session): what it started."""
+    out = []
+    for proc in psutil.process_iter(["name"]):
+        try:
+            if os.getpgid(proc.pid) == child_pid and proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc)
+        except (OSError, psutil.Error):
+            continue
+    return out
+
+
+def logged(run: store.RunDir, test) -> bool:
+    return any(test(event) for event in run.events())
+
+
+# -- the facts each phase waits on ----------------------------------------------------------------
+
+def at_mkfs(cli: Cli) -> None:
+    child = cli.child_pid()
+    wait_for(lambda: any(p.info["name"] in ("badblocks", "mkfs.ext4") for p in job_processes(child)))
+
+
+def at_mount(cli: Cli) -> None:
+    wait_for(lambda: any(e.kind == "mount" and os.path.ismount(e.fields["mountpoint"])
+                         for e in Journal().entries()))
+
+
+def at_populate(cli: Cli) -> None:
+    wait_for(lambda: logged(cli.run, lambda e: e["kind"] == "phase" and "populate" in e["name"]))
+
+
+def at_measure(cli: Cli) -> None:
+    wait_for(lambda: logged(cli.run, lambda e: e["kind"] == "progress" and "ops/s" in e.get("info", "")))
+
+
+def at_unmount(cli: Cli) -> None:
+    wait_for(lambda: logged(cli.run, lambda e: e["kind"] == "log" and e["line"].startswith("$ umount")))
+
+
+PHASES = {"mkfs": at_mkfs, "mount": at_mount, "populate": at_populate, "measure": at_measure,
+          "unmount": at_unmount}
+
+
+# -- the kills ------------------------------------------------------------------------------------
+
+def kill_cli(cli: Cli) -> None:
+    cli.proc.kill()
+
+
+def term_cli(cli: Cli) -> None:
+    cli.proc.send_signal(signal.SIGTERM)
+
+
+def double_sigint(cli: Cli) -> None:
+    cli.proc.send_signal(signal.SIGINT)
+    wait_for(lambda: "cancelling" in cli.stderr)
+    cli.proc.send_signal(signal.SIGINT)
+
+
+def kill_child(cli: Cli) -> None:
+    os.kill(cli.child_pid(), signal.SIGKILL)
+
+
+KILLS = {"cli-SIGKILL": kill_cli, "cli-SIGTERM": term_cli, "cli-2xSIGINT": double_sigint,
+         "child-SIGKILL": kill_child}
+
+
+def measured_bins_are_kept(run: store.RunDir) -> None:
+    """Every 1-s bin the job reported (a logged progress event: ops/s of the bin just
+    aggregated) is in run0_counts.npy with exactly that many operations."""
+    reported = [e for e in run.events() if e["kind"] == "progress" and "ops/s" in e.get("info", "")]
+    counts = run.load_array("run0_counts")
+    assert reported and counts.ndim == 2
+    for event in reported:
+        b = round(event["done"]) - 1
+        ops = int(event["info"].split()[-2].replace(",", ""))
+        assert counts[:, b].sum() == ops, (b, ops, counts.sum(axis=0))
+
+
+@pytest.mark.parametrize("phase", list(PHASES))
+@pytest.mark.parametrize("kill", list(KILLS))
+def test_a_kill_at_any_phase_leaves_nothing_and_keeps_what_was_measured(phase, kill):
+    extra = {"mkfs": ("--mkfs-opts=-c -c",),                           # badblocks: a mkfs long enough to hit
+             "populate": ("--files", "10000", "--mean-file-size", "4K")}  # a populate long enough to hit
+    cli = Cli(*extra.get(phase, ()), duration_s=2 if phase == "unmount" else 30)
+    try:
+        PHASES[phase](cli)
+        KILLS[kill](cli)
+        rc = cli.finish()
+    finally:
+        if cli.proc.poll() is None:
+            cli.proc.kill()
+    # at the unmount phase the job may finish before the kill lands
+    finished = {"ok"} if phase == "unmount" else set()
+    if kill == "cli-SIGKILL":
+        # nobody waits for the job: it must notice, stop and clean up on its own, quickly
+        assert wait_for_no_leftovers(timeout_s=15) == [], cli.run.manifest()
+        status = wait_for(lambda: cli.run.status() if cli.run.status() != "running" else None)
+        assert status in {"interrupted"} | finished
+        assert status == "ok" or "started it died" in cli.run.manifest()["error"]
+    else:
+        # the CLI undoes everything before it exits, and says what happened
+        assert leftovers() == [], cli.stderr
+        status = cli.run.status()
+        assert rc == (0 if status == "ok" else 130), cli.stderr
+        if kill == "child-SIGKILL":
+            assert status == "interrupted"
+            assert "cleaned up after the killed job: " in cli.stderr, cli.stderr
+            assert "still in use" not in cli.stderr  # "detached" was true
+        else:
+            assert status in {"cancelled", "interrupted"} | finished, cli.stderr
+            assert "cancelling" in cli.stderr
+        if kill == "cli-2xSIGINT" and phase == "populate":  # the cancel waits for populate: killed
+            assert cli.run.manifest()["error"] == "killed by a second Ctrl-C"
+            assert "killed the job and every process it started: python" in cli.stderr
+    if phase in ("measure", "unmount"):
+        measured_bins_are_kept(cli.run)
+
+
+def test_a_killed_worker_does_not_stop_the_run():
+    cli = Cli(duration_s=3)
+    try:
+        at_measure(cli)
+        child = cli.child_pid()
+        forkserver = next(p for p in job_processes(child) if "forkserver" in " ".join(p.cmdline()))
+        worker = forkserver.children()[0]
+        worker.kill()
+        rc = cli.finish()
+    finally:
+        if cli.proc.poll() is None:
+            cli.proc.kill()
+    assert leftovers() == []
+    assert rc == 0, cli.stderr
+    assert cli.run.status() == "ok"
+    notes = json.dumps(cli.run.report()["runs"][0]["notes"])
+    assert f"pid {worker.pid}) exited with code -9" in notes
+    measured_bins_are_kept(cli.run)
