@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from conftest import leftovers, wait_for_no_leftovers
+from conftest import fsscope_cli, leftovers, wait_for_no_leftovers
 
 from fsscope import store
 from fsscope.targets.journal import Journal
@@ -199,8 +200,14 @@ def test_a_kill_at_any_phase_leaves_nothing_and_keeps_what_was_measured(phase, k
         if kill == "cli-2xSIGINT" and phase == "populate":  # the cancel waits for populate: killed
             assert cli.run.manifest()["error"] == "killed by a second Ctrl-C"
             assert "killed the job and every process it started: python" in cli.stderr
+        if kill == "cli-SIGTERM" and phase == "mkfs":  # mkfs stopped by the cancel: no recipe failure
+            assert status == "interrupted" and "it was cancelled" in cli.run.manifest()["error"]
     if phase in ("measure", "unmount"):
         measured_bins_are_kept(cli.run)
+    if phase == "measure" and kill == "child-SIGKILL":  # no report: 'fsscope report' shows what was kept
+        out = fsscope_cli("report", cli.run.id)
+        ops = int(cli.run.load_array("run0_counts").sum())
+        assert out.returncode == 0 and f"run 1: {ops:,} operations in" in out.stdout, out.stdout
 
 
 def test_a_killed_worker_does_not_stop_the_run():
@@ -221,3 +228,34 @@ def test_a_killed_worker_does_not_stop_the_run():
     notes = json.dumps(cli.run.report()["runs"][0]["notes"])
     assert f"pid {worker.pid}) exited with code -9" in notes
     measured_bins_are_kept(cli.run)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (scripts/setup installs it)")
+def test_a_killed_tui_leaves_no_job_running(scratch):
+    """The TUI (in a real terminal) starts a probe; SIGKILL of the TUI stops the job child,
+    which cleans up on its own and records why."""
+    from test_tui_tmux import FSSCOPE, Pane, tmux
+
+    workdir, home = scratch / "measure-here", scratch / "home"
+    workdir.mkdir()
+    session = f"fsscope-faults-{os.getpid()}"
+    tmux("new-session", "-d", "-s", session, "-x", "150", "-y", "48",
+         f"env FSSCOPE_HOME={home} TERM=xterm-256color {FSSCOPE} tui --dir {workdir}")
+    pane = Pane(session)
+    try:
+        tui = psutil.Process(int(tmux("list-panes", "-t", session, "-F", "#{pane_pid}").stdout.split()[0]))
+        pane.wait_for("1 · Target")
+        pane.keys("C-r")
+        pane.wait_for("probe started", 60)
+        run = store.RunDir(wait_for(lambda: next(iter((home / "runs").glob("*-probe")), None)))
+        child = psutil.Process(wait_for(lambda: run.manifest().get("pid")))
+        wait_for(lambda: any(workdir.iterdir()))  # the job is measuring in its fresh subdirectory
+        tui.kill()
+        child.wait(timeout=15)  # it noticed, stopped and cleaned up on its own
+    finally:
+        tmux("kill-session", "-t", session, check=False)
+        tmux("kill-server", check=False)
+    assert run.status() == "interrupted" and "started it died" in run.manifest()["error"]
+    assert list(workdir.iterdir()) == []
+    assert list((home / "state" / "journal").glob("*.json")) == []
+    assert wait_for_no_leftovers() == []
