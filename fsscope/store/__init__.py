@@ -2,13 +2,14 @@
 
     RUN/manifest.json    what ran where: job, spec, recipe, target, exact commands, kernel,
                          tool versions, seed, start/end, status (running → ok | failed |
-                         interrupted | cancelled)
+                         cancelled: stopped early, with a report | interrupted: stopped
+                         with no report, killed, or its parent died)
     RUN/events.ndjson    every event except bulk samples, one JSON object per line, flushed
     RUN/*.npy            arrays (e.g. latency_ns.npy, runs × files, int64, -1 = not measured)
     RUN/report.json      the job's final result
 
 A killed job leaves a readable record: the manifest says "running" with a dead pid, which
-:func:`load` reports as "interrupted"; arrays written through :meth:`RunDir.open_array` are
+:meth:`RunDir.status` reports as "interrupted"; arrays written through :meth:`RunDir.open_array` are
 memory-mapped, so every measured value is on disk.
 """
 

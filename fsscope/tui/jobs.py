@@ -5,7 +5,9 @@ messages; widgets change in the handlers.
 Cancelling: :class:`PlanControl` is shared with the screen. ``cancel()`` (the user's key)
 or cancelling the worker (app exit) makes a watchdog send SIGTERM to the running child,
 which stops, cleans up its target and keeps what it measured; the event stream then ends
-and the worker returns. The ``finally`` makes sure no child outlives its worker.
+and the worker returns. The ``finally`` makes sure no child outlives its worker; a kill
+(the user's, or a cancel that hangs) ends the child's whole process tree. If the UI process
+itself dies, the child sees its event pipe lose its reader and stops on its own.
 """
 
 from __future__ import annotations
