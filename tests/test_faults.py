@@ -200,6 +200,8 @@ def test_a_kill_at_any_phase_leaves_nothing_and_keeps_what_was_measured(phase, k
         if kill == "cli-2xSIGINT" and phase == "populate":  # the cancel waits for populate: killed
             assert cli.run.manifest()["error"] == "killed by a second Ctrl-C"
             assert "killed the job and every process it started: python" in cli.stderr
+        if kill == "cli-SIGTERM" and phase in ("mount", "populate", "measure"):  # it went on showing the job
+            assert "$ umount" in cli.stderr.split("cancelling", 1)[1], cli.stderr
         if kill == "cli-SIGTERM" and phase == "mkfs":  # mkfs stopped by the cancel: no recipe failure
             assert status == "interrupted" and "it was cancelled" in cli.run.manifest()["error"]
     if phase in ("measure", "unmount"):
