@@ -61,22 +61,29 @@ def cgroup_dir(mount_root: str, mount_point: str, path: str) -> Path | None:
     return Path(mount_point) / ("" if rel == "." else rel)
 
 
-def job_cgroup_parent() -> Path | None:
-    """Where job cgroups go (None: no writable v2 hierarchy that shows our cgroup)."""
+def own_v2_cgroup() -> tuple[Path, Path] | None:
+    """(this process's v2 cgroup directory, the v2 mount point), if it can be seen."""
     try:
         own = own_cgroups().get("")
         mounts = mountinfo()
     except OSError:
         return None
     for root, point, fstype, _ in mounts:
-        if fstype != "cgroup2" or own is None:
-            continue
-        where = cgroup_dir(root, point, own)
-        if where is None or not where.is_dir():
-            continue
-        parent = where if where == Path(point) else where.parent
-        return parent if os.access(parent, os.W_OK) else None
+        if fstype == "cgroup2" and own is not None:
+            where = cgroup_dir(root, point, own)
+            if where is not None and where.is_dir():
+                return where, Path(point)
     return None
+
+
+def job_cgroup_parent() -> Path | None:
+    """Where job cgroups go (None: no writable v2 hierarchy that shows our cgroup)."""
+    found = own_v2_cgroup()
+    if found is None:
+        return None
+    where, point = found
+    parent = where if where == point else where.parent
+    return parent if os.access(parent, os.W_OK) else None
 
 
 def _write(path: Path, value: str) -> None:
@@ -94,11 +101,12 @@ def cgroup_pids(path: Path) -> list[int]:
 def enter_job_cgroup(journal, pid: int | None = None) -> Path | None:
     """Create this job's cgroup (journalled first) and move the calling process into it.
     None when the machine offers none; the process group is then the only net."""
-    parent = job_cgroup_parent()
-    if parent is None:
+    parent, found = job_cgroup_parent(), own_v2_cgroup()
+    if parent is None or found is None:
         return None
     path = parent / f"{JOB_PREFIX}{pid or os.getpid()}"
-    entry = journal.record("cgroup", f"cgroup-{path.name}", path=str(path))
+    # home: where the job goes back to when it removes its own cgroup
+    entry = journal.record("cgroup", f"cgroup-{path.name}", path=str(path), home=str(found[0]))
     try:
         path.mkdir()
         _write(path / "cgroup.procs", "0")  # "0": the writing process itself
@@ -125,7 +133,8 @@ def describe(pids) -> list[str]:
     return names
 
 
-def _group_members(pgid: int) -> list[int]:
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group."""
     out = []
     for proc in psutil.process_iter(["pid"]):
         try:
@@ -136,15 +145,22 @@ def _group_members(pgid: int) -> list[int]:
     return out
 
 
-def kill_job(cgroup: Path | None, pgid: int | None, timeout_s: float = 5.0) -> list[str]:
+def kill_job(cgroup: Path | None, pgid: int | None, timeout_s: float = 5.0,
+             home: Path | None = None) -> list[str]:
     """SIGKILL every process of a job (its cgroup and its process group) except the caller,
-    and wait until they are gone. Returns what was running ('mkfs.ext4 (pid 12)', ...)."""
+    and wait until they are gone. Returns what was running ('mkfs.ext4 (pid 12)', ...).
+    A caller inside the cgroup (the job cleaning up after itself) first moves to ``home``."""
     me = os.getpid()
-    if cgroup is not None and me in cgroup_pids(cgroup):  # the job cleaning up after itself
-        _write(cgroup.parent / "cgroup.procs", str(me))
+    inside = cgroup is not None and me in cgroup_pids(cgroup)
+    if inside:
+        try:
+            _write((home or cgroup.parent) / "cgroup.procs", str(me))
+            inside = False
+        except OSError:
+            pass  # then cgroup.kill would kill us too: signal the others one by one
     victims = set(cgroup_pids(cgroup) if cgroup is not None else [])
     if pgid is not None and pgid != os.getpgid(0):
-        victims |= set(_group_members(pgid))
+        victims |= set(group_members(pgid))
     victims.discard(me)
     alive = describe(victims)
     deadline = time.monotonic() + timeout_s
@@ -152,17 +168,20 @@ def kill_job(cgroup: Path | None, pgid: int | None, timeout_s: float = 5.0) -> l
         left = cgroup_pids(cgroup) if cgroup is not None and cgroup.is_dir() else []
         if left:
             try:
+                if inside:
+                    raise OSError
                 _write(cgroup / "cgroup.kill", "1")
             except OSError:  # no cgroup.kill (Linux < 5.14): one pid at a time
                 for pid in left:
-                    _signal(pid, signal.SIGKILL)
+                    if pid != me:
+                        _signal(pid, signal.SIGKILL)
         if pgid is not None and pgid != os.getpgid(0):
             try:
                 os.killpg(pgid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
             else:
-                left = left or _group_members(pgid)
+                left = left or group_members(pgid)
         left = [p for p in left if p != me and _is_running(p)]
         if not left or time.monotonic() > deadline:
             return alive
@@ -184,11 +203,11 @@ def remove_cgroup(path: Path, timeout_s: float = 5.0) -> None:
             time.sleep(0.02)
 
 
-def kill_and_remove(path: Path) -> list[str]:
+def kill_and_remove(path: Path, home: Path | None = None) -> list[str]:
     """Kill what is left in a job cgroup and remove it (the journal's undo of a ``cgroup``)."""
     if not path.is_dir():
         return []
-    killed = kill_job(path, None)
+    killed = kill_job(path, None, home=home)
     remove_cgroup(path)
     return killed
 

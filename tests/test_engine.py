@@ -66,8 +66,7 @@ def test_job_on_a_ram_image_records_commands_and_cleans_up():
 def test_cancel_stops_the_job_keeps_data_and_cleans_up():
     handle = runner.start("smoke", {"seconds": 60}, TargetSpec("ram", size_bytes=256 * 2**20),
                           recipes.load("ext4-default"))
-    assert _wait_for(_journal_has_mount)
-    time.sleep(0.3)
+    assert _wait_for(lambda: any(e["kind"] == "progress" for e in handle.run_dir.events()))  # files written
     t0 = time.monotonic()
     handle.cancel()
     list(handle.events())
@@ -133,8 +132,7 @@ def test_runs_and_report_commands(cli, scratch):
 def test_sigint_to_the_headless_cli_cancels_cleanly(scratch):
     proc = subprocess.Popen([sys.executable, "-m", "fsscope", "run", "smoke", "-p", "seconds=60", "--dir", str(scratch)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert _wait_for(lambda: any(scratch.iterdir()))
-    time.sleep(0.3)
+    assert _wait_for(lambda: any(d.is_dir() and any(d.iterdir()) for d in scratch.iterdir()))  # files written
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err

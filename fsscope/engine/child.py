@@ -71,9 +71,12 @@ class Stopper:
         self.parent_gone = True
         main = threading.main_thread().ident
         me = os.getpid()
-        for pid in proctree._group_members(os.getpgrp()):  # the tools a cancel would stop too
+        for pid in proctree.group_members(os.getpgrp()):  # the tools a cancel would stop too
             if pid != me:
-                proctree._signal(pid, signal.SIGTERM)
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
         signal.pthread_kill(main, signal.SIGTERM)
         if not self.closed.wait(PARENT_GRACE_S) and not self.closing:
             signal.pthread_kill(main, signal.SIGTERM)  # the job did not stop: interrupt it

@@ -130,7 +130,7 @@ def undo(entry: Entry) -> str | None:
     """Undo one entry if its action took effect; return a line saying what was done."""
     f = entry.fields
     if entry.kind == "cgroup":  # a job's cgroup: kill what it left running, then remove it
-        killed = proctree.kill_and_remove(Path(f["path"]))
+        killed = proctree.kill_and_remove(Path(f["path"]), Path(f["home"]) if f.get("home") else None)
         if killed:
             return f"killed what the job left running: {', '.join(killed)}"
     elif entry.kind == "mount":
