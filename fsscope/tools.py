@@ -11,8 +11,8 @@ from __future__ import annotations
 import shlex
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import sh
 

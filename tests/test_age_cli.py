@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from fsscope import paths
 from fsscope.aging.profile import load_profile
 from fsscope.targets.journal import loops_backing
 
@@ -44,11 +45,17 @@ def test_age_ram_image_reports_the_contract_and_fresh_vs_aged(cli, tmp_path):
                "--json", str(out), timeout_s=120)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
-    assert REQUIRED_KEYS <= set(report)
+    assert set(report) >= REQUIRED_KEYS
     assert report["profile"] == "small" and report["seed"] == 1
     assert report["stop_reason"] == "confidence", report["stop_note"]
     assert re.fullmatch(r"[0-9a-f]{64}", report["op_log_sha256"])
     assert report["fullness"] == pytest.approx(0.5, abs=0.05)
+    # the progress the user saw never ran backwards and said what it was based on
+    events = paths.runs_dir() / report["run_id"] / "events.ndjson"
+    progress = [e for e in map(json.loads, events.read_text().splitlines()) if e.get("kind") == "progress"]
+    assert progress and all(e["total"] == 100 and e["progress_basis"] for e in progress)
+    done = [e["done"] for e in progress]
+    assert done == sorted(done), done
     for name in ("size", "depth", "age"):
         fit = report["fit"][name]
         assert {"target", "actual", "p_value"} <= set(fit)

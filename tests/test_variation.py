@@ -12,7 +12,6 @@ from scipy import stats
 
 from fsscope.analysis import variation as v
 
-
 # -- histogram grid ------------------------------------------------------------------------------
 
 def test_bucket_grid_is_contiguous_and_within_half_a_percent():
@@ -252,3 +251,14 @@ def test_variation_report_follows_the_json_contract():
     assert report["flags"][0]["kind"] == "variation"
     assert all({"kind", "note"} <= set(f) for f in report["flags"])
     assert 0 <= report["latency"]["read"]["ks_range"] <= 1
+
+
+def test_window_disagreement_needs_several_windows():
+    """One 5-s window per run (a short bench): the cumulative figure and the single window
+    differ only by the partial last window, which is no 'disagreement' to flag."""
+    one_window = [np.array([9000.0]), np.array([9100.0]), np.array([9050.0])]
+    assert v.flag_window_disagreement(one_window, 5, [9000.0, 9100.0, 10_500.0]) is None
+    three = [np.array([9000.0, 9000.0, 9000.0]), np.array([9100.0, 9050.0, 9020.0]),
+             np.array([9050.0, 9010.0, 9000.0])]
+    flag = v.flag_window_disagreement(three, 5, [9000.0, 9100.0, 10_500.0])
+    assert flag is not None and flag.details["fraction_windows_above"] == 0.0

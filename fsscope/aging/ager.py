@@ -75,16 +75,15 @@ import math
 import os
 import random
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from fsscope.aging import fit
 from fsscope.aging.executor import FULL_ERRNOS, SKIPPED, FileOps, WorkerPool, data_pattern
-from fsscope.aging.profile import (AGING_STATE_FILE, Profile, human_bytes, load_profile,
-                                   profile_from_dict)
+from fsscope.aging.profile import AGING_STATE_FILE, Profile, human_bytes, load_profile, profile_from_dict
 from fsscope.errors import FsscopeError
 
 STATE_FILE = AGING_STATE_FILE
@@ -125,7 +124,7 @@ class AgingSpec:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> "AgingSpec":
+    def from_dict(cls, data: dict) -> AgingSpec:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - names
         if unknown:
@@ -377,7 +376,7 @@ def walk_aged_tree(root: Path, planner: _Planner
     sizes: list[int] = []
     foreign = 0
     root_str = str(root)
-    for dir_path, dir_names, file_names in os.walk(root_str):
+    for dir_path, _dir_names, file_names in os.walk(root_str):
         rel_dir = os.path.relpath(dir_path, root_str)
         rel_dir = "" if rel_dir == "." else rel_dir
         place = index.get(rel_dir)

@@ -71,7 +71,7 @@ class Spec:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Spec":
+    def from_dict(cls, data: dict) -> Spec:
         names = [f.name for f in dataclasses.fields(cls)]
         if not isinstance(data, dict):
             raise AgingError("age spec must be a JSON object")
@@ -108,6 +108,44 @@ def progress_info(event: dict) -> str:
             f"{event.get('overwrites', 0):.2f}× written · p {fits}")
 
 
+RAPID_SHARE = 0.25  # of the progress bar: the rapid phase (fill to the target fullness)
+
+
+def progress_fraction(event: dict, goal: float, spec: Spec) -> tuple[float, str]:
+    """How far the run is (0..1) and what that is based on. The run ends at the first of its
+    stop conditions, so the fraction is the largest of: the time limit used, the operation
+    limit used, and the work done (the rapid phase up to the target fullness, then the
+    operations up to the convergence bound / planned fit point). Callers keep the maximum
+    seen, so a fullness that swings or a horizon that moves never runs the bar backwards."""
+    ops = float(event.get("ops") or 0)
+    if event.get("phase") == "rapid":
+        work = RAPID_SHARE * min(1.0, float(event.get("fullness") or 0) / goal) if goal > 0 else 0.0
+        candidates = {"fullness": work}
+    else:
+        horizon = float(event.get("horizon_ops") or 0)
+        share = min(1.0, ops / horizon) if horizon > 0 else 0.0
+        candidates = {"convergence bound": RAPID_SHARE + (1 - RAPID_SHARE) * share}
+    if spec.max_seconds:
+        candidates["time limit"] = min(1.0, float(event.get("elapsed_s") or 0) / spec.max_seconds)
+    if spec.max_ops:
+        candidates["operation limit"] = min(1.0, ops / spec.max_ops)
+    basis = max(candidates, key=candidates.__getitem__)
+    return candidates[basis], basis
+
+
+class ProgressBar:
+    """The percentage a progress bar shows for a stream of ager events: the largest
+    :func:`progress_fraction` seen so far (monotonic), with what it is based on."""
+
+    def __init__(self, goal: float, spec: Spec):
+        self.goal, self.spec, self.fraction = goal, spec, 0.0
+
+    def update(self, event: dict) -> tuple[float, str]:
+        fraction, basis = progress_fraction(event, self.goal, self.spec)
+        self.fraction = max(self.fraction, fraction)
+        return round(100 * self.fraction, 2), basis
+
+
 def run(ctx, spec: Spec) -> dict:
     target = getattr(ctx, "target", None)
     dir_target = target is None or target.spec.kind == "dir"
@@ -142,16 +180,15 @@ def run(ctx, spec: Spec) -> dict:
                 fresh = measure_fragmentation(fs, test_bytes)
 
         phase = {"name": ""}
+        bar = ProgressBar(goal, spec)
 
         def on_progress(event: dict) -> None:
             if event["phase"] != phase["name"]:
                 phase["name"] = event["phase"]
                 ctx.emit("phase", name=f"aging: {event['phase']}")
-            if event["phase"] == "rapid":
-                done, total = min(event["fullness"], goal), goal
-            else:
-                done, total = event["ops"], event.get("horizon_ops") or 0
-            ctx.progress(done, total, info=progress_info(event), **event)
+            percent, basis = bar.update(event)
+            ctx.progress(percent, 100, unit="%", info=f"{progress_info(event)} · progress by {basis}",
+                         progress_basis=basis, **event)
 
         ctx.emit("phase", name="aging")
         result = age(root, spec.aging_spec(profile), on_progress=on_progress,

@@ -425,7 +425,7 @@ def profile_from_scan(scan: TreeScan, *, name: str | None = None) -> Profile:
                                    len(edges["age"]))
     subdirs = [0] + [scan.dirs_per_depth[d] if d < len(scan.dirs_per_depth) else 0
                      for d in edges["depth"][1:]]
-    when = _dt.datetime.fromtimestamp(scan.now_s, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = _dt.datetime.fromtimestamp(scan.now_s, _dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     provenance = (
         f"captured by fsscope from {scan.root} at {when}: {len(scan.size_bytes)} files, "
         f"{sum(scan.dirs_per_depth) - 1} directories; {scan.errors} unreadable entries, "

@@ -22,9 +22,10 @@ into this grid so that memory stays bounded for long runs (see ``fsscope.workloa
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -457,16 +458,23 @@ def detect_periodic(series: np.ndarray, window_s: float,
     return Flag("periodic", note, details)
 
 
+MIN_WINDOWS_TO_DISAGREE = 3
+
+
 def flag_window_disagreement(per_run_tn: Sequence[np.ndarray], window_s: float,
                              ops_per_s_runs: Sequence[float], threshold: float = 0.10,
-                             min_fraction: float = 0.2) -> Flag | None:
+                             min_fraction: float = 0.2, min_windows: int = MIN_WINDOWS_TO_DISAGREE
+                             ) -> Flag | None:
     """Short windows that disagree with the cumulative stability verdict (the paper's XFS case:
     about 2 % variation cumulatively but over 30 % in most Throughput-120 windows), or the
-    reverse: cumulatively unstable although most windows agree across runs."""
+    reverse: cumulatively unstable although most windows agree across runs. Needs at least
+    ``min_windows`` complete windows per run: with one or two, "most windows" and "a few
+    windows" mean nothing, and a run's partial last window (counted cumulatively, dropped from
+    Throughput-N) alone can make the two verdicts differ."""
     bands = throughput_bands(per_run_tn, window_s)
     rr_windows = bands.relative_range[np.isfinite(bands.relative_range)]
     cumulative = relative_range(ops_per_s_runs)
-    if rr_windows.size == 0 or math.isnan(cumulative) or len(per_run_tn) < 2:
+    if rr_windows.size < max(1, min_windows) or math.isnan(cumulative) or len(per_run_tn) < 2:
         return None
     above = rr_windows > threshold
     fraction = float(above.mean())

@@ -11,8 +11,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fsscope.cli.common import (add_job_args, parse_size, positive_float, positive_int, recipe_from_args,
-                                target_from_args)
+from fsscope.cli.common import (
+    add_job_args,
+    parse_size,
+    positive_float,
+    positive_int,
+    recipe_from_args,
+    target_from_args,
+)
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError

@@ -11,8 +11,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fsscope.cli.common import (add_job_args, parse_size, positive_float, positive_int, recipe_from_args,
-                                target_from_args)
+from fsscope.cli.common import (
+    add_job_args,
+    parse_size,
+    positive_float,
+    positive_int,
+    recipe_from_args,
+    target_from_args,
+)
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
@@ -411,7 +417,7 @@ def _bench_spec(args):
 
     return Spec(personality=args.personality, runs=args.runs, duration_s=args.duration, workers=args.workers,
                 nfiles=args.files, mean_file_size_bytes=args.mean_file_size, mem_limit_bytes=args.mem_limit,
-                window_sizes_s=tuple(dict.fromkeys(args.window or [10])), threshold=args.threshold,
+                window_sizes_s=tuple(dict.fromkeys(args.window or [])), threshold=args.threshold,
                 seed=args.seed, fresh_fs=not args.same_fs)
 
 
@@ -501,7 +507,7 @@ def add_parser(sub) -> None:
     p.add_argument("--mem-limit", type=_size, metavar="SIZE",
                    help="memory cgroup limit for the workers (page cache included), e.g. 512M")
     p.add_argument("--window", type=_window, action="append", metavar="N",
-                   help="Throughput-N window in seconds; repeat for several (default 10)")
+                   help="Throughput-N window in seconds; repeat for several (default 10, or the run length if shorter); no longer than --duration")
     p.add_argument("--threshold", type=_fraction, default=0.10, metavar="F",
                    help="relative range above which runs count as unstable (default 0.1 = 10%%)")
     p.add_argument("--recipes", type=_recipe_list, metavar="A,B,...",

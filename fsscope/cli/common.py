@@ -12,6 +12,7 @@ from fsscope.recipes import Recipe
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
 from fsscope.units import parse_size_bytes
 
+
 def parse_size(text: str) -> int:
     """argparse type: '2G', '512M', '1GiB', '4096' → bytes (powers of two)."""
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from rich.console import Console
 from rich.table import Table
@@ -10,10 +11,8 @@ from rich.table import Table
 from fsscope import recipes
 from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
 from fsscope.recipes import Prep
-from fsscope.units import format_bytes
 from fsscope.targets import Journal, Target, cleanup, devices, filesystem, release
-
-import sys
+from fsscope.units import format_bytes
 
 # Piped output (scripts, logs) gets wide lines instead of columns folded to 80.
 console = Console() if sys.stdout.isatty() else Console(width=200)

@@ -25,12 +25,11 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from fsscope.store import RunDir
-from fsscope.targets import MountedFS, Target
-from fsscope.targets import filesystem
+from fsscope.targets import MountedFS, Target, filesystem
 
 # Not written to events.ndjson: bulk data that the run's arrays already hold.
 UNLOGGED_KINDS = frozenset({"samples"})

@@ -19,8 +19,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from fsscope import proctree
 from fsscope.engine import registry
@@ -28,7 +28,6 @@ from fsscope.recipes import Recipe
 from fsscope.store import RunDir
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal, cleanup
-
 
 CHILD_MAIN = "import sys; from fsscope.engine.child import main; sys.exit(main(sys.argv[1]))"
 

@@ -7,6 +7,7 @@ import os
 import time
 from dataclasses import dataclass
 
+
 @dataclass(frozen=True)
 class Spec:
     seconds: float = 2.0

@@ -19,8 +19,9 @@ A flag with no matching rule is "repeatable, unexplained" -- never given a made-
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from fsscope.analysis.findings import LevelShift, LinearGrowth, Outlier, Series
 from fsscope.explain.rules import Prediction
@@ -152,9 +153,8 @@ def _match_index(i: int, p: Prediction, tol: int, *, allow_series: bool,
             return None
         how = "exact" if i == p.index else f"{i - p.index:+d} files, within the tolerance"
         return (abs(i - p.index), p.index, how)
-    if p.index_low is not None and p.index_high is not None:
-        if p.index_low - tol <= i <= p.index_high + tol:
-            return (0, None, f"inside the predicted window {p.index_low}..{p.index_high}")
+    if p.index_low is not None and p.index_high is not None and p.index_low - tol <= i <= p.index_high + tol:
+        return (0, None, f"inside the predicted window {p.index_low}..{p.index_high}")
     return None
 
 

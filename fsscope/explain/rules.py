@@ -618,9 +618,9 @@ def _ext4(g: Geometry, op: str, L: int, files: int) -> list[Prediction]:
                 end=lim.split_low, arithmetic=lim.arithmetic["split"],
                 tolerance_why="range ends inside the hash-dependent split window; compared by "
                               "overlap",
-                note=(f"After the conversion a lookup hashes the name and scans one of two "
-                      f"leaves, which fill as files are added, so latency keeps growing with "
-                      f"the leaves' fill until one splits (the slope is not predicted).")))
+                note=("After the conversion a lookup hashes the name and scans one of two "
+                      "leaves, which fill as files are added, so latency keeps growing with "
+                      "the leaves' fill until one splits (the slope is not predicted).")))
     else:
         out.append(Prediction(
             structure="ext4-dir-new-linear-block", kind="series", index=c0,
@@ -731,8 +731,8 @@ def _btrfs_first_split(g: Geometry, op: str, free: int, per_file: int, in_call: 
     left = free - fit * per_file           # room left before file `fit`
     index = fit if left < in_call else fit + 1
     where = ("the split happens inside that call" if left < in_call else
-             "call {0} still fits; the split happens in the following sync (DIR_INDEX), so "
-             "call {1} is the first on two leaves".format(fit, fit + 1))
+             f"call {fit} still fits; the split happens in the following sync (DIR_INDEX), so "
+             f"call {fit + 1} is the first on two leaves")
     arithmetic = (f"{items}; leaf = nodesize {g.node_size_bytes} - header {BTRFS_HEADER_BYTES}"
                   f", measured free {free} B; {free} // {per_file} = {fit} files fit, "
                   f"{left} B left < {per_file} -> {where}")

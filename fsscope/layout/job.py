@@ -32,7 +32,7 @@ class Spec:
                 "free_space": self.free_space}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Spec":
+    def from_dict(cls, data: dict) -> Spec:
         spec = cls(**checked_fields(cls, data, "frag"))
         if spec.test_file_bytes is not None and spec.test_file_bytes < 4096:
             raise FsscopeError(f"frag: test_file_bytes must be >= 4096, got {spec.test_file_bytes}")

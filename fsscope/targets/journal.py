@@ -165,10 +165,9 @@ def undo(entry: Entry) -> str | None:
             return f"removed mount point {f['path']}"
         except FileNotFoundError:
             pass
-    elif entry.kind == "workdir":
-        if os.path.isdir(f["path"]):
-            shutil.rmtree(f["path"], ignore_errors=True)
-            return f"removed work directory {f['path']}"
+    elif entry.kind == "workdir" and os.path.isdir(f["path"]):
+        shutil.rmtree(f["path"], ignore_errors=True)
+        return f"removed work directory {f['path']}"
     return None
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import psutil
@@ -138,7 +139,7 @@ class TelemetrySampler:
                 self._proc_last.setdefault(pid, baseline)
                 self._pids.add(pid)
 
-    def start(self) -> "TelemetrySampler":
+    def start(self) -> TelemetrySampler:
         """Open taskstats and take the baseline readings now, so the first interval starts
         when this returns; then sample in a thread."""
         if self._thread is not None:
@@ -165,7 +166,7 @@ class TelemetrySampler:
             self._thread.join(timeout=max(5.0, 3 * self.interval_s))
         return self._samples()
 
-    def __enter__(self) -> "TelemetrySampler":
+    def __enter__(self) -> TelemetrySampler:
         return self.start()
 
     def __exit__(self, *exc_info: Any) -> None:

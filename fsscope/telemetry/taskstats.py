@@ -73,7 +73,7 @@ class TaskDelays:
     read_bytes: int             # KiB-rounded by the kernel
     write_bytes: int
 
-    def __add__(self, other: "TaskDelays") -> "TaskDelays":
+    def __add__(self, other: TaskDelays) -> TaskDelays:
         return TaskDelays(self.pid, self.comm, *(getattr(self, f) + getattr(other, f) for f in _SUMMED))
 
 
@@ -92,7 +92,7 @@ class TaskStatsReader:
         self.available = False
         self.notes: list[str] = []
 
-    def open(self) -> "TaskStatsReader":
+    def open(self) -> TaskStatsReader:
         try:
             from pyroute2 import TaskStats
         except ImportError as exc:                      # pragma: no cover - declared dependency
@@ -124,7 +124,7 @@ class TaskStatsReader:
             self._sock = None
         self.available = False
 
-    def __enter__(self) -> "TaskStatsReader":
+    def __enter__(self) -> TaskStatsReader:
         return self.open()
 
     def __exit__(self, *exc_info: Any) -> None:

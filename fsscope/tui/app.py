@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
-from fsscope import paths
+from fsscope.tui import exports
 from fsscope.tui.config import AppConfig, RunPlan, resolve
+from fsscope.tui.screens.confirm import ConfirmQuitScreen
 from fsscope.tui.screens.help import HelpScreen
 from fsscope.tui.screens.live import LiveScreen
 from fsscope.tui.screens.runs import RunsScreen
@@ -39,7 +39,10 @@ class FsscopeApp(App):
         Binding("f3", "mode('live')", "Live"),
         Binding("f4", "mode('runs')", "Runs"),
         Binding("t", "next_theme", "Theme"),
-        Binding("x", "export_svg", "SVG"),
+        # ctrl+s works everywhere, even in a text field (where x is just a letter)
+        Binding("ctrl+s", "export_svg", "SVG", priority=True),
+        Binding("x", "export_svg", "SVG", show=False),
+        Binding("m", "export_flags", "Flags→MD", show=False),
         Binding("q", "quit", "Quit", show=False),
     ]
 
@@ -79,12 +82,22 @@ class FsscopeApp(App):
         return live.begin(plan)
 
     async def action_quit(self) -> None:
-        """Quit; a running plan is cancelled first and its children clean up before exit."""
-        if any(not c.done.is_set() for c in self.plan_controls):
-            self.notify("Cancelling the running job: it unmounts and detaches before fsscope exits…",
-                        timeout=30)
-        await self.finish_jobs()
-        self.exit()
+        """Quit; with a job running, ask first (quitting cancels it: it cleans up, then exits)."""
+        if isinstance(self.screen, ConfirmQuitScreen):
+            self.screen.dismiss(True)  # ctrl+q twice: yes
+            return
+        if not any(not c.done.is_set() for c in self.plan_controls):
+            self.exit()
+            return
+
+        async def answered(yes: bool | None) -> None:
+            if yes:
+                self.notify("Cancelling the running job: it unmounts and detaches before fsscope exits…",
+                            timeout=30)
+                await self.finish_jobs()
+                self.exit()
+
+        self.push_screen(ConfirmQuitScreen(), answered)
 
     async def finish_jobs(self, timeout_s: float = 60.0) -> None:
         """Cancel every running plan and wait (without blocking the UI) until its job
@@ -126,6 +139,10 @@ class FsscopeApp(App):
     def action_mode(self, mode: str) -> None:
         if self.current_mode != mode:
             self.switch_mode(mode)
+        elif len(self.screen_stack) > 1 and not isinstance(self.screen, ModalScreen):
+            # F4 on a replay or a comparison goes back to the runs list (as F2/F3 go to theirs)
+            while len(self.screen_stack) > 1:
+                self.pop_screen()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -137,19 +154,24 @@ class FsscopeApp(App):
         self.theme = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
         self.notify(f"theme: {self.theme}", timeout=2)
 
-    def export_dir(self) -> Path:
-        screen = self.screen
-        if isinstance(screen, LiveScreen):
-            return screen.export_dir()
-        directory = paths.home() / "exports"
-        directory.mkdir(parents=True, exist_ok=True)
-        return directory
-
     def action_export_svg(self) -> str:
-        name = type(self.screen).__name__.removesuffix("Screen").lower() or "screen"
-        path = self.save_screenshot(f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.svg", str(self.export_dir()))
+        screen = self.screen
+        name = type(screen).__name__.removesuffix("Screen").lower() or "screen"
+        if isinstance(screen, LiveScreen) and screen.shown_job is not None and screen.shown_job.run_id:
+            name += f"-{screen.shown_job.run_id}"
+        path = self.save_screenshot(exports.stamped(name, ".svg"), str(exports.export_dir()))
         self.notify(f"Screen saved to {path}", title="Exported", timeout=6)
         return path
+
+    def action_export_flags(self) -> None:
+        """The flags of what this screen shows (a live or replayed run, the highlighted run,
+        the two compared runs) as Markdown; a screen without flags says so."""
+        export = getattr(self.screen, "action_export_flags", None)
+        if export is None:
+            self.notify("This screen shows no flags: open a run (F3 live, F4 runs) to export its flags.",
+                        timeout=4)
+            return
+        export()
 
     def _on_live(self, action: str) -> None:
         screen = self.screen if isinstance(self.screen, LiveScreen) else self.live
@@ -191,8 +213,9 @@ class FsscopeApp(App):
                             self.action_next_theme)
         yield SystemCommand("Export screen as SVG", "Save what is on screen as an SVG picture (x)",
                             self.action_export_svg)
-        yield SystemCommand("Export flags as Markdown", "Write the flags and their notes to flags.md (m)",
-                            lambda: self._on_live("export_flags"))
+        yield SystemCommand("Export flags as Markdown",
+                            "Write the flags and notes of the run on this screen to exports/ (m)",
+                            self.action_export_flags)
         yield SystemCommand("Heatmap: zoom in", "Fewer files per column (+)", lambda: self._on_heatmap("zoom_in"))
         yield SystemCommand("Heatmap: zoom out", "More files per column (-)", lambda: self._on_heatmap("zoom_out"))
         yield SystemCommand("Heatmap: fit", "All files on screen (0)", lambda: self._on_heatmap("zoom_fit"))

@@ -321,7 +321,7 @@ class BenchModel:
             for op in self.op_names:
                 entries = [e["ops"][op] for e in self.report["runs"] if op in (e.get("ops") or {})]
 
-                def median(key: str) -> float | None:
+                def median(key: str, entries: list = entries) -> float | None:
                     values = [v for v in (_number(e.get(key)) for e in entries) if v is not None]
                     return float(np.median(values)) if values else None
                 rows.append(OpRow(op, median("ops_per_s"), median("p50_ns"), median("p99_ns")))

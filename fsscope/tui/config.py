@@ -9,9 +9,9 @@ recipe; without root, a scratch directory, with a banner that says what that mod
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from fsscope import paths, recipes
 from fsscope.errors import FsscopeError

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from textual.message_pump import MessagePump
 from textual.worker import get_current_worker

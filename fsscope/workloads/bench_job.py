@@ -61,7 +61,7 @@ class Spec:
     nfiles: int | None = None
     mean_file_size_bytes: int | None = None
     mem_limit_bytes: int | None = None
-    window_sizes_s: tuple[float, ...] = (10,)
+    window_sizes_s: tuple[float, ...] = ()  # () = automatic: 10 s, or the whole run if shorter
     threshold: float = 0.10
     seed: int = 1
     fresh_fs: bool = True
@@ -78,12 +78,13 @@ class Spec:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise FsscopeError(f"bench: {name} must be a whole number >= 1, got {value!r}")
-        windows = tuple(self.window_sizes_s)
-        if not windows:
-            raise FsscopeError("bench: window_sizes_s needs at least one window size")
+        windows = tuple(self.window_sizes_s) or (float(max(1, min(10, math.floor(self.duration_s)))),)
         for w in windows:
             if not w > 0 or abs(w / BIN_S - round(w / BIN_S)) > 1e-9:
                 raise FsscopeError(f"bench: window size {w!r} must be a positive whole number of seconds")
+            if w > self.duration_s:
+                raise FsscopeError(f"bench: a Throughput-{w:g} window does not fit in a {self.duration_s:g} s "
+                                   f"run: pick windows no longer than the run (--window), or longer runs")
         object.__setattr__(self, "window_sizes_s", windows)
         if not 0 <= self.threshold <= 10:
             raise FsscopeError(f"bench: threshold is a fraction (0.1 = 10 %), got {self.threshold!r}")
@@ -94,7 +95,7 @@ class Spec:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Spec":
+    def from_dict(cls, data: dict[str, Any]) -> Spec:
         data = checked_fields(cls, data, "bench")
         if "window_sizes_s" in data:
             data["window_sizes_s"] = number_list(data["window_sizes_s"], "window_sizes_s")

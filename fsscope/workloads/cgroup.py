@@ -23,9 +23,9 @@ from __future__ import annotations
 import errno
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from fsscope import units
 from fsscope.errors import FsscopeError
@@ -72,7 +72,7 @@ def detect() -> CgroupSupport:
                 problems.append(f"no write permission on {where} (run as root)")
                 continue
             return CgroupSupport(1, where, f"cgroup v1 memory controller at {point}")
-    for root, point, fstype, opts in mounts:
+    for root, point, fstype, _opts in mounts:
         if fstype != "cgroup2":
             continue
         path = own.get("")
@@ -154,7 +154,7 @@ class MemoryCgroup:
         return self.support.parent  # pragma: no cover
 
     # -- lifecycle ------------------------------------------------------------------------------
-    def create(self) -> "MemoryCgroup":
+    def create(self) -> MemoryCgroup:
         try:
             if self.version == 2:
                 subtree = self.support.parent / "cgroup.subtree_control"
@@ -209,7 +209,7 @@ class MemoryCgroup:
                     raise CgroupUnavailable(f"cannot remove memory cgroup {self.path}: {exc.strerror}") from exc
                 time.sleep(0.05)
 
-    def __enter__(self) -> "MemoryCgroup":
+    def __enter__(self) -> MemoryCgroup:
         return self.create()
 
     def __exit__(self, *exc_info) -> None:

@@ -43,9 +43,10 @@ import shutil
 import signal
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -934,9 +935,9 @@ def _wait_ready(out: Any, procs: Sequence[Any], timeout_s: float) -> None:
             dead = [p for p in procs if p.exitcode is not None]
             if dead:
                 raise FsscopeError(f"workload worker {dead[0].name} exited during setup "
-                                   f"(code {dead[0].exitcode})")
+                                   f"(code {dead[0].exitcode})") from None
             if time.monotonic() > deadline:
-                raise FsscopeError(f"workload workers not ready after {timeout_s:g} s")
+                raise FsscopeError(f"workload workers not ready after {timeout_s:g} s") from None
             continue
         if msg[0] == "ready":
             ready.add(msg[1])

@@ -37,9 +37,10 @@ import errno as errno_codes
 import gc
 import os
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, get_args
+from typing import Any, Literal, get_args
 
 import numpy as np
 

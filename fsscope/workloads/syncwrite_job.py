@@ -56,7 +56,7 @@ class Spec:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Spec":
+    def from_dict(cls, data: dict[str, Any]) -> Spec:
         data = checked_fields(cls, data, "syncwrite")
         if "buffer_sizes_bytes" in data:
             data["buffer_sizes_bytes"] = size_list(data["buffer_sizes_bytes"])

@@ -6,15 +6,15 @@ prints them), and for bench the Welch verdict on ops/s (a winner only when signi
 from __future__ import annotations
 
 import numpy as np
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from rich.table import Table
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from fsscope.tui import compare_model
+from fsscope.tui import compare_model, exports
 from fsscope.tui.model import Summary, format_ns, ks_distance
 from fsscope.tui.replay import RunRecord
 from fsscope.tui.widgets.flags_panel import FlagsPanel
@@ -22,7 +22,7 @@ from fsscope.tui.widgets.heatmap import Heatmap
 
 
 class CompareScreen(Screen):
-    BINDINGS = [Binding("escape", "back", "Back")]
+    BINDINGS = [Binding("escape", "back", "Back"), Binding("m", "export_flags", "Flags→MD")]
     DEFAULT_CSS = """
     #compare-report { height: 1fr; }
     #compare-heads { height: auto; }
@@ -38,6 +38,11 @@ class CompareScreen(Screen):
         if not (jobs[0] == jobs[1] and (jobs[0] == "probe" or (left.matrix is not None and right.matrix is not None))):
             self.sides = tuple(compare_model.side_of(r.run, r.job.job, r.job.status) for r in self.records)
             self.comparison = compare_model.compare(*self.sides)
+
+    def action_export_flags(self) -> None:
+        """Both runs' flags, one Markdown file each."""
+        written = [exports.write_record_flags(record) for record in self.records]
+        self.notify("Flags written to " + " and ".join(str(p) for p in written), title="Exported", timeout=6)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)

@@ -53,3 +53,29 @@ class ConfirmDestroyScreen(ModalScreen[bool]):
 
     def action_cancel(self) -> None:
         self.dismiss(False)
+
+
+class ConfirmQuitScreen(ModalScreen[bool]):
+    """Quitting with a job running cancels it: say so and ask (y / Enter quits, n / Esc stays)."""
+
+    BINDINGS = [
+        Binding("y,enter", "answer(True)", "Quit", priority=True),
+        Binding("n,escape", "answer(False)", "Stay", priority=True),
+    ]
+
+    DEFAULT_CSS = """
+    ConfirmQuitScreen { align: center middle; }
+    ConfirmQuitScreen > Vertical {
+        width: 64; height: auto; padding: 1 2; border: thick $warning; background: $surface;
+    }
+    ConfirmQuitScreen #quit-title { text-style: bold; color: $warning; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("A job is still running. Quit fsscope?", id="quit-title")
+            yield Static("Quitting cancels it: the job stops, unmounts, detaches and keeps what it has "
+                         "measured so far.\n\ny / Enter: quit    n / Escape: stay")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

@@ -23,7 +23,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header
 
-from fsscope import paths
+from fsscope.tui import exports
 from fsscope.tui import messages as msg
 from fsscope.tui.config import RunPlan
 from fsscope.tui.job_models import model_for
@@ -39,7 +39,6 @@ from fsscope.tui.model import (
     flag_from_event,
     flag_key,
     flags_from_report,
-    flags_markdown,
     window_calls_for,
 )
 from fsscope.tui.replay import RunRecord
@@ -184,7 +183,13 @@ class LiveScreen(Screen):
         self._job_telemetry_s = None
         recipe = plan.recipe.name if plan.recipe else "no recipe"
         self.query_one("#progress", JobProgress).set_jobs(self.jobs, f"{plan.target.describe()} · {recipe}")
+        # A new plan starts from a clean view: nothing of the last job's matrix, scale, cursor,
+        # sparklines or flags stays on screen (its first job's empty view is shown at once).
+        self.iops, self.bandwidth, self.cpu = Series(), Series(), Series()
+        self.query_one("#sparks", SparkPanel).clear()
         self.heatmap.set_matrix(None)
+        if self.jobs:
+            self._show(0)
         self.flags_panel.set_flags([])
         self.notes.show(None)
         self.log_panel.note(f"── plan: {', '.join(r.job for r in plan.jobs)} on {plan.target.describe()} "
@@ -221,19 +226,11 @@ class LiveScreen(Screen):
             keys = sorted(self.views)
             self._show(keys[(keys.index(self.shown) + 1) % len(keys)])
 
-    def export_dir(self) -> Path:
-        job = self.shown_job
-        if job is not None and job.run_path and Path(job.run_path).is_dir():
-            return Path(job.run_path)
-        directory = paths.home() / "exports"
-        directory.mkdir(parents=True, exist_ok=True)
-        return directory
-
     def action_export_flags(self) -> Path | None:
         job = self.shown_job
         view = self.views.get(self.shown) if self.shown is not None else None
         if job is None or view is None:
-            self.notify("Nothing to export yet.", timeout=3)
+            self.notify("Nothing to export yet: no job has run on this screen.", timeout=3)
             return None
         context = [f"run: {job.run_id or '-'}", f"job: {job.job} {job.spec}", f"status: {job.status}"]
         if self.plan is not None:
@@ -242,9 +239,7 @@ class LiveScreen(Screen):
         elif self.record is not None:
             context.insert(1, f"target: {self.record.target}")
             context.insert(2, f"recipe: {self.record.recipe}")
-        path = self.export_dir() / "flags.md"
-        path.write_text(flags_markdown(view.flags, heading=f"fsscope flags — {job.run_id or job.job}",
-                                       context=context))
+        path = exports.write_flags(view.flags, job.run_id or job.job, context)
         self.notify(f"Flags written to {path}", title="Exported", timeout=6)
         self.log_panel.note(f"exported flags to {path}")
         return path
@@ -270,10 +265,10 @@ class LiveScreen(Screen):
         if switcher.current != widget.id:
             switcher.current = widget.id
             focused = self.focused
-            if focused is not None and focused is not widget and switcher in focused.ancestors:
-                # the focus was in the view just hidden: move it to the one shown
-                if not widget.focus_main():
-                    self.flags_panel.focus()
+            # the focus was in the view just hidden: move it to the one shown
+            if (focused is not None and focused is not widget and switcher in focused.ancestors
+                    and not widget.focus_main()):
+                self.flags_panel.focus()
         widget.show(view, live=live)
         self.flags_panel.set_flags(view.flags)
         self.notes.show(None)
@@ -285,7 +280,9 @@ class LiveScreen(Screen):
     def _show_sparks(self, view: JobView, live: bool = True) -> None:
         sparks = self.query_one("#sparks", SparkPanel)
         widget = self.job_view
-        for key, label, values, text in widget.spark_rows(view, live):
+        rows = widget.spark_rows(view, live)
+        sparks.clear(exclude={key for key, *_ in rows}, job_rows_only=True)  # no stale readings
+        for key, label, values, text in rows:
             sparks.show(key, values, text, label)
 
     def _replace_flags(self, index: int, flags: list[Flag]) -> None:

@@ -9,6 +9,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from fsscope import store
+from fsscope.tui import exports
 from fsscope.tui.replay import describe_recipe, describe_target, load_run
 from fsscope.tui.screens.compare import CompareScreen
 from fsscope.tui.screens.live import LiveScreen
@@ -20,6 +21,9 @@ class RunsScreen(Screen):
         Binding("space", "mark", "Mark"),
         Binding("c", "compare", "Compare 2"),
         Binding("r", "reload", "Reload"),
+        Binding("m", "export_flags", "Flags→MD"),
+        Binding("home", "first_row", "First", show=False, priority=True),
+        Binding("end", "last_row", "Last", show=False, priority=True),
     ]
 
     def __init__(self, *, name: str | None = None, id: str | None = None):
@@ -89,6 +93,21 @@ class RunsScreen(Screen):
             self.notify("No run recorded yet.", timeout=3)
             return
         self.app.push_screen(LiveScreen(record=load_run(run)))
+
+    def action_first_row(self) -> None:
+        self.query_one("#runs-table", DataTable).move_cursor(row=0)
+
+    def action_last_row(self) -> None:
+        self.query_one("#runs-table", DataTable).move_cursor(row=max(0, len(self.runs) - 1))
+
+    def action_export_flags(self) -> None:
+        """The highlighted run's flags (not the last live run's)."""
+        run = self._current()
+        if run is None:
+            self.notify("No run recorded yet.", timeout=3)
+            return
+        path = exports.write_record_flags(load_run(run))
+        self.notify(f"Flags of {run.id} written to {path}", title="Exported", timeout=6)
 
     def action_mark(self) -> None:
         run = self._current()

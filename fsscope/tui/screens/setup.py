@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Header, Static
+from textual.widgets import Button, Footer, Header, Input, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
@@ -47,6 +47,12 @@ class SetupScreen(Screen):
         self._sync_recipe()
         self.query_one("#target-list").focus()
 
+    def on_screen_resume(self) -> None:
+        # Coming back (F2) puts the focus on the first control, not in the text field last
+        # used: a key meant for a list (space, x, m) must not type into "seconds" unseen.
+        if isinstance(self.focused, Input):
+            self.query_one("#target-list").focus()
+
     def on_target_picker_changed(self, event: TargetPicker.Changed) -> None:
         self._sync_recipe()
 
@@ -60,16 +66,31 @@ class SetupScreen(Screen):
             self.action_start()
 
     def build_plan(self) -> RunPlan:
-        target = self.query_one("#target-picker", TargetPicker).spec()
-        recipe = self.query_one("#recipe-picker", RecipePicker).recipe()
-        jobs = self.query_one("#job-picker", JobPicker).requests()
+        """The plan on screen, checked before anything starts: every wrong field (target,
+        recipe, each job's parameters) in one FsscopeError, one problem per line."""
+        problems: list[str] = []
+
+        def checked(read):
+            try:
+                return read()
+            except FsscopeError as exc:
+                problems.extend(str(exc).splitlines())
+                return None
+
+        target = checked(self.query_one("#target-picker", TargetPicker).spec)
+        recipe = checked(self.query_one("#recipe-picker", RecipePicker).recipe)
+        jobs = checked(self.query_one("#job-picker", JobPicker).requests)
+        if problems:
+            raise FsscopeError("\n".join(problems))
         return RunPlan(target, recipe, jobs)
 
     def action_start(self) -> None:
         try:
             plan = self.build_plan()
         except FsscopeError as exc:
-            self.notify(str(exc), title="Cannot start", severity="error", timeout=8)
+            count = len(str(exc).splitlines())
+            self.notify(str(exc), title="Cannot start" + (f": {count} problems" if count > 1 else ""),
+                        severity="error", timeout=10)
             return
         if not plan.destructive:
             self.app.start_plan(plan)

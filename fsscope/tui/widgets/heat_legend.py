@@ -11,6 +11,7 @@ from fsscope.tui.model import format_ns
 from fsscope.tui.widgets.heatmap import Heatmap
 
 BAR_CELLS = 24
+NO_CURSOR = "cursor: –"
 
 
 class HeatLegend(Widget):
@@ -21,7 +22,13 @@ class HeatLegend(Widget):
     def __init__(self, heatmap: Heatmap, *, id: str | None = None):
         super().__init__(id=id)
         self.heatmap = heatmap
-        self.cursor_text = "cursor: –"
+        self.cursor_text = NO_CURSOR
+        heatmap.scale_listeners.append(self.refresh)
+
+    def clear_cursor(self) -> None:
+        """A new matrix (another job, another replay): nothing of the last cursor stays."""
+        self.cursor_text = NO_CURSOR
+        self.refresh()
 
     def set_cursor(self, run: int, first: int, last: int, latency_ns: int, aggregate: str) -> None:
         files = f"file {first}" if first == last else f"files {first}–{last} ({aggregate})"

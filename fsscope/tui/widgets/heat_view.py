@@ -29,6 +29,8 @@ class HeatView(LiveView):
         return self.query_one("#heatmap", Heatmap)
 
     def show(self, view: JobView, live: bool = True) -> None:
+        if view.matrix is not self.heatmap.matrix:
+            self.query_one("#legend", HeatLegend).clear_cursor()
         self.heatmap.set_matrix(view.matrix)
         self.mark_flags(view)
 

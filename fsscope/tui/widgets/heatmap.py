@@ -33,6 +33,7 @@ AGGREGATES = ("max", "p99", "p90", "p50", "mean")
 LEVELS = 64  # colours on the scale
 GUTTER = 7  # "run 10 "
 HEADER_LINES = 2
+DEFAULT_SCALE = (3.0, 6.0)  # log10 ns: 1 µs .. 1 ms until the data says otherwise
 ZOOM_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000)
 
 
@@ -125,17 +126,22 @@ class Heatmap(ScrollView, can_focus=True):
         self._cols_key: tuple | None = None
         self._strips: dict[int, Strip] = {}
         self._strips_key: tuple | None = None
-        self._scale: tuple[float, float] = (3.0, 6.0)  # log10 ns: 1 µs .. 1 ms until data says
+        self._scale: tuple[float, float] = DEFAULT_SCALE
         self._fixed_scale: tuple[float, float] | None = None
         self._scale_from_data = False
         self._styles: list[Style] | None = None
         self._styles_theme: str | None = None
+        self.scale_listeners: list = []  # callables run when the colour scale changes (the legend)
 
     # -- data ------------------------------------------------------------------------------
     def set_matrix(self, matrix: LatencyMatrix | None) -> None:
         self.matrix = matrix
         self.cursor_col = self.cursor_run = 0
+        self._scale_from_data = False
+        if self._fixed_scale is None:
+            self._scale = DEFAULT_SCALE  # a new matrix starts from nothing of the last one's
         self._rescale()
+        self._scale_changed()
         self._invalidate(buckets=True)
         self._update_virtual_size()
         self.refresh()
@@ -147,6 +153,7 @@ class Heatmap(ScrollView, can_focus=True):
         else:
             self._fixed_scale = None
         self._rescale()
+        self._scale_changed()
         self._invalidate()
         self.refresh()
 
@@ -156,6 +163,8 @@ class Heatmap(ScrollView, can_focus=True):
         if matrix is None:
             return
         scale_changed = self._rescale(matrix.values[run, start:stop])
+        if scale_changed:
+            self._scale_changed()
         zoom = self.effective_zoom
         buckets = self._buckets
         fresh = (matrix.version, zoom, self.aggregate, matrix.runs, matrix.files)
@@ -264,6 +273,12 @@ class Heatmap(ScrollView, can_focus=True):
         self._scale = (lo, hi)
         self._scale_from_data = True
         return changed
+
+    def _scale_changed(self) -> None:
+        """Tell the listeners at once (not by message): the legend must never show another
+        scale than the one the cells are drawn with, not even for one frame."""
+        for listener in self.scale_listeners:
+            listener()
 
     @property
     def scale_ns(self) -> tuple[float, float]:

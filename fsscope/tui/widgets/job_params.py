@@ -11,6 +11,7 @@ Parameters given to the panel for fields it does not show (``job_defaults``) are
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from typing import Any, ClassVar, Literal, get_args, get_origin
 
@@ -105,8 +106,12 @@ class JobParams(Vertical):
             return size_text(value)
         return str(value)
 
+    def _label(self, name: str) -> str:
+        """The field as the user sees it on screen (never the Spec's attribute name)."""
+        return self.LABELS.get(name, name.replace("_", " "))
+
     def _parse_text(self, name: str, kind: str, text: str) -> Any:
-        what = name.replace("_", " ")
+        what = self._label(name)
         if name in self.LIST_FIELDS:
             parts = [p for p in text.strip("()[] ").replace(",", " ").split() if p]
             if not parts:
@@ -122,8 +127,8 @@ class JobParams(Vertical):
         try:
             return int(text) if kind == "int" else float(text) if kind == "float" else text
         except ValueError:
-            raise FsscopeError(f"{self.job}: {name} must be {'an integer' if kind == 'int' else 'a number'}, "
-                               f"not {text!r}") from None
+            raise FsscopeError(f"{self.job}: {self._label(name)} must be "
+                               f"{'a whole number' if kind == 'int' else 'a number'}, not {text!r}") from None
 
     def _param_id(self, name: str) -> str:
         return f"param-{self.job}-{name}"
@@ -135,7 +140,7 @@ class JobParams(Vertical):
             if kind != "bool" and self.choices(name):
                 kind, choices = "choice", tuple(self.choices(name) or ())
             value = self.values.get(name)
-            label = self.LABELS.get(name, name.replace("_", " "))
+            label = self._label(name)
             if kind == "bool":
                 yield Checkbox(label, value=bool(value), id=self._param_id(name), compact=True)
             else:
@@ -152,29 +157,48 @@ class JobParams(Vertical):
                 yield Static(self.HINTS[name], classes="param-hint")
 
     def spec_dict(self) -> dict:
+        """The parameters as the job's Spec takes them; every wrong field is named at once
+        (one FsscopeError whose lines are the problems), not the first one only."""
         out: dict[str, Any] = dict(self.hidden)
+        problems: list[str] = []
         for name in self.fields:
-            kind, _ = _field_kind(self.hints.get(name, str))
-            if kind != "bool" and self.choices(name):
-                kind = "choice"
-            widget = self.query_one(f"#{self._param_id(name)}")
-            if kind == "bool":
-                out[name] = bool(widget.value)  # type: ignore[attr-defined]
-                continue
-            if kind == "choice":
-                out[name] = widget.value  # type: ignore[attr-defined]
-                continue
-            text = str(widget.value).strip()  # type: ignore[attr-defined]
-            if text == "":
-                if self.values.get(name) is None:
-                    out[name] = None
-                    continue
-                raise FsscopeError(f"{self.job}: {name} needs a value")
-            out[name] = self._parse_text(name, kind, text)
+            try:
+                self._read_field(name, out)
+            except FsscopeError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise FsscopeError("\n".join(problems))
         return out
+
+    def _read_field(self, name: str, out: dict[str, Any]) -> None:
+        """One field into ``out``; FsscopeError naming the field as the screen labels it."""
+        kind, _ = _field_kind(self.hints.get(name, str))
+        if kind != "bool" and self.choices(name):
+            kind = "choice"
+        widget = self.query_one(f"#{self._param_id(name)}")
+        if kind == "bool":
+            out[name] = bool(widget.value)  # type: ignore[attr-defined]
+            return
+        if kind == "choice":
+            out[name] = widget.value  # type: ignore[attr-defined]
+            return
+        text = str(widget.value).strip()  # type: ignore[attr-defined]
+        if text == "":
+            if self.values.get(name) is None:
+                out[name] = None
+                return
+            raise FsscopeError(f"{self.job}: {self._label(name)} needs a value")
+        out[name] = self._parse_text(name, kind, text)
 
     def validated(self) -> dict:
         """spec_dict() checked by the job's own Spec (its errors are the user's message)."""
         data = self.spec_dict()
-        registry.spec_from_dict(registry.load(self.job), data)
+        try:
+            registry.spec_from_dict(registry.load(self.job), data)
+        except FsscopeError as exc:
+            # the Spec speaks of its attributes (duration_s); the user sees the labels
+            message = str(exc)
+            for name in sorted(self.fields, key=len, reverse=True):
+                message = re.sub(rf"\b{re.escape(name)}\b", self._label(name), message)
+            raise FsscopeError(message if message.startswith(self.job) else f"{self.job}: {message}") from None
         return data

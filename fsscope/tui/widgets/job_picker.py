@@ -3,15 +3,35 @@ and the parameters of the highlighted one."""
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import ContentSwitcher, SelectionList
+from textual.strip import Strip
+from textual.widgets import Checkbox, ContentSwitcher, SelectionList
+from textual.widgets.option_list import OptionDoesNotExist
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
 from fsscope.tui.config import JobRequest
 from fsscope.tui.job_panels import panel_for
 from fsscope.tui.widgets.job_params import JobParams
+
+
+class JobList(SelectionList[str]):
+    """A SelectionList whose box says which jobs run: ✓ checked, blank not (colour alone
+    told them apart before, and both showed an X)."""
+
+    def render_line(self, y: int) -> Strip:
+        strip = super().render_line(y)
+        segments = list(strip)
+        if len(segments) < 4 or segments[1].text != Checkbox.BUTTON_INNER:
+            return strip
+        try:
+            value = self.get_option_at_index(self.scroll_offset.y + y).value
+        except OptionDoesNotExist:
+            return strip
+        segments[1] = Segment("✓" if value in self.selected else " ", segments[1].style)
+        return Strip(segments, strip.cell_length)
 
 
 class JobPicker(Vertical):
@@ -29,7 +49,7 @@ class JobPicker(Vertical):
         self.initially_selected = selected
 
     def compose(self) -> ComposeResult:
-        yield SelectionList[str](*[(f"{job}  {registry.JOBS[job][1]}", job, job in self.initially_selected)
+        yield JobList(*[(f"{job}  {registry.JOBS[job][1]}", job, job in self.initially_selected)
                                    for job in self.jobs], id="job-list")
         first = self.initially_selected[0] if self.initially_selected else (self.jobs[0] if self.jobs else None)
         with ContentSwitcher(initial=f"params-{first}" if first else None, id="job-panels"):
@@ -59,8 +79,13 @@ class JobPicker(Vertical):
         jobs = self.selected
         if not jobs:
             raise FsscopeError("pick at least one job (space toggles a job in the list)")
-        out = []
+        out, problems = [], []
         for job in jobs:
             panel = self.query_one(f"#params-{job}", JobParams)
-            out.append(JobRequest(job, panel.validated()))
+            try:
+                out.append(JobRequest(job, panel.validated()))
+            except FsscopeError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise FsscopeError("\n".join(problems))
         return tuple(out)

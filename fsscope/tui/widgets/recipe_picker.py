@@ -52,7 +52,7 @@ class RecipePicker(Vertical):
     def compose(self) -> ComposeResult:
         options = [(f"{name}  ({r.fs})", name) for name, r in sorted(self.recipes.items())]
         value = self.initial.name if self.initial is not None else Select.NULL
-        yield Select(options, value=value, allow_blank=False if self.recipes else True, id="recipe-select",
+        yield Select(options, value=value, allow_blank=not self.recipes, id="recipe-select",
                      prompt="recipe", compact=True)
         yield Static("", id="recipe-description")
         for key, label in TOGGLES:

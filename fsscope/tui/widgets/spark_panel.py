@@ -19,6 +19,7 @@ ROWS = (
     ("bw", "device MB/s"),
     ("cpu", "CPU %"),
 )
+JOB_ROWS = ("p50", "p99", "rate")  # the job's own rows; the others are the device's and CPU's
 
 
 class SparkPanel(Vertical):
@@ -44,3 +45,10 @@ class SparkPanel(Vertical):
         self.query_one(f"#spark-value-{key}", Label).update(value_text)
         if label is not None:
             self.query_one(f"#spark-row-{key} .spark-label", Label).update(label)
+
+    def clear(self, *, exclude: set[str] = frozenset(), job_rows_only: bool = False) -> None:
+        """Empty rows (default labels, no value): a new job shows nothing of the last one's."""
+        for key, label in ROWS:
+            if key in exclude or (job_rows_only and key not in JOB_ROWS):
+                continue
+            self.show(key, [], "–", label)

@@ -19,6 +19,7 @@ from fsscope import paths
 from fsscope.cli.common import parse_size
 from fsscope.errors import FsscopeError
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
+from fsscope.targets.target import RAM_DIR
 from fsscope.tui.config import default_image_path, scratch_dir
 
 NOTES = {
@@ -26,7 +27,7 @@ NOTES = {
                "loop device and formatted fresh for every run. Nothing else on the machine is touched.",
     "image": "A sparse image file (created if missing) attached as a loop device with direct I/O. "
              "XFS needs at least 300M.",
-    "ram": "An image in /dev/shm (RAM), attached as a loop device and removed afterwards: no disk "
+    "ram": "An image in {ram_dir} (RAM), attached as a loop device and removed afterwards: no disk "
            "noise, but no real device behaviour either.",
     "dir": "A plain directory: nothing is formatted or mounted; each run works in a fresh "
            "subdirectory that is removed afterwards. The recipe does not apply.",
@@ -111,7 +112,7 @@ class TargetPicker(Vertical):
                                  why if root_only else ""), id="default", disabled=root_only),
             Option(Text.assemble(("New image file", "bold"), "  path + size below", why if root_only else ""),
                    id="image", disabled=root_only),
-            Option(Text.assemble(("RAM image", "bold"), "  in /dev/shm, removed afterwards",
+            Option(Text.assemble(("RAM image", "bold"), f"  in {RAM_DIR}, removed afterwards",
                                  why if root_only else ""), id="ram", disabled=root_only),
             Option(Text.assemble(("Directory", "bold"), "  no formatting, no root needed"), id="dir"),
             None,
@@ -193,7 +194,7 @@ class TargetPicker(Vertical):
             path_input.value = ""
         path_input.disabled = kind not in ("image", "dir")
         size_input.disabled = kind not in ("image", "ram") or choice == "default" and Path(path_input.value).exists()
-        note = NOTES["device" if kind == "device" else choice]
+        note = NOTES["device" if kind == "device" else choice].format(ram_dir=RAM_DIR)
         device = self.devices.get(choice.removeprefix("dev:")) if kind == "device" else None
         if device is not None:
             note += f"\n{device.path}: {device.verdict()}"
@@ -227,7 +228,11 @@ class TargetPicker(Vertical):
         if kind in ("image", "dir") and not path:
             raise FsscopeError(f"a {kind} target needs a path")
         if kind == "dir":
-            return TargetSpec("dir", os.path.abspath(os.path.expanduser(path)), size)
+            directory = os.path.abspath(os.path.expanduser(path))
+            if not os.path.isdir(directory):
+                why = "is not a directory" if os.path.exists(directory) else "does not exist"
+                raise FsscopeError(f"directory target: {directory} {why} — create it or pick another")
+            return TargetSpec("dir", directory, size)
         if kind == "image":
             return TargetSpec("image", os.path.abspath(os.path.expanduser(path)), size)
         if kind == "ram":

@@ -1,0 +1,38 @@
+"""Where the investigator's exports go, and the flags of a run as Markdown.
+
+Every export (``ctrl+s``/``x`` for the screen as SVG, ``m`` for the flags as Markdown) lands in
+one folder, ``<fsscope home>/exports``, whatever the screen; the file name carries the run id
+so exports of several runs sit side by side."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from fsscope import paths
+from fsscope.tui.model import flags_markdown
+from fsscope.tui.replay import RunRecord
+
+
+def export_dir() -> Path:
+    directory = paths.home() / "exports"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def stamped(stem: str, suffix: str) -> str:
+    return f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}{suffix}"
+
+
+def write_flags(flags, run_id: str, context: list[str]) -> Path:
+    path = export_dir() / f"flags-{run_id or 'run'}.md"
+    path.write_text(flags_markdown(flags, heading=f"fsscope flags — {run_id}", context=context))
+    return path
+
+
+def write_record_flags(record: RunRecord) -> Path:
+    """The flags of a recorded run (the runs and compare screens)."""
+    job = record.job
+    context = [f"run: {record.run.id}", f"target: {record.target}", f"recipe: {record.recipe}",
+               f"job: {job.job}", f"status: {job.status}"]
+    return write_flags(record.flags, record.run.id, context)

@@ -1,0 +1,32 @@
+"""Code hygiene the suite enforces: the architecture contracts in pyproject.toml
+([tool.importlinter]: layers point down, Textual only in fsscope.tui, Rich only in cli/tui,
+analysis/targets/layout import no job or UI module) and ruff's lint rules ([tool.ruff]).
+
+import-linter reads the source, so it also sees imports made inside functions."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def _run(tool: str, *args: str) -> subprocess.CompletedProcess:
+    exe = BIN / tool
+    if not exe.exists():
+        pytest.fail(f"{tool} is not installed in {BIN}: run scripts/setup --test")
+    return subprocess.run([str(exe), *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_import_contracts_hold():
+    out = _run("lint-imports", "--no-cache")
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "0 broken" in out.stdout
+
+
+def test_ruff_finds_nothing():
+    out = _run("ruff", "check", "--no-cache", ".")
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]

@@ -1,0 +1,232 @@
+"""The investigator as a new user meets it (issue 12): what is on screen must be true.
+
+Each test drives the real app with Pilot and reads what the screen shows (the exported
+screenshot), waiting on conditions (a message handled, a value reached), never on a fixed pause.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+
+from fsscope.tui import AppConfig, make_app
+from fsscope.tui import messages as msg
+from fsscope.tui.model import JobState, format_ns
+from fsscope.tui.widgets.heatmap import Heatmap
+
+SIZE = (160, 48)
+
+
+async def wait_for(pilot, condition, what: str, timeout_s: float = 20.0) -> None:
+    """Poll ``condition`` between frames until it holds (the app keeps processing meanwhile)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        await pilot.pause()
+
+
+def screen_text(app) -> str:
+    """What the terminal shows, as text (tags of the SVG screenshot stripped)."""
+    svg = app.export_screenshot()
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+def legend_line(app) -> str:
+    text = screen_text(app)
+    line = next((ln for ln in text.splitlines() if "log scale, mid" in ln), "")
+    assert line, "no legend on screen"
+    return line
+
+
+def start_probe(live, index: int, files: int, runs: int, run_id: str) -> None:
+    live.jobs = [JobState(i, "probe", {"files": files, "runs": runs}) for i in range(index + 1)]
+    live.views = {}
+    live.post_message(msg.JobStarted(index, "probe", run_id, "/nonexistent-run", 1))
+
+
+async def test_legend_always_shows_the_scale_the_cells_use():
+    """Batches whose latencies widen the range: after each one is drawn, the legend on screen
+    names the heatmap's current low and high ends (it used to keep 1 µs … 1 ms)."""
+    app = make_app(AppConfig(is_root=False, start_screen="live"))
+    async with app.run_test(size=SIZE) as pilot:
+        live = app.live
+        await wait_for(pilot, lambda: live.is_mounted, "the live screen")
+        start_probe(live, 0, files=300, runs=2, run_id="run-a")
+        await wait_for(pilot, lambda: live.shown == 0, "the job's view")
+        heatmap = live.query_one("#heatmap", Heatmap)
+        batches = [(0, [45_000] * 100), (100, [20_000] * 50 + [1_580_000] * 50), (200, [9_000_000] * 100)]
+        for n, (start, latency_ns) in enumerate(batches, 1):
+            live.post_message(msg.SamplesArrived(0, 0, start, latency_ns, float(n)))
+            expected = start + len(latency_ns)
+            await wait_for(pilot, lambda n=expected: live.views[0].matrix.measured == n, "the batch")
+            await pilot.pause()
+            low_ns, high_ns = heatmap.scale_ns
+            line = legend_line(app)
+            assert format_ns(low_ns) in line and format_ns(high_ns) in line, (line, low_ns, high_ns)
+        assert heatmap.scale_ns[0] < 20_000 and heatmap.scale_ns[1] >= 9_000_000
+
+
+async def test_a_second_job_shows_nothing_of_the_first():
+    """Cursor line, calls/s reading, colour scale: a new job's view starts empty."""
+    app = make_app(AppConfig(is_root=False, start_screen="live"))
+    async with app.run_test(size=SIZE) as pilot:
+        live = app.live
+        await wait_for(pilot, lambda: live.is_mounted, "the live screen")
+        start_probe(live, 0, files=200, runs=2, run_id="run-a")
+        await wait_for(pilot, lambda: live.shown == 0, "the first job's view")
+        for run in range(2):
+            live.post_message(msg.SamplesArrived(0, run, 0, [38_100 + run] * 200, 1.0 + run))
+        await wait_for(pilot, lambda: live.views[0].matrix.measured == 400, "the first job's samples")
+        heatmap = live.query_one("#heatmap", Heatmap)
+        heatmap.focus()
+        await pilot.press("right", "down")
+        await wait_for(pilot, lambda: "cursor: run 2" in screen_text(app), "the cursor reading")
+        assert "/s" in screen_text(app)  # a calls/s reading of the first job
+        first_scale = heatmap.scale_ns
+
+        start_probe(live, 1, files=50, runs=1, run_id="run-b")
+        await wait_for(pilot, lambda: live.shown == 1, "the second job's view")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "cursor: run 2" not in text and "38.1 µs" not in text
+        rate_row = next(ln for ln in text.splitlines() if "calls/s" in ln or "rate" in ln)
+        assert "/s" not in rate_row.split("calls/s")[-1], rate_row
+        assert heatmap.matrix is live.views[1].matrix and heatmap.matrix.measured == 0
+        assert heatmap.scale_ns != first_scale  # back to the default until the new job's data
+
+
+def record_smoke_runs(scratch, count: int) -> list[str]:
+    """Real recorded runs (the smoke job on a plain directory: no root, under a second)."""
+    from fsscope.engine import runner
+    from fsscope.targets import TargetSpec
+
+    ids = []
+    for _ in range(count):
+        handle = runner.start("smoke", {"seconds": 0.2}, TargetSpec("dir", path=str(scratch)), None)
+        for _event in handle.events():
+            pass
+        ids.append(handle.run_dir.id)
+    return ids
+
+
+def exported(pattern: str) -> list:
+    from fsscope import paths
+
+    return sorted((paths.home() / "exports").glob(pattern))
+
+
+async def test_focus_after_returning_to_setup_is_not_in_a_field():
+    """Typing into a parameter field, going to Live and back with F2: the focus is on the
+    target list again, so space/x/m do not type into the field unseen."""
+    from textual.widgets import Input
+
+    app = make_app(AppConfig(is_root=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-"))
+        field.focus()
+        await wait_for(pilot, lambda: app.focused is field, "the field's focus")
+        before = field.value
+        await pilot.press("f3")
+        await wait_for(pilot, lambda: app.current_mode == "live", "the live screen")
+        await pilot.press("f2")
+        await wait_for(pilot, lambda: app.current_mode == "setup" and app.focused is not None, "setup again")
+        assert not isinstance(app.focused, Input), app.focused
+        await pilot.press("space")
+        assert field.value == before
+
+
+async def test_ctrl_s_exports_from_a_field_and_x_stays_a_letter():
+    from textual.widgets import Input
+
+    app = make_app(AppConfig(is_root=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-"))
+        field.focus()
+        await wait_for(pilot, lambda: app.focused is field, "the field's focus")
+        before = set(exported("setup-*.svg"))
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: set(exported("setup-*.svg")) - before, "the SVG export")
+        await pilot.press("end", "x")
+        assert field.value.endswith("x")  # typed, as a letter in a field should be
+
+
+async def test_exports_from_every_screen_land_in_one_folder(scratch):
+    """x and m from Setup, Runs (the HIGHLIGHTED run's flags), a replay and Compare: all in
+    <home>/exports, named after the run; m on a screen without flags says so."""
+    first, second = record_smoke_runs(scratch, 2)
+    app = make_app(AppConfig(is_root=False, start_screen="runs"))
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.query_one("#runs-table")
+        await wait_for(pilot, lambda: table.row_count >= 2, "the runs table")
+        await pilot.press("x")
+        await wait_for(pilot, lambda: exported("runs-*.svg"), "the runs screen SVG")
+        await pilot.press("end")  # the oldest run: the first recorded
+        await wait_for(pilot, lambda: table.cursor_row == table.row_count - 1, "End in the table")
+        await pilot.press("m")
+        await wait_for(pilot, lambda: exported(f"flags-{first}.md"), "the highlighted run's flags")
+        assert not exported(f"flags-{second}.md")
+        await pilot.press("home")
+        await wait_for(pilot, lambda: table.cursor_row == 0, "Home in the table")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: getattr(app.screen, "record", None) is not None, "the replay")
+        await pilot.press("x")
+        await wait_for(pilot, lambda: exported(f"live-{second}-*.svg"), "the replay SVG")
+        await pilot.press("f4")  # back to the list, not the replay
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "RunsScreen", "the runs list")
+        await pilot.press("space", "down", "c")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "the comparison")
+        for path in exported("flags-*.md"):
+            path.unlink()
+        await pilot.press("m")
+        await wait_for(pilot, lambda: exported(f"flags-{first}.md") and exported(f"flags-{second}.md"),
+                       "both runs' flags")
+        await pilot.press("f2")
+        await wait_for(pilot, lambda: app.current_mode == "setup", "setup")
+        app.query_one("#target-list").focus()
+        await pilot.press("m")
+        await wait_for(pilot, lambda: any("shows no flags" in str(n.message) for n in app._notifications),
+                       "the 'no flags here' notice")
+
+
+async def test_job_list_marks_checked_jobs_with_a_tick():
+    app = make_app(AppConfig(is_root=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        jobs = app.screen.query_one("#job-list")
+        await pilot.pause()
+        lines = [''.join(seg.text for seg in jobs.render_line(y)) for y in range(jobs.option_count)]
+        chosen = set(jobs.selected)
+        for y, line in enumerate(lines):
+            value = jobs.get_option_at_index(y).value
+            assert line[1] == ("✓" if value in chosen else " "), line
+        assert chosen and len(chosen) < len(lines)
+
+
+async def test_setup_names_every_problem_before_anything_starts(scratch):
+    """A missing directory target and two wrong fields: one notice lists all three in the
+    screen's words; no job starts and no run record is made."""
+    from textual.widgets import Input
+
+    from fsscope import store
+
+    missing = scratch / "no-such-dir"
+    app = make_app(AppConfig(is_root=False))
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        picker = app.screen.query_one("#target-picker")
+        await wait_for(pilot, lambda: picker.kind == "dir", "the directory target")
+        app.screen.query_one("#target-path", Input).value = str(missing)
+        app.screen.query_one("#param-probe-files", Input).value = "many"
+        app.screen.query_one("#param-probe-runs", Input).value = ""
+        before = len(store.list_runs())
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: app._notifications, "the notice")
+        assert app.current_mode == "setup" and len(store.list_runs()) == before
+        text = "\n".join(str(n.message) for n in app._notifications)
+        assert f"{missing} does not exist" in text, text
+        assert "files must be a whole number, not 'many'" in text and "runs needs a value" in text, text
+        assert "_s " not in text and "spec" not in text.lower()
