@@ -29,7 +29,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import psutil
 import pytest
 from conftest import fsscope_cli, leftovers, wait_for_no_leftovers

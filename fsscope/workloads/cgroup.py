@@ -29,7 +29,9 @@ from pathlib import Path
 
 from fsscope import units
 from fsscope.errors import FsscopeError
-from fsscope.proctree import cgroup_dir as _under, mountinfo as _mountinfo, own_cgroups as _own_cgroups
+from fsscope.proctree import cgroup_dir as _under
+from fsscope.proctree import mountinfo as _mountinfo
+from fsscope.proctree import own_cgroups as _own_cgroups
 
 
 class CgroupUnavailable(FsscopeError):
