@@ -15,6 +15,8 @@ What must hold, by whom:
 - job child killed (SIGKILL): the CLI kills what the child left running (mkfs, badblocks,
   the forkserver, workers) before undoing mounts and loop devices, and says so truthfully.
 - a worker killed: the run goes on without it and records a note.
+- everything killed at once: `fsscope cleanup` kills the orphans (the job's cgroup) before it
+  detaches the loop device they hold.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ import psutil
 import pytest
 from conftest import fsscope_cli, leftovers, wait_for_no_leftovers
 
-from fsscope import store
-from fsscope.targets.journal import Journal
+from fsscope import proctree, store
+from fsscope.targets.journal import Journal, cleanup
 
 pytestmark = pytest.mark.privileged
 
@@ -260,3 +262,50 @@ def test_a_killed_tui_leaves_no_job_running(scratch):
     assert list(workdir.iterdir()) == []
     assert list((home / "state" / "journal").glob("*.json")) == []
     assert wait_for_no_leftovers() == []
+
+
+def test_cleanup_after_everything_was_killed_at_mkfs_kills_the_orphans_first():
+    """CLI and job child both SIGKILLed while badblocks runs: the orphaned badblocks holds the
+    loop device, so 'fsscope cleanup' must kill it (the job's cgroup) before it detaches — and
+    say 'detached' only once it is true."""
+    cli = Cli("--mkfs-opts=-c -c")
+    try:
+        at_mkfs(cli)
+        child = cli.child_pid()
+        cli.proc.kill()
+        os.kill(child, signal.SIGKILL)
+        cli.finish()
+    finally:
+        if cli.proc.poll() is None:
+            cli.proc.kill()
+    wait_for(lambda: not psutil.pid_exists(child))  # dead and reaped: its journal entries are orphans
+    orphans = [p.info["name"] for p in job_processes(child)]
+    assert "badblocks" in orphans  # the situation this test is about: they run on, holding the device
+    out = fsscope_cli("cleanup")
+    assert out.returncode == 0, out.stderr
+    assert leftovers() == [], out.stdout
+    assert "killed what the job left running: mkfs.ext4" in out.stdout
+    assert "detached" in out.stdout and "still in use" not in out.stdout
+
+
+def test_kill_job_reaches_a_process_that_left_the_process_group():
+    """setsid escapes a process-group kill, not the job's cgroup."""
+    journal = Journal()
+    script = ("import os, subprocess, sys; from fsscope import proctree; from fsscope.targets.journal import Journal; "
+              "proctree.enter_job_cgroup(Journal()); "
+              "p = subprocess.Popen(['setsid', 'sleep', '600']); print(p.pid, flush=True); os.pause()")
+    job = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        escaped = psutil.Process(int(job.stdout.readline()))
+        wait_for(lambda: os.getpgid(escaped.pid) != job.pid)  # setsid has run: out of the job's group
+        entry = next(e for e in journal.entries() if e.kind == "cgroup" and e.owner_pid == job.pid)
+        killed = proctree.kill_job(Path(entry.fields["path"]), job.pid)
+        assert f"sleep (pid {escaped.pid})" in killed
+        escaped.wait(5)
+        job.wait(5)
+    finally:
+        if job.poll() is None:
+            job.kill()
+        job.stdout.close()
+    assert cleanup(owner_pid=job.pid) == []  # nothing was left running: its cgroup goes quietly
+    assert leftovers() == []
