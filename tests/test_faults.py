@@ -165,8 +165,14 @@ def measured_bins_are_kept(run: store.RunDir) -> None:
         assert counts[:, b].sum() == ops, (b, ops, counts.sum(axis=0))
 
 
-@pytest.mark.parametrize("phase", list(PHASES))
-@pytest.mark.parametrize("kill", list(KILLS))
+# Every kill at every phase, but a cancel at the unmount phase (it races the job's own end) and
+# a SIGTERM while measuring (the first half of the double Ctrl-C there): 18 cases, ~2 min.
+CASES = [(kill, phase) for kill in KILLS for phase in PHASES
+         if (kill, phase) not in {("cli-SIGTERM", "unmount"), ("cli-2xSIGINT", "unmount"),
+                                  ("cli-SIGTERM", "measure")}]
+
+
+@pytest.mark.parametrize(("kill", "phase"), CASES, ids=[f"{k}-{p}" for k, p in CASES])
 def test_a_kill_at_any_phase_leaves_nothing_and_keeps_what_was_measured(phase, kill):
     extra = {"mkfs": ("--mkfs-opts=-c -c",),                           # badblocks: a mkfs long enough to hit
              "populate": ("--files", "10000", "--mean-file-size", "4K")}  # a populate long enough to hit

@@ -103,10 +103,10 @@ def main(run_path: str) -> int:
 
     signal.signal(signal.SIGTERM, stop.on_signal)
     signal.signal(signal.SIGINT, stop.on_signal)
-    if event_fd is not None:
-        threading.Thread(target=stop.watch_parent, args=(event_fd,), name="fsscope-parent-watch",
-                         daemon=True).start()
     try:
+        if event_fd is not None:
+            threading.Thread(target=stop.watch_parent, args=(event_fd,), name="fsscope-parent-watch",
+                             daemon=True).start()
         module = registry.load(job_file["job"])
         spec = registry.spec_from_dict(module, job_file["spec"])
         recipe = Recipe.from_dict(job_file["recipe"]) if job_file.get("recipe") else None
@@ -152,7 +152,7 @@ def main(run_path: str) -> int:
         run_dir.update_manifest(status=status, error=error, ended=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                 target=target.describe() if target is not None else None)
         run_dir.close()
-        if stop.parent_gone and cgroup is not None:  # nobody else will: kill our leftovers, remove it
+        if cgroup is not None:  # kill what we leave running (the forkserver…), remove the cgroup
             undo_entries(journal, [e for e in journal.entries() if e.kind == "cgroup" and e.owner_pid == me.pid])
         stop.closed.set()
     return exit_code
