@@ -155,14 +155,15 @@ KILLS = {"cli-SIGKILL": kill_cli, "cli-SIGTERM": term_cli, "cli-2xSIGINT": doubl
 
 def measured_bins_are_kept(run: store.RunDir) -> None:
     """Every 1-s bin the job reported (a logged progress event: ops/s of the bin just
-    aggregated) is in run0_counts.npy with exactly that many operations."""
+    aggregated) is in run0_counts.npy with at least that many operations (a bin shown before
+    a lagging worker reported it may grow afterwards)."""
     reported = [e for e in run.events() if e["kind"] == "progress" and "ops/s" in e.get("info", "")]
     counts = run.load_array("run0_counts")
     assert reported and counts.ndim == 2
     for event in reported:
         b = round(event["done"]) - 1
         ops = int(event["info"].split()[-2].replace(",", ""))
-        assert counts[:, b].sum() == ops, (b, ops, counts.sum(axis=0))
+        assert counts[:, b].sum() >= ops > 0, (b, ops, counts.sum(axis=0))
 
 
 # Every kill at every phase, but a cancel at the unmount phase (it races the job's own end) and
@@ -276,10 +277,11 @@ def test_cleanup_after_everything_was_killed_at_mkfs_kills_the_orphans_first():
     say 'detached' only once it is true."""
     cli = Cli("--mkfs-opts=-c -c")
     try:
-        at_mkfs(cli)
         child = cli.child_pid()
-        cli.proc.kill()
+        wait_for(lambda: any(p.info["name"] == "badblocks" for p in job_processes(child)))
+        cli.proc.send_signal(signal.SIGSTOP)  # so it cannot clean up, nor the child notice, meanwhile
         os.kill(child, signal.SIGKILL)
+        cli.proc.kill()
         cli.finish()
     finally:
         if cli.proc.poll() is None:
@@ -306,7 +308,7 @@ def test_kill_job_reaches_a_process_that_left_the_process_group():
         wait_for(lambda: os.getpgid(escaped.pid) != job.pid)  # setsid has run: out of the job's group
         entry = next(e for e in journal.entries() if e.kind == "cgroup" and e.owner_pid == job.pid)
         killed = proctree.kill_job(Path(entry.fields["path"]), job.pid)
-        assert f"sleep (pid {escaped.pid})" in killed
+        assert any(f"(pid {escaped.pid})" in k for k in killed), killed
         escaped.wait(5)
         job.wait(5)
     finally:
