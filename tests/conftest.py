@@ -89,7 +89,8 @@ def _session_procs() -> list:
     found = {p.pid: p for p in psutil.Process(me).children(recursive=True)}
     for helper in psutil.Process(me).children():  # this process's own forkserver / resource
         try:                                       # tracker (tests run workloads in-process):
-            if "from multiprocessing." in " ".join(helper.cmdline()):  # they go when it exits
+            if any(f"from multiprocessing.{m} import" in " ".join(helper.cmdline())  # they go
+                   for m in ("forkserver", "resource_tracker")):                   # when it exits
                 found.pop(helper.pid)
         except psutil.Error:
             continue
