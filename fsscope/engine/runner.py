@@ -79,11 +79,12 @@ class JobHandle:
         if self.returncode is not None:
             return self.returncode
         rc = self.proc.wait(timeout_s)
-        # Every process the job started dies with it (the forkserver and resource tracker of
-        # a finished job are on their way out anyway; an orphaned mkfs is not).
+        # Every process the job started dies with it. A child that ended by itself has done
+        # this already (it removes its own cgroup); after a kill, its orphans (mkfs, badblocks,
+        # the forkserver, workers) die here, before anything they hold is unmounted or detached.
         stragglers = proctree.kill_job(self._cgroup(), self.proc.pid)
         killed = rc < 0 or self.run_dir.status() in ("interrupted", "running")
-        # Undo what the journal says it left; quietly removes the job cgroup of a clean exit.
+        # Undo what the journal says it left (mounts, loop devices, the job's cgroup).
         leftovers = cleanup(owner_pid=self.proc.pid)
         if killed:
             if stragglers and not self.killed:
