@@ -133,6 +133,10 @@ def session_processes() -> list[str]:
 
 
 def session_cgroups() -> list[str]:
+    return [f"cgroup {path}" for path in _session_cgroup_dirs()]
+
+
+def _session_cgroup_dirs() -> list[Path]:
     """cgroups fsscope made for this session's jobs (fsscope-job-PID, and the memory cgroups
     fsscope-PID-N of --mem-limit), PID being a job child recorded in a run, or this process."""
     from fsscope import proctree
@@ -149,7 +153,7 @@ def session_cgroups() -> list[str]:
         for path in parent.glob("fsscope-*"):
             number = path.name.removeprefix(proctree.JOB_PREFIX).removeprefix("fsscope-").split("-")[0]
             if path.is_dir() and number.isdigit() and int(number) in pids:
-                found.append(f"cgroup {path}")
+                found.append(path)
     return found
 
 
@@ -176,8 +180,12 @@ def no_leftovers():
     yield
     left = wait_for_no_leftovers()
     if left:
+        from fsscope import proctree
+
         for proc in _session_procs():
             proc.kill()
+        for path in _session_cgroup_dirs():
+            proctree.kill_and_remove(path)
         subprocess.run([sys.executable, "-m", "fsscope", "cleanup", "--force"], capture_output=True)
         pytest.fail("the tests left these behind (a bug to fix): " + "; ".join(left))
     shutil.rmtree(RAM_BASE, ignore_errors=True)

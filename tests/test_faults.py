@@ -317,3 +317,18 @@ def test_kill_job_reaches_a_process_that_left_the_process_group():
         job.stdout.close()
     assert cleanup(owner_pid=job.pid) == []  # nothing was left running: its cgroup goes quietly
     assert leftovers() == []
+
+
+def test_a_killed_job_leaves_no_memory_cgroup():
+    """bench --mem-limit moves its workers into a memory cgroup of their own: killing the job
+    child must not leave it behind."""
+    cli = Cli("--mem-limit", "256M")
+    try:
+        at_measure(cli)
+        kill_child(cli)
+        rc = cli.finish()
+    finally:
+        if cli.proc.poll() is None:
+            cli.proc.kill()
+    assert rc == 130 and leftovers() == [], cli.stderr
+    measured_bins_are_kept(cli.run)

@@ -32,6 +32,7 @@ from fsscope.errors import FsscopeError
 from fsscope.proctree import cgroup_dir as _under
 from fsscope.proctree import mountinfo as _mountinfo
 from fsscope.proctree import own_cgroups as _own_cgroups
+from fsscope.targets.journal import Journal
 
 
 class CgroupUnavailable(FsscopeError):
@@ -141,6 +142,7 @@ class MemoryCgroup:
         self.path = self.support.parent / self.name
         self._home = self._own_dir()
         self._created = False
+        self._entry = None
 
     def _own_dir(self) -> Path:
         """The creator's own cgroup directory (where stragglers are moved back to)."""
@@ -157,6 +159,9 @@ class MemoryCgroup:
 
     # -- lifecycle ------------------------------------------------------------------------------
     def create(self) -> MemoryCgroup:
+        # journalled first, like a mount: if the job is killed, whoever cleans up after it
+        # (the runner, 'fsscope cleanup') kills what is inside and removes the cgroup
+        self._entry = Journal().record("cgroup", f"cgroup-{self.name}", path=str(self.path), home=str(self._home))
         try:
             if self.version == 2:
                 subtree = self.support.parent / "cgroup.subtree_control"
@@ -191,6 +196,7 @@ class MemoryCgroup:
     def remove(self, timeout_s: float = 5.0) -> None:
         """Move any remaining process home, then rmdir (retrying while the kernel lets go)."""
         if not self._created:
+            self._forget()
             return
         deadline = time.monotonic() + timeout_s
         while True:
@@ -201,15 +207,21 @@ class MemoryCgroup:
                     pass
             try:
                 self.path.rmdir()
-                self._created = False
-                return
             except FileNotFoundError:
-                self._created = False
-                return
+                pass
             except OSError as exc:
                 if exc.errno not in (errno.EBUSY, errno.ENOTEMPTY) or time.monotonic() > deadline:
                     raise CgroupUnavailable(f"cannot remove memory cgroup {self.path}: {exc.strerror}") from exc
                 time.sleep(0.05)
+                continue
+            self._created = False
+            self._forget()
+            return
+
+    def _forget(self) -> None:
+        if self._entry is not None:
+            Journal().forget(self._entry)
+            self._entry = None
 
     def __enter__(self) -> MemoryCgroup:
         return self.create()
