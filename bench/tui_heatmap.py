@@ -11,7 +11,8 @@ same process, so the ratio says what the heatmap itself costs on this machine.
 
 Cases: the default view (all files fit: ~500-1000 files per column, bucket max), the same
 with the p99 of each bucket (a sort per bucket), and zoomed in to one file per column in the
-middle of the files. Budget: 50 ms per redraw.
+middle of the files. Target (issue 12): median <= 16 ms (60 frames/s) in every mode, every
+frame <= 33 ms. On a shared machine pass --cpu-time to time the drawing thread's CPU only.
 
     .venv/bin/python bench/tui_heatmap.py [--files 100000] [--runs 10] [--size 200x60] [--reps 15]
 """
@@ -38,7 +39,9 @@ from fsscope.tui.model import LatencyMatrix  # noqa: E402
 from fsscope.tui.themes import VARIABLE_DEFAULTS  # noqa: E402
 from fsscope.tui.widgets.heatmap import Heatmap  # noqa: E402
 
-BUDGET_MS = 50.0
+BUDGET_MS = 16.0  # median per redraw: 60 frames/s
+WORST_MS = 33.0  # any single redraw: 30 frames/s
+CPU_TIME = False
 
 
 def synthetic_matrix(files: int, runs: int, seed: int = 0) -> np.ndarray:
@@ -85,14 +88,14 @@ async def measure(blank: bool, matrix: np.ndarray | None, size: tuple[int, int],
         console = Console(width=size[0], height=size[1], file=io.StringIO(), force_terminal=True,
                           color_system="truecolor", legacy_windows=False)
         for _ in range(reps + 2):
-            t0 = time.perf_counter()
+            t0 = time.perf_counter() if not CPU_TIME else time.thread_time()
             if blank:
                 widget.refresh()
             else:
                 widget._invalidate(buckets=True)  # noqa: SLF001 - as after new samples
                 widget.refresh()
             full_frame(app, console)
-            times.append((time.perf_counter() - t0) * 1e3)
+            times.append(((time.perf_counter() if not CPU_TIME else time.thread_time()) - t0) * 1e3)
     return times[2:]
 
 
@@ -112,20 +115,24 @@ async def main_async(args) -> int:
     size = (width, height)
     matrix = synthetic_matrix(args.files, args.runs)
     reference = statistics.median(await measure(True, None, size, args.reps))
+    global CPU_TIME
+    CPU_TIME = args.cpu_time
     print(f"heatmap redraw, {args.files:,} files x {args.runs} runs, terminal {width}x{height}, "
-          f"median of {args.reps} (full frame: compute + render + encode)")
+          f"median of {args.reps} (full frame: compute + render + encode), "
+          f"{'CPU time of the drawing thread' if CPU_TIME else 'wall time'}")
     print(f"  reference: blank screen of the same size          {reference:7.2f} ms")
-    worst = 0.0
+    worst_median = worst_frame = 0.0
     for label, setup in (("fit (bucket max)", None), ("fit (bucket p99)", p99_buckets),
                          ("1 file per column, middle", zoom_to_middle)):
         times = await measure(False, matrix, size, args.reps, setup)
         median = statistics.median(times)
-        worst = max(worst, median)
+        worst_median, worst_frame = max(worst_median, median), max(worst_frame, max(times))
         print(f"  heatmap {label:32s}          {median:7.2f} ms  ({median / reference:5.1f}x reference, "
               f"max {max(times):.2f} ms)")
-    verdict = "OK" if worst <= BUDGET_MS else "OVER BUDGET"
-    print(f"  budget {BUDGET_MS:.0f} ms per redraw: {verdict} (worst case {worst:.2f} ms)")
-    return 0 if worst <= BUDGET_MS else 1
+    ok = worst_median <= BUDGET_MS and worst_frame <= WORST_MS
+    print(f"  target: median <= {BUDGET_MS:.0f} ms and every frame <= {WORST_MS:.0f} ms in every mode: "
+          f"{'OK' if ok else 'MISSED'} (worst median {worst_median:.2f} ms, worst frame {worst_frame:.2f} ms)")
+    return 0 if ok else 1
 
 
 def main() -> int:
@@ -134,6 +141,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--size", default="200x60", help="terminal WIDTHxHEIGHT")
     parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time the drawing thread's CPU (thread_time) instead of the wall clock: "
+                             "steadier when other work shares the cores")
     return asyncio.run(main_async(parser.parse_args()))
 
 

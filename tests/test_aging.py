@@ -546,3 +546,42 @@ def test_progress_never_runs_backwards_and_says_what_it_is_based_on():
     assert shown[-1][1] == "time limit" and shown[-1][0] == pytest.approx(100 * 59 / 60, abs=0.01)
     assert shown[0][1] == "fullness"
     assert job.progress_fraction(stream[3], 0.5, job.Spec(profile="small"))[1] == "convergence bound"
+
+
+def test_outcome_notes_name_a_missed_fullness_and_a_poor_fit():
+    from fsscope.aging.job import outcome_notes
+
+    report = {"fullness": 0.779, "target_fullness": 0.5,
+              "fit": {"size": {"p_value": 0.010}, "depth": {"p_value": 0.9}, "age": {"p_value": 0.4}}}
+    notes = outcome_notes(report, None)
+    assert len(notes) == 2
+    assert "77.9% of the capacity" in notes[0] and "27.9 points over" in notes[0]
+    assert "size distribution" in notes[1] and "p = 0.010 < 0.05" in notes[1]
+    assert len(outcome_notes(report, 0.5)) == 3  # --confidence 0.5: age's p 0.4 is short of it too
+    assert outcome_notes({"fullness": 0.52, "target_fullness": 0.5, "fit": {"size": {"p_value": 0.3}}},
+                         None) == []
+
+
+def test_fallocate_run_counts_allocated_bytes_apart_from_written(ram_dir):
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from fsscope.aging import job
+
+    class Ctx:
+        cancelled = False
+
+        @contextmanager
+        def fresh_fs(self):
+            yield SimpleNamespace(fs="dir", workdir=ram_dir, mountpoint=str(ram_dir))
+
+        def emit(self, kind, **fields):
+            pass
+
+        def progress(self, done, total, **fields):
+            pass
+
+    report = job.run(Ctx(), job.Spec(profile="small", capacity_bytes=MIB, max_ops=400, fallocate=True))
+    assert report["fallocate"] and report["written_bytes"] == 0 and report["overwrites"] == 0.0
+    assert report["allocated_bytes"] > 0
+    assert report["allocated_capacity_turnover"] == pytest.approx(report["allocated_bytes"] / MIB)

@@ -42,3 +42,19 @@ def test_bad_arguments_are_one_line_exit_2(cli, argv):
 def test_options_without_a_subcommand_go_to_the_investigator(cli):
     out = cli("--ram", "--recipe", "xfs-default", "--help")
     assert out.returncode == 0 and "usage: fsscope tui" in out.stdout
+
+
+def test_runs_at_80_columns_keeps_whole_run_ids(cli, scratch):
+    """`fsscope runs` in an 80-column terminal: every run id whole (report/compare take it)."""
+    import os
+
+    from fsscope import store
+
+    env = {**os.environ, "COLUMNS": "80"}
+    made = cli("run", "smoke", "-p", "seconds=0.2", "--dir", str(scratch), env=env)
+    assert made.returncode == 0, made.stderr
+    listing = cli("runs", "--last", "5", env=env)
+    assert listing.returncode == 0 and all(len(line) <= 80 for line in listing.stdout.splitlines())
+    cells = {cell.strip() for line in listing.stdout.splitlines() for cell in line.split("│")}
+    recorded = [run.id for run in store.list_runs()][-5:]
+    assert recorded and all(run_id in cells for run_id in recorded), (recorded, listing.stdout)

@@ -144,12 +144,13 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
         legend = str(live.query_one("#legend").cursor_text)
         assert "run 2" in legend and ("file" in legend) and "not measured" not in legend
         # exports: flags as Markdown, the screen as SVG
+        exports = paths.home() / "exports"
         await pilot.press("m")
-        flags_md = Path(job.run_path) / "flags.md"
-        assert flags_md.exists() and "xfs-dir-shortform-to-block" in flags_md.read_text()
+        flags_md = exports / f"flags-{job.run_id}.md"
+        await wait_for(pilot, flags_md.exists, 10, "the flags export")
+        assert "xfs-dir-shortform-to-block" in flags_md.read_text()
         await pilot.press("x")
-        await pilot.pause(0.1)
-        assert list(Path(job.run_path).glob("live-*.svg"))
+        await wait_for(pilot, lambda: list(exports.glob(f"live-{job.run_id}-*.svg")), 10, "the SVG export")
     assert_clean(image)
     assert not app.worker_errors
 

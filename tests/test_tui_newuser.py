@@ -155,34 +155,37 @@ async def test_ctrl_s_exports_from_a_field_and_x_stays_a_letter():
 
 
 async def test_exports_from_every_screen_land_in_one_folder(scratch):
-    """x and m from Setup, Runs (the HIGHLIGHTED run's flags), a replay and Compare: all in
+    """x and m from Runs (the HIGHLIGHTED run's flags), a replay and Compare, and Setup: all in
     <home>/exports, named after the run; m on a screen without flags says so."""
-    first, second = record_smoke_runs(scratch, 2)
+    record_smoke_runs(scratch, 2)
     app = make_app(AppConfig(is_root=False, start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
-        table = app.screen.query_one("#runs-table")
+        runs = app.screen
+        table = runs.query_one("#runs-table")
         await wait_for(pilot, lambda: table.row_count >= 2, "the runs table")
         await pilot.press("x")
         await wait_for(pilot, lambda: exported("runs-*.svg"), "the runs screen SVG")
-        await pilot.press("end")  # the oldest run: the first recorded
+        await pilot.press("end")  # the oldest run
         await wait_for(pilot, lambda: table.cursor_row == table.row_count - 1, "End in the table")
+        oldest, newest = runs.runs[-1].id, runs.runs[0].id
         await pilot.press("m")
-        await wait_for(pilot, lambda: exported(f"flags-{first}.md"), "the highlighted run's flags")
-        assert not exported(f"flags-{second}.md")
+        await wait_for(pilot, lambda: exported(f"flags-{oldest}.md"), "the highlighted run's flags")
+        assert not exported(f"flags-{newest}.md")
         await pilot.press("home")
         await wait_for(pilot, lambda: table.cursor_row == 0, "Home in the table")
         await pilot.press("enter")
         await wait_for(pilot, lambda: getattr(app.screen, "record", None) is not None, "the replay")
         await pilot.press("x")
-        await wait_for(pilot, lambda: exported(f"live-{second}-*.svg"), "the replay SVG")
+        await wait_for(pilot, lambda: exported(f"live-{newest}-*.svg"), "the replay SVG")
         await pilot.press("f4")  # back to the list, not the replay
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "RunsScreen", "the runs list")
+        await wait_for(pilot, lambda: app.screen is runs, "the runs list")
         await pilot.press("space", "down", "c")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "the comparison")
+        second = runs.runs[1].id
         for path in exported("flags-*.md"):
             path.unlink()
         await pilot.press("m")
-        await wait_for(pilot, lambda: exported(f"flags-{first}.md") and exported(f"flags-{second}.md"),
+        await wait_for(pilot, lambda: exported(f"flags-{newest}.md") and exported(f"flags-{second}.md"),
                        "both runs' flags")
         await pilot.press("f2")
         await wait_for(pilot, lambda: app.current_mode == "setup", "setup")
@@ -230,3 +233,43 @@ async def test_setup_names_every_problem_before_anything_starts(scratch):
         assert f"{missing} does not exist" in text, text
         assert "files must be a whole number, not 'many'" in text and "runs needs a value" in text, text
         assert "_s " not in text and "spec" not in text.lower()
+
+
+async def test_a_streamed_flag_follows_its_runs():
+    """The same finding after run 2 and after run 5: one flag, whose title says 5/5."""
+    app = make_app(AppConfig(is_root=False, start_screen="live"))
+    async with app.run_test(size=SIZE) as pilot:
+        live = app.live
+        await wait_for(pilot, lambda: live.is_mounted, "the live screen")
+        start_probe(live, 0, files=300, runs=5, run_id="run-a")
+        await wait_for(pilot, lambda: live.shown == 0, "the job's view")
+        for done in (2, 5):
+            live.post_message(msg.FindingArrived(0, {
+                "kind": "finding", "flag": "outlier", "index": 253, "structure": None, "runs_flagged": done,
+                "runs": done, "title": f"file 253 slow in {done}/{done} runs — repeatable, unexplained",
+                "note": f"{done} runs"}))
+        await wait_for(pilot, lambda: "5/5" in screen_text(app), "the updated title")
+        assert [f.title for f in live.flags_panel.flags] == ["file 253 slow in 5/5 runs — repeatable, unexplained"]
+        assert "2/2" not in screen_text(app)
+
+
+async def test_a_huge_plan_asks_before_it_starts(scratch):
+    from textual.widgets import Input
+
+    from fsscope import store
+
+    app = make_app(AppConfig(is_root=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        picker = app.screen.query_one("#target-picker")
+        await wait_for(pilot, lambda: picker.kind == "dir", "the directory target")
+        app.screen.query_one("#target-path", Input).value = str(scratch)
+        app.screen.query_one("#param-probe-runs", Input).value = "30000"
+        before = len(store.list_runs())
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", "the question")
+        assert "30,000 runs" in screen_text(app)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.current_mode == "setup" and type(app.screen).__name__ == "SetupScreen",
+                       "setup again")
+        assert len(store.list_runs()) == before and not app.live.running

@@ -19,6 +19,7 @@ from textual.widgets import Input
 from fsscope.targets import TargetSpec
 from fsscope.targets.devices import Device
 from fsscope.tui import AppConfig, make_app
+from fsscope.tui.widgets import target_picker
 
 HOME = Path("/tmp/fsscope-snapshot-home")
 SIZE = (140, 45)
@@ -153,6 +154,7 @@ def snapshot_home(monkeypatch):
     HOME.mkdir(parents=True)
     monkeypatch.setenv("FSSCOPE_HOME", str(HOME))
     monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)  # no blinking cursor in pictures
+    monkeypatch.setattr(target_picker, "RAM_DIR", Path("/dev/shm"))  # not the session's random RAM dir
     write_run("20250101-120000-probe", seed=1)
     write_run("20250101-130000-probe", seed=2, shift=1.3)
     yield HOME

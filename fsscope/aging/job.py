@@ -133,6 +133,35 @@ def progress_fraction(event: dict, goal: float, spec: Spec) -> tuple[float, str]
     return candidates[basis], basis
 
 
+FULLNESS_TOLERANCE = 0.05  # points of capacity off the target before a finished run says so
+POOR_FIT_P = 0.05           # without --confidence: a p-value below this is a poor fit
+
+
+def outcome_notes(report: dict, confidence: float | None) -> list[str]:
+    """What a finished run missed, in words: a fullness off its target, a distribution that
+    does not fit the profile. Fullness is the share of the capacity in use as statvfs (df)
+    counts it — the file system's own metadata and each file's last partial block included."""
+    notes = []
+    fullness, target = report.get("fullness"), report.get("target_fullness")
+    if isinstance(fullness, (int, float)) and isinstance(target, (int, float)) \
+            and abs(fullness - target) > FULLNESS_TOLERANCE:
+        side = "over" if fullness > target else "under"
+        why = ("metadata and the unused tails of small files' last blocks count as used, and "
+               "frees reach statvfs only when the journal commits"
+               if side == "over" else "the run stopped before the rapid phase reached it")
+        notes.append(f"fullness missed its target: {fullness:.1%} of the capacity is in use at the "
+                     f"end, the target was {target:.0%} ({abs(fullness - target) * 100:.1f} points "
+                     f"{side}): {why}")
+    threshold = confidence if confidence is not None else POOR_FIT_P
+    for name, fit in (report.get("fit") or {}).items():
+        p = fit.get("p_value") if isinstance(fit, dict) else None
+        if isinstance(p, (int, float)) and p < threshold:
+            notes.append(f"fit: the {name} distribution does not match the profile (chi-squared "
+                         f"p = {p:.3f} < {threshold:g}): age longer (--max-minutes, --resume) "
+                         "before trusting this image as aged")
+    return notes
+
+
 class ProgressBar:
     """The percentage a progress bar shows for a stream of ager events: the largest
     :func:`progress_fraction` seen so far (monotonic), with what it is based on."""
@@ -201,7 +230,11 @@ def run(ctx, spec: Spec) -> dict:
                 aged["test_file_error"] = "skipped: the run was cancelled"
     report = result.to_json()
     report["elapsed_total_s"] = round(time.monotonic() - t0, 3)
-    report["notes"] = notes
+    if report.get("fallocate"):
+        # blocks were allocated, not written: count them apart, so no one reads "260× written"
+        report["allocated_bytes"], report["written_bytes"] = report["written_bytes"], 0
+        report["allocated_capacity_turnover"], report["overwrites"] = report["overwrites"], 0.0
+    report["notes"] = notes + outcome_notes(report, spec.confidence)
     if dir_target:
         return report
     report["fresh"], report["aged"] = fresh, aged

@@ -14,7 +14,7 @@ import sys
 from fsscope import __version__
 from fsscope.errors import FsscopeError
 
-COMMAND_MODULES = ["targets_cmds", "runs_cmds", "job_cmds", "probe_cmd", "tui_cmd", "bench_cmd", "age_cmd", "compare_cmd"]
+COMMAND_MODULES = ["targets_cmds", "runs_cmds", "job_cmds", "probe_cmd", "tui_cmd", "bench_cmd", "age_cmd", "compare_cmd", "check_cmd"]
 
 DESCRIPTION = """\
 fsscope investigates Linux file-system performance. It formats and mounts a target safely

@@ -222,7 +222,9 @@ def render_age(report: dict, console: Console) -> None:
         f"{report.get('ops', 0):,} ops ({report.get('session_ops', 0):,} this session) in "
         f"{report.get('elapsed_s', 0):.1f} s = [bold]{report.get('ops_per_s', 0):,.0f}[/] ops/s · "
         f"fullness [bold]{_pct(report.get('fullness'))}[/] (target {_pct(report.get('target_fullness'))}) · "
-        f"overwrites {report.get('overwrites', 0):.2f}× · {report.get('live_files', 0):,} live files "
+        + (f"allocated {report.get('allocated_capacity_turnover', 0):.2f}× capacity (--fallocate: nothing "
+           "written) · " if report.get("fallocate") else f"overwrites {report.get('overwrites', 0):.2f}× · ")
+        + f"{report.get('live_files', 0):,} live files "
         f"({format_bytes(report.get('live_bytes') or 0)})"
         + (f" · convergence bound T = {bound:,} ops" if bound else ""), highlight=False)
     fits = report.get("fit") or {}
@@ -446,7 +448,10 @@ def add_parser(sub) -> None:
                    help="aging profile: a shipped name (see 'fsscope profile list') or a .toml (default small)")
     p.add_argument("--fullness", type=_fraction, metavar="F", help="fraction to fill, in (0, 1) (default: the profile's)")
     p.add_argument("--seed", type=int, default=1, metavar="N", help="seed of every choice (default 1)")
-    p.add_argument("--max-minutes", type=positive_float, metavar="M", help="stop after M minutes of aging (this session)")
+    p.add_argument("--max-minutes", type=positive_float, metavar="M",
+                   help="stop after at most M minutes of aging (this session); it may stop earlier, at the "
+                        "last planned fit point that the time allows (the fit is measured only there), "
+                        "which the stop note says")
     p.add_argument("--confidence", type=_fraction, metavar="C",
                    help="stop when every distribution's chi-squared p-value is >= C")
     p.add_argument("--max-overwrites", type=positive_float, metavar="K",

@@ -422,12 +422,16 @@ def _bench_spec(args):
 
 
 def cmd_bench(args) -> int:
+    from fsscope.cli.check_cmd import bad_pointer
     from fsscope.workloads import bench_job
 
     spec = _bench_spec(args)
     target = target_from_args(args, default_kind="ram")
     # the workload's own checks, before anything is formatted
     bench_job.personality_spec(spec, target.size_bytes)
+    pointer = bad_pointer()
+    if pointer:
+        err_console.print(pointer, style="yellow", highlight=False, markup=False)
     if not args.recipes:
         recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
         return run_job("bench", spec, target, recipe, json_path=args.json, verbose=args.verbose,

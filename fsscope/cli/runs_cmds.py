@@ -18,8 +18,13 @@ def cmd_runs(args) -> int:
         console.print("no runs recorded yet")
         return 0
     table = Table(title=f"Runs in {runs[0].path.parent}", title_justify="left")
-    for col in ("run", "job", "status", "target", "recipe", "started"):
-        table.add_column(col)
+    # the run id is what `report`/`compare` take: never cut it; the target path folds instead
+    table.add_column("run", no_wrap=True, min_width=len(runs[-1].id))
+    for col in ("job", "status"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("target", overflow="fold", ratio=1)
+    table.add_column("recipe", overflow="fold")
+    table.add_column("started", overflow="fold")
     for run in runs[-args.last:]:
         m = run.manifest()
         target = m.get("target") or {}

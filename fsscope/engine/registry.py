@@ -22,6 +22,7 @@ JOBS: dict[str, tuple[str, str]] = {
     "bench": ("fsscope.workloads.bench_job", "throughput personality runs and their variation (Throughput-N, relative range)"),
     "syncwrite": ("fsscope.workloads.syncwrite_job", "synchronous-write buffer sweep: throughput vs latency per buffer size"),
     "age": ("fsscope.aging.job", "profile-driven aging (Geriatrix): churn to a profile, fit, fresh vs aged fragmentation, snapshot"),
+    "check": ("fsscope.check.job", "pre-benchmark sanity check: audit of what distorts results, runs needed (calibration)"),
     "frag": ("fsscope.layout.job", "free-space extent histogram and a large test file's fragments (fresh or --from-snapshot)"),
 }
 

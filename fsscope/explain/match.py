@@ -4,8 +4,8 @@ A flag matches a prediction only where the arithmetic puts it, within a toleranc
 reason (:attr:`Prediction.tolerance_files` / ``tolerance_why``):
 
 - exact (0 files) for deterministic thresholds verified on disk: the first call, XFS
-  short-form -> block -> leaf -> node, XFS inode-chunk and data-block series, ext4 first
-  block full -> htree. A flag one file away is some other cause, and is reported as such.
+  short-form → block → leaf → node, XFS inode-chunk and data-block series, ext4 first
+  block full → htree. A flag one file away is some other cause, and is reported as such.
 - a window for hash-dependent events (ext4's first htree leaf split): the bounds come from
   the split arithmetic, nothing is added.
 - +-2 files for the btrfs leaf split (level shift): the split can fall into the sync after
@@ -14,7 +14,7 @@ reason (:attr:`Prediction.tolerance_files` / ``tolerance_why``):
   range into pieces), the structure's are not, so the measured range must lie mostly
   (>= 75 %) inside the predicted one.
 
-A flag with no matching rule is "repeatable, unexplained" -- never given a made-up reason.
+A flag with no matching rule is "repeatable, unexplained" — never given a made-up reason.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def _explain_one(finding: Any, predictions: list[Prediction],
     also = tuple(h[1] for h in hits[1:] if h[0] == rank and h[1].structure != p.structure)
     note = _note(finding, p, predicted, how)
     for other in also:
-        note += (f" The same call also changes another structure -- {other.structure}: "
+        note += (f" The same call also changes another structure — {other.structure}: "
                  f"{other.note} Why here: {other.arithmetic}.")
     return Explanation(finding, p, predicted, p.structure, note, also)
 
@@ -187,7 +187,7 @@ def _match_linear(f: LinearGrowth, p: Prediction) -> tuple[int, int | None, str]
 
 
 def _us(ns: float) -> str:
-    return f"{ns / 1e3:.1f} us" if ns < 1e7 else f"{ns / 1e6:.1f} ms"
+    return f"{ns / 1e3:.1f} µs" if ns < 1e7 else f"{ns / 1e6:.1f} ms"
 
 
 def _measured(f: Any) -> str:

@@ -1,9 +1,9 @@
 """Predict, from a file system's geometry, the file indices where its structures change.
 
 The latency probe does one op on files 0..N-1 (names of ``name_length`` digits) in one fresh
-directory. Some of those calls change an on-disk structure -- the XFS directory leaves its
+directory. Some of those calls change an on-disk structure — the XFS directory leaves its
 inode, an XFS inode chunk is allocated, the ext4 directory's first block is full and becomes
-a hash tree, the btrfs fs-tree leaf splits -- and those are the repeatably slow files. Each
+a hash tree, the btrfs fs-tree leaf splits — and those are the repeatably slow files. Each
 rule here computes *where* from the geometry (entry sizes, inode literal area, block size,
 node size), so a changed mkfs option or name length moves the prediction, and says how.
 
@@ -13,16 +13,16 @@ the directory size and its indexed flag, btrfs with dump-tree levels.
 
 Which ops have rules (:data:`OP_RULES`):
 
-- creat, symlink, write-fsync: add one entry and one inode per call -> every directory and
+- creat, symlink, write-fsync: add one entry and one inode per call → every directory and
   inode-allocation rule, including the first create in each inode cluster of a pre-existing
   chunk that was not read since mount (XFS reads that cluster buffer in the call) (btrfs counts the extra inline/regular extent item they add).
 - mkdir: one entry per call like creat; XFS inode-chunk series only with one AG, because XFS
   spreads new directories over the AGs (rotor), so their inodes do not come from one chunk.
-- unlink (of files created beforehand): XFS block -> short-form conversion when the populated
+- unlink (of files created beforehand): XFS block → short-form conversion when the populated
   directory is in block form; ext4 directories never shrink and btrfs leaf merging is not
-  modelled -> only the first call there.
+  modelled → only the first call there.
 - stat, open-existing, rename (same-length sibling name), fallocate (the file is created
-  outside the timed call): no structure changes size -> only the first call.
+  outside the timed call): no structure changes size → only the first call.
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ Kind = Literal["outlier", "series", "level_shift", "linear"]
 
 #: What each op's rules cover (see the module docstring for why).
 OP_RULES: dict[str, str] = {
-    "creat": "first call; XFS short-form->block->leaf->node directory, data-block series, "
+    "creat": "first call; XFS short-form→block→leaf→node directory, data-block series, "
              "inode-chunk series, first use of a cold inode cluster; ext4 linear first block, htree conversion, first split "
              "window (or new linear blocks without dir_index); btrfs first leaf full",
     "symlink": "as creat (btrfs: + inline extent item holding the target)",
     "write-fsync": "as creat (btrfs: + the file's extent item)",
     "mkdir": "as creat, except the XFS inode-chunk series (only with one AG)",
-    "unlink": "first call; XFS block->short-form conversion when the directory starts in "
+    "unlink": "first call; XFS block→short-form conversion when the directory starts in "
               "block form",
     "rename": "first call only (same-length sibling name: directory sizes do not change)",
     "stat": "first call only (nothing changes on disk)",
@@ -145,7 +145,7 @@ def limits(geometry: Geometry, op: str) -> list[str]:
         out.append(f"op {op!r} has no rules")
     fs = geometry.fs
     if fs == "xfs":
-        out.append("XFS node-format directory leaf splits (after the leaf->node conversion) "
+        out.append("XFS node-format directory leaf splits (after the leaf→node conversion) "
                    "are not predicted")
         if op == "mkdir" and (geometry.xfs_ag_count or 0) > 1:
             out.append("XFS mkdir: new directories rotate over the AGs, no inode-chunk series")
@@ -197,7 +197,7 @@ def _first_call(g: Geometry, op: str) -> Prediction:
     return Prediction(
         structure="first-call", kind="outlier", index=0,
         arithmetic="index 0: no call before it in this directory",
-        note=(f"File 0 is the first {op} in this directory: {what}. Not a format change -- "
+        note=(f"File 0 is the first {op} in this directory: {what}. Not a format change — "
               f"a one-time warm-up every run pays. Cost: one slow call per directory; an "
               f"application creating many directories pays it once per directory."),
         tolerance_why="by definition the first call")

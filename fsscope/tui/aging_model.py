@@ -104,6 +104,7 @@ class AgingModel:
     def __init__(self, spec: dict | None = None):
         spec = spec or {}
         self.profile = str(spec.get("profile") or "")
+        self.fallocate = bool(spec.get("fallocate"))  # blocks allocated, not written
         self.target_fullness = _number(spec.get("fullness"))
         if self.target_fullness is None and self.profile:
             try:

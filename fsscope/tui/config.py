@@ -38,6 +38,14 @@ class JobRequest:
     spec: dict
 
 
+LARGE_PROBE_CALLS = 5_000_000  # about an hour of creat calls on a fast RAM image
+LARGE_JOB_S = 2 * 3600
+
+
+def _num(value, default: float = 0.0) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """What Start runs: the jobs, one after another, each in its own child process."""
@@ -45,6 +53,22 @@ class RunPlan:
     target: TargetSpec
     recipe: Recipe | None
     jobs: tuple[JobRequest, ...]
+
+    def large_parts(self) -> list[str]:
+        """The jobs whose size deserves a second look before they start (a typo such as
+        runs = 30000 would otherwise run for days without a word), in words."""
+        out = []
+        for req in self.jobs:
+            spec = req.spec
+            if req.job == "probe":
+                calls = _num(spec.get("files")) * _num(spec.get("runs"))
+                if calls > LARGE_PROBE_CALLS:
+                    out.append(f"probe: {_num(spec.get('files')):,.0f} files × {_num(spec.get('runs')):,.0f} "
+                               f"runs = {calls:,.0f} timed calls")
+            seconds = _num(spec.get("runs"), 1) * _num(spec.get("duration_s")) or _num(spec.get("max_seconds"))
+            if seconds > LARGE_JOB_S:
+                out.append(f"{req.job}: at least {seconds / 3600:,.1f} hours of measuring")
+        return out
 
     @property
     def destructive(self) -> bool:

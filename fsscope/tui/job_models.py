@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from fsscope.tui.aging_model import AgingModel, FragModel
 from fsscope.tui.bench_model import BenchModel
+from fsscope.tui.check_model import CheckModel
 from fsscope.tui.syncwrite_model import SyncWriteModel
 
 
@@ -31,6 +32,7 @@ MODELS: dict[str, Any] = {
     "syncwrite": SyncWriteModel,
     "age": AgingModel,
     "frag": FragModel,
+    "check": CheckModel,
 }
 
 

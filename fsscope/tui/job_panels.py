@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fsscope.tui.widgets.age_params import AgeParams
 from fsscope.tui.widgets.bench_params import BenchParams
+from fsscope.tui.widgets.check_params import CheckParams
 from fsscope.tui.widgets.job_params import JobParams
 from fsscope.tui.widgets.probe_params import ProbeParams
 from fsscope.tui.widgets.syncwrite_params import SyncWriteParams
@@ -14,6 +15,7 @@ PANELS: dict[str, type[JobParams]] = {
     "bench": BenchParams,
     "syncwrite": SyncWriteParams,
     "age": AgeParams,
+    "check": CheckParams,
 }
 
 

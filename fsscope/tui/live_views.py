@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from fsscope.tui.widgets.aging_view import AgingView, FragView
 from fsscope.tui.widgets.bench_view import BenchView
+from fsscope.tui.widgets.check_view import CheckView
 from fsscope.tui.widgets.heat_view import HeatView
 from fsscope.tui.widgets.live_view import LiveView
 from fsscope.tui.widgets.syncwrite_view import SyncWriteView
@@ -22,6 +23,7 @@ VIEWS: dict[str, type[LiveView]] = {
     "syncwrite": SyncWriteView,
     "age": AgingView,
     "frag": FragView,
+    "check": CheckView,
 }
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from fsscope.analysis.findings import Outlier
 from fsscope.analysis.outliers import analyze
 from fsscope.errors import FsscopeError
+from fsscope.explain.names import plain
 from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu
 
 Spec = ProbeSpec
@@ -58,7 +59,7 @@ def _flag_title(flag: dict, finding) -> str:
     else:
         what = f"linear growth over files {finding.start}–{finding.end}"
     structure = flag.get("structure")
-    return f"{what} — {structure}" if structure else f"{what} — repeatable, unexplained"
+    return f"{what} — {plain(structure)}" if structure else f"{what} — repeatable, unexplained"
 
 
 def _findings(analysis) -> list:
@@ -73,7 +74,7 @@ def _key(finding) -> tuple:
 def run(ctx, spec: ProbeSpec) -> dict:
     previous_cpus = pin_cpu(spec.cpu)
     latency_ns = ctx.run_dir.open_array("latency_ns", (spec.runs, spec.files))
-    geometry, predictions, emitted = None, [], set()
+    geometry, predictions, emitted = None, [], {}
     error = None
     try:
         for r in range(spec.runs):
@@ -126,13 +127,16 @@ def _measure(ctx, spec: ProbeSpec, r: int, probe_dir: Path, row) -> None:
     measure_run(probe_dir, spec, on_batch=on_batch, cancelled=lambda: ctx.cancelled, out=row)
 
 
-def _emit_new_findings(ctx, analysis, predictions: list, emitted: set) -> None:
-    """Stream each finding once, with its explanation, as soon as the runs so far show it."""
+def _emit_new_findings(ctx, analysis, predictions: list, emitted: dict) -> None:
+    """Stream each finding as soon as the runs so far show it, with its explanation, and again
+    whenever its title changes with more runs ('slow in 2/2 runs' → '5/5'): consumers replace
+    a finding with the same key. ``emitted``: finding key → the title last sent."""
     findings = _findings(analysis)
     for finding, flag in zip(findings, _explain(findings, predictions)):
-        if _key(finding) not in emitted:
-            emitted.add(_key(finding))
-            ctx.emit("finding", title=_flag_title(flag, finding), **flag,
+        title = _flag_title(flag, finding)
+        if emitted.get(_key(finding)) != title:
+            emitted[_key(finding)] = title
+            ctx.emit("finding", title=title, **flag,
                      **{k: v for k, v in vars(finding).items() if k not in flag})
 
 

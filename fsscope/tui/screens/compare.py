@@ -15,9 +15,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from fsscope.tui import compare_model, exports
+from fsscope.tui import messages as msg
 from fsscope.tui.model import Summary, format_ns, ks_distance
 from fsscope.tui.replay import RunRecord
 from fsscope.tui.widgets.flags_panel import FlagsPanel
+from fsscope.tui.widgets.heat_legend import HeatLegend
 from fsscope.tui.widgets.heatmap import Heatmap
 
 
@@ -55,7 +57,9 @@ class CompareScreen(Screen):
             for side, record in zip(("left", "right"), self.records):
                 with Vertical(classes="compare-column"):
                     yield Static(self._summary(record), classes="compare-summary")
-                    yield Heatmap(id=f"heatmap-{side}")
+                    heatmap = Heatmap(id=f"heatmap-{side}")
+                    yield heatmap
+                    yield HeatLegend(heatmap, id=f"legend-{side}")
                     yield FlagsPanel(id=f"flags-{side}")
         yield Footer()
 
@@ -135,7 +139,9 @@ class CompareScreen(Screen):
         s = Summary.of(record.matrix.all_measured() if record.matrix is not None else np.zeros(0, dtype=np.int64))
         text = Text()
         text.append(f"{record.run.id}\n", style="bold")
-        text.append(f"{m.get('job', '?')} {m.get('spec', {})}\n", style="dim")
+        spec = m.get("spec") or {}
+        settings = " · ".join(f"{k.replace('_', ' ')} {v}" for k, v in spec.items() if v not in (None, "", [], {}))
+        text.append(f"{m.get('job', '?')}: {settings or 'defaults'}\n", style="dim")
         text.append(f"{record.target} · {record.recipe} · {record.job.status}\n", style="dim")
         text.append(f"{s.measured:,} calls  median {format_ns(s.median_ns)}  p99 {format_ns(s.p99_ns)}  "
                     f"max {format_ns(s.max_ns)}  flags {len(record.flags)}")
@@ -154,6 +160,13 @@ class CompareScreen(Screen):
         text.append("  (0 = same distribution, 1 = no overlap)   ", style="dim")
         text.append(f"median right/left {ratio:.2f}×", style="bold")
         return text
+
+    def on_heat_cursor_moved(self, message: msg.HeatCursorMoved) -> None:
+        """The cursor of the heatmap being moved (the focused one) reads out under it."""
+        for side in ("left", "right"):
+            if self.query_one(f"#heatmap-{side}", Heatmap).has_focus:
+                self.query_one(f"#legend-{side}", HeatLegend).set_cursor(
+                    message.run, message.first, message.last, message.latency_ns, message.aggregate)
 
     def action_back(self) -> None:
         self.dismiss()

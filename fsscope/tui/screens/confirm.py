@@ -55,27 +55,39 @@ class ConfirmDestroyScreen(ModalScreen[bool]):
         self.dismiss(False)
 
 
-class ConfirmQuitScreen(ModalScreen[bool]):
-    """Quitting with a job running cancels it: say so and ask (y / Enter quits, n / Esc stays)."""
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question (y / Enter: yes; n / Escape: no), for what deserves a second thought."""
 
     BINDINGS = [
-        Binding("y,enter", "answer(True)", "Quit", priority=True),
-        Binding("n,escape", "answer(False)", "Stay", priority=True),
+        Binding("y,enter", "answer(True)", "Yes", priority=True),
+        Binding("n,escape", "answer(False)", "No", priority=True),
     ]
 
     DEFAULT_CSS = """
-    ConfirmQuitScreen { align: center middle; }
-    ConfirmQuitScreen > Vertical {
-        width: 64; height: auto; padding: 1 2; border: thick $warning; background: $surface;
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Vertical {
+        width: 72; height: auto; padding: 1 2; border: thick $warning; background: $surface;
     }
-    ConfirmQuitScreen #quit-title { text-style: bold; color: $warning; }
+    ConfirmScreen #confirm-question { text-style: bold; color: $warning; }
     """
+
+    def __init__(self, question: str, body: str, yes: str = "yes", no: str = "no"):
+        super().__init__()
+        self.question, self.body, self.yes, self.no = question, body, yes, no
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("A job is still running. Quit fsscope?", id="quit-title")
-            yield Static("Quitting cancels it: the job stops, unmounts, detaches and keeps what it has "
-                         "measured so far.\n\ny / Enter: quit    n / Escape: stay")
+            yield Label(self.question, id="confirm-question")
+            yield Static(f"{self.body}\n\ny / Enter: {self.yes}    n / Escape: {self.no}")
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class ConfirmQuitScreen(ConfirmScreen):
+    """Quitting with a job running cancels it: say so and ask."""
+
+    def __init__(self):
+        super().__init__("A job is still running. Quit fsscope?",
+                         "Quitting cancels it: the job stops, unmounts, detaches and keeps what it has "
+                         "measured so far.", yes="quit", no="stay")

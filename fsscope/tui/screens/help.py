@@ -23,10 +23,11 @@ background process, records every run, and points at what is interesting.
 | F2 / F3 / F4 | setup / live / runs screens |
 | F1 or ? | this help |
 | t | next theme (dark → light → high contrast); the command palette (ctrl+p) lists all |
-| x | save the current screen as an SVG picture |
+| ctrl+s (or x outside a text field) | save the current screen as an SVG picture in `exports/` |
+| m | write the flags of the run on screen (with their notes) as Markdown in `exports/` |
 | ctrl+p | command palette: every action by name |
 | tab / shift+tab | move between panels |
-| ctrl+q | quit (running jobs are cancelled and cleaned up first) |
+| ctrl+q | quit; with a job running it asks first (quitting cancels it; it cleans up) |
 
 ## Setup screen
 
@@ -77,8 +78,9 @@ index (a directory searched linearly).
 ↗ growth, ◆ a threshold predicted from the file system's geometry. Moving through the list
 marks the flag's files in the heatmap (• cells, ▼ above the columns) and shows its **note**:
 what was found, where, and why the structure causes it. **m** writes all flags with their
-notes to flags.md in the run directory. Flags appear as runs finish, each judged on the runs
-so far; when the job ends, the final list (all runs) replaces them.
+notes to `exports/flags-RUN.md`. Flags appear as runs finish, each judged on the runs so far
+(a flag's count follows: "slow in 2/2 runs" becomes "5/5"); when the job ends, the final list
+(all runs) replaces them.
 
 **Sparklines** — per window of consecutive calls: median (p50) and p99 latency (log-scaled so
 one spike does not flatten the rest), calls per second, and from the kernel's counters the
@@ -99,15 +101,55 @@ runs the **relative range** ((max − min) / mean) and **RSD** (standard deviati
 p99, and their ratio (MB/s per ms of latency); ★ marks the size with the best ratio, past
 which bigger writes cost more latency than they gain.
 
+**Check view** — for a *check* job (the sanity check before a benchmark): one row per audit
+item as a traffic light (● red bad, yellow warn, green ok; ○ unknown, with the reason), worst
+first; ↑↓ select a row to read below it the **evidence** (the file and value read), the
+**effect** on results and the **fix** (a command). Under it the calibration fills in: the
+throughput of each short run as bars, and the runs needed for a ±precision 95 % interval
+(Student-t) as estimated after each run — it settles as runs accumulate. The verdict (fit /
+caution / unfit) is the first flag; its note says what to fix first.
+
 **Log** — every external command (mkfs, mount, losetup, umount, …) with its exit status and
 time, and the job's phases.
+
+**Aging view** — an *age* job churns files (seeded creates and deletes) until the tree looks
+like an aging profile. *Fullness* is the share of the file system's capacity in use as `df`
+counts it (metadata and the unused tails of small files' last blocks included), drawn as a bar
+of the capacity with the target marked ┃; more than 5 points off the target is called out.
+The *rapid phase* only creates, up to the target fullness; the *stable phase* then creates and
+deletes at that fullness. The three histograms compare the profile's file sizes, directory
+depths and ages (target, dim) with the tree's (actual, bold); each has a chi-squared
+**p-value**: near 1 the tree matches the profile, below 0.05 it does not (yet). The
+**convergence bound** T is the number of operations after which, by the Geriatrix paper's
+argument, the age distribution can match; *× capacity written* is how often the data written
+equals the capacity (*allocated* with fallocate, which writes nothing). The progress bar is
+the largest of the time limit used and the work done (fullness, then operations to the bound),
+and never runs backwards; its line says what it is based on.
+
+## Words you will meet in the notes
+
+- **short-form / block / leaf / node (XFS directories)** — a small directory lives *inside* its
+  inode (short-form); when it outgrows that it moves to one directory block, then to a leaf
+  format with a separate hash index, then to a node format (a B-tree of leaves). Each move is
+  one slow create.
+- **data fork** — the part of an XFS inode that holds the file's (or directory's) data or the
+  map of it; its size decides how many entries fit short-form. **bs_forkoff** is where the
+  attribute fork starts inside the inode (from XFS bulkstat): the data fork ends there.
+- **inode chunk / cluster** — XFS allocates inodes 64 at a time (a chunk) and reads them 32 at
+  a time (a cluster): the first create in a new chunk or a never-read cluster is slow.
+- **htree** — ext4's hashed directory index: a directory larger than one block becomes one, and
+  its leaf blocks split as it grows.
+- **leaf split (btrfs)** — btrfs keeps directory entries and inodes in a B-tree of leaves; a
+  full leaf splits in two.
 
 ## Runs screen
 
 Every job leaves a run directory (manifest, events, arrays, report). **Enter** replays a run
 in the live views; **space** marks a run and **c** compares two marked runs side by side on one
 colour scale, with the K-S distance (the largest gap between their latency distributions:
-0 = identical, 1 = no overlap) and the ratio of their medians.
+0 = identical, 1 = no overlap) and the ratio of their medians. **Home/End** go to the newest
+or oldest run; **m** exports the highlighted run's flags; **F4** from a replay or a comparison
+returns to this list.
 """
 
 

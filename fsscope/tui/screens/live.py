@@ -396,6 +396,15 @@ class LiveScreen(Screen):
         """An interim finding (from the runs so far); the report's list replaces them all."""
         view = self._view_for(message.index)
         flag = flag_from_event(message.finding)
+        keys = [flag_key(f) for f in view.flags]
+        if flag_key(flag) in keys:  # the same finding seen in more runs: its new title replaces it
+            view.flags[keys.index(flag_key(flag))] = flag
+            position = keys.index(flag_key(flag))
+            if message.index == self.shown:
+                self.flags_panel.replace_flag(position, flag)
+                if self.flags_panel.highlighted == position:
+                    self.notes.show(flag)
+            return
         view.flags.append(flag)
         if message.index == self.shown:
             self.flags_panel.add_flag(flag)
@@ -434,7 +443,9 @@ class LiveScreen(Screen):
             self.log_panel.note(f"cleaned up after the killed job: {line}", style="yellow")
         self.query_one("#progress", JobProgress).refresh()
         if message.error:
-            self.notify(message.error, title=f"{job.job} failed", severity="error", timeout=8)
+            # the toast says what the record says: failed, interrupted (killed) or cancelled
+            self.notify(message.error, title=f"{job.job} {message.status}",
+                        severity="error" if message.status == "failed" else "warning", timeout=8)
 
     def _load_recorded_array(self, index: int, view: JobView) -> None:
         """A job that streams no samples (smoke) still recorded latency_ns: show it."""

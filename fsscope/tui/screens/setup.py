@@ -13,7 +13,7 @@ from textual.widgets import Button, Footer, Header, Input, Static
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
 from fsscope.tui.config import RunPlan
-from fsscope.tui.screens.confirm import ConfirmDestroyScreen
+from fsscope.tui.screens.confirm import ConfirmDestroyScreen, ConfirmScreen
 from fsscope.tui.widgets.job_picker import JobPicker
 from fsscope.tui.widgets.recipe_picker import RecipePicker
 from fsscope.tui.widgets.target_picker import TargetPicker
@@ -31,11 +31,12 @@ class SetupScreen(Screen):
             yield Static(config.banner, id="banner")
         jobs = list(config.jobs or registry.JOBS)
         preferred = "probe" if "probe" in jobs else (jobs[0] if jobs else "")
+        # two columns: where and how (target above recipe), and what (the jobs and their
+        # parameters, which need the height: three columns left half the screen empty)
         with Horizontal(id="setup-columns"):
             with VerticalScroll(id="setup-target", classes="setup-column", can_focus=False):
                 yield TargetPicker(config.target, is_root=bool(config.is_root), discover=config.discover_devices,
                                    id="target-picker")
-            with VerticalScroll(id="setup-recipe", classes="setup-column", can_focus=False):
                 yield RecipePicker(config.recipe, id="recipe-picker")
             with VerticalScroll(id="setup-jobs", classes="setup-column", can_focus=False):
                 yield JobPicker(jobs, config.job_defaults, [preferred] if preferred else [], id="job-picker")
@@ -92,6 +93,22 @@ class SetupScreen(Screen):
             self.notify(str(exc), title="Cannot start" + (f": {count} problems" if count > 1 else ""),
                         severity="error", timeout=10)
             return
+        large = plan.large_parts()
+        if large:
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self._start_checked(plan)
+                else:
+                    self.notify("Nothing started: change the sizes and press ctrl+r again.", timeout=4)
+
+            self.app.push_screen(ConfirmScreen("This plan is large. Start it anyway?",
+                                               "\n".join(large) + "\n\nCancel (c on the live screen) keeps "
+                                               "what was measured, if you change your mind.",
+                                               yes="start", no="back to setup"), answered)
+            return
+        self._start_checked(plan)
+
+    def _start_checked(self, plan: RunPlan) -> None:
         if not plan.destructive:
             self.app.start_plan(plan)
             return

@@ -25,6 +25,27 @@ def p_text(p: float | None) -> str:
     return "–" if p is None else f"{p:.3f}"
 
 
+FULLNESS_OFF_TARGET = 0.05  # more than 5 points from the target is called out
+
+
+def fullness_text(fullness: float | None, target: float | None) -> Text:
+    """Fullness as the share of the file system's capacity in use (statvfs: what df says),
+    a bar of the capacity with the target marked ┃, and how far from the target it is."""
+    drawn = bar(fullness, FULL_BAR, style="bold")
+    if target is not None and 0 < target < 1:
+        at = min(FULL_BAR - 1, int(round(target * FULL_BAR)))
+        drawn = drawn[:at] + Text("┃", style="bold yellow") + drawn[at + 1:]
+    text = Text()
+    text.append_text(drawn)
+    text.append(f" {'–' if fullness is None else f'{fullness:.1%}'} of capacity used")
+    if target is not None:
+        text.append(f" · target {target:.0%}")
+        if fullness is not None and abs(fullness - target) > FULLNESS_OFF_TARGET:
+            side = "over" if fullness > target else "under"
+            text.append(f" · {abs(fullness - target) * 100:.1f} points {side}", style="bold yellow")
+    return text
+
+
 def histogram_text(hist: FitHistogram | None, name: str) -> Text:
     """Per bucket: label, target bar (dim) over actual bar (bold), both as % of files."""
     text = Text()
@@ -124,19 +145,17 @@ class AgingView(LiveView):
         if model.profile:
             text.append(f" · profile {model.profile}", style="dim")
         text.append("\nfullness ")
-        fullness, target = model.fullness, model.target_fullness
-        frac = None if fullness is None else (fullness / target if target else fullness)
-        text.append_text(bar(frac, FULL_BAR, style="bold"))
-        text.append(f" {'–' if fullness is None else f'{fullness:.1%}'}"
-                    f" of {'–' if target is None else f'{target:.0%}'} target\n")
+        text.append_text(fullness_text(model.fullness, model.target_fullness))
+        text.append("\n")
         ops = model.value("ops")
         rate = model.value("ops_per_s")
-        over = model.value("overwrites")
+        over = model.value("allocated_capacity_turnover" if model.fallocate and model.report else "overwrites")
         bound = model.value("convergence_ops")
         horizon = model.value("horizon_ops")
         text.append(f"ops {'–' if ops is None else f'{int(ops):,}'} · "
                     f"{'–' if rate is None else f'{float(rate):,.0f}'} ops/s · "
-                    f"{'–' if over is None else f'{float(over):.2f}'}× capacity written\n")
+                    + (f"{'–' if over is None else f'{float(over):.2f}'}× capacity "
+                       + ("allocated (fallocate)" if model.fallocate else "written")) + "\n")
         text.append(f"convergence bound T {'–' if bound is None else f'{int(bound):,}'} ops"
                     + (f" · fit planned at op {int(horizon):,}" if horizon else ""))
         live_files = model.value("live_files")

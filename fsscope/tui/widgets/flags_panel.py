@@ -26,15 +26,24 @@ class FlagsPanel(OptionList):
         super().__init__(id=id)
         self.flags: list[Flag] = []
 
-    def add_flag(self, flag: Flag) -> None:
-        self.flags.append(flag)
+    @staticmethod
+    def _prompt(flag: Flag) -> Text:
         text = Text()
         text.append(f"{KIND_MARK.get(flag.kind, '•')} ", style="bold")
         text.append(flag.title)
-        self.add_option(Option(text, id=f"flag-{len(self.flags) - 1}"))
+        return text
+
+    def add_flag(self, flag: Flag) -> None:
+        self.flags.append(flag)
+        self.add_option(Option(self._prompt(flag), id=f"flag-{len(self.flags) - 1}"))
         if len(self.flags) == 1:
             self.border_subtitle = "↑↓ select"
         self.border_title = f"Flags ({len(self.flags)})"
+
+    def replace_flag(self, position: int, flag: Flag) -> None:
+        """The same finding with new numbers (more runs); the highlight stays where it is."""
+        self.flags[position] = flag
+        self.replace_option_prompt_at_index(position, self._prompt(flag))
 
     def set_flags(self, flags: list[Flag]) -> None:
         self.clear_options()

@@ -56,9 +56,15 @@ def bucket(values: np.ndarray, zoom: int, aggregate: str) -> np.ndarray:
         total = np.where(blocks >= 0, blocks, 0).sum(axis=2)
         return np.where(valid > 0, total // np.maximum(valid, 1), -1)
     q = {"p99": 0.99, "p90": 0.90, "p50": 0.50}[aggregate]
-    ordered = np.sort(blocks, axis=2)
-    idx = (zoom - valid) + np.floor(q * np.maximum(valid - 1, 0)).astype(np.int64)
-    picked = np.take_along_axis(ordered, np.minimum(idx, zoom - 1)[..., None], axis=2)[..., 0]
+    idx = np.minimum((zoom - valid) + np.floor(q * np.maximum(valid - 1, 0)).astype(np.int64), zoom - 1)
+    # Buckets are mostly full, so most share one rank: a partial sort around it (O(n)) for
+    # those, and a full sort only of the few partly measured buckets.
+    full_rank = int(np.floor(q * (zoom - 1)))
+    picked = np.partition(blocks, full_rank, axis=2)[..., full_rank]
+    partial = valid < zoom
+    if partial.any():
+        ordered = np.sort(blocks[partial], axis=1)
+        picked[partial] = np.take_along_axis(ordered, idx[partial][:, None], axis=1)[:, 0]
     return np.where(valid > 0, picked, -1)
 
 
@@ -126,6 +132,7 @@ class Heatmap(ScrollView, can_focus=True):
         self._cols_key: tuple | None = None
         self._strips: dict[int, Strip] = {}
         self._strips_key: tuple | None = None
+        self._run_cells: dict[int, tuple[list[Segment], int]] = {}  # run -> its cells, their width
         self._scale: tuple[float, float] = DEFAULT_SCALE
         self._fixed_scale: tuple[float, float] | None = None
         self._scale_from_data = False
@@ -294,7 +301,7 @@ class Heatmap(ScrollView, can_focus=True):
             gradient = Gradient(*[(n / 4, c) for n, c in enumerate(stops)], quality=LEVELS)
             self._styles = [Style(bgcolor=gradient.get_rich_color(n / (LEVELS - 1))) for n in range(LEVELS)]
             self._styles_theme = theme
-            self._strips.clear()
+            self._clear_strips()
         return self._styles
 
     def levels(self, values: np.ndarray) -> np.ndarray:
@@ -314,13 +321,18 @@ class Heatmap(ScrollView, can_focus=True):
         if buckets:
             self._buckets_key = None
             self._cols_key = None
-        self._strips.clear()
+        self._clear_strips()
         self._strips_key = None
+
+    def _clear_strips(self) -> None:
+        self._strips.clear()
+        self._run_cells.clear()
 
     def _drop_run_lines(self, run: int) -> None:
         h = self.row_height
         for line in range(run * h, (run + 1) * h):
             self._strips.pop(HEADER_LINES + line, None)
+        self._run_cells.pop(run, None)
         self._strips.pop(0, None)
         self._strips.pop(1, None)
 
@@ -331,7 +343,7 @@ class Heatmap(ScrollView, can_focus=True):
         if self._buckets is None or self._buckets_key != key:
             self._buckets = bucket(matrix.values, self.effective_zoom, self.aggregate)
             self._buckets_key = key
-            self._strips.clear()
+            self._clear_strips()
         return self._buckets
 
     def _mark_columns(self) -> tuple[np.ndarray, np.ndarray]:
@@ -356,7 +368,7 @@ class Heatmap(ScrollView, can_focus=True):
         key = (scroll_x, width, self.size.height, self._scale, self.effective_zoom, self.aggregate,
                self.app.theme)
         if key != self._strips_key:
-            self._strips.clear()
+            self._clear_strips()
             self._strips_key = key
         line = y if y < HEADER_LINES else y + scroll_y
         strip = self._strips.get(line)
@@ -394,7 +406,17 @@ class Heatmap(ScrollView, can_focus=True):
         if run >= self.runs:
             return Strip.blank(width, self.rich_style)
         label = f"run {run + 1}" if sub == 0 else ""
-        segments = [Segment(f"{label:<{GUTTER - 1}} "[:GUTTER], gutter_style)]
+        # the lines of one run (row_height of them) share their cells: build them once
+        cached = self._run_cells.get(run)
+        if cached is None:
+            cached = self._run_cells[run] = self._cells(run, scroll_x, view)
+        cells, cells_width = cached
+        strip = Strip([Segment(f"{label:<{GUTTER - 1}} "[:GUTTER], gutter_style), *cells], GUTTER + cells_width)
+        return strip if GUTTER + cells_width >= width else strip.extend_cell_length(width, self.rich_style)
+
+    def _cells(self, run: int, scroll_x: int, view: int) -> tuple[list[Segment], int]:
+        """One run's visible cells as run-length-encoded segments, and their width."""
+        segments: list[Segment] = []
         buckets = self._bucketed()
         cw = self.cell_width
         c0, c1 = scroll_x // cw, -(-(scroll_x + view) // cw)
@@ -424,7 +446,7 @@ class Heatmap(ScrollView, can_focus=True):
                     segments.append(Segment("•" * (e - s), style + Style(color=mark.color, bold=True)))
                 else:
                     segments.append(Segment(" " * (e - s), style))
-        return Strip(segments).extend_cell_length(width, self.rich_style)
+        return segments, int(codes.size)
 
     def _axis_line(self, scroll_x: int, view: int, width: int) -> Strip:
         zoom, cw = self.effective_zoom, self.cell_width

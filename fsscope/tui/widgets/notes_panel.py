@@ -32,8 +32,9 @@ class NotesPanel(VerticalScroll):
             return
         body = Text()
         body.append(flag.title + "\n", style="bold")
-        if flag.where:
-            body.append(f"{flag.kind} · {flag.where}\n\n", style="dim")
+        detail = [part for part in (flag.kind, flag.raw.get("structure"), flag.where) if part]
+        if flag.where:  # the structure's id for searching docs and code; the title says it in words
+            body.append(" · ".join(str(part) for part in detail) + "\n\n", style="dim")
         body.append(flag.note or "(no note)")
         static.update(body)
         self.scroll_home(animate=False)

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Wall time of ``fsscope check --quick`` (issue #17: <= 90 s) on a RAM image with a recipe and
+on a directory, against the audit alone on the same target in the same run (the fixed cost:
+two process start-ups, a fresh file system, the counter sample) and against the 60-s budget
+that --quick plans for. Prints the verdict and runs-needed each run reached, so a slow run can
+be told apart from a noisy machine.
+
+    .venv/bin/python bench/check_time.py [--dir /var/tmp] [--recipe ext4-default] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TARGET_S = 90.0
+BUDGET_S = 60.0
+
+
+def timed(args: list[str]) -> tuple[float, dict]:
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        t0 = time.monotonic()
+        run = subprocess.run([sys.executable, "-m", "fsscope", "check", *args, "--json", out.name],
+                             capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        if run.returncode not in (0, 1, 2) or not os.path.getsize(out.name):
+            sys.exit(f"check failed ({run.returncode}): {run.stderr.strip()[-500:]}")
+        return wall, json.load(open(out.name))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", default="/var/tmp", help="directory target (default /var/tmp)")
+    ap.add_argument("--recipe", default="ext4-default", help="recipe of the RAM target (default ext4-default)")
+    ap.add_argument("--repeat", type=int, default=1, help="repetitions per target (default 1)")
+    a = ap.parse_args()
+    scratch = tempfile.mkdtemp(prefix="fsscope-check-time-", dir=a.dir)
+    targets = [("dir", ["--dir", scratch])]
+    if os.geteuid() == 0:
+        targets.insert(0, (f"ram {a.recipe}", ["--ram", "--recipe", a.recipe]))
+    try:
+        for name, target in targets:
+            audit = [timed([*target, "--audit-only", "--sample", "2"])[0] for _ in range(a.repeat)]
+            quick = [timed([*target, "--quick"]) for _ in range(a.repeat)]
+            wall = statistics.median(w for w, _ in quick)
+            last = quick[-1][1]
+            cal = last.get("calibration") or {}
+            print(f"{name:22s} --quick {wall:6.1f} s  = {wall / TARGET_S:.2f} of the 90-s target, "
+                  f"{wall / BUDGET_S:.2f} of the budget; audit alone {statistics.median(audit):5.1f} s "
+                  f"(quick/audit {wall / statistics.median(audit):.1f}); {last['verdict']}, "
+                  f"{len(cal.get('runs') or [])} runs, CV {cal.get('cv') or 0:.1%}, runs needed {cal.get('runs_needed')}")
+        print(f"load average now: {open('/proc/loadavg').read().split()[0]} on {os.cpu_count()} CPUs")
+    finally:
+        os.rmdir(scratch)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""The ``check`` job: the audit, then short repeated runs of a personality, then a verdict.
+
+Events (besides phase/progress/log):
+
+- ``check`` ``{"finding": Finding.to_dict()}`` once per audit item, ranked
+- ``check`` ``{"calibration_run": {"run", "ops_per_s", "elapsed_s", "series"}, "estimate": {...}}``
+  after each calibration run: its cumulative throughput, its ops/s per second, and the runs
+  needed as estimated from the runs so far (the live runs-needed curve)
+
+Calibration runs go on a fresh file system each (device/image/RAM targets: mkfs per run) or
+in a fresh scratch subdirectory of ``--dir`` (removed afterwards). Their per-second counts are
+saved as ``run{r}_counts.npy`` so the figures can be recomputed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from fsscope.analysis import calibration as C
+from fsscope.analysis.variation import _jsonable
+from fsscope.check import audit
+from fsscope.check.findings import Finding
+from fsscope.check.target import locate
+from fsscope.check.verdict import decide
+from fsscope.engine.specs import checked_fields
+from fsscope.errors import FsscopeError
+
+BIN_S = 1.0
+QUICK_BUDGET_S = 60.0
+DEFAULT_BUDGET_S = 180.0
+MIN_RUN_S = 5.0
+STARTUP_S = 4.0   # the command's own start and the job process's, outside this function's clock
+
+
+@dataclass(frozen=True)
+class Spec:
+    personality: Literal["fileserver", "webserver", "varmail"] = "fileserver"
+    precision: float = 0.05           # CI half-width, fraction of the mean
+    confidence: float = 0.95
+    budget_s: float = DEFAULT_BUDGET_S
+    sample_s: float = 5.0             # how long the audit watches the device for other I/O
+    dataset_bytes: int | None = None  # the data the user's benchmark will touch
+    runs: int | None = None           # calibration runs (default from the budget)
+    calibrate: bool = True
+
+    def __post_init__(self) -> None:
+        from fsscope.workloads.personalities import PERSONALITIES
+
+        if self.personality not in PERSONALITIES:
+            raise FsscopeError(f"check: unknown personality {self.personality!r} (choose from "
+                               f"{', '.join(PERSONALITIES)})")
+        if not 0 < self.precision < 1:
+            raise FsscopeError(f"check: precision is a fraction of the mean (0.05 = ±5 %), got {self.precision!r}")
+        if not 0.5 <= self.confidence < 1:
+            raise FsscopeError(f"check: confidence must be in [0.5, 1), got {self.confidence!r}")
+        if not self.budget_s > 0 or not self.sample_s > 0:
+            raise FsscopeError("check: budget_s and sample_s must be positive")
+        if self.runs is not None and (not isinstance(self.runs, int) or self.runs < 2):
+            raise FsscopeError(f"check: runs must be a whole number >= 2, got {self.runs!r}")
+        if self.dataset_bytes is not None and (not isinstance(self.dataset_bytes, int) or self.dataset_bytes < 1):
+            raise FsscopeError(f"check: dataset_bytes must be a positive whole number, got {self.dataset_bytes!r}")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Spec:
+        return cls(**checked_fields(cls, data, "check"))
+
+
+def plan(spec: Spec, left_s: float, overhead_s: float) -> tuple[int, float]:
+    """(runs, seconds per run) that fit ``left_s``: several short runs beat few long ones for
+    the CV, but each run needs MIN_RUN_S for the stabilisation test to mean anything."""
+    runs = spec.runs or (4 if spec.budget_s <= 90 else 5 if spec.budget_s <= 300 else min(10, int(spec.budget_s // 60)))
+    duration = (left_s - runs * overhead_s) / runs
+    while duration < MIN_RUN_S and runs > 2 and spec.runs is None:
+        runs -= 1
+        duration = (left_s - runs * overhead_s) / runs
+    return runs, max(MIN_RUN_S, math.floor(duration))
+
+
+def calibration_figures(spec: Spec, counts: list[np.ndarray], elapsed: list[float], duration_s: float,
+                        workload: dict | None = None) -> dict[str, Any]:
+    """The report's calibration dict from the runs' per-second op counts."""
+    ops = [float(c.sum() / e) if e > 0 else math.nan for c, e in zip(counts, elapsed)]
+    cv = C.coefficient_of_variation(ops) if len(ops) >= 2 else None
+    band = spec.precision / 2
+    stable = [C.stable_after_s(c, BIN_S, band) for c in counts]
+    curve = C.window_curve(counts, BIN_S)
+    n = C.runs_needed(cv, spec.precision, spec.confidence) if cv is not None else None
+    history = []
+    for k in range(2, len(ops) + 1):
+        cv_k = C.coefficient_of_variation(ops[:k])
+        history.append({"after_runs": k, "cv": cv_k, "runs_needed": C.runs_needed(cv_k, spec.precision, spec.confidence)})
+    return _jsonable({
+        "personality": spec.personality,
+        "runs": [{"ops_per_s": o, "elapsed_s": e, "stable_after_s": s} for o, e, s in zip(ops, elapsed, stable)],
+        "cv": cv,
+        "cv_upper": C.cv_upper(cv, len(ops), spec.confidence) if cv is not None else None,
+        "relative_range": C.cumulative_relative_range(ops) if len(ops) >= 2 else None,
+        "precision": spec.precision,
+        "confidence": spec.confidence,
+        "runs_needed": n,
+        "runs_needed_normal": C.runs_needed_normal(cv, spec.precision, spec.confidence) if cv is not None else None,
+        "runs_needed_method": (f"Student-t, iterated: smallest n with n ≥ (t({spec.confidence:g}, n−1) · CV / "
+                               f"{spec.precision:g})²; the normal approximation (z) would say "
+                               f"{C.runs_needed_normal(cv, spec.precision, spec.confidence) if cv is not None else '–'}"),
+        "runs_needed_history": history,
+        "ci_halfwidth_now": C.ci_relative_halfwidth(ops, spec.confidence),
+        "duration_s_needed": None if any(s is None for s in stable) or not stable else max(stable),
+        "window_s_needed": C.window_needed_s(curve, spec.precision),
+        "window_curve": [{"window_s": w, "median_relative_range": rr} for w, rr in curve],
+        "criterion": C.criterion_text(band, BIN_S),
+        "window_criterion": ("Throughput-N window: the smallest N from which on the median, over the windows, of the "
+                             f"relative range (max−min)/mean across runs stays below {spec.precision:.0%}"),
+        "run_s": duration_s,
+        "workload": workload,
+    })
+
+
+def _emit_finding(ctx, f: Finding) -> None:
+    ctx.emit("check", finding=_jsonable(f.to_dict()))
+
+
+def run(ctx, spec: Spec) -> dict:
+    from fsscope.workloads import personalities as P
+
+    t_start = time.monotonic()
+    kind = ctx.target.spec.kind
+    notes: list[str] = []
+    ctx.emit("phase", name="audit")
+    with ctx.fresh_fs() as fs:
+        info = locate(str(fs.workdir), formatted_by_fsscope=kind != "dir")
+        if kind == "dir":
+            info = dataclasses.replace(info, path=ctx.target.spec.path)
+        findings = audit.run_audit(info, sample_s=spec.sample_s, dataset_bytes=spec.dataset_bytes,
+                                   progress=lambda what: ctx.emit("phase", name=f"audit: {what}"))
+        capacity = int(ctx.target.spec.size_bytes)
+        if kind == "dir":
+            capacity = min(capacity, os.statvfs(fs.workdir).f_bavail * os.statvfs(fs.workdir).f_frsize)
+    for f in findings:
+        _emit_finding(ctx, f)
+
+    counts: list[np.ndarray] = []
+    elapsed: list[float] = []
+    calibration = None
+    workload = None
+    duration_s = 0.0
+    if spec.calibrate and not ctx.cancelled:
+        left = spec.budget_s - (time.monotonic() - t_start) - STARTUP_S
+        overhead = 4.0 if kind != "dir" else 2.0
+        runs, duration_s = plan(spec, left, overhead)
+        # a small file set: populating it must not eat the budget (the report names it)
+        pspec = P.default_spec(spec.personality, capacity_bytes=min(capacity, 256 << 20 if spec.budget_s > 90 else 96 << 20),
+                               duration_s=float(duration_s), seed=1, bin_s=BIN_S,
+                               latency_window_s=float(duration_s))
+        workload = {"personality": pspec.name, "nfiles": pspec.nfiles, "workers": pspec.workers,
+                    "mean_file_size_bytes": pspec.mean_file_size_bytes, "duration_s": duration_s, "runs": runs}
+        ctx.emit("log", line=f"calibration: {runs} runs × {duration_s:g} s of {pspec.name} "
+                 f"({pspec.nfiles} files, {pspec.workers} workers), fresh {'directory' if kind == 'dir' else 'file system'} each")
+        try:
+            _calibrate(ctx, spec, pspec, runs, duration_s, overhead, t_start, counts, elapsed, notes)
+        except FsscopeError as exc:  # a run failed (no space, mkfs…): judge from the runs that finished
+            notes.append(f"calibration stopped after {len(counts)} run(s): {exc}")
+            ctx.emit("log", line=f"calibration stopped: {exc}")
+        calibration = calibration_figures(spec, counts, elapsed, duration_s, workload)
+        if kind == "dir" or ctx.recipe is None:
+            notes.append("--dir: each calibration run used a fresh scratch subdirectory, not a fresh file system "
+                         "(the file system's age and layout carry over between runs)")
+    return _report(ctx, spec, findings, calibration, info, notes, t_start)
+
+
+def _calibrate(ctx, spec: Spec, pspec, runs: int, duration_s: float, overhead: float, t_start: float,
+               counts: list[np.ndarray], elapsed: list[float], notes: list[str]) -> None:
+    """The calibration runs; appends each finished run's counts and length as it goes."""
+    from fsscope.workloads import personalities as P
+
+    for r in range(runs):
+        if ctx.cancelled:
+            break
+        used = time.monotonic() - t_start
+        if r >= 2 and used + duration_s + overhead > spec.budget_s - STARTUP_S:  # keep two runs at least
+            notes.append(f"budget reached after {r} calibration runs")
+            break
+        ctx.emit("phase", name=f"calibration run {r + 1} of {runs}", run=r, runs=runs)
+        run_start = time.monotonic()
+        with ctx.run_fs(True) as fs:
+            P.populate(fs.workdir, pspec, seed=1, evict_cache=True)
+            ctx.after_populate()
+            overhead = time.monotonic() - run_start  # what formatting + populating really costs here
+
+            def on_window(sample, r=r):
+                ctx.progress(r * duration_s + min(sample.t_s, duration_s), runs * duration_s, unit="s",
+                             info=f"run {r + 1}/{runs}  {sample.ops_per_s:,.0f} ops/s")
+
+            result = P.run(fs.workdir, pspec, on_window=on_window, cancelled=lambda: ctx.cancelled)
+        if result.cancelled:
+            break
+        c = result.counts.sum(axis=0)
+        counts.append(c)
+        elapsed.append(result.elapsed_s)
+        ctx.run_dir.save_array(f"run{r}_counts", result.counts)
+        figures = calibration_figures(spec, counts, elapsed, duration_s)
+        ctx.emit("check", calibration_run={"run": r, "ops_per_s": result.ops_per_s, "elapsed_s": result.elapsed_s,
+                                           "series": [float(x) / BIN_S for x in c]},
+                 estimate={k: figures[k] for k in ("cv", "runs_needed", "duration_s_needed", "window_s_needed")})
+
+
+def _report(ctx, spec: Spec, findings: list[Finding], calibration: dict | None, info, notes: list[str],
+            t_start: float) -> dict:
+    verdict = decide(findings, calibration)
+    by_id = {f.id: f for f in findings}
+    report = {
+        "verdict": verdict.verdict,
+        "headline": verdict.headline,
+        "fix_first": list(verdict.fix_first),
+        "findings": [f.to_dict() for f in findings],
+        "calibration": calibration,
+        "target": ctx.target.spec.to_dict() | {"describe": ctx.target.spec.describe()},
+        "checked": {"path": info.path, "mountpoint": info.mountpoint, "fs": info.fs, "source": info.source,
+                    "disks": info.disks, "loop_backing": info.loop_backing},
+        "recipe": ctx.recipe.name if ctx.recipe is not None else None,
+        "spec": dataclasses.asdict(spec),
+        "elapsed_s": time.monotonic() - t_start,
+        "notes": notes,
+        "flags": [{"kind": "verdict", "flag": "verdict", "title": verdict.headline,
+                   "note": "\n".join(verdict.fix_first) or "nothing to fix"}]
+        + [{"kind": f.id, "flag": f.id, "title": f"{f.severity}: {f.title}", "note": f"{f.evidence}\n{f.effect}"
+            + (f"\nfix: {f.fix}" if f.fix else "")} for f in findings if f.severity == "bad"],
+        "counts": {s: sum(1 for f in by_id.values() if f.severity == s) for s in ("bad", "warn", "unknown", "ok")},
+    }
+    return _jsonable(report)

@@ -1,0 +1,145 @@
+"""The Check view: the audit as a table of traffic lights (worst first) with the evidence,
+effect and fix of the selected row below it, and the calibration filling in live — the
+throughput of each run as a strip of bars and the runs-needed estimate after each run as a
+curve. The verdict arrives as the job's first flag (with what to fix first as its note)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import DataTable, Static
+
+from fsscope.tui.check_model import CheckModel
+from fsscope.tui.model import JobView
+from fsscope.tui.widgets.live_view import LiveView, SparkRow
+
+LIGHT = {"ok": ("●", "green"), "warn": ("●", "yellow"), "bad": ("●", "bold red"), "unknown": ("○", "dim")}
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def strip(values: list[float | None], lo: float | None = None) -> str:
+    """One bar per value, scaled from ``lo`` (default 0) to the largest."""
+    finite = [v for v in values if v is not None]
+    if not finite:
+        return ""
+    lo = 0.0 if lo is None else lo
+    hi = max(finite)
+    out = []
+    for v in values:
+        if v is None:
+            out.append(" ")
+        elif hi <= lo:
+            out.append(BARS[-1])
+        else:
+            out.append(BARS[min(7, max(0, int((v - lo) / (hi - lo) * 7.999)))])
+    return "".join(out)
+
+
+class CheckView(LiveView):
+    VIEW_ID = "check-view"
+
+    DEFAULT_CSS = """
+    CheckView #check-table { height: 1fr; border: round $panel; }
+    CheckView #check-detail { height: auto; max-height: 12; padding: 0 1; border: round $panel; }
+    CheckView #check-cal { height: auto; padding: 0 1; border: round $panel; }
+    """
+
+    def __init__(self, *, id: str | None = None):
+        super().__init__(id=id)
+        self._drawn: tuple | None = None
+        self._model: CheckModel | None = None
+
+    def compose(self) -> ComposeResult:
+        yield DataTable(id="check-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="check-detail")
+        yield Static("", id="check-cal")
+
+    def on_mount(self) -> None:
+        table = self.table
+        for key, label in (("light", ""), ("id", "item"), ("title", "finding")):
+            table.add_column(label, key=key)
+        table.border_title = "Check: what will distort a benchmark here"
+        self.query_one("#check-detail", Static).border_title = "evidence · effect · fix"
+        self.query_one("#check-cal", Static).border_title = "calibration"
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one("#check-table", DataTable)
+
+    @staticmethod
+    def model_of(view: JobView | None) -> CheckModel | None:
+        return view.data if view is not None and isinstance(view.data, CheckModel) else None
+
+    def show(self, view: JobView, live: bool = True) -> None:
+        self._drawn = None
+        self.update_view(view)
+
+    def update_view(self, view: JobView) -> None:
+        model = self.model_of(view)
+        self._model = model
+        table = self.table
+        if model is None:
+            table.clear()
+            return
+        if self._drawn == (id(model), model.version):
+            return
+        self._drawn = (id(model), model.version)
+        row = table.cursor_row
+        table.clear()
+        for f in model.rows():
+            mark, style = LIGHT.get(f.get("severity"), ("?", ""))
+            table.add_row(Text(mark, style=style), f.get("id", ""), Text(str(f.get("title", "")), style=style),
+                          key=f.get("id"))
+        if table.row_count:
+            table.move_cursor(row=min(max(row, 0), table.row_count - 1))
+        self._show_detail(model, table.cursor_row)
+        self._show_calibration(model)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if self._model is not None:
+            self._show_detail(self._model, event.cursor_row)
+
+    def _show_detail(self, model: CheckModel, row: int) -> None:
+        rows = model.rows()
+        detail = self.query_one("#check-detail", Static)
+        if not rows or not 0 <= row < len(rows):
+            detail.update(Text("waiting for the audit…", style="dim"))
+            return
+        f = rows[row]
+        mark, style = LIGHT.get(f.get("severity"), ("?", ""))
+        text = Text.assemble((f"{mark} {f.get('id')} ({f.get('severity')}): ", style), str(f.get("title", "")))
+        text.append(f"\nevidence: {f.get('evidence', '')}")
+        text.append(f"\neffect:   {f.get('effect', '')}", style="dim")
+        if f.get("fix"):
+            text.append(f"\nfix:      {f['fix']}", style="bold")
+        detail.update(text)
+
+    def _show_calibration(self, model: CheckModel) -> None:
+        text = Text()
+        verdict = model.verdict
+        style = {"fit": "bold green", "caution": "bold yellow", "unfit": "bold red"}.get(verdict or "", "bold")
+        text.append(model.headline + "\n", style=style)
+        ops = model.run_ops_per_s
+        if ops:
+            text.append("throughput per run  ")
+            text.append(strip(ops), style="cyan")
+            text.append("  " + ", ".join(f"{v:,.0f}" for v in ops) + " ops/s\n")
+        if model.runs_needed:
+            text.append("runs needed after each run  ")
+            text.append(strip([float(v) if v is not None else None for v in model.runs_needed]), style="magenta")
+            text.append("  " + " → ".join("–" if v is None else str(v) for v in model.runs_needed) + "\n")
+        for line in model.summary_lines():
+            text.append(line + "\n", style="dim")
+        self.query_one("#check-cal", Static).update(text)
+
+    def spark_rows(self, view: JobView, live: bool = True) -> list[SparkRow]:
+        model = self.model_of(view)
+        if model is None:
+            return []
+        # the panel's three job rows (keys p50/p99/rate) carry the calibration here
+        need = [float(v) for v in model.runs_needed if v is not None]
+        last = model.run_series[-1] if model.run_series else []
+        return [("p50", "ops/s a run", list(model.run_ops_per_s),
+                 f"{model.run_ops_per_s[-1]:,.0f}" if model.run_ops_per_s else "–"),
+                ("p99", "runs needed", need, str(int(need[-1])) if need else "–"),
+                ("rate", "last run/s", list(last), f"{last[-1]:,.0f}" if last else "–")]

@@ -1,0 +1,79 @@
+"""The Check job in the investigator, driven with Pilot on a real RAM image: the traffic-light
+table, the evidence/fix of the selected row, the calibration strip and runs-needed curve, the
+verdict as the first flag; the same view when the run is replayed."""
+
+from __future__ import annotations
+
+import pytest
+from test_tui import SIZE, assert_clean, live_of, open_replay, set_param, wait_for
+
+from fsscope.targets import TargetSpec
+from fsscope.tui import AppConfig, make_app
+from fsscope.tui.check_model import CheckModel
+from fsscope.tui.widgets.check_view import CheckView, strip
+
+
+def test_strip_scales_bars():
+    assert strip([1.0, 2.0, 4.0]) == "▂▄█"
+    assert strip([]) == "" and strip([None, 3.0]) == " █"
+
+
+def test_model_fills_in_live_then_takes_the_report():
+    model = CheckModel({"precision": 0.05})
+    assert model.feed({"kind": "check", "finding": {"id": "thp", "severity": "ok", "title": "t"}})
+    assert model.feed({"kind": "check", "finding": {"id": "load", "severity": "bad", "title": "busy"}})
+    assert [f["id"] for f in model.rows()] == ["load", "thp"]          # worst first while live
+    for r, ops in enumerate((100.0, 110.0, 90.0)):
+        model.feed({"kind": "check", "calibration_run": {"run": r, "ops_per_s": ops, "series": [ops]},
+                    "estimate": {"cv": 0.1, "runs_needed": 20 - r}})
+    assert model.run_ops_per_s == [100.0, 110.0, 90.0] and model.runs_needed == [19, 18]
+    assert not model.feed({"kind": "telemetry"})
+    model.finish({"verdict": "caution", "headline": "caution: x", "findings": [{"id": "swap", "severity": "ok"}],
+                  "calibration": {"precision": 0.02, "runs": [], "runs_needed_history": [{"runs_needed": 7}]}})
+    assert model.verdict == "caution" and [f["id"] for f in model.rows()] == ["swap"] and model.runs_needed == [7]
+
+
+@pytest.mark.privileged
+async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch):
+    app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=256 * 2**20), jobs=("check",)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        assert app.screen.query_one("#job-picker").selected == ["check"]
+        for field, text in (("budget_s", "12"), ("sample_s", "0.5"), ("runs", "2"), ("dataset_bytes", "1M")):
+            await set_param(pilot, app, f"param-check-{field}", text)
+        await pilot.press("ctrl+r")
+        live = live_of(app)
+        await wait_for(pilot, lambda: live.control is not None and live.control.done.is_set(), 120, "the check")
+        await pilot.pause(0.3)
+        job = live.jobs[0]
+        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        report = job.report
+        cache = next(f for f in report["findings"] if f["id"] == "page-cache-fit")
+        assert cache["severity"] == "bad" and "1.0 MiB" in cache["title"]   # typed as a size in the panel
+
+        async def check(screen) -> None:
+            view = screen.job_view
+            assert isinstance(view, CheckView)
+            table = view.table
+            assert table.row_count == len(report["findings"]) >= 22
+            assert [str(table.get_row_at(r)[1]) for r in range(table.row_count)] == [f["id"] for f in report["findings"]]
+            flags = screen.views[0].flags
+            assert flags[0].kind == "verdict" and flags[0].title == report["headline"]
+            table.focus()
+            table.move_cursor(row=0)
+            await pilot.pause(0.1)
+            detail = str(view.query_one("#check-detail").render())
+            assert report["findings"][0]["evidence"][:40] in detail.replace("\n", "")
+            await pilot.press("down")
+            await pilot.pause(0.1)
+            assert report["findings"][1]["id"] in str(view.query_one("#check-detail").render())
+            cal = str(view.query_one("#check-cal").render())
+            assert report["headline"] in cal and "throughput per run" in cal and "runs needed after each run" in cal
+
+        await check(live)
+        model = live.views[0].data
+        assert len(model.run_ops_per_s) == len(report["calibration"]["runs"]) == 2
+        assert len(model.run_series) == 2 and all(model.run_series)   # only the live events carry these
+        await check(await open_replay(pilot, app, job.run_id, settle_s=0.4))
+    assert_clean()
+    assert not app.worker_errors
