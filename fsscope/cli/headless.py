@@ -18,8 +18,38 @@ from fsscope.targets import TargetSpec
 console = Console(stderr=True)
 
 
-def _interrupt(*_) -> None:
-    raise KeyboardInterrupt
+class _Interrupts:
+    """Ctrl-C and SIGTERM while a job runs, handled where they land (never as an exception, so
+    no event, no progress and no cleanup is skipped): the first cancels the job, the second
+    kills it and every process it started; later ones change nothing."""
+
+    def __init__(self, job: str) -> None:
+        self.count = 0
+        self.handle: runner.JobHandle | None = None
+        self.progress: Progress | None = None
+        self.task = None
+        self.phase = job
+
+    def __call__(self, signum, frame) -> None:
+        self.count += 1
+        if self.handle is None:
+            return  # not started yet: run_job cancels it as soon as it has started
+        out = self.progress.console if self.progress is not None else console
+        if self.count == 1:
+            out.print("[yellow]cancelling: the job stops, cleans up and keeps what it measured "
+                      "(Ctrl-C again to kill it)[/]")
+            self.handle.cancel()
+        elif self.count == 2:
+            killed = self.handle.kill("killed by a second Ctrl-C")
+            out.print("[red]killed the job and every process it started:[/] "
+                      + (", ".join(killed) or "none was running any more"))
+        self.show(self.phase)
+
+    def show(self, phase: str) -> None:
+        self.phase = phase
+        if self.progress is not None:
+            suffix = {0: "", 1: " (cancelling…)"}.get(self.count, " (killed; cleaning up…)")
+            self.progress.update(self.task, description=phase + suffix)
 
 
 def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_path: str | None = None,
@@ -27,62 +57,46 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
             render: Callable[[dict, Console], None] | None = None) -> int:
     """Start the job, follow it, print its report. Ctrl-C/SIGTERM cancel it cleanly; a second
     one kills it and every process it started, then undoes what it left (mounts, loops)."""
-    handle = runner.start(job, spec, target, recipe, runs_root=runs_root)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    report, error, interrupts, findings = None, None, 0, 0
-    console.print(f"[dim]run {handle.run_dir.path}[/]")
+    interrupts = _Interrupts(job)
+    previous = {sig: signal.signal(sig, interrupts) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        handle = interrupts.handle = runner.start(job, spec, target, recipe, runs_root=runs_root)
+        if interrupts.count:
+            handle.cancel()
+        report, error, findings = None, None, 0
+        console.print(f"[dim]run {handle.run_dir.path}[/]")
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                       TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True) as progress:
-            task = progress.add_task(job, total=None, info="")
-            phase = job
-            while True:
-                try:
-                    event = handle.next_event()
-                except KeyboardInterrupt:
-                    interrupts += 1
-                    if interrupts == 1:
-                        progress.console.print("[yellow]cancelling: the job stops, cleans up and keeps what it "
-                                               "measured (Ctrl-C again to kill it)[/]")
-                        handle.cancel()
-                    elif interrupts == 2:
-                        killed = handle.kill("killed by a second Ctrl-C")
-                        progress.console.print("[red]killed the job and every process it started:[/] "
-                                               + (", ".join(killed) or "none was running any more"))
-                    progress.update(task, description=f"{phase} (cancelling…)" if interrupts == 1
-                                    else f"{phase} (killed; cleaning up…)")
-                    continue
-                if event is None:
-                    break
+            interrupts.task = progress.add_task(job, total=None, info="")
+            interrupts.progress = progress
+            interrupts.show(job)
+            while (event := handle.next_event()) is not None:
                 kind = event.get("kind")
                 if kind == "phase":
-                    phase = f"{job}: {event.get('name')}"
-                    progress.update(task, description=phase + (" (cancelling…)" if interrupts else ""))
+                    interrupts.show(f"{job}: {event.get('name')}")
                 elif kind == "progress":
-                    progress.update(task, completed=event.get("done", 0), total=event.get("total") or None,
-                                    info=event.get("info", ""))
+                    progress.update(interrupts.task, completed=event.get("done", 0),
+                                    total=event.get("total") or None, info=event.get("info", ""))
                 elif kind == "log" and verbose:
                     progress.console.print(f"[dim]{event['line']}[/]")
                 elif kind == "finding":  # the report lists them all; here only a count
                     findings += 1
-                    progress.update(task, info=f"{findings} flag{'s' if findings > 1 else ''}")
+                    progress.update(interrupts.task, info=f"{findings} flag{'s' if findings > 1 else ''}")
                 elif kind == "result":
                     report = event.get("report")
                 elif kind == "error":
                     error = event.get("message")
+            interrupts.progress = None
     finally:
-        # The job is ending: let nothing (a third Ctrl-C, an error above) skip undoing what it left.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        before = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            if handle.returncode is None and handle.proc.poll() is None:
-                handle.cancel()  # we are leaving early (an error above): stop it cleanly
+        if interrupts.handle is not None and interrupts.handle.returncode is None:
+            handle = interrupts.handle  # leaving early (an error above): stop it cleanly, undo what it left
+            if handle.proc.poll() is None:
+                handle.cancel()
                 for _ in handle.events():  # drain, so a child blocked on a full pipe can exit
                     pass
             handle.wait()
-        finally:
-            signal.signal(signal.SIGINT, before)
-            signal.signal(signal.SIGTERM, previous)
+        for sig, before in previous.items():
+            signal.signal(sig, before)
     for line in handle.leftovers:
         console.print(f"[yellow]cleaned up after the killed job:[/] {line}")
     status = handle.run_dir.status()
@@ -103,6 +117,6 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
         return 130
     if error:
         raise FsscopeError(error)
-    if status == "cancelled" or interrupts:
+    if status == "cancelled" or interrupts.count:
         return 130
     return 0 if status == "ok" else 1
