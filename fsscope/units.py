@@ -1,4 +1,4 @@
-"""Sizes as people type them and as people read them (binary multiples throughout)."""
+"""Sizes as people type them (binary multiples); fsscope.format writes them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import re
 from fsscope.errors import FsscopeError
 
 _SIZE_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", re.IGNORECASE)
-_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 
 def parse_size_bytes(text: str | int, what: str = "size") -> int:
@@ -19,12 +18,3 @@ def parse_size_bytes(text: str | int, what: str = "size") -> int:
     if value <= 0:
         raise FsscopeError(f"{what}: size must be positive, got {text!r}")
     return value
-
-
-def format_bytes(n: float) -> str:
-    """1536 -> '1.5 KiB'."""
-    for unit in _UNITS:
-        if n < 1024 or unit == _UNITS[-1]:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)

@@ -63,7 +63,7 @@ def test_age_and_generic_comparisons():
     by = rows(compare_reports("age", age(100, 1000), age(300, 3000)))
     assert by["aging: ops"]["ratio"] == 3.0
     assert by["fragmentation, aged: free extents"]["ratio"] == 3.0
-    assert by["fragmentation, aged: test file fragments"]["b"] == 300
+    assert by["fragmentation, aged: test-file fragments"]["b"] == 300
     assert by["fit (chi-squared p): age p-value"]["a"] == 0.5
     assert by["aging: op log sha256"]["a"] == by["aging: op log sha256"]["b"]
     generic = rows(compare_reports("smoke", {"files": 10, "nested": {"x": 2.0}, "name": "a"},
@@ -90,7 +90,7 @@ def test_compare_two_probe_runs_prints_both_columns(cli, tmp_path):
 
 def test_compare_refuses_different_jobs_and_unknown_runs(cli, tmp_path):
     probe = cli("probe", "--dir", str(tmp_path), "--runs", "1", "--files", "20", "--sync-before", "none")
-    smoke = cli("run", "smoke", "-p", "seconds=0.2", "--dir", str(tmp_path))
+    smoke = cli("run", "smoke", "-p", "duration_s=0.2", "--dir", str(tmp_path))
     assert probe.returncode == 0 and smoke.returncode == 0, (probe.stderr, smoke.stderr)
     proc = cli("compare", recorded(probe.stderr), recorded(smoke.stderr))
     assert proc.returncode == 2 and "same job" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -9,28 +9,32 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from pilot_wait import until, until_screen
+from textual.command import CommandList, CommandPalette
 
 from fsscope import paths, recipes
+from fsscope.engine import events
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal, loops_backing
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui import messages as msg
 from fsscope.tui.app import FsscopeApp
 from fsscope.tui.model import JobState
+from fsscope.tui.screens.compare import CompareScreen
 from fsscope.tui.screens.confirm import ConfirmDestroyScreen
 from fsscope.tui.screens.help import HelpScreen
 from fsscope.tui.screens.live import LiveScreen
+from fsscope.tui.screens.runs import RunsScreen
 from fsscope.tui.widgets.bench_view import BenchView
 from fsscope.tui.widgets.heat_view import HeatView
 from fsscope.tui.widgets.heatmap import Heatmap
 
 SIZE = (140, 45)
-SMALL_PROBE = {"probe": {"files": 200, "runs": 2}, "smoke": {"seconds": 0.5}}
+SMALL_PROBE = {"probe": {"files": 200, "runs": 2}, "smoke": {"duration_s": 0.5}}
 
 
 def mounts_under(root: Path) -> list[str]:
@@ -48,11 +52,12 @@ def assert_clean(image: Path | None = None) -> None:
 
 
 async def wait_for(pilot, condition, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        await pilot.pause(0.1)
+    await until(pilot, condition, what, timeout_s)
+
+
+def plan_over(live: LiveScreen) -> bool:
+    """The plan ended and the screen has handled every job's end (reports, final flags)."""
+    return live.control is not None and live.plan_finished
 
 
 async def type_into(pilot, text: str) -> None:
@@ -76,23 +81,31 @@ async def pick_recipe(pilot, app: FsscopeApp, name: str) -> None:
     await pilot.press("tab")
     assert app.focused.id == "recipe-select"
     await pilot.press("enter", *name, "enter")
-    await pilot.pause(0.1)
-    assert app.screen.query_one("#recipe-select").value == name
+    await until(pilot, lambda: app.screen.query_one("#recipe-select").value == name, f"recipe {name} picked")
 
 
 def live_of(app: FsscopeApp) -> LiveScreen:
     return app.live
 
 
-async def open_replay(pilot, app: FsscopeApp, run_id: str, settle_s: float = 0.5):
+def runs_listed(app: FsscopeApp, *run_ids: str) -> bool:
+    """The runs screen shows its table, listing these runs, and no listing is under way."""
+    if not isinstance(app.screen, RunsScreen) or not app.screen.listed:
+        return False
+    keys = {key.value for key in app.screen.query_one("#runs-table").rows}
+    return all(run_id in keys for run_id in run_ids)
+
+
+async def open_replay(pilot, app: FsscopeApp, run_id: str):
     """From anywhere: F4, put the cursor on ``run_id`` in the runs table, Enter; the replay screen."""
     await pilot.press("f4")
-    await pilot.pause(0.3)
+    await until(pilot, lambda: runs_listed(app, run_id), f"run {run_id} in the runs table")
     table = app.screen.query_one("#runs-table")
     table.move_cursor(row=table.get_row_index(run_id))
     table.focus()
     await pilot.press("enter")
-    await pilot.pause(settle_s)
+    await until(pilot, lambda: isinstance(app.screen, LiveScreen) and app.screen.record is not None
+                and app.screen.record.run.id == run_id, f"the replay of {run_id}")
     return app.screen
 
 
@@ -101,7 +114,7 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
     image = scratch / "flow.img"
     app = make_app(AppConfig(job_defaults=SMALL_PROBE))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await pilot.pause()
         await pick_image_target(pilot, app, image, "512M")
         await pick_recipe(pilot, app, "xfs-default")
         preview = str(app.screen.query_one("#recipe-preview").content)
@@ -110,8 +123,7 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
         await pilot.press("ctrl+r")
         live = live_of(app)
         await wait_for(pilot, lambda: app.screen is live and live.control is not None, 10, "the live screen")
-        await wait_for(pilot, lambda: live.control.done.is_set(), 120, "the probe to end")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: plan_over(live), 120, "the probe to end")
         job = live.jobs[0]
         assert job.status == "ok", (job.status, job.error, live.log_panel.lines_written[-10:])
         assert job.fraction == 1.0
@@ -127,11 +139,9 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
         assert "xfs-dir-shortform-to-block" in structures, structures
         position = structures.index("xfs-dir-shortform-to-block")
         live.flags_panel.focus()
-        await pilot.pause(0.05)
         await pilot.press("home", *["down"] * position)
-        await pilot.pause(0.2)
+        await until(pilot, lambda: live.flags_panel.highlighted == position, "the flag selected")
         flag = flags[position]
-        assert live.flags_panel.highlighted == position
         assert "short-form" in live.notes.text or "shortform" in live.notes.text, live.notes.text
         assert flag.title in live.notes.text
         heatmap = live.query_one("#heatmap", Heatmap)
@@ -140,7 +150,7 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
         # the heatmap cursor reports file, run and latency
         heatmap.focus()
         await pilot.press("0", "+", "+", "right", "down")
-        await pilot.pause(0.1)
+        await pilot.pause()
         legend = str(live.query_one("#legend").cursor_text)
         assert "run 2" in legend and ("file" in legend) and "not measured" not in legend
         # exports: flags as Markdown, the screen as SVG
@@ -150,7 +160,7 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
         await wait_for(pilot, flags_md.exists, 10, "the flags export")
         assert "xfs-dir-shortform-to-block" in flags_md.read_text()
         await pilot.press("x")
-        await wait_for(pilot, lambda: list(exports.glob(f"live-{job.run_id}-*.svg")), 10, "the SVG export")
+        await until(pilot, lambda: list(exports.glob(f"live-{job.run_id}-*.svg")), "the SVG export")
     assert_clean(image)
     assert not app.worker_errors
 
@@ -160,7 +170,7 @@ async def test_cancel_running_job_cleans_up(scratch):
     image = scratch / "cancel.img"
     app = make_app(AppConfig(job_defaults={"probe": {"files": 20000, "runs": 50}}))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await pilot.pause()
         await pick_image_target(pilot, app, image, "512M")
         await pick_recipe(pilot, app, "ext4-default")
         await pilot.press("ctrl+r")
@@ -169,8 +179,7 @@ async def test_cancel_running_job_cleans_up(scratch):
                        and live.views[0].matrix.measured > 0, 60, "the first samples")
         assert loops_backing(str(image)), "the job should have its loop device attached while running"
         await pilot.press("c")
-        await wait_for(pilot, lambda: live.control.done.is_set(), 60, "the cancelled job to end")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: plan_over(live), 60, "the cancelled job to end")
         assert live.jobs[0].status == "cancelled"
         assert live.views[0].matrix.measured > 0  # what it measured is kept
         assert live.control.running_handles() == []
@@ -182,7 +191,7 @@ async def test_quitting_with_a_running_job_cancels_it(scratch):
     image = scratch / "quit.img"
     app = make_app(AppConfig(job_defaults={"probe": {"files": 20000, "runs": 50}}))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await pilot.pause()
         await pick_image_target(pilot, app, image, "512M")
         await pilot.press("ctrl+r")
         live = live_of(app)
@@ -207,38 +216,38 @@ async def test_block_device_needs_its_name_typed(loop_device):
     app = make_app(AppConfig(job_defaults=SMALL_PROBE, jobs=("smoke",),
                              discover_devices=lambda: [devices.describe(Path(device).name)]))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await pilot.pause()
         option_list = app.screen.query_one("#target-list")
         await wait_for(pilot, lambda: any(option_list.get_option_at_index(i).id == f"dev:{device}"
                                           for i in range(option_list.option_count)), 10, "device discovery")
         index = option_list.get_option_index(f"dev:{device}")
         assert app.focused is option_list, app.focused
         await pilot.press("end")
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert option_list.highlighted == index, (option_list.highlighted, index)
         assert app.screen.query_one("#target-picker").choice == f"dev:{device}"
         await pilot.press("ctrl+r")
-        await pilot.pause(0.1)
-        assert isinstance(app.screen, ConfirmDestroyScreen)
+        await until_screen(pilot, app, ConfirmDestroyScreen)
         await pilot.press(*"wrong", "enter")
         assert isinstance(app.screen, ConfirmDestroyScreen)
         await pilot.press("escape")
         assert not isinstance(app.screen, ConfirmDestroyScreen)
         assert live_of(app).control is None  # nothing started
         await pilot.press("ctrl+r")
-        await pilot.pause(0.1)
+        await until_screen(pilot, app, ConfirmDestroyScreen)
         await pilot.press(*Path(device).name, "enter")
         live = live_of(app)
-        await wait_for(pilot, lambda: live.control is not None and live.control.done.is_set(), 60, "the smoke job")
+        await wait_for(pilot, lambda: plan_over(live), 60, "the smoke job")
         assert live.jobs[0].status == "ok", live.jobs[0].error
-        assert live.views[0].matrix.measured > 0  # smoke streams no samples: the recorded array is shown
+        # smoke streams no samples: the recorded array is read (in a worker) and shown
+        await until(pilot, lambda: live.views[0].matrix.measured > 0, "the recorded latencies")
     assert_clean()
 
 
 async def test_theme_switching_by_key_and_palette():
     app = make_app(AppConfig(is_root=False, start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert app.theme == "fsscope-dark"
         await pilot.press("t")
         assert app.theme == "fsscope-light"
@@ -247,19 +256,19 @@ async def test_theme_switching_by_key_and_palette():
         await pilot.press("t")
         assert app.theme == "fsscope-dark"
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette), "the command palette")
         await pilot.press(*"Next theme")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.screen.query(CommandList) and app.screen.query_one(CommandList).option_count,
+                    "the palette's matches")
         await pilot.press("enter")
-        await pilot.pause(0.2)
-        assert app.theme == "fsscope-light"
+        await until(pilot, lambda: app.theme == "fsscope-light", "the next theme")
         assert app.get_css_variables()["heat-4"].lower() == "#7f0000"  # the theme file's value
 
 
 async def test_non_root_opens_on_a_scratch_directory_with_a_banner():
     app = make_app(AppConfig(is_root=False))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await pilot.pause()
         banner = str(app.screen.query_one("#banner").content)
         assert "Not running as root" in banner and "cannot format" in banner
         picker = app.screen.query_one("#target-picker")
@@ -276,12 +285,12 @@ async def test_non_root_opens_on_a_scratch_directory_with_a_banner():
 async def test_setup_refuses_bad_parameters_with_a_clear_message():
     app = make_app(AppConfig(is_root=True, discover_devices=lambda: []))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.pause(0.2)
+        await pilot.pause()
         files = app.screen.query_one("#param-probe-files")
         files.focus()
         await type_into(pilot, "0")
         await pilot.press("ctrl+r")
-        await pilot.pause(0.1)
+        await until(pilot, lambda: app._notifications, "the refusal")
         assert app.current_mode == "setup"
         messages = [n.message for n in app._notifications]
         assert any("files must be at least 1" in m for m in messages), messages
@@ -301,18 +310,17 @@ async def test_runs_screen_replays_and_compares(scratch):
             pass
     app = make_app(AppConfig(start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
-        table = app.screen.query_one("#runs-table")
-        assert table.row_count >= 2
+        await until(pilot, lambda: runs_listed(app) and app.screen.query_one("#runs-table").row_count >= 2,
+                    "the two runs listed")
         await pilot.press("enter")
-        await pilot.pause(0.3)
-        replay = app.screen
-        assert isinstance(replay, LiveScreen) and replay.record is not None
+        replay = await until_screen(pilot, app, LiveScreen, "the replay")
+        assert replay.record is not None
         assert replay.views[0].matrix.values.shape == (2, 200)
         assert replay.flags_panel.flags  # findings come back from events.ndjson
         await pilot.press("escape")
+        await until(pilot, lambda: runs_listed(app), "the runs screen again")
         await pilot.press("space", "down", "space", "c")
-        await pilot.pause(0.3)
+        await until_screen(pilot, app, CompareScreen)
         verdict = str(app.screen.query_one("#compare-verdict").content)
         assert "K-S distance" in verdict and "median" in verdict
         await pilot.press("escape")
@@ -326,11 +334,10 @@ async def test_probe_final_flags_are_the_reports(scratch):
     app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=400 * 2**20), recipe=recipes.load("xfs-default"),
                              job_defaults={"probe": {"files": 300, "runs": 4}}))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await pilot.pause()
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await wait_for(pilot, lambda: live.control is not None and live.control.done.is_set(), 120, "the probe")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: plan_over(live), 120, "the probe")
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         final = [f["title"] for f in job.report["flags"]]
@@ -353,7 +360,7 @@ async def test_final_flags_replace_interim_ones_and_keep_the_selection():
 
     app = make_app(AppConfig(is_root=False, start_screen="live"))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await pilot.pause()
         live = live_of(app)
         live.jobs = [JobState(0, "probe", {"files": 300, "runs": 5})]
         live.post_message(msg.JobStarted(0, "probe", "run-x", "/nonexistent-run", 1))
@@ -364,16 +371,14 @@ async def test_final_flags_replace_interim_ones_and_keep_the_selection():
             {"flag": "levelshift", "index": 28, "structure": None, "title": "level shift at file 28", "note": "b"},
         ]
         for finding in interim:
-            live.post_message(msg.FindingArrived(0, {"kind": "finding", **finding}))
-        await pilot.pause(0.2)
-        assert len(live.flags_panel.flags) == 3
+            live.post_message(msg.FindingArrived(0, events.finding_from_dict(finding)))
+        await until(pilot, lambda: len(live.flags_panel.flags) == 3, "the interim flags")
         live.flags_panel.focus()
         await pilot.press("home", "down")  # the level shift at 27
-        await pilot.pause(0.1)
-        assert "file 27" in live.notes.text
+        await until(pilot, lambda: "file 27" in live.notes.text, "the note of the level shift at 27")
         report = probe_report()
         live.post_message(msg.JobFinished(0, "ok", None, report, 0))
-        await pilot.pause(0.2)
+        await until(pilot, lambda: live.jobs[0].report is report, "the report handled")
         assert [f.title for f in live.flags_panel.flags] == [f["title"] for f in report["flags"]]
         assert live.flags_panel.highlighted == 2  # still the level shift at 27, now third
         assert "9.0 → 18.0 µs" in live.notes.text
@@ -384,7 +389,7 @@ async def test_final_flags_replace_interim_ones_and_keep_the_selection():
 
 async def set_param(pilot, app: FsscopeApp, field_id: str, text: str) -> None:
     app.screen.query_one(f"#{field_id}").focus()
-    await pilot.pause(0.05)
+    await pilot.pause()
     await type_into(pilot, text)
 
 
@@ -397,7 +402,7 @@ async def test_bench_live_view_variation_table_and_replay(scratch):
     app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=256 * 2**20), jobs=("probe", "bench"),
                              job_defaults={"bench": {"nfiles": 60, "mean_file_size_bytes": 8192}}))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await pilot.pause()
         app.screen.query_one("#job-list").focus()
         await pilot.press("space", "down", "space")  # probe off, bench on (its panel shows)
         assert app.screen.query_one("#job-picker").selected == ["bench"]
@@ -416,8 +421,7 @@ async def test_bench_live_view_variation_table_and_replay(scratch):
         if not live.control.done.is_set():  # between the runs: run 1 is in the table as an estimate
             assert bench.variation_table.row_count >= 1
             assert str(bench.variation_table.get_row_at(0)[1]).startswith("≈")
-        await wait_for(pilot, lambda: live.control.done.is_set(), 60, "the bench to end")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: plan_over(live), 60, "the bench to end")
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
@@ -456,14 +460,13 @@ async def test_syncwrite_view_table_per_buffer_size(scratch):
 
     app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=256 * 2**20), jobs=("syncwrite",)))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert app.screen.query_one("#job-picker").selected == ["syncwrite"]  # the only job offered
         for field, text in (("buffer_sizes_bytes", "4K,64K"), ("file_size_bytes", "1M"), ("repeats", "2")):
             await set_param(pilot, app, f"param-syncwrite-{field}", text)
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await wait_for(pilot, lambda: live.control is not None and live.control.done.is_set(), 60, "the sweep")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: plan_over(live), 60, "the sweep")
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
@@ -480,7 +483,7 @@ async def test_syncwrite_view_table_per_buffer_size(scratch):
                 assert ("★" in str(row[0])) == (point["buffer_bytes"] == report["best_ratio_buffer_bytes"])
 
         check(live)
-        check(await open_replay(pilot, app, job.run_id, settle_s=0.4))
+        check(await open_replay(pilot, app, job.run_id))
     assert_clean()
     assert not app.worker_errors
 

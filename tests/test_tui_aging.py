@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import pytest
-from test_tui import SIZE, assert_clean, live_of, open_replay, set_param, wait_for
+from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, set_param, wait_for
 
 from fsscope import recipes
+from fsscope.layout.summary import FRAG_ROWS
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.aging_model import AgingModel, FragModel, frag_rows
@@ -58,9 +59,9 @@ def test_aging_model_feed_finish_and_flags():
     assert model.p_value("size") == 0.8 and model.p_value("age") == 0.3  # the report's, not the last event's
     assert model.value("ops") == 5000 and model.fullness == 0.49
     rows = {r[0]: r[1:] for r in model.frag_rows()}
-    assert rows["free extents"] == ("4", "400", "×100")
-    assert rows["test-file fragments"] == ("1", "9", "×9")
-    assert rows["largest free extent"][:2] == ("32.0 MiB", "1.0 MiB")
+    assert rows["free extents"] == ("4", "400", "100×")
+    assert rows["test-file fragments"] == ("1", "9", "9×")
+    assert rows["largest free extent"][:2] == ("32 MiB", "1 MiB")
     flags = model.final_flags()
     assert flags is not None and flags[0].title == "stopped: time" and flags[0].note == "time limit of 3 s reached"
 
@@ -76,18 +77,18 @@ def test_aging_model_live_fractions_and_missing_sections():
     assert model.fits() == {}
     rows = {r[0]: r[1:] for r in model.frag_rows()}
     assert rows["free extents"] == ("–", "2", "–")
-    assert frag_rows(None, None)[0][1:] == ("–", "–", "–")
+    assert frag_rows(None, None)[0][1:] == ("–", "–", "")  # fullness: no ratio
     frag = FragModel({})
     frag.finish({"free_space": {"bucket_lower_bytes": [4096, 8192], "bucket_extent_counts": [3, 1],
                                 "bucket_free_bytes": [12288, 8192], "free_extent_count": 4}})
-    assert frag.histogram() == [("4.0 KiB", 3, 12288), ("8.0 KiB", 1, 8192)]
+    assert frag.histogram() == [("4 KiB", 3, 12288), ("8 KiB", 1, 8192)]
     assert dict(frag.rows())["free extents"] == "4"
 
 
 async def test_age_panel_profile_select_and_minutes():
     app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=128 * 2**20), jobs=("age",)))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await pilot.pause()
         select = app.screen.query_one("#param-age-profile")
         from fsscope.aging import list_profiles
 
@@ -109,7 +110,7 @@ async def test_age_live_view_fit_and_fragmentation_and_replay(scratch):
     app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=128 * 2**20), recipe=recipes.load("ext4-default"),
                              jobs=("age",)))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await pilot.pause()
         await set_param(pilot, app, "mkfs-extra", "-i 4096")
         for field, text in (("fullness", "0.5"), ("max_seconds", "0.05")):
             await set_param(pilot, app, f"param-age-{field}", text)
@@ -119,8 +120,7 @@ async def test_age_live_view_fit_and_fragmentation_and_replay(scratch):
                        and live.views[0].data.events > 0 or (live.control is not None and live.control.done.is_set()),
                        60, "the first progress event")
         assert isinstance(live.job_view, AgingView) and live.query_one("#job-view").current == "aging-view"
-        await wait_for(pilot, lambda: live.control.done.is_set(), 90, "the aging to end")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: plan_over(live), 90, "the aging to end")
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
@@ -137,12 +137,12 @@ async def test_age_live_view_fit_and_fragmentation_and_replay(scratch):
                 p = fit["p_value"]
                 assert view.query_one(f"#age-fit-{name}").border_title == f"{name}: p {'–' if p is None else f'{p:.3f}'}"
             table = view.frag_table
-            assert table.row_count == 7
-            extents = table.get_row_at(1)
-            assert extents[0] == "free extents"
+            assert table.row_count == len(FRAG_ROWS)
+            rows = {table.get_row_at(i)[0]: table.get_row_at(i) for i in range(table.row_count)}
+            extents = rows["free extents"]
             assert extents[1] == f"{report['fresh']['free_space']['free_extent_count']:,}"
             assert extents[2] == f"{report['aged']['free_space']['free_extent_count']:,}"
-            assert table.get_row_at(5)[2] == f"{report['aged']['test_file']['fragment_count']:,}"
+            assert rows["test-file fragments"][2] == f"{report['aged']['test_file']['fragment_count']:,}"
             assert f"stopped: {report['stop_reason']}" in view.status_text
             flags = screen.flags_panel.flags
             assert flags[0].title == f"stopped: {report['stop_reason']}" and flags[0].note == report["stop_note"]
@@ -168,11 +168,10 @@ async def test_frag_view_shows_the_report(scratch):
     app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=64 * 2**20), recipe=recipes.load("ext4-default"),
                              jobs=("frag",), job_defaults={"frag": {"test_file_bytes": 4 << 20}}))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await pilot.pause()
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await wait_for(pilot, lambda: live.control is not None and live.control.done.is_set(), 60, "frag")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: plan_over(live), 60, "frag")
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         view = live.job_view
@@ -182,7 +181,7 @@ async def test_frag_view_shows_the_report(scratch):
         summary = view.query_one("#frag-summary")
         rows = {summary.get_row_at(i)[0]: summary.get_row_at(i)[1] for i in range(summary.row_count)}
         assert rows["free extents"] == f"{job.report['free_space']['free_extent_count']:,}"
-        assert rows["test file"] == "4.0 MiB"
+        assert rows["test file"] == "4 MiB"
         assert rows["test-file fragments"] == f"{job.report['test_file']['fragment_count']:,}"
     assert_clean()
     assert not app.worker_errors

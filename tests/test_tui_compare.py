@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 
+from pilot_wait import until, until_screen
+from test_tui import runs_listed
+
 from fsscope.engine import runner
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -27,12 +30,10 @@ async def test_compare_two_bench_runs(scratch):
     ids = [_bench(scratch) for _ in range(2)]
     app = make_app(AppConfig(start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
-        assert app.screen.query_one("#runs-table").row_count >= 2
+        await until(pilot, lambda: runs_listed(app, *ids), "both runs listed")
         await pilot.press("space", "down", "space", "c")
-        await pilot.pause(0.5)
-        screen = app.screen
-        assert isinstance(screen, CompareScreen) and screen.comparison is not None
+        screen = await until_screen(pilot, app, CompareScreen)
+        assert screen.comparison is not None
         assert {s.id for s in screen.sides} == set(ids)
         verdict = str(screen.query_one("#compare-verdict").content)
         assert verdict.startswith(("Winner: ", "No winner: ")) and "Welch" in verdict, verdict
@@ -47,5 +48,4 @@ async def test_compare_two_bench_runs(scratch):
         per_op = next(s for s in screen.comparison.sections if s["title"].startswith("per op"))
         assert any(r["metric"].endswith("p99") and r["ratio"] for r in per_op["rows"])
         await pilot.press("escape")
-        await pilot.pause(0.1)
-        assert not isinstance(app.screen, CompareScreen)
+        await until(pilot, lambda: not isinstance(app.screen, CompareScreen), "the compare screen closed")

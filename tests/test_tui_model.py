@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from fsscope import paths
+from fsscope.format import format_ns
 from fsscope.tui.bench_model import BenchModel
 from fsscope.tui.model import (
     JobState,
@@ -18,8 +19,6 @@ from fsscope.tui.model import (
     flag_key,
     flags_from_report,
     flags_markdown,
-    format_ns,
-    ks_distance,
 )
 from fsscope.tui.syncwrite_model import SyncWriteModel
 from fsscope.tui.themes import FSSCOPE_THEMES, ThemeFileError, load_themes, parse_theme
@@ -95,11 +94,6 @@ def test_job_state_times_and_formatting():
     assert job.remaining_s() == 0.0 and job.elapsed_s() == 20.0
     assert format_ns(850) == "850 ns" and format_ns(12_300) == "12.3 µs" and format_ns(-1) == "not measured"
 
-
-def test_ks_distance():
-    a = np.arange(1000, dtype=np.int64)
-    assert ks_distance(a, a) == 0.0
-    assert ks_distance(a, a + 10_000) == 1.0
 
 
 def test_theme_files_parse_into_textual_themes():

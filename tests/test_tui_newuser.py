@@ -10,6 +10,7 @@ import html
 import re
 import time
 
+from fsscope.engine import events
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui import messages as msg
 from fsscope.tui.model import JobState, format_ns
@@ -244,10 +245,9 @@ async def test_a_streamed_flag_follows_its_runs():
         start_probe(live, 0, files=300, runs=5, run_id="run-a")
         await wait_for(pilot, lambda: live.shown == 0, "the job's view")
         for done in (2, 5):
-            live.post_message(msg.FindingArrived(0, {
-                "kind": "finding", "flag": "outlier", "index": 253, "structure": None, "runs_flagged": done,
-                "runs": done, "title": f"file 253 slow in {done}/{done} runs — repeatable, unexplained",
-                "note": f"{done} runs"}))
+            live.post_message(msg.FindingArrived(0, events.Finding(
+                flag="outlier", title=f"file 253 slow in {done}/{done} runs — repeatable, unexplained",
+                note=f"{done} runs", fields={"index": 253, "structure": None, "runs_flagged": done, "runs": done})))
         await wait_for(pilot, lambda: "5/5" in screen_text(app), "the updated title")
         assert [f.title for f in live.flags_panel.flags] == ["file 253 slow in 5/5 runs — repeatable, unexplained"]
         assert "2/2" not in screen_text(app)

@@ -83,8 +83,9 @@ import numpy as np
 
 from fsscope.aging import fit
 from fsscope.aging.executor import FULL_ERRNOS, SKIPPED, FileOps, WorkerPool, data_pattern
-from fsscope.aging.profile import AGING_STATE_FILE, Profile, human_bytes, load_profile, profile_from_dict
+from fsscope.aging.profile import AGING_STATE_FILE, Profile, load_profile, profile_from_dict
 from fsscope.errors import FsscopeError
+from fsscope.format import format_bytes
 
 STATE_FILE = AGING_STATE_FILE
 STATE_VERSION = 1
@@ -351,7 +352,7 @@ class _Planner:
         prof = self.profile
         return {
             "size": fit.chi2_fit(np.array(self.size_count), np.array(prof.size_weights),
-                                 tuple(human_bytes(b) for b in prof.size_bytes)),
+                                 tuple(format_bytes(b) for b in prof.size_bytes)),
             "depth": fit.chi2_fit(np.array(self.depth_count), np.array(prof.depth_weights),
                                   tuple(f"d{d}" for d in prof.depths)),
             "age": fit.chi2_fit(self.true_age_counts(now_ops), np.array(prof.age_weights),

@@ -269,9 +269,9 @@ def _enospc_notes(root: Path, result) -> list[str]:
     """Why the file system was full: out of inodes is a different story from out of blocks."""
     vfs = os.statvfs(root)
     if vfs.f_files and vfs.f_ffree <= max(16, vfs.f_files // 1000):
-        from fsscope.aging.profile import human_bytes
+        from fsscope.format import format_bytes
 
-        mean = human_bytes(result.live_bytes / result.live_files) if result.live_files else "?"
+        mean = format_bytes(result.live_bytes / result.live_files) if result.live_files else "?"
         return [f"out of inodes, not blocks: {vfs.f_files - vfs.f_ffree:,} of {vfs.f_files:,} in use. "
                 f"The profile's files (mean {mean}) are smaller than the space mkfs set aside per inode; "
                 "give it more inodes (ext4: --mkfs-opts '-i 4096') or use a file system that allocates "

@@ -32,6 +32,7 @@ import numpy as np
 from fsscope import paths
 from fsscope.aging import fit
 from fsscope.errors import FsscopeError
+from fsscope.format import format_bytes
 
 DEFAULT_FULLNESS = 0.8  # Geriatrix README: "Somewhere around 80% is reasonable"
 AGING_STATE_FILE = ".fsscope-aging.json"  # the ager's state file; walks skip it
@@ -455,17 +456,6 @@ def capture(root: Path, *, name: str | None = None, now_s: float | None = None) 
 # ---------------------------------------------------------------- showing
 
 
-def human_bytes(size_bytes: float) -> str:
-    """``4096`` -> ``4 KiB``; exact powers print without decimals."""
-    value = float(size_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            text = f"{value:.0f}" if value.is_integer() else f"{value:.1f}"
-            return f"{text} {unit}"
-        value /= 1024
-    return f"{size_bytes} B"
-
-
 def _num(value: float) -> str:
     return f"{int(value)}" if float(value).is_integer() else f"{value:g}"
 
@@ -473,7 +463,7 @@ def _num(value: float) -> str:
 def distributions(profile: Profile) -> dict[str, list[dict]]:
     """The three distributions as rows ``{label, fraction, ...}`` for charts (CLI/TUI render)."""
     return {
-        "size": [{"label": human_bytes(b), "bytes": b, "fraction": float(f)}
+        "size": [{"label": format_bytes(b), "bytes": b, "fraction": float(f)}
                  for b, f in zip(profile.size_bytes, profile.size_fractions())],
         "depth": [{"label": f"d{d}", "depth": d, "fraction": float(f), "subdirs": s}
                   for d, f, s in zip(profile.depths, profile.depth_fractions(),

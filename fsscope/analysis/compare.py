@@ -12,6 +12,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from fsscope.analysis import variation
+from fsscope.format import format_bytes
+from fsscope.jsonsafe import plain
+from fsscope.layout.summary import FRAG_ROWS, summary_rows
+
 # how a row's values print: ns → µs, bytes, fraction → %, plain numbers, or text
 KINDS = ("us", "bytes", "pct", "int", "num", "p", "text")
 
@@ -104,15 +111,8 @@ def _bench(a: dict, b: dict) -> list[dict]:
 
 
 def _frag_section(title: str, a: dict | None, b: dict | None) -> dict:
-    from fsscope.layout.job import summary_rows
-
     ra, rb = summary_rows(a), summary_rows(b)
-    kinds = {"fullness": "pct", "free_bytes": "bytes", "free_extents": "int",
-             "largest_free_extent_bytes": "bytes", "mean_free_extent_bytes": "bytes", "test_file_bytes": "bytes",
-             "test_file_fragments": "int", "test_file_extents": "int", "test_file_d_span_bytes": "bytes",
-             "test_file_layout_index": "num"}
-    labels = {k: k.replace("_bytes", "").replace("_", " ") for k in kinds}
-    return {"title": title, "rows": [row(labels[k], ra.get(k), rb.get(k), kind) for k, kind in kinds.items()]}
+    return {"title": title, "rows": [row(label, ra[key], rb[key], kind) for label, key, kind in FRAG_ROWS]}
 
 
 def _age(a: dict, b: dict) -> list[dict]:
@@ -143,12 +143,10 @@ def _syncwrite(a: dict, b: dict) -> list[dict]:
 
     pa, pb = points(a), points(b)
     rows = []
-    from fsscope.aging.profile import human_bytes
-
     for size in sorted(set(pa) | set(pb)):
-        rows.append(row(f"{human_bytes(size)} bytes/s", _get(pa, size, "bytes_per_s"),
+        rows.append(row(f"{format_bytes(size)} bytes/s", _get(pa, size, "bytes_per_s"),
                          _get(pb, size, "bytes_per_s"), "bytes"))
-        rows.append(row(f"{human_bytes(size)} p99", _get(pa, size, "latency_p99_ns"),
+        rows.append(row(f"{format_bytes(size)} p99", _get(pa, size, "latency_p99_ns"),
                          _get(pb, size, "latency_p99_ns"), "us"))
     return [{"title": f"synchronous writes ({a.get('mode')})", "rows": rows}]
 
@@ -183,3 +181,41 @@ def compare_reports(job: str, a: dict, b: dict) -> list[dict]:
     return COMPARERS.get(job, _generic)(a, b)
 
 
+# ---------------------------------------------------------------- recipes (bench --recipes)
+
+def compare_recipe_reports(reports: dict[str, dict], alpha: float = 0.05) -> dict:
+    """Welch t-tests on cumulative throughput for every pair of recipes' bench reports
+    (winner only where significant), plus the Throughput-N window flag of
+    :func:`fsscope.analysis.variation.compare_recipes`."""
+    names = list(reports)
+    first = next(iter(reports.values()))
+    window_s = ((first.get("spec") or {}).get("window_sizes_s") or [10])[0]
+    key = f"{window_s:g}"
+
+    def ops(name):
+        return [r["ops_per_s"] for r in reports[name].get("runs", []) if r.get("ops_per_s") is not None]
+
+    def tn(name):
+        return [np.asarray([v for v in (r.get("windows") or {}).get(key, []) if v is not None], dtype=float)
+                for r in reports[name].get("runs", [])]
+
+    entries = []
+    for name in names:
+        var = reports[name].get("variation") or {}
+        entries.append({"recipe": name, "run_id": reports[name].get("run_id"), "ops_per_s_runs": ops(name),
+                        "mean_ops_per_s": var.get("mean_ops_per_s"), "relative_range": var.get("relative_range"),
+                        "rsd": var.get("rsd")})
+    pairs = []
+    wins = {name: 0 for name in names}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            verdict, flag = variation.compare_recipes(ops(a), ops(b), tn(a), tn(b), window_s, labels=(a, b),
+                                                      alpha=alpha)
+            if verdict.winner:
+                wins[verdict.winner] += 1
+            pairs.append({"a": a, "b": b, "t": verdict.t, "p": verdict.p, "df": verdict.df,
+                          "mean_a": verdict.mean_a, "mean_b": verdict.mean_b, "winner": verdict.winner,
+                          "note": verdict.note, "window_flag": flag.to_dict() if flag else None})
+    best = next((n for n, w in wins.items() if w == len(names) - 1), None)
+    return plain({"personality": first.get("personality"), "alpha": alpha, "window_s": window_s,
+                  "recipes": entries, "pairs": pairs, "best": best})

@@ -29,6 +29,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from fsscope.jsonsafe import plain
+
 # ---------------------------------------------------------------------------------------------
 # Log-bucketed latency histogram grid
 # ---------------------------------------------------------------------------------------------
@@ -324,7 +326,7 @@ class Flag:
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "note": self.note, **_jsonable(self.details)}
+        return {"kind": self.kind, "note": self.note, **plain(self.details)}
 
 
 def flag_variation(ops_per_s_runs: Sequence[float], threshold: float = 0.10) -> Flag | None:
@@ -541,21 +543,6 @@ class RunLike(Protocol):
     latency_hist: np.ndarray      # op types x N_BUCKETS, whole run
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [_jsonable(v) for v in value.tolist()]
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        f = float(value)
-        return f if math.isfinite(f) else None
-    return value
-
-
 def run_ops_per_s(run: RunLike) -> float:
     return float(np.asarray(run.counts).sum() / run.elapsed_s) if run.elapsed_s > 0 else math.nan
 
@@ -619,5 +606,5 @@ def variation_report(personality: str, runs: Sequence[RunLike],
                      flag_window_disagreement(tn[key], w, ops_per_s, threshold)):
             if flag:
                 flags.append(flag)
-    return _jsonable({"personality": personality, "runs": json_runs, "variation": variation,
+    return plain({"personality": personality, "runs": json_runs, "variation": variation,
                       "latency": latency, "flags": [fl.to_dict() for fl in flags]})

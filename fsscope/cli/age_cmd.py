@@ -22,7 +22,8 @@ from fsscope.cli.common import (
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
-from fsscope.units import format_bytes
+from fsscope.format import format_bytes
+from fsscope.layout.summary import frag_table, summary_rows
 
 AGE_DESCRIPTION = """\
 Age a file system the way years of use would (Geriatrix method, Kadekodi et al. ATC 2018):
@@ -118,24 +119,7 @@ def _fit_bar(target: float, actual: float, top: float) -> str:
 
 
 def _size(value) -> str:
-    from fsscope.aging.profile import human_bytes
-
-    return "-" if value is None else human_bytes(value)
-
-
-def ratio_text(r: float) -> str:
-    """3 significant digits without exponents: 0.0123×, 1.5×, 1,642×."""
-    if r >= 1000:
-        return f"{r:,.0f}×"
-    if r >= 0.001 or r == 0:
-        return f"{r:.3g}×"
-    return "<0.001×"
-
-
-def _ratio(a, b) -> str:
-    if a is None or b is None or not a:
-        return "-"
-    return ratio_text(b / a)
+    return format_bytes(value, "-")
 
 
 def render_fit(name: str, fit: dict, console: Console) -> None:
@@ -152,31 +136,6 @@ def render_fit(name: str, fit: dict, console: Console) -> None:
     for label, t, a, c in zip(fit.get("labels") or [], targets, actuals, counts):
         table.add_row(str(label), _pct(t), _pct(a), "-" if c is None else f"{c:,}", _fit_bar(t, a, top))
     console.print(table)
-
-
-def _frag_rows(fresh: dict | None, aged: dict | None):
-    from fsscope.layout.job import summary_rows
-
-    f, a = summary_rows(fresh), summary_rows(aged)
-    size = _size
-    num = lambda v: "-" if v is None else f"{v:,}"  # noqa: E731
-    test_size = f.get("test_file_bytes") or a.get("test_file_bytes")
-    return [
-        ("fullness", _pct(f["fullness"]), _pct(a["fullness"]), ""),
-        ("free space", size(f["free_bytes"]), size(a["free_bytes"]), _ratio(f["free_bytes"], a["free_bytes"])),
-        ("free extents", num(f["free_extents"]), num(a["free_extents"]), _ratio(f["free_extents"], a["free_extents"])),
-        ("largest free extent", size(f["largest_free_extent_bytes"]), size(a["largest_free_extent_bytes"]),
-         _ratio(f["largest_free_extent_bytes"], a["largest_free_extent_bytes"])),
-        ("mean free extent", size(f["mean_free_extent_bytes"]), size(a["mean_free_extent_bytes"]),
-         _ratio(f["mean_free_extent_bytes"], a["mean_free_extent_bytes"])),
-        (f"test file ({size(test_size)}) fragments", num(f["test_file_fragments"]), num(a["test_file_fragments"]),
-         _ratio(f["test_file_fragments"], a["test_file_fragments"])),
-        ("test file extents", num(f["test_file_extents"]), num(a["test_file_extents"]),
-         _ratio(f["test_file_extents"], a["test_file_extents"])),
-        ("test file d-span", size(f["test_file_d_span_bytes"]), size(a["test_file_d_span_bytes"]),
-         _ratio(f["test_file_d_span_bytes"], a["test_file_d_span_bytes"])),
-        ("test file layout index", _p(f["test_file_layout_index"]), _p(a["test_file_layout_index"]), ""),
-    ]
 
 
 def render_histograms(named: list[tuple[str, dict | None]], console: Console, title: str) -> None:
@@ -238,7 +197,7 @@ def render_age(report: dict, console: Console) -> None:
         table = Table(title="fragmentation: fresh vs aged", title_justify="left")
         for col in ("", "fresh", "aged", "aged / fresh"):
             table.add_column(col, justify="right", no_wrap=True)
-        for row in _frag_rows(fresh, aged):
+        for row in frag_table(fresh, aged):
             table.add_row(*row)
         console.print(table)
         if fresh and fresh.get("from_run"):
@@ -275,8 +234,6 @@ def render_age(report: dict, console: Console) -> None:
 
 
 def render_frag(report: dict, console: Console) -> None:
-    from fsscope.layout.job import summary_rows
-
     where = report.get("recipe") or report.get("fs") or "?"
     target = (report.get("target") or {}).get("describe", "")
     console.print(f"[bold]fragmentation[/] of {where} on {target}", highlight=False)

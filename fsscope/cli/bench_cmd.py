@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from fsscope.analysis.compare import compare_recipe_reports
 from fsscope.cli.common import (
     add_job_args,
     parse_size,
@@ -23,6 +24,7 @@ from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
+from fsscope.format import format_bytes, format_pct
 
 PERSONALITIES = ("fileserver", "webserver", "varmail")
 SYNC_MODES = ("osync", "odsync", "fsync", "fdatasync")
@@ -146,17 +148,11 @@ def _us(ns) -> str:
 
 
 def _pct(x) -> str:
-    return "-" if x is None else f"{x:.1%}"
+    return format_pct(x, "-")
 
 
 def _bytes(n) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024.0
-    return str(n)
+    return format_bytes(n, "-")
 
 
 _SPARK = "▁▂▃▄▅▆▇█"
@@ -364,51 +360,6 @@ RENDERERS["syncwrite"] = render_syncwrite
 
 
 # ---------------------------------------------------------------------------------------------
-# comparison across recipes
-# ---------------------------------------------------------------------------------------------
-
-def compare(reports: dict[str, dict], alpha: float = 0.05) -> dict:
-    """Welch t-tests on cumulative throughput for every pair of recipes (winner only where
-    significant), plus the Throughput-N window flag of :func:`variation.compare_recipes`."""
-    import numpy as np
-
-    from fsscope.analysis import variation
-
-    names = list(reports)
-    first = next(iter(reports.values()))
-    window_s = ((first.get("spec") or {}).get("window_sizes_s") or [10])[0]
-    key = f"{window_s:g}"
-
-    def ops(name):
-        return [r["ops_per_s"] for r in reports[name].get("runs", []) if r.get("ops_per_s") is not None]
-
-    def tn(name):
-        return [np.asarray([v for v in (r.get("windows") or {}).get(key, []) if v is not None], dtype=float)
-                for r in reports[name].get("runs", [])]
-
-    entries = []
-    for name in names:
-        var = reports[name].get("variation") or {}
-        entries.append({"recipe": name, "run_id": reports[name].get("run_id"), "ops_per_s_runs": ops(name),
-                        "mean_ops_per_s": var.get("mean_ops_per_s"), "relative_range": var.get("relative_range"),
-                        "rsd": var.get("rsd")})
-    pairs = []
-    wins = {name: 0 for name in names}
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            verdict, flag = variation.compare_recipes(ops(a), ops(b), tn(a), tn(b), window_s, labels=(a, b),
-                                                      alpha=alpha)
-            if verdict.winner:
-                wins[verdict.winner] += 1
-            pairs.append({"a": a, "b": b, "t": verdict.t, "p": verdict.p, "df": verdict.df,
-                          "mean_a": verdict.mean_a, "mean_b": verdict.mean_b, "winner": verdict.winner,
-                          "note": verdict.note, "window_flag": flag.to_dict() if flag else None})
-    best = next((n for n, w in wins.items() if w == len(names) - 1), None)
-    return variation._jsonable({"personality": first.get("personality"), "alpha": alpha, "window_s": window_s,
-                                "recipes": entries, "pairs": pairs, "best": best})
-
-
-# ---------------------------------------------------------------------------------------------
 # commands
 # ---------------------------------------------------------------------------------------------
 
@@ -464,7 +415,7 @@ def cmd_bench(args) -> int:
     out = Console()
     comparison = None
     if len(reports) >= 2:
-        comparison = compare(reports)
+        comparison = compare_recipe_reports(reports)
         out.rule("[bold]comparison[/]")
         render_comparison(comparison, out)
     elif status == 0:

@@ -21,6 +21,7 @@ from rich.table import Table
 from fsscope import store
 from fsscope.analysis.compare import compare_reports
 from fsscope.errors import FsscopeError
+from fsscope.format import format_cell, ratio_cell
 
 DESCRIPTION = """\
 Compare two recorded runs of the same job side by side, with the ratio B/A for every
@@ -38,40 +39,6 @@ examples:
 console = Console() if sys.stdout.isatty() else Console(width=160)
 
 # ---------------------------------------------------------------- rendering
-
-def format_cell(value, kind: str) -> str:
-    if value is None:
-        return "-"
-    if kind == "text":
-        return str(value)
-    if not isinstance(value, (int, float)):
-        return str(value)
-    if kind == "us":
-        return f"{value / 1e3:,.1f}"
-    if kind == "bytes":
-        from fsscope.aging.profile import human_bytes
-
-        return human_bytes(value)
-    if kind == "pct":
-        return f"{value * 100:.1f}%"
-    if kind == "int":
-        return f"{value:,.0f}"
-    if kind == "p":
-        return f"{value:.3f}"
-    return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
-
-
-def ratio_cell(row: dict) -> str:
-    if row["kind"] == "text":
-        return "" if row["a"] == row["b"] else "[yellow]differs[/]"
-    r = row["ratio"]
-    if r is None:
-        return "-"
-    from fsscope.cli.age_cmd import ratio_text
-
-    text = ratio_text(r)
-    return text if 0.9 <= r <= 1.1 else f"[bold]{text}[/]"  # more than 10% apart stands out
-
 
 def _describe(run: store.RunDir) -> tuple[str, str]:
     m = run.manifest()

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from fsscope.engine import events as ev
 from fsscope.engine import runner
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
@@ -70,22 +71,21 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
             interrupts.task = progress.add_task(job, total=None, info="")
             interrupts.progress = progress
             interrupts.show(job)
-            while (event := handle.next_event()) is not None:
-                kind = event.get("kind")
-                if kind == "phase":
-                    interrupts.show(f"{job}: {event.get('name')}")
-                elif kind == "progress":
-                    progress.update(interrupts.task, completed=event.get("done", 0),
-                                    total=event.get("total") or None, info=event.get("info", ""))
-                elif kind == "log" and verbose:
-                    progress.console.print(f"[dim]{event['line']}[/]")
-                elif kind == "finding":  # the report lists them all; here only a count
+            while (data := handle.next_event()) is not None:
+                event = ev.decode(data)
+                if isinstance(event, ev.Phase):
+                    interrupts.show(f"{job}: {event.name}")
+                elif isinstance(event, ev.Progress):
+                    progress.update(interrupts.task, completed=event.done, total=event.total, info=event.info)
+                elif isinstance(event, ev.Log) and verbose:
+                    progress.console.print(f"[dim]{event.line}[/]")
+                elif isinstance(event, ev.Finding):  # the report lists them all; here only a count
                     findings += 1
                     progress.update(interrupts.task, info=f"{findings} flag{'s' if findings > 1 else ''}")
-                elif kind == "result":
-                    report = event.get("report")
-                elif kind == "error":
-                    error = event.get("message")
+                elif isinstance(event, ev.Result):
+                    report = dict(event.report)
+                elif isinstance(event, ev.Error):
+                    error = event.message
             interrupts.progress = None
     finally:
         if interrupts.handle is not None and interrupts.handle.returncode is None:

@@ -43,7 +43,7 @@ def add_parser(sub) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Run a registered job in a background process on a target, show its progress, "
                        "record it, and print its report. Default target: a RAM image with ext4-default.",
-                       epilog="jobs:\n" + "\n".join(lines) + "\n\n'fsscope run JOB -p help=1' lists a job's parameters.\n\nexample:\n  fsscope run smoke -p seconds=3 --recipe xfs-default --ram --size 512M")
+                       epilog="jobs:\n" + "\n".join(lines) + "\n\n'fsscope run JOB -p help=1' lists a job's parameters.\n\nexample:\n  fsscope run smoke -p duration_s=3 --recipe xfs-default --ram --size 512M")
     p.add_argument("job", choices=list(registry.JOBS))
     p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE", help="a job parameter")
     add_job_args(p)

@@ -10,9 +10,9 @@ from rich.table import Table
 
 from fsscope import recipes
 from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
+from fsscope.format import format_bytes
 from fsscope.recipes import Prep
 from fsscope.targets import Journal, Target, cleanup, devices, filesystem, release
-from fsscope.units import format_bytes
 
 # Piped output (scripts, logs) gets wide lines instead of columns folded to 80.
 console = Console() if sys.stdout.isatty() else Console(width=200)

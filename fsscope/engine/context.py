@@ -11,10 +11,12 @@ talks to the world only through the context:
   measurement, or with fresh=False one file system shared by all runs.
 - ``ctx.after_populate()`` applies the recipe's hygiene between populating a data set and
   measuring: unmount+mount (remount_after_populate) or sync, then drop caches.
-- ``ctx.emit(kind, **fields)`` streams an event to the parent and (except ``samples``)
-  appends it to the run's ``events.ndjson``. Kinds: ``phase`` (name), ``progress``
-  (done, total), ``samples`` (batches for live views), ``finding`` (a flag with a note),
-  ``log`` (a line for the log panel), ``result``, ``error``.
+- ``ctx.emit(event)`` streams a typed event (:mod:`fsscope.engine.events`: Phase, Progress,
+  Samples, Finding, Log, Result, Error, or Data for a job's own kinds) to the parent and
+  (except ``samples``) appends it to the run's ``events.ndjson``. Short forms:
+  ``ctx.phase(name)``, ``ctx.progress(done, total)``, ``ctx.log(line)``,
+  ``ctx.finding(flag, title, note, **fields)``, ``ctx.data(kind, **fields)``; the older
+  ``ctx.emit(kind, **fields)`` builds the same records.
 - ``ctx.run_dir`` (:class:`fsscope.store.RunDir`) holds arrays and records.
 - ``ctx.cancelled`` becomes True when the parent asks the job to stop (SIGTERM/SIGINT);
   long loops check it and return early with what they have.
@@ -22,17 +24,17 @@ talks to the world only through the context:
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
 
+from fsscope.engine import events
+from fsscope.engine.events import UNLOGGED_KINDS, Data, Event, Finding, Log, Phase, Progress
 from fsscope.store import RunDir
 from fsscope.targets import MountedFS, Target, filesystem
-
-# Not written to events.ndjson: bulk data that the run's arrays already hold.
-UNLOGGED_KINDS = frozenset({"samples"})
 
 
 class JobContext:
@@ -48,24 +50,41 @@ class JobContext:
     def recipe(self):
         return self.target.recipe
 
-    def emit(self, kind: str, **fields) -> None:
-        event = {"t": round(time.monotonic() - self.t0, 6), "kind": kind, **fields}
-        if kind not in UNLOGGED_KINDS:
-            self.run_dir.append_event(event)
+    def emit(self, event: Event | str, **fields: Any) -> None:
+        """Stream ``event`` (stamped with the job's clock) and record it. ``emit(kind,
+        **fields)`` is the same as emitting ``events.make(kind, **fields)``."""
+        t = round(time.monotonic() - self.t0, 6)
+        event = events.make(event, **fields) if isinstance(event, str) else event
+        line = events.encode(replace(event, t=t))
+        if event.kind not in UNLOGGED_KINDS:
+            self.run_dir.append_line(line)
         if self.event_fd is not None:
-            data = (json.dumps(event, default=_plain) + "\n").encode()
+            data = (line + "\n").encode()
             try:
                 while data:  # a pipe write may be partial for large events
                     data = data[os.write(self.event_fd, data):]
             except BrokenPipeError:
                 self.event_fd = None  # the parent is gone; the run directory still records
 
-    def progress(self, done: float, total: float, **fields) -> None:
-        self.emit("progress", done=done, total=total, **fields)
+    def phase(self, name: str, run: int | None = None, runs: int | None = None, **detail: Any) -> None:
+        self.emit(Phase(name=name, run=run, runs=runs, detail=detail))
+
+    def progress(self, done: float, total: float | None, unit: str = "", info: str = "", **detail: Any) -> None:
+        self.emit(Progress(done=done, total=total, unit=unit, info=info, detail=detail))
+
+    def log(self, line: str, stderr: str = "") -> None:
+        self.emit(Log(line=line, stderr=stderr))
+
+    def finding(self, flag: str, title: str = "", note: str = "", **fields: Any) -> None:
+        self.emit(Finding(flag=flag, title=title, note=note, fields=fields))
+
+    def data(self, kind: str, **fields: Any) -> None:
+        """A job's own event kind (its view model reads it)."""
+        self.emit(Data(kind=kind, fields=fields))
 
     @contextmanager
     def fresh_fs(self) -> Iterator[MountedFS]:
-        self.emit("phase", name="format" if self.target.spec.kind != "dir" else "fresh directory")
+        self.phase("format" if self.target.spec.kind != "dir" else "fresh directory")
         mounted = self.target.format_and_mount()
         if self.recipe is not None and self.recipe.prep.drop_caches:
             filesystem.drop_caches()
@@ -84,7 +103,7 @@ class JobContext:
                 yield mounted
             return
         if self._shared_fs is None:
-            self.emit("phase", name="format" if self.target.spec.kind != "dir" else "fresh directory")
+            self.phase("format" if self.target.spec.kind != "dir" else "fresh directory")
             self._shared_fs = self.target.format_and_mount()
         if self.recipe is not None and self.recipe.prep.drop_caches:
             filesystem.drop_caches()
@@ -98,10 +117,3 @@ class JobContext:
             os.sync()
         if recipe is not None and recipe.prep.drop_caches:
             filesystem.drop_caches()
-
-
-def _plain(value):
-    """numpy scalars and arrays in events become plain JSON numbers and lists."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)

@@ -1,8 +1,8 @@
 """Start a job in a child process and read its event stream.
 
     handle = start("probe", spec, target_spec, recipe)
-    for event in handle.events():      # blocks; ends when the child exits
-        ...
+    for event in handle.records():     # typed events (fsscope.engine.events); blocks;
+        ...                            # ends when the child exits (events(): the raw dicts)
     handle.returncode, handle.run_dir.status()
 
 The child runs in its own session and its own cgroup (see :mod:`fsscope.proctree`):
@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from fsscope import proctree
-from fsscope.engine import registry
+from fsscope.engine import events, registry
 from fsscope.recipes import Recipe
 from fsscope.store import RunDir
 from fsscope.targets import TargetSpec
@@ -70,7 +70,13 @@ class JobHandle:
                 os.close(self._fd)
                 self._fd = -1
 
+    def records(self) -> Iterator[events.Event]:
+        """The job's events as typed records (see :mod:`fsscope.engine.events`)."""
+        for data in self.events():
+            yield events.decode(data)
+
     def events(self) -> Iterator[dict]:
+        """The job's events in their wire form (one dict per line)."""
         while (event := self.next_event()) is not None:
             yield event
 
@@ -132,7 +138,7 @@ def start(job: str, spec, target: TargetSpec, recipe: Recipe | None, *,
     job_file = {"job": job, "spec": registry.spec_to_dict(spec), "target": target.to_dict(),
                 "recipe": recipe.to_dict() if recipe else None}
     (run_dir.path / "job.json").write_text(json.dumps(job_file, indent=2))
-    run_dir.update_manifest(status="starting", **job_file)
+    run_dir.update_manifest(status="starting", events_version=events.VERSION, **job_file)
     read_fd, write_fd = os.pipe()
     env = os.environ | {"FSSCOPE_EVENT_FD": str(write_fd)}
     log = open(run_dir.path / "child.log", "ab")

@@ -1,5 +1,5 @@
 """A small real job for sanity checks and engine tests: on a fresh file system, write files
-with fsync and report the rate. Runs for ``seconds`` (or until cancelled)."""
+with fsync and report the rate. Runs for ``duration_s`` (or until cancelled)."""
 
 from __future__ import annotations
 
@@ -7,21 +7,30 @@ import os
 import time
 from dataclasses import dataclass
 
+from fsscope.engine.specs import checked_fields
+
 
 @dataclass(frozen=True)
 class Spec:
-    seconds: float = 2.0
+    duration_s: float = 2.0
     file_bytes: int = 4096
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Spec:
+        data = dict(data) if isinstance(data, dict) else data
+        if isinstance(data, dict) and "seconds" in data:  # its name before units were spelled out
+            data.setdefault("duration_s", data.pop("seconds"))
+        return cls(**checked_fields(cls, data, "smoke"))
 
 
 def run(ctx, spec: Spec) -> dict:
     payload = os.urandom(spec.file_bytes)
     with ctx.fresh_fs() as fs:
-        ctx.emit("phase", name="write+fsync")
+        ctx.phase("write+fsync")
         t0 = time.monotonic()
         files = 0
         latencies_ns = []
-        while time.monotonic() - t0 < spec.seconds and not ctx.cancelled:
+        while time.monotonic() - t0 < spec.duration_s and not ctx.cancelled:
             start = time.monotonic_ns()
             fd = os.open(fs.workdir / f"f{files:06d}", os.O_CREAT | os.O_WRONLY, 0o644)
             os.write(fd, payload)
@@ -30,7 +39,7 @@ def run(ctx, spec: Spec) -> dict:
             latencies_ns.append(time.monotonic_ns() - start)
             files += 1
             if files % 50 == 0:
-                ctx.progress(time.monotonic() - t0, spec.seconds, unit="s")
+                ctx.progress(time.monotonic() - t0, spec.duration_s, unit="s")
         elapsed_s = time.monotonic() - t0
     ctx.run_dir.save_array("latency_ns", latencies_ns)
     return {"files": files, "elapsed_s": round(elapsed_s, 3),

@@ -91,26 +91,6 @@ def measure_fragmentation(mounted, test_file_bytes: int | None, *, chunk_bytes: 
     return out
 
 
-def summary_rows(measurement: dict | None) -> dict[str, float | None]:
-    """The headline numbers of one measurement (for side-by-side tables and comparisons)."""
-    m = measurement or {}
-    hist = m.get("free_space") or {}
-    test = m.get("test_file") or {}
-    space = m.get("space") or {}
-    return {
-        "fullness": space.get("fullness"),
-        "free_bytes": space.get("free_bytes"),
-        "free_extents": hist.get("free_extent_count"),
-        "largest_free_extent_bytes": hist.get("largest_free_extent_bytes"),
-        "mean_free_extent_bytes": hist.get("mean_free_extent_bytes"),
-        "test_file_bytes": test.get("size_bytes", m.get("test_file_bytes")),
-        "test_file_fragments": test.get("fragment_count"),
-        "test_file_extents": test.get("extent_count"),
-        "test_file_d_span_bytes": test.get("d_span_bytes"),
-        "test_file_layout_index": test.get("layout_index"),
-    }
-
-
 def run(ctx, spec: Spec) -> dict:
     with ctx.fresh_fs() as fs:
         ctx.emit("phase", name="free space + test file")

@@ -25,6 +25,7 @@ import numpy as np
 import psutil
 
 from fsscope import paths
+from fsscope.jsonsafe import dumps
 
 FINAL_STATUSES = ("ok", "failed", "interrupted", "cancelled")
 
@@ -32,7 +33,7 @@ FINAL_STATUSES = ("ok", "failed", "interrupted", "cancelled")
 def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=2, default=str)
+        fh.write(dumps(data, indent=2))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
@@ -75,9 +76,14 @@ class RunDir:
 
     # -- events -----------------------------------------------------------------------------
     def append_event(self, event: dict) -> None:
+        """Record one event given in its wire form (see fsscope.engine.events)."""
+        self.append_line(dumps(event))
+
+    def append_line(self, line: str) -> None:
+        """Record one already-encoded event line."""
         if self._events is None:
             self._events = open(self.path / "events.ndjson", "a", buffering=1)
-        self._events.write(json.dumps(event, default=str) + "\n")
+        self._events.write(line + "\n")
         self._events.flush()
 
     def events(self) -> list[dict]:

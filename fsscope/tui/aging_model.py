@@ -11,6 +11,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from fsscope.format import format_bytes
+from fsscope.layout.summary import FRAG_ROWS, format_value, frag_table, summary_rows
 from fsscope.tui.model import SPARK_POINTS, Flag
 
 DISTRIBUTIONS = ("size", "depth", "age")
@@ -47,53 +49,9 @@ class FitHistogram:
         return cls(name, labels[:len(target)], target, actual, _number(data.get("p_value")), final)
 
 
-# the fragmentation table: (row label, key of layout.job.summary_rows, kind of number)
-FRAG_ROWS = (
-    ("fullness", "fullness", "pct"),
-    ("free extents", "free_extents", "count"),
-    ("largest free extent", "largest_free_extent_bytes", "bytes"),
-    ("mean free extent", "mean_free_extent_bytes", "bytes"),
-    ("test file", "test_file_bytes", "bytes"),
-    ("test-file fragments", "test_file_fragments", "count"),
-    ("test-file d-span", "test_file_d_span_bytes", "bytes"),
-)
-
-
-def summary_of(measurement: dict | None) -> dict[str, float | None]:
-    """The headline numbers of one fragmentation measurement (layout.job's summary_rows)."""
-    from fsscope.layout.job import summary_rows
-
-    return summary_rows(measurement if isinstance(measurement, dict) else None)
-
-
-def human_bytes(n: float | None) -> str:
-    if n is None:
-        return "–"
-    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= factor:
-            return f"{n / factor:.1f} {unit}"
-    return f"{n:.0f} B"
-
-
-def format_value(value: float | None, kind: str) -> str:
-    if value is None:
-        return "–"
-    if kind == "pct":
-        return f"{value:.1%}"
-    if kind == "bytes":
-        return human_bytes(value)
-    return f"{value:,.0f}"
-
-
 def frag_rows(fresh: dict | None, aged: dict | None) -> list[tuple[str, str, str, str]]:
     """Rows of (what, fresh, aged, aged/fresh) for the measurements there are."""
-    a, b = summary_of(fresh), summary_of(aged)
-    out = []
-    for label, key, kind in FRAG_ROWS:
-        x, y = a.get(key), b.get(key)
-        ratio = f"×{y / x:.3g}" if x and y is not None and kind != "pct" else "–"
-        out.append((label, format_value(x, kind), format_value(y, kind), ratio))
-    return out
+    return frag_table(fresh, aged)
 
 
 class AgingModel:
@@ -274,8 +232,8 @@ class FragModel:
         lower = hist.get("bucket_lower_bytes") or []
         counts = hist.get("bucket_extent_counts") or []
         free = hist.get("bucket_free_bytes") or []
-        return [(human_bytes(lo), int(c), int(b)) for lo, c, b in zip(lower, counts, free)]
+        return [(format_bytes(lo), int(c), int(b)) for lo, c, b in zip(lower, counts, free)]
 
     def rows(self) -> list[tuple[str, str]]:
-        s = summary_of(self.report)
+        s = summary_rows(self.report)
         return [(label, format_value(s.get(key), kind)) for label, key, kind in FRAG_ROWS]

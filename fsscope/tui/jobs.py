@@ -20,14 +20,12 @@ from textual.message_pump import MessagePump
 from textual.worker import get_current_worker
 
 from fsscope.engine import runner
+from fsscope.engine.events import Data, Error, Finding, Log, Phase, Progress, Result, Samples
 from fsscope.tui import messages as msg
 from fsscope.tui.config import RunPlan
 from fsscope.tui.telemetry import Sampler, job_device
 
 KILL_AFTER_S = 20.0  # a cancelled child that has not exited by then is killed
-PLAIN_PROGRESS = frozenset({"kind", "t", "done", "total", "unit", "info"})
-"""The fields every progress event has; one with more (the ager's phase, p-values…) is also
-given to the job's own view model."""
 
 #: The CPUs this process could use when the UI started (children get all of them).
 ALL_CPUS: frozenset[int] = frozenset(os.sched_getaffinity(0))
@@ -131,32 +129,26 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
                              name=f"fsscope-watch-{handle.pid}", daemon=True).start()
             report = error = None
             try:
-                for event in handle.events():
-                    kind = event.get("kind")
-                    t = float(event.get("t") or 0.0)
-                    if kind == "samples" and "latency_ns" in event:
-                        post(msg.SamplesArrived(index, int(event.get("run", 0)), int(event.get("start", 0)),
-                                                list(event.get("latency_ns") or []), t))
-                    elif kind == "progress":
-                        total = event.get("total")
-                        post(msg.ProgressUpdated(index, float(event.get("done") or 0),
-                                                 float(total) if total else None, str(event.get("unit", ""))))
-                        if set(event) - PLAIN_PROGRESS:  # the job's own fields (the ager's): its view reads them
-                            post(msg.JobEvent(index, "progress", event))
-                    elif kind == "phase":
-                        run = event.get("run")
-                        post(msg.PhaseChanged(index, str(event.get("name", "")), t,
-                                              int(run) if isinstance(run, int) else None))
-                    elif kind == "finding":
-                        post(msg.FindingArrived(index, dict(event)))
-                    elif kind == "log":
-                        post(msg.LogLine(index, str(event.get("line", "")), str(event.get("stderr") or "")))
-                    elif kind == "result":
-                        report = event.get("report")
-                    elif kind == "error":
-                        error = str(event.get("message", ""))
-                    elif kind:  # bench windows, sync-write points, telemetry…: the job's view reads them
-                        post(msg.JobEvent(index, str(kind), event))
+                for event in handle.records():
+                    if isinstance(event, Samples):
+                        post(msg.SamplesArrived(index, event.run, event.start, event.latency_ns, event.t))
+                    elif isinstance(event, Progress):
+                        post(msg.ProgressUpdated(index, event.done, event.total, event.unit))
+                        if event.detail:  # the job's own fields (the ager's): its view reads them
+                            post(msg.JobEvent(index, "progress", event.to_json()))
+                    elif isinstance(event, Phase):
+                        post(msg.PhaseChanged(index, event.name, event.t, event.run))
+                    elif isinstance(event, Finding):
+                        post(msg.FindingArrived(index, event))
+                    elif isinstance(event, Log):
+                        post(msg.LogLine(index, event.line, event.stderr))
+                    elif isinstance(event, Result):
+                        report = dict(event.report)
+                    elif isinstance(event, Error):
+                        error = event.message
+                    elif isinstance(event, Data) and event.kind:
+                        # bench windows, sync-write points, telemetry…: the job's view reads them
+                        post(msg.JobEvent(index, event.kind, event.to_json()))
             finally:
                 stopped.set()
                 if handle.proc.poll() is None:  # we are leaving early (an exception): stop the child

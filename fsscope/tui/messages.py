@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 from textual.message import Message
 
+from fsscope.engine.events import Finding
+
 
 @dataclass
 class JobStarted(Message):
@@ -58,7 +60,7 @@ class SamplesArrived(Message):
 @dataclass
 class FindingArrived(Message):
     index: int
-    finding: dict
+    finding: Finding
 
 
 @dataclass
@@ -126,3 +128,27 @@ class HeatCursorMoved(Message):
     last: int
     latency_ns: int
     aggregate: str
+
+
+@dataclass
+class RunsListed(Message):
+    """The runs screen's table rows, read from the run directories in a thread:
+    (run, mark-less row cells) newest first."""
+
+    runs: list
+    rows: list[tuple[str, ...]]
+
+
+@dataclass
+class RunsLoaded(Message):
+    """Recorded runs read in a thread (replay.load_run), to open (one) or compare (two)."""
+
+    records: list
+
+
+@dataclass
+class RecordedArrayLoaded(Message):
+    """A finished job's recorded latency_ns, read in a thread (a job that streams no samples)."""
+
+    index: int
+    array: object

@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from fsscope.engine.events import Finding, finding_from_dict, findings_from_report
 
 NOT_MEASURED = -1
 SPARK_POINTS = 240  # points kept per sparkline
@@ -80,28 +82,6 @@ class JobState:
             return None
         elapsed = self.elapsed_s(now_s)
         return elapsed * (1.0 - frac) / frac
-
-
-def format_duration(seconds: float | None) -> str:
-    if seconds is None or math.isnan(seconds):
-        return "–"
-    seconds = int(round(seconds))
-    if seconds < 3600:
-        return f"{seconds // 60:d}:{seconds % 60:02d}"
-    return f"{seconds // 3600:d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-
-
-def format_ns(value_ns: float) -> str:
-    """A latency for humans: 850 ns, 12.3 µs, 4.56 ms, 1.20 s."""
-    if value_ns is None or value_ns < 0 or math.isnan(value_ns):
-        return "not measured"
-    if value_ns < 1_000:
-        return f"{value_ns:.0f} ns"
-    if value_ns < 1_000_000:
-        return f"{value_ns / 1e3:.3g} µs"
-    if value_ns < 1_000_000_000:
-        return f"{value_ns / 1e6:.3g} ms"
-    return f"{value_ns / 1e9:.3g} s"
 
 
 # --------------------------------------------------------------------------------------------
@@ -293,13 +273,12 @@ def flag_indices(finding: dict) -> tuple[int, ...]:
     return ()
 
 
-def flag_from_event(event: dict) -> Flag:
-    kind = next((str(event[key]) for key in ("flag", "type", "finding_kind", "category")
-                 if event.get(key)), "threshold" if event.get("structure") else "flag")
-    title = str(event.get("title") or kind)
-    note = str(event.get("note") or "")
-    raw = {k: v for k, v in event.items() if k not in ("t", "kind")}
-    return Flag(title=title, note=note, kind=kind, indices=flag_indices(event), raw=raw)
+def flag_from_event(event: Finding | Mapping[str, Any]) -> Flag:
+    """The flags panel's entry for a finding (a record, or its wire dict)."""
+    if not isinstance(event, Finding):
+        event = finding_from_dict({k: v for k, v in event.items() if k not in ("t", "kind")})
+    raw = {"flag": event.flag, "title": event.title, "note": event.note, **event.fields}
+    return Flag(title=event.title, note=event.note, kind=event.flag, indices=flag_indices(raw), raw=raw)
 
 
 def flag_key(flag: Flag) -> tuple:
@@ -310,36 +289,11 @@ def flag_key(flag: Flag) -> tuple:
             raw.get("structure"))
 
 
-#: The probe report's finding lists, in the order its ``flags`` list follows them.
-_FINDING_LISTS = (("outliers", "outlier"), ("series", "series"), ("level_shifts", "levelshift"),
-                  ("linear_growth", "lineargrowth"))
-
-
 def flags_from_report(report: dict | None) -> list[Flag] | None:
-    """The FINAL flags of a job's report (``report["flags"]``), or None if it has none.
-
-    Findings stream while a job runs, each from the runs so far; the report's list is the
-    analysis of all runs and replaces them. A probe report's flags carry only where and why;
-    the finding's own fields (stride, count, end, ratio…) come from its analysis lists, which
-    the flags follow in order. Variation flags name their kind ``kind``: it becomes ``flag``."""
-    if not isinstance(report, dict) or not isinstance(report.get("flags"), list):
-        return None
-    flags = [f for f in report["flags"] if isinstance(f, dict)]
-    findings: list[dict] = []
-    for key, kind in _FINDING_LISTS:
-        findings += [{**f, "kind": kind} for f in report.get(key) or [] if isinstance(f, dict)]
-    aligned = len(findings) == len(flags) and all(
-        finding.get("kind") == flag.get("flag") for finding, flag in zip(findings, flags))
-    out = []
-    for n, flag in enumerate(flags):
-        event = dict(flag)
-        if "flag" not in event and "kind" in event:
-            event["flag"] = event.pop("kind")
-        if aligned:
-            event |= {k: v for k, v in findings[n].items() if k != "kind" and k not in event}
-        event.pop("kind", None)
-        out.append(flag_from_event(event))
-    return out
+    """The FINAL flags of a job's report, or None if it has none (see
+    :func:`fsscope.engine.events.findings_from_report`)."""
+    findings = findings_from_report(report)
+    return None if findings is None else [flag_from_event(f) for f in findings]
 
 
 def flags_markdown(flags: list[Flag], *, heading: str = "fsscope flags", context: list[str] | None = None) -> str:
@@ -381,18 +335,6 @@ def _md_cell(value: Any) -> str:
 # Comparing two runs
 
 
-def ks_distance(a_ns: np.ndarray, b_ns: np.ndarray) -> float:
-    """Two-sample Kolmogorov-Smirnov distance: the largest gap between the two CDFs."""
-    a = np.sort(a_ns[a_ns >= 0])
-    b = np.sort(b_ns[b_ns >= 0])
-    if not a.size or not b.size:
-        return float("nan")
-    grid = np.concatenate([a, b])
-    cdf_a = np.searchsorted(a, grid, side="right") / a.size
-    cdf_b = np.searchsorted(b, grid, side="right") / b.size
-    return float(np.max(np.abs(cdf_a - cdf_b)))
-
-
 @dataclass(frozen=True)
 class Summary:
     measured: int
@@ -417,7 +359,7 @@ class Summary:
 class JobView:
     """What one job has produced so far, live or replayed: per-file latencies (probe-shaped
     jobs), the flags, and the job's own model (``data``: a BenchModel, SyncWriteModel…, from
-    :mod:`fsscope.tui.job_models`; None for jobs shown through the latency matrix)."""
+    :mod:`fsscope.tui.job_ui`; None for jobs shown through the latency matrix)."""
 
     matrix: LatencyMatrix
     windows: WindowStats

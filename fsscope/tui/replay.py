@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fsscope.engine import events
+from fsscope.engine.events import Error, Finding, Log, Phase, Progress, Result
 from fsscope.store import RunDir
-from fsscope.tui.job_models import model_from_run
+from fsscope.tui.job_ui import model_from_run
 from fsscope.tui.model import Flag, JobState, LatencyMatrix, WindowStats, flag_from_event, flags_from_report
 
 
@@ -53,25 +55,21 @@ def load_run(run: RunDir) -> RunRecord:
     flags: list[Flag] = []
     log_lines: list[str] = []
     last_t = 0.0
-    for event in run.events():
-        kind = event.get("kind")
-        last_t = max(last_t, float(event.get("t") or 0.0))
-        if kind == "phase":
-            job.phase = str(event.get("name", ""))
-        elif kind == "progress":
-            job.done = float(event.get("done") or 0)
-            job.total = float(event["total"]) if event.get("total") else None
-            job.unit = str(event.get("unit", ""))
-        elif kind == "finding":
+    for event in events.read_run(run):
+        last_t = max(last_t, event.t)
+        if isinstance(event, Phase):
+            job.phase = event.name
+        elif isinstance(event, Progress):
+            job.done, job.total, job.unit = event.done, event.total, event.unit
+        elif isinstance(event, Finding):
             flags.append(flag_from_event(event))
-        elif kind == "log":
-            log_lines.append(str(event.get("line", "")))
-            if event.get("stderr"):
-                log_lines.extend("    " + ln for ln in str(event["stderr"]).splitlines())
-        elif kind == "result":
-            job.report = event.get("report")
-        elif kind == "error":
-            job.error = str(event.get("message", ""))
+        elif isinstance(event, Log):
+            log_lines.append(event.line)
+            log_lines.extend("    " + ln for ln in event.stderr.splitlines())
+        elif isinstance(event, Result):
+            job.report = dict(event.report)
+        elif isinstance(event, Error):
+            job.error = event.message
     job.status = run.status()
     job.error = job.error or manifest.get("error")
     job.report = job.report or run.report()

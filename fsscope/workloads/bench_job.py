@@ -39,8 +39,10 @@ from typing import Any, Literal
 import numpy as np
 
 from fsscope.analysis import variation
+from fsscope.engine.events import Event, Finding
 from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
+from fsscope.jsonsafe import plain
 from fsscope.workloads import personalities as P
 
 BIN_S = 1.0
@@ -221,9 +223,9 @@ class _Locked:
         self.ctx = ctx
         self.lock = threading.Lock()
 
-    def emit(self, kind: str, **fields: Any) -> None:
+    def emit(self, event: Event | str, **fields: Any) -> None:
         with self.lock:
-            self.ctx.emit(kind, **fields)
+            self.ctx.emit(event, **fields)
 
 
 def run(ctx, spec: Spec) -> dict:
@@ -295,7 +297,7 @@ def run(ctx, spec: Spec) -> dict:
         dirty_expire_centisecs=dirty.get("dirty_expire_centisecs"),
         dirty_writeback_centisecs=dirty.get("dirty_writeback_centisecs"))
     for entry, extra in zip(report["runs"], extras):
-        entry.update(variation._jsonable(extra))
+        entry.update(plain(extra))
     for flag in report["flags"]:
         flag.setdefault("title", flag_title(flag))
     short = [w for w in spec.window_sizes_s if w > spec.duration_s]
@@ -314,7 +316,7 @@ def run(ctx, spec: Spec) -> dict:
                      "may be barely exercised (Cao et al. limited RAM to 4 GiB)")
     delay_note = delayacct_note()
     recipe = ctx.recipe
-    report.update(variation._jsonable({
+    report.update(plain({
         "run_id": ctx.run_dir.id,
         "recipe": recipe.name if recipe is not None else None,
         "fs": fs_name,
@@ -376,8 +378,8 @@ def _emit_new_flags(out: _Locked, spec: Spec, results: list, dirty: dict, emitte
             continue
         emitted.add(key)
         details = {k: v for k, v in flag.items() if k not in ("kind", "note")}
-        out.emit("finding", title=flag_title(flag), note=flag["note"], flag=flag["kind"],
-                 after_runs=len(results), **details)
+        out.emit(Finding(flag=flag["kind"], title=flag_title(flag), note=flag["note"],
+                         fields={"after_runs": len(results), **details}))
 
 
 def ops_per_s_from_arrays(counts: np.ndarray, elapsed_s: float) -> float:

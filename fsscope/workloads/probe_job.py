@@ -16,8 +16,10 @@ from pathlib import Path
 
 from fsscope.analysis.findings import Outlier
 from fsscope.analysis.outliers import analyze
+from fsscope.engine.events import Finding, Samples
 from fsscope.errors import FsscopeError
-from fsscope.explain.names import plain
+from fsscope.explain.names import plain as plain_words
+from fsscope.jsonsafe import plain
 from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu
 
 Spec = ProbeSpec
@@ -59,7 +61,7 @@ def _flag_title(flag: dict, finding) -> str:
     else:
         what = f"linear growth over files {finding.start}–{finding.end}"
     structure = flag.get("structure")
-    return f"{what} — {plain(structure)}" if structure else f"{what} — repeatable, unexplained"
+    return f"{what} — {plain_words(structure)}" if structure else f"{what} — repeatable, unexplained"
 
 
 def _findings(analysis) -> list:
@@ -89,7 +91,7 @@ def run(ctx, spec: ProbeSpec) -> dict:
                     geometry, predictions = _explainer(ctx, fs, probe_dir, spec)
                     if geometry is not None:
                         ctx.emit("geometry", geometry=_geometry_json(geometry),
-                                 predictions=[_plain(p) for p in predictions])
+                                 predictions=plain(predictions))
                 _measure(ctx, spec, r, probe_dir, latency_ns[r])
             latency_ns.flush()  # a shared mapping survives a kill anyway; this survives power loss
             if r == 0 and spec.runs > 1:
@@ -111,7 +113,7 @@ def run(ctx, spec: ProbeSpec) -> dict:
         report["thresholds"] = [f for f in flags if f.get("structure")]
         report["flags"] = [f | {"title": _flag_title(f, finding)} for f, finding in zip(flags, _findings(analysis))]
     report["geometry"] = _geometry_json(geometry) if geometry else None
-    report["predictions"] = [_plain(p) for p in predictions]
+    report["predictions"] = plain(predictions)
     return report
 
 
@@ -120,7 +122,7 @@ def _measure(ctx, spec: ProbeSpec, r: int, probe_dir: Path, row) -> None:
     total = spec.runs * spec.files
 
     def on_batch(start: int, batch) -> None:
-        ctx.emit("samples", run=r, start=start, latency_ns=batch.tolist())
+        ctx.emit(Samples(run=r, start=start, latency_ns=batch.tolist()))
         ctx.progress(r * spec.files + start + len(batch), total, info=f"run {r + 1}/{spec.runs}")
 
     ctx.emit("phase", name=f"run {r + 1} of {spec.runs}: {spec.op} × {spec.files}", run=r)
@@ -136,16 +138,11 @@ def _emit_new_findings(ctx, analysis, predictions: list, emitted: dict) -> None:
         title = _flag_title(flag, finding)
         if emitted.get(_key(finding)) != title:
             emitted[_key(finding)] = title
-            ctx.emit("finding", title=title, **flag,
-                     **{k: v for k, v in vars(finding).items() if k not in flag})
+            fields = {**{k: v for k, v in vars(finding).items() if k not in flag}, **flag}
+            kind, note = fields.pop("flag"), fields.pop("note", "")
+            ctx.emit(Finding(flag=kind, title=title, note=note, fields=fields))
 
 
 def _geometry_json(geometry) -> dict:
     return {k: v for k, v in geometry.to_dict().items() if k != "raw"}
 
-
-def _plain(obj) -> dict:
-    if hasattr(obj, "to_json"):
-        return obj.to_json()
-    from dataclasses import asdict, is_dataclass
-    return asdict(obj) if is_dataclass(obj) else dict(obj)

@@ -14,9 +14,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from fsscope.analysis.variation import ks_distance
+from fsscope.format import format_ns, format_ratio
 from fsscope.tui import compare_model, exports
 from fsscope.tui import messages as msg
-from fsscope.tui.model import Summary, format_ns, ks_distance
+from fsscope.tui.model import Summary
 from fsscope.tui.replay import RunRecord
 from fsscope.tui.widgets.flags_panel import FlagsPanel
 from fsscope.tui.widgets.heat_legend import HeatLegend
@@ -99,7 +101,7 @@ class CompareScreen(Screen):
     def _tables(self):
         from rich.console import Group
 
-        from fsscope.cli.compare_cmd import format_cell, ratio_cell
+        from fsscope.format import format_cell, ratio_cell
 
         a, b = self.sides
         tables = []
@@ -158,7 +160,7 @@ class CompareScreen(Screen):
         text = Text()
         text.append(f"K-S distance {ks:.3f}", style="bold")
         text.append("  (0 = same distribution, 1 = no overlap)   ", style="dim")
-        text.append(f"median right/left {ratio:.2f}×", style="bold")
+        text.append(f"median right/left {format_ratio(ratio)}", style="bold")
         return text
 
     def on_heat_cursor_moved(self, message: msg.HeatCursorMoved) -> None:

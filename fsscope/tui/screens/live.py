@@ -3,10 +3,10 @@ notes, and the log of every external command. The same screen replays a recorded
 (``LiveScreen(record=...)``): the views are filled from the run directory instead of a job's
 event stream.
 
-The main view depends on the job (:mod:`fsscope.tui.live_views`): the per-file latency
+The main view depends on the job (:mod:`fsscope.tui.job_ui`): the per-file latency
 heatmap for the probe, throughput over the band of earlier runs for a bench, throughput vs
 latency per buffer size for a sync-write sweep. Each job's data lives in a :class:`JobView`
-(its model from :mod:`fsscope.tui.job_models` in ``data``); the view widget draws it.
+(its model from :mod:`fsscope.tui.job_ui` in ``data``); the view widget draws it.
 When a job's report arrives, its final flags replace the ones streamed while it ran.
 """
 
@@ -16,7 +16,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -26,9 +26,8 @@ from textual.widgets import ContentSwitcher, Footer, Header
 from fsscope.tui import exports
 from fsscope.tui import messages as msg
 from fsscope.tui.config import RunPlan
-from fsscope.tui.job_models import model_for
+from fsscope.tui.job_ui import model_for, view_class, view_classes
 from fsscope.tui.jobs import PlanControl, follow_plan, sample_telemetry
-from fsscope.tui.live_views import view_class, view_classes
 from fsscope.tui.model import (
     Flag,
     JobState,
@@ -83,6 +82,7 @@ class LiveScreen(Screen):
         self.control: PlanControl | None = None
         self.iops, self.bandwidth, self.cpu = Series(), Series(), Series()
         self.plan_cancelled = False
+        self.plan_finished = False
         self._job_telemetry_s: float | None = None  # when the job last sent its own counters
         self._last_job_telemetry: dict[int, float] = {}  # run -> its last sample's t_s
         self._pending_plan: RunPlan | None = None
@@ -175,6 +175,7 @@ class LiveScreen(Screen):
         self._pending_plan = None
         self.plan = plan
         self.plan_cancelled = False
+        self.plan_finished = False
         self.control = control = PlanControl()
         self.app.plan_controls.append(control)
         self.jobs = [JobState(i, req.job, dict(req.spec)) for i, req in enumerate(plan.jobs)]
@@ -433,7 +434,7 @@ class LiveScreen(Screen):
                 self.job_view.update_view(view)
                 self._show_sparks(view)
         if view.matrix.measured == 0 and job.run_path and view.data is None:
-            self._load_recorded_array(message.index, view)
+            self._load_recorded_array(message.index, job.run_path)
         self.log_panel.note(f"── {job.job} ended: {message.status}"
                             + (f" — {message.error}" if message.error else ""),
                             style="bold red" if message.status == "failed" else "bold")
@@ -447,24 +448,30 @@ class LiveScreen(Screen):
             self.notify(message.error, title=f"{job.job} {message.status}",
                         severity="error" if message.status == "failed" else "warning", timeout=8)
 
-    def _load_recorded_array(self, index: int, view: JobView) -> None:
+    @work(thread=True, group="recorded-array", description="reading a recorded latency array")
+    def _load_recorded_array(self, index: int, run_path: str) -> None:
         """A job that streams no samples (smoke) still recorded latency_ns: show it."""
         from fsscope.store import RunDir
 
-        run = RunDir(Path(self.jobs[index].run_path))
+        run = RunDir(Path(run_path))
         if "latency_ns" not in run.arrays():
             return
         try:
             array = run.load_array("latency_ns", mmap=False)
         except (OSError, ValueError):
             return
-        view.matrix = LatencyMatrix.from_array(array)
+        self.post_message(msg.RecordedArrayLoaded(index, array))
+
+    def on_recorded_array_loaded(self, message: msg.RecordedArrayLoaded) -> None:
+        view = self._view_for(message.index)
+        view.matrix = LatencyMatrix.from_array(message.array)
         view.windows = WindowStats.from_matrix(view.matrix.values)
-        if index == self.shown:
-            self._show(index)
+        if message.index == self.shown:
+            self._show(message.index)
 
     def on_plan_finished(self, message: msg.PlanFinished) -> None:
         self.plan_cancelled = message.cancelled
+        self.plan_finished = True  # every job's end has been handled before this message
         for job in self.jobs:
             if job.status == "waiting":
                 job.finish("cancelled" if message.cancelled else "waiting")

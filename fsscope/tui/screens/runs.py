@@ -1,18 +1,27 @@
-"""Recorded runs: open one to replay it in the live views, or mark two and compare them."""
+"""Recorded runs: open one to replay it in the live views, or mark two and compare them.
+
+Reading run directories (manifests, events, arrays) happens in thread workers that post
+messages; the handlers fill the table or open the screens, so a slow disk never freezes the UI."""
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
+from textual.worker import get_current_worker
 
 from fsscope import store
 from fsscope.tui import exports
+from fsscope.tui import messages as msg
 from fsscope.tui.replay import describe_recipe, describe_target, load_run
 from fsscope.tui.screens.compare import CompareScreen
 from fsscope.tui.screens.live import LiveScreen
+
+COLUMNS = ("run", "job", "status", "target", "recipe", "started")
 
 
 class RunsScreen(Screen):
@@ -30,6 +39,7 @@ class RunsScreen(Screen):
         super().__init__(name=name, id=id)
         self.runs: list[store.RunDir] = []
         self.marked: list[str] = []
+        self.listed = False  # the table shows the run directories as the last listing read them
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -41,29 +51,49 @@ class RunsScreen(Screen):
     def on_mount(self) -> None:
         self.sub_title = "recorded runs"
         table = self.query_one("#runs-table", DataTable)
-        table.add_column(" ", key="mark", width=1)
-        for key in ("run", "job", "status", "target", "recipe", "started"):
-            table.add_column(key, key=key)
-        self.action_reload()
+        self._columns(table, [])
         table.focus()
 
-    def on_screen_resume(self) -> None:
+    def on_screen_resume(self) -> None:  # also when first shown: the listing starts here
         self.action_reload()
 
     def action_reload(self) -> None:
-        table = self.query_one("#runs-table", DataTable)
-        self.runs = list(reversed(store.list_runs(self.app.config.runs_root)))
-        cursor = table.cursor_row
-        table.clear()
-        for run in self.runs:
+        self.listed = False
+        self._list_runs()
+
+    @work(thread=True, exclusive=True, group="runs-list", description="reading the run directories")
+    def _list_runs(self) -> None:
+        runs = list(reversed(store.list_runs(self.app.config.runs_root)))
+        rows = []
+        for run in runs:
             m = run.manifest()
             if not m.get("target"):
                 m = m | {"target": self._job_file(run).get("target")}
-            table.add_row(self._mark_text(run.id), run.id, m.get("job", "?"), run.status(),
-                          describe_target(m), describe_recipe(m), m.get("started", "-"), key=run.id)
+            rows.append((run.id, m.get("job", "?"), run.status(), describe_target(m), describe_recipe(m),
+                         m.get("started", "-")))
+        if not get_current_worker().is_cancelled:  # a newer listing replaced this one
+            self.post_message(msg.RunsListed(runs, rows))
+
+    @staticmethod
+    def _columns(table: DataTable, rows: list[tuple[str, ...]]) -> None:
+        """Columns as wide as what they hold. (Widths the table measures itself arrive one
+        idle later, and a render in between stays cached at the labels' widths.)"""
+        table.clear(columns=True)
+        table.add_column(" ", key="mark", width=1)
+        for i, key in enumerate(COLUMNS):
+            table.add_column(key, key=key, width=max([cell_len(key), *(cell_len(str(r[i])) for r in rows)]))
+
+    def on_runs_listed(self, message: msg.RunsListed) -> None:
+        table = self.query_one("#runs-table", DataTable)
+        self.runs = message.runs
+        cursor = table.cursor_row
+        self._columns(table, message.rows)
+        for row in message.rows:
+            table.add_row(self._mark_text(row[0]), *row, key=row[0])
         if self.runs:
             table.move_cursor(row=min(cursor, len(self.runs) - 1))
-        self.query_one("#runs-table").border_title = f"Runs ({len(self.runs)})"
+        table.border_title = f"Runs ({len(self.runs)})"
+        self.listed = True
 
     @staticmethod
     def _job_file(run: store.RunDir) -> dict:
@@ -92,7 +122,7 @@ class RunsScreen(Screen):
         if run is None:
             self.notify("No run recorded yet.", timeout=3)
             return
-        self.app.push_screen(LiveScreen(record=load_run(run)))
+        self._load([run])
 
     def action_first_row(self) -> None:
         self.query_one("#runs-table", DataTable).move_cursor(row=0)
@@ -131,4 +161,16 @@ class RunsScreen(Screen):
             self.notify("Mark two runs with space (or mark one and put the cursor on the other).", timeout=4)
             return
         by_id = {r.id: r for r in self.runs}
-        self.app.push_screen(CompareScreen(load_run(by_id[chosen[0]]), load_run(by_id[chosen[1]])))
+        self._load([by_id[chosen[0]], by_id[chosen[1]]])
+
+    @work(thread=True, exclusive=True, group="runs-load", description="reading recorded runs")
+    def _load(self, runs: list[store.RunDir]) -> None:
+        self.post_message(msg.RunsLoaded([load_run(run) for run in runs]))
+
+    def on_runs_loaded(self, message: msg.RunsLoaded) -> None:
+        if self.app.screen is not self:  # the user went elsewhere meanwhile
+            return
+        if len(message.records) == 1:
+            self.app.push_screen(LiveScreen(record=message.records[0]))
+        else:
+            self.app.push_screen(CompareScreen(*message.records))

@@ -12,7 +12,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
-from fsscope.tui.aging_model import DISTRIBUTIONS, AgingModel, FitHistogram, FragModel, human_bytes
+from fsscope.format import format_bytes
+from fsscope.tui.aging_model import DISTRIBUTIONS, AgingModel, FitHistogram, FragModel
 from fsscope.tui.model import JobView
 from fsscope.tui.widgets.live_view import LiveView, SparkRow
 from fsscope.tui.widgets.syncwrite_view import bar
@@ -222,7 +223,7 @@ class FragView(LiveView):
         top_n = max((n for _, n, _ in buckets), default=0) or 1
         top_b = max((b for _, _, b in buckets), default=0) or 1
         for label, n, free in buckets:
-            hist.add_row(label, f"{n:,}", bar(n / top_n, 12), human_bytes(free), bar(free / top_b, 12, style="bold"))
+            hist.add_row(label, f"{n:,}", bar(n / top_n, 12), format_bytes(free), bar(free / top_b, 12, style="bold"))
         hist.border_subtitle = str((model.report.get("free_space") or {}).get("source")
                                    or model.report.get("free_space_error") or "")[:100]
         for label, value in model.rows():

@@ -14,8 +14,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
+from fsscope.format import format_ns
 from fsscope.tui.bench_model import BenchModel
-from fsscope.tui.model import JobView, WindowStats, format_ns
+from fsscope.tui.model import JobView, WindowStats
 from fsscope.tui.widgets.live_view import LiveView, SparkRow
 from fsscope.tui.widgets.throughput_chart import ThroughputChart
 

@@ -7,7 +7,7 @@ import math
 from rich.text import Text
 from textual.widget import Widget
 
-from fsscope.tui.model import format_ns
+from fsscope.format import format_ns
 from fsscope.tui.widgets.heatmap import Heatmap
 
 BAR_CELLS = 24

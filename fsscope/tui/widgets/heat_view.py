@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 
-from fsscope.tui.model import Flag, JobView, WindowStats, format_ns
+from fsscope.format import format_ns
+from fsscope.tui.model import Flag, JobView, WindowStats
 from fsscope.tui.widgets.heat_legend import HeatLegend
 from fsscope.tui.widgets.heatmap import Heatmap
 from fsscope.tui.widgets.live_view import LiveView, SparkRow

@@ -8,7 +8,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.widget import Widget
 
-from fsscope.tui.model import JobState, format_duration
+from fsscope.format import format_duration
+from fsscope.tui.model import JobState
 
 STATUS_STYLE = {"running": "bold", "ok": "green", "failed": "bold red", "cancelled": "yellow",
                 "interrupted": "red", "waiting": "dim"}

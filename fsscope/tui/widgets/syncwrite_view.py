@@ -10,7 +10,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from fsscope.tui.model import JobView, WindowStats, format_ns
+from fsscope.format import format_ns
+from fsscope.tui.model import JobView, WindowStats
 from fsscope.tui.syncwrite_model import SyncWriteModel, size_label
 from fsscope.tui.widgets.live_view import LiveView, SparkRow
 

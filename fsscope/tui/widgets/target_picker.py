@@ -16,11 +16,12 @@ from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from fsscope import paths
-from fsscope.cli.common import parse_size
 from fsscope.errors import FsscopeError
+from fsscope.format import format_bytes
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
 from fsscope.targets.target import RAM_DIR
 from fsscope.tui.config import default_image_path, scratch_dir
+from fsscope.units import parse_size_bytes
 
 NOTES = {
     "default": "The embedded default: a sparse image file in fsscope's data directory, attached as a "
@@ -34,14 +35,6 @@ NOTES = {
     "device": "A real block device. Formatting it DESTROYS everything on it: you will be asked to "
               "type its name to confirm.",
 }
-
-
-def human_size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
 
 
 def size_text(n: int) -> str:
@@ -153,7 +146,7 @@ class TargetPicker(Vertical):
             if not self.is_root and not hard:
                 verdict += " · needs root"
             label = Text.assemble((f"{mark} {device.path}", "bold " + style),
-                                  f"  {human_size(device.size_bytes)} {device.model or ''}".rstrip(),
+                                  f"  {format_bytes(device.size_bytes)} {device.model or ''}".rstrip(),
                                   (f"  {verdict}", "dim" if hard else ""))
             option_list.add_option(Option(label, id=f"dev:{device.path}", disabled=bool(hard) or not self.is_root))
         if self.choice.startswith("dev:"):
@@ -221,10 +214,7 @@ class TargetPicker(Vertical):
         kind = self.kind
         path = self.query_one("#target-path", Input).value.strip()
         size_raw = self.query_one("#target-size", Input).value.strip() or "2G"
-        try:
-            size = parse_size(size_raw)
-        except Exception as exc:  # argparse.ArgumentTypeError
-            raise FsscopeError(f"target size: {exc}") from None
+        size = parse_size_bytes(size_raw, "target size")
         if kind in ("image", "dir") and not path:
             raise FsscopeError(f"a {kind} target needs a path")
         if kind == "dir":

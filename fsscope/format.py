@@ -1,0 +1,107 @@
+"""Numbers as fsscope shows them, one way for the CLI and the TUI alike: sizes, ratios
+("1.5×"), latencies, durations, percentages, and the cells of a comparison table.
+
+No Rich and no Textual here (plain strings; ``ratio_cell`` marks what stands out with Rich
+markup, which both the CLI's tables and the TUI's render)."""
+
+from __future__ import annotations
+
+import math
+
+MISSING = "–"
+_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def format_bytes(size_bytes: float | None, missing: str = MISSING) -> str:
+    """Binary multiples: ``4096`` → ``4 KiB``, ``1536`` → ``1.5 KiB``, ``None`` → ``–``."""
+    if size_bytes is None:
+        return missing
+    value = float(size_bytes)
+    if not math.isfinite(value):
+        return missing
+    for unit in _BYTE_UNITS:
+        if abs(value) < 1024 or unit == _BYTE_UNITS[-1]:
+            text = f"{value:.0f}" if value.is_integer() else f"{value:.1f}"
+            return f"{text} {unit}"
+        value /= 1024
+    return f"{size_bytes} B"
+
+
+def format_ratio(ratio: float | None, missing: str = MISSING) -> str:
+    """3 significant digits, the sign after: ``0.0123×``, ``1.5×``, ``1,642×``."""
+    if ratio is None or not math.isfinite(ratio):
+        return missing
+    if ratio >= 1000:
+        return f"{ratio:,.0f}×"
+    if ratio >= 0.001 or ratio == 0:
+        return f"{ratio:.3g}×"
+    return "<0.001×"
+
+
+def ratio_of(a: float | None, b: float | None, missing: str = MISSING) -> str:
+    """``b / a`` as :func:`format_ratio` writes it (``missing`` when either is absent or a is 0)."""
+    if a is None or b is None or not a:
+        return missing
+    return format_ratio(b / a, missing)
+
+
+def format_pct(fraction: float | None, missing: str = MISSING) -> str:
+    return missing if fraction is None else f"{fraction:.1%}"
+
+
+def format_count(value: float | None, missing: str = MISSING) -> str:
+    return missing if value is None else f"{value:,.0f}"
+
+
+def format_duration(seconds: float | None) -> str:
+    """``75`` → ``1:15``, ``3725`` → ``1:02:05``."""
+    if seconds is None or math.isnan(seconds):
+        return MISSING
+    seconds = int(round(seconds))
+    if seconds < 3600:
+        return f"{seconds // 60:d}:{seconds % 60:02d}"
+    return f"{seconds // 3600:d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def format_ns(value_ns: float | None) -> str:
+    """A latency for humans: 850 ns, 12.3 µs, 4.56 ms, 1.20 s."""
+    if value_ns is None or value_ns < 0 or math.isnan(value_ns):
+        return "not measured"
+    if value_ns < 1_000:
+        return f"{value_ns:.0f} ns"
+    if value_ns < 1_000_000:
+        return f"{value_ns / 1e3:.3g} µs"
+    if value_ns < 1_000_000_000:
+        return f"{value_ns / 1e6:.3g} ms"
+    return f"{value_ns / 1e9:.3g} s"
+
+
+# how a comparison row's values print (see fsscope.report.compare): ns → µs, bytes, fraction → %,
+# integers, p-values, plain numbers, or text
+def format_cell(value, kind: str) -> str:
+    if value is None:
+        return "-"
+    if kind == "text" or not isinstance(value, (int, float)):
+        return str(value)
+    if kind == "us":
+        return f"{value / 1e3:,.1f}"
+    if kind == "bytes":
+        return format_bytes(value)
+    if kind == "pct":
+        return f"{value * 100:.1f}%"
+    if kind == "int":
+        return f"{value:,.0f}"
+    if kind == "p":
+        return f"{value:.3f}"
+    return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def ratio_cell(row: dict) -> str:
+    """The B / A cell of a comparison row; more than 10% apart stands out (bold)."""
+    if row["kind"] == "text":
+        return "" if row["a"] == row["b"] else "[yellow]differs[/]"
+    r = row["ratio"]
+    if r is None:
+        return "-"
+    text = format_ratio(r)
+    return text if 0.9 <= r <= 1.1 else f"[bold]{text}[/]"

@@ -1,0 +1,114 @@
+"""The event contract (fsscope.engine.events): typed records, one JSON encoding, decoding of
+what the jobs write, findings from reports; and the one registry of each job's TUI parts."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from fsscope import jsonsafe
+from fsscope.engine import events, runner
+from fsscope.engine.events import Data, Error, Finding, Log, Phase, Progress, Result, Samples
+from fsscope.targets import TargetSpec
+
+
+def roundtrip(event: events.Event) -> events.Event:
+    return events.decode(events.encode(event))
+
+
+@pytest.mark.parametrize("event", [
+    Phase(t=1.5, name="run 1 of 3", run=0, runs=3, detail={"target": "dir /tmp/x"}),
+    Progress(t=2.0, done=10.0, total=100.0, unit="s", info="run 1/3", detail={"phase": "rapid"}),
+    Progress(t=2.0, done=3.0),
+    Samples(t=0.5, run=1, start=4096, latency_ns=[1200, 1300, -1]),
+    Finding(t=3.0, flag="series", title="every 64 files", note="chunk allocation",
+            fields={"index": 64, "start": 64, "stride": 64, "count": 8, "structure": "xfs-inode-chunk-alloc"}),
+    Log(t=0.1, line="$ mkfs.xfs -f /dev/loop7", stderr="meta-data=..."),
+    Result(t=9.0, report={"files": 3, "flags": []}),
+    Error(t=9.0, message="ENOSPC at file 812"),
+    Data(t=4.0, kind="telemetry", fields={"run": 0, "sample": {"t_s": 1.0}}),
+])
+def test_every_record_survives_its_encoding(event):
+    assert roundtrip(event) == event
+
+
+def test_the_wire_form_is_what_older_readers_and_records_expect():
+    wire = json.loads(events.encode(Finding(t=3.1, flag="outlier", title="file 12 slow", note="why",
+                                            fields={"index": 12, "structure": None})))
+    assert wire == {"t": 3.1, "kind": "finding", "flag": "outlier", "title": "file 12 slow", "note": "why",
+                    "index": 12, "structure": None}
+    assert json.loads(events.encode(Phase(name="setup"))) == {"t": 0.0, "kind": "phase", "name": "setup"}
+    # a hand-written line of an older run decodes to the same record
+    assert events.decode('{"t": 2.5, "kind": "phase", "name": "run 3 of 3", "run": 2}') == \
+        Phase(t=2.5, name="run 3 of 3", run=2)
+
+
+def test_kinds_a_job_invents_are_data_and_keep_their_fields():
+    window = events.decode({"t": 1.0, "kind": "samples", "run": 0, "window": {"ops_per_s": 5.0}})
+    assert isinstance(window, Data) and window.kind == "samples" and window.get("window") == {"ops_per_s": 5.0}
+    point = events.make("point", buffer_bytes=4096)
+    assert isinstance(point, Data) and point.to_json() == {"t": 0.0, "kind": "point", "buffer_bytes": 4096}
+    assert isinstance(events.make("finding", flag="outlier", index=3), Finding)
+
+
+def test_one_sanitizer_for_numpy_and_non_finite_numbers():
+    @dataclass
+    class Point:
+        x: float
+
+    value = {"i": np.int64(7), "f": np.float32(0.5), "nan": float("nan"), "inf": np.float64("inf"),
+             "arr": np.array([1.0, np.nan]), "ok": np.bool_(True), "dc": Point(np.nan), 3: {1, 2}}
+    out = json.loads(jsonsafe.dumps(value))
+    assert out == {"i": 7, "f": 0.5, "nan": None, "inf": None, "arr": [1.0, None], "ok": True,
+                   "dc": {"x": None}, "3": [1, 2]}
+    assert jsonsafe.plain(value) == out
+    # the fast path (no NaN) gives the same text as json itself
+    assert jsonsafe.dumps({"a": [1, 2, 3]}) == json.dumps({"a": [1, 2, 3]})
+    assert not math.isnan(json.loads(jsonsafe.dumps([np.float64(1.0)]))[0])
+
+
+def test_findings_from_a_probe_report_take_their_numbers_from_the_analysis_lists():
+    report = {"outliers": [{"index": 253, "runs_flagged": 5, "runs": 5}],
+              "series": [{"start": 64, "stride": 64, "count": 3}],
+              "flags": [{"flag": "outlier", "index": 253, "structure": None, "note": "n1", "title": "t1"},
+                        {"flag": "series", "index": 64, "structure": "xfs-inode-chunk-alloc", "note": "n2"}]}
+    outlier, series = events.findings_from_report(report)
+    assert (outlier.flag, outlier.get("runs_flagged"), outlier.title) == ("outlier", 5, "t1")
+    assert (series.flag, series.get("stride"), series.get("count"), series.title) == ("series", 64, 3, "series")
+    variation = events.findings_from_report({"flags": [{"kind": "variation", "rsd": 0.2, "note": "n"}]})
+    assert variation == [Finding(flag="variation", title="variation", note="n", fields={"rsd": 0.2})]
+    assert events.findings_from_report({"op": "creat"}) is None and events.findings_from_report(None) is None
+
+
+def test_a_real_job_speaks_the_contract_on_the_pipe_and_in_its_record(scratch):
+    handle = runner.start("smoke", {"duration_s": 0.3}, TargetSpec("dir", str(scratch)), None)
+    streamed = list(handle.records())
+    assert handle.returncode == 0
+    assert isinstance(streamed[0], Phase) and Phase(name="write+fsync") in [
+        Phase(name=e.name) for e in streamed if isinstance(e, Phase)]
+    (result,) = [e for e in streamed if isinstance(e, Result)]
+    assert result.report["files"] > 0 and result.t > 0
+    assert handle.run_dir.manifest()["events_version"] == events.VERSION
+    assert events.read_run(handle.run_dir) == [e for e in streamed if e.kind not in events.UNLOGGED_KINDS]
+
+
+def test_each_job_declares_its_tui_parts_in_one_registry():
+    from fsscope.engine.registry import JOBS
+    from fsscope.tui import job_ui
+    from fsscope.tui.widgets.job_params import JobParams
+    from fsscope.tui.widgets.live_view import LiveView
+
+    assert set(JOBS) <= set(job_ui.JOBS), "every job says how the TUI shows it"
+    views = job_ui.view_classes()
+    for job in JOBS:
+        assert issubclass(job_ui.panel_class(job), JobParams)
+        assert job_ui.view_class(job) in views and issubclass(job_ui.view_class(job), LiveView)
+        model = job_ui.model_class(job)
+        if model is not None:
+            assert callable(model.from_run) and callable(model.feed) and callable(model.finish)
+    assert job_ui.model_for("probe") is None  # shown through the latency matrix
+    assert job_ui.model_for("bench", {}).feed({"kind": "log"}) is False
