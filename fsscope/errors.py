@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 
 class FsscopeError(Exception):
     """Bad input or a refused action: the message is the whole story, shown as one line."""
@@ -31,3 +33,21 @@ class ToolError(FsscopeError):
         """The tool's first meaningful stderr line (usage text after it is noise)."""
         lines = [ln.strip() for ln in self.stderr.splitlines() if ln.strip()]
         return lines[0] if lines else "(no error output)"
+
+
+# What a file-system error means where fsscope writes (the path says where).
+_OS_HINTS = {
+    errno.ENOSPC: "its file system is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "its file system is mounted read-only",
+}
+
+
+def os_error_line(exc: OSError) -> str:
+    """An OSError as one readable line: what failed, on which path, and what it means
+    (``No space left on device: /srv/out.json (its file system is full)``), never a repr."""
+    what = exc.strerror or str(exc)
+    where = ": ".join(str(name) for name in (exc.filename, exc.filename2) if name is not None)
+    hint = _OS_HINTS.get(exc.errno or 0)
+    line = f"{what}: {where}" if where else what
+    return f"{line} ({hint})" if hint and where else line

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 import tomllib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -62,10 +63,14 @@ class Recipe:
         )
 
     def with_prep(self, **changes: Any) -> Recipe:
-        for key in changes:
+        """This recipe with hygiene steps changed (``--prep``), each value checked like a file's."""
+        for key, value in changes.items():
             if key not in {f.name for f in fields(Prep)}:
                 raise RecipeError(f"unknown prep step '{key}' (known: {', '.join(f.name for f in fields(Prep))})")
-        return replace(self, prep=replace(self.prep, **changes))
+            _check_type(f"--prep {key}", value, type(getattr(Prep(), key)))
+        prep = replace(self.prep, **changes)
+        check_prep(prep, self.fs, lambda key: f"--prep {key}")
+        return replace(self, prep=prep)
 
     def effective_mount_opts(self) -> list[str]:
         opts = list(self.mount_opts)
@@ -91,6 +96,39 @@ def _check_type(where: str, value: Any, expected: type | tuple[type, ...]) -> No
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
         names = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
         raise RecipeError(f"{where}: expected {names}, got {type(value).__name__} {value!r}")
+
+
+TRUE_WORDS, FALSE_WORDS = ("true", "on", "yes", "1"), ("false", "off", "no", "0")
+
+
+def prep_changes(items: Iterable[str]) -> dict[str, Any]:
+    """``--prep STEP=VALUE`` items as typed changes for :meth:`Recipe.with_prep`; a switch
+    takes true/false (on/off, yes/no, 1/0), anything else is an error naming the step."""
+    changes: dict[str, Any] = {}
+    defaults = Prep()
+    for item in items:
+        if "=" not in item:
+            raise RecipeError(f"--prep {item}: expected STEP=VALUE (e.g. drop_caches=false)")
+        key, value = (part.strip() for part in item.split("=", 1))
+        if isinstance(getattr(defaults, key, None), bool):
+            if value.lower() not in TRUE_WORDS + FALSE_WORDS:
+                raise RecipeError(f"--prep {key}: expected true or false, got '{value}'")
+            changes[key] = value.lower() in TRUE_WORDS
+        else:
+            changes[key] = value
+    return changes
+
+
+def check_prep(prep: Prep, fs: str, where: Callable[[str], str]) -> None:
+    """Values a type check cannot catch; ``where(step)`` names the field in the message."""
+    if prep.atime not in ATIME_MODES:
+        raise RecipeError(f"{where('atime')}: '{prep.atime}' is not one of {', '.join(ATIME_MODES)}")
+    if prep.io_scheduler and not prep.io_scheduler.replace("-", "").replace("_", "").isalnum():
+        raise RecipeError(f"{where('io_scheduler')}: '{prep.io_scheduler}' is not a scheduler name "
+                          "(e.g. none, mq-deadline, bfq, kyber)")
+    for step in ("no_lazy_init", "null_hash_seed"):
+        if fs != "ext4" and getattr(prep, step):
+            raise RecipeError(f"{where(step)}: applies to ext4 only, not {fs}")
 
 
 def _opts(where: str, value: Any) -> tuple[str, ...]:
@@ -127,10 +165,7 @@ def parse(data: dict, *, name: str, source: str) -> Recipe:
         _check_type(f"{source}: prep.{key}", value, type(getattr(defaults, key)))
         prep_values[key] = value
     prep = replace(defaults, **prep_values)
-    if prep.atime not in ATIME_MODES:
-        raise RecipeError(f"{source}: prep.atime: '{prep.atime}' is not one of {', '.join(ATIME_MODES)}")
-    if fs != "ext4" and (prep.no_lazy_init or prep.null_hash_seed):
-        raise RecipeError(f"{source}: prep: no_lazy_init and null_hash_seed apply to ext4 only, not {fs}")
+    check_prep(prep, fs, lambda key: f"{source}: prep.{key}")
     return Recipe(name=name, fs=fs, description=description,
                   mkfs_opts=_opts(f"{source}: mkfs_opts", data.get("mkfs_opts", [])),
                   mount_opts=_opts(f"{source}: mount_opts", data.get("mount_opts", [])),
@@ -147,13 +182,18 @@ def resolve_path(name_or_path: str) -> Path:
 def load(name_or_path: str) -> Recipe:
     """A recipe by name (``xfs-default``) or by path (``./my.toml``)."""
     path = resolve_path(name_or_path)
+    if path.is_dir():
+        raise RecipeError(f"recipe {path}: is a directory, not a recipe file (name a .toml file in it, "
+                          "or a shipped recipe: see 'fsscope recipes')")
     if not path.is_file():
         known = ", ".join(r.name for r in available())
         raise RecipeError(f"unknown recipe '{name_or_path}' (no file {path}; known: {known})")
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise RecipeError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RecipeError(f"{path}: not a text file (byte {exc.start} is not UTF-8): a recipe is TOML") from None
     return parse(data, name=path.stem, source=str(path))
 
 

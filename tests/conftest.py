@@ -6,7 +6,8 @@
   reason — unless FSSCOPE_REQUIRE_PRIVILEGED=1 (CI), where that skip is a failure.
 - At the end the session FAILS if anything it made is left (see LEFTOVER_CHECKS): journal
   entries, loop devices backed by files under the session's directories, mounts below them,
-  processes it started, cgroups fsscope made for its jobs.
+  processes it started, cgroups fsscope made for its jobs, tracefs instances its jobs made
+  (their names carry the session home's tag).
 """
 
 from __future__ import annotations
@@ -71,6 +72,12 @@ def leftover_loop_devices() -> list[str]:
         if _under(name, [BASE, RAM_BASE]):
             found.append(f"/dev/{backing.parent.parent.name} backed by {name}")
     return found
+
+
+def leftover_tracefs_instances() -> list[str]:
+    from fsscope.trace.tracefs import fsscope_instances
+
+    return [f"tracefs instance {p}" for p in fsscope_instances(home=BASE / "home")]
 
 
 def leftover_mounts() -> list[str]:
@@ -159,7 +166,7 @@ def _session_cgroup_dirs() -> list[Path]:
 
 # One function per kind of resource; each returns a line per leftover. Add new kinds here.
 LEFTOVER_CHECKS = [leftover_journal_entries, leftover_loop_devices, leftover_mounts,
-                   session_processes, session_cgroups]
+                   leftover_tracefs_instances, session_processes, session_cgroups]
 
 
 def leftovers() -> list[str]:
@@ -186,7 +193,7 @@ def no_leftovers():
             proc.kill()
         for path in _session_cgroup_dirs():
             proctree.kill_and_remove(path)
-        subprocess.run([sys.executable, "-m", "fsscope", "cleanup", "--force"], capture_output=True)
+        subprocess.run([sys.executable, "-m", "fsscope", "cleanup", "--force", "--prepared"], capture_output=True)
         pytest.fail("the tests left these behind (a bug to fix): " + "; ".join(left))
     shutil.rmtree(RAM_BASE, ignore_errors=True)
     shutil.rmtree(BASE, ignore_errors=True)
@@ -253,3 +260,22 @@ def fresh_fs():
     yield make
     for target in targets:
         target.close()
+
+
+def run_to_end(job: str, spec: dict, where: Path) -> str:
+    """Run ``job`` on a directory target through the engine until it ends; its run id (the
+    run must have a report: the child's log tail says why not)."""
+    from fsscope.engine import runner
+    from fsscope.targets import TargetSpec
+
+    handle = runner.start(job, spec, TargetSpec("dir", str(where)), None)
+    for _event in handle.events():
+        pass
+    assert handle.run_dir.report() is not None, (handle.run_dir.path / "child.log").read_text()[-2000:]
+    return handle.run_dir.id
+
+
+@pytest.fixture
+def recorded_run():
+    return run_to_end
+

@@ -172,13 +172,14 @@ def test_syncwrite_on_a_directory(cli, scratch):
     out = cli("syncwrite", "--dir", str(workdir), "--sizes", "4K,64K", "--bytes-per-point", "256K",
               "--repeats", "2", "--mode", "fdatasync", "--json", str(out_json), timeout_s=60)
     assert out.returncode == 0, out.stderr
-    report = json.loads(out_json.read_text())
-    assert [p["buffer_bytes"] for p in report["points"]] == [4096, 65536]
-    assert report["best_ratio_buffer_bytes"] in (4096, 65536)
+    doc = json.loads(out_json.read_text())
+    (report,) = doc["recipes"].values()
+    assert [p["buffer_bytes"] for p in report["sizes"]] == [4096, 65536] and doc["tests"] == []
+    assert report["recommended_bytes"] in (4096, 65536)
     assert report["mode"] == "fdatasync" and len(report["raw_points"]) == 4
     run_dir = store.find_run(report["run_id"])
     latency = run_dir.load_array("latency_ns")
-    assert latency.size == sum(p["writes"] for p in report["raw_points"]) == 2 * (64 + 8)  # 64K: min_writes=8
+    assert latency.size == sum(p["writes"] for p in report["raw_points"]) == 2 * (64 + 4)
     assert list(workdir.iterdir()) == []
 
 

@@ -209,15 +209,44 @@ def test_syncwrite_sweep_small(scratch):
 
     spec = S.SyncWriteSpec(buffer_sizes_bytes=(4096, 65536, 1 << 20), file_size_bytes=1 << 20,
                            mode="fsync", repeats=2, min_writes=4)
-    points = S.sweep(scratch, spec)
-    assert [(p.buffer_bytes, p.repeat) for p in points] == [
-        (4096, 0), (65536, 0), (1 << 20, 0), (4096, 1), (65536, 1), (1 << 20, 1)]
-    assert [p.writes for p in points[:3]] == [256, 16, 4]
-    assert all(p.bytes_written == p.writes * p.buffer_bytes and p.bytes_per_s > 0 for p in points)
-    assert not any(scratch.iterdir())                                   # files removed
-    summary = S.summarize(points)
-    assert summary.buffer_bytes.tolist() == [4096, 65536, 1 << 20]
-    assert summary.best_ratio_buffer_bytes in (4096, 65536, 1 << 20)
-    json.dumps(summary.to_dict())
+    latency, points = S.new_arrays(spec)
+    seen = []
+    end = S.sweep(scratch, spec, latency, points, on_point=lambda row, lat: seen.append((row, lat.size)))
+    assert end == S.SweepEnd(6, None) and [row for row, _ in seen] == list(range(6))
+    measured = S.measured_points(points, latency)
+    assert sorted((p["repeat"], p["buffer_bytes"], p["writes"]) for p in measured) == [
+        (r, size, n) for r in (0, 1) for size, n in ((4096, 256), (65536, 16), (1 << 20, 4))]
+    assert all(p["bytes_written"] == p["writes"] * p["buffer_bytes"] and p["bytes_per_s"] > 0 for p in measured)
+    assert (latency > 0).all() and not any(scratch.iterdir())          # every write timed, files removed
+    json.dumps([{k: v for k, v in p.items() if k != "latency_ns"} for p in measured])
     with pytest.raises(Exception, match="mode"):
         S.SyncWriteSpec(mode="sometimes")
+
+
+def test_syncwrite_point_time_limit_ends_points_not_the_sweep(scratch):
+    """A point that hits its time limit ends normally and the sweep goes on to the next."""
+    from fsscope.workloads import syncwrite as S
+
+    spec = S.SyncWriteSpec(buffer_sizes_bytes=(4096, 8192), file_size_bytes=64 << 20, mode="fdatasync", repeats=2)
+    latency, points = S.new_arrays(spec)
+    end = S.sweep(scratch, spec, latency, points, point_limit_s=0.05)
+    assert end == S.SweepEnd(4, None)
+    measured = S.measured_points(points, latency)
+    assert len(measured) == 4 and all(p["ended"] and 16 <= p["writes"] < p["bytes_written"] for p in measured)
+    assert all(p["writes"] < 8192 for p in measured)               # cut by the limit, not the file size
+
+
+def test_syncwrite_arrays_of_a_point_cut_by_a_kill_still_count(scratch):
+    """A kill mid-point leaves its latencies but NaN in its points row: its writes count in
+    the latency statistics, its throughput does not."""
+    from fsscope.workloads import syncwrite as S
+
+    spec = S.SyncWriteSpec(buffer_sizes_bytes=(4096,), file_size_bytes=64 << 10, mode="fdatasync", repeats=2)
+    latency, points = S.new_arrays(spec)
+    S.sweep(scratch, spec, latency, points)
+    points[1, S.COL["writes"]:] = np.nan                  # as if killed during the second point
+    latency[points[1, S.COL["offset"]].astype(int) + 5:] = -1
+    measured = S.measured_points(points, latency)
+    assert [(p["writes"], p["ended"], p["bytes_per_s"] is None) for p in measured] == [(16, True, False), (5, False, True)]
+    by_size = S.samples_by_size(measured)
+    assert len(by_size[4096]["throughput_bps"]) == 1 and [a.size for a in by_size[4096]["latency_ns"]] == [16, 5]

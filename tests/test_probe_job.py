@@ -33,7 +33,8 @@ def test_probe_cli_json_contract_on_xfs(cli, scratch):
     assert matrix.shape == (3, 200) and matrix.dtype == np.int64 and (matrix > 0).all()
     assert report["stats"]["overall"]["max_ns"] == int(matrix.max())
     mkfs = [c for c in run.manifest()["target"]["commands"] if c["argv"][0] == "mkfs.xfs"]
-    assert len(mkfs) == 3  # a fresh file system per run
+    traced = 1 if report["trace"]["active"] else 0  # --trace attribute: one extra, traced run
+    assert len(mkfs) == 3 + traced  # a fresh file system per run
     assert "creat × 200 files" in out.stdout
 
 

@@ -57,7 +57,7 @@ _reports: dict[str, list[dict]] = {}
 
 def _probe(config: str) -> dict:
     recipe, mkfs_opts, files, name_length = CONFIGS[config]
-    handle = runner.start("probe", {"files": files, "runs": RUNS, "name_length": name_length},
+    handle = runner.start("probe", {"files": files, "runs": RUNS, "name_length": name_length, "trace": "off"},
                           TargetSpec("ram", size_bytes=SIZE_BYTES),
                           recipes.load(recipe).with_extra(mkfs_opts, ""))
     for _ in handle.events():

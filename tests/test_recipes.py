@@ -36,7 +36,7 @@ def test_extra_options_and_prep_changes():
     ('fs = "zfs"\n', r"broken\.toml: fs: unknown file system 'zfs'"),
     ('mkfs_opts = []\n', r"broken\.toml: fs: missing"),
     ('fs = "xfs"\n[prep]\ndrop_caches = "yes"\n', r"broken\.toml: prep\.drop_caches: expected bool"),
-    ('fs = "xfs"\n[prep]\nnull_hash_seed = true\n', r"broken\.toml: prep: no_lazy_init and null_hash_seed apply to ext4 only"),
+    ('fs = "xfs"\n[prep]\nnull_hash_seed = true\n', r"broken\.toml: prep\.null_hash_seed: applies to ext4 only"),
     ('fs = "ext4"\n[prep]\natime = "sometimes"\n', r"broken\.toml: prep\.atime: 'sometimes' is not one of"),
     ('fs = "ext4\n', r"broken\.toml: not valid TOML"),
 ])
@@ -55,3 +55,26 @@ def test_unknown_recipe_lists_known_ones():
 def test_recipe_round_trips_through_the_job_file():
     r = recipes.load("ext4-bench").with_extra("-I 512", "")
     assert recipes.Recipe.from_dict(r.to_dict()) == r
+
+
+@pytest.mark.parametrize("items, message", [
+    (["atime=never"], r"^--prep atime: 'never' is not one of noatime, relatime, strictatime, keep$"),
+    (["drop_caches=maybe"], r"^--prep drop_caches: expected true or false, got 'maybe'$"),
+    (["io_scheduler=../../x"], r"^--prep io_scheduler: '\.\./\.\./x' is not a scheduler name"),
+    (["null_hash_seed=true"], r"^--prep null_hash_seed: applies to ext4 only, not xfs$"),
+    (["drop_caches"], r"^--prep drop_caches: expected STEP=VALUE"),
+])
+def test_every_prep_value_is_validated_with_the_field_named(items, message):
+    with pytest.raises(RecipeError, match=message):
+        recipes.load("xfs-default").with_prep(**recipes.prep_changes(items))
+
+
+def test_prep_values_from_the_command_line_are_typed():
+    changes = recipes.prep_changes(["drop_caches=off", "atime=noatime", "io_scheduler=mq-deadline"])
+    prep = recipes.load("ext4-default").with_prep(**changes).prep
+    assert (prep.drop_caches, prep.atime, prep.io_scheduler) == (False, "noatime", "mq-deadline")
+
+
+def test_a_recipe_path_that_is_a_directory_says_so(tmp_path):
+    with pytest.raises(RecipeError, match=f"recipe {tmp_path}: is a directory, not a recipe file"):
+        recipes.load(str(tmp_path))

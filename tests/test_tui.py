@@ -20,6 +20,7 @@ from fsscope import paths, recipes
 from fsscope.engine import events
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal, loops_backing
+from fsscope.trace.tracefs import unavailable_reason
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui import messages as msg
 from fsscope.tui.app import FsscopeApp
@@ -144,6 +145,9 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
         flag = flags[position]
         assert "short-form" in live.notes.text or "shortform" in live.notes.text, live.notes.text
         assert flag.title in live.notes.text
+        if unavailable_reason() is None:  # traced (--trace attribute): the kernel's events beside the note
+            assert "Kernel events inside this call" in live.notes.text
+            assert "xfs_dir2_sf_to_block" in live.notes.text, live.notes.text
         heatmap = live.query_one("#heatmap", Heatmap)
         assert heatmap._selected[flag.indices[0]]  # its cells are highlighted
         assert heatmap.cursor_files()[0] <= flag.indices[0] <= heatmap.cursor_files()[1]
@@ -440,6 +444,10 @@ async def test_bench_live_view_variation_table_and_replay(scratch):
             assert sum(v is not None for v in data.current) == 3
             assert [f.title for f in screen.flags_panel.flags] == [f["title"] for f in report["flags"]]
             assert screen.query_one("#spark-rate").data
+            if report["trace"]["active"]:  # the kernel's events of the drawn run under the chart
+                commits = sum(report["runs"][1]["kernel_windows"]["journal_commits"])
+                assert ("J" in view.kernel_strip.text) == (commits > 0), view.kernel_strip.text
+                assert "written" in view.kernel_strip.text
 
         check_view(live)
         assert live._job_telemetry_s is not None and live.iops.values  # the job's own counters
@@ -454,15 +462,17 @@ async def test_bench_live_view_variation_table_and_replay(scratch):
 
 @pytest.mark.privileged
 async def test_syncwrite_view_table_per_buffer_size(scratch):
-    """A tiny sync-write sweep (sizes typed as 4K,64K): one row per size with the report's
-    throughput, the best-ratio size starred, and the same table when replayed."""
+    """A tiny sync-write sweep (sizes typed as 4K,64K): log–log curves for throughput and
+    latency, one row per size with the report's throughput ± CI, the best-ratio size starred,
+    and the same when replayed."""
+    from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
     from fsscope.tui.widgets.syncwrite_view import SyncWriteView
 
     app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=256 * 2**20), jobs=("syncwrite",)))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert app.screen.query_one("#job-picker").selected == ["syncwrite"]  # the only job offered
-        for field, text in (("buffer_sizes_bytes", "4K,64K"), ("file_size_bytes", "1M"), ("repeats", "2")):
+        for field, text in (("buffer_sizes_bytes", "4K,64K"), ("file_size_bytes", "1M"), ("repeats", "3")):
             await set_param(pilot, app, f"param-syncwrite-{field}", text)
         await pilot.press("ctrl+r")
         live = live_of(app)
@@ -470,17 +480,22 @@ async def test_syncwrite_view_table_per_buffer_size(scratch):
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
-        assert [p["buffer_bytes"] for p in report["points"]] == [4096, 65536]
+        assert [p["buffer_bytes"] for p in report["sizes"]] == [4096, 65536]
 
         def check(screen: LiveScreen) -> None:
             view = screen.job_view
             assert isinstance(view, SyncWriteView)
             table = view.table
             assert table.row_count == 2
-            for r, point in enumerate(report["points"]):
+            for r, point in enumerate(report["sizes"]):
                 row = table.get_row_at(r)
-                assert row[2].startswith(f"{point['bytes_per_s'] / 1e6:,.1f}")
-                assert ("★" in str(row[0])) == (point["buffer_bytes"] == report["best_ratio_buffer_bytes"])
+                assert row[2].startswith(f"{point['throughput_mean'] / 1e6:,.1f} ±")
+                assert ("★" in str(row[0])) == (point["buffer_bytes"] == report["recommended_bytes"])
+            charts = {c.metric: str(c.content) for c in view.query(SyncWriteChart)}
+            assert set(charts) == {"throughput", "latency"}
+            for text in charts.values():
+                assert "(log) vs buffer size (log)" in text and "4K" in text and "64K" in text
+                assert text.count("●") + text.count("★") >= 2 and "95% CI" in text
 
         check(live)
         check(await open_replay(pilot, app, job.run_id))

@@ -5,7 +5,8 @@ verdict as the first flag; the same view when the run is replayed."""
 from __future__ import annotations
 
 import pytest
-from test_tui import SIZE, assert_clean, live_of, open_replay, set_param, wait_for
+from pilot_wait import until
+from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, set_param
 
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -37,19 +38,18 @@ def test_model_fills_in_live_then_takes_the_report():
 async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch):
     app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=256 * 2**20), jobs=("check",)))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
         assert app.screen.query_one("#job-picker").selected == ["check"]
         for field, text in (("budget_s", "12"), ("sample_s", "0.5"), ("runs", "2"), ("dataset_bytes", "1M")):
             await set_param(pilot, app, f"param-check-{field}", text)
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await wait_for(pilot, lambda: live.control is not None and live.control.done.is_set(), 120, "the check")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: plan_over(live), "the check", timeout_s=180)
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
         cache = next(f for f in report["findings"] if f["id"] == "page-cache-fit")
-        assert cache["severity"] == "bad" and "1.0 MiB" in cache["title"]   # typed as a size in the panel
+        assert cache["severity"] == "bad" and "1 MiB" in cache["title"]   # typed as a size in the panel
 
         async def check(screen) -> None:
             view = screen.job_view
@@ -61,12 +61,11 @@ async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch
             assert flags[0].kind == "verdict" and flags[0].title == report["headline"]
             table.focus()
             table.move_cursor(row=0)
-            await pilot.pause(0.1)
-            detail = str(view.query_one("#check-detail").render())
-            assert report["findings"][0]["evidence"][:40] in detail.replace("\n", "")
+            detail = view.query_one("#check-detail")
+            await until(pilot, lambda: report["findings"][0]["evidence"][:40] in str(detail.render()).replace("\n", ""),
+                        "the first row's evidence")
             await pilot.press("down")
-            await pilot.pause(0.1)
-            assert report["findings"][1]["id"] in str(view.query_one("#check-detail").render())
+            await until(pilot, lambda: report["findings"][1]["id"] in str(detail.render()), "the second row's detail")
             cal = str(view.query_one("#check-cal").render())
             assert report["headline"] in cal and "throughput per run" in cal and "runs needed after each run" in cal
 
@@ -74,6 +73,6 @@ async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch
         model = live.views[0].data
         assert len(model.run_ops_per_s) == len(report["calibration"]["runs"]) == 2
         assert len(model.run_series) == 2 and all(model.run_series)   # only the live events carry these
-        await check(await open_replay(pilot, app, job.run_id, settle_s=0.4))
+        await check(await open_replay(pilot, app, job.run_id))
     assert_clean()
     assert not app.worker_errors

@@ -8,26 +8,14 @@ import re
 from pilot_wait import until, until_screen
 from test_tui import runs_listed
 
-from fsscope.engine import runner
-from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.screens.compare import CompareScreen
 
 SIZE = (140, 45)
 
 
-def _bench(where) -> str:
-    handle = runner.start("bench", {"personality": "varmail", "runs": 2, "duration_s": 2},
-                          TargetSpec("dir", str(where)), None)
-    for _event in handle.events():
-        pass
-    report = handle.run_dir.report()
-    assert report is not None, (handle.run_dir.path / "child.log").read_text()[-2000:]
-    return handle.run_dir.id
-
-
-async def test_compare_two_bench_runs(scratch):
-    ids = [_bench(scratch) for _ in range(2)]
+async def test_compare_two_bench_runs(scratch, recorded_run):
+    ids = [recorded_run("bench", {"personality": "varmail", "runs": 2, "duration_s": 2}, scratch) for _ in range(2)]
     app = make_app(AppConfig(start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: runs_listed(app, *ids), "both runs listed")

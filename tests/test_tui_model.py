@@ -200,19 +200,27 @@ def test_syncwrite_model_rows_live_then_report():
     for size, repeat, bps, mean in ((4096, 0, 4e6, 1e6), (65536, 0, 40e6, 1.6e6), (4096, 1, 6e6, 0.8e6)):
         assert model.feed({"kind": "samples", "point": {"buffer_bytes": size, "repeat": repeat, "writes": 100,
                                                        "bytes_per_s": bps, "mean_ns": mean, "p50_ns": mean,
-                                                       "p99_ns": mean * 3}})
+                                                       "p99_ns": mean * 3, "ended": True}})
     rows = model.rows()
     assert [(r.buffer_bytes, r.repeats, r.exact) for r in rows] == [(4096, 2, False), (65536, 1, False)]
     assert rows[0].bytes_per_s == pytest.approx(5e6) and rows[0].latency_mean_ns == pytest.approx(0.9e6)
+    assert rows[0].bytes_per_s_ci95 == pytest.approx(12.7062e6, rel=1e-4)  # t(0.975, 1) · sd(√2 MB/s) / √2
     assert rows[0].latency_p99_ns == pytest.approx(3e6)  # the worst repeat's
     assert model.best_buffer_bytes == 65536  # 40 MB/s per 1.6 ms beats 5 MB/s per 0.9 ms
-    assert list(model.mb_per_s) == [4.0, 40.0, 6.0]
-    model.finish({"mode": "fsync", "best_ratio_buffer_bytes": 65536, "notes": ["cut short"],
-                  "points": [{"buffer_bytes": 4096, "bytes_per_s": 5e6, "bytes_per_s_std": 1e6,
-                              "latency_mean_ns": 0.9e6, "latency_p99_ns": 2.5e6, "ratio": 5.5e6}]})
+    assert model.repetitions_done() == 1 and list(model.mb_per_s) == [4.0, 40.0, 6.0]
+    curves = model.curves()
+    assert curves.sizes == [4096, 65536] and curves.throughput[1] == (40e6, 40e6, 40e6)  # one repetition: no band
+    model.finish({"mode": "fsync", "recommended_bytes": 65536, "notes": ["cut short"], "recipe": "xfs-default",
+                  "knees": {"latency_rise_bytes": 4096, "throughput_saturation_bytes": 65536},
+                  "flags": [{"kind": "enospc", "title": "file system full", "note": "stopped"}],
+                  "sizes": [{"buffer_bytes": 4096, "repeats": 2, "throughput_mean": 5e6, "throughput_ci95": 1e6,
+                             "latency_mean_ns": 0.9e6, "latency_ci95_ns": 1e5, "latency_p99_ns": 2.5e6}]})
     rows = model.rows()
     assert [(r.buffer_bytes, r.exact, r.latency_p99_ns) for r in rows] == [(4096, True, 2.5e6)]
-    assert model.best_buffer_bytes == 65536 and model.notes == ["cut short"]
+    assert model.best_buffer_bytes == 65536 and model.notes == ["cut short", "file system full: stopped"]
+    curves = model.curves()
+    assert curves.label == "xfs-default" and curves.latency == [(0.9e6, 0.8e6, 1.0e6)]
+    assert (curves.rise_bytes, curves.saturation_bytes) == (4096, 65536)
 
 
 def test_throughput_chart_scale_helpers():

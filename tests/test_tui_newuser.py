@@ -8,24 +8,17 @@ from __future__ import annotations
 
 import html
 import re
-import time
+
+from pilot_wait import until
 
 from fsscope.engine import events
+from fsscope.format import format_ns
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui import messages as msg
-from fsscope.tui.model import JobState, format_ns
+from fsscope.tui.model import JobState
 from fsscope.tui.widgets.heatmap import Heatmap
 
 SIZE = (160, 48)
-
-
-async def wait_for(pilot, condition, what: str, timeout_s: float = 20.0) -> None:
-    """Poll ``condition`` between frames until it holds (the app keeps processing meanwhile)."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        await pilot.pause()
 
 
 def screen_text(app) -> str:
@@ -53,15 +46,15 @@ async def test_legend_always_shows_the_scale_the_cells_use():
     app = make_app(AppConfig(is_root=False, start_screen="live"))
     async with app.run_test(size=SIZE) as pilot:
         live = app.live
-        await wait_for(pilot, lambda: live.is_mounted, "the live screen")
+        await until(pilot, lambda: live.is_mounted, "the live screen")
         start_probe(live, 0, files=300, runs=2, run_id="run-a")
-        await wait_for(pilot, lambda: live.shown == 0, "the job's view")
+        await until(pilot, lambda: live.shown == 0, "the job's view")
         heatmap = live.query_one("#heatmap", Heatmap)
         batches = [(0, [45_000] * 100), (100, [20_000] * 50 + [1_580_000] * 50), (200, [9_000_000] * 100)]
         for n, (start, latency_ns) in enumerate(batches, 1):
             live.post_message(msg.SamplesArrived(0, 0, start, latency_ns, float(n)))
             expected = start + len(latency_ns)
-            await wait_for(pilot, lambda n=expected: live.views[0].matrix.measured == n, "the batch")
+            await until(pilot, lambda n=expected: live.views[0].matrix.measured == n, "the batch")
             await pilot.pause()
             low_ns, high_ns = heatmap.scale_ns
             line = legend_line(app)
@@ -74,21 +67,21 @@ async def test_a_second_job_shows_nothing_of_the_first():
     app = make_app(AppConfig(is_root=False, start_screen="live"))
     async with app.run_test(size=SIZE) as pilot:
         live = app.live
-        await wait_for(pilot, lambda: live.is_mounted, "the live screen")
+        await until(pilot, lambda: live.is_mounted, "the live screen")
         start_probe(live, 0, files=200, runs=2, run_id="run-a")
-        await wait_for(pilot, lambda: live.shown == 0, "the first job's view")
+        await until(pilot, lambda: live.shown == 0, "the first job's view")
         for run in range(2):
             live.post_message(msg.SamplesArrived(0, run, 0, [38_100 + run] * 200, 1.0 + run))
-        await wait_for(pilot, lambda: live.views[0].matrix.measured == 400, "the first job's samples")
+        await until(pilot, lambda: live.views[0].matrix.measured == 400, "the first job's samples")
         heatmap = live.query_one("#heatmap", Heatmap)
         heatmap.focus()
         await pilot.press("right", "down")
-        await wait_for(pilot, lambda: "cursor: run 2" in screen_text(app), "the cursor reading")
+        await until(pilot, lambda: "cursor: run 2" in screen_text(app), "the cursor reading")
         assert "/s" in screen_text(app)  # a calls/s reading of the first job
         first_scale = heatmap.scale_ns
 
         start_probe(live, 1, files=50, runs=1, run_id="run-b")
-        await wait_for(pilot, lambda: live.shown == 1, "the second job's view")
+        await until(pilot, lambda: live.shown == 1, "the second job's view")
         await pilot.pause()
         text = screen_text(app)
         assert "cursor: run 2" not in text and "38.1 µs" not in text
@@ -125,15 +118,15 @@ async def test_focus_after_returning_to_setup_is_not_in_a_field():
 
     app = make_app(AppConfig(is_root=False))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        await until(pilot, lambda: app.focused is not None, "the first focus")
         field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-"))
         field.focus()
-        await wait_for(pilot, lambda: app.focused is field, "the field's focus")
+        await until(pilot, lambda: app.focused is field, "the field's focus")
         before = field.value
         await pilot.press("f3")
-        await wait_for(pilot, lambda: app.current_mode == "live", "the live screen")
+        await until(pilot, lambda: app.current_mode == "live", "the live screen")
         await pilot.press("f2")
-        await wait_for(pilot, lambda: app.current_mode == "setup" and app.focused is not None, "setup again")
+        await until(pilot, lambda: app.current_mode == "setup" and app.focused is not None, "setup again")
         assert not isinstance(app.focused, Input), app.focused
         await pilot.press("space")
         assert field.value == before
@@ -144,13 +137,13 @@ async def test_ctrl_s_exports_from_a_field_and_x_stays_a_letter():
 
     app = make_app(AppConfig(is_root=False))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        await until(pilot, lambda: app.focused is not None, "the first focus")
         field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-"))
         field.focus()
-        await wait_for(pilot, lambda: app.focused is field, "the field's focus")
+        await until(pilot, lambda: app.focused is field, "the field's focus")
         before = set(exported("setup-*.svg"))
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: set(exported("setup-*.svg")) - before, "the SVG export")
+        await until(pilot, lambda: set(exported("setup-*.svg")) - before, "the SVG export")
         await pilot.press("end", "x")
         assert field.value.endswith("x")  # typed, as a letter in a field should be
 
@@ -163,43 +156,43 @@ async def test_exports_from_every_screen_land_in_one_folder(scratch):
     async with app.run_test(size=SIZE) as pilot:
         runs = app.screen
         table = runs.query_one("#runs-table")
-        await wait_for(pilot, lambda: table.row_count >= 2, "the runs table")
+        await until(pilot, lambda: table.row_count >= 2, "the runs table")
         await pilot.press("x")
-        await wait_for(pilot, lambda: exported("runs-*.svg"), "the runs screen SVG")
+        await until(pilot, lambda: exported("runs-*.svg"), "the runs screen SVG")
         await pilot.press("end")  # the oldest run
-        await wait_for(pilot, lambda: table.cursor_row == table.row_count - 1, "End in the table")
+        await until(pilot, lambda: table.cursor_row == table.row_count - 1, "End in the table")
         oldest, newest = runs.runs[-1].id, runs.runs[0].id
         await pilot.press("m")
-        await wait_for(pilot, lambda: exported(f"flags-{oldest}.md"), "the highlighted run's flags")
+        await until(pilot, lambda: exported(f"flags-{oldest}.md"), "the highlighted run's flags")
         assert not exported(f"flags-{newest}.md")
         await pilot.press("home")
-        await wait_for(pilot, lambda: table.cursor_row == 0, "Home in the table")
+        await until(pilot, lambda: table.cursor_row == 0, "Home in the table")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: getattr(app.screen, "record", None) is not None, "the replay")
+        await until(pilot, lambda: getattr(app.screen, "record", None) is not None, "the replay")
         await pilot.press("x")
-        await wait_for(pilot, lambda: exported(f"live-{newest}-*.svg"), "the replay SVG")
+        await until(pilot, lambda: exported(f"live-{newest}-*.svg"), "the replay SVG")
         await pilot.press("f4")  # back to the list, not the replay
-        await wait_for(pilot, lambda: app.screen is runs, "the runs list")
+        await until(pilot, lambda: app.screen is runs, "the runs list")
         await pilot.press("space", "down", "c")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "the comparison")
+        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", "the comparison")
         second = runs.runs[1].id
         for path in exported("flags-*.md"):
             path.unlink()
         await pilot.press("m")
-        await wait_for(pilot, lambda: exported(f"flags-{newest}.md") and exported(f"flags-{second}.md"),
+        await until(pilot, lambda: exported(f"flags-{newest}.md") and exported(f"flags-{second}.md"),
                        "both runs' flags")
         await pilot.press("f2")
-        await wait_for(pilot, lambda: app.current_mode == "setup", "setup")
+        await until(pilot, lambda: app.current_mode == "setup", "setup")
         app.query_one("#target-list").focus()
         await pilot.press("m")
-        await wait_for(pilot, lambda: any("shows no flags" in str(n.message) for n in app._notifications),
+        await until(pilot, lambda: any("shows no flags" in str(n.message) for n in app._notifications),
                        "the 'no flags here' notice")
 
 
 async def test_job_list_marks_checked_jobs_with_a_tick():
     app = make_app(AppConfig(is_root=False))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        await until(pilot, lambda: app.focused is not None, "the first focus")
         jobs = app.screen.query_one("#job-list")
         await pilot.pause()
         lines = [''.join(seg.text for seg in jobs.render_line(y)) for y in range(jobs.option_count)]
@@ -220,15 +213,15 @@ async def test_setup_names_every_problem_before_anything_starts(scratch):
     missing = scratch / "no-such-dir"
     app = make_app(AppConfig(is_root=False))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        await until(pilot, lambda: app.focused is not None, "the first focus")
         picker = app.screen.query_one("#target-picker")
-        await wait_for(pilot, lambda: picker.kind == "dir", "the directory target")
+        await until(pilot, lambda: picker.kind == "dir", "the directory target")
         app.screen.query_one("#target-path", Input).value = str(missing)
         app.screen.query_one("#param-probe-files", Input).value = "many"
         app.screen.query_one("#param-probe-runs", Input).value = ""
         before = len(store.list_runs())
         await pilot.press("ctrl+r")
-        await wait_for(pilot, lambda: app._notifications, "the notice")
+        await until(pilot, lambda: app._notifications, "the notice")
         assert app.current_mode == "setup" and len(store.list_runs()) == before
         text = "\n".join(str(n.message) for n in app._notifications)
         assert f"{missing} does not exist" in text, text
@@ -241,14 +234,14 @@ async def test_a_streamed_flag_follows_its_runs():
     app = make_app(AppConfig(is_root=False, start_screen="live"))
     async with app.run_test(size=SIZE) as pilot:
         live = app.live
-        await wait_for(pilot, lambda: live.is_mounted, "the live screen")
+        await until(pilot, lambda: live.is_mounted, "the live screen")
         start_probe(live, 0, files=300, runs=5, run_id="run-a")
-        await wait_for(pilot, lambda: live.shown == 0, "the job's view")
+        await until(pilot, lambda: live.shown == 0, "the job's view")
         for done in (2, 5):
             live.post_message(msg.FindingArrived(0, events.Finding(
                 flag="outlier", title=f"file 253 slow in {done}/{done} runs — repeatable, unexplained",
                 note=f"{done} runs", fields={"index": 253, "structure": None, "runs_flagged": done, "runs": done})))
-        await wait_for(pilot, lambda: "5/5" in screen_text(app), "the updated title")
+        await until(pilot, lambda: "5/5" in screen_text(app), "the updated title")
         assert [f.title for f in live.flags_panel.flags] == ["file 253 slow in 5/5 runs — repeatable, unexplained"]
         assert "2/2" not in screen_text(app)
 
@@ -260,16 +253,16 @@ async def test_a_huge_plan_asks_before_it_starts(scratch):
 
     app = make_app(AppConfig(is_root=False))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.focused is not None, "the first focus")
+        await until(pilot, lambda: app.focused is not None, "the first focus")
         picker = app.screen.query_one("#target-picker")
-        await wait_for(pilot, lambda: picker.kind == "dir", "the directory target")
+        await until(pilot, lambda: picker.kind == "dir", "the directory target")
         app.screen.query_one("#target-path", Input).value = str(scratch)
         app.screen.query_one("#param-probe-runs", Input).value = "30000"
         before = len(store.list_runs())
         await pilot.press("ctrl+r")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", "the question")
+        await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", "the question")
         assert "30,000 runs" in screen_text(app)
         await pilot.press("n")
-        await wait_for(pilot, lambda: app.current_mode == "setup" and type(app.screen).__name__ == "SetupScreen",
+        await until(pilot, lambda: app.current_mode == "setup" and type(app.screen).__name__ == "SetupScreen",
                        "setup again")
         assert len(store.list_runs()) == before and not app.live.running

@@ -327,6 +327,7 @@ def _snapshot(ctx, spec: Spec, target) -> dict | None:
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
+    image.mark(dest)  # fsscope's own: a later age may replace it without --yes-destroy
     st = os.stat(dest)
     return {"path": str(dest), "method": method, "size_bytes": st.st_size,
             "allocated_bytes": st.st_blocks * 512, "seconds": round(time.monotonic() - t0, 3)}

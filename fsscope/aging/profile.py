@@ -38,6 +38,12 @@ DEFAULT_FULLNESS = 0.8  # Geriatrix README: "Somewhere around 80% is reasonable"
 AGING_STATE_FILE = ".fsscope-aging.json"  # the ager's state file; walks skip it
 
 
+# Sane bounds for a profile's buckets: a larger value is a typo or a unit slip, not a tree.
+MAX_FILE_BYTES = 16 << 40      # the largest file ext4 holds with 4 KiB blocks
+MAX_DEPTH = 256                # d1/d2/…/d256 already takes ~1000 of PATH_MAX's 4096 bytes
+MAX_SUBDIRS = 1_000_000        # sibling directories at one depth
+
+
 class ProfileError(FsscopeError):
     """A profile file that does not parse or validate; the message names the file and field."""
 
@@ -123,8 +129,10 @@ def load_profile(name_or_path: str | Path) -> Profile:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{where}: invalid TOML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileError(f"{where}: cannot read: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{where}: not a text file (byte {exc.start} is not UTF-8): a profile is TOML") from None
+    except OSError as exc:
+        raise ProfileError(f"{where}: cannot read: {exc.strerror}") from None
     return profile_from_dict(data, where=where, default_name=path.stem, source=str(path))
 
 
@@ -154,14 +162,14 @@ def profile_from_dict(data: dict, *, where: str = "<profile>", default_name: str
     depth = _table(data, "depth", {"depths", "weights", "subdirs"}, fail)
     age = _table(data, "age", {"cutoffs", "weights"}, fail)
 
-    size_bytes = _ints(size, "size", "bytes", fail, minimum=0)
+    size_bytes = _ints(size, "size", "bytes", fail, minimum=0, maximum=MAX_FILE_BYTES)
     _increasing(size_bytes, "size.bytes", fail)
     size_weights = _weights(size, "size", len(size_bytes), fail)
 
-    depths = _ints(depth, "depth", "depths", fail, minimum=0)
+    depths = _ints(depth, "depth", "depths", fail, minimum=0, maximum=MAX_DEPTH)
     _increasing(depths, "depth.depths", fail)
     depth_weights = _weights(depth, "depth", len(depths), fail)
-    subdirs = _ints(depth, "depth", "subdirs", fail, minimum=0)
+    subdirs = _ints(depth, "depth", "subdirs", fail, minimum=0, maximum=MAX_SUBDIRS)
     if len(subdirs) != len(depths):
         raise fail("depth.subdirs", f"has {len(subdirs)} entries but depth.depths has {len(depths)}")
 
@@ -223,14 +231,28 @@ def _numbers(table: dict, section: str, key: str, fail) -> list[float]:
     return [float(v) if isinstance(v, float) else v for v in values]
 
 
-def _ints(table: dict, section: str, key: str, fail, *, minimum: int) -> list[int]:
+def _ints(table: dict, section: str, key: str, fail, *, minimum: int, maximum: int) -> list[int]:
     values = _list(table, section, key, fail)
     for i, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, int):
             raise fail(f"{section}.{key}", f"entry {i} is not an integer: {v!r}")
         if v < minimum:
             raise fail(f"{section}.{key}", f"entry {i} is {v}, must be >= {minimum}")
+        if v > maximum:
+            shown = format_bytes(v) if key == "bytes" else f"{v:,}"
+            limit = format_bytes(maximum) if key == "bytes" else f"{maximum:,}"
+            raise fail(f"{section}.{key}", f"entry {i} is {shown}, more than the sane maximum {limit}")
     return list(values)
+
+
+def check_fits(profile: Profile, capacity_bytes: int, fullness: float) -> None:
+    """Refuse a profile whose weighted size buckets cannot fit the space aging will fill."""
+    room = capacity_bytes * fullness
+    for i, (size, weight) in enumerate(zip(profile.size_bytes, profile.size_weights)):
+        if weight > 0 and size > room:
+            raise ProfileError(f"{profile.source or profile.name}: size.bytes: entry {i} is {format_bytes(size)}, "
+                               f"larger than the {format_bytes(room)} aging fills on this target "
+                               f"({fullness:.0%} of {format_bytes(capacity_bytes)}): no such file fits")
 
 
 def _increasing(values: list, field_name: str, fail) -> None:

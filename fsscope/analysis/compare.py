@@ -138,17 +138,37 @@ def _age(a: dict, b: dict) -> list[dict]:
 
 
 def _syncwrite(a: dict, b: dict) -> list[dict]:
-    def points(r):
-        return {p["buffer_bytes"]: p for p in r.get("points") or [] if "buffer_bytes" in p}
+    """Per buffer size: mean throughput and latency, p99, and a Welch t-test on the
+    repetitions' throughput at the paper's p < 0.001; then both knees and the recommendation."""
+    from fsscope.analysis.efficiency import compare_per_size
 
-    pa, pb = points(a), points(b)
+    def sizes(r):
+        return {p["buffer_bytes"]: p for p in r.get("sizes") or [] if isinstance(p, dict) and "buffer_bytes" in p}
+
+    pa, pb = sizes(a), sizes(b)
+    tests = compare_per_size({"A": {s: p.get("throughput_runs") or [] for s, p in pa.items()},
+                              "B": {s: p.get("throughput_runs") or [] for s, p in pb.items()}})
+    verdicts = {t["buffer_bytes"]: t for t in tests}
     rows = []
     for size in sorted(set(pa) | set(pb)):
-        rows.append(row(f"{format_bytes(size)} bytes/s", _get(pa, size, "bytes_per_s"),
-                         _get(pb, size, "bytes_per_s"), "bytes"))
-        rows.append(row(f"{format_bytes(size)} p99", _get(pa, size, "latency_p99_ns"),
-                         _get(pb, size, "latency_p99_ns"), "us"))
-    return [{"title": f"synchronous writes ({a.get('mode')})", "rows": rows}]
+        label = format_bytes(size)
+        rows.append(row(f"{label} bytes/s", _get(pa, size, "throughput_mean"), _get(pb, size, "throughput_mean"),
+                        "bytes"))
+        rows.append(row(f"{label} mean latency µs", _get(pa, size, "latency_mean_ns"),
+                        _get(pb, size, "latency_mean_ns"), "us"))
+        rows.append(row(f"{label} p99 µs", _get(pa, size, "latency_p99_ns"), _get(pb, size, "latency_p99_ns"), "us"))
+        test = verdicts.get(size)
+        if test is not None:
+            p = test["p"] if isinstance(test["p"], float) and math.isfinite(test["p"]) else None
+            rows.append(row(f"{label} Welch p (throughput)", p, p, "p") | {"ratio": None})
+            rows.append(row(f"{label} verdict (p < 0.001)", test["verdict"], test["verdict"], "text"))
+    summary = [row("latency rises after", _get(a, "knees", "latency_rise_bytes"),
+                   _get(b, "knees", "latency_rise_bytes"), "bytes"),
+               row("throughput saturates at", _get(a, "knees", "throughput_saturation_bytes"),
+                   _get(b, "knees", "throughput_saturation_bytes"), "bytes"),
+               row("recommended buffer", a.get("recommended_bytes"), b.get("recommended_bytes"), "bytes")]
+    return [{"title": f"synchronous writes ({a.get('mode')})", "rows": rows},
+            {"title": "knees and recommendation", "rows": summary}]
 
 
 def _numbers(d, prefix: str = "", depth: int = 0) -> dict[str, float]:

@@ -24,13 +24,13 @@ from typing import Any, Literal
 import numpy as np
 
 from fsscope.analysis import calibration as C
-from fsscope.analysis.variation import _jsonable
 from fsscope.check import audit
 from fsscope.check.findings import Finding
 from fsscope.check.target import locate
 from fsscope.check.verdict import decide
 from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
+from fsscope.jsonsafe import plain as _jsonable
 
 BIN_S = 1.0
 QUICK_BUDGET_S = 60.0

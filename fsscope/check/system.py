@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsscope.check.findings import Finding, unknown
-from fsscope.units import format_bytes
+from fsscope.format import format_bytes
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from fsscope.check.findings import Finding, unknown
 from fsscope.check.system import REAL_ROOT, Root, try_read, vmstat
-from fsscope.units import format_bytes
+from fsscope.format import format_bytes
 
 
 @dataclass(frozen=True)

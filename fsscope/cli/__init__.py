@@ -2,7 +2,9 @@
 
 Each subcommand lives in its own module under ``fsscope/cli/`` exposing
 ``add_parser(subparsers)``; the parser's ``func(args) -> int`` does the work. Any
-:class:`~fsscope.errors.FsscopeError` becomes one line on stderr and exit status 2.
+:class:`~fsscope.errors.FsscopeError` becomes one line on stderr and exit status 2, and so
+does an OSError (a full or read-only file system, a missing or unreadable file): this is
+the one place where such errors reach the user, so deeper code does not wrap them.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import importlib
 import sys
 
 from fsscope import __version__
-from fsscope.errors import FsscopeError
+from fsscope.errors import FsscopeError, os_error_line
 
-COMMAND_MODULES = ["targets_cmds", "runs_cmds", "job_cmds", "probe_cmd", "tui_cmd", "bench_cmd", "age_cmd", "compare_cmd", "check_cmd"]
+COMMAND_MODULES = ["targets_cmds", "runs_cmds", "job_cmds", "probe_cmd", "tui_cmd", "bench_cmd", "syncwrite_cmd", "age_cmd",
+                   "compare_cmd", "check_cmd", "explore_cmd"]
 
 DESCRIPTION = """\
 fsscope investigates Linux file-system performance. It formats and mounts a target safely
@@ -36,10 +39,28 @@ examples:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: the message and where to read more, no usage dump."""
+    """argparse with one-line errors (the message and where to read more, no usage dump), and
+    options whose value may start with '-' (see :func:`fsscope.cli.common.dash_value`)."""
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        if args is not None:
+            takes_dash = {s for a in self._actions if getattr(a, "dash_value", False) for s in a.option_strings}
+            joined, i = [], 0
+            while i < len(args):
+                value = args[i + 1] if i + 1 < len(args) else ""
+                # "-c" is a value; "--ram" (an option of ours) means the value was forgotten
+                if args[i] in takes_dash and value.startswith("-") \
+                        and value.split("=", 1)[0] not in self._option_string_actions:
+                    joined.append(f"{args[i]}={value}")  # argparse would read "-c" as an option
+                    i += 2
+                    continue
+                joined.append(args[i])
+                i += 1
+            args = joined
+        return super().parse_known_args(args, namespace)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     except FsscopeError as exc:
         print(f"fsscope: error: {exc}", file=sys.stderr)
         return exc.exit_status
+    except OSError as exc:
+        print(f"fsscope: error: {os_error_line(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("fsscope: interrupted", file=sys.stderr)
         return 130

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from rich.table import Table
 
 from fsscope.cli.common import (
     add_job_args,
+    dash_value,
     parse_size,
     positive_float,
     positive_int,
@@ -24,6 +26,7 @@ from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
 from fsscope.layout.summary import frag_table, summary_rows
+from fsscope.targets import image
 
 AGE_DESCRIPTION = """\
 Age a file system the way years of use would (Geriatrix method, Kadekodi et al. ATC 2018):
@@ -289,6 +292,11 @@ def cmd_age(args) -> int:
             raise FsscopeError(f"--resume: {target.path}: no such image to resume (age it first)")
     if target.kind == "dir" and args.capacity is None:
         raise FsscopeError("--dir needs --capacity SIZE: a directory has no file system of its own to fill")
+    if target.kind == "dir" and os.path.isdir(target.path):
+        free = shutil.disk_usage(target.path).free
+        if args.capacity > free:
+            raise FsscopeError(f"--capacity {format_bytes(args.capacity)} is more than the "
+                               f"{format_bytes(free)} free in {target.path}")
     if target.kind != "dir" and args.capacity is not None:
         raise FsscopeError("--capacity is for --dir targets only: a formatted target is filled to its own size")
     profile = _profile_arg(args.profile) if args.profile else ("" if args.resume else "small")
@@ -304,12 +312,20 @@ def cmd_age(args) -> int:
         raise FsscopeError("--snapshot needs an image, RAM or device target, not --dir")
     if snapshot and target.kind == "image" and os.path.abspath(snapshot) == target.path:
         raise FsscopeError("--snapshot names the target image itself: choose another path")
+    if snapshot:  # the snapshot replaces whatever is there: only fsscope's own, or what is named
+        image.check_not_foreign(Path(snapshot), args.yes_destroy, "overwrite")
     spec = Spec(profile=profile, fullness=args.fullness, seed=args.seed,
                 max_seconds=args.max_minutes * 60 if args.max_minutes else None,
                 confidence=args.confidence, max_overwrites=args.max_overwrites, fallocate=args.fallocate,
                 jobs=args.jobs, capacity_bytes=args.capacity, resume=args.resume, snapshot_path=snapshot,
                 test_file_bytes=args.test_file)
     spec.validate()
+    capacity = args.capacity if target.kind == "dir" else target.size_bytes if target.kind != "device" else None
+    if profile and capacity:  # a device's size is known only once opened; the ager stops at ENOSPC there
+        from fsscope.aging.profile import check_fits, load_profile
+
+        loaded = load_profile(profile)
+        check_fits(loaded, capacity, args.fullness or loaded.fullness)
     return run_job("age", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_age)
 
 
@@ -420,17 +436,18 @@ def add_parser(sub) -> None:
     p.add_argument("--snapshot", metavar="PATH",
                    help="copy the aged image here (default for --image: IMAGE.aged; reflink where possible)")
     p.add_argument("--no-snapshot", action="store_true", help="take no snapshot")
-    p.add_argument("--capacity", type=parse_size, metavar="SIZE", help="--dir targets: the capacity to fill")
-    p.add_argument("--test-file", type=parse_size, metavar="SIZE",
-                   help="fragmentation test file size (default: a quarter of the space aging leaves free, ≤256M)")
+    dash_value(p.add_argument("--capacity", type=parse_size, metavar="SIZE",
+                              help="--dir targets: the capacity to fill"))
+    dash_value(p.add_argument("--test-file", type=parse_size, metavar="SIZE",
+                   help="fragmentation test file size (default: a quarter of the space aging leaves free, ≤256M)"))
     add_job_args(p)
     p.set_defaults(func=cmd_age)
 
     p = sub.add_parser("frag", help="free-space histogram and a test file's fragments (fresh or --from-snapshot)",
                        description=FRAG_DESCRIPTION, epilog=FRAG_EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--test-file", type=parse_size, metavar="SIZE",
-                   help="test file size (default: a quarter of the free space, 1M..256M)")
+    dash_value(p.add_argument("--test-file", type=parse_size, metavar="SIZE",
+                   help="test file size (default: a quarter of the free space, 1M..256M)"))
     add_job_args(p)
     p.set_defaults(func=cmd_frag)
 

@@ -1,5 +1,5 @@
-"""``fsscope bench`` (throughput personalities and their variation) and ``fsscope syncwrite``
-(the synchronous-write buffer sweep), headless, with rich reports and JSON."""
+"""``fsscope bench``: throughput personalities and their variation, headless, with rich reports
+and JSON (``fsscope syncwrite`` lives in :mod:`fsscope.cli.syncwrite_cmd`)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from rich.table import Table
 from fsscope.analysis.compare import compare_recipe_reports
 from fsscope.cli.common import (
     add_job_args,
+    dash_value,
     parse_size,
     positive_float,
     positive_int,
     recipe_from_args,
+    recipe_list,
     target_from_args,
 )
 from fsscope.cli.headless import console as err_console
@@ -27,7 +29,6 @@ from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes, format_pct
 
 PERSONALITIES = ("fileserver", "webserver", "varmail")
-SYNC_MODES = ("osync", "odsync", "fsync", "fdatasync")
 
 BENCH_DESCRIPTION = """\
 Run a Filebench-like throughput personality R times, each run on a freshly formatted file
@@ -71,23 +72,6 @@ Default target: a 2G RAM image with the ext4-default recipe. Without --mem-limit
 that fits in RAM is served from the page cache (the FAST'17 study limited RAM to 4 GiB);
 --mem-limit puts the workers in a memory cgroup instead, so reads reach the device."""
 
-SYNC_DESCRIPTION = """\
-Synchronous-write buffer sweep (Mingardi & Vieira): for each buffer size, write a new file
-with synchronous writes (O_SYNC, O_DSYNC, or write + fsync/fdatasync), repeat, and report
-throughput, per-write latency and their ratio. Small buffers cost the device's minimum sync
-latency per write and waste throughput; large buffers saturate the device but each write
-waits longer. The size with the best throughput per unit of latency (MB/s per ms of mean
-write latency) is marked: beyond it more batching costs more latency than it gains. Sizes
-are interleaved per repeat so a slow drift of the device does not look like an effect of the
-buffer size. One fresh file system; each point ends after --bytes-per-point or --duration."""
-
-SYNC_EPILOG = """\
-examples:
-  fsscope syncwrite --recipe ext4-default --ram --size 1G
-  fsscope syncwrite --mode fdatasync --sizes 4K,64K,1M --bytes-per-point 64M --image /var/tmp/s.img
-  fsscope syncwrite --recipe xfs-default --device /dev/sdX --duration 5 --repeats 5 --json sw.json
-  fsscope syncwrite --dir /srv/scratch --sizes 4K,16K          (no root: the directory's file system)"""
-
 
 # ---------------------------------------------------------------------------------------------
 # argument types: bad input is one line and exit status 2 (argparse via Parser.error)
@@ -119,22 +103,6 @@ def _size(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"'{text}' must be at least one byte")
     return value
-
-
-def _sizes(text: str) -> tuple[int, ...]:
-    parts = [p for p in text.replace(",", " ").split() if p]
-    if not parts:
-        raise argparse.ArgumentTypeError("no sizes given (example: 4K,64K,1M)")
-    return tuple(_size(p) for p in parts)
-
-
-def _recipe_list(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if len(names) < 2:
-        raise argparse.ArgumentTypeError("name at least two recipes, comma-separated (e.g. ext4-default,xfs-default)")
-    if len(set(names)) != len(names):
-        raise argparse.ArgumentTypeError(f"a recipe is named twice in '{text}'")
-    return names
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,37 +252,20 @@ def render_bench(report: dict, console: Console) -> None:
     for flag in flags:
         console.print(f"[bold yellow]▲[/] [bold]{flag.get('title') or flag.get('kind')}[/]")
         console.print(f"    {flag.get('note', '')}", highlight=False)
+    for r, run in enumerate(runs):
+        kw = run.get("kernel_windows")
+        if kw:
+            console.print(f"[bold]kernel, run {r + 1}[/] (per {kw['window_s']:g}-s window): journal commits "
+                          f"{sum(kw['journal_commits'])}, writeback starts {sum(kw['writeback_starts'])}, "
+                          f"{sum(kw['bytes_written']) / 2**20:.1f} MiB written", highlight=False)
+        for dip in run.get("dips") or []:
+            console.print(f"[bold yellow]▼[/] run {r + 1} dip {dip['note']}", highlight=False)
     tel = report.get("telemetry") or {}
     notes = list(report.get("notes") or [])
     if tel.get("taskstats_available") is False:
         notes.append("taskstats (per-worker block-I/O and CPU delay) unavailable here")
     notes += [*(tel.get("notes") or []), *([tel["delayacct"]] if tel.get("delayacct") else [])]
     for note in dict.fromkeys(notes):
-        console.print(f"[dim]note: {note}[/]", highlight=False)
-
-
-def render_syncwrite(report: dict, console: Console) -> None:
-    rows = report.get("points") or []
-    best = report.get("best_ratio_buffer_bytes")
-    where = report.get("recipe") or report.get("fs") or "?"
-    target = (report.get("target") or {}).get("describe", "")
-    table = Table(title=f"synchronous writes ({report.get('mode')}) on {where} ({target}): "
-                  f"{report.get('points_completed', 0)} of {report.get('points_requested', 0)} points",
-                  title_justify="left")
-    for col in ("buffer", "MB/s", "± sd", "mean µs", "p99 µs", "MB/s per ms", ""):
-        table.add_column(col, justify="right", no_wrap=True)
-    for row in rows:
-        size = row["buffer_bytes"]
-        mark = "[bold green]◀ best ratio[/]" if size == best else ""
-        ratio = "-" if row.get("ratio") is None else f"{row['ratio'] / 1e9:,.3g}"
-        table.add_row(_bytes(size), f"{(row.get('bytes_per_s') or 0) / 1e6:,.1f}",
-                      f"{(row.get('bytes_per_s_std') or 0) / 1e6:,.1f}", _us(row.get("latency_mean_ns")),
-                      _us(row.get("latency_p99_ns")), ratio, mark)
-    console.print(table)
-    if best is not None:
-        console.print(f"best throughput per unit of latency at a [bold]{_bytes(best)}[/] buffer: larger buffers "
-                      "gain less throughput than they add latency per write")
-    for note in report.get("notes") or []:
         console.print(f"[dim]note: {note}[/]", highlight=False)
 
 
@@ -356,7 +307,6 @@ def render_comparison(comparison: dict, console: Console) -> None:
 
 
 RENDERERS["bench"] = render_bench
-RENDERERS["syncwrite"] = render_syncwrite
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,7 +319,7 @@ def _bench_spec(args):
     return Spec(personality=args.personality, runs=args.runs, duration_s=args.duration, workers=args.workers,
                 nfiles=args.files, mean_file_size_bytes=args.mean_file_size, mem_limit_bytes=args.mem_limit,
                 window_sizes_s=tuple(dict.fromkeys(args.window or [])), threshold=args.threshold,
-                seed=args.seed, fresh_fs=not args.same_fs)
+                seed=args.seed, fresh_fs=not args.same_fs, trace=args.trace == "on")
 
 
 def cmd_bench(args) -> int:
@@ -380,11 +330,15 @@ def cmd_bench(args) -> int:
     target = target_from_args(args, default_kind="ram")
     # the workload's own checks, before anything is formatted
     bench_job.personality_spec(spec, target.size_bytes)
-    pointer = bad_pointer()
-    if pointer:
-        err_console.print(pointer, style="yellow", highlight=False, markup=False)
+
+    def point_at_check() -> None:  # after every input check: bad input stays one line
+        pointer = bad_pointer()
+        if pointer:
+            err_console.print(pointer, style="yellow", highlight=False, markup=False)
+
     if not args.recipes:
         recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+        point_at_check()
         return run_job("bench", spec, target, recipe, json_path=args.json, verbose=args.verbose,
                        render=render_bench)
 
@@ -397,6 +351,7 @@ def cmd_bench(args) -> int:
         args.recipe = name
         chosen.append((name, recipe_from_args(args)))
     args.recipe = None
+    point_at_check()
     reports: dict[str, dict] = {}
     status = 0
     for name, recipe in chosen:
@@ -428,21 +383,6 @@ def cmd_bench(args) -> int:
     return status
 
 
-def cmd_syncwrite(args) -> int:
-    from fsscope.workloads.syncwrite_job import Spec
-
-    kw = {}
-    if args.sizes:
-        kw["buffer_sizes_bytes"] = args.sizes
-    if args.bytes_per_point:
-        kw["file_size_bytes"] = args.bytes_per_point
-    spec = Spec(mode=args.mode, repeats=args.repeats, duration_s=args.duration, **kw)
-    target = target_from_args(args, default_kind="ram")
-    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
-    return run_job("syncwrite", spec, target, recipe, json_path=args.json, verbose=args.verbose,
-                   render=render_syncwrite)
-
-
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="throughput personalities (fileserver/webserver/varmail), run-to-run variation",
                        description=BENCH_DESCRIPTION, epilog=BENCH_EPILOG,
@@ -457,33 +397,22 @@ def add_parser(sub) -> None:
                    help="worker processes (default min(Filebench's threads, 4 per CPU))")
     p.add_argument("--files", type=positive_int, metavar="N",
                    help="files in the file set (default Filebench's, scaled to a quarter of the target)")
-    p.add_argument("--mean-file-size", type=_size, metavar="SIZE",
-                   help="mean file size, gamma-distributed (default 128K fileserver, 16K others)")
-    p.add_argument("--mem-limit", type=_size, metavar="SIZE",
-                   help="memory cgroup limit for the workers (page cache included), e.g. 512M")
+    dash_value(p.add_argument("--mean-file-size", type=_size, metavar="SIZE",
+                              help="mean file size, gamma-distributed (default 128K fileserver, 16K others)"))
+    dash_value(p.add_argument("--mem-limit", type=_size, metavar="SIZE",
+                              help="memory cgroup limit for the workers (page cache included), e.g. 512M"))
     p.add_argument("--window", type=_window, action="append", metavar="N",
                    help="Throughput-N window in seconds; repeat for several (default 10, or the run length if shorter); no longer than --duration")
     p.add_argument("--threshold", type=_fraction, default=0.10, metavar="F",
                    help="relative range above which runs count as unstable (default 0.1 = 10%%)")
-    p.add_argument("--recipes", type=_recipe_list, metavar="A,B,...",
+    p.add_argument("--recipes", type=recipe_list, metavar="A,B,...",
                    help="compare recipes: one job per recipe in sequence, then Welch t-tests")
     p.add_argument("--seed", type=int, default=1, help="seed of file sizes and op choices (default 1)")
     p.add_argument("--same-fs", action="store_true",
                    help="one file system for all runs (repopulated per run) instead of mkfs per run")
+    p.add_argument("--trace", choices=("on", "off"), default="on", type=str.lower,
+                   help="kernel events per window through tracefs (root): journal commits, writeback "
+                        "starts and bytes written per Throughput-N window, and every dip annotated "
+                        "with them (default on; untraced with a note when tracing is not possible)")
     add_job_args(p)
     p.set_defaults(func=cmd_bench)
-
-    p = sub.add_parser("syncwrite", help="synchronous-write buffer sweep: throughput vs latency per buffer size",
-                       description=SYNC_DESCRIPTION, epilog=SYNC_EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mode", choices=SYNC_MODES, default="osync",
-                   help="how each write is made durable (default osync = O_SYNC)")
-    p.add_argument("--sizes", type=_sizes, metavar="S1,S2,...",
-                   help="buffer sizes (default 4K..16M, doubling)")
-    p.add_argument("--bytes-per-point", type=_size, metavar="SIZE",
-                   help="bytes written per point (default 16M)")
-    p.add_argument("--duration", type=positive_float, metavar="S",
-                   help="also stop each point after S seconds (for slow devices and small buffers)")
-    p.add_argument("--repeats", type=positive_int, default=3, metavar="N", help="repeats per size (default 3)")
-    add_job_args(p)
-    p.set_defaults(func=cmd_syncwrite)

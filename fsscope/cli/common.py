@@ -15,32 +15,58 @@ from fsscope.units import parse_size_bytes
 
 def parse_size(text: str) -> int:
     """argparse type: '2G', '512M', '1GiB', '4096' → bytes (powers of two)."""
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"a size cannot be negative, got '{text}'")
     try:
         return parse_size_bytes(text)
     except FsscopeError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a size (examples: 512M, 2G, 1GiB)") from None
 
 
+def dash_value(action: argparse.Action) -> argparse.Action:
+    """Let this option's value start with '-' without the '=' form: mkfs options such as
+    ``--mkfs-opts "-c"``, and sizes, so ``--size -5M`` is refused as negative instead of
+    argparse's "expected one argument" (:class:`fsscope.cli.Parser` joins such pairs)."""
+    action.dash_value = True
+    return action
+
+
+def recipe_list(text: str) -> list[str]:
+    """argparse type of --recipes: two or more distinct recipe names, comma-separated."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if len(names) < 2:
+        raise argparse.ArgumentTypeError("name at least two recipes, comma-separated (e.g. ext4-default,xfs-default)")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"a recipe is named twice in '{text}'")
+    return names
+
+
 def add_target_args(parser: argparse.ArgumentParser, *, dir_allowed: bool = True) -> None:
     group = parser.add_argument_group("target (choose one)")
     where = group.add_mutually_exclusive_group()
     where.add_argument("--device", metavar="DEV", help="a block device to format (safety checks apply)")
-    where.add_argument("--image", metavar="PATH", help="a sparse image file, created if missing, attached as a loop device")
-    where.add_argument("--ram", action="store_true", help="a RAM-backed image in /dev/shm, removed afterwards")
+    where.add_argument("--image", metavar="PATH", help="a sparse image file, created (and marked as fsscope's) if "
+                       "missing, attached as a loop device; an existing file fsscope did not create needs "
+                       "--yes-destroy PATH")
+    where.add_argument("--ram", action="store_true", help="a RAM-backed image in /dev/shm ($FSSCOPE_RAM_DIR), removed "
+                       "afterwards; its whole --size must be free there")
     if dir_allowed:
         where.add_argument("--dir", metavar="PATH", help="a plain directory: no formatting, no root needed; "
                            "work happens in a fresh subdirectory that is removed afterwards")
-    group.add_argument("--size", type=parse_size, default=DEFAULT_SIZE_BYTES, metavar="SIZE",
-                       help="image or RAM size (default 2G; XFS needs at least 300M)")
+    dash_value(group.add_argument("--size", type=parse_size, default=DEFAULT_SIZE_BYTES, metavar="SIZE",
+                       help="image or RAM size (default 2G; XFS needs at least 300M)"))
     group.add_argument("--mountpoint", metavar="DIR", help="where to mount (default: under fsscope's state dir)")
-    group.add_argument("--yes-destroy", metavar="DEV", help="confirm destroying DEV's existing signature; must name the same device")
+    group.add_argument("--yes-destroy", metavar="DEV|PATH", help="confirm destroying the contents of a device with a "
+                       "signature, or of an existing image file fsscope did not create; must name the same one")
     group.add_argument("--from-snapshot", metavar="PATH", default="",
                        help="restore this aged image (from 'fsscope age --snapshot') before each run instead of "
                        "mkfs, so every run starts from the same aged state; its fs must match the recipe")
     rgroup = parser.add_argument_group("recipe")
     rgroup.add_argument("--recipe", metavar="NAME|PATH", help="file-system recipe (see 'fsscope recipes')")
-    rgroup.add_argument("--mkfs-opts", default="", metavar='"OPTS"', help='extra mkfs options for this run, e.g. "-i size=1024"')
-    rgroup.add_argument("--mount-opts", default="", metavar="OPTS", help="extra mount options, comma-separated")
+    dash_value(rgroup.add_argument("--mkfs-opts", default="", metavar='"OPTS"',
+                                   help='extra mkfs options for this run, e.g. "-i size=1024" or "-c"'))
+    dash_value(rgroup.add_argument("--mount-opts", default="", metavar="OPTS",
+                                   help="extra mount options, comma-separated"))
     rgroup.add_argument("--prep", action="append", default=[], metavar="STEP=VALUE",
                         help="change a hygiene step, e.g. --prep drop_caches=false --prep io_scheduler=mq-deadline")
 
@@ -67,20 +93,22 @@ def positive_float(text: str) -> float:
     return value
 
 
+def output_path(text: str) -> str:
+    """argparse type: a file written when the job ends, checked now so a finished run's
+    report is not lost to a typo in its directory."""
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{folder}: no such directory")
+    if os.path.isdir(text) or not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: cannot write a file there")
+    return text
+
+
 def add_job_args(parser: argparse.ArgumentParser) -> None:
     """What every headless job command takes: --json, -v and the target/recipe options."""
-    parser.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    parser.add_argument("--json", type=output_path, metavar="PATH", help="also write the report as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
     add_target_args(parser)
-
-
-def _prep_value(text: str):
-    low = text.lower()
-    if low in ("true", "on", "yes", "1"):
-        return True
-    if low in ("false", "off", "no", "0"):
-        return False
-    return text
 
 
 def recipe_from_args(args, *, default: str | None = None) -> Recipe | None:
@@ -88,12 +116,7 @@ def recipe_from_args(args, *, default: str | None = None) -> Recipe | None:
     if name is None:
         return None
     recipe = recipes.load(name).with_extra(args.mkfs_opts, args.mount_opts)
-    changes = {}
-    for item in args.prep:
-        if "=" not in item:
-            raise FsscopeError(f"--prep {item}: expected STEP=VALUE (e.g. drop_caches=false)")
-        key, value = item.split("=", 1)
-        changes[key.strip()] = _prep_value(value.strip())
+    changes = recipes.prep_changes(args.prep)
     return recipe.with_prep(**changes) if changes else recipe
 
 
@@ -101,6 +124,8 @@ def target_from_args(args, *, default_kind: str | None = None) -> TargetSpec:
     """The TargetSpec the options name; with none given, ``default_kind`` (ram) or an error."""
     size = args.size
     snap = os.path.abspath(args.from_snapshot) if getattr(args, "from_snapshot", "") else ""
+    if snap and not os.path.isfile(snap):
+        raise FsscopeError(f"--from-snapshot {snap}: no such file (make one with 'fsscope age')")
     if args.device:
         return TargetSpec("device", args.device, size, args.mountpoint or "", args.yes_destroy, snap)
     if args.image:

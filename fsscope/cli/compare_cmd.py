@@ -20,6 +20,7 @@ from rich.table import Table
 
 from fsscope import store
 from fsscope.analysis.compare import compare_reports
+from fsscope.cli.common import output_path
 from fsscope.errors import FsscopeError
 from fsscope.format import format_cell, ratio_cell
 
@@ -100,5 +101,5 @@ def add_parser(sub) -> None:
                        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_a", metavar="RUN_A")
     p.add_argument("run_b", metavar="RUN_B")
-    p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
+    p.add_argument("--json", type=output_path, metavar="PATH", help="also write the comparison as JSON")
     p.set_defaults(func=cmd_compare)

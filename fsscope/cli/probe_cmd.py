@@ -10,7 +10,7 @@ from rich.table import Table
 from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
-from fsscope.workloads.probe import OPS, ProbeSpec
+from fsscope.workloads.probe import OPS, TRACE_MODES, ProbeSpec
 
 DESCRIPTION = """\
 Time one syscall per file: on a freshly made file system, do OP on files 0..N-1 in one new
@@ -19,14 +19,21 @@ Repeat R times on fresh file systems. Files that are slow in (nearly) every run 
 structural — the file system changed a data structure at that point (a directory changed
 format, an inode chunk was allocated, a B-tree leaf filled) — and fsscope explains them from
 the file system's geometry; files slow in one run only are counted as noise.
-(Method: Aota & Kono, quantitative analysis of tail latency in file systems.)"""
+(Method: Aota & Kono, quantitative analysis of tail latency in file systems.)
+
+As root, fsscope also asks the kernel (tracefs, its own instance per job) what happened inside
+each call: by default one extra traced run after the untraced measured ones, so every flag's
+note says which file-system events fired inside that call, how many block requests it issued,
+and whether the kernel confirms or contradicts the geometry's prediction."""
 
 EPILOG = """\
 examples:
   fsscope probe --recipe xfs-default --ram --size 512M --files 1000 --runs 5
   fsscope probe --recipe ext4-bench --image /var/tmp/p.img --mkfs-opts "-b 1024" --name-length 12
   fsscope probe --recipe btrfs-default --ram --size 512M --files 3000 --json probe.json
-  fsscope probe --dir /srv/scratch --op stat --files 5000       (no root: a fresh subdirectory per run)"""
+  fsscope probe --dir /srv/scratch --op stat --files 5000       (no root: a fresh subdirectory per run)
+  fsscope probe --recipe xfs-default --files 600 --runs 3 --trace all   (every run traced)
+  fsscope probe --recipe ext4-default --trace off                        (no kernel tracing)"""
 
 
 MAX_FLAGS_SHOWN = 30
@@ -74,8 +81,51 @@ def render(report: dict, console: Console) -> None:
         console.print(f"[dim]… and {len(flags) - len(shown)} more unexplained flags (all in --json and 'fsscope report')[/]")
     if report.get("noise_count"):
         console.print(f"[dim]{report['noise_count']} files were slow in too few runs to be structural (noise)[/]")
+    render_kernel(report, console)
     if report.get("stopped_by"):
         console.print(f"[red]stopped early:[/] {report['stopped_by']}")
+
+
+def _indices(values: list[int], limit: int = 6) -> str:
+    if not values:
+        return "-"
+    text = ", ".join(str(v) for v in values[:limit])
+    return text + (f", … ({len(values)})" if len(values) > limit else "")
+
+
+def render_kernel(report: dict, console: Console) -> None:
+    """The kernel's side: per structure predicted / seen / slow, and one-off noise causes."""
+    trace = report.get("trace") or {}
+    if not trace.get("active"):
+        if trace.get("reason") and trace.get("mode") != "off":
+            console.print(f"[dim]kernel tracing off: {trace['reason']}[/]", highlight=False)
+        return
+    runs = trace.get("runs_traced") or []
+    table = Table(title=f"structures: geometry vs kernel ({len(runs)} traced run{'s' if len(runs) != 1 else ''}) "
+                        f"vs latency", title_justify="left")
+    for col in ("structure", "predicted at", "kernel saw it at", "slow at", "verdict"):
+        table.add_column(col, overflow="fold")
+    for row in report.get("structures") or []:
+        verdict = row["verdict"]
+        style = "green" if verdict.startswith("confirmed") and "contradicts" not in verdict else (
+            "red" if verdict.startswith("contradicted") or "contradicts" in verdict else "dim")
+        table.add_row(row["structure"], _indices(row["predicted"]), _indices(row["seen"]),
+                      _indices(row["slow"]), f"[{style}]{verdict}[/]")
+    console.print(table)
+    quiet = [e for e in report.get("structural_events") or []
+             if not e["latency_outlier"] and e["event"].startswith(("xfs_dir2_", "ext4_allocate"))
+             and e["event"] != "xfs_dir2_grow_inode"]
+    for event in quiet[:10]:
+        console.print(f"[cyan]●[/] {event['event']} at file {event['index']} in {event['runs']}/{len(runs)} "
+                      f"traced runs, not a latency outlier", highlight=False)
+    for item in (report.get("noise") or [])[:5]:
+        console.print(f"[dim]one-off: run {item['run'] + 1} file {item['index']} {item['latency_ns'] / 1e3:.0f} µs: "
+                      f"{item['cause']}[/]", highlight=False)
+    if trace.get("median_ratio_vs_untraced") is not None:
+        console.print(f"[dim]the traced run's median call took {trace['median_ratio_vs_untraced']:.2f}× the "
+                      f"untraced runs' (observer effect; the flags come from the untraced runs)[/]", highlight=False)
+    if not trace.get("complete", True):
+        console.print(f"[red]trace incomplete:[/] {trace.get('overrun', 0)} overrun, {trace.get('dropped', 0)} dropped")
 
 
 RENDERERS["probe"] = render
@@ -83,7 +133,8 @@ RENDERERS["probe"] = render
 
 def cmd_probe(args) -> int:
     spec = ProbeSpec(op=args.op, files=args.files, runs=args.runs, name_length=args.name_length,
-                     sync_before=args.sync_before, fresh_fs=not args.same_fs, cpu=args.cpu)
+                     sync_before=args.sync_before, fresh_fs=not args.same_fs, cpu=args.cpu,
+                     trace=args.trace)
     target = target_from_args(args, default_kind="ram")
     recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
     return run_job("probe", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render)
@@ -99,5 +150,9 @@ def add_parser(sub) -> None:
     p.add_argument("--sync-before", choices=("each", "none"), default="each", help="sync() before each call (default each)")
     p.add_argument("--same-fs", action="store_true", help="one file system for all runs (a fresh directory per run) instead of mkfs per run")
     p.add_argument("--cpu", type=int, metavar="CPU", help="CPU to pin the probe to (default: the last one)")
+    p.add_argument("--trace", choices=TRACE_MODES, default="attribute",
+                   help="kernel-event attribution through tracefs (root): 'attribute' (default) adds one "
+                        "traced run after the untraced measured ones and backs every flag with the kernel "
+                        "events inside that call; 'all' traces every run; 'off' none")
     add_job_args(p)
     p.set_defaults(func=cmd_probe)

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fsscope import store
+from fsscope.cli.common import positive_int
 
 console = Console()
 
@@ -48,6 +49,8 @@ def cmd_report(args) -> int:
     for cmd in target.get("commands", []) if isinstance(target, dict) else []:
         console.print(f"[dim]$ {' '.join(cmd['argv'])}  → exit {cmd['rc']}[/]")
     report = run.report()
+    if report is None:
+        report = _partial_report(m.get("job", ""), run)
     if report is None:
         console.print("no report (the job did not finish); what it measured before it stopped:")
         for line in kept_lines(run) or ["nothing: no array was recorded"]:
@@ -100,13 +103,24 @@ def _bench_ops(personality: str | None, n: int) -> tuple[str, ...]:
     return ops if len(ops) == n else tuple(f"op{i}" for i in range(n))
 
 
+def _partial_report(job: str, run) -> dict | None:
+    """A job that did not finish, rebuilt from the arrays it kept (jobs offering
+    ``partial_report(run_dir)``)."""
+    from fsscope.engine import registry
+
+    if job not in registry.JOBS:
+        return None
+    rebuild = getattr(registry.load(job), "partial_report", None)
+    return rebuild(run) if rebuild is not None else None
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("runs", help="list recorded runs", formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="List the recorded runs, newest last: job, status (ok, failed, cancelled, "
                        "interrupted), target and recipe. Each run is a directory with manifest.json, "
                        "events.ndjson, *.npy arrays and report.json.",
                        epilog="examples:\n  fsscope runs\n  fsscope runs --last 5\n  fsscope report latest")
-    p.add_argument("--last", type=int, default=30, metavar="N", help="show the last N (default 30)")
+    p.add_argument("--last", type=positive_int, default=30, metavar="N", help="show the last N (default 30)")
     p.set_defaults(func=cmd_runs)
     p = sub.add_parser("report", help="print a recorded run's report again",
                        formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -12,7 +12,8 @@ from fsscope import recipes
 from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
 from fsscope.format import format_bytes
 from fsscope.recipes import Prep
-from fsscope.targets import Journal, Target, cleanup, devices, filesystem, release
+from fsscope.targets import Journal, Target, devices, filesystem, release, triage
+from fsscope.targets.journal import undo_entries
 
 # Piped output (scripts, logs) gets wide lines instead of columns folded to 80.
 console = Console() if sys.stdout.isatty() else Console(width=200)
@@ -34,8 +35,9 @@ def cmd_devices(args) -> int:
                       " ".join(d.partitions) or "-", " ".join(d.mountpoints) or "-",
                       d.signature or "-", verdict)
     console.print(table)
-    console.print("Images fsscope creates (--image, --ram) are always allowed. Other devices are formatted "
-                  "only when unused and blank, or when --yes-destroy names them.", style="dim")
+    console.print("Images fsscope creates (--image, --ram) are always allowed; an existing file it did not "
+                  "create is used only with --yes-destroy PATH. Other devices are formatted only when unused, "
+                  "writable and blank, or when --yes-destroy names them.", style="dim")
     return 0
 
 
@@ -55,7 +57,7 @@ def cmd_recipes(args) -> int:
 
 def cmd_prepare(args) -> int:
     spec = target_from_args(args)
-    recipe = recipe_from_args(args)
+    recipe = recipe_from_args(args, default="ext4-default")
     if spec.kind == "dir":
         console.print(f"{spec.path} is a directory: nothing to prepare; jobs take --dir {spec.path}")
         return 0
@@ -72,6 +74,8 @@ def cmd_prepare(args) -> int:
         chatter.print(f"[dim]$ {rec.line}[/]")
     if target.direct_io is not None:
         chatter.print(f"[dim]loop device {target.device}: direct I/O {'on' if target.direct_io else 'off (backing fs refused it)'}[/]")
+    chatter.print(f"[dim]kept until 'fsscope release {mounted.mountpoint}' ('fsscope cleanup' leaves it)[/]",
+                  soft_wrap=True)
     print(mounted.mountpoint)
     return 0
 
@@ -83,13 +87,15 @@ def cmd_release(args) -> int:
 
 
 def cmd_cleanup(args) -> int:
-    done = cleanup(Journal(), force=args.force)
+    journal = Journal()
+    to_undo, left = triage(journal, force=args.force, prepared=args.prepared)
+    done = undo_entries(journal, to_undo)
     for line in done:
         console.print(line)
-    live = Journal().entries()
-    if not done:
-        console.print("nothing to clean up" + (f" ({len(live)} entries belong to running fsscope processes;"
-                                                " --force undoes them too)" if live else ""))
+    for line in left:
+        console.print(f"left: {line}", highlight=False)
+    if not done and not left:
+        console.print("nothing to clean up")
     return 0
 
 
@@ -99,9 +105,11 @@ def add_parser(sub) -> None:
                        description="List block devices (from /sys/block and psutil): size, model, rotational, "
                        "I/O scheduler, partitions, mount points, signature, and whether fsscope would format it.",
                        epilog="A device is refused when it is mounted (itself or a partition), holds / or /boot, "
-                       "is swap, or is held by\ndevice-mapper/md/LVM; one that carries a file-system or partition-table "
-                       "signature is formatted\nonly with --yes-destroy naming it. Images fsscope creates (--image, --ram) "
-                       "are always allowed.\n\nexample:\n  fsscope devices")
+                       "is swap, is held by\ndevice-mapper/md/LVM, or is read-only (e.g. losetup -r); one that carries a "
+                       "file-system or\npartition-table signature is formatted only with --yes-destroy naming it.\n"
+                       "Images fsscope creates (--image NEW_PATH, --ram) are always allowed; an existing file it did not "
+                       "create\n(a text file, an archive, someone's image) is used only with --yes-destroy naming that "
+                       "file.\n\nexample:\n  fsscope devices")
     p.set_defaults(func=cmd_devices)
 
     p = sub.add_parser("recipes", help="list the file-system recipes",
@@ -116,9 +124,12 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("prepare", help="format and mount a target with a recipe; print the mount point",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Format and mount a target with a recipe's options and hygiene, and print "
-                       "the mount point. It stays mounted until 'fsscope release MOUNTPOINT'.",
-                       epilog="examples:\n  fsscope prepare --recipe xfs-default --ram --size 1G\n"
+                       description="Format and mount a target with a recipe's options and hygiene (default recipe: "
+                       "ext4-default), and print the mount point. It stays mounted until 'fsscope release MOUNTPOINT': "
+                       "a plain 'fsscope cleanup' leaves it alone. An existing --image file fsscope did not create is "
+                       "refused unless --yes-destroy names it; --ram needs its whole --size free in the RAM dir.",
+                       epilog="examples:\n  fsscope prepare --ram --size 256M                 (ext4-default)\n"
+                       "  fsscope prepare --recipe xfs-default --ram --size 1G\n"
                        "  fsscope prepare --recipe ext4-bench --image /var/tmp/t.img --mkfs-opts '-b 1024'\n"
                        "  fsscope prepare --recipe btrfs-default --device /dev/sdb --yes-destroy /dev/sdb")
     add_target_args(p, dir_allowed=False)
@@ -126,16 +137,30 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("release", help="unmount a prepared target and detach/remove what fsscope made",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Undo one 'fsscope prepare': unmount, detach its loop device, remove a RAM image "
-                       "and the mount point fsscope made. An image file you named stays on disk.",
+                       description="Undo one 'fsscope prepare': unmount, detach its loop device, restore the I/O "
+                       "scheduler, remove a RAM image and the mount point (and the parent directories) fsscope made. "
+                       "An image file you named stays on disk. A running job's mount point is refused: the job "
+                       "cleans up after itself.",
                        epilog="example:\n  mp=$(fsscope prepare --recipe xfs-default --ram --size 1G)\n  ...\n"
                        "  fsscope release \"$mp\"")
     p.add_argument("mountpoint")
     p.set_defaults(func=cmd_release)
 
-    p = sub.add_parser("cleanup", help="undo every mount and loop device that fsscope left behind",
-                       description="Read fsscope's state journal and undo what crashed or killed runs and "
-                       "'prepare' left: unmount, detach loop devices, remove RAM images and scratch directories. "
-                       "Resources of fsscope processes still running are left alone unless --force.")
-    p.add_argument("--force", action="store_true", help="also undo what running fsscope processes hold")
+    p = sub.add_parser("cleanup", help="undo the mounts and loop devices that killed fsscope jobs left behind",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Read fsscope's state journal and undo what crashed or killed jobs left: unmount, "
+                       "restore I/O schedulers, detach loop devices, remove RAM images, scratch directories and the "
+                       "jobs' tracefs instances.",
+                       epilog="What it never touches (it says so, one 'left:' line each):\n"
+                       "  - what a running fsscope job holds (owner pid + start time alive); --force undoes it anyway\n"
+                       "  - targets kept on purpose by 'fsscope prepare': 'fsscope release MOUNTPOINT' removes one,\n"
+                       "    --prepared removes them all\n"
+                       "  - a dead job's leftovers that a live job may now hold (same image, same mount point)\n"
+                       "It undoes only the exact resource the journal names: the same loop attachment (device,\n"
+                       "diskseq, backing inode) and the same mount (mount id, device, mount point), never whatever\n"
+                       "sits at that path now.\n\n"
+                       "examples:\n  fsscope cleanup\n  fsscope cleanup --prepared      also release every prepared target")
+    p.add_argument("--force", action="store_true", help="also undo what running fsscope jobs hold (they fail)")
+    p.add_argument("--prepared", action="store_true",
+                   help="also undo the targets 'fsscope prepare' kept (same as 'fsscope release' on each)")
     p.set_defaults(func=cmd_cleanup)

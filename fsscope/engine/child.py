@@ -34,7 +34,7 @@ import psutil
 from fsscope import proctree, store, tools
 from fsscope.engine import registry
 from fsscope.engine.context import JobContext
-from fsscope.errors import FsscopeError
+from fsscope.errors import FsscopeError, os_error_line
 from fsscope.recipes import Recipe
 from fsscope.targets import Target, TargetSpec
 from fsscope.targets.journal import Journal, undo_entries
@@ -134,9 +134,9 @@ def main(run_path: str) -> int:
             error, exit_code = str(exc), exc.exit_status
     except KeyboardInterrupt:
         status, exit_code, error = "interrupted", 130, f"{stop.why()} before it finished"
-    except Exception as exc:  # a bug: keep the traceback in child.log, say it in one line
+    except Exception as exc:  # a bug or a full/read-only disk: traceback to child.log, one line out
         traceback.print_exc()
-        error = f"{type(exc).__name__}: {exc}"
+        error = os_error_line(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
     finally:
         stop.closing = True
         ctx = stop.ctx

@@ -269,14 +269,15 @@ def findings_from_report(report: Mapping[str, Any] | None) -> list[Finding] | No
     analysed: list[dict] = []
     for key, kind in _FINDING_LISTS:
         analysed += [{**f, "kind": kind} for f in report.get(key) or [] if isinstance(f, Mapping)]
-    aligned = len(analysed) == len(flags) and all(
+    # a job may append flags of its own after the analysis ones (a probe's "stopped")
+    aligned = len(analysed) <= len(flags) and all(
         finding.get("kind") == flag.get("flag") for finding, flag in zip(analysed, flags))
     out = []
     for n, flag in enumerate(flags):
         entry = dict(flag)
         if "flag" not in entry and "kind" in entry:
             entry["flag"] = entry.pop("kind")
-        if aligned:
+        if aligned and n < len(analysed):
             entry |= {k: v for k, v in analysed[n].items() if k != "kind" and k not in entry}
         entry.pop("kind", None)
         out.append(finding_from_dict(entry))

@@ -2,6 +2,8 @@
 
     Spec: a frozen dataclass              the job's parameters (from_dict/to_dict optional)
     run(ctx: JobContext, spec) -> dict    does the work in the job child, returns the report
+    record_bytes(spec) -> int             optional: bytes of arrays it will write to the run
+                                          record (checked against free space before it starts)
 
 Modules are imported only when a job is used, so listing jobs stays cheap.
 """
@@ -22,6 +24,7 @@ JOBS: dict[str, tuple[str, str]] = {
     "bench": ("fsscope.workloads.bench_job", "throughput personality runs and their variation (Throughput-N, relative range)"),
     "syncwrite": ("fsscope.workloads.syncwrite_job", "synchronous-write buffer sweep: throughput vs latency per buffer size"),
     "age": ("fsscope.aging.job", "profile-driven aging (Geriatrix): churn to a profile, fit, fresh vs aged fragmentation, snapshot"),
+    "explore": ("fsscope.study.explore", "layout exploration (Chopper): LHS plan of disk states and write patterns, d-span, sensitivity"),
     "check": ("fsscope.check.job", "pre-benchmark sanity check: audit of what distorts results, runs needed (calibration)"),
     "frag": ("fsscope.layout.job", "free-space extent histogram and a large test file's fragments (fresh or --from-snapshot)"),
 }

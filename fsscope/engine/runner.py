@@ -25,8 +25,8 @@ from pathlib import Path
 from fsscope import proctree
 from fsscope.engine import events, registry
 from fsscope.recipes import Recipe
-from fsscope.store import RunDir
-from fsscope.targets import TargetSpec
+from fsscope.store import RunDir, check_room
+from fsscope.targets import Target, TargetSpec
 from fsscope.targets.journal import Journal, cleanup
 
 CHILD_MAIN = "import sys; from fsscope.engine.child import main; sys.exit(main(sys.argv[1]))"
@@ -134,6 +134,8 @@ def start(job: str, spec, target: TargetSpec, recipe: Recipe | None, *,
     module = registry.load(job)
     if isinstance(spec, dict):
         spec = registry.spec_from_dict(module, spec)
+    Target(target, recipe).preflight()  # a refusal is the user's message, not a failed run record
+    check_room(getattr(module, "record_bytes", lambda spec: 0)(spec), runs_root)
     run_dir = RunDir.create(job, runs_root)
     job_file = {"job": job, "spec": registry.spec_to_dict(spec), "target": target.to_dict(),
                 "recipe": recipe.to_dict() if recipe else None}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from typing import Any
 
 from fsscope.errors import FsscopeError
@@ -17,4 +17,15 @@ def checked_fields(spec_type: type, data: Any, job: str) -> dict[str, Any]:
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise FsscopeError(f"{job} spec field {unknown[0]!r} is unknown: known fields are {', '.join(known)}")
+    for f in fields(spec_type):  # plain-valued fields must get a value of their default's type
+        want = type(f.default) if f.default is not MISSING else None
+        if f.name in data and want in (bool, int, float, str) and not _is(data[f.name], want):
+            kind = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}[want]
+            raise FsscopeError(f"{job} spec field {f.name!r} must be {kind}, not {data[f.name]!r}")
     return dict(data)
+
+
+def _is(value: Any, want: type) -> bool:
+    if isinstance(value, bool) or want is bool:  # bool is an int to Python, not to a user
+        return isinstance(value, bool) and want is bool
+    return isinstance(value, want) or (want is float and isinstance(value, int))

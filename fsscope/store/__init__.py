@@ -10,7 +10,9 @@
 
 A killed job leaves a readable record: the manifest says "running" with a dead pid, which
 :meth:`RunDir.status` reports as "interrupted"; arrays written through :meth:`RunDir.open_array` are
-memory-mapped, so every measured value is on disk.
+memory-mapped, so every measured value is on disk. Their blocks are allocated when they are
+opened (a full disk is an error then, never a SIGBUS mid-run), and :func:`check_room`
+refuses a run whose record will not fit before its directory is made.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import time
 from pathlib import Path
 
@@ -25,9 +28,38 @@ import numpy as np
 import psutil
 
 from fsscope import paths
+from fsscope.errors import FsscopeError, os_error_line
+from fsscope.format import format_bytes
 from fsscope.jsonsafe import dumps
 
 FINAL_STATUSES = ("ok", "failed", "interrupted", "cancelled")
+
+# A run's records besides its arrays: manifest, events, report, child log (generous).
+RECORD_BYTES = 4 << 20
+
+
+def check_room(array_bytes: int, root: Path | None = None) -> None:
+    """Refuse, in one line, a run whose record cannot be written: the runs directory is not
+    writable (read-only, permissions) or has less free space than the run's arrays
+    (``array_bytes``) plus its records."""
+    root = root or paths.runs_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        free_bytes = shutil.disk_usage(root).free
+    except OSError as exc:
+        raise FsscopeError(f"cannot keep run records: {os_error_line(exc)}; set FSSCOPE_HOME to a "
+                           "writable directory") from None
+    if not os.access(root, os.W_OK):
+        ro = os.statvfs(root).f_flag & os.ST_RDONLY
+        raise FsscopeError(f"cannot keep run records in {root}: "
+                           f"{'its file system is read-only' if ro else 'not writable'}; "
+                           "set FSSCOPE_HOME to a writable directory")
+    need_bytes = array_bytes + RECORD_BYTES
+    if free_bytes < need_bytes:
+        what = f"{format_bytes(array_bytes)} of arrays and " if array_bytes else ""
+        raise FsscopeError(f"not enough room for the run record in {root}: {format_bytes(free_bytes)} free, "
+                           f"the run needs {what}{format_bytes(RECORD_BYTES)} of records; free space there "
+                           "or set FSSCOPE_HOME to another place")
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -37,6 +69,15 @@ def _write_json(path: Path, data: dict) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def _read_object(path: Path) -> dict | None:
+    """A JSON object from ``path``; None when missing, torn, binary or not an object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None
+    return data if isinstance(data, dict) else None
 
 
 class RunDir:
@@ -64,10 +105,7 @@ class RunDir:
 
     # -- manifest ---------------------------------------------------------------------------
     def manifest(self) -> dict:
-        try:
-            return json.loads((self.path / "manifest.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            return {}
+        return _read_object(self.path / "manifest.json") or {}
 
     def update_manifest(self, **fields) -> dict:
         data = self.manifest() | fields
@@ -107,7 +145,18 @@ class RunDir:
     # -- arrays and report ------------------------------------------------------------------
     def open_array(self, name: str, shape: tuple[int, ...], dtype=np.int64, fill=-1) -> np.memmap:
         """A memory-mapped .npy filled with ``fill`` (= not measured) that jobs write into."""
-        arr = np.lib.format.open_memmap(self.path / f"{name}.npy", mode="w+", dtype=dtype, shape=shape)
+        path = self.path / f"{name}.npy"
+        arr = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+        fd = os.open(path, os.O_RDWR)
+        try:  # real blocks now: a mapping over a hole on a full disk is a SIGBUS later
+            os.posix_fallocate(fd, 0, os.fstat(fd).st_size)
+        except OSError as exc:
+            del arr
+            path.unlink()
+            size = format_bytes(int(np.prod(shape)) * np.dtype(dtype).itemsize)
+            raise FsscopeError(f"no room for {name} ({size}) in {self.path}: {exc.strerror}") from None
+        finally:
+            os.close(fd)
         arr[...] = fill
         return arr
 
@@ -128,10 +177,7 @@ class RunDir:
         _write_json(self.path / "report.json", report)
 
     def report(self) -> dict | None:
-        try:
-            return json.loads((self.path / "report.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            return None
+        return _read_object(self.path / "report.json")
 
     def status(self) -> str:
         """The manifest's status, with a dead 'running' job shown as 'interrupted'."""

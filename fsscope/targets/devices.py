@@ -3,8 +3,8 @@
 fsscope formats disks as root, so the rules are strict: a device that is mounted (itself or
 any partition), holds / or /boot, is swap, is held by device-mapper/md/LVM, or carries a
 file-system or partition-table signature is refused unless the user names it again with
-``--yes-destroy DEV``. Some devices (mounted, holding /, swap, held) are refused even then:
-destroying them would take the running system down.
+``--yes-destroy DEV``. Some devices (mounted, holding /, swap, held, read-only) are refused
+even then: destroying them would take the running system down, or cannot work at all.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ class Device:
     holders: tuple[str, ...]  # dm-0, md0 ... (of the device and its partitions)
     swap: bool
     backing_file: str  # loop devices: the image behind it
+    read_only: bool = False  # the kernel refuses writes (losetup -r, a write-protected disk)
 
     @property
     def usable(self) -> bool:
@@ -53,6 +54,8 @@ class Device:
             reasons.append("in use as swap")
         if self.holders:
             reasons.append(f"held by {', '.join(self.holders)} (device-mapper/md/LVM)")
+        if self.read_only:
+            reasons.append("read-only (the kernel refuses writes to it)")
         return reasons
 
     def soft_reasons(self) -> list[str]:
@@ -138,6 +141,7 @@ def describe(name: str, *, mounts: dict | None = None, swaps: set | None = None,
         signature=_signature(path) if probe_signature and os.path.exists(path) else "",
         holders=holders, swap=any(f"/dev/{m}" in swaps for m in members),
         backing_file=_read(sys_dir / "loop" / "backing_file"),
+        read_only=_read(sys_dir / "ro") == "1",
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from fsscope import tools
 from fsscope.errors import FsscopeError, RecipeError, ToolError
 from fsscope.recipes import Recipe
+from fsscope.targets import identity
 
 MKFS = {
     "ext4": ["mkfs.ext4", "-F", "-q"],
@@ -69,23 +70,21 @@ def umount(mountpoint: str) -> None:
     tools.run("umount", mountpoint)
 
 
-def set_scheduler(device: str, scheduler: str) -> str:
-    """Write the I/O scheduler of the device's queue; returns the previous one ("" if none)."""
+def scheduler_queue(device: str) -> Path | None:
+    """/sys/block/DISK/queue/scheduler of the device (a partition's belongs to its disk)."""
     name = Path(os.path.realpath(device)).name
     queue = Path(f"/sys/block/{name}/queue/scheduler")
-    if not queue.exists():  # a partition: the queue belongs to its disk
+    if not queue.exists():
         parents = [d for d in Path("/sys/block").iterdir() if (d / name).is_dir()]
         queue = parents[0] / "queue" / "scheduler" if parents else queue
-    if not queue.exists():
-        return ""
+    return queue if queue.exists() else None
+
+
+def read_scheduler(queue: Path) -> tuple[str, list[str]]:
+    """(active scheduler, every one offered) from a queue/scheduler file: "[none] mq-deadline"."""
     text = queue.read_text()
-    if f"[{scheduler}]" in text:
-        return scheduler
-    if scheduler not in text.replace("[", " ").replace("]", " ").split():
-        raise FsscopeError(f"{device}: I/O scheduler '{scheduler}' not offered (has: {text.strip()})")
-    previous = text[text.find("[") + 1:text.find("]")]
-    queue.write_text(scheduler)
-    return previous
+    active = text[text.find("[") + 1:text.find("]")] if "[" in text else text.strip()
+    return active, text.replace("[", " ").replace("]", " ").split()
 
 
 def drop_caches() -> None:
@@ -102,6 +101,6 @@ def mount_options(mountpoint: str) -> list[str]:
     target = os.path.realpath(mountpoint)
     for line in Path("/proc/self/mounts").read_text().splitlines():
         fields = line.split()
-        if fields[1] == target:
+        if identity.unescape(fields[1]) == target:  # a space in the path reads \040
             return fields[3].split(",")
     return []

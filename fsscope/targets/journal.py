@@ -1,14 +1,25 @@
-"""The state journal: every loop attach, mount and scratch path, written down BEFORE it is made.
+"""The state journal: every loop attach, mount, I/O scheduler change and scratch path, written
+down BEFORE it is made.
 
-One small JSON file per resource under ``state/journal/``, fsync'd before the action, removed
+One small JSON file per resource under ``state/journal/``, fsync'd before the action, completed
+with the resource's identity right after it (see :mod:`fsscope.targets.identity`), removed
 after the action is undone. If fsscope is killed at any point, ``fsscope cleanup`` reads what
-is left and undoes it (mounts first, then loop devices, then files and directories). Undo is
-idempotent: an entry whose action never happened (crash between record and action) undoes to
-nothing.
+is left and undoes it (mounts first, then schedulers, loop devices, files and directories).
+
+Undo touches only the resource the entry identifies — the same loop attachment (device +
+diskseq + backing inode), the same mount (mount id + device + mount point) — never whatever
+now happens to sit at the same path. Undo is idempotent: an entry whose action never happened
+(crash between record and action) undoes to nothing.
+
+Who may undo what: an entry whose owner (pid + start time) still runs belongs to that job;
+one kept on purpose by ``fsscope prepare`` (no owner) belongs to the user until ``fsscope
+release``. ``cleanup`` undoes neither (unless told to), and leaves a dead job's entry alone
+when a live or kept entry might name the same resource.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -21,15 +32,18 @@ import psutil
 
 from fsscope import paths, proctree, tools
 from fsscope.errors import ToolError
+from fsscope.targets import identity
 
-# Undo order: what sits on top goes first; a job's processes before anything they may hold.
-UNDO_ORDER = {"cgroup": -1, "mount": 0, "loop": 1, "image": 2, "mountdir": 3, "workdir": 3}
+# Undo order: what sits on top goes first (a job's processes before anything they may hold);
+# a loop's scheduler is restored while we still hold it.
+UNDO_ORDER = {"cgroup": -1, "tracefs": 0, "mount": 0, "scheduler": 1, "loop": 2, "image": 3, "mountdir": 4,
+              "workdir": 4}
 
 
 @dataclass(frozen=True)
 class Entry:
     id: str
-    kind: str  # cgroup | mount | loop | image | mountdir | workdir
+    kind: str  # cgroup | mount | scheduler | loop | image | mountdir | workdir | tracefs
     group: str  # everything one prepared target made shares a group
     owner_pid: int | None  # None: meant to outlive its creator (``fsscope prepare``)
     fields: dict = field(default_factory=dict)
@@ -65,6 +79,12 @@ class Journal:
                       owner_pid=None if persistent else os.getpid(), fields=fields)
         _fsync_write(self.directory / f"{entry.id}.json", json.dumps(entry.to_dict()))
         return entry
+
+    def complete(self, entry: Entry, **fields) -> Entry:
+        """Add what is known only after the action (the loop device, the mount id)."""
+        done = Entry(entry.id, entry.kind, entry.group, entry.owner_pid, entry.fields | fields)
+        _fsync_write(self.directory / f"{entry.id}.json", json.dumps(done.to_dict()))
+        return done
 
     def forget(self, entry: Entry) -> None:
         (self.directory / f"{entry.id}.json").unlink(missing_ok=True)
@@ -107,9 +127,7 @@ def owner_alive(entry: Entry) -> bool:
 
 
 def mounted_at(mountpoint: str) -> bool:
-    target = os.path.realpath(mountpoint)
-    with open("/proc/self/mounts") as fh:
-        return any(line.split()[1] == target for line in fh)
+    return identity.top_mount(mountpoint) is not None
 
 
 def loops_backing(image: str) -> list[str]:
@@ -126,31 +144,112 @@ def loops_backing(image: str) -> list[str]:
     return found
 
 
+# -- which resource an entry names ----------------------------------------------------------
+def _backing(fields: dict) -> tuple[int, int] | None:
+    if fields.get("backing"):
+        return tuple(fields["backing"])
+    try:  # an entry from before identities were journalled: the image as it is now
+        return identity.file_id(fields["image"])
+    except OSError:
+        return None
+
+
+def held_loops(entry: Entry) -> list[str]:
+    """The loop devices that are still this entry's attachment."""
+    f, backing = entry.fields, _backing(entry.fields)
+    if backing is None:
+        return []
+    if f.get("device"):  # known attachment: the same device, diskseq and backing inode
+        same = (identity.diskseq(f["device"]) == f.get("diskseq")
+                and identity.loop_backing(f["device"]) == backing)
+        return [f["device"]] if same else []
+    # Killed between attach and journalling the device: any attachment of our image (cleanup
+    # leaves those a live or kept entry may hold; see _may_share).
+    return identity.loops_backed_by(backing)
+
+
+def held_mount(entry: Entry) -> identity.Mount | None:
+    """The mount this entry made, if it is still the one visible at its mount point."""
+    f = entry.fields
+    top = identity.top_mount(f["mountpoint"])
+    if top is None:
+        return None
+    if f.get("mount_id") is not None:
+        if (top.mount_id, top.majmin) != (f["mount_id"], f.get("majmin")):
+            return None
+    elif f.get("source", "tmpfs") == "tmpfs":
+        if top.fstype != "tmpfs":
+            return None
+    elif os.path.realpath(top.source) != os.path.realpath(f["source"]):
+        return None
+    # A mount id is reused once freed: the source must still be the attachment we mounted.
+    if f.get("source_diskseq") is not None and identity.diskseq(f["source"]) != f["source_diskseq"]:
+        return None
+    return top
+
+
+def _may_share(a: Entry, b: Entry) -> bool:
+    """Could entries a and b (of different groups) name the same resource?"""
+    if a.kind != b.kind:
+        return False
+    fa, fb = a.fields, b.fields
+    if a.kind == "loop":
+        if _backing(fa) != _backing(fb):
+            return False
+        if fa.get("device") and fb.get("device"):
+            return (fa["device"], fa.get("diskseq")) == (fb["device"], fb.get("diskseq"))
+        return True
+    if a.kind == "mount":
+        if os.path.realpath(fa["mountpoint"]) != os.path.realpath(fb["mountpoint"]):
+            return False
+        if fa.get("mount_id") is not None and fb.get("mount_id") is not None:
+            return (fa["mount_id"], fa.get("majmin"), fa.get("source_diskseq")) == \
+                   (fb["mount_id"], fb.get("majmin"), fb.get("source_diskseq"))
+        return True
+    if a.kind == "scheduler":
+        return os.path.realpath(fa["device"]) == os.path.realpath(fb["device"])
+    return os.path.realpath(_path(a)) == os.path.realpath(_path(b))
+
+
+def _path(entry: Entry) -> str:
+    """What an entry is about, for messages and path comparisons (a mountdir: its deepest dir)."""
+    f = entry.fields
+    return f.get("device") or f.get("mountpoint") or f.get("path") or (f.get("paths") or [""])[0]
+
+
+# -- undo -------------------------------------------------------------------------------------
 def undo(entry: Entry) -> str | None:
-    """Undo one entry if its action took effect; return a line saying what was done."""
+    """Undo one entry if its action took effect and the resource is still the one it made;
+    return a line saying what was done."""
     f = entry.fields
     if entry.kind == "cgroup":  # a job's cgroup: kill what it left running, then remove it
         killed = proctree.kill_and_remove(Path(f["path"]), Path(f["home"]) if f.get("home") else None)
         if killed:
             return f"killed what the job left running: {', '.join(killed)}"
     elif entry.kind == "mount":
-        if mounted_at(f["mountpoint"]):
+        if held_mount(entry) is not None:
             try:
                 tools.run("umount", f["mountpoint"])
             except ToolError:
                 tools.run("umount", "-l", f["mountpoint"])  # busy: detach now, free when unused
             return f"unmounted {f['mountpoint']}"
+    elif entry.kind == "scheduler":
+        queue = Path(f["queue"])
+        still_ours = identity.diskseq(f["device"]) == f.get("diskseq") and queue.exists()
+        if still_ours and f"[{f['previous']}]" not in queue.read_text():
+            queue.write_text(f["previous"])
+            return f"restored I/O scheduler {f['previous']} on {f['device']}"
     elif entry.kind == "loop":
         done = []
-        for dev in loops_backing(f["image"]):
+        for dev in held_loops(entry):
             tools.run("losetup", "-d", dev)
             done.append(dev)
         if done:
             # losetup -d on a busy device only sets autoclear: say "detached" once it is true
             deadline = time.monotonic() + 5.0
-            while loops_backing(f["image"]) and time.monotonic() < deadline:
+            while held_loops(entry) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            busy = loops_backing(f["image"])
+            busy = held_loops(entry)
             if busy:
                 return (f"asked to detach {', '.join(busy)} ({f['image']}), but it is still in use: "
                         "the kernel detaches it when the last user closes it")
@@ -160,19 +259,50 @@ def undo(entry: Entry) -> str | None:
             os.unlink(f["path"])
             return f"removed image {f['path']}"
     elif entry.kind == "mountdir":
-        try:
-            os.rmdir(f["path"])
-            return f"removed mount point {f['path']}"
-        except FileNotFoundError:
-            pass
+        removed = []
+        for path in f.get("paths") or [f["path"]]:  # deepest first: the parents fsscope made too
+            try:
+                os.rmdir(path)
+                removed.append(path)
+            except FileNotFoundError:
+                continue
+            except OSError:  # not empty or in use: it is no longer only ours
+                break
+        if removed:
+            return f"removed mount point {', '.join(removed)}"
+    elif entry.kind == "tracefs" and os.path.isdir(f["path"]):  # a job's instance (fsscope.trace)
+        _remove_trace_instance(f["path"])
+        return f"removed tracefs instance {f['path']}"
     elif entry.kind == "workdir" and os.path.isdir(f["path"]):
         shutil.rmtree(f["path"], ignore_errors=True)
         return f"removed work directory {f['path']}"
     return None
 
 
-def undo_group(journal: Journal, group: str) -> list[str]:
-    return undo_entries(journal, journal.entries(group=group))
+def _remove_trace_instance(path: str, wait_s: float = 5.0) -> None:
+    """rmdir of a tracefs instance; EBUSY while a killed job's reader still holds a file of
+    it open, so retry briefly (the reader exits when its parent's pipe closes)."""
+    try:
+        with open(os.path.join(path, "tracing_on"), "w") as fh:
+            fh.write("0")
+    except OSError:
+        pass
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
+def undo_group(journal: Journal, group: str, kinds: tuple[str, ...] | None = None) -> list[str]:
+    entries = journal.entries(group=group)
+    return undo_entries(journal, [e for e in entries if kinds is None or e.kind in kinds])
 
 
 def undo_entries(journal: Journal, entries: list[Entry]) -> list[str]:
@@ -185,11 +315,52 @@ def undo_entries(journal: Journal, entries: list[Entry]) -> list[str]:
     return lines
 
 
-def cleanup(journal: Journal | None = None, *, force: bool = False,
+def _kept_mountpoint(entries: list[Entry]) -> str:
+    return next((e.fields["mountpoint"] for e in entries if e.kind == "mount"), "")
+
+
+def triage(journal: Journal, *, force: bool = False, prepared: bool = False,
+           owner_pid: int | None = None) -> tuple[list[Entry], list[str]]:
+    """What cleanup may undo now, and one line per group it leaves (and why).
+
+    Left alone: groups whose owner still runs (unless ``force``), targets kept by
+    ``fsscope prepare`` (unless ``prepared``), and a dead job's group when a live or kept
+    entry of another group may name the same loop device, mount or path."""
+    everyone = journal.entries()
+    groups: dict[str, list[Entry]] = {}
+    for entry in everyone:
+        if owner_pid is None or entry.owner_pid == owner_pid:
+            groups.setdefault(entry.group, []).append(entry)
+    held = [e for e in everyone if e.owner_pid is None or owner_alive(e)]
+    to_undo, left = [], []
+    for group, entries in groups.items():
+        if all(e.owner_pid is None for e in entries):
+            mp = _kept_mountpoint(entries)
+            if not prepared:
+                how = f"'fsscope release {mp}' (or 'fsscope cleanup --prepared')" if mp else \
+                    "'fsscope cleanup --prepared'"
+                left.append(f"kept by 'fsscope prepare': {mp or group} — remove it with {how}")
+                continue
+        elif any(owner_alive(e) for e in entries) and not force:
+            pid = next(e.owner_pid for e in entries if owner_alive(e))
+            left.append(f"in use by running fsscope process {pid}: {_kept_mountpoint(entries) or group} "
+                        "(it cleans up when it ends; --force undoes it now)")
+            continue
+        shared = [(e, h) for e in entries for h in held if h.group != group and _may_share(e, h)]
+        if shared and not force:
+            e, h = shared[0]
+            who = "'fsscope prepare'" if h.owner_pid is None else f"running fsscope process {h.owner_pid}"
+            left.append(f"{e.kind} {_path(e)} of a dead job: {who} may hold the same resource now "
+                        "(run cleanup again after it ends)")
+            continue
+        to_undo += entries
+    return to_undo, left
+
+
+def cleanup(journal: Journal | None = None, *, force: bool = False, prepared: bool = False,
             owner_pid: int | None = None) -> list[str]:
-    """Undo everything whose owner is gone (or everything, with force), or only what the
-    (dead) process ``owner_pid`` made. Returns what was done."""
+    """Undo what dead fsscope processes left (see :func:`triage` for what is left alone), or
+    only what the (dead) process ``owner_pid`` made. Returns what was done."""
     journal = journal or Journal()
-    entries = [e for e in journal.entries()
-               if (owner_pid is None or e.owner_pid == owner_pid) and (force or not owner_alive(e))]
-    return undo_entries(journal, entries)
+    to_undo, _ = triage(journal, force=force, prepared=prepared, owner_pid=owner_pid)
+    return undo_entries(journal, to_undo)

@@ -14,8 +14,12 @@ detach their loop device, copy the snapshot over the image (``cp --reflink=auto
 run starts from the same aged state. ``mount_existing()`` mounts what the target already
 holds (resuming an aging run on a kept image).
 
-Every attach, mount and scratch path is written to the state journal before it is made, so a
-killed process leaves nothing that ``fsscope cleanup`` cannot undo.
+Every attach, mount, I/O scheduler change and scratch path is written to the state journal
+before it is made, so a killed process leaves nothing that ``fsscope cleanup`` cannot undo.
+Every check that can refuse runs in :meth:`Target.preflight`, which touches nothing: the job
+runner calls it before it creates a run record, and :meth:`Target.open` again before acting.
+Right before each mkfs, restore and mount the target checks that it still holds its device
+(the same loop attachment or block device): if something else detached it, it stops.
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ from pathlib import Path
 
 from fsscope import paths, tools
 from fsscope.errors import FsscopeError, SafetyRefusal
+from fsscope.format import format_bytes
 from fsscope.recipes import Recipe
-from fsscope.targets import devices, filesystem, image
-from fsscope.targets.journal import Journal, undo, undo_group
+from fsscope.targets import devices, filesystem, identity, image
+from fsscope.targets.journal import Journal, undo_group
 
 TARGET_KINDS = ("device", "image", "ram", "dir")
 DEFAULT_SIZE_BYTES = 2 * 2**30
@@ -103,12 +108,15 @@ class Target:
         self.journal = journal or Journal()
         self.group = uuid.uuid4().hex[:10]
         self.device: str | None = None
+        self.device_seq: int | None = None  # the device's diskseq when we took it
+        self.device_rdev: str | None = None
+        self.backing: tuple[int, int] | None = None  # the image's (st_dev, st_ino)
+        self._mount_entry = None
         self.direct_io: bool | None = None
         self.image_path: Path | None = None
         self.mounted: MountedFS | None = None
         self.commands: list[tools.CommandRecord] = []
         self.formats = 0
-        self.scheduler_before = ""
         self.restores: list[dict] = []  # one per snapshot restore: how, and inodes in use after
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -131,7 +139,9 @@ class Target:
             self.close()
             raise
 
-    def _open(self) -> None:
+    def preflight(self) -> None:
+        """Every check that can refuse this target, touching nothing: run it before anything
+        is started or recorded. Raises FsscopeError/SafetyRefusal with one line."""
         spec, recipe = self.spec, self.recipe
         if spec.kind == "dir":
             root = Path(spec.path)
@@ -145,6 +155,7 @@ class Target:
             raise FsscopeError(f"formatting a {spec.kind} target needs root; without root use --dir PATH")
         if spec.snapshot:
             self._check_snapshot()
+        self._check_mountpoint()
         if recipe.fs == "tmpfs":
             return  # mounted straight from RAM, no device
         if spec.kind == "device":
@@ -152,21 +163,81 @@ class Target:
             if spec.snapshot and os.path.getsize(spec.snapshot) > device.size_bytes:
                 raise FsscopeError(f"--from-snapshot {spec.snapshot} ({os.path.getsize(spec.snapshot)} bytes) "
                                    f"does not fit on {spec.path} ({device.size_bytes} bytes)")
+        elif spec.kind == "ram":
+            image.check_size(spec.size_bytes)
+            _check_ram_space(spec.size_bytes)
+        else:
+            self._check_image_path()
+
+    def _open(self) -> None:
+        spec, recipe = self.spec, self.recipe
+        self.preflight()
+        if spec.kind == "dir" or recipe.fs == "tmpfs":
+            return
+        if spec.kind == "device":
             self.device = spec.path
+            self.device_seq, self.device_rdev = identity.diskseq(spec.path), identity.rdev(spec.path)
             self._set_scheduler()
         else:
             self.image_path = self._image()
+            self.backing = identity.file_id(self.image_path)
             if not spec.snapshot:  # with a snapshot, the restore attaches the copied image
                 self._attach()
 
     def _attach(self) -> None:
-        self.device, self.direct_io = image.attach(self.image_path, self.journal, self.group)
+        self.device, self.direct_io, self.device_seq = image.attach(self.image_path, self.journal, self.group)
         self._set_scheduler()
 
     def _set_scheduler(self) -> None:
-        if self.recipe.prep.io_scheduler:
-            before = filesystem.set_scheduler(self.device, self.recipe.prep.io_scheduler)
-            self.scheduler_before = self.scheduler_before or before
+        """Switch the device's I/O scheduler, journalled first so that normal exit and
+        'fsscope cleanup' after a kill both put the previous one back."""
+        wanted = self.recipe.prep.io_scheduler
+        queue = filesystem.scheduler_queue(self.device) if wanted else None
+        if queue is None:
+            return
+        active, offered = filesystem.read_scheduler(queue)
+        if active == wanted:
+            return
+        if wanted not in offered:
+            raise FsscopeError(f"{self.device}: I/O scheduler '{wanted}' not offered (has: {', '.join(offered)})")
+        self.journal.record("scheduler", self.group, device=self.device, queue=str(queue), previous=active,
+                            diskseq=identity.diskseq(self.device))
+        queue.write_text(wanted)
+
+    def _check_still_held(self, action: str) -> None:
+        """Refuse to go on when the device is no longer the one this target took (someone
+        detached our loop device, or attached another file to it)."""
+        dev = self.device
+        if dev is None:
+            return
+        if self.image_path is not None:
+            held = identity.diskseq(dev) == self.device_seq and identity.loop_backing(dev) == self.backing
+            what = f"attached to {self.image_path}"
+        else:
+            held = identity.rdev(dev) == self.device_rdev and identity.diskseq(dev) == self.device_seq
+            what = "the device checked at start"
+        if not held:
+            raise FsscopeError(f"{dev} is no longer {what} (something else detached or changed it): "
+                               f"stopped before {action}, nothing written to it")
+
+    def _check_mountpoint(self) -> None:
+        if not self.spec.mountpoint:
+            return
+        mountpoint = Path(self.spec.mountpoint)
+        if mountpoint.exists() and not mountpoint.is_dir():
+            raise FsscopeError(f"--mountpoint {mountpoint}: not a directory")
+        if identity.top_mount(str(mountpoint)) is not None:
+            raise FsscopeError(f"--mountpoint {mountpoint}: something is already mounted there")
+
+    def _check_image_path(self) -> None:
+        """An existing file is used only if fsscope created it (its mark) or --yes-destroy names it."""
+        path = Path(self.spec.path).resolve()
+        if not path.exists():
+            image.check_size(self.spec.size_bytes)
+            return
+        if not path.is_file():
+            raise SafetyRefusal(f"--image {path}: not a regular file (for a block device use --device)")
+        image.check_not_foreign(path, self.spec.yes_destroy, "use")
 
     def _check_snapshot(self) -> None:
         """Refuse, before anything is touched, a snapshot that is missing or not the recipe's fs."""
@@ -196,16 +267,6 @@ class Target:
         path = Path(spec.path).resolve()
         if not path.exists():
             image.create_image(path, spec.size_bytes)
-        elif not path.is_file():
-            raise SafetyRefusal(f"--image {path}: not a regular file (for a block device use --device)")
-        elif not image.is_fsscope_image(path):
-            rec = tools.capture("blkid", "-p", "-o", "export", str(path), ok_codes=(0, 2))
-            sig = next((ln.split("=", 1)[1] for ln in rec.stdout.splitlines()
-                        if ln.startswith(("TYPE=", "PTTYPE="))), "")
-            named = spec.yes_destroy and Path(spec.yes_destroy).resolve() == path
-            if sig and not named:
-                raise SafetyRefusal(f"refusing to format {path}: not created by fsscope and carries a "
-                                    f"{sig} signature (pass --yes-destroy {path} to destroy it)")
         return path
 
     def format_and_mount(self) -> MountedFS:
@@ -221,6 +282,7 @@ class Target:
                                "keeps no file system between runs: nothing to mount again")
         if self.device is None and self.image_path is not None:
             self._attach()
+        self._check_still_held("probing it")
         found = devices._signature(self.device)  # noqa: SLF001 - the same blkid probe
         if found != self.recipe.fs:
             what = f"holds {found}" if found else "holds no file system"
@@ -233,12 +295,10 @@ class Target:
         or write it onto the device. The loop attach is journalled before it happens."""
         snap = Path(self.spec.snapshot)
         if self.spec.kind == "device":
+            self._check_still_held("writing the snapshot onto it")
             method = image.write_onto_device(snap, self.device)
         else:
-            for entry in self.journal.entries(group=self.group):
-                if entry.kind == "loop":
-                    undo(entry)
-                    self.journal.forget(entry)
+            undo_group(self.journal, self.group, kinds=("scheduler", "loop"))
             self.device = None
             method = image.copy_image(snap, self.image_path)
             self._attach()
@@ -255,18 +315,19 @@ class Target:
             self.mounted = MountedFS("dir", None, str(self.spec.path), workdir)
             return self.mounted
         recipe = self.recipe
-        mountpoint = Path(self.spec.mountpoint or paths.state_dir() / "mnt" / self.group)
-        if not mountpoint.exists():
-            self.journal.record("mountdir", self.group, path=str(mountpoint))
+        mountpoint = Path(self.spec.mountpoint or paths.state_dir() / "mnt" / self.group).absolute()
+        missing = [p for p in (mountpoint, *mountpoint.parents) if not p.exists()]
+        if missing:  # deepest first: undo removes the parents it made too
+            self.journal.record("mountdir", self.group, paths=[str(p) for p in missing])
             mountpoint.mkdir(parents=True)
-        elif filesystem.mount_options(str(mountpoint)) and self.mounted is None:
+        elif identity.top_mount(str(mountpoint)) is not None:
             raise FsscopeError(f"--mountpoint {mountpoint}: something is already mounted there")
         if make_fs and self.spec.snapshot:
             self._restore_snapshot()
         elif make_fs and recipe.fs != "tmpfs":
+            self._check_still_held("mkfs")
             filesystem.mkfs(recipe, self.device)
-        self.journal.record("mount", self.group, mountpoint=str(mountpoint), source=self.device or "tmpfs")
-        filesystem.mount(recipe, self.device or "tmpfs", str(mountpoint), self.spec.size_bytes)
+        self._mount_fs(str(mountpoint))
         self.mounted = MountedFS(recipe.fs, self.device, str(mountpoint), mountpoint,
                                  filesystem.mount_options(str(mountpoint)))
         if make_fs and self.spec.snapshot:
@@ -279,23 +340,33 @@ class Target:
         """Unmount and mount again (recipe hygiene after populating a data set)."""
         if self.mounted is None or self.spec.kind == "dir" or self.recipe.fs == "tmpfs":
             return
+        # Until the new mount id is journalled, cleanup knows the mount by its source device.
+        self._mount_entry = self.journal.complete(self._mount_entry, mount_id=None, majmin=None)
         filesystem.umount(self.mounted.mountpoint)
-        filesystem.mount(self.recipe, self.device, self.mounted.mountpoint)
+        self._mount_fs(self.mounted.mountpoint, record=False)
+
+    def _mount_fs(self, mountpoint: str, *, record: bool = True) -> None:
+        """Mount, journalled before (mount point, source and its diskseq) and after (mount id)."""
+        source = self.device or "tmpfs"
+        if record:
+            self._mount_entry = self.journal.record(
+                "mount", self.group, mountpoint=mountpoint, source=source,
+                source_diskseq=self.device_seq if self.device else None)
+        self._check_still_held("mount")
+        filesystem.mount(self.recipe, source, mountpoint, self.spec.size_bytes)
+        top = identity.top_mount(mountpoint)
+        if top is not None:
+            self._mount_entry = self.journal.complete(self._mount_entry, mount_id=top.mount_id, majmin=top.majmin)
 
     def unmount(self) -> None:
         if self.mounted is None:
             return
-        for entry in self.journal.entries(group=self.group):
-            if entry.kind in ("mount", "workdir"):
-                undo(entry)
-                self.journal.forget(entry)
+        undo_group(self.journal, self.group, kinds=("mount", "workdir"))
         self.mounted = None
 
     def close(self) -> list[str]:
         """Undo everything this target made, in reverse order; returns what was done."""
         try:
-            if self.scheduler_before and self.device:
-                filesystem.set_scheduler(self.device, self.scheduler_before)
             return undo_group(self.journal, self.group)
         finally:
             self.mounted = None
@@ -312,3 +383,19 @@ class Target:
                 "commands": [{"argv": list(c.argv), "rc": c.rc, "duration_s": round(c.duration_s, 4),
                               "stdout": c.stdout[-2000:], "stderr": c.stderr[-2000:]}
                              for c in self.commands]}
+
+
+def _check_ram_space(size_bytes: int) -> None:
+    """A RAM image can fill all of its size (mkfs, the journal and the job write into it), and
+    a RAM dir that runs out mid-run gives loop I/O errors and a read-only file system: so the
+    whole size must be free up front."""
+    where = RAM_DIR
+    while not where.exists():
+        where = where.parent
+    vfs = os.statvfs(where)
+    free = vfs.f_bavail * vfs.f_frsize
+    if free < size_bytes:
+        fits = max(free * 9 // 10 // 2**20, 0)
+        raise FsscopeError(f"--ram --size {format_bytes(size_bytes)}: the RAM dir {RAM_DIR} has only "
+                           f"{format_bytes(free)} free, and a RAM image may fill its whole size; use --size "
+                           f"{fits}M or less, free RAM there (FSSCOPE_RAM_DIR picks the dir), or --image PATH on disk")

@@ -59,6 +59,7 @@ class BenchRun:
     op_p99_ns: dict[str, float | None] = field(default_factory=dict)
     finished: bool = False
     ops_per_s_exact: float | None = None  # the report's cumulative throughput
+    kernel: dict | None = None  # traced: per-window journal commits, writeback starts, bytes written
 
     @property
     def ops_per_s(self) -> float | None:
@@ -154,6 +155,10 @@ class BenchModel:
             return True
         if kind == "phase" and event.get("run") is not None:
             return self.start_run(int(event["run"]))
+        if kind == "kernel" and event.get("run") is not None and isinstance(event.get("windows"), dict):
+            self._run(int(event["run"])).kernel = event["windows"]
+            self.version += 1
+            return True
         return False
 
     def _run(self, index: int) -> BenchRun:
@@ -221,6 +226,8 @@ class BenchModel:
                 run = self._run(r)
                 run.finished = True
                 run.ops_per_s_exact = _number(entry.get("ops_per_s"))
+                if isinstance(entry.get("kernel_windows"), dict):
+                    run.kernel = entry["kernel_windows"]
                 for op in entry.get("ops") or {}:
                     if op not in self.op_names:
                         self.op_names.append(op)

@@ -101,6 +101,8 @@ def compare(a: Side, b: Side) -> Comparison:
         s = missing[0]
         return Comparison(f"Run {s.id} has no report (status {s.status}): nothing to compare.")
     sections = compare_reports(a.job, a.report, b.report)
+    if a.job == "syncwrite":
+        return Comparison(syncwrite_verdict(sections), sections=sections)
     if a.job != "bench":
         return Comparison(f"{a.job} runs compared: B / A for every figure.", sections=sections)
 
@@ -123,3 +125,22 @@ def compare(a: Side, b: Side) -> Comparison:
         message = f"No winner: {verdict.note}"
     notes = [flag.note] if flag is not None else []
     return Comparison(message, winner=verdict.winner, sections=sections, notes=notes)
+
+
+def syncwrite_verdict(sections: list[dict]) -> str:
+    """How many buffer sizes each side wins on throughput (Welch, p < 0.001)."""
+    verdicts = [r["a"] for sec in sections for r in sec["rows"] if r["metric"].endswith("verdict (p < 0.001)")]
+    if not verdicts:
+        return "syncwrite runs compared: B / A for every figure (no sizes in common for a t-test)."
+    a, b = verdicts.count("A faster"), verdicts.count("B faster")
+    return (f"Throughput per buffer size (Welch, p < 0.001): A faster at {a}, B faster at {b}, "
+            f"no significant difference at {len(verdicts) - a - b} of {len(verdicts)} sizes.")
+
+
+def syncwrite_curves(a: Side, b: Side) -> list:
+    """Both runs' log–log curves for one chart."""
+    from fsscope.tui.syncwrite_model import curves_of, rows_of_report
+
+    return [curves_of(f"{label} {side.recipe}", rows_of_report(side.report or {}), (side.report or {}).get("knees"),
+                      (side.report or {}).get("recommended_bytes")) for label, side in (("A", a), ("B", b))]
+

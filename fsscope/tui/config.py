@@ -16,7 +16,7 @@ from pathlib import Path
 from fsscope import paths, recipes
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
-from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
+from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec, image
 
 DEFAULT_RECIPE = "ext4-default"
 DEFAULT_IMAGE_NAME = "default.img"
@@ -72,8 +72,10 @@ class RunPlan:
 
     @property
     def destructive(self) -> bool:
-        """Formatting a block device destroys what is on it: the user must confirm."""
-        return self.target.kind == "device"
+        """Formatting a block device, or an existing image file fsscope did not create,
+        destroys what is on it: the user must confirm."""
+        return self.target.kind == "device" or (
+            self.target.kind == "image" and bool(image.foreign_reason(Path(self.target.path))))
 
 
 @dataclass

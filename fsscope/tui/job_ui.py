@@ -63,6 +63,8 @@ register("age", panel="fsscope.tui.widgets.age_params:AgeParams",
 register("frag", view="fsscope.tui.widgets.aging_view:FragView", model="fsscope.tui.aging_model:FragModel")
 register("check", panel="fsscope.tui.widgets.check_params:CheckParams",
          view="fsscope.tui.widgets.check_view:CheckView", model="fsscope.tui.check_model:CheckModel")
+register("explore", panel="fsscope.tui.widgets.explore_params:ExploreParams",
+         view="fsscope.tui.widgets.explore_view:ExploreView", model="fsscope.tui.explore_model:ExploreModel")
 
 
 def _resolve(part: str | type) -> type:

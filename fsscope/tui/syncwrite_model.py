@@ -1,7 +1,8 @@
-"""What the sync-write view shows, as plain data (no Textual): per buffer size, throughput
-and per-write latency over the repeats measured so far, and the size with the best
-throughput per unit of latency. Live points fill it (their p99 is the worst repeat's, an
-estimate); the report's per-size numbers replace them when the sweep ends."""
+"""What the sync-write view shows, as plain data (no Textual): per buffer size, throughput and
+per-write latency over the repetitions finished so far (mean and 95 % CI), both knees and
+the best-ratio size. Live points fill it — each repetition tightens the bands; the report's
+statistics (every write's latency, the bootstrap confidence) replace them when the sweep
+ends. :func:`curves_of` gives the chart's log–log curves, also for the compare screen."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from fsscope.analysis import efficiency
 from fsscope.tui.model import SPARK_POINTS
 
 
@@ -31,13 +35,15 @@ def size_label(n: int) -> str:
 
 @dataclass(frozen=True)
 class SizeRow:
-    """One buffer size: means over its repeats."""
+    """One buffer size over its repetitions (throughput in bytes/s, latency in ns)."""
 
     buffer_bytes: int
     repeats: int
     bytes_per_s: float | None
-    bytes_per_s_std: float | None
+    bytes_per_s_ci95: float | None
     latency_mean_ns: float | None
+    latency_ci95_ns: float | None
+    latency_p50_ns: float | None
     latency_p99_ns: float | None
     exact: bool
 
@@ -47,6 +53,42 @@ class SizeRow:
         if self.bytes_per_s is None or not self.latency_mean_ns:
             return None
         return (self.bytes_per_s / 1e6) / (self.latency_mean_ns / 1e6)
+
+
+@dataclass(frozen=True)
+class Curves:
+    """One recipe's log–log curves for the chart."""
+
+    label: str
+    sizes: list[int]
+    throughput: list[tuple[float, float, float] | None]      # (mean, low, high) bytes/s
+    latency: list[tuple[float, float, float] | None]         # (mean, low, high) ns
+    rise_bytes: int | None
+    saturation_bytes: int | None
+    best_bytes: int | None
+
+
+def _band(mean: float | None, ci: float | None) -> tuple[float, float, float] | None:
+    if mean is None:
+        return None
+    half = ci or 0.0
+    return (mean, max(mean - half, mean * 0.01), mean + half)
+
+
+def rows_of_report(report: dict) -> list[SizeRow]:
+    return [SizeRow(int(r["buffer_bytes"]), int(r.get("repeats") or 0), _number(r.get("throughput_mean")),
+                    _number(r.get("throughput_ci95")), _number(r.get("latency_mean_ns")),
+                    _number(r.get("latency_ci95_ns")), _number(r.get("latency_p50_ns")),
+                    _number(r.get("latency_p99_ns")), True)
+            for r in report.get("sizes") or [] if isinstance(r, dict) and r.get("buffer_bytes")]
+
+
+def curves_of(label: str, rows: list[SizeRow], knees: dict | None, best: int | None) -> Curves:
+    knees = knees or {}
+    return Curves(label, [r.buffer_bytes for r in rows],
+                  [_band(r.bytes_per_s, r.bytes_per_s_ci95) for r in rows],
+                  [_band(r.latency_mean_ns, r.latency_ci95_ns) for r in rows],
+                  knees.get("latency_rise_bytes"), knees.get("throughput_saturation_bytes"), best)
 
 
 class SyncWriteModel:
@@ -59,6 +101,7 @@ class SyncWriteModel:
         self.mode = str(spec.get("mode") or "osync")
         repeats = _number(spec.get("repeats"))
         self.repeats_requested = int(repeats) if repeats else None
+        self.label = "this run"
         self.points: list[dict] = []
         self.report: dict | None = None
         self.notes: list[str] = []
@@ -67,6 +110,7 @@ class SyncWriteModel:
         self.p99_ns: deque[float] = deque(maxlen=SPARK_POINTS)
         self.mb_per_s: deque[float] = deque(maxlen=SPARK_POINTS)
         self.telemetry: list[tuple[float, float, float]] = []
+        self._live: tuple[int, list[SizeRow], dict] | None = None
 
     def feed(self, event: dict) -> bool:
         if event.get("kind") == "samples" and isinstance(event.get("point"), dict):
@@ -84,11 +128,12 @@ class SyncWriteModel:
         self.version += 1
 
     def finish(self, report: dict | None) -> None:
-        if isinstance(report, dict) and isinstance(report.get("points"), list):
+        if isinstance(report, dict) and isinstance(report.get("sizes"), list):
             self.report = report
             self.notes = [str(n) for n in report.get("notes") or []]
-            if self.mode != report.get("mode") and report.get("mode"):
-                self.mode = str(report["mode"])
+            self.notes += [f"{f.get('title')}: {f.get('note')}" for f in report.get("flags") or [] if isinstance(f, dict)]
+            self.mode = str(report.get("mode") or self.mode)
+            self.label = str(report.get("recipe") or report.get("fs") or self.label)
             if not self.points:
                 for point in report.get("raw_points") or []:
                     if isinstance(point, dict):
@@ -98,39 +143,68 @@ class SyncWriteModel:
     @classmethod
     def from_run(cls, run_dir, spec: dict, report: dict | None) -> SyncWriteModel:
         model = cls(spec)
+        if report is None and run_dir is not None:  # a killed run: rebuilt from its kept arrays
+            from fsscope.workloads.syncwrite_job import partial_report
+
+            report = partial_report(run_dir)
         model.finish(report)
         return model
+
+    # -- live statistics from the points so far ------------------------------------------------
+    def _live_rows(self) -> tuple[list[SizeRow], dict]:
+        if self._live is not None and self._live[0] == self.version:
+            return self._live[1], self._live[2]
+        by_size: dict[int, dict[str, list]] = {}
+        for p in self.points:
+            size = int(p.get("buffer_bytes") or 0)
+            entry = by_size.setdefault(size, {"t": [], "lat": [], "p99": [], "p50": []})
+            if p.get("ended", True) and _number(p.get("bytes_per_s")) is not None:
+                entry["t"].append(float(p["bytes_per_s"]))
+            if _number(p.get("mean_ns")) is not None:
+                entry["lat"].append(np.array([float(p["mean_ns"])]))
+            for key in ("p99", "p50"):
+                if _number(p.get(f"{key}_ns")) is not None:
+                    entry[key].append(float(p[f"{key}_ns"]))
+        rows, stats = [], []
+        for size in sorted(by_size):
+            e = by_size[size]
+            s = efficiency.size_stats(size, e["t"], e["lat"])
+            stats.append(s)
+            rows.append(SizeRow(size, s.repeats, _number(s.throughput_mean), _number(s.throughput_ci95),
+                                _number(s.latency_mean_ns), _number(s.latency_ci95_ns),
+                                float(np.median(e["p50"])) if e["p50"] else None,
+                                max(e["p99"]) if e["p99"] else None, False))
+        analysis = efficiency.analyze(stats, resamples=0)
+        knees = efficiency.knees_dict(analysis) | {"best": analysis.size_at(analysis.best_ratio)}
+        self._live = (self.version, rows, knees)
+        return rows, knees
+
+    def rows(self) -> list[SizeRow]:
+        """Per buffer size, smallest first: the report's numbers, else the points so far."""
+        if self.report is not None and self.report.get("sizes"):
+            return rows_of_report(self.report)
+        return self._live_rows()[0]
+
+    @property
+    def knees(self) -> dict:
+        if self.report is not None:
+            return self.report.get("knees") or {}
+        return self._live_rows()[1]
 
     @property
     def best_buffer_bytes(self) -> int | None:
         if self.report is not None:
-            best = self.report.get("best_ratio_buffer_bytes")
+            best = self.report.get("recommended_bytes")
             return int(best) if best is not None else None
-        rows = [r for r in self.rows() if r.ratio is not None]
-        return max(rows, key=lambda r: r.ratio).buffer_bytes if rows else None  # type: ignore[arg-type, return-value]
+        return self._live_rows()[1].get("best")
 
-    def rows(self) -> list[SizeRow]:
-        """Per buffer size, smallest first: the report's numbers, else the points so far."""
-        repeats: dict[int, int] = {}
+    def curves(self) -> Curves:
+        return curves_of(self.label, self.rows(), self.knees, self.best_buffer_bytes)
+
+    def repetitions_done(self) -> int:
+        """Repetitions with every size measured."""
+        sizes = {int(p.get("buffer_bytes") or 0) for p in self.points}
+        per_rep: dict[int, set] = {}
         for p in self.points:
-            size = int(p.get("buffer_bytes") or 0)
-            repeats[size] = repeats.get(size, 0) + 1
-        if self.report is not None and self.report.get("points"):
-            return [SizeRow(int(r["buffer_bytes"]), repeats.get(int(r["buffer_bytes"]), 0),
-                            _number(r.get("bytes_per_s")), _number(r.get("bytes_per_s_std")),
-                            _number(r.get("latency_mean_ns")), _number(r.get("latency_p99_ns")), True)
-                    for r in self.report["points"] if isinstance(r, dict) and r.get("buffer_bytes")]
-        out = []
-        for size in sorted(repeats):
-            mine = [p for p in self.points if int(p.get("buffer_bytes") or 0) == size]
-            tput = [v for v in (_number(p.get("bytes_per_s")) for p in mine) if v is not None]
-            writes = [max(1, int(p.get("writes") or 1)) for p in mine]
-            means = [(_number(p.get("mean_ns")), w) for p, w in zip(mine, writes)]
-            weighted = [(m, w) for m, w in means if m is not None]
-            mean_ns = (sum(m * w for m, w in weighted) / sum(w for _, w in weighted)) if weighted else None
-            p99s = [v for v in (_number(p.get("p99_ns")) for p in mine) if v is not None]
-            mean_tput = sum(tput) / len(tput) if tput else None
-            std = (math.sqrt(sum((t - mean_tput) ** 2 for t in tput) / (len(tput) - 1))
-                   if mean_tput is not None and len(tput) > 1 else None)
-            out.append(SizeRow(size, len(mine), mean_tput, std, mean_ns, max(p99s) if p99s else None, False))
-        return out
+            per_rep.setdefault(int(p.get("repeat") or 0), set()).add(int(p.get("buffer_bytes") or 0))
+        return sum(1 for got in per_rep.values() if got == sizes)

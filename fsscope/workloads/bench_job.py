@@ -41,8 +41,11 @@ import numpy as np
 from fsscope.analysis import variation
 from fsscope.engine.events import Event, Finding
 from fsscope.engine.specs import checked_fields
-from fsscope.errors import FsscopeError
+from fsscope.errors import FsscopeError, os_error_line
+from fsscope.format import format_bytes
 from fsscope.jsonsafe import plain
+from fsscope.trace.attribute import annotate_dips
+from fsscope.trace.jobs import BenchTrace
 from fsscope.workloads import personalities as P
 
 BIN_S = 1.0
@@ -67,6 +70,7 @@ class Spec:
     threshold: float = 0.10
     seed: int = 1
     fresh_fs: bool = True
+    trace: bool = True  # kernel events per window (root + tracefs; otherwise untraced)
 
     def __post_init__(self) -> None:
         if self.personality not in P.PERSONALITIES:
@@ -88,6 +92,8 @@ class Spec:
                 raise FsscopeError(f"bench: a Throughput-{w:g} window does not fit in a {self.duration_s:g} s "
                                    f"run: pick windows no longer than the run (--window), or longer runs")
         object.__setattr__(self, "window_sizes_s", windows)
+        if not isinstance(self.trace, bool):
+            raise FsscopeError(f"bench: trace must be true or false, not {self.trace!r}")
         if not 0 <= self.threshold <= 10:
             raise FsscopeError(f"bench: threshold is a fraction (0.1 = 10 %), got {self.threshold!r}")
 
@@ -120,7 +126,9 @@ def number_list(value: Any, name: str) -> tuple[float, ...]:
 
 
 def personality_spec(spec: Spec, capacity_bytes: int | None, cpu_count: int | None = None) -> P.PersonalitySpec:
-    """The workload the bench runs: Filebench defaults scaled to the capacity, with overrides."""
+    """The workload the bench runs: Filebench defaults scaled to the capacity, with overrides;
+    refused (one line) when its workers cannot live under --mem-limit or its file set cannot
+    fit the target, since such a run measures nothing."""
     overrides: dict[str, Any] = {"duration_s": float(spec.duration_s), "seed": spec.seed, "bin_s": BIN_S}
     for ours, theirs in (("workers", "workers"), ("nfiles", "nfiles"),
                          ("mean_file_size_bytes", "mean_file_size_bytes")):
@@ -128,7 +136,23 @@ def personality_spec(spec: Spec, capacity_bytes: int | None, cpu_count: int | No
             overrides[theirs] = getattr(spec, ours)
     # latency histograms per window: the smallest Throughput-N window that fits the run
     overrides["latency_window_s"] = float(min(spec.window_sizes_s))
-    return P.default_spec(spec.personality, capacity_bytes=capacity_bytes, cpu_count=cpu_count, **overrides)
+    pspec = P.default_spec(spec.personality, capacity_bytes=capacity_bytes, cpu_count=cpu_count, **overrides)
+    if spec.mem_limit_bytes is not None:
+        # each worker's two io_size buffers (8 workers: OOM kills under 4 MiB in all, none at 16 MiB)
+        need = pspec.workers * 2 * pspec.io_size_bytes
+        if spec.mem_limit_bytes < need:
+            raise FsscopeError(
+                f"bench: --mem-limit {format_bytes(spec.mem_limit_bytes)} is below the minimum "
+                f"{format_bytes(need)}: each of the {pspec.workers} workers needs about "
+                f"{format_bytes(need // pspec.workers)} of its own (two {format_bytes(pspec.io_size_bytes)} I/O "
+                "buffers) before any page cache, or the OOM killer ends it and nothing is measured")
+    populated = pspec.fileset_bytes * pspec.prealloc_pct // 100
+    if capacity_bytes and populated > capacity_bytes * 0.8:
+        raise FsscopeError(
+            f"bench: the file set ({pspec.nfiles:,} files of mean {format_bytes(pspec.mean_file_size_bytes)}, "
+            f"{format_bytes(populated)} populated) does not fit the target's {format_bytes(capacity_bytes)} "
+            "with room to run: use fewer --files, a smaller --mean-file-size or a larger --size")
+    return pspec
 
 
 def block_disks(fs) -> tuple[str, ...]:
@@ -211,6 +235,24 @@ def flag_title(flag: dict[str, Any]) -> str:
     return str(kind)
 
 
+def _full_flag(r: int, result: P.RunResult, pspec: P.PersonalitySpec) -> dict[str, Any]:
+    log = (f" (webserver's log rotates at {format_bytes(pspec.log_limit_bytes)})"
+           if pspec.log_limit_bytes else "")
+    return {"kind": "fs_full", "run": r, "elapsed_s": result.elapsed_s,
+            "title": f"the file system filled up {result.elapsed_s:.1f} s into run {r + 1}: the job stopped there",
+            "note": f"{result.stopped_by}. The workers stopped at once and the numbers of the "
+                    f"{result.elapsed_s:.1f} s measured are kept, but a full file system is not the one the "
+                    f"later runs would have measured, so no further runs were made{log}. Give a larger "
+                    "--size, fewer --files or a shorter --duration."}
+
+
+def _nothing_flag(r: int, result: P.RunResult) -> dict[str, Any]:
+    why = "; ".join(result.notes) or "no worker completed an operation"
+    return {"kind": "nothing_measured", "run": r, "elapsed_s": result.elapsed_s,
+            "title": f"run {r + 1} measured nothing: 0 operations in {result.elapsed_s:.1f} s",
+            "note": f"Its throughput of 0 ops/s is not a result of the file system. Why: {why}"}
+
+
 def _flag_key(flag: dict[str, Any]) -> tuple:
     return (flag.get("kind"), flag.get("window_s"))
 
@@ -247,6 +289,9 @@ def run(ctx, spec: Spec) -> dict:
     fs_name = None
 
     stopped_by = None
+    trace = BenchTrace(ctx, spec.trace)
+    kernel_windows: dict[int, dict] = {}
+    extra_flags: list[dict[str, Any]] = []  # what the variation analysis cannot see: full fs, no ops
     try:
         for r in range(spec.runs):
             if ctx.cancelled:
@@ -266,7 +311,13 @@ def run(ctx, spec: Spec) -> dict:
                 if ctx.cancelled:
                     break
                 out.emit("phase", name=f"run {r + 1}/{spec.runs}: {pspec.name} × {pspec.workers} workers", run=r)
-                result, samples = _measure(ctx, out, spec, pspec, root, fs, r, total_s)
+                with trace.run(fs, r):
+                    result, samples = _measure(ctx, out, spec, pspec, root, fs, r, total_s)
+            window_s = min(spec.window_sizes_s)
+            counted = trace.windows(r, result.start_ns, window_s, len(result.throughput(window_s)))
+            if counted is not None:
+                kernel_windows[r] = counted
+                out.emit("kernel", run=r, windows=counted)
             taskstats_available = samples.taskstats_available
             telemetry_notes.extend(samples.notes)
             for name, array in result.to_arrays().items():
@@ -278,18 +329,24 @@ def run(ctx, spec: Spec) -> dict:
             extra = {"populate": dataclasses.asdict(populated), "workers": summary["workers"],
                      "cgroup": summary["cgroup"], "notes": summary["notes"],
                      "telemetry": _telemetry_summary(samples)}
-            if result.cancelled:
+            if result.cancelled or result.stopped_by:
                 partial = {"run": r, "elapsed_s": result.elapsed_s, "ops_per_s": result.ops_per_s, **extra}
-                notes.append(f"run {r + 1} was cancelled after {result.elapsed_s:.1f} s: its arrays are saved "
+                why = "was cancelled" if result.cancelled else f"stopped ({result.stopped_by})"
+                notes.append(f"run {r + 1} {why} after {result.elapsed_s:.1f} s: its arrays are saved "
                              f"(run{r}_*.npy) but it is not in the variation numbers")
+                if result.stopped_by:
+                    stopped_by = result.stopped_by
+                    extra_flags.append(_full_flag(r, result, pspec))
                 break
+            if result.total_ops == 0:
+                extra_flags.append(_nothing_flag(r, result))
             results.append(result)
             extras.append(extra)
             _emit_new_flags(out, spec, results, dirty, emitted)
-    except FsscopeError as exc:  # a later run failed (cgroup, mkfs...): keep the runs that finished
+    except (FsscopeError, OSError) as exc:  # a later run failed (cgroup, mkfs...): keep the runs that finished
         if not results:
             raise
-        stopped_by = str(exc)
+        stopped_by = os_error_line(exc) if isinstance(exc, OSError) else str(exc)
         out.emit("error", message=stopped_by)
 
     report = variation.variation_report(
@@ -298,8 +355,13 @@ def run(ctx, spec: Spec) -> dict:
         dirty_writeback_centisecs=dirty.get("dirty_writeback_centisecs"))
     for entry, extra in zip(report["runs"], extras):
         entry.update(plain(extra))
+    _add_kernel_windows(report, results, kernel_windows, spec.threshold, out)
+    report["trace"] = trace.summary()
     for flag in report["flags"]:
         flag.setdefault("title", flag_title(flag))
+    for flag in extra_flags:
+        out.emit("finding", title=flag["title"], note=flag["note"], flag=flag["kind"], run=flag["run"])
+    report["flags"] = extra_flags + report["flags"]
     short = [w for w in spec.window_sizes_s if w > spec.duration_s]
     if short:
         notes.append(f"Throughput-{'/'.join(f'{w:g}' for w in short)} needs runs longer than "
@@ -311,6 +373,9 @@ def run(ctx, spec: Spec) -> dict:
     if ctx.target.spec.kind == "dir" or fs_name == "tmpfs":
         notes.append("the target is not a formatted file system of fsscope's: runs are not on an identically "
                      "prepared file system (only the file set is)")
+    if pspec is not None and pspec.log_limit_bytes:
+        notes.append(f"the webserver log is truncated whenever it passes {format_bytes(pspec.log_limit_bytes)} "
+                     "(a quarter of the target, like logrotate); Filebench lets it grow until the disk is full")
     if spec.mem_limit_bytes is None:
         notes.append("no --mem-limit: a file set that fits in RAM is served from the page cache, so the device "
                      "may be barely exercised (Cao et al. limited RAM to 4 GiB)")
@@ -337,6 +402,22 @@ def run(ctx, spec: Spec) -> dict:
         "notes": notes,
     }))
     return report
+
+
+def _add_kernel_windows(report: dict, results: list, kernel_windows: dict[int, dict],
+                        threshold: float, out: _Locked) -> None:
+    """Per run: the kernel's counts per Throughput-N window (the smallest N) and every dip
+    annotated with what the kernel did in it."""
+    for r, (entry, result) in enumerate(zip(report["runs"], results)):
+        counted = kernel_windows.get(r)
+        if counted is None:
+            continue
+        entry["kernel_windows"] = counted
+        tracked = {k: v for k, v in counted.items() if isinstance(v, list)}
+        entry["dips"] = annotate_dips(result.throughput(counted["window_s"]), tracked,
+                                      counted["window_s"], threshold=threshold)
+        for dip in entry["dips"]:
+            out.emit("log", line=f"run {r + 1} dip {dip['note']}")
 
 
 def _measure(ctx, out: _Locked, spec: Spec, pspec: P.PersonalitySpec, root: Path, fs, r: int, total_s: float):

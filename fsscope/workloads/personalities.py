@@ -11,6 +11,12 @@ bytes, whole-file reads/writes in ``io_size`` chunks), with two deliberate diffe
 - fileserver and varmail workers each own a disjoint slice of the file set (file i belongs to
   worker i mod W), like the FAST'17 description "each thread represents a user ... on a unique
   set of files"; no cross-process locks are needed to pick a free or existing file.
+- webserver's shared log is truncated whenever it passes ``log_limit_bytes`` (like logrotate's
+  copytruncate; :func:`default_spec` sets a quarter of the capacity). Filebench lets it grow,
+  but at ~100 MB/s of appends it fills a 2 GiB target within a 30-s run.
+
+A full file system (ENOSPC) stops the whole run at once, like a cancel: the workers stop,
+what they measured is kept, and :attr:`RunResult.stopped_by` says why.
 
 Measurements (chosen so memory stays bounded however long the run):
 
@@ -88,6 +94,7 @@ class PersonalitySpec:
     gamma_shape: float = 1.5
     prealloc_pct: int = 80
     reads_per_iteration: int = 10         # webserver: whole-file reads per log append
+    log_limit_bytes: int | None = None    # webserver: truncate the log past this size (None: never)
     seed: int = 0
     bin_s: float = 1.0                    # granularity of completion counts
     latency_window_s: float = 10.0        # granularity of stored latency histograms
@@ -108,6 +115,8 @@ class PersonalitySpec:
                 raise bad(name, f"must be >= 1, got {getattr(self, name)}")
         if not 0 <= self.prealloc_pct <= 100:
             raise bad("prealloc_pct", f"must be 0..100, got {self.prealloc_pct}")
+        if self.log_limit_bytes is not None and self.log_limit_bytes < self.append_size_bytes:
+            raise bad("log_limit_bytes", f"must be at least append_size_bytes ({self.append_size_bytes})")
         if self.duration_s <= 0 or self.bin_s <= 0:
             raise bad("duration_s/bin_s", "must be positive")
         ratio = self.latency_window_s / self.bin_s
@@ -140,6 +149,8 @@ def default_spec(name: str, capacity_bytes: int | None = None, cpu_count: int | 
         base["nfiles"] = max(1, int(overrides.pop("fileset_bytes")) // mean)
     elif capacity_bytes:
         base["nfiles"] = int(max(50, min(base["nfiles"], capacity_bytes // 4 // mean)))
+    if name == "webserver" and capacity_bytes:
+        base["log_limit_bytes"] = max(capacity_bytes // 4, base.get("append_size_bytes", 16 << 10))
     base.update(overrides)
     if name != "webserver":
         base["nfiles"] = max(base["nfiles"], 2 * base["workers"])
@@ -485,6 +496,9 @@ class _Worker:
             self.read(self.open(self.layout.path(index), os.O_RDONLY))
             self.close()
         self.append(self.log_fd)
+        limit = self.spec.log_limit_bytes
+        if limit is not None and os.lseek(self.log_fd, 0, os.SEEK_CUR) > limit:
+            os.ftruncate(self.log_fd, 0)      # rotate, untimed: the next append starts it again
 
     def varmail(self) -> None:
         op = self.op
@@ -524,6 +538,10 @@ class _Worker:
             except OSError as exc:
                 self.errors[self.cur] += 1
                 failures_in_a_row += 1
+                if exc.errno == errno.ENOSPC:     # the run is over for everyone: say so at once
+                    message = f"{self.spec.op_names[self.cur]}: the file system is full (ENOSPC)"
+                    self.out.put(("full", self.wid, message))
+                    return message
                 if exc.errno == errno.ENOENT and self.picked in self.present:
                     self.present.remove(self.picked)      # gone behind our back: stop picking it
                     self.absent.append(self.picked)
@@ -611,6 +629,8 @@ class RunResult:
     spec: PersonalitySpec
     cgroup: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
+    start_ns: int = 0                 # CLOCK_MONOTONIC ns of bin 0 (kernel trace events align on it)
+    stopped_by: str | None = None         # why the run ended before its duration (ENOSPC)
 
     @property
     def total_ops(self) -> int:
@@ -653,7 +673,7 @@ class RunResult:
                              "p50_ns": _finite(self.percentile_ns(op, 50)),
                              "p99_ns": _finite(self.percentile_ns(op, 99)),
                              "errors": int(self.errors[i])} for i, op in enumerate(self.op_names)},
-                "workers": len(self.worker_pids), "cancelled": self.cancelled,
+                "workers": len(self.worker_pids), "cancelled": self.cancelled, "stopped_by": self.stopped_by,
                 "cgroup": self.cgroup, "notes": list(self.notes)}
 
 
@@ -803,7 +823,8 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
              for w in range(nworkers)]
     agg = _Aggregator(spec, nworkers, alloc or (lambda name, shape: np.zeros(shape, dtype=np.int64)))
     done: dict[int, tuple] = {}
-    was_cancelled = False
+    was_cancelled = went = False
+    stopped_by: str | None = None
     start_ns = end_ns = 0
     start_unix_s = time.time()
     cg = None
@@ -833,6 +854,7 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
         start_v.value = start_ns
         deadline_v.value = start_ns + int(spec.duration_s * 1e9)
         go.set()
+        went = True
         grace_bins = max(1, int(math.ceil(grace_s / spec.bin_s)))
         gone_since: dict[int, float] = {}
         while len(done) < nworkers:
@@ -846,6 +868,9 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
                 elif msg[0] == "done":
                     done[msg[1]] = msg
                     agg.finish_worker(msg[1])
+                elif msg[0] == "full" and stopped_by is None:
+                    stopped_by = msg[2]
+                    deadline_v.value = min(deadline_v.value, time.monotonic_ns())
             now = time.monotonic_ns()
             deadline = deadline_v.value
             now_bin = (min(now, deadline) - start_ns) // bin_ns + (1 if now >= deadline else 0)
@@ -871,7 +896,8 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
         for p in procs:
             p.join(timeout=10)
     finally:
-        go.set()
+        if not went:  # a second set() could hang: a worker OOM-killed inside go.wait() holds its lock
+            go.set()
         deadline_v.value = 0                     # any worker still running stops at its next op
         for p in procs:
             if p.pid is not None and p.is_alive():
@@ -896,7 +922,10 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
             owned = np.arange(w, spec.nfiles, nworkers)
             exists[owned] = False
             exists[np.asarray(present, dtype=np.int64)] = True
-    _save_fileset(root, spec, replace(fileset, exists=exists))
+    try:
+        _save_fileset(root, spec, replace(fileset, exists=exists))
+    except OSError as exc:  # a full file system: the measurements matter, the manifest does not
+        notes.append(f"file-set manifest not updated ({exc.strerror}): populate again before another run")
     agg._grow(n_bins - 1)
     if cg_stats and cg_stats.get("oom_kills"):
         notes.append(f"the memory cgroup's OOM killer fired {cg_stats['oom_kills']} time(s): "
@@ -908,7 +937,7 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
         latency_window_s=spec.latency_window_s, window_hist=agg.window_hist(), errors=errors,
         worker_pids=tuple(p.pid for p in procs), worker_exitcodes=tuple(p.exitcode for p in procs),
         cancelled=was_cancelled, start_unix_s=start_unix_s,
-        spec=spec, cgroup=cg_stats, notes=tuple(notes))
+        spec=spec, cgroup=cg_stats, notes=tuple(notes), start_ns=start_ns, stopped_by=stopped_by)
 
 
 def _drain(out: Any, timeout_s: float, max_messages: int = 10_000) -> list[tuple]:

@@ -50,9 +50,11 @@ from fsscope.errors import FsscopeError
 Op = Literal["creat", "mkdir", "unlink", "stat", "rename", "open-existing", "write-fsync",
              "fallocate", "symlink"]
 SyncBefore = Literal["each", "none"]
+TraceMode = Literal["off", "attribute", "all"]
 
 OPS: tuple[str, ...] = get_args(Op)
 SYNC_MODES: tuple[str, ...] = get_args(SyncBefore)
+TRACE_MODES: tuple[str, ...] = get_args(TraceMode)
 
 #: Ops whose files must exist before the timed loop (created by an untimed populate step).
 POPULATED_OPS = frozenset({"unlink", "stat", "rename", "open-existing"})
@@ -89,7 +91,9 @@ class ProbeSpec:
     ``fresh_fs`` and ``runs`` are for the engine (a freshly made file system per run, or one
     fresh directory per run on the same file system); ``cpu`` is the CPU the measuring process
     is pinned to (None: the last CPU it may use, see :func:`default_cpu`). ``write_bytes`` is
-    used by ``write-fsync``, ``fallocate_bytes`` by ``fallocate``.
+    used by ``write-fsync``, ``fallocate_bytes`` by ``fallocate``. ``trace``: kernel-event
+    attribution (see :mod:`fsscope.trace.jobs`): ``attribute`` adds one traced run
+    after the untraced measured ones, ``all`` traces every run, ``off`` none.
     """
 
     op: Op = "creat"
@@ -101,6 +105,7 @@ class ProbeSpec:
     cpu: int | None = None
     write_bytes: int = 4096
     fallocate_bytes: int = 1 << 20
+    trace: TraceMode = "attribute"
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -122,8 +127,14 @@ class ProbeSpec:
             raise FsscopeError(f"probe fresh_fs must be true or false, not {self.fresh_fs!r}")
         if self.cpu is not None:
             _check_int("cpu", self.cpu, minimum=0)
+            allowed = sorted(os.sched_getaffinity(0))
+            if self.cpu not in allowed:
+                raise FsscopeError(f"probe cpu {self.cpu}: this process may run on CPUs {allowed} only")
         _check_int("write_bytes", self.write_bytes, minimum=0)
         _check_int("fallocate_bytes", self.fallocate_bytes, minimum=1)
+        if self.trace not in TRACE_MODES:
+            raise FsscopeError(f"probe trace {self.trace!r} is unknown: choose one of "
+                               f"{', '.join(TRACE_MODES)}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -155,6 +166,7 @@ class ProbeRunError(FsscopeError):
         self.index = index
         self.file_name = file_name
         self.errno = errno
+        self.strerror = strerror
         self.latency_ns = latency_ns
         code = errno_codes.errorcode.get(errno, f"errno {errno}") if errno is not None else "error"
         if stage == "populate":
@@ -200,8 +212,9 @@ def pin_cpu(cpu: int | None = None) -> set[int]:
 # One function per call shape, so the timed region holds a direct call and nothing else (a
 # generic wrapper would add a Python frame to every measurement). Each loop consumes names
 # from ``names`` (an iterator, so a loop that returns early resumes where it stopped), stores
-# ``t1 - t0`` at ``sink[i]`` and returns the next index once ``t1 >= deadline_ns`` or the
-# names run out. An OSError becomes _CallFailed carrying the index it happened at.
+# ``t1 - t0`` at ``sink[i]`` and ``t0`` at ``starts[i]`` (both after the timed region) and
+# returns the next index once ``t1 >= deadline_ns`` or the names run out. An OSError becomes
+# _CallFailed carrying the index it happened at.
 
 
 class _CallFailed(Exception):
@@ -210,7 +223,7 @@ class _CallFailed(Exception):
         self.error = error
 
 
-def _loop_open(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, dfd: int,
+def _loop_open(names: Iterator[bytes], i: int, sink: Any, starts: Any, deadline_ns: int, dfd: int,
                do_sync: bool, flags: int) -> int:
     """creat / open-existing: the openat() is timed, the close() is not."""
     open_, close, sync, clock = os.open, os.close, os.sync, _clock_ns
@@ -222,6 +235,7 @@ def _loop_open(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, dfd:
             fd = open_(name, flags, 0o644, dir_fd=dfd)
             t1 = clock()
             sink[i] = t1 - t0
+            starts[i] = t0
             close(fd)
             i += 1
             if t1 >= deadline_ns:
@@ -231,7 +245,7 @@ def _loop_open(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, dfd:
     return i
 
 
-def _loop_name_call(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, dfd: int,
+def _loop_name_call(names: Iterator[bytes], i: int, sink: Any, starts: Any, deadline_ns: int, dfd: int,
                     do_sync: bool, call: Callable[..., Any]) -> int:
     """mkdir / unlink / stat: ``call(name, dir_fd=dfd)`` is timed (mkdir uses mode 0o777 &
     ~umask, like mkdir(1); stat is fstatat and includes building the stat_result)."""
@@ -244,6 +258,7 @@ def _loop_name_call(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int,
             call(name, dir_fd=dfd)
             t1 = clock()
             sink[i] = t1 - t0
+            starts[i] = t0
             i += 1
             if t1 >= deadline_ns:
                 return i
@@ -252,7 +267,7 @@ def _loop_name_call(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int,
     return i
 
 
-def _loop_rename(names: Iterator[tuple[bytes, bytes]], i: int, sink: Any, deadline_ns: int,
+def _loop_rename(names: Iterator[tuple[bytes, bytes]], i: int, sink: Any, starts: Any, deadline_ns: int,
                  dfd: int, do_sync: bool) -> int:
     """rename: renameat(dfd, name, dfd, sibling) is timed."""
     rename, sync, clock = os.rename, os.sync, _clock_ns
@@ -264,6 +279,7 @@ def _loop_rename(names: Iterator[tuple[bytes, bytes]], i: int, sink: Any, deadli
             rename(src, dst, src_dir_fd=dfd, dst_dir_fd=dfd)
             t1 = clock()
             sink[i] = t1 - t0
+            starts[i] = t0
             i += 1
             if t1 >= deadline_ns:
                 return i
@@ -272,7 +288,7 @@ def _loop_rename(names: Iterator[tuple[bytes, bytes]], i: int, sink: Any, deadli
     return i
 
 
-def _loop_symlink(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, dfd: int,
+def _loop_symlink(names: Iterator[bytes], i: int, sink: Any, starts: Any, deadline_ns: int, dfd: int,
                   do_sync: bool) -> int:
     """symlink: symlinkat(SYMLINK_TARGET, dfd, name) is timed."""
     symlink, sync, clock, target = os.symlink, os.sync, _clock_ns, SYMLINK_TARGET
@@ -284,6 +300,7 @@ def _loop_symlink(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, d
             symlink(target, name, dir_fd=dfd)
             t1 = clock()
             sink[i] = t1 - t0
+            starts[i] = t0
             i += 1
             if t1 >= deadline_ns:
                 return i
@@ -292,7 +309,7 @@ def _loop_symlink(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, d
     return i
 
 
-def _loop_write_fsync(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, dfd: int,
+def _loop_write_fsync(names: Iterator[bytes], i: int, sink: Any, starts: Any, deadline_ns: int, dfd: int,
                       do_sync: bool, payload: bytes) -> int:
     """write-fsync: openat(O_CREAT|O_WRONLY|O_TRUNC) + write + fsync timed as ONE op -- the
     cost of making one small new file durable, which is what an application pays. The close
@@ -315,6 +332,7 @@ def _loop_write_fsync(names: Iterator[bytes], i: int, sink: Any, deadline_ns: in
                 raise OSError(errno_codes.ENOSPC,
                               f"short write: {written} of {size_bytes} bytes")
             sink[i] = t1 - t0
+            starts[i] = t0
             i += 1
             if t1 >= deadline_ns:
                 return i
@@ -325,7 +343,7 @@ def _loop_write_fsync(names: Iterator[bytes], i: int, sink: Any, deadline_ns: in
     return i
 
 
-def _loop_fallocate(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int, dfd: int,
+def _loop_fallocate(names: Iterator[bytes], i: int, sink: Any, starts: Any, deadline_ns: int, dfd: int,
                     do_sync: bool, size_bytes: int) -> int:
     """fallocate: the file is created (untimed) right before the sync, then
     posix_fallocate(fd, 0, size_bytes) is timed and the close is not."""
@@ -341,6 +359,7 @@ def _loop_fallocate(names: Iterator[bytes], i: int, sink: Any, deadline_ns: int,
             fallocate(fd, 0, size_bytes)
             t1 = clock()
             sink[i] = t1 - t0
+            starts[i] = t0
             close(fd)
             fd = -1
             i += 1
@@ -423,7 +442,8 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
                 on_batch: Callable[[int, np.ndarray], None] | None = None,
                 batch_s: float = 0.2,
                 cancelled: Callable[[], bool] = lambda: False,
-                out: np.ndarray | None = None) -> np.ndarray:
+                out: np.ndarray | None = None,
+                start_out: np.ndarray | None = None) -> np.ndarray:
     """Run one repetition of ``spec`` in ``workdir`` (an existing, empty directory).
 
     Returns int64 latency_ns of length ``spec.files`` (``out`` itself when given -- e.g. a
@@ -437,9 +457,15 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
     An OSError (ENOSPC, EMFILE, ...) stops the run and raises :class:`ProbeRunError` naming
     the file index and errno; the latencies measured before it stay in the array (which the
     error carries, and which is ``out`` when given).
+
+    ``start_out`` (int64, shape (files,)) receives each call's start on the monotonic clock
+    (the trace's clock), so kernel events can be placed inside calls; stored after the timed
+    region like the latency. Unreached entries stay -1.
     """
     latency_ns = _prepare_output(out, spec.files)
+    start_ns = _prepare_output(start_out, spec.files)
     sink: Any = memoryview(latency_ns) if latency_ns.flags.c_contiguous else latency_ns
+    starts: Any = memoryview(start_ns) if start_ns.flags.c_contiguous else start_ns
     workdir = Path(workdir)
     dfd = _open_empty_dir(workdir)
     gc_was_enabled = gc.isenabled()
@@ -447,7 +473,7 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
         if spec.op in POPULATED_OPS and not _populate(dfd, spec, cancelled, latency_ns):
             return latency_ns
         gc.disable()
-        _drive(dfd, spec, sink, latency_ns, on_batch, batch_s, cancelled)
+        _drive(dfd, spec, sink, starts, latency_ns, on_batch, batch_s, cancelled)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -455,7 +481,7 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
     return latency_ns
 
 
-def _drive(dfd: int, spec: ProbeSpec, sink: Any, latency_ns: np.ndarray,
+def _drive(dfd: int, spec: ProbeSpec, sink: Any, starts: Any, latency_ns: np.ndarray,
            on_batch: Callable[[int, np.ndarray], None] | None, batch_s: float,
            cancelled: Callable[[], bool]) -> None:
     """Feed the timed loop chunk by chunk; report batches and check for cancel at deadlines."""
@@ -498,7 +524,7 @@ def _drive(dfd: int, spec: ProbeSpec, sink: Any, latency_ns: np.ndarray,
         names: Iterator[Any] = iter(zip(chunk, _renamed(chunk)) if op == "rename" else chunk)
         while index < stop:
             try:
-                index = loop(names, index, sink, deadline_ns, dfd, do_sync, *extra)
+                index = loop(names, index, sink, starts, deadline_ns, dfd, do_sync, *extra)
             except _CallFailed as failure:
                 report(failure.index)
                 exc = failure.error

@@ -11,8 +11,12 @@ shifts and the explained thresholds.
 
 from __future__ import annotations
 
+import errno
 import os
+from contextlib import nullcontext
 from pathlib import Path
+
+import numpy as np
 
 from fsscope.analysis.findings import Outlier
 from fsscope.analysis.outliers import analyze
@@ -20,6 +24,7 @@ from fsscope.engine.events import Finding, Samples
 from fsscope.errors import FsscopeError
 from fsscope.explain.names import plain as plain_words
 from fsscope.jsonsafe import plain
+from fsscope.trace.jobs import ProbeTrace
 from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu
 
 Spec = ProbeSpec
@@ -73,11 +78,18 @@ def _key(finding) -> tuple:
             getattr(finding, "stride", None))
 
 
+def record_bytes(spec: ProbeSpec) -> int:
+    """What the run record's arrays take (checked against free space before the run)."""
+    return spec.runs * spec.files * 8
+
+
 def run(ctx, spec: ProbeSpec) -> dict:
     previous_cpus = pin_cpu(spec.cpu)
     latency_ns = ctx.run_dir.open_array("latency_ns", (spec.runs, spec.files))
+    start_ns = ctx.run_dir.open_array("start_ns", (spec.runs, spec.files))
+    trace = ProbeTrace(ctx, spec.trace, spec.op)
     geometry, predictions, emitted = None, [], {}
-    error = None
+    error, stop_flag = None, None
     try:
         for r in range(spec.runs):
             if ctx.cancelled:
@@ -92,14 +104,18 @@ def run(ctx, spec: ProbeSpec) -> dict:
                     if geometry is not None:
                         ctx.emit("geometry", geometry=_geometry_json(geometry),
                                  predictions=plain(predictions))
-                _measure(ctx, spec, r, probe_dir, latency_ns[r])
+                with trace.run(fs, r, latency_ns[r], start_ns[r]) if spec.trace == "all" else nullcontext():
+                    _measure(ctx, spec, r, probe_dir, latency_ns[r], start_ns[r])
             latency_ns.flush()  # a shared mapping survives a kill anyway; this survives power loss
             if r == 0 and spec.runs > 1:
                 continue  # one run cannot tell structure from noise: flag from the second on
             _emit_new_findings(ctx, analyze(latency_ns[: r + 1]), predictions, emitted)
-    except ProbeRunError as exc:  # ENOSPC & co: keep what was measured, say what stopped it
+        if spec.trace == "attribute" and trace.active and not ctx.cancelled:
+            _attribution_run(ctx, spec, trace)
+    except ProbeRunError as exc:  # ENOSPC & co: a normal stop, explained; what was measured is kept
         error = str(exc)
-        ctx.emit("error", message=error)
+        stop_flag = _stop_flag(exc, r)
+        ctx.emit("finding", **stop_flag)
     finally:
         latency_ns.flush()
         os.sched_setaffinity(0, previous_cpus)
@@ -112,12 +128,57 @@ def run(ctx, spec: ProbeSpec) -> dict:
         flags = _explain(_findings(analysis), predictions)
         report["thresholds"] = [f for f in flags if f.get("structure")]
         report["flags"] = [f | {"title": _flag_title(f, finding)} for f, finding in zip(flags, _findings(analysis))]
+    if stop_flag is not None:  # last, so the analysis flags stay aligned with their lists
+        report["flags"] = [*report.get("flags", []), stop_flag]
     report["geometry"] = _geometry_json(geometry) if geometry else None
     report["predictions"] = plain(predictions)
+    findings = _findings(analysis) if done_rows else []
+    trace.attribute(report, findings, report.get("flags", []))
+    if trace.results:  # the thresholds are the explained flags, now with their kernel evidence
+        report["thresholds"] = [{k: v for k, v in f.items() if k != "title"}
+                                for f in report["flags"] if f.get("structure")]
+        if spec.trace == "attribute" and done_rows:  # the traced run's own observer effect
+            traced = np.asarray(trace.rows[spec.runs][0])
+            measured = latency_ns[done_rows]
+            if (traced >= 0).any() and (measured >= 0).any():
+                report["trace"]["median_ratio_vs_untraced"] = round(
+                    float(np.median(traced[traced >= 0]) / np.median(measured[measured >= 0])), 3)
+        ctx.emit("kernel", flags=[{"index": f.get("index"), "flag": f.get("flag"), "kernel": f.get("kernel"),
+                                   "note": f.get("note")} for f in report.get("flags", [])],
+                 structures=report["structures"], noise=report["noise"])
     return report
 
 
-def _measure(ctx, spec: ProbeSpec, r: int, probe_dir: Path, row) -> None:
+def _attribution_run(ctx, spec: ProbeSpec, trace) -> None:
+    """One extra run, traced, on a fresh file system like the measured ones: the kernel's
+    account of every call without touching the measured runs' latencies."""
+    latency_row = ctx.run_dir.open_array("trace_latency_ns", (1, spec.files))
+    start_row = ctx.run_dir.open_array("trace_start_ns", (1, spec.files))
+    ctx.emit("phase", name="traced run (kernel attribution)", run=spec.runs)
+    with ctx.run_fs(spec.fresh_fs) as fs:
+        probe_dir = fs.workdir / (PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.traced")
+        probe_dir.mkdir()
+        os.sync()
+        with trace.run(fs, spec.runs, latency_row[0], start_row[0]):
+            measure_run(probe_dir, spec, cancelled=lambda: ctx.cancelled, out=latency_row[0],
+                        start_out=start_row[0])
+    latency_row.flush()
+    start_row.flush()
+
+
+def _stop_flag(exc: ProbeRunError, run: int) -> dict:
+    """The flag for a run that a failing syscall ended: where, why, and what to change."""
+    if exc.errno == errno.ENOSPC:
+        why = ("The file system ran out of space or of inodes (ext4 fixes its inode count at mkfs: "
+               "give more with --mkfs-opts \"-N COUNT\" or \"-i BYTES-PER-INODE\", or fewer --files).")
+    else:
+        why = "The syscall failed, so the probe could not go on with this file set."
+    return {"flag": "stopped", "title": f"run {run + 1} stopped at file {exc.index}: {exc.strerror}",
+            "index": exc.index, "run": run, "errno": exc.errno, "structure": None,
+            "note": f"{exc}. {why} Later runs were not made; the report covers the files measured."}
+
+
+def _measure(ctx, spec: ProbeSpec, r: int, probe_dir: Path, row, start_row) -> None:
     """One run into ``row`` (a row of the memory-mapped matrix), streaming batches live."""
     total = spec.runs * spec.files
 
@@ -126,7 +187,8 @@ def _measure(ctx, spec: ProbeSpec, r: int, probe_dir: Path, row) -> None:
         ctx.progress(r * spec.files + start + len(batch), total, info=f"run {r + 1}/{spec.runs}")
 
     ctx.emit("phase", name=f"run {r + 1} of {spec.runs}: {spec.op} × {spec.files}", run=r)
-    measure_run(probe_dir, spec, on_batch=on_batch, cancelled=lambda: ctx.cancelled, out=row)
+    measure_run(probe_dir, spec, on_batch=on_batch, cancelled=lambda: ctx.cancelled, out=row,
+                start_out=start_row)
 
 
 def _emit_new_findings(ctx, analysis, predictions: list, emitted: dict) -> None:

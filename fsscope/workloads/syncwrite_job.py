@@ -1,44 +1,49 @@
 """The ``syncwrite`` job: the synchronous-write buffer sweep on one fresh file system.
 
-For each buffer size (interleaved per repeat, see :func:`fsscope.workloads.syncwrite.sweep`)
-a new file is written with synchronous writes; a point ends after ``file_size_bytes`` or,
-when ``duration_s`` is set, after that many seconds, whichever comes first (so 4 KiB
-O_SYNC writes on a slow disk do not take minutes per point).
+``repeats`` repetitions (30, as in the paper) of every buffer size in a seeded random order,
+each point a new file (see :mod:`fsscope.workloads.syncwrite`). A point ends after
+``file_size_bytes`` or, when ``duration_s`` is set, after that many seconds.
 
-Events: ``samples`` with ``{"point": SyncWritePoint.to_dict()}`` per finished point,
-``progress`` in points. Arrays: ``latency_ns.npy`` (every write's latency, points
-concatenated in order) and ``points.npy`` (float64 rows: buffer_bytes, repeat, writes,
-bytes_written, elapsed_s), so every number in the report can be recomputed.
-Report: :func:`fsscope.workloads.syncwrite.summarize` (per buffer size: throughput,
-latency, throughput/latency ratio and the best-ratio size) plus the raw points.
+Arrays, written as measured (memory-mapped: a killed job keeps every write it measured):
+``latency_ns.npy`` (int64, every write's latency, -1 = not measured, laid out by
+:func:`fsscope.workloads.syncwrite.plan`) and ``points.npy`` (float64 rows, columns
+:data:`~fsscope.workloads.syncwrite.POINT_COLUMNS`, NaN until the point ends).
+Events: ``samples`` with ``{"point": {...}}`` per finished point, ``progress`` in points.
+Report (:func:`report_from_arrays`, also for a killed run's arrays): per buffer size the
+throughput and latency statistics, both knees with a confidence statement, the phases, the
+best-ratio recommendation; a full file system stops the sweep with an ``enospc`` flag.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from fsscope.analysis import efficiency
 from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
+from fsscope.jsonsafe import plain
+from fsscope.workloads import syncwrite as sw
 from fsscope.workloads.bench_job import block_disks
-from fsscope.workloads.syncwrite import SyncWritePoint, SyncWriteSpec, summarize, sweep
 
-_DEFAULTS = SyncWriteSpec()
-POINT_COLUMNS = ("buffer_bytes", "repeat", "writes", "bytes_written", "elapsed_s")
+_DEFAULTS = sw.SyncWriteSpec()
+POINT_COLUMNS = sw.POINT_COLUMNS
+Mode = Literal["osync", "odsync", "fsync", "fdatasync", "direct+osync", "direct+odsync", "direct+fdatasync"]
 
 
 @dataclass(frozen=True)
 class Spec:
     buffer_sizes_bytes: tuple[int, ...] = _DEFAULTS.buffer_sizes_bytes
     file_size_bytes: int = _DEFAULTS.file_size_bytes
-    mode: Literal["osync", "odsync", "fsync", "fdatasync"] = _DEFAULTS.mode
+    mode: Mode = "osync"
     repeats: int = _DEFAULTS.repeats
     min_writes: int = _DEFAULTS.min_writes
     duration_s: float | None = None        # per point; None: bounded by file_size_bytes only
+    seed: int = _DEFAULTS.seed
+    preallocate: bool = _DEFAULTS.preallocate
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "buffer_sizes_bytes", tuple(int(s) for s in self.buffer_sizes_bytes))
@@ -46,9 +51,10 @@ class Spec:
             raise FsscopeError(f"syncwrite: duration_s must be positive, got {self.duration_s!r}")
         self.sweep_spec()  # the workload's own checks (mode, sizes, counts)
 
-    def sweep_spec(self) -> SyncWriteSpec:
-        return SyncWriteSpec(buffer_sizes_bytes=self.buffer_sizes_bytes, file_size_bytes=self.file_size_bytes,
-                             mode=self.mode, repeats=self.repeats, min_writes=self.min_writes)
+    def sweep_spec(self) -> sw.SyncWriteSpec:
+        return sw.SyncWriteSpec(buffer_sizes_bytes=self.buffer_sizes_bytes, file_size_bytes=self.file_size_bytes,
+                                mode=self.mode, repeats=self.repeats, min_writes=self.min_writes, seed=self.seed,
+                                preallocate=self.preallocate)
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -80,53 +86,69 @@ def size_list(value: Any) -> tuple[int, ...]:
     return tuple(value)
 
 
+def report_from_arrays(points: np.ndarray, latency: np.ndarray, *, resamples: int = efficiency.BOOTSTRAP,
+                       seed: int = 1) -> dict[str, Any]:
+    """Everything the report computes, from the two arrays alone (so a killed run's arrays
+    give the same tables): per-size statistics, knees, phases, recommendation."""
+    measured = sw.measured_points(points, latency)
+    by_size = sw.samples_by_size(measured)
+    stats = [efficiency.size_stats(size, s["throughput_bps"], s["latency_ns"]) for size, s in by_size.items()]
+    analysis = efficiency.analyze(stats, resamples=resamples, seed=seed)
+    raw = [{k: v for k, v in p.items() if k != "latency_ns"} for p in measured]
+    return {
+        "throughput_unit": "bytes/s",
+        "sizes": [s.to_dict() for s in stats],
+        "knees": efficiency.knees_dict(analysis),
+        "phases": {k: v for k, v in analysis.phases.items()},
+        "recommended_bytes": analysis.size_at(analysis.best_ratio),
+        "recommendation": efficiency.recommendation(analysis),
+        "best_ratio_buffer_bytes": analysis.size_at(analysis.best_ratio),
+        "raw_points": raw,
+        "point_columns": list(POINT_COLUMNS),
+        "writes_measured": int((np.asarray(latency) >= 0).sum()),
+    }
+
+
 def run(ctx, spec: Spec) -> dict:
     sweep_spec = spec.sweep_spec()
-    total = sweep_spec.repeats * len(sweep_spec.buffer_sizes_bytes)
-    points: list[SyncWritePoint] = []
-    deadline = [float("inf")]
+    latency, points = sw.new_arrays(sweep_spec, lambda name, shape, dtype, fill:
+                                    ctx.run_dir.open_array(name, shape, dtype=dtype, fill=fill))
+    total = points.shape[0]
+    done = [0]
 
-    def restart_clock() -> None:
-        if spec.duration_s is not None:
-            deadline[0] = time.monotonic() + spec.duration_s
+    def on_point(row: int, lat: np.ndarray) -> None:
+        done[0] += 1
+        point = sw.point_dict(points, row, lat)
+        ctx.emit("samples", point=point)
+        rate = point["bytes_per_s"] or 0.0
+        ctx.progress(done[0], total, unit="points",
+                     info=f"rep {point['repeat'] + 1}, {point['buffer_bytes'] >> 10} KiB: {rate / 1e6:.1f} MB/s")
 
-    def stop() -> bool:
-        # sweep() asks between points (only a real cancel ends the sweep: the clock was just
-        # restarted) and write_file_sync every 16 writes (the per-point time limit).
-        return ctx.cancelled or time.monotonic() > deadline[0]
-
-    def on_point(point: SyncWritePoint) -> None:
-        points.append(point)
-        ctx.emit("samples", point=point.to_dict())
-        ctx.progress(len(points), total, unit="points",
-                     info=f"{point.buffer_bytes >> 10} KiB: {point.bytes_per_s / 1e6:.1f} MB/s")
-        restart_clock()
-
-    fs_name, disks = None, ()
+    fs_name, disks, end = None, (), sw.SweepEnd(0, None)
     with ctx.fresh_fs() as fs:
         fs_name, disks = fs.fs, block_disks(fs)
+        refused = sw.refused_mode(fs.workdir, spec.mode)
+        if refused:
+            raise FsscopeError(refused)
         ctx.after_populate()  # nothing to populate: sync + drop caches so the sweep starts clean
         ctx.emit("phase", name=f"sync-write sweep ({spec.mode}), {len(spec.buffer_sizes_bytes)} sizes "
-                 f"× {spec.repeats}")
-        restart_clock()
-        sweep(fs.workdir, sweep_spec, on_point=on_point, cancelled=stop)
+                 f"× {spec.repeats} repetitions")
+        end = sw.sweep(fs.workdir, sweep_spec, latency, points, on_point=on_point,
+                       cancelled=lambda: ctx.cancelled, point_limit_s=spec.duration_s)
+    latency.flush()
+    points.flush()
 
-    if points:
-        ctx.run_dir.save_array("latency_ns", np.concatenate([p.latency_ns for p in points]).astype(np.int64))
-    else:
-        ctx.run_dir.save_array("latency_ns", np.zeros(0, dtype=np.int64))
-    ctx.run_dir.save_array("points", np.array(
-        [[p.buffer_bytes, p.repeat, p.writes, p.bytes_written, p.elapsed_s] for p in points],
-        dtype=np.float64).reshape(-1, len(POINT_COLUMNS)))
-    report: dict[str, Any] = summarize(points).to_dict() if points else {"points": [], "best_ratio_buffer_bytes": None}
-    notes = []
+    report = report_from_arrays(points, latency, seed=spec.seed)
+    notes, flags = [], []
     if spec.duration_s is not None:
-        cut = [p for p in points if p.bytes_written < spec.file_size_bytes]
+        cut = [p for p in report["raw_points"] if p["ended"] and (p["bytes_written"] or 0) < spec.file_size_bytes]
         if cut:
-            notes.append(f"{len(cut)} of {len(points)} points stopped at the {spec.duration_s:g} s limit "
-                         "before writing the whole file")
+            notes.append(f"{len(cut)} of {len(report['raw_points'])} points stopped at the {spec.duration_s:g} s "
+                         "limit before writing the whole file")
+    if end.stop == "enospc":
+        flags.append({"kind": "enospc", "title": "file system full: sweep stopped", "note": end.note})
     if ctx.cancelled:
-        notes.append(f"cancelled after {len(points)} of {total} points")
+        notes.append(f"cancelled after {end.points_done} of {total} points")
     if not disks:
         notes.append("no block device under this file system (tmpfs?): synchronous writes cost nothing here")
     recipe = ctx.recipe
@@ -137,22 +159,27 @@ def run(ctx, spec: Spec) -> dict:
         "fs": fs_name,
         "target": ctx.target.spec.to_dict() | {"describe": ctx.target.spec.describe()},
         "spec": spec.to_dict(),
-        "points_completed": len(points),
+        "points_completed": end.points_done,
         "points_requested": total,
         "cancelled": bool(ctx.cancelled),
-        "raw_points": [p.to_dict() for p in points],
-        "point_columns": list(POINT_COLUMNS),
+        "stopped": end.stop,
+        "flags": flags,
         "notes": notes,
     })
-    return _finite(report)
+    return plain(report)
 
 
-def _finite(value):
-    """NaN/inf (a size with no measured writes) become null in JSON."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not np.isfinite(value):
+def partial_report(run_dir) -> dict | None:
+    """The report of a run that did not finish (killed), from the arrays it kept."""
+    names = run_dir.arrays()
+    if "points" not in names or "latency_ns" not in names:
         return None
-    return value
+    spec = (run_dir.manifest().get("spec") or {})
+    report = report_from_arrays(run_dir.load_array("points", mmap=False), run_dir.load_array("latency_ns", mmap=False),
+                                seed=int(spec.get("seed") or 1))
+    report.update({"run_id": run_dir.id, "mode": spec.get("mode"), "spec": spec, "partial": True,
+                   "points_completed": sum(1 for p in report["raw_points"] if p["ended"]),
+                   "points_requested": int(run_dir.load_array("points").shape[0]),
+                   "notes": [f"the job did not finish: {report['writes_measured']} writes measured before it "
+                             "stopped, rebuilt from its arrays"]})
+    return plain(report)

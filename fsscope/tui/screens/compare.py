@@ -1,7 +1,8 @@
 """Two recorded runs side by side. Probe runs: heatmaps on one colour scale, their flags, and
 how far apart their latency distributions are (K-S distance, median ratio). Bench, age, frag
 and syncwrite runs: the main figures of both reports with B / A ratios (as ``fsscope compare``
-prints them), and for bench the Welch verdict on ops/s (a winner only when significant)."""
+prints them), for bench the Welch verdict on ops/s (a winner only when significant), for
+syncwrite both recipes' log–log curves on one chart and a Welch verdict per buffer size."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from fsscope.tui.replay import RunRecord
 from fsscope.tui.widgets.flags_panel import FlagsPanel
 from fsscope.tui.widgets.heat_legend import HeatLegend
 from fsscope.tui.widgets.heatmap import Heatmap
+from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
 
 
 class CompareScreen(Screen):
@@ -31,6 +33,7 @@ class CompareScreen(Screen):
     #compare-report { height: 1fr; }
     #compare-heads { height: auto; }
     #compare-tables { height: auto; padding: 0 1; }
+    #compare-sync-charts { height: 20; }
     """
 
     def __init__(self, left: RunRecord, right: RunRecord):
@@ -75,6 +78,10 @@ class CompareScreen(Screen):
             with Horizontal(id="compare-heads"):
                 for label, side in zip("AB", self.sides):
                     yield Static(self._side_text(label, side), classes="compare-summary compare-column")
+            if self.sides[0].job == "syncwrite":
+                with Horizontal(id="compare-sync-charts"):
+                    yield SyncWriteChart("throughput", id="compare-chart-throughput")
+                    yield SyncWriteChart("latency", id="compare-chart-latency")
             yield Static(self._tables(), id="compare-tables")
 
     @staticmethod
@@ -122,6 +129,10 @@ class CompareScreen(Screen):
     def on_mount(self) -> None:
         self.sub_title = "compare two runs"
         if self.comparison is not None:
+            if self.sides[0].job == "syncwrite":
+                curves = compare_model.syncwrite_curves(*self.sides)
+                for chart in self.query(SyncWriteChart):
+                    chart.set_curves(curves)
             return
         values = [r.matrix.all_measured() for r in self.records if r.matrix is not None]
         values = [v for v in values if v.size]

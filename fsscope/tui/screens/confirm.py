@@ -1,4 +1,5 @@
-"""Formatting a block device destroys what is on it: the user types the device's name."""
+"""Formatting a block device (or an image file fsscope did not create) destroys what is on it:
+the user types its name."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from textual.widgets import Input, Label, Static
 
 
 class ConfirmDestroyScreen(ModalScreen[bool]):
-    """Dismissed with True only when the typed name is the device (``sdb`` or ``/dev/sdb``)."""
+    """Dismissed with True only when the typed name is the device or file (``sdb`` or
+    ``/dev/sdb``; ``old.img`` or its path)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -12,6 +13,7 @@ from textual.widgets import Button, Footer, Header, Input, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
+from fsscope.targets import image
 from fsscope.tui.config import RunPlan
 from fsscope.tui.screens.confirm import ConfirmDestroyScreen, ConfirmScreen
 from fsscope.tui.widgets.job_picker import JobPicker
@@ -118,7 +120,7 @@ class SetupScreen(Screen):
             self.notify(f"{plan.target.path}: {'; '.join(device.hard_reasons())}", title="Refused",
                         severity="error", timeout=8)
             return
-        verdict = device.verdict() if device is not None else ""
+        verdict = device.verdict() if device is not None else image.foreign_reason(Path(plan.target.path))
 
         def confirmed(ok: bool | None) -> None:
             if ok:

@@ -7,7 +7,7 @@ from fsscope.tui.widgets.job_params import JobParams
 
 
 class BenchParams(JobParams):
-    FIELDS = ("personality", "runs", "duration_s", "workers", "mem_limit_bytes", "window_sizes_s")
+    FIELDS = ("personality", "runs", "duration_s", "workers", "mem_limit_bytes", "window_sizes_s", "trace")
     DEFAULTS = {"runs": 3, "duration_s": 10.0, "window_sizes_s": (5,)}
     SIZE_FIELDS = ("mem_limit_bytes",)
     LIST_FIELDS = ("window_sizes_s",)
@@ -19,4 +19,5 @@ class BenchParams(JobParams):
         "workers": "processes (empty: Filebench's, at most 4 per CPU)",
         "mem_limit_bytes": "e.g. 512M: a memory cgroup, so the page cache cannot hold the file set",
         "window_sizes_s": "Throughput-N windows, e.g. 5 or 5,10",
+        "trace": "kernel events per window (root): journal commits, writeback, bytes written",
     }

@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Static
 from fsscope.format import format_ns
 from fsscope.tui.bench_model import BenchModel
 from fsscope.tui.model import JobView, WindowStats
+from fsscope.tui.widgets.kernel_strip import KernelStrip
 from fsscope.tui.widgets.live_view import LiveView, SparkRow
 from fsscope.tui.widgets.throughput_chart import ThroughputChart
 
@@ -57,6 +58,7 @@ class BenchView(LiveView):
 
     def compose(self) -> ComposeResult:
         yield ThroughputChart(id="throughput")
+        yield KernelStrip(id="kernel-strip")
         with Horizontal(id="bench-tables"):
             yield DataTable(id="bench-ops", show_cursor=False, zebra_stripes=True)
             with Vertical(id="bench-variation-box"):
@@ -84,6 +86,10 @@ class BenchView(LiveView):
     @property
     def chart(self) -> ThroughputChart:
         return self.query_one("#throughput", ThroughputChart)
+
+    @property
+    def kernel_strip(self) -> KernelStrip:
+        return self.query_one("#kernel-strip", KernelStrip)
 
     @property
     def ops_table(self) -> DataTable:
@@ -130,6 +136,8 @@ class BenchView(LiveView):
             band = (f"over the band (min..max) of run{'s' if len(data.band_runs) > 1 else ''} "
                     + ", ".join(str(r + 1) for r in data.band_runs)) if data.band_runs else "no earlier run yet"
             self.chart.border_title = f"{what} · run {data.run + 1} of {model.runs_requested} {band}"
+        drawn = model.runs.get(data.run) if data.run is not None else None
+        self.kernel_strip.show(drawn.kernel if drawn is not None else None)
         self._fill_ops(model)
         self._fill_variation(model, window)
 

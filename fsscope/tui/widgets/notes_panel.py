@@ -1,4 +1,5 @@
-"""The note of the selected flag: what was found, where, and what it means."""
+"""The note of the selected flag: what was found, where, and what it means -- and, when the
+job traced the kernel, the events that fired inside that call, each with what it means."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from fsscope.trace.catalog import lookup
 from fsscope.tui.model import Flag
 
 PLACEHOLDER = "Select a flag (↑↓ in the flags list) to read its note here."
@@ -36,5 +38,42 @@ class NotesPanel(VerticalScroll):
         if flag.where:  # the structure's id for searching docs and code; the title says it in words
             body.append(" · ".join(str(part) for part in detail) + "\n\n", style="dim")
         body.append(flag.note or "(no note)")
+        kernel = flag.raw.get("kernel")
+        if isinstance(kernel, dict):
+            body.append("\n\n")
+            body.append_text(kernel_text(kernel))
         static.update(body)
         self.scroll_home(animate=False)
+
+
+def kernel_text(kernel: dict) -> Text:
+    """The kernel's side of one flag: each event with the runs it fired in and its meaning,
+    the block I/O the call issued, and what kept it off the CPU."""
+    runs = kernel.get("runs_traced", 0)
+    members, calls = kernel.get("members") or {}, kernel.get("calls")
+    where = f"these {calls} calls" if members else "this call"
+    out = Text()
+    out.append(f"Kernel events inside {where} ({runs} traced run{'s' if runs != 1 else ''})\n",
+               style="bold")
+    events = kernel.get("events") or {}
+    if not events:
+        out.append("  none: the kernel did no traced work inside this call\n", style="dim")
+
+    def order(item: tuple[str, int]) -> tuple:  # format changes first, then the most frequent
+        entry = lookup(item[0])
+        return (not (entry and entry.exclusive), -members.get(item[0], item[1]), item[0])
+
+    for name, seen in sorted(events.items(), key=order):
+        entry = lookup(name)
+        meaning = entry.meaning if entry else ("a block read (metadata not in memory)" if name == "block_read" else "")
+        out.append(f"  {name}", style="bold cyan")
+        out.append(f"  {members.get(name, 0)}/{calls} calls" if members else f"  {seen}/{runs}")
+        if meaning:
+            out.append(f"  {meaning}", style="dim")
+        out.append("\n")
+    if kernel.get("io_requests"):
+        out.append(f"  block I/O: {kernel['io_requests']} request{'s' if kernel['io_requests'] != 1 else ''}, "
+                   f"{kernel.get('io_bytes', 0) / 1024:.0f} KiB\n")
+    for cause in kernel.get("off_cpu") or []:
+        out.append(f"  {cause}\n")
+    return out

@@ -6,11 +6,12 @@ from fsscope.tui.widgets.job_params import JobParams
 
 
 class ProbeParams(JobParams):
-    FIELDS = ("op", "files", "runs", "name_length", "sync_before")
+    FIELDS = ("op", "files", "runs", "name_length", "sync_before", "trace")
     HINTS = {
         "op": "the syscall timed once per file: creat, mkdir, unlink, stat, rename…",
         "files": "files per run (file index = column of the heatmap)",
         "runs": "repetitions on a fresh file system (rows of the heatmap)",
         "name_length": "digits per file name: longer names fill directory blocks sooner",
         "sync_before": "each: sync() before every call, so calls do not share dirty state",
+        "trace": "kernel events per flag (root): attribute = one extra traced run, all = every run, off",
     }

@@ -1,6 +1,7 @@
-"""The sync-write sweep's live view: per buffer size, throughput and per-write latency as
-bars side by side, filling in as points finish, and the size with the best throughput per
-unit of latency (★): past it, more batching costs more latency than it gains."""
+"""The sync-write sweep's live view: log–log throughput and latency curves with their 95 %
+confidence bands and both knees, filling in as repetitions finish; below them a table per
+buffer size and the size with the best throughput per unit of latency (★): past it, more
+batching costs more latency than it gains."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import math
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
 from fsscope.format import format_ns
 from fsscope.tui.model import JobView, WindowStats
 from fsscope.tui.syncwrite_model import SyncWriteModel, size_label
 from fsscope.tui.widgets.live_view import LiveView, SparkRow
+from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
 
 BAR = 12
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -33,6 +36,7 @@ class SyncWriteView(LiveView):
     VIEW_ID = "syncwrite-view"
 
     DEFAULT_CSS = """
+    SyncWriteView #sync-charts { height: 2fr; }
     SyncWriteView #sync-table { height: 1fr; border: round $panel; }
     SyncWriteView #sync-summary { height: auto; padding: 0 1; border: round $panel; }
     """
@@ -42,14 +46,17 @@ class SyncWriteView(LiveView):
         self._drawn: tuple | None = None
 
     def compose(self) -> ComposeResult:
+        with Horizontal(id="sync-charts"):
+            yield SyncWriteChart("throughput", id="sync-chart-throughput")
+            yield SyncWriteChart("latency", id="sync-chart-latency")
         yield DataTable(id="sync-table", show_cursor=False, zebra_stripes=True)
         yield Static("", id="sync-summary")
 
     def on_mount(self) -> None:
         table = self.table
         table.can_focus = False
-        for key, label in (("size", "buffer"), ("n", "n"), ("mbps", "MB/s"), ("tbar", "throughput"),
-                           ("lat", "latency"), ("lbar", "latency (log)"), ("p99", "p99"), ("ratio", "ratio")):
+        for key, label in (("size", "buffer"), ("n", "n"), ("mbps", "MB/s ±95%"), ("tbar", "throughput"),
+                           ("lat", "latency ±95%"), ("lbar", "latency (log)"), ("p99", "p99"), ("ratio", "ratio")):
             table.add_column(label, key=key)
         table.border_title = "Sync-write sweep: throughput vs latency per buffer size"
 
@@ -76,6 +83,9 @@ class SyncWriteView(LiveView):
         self._drawn = (id(model), model.version)
         rows = model.rows()
         best = model.best_buffer_bytes
+        curves = [model.curves()]
+        for chart in self.query(SyncWriteChart):
+            chart.set_curves(curves)
         top = max((r.bytes_per_s for r in rows if r.bytes_per_s), default=None)
         lats = [r.latency_mean_ns for r in rows if r.latency_mean_ns]
         lo, hi = (math.log10(min(lats)), math.log10(max(lats))) if lats else (0.0, 1.0)
@@ -86,19 +96,24 @@ class SyncWriteView(LiveView):
             if row.latency_mean_ns:
                 lfrac = 1.0 if hi - lo < 1e-9 else 0.08 + 0.92 * (math.log10(row.latency_mean_ns) - lo) / (hi - lo)
             mbps = "–" if row.bytes_per_s is None else f"{row.bytes_per_s / 1e6:,.1f}"
-            if row.bytes_per_s_std:
-                mbps += f" ±{row.bytes_per_s_std / 1e6:.1f}"
+            if row.bytes_per_s_ci95:
+                mbps += f" ±{row.bytes_per_s_ci95 / 1e6:.1f}"
+            lat = format_ns(row.latency_mean_ns) if row.latency_mean_ns else "–"
+            if row.latency_ci95_ns:
+                lat += f" ±{format_ns(row.latency_ci95_ns)}"
             label = Text(size_label(row.buffer_bytes))
             if row.buffer_bytes == best:
                 label.append(" ★", style="bold")
             table.add_row(label, str(row.repeats), mbps,
                           bar(tfrac, style="bold"),
-                          format_ns(row.latency_mean_ns) if row.latency_mean_ns else "–",
+                          lat,
                           bar(lfrac, style="dim"),
                           ("" if row.exact else "≤") + format_ns(row.latency_p99_ns) if row.latency_p99_ns else "–",
                           "–" if row.ratio is None else f"{row.ratio:,.1f}")
         n = len(model.points)
-        state = "final (report)" if model.report is not None else f"{n} point{'s' if n != 1 else ''} so far"
+        reps = model.repetitions_done()
+        state = ("final (report)" if model.report is not None else
+                 f"{n} point{'s' if n != 1 else ''}, {reps} of {model.repeats_requested or '?'} repetitions so far")
         table.border_subtitle = f"{model.mode} · {state}"
         summary = Text()
         if best is not None:
@@ -107,8 +122,16 @@ class SyncWriteView(LiveView):
                            "ratio = MB/s per ms of mean write latency; latency is per write", style="dim")
         else:
             summary.append("waiting for the first point…", style="dim")
+        knees = model.knees
+        for key in ("latency_rise", "throughput_saturation"):
+            note = (knees.get(key) or {}).get("note")
+            if note:
+                summary.append(f"\n{key.replace('_', ' ')}: {note}")
         if model.report is None and rows:
-            summary.append("\nlive: p99 is the worst repeat's (≤); the report has the exact one", style="dim")
+            summary.append("\nlive: CIs over the repetitions so far, p99 the worst repetition's (≤); "
+                           "the report has every write's", style="dim")
+        for note in model.notes:
+            summary.append(f"\n{note}", style="yellow")
         self.query_one("#sync-summary", Static).update(summary)
 
     def spark_rows(self, view: JobView, live: bool = True) -> list[SparkRow]:

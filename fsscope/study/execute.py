@@ -1,0 +1,173 @@
+"""Running a plan's treatments: locally or on a Dask cluster, through one code path.
+
+    run_study(plan, treatment_fn, study_dir, workers=2)              # a LocalCluster here
+    run_study(plan, treatment_fn, study_dir, scheduler="tcp://h:8786")  # workers elsewhere
+
+``treatment_fn(treatment: dict) -> dict`` is pluggable: explore's writes files on a cloned
+disk state and reads FIEMAP; the variation study's (#15) runs a benchmark on a configuration.
+It must be importable on the workers (a module-level function or a picklable object from an
+installed package), and return a JSON-ready row.
+
+Here the work goes to a ``distributed.LocalCluster`` of worker *processes* on loopback (one
+thread each: a treatment owns its CPU affinity); with ``scheduler`` to a real cluster whose
+workers run as root with fsscope installed. Either way:
+
+- the plan is saved in ``study_dir`` before anything runs; every row is appended to
+  ``treatments.ndjson`` (flushed, fsync'd) as it arrives, so ``resume`` submits only the
+  treatments with no row yet, and the final table is the same as an uninterrupted study's;
+- a worker lost mid-treatment: the scheduler runs the treatment again on another worker
+  (Dask reschedules tasks of a dead worker; ``retries`` also re-runs ones that raised), and
+  what the dead worker had mounted or attached is undone from its host's journal
+  (:func:`cleanup_study_leftovers`, run by every treatment before it starts and on every
+  worker at the end);
+- a treatment that still fails gives a row with ``error`` instead of metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from fsscope.errors import FsscopeError
+from fsscope.study.plan import Plan
+from fsscope.targets.journal import Journal, owner_alive, undo_entries
+
+ROWS_FILE = "treatments.ndjson"
+POLL_S = 0.5  # how often a running study looks at its cancel flag
+STUDY_GROUP_PREFIX = "study-"
+
+
+def cleanup_study_leftovers() -> list[str]:
+    """Undo the study resources (clones, loops, mounts) whose owning process is dead -- a
+    worker killed mid-treatment -- on this host. Leaves every other journal entry alone."""
+    journal = Journal()
+    dead = [e for e in journal.entries() if e.group.startswith(STUDY_GROUP_PREFIX) and not owner_alive(e)]
+    return undo_entries(journal, dead)
+
+
+def load_rows(study_dir: Path) -> list[dict]:
+    """Rows recorded so far (a torn last line from a kill is skipped)."""
+    rows = []
+    try:
+        with open(Path(study_dir) / ROWS_FILE) as fh:
+            for line in fh:
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:
+                    break
+    except FileNotFoundError:
+        pass
+    return rows
+
+
+def _append_row(fh, row: dict) -> None:
+    fh.write(json.dumps(row, default=float) + "\n")
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def order_rows(plan: Plan, rows: list[dict]) -> list[dict]:
+    """Rows in plan order (recipe, design row, repeat), one per treatment (the first recorded)."""
+    rank = {t.id: i for i, t in enumerate(plan.treatments())}
+    seen: dict[str, dict] = {}
+    for row in rows:
+        if row.get("id") in rank and row["id"] not in seen:
+            seen[row["id"]] = row
+    return sorted(seen.values(), key=lambda r: rank[r["id"]])
+
+
+class Cluster:
+    """A Dask client on a LocalCluster (``scheduler`` empty) or on a running scheduler."""
+
+    def __init__(self, *, workers: int = 2, scheduler: str = ""):
+        from distributed import Client, LocalCluster
+
+        self.local = None
+        if scheduler:
+            try:
+                self.client = Client(scheduler, timeout="15s")
+            except (OSError, TimeoutError) as exc:
+                raise FsscopeError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
+        else:
+            self.local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                      host="127.0.0.1", dashboard_address=None,
+                                      silence_logs=logging.ERROR)
+            self.client = Client(self.local)
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            if self.local is not None:
+                self.local.close()
+
+
+def run_study(plan: Plan, treatment_fn: Callable[[dict], dict], study_dir: Path, *,
+              workers: int = 2, scheduler: str = "", retries: int = 2,
+              on_row: Callable[[dict, int, int], None] | None = None,
+              cancelled: Callable[[], bool] = lambda: False,
+              teardown: Callable[[], object] | None = None) -> list[dict]:
+    """Run every treatment of ``plan`` without a row in ``study_dir``; return all rows in plan
+    order. ``on_row(row, done, total)`` is called as rows arrive; ``cancelled()`` is polled
+    between them (pending treatments are dropped, the record stays resumable);
+    ``teardown()`` runs on every worker at the end (e.g. drop the disk-state cache)."""
+    study_dir = Path(study_dir)
+    if not (study_dir / "plan.json").exists():
+        plan.save(study_dir)
+    done_rows = load_rows(study_dir)
+    done_ids = {r.get("id") for r in done_rows}
+    todo = [t for t in plan.treatments() if t.id not in done_ids]
+    total = len(plan.treatments())
+    done = total - len(todo)
+    if not todo:
+        return order_rows(plan, done_rows)
+    from distributed import wait
+
+    cluster = Cluster(workers=workers, scheduler=scheduler)
+    tag = uuid.uuid4().hex[:8]
+    try:
+        futures = {cluster.client.submit(treatment_fn, t.to_dict(), key=f"treatment-{t.id}-{tag}",
+                                         pure=False, retries=retries): t for t in todo}
+        pending = set(futures)
+        with open(study_dir / ROWS_FILE, "a") as fh:
+            # Poll rather than block on the next row: a cancel must be seen even when no row
+            # can come (the workers were stopped with the job's process group).
+            while pending and not cancelled():
+                try:
+                    finished = wait(pending, timeout=POLL_S, return_when="FIRST_COMPLETED").done
+                except TimeoutError:
+                    continue
+                for future in sorted(finished, key=lambda f: futures[f].id):
+                    pending.discard(future)
+                    t = futures[future]
+                    if future.status == "finished":
+                        row = future.result()
+                    else:
+                        exc = future.exception()
+                        row = t.to_dict() | {"error": f"{type(exc).__name__}: {exc}"}
+                    _append_row(fh, row)
+                    done_rows.append(row)
+                    done += 1
+                    if on_row is not None:
+                        on_row(row, done, total)
+            for future in pending:
+                future.cancel()
+        if teardown is not None:
+            try:
+                cluster.client.run(teardown)
+            except Exception:  # noqa: BLE001 - a worker that is gone has nothing to tear down
+                pass
+        try:
+            cluster.client.run(cleanup_study_leftovers)
+        except Exception:  # noqa: BLE001
+            pass
+    finally:
+        cluster.close()
+        cleanup_study_leftovers()  # this host: workers of a LocalCluster killed on close
+        if teardown is not None and not scheduler:
+            teardown()
+    return order_rows(plan, done_rows)

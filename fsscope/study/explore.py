@@ -1,0 +1,226 @@
+"""Layout exploration (Chopper, He et al. FAST'15): the explore treatment and the explore job.
+
+A treatment: take the base image of its disk state (built once per host, cached in the RAM
+directory), clone it, attach and mount the clone, play the write pattern, read FIEMAP,
+release the clone. The row says the d-span of each file and of all of them, extents, layout
+score, d-span / ideal, and where the time went (state, clone, mount, play, sync, fiemap,
+release).
+
+The job (``fsscope explore``, or the ``explore`` job in the TUI) makes the plan, saves it,
+runs the treatments through :mod:`fsscope.study.execute` (LocalCluster or ``--scheduler``),
+and reports the table with the sensitivity analysis of :mod:`fsscope.analysis.sensitivity`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from fsscope import recipes
+from fsscope.analysis import sensitivity
+from fsscope.engine.specs import checked_fields
+from fsscope.errors import FsscopeError
+from fsscope.recipes import Recipe
+from fsscope.study import diskstate, player
+from fsscope.study import space as spaces
+from fsscope.study.execute import STUDY_GROUP_PREFIX, cleanup_study_leftovers, order_rows, run_study
+from fsscope.study.plan import Plan
+from fsscope.study.table import save_table
+from fsscope.targets.journal import Journal
+
+METRICS = ("d_span_bytes", "extents", "layout_score", "d_span_ideal_ratio")
+
+
+@dataclass(frozen=True)
+class ExploreTreatment:
+    """The explore treatment, picklable to Dask workers (they import it from fsscope).
+
+    ``hold_path``: while that file exists, a treatment waits after playing, with its clone
+    still mounted -- lets a test kill a worker mid-treatment. Empty in real studies."""
+
+    recipes: dict  # name -> Recipe.to_dict(), so remote workers use the driver's recipes
+    settings: dict = field(default_factory=dict)
+    cache_name: str = "fsscope-study-cache"
+    hold_path: str = ""
+
+    def cache_dir(self) -> Path:
+        return diskstate.ram_dir() / self.cache_name
+
+    def __call__(self, treatment: dict) -> dict:
+        cleanup_study_leftovers()  # a worker killed before us on this host
+        recipe = Recipe.from_dict(self.recipes[treatment["recipe"]])
+        f = player.DEFAULTS | treatment["factors"]
+        state = diskstate.DiskState(recipe, int(f["DiskSize"]), float(f["UsedRatio"]), int(f["FreeSpaceLayout"]))
+        t0 = time.monotonic()
+        base = diskstate.base_image(state, self.cache_dir())
+        timing = {"state_s": time.monotonic() - t0}
+        with diskstate.clone(base, recipe, timing) as mnt:
+            measured = player.play(mnt, f, self.settings)
+            while self.hold_path and os.path.exists(self.hold_path):
+                time.sleep(0.05)
+        timing |= measured.pop("timing_s")
+        return treatment | {"fs": recipe.fs, **measured, "host": socket.gethostname(), "pid": os.getpid(),
+                            "timing_s": {k: round(v, 6) for k, v in timing.items()}}
+
+    def drop_cache(self) -> None:
+        """Remove this study's base images on this host (run on every worker at the end)."""
+        shutil.rmtree(self.cache_dir(), ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Spec:
+    space: str = "small"
+    factors: tuple[str, ...] = ()  # level overrides, "NAME=L1,L2"
+    treatments: int = 24
+    seed: int = 1
+    recipes: tuple[str, ...] = ("ext4-default",)
+    repeat: int = 1
+    workers: int = 2
+    scheduler: str = ""
+    resume: str = ""  # a study run directory to continue
+    tail_quantile: float = 0.9
+    hold_path: str = ""
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Spec:
+        data = checked_fields(cls, data, "explore")
+        for key in ("factors", "recipes"):
+            if key in data:
+                value = data[key]
+                data[key] = tuple(value.split(",") if isinstance(value, str) else value)
+        return cls(**data)
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+
+
+def make_plan(spec: Spec) -> Plan:
+    space = spaces.load(spec.space, player.EXPLORE_SCHEMA)
+    if spec.factors:
+        space = space.with_levels(spaces.parse_overrides(list(spec.factors)), player.EXPLORE_SCHEMA)
+    for name in spec.recipes:
+        recipes.load(name)  # a bad name fails here, before the plan is saved
+    return Plan.make(space, spec.treatments, spec.seed, tuple(spec.recipes), spec.repeat)
+
+
+def run(ctx, spec: Spec) -> dict:
+    """The explore job: plan (or resume), run, save the table, analyse."""
+    if spec.resume:
+        study_dir = Path(spec.resume)
+        plan = Plan.load(study_dir)
+    else:
+        study_dir = ctx.run_dir.path
+        plan = make_plan(spec)
+        plan.save(study_dir)
+    ctx.run_dir.update_manifest(study_dir=str(study_dir), seed=plan.seed)
+    treatment = ExploreTreatment({name: recipes.load(name).to_dict() for name in plan.recipes},
+                                 dict(plan.space.settings), f"fsscope-study-{Path(study_dir).name}",
+                                 spec.hold_path)
+    total = len(plan.treatments())
+    ctx.phase(f"explore: {total} treatments on {', '.join(plan.recipes)}")
+    t0 = time.monotonic()
+
+    def on_row(row: dict, done: int, total: int) -> None:
+        ctx.data("treatment", id=row["id"], recipe=row["recipe"], fs=row.get("fs", ""),
+                 factors=row["factors"], d_span_bytes=row.get("d_span_bytes"), error=row.get("error"))
+        rate = done / max(time.monotonic() - t0, 1e-9)
+        ctx.progress(done, total, unit="treatments", info=f"{rate * 60:.0f}/min")
+
+    # This host's disk-state cache goes with the job: dropped at the end, and by the journal
+    # (owner: this process) if the job is killed. Remote hosts drop theirs at the end.
+    journal = Journal()
+    cache_entry = journal.record("workdir", f"{STUDY_GROUP_PREFIX}cache-{uuid.uuid4().hex[:8]}",
+                                 path=str(treatment.cache_dir()))
+    try:
+        rows = run_study(plan, treatment, study_dir, workers=spec.workers, scheduler=spec.scheduler,
+                         on_row=on_row, cancelled=lambda: ctx.cancelled, teardown=treatment.drop_cache)
+    finally:
+        treatment.drop_cache()
+        journal.forget(cache_entry)
+    rows = order_rows(plan, rows)
+    save_table(plan, rows, study_dir)
+    if Path(study_dir) != ctx.run_dir.path:
+        save_table(plan, rows, ctx.run_dir.path)
+    return report(plan, rows, study_dir=str(study_dir), quantile=spec.tail_quantile,
+                  elapsed_s=time.monotonic() - t0)
+
+
+def report(plan: Plan, rows: list[dict], *, study_dir: str = "", quantile: float = 0.9,
+           elapsed_s: float | None = None) -> dict:
+    """The explore report: the issue's keys (treatments, prioritization, tail,
+    nondeterminism) and more (per-fs CDFs, notes, timing)."""
+    ok = [r for r in rows if "error" not in r]
+    names = list(plan.space.names)
+    out: dict = {
+        "study_dir": study_dir, "space": plan.space.name, "seed": plan.seed, "recipes": list(plan.recipes),
+        "repeat": plan.repeat, "planned": len(plan.treatments()), "completed": len(ok),
+        "failed": [{"id": r["id"], "error": r["error"]} for r in rows if "error" in r],
+        "treatments": [{k: r.get(k) for k in ("id", "recipe", "fs", "row", "repeat", "factors", "files",
+                                              *METRICS, "timing_s", "host")} for r in ok],
+    }
+    if elapsed_s is not None:
+        out["elapsed_s"] = round(elapsed_s, 3)
+        out["treatments_per_min"] = round(len(ok) / max(elapsed_s, 1e-9) * 60, 2)
+    if not ok:
+        out |= {"prioritization": [], "interactions": [], "tail": {"quantile": quantile, "threshold_bytes": None,
+                                                                   "levels": []},
+                "nondeterminism": {"changed_share": None}, "notes": ["no treatment finished"]}
+        return out
+    codes, values = sensitivity.encode([r["factors"] for r in ok], names)
+    y = np.array([r["d_span_bytes"] for r in ok], dtype=float)
+    first = sensitivity.first_order(codes, y)
+    cross = _rbd_fast(codes, values, y, names)
+    out["prioritization"] = sorted(
+        ({"factor": n, "first_order": round(float(first[j]), 6) if np.isfinite(first[j]) else None,
+          "first_order_salib_rbd_fast": cross[j], "levels": len(values[j])} for j, n in enumerate(names)),
+        key=lambda d: -d["first_order"] if d["first_order"] is not None else np.inf)
+    out["interactions"] = [{"factors": [names[i], names[j]], "interaction": round(v, 6)}
+                           for (i, j), v in sensitivity.top_interactions(codes, y, 10)]
+    tail = sensitivity.factor_mapping(codes, y, quantile)
+    out["tail"] = {"quantile": quantile, "threshold_bytes": tail.threshold, "share": tail.tail_share,
+                   "levels": [{"factor": names[j], "level": values[j][code], "tail_share": round(share, 6),
+                               "runs": n, "p_value": p, "significant": sig}
+                              for j in range(len(names))
+                              for code, (share, n, p, sig) in sorted(tail.levels[j].items())]}
+    out["nondeterminism"] = sensitivity.nondeterminism(
+        [(r["recipe"], r["row"], r["repeat"], r["d_span_bytes"]) for r in ok],
+        {(r["recipe"], r["row"]): r["factors"] for r in ok}, names)
+    out["d_span_cdf"] = {fs: sensitivity.ecdf([r["d_span_bytes"] for r in ok if r["fs"] == fs])
+                         for fs in sorted({r["fs"] for r in ok})}
+    timing = [r.get("timing_s", {}) for r in ok]
+    keys = sorted({k for t in timing for k in t})
+    out["time_per_treatment_s"] = {k: round(float(np.mean([t.get(k, 0.0) for t in timing])), 4) for k in keys}
+    out["notes"] = sensitivity.notes(out)
+    return out
+
+
+def _rbd_fast(codes: np.ndarray, values: list, y: np.ndarray, names: list[str]) -> list[float | None]:
+    """SALib's RBD-FAST first-order estimate per factor, as a cross-check (it reads levels as
+    ordered positions, which suits sizes and ratios more than orders or bitmaps)."""
+    if len(y) < 2 * len(names) or float(np.var(y)) == 0.0:
+        return [None] * len(names)
+    try:
+        s = sensitivity.salib_first_order(
+            sensitivity.unit_positions(codes, [len(v) for v in values]), y, names)
+    except Exception:  # noqa: BLE001 - a cross-check must never lose the report
+        return [None] * len(names)
+    return [round(float(v), 6) if np.isfinite(v) else None for v in s]
+
+
+def check_spec(spec: Spec) -> None:
+    """Refuse a bad spec before a run record exists (the CLI calls it)."""
+    if spec.resume:
+        Plan.load(Path(spec.resume))
+    else:
+        make_plan(spec)
+    if spec.workers < 1:
+        raise FsscopeError(f"--workers must be at least 1, got {spec.workers}")
+    if not 0 < spec.tail_quantile < 1:
+        raise FsscopeError(f"--tail-quantile must be between 0 and 1, got {spec.tail_quantile}")

@@ -1,0 +1,396 @@
+"""Join kernel events to what the job measured: calls (probe), windows (bench), writes.
+
+Pure functions on numpy arrays. Events and calls share CLOCK_MONOTONIC ns (trace_clock mono
+and time.monotonic_ns), so an event belongs to call i when start_i <= ts <= start_i + latency_i.
+Calls are sequential (one process, one call at a time), so one ``searchsorted`` places every
+event. Event names are used without their system ("xfs_dir2_sf_to_block").
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fsscope.trace import catalog
+from fsscope.trace.decode import RWBS_FLUSH, RWBS_FUA, RWBS_READ, RWBS_SYNC, RWBS_WRITE
+
+ISSUE = "block_rq_issue"
+COMPLETE = "block_rq_complete"
+SWITCH = "sched_switch"
+COMMIT_EVENTS = ("jbd2_start_commit", "jbd2_end_commit", "btrfs_transaction_commit")
+#: A block READ issued inside a call: metadata that was not cached (e.g. a cold XFS inode
+#: cluster). Counted as its own pseudo-event beside block_rq_issue.
+BLOCK_READ = "block_read"
+#: Structures whose kernel evidence is a block read inside the call.
+READ_EVIDENCE = {"xfs-inode-cluster-read": BLOCK_READ}
+
+
+def short(name: str) -> str:
+    return name.split("/", 1)[-1]
+
+
+def call_index(ts_ns: np.ndarray, start_ns: np.ndarray, latency_ns: np.ndarray) -> np.ndarray:
+    """For each event time, the index of the call it fell inside, or -1. Calls not reached
+    (latency < 0) hold nothing."""
+    reached = latency_ns >= 0
+    count = len(reached) if reached.all() else int(np.argmax(~reached))  # calls run in order
+    if count == 0:
+        return np.full(len(ts_ns), -1, dtype=np.int64)
+    starts, ends = start_ns[:count], start_ns[:count] + latency_ns[:count]
+    idx = np.searchsorted(starts, ts_ns, side="right") - 1
+    inside = (idx >= 0) & (ts_ns <= ends[np.clip(idx, 0, count - 1)])
+    return np.where(inside, idx, -1)
+
+
+@dataclass
+class OffCpu:
+    index: int
+    off_ns: int
+    preempted: bool      # runnable when switched out (another task took the CPU)
+    by: str              # who ran instead (first switch)
+
+
+@dataclass
+class RunCalls:
+    """One traced run: which events fell into which call."""
+
+    run: int
+    latency_ns: np.ndarray
+    events: dict[int, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    io_requests: Counter = field(default_factory=Counter)
+    io_bytes: Counter = field(default_factory=Counter)
+    io_flags: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    off_cpu: dict[int, list[OffCpu]] = field(default_factory=lambda: defaultdict(list))
+
+
+def attribute_run(events: np.ndarray, names: list[str], start_ns: np.ndarray,
+                  latency_ns: np.ndarray, *, pid: int, run: int = 0,
+                  comms: dict[int, str] | None = None) -> RunCalls:
+    """Place one run's events (already selected for that run) into its calls."""
+    comms = comms or {}
+    out = RunCalls(run, latency_ns)
+    if len(events) == 0:
+        return out
+    short_names = [short(n) for n in names]
+    idx = call_index(events["ts_ns"], start_ns, latency_ns)
+    for ev, i in zip(events, idx):
+        if i < 0:
+            continue
+        name = short_names[ev["code"]]
+        if name in (COMPLETE, SWITCH):
+            continue
+        out.events[int(i)][name] += 1
+        if name == ISSUE:
+            out.io_requests[int(i)] += 1
+            out.io_bytes[int(i)] += int(ev["bytes"])
+            out.io_flags[int(i)] |= int(ev["flags"])
+            if ev["flags"] & RWBS_READ:
+                out.events[int(i)][BLOCK_READ] += 1
+    _off_cpu(events, short_names, idx, pid, comms, out)
+    return out
+
+
+def _off_cpu(events, short_names, idx, pid, comms, out: RunCalls) -> None:
+    """Pair each switch-out of ``pid`` inside a call with its next switch-in."""
+    switch_code = short_names.index(SWITCH) if SWITCH in short_names else -1
+    if switch_code < 0:
+        return
+    sel = np.flatnonzero(events["code"] == switch_code)
+    pending = None
+    for k in sel:
+        ev = events[k]
+        if int(ev["sector"]) == pid and pending is None:  # prev_pid == pid: it left the CPU
+            state = int(ev["flags"])
+            pending = (int(idx[k]), int(ev["ts_ns"]), (state & 0x7F) == 0,
+                       comms.get(int(ev["arg"]), f"pid {int(ev['arg'])}"))
+        elif int(ev["arg"]) == pid and pending is not None:  # next_pid == pid: back on
+            call, t_out, preempted, by = pending
+            if call >= 0:
+                out.off_cpu[call].append(OffCpu(call, int(ev["ts_ns"]) - t_out, preempted, by))
+            pending = None
+
+
+def kernel_evidence(runs: list[RunCalls], indices: list[int]) -> dict:
+    """The probe JSON's ``kernel`` block for a flag at ``indices``: in how many traced runs
+    each event fired inside one of those calls, and the block requests/bytes they issued
+    (median over the traced runs); for a single call also what kept it off the CPU, for a
+    series in how many of its calls each event fired (``members``)."""
+    seen: Counter = Counter()
+    members: Counter = Counter()
+    requests, nbytes, causes = [], [], []
+    for rc in runs:
+        names = set()
+        for i in indices:
+            names.update(rc.events.get(i, {}))
+        seen.update(names)
+        requests.append(sum(rc.io_requests.get(i, 0) for i in indices))
+        nbytes.append(sum(rc.io_bytes.get(i, 0) for i in indices))
+        if len(indices) == 1:
+            causes += _off_cpu_summary(rc.off_cpu.get(indices[0], []))
+    if len(indices) > 1:
+        for i in indices:
+            members.update({name for rc in runs for name in rc.events.get(i, {})})
+    out = {"events": dict(sorted(seen.items())),
+           "io_requests": int(np.median(requests)) if requests else 0,
+           "io_bytes": int(np.median(nbytes)) if nbytes else 0,
+           "runs_traced": len(runs), "off_cpu": causes[:5]}
+    if len(indices) > 1:
+        out |= {"members": dict(sorted(members.items())), "calls": len(indices)}
+    return out
+
+
+def _off_cpu_summary(offs: list[OffCpu]) -> list[str]:
+    """'preempted by kworker/1:1 for 340 µs', 'blocked (waiting) 4× for 26 µs in total'."""
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for off in offs:
+        groups[(off.preempted, off.by if off.preempted else "")].append(off.off_ns)
+    out = []
+    for (preempted, by), spans in groups.items():
+        times = f"{len(spans)}× " if len(spans) > 1 else ""
+        total = f"{sum(spans) / 1e3:.0f} µs" + (" in total" if len(spans) > 1 else "")
+        out.append(f"preempted by {by} {times}for {total}" if preempted
+                   else f"blocked off-CPU (waiting) {times}for {total}")
+    return out
+
+
+def evidence_sentence(kernel: dict, op: str) -> str:
+    """'kernel (5 traced runs): inside this creat xfs_dir2_sf_to_block fired in 5/5; it
+    issued 3 block requests (12 KiB)' -- or that the kernel shows nothing there."""
+    n = kernel.get("runs_traced", 0)
+    if not n:
+        return ""
+    runs_word = f"{n} traced run{'s' if n > 1 else ''}"
+    events = {k: v for k, v in kernel["events"].items() if k not in (ISSUE, BLOCK_READ)}
+    order = sorted(events.items(), key=lambda kv: (not _exclusive(kv[0]), -kv[1], kv[0]))
+    members, calls = kernel.get("members"), kernel.get("calls")
+    if order and members:  # a series: how many of its calls saw each event
+        order = sorted(events.items(), key=lambda kv: (-members.get(kv[0], 0), kv[0]))
+        what = (f"kernel ({runs_word}): inside these {calls} {op} calls "
+                + ", ".join(f"{name} fired in {members.get(name, 0)}/{calls}" for name, _ in order))
+    elif order:
+        what = (f"kernel ({runs_word}): inside this {op} "
+                + ", ".join(f"{name} fired in {runs}/{n}" for name, runs in order))
+    else:
+        what = f"kernel ({runs_word}): no file-system event inside this {op}"
+    if kernel.get("io_requests"):
+        count = kernel["io_requests"]
+        what += f"; it issued {count} block request{'s' if count != 1 else ''} ({kernel['io_bytes'] / 1024:.0f} KiB)"
+    if kernel.get("off_cpu"):
+        what += "; " + ", ".join(kernel["off_cpu"])
+    return what
+
+
+def _exclusive(name: str) -> bool:
+    entry = catalog.lookup(name)
+    return bool(entry and entry.exclusive)
+
+
+def structural_events(runs: list[RunCalls], outlier_indices: set[int]) -> list[dict]:
+    """Every structure-changing event seen inside a call, outlier or not (probe JSON)."""
+    kinds = {}
+    for group in catalog.BY_FS.values():
+        for entry in group:
+            kinds[entry.name] = entry.kind
+    counts: Counter = Counter()
+    for rc in runs:
+        for i, names in rc.events.items():
+            for name in names:
+                if kinds.get(name) in catalog.STRUCTURAL_KINDS or name == BLOCK_READ:
+                    counts[(i, name)] += 1
+    return [{"index": i, "event": name, "runs": runs_seen, "latency_outlier": i in outlier_indices}
+            for (i, name), runs_seen in sorted(counts.items())]
+
+
+def call_cause(rc: RunCalls, index: int) -> str:
+    """Why one call was slow, as far as the trace shows; "" when it shows nothing."""
+    causes = []
+    causes += _off_cpu_summary(rc.off_cpu.get(index, []))
+    if rc.io_requests.get(index):
+        causes.append(f"waited on I/O ({rc.io_requests[index]} block request"
+                      f"{'s' if rc.io_requests[index] != 1 else ''}, {rc.io_bytes[index] / 1024:.0f} KiB"
+                      f"{', ' + flag_words(rc.io_flags[index]) if flag_words(rc.io_flags[index]) else ''})")
+    names = rc.events.get(index, {})
+    if any(name in names for name in COMMIT_EVENTS):
+        causes.append("a journal commit ran during it")
+    fs_events = [n for n in names if n not in (ISSUE, BLOCK_READ, *COMMIT_EVENTS)]
+    if fs_events:
+        causes.append(", ".join(sorted(fs_events)))
+    return "; ".join(causes)
+
+
+def flag_words(bits: int) -> str:
+    return "/".join(w for w, b in (("FLUSH", RWBS_FLUSH), ("FUA", RWBS_FUA), ("SYNC", RWBS_SYNC))
+                    if bits & b)
+
+
+def noise(runs: list[RunCalls], flagged: set[int], *, factor: float = 5.0, limit: int = 10) -> list[dict]:
+    """One-off slow calls of the traced runs (not at a flagged index), with their cause."""
+    out = []
+    for rc in runs:
+        lat = rc.latency_ns
+        reached = lat[lat >= 0]
+        if len(reached) == 0:
+            continue
+        threshold = factor * float(np.median(reached))
+        for i in np.flatnonzero(lat > threshold):
+            if int(i) in flagged:
+                continue
+            out.append({"run": rc.run, "index": int(i), "latency_ns": int(lat[i]),
+                        "cause": call_cause(rc, int(i)) or "no kernel event explains it"})
+    out.sort(key=lambda d: -d["latency_ns"])
+    return out[:limit]
+
+
+# --- windows and writes -------------------------------------------------------------
+
+
+def window_counts(events: np.ndarray, names: list[str], start_ns: int, window_ns: int,
+                  windows: int) -> dict[str, list[int]]:
+    """Per window [start + k*window, start + (k+1)*window): journal commits, writeback
+    starts, block write requests and bytes written to the device."""
+    short_names = [short(n) for n in names]
+    k = (events["ts_ns"] - start_ns) // max(window_ns, 1)
+    inside = (k >= 0) & (k < windows)
+
+    def count(name: str, mask=None) -> np.ndarray:
+        if name not in short_names:
+            return np.zeros(windows, np.int64)
+        sel = inside & (events["code"] == short_names.index(name))
+        if mask is not None:
+            sel &= mask
+        return np.bincount(k[sel].astype(np.int64), minlength=windows)[:windows]
+
+    writes = (events["flags"] & RWBS_WRITE) != 0
+    issue_sel = inside & writes & (events["code"] == (short_names.index(ISSUE) if ISSUE in short_names else -1))
+    bytes_written = np.bincount(k[issue_sel].astype(np.int64), weights=events["bytes"][issue_sel].astype(float),
+                                minlength=windows)[:windows]
+    commits = count("jbd2_start_commit") + count("btrfs_transaction_commit")
+    return {"journal_commits": commits.tolist(), "writeback_starts": count("writeback_start").tolist(),
+            "write_requests": count(ISSUE, writes).tolist(),
+            "bytes_written": [int(b) for b in bytes_written],
+            "flushes": count(ISSUE, (events["flags"] & RWBS_FLUSH) != 0).tolist()}
+
+
+def per_call_io(events: np.ndarray, names: list[str], start_ns: np.ndarray,
+                latency_ns: np.ndarray) -> dict[str, np.ndarray]:
+    """Per call (e.g. each synchronous write): block requests issued inside it, bytes, and
+    how many carried FLUSH and FUA -- the device-level cost of making it durable."""
+    short_names = [short(n) for n in names]
+    n = len(latency_ns)
+    zero = {"requests": np.zeros(n, np.int64), "bytes": np.zeros(n, np.int64),
+            "flush": np.zeros(n, np.int64), "fua": np.zeros(n, np.int64)}
+    if ISSUE not in short_names or len(events) == 0:
+        return zero
+    issues = events[events["code"] == short_names.index(ISSUE)]
+    idx = call_index(issues["ts_ns"], start_ns, latency_ns)
+    ok = idx >= 0
+    where, flags = idx[ok], issues["flags"][ok]
+
+    def per_call(weights=None) -> np.ndarray:
+        return np.bincount(where, weights=weights, minlength=n)[:n].astype(np.int64)
+
+    return {"requests": per_call(), "bytes": per_call(issues["bytes"][ok].astype(float)),
+            "flush": per_call((flags & RWBS_FLUSH) != 0), "fua": per_call((flags & RWBS_FUA) != 0)}
+
+
+# --- prediction / kernel / latency ----------------------------------------------------
+
+
+def _prediction_indices(p: dict) -> list[int]:
+    if p.get("kind") == "series" and p.get("index") is not None and p.get("stride"):
+        return [p["index"] + k * p["stride"] for k in range(p.get("count") or 1)]
+    if p.get("index") is not None:
+        return [p["index"]]
+    return [i for i in (p.get("index_low"), p.get("index_high")) if i is not None]
+
+
+def _near(i: int, candidates, tolerance: int) -> bool:
+    return any(abs(i - c) <= tolerance for c in candidates)
+
+
+def structure_table(predictions: list[dict], structural: list[dict], flagged: set[int],
+                    enabled: list[str]) -> list[dict]:
+    """Per structure: predicted by geometry / seen by the kernel / slow in latency, with a
+    verdict. A structure with no kernel event says so; a kernel event nothing predicted (for
+    events that fire only for their structure) gets a row of its own."""
+    enabled_short = {short(e) for e in enabled}
+    evidence: dict[str, list[str]] = defaultdict(list)
+    exclusive: dict[str, str] = {}
+    for group in catalog.BY_FS.values():
+        for entry in group:
+            if entry.name in enabled_short:
+                for s in entry.structures:
+                    if entry.name not in evidence[s]:
+                        evidence[s].append(entry.name)
+                    if entry.exclusive:
+                        exclusive[entry.name] = s
+    if "block_rq_issue" in enabled_short:
+        for structure, pseudo in READ_EVIDENCE.items():
+            evidence[structure].append(pseudo)
+    seen_by_event: dict[str, set[int]] = defaultdict(set)
+    for row in structural:
+        seen_by_event[row["event"]].add(row["index"])
+    rows = []
+    for p in predictions:
+        structure = p.get("structure", "")
+        predicted = _prediction_indices(p)
+        tolerance = int(p.get("tolerance_files") or 0)
+        if p.get("index") is None and p.get("index_low") is not None:  # a window
+            tolerance = max(tolerance, (p["index_high"] - p["index_low"]))
+        events = evidence.get(structure, [])
+        seen = sorted(set().union(*(seen_by_event[e] for e in events))) if events else []
+        confirmed = [i for i in predicted if _near(i, seen, tolerance)]
+        slow = [i for i in predicted if _near(i, flagged, tolerance)]
+        if not events:
+            verdict = "no kernel event for this structure"
+        elif len(predicted) > 1 and p.get("kind") == "series":
+            verdict = f"confirmed {len(confirmed)}/{len(predicted)} members"
+            if len(confirmed) < len(predicted):
+                verdict += " (kernel contradicts the rest)"
+        elif confirmed:
+            verdict = "confirmed"
+        else:
+            near = [i for i in seen if abs(i - predicted[0]) <= 64] if predicted else []
+            verdict = (f"contradicted: the kernel shows {', '.join(events)} at {near[:5]}"
+                       if near else f"contradicted: {', '.join(events)} did not fire there")
+        rows.append({"structure": structure, "events": events, "predicted": predicted[:50],
+                     "seen": seen[:50], "slow": slow[:50], "verdict": verdict})
+    predicted_structures = {p.get("structure") for p in predictions}
+    for event, structure in exclusive.items():
+        extra = sorted(seen_by_event.get(event, set()))
+        if extra and structure not in predicted_structures:
+            rows.append({"structure": structure, "events": [event], "predicted": [], "seen": extra,
+                         "slow": [i for i in extra if i in flagged],
+                         "verdict": "seen by the kernel, not predicted"})
+    return rows
+
+
+def annotate_dips(ops_per_s: np.ndarray, kernel: dict[str, list[int]], window_s: float, *,
+                  threshold: float = 0.10) -> list[dict]:
+    """Throughput-N windows more than ``threshold`` below the run's median, each with what
+    the kernel did in it (journal commits, writeback starts, bytes written)."""
+    ops_per_s = np.asarray(ops_per_s, dtype=float)
+    if ops_per_s.size < 2:
+        return []
+    median = float(np.median(ops_per_s))
+    out = []
+    for k in np.flatnonzero(ops_per_s < median * (1 - threshold)):
+        k = int(k)
+        counts = {name: values[k] for name, values in kernel.items() if k < len(values)}
+        parts = []
+        if counts.get("journal_commits"):
+            parts.append(f"{counts['journal_commits']} journal commit{'s' if counts['journal_commits'] != 1 else ''}")
+        if counts.get("writeback_starts"):
+            parts.append(f"writeback started {counts['writeback_starts']}×")
+        if counts.get("bytes_written"):
+            parts.append(f"{counts['bytes_written'] / 2**20:.1f} MiB written to the device")
+        if counts.get("flushes"):
+            parts.append(f"{counts['flushes']} cache flush{'es' if counts['flushes'] != 1 else ''}")
+        below = 1 - ops_per_s[k] / median if median else 0.0
+        note = (f"{k * window_s:g}–{(k + 1) * window_s:g} s: {ops_per_s[k]:,.0f} ops/s, {below:.0%} below the "
+                f"run's median; kernel: " + (", ".join(parts) if parts else "no commit, writeback or device write"))
+        out.append({"window": k, "t_s": [k * window_s, (k + 1) * window_s], "ops_per_s": float(ops_per_s[k]),
+                    "below_median": round(below, 3), "kernel": counts, "note": note})
+    return out

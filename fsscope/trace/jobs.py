@@ -1,0 +1,185 @@
+"""Tracing inside jobs: which runs are traced, and what the kernel's events add to reports.
+
+:class:`JobTrace` traces a job's runs (one tracefs instance each); :class:`ProbeTrace` adds
+the kernel evidence per probe flag, :class:`BenchTrace` the per-window counts of a
+throughput run (journal commits, writeback starts, bytes written) and annotated dips.
+
+Probe: ``--trace off|attribute|all`` (ProbeSpec.trace):
+
+- ``attribute`` (default): the measured runs stay untraced -- their latencies carry no
+  observer effect -- and one extra run, on a fresh file system like the others, is traced to
+  attribute the flags. Its latencies are kept apart (``trace_latency_ns``).
+- ``all``: every measured run is traced (``N/N runs`` evidence; bench/trace_overhead.py
+  measures what it costs).
+- ``off``: nothing is traced.
+
+Without root or tracefs a job says why once and runs untraced.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from fsscope.errors import FsscopeError
+from fsscope.trace import attribute
+from fsscope.trace.session import Tracer, TraceResult
+from fsscope.trace.tracefs import unavailable_reason
+
+MODES = ("off", "attribute", "all")
+
+
+def finding_indices(finding) -> list[int]:
+    """The call indices a finding stands for (a series: every member; linear growth: its range)."""
+    if hasattr(finding, "stride"):
+        return [finding.start + k * finding.stride for k in range(finding.count)]
+    if hasattr(finding, "end"):
+        return list(range(int(finding.start), int(finding.end)))
+    if hasattr(finding, "index"):
+        return [int(finding.index)]
+    return [int(finding.start)]
+
+
+class JobTrace:
+    """The traced stretches of one job (runs), each through its own tracefs instance. Without
+    root or tracefs it says why once (a log line) and the job runs untraced."""
+
+    def __init__(self, ctx, enabled: bool, job: str, *, pid: int | None):
+        self.ctx = ctx
+        self.job = job
+        self.pid = pid
+        self.reason = unavailable_reason() if enabled else "tracing off"
+        if enabled and self.reason:
+            ctx.emit("log", line=f"kernel tracing off: {self.reason}; the {job} runs untraced")
+        self.enabled = enabled
+        self.results: list[tuple[int, TraceResult]] = []
+
+    @property
+    def active(self) -> bool:
+        return self.enabled and not self.reason
+
+    @contextmanager
+    def run(self, fs, run: int) -> Iterator[None]:
+        """Trace the body (one run) when tracing is active; its result lands in ``results``."""
+        if not self.active:
+            yield
+            return
+        raw_dir = Path(self.ctx.run_dir.path) / f"trace-raw-{run}"
+        # a directory target: the device holding it (tmpfs has none, so no block events)
+        tracer = Tracer(raw_dir, fs=fs.fs, job=self.job, pid=self.pid, device=fs.device or fs.workdir,
+                        avoid_cpu=next(iter(os.sched_getaffinity(0))) if self.pid else None,
+                        journal=getattr(self.ctx.target, "journal", None))
+        try:
+            tracer.__enter__()
+        except FsscopeError as exc:
+            self.reason = str(exc)
+            self.ctx.emit("log", line=f"kernel tracing off: {exc}; the {self.job} runs untraced")
+            yield
+            return
+        failed = True
+        try:
+            yield
+            failed = False
+        finally:
+            try:
+                tracer.__exit__(RuntimeError if failed else None, None, None)
+            except FsscopeError as exc:  # the measurement stands; only its trace is lost
+                self.ctx.emit("log", line=f"trace of run {run + 1} lost: {exc}")
+        if tracer.result is not None:
+            result = tracer.result
+            result.events["run"] = run
+            self.results.append((run, result))
+            if result.missing:
+                self.ctx.emit("log", line="trace: not on this kernel: " + ", ".join(result.missing))
+            if result.lost:
+                self.ctx.emit("log", line=f"trace of run {run + 1}: {result.overrun} overrun, "
+                                          f"{result.dropped} dropped events -- the record is incomplete")
+
+    def summary(self) -> dict:
+        """The report's ``trace`` block: mode, what was enabled, losses, names, comms."""
+        out = {"active": bool(self.results), "reason": self.reason}
+        if not self.results:
+            return out
+        first = self.results[0][1]
+        comms: dict[int, str] = {}
+        for _, r in self.results:
+            comms.update(r.comms)
+        return out | {
+            "runs_traced": [run for run, _ in self.results], "event_names": first.names,
+            "comms": {str(k): v for k, v in comms.items()}, "pid": self.pid,
+            "enabled": first.enabled, "missing": first.missing, "filter_errors": first.filter_errors,
+            "events": int(sum(len(r.events) for _, r in self.results)),
+            "overrun": sum(r.overrun for _, r in self.results),
+            "dropped": sum(r.dropped for _, r in self.results),
+            "complete": all(not r.lost for _, r in self.results),
+            "events_per_s": round(max(r.events_per_s for _, r in self.results), 1)}
+
+
+class ProbeTrace(JobTrace):
+    """Collects the traced runs of one probe job and turns them into report fields."""
+
+    def __init__(self, ctx, mode: str, op: str):
+        super().__init__(ctx, mode != "off", "probe", pid=os.getpid())
+        self.mode = mode
+        self.op = op
+        self.rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    @contextmanager
+    def run(self, fs, run: int, latency_row: np.ndarray, start_row: np.ndarray) -> Iterator[None]:
+        self.rows[run] = (latency_row, start_row)
+        with super().run(fs, run):
+            yield
+
+    def attribute(self, report: dict, findings: list, flags: list[dict]) -> None:
+        """Add the kernel's side to the report: per flag, structural events, the
+        prediction/kernel/latency table, causes of one-off noise, and the event arrays."""
+        report["trace"] = {"mode": self.mode} | self.summary()
+        if not self.results:
+            return
+        names = self.results[0][1].names
+        events = np.concatenate([r.events for _, r in self.results])
+        comms = {int(k): v for k, v in report["trace"]["comms"].items()}
+        self.ctx.run_dir.save_array("trace_events", events)
+        runs = []
+        for run, result in self.results:
+            latency_row, start_row = self.rows[run]
+            runs.append(attribute.attribute_run(result.events, names, np.asarray(start_row),
+                                                np.asarray(latency_row), pid=self.pid, run=run, comms=comms))
+        flagged: set[int] = set()
+        for finding in findings:
+            if not hasattr(finding, "slope_ns_per_file"):
+                flagged.update(finding_indices(finding))
+        for flag, finding in zip(flags, findings):
+            kernel = attribute.kernel_evidence(runs, finding_indices(finding))
+            flag["kernel"] = kernel
+            sentence = attribute.evidence_sentence(kernel, self.op)
+            if sentence:
+                flag["note"] = f"{flag.get('note', '')} {sentence}.".strip()
+        structural = attribute.structural_events(runs, flagged)
+        report["structural_events"] = structural
+        report["structures"] = attribute.structure_table(report.get("predictions", []), structural,
+                                                         flagged, report["trace"]["enabled"])
+        report["noise"] = attribute.noise(runs, flagged)
+
+
+class BenchTrace(JobTrace):
+    """Every run of a throughput job traced (device, journal, writeback; no pid filter: the
+    workers are many processes), counted per Throughput-N window."""
+
+    def __init__(self, ctx, enabled: bool):
+        super().__init__(ctx, enabled, "bench", pid=None)
+
+    def windows(self, run: int, start_ns: int, window_s: float, n_windows: int) -> dict | None:
+        """Kernel counts per window of run ``run`` (None: that run was not traced); the
+        run's events are saved as ``run{r}_trace_events.npy``."""
+        result = dict(self.results).get(run)
+        if result is None or not start_ns:
+            return None
+        self.ctx.run_dir.save_array(f"run{run}_trace_events", result.events)
+        counts = attribute.window_counts(result.events, result.names, start_ns,
+                                         int(window_s * 1e9), n_windows)
+        return {"window_s": window_s, "start_ns": int(start_ns), **counts}

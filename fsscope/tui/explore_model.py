@@ -1,0 +1,114 @@
+"""What the explore view shows, as plain data (no Textual): the treatments so far (file
+system, factors, d-span), the d-span CDF per file system, each factor's share of the d-span
+variance, the tail share per factor level, and a tail heatmap for the two top factors.
+Live rows fill it as treatments finish; the report replaces the estimates when the job ends."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fsscope.analysis import sensitivity
+
+MIN_ROWS = 8  # fewer runs than this: no shares yet
+
+
+class ExploreModel:
+    kind = "explore"
+
+    def __init__(self, spec: dict | None = None):
+        self.spec = dict(spec or {})
+        self.rows: list[dict] = []
+        self.failed = 0
+        self.report: dict | None = None
+        self.notes: list[str] = []
+        self.version = 0
+        self.telemetry: list[tuple[float, float, float]] = []
+        self.quantile = float(self.spec.get("tail_quantile") or 0.9)
+        self.pair_index = 0  # which factor pair the heatmap shows
+
+    def feed(self, event: dict) -> bool:
+        if event.get("kind") != "treatment":
+            return False
+        if event.get("error") or event.get("d_span_bytes") is None:
+            self.failed += 1
+        else:
+            self.rows.append({"fs": str(event.get("fs", "")), "factors": dict(event.get("factors") or {}),
+                              "d_span_bytes": float(event["d_span_bytes"])})
+        self.version += 1
+        return True
+
+    def finish(self, report: dict | None) -> None:
+        if isinstance(report, dict):
+            self.report = report
+            self.notes = [str(n) for n in report.get("notes") or []]
+            self.quantile = float((report.get("tail") or {}).get("quantile") or self.quantile)
+            if not self.rows:
+                self.rows = [{"fs": t.get("fs", ""), "factors": t.get("factors") or {},
+                              "d_span_bytes": float(t["d_span_bytes"])}
+                             for t in report.get("treatments") or [] if t.get("d_span_bytes") is not None]
+        self.version += 1
+
+    @classmethod
+    def from_run(cls, run_dir, spec: dict, report: dict | None) -> ExploreModel:
+        model = cls(spec)
+        model.finish(report)
+        return model
+
+    # -- what the view draws ------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        return list(self.rows[0]["factors"]) if self.rows else []
+
+    def _encoded(self):
+        codes, values = sensitivity.encode([r["factors"] for r in self.rows], self.names)
+        return codes, values, np.array([r["d_span_bytes"] for r in self.rows])
+
+    def quantiles(self, points: int = 24) -> dict[str, list[float]]:
+        """Per file system, the d-span at ``points`` evenly spaced quantiles (the CDF turned
+        on its side: a rising line)."""
+        out = {}
+        for fs in sorted({r["fs"] for r in self.rows}):
+            y = np.array([r["d_span_bytes"] for r in self.rows if r["fs"] == fs])
+            out[fs] = [float(v) for v in np.quantile(y, np.linspace(0, 1, points))]
+        return out
+
+    def shares(self) -> list[tuple[str, float | None]]:
+        """(factor, first-order share), largest first: the report's, else estimated live."""
+        if self.report is not None and self.report.get("prioritization"):
+            return [(p["factor"], p["first_order"]) for p in self.report["prioritization"]]
+        if len(self.rows) < MIN_ROWS:
+            return []
+        codes, _, y = self._encoded()
+        s = sensitivity.first_order(codes, y)
+        pairs = [(n, None if not np.isfinite(v) else float(v)) for n, v in zip(self.names, s)]
+        return sorted(pairs, key=lambda p: -(p[1] if p[1] is not None else -1.0))
+
+    def tail_levels(self) -> list[tuple[str, list[tuple[object, float, bool]]]]:
+        """Per factor: (level, share of its runs in the tail, significant)."""
+        if len(self.rows) < MIN_ROWS:
+            return []
+        codes, values, y = self._encoded()
+        tail = sensitivity.factor_mapping(codes, y, self.quantile)
+        return [(name, [(values[j][c], share, sig) for c, (share, _, _, sig) in sorted(tail.levels[j].items())])
+                for j, name in enumerate(self.names)]
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """Factor pairs among the four with the largest shares, the top pair first."""
+        top = [n for n, s in self.shares() if s is not None][:4]
+        return [(a, b) for k, a in enumerate(top) for b in top[k + 1:]]
+
+    def next_pair(self) -> None:
+        """Show the next factor pair's heatmap (the view's ``p`` key)."""
+        self.pair_index += 1
+        self.version += 1
+
+    def pair_heatmap(self) -> tuple[str, str, list, list, np.ndarray] | None:
+        """Tail share for the chosen factor pair (the top two until ``next_pair``):
+        (name i, name j, levels i, levels j, matrix)."""
+        pairs = self.pairs()
+        if not pairs:
+            return None
+        a, b = pairs[self.pair_index % len(pairs)]
+        codes, values, y = self._encoded()
+        i, j = self.names.index(a), self.names.index(b)
+        return a, b, values[i], values[j], sensitivity.tail_heatmap(codes, y, i, j, self.quantile)

@@ -1,0 +1,126 @@
+"""The explore view: treatments streaming in, the d-span CDF per file system (as quantile
+lines), factor bars (share of the d-span variance), and tail-share heatmaps -- per factor
+level, and for the two top factors against each other. Darker = more runs in the tail."""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from fsscope.format import format_bytes
+from fsscope.tui.explore_model import ExploreModel
+from fsscope.tui.model import JobView
+from fsscope.tui.widgets.live_view import LiveView
+from fsscope.tui.widgets.syncwrite_view import bar
+
+SPARK = "▁▂▃▄▅▆▇█"
+SHADES = " ░▒▓█"
+
+
+def spark(values: list[float]) -> str:
+    logs = [math.log10(max(v, 1.0)) for v in values]
+    lo, hi = min(logs), max(logs)
+    return "".join(SPARK[0 if hi - lo < 1e-9 else int((v - lo) / (hi - lo) * (len(SPARK) - 1))] for v in logs)
+
+
+def shade(share: float | None) -> str:
+    if share is None or math.isnan(share):
+        return "·"
+    return SHADES[min(len(SHADES) - 1, int(round(share * (len(SHADES) - 1))))]
+
+
+def level_text(level) -> str:
+    if isinstance(level, int) and level >= 4096 and level % 1024 == 0:
+        return format_bytes(level).replace(".0 ", "").replace(" ", "")
+    return str(level)
+
+
+class ExploreView(LiveView):
+    VIEW_ID = "explore-view"
+
+    DEFAULT_CSS = """
+    ExploreView #explore-body { height: 1fr; border: round $panel; padding: 0 1; }
+    """
+
+    BINDINGS = [Binding("p", "next_pair", "Factor pair")]
+
+    def __init__(self, *, id: str | None = None):
+        super().__init__(id=id)
+        self._drawn: tuple | None = None
+        self._view: JobView | None = None
+
+    def action_next_pair(self) -> None:
+        model = self.model_of(self._view)
+        if model is not None:
+            model.next_pair()
+            self.update_view(self._view)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="explore-body"):
+            yield Static("", id="explore-text")
+
+    def on_mount(self) -> None:
+        self.query_one("#explore-body").border_title = "Layout exploration: d-span per treatment"
+
+    @staticmethod
+    def model_of(view: JobView | None) -> ExploreModel | None:
+        return view.data if view is not None and isinstance(view.data, ExploreModel) else None
+
+    def show(self, view: JobView, live: bool = True) -> None:
+        self._drawn = None
+        self.update_view(view)
+
+    def update_view(self, view: JobView) -> None:
+        self._view = view
+        model = self.model_of(view)
+        if model is None or self._drawn == (id(model), model.version):
+            return
+        self._drawn = (id(model), model.version)
+        self.query_one("#explore-text", Static).update(self.render_model(model))
+
+    @staticmethod
+    def render_model(model: ExploreModel) -> Text:
+        text = Text()
+        state = "final" if model.report is not None else "so far"
+        text.append(f"{len(model.rows)} treatments {state}", style="bold")
+        if model.failed:
+            text.append(f", {model.failed} failed", style="red")
+        text.append("\n\nd-span CDF per file system (quantiles 0 → 1, log scale)\n", style="bold")
+        for fs, qs in model.quantiles().items():
+            text.append(f"  {fs:6s} {spark(qs)}  P50 {format_bytes(qs[len(qs) // 2])}  max {format_bytes(qs[-1])}\n")
+        shares = model.shares()
+        if shares:
+            text.append("\nfactor prioritization: share of the d-span variance\n", style="bold")
+            for name, share in shares:
+                text.append(f"  {name:16s} ")
+                text.append_text(bar(share, 20, "bold"))
+                text.append(" too few runs\n" if share is None else f" {share * 100:5.1f}%\n")
+        levels = model.tail_levels()
+        if levels:
+            text.append(f"\ntail share per level (tail = d-span ≥ P{model.quantile * 100:.0f}; "
+                        f"{SHADES[1:]} = more; * significant)\n", style="bold")
+            for name, cells in levels:
+                text.append(f"  {name:16s} ")
+                for _level, share, sig in cells[:32]:
+                    text.append(shade(share), style="bold red" if sig else "")
+                hot = [level_text(lv) for lv, _, sig in cells if sig]
+                text.append(f"  {'* ' + ', '.join(hot[:4]) if hot else ''}\n")
+        pair = model.pair_heatmap()
+        if pair is not None:
+            a, b, la, lb, grid = pair
+            text.append(f"\ntail share: {a} (rows) × {b} (columns)", style="bold")
+            text.append("   p: next factor pair\n", style="dim")
+            for i, level in enumerate(la[:16]):
+                text.append(f"  {level_text(level):>10s} ")
+                text.append("".join(shade(v) for v in grid[i][:48]) + "\n")
+        if model.notes:
+            text.append("\n")
+            for note in model.notes:
+                text.append("▲ ", style="bold yellow")
+                text.append(note + "\n")
+        return text

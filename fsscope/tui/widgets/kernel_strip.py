@@ -1,0 +1,50 @@
+"""The kernel's events under the bench's throughput chart: per Throughput-N window of the
+drawn run, journal commits (J), writeback starts (w) and the bytes written to the device
+(a bar per window), so a dip in the chart can be read against what the kernel did then."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from fsscope.tui.widgets.throughput_chart import BLOCKS, resample
+
+LABEL = 9  # "journal  "
+
+
+def strip_text(kernel: dict | None, columns: int) -> Text:
+    """Three lines (journal commits, writeback starts, bytes written) resampled to
+    ``columns`` columns."""
+    if not kernel:
+        return Text("kernel: not traced", style="dim")
+    width = max(8, columns - LABEL)
+    out = Text()
+    for label, key, mark in (("journal", "journal_commits", "J"), ("writebk", "writeback_starts", "w")):
+        values = resample([float(v) for v in kernel.get(key) or []], width)
+        out.append(f"{label:<{LABEL}}", style="dim")
+        out.append("".join(mark if (v or 0) > 0 else "·" for v in values) + "\n",
+                   style="bold yellow" if mark == "J" else "bold cyan")
+    written = resample([float(v) for v in kernel.get("bytes_written") or []], width)
+    top = max((v or 0 for v in written), default=0) or 1.0
+    out.append(f"{'written':<{LABEL}}", style="dim")
+    out.append("".join(BLOCKS[min(len(BLOCKS) - 1, round((v or 0) / top * (len(BLOCKS) - 1)))]
+                       for v in written), style="green")
+    out.append(f"  max {top / 2**20:.1f} MiB/{kernel.get('window_s', 1):g} s", style="dim")
+    return out
+
+
+class KernelStrip(Static):
+    DEFAULT_CSS = """
+    KernelStrip { height: 3; padding: 0 1; display: none; }
+    """
+
+    def show(self, kernel: dict | None) -> None:
+        """Draw the run's kernel windows; an untraced run hides the strip (the chart keeps
+        its height)."""
+        self.kernel = kernel
+        self.display = bool(kernel)
+        self.update(strip_text(kernel, self.size.width or 80))
+
+    @property
+    def text(self) -> str:
+        return str(self.content)

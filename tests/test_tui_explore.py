@@ -1,0 +1,69 @@
+"""The explore job in the TUI: a tiny study started from the setup screen streams its
+treatments into the explore view (progress, d-span CDF per file system, factor bars, tail
+heatmaps), and the same view comes back when the run is replayed."""
+
+from __future__ import annotations
+
+import pytest
+from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, wait_for
+
+from fsscope.targets import TargetSpec
+from fsscope.tui import AppConfig, make_app
+from fsscope.tui.explore_model import ExploreModel
+from fsscope.tui.widgets.explore_view import ExploreView
+
+TINY = ["DiskSize=64M", "UsedRatio=0", "FreeSpaceLayout=6", "CPUCount=1", "FileCount=1", "FileSize=16K,128K"]
+
+
+def test_explore_model_from_report_rows():
+    """Rows in, shares/tail/heatmap out, without Textual (pure model)."""
+    model = ExploreModel({"tail_quantile": 0.9})
+    for i in range(20):
+        model.feed({"kind": "treatment", "fs": "ext4", "factors": {"A": i % 2, "B": (i // 2) % 4},
+                    "d_span_bytes": 4096 * (1 + 100 * (i % 2))})
+    model.feed({"kind": "treatment", "fs": "ext4", "factors": {"A": 0, "B": 0}, "error": "boom"})
+    assert len(model.rows) == 20 and model.failed == 1
+    shares = dict(model.shares())
+    assert shares["A"] == pytest.approx(1.0, abs=0.01) and abs(shares["B"]) < 0.1
+    tail = dict(model.tail_levels())
+    assert [share for _, share, _ in tail["A"]] == [0.0, 1.0]
+    a, b, la, lb, grid = model.pair_heatmap()
+    assert (a, la) == ("A", [0, 1]) and grid.shape == (2, 4)
+    version = model.version
+    model.next_pair()  # the view's p key: the next pair (two factors: back to the same one)
+    assert model.version > version and model.pair_heatmap()[:2] == ("A", "B")
+    text = ExploreView.render_model(model).plain
+    assert "20 treatments so far" in text and "1 failed" in text and "ext4" in text
+
+
+@pytest.mark.privileged
+async def test_explore_job_live_and_replayed(tmp_path):
+    app = make_app(AppConfig(target=TargetSpec("dir", str(tmp_path)), jobs=("explore",),
+                             job_defaults={"explore": {"treatments": 2, "workers": 1, "factors": TINY}}))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.screen.query_one("#job-picker").selected == ["explore"]
+        await pilot.press("ctrl+r")
+        live = live_of(app)
+        await wait_for(pilot, lambda: plan_over(live), 180, "the study")
+        job = live.jobs[0]
+        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        assert job.fraction == 1.0
+
+        async def check(screen) -> None:
+            view = screen.job_view
+            assert isinstance(view, ExploreView)
+
+            def text() -> str:
+                return str(view.query_one("#explore-text").content)
+
+            await wait_for(pilot, lambda: "2 treatments final" in text(), 10, "the final view")
+            text = text()
+            assert "ext4" in text
+            assert "factor prioritization" in text and job.report["prioritization"][0]["factor"] in text
+            assert job.report["notes"][0][:30] in text
+
+        await check(live)
+        await check(await open_replay(pilot, app, job.run_id))
+    assert_clean()
+    assert not app.worker_errors
