@@ -292,7 +292,8 @@ def test_cleanup_after_everything_was_killed_at_mkfs_kills_the_orphans_first():
     out = fsscope_cli("cleanup")
     assert out.returncode == 0, out.stderr
     assert leftovers() == [], out.stdout
-    assert "killed what the job left running: mkfs.ext4" in out.stdout
+    # (the orphans may die on their own meanwhile: their output pipes lost their reader)
+    assert "killed what the job left running: mkfs.ext4" in out.stdout or not job_processes(child)
     assert "detached" in out.stdout and "still in use" not in out.stdout
 
 
