@@ -167,7 +167,7 @@ def measured_bins_are_kept(run: store.RunDir) -> None:
 
 
 # Every kill at every phase, but a cancel at the unmount phase (it races the job's own end) and
-# a SIGTERM while measuring (the first half of the double Ctrl-C there): 18 cases, ~2 min.
+# a SIGTERM while measuring (the first half of the double Ctrl-C there): 17 cases.
 CASES = [(kill, phase) for kill in KILLS for phase in PHASES
          if (kill, phase) not in {("cli-SIGTERM", "unmount"), ("cli-2xSIGINT", "unmount"),
                                   ("cli-SIGTERM", "measure")}]
