@@ -4,18 +4,21 @@
   set before anything imports fsscope, so job child processes inherit them.
 - Tests marked ``privileged`` need root and loop devices. Without them they skip with the
   reason — unless FSSCOPE_REQUIRE_PRIVILEGED=1 (CI), where that skip is a failure.
-- At the end the session FAILS if anything it made is still mounted or attached: journal
+- At the end the session FAILS if anything it made is left (see LEFTOVER_CHECKS): journal
   entries, loop devices backed by files under the session's directories, mounts below them,
-  tracefs instances its jobs made (their names carry the session home's tag).
+  processes it started, cgroups fsscope made for its jobs, tracefs instances its jobs made
+  (their names carry the session home's tag).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -54,34 +57,142 @@ def _under(path: str, roots: list[Path]) -> bool:
     return any(path == str(r) or path.startswith(str(r) + "/") for r in roots)
 
 
-def leftovers() -> list[str]:
-    roots = [BASE, RAM_BASE]
-    found = []
+def leftover_journal_entries() -> list[str]:
     journal = BASE / "home" / "state" / "journal"
-    if journal.is_dir():
-        found += [f"journal entry {p.name}" for p in journal.glob("*.json")]
+    return [f"journal entry {p.name}" for p in journal.glob("*.json")] if journal.is_dir() else []
+
+
+def leftover_loop_devices() -> list[str]:
+    found = []
     for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
         try:
             name = backing.read_text().strip().removesuffix(" (deleted)")
         except OSError:
             continue
-        if _under(name, roots):
+        if _under(name, [BASE, RAM_BASE]):
             found.append(f"/dev/{backing.parent.parent.name} backed by {name}")
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        mountpoint = line.split()[1]
-        if _under(mountpoint, roots):
-            found.append(f"mount {mountpoint}")
-    from fsscope.trace.tracefs import fsscope_instances
-    found += [f"tracefs instance {p}" for p in fsscope_instances(home=BASE / "home")]
     return found
+
+
+def leftover_tracefs_instances() -> list[str]:
+    from fsscope.trace.tracefs import fsscope_instances
+
+    return [f"tracefs instance {p}" for p in fsscope_instances(home=BASE / "home")]
+
+
+def leftover_mounts() -> list[str]:
+    return [f"mount {line.split()[1]}" for line in Path("/proc/self/mounts").read_text().splitlines()
+            if _under(line.split()[1], [BASE, RAM_BASE])]
+
+
+def _session_procs() -> list:
+    """Processes the session started that still run: its descendants, and any process whose
+    environment carries an FSSCOPE_HOME in the session's directory (a job child, mkfs, a
+    forkserver, a worker: all inherit it, even once orphaned) or whose working directory is in
+    the session's directories."""
+    import psutil
+
+    me = os.getpid()
+    found = {p.pid: p for p in psutil.Process(me).children(recursive=True)}
+    for helper in psutil.Process(me).children():  # this process's own forkserver / resource
+        try:                                       # tracker (tests run workloads in-process):
+            if any(f"from multiprocessing.{m} import" in " ".join(helper.cmdline())  # they go
+                   for m in ("forkserver", "resource_tracker")):                   # when it exits
+                found.pop(helper.pid)
+        except psutil.Error:
+            continue
+    for pid_dir in Path("/proc").glob("[0-9]*"):
+        pid = int(pid_dir.name)
+        if pid == me or pid in found or psutil.pid_exists(pid) and _ppid(pid) == me:
+            continue
+        try:
+            env = (pid_dir / "environ").read_bytes().split(b"\0")
+            homes = [v.split(b"=", 1)[1].decode(errors="replace") for v in env if v.startswith(b"FSSCOPE_HOME=")]
+            if any(_under(h, [BASE]) for h in homes) or _under(os.readlink(pid_dir / "cwd"), [BASE, RAM_BASE]):
+                found[pid] = psutil.Process(pid)
+        except (OSError, psutil.Error):
+            continue
+    alive = []
+    for proc in found.values():
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(proc)
+        except psutil.Error:
+            continue
+    return alive
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def session_processes() -> list[str]:
+    out = []
+    for proc in _session_procs():
+        try:
+            out.append(f"process {proc.pid} ({' '.join(proc.cmdline())[:80] or proc.name()})")
+        except Exception:  # noqa: BLE001 - gone meanwhile
+            continue
+    return out
+
+
+def session_cgroups() -> list[str]:
+    return [f"cgroup {path}" for path in _session_cgroup_dirs()]
+
+
+def _session_cgroup_dirs() -> list[Path]:
+    """cgroups fsscope made for this session's jobs (fsscope-job-PID, and the memory cgroups
+    fsscope-PID-N of --mem-limit), PID being a job child recorded in a run, or this process."""
+    from fsscope import proctree
+    from fsscope.workloads import cgroup
+
+    pids = {os.getpid()}
+    for manifest in (BASE / "home" / "runs").glob("*/manifest.json"):
+        try:
+            pids.add(int(json.loads(manifest.read_text()).get("pid") or 0))
+        except (OSError, ValueError):
+            continue
+    found = []
+    for parent in {proctree.job_cgroup_parent(), cgroup.detect().parent} - {None}:
+        for path in parent.glob("fsscope-*"):
+            number = path.name.removeprefix(proctree.JOB_PREFIX).removeprefix("fsscope-").split("-")[0]
+            if path.is_dir() and number.isdigit() and int(number) in pids:
+                found.append(path)
+    return found
+
+
+# One function per kind of resource; each returns a line per leftover. Add new kinds here.
+LEFTOVER_CHECKS = [leftover_journal_entries, leftover_loop_devices, leftover_mounts,
+                   leftover_tracefs_instances, session_processes, session_cgroups]
+
+
+def leftovers() -> list[str]:
+    return [line for check in LEFTOVER_CHECKS for line in check()]
+
+
+def wait_for_no_leftovers(timeout_s: float = 10.0) -> list[str]:
+    """Leftovers that are still there after ``timeout_s`` (processes take a moment to die)."""
+    deadline = time.monotonic() + timeout_s
+    while (left := leftovers()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
 
 
 @pytest.fixture(scope="session", autouse=True)
 def no_leftovers():
-    """Fail the session if it leaves a mount or loop device behind (then clean up anyway)."""
+    """Fail the session if it leaves anything behind (then clean up anyway)."""
     yield
-    left = leftovers()
+    left = wait_for_no_leftovers()
     if left:
+        from fsscope import proctree
+
+        for proc in _session_procs():
+            proc.kill()
+        for path in _session_cgroup_dirs():
+            proctree.kill_and_remove(path)
         subprocess.run([sys.executable, "-m", "fsscope", "cleanup", "--force", "--prepared"], capture_output=True)
         pytest.fail("the tests left these behind (a bug to fix): " + "; ".join(left))
     shutil.rmtree(RAM_BASE, ignore_errors=True)

@@ -7,7 +7,9 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import psutil
 import pytest
 
 from fsscope import recipes, store
@@ -132,10 +134,47 @@ def test_runs_and_report_commands(cli, scratch):
 def test_sigint_to_the_headless_cli_cancels_cleanly(scratch):
     proc = subprocess.Popen([sys.executable, "-m", "fsscope", "run", "smoke", "-p", "duration_s=60", "--dir", str(scratch)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert _wait_for(lambda: any(scratch.iterdir()))
-    time.sleep(0.3)
+    assert _wait_for(lambda: any(d.is_dir() and any(d.iterdir()) for d in scratch.iterdir()))  # files written
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "cancelled" in err
+    assert list(scratch.iterdir()) == []
+
+
+STARTER = """
+import sys, threading
+from fsscope.engine import runner
+from fsscope.targets import TargetSpec
+handles = []
+# started from a thread that ends at once (as a TUI worker may): PR_SET_PDEATHSIG would kill the
+# job right here; the job must live as long as this PROCESS does, and stop when it dies
+starter = threading.Thread(target=lambda: handles.append(
+    runner.start("smoke", {"seconds": 120}, TargetSpec("dir", sys.argv[1]), None)))
+starter.start()
+starter.join()
+print(handles[0].run_dir.path, flush=True)
+for event in handles[0].events():
+    print(event["kind"], flush=True)
+"""
+
+
+def test_the_job_outlives_the_thread_that_started_it_but_not_the_process(scratch):
+    proc = subprocess.Popen([sys.executable, "-c", STARTER, str(scratch)], stdout=subprocess.PIPE, text=True)
+    try:
+        run = store.RunDir(Path(proc.stdout.readline().strip()))
+        while proc.stdout.readline().strip() != "progress":  # the job works after its starter thread ended
+            pass
+        child = psutil.Process(run.manifest()["pid"])
+        proc.kill()
+        proc.wait()
+        t0 = time.monotonic()
+        child.wait(timeout=15)  # it saw its event pipe lose its reader: cancelled, cleaned up
+        assert time.monotonic() - t0 < 10
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+    assert run.status() == "interrupted" and "started it died" in run.manifest()["error"]
+    assert run.report()["files"] > 0  # what it measured is kept
     assert list(scratch.iterdir()) == []

@@ -19,50 +19,84 @@ from fsscope.targets import TargetSpec
 console = Console(stderr=True)
 
 
+class _Interrupts:
+    """Ctrl-C and SIGTERM while a job runs, handled where they land (never as an exception, so
+    no event, no progress and no cleanup is skipped): the first cancels the job, the second
+    kills it and every process it started; later ones change nothing."""
+
+    def __init__(self, job: str) -> None:
+        self.count = 0
+        self.handle: runner.JobHandle | None = None
+        self.progress: Progress | None = None
+        self.task = None
+        self.phase = job
+
+    def __call__(self, signum, frame) -> None:
+        self.count += 1
+        if self.handle is None:
+            return  # not started yet: run_job cancels it as soon as it has started
+        out = self.progress.console if self.progress is not None else console
+        if self.count == 1:
+            out.print("[yellow]cancelling: the job stops, cleans up and keeps what it measured "
+                      "(Ctrl-C again to kill it)[/]")
+            self.handle.cancel()
+        elif self.count == 2:
+            killed = self.handle.kill("killed by a second Ctrl-C")
+            out.print("[red]killed the job and every process it started:[/] "
+                      + (", ".join(killed) or "none was running any more"))
+        self.show(self.phase)
+
+    def show(self, phase: str) -> None:
+        self.phase = phase
+        if self.progress is not None:
+            suffix = {0: "", 1: " (cancelling…)"}.get(self.count, " (killed; cleaning up…)")
+            self.progress.update(self.task, description=phase + suffix)
+
+
 def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_path: str | None = None,
             verbose: bool = False, runs_root: Path | None = None,
             render: Callable[[dict, Console], None] | None = None) -> int:
-    """Start the job, follow it, print its report; Ctrl-C/SIGTERM cancel it cleanly."""
-    handle = runner.start(job, spec, target, recipe, runs_root=runs_root)
-    previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    report, error, interrupts, findings = None, None, 0, 0
-    console.print(f"[dim]run {handle.run_dir.path}[/]")
+    """Start the job, follow it, print its report. Ctrl-C/SIGTERM cancel it cleanly; a second
+    one kills it and every process it started, then undoes what it left (mounts, loops)."""
+    interrupts = _Interrupts(job)
+    previous = {sig: signal.signal(sig, interrupts) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        handle = interrupts.handle = runner.start(job, spec, target, recipe, runs_root=runs_root)
+        if interrupts.count:
+            handle.cancel()
+        report, error, findings = None, None, 0
+        console.print(f"[dim]run {handle.run_dir.path}[/]")
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                       TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True) as progress:
-            task = progress.add_task(job, total=None, info="")
-            events = handle.records()
-            while True:
-                try:
-                    event = next(events)
-                except StopIteration:
-                    break
-                except KeyboardInterrupt:
-                    interrupts += 1
-                    if interrupts == 1:
-                        console.print("[yellow]cancelling: the job stops, cleans up and keeps what it measured "
-                                      "(Ctrl-C again to kill)[/]")
-                        handle.cancel()
-                    else:
-                        handle.kill()
-                    continue
+            interrupts.task = progress.add_task(job, total=None, info="")
+            interrupts.progress = progress
+            interrupts.show(job)
+            while (data := handle.next_event()) is not None:
+                event = ev.decode(data)
                 if isinstance(event, ev.Phase):
-                    progress.update(task, description=f"{job}: {event.name}")
+                    interrupts.show(f"{job}: {event.name}")
                 elif isinstance(event, ev.Progress):
-                    progress.update(task, completed=event.done, total=event.total, info=event.info)
+                    progress.update(interrupts.task, completed=event.done, total=event.total, info=event.info)
                 elif isinstance(event, ev.Log) and verbose:
                     progress.console.print(f"[dim]{event.line}[/]")
                 elif isinstance(event, ev.Finding):  # the report lists them all; here only a count
                     findings += 1
-                    progress.update(task, info=f"{findings} flag{'s' if findings > 1 else ''}")
+                    progress.update(interrupts.task, info=f"{findings} flag{'s' if findings > 1 else ''}")
                 elif isinstance(event, ev.Result):
                     report = dict(event.report)
                 elif isinstance(event, ev.Error):
                     error = event.message
+            interrupts.progress = None
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        if handle.returncode is None:
+        if interrupts.handle is not None and interrupts.handle.returncode is None:
+            handle = interrupts.handle  # leaving early (an error above): stop it cleanly, undo what it left
+            if handle.proc.poll() is None:
+                handle.cancel()
+                for _ in handle.events():  # drain, so a child blocked on a full pipe can exit
+                    pass
             handle.wait()
+        for sig, before in previous.items():
+            signal.signal(sig, before)
     for line in handle.leftovers:
         console.print(f"[yellow]cleaned up after the killed job:[/] {line}")
     status = handle.run_dir.status()
@@ -76,8 +110,13 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
         Path(json_path).write_text(json.dumps(report, indent=2, default=str) + "\n")
         console.print(f"[dim]wrote {json_path}[/]")
     console.print(f"[dim]recorded in {handle.run_dir.path} ({status})[/]")
+    if status == "interrupted":
+        note = handle.run_dir.manifest().get("error") or "interrupted"
+        console.print(f"[yellow]interrupted:[/] {note}; what it measured is kept ('fsscope report "
+                      f"{handle.run_dir.id}')")
+        return 130
     if error:
         raise FsscopeError(error)
-    if status == "cancelled" or interrupts:
+    if status == "cancelled" or interrupts.count:
         return 130
     return 0 if status == "ok" else 1

@@ -52,10 +52,55 @@ def cmd_report(args) -> int:
     if report is None:
         report = _partial_report(m.get("job", ""), run)
     if report is None:
-        console.print("no report (the job did not finish); arrays recorded: " + (", ".join(run.arrays()) or "none"))
+        console.print("no report (the job did not finish); what it measured before it stopped:")
+        for line in kept_lines(run) or ["nothing: no array was recorded"]:
+            console.print(f"  {line}")
         return 0
     render_report(m.get("job", ""), report, console)
     return 0
+
+
+def kept_lines(run: store.RunDir) -> list[str]:
+    """One line per array an unfinished run kept: what was measured, read from the arrays."""
+    import numpy as np
+
+    lines, others = [], []
+    spec = run.manifest().get("spec") or {}
+    for name in run.arrays():
+        try:
+            arr = run.load_array(name)
+        except (OSError, ValueError) as exc:
+            lines.append(f"{name}: unreadable ({exc})")
+            continue
+        if name == "latency_ns" and arr.ndim == 2:  # the probe: runs × files, -1 = not measured
+            lines.append(f"latency_ns: {int((arr >= 0).sum()):,} of {arr.size:,} calls measured")
+            for r, row in enumerate(arr):
+                done = row[row >= 0]
+                if done.size:
+                    lines.append(f"  run {r + 1}: {done.size:,} of {row.size:,} files, "
+                                 f"median {np.median(done) / 1e3:,.1f} µs")
+        elif name.startswith("run") and name.endswith("_counts") and arr.ndim == 2:  # bench: ops × 1-s bins
+            per_bin = arr.sum(axis=0)
+            bins = int(np.flatnonzero(per_bin)[-1]) + 1 if per_bin.any() else 0
+            ops = _bench_ops(spec.get("personality"), arr.shape[0])
+            per_op = " · ".join(f"{op} {int(n):,}" for op, n in zip(ops, arr.sum(axis=1)) if n)
+            rate = f" ({per_bin[:bins].sum() / bins:,.0f} ops/s)" if bins else ""
+            lines.append(f"run {int(name[3:-7]) + 1}: {int(per_bin.sum()):,} operations in {bins} 1-s bins"
+                         f"{rate}{': ' + per_op if per_op else ''}")
+        elif arr.dtype.kind in "iu" and arr.size and arr.min() == -1:  # -1 = not measured
+            lines.append(f"{name}: {int((arr >= 0).sum()):,} of {arr.size:,} values measured")
+        else:
+            others.append(name)
+    if others:
+        lines.append("also kept: " + ", ".join(others))
+    return lines
+
+
+def _bench_ops(personality: str | None, n: int) -> tuple[str, ...]:
+    from fsscope.workloads.personalities import OPS
+
+    ops = OPS.get(personality or "", ())
+    return ops if len(ops) == n else tuple(f"op{i}" for i in range(n))
 
 
 def _partial_report(job: str, run) -> dict | None:

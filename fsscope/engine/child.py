@@ -1,59 +1,119 @@
-"""The job child process: ``python -m fsscope.engine.child RUN_DIR``.
+"""The job child process: ``python -c ... RUN_DIR`` started by :mod:`fsscope.engine.runner`.
 
 Reads RUN_DIR/job.json, opens the target, runs the job, writes the report and the final
-status. Events go to the file descriptor in $FSSCOPE_EVENT_FD (one JSON object per line);
-stdout/stderr go to RUN_DIR/child.log. SIGTERM/SIGINT ask the job to stop (ctx.cancelled);
-a second one interrupts it at once. Either way the target is undone before exit.
+status. Events go to the write end of a pipe in $FSSCOPE_EVENT_FD (one JSON object per line);
+stdout/stderr go to RUN_DIR/child.log.
+
+Stopping: SIGTERM/SIGINT ask the job to stop (ctx.cancelled): it returns early with what it
+measured (status "cancelled"). A second one, or one before the job has started, interrupts it
+at once (status "interrupted"). So does the death of the process that started it: a watcher
+thread sees the event pipe lose its last reader (POLLERR on the write end — the kernel closes
+a dead process's files, whichever thread started us, which the parent-death signal does not
+get right), cancels, and interrupts after PARENT_GRACE_S. Once the cleanup has begun, further
+signals are ignored: the target is always undone before exit; only SIGKILL stops that.
+
+Every process the job starts lives in the job's cgroup (see :mod:`fsscope.proctree`); the
+parent kills and removes it when the child has exited, or the child itself when the parent is
+gone.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
 
 import psutil
 
-from fsscope import store, tools
+from fsscope import proctree, store, tools
 from fsscope.engine import registry
 from fsscope.engine.context import JobContext
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.recipes import Recipe
 from fsscope.targets import Target, TargetSpec
+from fsscope.targets.journal import Journal, undo_entries
+
+PARENT_GRACE_S = 5.0  # after the parent died, a job still running by then is interrupted
+
+
+class Stopper:
+    """Turns signals and the parent's death into a cancel, then an interrupt."""
+
+    def __init__(self) -> None:
+        self.ctx: JobContext | None = None
+        self.hits = 0
+        self.closing = False            # cleanup has begun: nothing may interrupt it
+        self.parent_gone = False
+        self.closed = threading.Event()
+
+    def on_signal(self, signum, frame) -> None:
+        self.hits += 1
+        if self.ctx is not None:
+            self.ctx.cancelled = True
+        if self.closing:
+            return
+        if self.hits > 1 or self.ctx is None:
+            raise KeyboardInterrupt
+
+    def watch_parent(self, event_fd: int) -> None:
+        """Block until the event pipe has no reader left, then stop the job as a cancel would."""
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})  # main thread gets them
+        poller = select.poll()
+        poller.register(event_fd, select.POLLERR)
+        while not poller.poll():
+            pass
+        self.parent_gone = True
+        main = threading.main_thread().ident
+        me = os.getpid()
+        for pid in proctree.group_members(os.getpgrp()):  # the tools a cancel would stop too
+            if pid != me:
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        signal.pthread_kill(main, signal.SIGTERM)
+        if not self.closed.wait(PARENT_GRACE_S) and not self.closing:
+            signal.pthread_kill(main, signal.SIGTERM)  # the job did not stop: interrupt it
+
+    def why(self) -> str:
+        return ("the fsscope process that started it died" if self.parent_gone
+                else "it was cancelled")
 
 
 def main(run_path: str) -> int:
+    journal = Journal()
+    cgroup = proctree.enter_job_cgroup(journal)  # first, before anything can start a process
     run_dir = store.RunDir(Path(run_path))
     job_file = json.loads((run_dir.path / "job.json").read_text())
     fd = os.environ.get("FSSCOPE_EVENT_FD")
     event_fd = int(fd) if fd else None
     me = psutil.Process()
     run_dir.update_manifest(status="running", pid=me.pid, pid_start=me.create_time(),
+                            cgroup=str(cgroup) if cgroup else None,
                             started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), environment=store.environment())
-    ctx: JobContext | None = None
+    stop = Stopper()
     target: Target | None = None
     status, exit_code, error = "failed", 1, None
-    hits = {"n": 0}
 
-    def on_signal(signum, frame):
-        hits["n"] += 1
-        if ctx is not None:
-            ctx.cancelled = True
-        if hits["n"] > 1 or ctx is None:
-            raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, stop.on_signal)
+    signal.signal(signal.SIGINT, stop.on_signal)
     try:
+        if event_fd is not None:
+            threading.Thread(target=stop.watch_parent, args=(event_fd,), name="fsscope-parent-watch",
+                             daemon=True).start()
         module = registry.load(job_file["job"])
         spec = registry.spec_from_dict(module, job_file["spec"])
         recipe = Recipe.from_dict(job_file["recipe"]) if job_file.get("recipe") else None
         target = Target(TargetSpec.from_dict(job_file["target"]), recipe)
-        ctx = JobContext(run_dir, target, event_fd)
+        ctx = stop.ctx = JobContext(run_dir, target, event_fd)
+        if stop.hits:  # a signal came while we were starting
+            raise KeyboardInterrupt
         tools.listeners.append(lambda rec: ctx.emit(
             "log", line=f"$ {rec.line}  → exit {rec.rc} ({rec.duration_s:.2f} s)",
             stderr=rec.stderr.strip()[-500:]))
@@ -62,24 +122,39 @@ def main(run_path: str) -> int:
         result = module.run(ctx, spec)
         run_dir.write_report(result)
         ctx.emit("result", report=result)
-        status, exit_code = ("cancelled", 0) if ctx.cancelled else ("ok", 0)
+        if stop.parent_gone:
+            status, exit_code = "interrupted", 130
+            error = f"{stop.why()}: the job stopped early and kept what it measured"
+        else:
+            status, exit_code = ("cancelled", 0) if ctx.cancelled else ("ok", 0)
     except FsscopeError as exc:
-        error, exit_code = str(exc), exc.exit_status
+        if stop.hits:  # e.g. mkfs stopped by the cancel's SIGTERM: not a failure of the recipe
+            status, exit_code, error = "interrupted", 130, f"{stop.why()} before it finished ({exc})"
+        else:
+            error, exit_code = str(exc), exc.exit_status
     except KeyboardInterrupt:
-        status, exit_code, error = "cancelled", 130, "interrupted by signal"
+        status, exit_code, error = "interrupted", 130, f"{stop.why()} before it finished"
     except Exception as exc:  # a bug or a full/read-only disk: traceback to child.log, one line out
         traceback.print_exc()
         error = os_error_line(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
     finally:
+        stop.closing = True
+        ctx = stop.ctx
         undone = target.close() if target is not None else []
         if error and ctx is not None:
-            ctx.emit("error", message=error)
+            if status == "failed":
+                ctx.emit("error", message=error)
+            else:
+                ctx.emit("log", line=error)
         if ctx is not None:
             for line in undone:
                 ctx.emit("log", line=f"cleanup: {line}")
         run_dir.update_manifest(status=status, error=error, ended=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                 target=target.describe() if target is not None else None)
         run_dir.close()
+        if cgroup is not None:  # kill what we leave running (the forkserver…), remove the cgroup
+            undo_entries(journal, [e for e in journal.entries() if e.kind == "cgroup" and e.owner_pid == me.pid])
+        stop.closed.set()
     return exit_code
 
 

@@ -5,8 +5,11 @@
         ...                            # ends when the child exits (events(): the raw dicts)
     handle.returncode, handle.run_dir.status()
 
-The child runs in its own session, so cancelling kills exactly its process tree. If it dies
-without cleaning up (SIGKILL, crash), the parent undoes what the journal says it left.
+The child runs in its own session and its own cgroup (see :mod:`fsscope.proctree`):
+``cancel()`` sends SIGTERM to its process group (the job stops and keeps what it measured),
+``kill()`` SIGKILLs every process it started. Whatever its end, ``wait()`` kills what it left
+running and undoes what the journal says it left (mounts, loop devices). If this process dies
+instead, the child notices (its event pipe loses its reader) and stops on its own.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from fsscope import proctree
 from fsscope.engine import events, registry
 from fsscope.recipes import Recipe
 from fsscope.store import RunDir, check_room
 from fsscope.targets import Target, TargetSpec
-from fsscope.targets.journal import cleanup
+from fsscope.targets.journal import Journal, cleanup
 
 CHILD_MAIN = "import sys; from fsscope.engine.child import main; sys.exit(main(sys.argv[1]))"
 
@@ -32,14 +36,39 @@ class JobHandle:
     def __init__(self, run_dir: RunDir, proc: subprocess.Popen, read_fd: int):
         self.run_dir = run_dir
         self.proc = proc
-        self._reader = os.fdopen(read_fd, "rb")
+        self._fd = read_fd
+        self._buf = bytearray()
         self.returncode: int | None = None
-        self.leftovers: list[str] = []
+        self.leftovers: list[str] = []   # what the parent undid after the child died
+        self.killed: list[str] = []      # what kill() found running ("mkfs.ext4 (pid 12)")
         self._cancel_sent = False
+        self._kill_reason: str | None = None
 
     @property
     def pid(self) -> int:
         return self.proc.pid
+
+    def next_event(self) -> dict | None:
+        """The next event, or None when the stream has ended (the child is then waited for).
+        Safe to interrupt: a KeyboardInterrupt loses no event; call it again to go on."""
+        while True:
+            end = self._buf.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buf[:end])
+                del self._buf[:end + 1]
+                try:
+                    return json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+            if self._fd < 0:
+                self.wait()
+                return None
+            chunk = os.read(self._fd, 1 << 16)
+            if chunk:
+                self._buf += chunk
+            else:
+                os.close(self._fd)
+                self._fd = -1
 
     def records(self) -> Iterator[events.Event]:
         """The job's events as typed records (see :mod:`fsscope.engine.events`)."""
@@ -48,40 +77,56 @@ class JobHandle:
 
     def events(self) -> Iterator[dict]:
         """The job's events in their wire form (one dict per line)."""
-        for raw in self._reader:
-            try:
-                yield json.loads(raw)
-            except json.JSONDecodeError:
-                continue
-        self._reader.close()
-        self.wait()
+        while (event := self.next_event()) is not None:
+            yield event
 
     def wait(self, timeout_s: float | None = None) -> int:
-        self.returncode = self.proc.wait(timeout_s)
-        if self.returncode < 0 or self.run_dir.status() == "interrupted":
-            # Killed before it could undo its target: undo what the journal says it made.
-            self.leftovers = cleanup(owner_pid=self.proc.pid)
-            if self.run_dir.manifest().get("status") == "running":
-                self.run_dir.update_manifest(status="interrupted",
-                                             error=f"job process killed (signal {-self.returncode})")
-        return self.returncode
+        """Wait for the child; then kill whatever it left running and undo what it left."""
+        if self.returncode is not None:
+            return self.returncode
+        rc = self.proc.wait(timeout_s)
+        # Every process the job started dies with it. A child that ended by itself has done
+        # this already (it removes its own cgroup); after a kill, its orphans (mkfs, badblocks,
+        # the forkserver, workers) die here, before anything they hold is unmounted or detached.
+        stragglers = proctree.kill_job(self._cgroup(), self.proc.pid)
+        killed = rc < 0 or self.run_dir.status() in ("interrupted", "running")
+        # Undo what the journal says it left (mounts, loop devices, the job's cgroup).
+        leftovers = cleanup(owner_pid=self.proc.pid)
+        if killed:
+            if stragglers and not self.killed:
+                leftovers.insert(0, f"killed what the job left running: {', '.join(stragglers)}")
+            self.leftovers = leftovers
+            if self.run_dir.manifest().get("status") in ("running", "starting"):
+                why = (f"job process killed (signal {-rc})" if rc < 0
+                       else f"job process exited ({rc}) without recording its end")
+                self.run_dir.update_manifest(status="interrupted", error=self._kill_reason or why)
+        self.returncode = rc
+        return rc
 
     def cancel(self) -> None:
         """Ask the job to stop; it cleans up and records what it measured. Idempotent: a
         second SIGTERM would interrupt the child's own cleanup, so escalate with kill()."""
         if not self._cancel_sent:
             self._cancel_sent = True
-            self._signal(signal.SIGTERM)
+            if self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGTERM)  # the job and the tools it runs
+                except ProcessLookupError:
+                    pass
 
-    def kill(self) -> None:
-        self._signal(signal.SIGKILL)
+    def kill(self, reason: str = "killed") -> list[str]:
+        """SIGKILL the job and every process it started (its cgroup and process group), now.
+        Returns what was running; wait() then undoes what it left (mounts, loop devices)."""
+        if self.returncode is None:
+            self._kill_reason = reason
+            self.killed = self.killed or proctree.kill_job(self._cgroup(), self.proc.pid)
+        return self.killed
 
-    def _signal(self, signum: int) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signum)
-            except ProcessLookupError:
-                pass
+    def _cgroup(self) -> Path | None:
+        for entry in Journal().entries():
+            if entry.kind == "cgroup" and entry.owner_pid == self.proc.pid:
+                return Path(entry.fields["path"])
+        return None
 
 
 def start(job: str, spec, target: TargetSpec, recipe: Recipe | None, *,

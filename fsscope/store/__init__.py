@@ -2,13 +2,14 @@
 
     RUN/manifest.json    what ran where: job, spec, recipe, target, exact commands, kernel,
                          tool versions, seed, start/end, status (running → ok | failed |
-                         interrupted | cancelled)
+                         cancelled: stopped early, with a report | interrupted: stopped
+                         with no report, killed, or its parent died)
     RUN/events.ndjson    every event except bulk samples, one JSON object per line, flushed
     RUN/*.npy            arrays (e.g. latency_ns.npy, runs × files, int64, -1 = not measured)
     RUN/report.json      the job's final result
 
 A killed job leaves a readable record: the manifest says "running" with a dead pid, which
-:func:`load` reports as "interrupted"; arrays written through :meth:`RunDir.open_array` are
+:meth:`RunDir.status` reports as "interrupted"; arrays written through :meth:`RunDir.open_array` are
 memory-mapped, so every measured value is on disk. Their blocks are allocated when they are
 opened (a full disk is an error then, never a SIGBUS mid-run), and :func:`check_room`
 refuses a run whose record will not fit before its directory is made.
@@ -160,13 +161,17 @@ class RunDir:
         return arr
 
     def save_array(self, name: str, array: np.ndarray) -> None:
-        np.save(self.path / f"{name}.npy", np.asarray(array))
+        """Write (or replace) an array whole. Written aside and renamed: a memory map still open
+        on the old file (see open_array) keeps its pages instead of faulting on a truncated file."""
+        tmp = self.path / f".{name}.tmp.npy"
+        np.save(tmp, np.asarray(array))
+        os.replace(tmp, self.path / f"{name}.npy")
 
     def load_array(self, name: str, mmap: bool = True) -> np.ndarray:
         return np.load(self.path / f"{name}.npy", mmap_mode="r" if mmap else None)
 
     def arrays(self) -> list[str]:
-        return sorted(p.stem for p in self.path.glob("*.npy"))
+        return sorted(p.stem for p in self.path.glob("*.npy") if not p.name.startswith("."))
 
     def write_report(self, report: dict) -> None:
         _write_json(self.path / "report.json", report)

@@ -30,18 +30,20 @@ from pathlib import Path
 
 import psutil
 
-from fsscope import paths, tools
+from fsscope import paths, proctree, tools
 from fsscope.errors import ToolError
 from fsscope.targets import identity
 
-# Undo order: what sits on top goes first; a loop's scheduler is restored while we still hold it.
-UNDO_ORDER = {"tracefs": 0, "mount": 0, "scheduler": 1, "loop": 2, "image": 3, "mountdir": 4, "workdir": 4}
+# Undo order: what sits on top goes first (a job's processes before anything they may hold);
+# a loop's scheduler is restored while we still hold it.
+UNDO_ORDER = {"cgroup": -1, "tracefs": 0, "mount": 0, "scheduler": 1, "loop": 2, "image": 3, "mountdir": 4,
+              "workdir": 4}
 
 
 @dataclass(frozen=True)
 class Entry:
     id: str
-    kind: str  # mount | scheduler | loop | image | mountdir | workdir | tracefs
+    kind: str  # cgroup | mount | scheduler | loop | image | mountdir | workdir | tracefs
     group: str  # everything one prepared target made shares a group
     owner_pid: int | None  # None: meant to outlive its creator (``fsscope prepare``)
     fields: dict = field(default_factory=dict)
@@ -220,7 +222,11 @@ def undo(entry: Entry) -> str | None:
     """Undo one entry if its action took effect and the resource is still the one it made;
     return a line saying what was done."""
     f = entry.fields
-    if entry.kind == "mount":
+    if entry.kind == "cgroup":  # a job's cgroup: kill what it left running, then remove it
+        killed = proctree.kill_and_remove(Path(f["path"]), Path(f["home"]) if f.get("home") else None)
+        if killed:
+            return f"killed what the job left running: {', '.join(killed)}"
+    elif entry.kind == "mount":
         if held_mount(entry) is not None:
             try:
                 tools.run("umount", f["mountpoint"])
@@ -239,6 +245,14 @@ def undo(entry: Entry) -> str | None:
             tools.run("losetup", "-d", dev)
             done.append(dev)
         if done:
+            # losetup -d on a busy device only sets autoclear: say "detached" once it is true
+            deadline = time.monotonic() + 5.0
+            while held_loops(entry) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            busy = held_loops(entry)
+            if busy:
+                return (f"asked to detach {', '.join(busy)} ({f['image']}), but it is still in use: "
+                        "the kernel detaches it when the last user closes it")
             return f"detached {', '.join(done)} ({f['image']})"
     elif entry.kind == "image":
         if os.path.exists(f["path"]):

@@ -5,7 +5,9 @@ messages; widgets change in the handlers.
 Cancelling: :class:`PlanControl` is shared with the screen. ``cancel()`` (the user's key)
 or cancelling the worker (app exit) makes a watchdog send SIGTERM to the running child,
 which stops, cleans up its target and keeps what it measured; the event stream then ends
-and the worker returns. The ``finally`` makes sure no child outlives its worker.
+and the worker returns. The ``finally`` makes sure no child outlives its worker; a kill
+(the user's, or a cancel that hangs) ends the child's whole process tree. If the UI process
+itself dies, the child sees its event pipe lose its reader and stops on its own.
 """
 
 from __future__ import annotations
@@ -159,7 +161,8 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
             status = handle.run_dir.status()
             if error is None and status != "ok":  # failed before it could say so (e.g. a bad spec)
                 error = handle.run_dir.manifest().get("error")
-            post(msg.JobFinished(index, status, error, report, handle.returncode, list(handle.leftovers)))
+            killed = [f"killed {', '.join(handle.killed)}"] if handle.killed else []  # what kill() found running
+            post(msg.JobFinished(index, status, error, report, handle.returncode, killed + list(handle.leftovers)))
             if status == "cancelled" or control.cancel_requested.is_set():
                 cancelled = True
                 break

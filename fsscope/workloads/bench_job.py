@@ -15,6 +15,9 @@ Each finished run's arrays go to the run directory as ``run{r}_{counts,io_bytes,
 latency_sum_ns,latency_hist,window_hist,errors,telemetry}.npy`` (see
 :meth:`fsscope.workloads.personalities.RunResult.to_arrays`) and ``elapsed_s.npy`` holds the
 measured seconds of every saved run, so the report can be recomputed from the arrays alone.
+While a run measures, its counts, io_bytes, latency_sum_ns and latency_hist are memory-mapped
+files that every aggregated 1-s bin is added to, so a killed job keeps what it measured (bins
+beyond the last one measured stay 0).
 
 The report is :func:`fsscope.analysis.variation.variation_report` over the completed runs plus
 what ran where (recipe, target, workload), per-run extras (populate, telemetry summary,
@@ -472,8 +475,10 @@ def _measure(ctx, out: _Locked, spec: Spec, pspec: P.PersonalitySpec, root: Path
     sampler = TelemetrySampler(interval_s=1.0, disks=block_disks(fs), on_sample=on_sample)
     sampler.start()
     try:
+        # bins land in the run record as they are aggregated: a killed job keeps them
         result = P.run(root, pspec, on_window=on_window, cancelled=lambda: ctx.cancelled,
-                       mem_limit_bytes=spec.mem_limit_bytes, on_start=sampler.watch)
+                       mem_limit_bytes=spec.mem_limit_bytes, on_start=sampler.watch,
+                       alloc=lambda name, shape: ctx.run_dir.open_array(f"run{r}_{name}", shape, fill=0))
     finally:
         samples = sampler.stop()
     return result, samples

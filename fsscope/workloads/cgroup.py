@@ -29,6 +29,10 @@ from pathlib import Path
 
 from fsscope import units
 from fsscope.errors import FsscopeError
+from fsscope.proctree import cgroup_dir as _under
+from fsscope.proctree import mountinfo as _mountinfo
+from fsscope.proctree import own_cgroups as _own_cgroups
+from fsscope.targets.journal import Journal
 
 
 class CgroupUnavailable(FsscopeError):
@@ -49,39 +53,6 @@ class CgroupSupport:
     version: int | None          # 1, 2 or None
     parent: Path | None          # directory under which fsscope creates its cgroups
     note: str
-
-
-def _mountinfo() -> list[tuple[str, str, str, list[str]]]:
-    """(root, mount point, fs type, super options + mount options) per mount."""
-    out = []
-    with open("/proc/self/mountinfo") as fh:
-        for line in fh:
-            left, _, right = line.partition(" - ")
-            fields, rfields = left.split(), right.split()
-            if len(fields) < 5 or len(rfields) < 1:
-                continue
-            opts = fields[5].split(",") + (rfields[2].split(",") if len(rfields) > 2 else [])
-            out.append((fields[3], fields[4].replace("\\040", " "), rfields[0], opts))
-    return out
-
-
-def _own_cgroups() -> dict[str, str]:
-    """controller list ('' for v2) -> this process's cgroup path, from /proc/self/cgroup."""
-    out = {}
-    with open("/proc/self/cgroup") as fh:
-        for line in fh:
-            parts = line.rstrip("\n").split(":", 2)
-            if len(parts) == 3:
-                out[parts[1]] = parts[2]
-    return out
-
-
-def _under(mount_root: str, mount_point: str, path: str) -> Path | None:
-    """Directory of cgroup ``path`` seen through a mount whose root is ``mount_root``."""
-    rel = os.path.relpath(path, mount_root)
-    if rel.startswith(".."):
-        return None
-    return Path(mount_point) / ("" if rel == "." else rel)
 
 
 def detect() -> CgroupSupport:
@@ -171,6 +142,7 @@ class MemoryCgroup:
         self.path = self.support.parent / self.name
         self._home = self._own_dir()
         self._created = False
+        self._entry = None
 
     def _own_dir(self) -> Path:
         """The creator's own cgroup directory (where stragglers are moved back to)."""
@@ -187,6 +159,9 @@ class MemoryCgroup:
 
     # -- lifecycle ------------------------------------------------------------------------------
     def create(self) -> MemoryCgroup:
+        # journalled first, like a mount: if the job is killed, whoever cleans up after it
+        # (the runner, 'fsscope cleanup') kills what is inside and removes the cgroup
+        self._entry = Journal().record("cgroup", f"cgroup-{self.name}", path=str(self.path), home=str(self._home))
         try:
             if self.version == 2:
                 subtree = self.support.parent / "cgroup.subtree_control"
@@ -221,6 +196,7 @@ class MemoryCgroup:
     def remove(self, timeout_s: float = 5.0) -> None:
         """Move any remaining process home, then rmdir (retrying while the kernel lets go)."""
         if not self._created:
+            self._forget()
             return
         deadline = time.monotonic() + timeout_s
         while True:
@@ -231,15 +207,21 @@ class MemoryCgroup:
                     pass
             try:
                 self.path.rmdir()
-                self._created = False
-                return
             except FileNotFoundError:
-                self._created = False
-                return
+                pass
             except OSError as exc:
                 if exc.errno not in (errno.EBUSY, errno.ENOTEMPTY) or time.monotonic() > deadline:
                     raise CgroupUnavailable(f"cannot remove memory cgroup {self.path}: {exc.strerror}") from exc
                 time.sleep(0.05)
+                continue
+            self._created = False
+            self._forget()
+            return
+
+    def _forget(self) -> None:
+        if self._entry is not None:
+            Journal().forget(self._entry)
+            self._entry = None
 
     def __enter__(self) -> MemoryCgroup:
         return self.create()

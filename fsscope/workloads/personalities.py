@@ -680,14 +680,14 @@ class RunResult:
 class _Aggregator:
     """Merges per-worker bin summaries into run arrays and decides when a bin is final."""
 
-    def __init__(self, spec: PersonalitySpec, nworkers: int):
+    def __init__(self, spec: PersonalitySpec, nworkers: int, alloc: Callable[[str, tuple[int, int]], np.ndarray]):
         self.spec = spec
         self.n_ops = len(spec.op_names)
         cap = int(math.ceil(spec.duration_s / spec.bin_s)) + 2
-        self.counts = np.zeros((self.n_ops, cap), dtype=np.int64)
-        self.io_bytes = np.zeros_like(self.counts)
-        self.lat_sum = np.zeros_like(self.counts)
-        self.hist = np.zeros((self.n_ops, variation.N_BUCKETS), dtype=np.int64)
+        self.counts = alloc("counts", (self.n_ops, cap))
+        self.io_bytes = alloc("io_bytes", (self.n_ops, cap))
+        self.lat_sum = alloc("latency_sum_ns", (self.n_ops, cap))
+        self.hist = alloc("latency_hist", (self.n_ops, variation.N_BUCKETS))
         self.bins_per_window = int(round(spec.latency_window_s / spec.bin_s))
         self.window_rows: dict[int, list[np.ndarray]] = {}
         self.compacted: list[np.ndarray] = []
@@ -791,7 +791,8 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
         workers: int | None = None, on_window: Callable[[LiveSample], None] | None = None,
         cancelled: Callable[[], bool] | None = None, mem_limit_bytes: int | None = None,
         on_start: Callable[[tuple[int, ...]], None] | None = None,
-        grace_s: float = 3.0, straggler_timeout_s: float = 60.0) -> RunResult:
+        grace_s: float = 3.0, straggler_timeout_s: float = 60.0,
+        alloc: Callable[[str, tuple[int, int]], np.ndarray] | None = None) -> RunResult:
     """Run one personality on the file set populated under ``root`` and return its arrays.
 
     ``on_window`` gets a :class:`LiveSample` per bin, in order, once every worker has reported
@@ -799,6 +800,9 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
     second; when true the workers stop at their next op and the result covers the time run.
     ``mem_limit_bytes`` runs the workers in a fresh memory cgroup (see :mod:`.cgroup`).
     ``on_start`` receives the worker pids just before they start (e.g. for taskstats).
+    ``alloc(name, shape)`` gives the zeroed int64 arrays the run adds into as bins arrive
+    (counts, io_bytes, latency_sum_ns, latency_hist): memory-mapped files of a run record keep
+    every aggregated bin if the job is killed. Default: plain in-memory arrays.
     Must not be called from a daemonic process (those cannot have children)."""
     from fsscope.workloads.cgroup import MemoryCgroup
 
@@ -817,7 +821,7 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
                          args=(w, nworkers, str(root), spec, fileset.sizes_bytes, fileset.exists,
                                out, go, start_v, deadline_v))
              for w in range(nworkers)]
-    agg = _Aggregator(spec, nworkers)
+    agg = _Aggregator(spec, nworkers, alloc or (lambda name, shape: np.zeros(shape, dtype=np.int64)))
     done: dict[int, tuple] = {}
     was_cancelled = went = False
     stopped_by: str | None = None
@@ -929,7 +933,7 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
     return RunResult(
         personality=spec.name, op_names=spec.op_names, bin_s=spec.bin_s, elapsed_s=elapsed_s,
         counts=agg.counts[:, :n_bins].copy(), io_bytes=agg.io_bytes[:, :n_bins].copy(),
-        latency_sum_ns=agg.lat_sum[:, :n_bins].copy(), latency_hist=agg.hist,
+        latency_sum_ns=agg.lat_sum[:, :n_bins].copy(), latency_hist=np.array(agg.hist),
         latency_window_s=spec.latency_window_s, window_hist=agg.window_hist(), errors=errors,
         worker_pids=tuple(p.pid for p in procs), worker_exitcodes=tuple(p.exitcode for p in procs),
         cancelled=was_cancelled, start_unix_s=start_unix_s,

@@ -1,0 +1,226 @@
+"""Every process a job starts dies with it: one cgroup per job, plus its process group.
+
+The job child moves itself into a fresh cgroup ``fsscope-job-PID`` of the unified (v2)
+hierarchy before it starts anything (:func:`enter_job_cgroup`). Everything it starts — mkfs,
+badblocks, the workload's forkserver, resource tracker and workers — is born inside and cannot
+leave by double-forking or ``setsid``. :func:`kill_job` writes ``cgroup.kill`` (Linux ≥ 5.14;
+older kernels: SIGKILL to every listed pid until none is left) and also SIGKILLs the job's
+process group, which covers machines without a writable v2 hierarchy and workers moved into a
+v2 memory cgroup beside it. The cgroup needs no controllers, so it works on hybrid systems
+(v1 controllers plus a bare ``/sys/fs/cgroup/unified``, like this one) and on pure v2.
+
+The cgroup goes next to the caller's own cgroup (v2 allows no processes in a cgroup whose
+children use controllers; siblings keep the memory cgroup of ``--mem-limit`` working), or at
+the root when the caller is there. It is journalled (kind ``cgroup``) before it is made, so
+``fsscope cleanup`` kills and removes what a crash left, before it unmounts anything.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import time
+from pathlib import Path
+
+import psutil
+
+JOB_PREFIX = "fsscope-job-"
+
+
+def mountinfo() -> list[tuple[str, str, str, list[str]]]:
+    """(root, mount point, fs type, super options + mount options) per mount."""
+    out = []
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            left, _, right = line.partition(" - ")
+            fields, rfields = left.split(), right.split()
+            if len(fields) < 5 or len(rfields) < 1:
+                continue
+            opts = fields[5].split(",") + (rfields[2].split(",") if len(rfields) > 2 else [])
+            out.append((fields[3], fields[4].replace("\\040", " "), rfields[0], opts))
+    return out
+
+
+def own_cgroups() -> dict[str, str]:
+    """controller list ('' for v2) -> this process's cgroup path, from /proc/self/cgroup."""
+    out = {}
+    with open("/proc/self/cgroup") as fh:
+        for line in fh:
+            parts = line.rstrip("\n").split(":", 2)
+            if len(parts) == 3:
+                out[parts[1]] = parts[2]
+    return out
+
+
+def cgroup_dir(mount_root: str, mount_point: str, path: str) -> Path | None:
+    """Directory of cgroup ``path`` seen through a mount whose root is ``mount_root``."""
+    rel = os.path.relpath(path, mount_root)
+    if rel.startswith(".."):
+        return None
+    return Path(mount_point) / ("" if rel == "." else rel)
+
+
+def own_v2_cgroup() -> tuple[Path, Path] | None:
+    """(this process's v2 cgroup directory, the v2 mount point), if it can be seen."""
+    try:
+        own = own_cgroups().get("")
+        mounts = mountinfo()
+    except OSError:
+        return None
+    for root, point, fstype, _ in mounts:
+        if fstype == "cgroup2" and own is not None:
+            where = cgroup_dir(root, point, own)
+            if where is not None and where.is_dir():
+                return where, Path(point)
+    return None
+
+
+def job_cgroup_parent() -> Path | None:
+    """Where job cgroups go (None: no writable v2 hierarchy that shows our cgroup)."""
+    found = own_v2_cgroup()
+    if found is None:
+        return None
+    where, point = found
+    parent = where if where == point else where.parent
+    return parent if os.access(parent, os.W_OK) else None
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(value)
+
+
+def cgroup_pids(path: Path) -> list[int]:
+    try:
+        return [int(x) for x in (path / "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
+
+
+def enter_job_cgroup(journal, pid: int | None = None) -> Path | None:
+    """Create this job's cgroup (journalled first) and move the calling process into it.
+    None when the machine offers none; the process group is then the only net."""
+    parent, found = job_cgroup_parent(), own_v2_cgroup()
+    if parent is None or found is None:
+        return None
+    path = parent / f"{JOB_PREFIX}{pid or os.getpid()}"
+    # home: where the job goes back to when it removes its own cgroup
+    entry = journal.record("cgroup", f"cgroup-{path.name}", path=str(path), home=str(found[0]))
+    try:
+        path.mkdir()
+        _write(path / "cgroup.procs", "0")  # "0": the writing process itself
+    except OSError:
+        try:
+            path.rmdir()
+        except OSError:
+            pass
+        journal.forget(entry)
+        return None
+    return path
+
+
+def describe(pids) -> list[str]:
+    """['mkfs.ext4 (pid 12)', ...] for those still running."""
+    names = []
+    for pid in sorted(pids):
+        try:
+            proc = psutil.Process(pid)
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                names.append(f"{proc.name()} (pid {pid})")
+        except psutil.Error:
+            continue
+    return names
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group."""
+    out = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc.pid)
+        except (OSError, psutil.Error):
+            continue
+    return out
+
+
+def kill_job(cgroup: Path | None, pgid: int | None, timeout_s: float = 5.0,
+             home: Path | None = None) -> list[str]:
+    """SIGKILL every process of a job (its cgroup and its process group) except the caller,
+    and wait until they are gone. Returns what was running ('mkfs.ext4 (pid 12)', ...).
+    A caller inside the cgroup (the job cleaning up after itself) first moves to ``home``."""
+    me = os.getpid()
+    inside = cgroup is not None and me in cgroup_pids(cgroup)
+    if inside:
+        try:
+            _write((home or cgroup.parent) / "cgroup.procs", str(me))
+            inside = False
+        except OSError:
+            pass  # then cgroup.kill would kill us too: signal the others one by one
+    victims = set(cgroup_pids(cgroup) if cgroup is not None else [])
+    if pgid is not None and pgid != os.getpgid(0):
+        victims |= set(group_members(pgid))
+    victims.discard(me)
+    alive = describe(victims)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = cgroup_pids(cgroup) if cgroup is not None and cgroup.is_dir() else []
+        if left:
+            try:
+                if inside:
+                    raise OSError
+                _write(cgroup / "cgroup.kill", "1")
+            except OSError:  # no cgroup.kill (Linux < 5.14): one pid at a time
+                for pid in left:
+                    if pid != me:
+                        _signal(pid, signal.SIGKILL)
+        if pgid is not None and pgid != os.getpgid(0):
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            else:
+                left = left or group_members(pgid)
+        left = [p for p in left if p != me and _is_running(p)]
+        if not left or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.02)
+
+
+def remove_cgroup(path: Path, timeout_s: float = 5.0) -> None:
+    """rmdir once the kernel has let go of its (killed) members."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EBUSY, errno.ENOTEMPTY) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def kill_and_remove(path: Path, home: Path | None = None) -> list[str]:
+    """Kill what is left in a job cgroup and remove it (the journal's undo of a ``cgroup``)."""
+    if not path.is_dir():
+        return []
+    killed = kill_job(path, None, home=home)
+    remove_cgroup(path)
+    return killed
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

@@ -1,0 +1,334 @@
+"""Fault injection: kill the CLI, the job child or a workload worker at each phase of a real
+bench job on a small RAM loop image, and check that nothing is left (process, loop device,
+mount, journal entry, cgroup — tests/conftest.py's LEFTOVER_CHECKS) and that every value the
+job measured before the kill is readable from its run record.
+
+Each case waits on a FACT before killing (a badblocks/mkfs process in the job's process group,
+a live journalled mount, a phase or log line in events.ndjson) — never on a fixed sleep.
+
+What must hold, by whom:
+- CLI killed (SIGKILL): the job child sees its event pipe lose its reader, stops, cleans up
+  and records "interrupted" — within seconds, with nobody waiting for it.
+- CLI SIGTERM, or Ctrl-C once: the job is cancelled, cleans up, the CLI exits 130.
+- Ctrl-C twice: the CLI kills the job's whole process tree and undoes what it left before
+  it exits; it says what it killed.
+- job child killed (SIGKILL): the CLI kills what the child left running (mkfs, badblocks,
+  the forkserver, workers) before undoing mounts and loop devices, and says so truthfully.
+- a worker killed: the run goes on without it and records a note.
+- everything killed at once: `fsscope cleanup` kills the orphans (the job's cgroup) before it
+  detaches the loop device they hold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import fsscope_cli, leftovers, wait_for_no_leftovers
+
+from fsscope import proctree, store
+from fsscope.targets.journal import Journal, cleanup
+
+pytestmark = pytest.mark.privileged
+
+FACT_TIMEOUT_S = 60.0
+
+
+class Cli:
+    """``fsscope bench`` in its own session (as a shell would start it), stderr collected."""
+
+    def __init__(self, *extra: str, duration_s: float = 30):
+        argv = [sys.executable, "-m", "fsscope", "bench", "--runs", "1", "--duration", str(duration_s),
+                "--files", "300", "--workers", "2", "--ram", "--size", "256M",
+                "--recipe", "ext4-default", "-v", *extra]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.run = store.RunDir(Path(wait_for(lambda: next(
+            (ln.split(None, 1)[1] for ln in self.lines if ln.startswith("run /")), None))))
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def stderr(self) -> str:
+        return "\n".join(self.lines)
+
+    def child_pid(self) -> int:
+        return wait_for(lambda: self.run.manifest().get("pid"))
+
+    def finish(self, timeout_s: float = 60) -> int:
+        rc = self.proc.wait(timeout_s)
+        self._reader.join(timeout_s)
+        return rc
+
+
+def wait_for(fact, timeout_s: float = FACT_TIMEOUT_S):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = fact()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {getattr(fact, '__name__', 'a fact')}")
+
+
+def job_processes(child_pid: int) -> list[psutil.Process]:
+    """The job child's process group (it leads its own session): what it started."""
+    out = []
+    for proc in psutil.process_iter(["name"]):
+        try:
+            if os.getpgid(proc.pid) == child_pid and proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc)
+        except (OSError, psutil.Error):
+            continue
+    return out
+
+
+def logged(run: store.RunDir, test) -> bool:
+    return any(test(event) for event in run.events())
+
+
+# -- the facts each phase waits on ----------------------------------------------------------------
+
+def at_mkfs(cli: Cli) -> None:
+    child = cli.child_pid()
+    wait_for(lambda: any(p.info["name"] in ("badblocks", "mkfs.ext4") for p in job_processes(child)))
+
+
+def at_mount(cli: Cli) -> None:
+    wait_for(lambda: any(e.kind == "mount" and os.path.ismount(e.fields["mountpoint"])
+                         for e in Journal().entries()))
+
+
+def at_populate(cli: Cli) -> None:
+    wait_for(lambda: logged(cli.run, lambda e: e["kind"] == "phase" and "populate" in e["name"]))
+
+
+def at_measure(cli: Cli) -> None:
+    wait_for(lambda: logged(cli.run, lambda e: e["kind"] == "progress" and "ops/s" in e.get("info", "")))
+
+
+def at_unmount(cli: Cli) -> None:
+    wait_for(lambda: logged(cli.run, lambda e: e["kind"] == "log" and e["line"].startswith("$ umount")))
+
+
+PHASES = {"mkfs": at_mkfs, "mount": at_mount, "populate": at_populate, "measure": at_measure,
+          "unmount": at_unmount}
+
+
+# -- the kills ------------------------------------------------------------------------------------
+
+def kill_cli(cli: Cli) -> None:
+    cli.proc.kill()
+
+
+def term_cli(cli: Cli) -> None:
+    cli.proc.send_signal(signal.SIGTERM)
+
+
+def double_sigint(cli: Cli) -> None:
+    cli.proc.send_signal(signal.SIGINT)
+    wait_for(lambda: "cancelling" in cli.stderr)
+    cli.proc.send_signal(signal.SIGINT)
+
+
+def kill_child(cli: Cli) -> None:
+    os.kill(cli.child_pid(), signal.SIGKILL)
+
+
+KILLS = {"cli-SIGKILL": kill_cli, "cli-SIGTERM": term_cli, "cli-2xSIGINT": double_sigint,
+         "child-SIGKILL": kill_child}
+
+
+def measured_bins_are_kept(run: store.RunDir) -> None:
+    """Every 1-s bin the job reported (a logged progress event: ops/s of the bin just
+    aggregated) is in run0_counts.npy with at least that many operations (a bin shown before
+    a lagging worker reported it may grow afterwards)."""
+    reported = [e for e in run.events() if e["kind"] == "progress" and "ops/s" in e.get("info", "")]
+    counts = run.load_array("run0_counts")
+    assert reported and counts.ndim == 2
+    for event in reported:
+        b = round(event["done"]) - 1
+        ops = int(event["info"].split()[-2].replace(",", ""))
+        assert counts[:, b].sum() >= ops, (b, ops, counts.sum(axis=0))
+
+
+# Every kill at every phase, but a cancel at the unmount phase (it races the job's own end) and
+# a SIGTERM while measuring (the first half of the double Ctrl-C there): 17 cases.
+CASES = [(kill, phase) for kill in KILLS for phase in PHASES
+         if (kill, phase) not in {("cli-SIGTERM", "unmount"), ("cli-2xSIGINT", "unmount"),
+                                  ("cli-SIGTERM", "measure")}]
+
+
+@pytest.mark.parametrize(("kill", "phase"), CASES, ids=[f"{k}-{p}" for k, p in CASES])
+def test_a_kill_at_any_phase_leaves_nothing_and_keeps_what_was_measured(phase, kill):
+    extra = {"mkfs": ("--mkfs-opts=-c -c",),                           # badblocks: a mkfs long enough to hit
+             "populate": ("--files", "10000", "--mean-file-size", "4K")}  # a populate long enough to hit
+    cli = Cli(*extra.get(phase, ()), duration_s=1 if phase == "unmount" else 30)
+    try:
+        PHASES[phase](cli)
+        KILLS[kill](cli)
+        rc = cli.finish()
+    finally:
+        if cli.proc.poll() is None:
+            cli.proc.kill()
+    # at the unmount phase the job may finish before the kill lands
+    finished = {"ok"} if phase == "unmount" else set()
+    if kill == "cli-SIGKILL":
+        # nobody waits for the job: it must notice, stop and clean up on its own, quickly
+        assert wait_for_no_leftovers(timeout_s=15) == [], cli.run.manifest()
+        status = wait_for(lambda: cli.run.status() if cli.run.status() != "running" else None)
+        assert status in {"interrupted"} | finished
+        assert status == "ok" or "started it died" in cli.run.manifest()["error"]
+    else:
+        # the CLI undoes everything before it exits, and says what happened
+        assert leftovers() == [], cli.stderr
+        status = cli.run.status()
+        assert rc == 130 or rc == 0 and status == "ok", cli.stderr  # ok: it ended before the signal
+        if kill == "child-SIGKILL":
+            assert status == "interrupted"
+            assert "cleaned up after the killed job: " in cli.stderr, cli.stderr
+            assert "still in use" not in cli.stderr  # "detached" was true
+        else:
+            assert status in {"cancelled", "interrupted"} | finished, cli.stderr
+            assert "cancelling" in cli.stderr
+        if kill == "cli-2xSIGINT" and phase == "populate":  # the cancel waits for populate: killed
+            assert cli.run.manifest()["error"] == "killed by a second Ctrl-C"
+            assert "killed the job and every process it started: python" in cli.stderr
+        if kill == "cli-SIGTERM" and phase in ("mount", "populate", "measure"):  # it went on showing the job
+            assert "$ umount" in cli.stderr.split("cancelling", 1)[1], cli.stderr
+        if kill == "cli-SIGTERM" and phase == "mkfs":  # mkfs stopped by the cancel: no recipe failure
+            assert status == "interrupted" and "it was cancelled" in cli.run.manifest()["error"]
+    if phase in ("measure", "unmount"):
+        measured_bins_are_kept(cli.run)
+    if phase == "measure" and kill == "child-SIGKILL":  # no report: 'fsscope report' shows what was kept
+        out = fsscope_cli("report", cli.run.id)
+        ops = int(cli.run.load_array("run0_counts").sum())
+        assert out.returncode == 0 and f"run 1: {ops:,} operations in" in out.stdout, out.stdout
+
+
+def test_a_killed_worker_does_not_stop_the_run():
+    cli = Cli(duration_s=2)
+    try:
+        at_measure(cli)
+        child = cli.child_pid()
+        forkserver = next(p for p in job_processes(child) if "forkserver" in " ".join(p.cmdline()))
+        worker = forkserver.children()[0]
+        worker.kill()
+        rc = cli.finish()
+    finally:
+        if cli.proc.poll() is None:
+            cli.proc.kill()
+    assert leftovers() == []
+    assert rc == 0, cli.stderr
+    assert cli.run.status() == "ok"
+    notes = json.dumps(cli.run.report()["runs"][0]["notes"])
+    assert f"pid {worker.pid}) exited with code -9" in notes
+    measured_bins_are_kept(cli.run)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (scripts/setup installs it)")
+def test_a_killed_tui_leaves_no_job_running(scratch):
+    """The TUI (in a real terminal) starts a probe; SIGKILL of the TUI stops the job child,
+    which cleans up on its own and records why."""
+    from test_tui_tmux import FSSCOPE, Pane, tmux
+
+    workdir, home = scratch / "measure-here", scratch / "home"
+    workdir.mkdir()
+    session = f"fsscope-faults-{os.getpid()}"
+    tmux("new-session", "-d", "-s", session, "-x", "150", "-y", "48",
+         f"env FSSCOPE_HOME={home} TERM=xterm-256color {FSSCOPE} tui --dir {workdir}")
+    pane = Pane(session)
+    try:
+        tui = psutil.Process(int(tmux("list-panes", "-t", session, "-F", "#{pane_pid}").stdout.split()[0]))
+        pane.wait_for("1 · Target")
+        pane.keys("C-r")
+        pane.wait_for("probe started", 60)
+        run = store.RunDir(wait_for(lambda: next(iter((home / "runs").glob("*-probe")), None)))
+        child = psutil.Process(wait_for(lambda: run.manifest().get("pid")))
+        wait_for(lambda: any(workdir.iterdir()))  # the job is measuring in its fresh subdirectory
+        tui.kill()
+        child.wait(timeout=15)  # it noticed, stopped and cleaned up on its own
+    finally:
+        tmux("kill-session", "-t", session, check=False)
+        tmux("kill-server", check=False)
+    assert run.status() == "interrupted" and "started it died" in run.manifest()["error"]
+    assert list(workdir.iterdir()) == []
+    assert list((home / "state" / "journal").glob("*.json")) == []
+    assert wait_for_no_leftovers() == []
+
+
+def test_cleanup_after_everything_was_killed_at_mkfs_kills_the_orphans_first():
+    """CLI and job child both SIGKILLed while badblocks runs: the orphaned badblocks holds the
+    loop device, so 'fsscope cleanup' must kill it (the job's cgroup) before it detaches — and
+    say 'detached' only once it is true."""
+    cli = Cli("--mkfs-opts=-c -c")
+    try:
+        child = cli.child_pid()
+        wait_for(lambda: any(p.info["name"] == "badblocks" for p in job_processes(child)))
+        cli.proc.send_signal(signal.SIGSTOP)  # so it cannot clean up, nor the child notice, meanwhile
+        os.kill(child, signal.SIGKILL)
+        cli.proc.kill()
+        cli.finish()
+    finally:
+        if cli.proc.poll() is None:
+            cli.proc.kill()
+    wait_for(lambda: not psutil.pid_exists(child))  # dead and reaped: its journal entries are orphans
+    # mkfs and badblocks may run on, holding the loop device (or die of SIGPIPE on their own)
+    out = fsscope_cli("cleanup")
+    assert out.returncode == 0, out.stderr
+    assert leftovers() == [], out.stdout
+    # (the orphans may die on their own meanwhile: their output pipes lost their reader)
+    assert "killed what the job left running: mkfs.ext4" in out.stdout or not job_processes(child)
+    assert "detached" in out.stdout and "still in use" not in out.stdout
+
+
+def test_kill_job_reaches_a_process_that_left_the_process_group():
+    """setsid escapes a process-group kill, not the job's cgroup."""
+    journal = Journal()
+    script = ("import os, subprocess, sys; from fsscope import proctree; from fsscope.targets.journal import Journal; "
+              "proctree.enter_job_cgroup(Journal()); "
+              "p = subprocess.Popen(['setsid', 'sleep', '600']); print(p.pid, flush=True); os.pause()")
+    job = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        escaped = psutil.Process(int(job.stdout.readline()))
+        wait_for(lambda: os.getpgid(escaped.pid) != job.pid)  # setsid has run: out of the job's group
+        entry = next(e for e in journal.entries() if e.kind == "cgroup" and e.owner_pid == job.pid)
+        killed = proctree.kill_job(Path(entry.fields["path"]), job.pid)
+        assert any(f"(pid {escaped.pid})" in k for k in killed), killed
+        escaped.wait(5)
+        job.wait(5)
+    finally:
+        if job.poll() is None:
+            job.kill()
+        job.stdout.close()
+    assert cleanup(owner_pid=job.pid) == []  # nothing was left running: its cgroup goes quietly
+    assert leftovers() == []
+
+
+def test_a_killed_job_leaves_no_memory_cgroup():
+    """bench --mem-limit moves its workers into a memory cgroup of their own: killing the job
+    child must not leave it behind."""
+    cli = Cli("--mem-limit", "256M")
+    try:
+        at_measure(cli)
+        kill_child(cli)
+        rc = cli.finish()
+    finally:
+        if cli.proc.poll() is None:
+            cli.proc.kill()
+    assert rc == 130 and leftovers() == [], cli.stderr
+    measured_bins_are_kept(cli.run)
