@@ -29,3 +29,14 @@ def _is(value: Any, want: type) -> bool:
     if isinstance(value, bool) or want is bool:  # bool is an int to Python, not to a user
         return isinstance(value, bool) and want is bool
     return isinstance(value, want) or (want is float and isinstance(value, int))
+
+
+def with_tuples(data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """``data`` (already checked) with the list-valued fields ``names`` as tuples; a string is
+    split at commas ("ext4-default,xfs-default" from ``-p recipes=...``)."""
+    return {k: tuple(v.split(",") if isinstance(v, str) else v) if k in names else v for k, v in data.items()}
+
+
+def tuples_as_lists(spec: Any) -> dict[str, Any]:
+    """A frozen spec as JSON-ready data: its tuples as lists."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in spec.__dict__.items()}

@@ -25,7 +25,7 @@ import numpy as np
 
 from fsscope import recipes
 from fsscope.analysis import sensitivity
-from fsscope.engine.specs import checked_fields
+from fsscope.engine.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
 from fsscope.study import diskstate, player
@@ -90,15 +90,10 @@ class Spec:
 
     @classmethod
     def from_dict(cls, data: dict) -> Spec:
-        data = checked_fields(cls, data, "explore")
-        for key in ("factors", "recipes"):
-            if key in data:
-                value = data[key]
-                data[key] = tuple(value.split(",") if isinstance(value, str) else value)
-        return cls(**data)
+        return cls(**with_tuples(checked_fields(cls, data, "explore"), ("factors", "recipes")))
 
     def to_dict(self) -> dict:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+        return tuples_as_lists(self)
 
 
 def make_plan(spec: Spec) -> Plan:

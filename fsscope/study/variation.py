@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from fsscope.analysis import variation as V
-from fsscope.engine.specs import checked_fields
+from fsscope.engine.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
 from fsscope.study import diskstate
@@ -201,15 +201,11 @@ class Spec:
 
     @classmethod
     def from_dict(cls, data: dict) -> Spec:
-        data = checked_fields(cls, data, "variation")
-        for key in ("factors", "file_systems", "personalities", "window_sizes_s"):
-            if key in data:
-                v = data[key]
-                data[key] = tuple(v.split(",") if isinstance(v, str) else v)
-        return cls(**data)
+        return cls(**with_tuples(checked_fields(cls, data, "variation"),
+                                 ("factors", "file_systems", "personalities", "window_sizes_s")))
 
     def to_dict(self) -> dict:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+        return tuples_as_lists(self)
 
 
 def make_plan(spec: Spec) -> Plan:
