@@ -31,7 +31,7 @@ from fsscope.recipes import Recipe
 from fsscope.study import diskstate, player
 from fsscope.study import space as spaces
 from fsscope.study.execute import STUDY_GROUP_PREFIX, cleanup_study_leftovers, order_rows, run_study
-from fsscope.study.plan import Plan
+from fsscope.study.plan import Plan, plan_or_resume
 from fsscope.study.table import save_table
 from fsscope.targets.journal import Journal
 
@@ -107,14 +107,7 @@ def make_plan(spec: Spec) -> Plan:
 
 def run(ctx, spec: Spec) -> dict:
     """The explore job: plan (or resume), run, save the table, analyse."""
-    if spec.resume:
-        study_dir = Path(spec.resume)
-        plan = Plan.load(study_dir)
-    else:
-        study_dir = ctx.run_dir.path
-        plan = make_plan(spec)
-        plan.save(study_dir)
-    ctx.run_dir.update_manifest(study_dir=str(study_dir), seed=plan.seed)
+    study_dir, plan = plan_or_resume(ctx, spec.resume, lambda: make_plan(spec))
     treatment = ExploreTreatment({name: recipes.load(name).to_dict() for name in plan.recipes},
                                  dict(plan.space.settings), f"fsscope-study-{Path(study_dir).name}",
                                  spec.hold_path)

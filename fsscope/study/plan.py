@@ -105,3 +105,18 @@ class Plan:
             raise FsscopeError(f"--resume {directory}: no {PLAN_FILE} there (not a study run)") from None
         except (json.JSONDecodeError, KeyError, ValueError) as exc:
             raise FsscopeError(f"{path}: not a readable plan ({exc})") from None
+
+
+def plan_or_resume(ctx, resume: str, make) -> tuple[Path, Plan]:
+    """The study's directory and plan: the one saved in ``resume`` (an interrupted study), or
+    ``make()`` saved into this run's directory before anything runs. Either way the manifest
+    says where the study lives and its seed."""
+    if resume:
+        study_dir = Path(resume)
+        plan = Plan.load(study_dir)
+    else:
+        study_dir = ctx.run_dir.path
+        plan = make()
+        plan.save(study_dir)
+    ctx.run_dir.update_manifest(study_dir=str(study_dir), seed=plan.seed)
+    return study_dir, plan

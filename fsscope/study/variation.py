@@ -32,7 +32,7 @@ from fsscope.recipes import Recipe
 from fsscope.study import diskstate
 from fsscope.study import space as spaces
 from fsscope.study.execute import STUDY_GROUP_PREFIX, cleanup_study_leftovers, order_rows, run_study
-from fsscope.study.plan import Plan
+from fsscope.study.plan import Plan, plan_or_resume
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
 from fsscope.units import parse_size_bytes
@@ -236,14 +236,7 @@ def make_plan(spec: Spec) -> Plan:
 
 def run(ctx, spec: Spec) -> dict:
     """The variation job: plan (or resume), run the treatments, report."""
-    if spec.resume:
-        study_dir = Path(spec.resume)
-        plan = Plan.load(study_dir)
-    else:
-        study_dir = ctx.run_dir.path
-        plan = make_plan(spec)
-        plan.save(study_dir)
-    ctx.run_dir.update_manifest(study_dir=str(study_dir), seed=plan.seed)
+    study_dir, plan = plan_or_resume(ctx, spec.resume, lambda: make_plan(spec))
     s = plan.space.settings
     ctx.phase(f"variation: {plan.n} configurations x {', '.join(plan.recipes)}, {s.get('runs')} runs each")
     t0 = time.monotonic()
