@@ -92,12 +92,13 @@ def render(report: dict, console: Console) -> None:
 RENDERERS["explore"] = render
 
 
-def _resolve_run(text: str) -> str:
+def resolve_study_run(text: str, job: str = "explore") -> str:
+    """--resume's RUN: a run directory, a run id, or 'latest' (the newest ``job`` study with a plan)."""
     if os.path.isdir(text):
         return os.path.abspath(text)
     root = paths.runs_dir()
     if text == "latest":
-        runs = sorted(p for p in root.glob("*-explore*") if (p / "plan.json").exists()) if root.is_dir() else []
+        runs = sorted(p for p in root.glob(f"*-{job}*") if (p / "plan.json").exists()) if root.is_dir() else []
         if runs:
             return str(runs[-1])
     elif (root / text).is_dir():
@@ -111,7 +112,7 @@ def cmd_explore(args) -> int:
     spec = explore.Spec(space=args.space, factors=tuple(args.factor), treatments=args.treatments,
                         seed=args.seed, recipes=tuple(r.strip() for r in args.recipes.split(",") if r.strip()),
                         repeat=args.repeat, workers=args.workers, scheduler=args.scheduler or "",
-                        resume=_resolve_run(args.resume) if args.resume else "",
+                        resume=resolve_study_run(args.resume) if args.resume else "",
                         tail_quantile=args.tail_quantile)
     explore.check_spec(spec)  # a bad space, factor or recipe: one line, before any run record
     ram = Path(os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))

@@ -9,11 +9,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fsscope import paths
 from fsscope.cli.common import positive_float, positive_int
+from fsscope.cli.explore_cmd import resolve_study_run
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
-from fsscope.errors import FsscopeError
 from fsscope.format import format_pct
 from fsscope.targets import TargetSpec
 
@@ -102,19 +101,6 @@ def render(report: dict, console: Console) -> None:
 RENDERERS["variation"] = render
 
 
-def _resolve_run(text: str) -> str:
-    if os.path.isdir(text):
-        return os.path.abspath(text)
-    root = paths.runs_dir()
-    if text == "latest":
-        runs = sorted(p for p in root.glob("*-variation*") if (p / "plan.json").exists()) if root.is_dir() else []
-        if runs:
-            return str(runs[-1])
-    elif (root / text).is_dir():
-        return str(root / text)
-    raise FsscopeError(f"--resume {text}: no such study run (a run directory or id from 'fsscope runs')")
-
-
 def _names(text: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in text.split(",") if n.strip())
 
@@ -128,7 +114,7 @@ def cmd_variation(args) -> int:
                           personalities=_names(args.personalities or ""), runs=args.runs or 0,
                           duration_s=args.duration or 0.0, image_size=args.image_size or "",
                           nfiles=args.files or 0, workers=args.workers, scheduler=args.scheduler or "",
-                          resume=_resolve_run(args.resume) if args.resume else "", threshold=args.threshold,
+                          resume=resolve_study_run(args.resume, "variation") if args.resume else "", threshold=args.threshold,
                           window_sizes_s=tuple(args.window or ()))
     variation.check_spec(spec)
     point_at_check()  # a timing study on a busy or misconfigured machine: say so first
