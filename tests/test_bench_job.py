@@ -52,6 +52,8 @@ def check_against_arrays(report: dict, window_s: int) -> None:
     for r, run in enumerate(report["runs"]):
         counts = run_dir.load_array(f"run{r}_counts", mmap=False)
         hist = run_dir.load_array(f"run{r}_latency_hist", mmap=False)
+        io_bytes = run_dir.load_array(f"run{r}_io_bytes", mmap=False)
+        lat_sum = run_dir.load_array(f"run{r}_latency_sum_ns", mmap=False)
         assert counts.ndim == 2 and counts.shape[0] == len(run["ops"])
         total = int(counts.sum())
         ops_per_s.append(total / elapsed[r])
@@ -62,7 +64,11 @@ def check_against_arrays(report: dict, window_s: int) -> None:
         assert run["windows"][str(window_s)] == pytest.approx(expected.tolist(), rel=1e-12)
         for i, entry in enumerate(run["ops"].values()):
             assert entry["count"] == int(counts[i].sum())
+            assert entry["bytes"] == int(io_bytes[i].sum())
+            assert entry["bytes_per_s"] == pytest.approx(io_bytes[i].sum() / elapsed[r], rel=1e-12)
             if entry["count"]:
+                assert entry["mean_ns"] == pytest.approx(lat_sum[i].sum() / entry["count"], rel=1e-12)
+                assert entry["mean_bytes"] == pytest.approx(io_bytes[i].sum() / entry["count"], rel=1e-12)
                 assert entry["p50_ns"] == hist_percentile(hist[i], 50)
                 assert entry["p99_ns"] == hist_percentile(hist[i], 99)
     x = np.array(ops_per_s)
@@ -87,6 +93,8 @@ def test_bench_on_a_directory_json_contract_and_arrays(cli, scratch):
     assert "taskstats_available" in report["telemetry"]
     assert list(workdir.iterdir()) == []  # both fresh directories removed
     assert "per op" in out.stdout and "Throughput-1" in out.stdout
+    assert "B/op" in out.stdout and "mean" in out.stdout
+    assert sum(run["ops"]["read"]["bytes"] for run in report["runs"]) > 0  # varmail reads whole files
     events = store.find_run(report["run_id"]).events()
     assert any(e["kind"] == "telemetry" for e in events)
     progress = [e for e in events if e["kind"] == "progress"]

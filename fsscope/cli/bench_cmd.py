@@ -231,14 +231,17 @@ def render_bench(report: dict, console: Console) -> None:
     if runs:
         ops = list((runs[0].get("ops") or {}).keys())
         latency = report.get("latency") or {}
-        optable = Table(title="per op (latency in µs; ranges are min..max across runs)", title_justify="left")
-        for col in ("op", "ops/s", "p50", "p99", "K-S range"):
+        optable = Table(title="per op (latency in µs, mean over runs; ranges are min..max across runs; "
+                        "B/op: bytes moved per op)", title_justify="left")
+        for col in ("op", "ops/s", "mean", "p50", "p99", "K-S", "B/op"):
             optable.add_column(col, justify="right", no_wrap=True)
         for op in ops:
             entries = [r.get("ops", {}).get(op, {}) for r in runs]
             rate = _mean([e.get("ops_per_s") for e in entries])
+            mean = _mean([e.get("mean_ns") for e in entries])
             p50 = [e.get("p50_ns") for e in entries if e.get("p50_ns") is not None]
             p99 = [e.get("p99_ns") for e in entries if e.get("p99_ns") is not None]
+            per_op = _mean([e.get("mean_bytes") for e in entries])
 
             def rng(values):
                 if not values:
@@ -246,8 +249,8 @@ def render_bench(report: dict, console: Console) -> None:
                 lo, hi = min(values), max(values)
                 return _us(lo) if len(values) == 1 or lo == hi else f"{_us(lo)}..{_us(hi)}"
             ks = (latency.get(op) or {}).get("ks_range")
-            optable.add_row(op, "-" if rate is None else f"{rate:,.0f}", rng(p50), rng(p99),
-                            "-" if ks is None else f"{ks:.2f}")
+            optable.add_row(op, "-" if rate is None else f"{rate:,.0f}", _us(mean), rng(p50), rng(p99),
+                            "-" if ks is None else f"{ks:.2f}", "-" if not per_op else _bytes(per_op))
         console.print(optable)
 
     flags = report.get("flags") or []
