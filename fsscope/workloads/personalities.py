@@ -570,13 +570,26 @@ def _worker_main(wid: int, nworkers: int, root: str, spec: PersonalitySpec, size
     out.put(("ready", wid, os.getpid()))
     go.wait()
     worker.begin(start_ns.value)
+    cpu0, wait0 = os.times(), _runqueue_wait_ns()
     error = worker.loop()
+    cpu1, wait1 = os.times(), _runqueue_wait_ns()
     worker.flush(None)
     if worker.fd >= 0:
         os.close(worker.fd)
     if worker.log_fd >= 0:
         os.close(worker.log_fd)
-    out.put(("done", wid, worker.present, worker.errors, error))
+    out.put(("done", wid, worker.present, worker.errors, error,
+             (cpu1.user - cpu0.user, cpu1.system - cpu0.system, (wait1 - wait0) / 1e9)))
+
+
+def _runqueue_wait_ns() -> int:
+    """Time this process spent runnable but waiting for a CPU (/proc/self/schedstat's second
+    field): on a loaded machine a CPU-bound worker waits there instead of running."""
+    try:
+        with open("/proc/self/schedstat") as fh:
+            return int(fh.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -631,6 +644,9 @@ class RunResult:
     notes: tuple[str, ...] = ()
     start_ns: int = 0                 # CLOCK_MONOTONIC ns of bin 0 (kernel trace events align on it)
     stopped_by: str | None = None         # why the run ended before its duration (ENOSPC)
+    worker_cpu_user_s: float = 0.0        # CPU the workers spent in their loop (all workers summed):
+    worker_cpu_system_s: float = 0.0      # user = the generator itself, system = the kernel for it
+    worker_runqueue_s: float = 0.0        # time they were runnable but waited for a CPU
 
     @property
     def total_ops(self) -> int:
@@ -674,6 +690,8 @@ class RunResult:
                              "p99_ns": _finite(self.percentile_ns(op, 99)),
                              "errors": int(self.errors[i])} for i, op in enumerate(self.op_names)},
                 "workers": len(self.worker_pids), "cancelled": self.cancelled, "stopped_by": self.stopped_by,
+                "worker_cpu_user_s": self.worker_cpu_user_s, "worker_cpu_system_s": self.worker_cpu_system_s,
+                "worker_runqueue_s": self.worker_runqueue_s,
                 "cgroup": self.cgroup, "notes": list(self.notes)}
 
 
@@ -884,7 +902,7 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
                     first = gone_since.setdefault(w, time.monotonic())
                     if time.monotonic() - first > 2.0:       # its last messages had time to arrive
                         done[w] = ("done", w, None, [0] * agg.n_ops,
-                                   f"worker {w} (pid {p.pid}) exited with code {p.exitcode}")
+                                   f"worker {w} (pid {p.pid}) exited with code {p.exitcode}", None)
                         agg.finish_worker(w)
                 elif now > deadline + int(straggler_timeout_s * 1e9):
                     notes.append(f"worker {w} (pid {p.pid}) still busy {straggler_timeout_s:g} s "
@@ -913,9 +931,12 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
     elapsed_s = max(0.0, (end_ns - start_ns) / 1e9)
     errors = np.zeros(agg.n_ops, dtype=np.int64)
     exists = fileset.exists.copy()
+    cpu_s = np.zeros(3)                         # user, system, runqueue wait; all workers
     for w, msg in sorted(done.items()):
-        _, _, present, errs, error = msg
+        _, _, present, errs, error, cpu = msg
         errors += np.asarray(errs, dtype=np.int64)
+        if cpu is not None:
+            cpu_s += cpu
         if error:
             notes.append(error)
         if present is not None and spec.name != "webserver":
@@ -937,7 +958,9 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
         latency_window_s=spec.latency_window_s, window_hist=agg.window_hist(), errors=errors,
         worker_pids=tuple(p.pid for p in procs), worker_exitcodes=tuple(p.exitcode for p in procs),
         cancelled=was_cancelled, start_unix_s=start_unix_s,
-        spec=spec, cgroup=cg_stats, notes=tuple(notes), start_ns=start_ns, stopped_by=stopped_by)
+        spec=spec, cgroup=cg_stats, notes=tuple(notes), start_ns=start_ns, stopped_by=stopped_by,
+        worker_cpu_user_s=float(cpu_s[0]), worker_cpu_system_s=float(cpu_s[1]),
+        worker_runqueue_s=float(cpu_s[2]))
 
 
 def _drain(out: Any, timeout_s: float, max_messages: int = 10_000) -> list[tuple]:
