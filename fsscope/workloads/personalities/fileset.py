@@ -153,17 +153,6 @@ def write_whole(fd: int, size: int, buf: memoryview) -> int:
     return done
 
 
-def read_whole(fd: int, buf: bytearray) -> int:
-    """Read to EOF in len(buf) chunks into one reused buffer (Filebench readwholefile)."""
-    total = 0
-    os.lseek(fd, 0, os.SEEK_SET)
-    while True:
-        n = os.readv(fd, [buf])
-        if n <= 0:
-            return total
-        total += n
-
-
 def write_sequential(path: str | os.PathLike, size_bytes: int, io_size_bytes: int,
                      fsync: bool = False) -> float:
     """Seconds to write a new file sequentially through the workers' own write path
