@@ -196,3 +196,42 @@ def test_bad_study_input_is_one_line(cli, argv, says):
     proc = cli(*argv)
     lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith("note:")]
     assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr
+
+
+def test_paper_preset_is_the_papers_scale_and_its_cost_adds_up():
+    plan = study.make_plan(study.Spec(space=study.PAPER["space"], configurations=study.PAPER["configurations"],
+                                      paper=True))
+    s = plan.space.settings
+    assert s["runs"] == 10 and s["mem_limit_bytes"] == 4 * GIB
+    assert s["durations_s"] == {"webserver": 800, "fileserver": 800, "varmail": 2000}      # Table 3
+    # the dataset is 2.5x the memory limit at Filebench's mean sizes: Table 3's ~80,000 / ~640,000 files
+    assert s["nfiles_per_personality"] == {"fileserver": 81920, "webserver": 655360, "varmail": 655360}
+    assert plan.n * len(s["file_systems"]) == 108                                           # ~ its 107
+    cost = study.cost(plan)
+    assert cost["treatments"] == 108 * 3 and cost["runs"] == 3240
+    assert cost["measure_s"] == 108 * 10 * (800 + 800 + 2000)
+    # explicit options win over the preset
+    mine = study.make_plan(study.Spec(space="cao-small", configurations=2, paper=True, runs=2, duration_s=3,
+                                      mem_limit_bytes=GIB, file_systems=("ext4",), personalities=("varmail",)))
+    assert mine.space.settings["runs"] == 2 and "durations_s" not in mine.space.settings
+    assert study.cost(mine)["measure_s"] == 2 * 2 * 3
+    assert mine.space.settings["nfiles_per_personality"]["varmail"] == math.ceil(2.5 * GIB / (16 << 10))
+
+
+def test_paper_dry_run_prints_the_cost_and_runs_nothing(cli):
+    proc = cli("study", "variation", "--paper", "--dry-run", timeout_s=60)
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join(proc.stderr.split())           # the console wraps lines
+    assert "3,240 runs" in said and "45.0 days" in said and "varmail 2000 s" in said
+    assert "recorded in" not in proc.stdout + proc.stderr         # no job ran
+
+
+@pytest.mark.privileged
+def test_a_treatment_runs_its_personalitys_own_length_under_the_memory_limit():
+    settings = {"runs": 1, "duration_s": 3, "durations_s": {"varmail": 1.0}, "image_size": "256M",
+                "nfiles_per_personality": {"varmail": 40}, "mem_limit_bytes": 64 << 20, "seed": 1}
+    row = study.VariationTreatment(settings)({"id": "t", "row": 0, "recipe": "ext4:varmail", "repeat": 0,
+                                              "factors": {}})
+    run = row["runs"][0]
+    assert run["elapsed_s"] == pytest.approx(1.0, abs=0.05) and run["ops_per_s"] > 0
+    assert run["cgroup"]["limit_bytes"] == 64 << 20

@@ -9,11 +9,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fsscope.cli.common import positive_float, positive_int
+from fsscope.cli.common import parse_size, positive_float, positive_int
 from fsscope.cli.explore_cmd import resolve_study_run
+from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
-from fsscope.format import format_pct
+from fsscope.format import format_bytes, format_pct
 from fsscope.targets import TargetSpec
 
 DESCRIPTION = """\
@@ -51,6 +52,8 @@ examples:
   fsscope study variation --space cao-expert --configurations 40 --scheduler tcp://10.0.0.5:8786
   fsscope study variation --factor ext4_journal=journal --file-systems ext4 --personalities varmail
   fsscope study variation --resume latest
+  fsscope study variation --paper --dry-run                  the paper's scale: what it would cost
+  fsscope study variation --paper --mem-limit 1G --configurations 4 --personalities varmail
 
 the rows: RUN/treatments.ndjson (per-run ops per 1-s bin and per-op latency histograms; the
 report is recomputed from them). Remote Dask workers must run as root, with fsscope installed
@@ -105,18 +108,50 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in text.split(",") if n.strip())
 
 
+def _duration_text(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.1f} {unit}"
+    return f"{seconds:,.0f} s"
+
+
+def print_cost(cost: dict, settings: dict, console: Console) -> None:
+    """What the study will take, before it starts (the measured time is exact; preparation
+    -- mkfs, populating, remounting -- comes on top)."""
+    mem = cost.get("mem_limit_bytes")
+    durations = settings.get("durations_s") or {}
+    length = ", ".join(f"{p} {d:g} s" for p, d in durations.items()) or f"{settings.get('duration_s')} s"
+    console.print(f"[bold]cost[/]: {cost['configurations']} configurations -> {cost['treatments']} treatments "
+                  f"(configuration x file system x personality) x {settings.get('runs')} runs = {cost['runs']:,} runs "
+                  f"({length}); measuring alone {_duration_text(cost['measure_s'])} on one host, plus populating "
+                  f"{format_bytes(cost['populate_bytes'])} in all; RAM image {format_bytes(cost['image_bytes'])} per run"
+                  + (f"; workers limited to {format_bytes(mem)} of memory" if mem else ""), highlight=False)
+    if settings.get("paper"):
+        console.print("[dim]--paper: Cao et al.'s scale (10 runs, 800 s / 2,000 s, dataset 2.5x the memory limit, "
+                      "Table 2 sampled to ~107 configurations); on RAM images here, where the paper used HDDs and "
+                      "an SSD[/]", highlight=False)
+
+
 def cmd_variation(args) -> int:
     from fsscope.cli.check_cmd import point_at_check
     from fsscope.study import variation
+    from fsscope.study.plan import Plan
 
-    spec = variation.Spec(space=args.space, factors=tuple(args.factor), configurations=args.configurations,
+    paper = variation.PAPER if args.paper else {}
+    spec = variation.Spec(space=args.space or paper.get("space", "cao-small"), factors=tuple(args.factor),
+                          configurations=args.configurations or paper.get("configurations", 12),
                           seed=args.seed, file_systems=_names(args.file_systems or ""),
                           personalities=_names(args.personalities or ""), runs=args.runs or 0,
                           duration_s=args.duration or 0.0, image_size=args.image_size or "",
                           nfiles=args.files or 0, workers=args.workers, scheduler=args.scheduler or "",
                           resume=resolve_study_run(args.resume, "variation") if args.resume else "", threshold=args.threshold,
-                          window_sizes_s=tuple(args.window or ()))
+                          window_sizes_s=tuple(args.window or ()), mem_limit_bytes=args.mem_limit or 0,
+                          paper=args.paper)
     variation.check_spec(spec)
+    plan = Plan.load(Path(spec.resume)) if spec.resume else variation.make_plan(spec)
+    print_cost(variation.cost(plan), plan.space.settings, err_console)
+    if args.dry_run:
+        return 0
     point_at_check()  # a timing study on a busy or misconfigured machine: say so first
     target = TargetSpec("dir", os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
     return run_job("variation", spec, target, None, json_path=args.json, verbose=args.verbose, render=render)
@@ -128,10 +163,18 @@ def add_parser(sub) -> None:
     studies = p.add_subparsers(dest="study", metavar="STUDY", required=True)
     v = studies.add_parser("variation", help="run-to-run variation across sampled storage-stack configurations",
                            description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    v.add_argument("--space", default="cao-small", metavar="NAME|PATH",
+    v.add_argument("--space", metavar="NAME|PATH",
                    help="configuration space (default cao-small; cao-expert = the paper's Table 2)")
+    v.add_argument("--paper", action="store_true",
+                   help="the paper's scale: cao-expert, 36 configurations (x3 file systems ~ its 107), 10 runs, "
+                        "webserver/fileserver 800 s and varmail 2000 s, a dataset 2.5x --mem-limit (default 4G); "
+                        "options given explicitly win. Prints the cost first (weeks: try --dry-run)")
+    v.add_argument("--mem-limit", type=parse_size, metavar="SIZE",
+                   help="memory cgroup limit for the workers (page cache included), e.g. 4G")
+    v.add_argument("--dry-run", action="store_true", help="print the plan's cost and stop")
     v.add_argument("--factor", action="append", default=[], metavar="KNOB=L1,L2", help="replace a knob's levels (repeatable)")
-    v.add_argument("--configurations", type=positive_int, default=12, metavar="N", help="sampled configurations (default 12)")
+    v.add_argument("--configurations", type=positive_int, metavar="N",
+                   help="sampled configurations (default 12; --paper 36)")
     v.add_argument("--seed", type=int, default=1, help="plan and workload seed (default 1)")
     v.add_argument("--file-systems", metavar="FS,FS", help="override the space's file systems (ext4,xfs,btrfs)")
     v.add_argument("--personalities", metavar="P,P", help="override the space's personalities (fileserver,varmail,webserver)")
