@@ -235,3 +235,6 @@ def test_a_treatment_runs_its_personalitys_own_length_under_the_memory_limit():
     run = row["runs"][0]
     assert run["elapsed_s"] == pytest.approx(1.0, abs=0.05) and run["ops_per_s"] > 0
     assert run["cgroup"]["limit_bytes"] == 64 << 20
+    placed = run["placement"]                     # Fig. 4: where this run's dataset landed
+    assert placed["available"] and placed["unit"] == "block_group"
+    assert sum(count for _, count in placed["groups"]) == placed["files_placed"] > 0

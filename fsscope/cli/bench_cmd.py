@@ -270,6 +270,15 @@ def render_bench(report: dict, console: Console) -> None:
                           f"{sum(kw['bytes_written']) / 2**20:.1f} MiB written", highlight=False)
         for dip in run.get("dips") or []:
             console.print(f"[bold yellow]▼[/] run {r + 1} dip {dip['note']}", highlight=False)
+    placement = report.get("placement")
+    if placement:
+        unit = next((r["placement"] for r in runs if (r.get("placement") or {}).get("available")), {})
+        where = ", ".join(f"{x / 2**20:,.0f}" for x in placement["first_byte_median"])
+        r = placement.get("pcc")
+        console.print(f"dataset placement (Fig. 4): median first byte per run {where} MiB "
+                      f"({unit.get('unit', '')} of {_bytes(unit.get('unit_bytes'))}; "
+                      f"{'the same' if placement['same_groups_every_run'] else 'different'} groups in every run)"
+                      + ("" if r is None else f"; r with throughput = {r:.2f}"), highlight=False)
     tel = report.get("telemetry") or {}
     notes = list(report.get("notes") or [])
     if tel.get("taskstats_available") is False:

@@ -29,6 +29,7 @@ import numpy as np
 from fsscope.analysis import variation as V
 from fsscope.engine.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.errors import FsscopeError
+from fsscope.layout.placement import dataset_placement
 from fsscope.recipes import Recipe
 from fsscope.study import diskstate
 from fsscope.study import space as spaces
@@ -152,6 +153,8 @@ def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes:
             filesystem.umount(str(mnt))  # hygiene: a cold cache and a clean journal
             filesystem.mount(recipe, dev, str(mnt))
             filesystem.drop_caches()
+            # Fig. 4: where this run's dataset landed (block groups / AGs), before it runs
+            placement = dataset_placement(P.fileset_paths(mnt, pspec), recipe.fs, dev, str(mnt))
             timing["prepare_s"] = time.monotonic() - t
             t = time.monotonic()
             result = P.run(mnt, pspec, mem_limit_bytes=mem_limit_bytes)
@@ -166,6 +169,7 @@ def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes:
             "latency_hist": [np.column_stack([np.nonzero(h)[0], h[np.nonzero(h)[0]]]).tolist() for h in hist],
             "populate_s": round(populated.elapsed_s, 3),
             "cgroup": result.cgroup,           # the workers' memory cgroup (with a memory limit)
+            "placement": placement,
             "timing_s": {k: round(v, 4) for k, v in timing.items()}}
 
 
@@ -345,8 +349,8 @@ def configuration_stats(row: dict) -> dict:
     rr = V.relative_range(ops)
     return {"id": row["id"], "configuration": f"{row['fs']}-{row['row']}", "fs": row["fs"], "row": row["row"],
             "knobs": row["knobs"], "personality": row["personality"],
-            "runs": [{"ops_per_s": r["ops_per_s"], "elapsed_s": r["elapsed_s"], "timing_s": r.get("timing_s", {})}
-                     for r in runs],
+            "runs": [{"ops_per_s": r["ops_per_s"], "elapsed_s": r["elapsed_s"], "timing_s": r.get("timing_s", {}),
+                      "placement": r.get("placement")} for r in runs],
             "mean_ops_per_s": float(np.mean(ops)), "relative_range": None if np.isnan(rr) else rr,
             "rsd": None if len(ops) < 2 else V.rsd(ops),
             "ks_range": max(finite) if finite else None, "ks_range_per_op": ks_per_op}

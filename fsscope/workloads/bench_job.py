@@ -12,8 +12,11 @@ beside them. Live numbers stream as events:
 - ``finding``   a variation flag as soon as the runs so far show it (title, note, flag=kind)
 
 A run whose workers were CPU-bound while the device was idle is flagged ``generator_bound``
-("this run measured the generator, not the file system"; :mod:`fsscope.analysis.generator`),
-with the numbers behind the verdict in the run's ``generator`` entry.
+("this run measured the generator, not the file system") when the generator's own code took
+most of their CPU, ``cpu_bound`` when the kernel did (:mod:`fsscope.analysis.generator`), with
+the numbers behind the verdict in the run's ``generator`` entry. Each run's ``placement`` says
+where its dataset landed (block groups / AGs, FIEMAP), and the report's ``placement`` lines it
+up with the runs' throughput (the paper's Fig. 4).
 
 Each finished run's arrays go to the run directory as ``run{r}_{counts,io_bytes,
 latency_sum_ns,latency_hist,window_hist,errors,telemetry}.npy`` (see
@@ -318,6 +321,7 @@ def run(ctx, spec: Spec) -> dict:
                 ctx.after_populate()
                 if ctx.cancelled:
                     break
+                placed = _dataset_placement(fs, root, pspec)
                 out.emit("phase", name=f"run {r + 1}/{spec.runs}: {pspec.name} × {pspec.workers} workers", run=r)
                 with trace.run(fs, r):
                     result, samples = _measure(ctx, out, spec, pspec, root, fs, r, total_s)
@@ -341,7 +345,7 @@ def run(ctx, spec: Spec) -> dict:
                 device_busy=telemetry.get("disk_busy_mean"))
             extra = {"populate": dataclasses.asdict(populated), "workers": summary["workers"],
                      "cgroup": summary["cgroup"], "notes": summary["notes"],
-                     "telemetry": telemetry, "generator": verdict}
+                     "telemetry": telemetry, "generator": verdict, "placement": placed}
             if result.cancelled or result.stopped_by:
                 partial = {"run": r, "elapsed_s": result.elapsed_s, "ops_per_s": result.ops_per_s, **extra}
                 why = "was cancelled" if result.cancelled else f"stopped ({result.stopped_by})"
@@ -371,6 +375,7 @@ def run(ctx, spec: Spec) -> dict:
     for entry, extra in zip(report["runs"], extras):
         entry.update(plain(extra))
     _add_kernel_windows(report, results, kernel_windows, spec.threshold, out)
+    report["placement"] = placement_vs_throughput(report["runs"])
     report["trace"] = trace.summary()
     for flag in report["flags"]:
         flag.setdefault("title", flag_title(flag))
@@ -418,6 +423,31 @@ def run(ctx, spec: Spec) -> dict:
         "notes": notes,
     }))
     return report
+
+
+def _dataset_placement(fs, root: Path, pspec: P.PersonalitySpec) -> dict[str, Any] | None:
+    """Where the populated dataset's files start (block groups / AGs), as the run begins."""
+    if not fs.device:                      # a directory or tmpfs: no device to place it on
+        return None
+    from fsscope.layout.placement import dataset_placement
+
+    return dataset_placement(P.fileset_paths(root, pspec), fs.fs, fs.device, fs.mountpoint)
+
+
+def placement_vs_throughput(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The paper's Fig. 4 as numbers: per run, where the dataset starts (median first byte of
+    its files) beside the run's throughput, and their Pearson r across runs (nan: fewer than
+    3 runs, or no spread)."""
+    points = [(r["placement"]["first_byte_median"], r["ops_per_s"]) for r in runs
+              if (r.get("placement") or {}).get("available")]
+    if not points:
+        return None
+    r = variation.pearson([x for x, _ in points], [y for _, y in points])
+    groups = [tuple(g for g, _ in run["placement"]["groups"]) for run in runs
+              if (run.get("placement") or {}).get("available")]
+    return {"runs": len(points), "first_byte_median": [x for x, _ in points],
+            "ops_per_s": [y for _, y in points], "pcc": None if math.isnan(r) else r,
+            "same_groups_every_run": len(set(groups)) == 1}
 
 
 def _calibrate_duration(ctx, out: _Locked, spec: Spec) -> tuple[Spec, dict[str, Any]]:

@@ -46,6 +46,7 @@ from fsscope.workloads.personalities.fileset import (
     Fileset,
     PopulateResult,
     file_sizes_bytes,
+    fileset_paths,
     load_fileset,
     populate,
     write_sequential,
@@ -61,5 +62,5 @@ from fsscope.workloads.personalities.spec import (
 )
 
 __all__ = ["LOG_DIR", "MANIFEST_NAME", "OPS", "PERSONALITIES", "Fileset", "LiveSample", "PersonalitySpec",
-           "PopulateResult", "RunResult", "default_spec", "file_sizes_bytes", "load_fileset", "populate",
+           "PopulateResult", "RunResult", "default_spec", "file_sizes_bytes", "fileset_paths", "load_fileset", "populate",
            "run", "write_sequential"]

@@ -80,6 +80,12 @@ def load_fileset(root: str | os.PathLike, spec: PersonalitySpec) -> Fileset:
     return fs
 
 
+def fileset_paths(root: str | os.PathLike, spec: PersonalitySpec) -> list[str]:
+    """Paths of the files the populated file set holds now (from its manifest)."""
+    layout = Layout(Path(root), spec)
+    return [layout.path(int(i)) for i in np.flatnonzero(load_fileset(root, spec).exists)]
+
+
 def file_sizes_bytes(spec: PersonalitySpec, seed: int) -> np.ndarray:
     """Gamma-distributed sizes like Filebench's cvar-gamma (mean, shape ``gamma_shape``)."""
     rng = np.random.default_rng(seed)
