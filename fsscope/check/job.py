@@ -28,9 +28,9 @@ from fsscope.check import audit
 from fsscope.check.findings import Finding
 from fsscope.check.target import locate
 from fsscope.check.verdict import decide
-from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain as _jsonable
+from fsscope.specs import checked_fields
 
 BIN_S = 1.0
 QUICK_BUDGET_S = 60.0

@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
+from fsscope.specs import checked_fields
 
 MIB = 2**20
 MAX_AUTO_TEST_FILE_BYTES = 256 * MIB

@@ -40,10 +40,10 @@ import numpy as np
 
 from fsscope.analysis import variation
 from fsscope.engine.events import Event, Finding
-from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
 from fsscope.jsonsafe import plain
+from fsscope.specs import checked_fields
 from fsscope.trace.attribute import annotate_dips
 from fsscope.trace.jobs import BenchTrace
 from fsscope.workloads import personalities as P

@@ -23,9 +23,9 @@ from typing import Any, Literal
 import numpy as np
 
 from fsscope.analysis import efficiency
-from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain
+from fsscope.specs import checked_fields
 from fsscope.workloads import syncwrite as sw
 from fsscope.workloads.bench_job import block_disks
 
