@@ -32,10 +32,10 @@ from pathlib import Path
 
 from fsscope import tools
 from fsscope.analysis import variation as V
-from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain
 from fsscope.recipes import Recipe
+from fsscope.specs import checked_fields
 from fsscope.study import diskstate
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
