@@ -15,8 +15,9 @@ from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
 from fsscope.format import format_pct
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
+from fsscope.tui import messages as msg
 from fsscope.tui.variation_model import FIGURE_TITLES, FIGURES, VariationModel
-from fsscope.tui.widgets.variation_view import VariationView
+from fsscope.tui.widgets.variation_view import VariationView, short_level
 
 
 def _row(id_, row, ops, hists, knobs, personality="varmail", fs="ext4", bins=4):
@@ -107,7 +108,8 @@ async def test_variation_study_live_and_replayed(tmp_path):
             "personalities": ["varmail"], "workers": 1}
     app = make_app(AppConfig(target=TargetSpec("dir", str(tmp_path)), jobs=("variation",),
                              job_defaults={"variation": tiny}))
-    async with app.run_test(size=SIZE) as pilot:
+    messages = []
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await pilot.pause()
         setup = app.screen
         assert setup.query_one("#job-picker").selected == ["variation"]
@@ -122,6 +124,11 @@ async def test_variation_study_live_and_replayed(tmp_path):
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
         assert report["completed"] == 2
+        # live: each row reached the view as it was recorded, before the job's end
+        seen = list({id(m): m for m in messages}.values())  # the hook sees a message at each node it reaches
+        order = [m.kind if isinstance(m, msg.JobEvent) else "end" for m in seen
+                 if isinstance(m, msg.JobEvent) and m.kind == "variation_row" or isinstance(m, msg.JobFinished)]
+        assert order == ["variation_row", "variation_row", "end"]
         view = live.job_view
         assert isinstance(view, VariationView)
         await until(pilot, lambda: "2 configurations final of 2 planned" in figure_text(view), "the final view", 10)
@@ -130,7 +137,14 @@ async def test_variation_study_live_and_replayed(tmp_path):
         for c in report["configurations"]:
             assert f"{c['fs']}-{c['row']}" in text and format_pct(c["relative_range"]) in text
         first = min(report["configurations"], key=lambda c: c["id"])
-        assert first["id"] in side_text(view) and "ext4_block_size" in side_text(view)
+        assert first["id"] in side_text(view)
+        assert f"block_size  {short_level(first['knobs']['ext4_block_size'])}\n" in side_text(view)
+        # the flags: every configuration above the threshold, the most variable first, then the notes
+        titles = [f.title for f in live.flags_panel.flags]
+        flagged = sorted(report["flagged"], key=lambda c: -c["relative_range"])
+        assert titles[:len(flagged)] == [f"{c['fs']}-{c['id'].split('-')[-2]} varmail varies "
+                                         f"{format_pct(c['relative_range'])}" for c in flagged]
+        assert len(titles) > len(flagged)  # the notes follow
         # the keys switch the figure and the configuration
         view.query_one("#variation-body").focus()
         screens = {}

@@ -28,17 +28,19 @@ from pathlib import Path
 import numpy as np
 
 from fsscope.analysis import variation as V
+from fsscope.format import format_pct
 from fsscope.study.execute import load_rows
 from fsscope.study.variation import BIN_S, configuration_stats, dense_hist
+from fsscope.tui.model import Flag
 
 FIGURES = ("1", "2", "6", "7", "8", "9", "k")
-FIGURE_TITLES = {
-    "1": "Fig. 1 · throughput of each run per configuration (sorted by relative range)",
+FIGURE_TITLES = {  # short enough for the ~60-column body beside the flags
+    "1": "Fig. 1 · each run's throughput per configuration, by range",
     "2": "Fig. 2 · the same configurations across workloads",
-    "6": "Fig. 6 · CDF of the Throughput-N relative range, per window size",
-    "7": "Fig. 7 · Throughput-N over time, each run normalised by its maximum",
-    "8": "Fig. 8 · per-op latency distribution of each run, and the K-S range",
-    "9": "Fig. 9 · latency K-S range vs throughput relative range: PCC",
+    "6": "Fig. 6 · CDF of the Throughput-N relative range per window",
+    "7": "Fig. 7 · Throughput-N over time / each run's maximum",
+    "8": "Fig. 8 · per-op latency CDF of each run, K-S range",
+    "9": "Fig. 9 · latency K-S range vs throughput range (PCC)",
     "k": "Flagged configurations and their knob levels",
 }
 WINDOWS_S = (1, 2, 5, 10, 30, 60, 120, 400)  # Throughput-N sizes shown when they fit the runs
@@ -197,6 +199,13 @@ class VariationModel:
     def next_op(self) -> None:
         self._step("op_index", 1, len(self.op_names()))
 
+    def select_id(self, config_id: str) -> None:
+        """Show this configuration (a flag picked in the flags panel)."""
+        ids = [c.id for c in self.configs]
+        if config_id in ids and ids.index(config_id) != self.selected:
+            self.selected = ids.index(config_id)
+            self.version += 1
+
     @property
     def current(self) -> Configuration | None:
         return self.configs[self.selected % len(self.configs)] if self.configs else None
@@ -337,6 +346,20 @@ class VariationModel:
         for o in others:
             out.append(f"under {o.personality}: relative range {o.relative_range:.1%}")
         return out
+
+    def final_flags(self) -> list[Flag] | None:
+        """The flags panel at the end: each configuration above the threshold (most variable
+        first; picking one shows it in the figures), then the study's notes."""
+        if self.report is None:
+            return None
+        flags = [Flag(title=f"{c.label} {c.personality} varies {format_pct(c.relative_range)}",
+                      note="\n".join([f"{c.id}: {', '.join(f'{k}={v}' for k, v in c.knobs.items())}",
+                                      *self.config_notes(c)]),
+                      kind="variation", indices=(), raw={"id": c.id, "relative_range": c.relative_range})
+                 for c in sorted(self.configs, key=lambda c: -(c.relative_range or 0.0)) if self.flagged(c)]
+        flags += [Flag(title=note.split(":")[0][:60], note=note, kind="note", indices=(), raw={})
+                  for note in self.notes]
+        return flags
 
     def _update_notes(self) -> None:
         """The study's conclusions so far (the live screen logs them when the job ends)."""

@@ -12,20 +12,22 @@ import math
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, VerticalScroll
 from textual.widgets import Static
 
 from fsscope.format import format_ns, format_pct
+from fsscope.tui.model import Flag, JobView
 from fsscope.tui.variation_model import FIGURE_TITLES, FIGURES, STRONG_PCC, Configuration, VariationModel
 from fsscope.tui.widgets.explore_view import level_text
-from fsscope.tui.widgets.live_view import ModelView
+from fsscope.tui.widgets.live_view import ModelView, SparkRow
 from fsscope.tui.widgets.syncwrite_view import bar
-from fsscope.tui.widgets.throughput_chart import compact_number
+from fsscope.tui.widgets.throughput_chart import compact_number, resample
 
 FS_GLYPH = {"ext4": "■", "xfs": "●", "btrfs": "▲"}
 SERIES_GLYPHS = "●○◆◇▲△■□"
 SPARK = "▁▂▃▄▅▆▇█"
-PLOT_W, PLOT_H = 48, 9
+PLOT_W, PLOT_H = 40, 9  # the body is ~60 columns beside the flags at 140 x 45
+BAR_W = 24
 
 
 def glyph(fs: str) -> str:
@@ -41,6 +43,13 @@ def scaled_spark(values: list[float], lo: float, hi: float, log: bool = False) -
             a, b = lo, hi
         return 0.0 if b - a < 1e-12 else (v - a) / (b - a)
     return "".join(" " if not math.isfinite(v) else SPARK[max(0, min(7, int(pos(v) * 7.999)))] for v in values)
+
+
+def fit(values: list[float], columns: int = PLOT_W) -> list[float]:
+    """A long series averaged onto ``columns`` cells (a short one as it is)."""
+    if len(values) <= columns:
+        return values
+    return [math.nan if v is None else v for v in resample(list(values), columns)]
 
 
 def _axis_value(v: float, pct: bool) -> str:
@@ -142,6 +151,7 @@ class VariationView(ModelView):
     DEFAULT_CSS = """
     VariationView #variation-main { height: 1fr; }
     VariationView #variation-body { width: 3fr; border: round $panel; padding: 0 1; }
+    VariationView #variation-figure { width: auto; }
     VariationView #variation-side { width: 1fr; min-width: 30; border: round $panel; padding: 0 1; }
     """
 
@@ -157,7 +167,7 @@ class VariationView(ModelView):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="variation-main"):
-            with VerticalScroll(id="variation-body"):
+            with ScrollableContainer(id="variation-body"):  # wide figures scroll, never wrap
                 yield Static("", id="variation-figure")
             with VerticalScroll(id="variation-side"):
                 yield Static("", id="variation-config")
@@ -188,6 +198,25 @@ class VariationView(ModelView):
     def action_next_op(self) -> None:
         self._act(lambda m: m.next_op())
 
+    def select_flag(self, view: JobView, flag: Flag | None) -> None:
+        """A flagged configuration picked in the flags panel: the figures show it."""
+        model = self.model_of(view)
+        if model is not None and flag is not None and flag.raw.get("id"):
+            model.select_id(str(flag.raw["id"]))
+            self.update_view(view)
+
+    def spark_rows(self, view: JobView, live: bool = True) -> list[SparkRow]:
+        """Per configuration (in plan order): relative range, K-S range, mean ops/s."""
+        model = self.model_of(view)
+        if model is None:
+            return []
+        rr = [c.relative_range or 0.0 for c in model.configs]
+        ks = [c.ks_range or 0.0 for c in model.configs]
+        ops = [c.mean_ops_per_s for c in model.configs]
+        return [("p50", "rel. range", rr, f"max {format_pct(max(rr))}" if rr else "–"),
+                ("p99", "K-S range", ks, f"max {max(ks):.2f}" if ks else "–"),
+                ("rate", "mean ops/s", ops, f"{compact_number(ops[-1])}/s" if ops else "–")]
+
     # -- drawing -------------------------------------------------------------------------------
     def draw(self, model: VariationModel) -> None:
         self.query_one("#variation-body").border_title = FIGURE_TITLES[model.figure]
@@ -204,7 +233,7 @@ class VariationView(ModelView):
         if model.failed:
             text.append(f", {len(model.failed)} failed", style="red")
         text.append(f"   threshold {model.threshold:.0%}\n", style="dim")
-        text.append("f/F figure · 1 2 6 7 8 9 k · [ ] configuration · w window · o op\n\n", style="dim")
+        text.append("f figure (1 2 6 7 8 9 k) · [ ] configuration\n\n", style="dim")
         draw = {"1": cls._fig1, "2": cls._fig2, "6": cls._fig6, "7": cls._fig7, "8": cls._fig8,
                 "9": cls._fig9, "k": cls._knobs}[model.figure]
         text.append(FIGURE_TITLES[model.figure] + "\n", style="bold underline")
@@ -222,10 +251,9 @@ class VariationView(ModelView):
             ops = [v for c in rows for v in c.ops_per_s]
             lo, hi = min(ops), max(ops)
             span = (hi - lo) or 1.0
-            width = 30
+            width = BAR_W
             text.append(f"\n{p}", style="bold")
-            text.append(f"  runs' ops/s on {compact_number(lo)} … {compact_number(hi)}; ● a run, ┼ mean\n",
-                        style="dim")
+            text.append(f"  ops/s {compact_number(lo)} … {compact_number(hi)}; ● a run, ┼ mean\n", style="dim")
             for c in rows:
                 cells = [" "] * width
                 pos = [int(round((v - lo) / span * (width - 1))) for v in c.ops_per_s]
@@ -235,12 +263,11 @@ class VariationView(ModelView):
                 for i in pos:
                     cells[i] = "●"
                 mark = "▶" if c is cur else " "
-                text.append(f" {mark} {glyph(c.fs)} {c.label:10s} ")
+                text.append(f"{mark} {glyph(c.fs)} {c.label:8s} ")
                 text.append("".join(cells), style=rr_style(model, c) or "cyan")
-                text.append(f" {compact_number(c.mean_ops_per_s):>7s} ops/s  ")
+                text.append(f" {compact_number(c.mean_ops_per_s):>7s} ")
                 text.append(f"{format_pct(c.relative_range, '-'):>6s}\n", style=rr_style(model, c))
-            text.append("\n  mean ops/s (x, log) vs relative range (y); ■ ext4 ● xfs ▲ btrfs, ◆ selected\n",
-                        style="dim")
+            text.append("\n  x: mean ops/s (log), y: relative range; ◆ selected\n", style="dim")
             text.append_text(scatter([(c.mean_ops_per_s, c.relative_range or 0.0,
                                        "◆" if c is cur else glyph(c.fs),
                                        "bold yellow" if c is cur else rr_style(model, c))
@@ -248,25 +275,23 @@ class VariationView(ModelView):
 
     @staticmethod
     def _fig2(model: VariationModel, text: Text) -> None:
-        pers = model.personalities()
         top = max((c.relative_range or 0.0 for c in model.configs), default=0.0) or 1.0
-        text.append("  bars: relative range of the runs (longest = " + format_pct(top) + "); mean ops/s beside\n",
-                    style="dim")
-        text.append(f"  {'configuration':34s}" + "".join(f"{p:24s}" for p in pers) + "\n", style="bold")
+        text.append(f"  bars: relative range of the runs (full = {format_pct(top)}); mean ops/s\n", style="dim")
         cur = model.current
         for label, by_p in model.across_workloads():
             any_c = next(iter(by_p.values()))
             mark = "▶" if cur is not None and cur.label == label else " "
-            text.append(f"{mark} {glyph(any_c.fs)} {label:8s} {knob_tuple(any_c)[:23]:23s} ")
-            for p in pers:
+            text.append(f"{mark} {glyph(any_c.fs)} {label:8s} ", style="bold")
+            text.append(f"{knob_tuple(any_c)}\n", style="dim")
+            for p in model.personalities():
                 c = by_p.get(p)
+                text.append(f"     {p:11s}")
                 if c is None:
-                    text.append(f"{'·':24s}", style="dim")
+                    text.append("·\n", style="dim")
                     continue
-                text.append_text(bar((c.relative_range or 0.0) / top, 8, rr_style(model, c) or "cyan"))
-                text.append(f" {format_pct(c.relative_range, '-'):>6s} ", style=rr_style(model, c))
-                text.append(f"{compact_number(c.mean_ops_per_s):>7s} ")
-            text.append("\n")
+                text.append_text(bar((c.relative_range or 0.0) / top, BAR_W, rr_style(model, c) or "cyan"))
+                text.append(f" {format_pct(c.relative_range, '-'):>6s}", style=rr_style(model, c))
+                text.append(f" {compact_number(c.mean_ops_per_s):>7s}\n")
 
     @staticmethod
     def _fig6(model: VariationModel, text: Text) -> None:
@@ -276,8 +301,7 @@ class VariationView(ModelView):
             return
         for p, fs, n, cdf in model.window_cdfs():
             text.append(f"\n{p} · {fs}", style="bold")
-            text.append(f"  ({n} configurations; per window size, the relative range of every window)\n",
-                        style="dim")
+            text.append(f"  {n} configurations; every window's relative range\n", style="dim")
             series = [(f"T-{w:g}", [float(v) for v in values]) for w, values in cdf.items()]
             whole = [c.relative_range for c in model.configs
                      if c.personality == p and c.fs == fs and c.relative_range is not None]
@@ -289,8 +313,8 @@ class VariationView(ModelView):
                 xs = sorted(values)
                 med = xs[(len(xs) - 1) // 2]
                 above = sum(1 for v in xs if v > model.threshold) / len(xs)
-                text.append(f"    {label:10s} median {format_pct(med):>6s}  max {format_pct(xs[-1]):>6s}  "
-                            f"above {model.threshold:.0%}: {above:.0%}\n")
+                text.append(f"    {label:9s} median {format_pct(med):>6s}  max {format_pct(xs[-1]):>6s}  "
+                            f"> {model.threshold:.0%}: {above:.0%}\n")
 
     @staticmethod
     def _fig7(model: VariationModel, text: Text) -> None:
@@ -298,27 +322,26 @@ class VariationView(ModelView):
         if c is None or w is None:
             text.append("  runs shorter than the smallest window\n", style="dim")
             return
-        text.append(f"  {c.id}: Throughput-{w:g} per run / that run's maximum (▁ 0 … █ 1); w: window\n",
-                    style="dim")
+        text.append(f"  {c.id}: Throughput-{w:g} / the run's max (▁ 0 … █ 1); w: window\n", style="dim")
         for r, series in enumerate(model.normalised_series(c, w)):
             low = min(series) if series else math.nan
             text.append(f"    run {r + 1:<3d} ")
-            text.append(scaled_spark(series, 0.0, 1.0)[:60], style="cyan")
-            text.append(f"  low {format_pct(low if math.isfinite(low) else None)} of max, "
+            text.append(scaled_spark(fit(series), 0.0, 1.0), style="cyan")
+            text.append(f"  low {format_pct(low if math.isfinite(low) else None)}, "
                         f"{compact_number(c.ops_per_s[r])} ops/s\n")
         ranges = model.window_ranges(c, w)
         if ranges:
             text.append("    range    ")
-            text.append(scaled_spark(ranges, 0.0, max(max(ranges), 1e-9))[:60], style="magenta")
-            text.append(f"  relative range across runs per window, max {format_pct(max(ranges))}\n")
+            text.append(scaled_spark(fit(ranges), 0.0, max(max(ranges), 1e-9)), style="magenta")
+            text.append(f"  across runs, max {format_pct(max(ranges))}\n")
 
     @staticmethod
     def _fig8(model: VariationModel, text: Text) -> None:
         c, op = model.current, model.op
         if c is None or op is None:
             return
-        text.append(f"  {c.id}: K-S range per op (largest distance between two runs' latency CDFs)\n",
-                    style="dim")
+        text.append(f"  {c.id}: K-S range per op\n", style="dim")
+        text.append("  (the largest gap between two runs' latency CDFs)\n", style="dim")
         for name, ks in sorted(c.ks_range_per_op.items(), key=lambda p: -(p[1] or 0)):
             mark = "▶" if name == op else " "
             text.append(f"   {mark} {name:10s} ")
@@ -329,14 +352,13 @@ class VariationView(ModelView):
         text.append_text(cdf_plot([(f"run {r + 1}", q) for r, q in enumerate(runs)], log=True,
                                   fmt=lambda v: format_ns(v)))
         for r, q in enumerate(runs):
-            text.append(f"    run {r + 1:<3d} P50 {format_ns(q[len(q) // 2]):>10s}  "
-                        f"P95 {format_ns(q[-2]):>10s}  max {format_ns(q[-1]):>10s}\n")
+            text.append(f"    run {r + 1:<3d} P50 {format_ns(q[len(q) // 2]):>9s}  "
+                        f"P95 {format_ns(q[-2]):>9s}  max {format_ns(q[-1]):>9s}\n")
 
     @staticmethod
     def _fig9(model: VariationModel, text: Text) -> None:
         r, p, n = model.overall_pcc()
-        text.append("  x: throughput relative range, y: K-S range (largest over ops); one point per "
-                    "configuration\n", style="dim")
+        text.append("  x: relative range, y: K-S range (largest over ops)\n", style="dim")
         cur = model.current
         text.append_text(scatter([(a, b, "◆" if c is cur else glyph(c.fs),
                                    "bold yellow" if c is cur else rr_style(model, c))
@@ -345,16 +367,20 @@ class VariationView(ModelView):
             text.append(f"  PCC: needs 3 configurations with varying ranges ({n} so far)\n", style="dim")
         else:
             text.append(f"  PCC r = {r:.2f} (p = {p:.2g}, {n} configurations)\n", style="bold")
-        text.append(f"\n  per op: PCC of its K-S range with the throughput range (│ = {STRONG_PCC}, strong)\n",
-                    style="bold")
+        text.append("\n  per op: PCC of its K-S range vs throughput range\n", style="bold")
+        text.append(f"  │ = {STRONG_PCC}, above it a strong correlation\n", style="dim")
+        section = None
         for pers, fs, op, count, rv, pv in model.pcc_table():
-            text.append(f"    {pers:10s} {fs:5s} {op:10s} ")
-            cells = bar(max(rv or 0.0, 0.0), 20, "bold red" if (rv or 0) > STRONG_PCC else "cyan")
-            plain = cells.plain
-            k = int(STRONG_PCC * 20)
-            cells = Text(plain[:k], style=cells.style) + Text("│", style="red") + Text(plain[k + 1:], style=cells.style)
-            text.append_text(cells)
-            text.append(f" r {'-' if rv is None else f'{rv:+.2f}'}  p {'-' if pv is None else f'{pv:.2g}'}"
+            if (pers, fs) != section:
+                section = (pers, fs)
+                text.append(f"   {glyph(fs)} {fs} · {pers}\n")
+            text.append(f"     {op:10s} ")
+            cells = bar(max(rv or 0.0, 0.0), 15, "bold red" if (rv or 0) > STRONG_PCC else "cyan").plain
+            k = int(round(STRONG_PCC * 15))
+            text.append(cells[:k], style="bold red" if (rv or 0) > STRONG_PCC else "cyan")
+            text.append("│", style="red")
+            text.append(cells[k + 1:], style="bold red")
+            text.append(f" r {'-' if rv is None else f'{rv:+.2f}':>5s}  p {'-' if pv is None else f'{pv:.2g}':>6s}"
                         f"  n {count}\n")
 
     @staticmethod
@@ -362,16 +388,16 @@ class VariationView(ModelView):
         hot = [c for c in model.configs if model.flagged(c)]
         text.append(f"  {len(hot)} of {len(model.configs)} above the {model.threshold:.0%} threshold\n", style="dim")
         for c in sorted(hot, key=lambda c: -(c.relative_range or 0)):
-            text.append(f"   {glyph(c.fs)} {c.id:24s} ")
+            text.append(f"   {glyph(c.fs)} {c.label:8s} {c.personality:11s}")
             text.append(f"{format_pct(c.relative_range):>6s}", style="bold red")
-            text.append(f"  {knob_tuple(c)}\n")
+            text.append(f"  {knob_tuple(c)}\n", style="dim")
         effects = model.level_effects()
         if effects:
-            text.append("\n  per knob level: mean relative range, flagged / configurations (★ shared by every "
-                        "flagged one)\n", style="bold")
+            text.append("\n  per knob level: mean relative range, flagged / all\n", style="bold")
+            text.append("  ★ a level every flagged configuration of that fs has\n", style="dim")
         top = max((rr or 0.0 for _, _, cells in effects for _, rr, *_ in cells), default=0.0) or 1.0
         for fs, knob, cells in effects:
-            text.append(f"    {fs} {knob}\n")
+            text.append(f"    {glyph(fs)} {fs} {knob.removeprefix(fs + '_')}\n")
             for level, rr, n, n_hot, shared in cells:
                 text.append(f"      {short_level(level):>12s} ")
                 text.append_text(bar((rr or 0.0) / top, 12, "bold red" if shared else "cyan"))
@@ -385,11 +411,11 @@ class VariationView(ModelView):
             text.append("no configuration yet", style="dim")
             return text
         text.append(f"{c.id}\n", style="bold")
-        text.append(f"{model.selected % len(model.configs) + 1} of {len(model.configs)} · [ ] to change\n\n",
+        text.append(f"{model.selected % len(model.configs) + 1} of {len(model.configs)} ([ ] other)\n\n",
                     style="dim")
         text.append(f"{glyph(c.fs)} {c.fs} · {c.personality}\n")
         for k, v in c.knobs.items():
-            text.append(f"  {k:18s} {v}\n")
+            text.append(f"  {k.removeprefix(c.fs + '_'):11s} {short_level(v)}\n")
         if c.mkfs_opts:
             text.append(f"mkfs {' '.join(c.mkfs_opts)}\n", style="dim")
         if c.mount_opts:
