@@ -92,6 +92,17 @@ def test_variation_model_known_answers():
     assert f"PCC r = {expected:.2f}" in VariationView.render_figure(model).plain
     side = VariationView.render_side(model).plain
     assert "ext4:varmail-0-r0" in side and "writeback" not in side and "ordered" in side
+    assert model.window_s == 1 and (model.next_window() or model.window_s) == 2
+    # the end: the flags panel lists the flagged configurations, most variable first, then the notes;
+    # picking one shows it in the figures
+    assert model.final_flags() is None  # live, until the report
+    model.finish({"planned": 5, "completed": 4})
+    flags = model.final_flags()
+    assert [f.title for f in flags[:2]] == ["ext4-2 varmail varies 40.0%", "ext4-1 varmail varies 20.0%"]
+    assert [f.note for f in flags[2:]] == model.notes
+    model.select_id(flags[0].raw["id"])
+    assert model.current.id == "ext4:varmail-2-r0"
+    assert "4 configurations final of 5 planned" in VariationView.render_figure(model).plain
 
 
 def figure_text(view: VariationView) -> str:
