@@ -5,6 +5,7 @@ when the run is replayed from treatments.ndjson."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -103,6 +104,16 @@ def test_variation_model_known_answers():
     model.select_id(flags[0].raw["id"])
     assert model.current.id == "ext4:varmail-2-r0"
     assert "4 configurations final of 5 planned" in VariationView.render_figure(model).plain
+
+
+def test_resumed_study_reads_the_earlier_rows(tmp_path):
+    """A resumed study streams only the rows it ran; at its end the model reads the ones the
+    interrupted run recorded from the study directory, as the replay does."""
+    (tmp_path / "treatments.ndjson").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    model = VariationModel({})
+    model.feed({"kind": "variation_row", "row": ROWS[2]})
+    model.finish({"completed": 4, "planned": 4, "study_dir": str(tmp_path)})
+    assert sorted(c.id for c in model.configs) == sorted(r["id"] for r in ROWS)
 
 
 def figure_text(view: VariationView) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -91,13 +92,18 @@ def scatter(points: list[tuple[float, float, str, str]], *, x_log: bool = False,
     return text
 
 
+def usable(values, log: bool = False) -> np.ndarray:
+    """The finite values (positive ones on a log axis), sorted."""
+    arr = np.asarray(values, dtype=np.float64)
+    return np.sort(arr[np.isfinite(arr) & ((arr > 0) if log else True)])
+
+
 def cdf_plot(series: list[tuple[str, list[float]]], *, log: bool = False, pct: bool = True,
              width: int = PLOT_W, height: int = PLOT_H, fmt=None) -> Text:
     """Empirical CDFs on one text plot: per series (label, values), the fraction of values
     <= x drawn with its own glyph (x shared, y = F from 0 to 1)."""
-    series = [(label, sorted(v for v in values if math.isfinite(v) and (v > 0 or not log)))
-              for label, values in series]
-    series = [(label, values) for label, values in series if values]
+    series = [(label, usable(values, log)) for label, values in series]
+    series = [(label, values) for label, values in series if values.size]
     if not series:
         return Text("  (no values yet)\n", style="dim")
     lo = min(v[0] for _, v in series)
@@ -110,11 +116,11 @@ def cdf_plot(series: list[tuple[str, list[float]]], *, log: bool = False, pct: b
         b = a + 1.0
     grid: list[list[tuple[str, str]]] = [[(" ", "")] * width for _ in range(height)]
     styles = ("bold cyan", "bold magenta", "bold yellow", "bold green", "bold blue", "bold red", "white", "dim")
+    columns = a + (b - a) * np.arange(width) / (width - 1)
     for k, (_, values) in enumerate(series):
-        arr = [tr(v) for v in values]
-        for col in range(width):
-            x = a + (b - a) * col / (width - 1)
-            f = sum(1 for v in arr if v <= x + 1e-12) / len(arr)
+        arr = np.log10(values) if log else np.asarray(values)  # sorted above
+        fractions = np.searchsorted(arr, columns + 1e-12, side="right") / arr.size
+        for col, f in enumerate(fractions):
             row = height - 1 - int(round(f * (height - 1)))
             grid[row][col] = (SERIES_GLYPHS[k % len(SERIES_GLYPHS)], styles[k % len(styles)])
     fmt = fmt or ((lambda v: f"{v:.0%}") if pct else compact_number)
@@ -302,18 +308,17 @@ class VariationView(ModelView):
         for p, fs, n, cdf in model.window_cdfs():
             text.append(f"\n{p} · {fs}", style="bold")
             text.append(f"  {n} configurations; every window's relative range\n", style="dim")
-            series = [(f"T-{w:g}", [float(v) for v in values]) for w, values in cdf.items()]
+            series = [(f"T-{w:g}", values) for w, values in cdf.items()]
             whole = [c.relative_range for c in model.configs
                      if c.personality == p and c.fs == fs and c.relative_range is not None]
             series.append(("whole run", whole))
             text.append_text(cdf_plot(series))
             for label, values in series:
-                if not values:
+                xs = usable(values)
+                if not xs.size:
                     continue
-                xs = sorted(values)
-                med = xs[(len(xs) - 1) // 2]
-                above = sum(1 for v in xs if v > model.threshold) / len(xs)
-                text.append(f"    {label:9s} median {format_pct(med):>6s}  max {format_pct(xs[-1]):>6s}  "
+                med, above = float(xs[(xs.size - 1) // 2]), float((xs > model.threshold).mean())
+                text.append(f"    {label:9s} median {format_pct(med):>6s}  max {format_pct(float(xs[-1])):>6s}  "
                             f"> {model.threshold:.0%}: {above:.0%}\n")
 
     @staticmethod
