@@ -66,8 +66,7 @@ register("check", panel="fsscope.tui.widgets.check_params:CheckParams",
 register("variation", panel="fsscope.tui.widgets.variation_params:VariationParams",
          view="fsscope.tui.widgets.variation_view:VariationView",
          model="fsscope.tui.variation_model:VariationModel")
-# #15: the hygiene ladder uses the generic panel and live view for now
-register("ladder", view=DEFAULT_VIEW)
+register("ladder", panel="fsscope.tui.widgets.ladder_params:LadderParams", view="fsscope.tui.widgets.ladder_view:LadderView", model="fsscope.tui.ladder_model:LadderModel")
 register("explore", panel="fsscope.tui.widgets.explore_params:ExploreParams",
          view="fsscope.tui.widgets.explore_view:ExploreView", model="fsscope.tui.explore_model:ExploreModel")
 

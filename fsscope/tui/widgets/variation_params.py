@@ -4,14 +4,13 @@ configurations under varmail, 3 runs of 5 s: a few minutes); the paper ran 10 ru
 
 from __future__ import annotations
 
-from typing import Any
-
 from fsscope.tui.widgets.job_params import JobParams
 
 
 class VariationParams(JobParams):
     FIELDS = ("space", "configurations", "file_systems", "personalities", "runs", "duration_s", "nfiles",
               "workers", "threshold", "seed")
+    NAME_FIELDS = ("file_systems", "personalities")
     LABELS = {"configurations": "configs", "file_systems": "file systems", "personalities": "workloads",
               "duration_s": "run length s", "nfiles": "files"}
     DEFAULTS = {"configurations": 2, "file_systems": ("ext4",), "personalities": ("varmail",), "runs": 3,
@@ -25,8 +24,3 @@ class VariationParams(JobParams):
         "nfiles": "files in each workload's file set (0 = the personality's default)",
         "threshold": "flag configurations whose relative range exceeds this",
     }
-
-    def _text(self, name: str, value: Any) -> str:
-        if name in ("file_systems", "personalities") and isinstance(value, (list, tuple)):
-            return ",".join(value)  # names (the Spec splits the text again)
-        return super()._text(name, value)

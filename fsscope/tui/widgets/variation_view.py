@@ -141,6 +141,22 @@ def cdf_plot(series: list[tuple[str, list[float]]], *, log: bool = False, pct: b
     return text
 
 
+def range_cells(values: list[float], lo: float, hi: float, width: int = BAR_W) -> str:
+    """The runs of one configuration on a scale shared with others (lo..hi): ● each run,
+    ─ from the slowest to the fastest, ┼ their mean (the paper's range bars and dots)."""
+    span = (hi - lo) or 1.0
+    cells = [" "] * width
+    pos = [int(round((v - lo) / span * (width - 1))) for v in values]
+    if not pos:
+        return "".join(cells)
+    for i in range(min(pos), max(pos) + 1):
+        cells[i] = "─"
+    cells[int(round((sum(values) / len(values) - lo) / span * (width - 1)))] = "┼"
+    for i in pos:
+        cells[i] = "●"
+    return "".join(cells)
+
+
 def knob_tuple(c: Configuration) -> str:
     """The paper's configuration label: the knob levels joined by '-' (1K-128-ordered-…)."""
     return "-".join(short_level(v) for v in c.knobs.values())
@@ -256,21 +272,12 @@ class VariationView(ModelView):
             rows = model.by_range(p)
             ops = [v for c in rows for v in c.ops_per_s]
             lo, hi = min(ops), max(ops)
-            span = (hi - lo) or 1.0
-            width = BAR_W
             text.append(f"\n{p}", style="bold")
             text.append(f"  ops/s {compact_number(lo)} … {compact_number(hi)}; ● a run, ┼ mean\n", style="dim")
             for c in rows:
-                cells = [" "] * width
-                pos = [int(round((v - lo) / span * (width - 1))) for v in c.ops_per_s]
-                for i in range(min(pos), max(pos) + 1):
-                    cells[i] = "─"
-                cells[int(round((c.mean_ops_per_s - lo) / span * (width - 1)))] = "┼"
-                for i in pos:
-                    cells[i] = "●"
                 mark = "▶" if c is cur else " "
                 text.append(f"{mark} {glyph(c.fs)} {c.label:8s} ")
-                text.append("".join(cells), style=rr_style(model, c) or "cyan")
+                text.append(range_cells(c.ops_per_s, lo, hi), style=rr_style(model, c) or "cyan")
                 text.append(f" {compact_number(c.mean_ops_per_s):>7s} ")
                 text.append(f"{format_pct(c.relative_range, '-'):>6s}\n", style=rr_style(model, c))
             text.append("\n  x: mean ops/s (log), y: relative range; ◆ selected\n", style="dim")
