@@ -168,7 +168,7 @@ async def test_variation_study_live_and_replayed(tmp_path):
                                          f"{format_pct(c['relative_range'])}" for c in flagged]
         assert len(titles) > len(flagged)  # the notes follow
         # the keys switch the figure and the configuration
-        view.query_one("#variation-body").focus()
+        assert view in app.focused.ancestors_with_self  # the keys work without tabbing into the view first
         screens = {}
         for key, figure in (("2", "2"), ("6", "6"), ("7", "7"), ("8", "8"), ("9", "9"), ("k", "k"), ("f", "1")):
             await pilot.press(key)
