@@ -44,7 +44,7 @@ FIGURE_TITLES = {  # short enough for the ~60-column body beside the flags
     "k": "Flagged configurations and their knob levels",
 }
 WINDOWS_S = (1, 2, 5, 10, 30, 60, 120, 400)  # Throughput-N sizes shown when they fit the runs
-QUANTILES = np.linspace(0.0, 1.0, 21)  # the latency CDF of a run, kept as quantiles
+QUANTILES = np.linspace(0.0, 1.0, 41)  # the latency CDF of a run, kept as quantiles (every 2.5 %)
 STRONG_PCC = 0.7  # the paper's line for a strong correlation
 
 
@@ -84,6 +84,11 @@ def hist_quantiles_ns(hist: np.ndarray, quantiles=QUANTILES) -> list[float]:
     cum = np.cumsum(hist)
     ranks = np.maximum(1, np.ceil(np.asarray(quantiles) * total)).astype(np.int64)
     return [float(v) for v in V.bucket_mid_ns(np.searchsorted(cum, ranks))]
+
+
+def quantile_at(quantiles_ns: list[float], fraction: float) -> float:
+    """A run's latency at ``fraction`` (one of :data:`QUANTILES`) from its kept quantiles."""
+    return quantiles_ns[int(round(fraction * (len(quantiles_ns) - 1)))]
 
 
 def pcc_with_p(x: list[float], y: list[float]) -> tuple[float | None, float | None]:

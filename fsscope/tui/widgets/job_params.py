@@ -189,8 +189,8 @@ class JobParams(Vertical):
             return
         text = str(widget.value).strip()  # type: ignore[attr-defined]
         if text == "":
-            if self.values.get(name) is None:
-                out[name] = None
+            if self.values.get(name) in (None, ""):  # optional (None) or an empty-text default
+                out[name] = self.values.get(name)
                 return
             raise FsscopeError(f"{self.job}: {self._label(name)} needs a value")
         out[name] = self._parse_text(name, kind, text)

@@ -18,14 +18,21 @@ from textual.widgets import Static
 
 from fsscope.format import format_ns, format_pct
 from fsscope.tui.model import Flag, JobView
-from fsscope.tui.variation_model import FIGURE_TITLES, FIGURES, STRONG_PCC, Configuration, VariationModel
+from fsscope.tui.variation_model import (
+    FIGURE_TITLES,
+    FIGURES,
+    STRONG_PCC,
+    Configuration,
+    VariationModel,
+    quantile_at,
+)
 from fsscope.tui.widgets.explore_view import level_text
 from fsscope.tui.widgets.live_view import ModelView, SparkRow
 from fsscope.tui.widgets.syncwrite_view import bar
 from fsscope.tui.widgets.throughput_chart import compact_number, resample
 
 FS_GLYPH = {"ext4": "■", "xfs": "●", "btrfs": "▲"}
-SERIES_GLYPHS = "●○◆◇▲△■□"
+SERIES_GLYPHS = "●○◆◇▲△■□★☆"  # enough for every op of a personality
 SPARK = "▁▂▃▄▅▆▇█"
 PLOT_W, PLOT_H = 40, 9  # the body is ~60 columns beside the flags at 140 x 45
 BAR_W = 24
@@ -115,7 +122,8 @@ def cdf_plot(series: list[tuple[str, list[float]]], *, log: bool = False, pct: b
     if b - a < 1e-12:
         b = a + 1.0
     grid: list[list[tuple[str, str]]] = [[(" ", "")] * width for _ in range(height)]
-    styles = ("bold cyan", "bold magenta", "bold yellow", "bold green", "bold blue", "bold red", "white", "dim")
+    styles = ("bold cyan", "bold magenta", "bold yellow", "bold green", "bold blue", "bold red", "white", "dim",
+              "cyan", "magenta")
     columns = a + (b - a) * np.arange(width) / (width - 1)
     for k, (_, values) in enumerate(series):
         arr = np.log10(values) if log else np.asarray(values)  # sorted above
@@ -364,8 +372,11 @@ class VariationView(ModelView):
         text.append_text(cdf_plot([(f"run {r + 1}", q) for r, q in enumerate(runs)], log=True,
                                   fmt=lambda v: format_ns(v)))
         for r, q in enumerate(runs):
-            text.append(f"    run {r + 1:<3d} P50 {format_ns(q[len(q) // 2]):>9s}  "
-                        f"P95 {format_ns(q[-2]):>9s}  max {format_ns(q[-1]):>9s}\n")
+            text.append(f"    run {r + 1:<3d} P50 {format_ns(quantile_at(q, 0.5)):>9s}  "
+                        f"P95 {format_ns(quantile_at(q, 0.95)):>9s}  max {format_ns(q[-1]):>9s}\n")
+        text.append("\n  every op in run 1 (the paper's Fig. 8a)\n", style="bold")
+        text.append_text(cdf_plot([(name, q[0]) for name, q in c.latency_quantiles_ns.items() if q], log=True,
+                                  fmt=lambda v: format_ns(v)))
 
     @staticmethod
     def _fig9(model: VariationModel, text: Text) -> None:
