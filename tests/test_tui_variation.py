@@ -106,6 +106,19 @@ def test_variation_model_known_answers():
     assert "4 configurations final of 5 planned" in VariationView.render_figure(model).plain
 
 
+def test_selection_stays_on_its_configuration_as_rows_arrive():
+    model = VariationModel({})
+    model.add_row(ROWS[1])
+    assert model.current.id == "ext4:varmail-1-r0"
+    model.add_row(ROWS[0])  # before it in id order
+    assert model.current.id == "ext4:varmail-0-r0"  # nothing chosen yet: the first
+    model.select(1)
+    model.add_row(ROWS[3])  # "ext4:fileserver-..." sorts first
+    assert model.current.id == "ext4:varmail-1-r0" and model.selected == 2
+    model.select(1)
+    assert model.current.id == "ext4:fileserver-0-r0"  # wraps around
+
+
 def test_resumed_study_reads_the_earlier_rows(tmp_path):
     """A resumed study streams only the rows it ran; at its end the model reads the ones the
     interrupted run recorded from the study directory, as the replay does."""
@@ -195,7 +208,7 @@ async def test_variation_study_live_and_replayed(tmp_path):
         for figure in FIGURES:
             for model in (live_model, replay_model):
                 model.show_figure(figure)
-                model.selected = 0
+                model.selected_id = None
             assert VariationView.render_figure(replay_model).plain == VariationView.render_figure(live_model).plain
         assert replay_model.notes == live_model.notes and replay_model.notes
         assert not math.isnan(replay_model.configs[0].mean_ops_per_s)

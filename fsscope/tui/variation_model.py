@@ -118,7 +118,7 @@ class VariationModel:
         self._cdfs: tuple[int, list] | None = None
         # what the view shows: the figure, the configuration, the window (Fig. 7), the op (Fig. 8)
         self.figure = "1"
-        self.selected = 0
+        self.selected_id: str | None = None  # by id: rows arriving live must not move it (None: the first)
         self.window_index = 0
         self.op_index = 0
 
@@ -196,8 +196,15 @@ class VariationModel:
         self.figure = FIGURES[(FIGURES.index(self.figure) + delta) % len(FIGURES)]
         self.version += 1
 
+    @property
+    def selected(self) -> int:
+        """The position of the configuration shown (in id order)."""
+        ids = [c.id for c in self.configs]
+        return ids.index(self.selected_id) if self.selected_id in ids else 0
+
     def select(self, delta: int) -> None:
-        self._step("selected", delta, len(self.configs))
+        if self.configs:
+            self.select_id(self.configs[(self.selected + delta) % len(self.configs)].id)
 
     def next_window(self) -> None:
         self._step("window_index", 1, len(self.windows_s()))
@@ -207,14 +214,13 @@ class VariationModel:
 
     def select_id(self, config_id: str) -> None:
         """Show this configuration (a flag picked in the flags panel)."""
-        ids = [c.id for c in self.configs]
-        if config_id in ids and ids.index(config_id) != self.selected:
-            self.selected = ids.index(config_id)
+        if config_id != self.selected_id and any(c.id == config_id for c in self.configs):
+            self.selected_id = config_id
             self.version += 1
 
     @property
     def current(self) -> Configuration | None:
-        return self.configs[self.selected % len(self.configs)] if self.configs else None
+        return self.configs[self.selected] if self.configs else None
 
     @property
     def window_s(self) -> float | None:

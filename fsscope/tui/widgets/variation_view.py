@@ -434,7 +434,7 @@ class VariationView(ModelView):
             text.append("no configuration yet", style="dim")
             return text
         text.append(f"{c.id}\n", style="bold")
-        text.append(f"{model.selected % len(model.configs) + 1} of {len(model.configs)} ([ ] other)\n\n",
+        text.append(f"{model.selected + 1} of {len(model.configs)} ([ ] other)\n\n",
                     style="dim")
         text.append(f"{glyph(c.fs)} {c.fs} · {c.personality}\n")
         for k, v in c.knobs.items():
