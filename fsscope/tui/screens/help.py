@@ -121,6 +121,11 @@ knob level, the mean relative range and how many are flagged (★ a level all fl
 **[ ]** pick the configuration shown beside the figure (its knobs, mkfs/mount options, notes);
 picking a flag does the same. ■ ext4 ● XFS ▲ btrfs; red = above the threshold.
 
+**Ladder view** — for a *ladder* job (the paper's Fig. 3): one row per hygiene step (baseline,
++no_lazy, +umount, +alloc), its runs' ops/s on one scale (● a run, ┼ the mean) and the relative
+range; the paper's direction is each step lowering or keeping it. For alloc, one image checksum
+means every run really started from the same bytes.
+
 **Log** — every external command (mkfs, mount, losetup, umount, …) with its exit status and
 time, and the job's phases.
 
