@@ -36,10 +36,10 @@ from pathlib import Path
 
 from fsscope import tools
 from fsscope.analysis import variation as V
-from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain
 from fsscope.recipes import Recipe
+from fsscope.specs import checked_fields, with_tuples
 from fsscope.study import diskstate
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
@@ -69,10 +69,7 @@ class Spec:
 
     @classmethod
     def from_dict(cls, data: dict) -> Spec:
-        data = checked_fields(cls, data, "ladder")
-        if "steps" in data:
-            data["steps"] = tuple(data["steps"])
-        return cls(**data)
+        return cls(**with_tuples(checked_fields(cls, data, "ladder"), ("steps",)))  # "a,b" splits
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self) | {"steps": list(self.steps)}
@@ -221,7 +218,8 @@ def run(ctx, spec: Spec) -> dict:
                     ctx.phase(f"{step}: run {r + 1} of {spec.runs}")
                     runs.append(one_run(target, step, pspec, spec.seed, snapshot, lambda: ctx.cancelled))
                     done += 1
-                    ctx.progress(done, total, unit="runs", info=f"{step} {runs[-1]['ops_per_s']:,.0f} ops/s")
+                    ctx.progress(done, total, unit="runs", info=f"{step} {runs[-1]['ops_per_s']:,.0f} ops/s",
+                                 step=step, ops_per_s=runs[-1]["ops_per_s"])  # the TUI's ladder view reads them
             ops = [x["ops_per_s"] for x in runs if not x["cancelled"]]
             ladder.append({"step": step, "relative_range": V.relative_range(ops) if ops else None,
                            "rsd": V.rsd(ops) if len(ops) > 1 else None,
