@@ -84,6 +84,11 @@ def test_report_statistics_on_known_rows():
     # Throughput-1 windows: config a has 4 windows of range 0, b 4 of range 0.2
     cdf = rep["relative_range_cdf"]["1"]
     assert [x for x, _ in cdf] == pytest.approx([0] * 4 + [0.2] * 4) and cdf[-1][1] == 1.0
+    assert a["placement_pcc"] is None                       # no placement recorded in these rows
+    # Fig. 4: datasets starting further into the device, slower runs -> r = -1
+    for run, start in zip(rows[1]["runs"], (3e8, 2e8, 1e8)):
+        run["placement"] = {"available": True, "first_byte_median": start}
+    assert study.configuration_stats(rows[1])["placement_pcc"] == pytest.approx(-1.0)
 
 
 @pytest.mark.privileged

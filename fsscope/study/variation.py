@@ -348,13 +348,18 @@ def configuration_stats(row: dict) -> dict:
             ks_per_op[op] = None if np.isnan(ks) else ks
     finite = [v for v in ks_per_op.values() if v is not None]
     rr = V.relative_range(ops)
+    # Fig. 4: did the runs whose dataset started further into the device run slower?
+    placed = [(r["placement"]["first_byte_median"], r["ops_per_s"]) for r in runs
+              if (r.get("placement") or {}).get("available")]
+    placement_r = V.pearson([x for x, _ in placed], [y for _, y in placed]) if placed else math.nan
     return {"id": row["id"], "configuration": f"{row['fs']}-{row['row']}", "fs": row["fs"], "row": row["row"],
             "knobs": row["knobs"], "personality": row["personality"],
             "runs": [{"ops_per_s": r["ops_per_s"], "elapsed_s": r["elapsed_s"], "timing_s": r.get("timing_s", {}),
                       "placement": r.get("placement")} for r in runs],
             "mean_ops_per_s": float(np.mean(ops)), "relative_range": None if np.isnan(rr) else rr,
             "rsd": None if len(ops) < 2 else V.rsd(ops),
-            "ks_range": max(finite) if finite else None, "ks_range_per_op": ks_per_op}
+            "ks_range": max(finite) if finite else None, "ks_range_per_op": ks_per_op,
+            "placement_pcc": None if math.isnan(placement_r) else placement_r}
 
 
 def shared_levels(configs: list[dict], flagged_ids: set) -> list[dict]:
