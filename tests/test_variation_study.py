@@ -149,6 +149,7 @@ def test_ladder_steps_change_what_they_claim(tmp_path, cli, loop_device, where):
         assert len(devices) == 1 and devices.pop().startswith("/dev/loop")
         assert (tmp_path / "ladder.img").stat().st_size == 320 * 2**20
     ladder = {s["step"]: s for s in report["ladder"]}
+    assert report["order"] == "interleaved" and all([r["round"] for r in s["runs"]] == [0, 1] for s in ladder.values())
     assert list(ladder) == ["baseline", "no_lazy", "umount", "alloc"]
     for step in ladder.values():
         assert len(step["runs"]) == 2 and all(r["ops_per_s"] > 0 and len(r["image_sha256"]) == 64 for r in step["runs"])

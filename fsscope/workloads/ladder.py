@@ -16,6 +16,9 @@ or ``--image`` / ``--device``: every step formats, restores and measures there):
             what the workload does. (On a large --device this copies the whole device each
             run: use a small partition.)
 
+The steps' runs are interleaved (run 1 of every step, then run 2 of every step, ...), so a
+shared machine's drifting load does not favour one step.
+
 Each run records ``image_sha256`` -- the checksum of the target device's bytes when the
 measured run starts (the fs synced; for umount/alloc it is unmounted at that moment, so the
 bytes are settled) --,
@@ -203,34 +206,39 @@ def run(ctx, spec: Spec) -> dict:
     journal, keep = Journal(), "ladder-snap-" + uuid.uuid4().hex[:8]
     snapshot = diskstate.ram_dir() / f"fsscope-{keep}.img"
     journal.record("image", keep, path=str(snapshot))  # the kept dataset image goes with the job
-    ladder, total, done = [], len(spec.steps) * spec.runs, 0
+    runs: dict[str, list[dict]] = {step: [] for step in spec.steps}
+    total, done = len(spec.steps) * spec.runs, 0
     t0 = time.monotonic()
     try:
-        for step in spec.steps:
-            with _recipe(target, step_recipe(recipe, step)):
-                if step == "alloc":
-                    ctx.phase("alloc: populating the dataset once")
-                    populate_snapshot(target, pspec, snapshot, spec.seed)
-                runs = []
-                for r in range(spec.runs):
-                    if ctx.cancelled:
-                        break
-                    ctx.phase(f"{step}: run {r + 1} of {spec.runs}")
-                    runs.append(one_run(target, step, pspec, spec.seed, snapshot, lambda: ctx.cancelled))
-                    done += 1
-                    ctx.progress(done, total, unit="runs", info=f"{step} {runs[-1]['ops_per_s']:,.0f} ops/s",
-                                 step=step, ops_per_s=runs[-1]["ops_per_s"])  # the TUI's ladder view reads them
-            ops = [x["ops_per_s"] for x in runs if not x["cancelled"]]
-            ladder.append({"step": step, "relative_range": V.relative_range(ops) if ops else None,
-                           "rsd": V.rsd(ops) if len(ops) > 1 else None,
-                           "mean_ops_per_s": sum(ops) / len(ops) if ops else None, "runs": runs})
-            if ctx.cancelled:
-                break
+        if "alloc" in spec.steps:
+            with _recipe(target, step_recipe(recipe, "alloc")):
+                ctx.phase("alloc: populating the dataset once")
+                populate_snapshot(target, pspec, snapshot, spec.seed)
+        # Rounds: run r of every step, then run r + 1 of every step. On a shared machine the
+        # load drifts; interleaved, the drift hits every step alike instead of whichever step
+        # happened to run while a neighbour's job did.
+        for r in range(spec.runs):
+            for step in spec.steps:
+                if ctx.cancelled:
+                    break
+                ctx.phase(f"{step}: run {r + 1} of {spec.runs}")
+                with _recipe(target, step_recipe(recipe, step)):
+                    facts = one_run(target, step, pspec, spec.seed, snapshot, lambda: ctx.cancelled)
+                runs[step].append(facts | {"round": r})
+                done += 1
+                ctx.progress(done, total, unit="runs", info=f"{step} {facts['ops_per_s']:,.0f} ops/s",
+                             step=step, ops_per_s=facts["ops_per_s"])  # the TUI's ladder view reads them
     finally:
         undo_group(journal, keep)
+    ladder = []
+    for step, step_runs in runs.items():
+        ops = [x["ops_per_s"] for x in step_runs if not x["cancelled"]]
+        ladder.append({"step": step, "relative_range": V.relative_range(ops) if ops else None,
+                       "rsd": V.rsd(ops) if len(ops) > 1 else None,
+                       "mean_ops_per_s": sum(ops) / len(ops) if ops else None, "runs": step_runs})
     rrs = [s["relative_range"] for s in ladder if s["relative_range"] is not None]
     return plain({"ladder": ladder, "personality": spec.personality, "recipe": recipe.name, "fs": recipe.fs,
                   "target": target.spec.to_dict() | {"describe": target.spec.describe()},
                   "spec": spec.to_dict(), "workload": dataclasses.asdict(pspec),
-                  "monotone": all(b <= a for a, b in zip(rrs, rrs[1:])),
+                  "monotone": all(b <= a for a, b in zip(rrs, rrs[1:])), "order": "interleaved",
                   "elapsed_s": round(time.monotonic() - t0, 2)})
