@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from fsscope.analysis import variation as V
-from fsscope.engine.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
+from fsscope.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.study import diskstate
 from fsscope.study import space as spaces
 from fsscope.study.execute import STUDY_GROUP_PREFIX, cleanup_study_leftovers, order_rows, run_study
@@ -246,6 +246,7 @@ def run(ctx, spec: Spec) -> dict:
         ctx.data("treatment", id=row["id"], fs=row.get("fs", ""), personality=row.get("personality", ""),
                  knobs=row.get("knobs", {}), relative_range=V.relative_range(ops) if ops else None,
                  error=row.get("error"))
+        ctx.data("variation_row", row=row)  # the whole row, for the TUI's figures (not logged)
         ctx.progress(done, total, unit="treatments")
 
     rows = run_study(plan, VariationTreatment(dict(s)), study_dir, workers=spec.workers,

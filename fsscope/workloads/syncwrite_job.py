@@ -28,9 +28,9 @@ from typing import Any, Literal
 import numpy as np
 
 from fsscope.analysis import efficiency
-from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain
+from fsscope.specs import checked_fields
 from fsscope.trace.attribute import per_call_io
 from fsscope.trace.jobs import JobTrace
 from fsscope.workloads import syncwrite as sw
@@ -135,7 +135,7 @@ def run(ctx, spec: Spec) -> dict:
     def on_point(row: int, lat: np.ndarray) -> None:
         done[0] += 1
         point = sw.point_dict(points, row, lat)
-        ctx.emit("samples", point=point)
+        ctx.data("samples", point=point)
         rate = point["bytes_per_s"] or 0.0
         ctx.progress(done[0], total, unit="points",
                      info=f"rep {point['repeat'] + 1}, {point['buffer_bytes'] >> 10} KiB: {rate / 1e6:.1f} MB/s")
@@ -147,8 +147,8 @@ def run(ctx, spec: Spec) -> dict:
         if refused:
             raise FsscopeError(refused)
         ctx.after_populate()  # nothing to populate: sync + drop caches so the sweep starts clean
-        ctx.emit("phase", name=f"sync-write sweep ({spec.mode}), {len(spec.buffer_sizes_bytes)} sizes "
-                 f"× {spec.repeats} repetitions")
+        ctx.phase(f"sync-write sweep ({spec.mode}), {len(spec.buffer_sizes_bytes)} sizes "
+                  f"× {spec.repeats} repetitions")
         with trace.run(fs, 0):
             end = sw.sweep(fs.workdir, sweep_spec, latency, points, on_point=on_point,
                            cancelled=lambda: ctx.cancelled, point_limit_s=spec.duration_s, start_ns=start_ns)
