@@ -55,8 +55,10 @@ osync, ext4 on a RAM loop image, 2 CPUs shared with other users' jobs, load 4-20
    instead of 0.7 (4 MiB writes) while the kernel threads' phases stay normal: the writer
    process is starved of CPU (runnable or descheduled), not doing more work. The engine's
    points are hit far less often; a C writer sits between. Why the scheduler treats fio's job
-   worse under contention was not found (not its session/autogroup, age, or affinity alone:
-   pinned to one CPU each the engine still led, and the two CPUs differed 1.7x for it).
+   worse under contention was not found: not its session/autogroup, its age or whether it
+   was idle or busy just before (fio --startdelay=1, the engine after 0.4 s of sleep or of
+   spinning: no change), not fio's own threads (none ran during its writes), not affinity
+   alone (pinned to one CPU each the engine still led; the two CPUs differed 1.7x for it).
 
 So at 1-16 MiB this benchmark on a loaded 2-CPU machine measures the machine's CPU contention
 as much as the stack: the ratios there swing 0.8..2 from run to run (4..512 KiB also swing in
