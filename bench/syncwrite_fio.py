@@ -38,8 +38,9 @@ osync, ext4 on a RAM loop image, 2 CPUs shared with other users' jobs, load 4-20
    descriptor, so the new file's creation and allocation were committed before timing; fio
    preallocates through a plain descriptor (and iozone allocates as it writes), so its first
    timed write commits them. The engine now preallocates through a plain descriptor and
-   opens the timed one after, as fio does. It matters where a point has few writes: the
-   first 4 MiB write carried +0.6..2.7 ms in fio (per-write logs, --write_lat_log).
+   opens the timed one after, as fio does. It matters only where a point has few writes:
+   the engine's first 4 MiB write took 0.6..2.7 ms more that way (medians of two runs) --
+   below this machine's noise at 1..16 MiB, so it did not close the gap by itself.
 2. Ruled out, each measured against fio on the same mount: different block placement (FIEMAP:
    each tool reuses its own 16 MiB region point after point, one extent), the buffer's kind
    and content (shared mmap vs private malloc, 1 MiB pattern vs all random), a fresh process
