@@ -50,6 +50,7 @@ CASES = [
     (["probe", "--from-snapshot", "/nonexistent.img"], "no such file"),
     (["probe", "--files", "100000000000", "--name-length", "12", "--runs", "5"], "not enough room"),
     (["tui", "--bogus"], "unrecognized arguments"),
+    (["tui", "--theme", "nope"], "no such theme"),
     (["tui", "--ram", "--size", "-1"], "cannot be negative"),
     (["tui", "--ram", "--recipe", "{broken}"], "not valid TOML"),
     (["bench", "--mem-limit", "1K"], "below the minimum"),

@@ -219,6 +219,13 @@ def test_a_ram_image_needs_its_whole_size_free_in_the_ram_dir(cli, scratch):
             _one_line_refusal(out, f"the RAM dir {ram_dir} has only")
             assert "may fill its whole size" in out.stderr
         assert _runs() == runs_before and list(ram_dir.iterdir()) == []
+        # another job's sparse RAM image may still grow into what is free today: it counts
+        other = ram_dir / "fsscope-other.img"
+        with other.open("wb") as f:
+            f.truncate(60 * 2**20)
+        out = cli("prepare", "--recipe", "ext4-default", "--ram", "--size", "32M", env=env)
+        _one_line_refusal(out, "(1 other RAM image there may still grow by 60 MiB)")
+        other.unlink()
         out = cli("prepare", "--recipe", "ext4-default", "--ram", "--size", "32M", env=env)  # what fits works
         assert out.returncode == 0, out.stderr
         assert cli("release", out.stdout.strip(), env=env).returncode == 0

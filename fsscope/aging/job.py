@@ -142,14 +142,15 @@ POOR_FIT_P = 0.05           # without --confidence: a p-value below this is a po
 def outcome_notes(report: dict, confidence: float | None) -> list[str]:
     """What a finished run missed, in words: a fullness off its target, a distribution that
     does not fit the profile. Fullness is the share of the capacity in use as statvfs (df)
-    counts it — the file system's own metadata and each file's last partial block included."""
+    counts it after a syncfs — the file system's own metadata and each file's last partial
+    block included."""
     notes = []
     fullness, target = report.get("fullness"), report.get("target_fullness")
     if isinstance(fullness, (int, float)) and isinstance(target, (int, float)) \
             and abs(fullness - target) > FULLNESS_TOLERANCE:
         side = "over" if fullness > target else "under"
-        why = ("metadata and the unused tails of small files' last blocks count as used, and "
-               "frees reach statvfs only when the journal commits"
+        why = ("the file system held more than the target before aging (other files, "
+               "metadata), or its metadata grew after the last synced reading the ager steers by"
                if side == "over" else "the run stopped before the rapid phase reached it")
         notes.append(f"fullness missed its target: {fullness:.1%} of the capacity is in use at the "
                      f"end, the target was {target:.0%} ({abs(fullness - target) * 100:.1f} points "

@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 
 from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
+from fsscope.errors import FsscopeError
 
 THEMES = ("fsscope-dark", "fsscope-light", "fsscope-high-contrast")
 
 
 def cmd_tui(args) -> int:
     from fsscope.tui import AppConfig, make_app  # Textual only when the UI is wanted
+    from fsscope.tui.themes import theme_names
 
+    if args.theme not in theme_names():  # before anything starts: a typo is not a silent fallback
+        raise FsscopeError(f"--theme {args.theme}: no such theme (choose from {', '.join(theme_names())})")
     named_target = any(getattr(args, k, None) for k in ("device", "image", "ram", "dir"))
     target = target_from_args(args) if named_target else None
     recipe = recipe_from_args(args) if args.recipe or (target is not None and target.kind != "dir") else None

@@ -178,8 +178,9 @@ class Data(Event):
 
 
 KINDS: dict[str, type[Event]] = {cls.kind: cls for cls in (Phase, Progress, Samples, Finding, Log, Result, Error)}
-UNLOGGED_KINDS = frozenset({"samples"})
-"""Not written to events.ndjson: bulk data that the run's arrays already hold."""
+UNLOGGED_KINDS = frozenset({"samples", "variation_row"})
+"""Not written to events.ndjson: bulk data that the run's arrays (or a study's
+treatments.ndjson) already hold."""
 
 
 def make(kind: str, t: float = 0.0, **fields: Any) -> Event:

@@ -246,6 +246,7 @@ def run(ctx, spec: Spec) -> dict:
         ctx.data("treatment", id=row["id"], fs=row.get("fs", ""), personality=row.get("personality", ""),
                  knobs=row.get("knobs", {}), relative_range=V.relative_range(ops) if ops else None,
                  error=row.get("error"))
+        ctx.data("variation_row", row=row)  # the whole row, for the TUI's figures (not logged)
         ctx.progress(done, total, unit="treatments")
 
     rows = run_study(plan, VariationTreatment(dict(s)), study_dir, workers=spec.workers,

@@ -25,6 +25,7 @@ Right before each mkfs, restore and mount the target checks that it still holds 
 from __future__ import annotations
 
 import os
+import stat
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -388,14 +389,32 @@ class Target:
 def _check_ram_space(size_bytes: int) -> None:
     """A RAM image can fill all of its size (mkfs, the journal and the job write into it), and
     a RAM dir that runs out mid-run gives loop I/O errors and a read-only file system: so the
-    whole size must be free up front."""
+    whole size must be free up front, after what the other (sparse) RAM images there may
+    still claim as their jobs write."""
     where = RAM_DIR
     while not where.exists():
         where = where.parent
     vfs = os.statvfs(where)
     free = vfs.f_bavail * vfs.f_frsize
-    if free < size_bytes:
-        fits = max(free * 9 // 10 // 2**20, 0)
+    promised, others = _sparse_images(RAM_DIR)
+    if free - promised < size_bytes:
+        fits = max((free - promised) * 9 // 10 // 2**20, 0)
+        held = (f" ({len(others)} other RAM image{'s' if len(others) != 1 else ''} there may still grow by "
+                f"{format_bytes(promised)})" if promised else "")
         raise FsscopeError(f"--ram --size {format_bytes(size_bytes)}: the RAM dir {RAM_DIR} has only "
-                           f"{format_bytes(free)} free, and a RAM image may fill its whole size; use --size "
+                           f"{format_bytes(free)} free{held}, and a RAM image may fill its whole size; use --size "
                            f"{fits}M or less, free RAM there (FSSCOPE_RAM_DIR picks the dir), or --image PATH on disk")
+
+
+def _sparse_images(directory: Path) -> tuple[int, list[Path]]:
+    """(bytes the sparse fsscope images in ``directory`` have not allocated yet, those images)."""
+    promised, images = 0, []
+    for path in directory.glob("fsscope-*.img") if directory.is_dir() else ():
+        try:
+            st = path.stat()
+        except OSError:  # removed meanwhile: its job ended
+            continue
+        if stat.S_ISREG(st.st_mode):
+            promised += max(st.st_size - st.st_blocks * 512, 0)
+            images.append(path)
+    return promised, images

@@ -63,9 +63,10 @@ register("age", panel="fsscope.tui.widgets.age_params:AgeParams",
 register("frag", view="fsscope.tui.widgets.aging_view:FragView", model="fsscope.tui.aging_model:FragModel")
 register("check", panel="fsscope.tui.widgets.check_params:CheckParams",
          view="fsscope.tui.widgets.check_view:CheckView", model="fsscope.tui.check_model:CheckModel")
-# #15: the variation study and the hygiene ladder use the generic panel and live view for now
-register("variation", view=DEFAULT_VIEW)
-register("ladder", view=DEFAULT_VIEW)
+register("variation", panel="fsscope.tui.widgets.variation_params:VariationParams",
+         view="fsscope.tui.widgets.variation_view:VariationView",
+         model="fsscope.tui.variation_model:VariationModel")
+register("ladder", panel="fsscope.tui.widgets.ladder_params:LadderParams", view="fsscope.tui.widgets.ladder_view:LadderView", model="fsscope.tui.ladder_model:LadderModel")
 register("explore", panel="fsscope.tui.widgets.explore_params:ExploreParams",
          view="fsscope.tui.widgets.explore_view:ExploreView", model="fsscope.tui.explore_model:ExploreModel")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from textual.theme import Theme
+from textual.theme import BUILTIN_THEMES, Theme
 
 from fsscope import paths
 
@@ -50,6 +50,11 @@ def parse_theme(text: str, *, source: str = "<theme>") -> Theme:
         raise ThemeFileError(f"{source}: a theme needs at least $primary")
     core = {key: values.pop(key) for key in CORE if key in values}
     return Theme(name=name, dark=dark, variables=values, **core)
+
+
+def theme_names() -> list[str]:
+    """fsscope's themes, then Textual's built-in ones: what ``--theme`` accepts."""
+    return [theme.name for theme in load_themes()] + sorted(BUILTIN_THEMES)
 
 
 def load_themes(directory: Path | None = None) -> list[Theme]:

@@ -11,6 +11,10 @@ beside them. Live numbers stream as events:
 - ``progress``  seconds measured of ``runs * duration_s``
 - ``finding``   a variation flag as soon as the runs so far show it (title, note, flag=kind)
 
+A run whose workers were CPU-bound while the device was idle is flagged ``generator_bound``
+("this run measured the generator, not the file system"; :mod:`fsscope.analysis.generator`),
+with the numbers behind the verdict in the run's ``generator`` entry.
+
 Each finished run's arrays go to the run directory as ``run{r}_{counts,io_bytes,
 latency_sum_ns,latency_hist,window_hist,errors,telemetry}.npy`` (see
 :meth:`fsscope.workloads.personalities.RunResult.to_arrays`) and ``elapsed_s.npy`` holds the
@@ -37,7 +41,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fsscope.analysis import variation
+from fsscope.analysis import generator, variation
 from fsscope.engine.events import Error, Finding
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
@@ -316,9 +320,14 @@ def run(ctx, spec: Spec) -> dict:
             elapsed.append(result.elapsed_s)
             ctx.run_dir.save_array("elapsed_s", np.asarray(elapsed, dtype=np.float64))
             summary = result.summary()
+            telemetry = _telemetry_summary(samples)
+            verdict = generator.generator_bound(
+                workers=summary["workers"], elapsed_s=result.elapsed_s, cpu_user_s=result.worker_cpu_user_s,
+                cpu_system_s=result.worker_cpu_system_s, runqueue_s=result.worker_runqueue_s,
+                device_busy=telemetry.get("disk_busy_mean"))
             extra = {"populate": dataclasses.asdict(populated), "workers": summary["workers"],
                      "cgroup": summary["cgroup"], "notes": summary["notes"],
-                     "telemetry": _telemetry_summary(samples)}
+                     "telemetry": telemetry, "generator": verdict}
             if result.cancelled or result.stopped_by:
                 partial = {"run": r, "elapsed_s": result.elapsed_s, "ops_per_s": result.ops_per_s, **extra}
                 why = "was cancelled" if result.cancelled else f"stopped ({result.stopped_by})"
@@ -330,6 +339,8 @@ def run(ctx, spec: Spec) -> dict:
                 break
             if result.total_ops == 0:
                 extra_flags.append(_nothing_flag(r, result))
+            elif flag := generator.generator_flag(r, verdict):
+                extra_flags.append(flag)
             results.append(result)
             extras.append(extra)
             _emit_new_flags(ctx, spec, results, dirty, emitted)

@@ -109,12 +109,29 @@ throughput of each short run as bars, and the runs needed for a ±precision 95 %
 (Student-t) as estimated after each run — it settles as runs accumulate. The verdict (fit /
 caution / unfit) is the first flag; its note says what to fix first.
 
+**Variation-study view** — for a *variation* job (Cao et al., FAST'17: sampled storage-stack
+configurations, R runs each), the paper's figures as text plots, filling in as each
+configuration's runs are recorded. **f** cycles, or jump: **1** each run's throughput per
+configuration as a range (sorted by relative range) and mean ops/s vs relative range; **2** the
+same configuration under each workload; **6** the CDF of the Throughput-N relative range per
+window size, per file system; **7** Throughput-N over time, each run over its maximum (**w**
+window); **8** each run's latency CDF per op and the K-S range (**o** op); **9** K-S range vs
+throughput range with the PCC and its p-value, per op; **k** the flagged configurations and, per
+knob level, the mean relative range and how many are flagged (★ a level all flagged ones share).
+**[ ]** pick the configuration shown beside the figure (its knobs, mkfs/mount options, notes);
+picking a flag does the same. ■ ext4 ● XFS ▲ btrfs; red = above the threshold.
+
+**Ladder view** — for a *ladder* job (the paper's Fig. 3): one row per hygiene step (baseline,
++no_lazy, +umount, +alloc), its runs' ops/s on one scale (● a run, ┼ the mean) and the relative
+range; the paper's direction is each step lowering or keeping it. For alloc, one image checksum
+means every run really started from the same bytes.
+
 **Log** — every external command (mkfs, mount, losetup, umount, …) with its exit status and
 time, and the job's phases.
 
 **Aging view** — an *age* job churns files (seeded creates and deletes) until the tree looks
 like an aging profile. *Fullness* is the share of the file system's capacity in use as `df`
-counts it (metadata and the unused tails of small files' last blocks included), drawn as a bar
+counts it once synced (metadata and the unused tails of small files' last blocks included), drawn as a bar
 of the capacity with the target marked ┃; more than 5 points off the target is called out.
 The *rapid phase* only creates, up to the target fullness; the *stable phase* then creates and
 deletes at that fullness. The three histograms compare the profile's file sizes, directory

@@ -3,13 +3,12 @@ first-try defaults (the small space, 24 treatments)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fsscope.tui.widgets.job_params import JobParams
 
 
 class ExploreParams(JobParams):
     FIELDS = ("space", "treatments", "recipes", "repeat", "workers", "seed")
+    NAME_FIELDS = ("recipes",)
     LABELS = {"treatments": "treatments"}
     HINTS = {
         "space": "recipes/spaces/NAME.toml or a path (small, chopper = the paper's Table 1)",
@@ -18,8 +17,3 @@ class ExploreParams(JobParams):
         "repeat": "2 = run each treatment twice (nondeterminism)",
         "workers": "worker processes here (each clones its own disk state)",
     }
-
-    def _text(self, name: str, value: Any) -> str:
-        if name == "recipes" and isinstance(value, (list, tuple)):
-            return ",".join(value)  # names, not numbers (the Spec splits the text again)
-        return super()._text(name, value)

@@ -14,8 +14,7 @@ from textual.widgets import Static
 
 from fsscope.format import format_bytes
 from fsscope.tui.explore_model import ExploreModel
-from fsscope.tui.model import JobView
-from fsscope.tui.widgets.live_view import LiveView
+from fsscope.tui.widgets.live_view import ModelView
 from fsscope.tui.widgets.syncwrite_view import bar
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -40,19 +39,15 @@ def level_text(level) -> str:
     return str(level)
 
 
-class ExploreView(LiveView):
+class ExploreView(ModelView):
     VIEW_ID = "explore-view"
+    MODEL = ExploreModel
 
     DEFAULT_CSS = """
     ExploreView #explore-body { height: 1fr; border: round $panel; padding: 0 1; }
     """
 
     BINDINGS = [Binding("p", "next_pair", "Factor pair")]
-
-    def __init__(self, *, id: str | None = None):
-        super().__init__(id=id)
-        self._drawn: tuple | None = None
-        self._view: JobView | None = None
 
     def action_next_pair(self) -> None:
         model = self.model_of(self._view)
@@ -67,20 +62,7 @@ class ExploreView(LiveView):
     def on_mount(self) -> None:
         self.query_one("#explore-body").border_title = "Layout exploration: d-span per treatment"
 
-    @staticmethod
-    def model_of(view: JobView | None) -> ExploreModel | None:
-        return view.data if view is not None and isinstance(view.data, ExploreModel) else None
-
-    def show(self, view: JobView, live: bool = True) -> None:
-        self._drawn = None
-        self.update_view(view)
-
-    def update_view(self, view: JobView) -> None:
-        self._view = view
-        model = self.model_of(view)
-        if model is None or self._drawn == (id(model), model.version):
-            return
-        self._drawn = (id(model), model.version)
+    def draw(self, model: ExploreModel) -> None:
         self.query_one("#explore-text", Static).update(self.render_model(model))
 
     @staticmethod

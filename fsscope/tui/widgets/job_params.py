@@ -5,7 +5,8 @@ registered in :mod:`fsscope.tui.job_ui`.
 
 A subclass can also start from other defaults than the Spec's (``DEFAULTS``: small ones for a
 first try), show byte counts as sizes people type (``SIZE_FIELDS``: "512M"), and lists as
-comma-separated text (``LIST_FIELDS``: "10,30" or, if also a size field, "4K,64K,1M").
+comma-separated text (``LIST_FIELDS``: "10,30" or, if also a size field, "4K,64K,1M";
+``NAME_FIELDS``: "ext4-default,xfs-default").
 Parameters given to the panel for fields it does not show (``job_defaults``) are passed on."""
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ class JobParams(Vertical):
     """Byte counts shown and typed as sizes (512M, 4K)."""
     LIST_FIELDS: ClassVar[tuple[str, ...]] = ()
     """Lists shown and typed as comma-separated values."""
+    NAME_FIELDS: ClassVar[tuple[str, ...]] = ()
+    """Lists of names shown as "a,b" (the Spec splits the text again)."""
 
     def choices(self, name: str) -> tuple | None:
         """Values a text field is picked from (a Select instead of an Input); None: typed."""
@@ -100,6 +103,8 @@ class JobParams(Vertical):
     def _text(self, name: str, value: Any) -> str:
         if value is None:
             return ""
+        if name in self.NAME_FIELDS and isinstance(value, (list, tuple)):
+            return ",".join(str(v) for v in value)
         if name in self.LIST_FIELDS and isinstance(value, (list, tuple)):
             return ",".join(size_text(int(v)) if name in self.SIZE_FIELDS else f"{v:g}" for v in value)
         if name in self.SIZE_FIELDS and isinstance(value, int):
@@ -184,8 +189,8 @@ class JobParams(Vertical):
             return
         text = str(widget.value).strip()  # type: ignore[attr-defined]
         if text == "":
-            if self.values.get(name) is None:
-                out[name] = None
+            if self.values.get(name) in (None, ""):  # optional (None) or an empty-text default
+                out[name] = self.values.get(name)
                 return
             raise FsscopeError(f"{self.job}: {self._label(name)} needs a value")
         out[name] = self._parse_text(name, kind, text)

@@ -54,3 +54,34 @@ class LiveView(Vertical):
                 widget.focus()
                 return True
         return False
+
+
+class ModelView(LiveView):
+    """A view drawn from its job's own model (``MODEL``), redrawn only when the model's
+    ``version`` changed: subclasses implement ``draw(model)``."""
+
+    MODEL: ClassVar[type | None] = None
+
+    def __init__(self, *, id: str | None = None):
+        super().__init__(id=id)
+        self._drawn: tuple | None = None
+        self._view: JobView | None = None
+
+    @classmethod
+    def model_of(cls, view: JobView | None):
+        return view.data if view is not None and cls.MODEL is not None and isinstance(view.data, cls.MODEL) else None
+
+    def show(self, view: JobView, live: bool = True) -> None:
+        self._drawn = None
+        self.update_view(view)
+
+    def update_view(self, view: JobView) -> None:
+        self._view = view
+        model = self.model_of(view)
+        if model is None or self._drawn == (id(model), model.version):
+            return
+        self._drawn = (id(model), model.version)
+        self.draw(model)
+
+    def draw(self, model) -> None:
+        raise NotImplementedError

@@ -1,0 +1,60 @@
+"""What the hygiene-ladder view shows, as plain data (no Textual): per step (baseline,
+no_lazy, umount, alloc -- Cao et al.'s Fig. 3), each run's cumulative ops/s and the relative
+range across the step's runs. Live, each run's ops/s arrives with the job's progress; the
+report replaces them with its exact numbers (and the images' checksums) when the job ends,
+and a replay is built from that report."""
+
+from __future__ import annotations
+
+from fsscope.analysis import variation as V
+from fsscope.workloads.ladder import STEPS
+
+WHAT = {"baseline": "mkfs, populate, sync, drop caches", "no_lazy": "+ inode tables and journal written at mkfs",
+        "umount": "+ unmount and mount after populating", "alloc": "+ every run restores one populated image"}
+
+
+class LadderModel:
+    kind = "ladder"
+
+    def __init__(self, spec: dict | None = None):
+        self.spec = dict(spec or {})
+        self.steps: dict[str, list[float]] = {s: [] for s in self.spec.get("steps") or STEPS}
+        self.images: dict[str, int] = {}  # step -> distinct image checksums at the runs' start
+        self.report: dict | None = None
+        self.notes: list[str] = []
+        self.version = 0
+        self.telemetry: list[tuple[float, float, float]] = []
+
+    def feed(self, event: dict) -> bool:
+        step, ops = event.get("step"), event.get("ops_per_s")
+        if event.get("kind") != "progress" or step is None or ops is None:
+            return False
+        self.steps.setdefault(str(step), []).append(float(ops))
+        self.version += 1
+        return True
+
+    def finish(self, report: dict | None) -> None:
+        if isinstance(report, dict) and report.get("ladder"):
+            self.report = report
+            self.steps = {s["step"]: [float(r["ops_per_s"]) for r in s.get("runs") or [] if not r.get("cancelled")]
+                          for s in report["ladder"]}
+            self.images = {s["step"]: len({r.get("image_sha256") for r in s.get("runs") or []})
+                           for s in report["ladder"]}
+        ranges = [(s, rr) for s, rr in self.relative_ranges() if rr is not None]
+        self.notes = []
+        if len(ranges) > 1:
+            path = " → ".join(f"{s} {rr:.1%}" for s, rr in ranges)
+            steady = all(b <= a for (_, a), (_, b) in zip(ranges, ranges[1:]))
+            self.notes.append(f"relative range {path}: " + ("each step lowers or keeps it, as in the paper"
+                                                            if steady else "not every step lowers it"))
+        self.version += 1
+
+    @classmethod
+    def from_run(cls, run_dir, spec: dict, report: dict | None) -> LadderModel:
+        model = cls(spec)
+        model.finish(report)
+        return model
+
+    def relative_ranges(self) -> list[tuple[str, float | None]]:
+        """(step, relative range of its runs' ops/s) in ladder order; None below 2 runs."""
+        return [(s, V.relative_range(ops) if len(ops) > 1 else None) for s, ops in self.steps.items()]

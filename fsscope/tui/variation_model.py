@@ -1,0 +1,399 @@
+"""What the variation-study view shows, as plain data (no Textual): the paper's figures (Cao et
+al., FAST'17) recomputed from the study's rows -- one row per configuration x personality, as
+``treatments.ndjson`` holds it (per-run ops per 1-s bin and sparse per-op latency histograms).
+
+Live, the job sends each row as it is recorded (a ``variation_row`` event); a replay reads the
+same rows from the study's ``treatments.ndjson``. Both go through :meth:`add_row`, and every
+figure is a function of the rows alone, so a replay shows what the live view showed.
+
+- Fig. 1: per personality, each configuration's runs (cumulative ops/s) as a range, sorted by
+  the relative range; and mean ops/s vs relative range, one point per configuration.
+- Fig. 2: the same configurations across the personalities (relative range, mean ops/s).
+- Fig. 6: per personality and file system, the CDF of the Throughput-N relative range over
+  all windows of all configurations, per window size.
+- Fig. 7: one configuration's Throughput-N over time, each run normalised by its maximum.
+- Fig. 8: one configuration's per-op latency distribution per run, and the K-S range per op.
+- Fig. 9: across configurations, the PCC of each op's latency K-S range with the throughput
+  relative range (with its p-value), per personality and file system.
+- Knob levels: the flagged configurations (relative range above the threshold), and per knob
+  level the mean relative range and how many of its configurations are flagged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from fsscope.analysis import variation as V
+from fsscope.format import format_pct
+from fsscope.study.execute import load_rows
+from fsscope.study.variation import BIN_S, configuration_stats, dense_hist
+from fsscope.tui.model import Flag
+
+FIGURES = ("1", "2", "6", "7", "8", "9", "k")
+FIGURE_TITLES = {  # short enough for the ~60-column body beside the flags
+    "1": "Fig. 1 · each run's throughput per configuration, by range",
+    "2": "Fig. 2 · the same configurations across workloads",
+    "6": "Fig. 6 · CDF of the Throughput-N relative range per window",
+    "7": "Fig. 7 · Throughput-N over time / each run's maximum",
+    "8": "Fig. 8 · per-op latency CDF of each run, K-S range",
+    "9": "Fig. 9 · latency K-S range vs throughput range (PCC)",
+    "k": "Flagged configurations and their knob levels",
+}
+WINDOWS_S = (1, 2, 5, 10, 30, 60, 120, 400)  # Throughput-N sizes shown when they fit the runs
+QUANTILES = np.linspace(0.0, 1.0, 41)  # the latency CDF of a run, kept as quantiles (every 2.5 %)
+STRONG_PCC = 0.7  # the paper's line for a strong correlation
+
+
+@dataclass
+class Configuration:
+    """One configuration x personality (a study row), with its statistics."""
+
+    id: str
+    label: str           # fs-row: the same configuration under every personality
+    fs: str
+    personality: str
+    knobs: dict
+    ops_per_s: list[float]                      # per run (cumulative throughput)
+    mean_ops_per_s: float
+    relative_range: float | None
+    ks_range: float | None                      # largest over ops
+    ks_range_per_op: dict[str, float | None]
+    counts_per_bin: list[np.ndarray]            # per run, ops per 1-s bin
+    latency_quantiles_ns: dict[str, list[list[float]]] = field(default_factory=dict)  # op -> per run
+    mkfs_opts: list[str] = field(default_factory=list)
+    mount_opts: list[str] = field(default_factory=list)
+
+
+def _finite(value) -> float | None:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def hist_quantiles_ns(hist: np.ndarray, quantiles=QUANTILES) -> list[float]:
+    """Latency (bucket middle) at each quantile of a histogram on the shared grid."""
+    total = int(hist.sum())
+    if total == 0:
+        return [math.nan] * len(quantiles)
+    cum = np.cumsum(hist)
+    ranks = np.maximum(1, np.ceil(np.asarray(quantiles) * total)).astype(np.int64)
+    return [float(v) for v in V.bucket_mid_ns(np.searchsorted(cum, ranks))]
+
+
+def quantile_at(quantiles_ns: list[float], fraction: float) -> float:
+    """A run's latency at ``fraction`` (one of :data:`QUANTILES`) from its kept quantiles."""
+    return quantiles_ns[int(round(fraction * (len(quantiles_ns) - 1)))]
+
+
+def pcc_with_p(x: list[float], y: list[float]) -> tuple[float | None, float | None]:
+    """Pearson r and its two-sided p-value; (None, None) below 3 points or for a constant side."""
+    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if a.size < 3 or a.std() == 0 or b.std() == 0:
+        return None, None
+    from scipy import stats
+
+    res = stats.pearsonr(a, b)
+    return float(res.statistic), float(res.pvalue)
+
+
+class VariationModel:
+    kind = "variation"
+
+    def __init__(self, spec: dict | None = None):
+        self.spec = dict(spec or {})
+        self.threshold = _finite(self.spec.get("threshold")) or 0.10
+        self.configs: list[Configuration] = []
+        self.failed: list[tuple[str, str]] = []
+        self.report: dict | None = None
+        self.notes: list[str] = []
+        self.version = 0
+        self.telemetry: list[tuple[float, float, float]] = []
+        self._seen: set[str] = set()
+        self._cdfs: tuple[int, list] | None = None
+        # what the view shows: the figure, the configuration, the window (Fig. 7), the op (Fig. 8)
+        self.figure = "1"
+        self.selected_id: str | None = None  # by id: rows arriving live must not move it (None: the first)
+        self.window_index = 0
+        self.op_index = 0
+
+    # -- rows in -------------------------------------------------------------------------------
+    def feed(self, event: dict) -> bool:
+        if event.get("kind") != "variation_row" or not isinstance(event.get("row"), dict):
+            return False
+        return self.add_row(event["row"])
+
+    def add_row(self, row: dict) -> bool:
+        """One study row (a treatment's record); the same row twice counts once."""
+        if row.get("id") in self._seen:
+            return False
+        self._seen.add(row.get("id"))
+        if row.get("error") or not row.get("runs"):
+            self.failed.append((str(row.get("id")), str(row.get("error") or "no runs")))
+        else:
+            self.configs.append(self._configuration(row))
+            self.configs.sort(key=lambda c: c.id)
+        self._update_notes()
+        self.version += 1
+        return True
+
+    @staticmethod
+    def _configuration(row: dict) -> Configuration:
+        stats = configuration_stats(row)
+        runs = row["runs"]
+        quantiles: dict[str, list[list[float]]] = {}
+        for i, op in enumerate(runs[0].get("op_names") or []):
+            quantiles[op] = [hist_quantiles_ns(dense_hist(r["latency_hist"][i])) for r in runs]
+        return Configuration(
+            id=stats["id"], label=stats["configuration"], fs=stats["fs"], personality=stats["personality"],
+            knobs=dict(stats["knobs"]), ops_per_s=[float(r["ops_per_s"]) for r in runs],
+            mean_ops_per_s=stats["mean_ops_per_s"], relative_range=stats["relative_range"],
+            ks_range=stats["ks_range"], ks_range_per_op=dict(stats["ks_range_per_op"]),
+            counts_per_bin=[np.asarray(r.get("counts_per_bin") or [], dtype=np.float64) for r in runs],
+            latency_quantiles_ns=quantiles, mkfs_opts=list(row.get("mkfs_opts") or []),
+            mount_opts=list(row.get("mount_opts") or []))
+
+    def finish(self, report: dict | None) -> None:
+        """The job's report: kept for its totals (planned, time share). A resumed study's
+        earlier rows were recorded by another run: read them from its study directory."""
+        if isinstance(report, dict):
+            self.report = report
+            study_dir = report.get("study_dir")
+            if study_dir and int(report.get("completed") or 0) > len(self.configs):
+                for row in load_rows(Path(study_dir)):
+                    self.add_row(row)
+        self._update_notes()
+        self.version += 1
+
+    @classmethod
+    def from_run(cls, run_dir, spec: dict, report: dict | None) -> VariationModel:
+        """A recorded study: its rows from the study directory (the run's own, or the one it
+        resumed)."""
+        model = cls(spec)
+        study_dir = (report or {}).get("study_dir") or run_dir.manifest().get("study_dir") or str(run_dir.path)
+        for row in load_rows(Path(study_dir)):
+            model.add_row(row)
+        model.finish(report)
+        return model
+
+    # -- selection (the view's keys) -------------------------------------------------------------
+    def _step(self, name: str, delta: int, count: int) -> None:
+        if count:
+            setattr(self, name, (getattr(self, name) + delta) % count)
+            self.version += 1
+
+    def show_figure(self, figure: str) -> None:
+        if figure in FIGURES and figure != self.figure:
+            self.figure = figure
+            self.version += 1
+
+    def next_figure(self, delta: int = 1) -> None:
+        self.figure = FIGURES[(FIGURES.index(self.figure) + delta) % len(FIGURES)]
+        self.version += 1
+
+    @property
+    def selected(self) -> int:
+        """The position of the configuration shown (in id order)."""
+        ids = [c.id for c in self.configs]
+        return ids.index(self.selected_id) if self.selected_id in ids else 0
+
+    def select(self, delta: int) -> None:
+        if self.configs:
+            self.select_id(self.configs[(self.selected + delta) % len(self.configs)].id)
+
+    def next_window(self) -> None:
+        self._step("window_index", 1, len(self.windows_s()))
+
+    def next_op(self) -> None:
+        self._step("op_index", 1, len(self.op_names()))
+
+    def select_id(self, config_id: str) -> None:
+        """Show this configuration (a flag picked in the flags panel)."""
+        if config_id != self.selected_id and any(c.id == config_id for c in self.configs):
+            self.selected_id = config_id
+            self.version += 1
+
+    @property
+    def current(self) -> Configuration | None:
+        return self.configs[self.selected] if self.configs else None
+
+    @property
+    def window_s(self) -> float | None:
+        windows = self.windows_s()
+        return windows[self.window_index % len(windows)] if windows else None
+
+    @property
+    def op(self) -> str | None:
+        ops = self.op_names()
+        return ops[self.op_index % len(ops)] if ops else None
+
+    # -- what the figures draw ---------------------------------------------------------------------
+    def personalities(self) -> list[str]:
+        return sorted({c.personality for c in self.configs})
+
+    def file_systems(self) -> list[str]:
+        return sorted({c.fs for c in self.configs})
+
+    def flagged(self, c: Configuration) -> bool:
+        return c.relative_range is not None and c.relative_range > self.threshold
+
+    def by_range(self, personality: str) -> list[Configuration]:
+        """Fig. 1: one personality's configurations, the most variable first."""
+        mine = [c for c in self.configs if c.personality == personality]
+        return sorted(mine, key=lambda c: (-(c.relative_range if c.relative_range is not None else -1.0), c.id))
+
+    def across_workloads(self) -> list[tuple[str, dict[str, Configuration]]]:
+        """Fig. 2: each configuration (fs-row) with its row per personality."""
+        out: dict[str, dict[str, Configuration]] = {}
+        for c in self.configs:
+            out.setdefault(c.label, {})[c.personality] = c
+        return sorted(out.items())
+
+    def windows_s(self) -> tuple[float, ...]:
+        """Throughput-N sizes: the spec's, else those of :data:`WINDOWS_S` that fit the
+        shortest run (in whole 1-s bins)."""
+        bins = min((len(r) for c in self.configs for r in c.counts_per_bin), default=0)
+        given = tuple(float(w) for w in self.spec.get("window_sizes_s") or () if _finite(w))
+        return tuple(w for w in given or WINDOWS_S if w * 1.0 <= bins * BIN_S)
+
+    def window_cdfs(self) -> list[tuple[str, str, int, dict[float, np.ndarray]]]:
+        """Fig. 6: per (personality, file system), the sorted relative ranges of every
+        Throughput-N window of every configuration, per window size (the CDF's x values;
+        F = rank / count). Also the number of configurations."""
+        if self._cdfs is not None and self._cdfs[0] == len(self.configs):
+            return self._cdfs[1]  # rows only ever arrive: the same count is the same answer
+        out = []
+        windows = self.windows_s()
+        for p in self.personalities():
+            for fs in self.file_systems():
+                mine = [c for c in self.configs if c.personality == p and c.fs == fs]
+                if not mine:
+                    continue
+                cdf = V.relative_range_cdf([c.counts_per_bin for c in mine], BIN_S, windows)
+                out.append((p, fs, len(mine), {w: cdf[w][0] for w in windows}))
+        self._cdfs = (len(self.configs), out)
+        return out
+
+    def normalised_series(self, c: Configuration, window_s: float) -> list[list[float]]:
+        """Fig. 7: per run, Throughput-N divided by that run's largest value."""
+        out = []
+        for counts in c.counts_per_bin:
+            tn = V.throughput_n(counts, BIN_S, window_s)
+            top = float(tn.max()) if tn.size else 0.0
+            out.append([float(v) / top if top > 0 else 0.0 for v in tn])
+        return out
+
+    def window_ranges(self, c: Configuration, window_s: float) -> list[float]:
+        """Fig. 7's companion: the relative range across runs of each Throughput-N window."""
+        rr = V.window_relative_ranges(c.counts_per_bin, BIN_S, window_s)
+        return [float(v) for v in rr if np.isfinite(v)]
+
+    def op_names(self) -> list[str]:
+        c = self.current
+        return list(c.latency_quantiles_ns) if c is not None else []
+
+    def pcc_table(self) -> list[tuple[str, str, str, int, float | None, float | None]]:
+        """Fig. 9: (personality, fs, op, configurations, r, p) -- the PCC across
+        configurations of the op's K-S range with the throughput relative range."""
+        out = []
+        for p in self.personalities():
+            for fs in self.file_systems():
+                mine = [c for c in self.configs if c.personality == p and c.fs == fs and c.relative_range is not None]
+                ops = sorted({op for c in mine for op in c.ks_range_per_op})
+                for op in ops:
+                    pairs = [(c.relative_range, c.ks_range_per_op[op]) for c in mine
+                             if c.ks_range_per_op.get(op) is not None]
+                    r, pv = pcc_with_p([a for a, _ in pairs], [b for _, b in pairs])
+                    out.append((p, fs, op, len(pairs), r, pv))
+        return out
+
+    def range_pairs(self) -> list[tuple[Configuration, float, float]]:
+        """Fig. 9's scatter: (configuration, throughput relative range, K-S range)."""
+        return [(c, c.relative_range, c.ks_range) for c in self.configs
+                if c.relative_range is not None and c.ks_range is not None]
+
+    def overall_pcc(self) -> tuple[float | None, float | None, int]:
+        """The report's PCC: throughput range vs the largest K-S range, all configurations."""
+        pairs = self.range_pairs()
+        r, p = pcc_with_p([a for _, a, _ in pairs], [b for _, _, b in pairs])
+        return r, p, len(pairs)
+
+    def level_effects(self) -> list[tuple[str, str, list[tuple[object, float | None, int, int, bool]]]]:
+        """Per (fs, knob that varied): per level (level, mean relative range, configurations,
+        flagged, shared by every flagged configuration of that fs)."""
+        out = []
+        for fs in self.file_systems():
+            mine = [c for c in self.configs if c.fs == fs]
+            hot = [c for c in mine if self.flagged(c)]
+            for knob in sorted({k for c in mine for k in c.knobs}):
+                levels = sorted({c.knobs.get(knob) for c in mine}, key=lambda v: (str(type(v)), v))
+                if len(levels) < 2:
+                    continue
+                cells = []
+                for level in levels:
+                    at = [c for c in mine if c.knobs.get(knob) == level]
+                    rrs = [c.relative_range for c in at if c.relative_range is not None]
+                    n_hot = sum(1 for c in at if self.flagged(c))
+                    shared = bool(hot) and all(c.knobs.get(knob) == level for c in hot)
+                    cells.append((level, float(np.mean(rrs)) if rrs else None, len(at), n_hot, shared))
+                out.append((fs, knob, cells))
+        return out
+
+    def config_notes(self, c: Configuration) -> list[str]:
+        """What to say about one configuration beside the figure."""
+        out = []
+        if c.relative_range is not None:
+            verdict = "flagged: above" if self.flagged(c) else "within"
+            out.append(f"relative range {c.relative_range:.1%} across {len(c.ops_per_s)} runs ({verdict} the "
+                       f"{self.threshold:.0%} threshold)")
+        worst = max(((op, v) for op, v in c.ks_range_per_op.items() if v is not None), key=lambda p: p[1],
+                    default=None)
+        if worst is not None:
+            out.append(f"latency varies most on {worst[0]}: K-S range {worst[1]:.2f} (largest distance between "
+                       "two runs' CDFs)")
+        others = [o for o in self.configs if o.label == c.label and o.personality != c.personality
+                  and o.relative_range is not None]
+        for o in others:
+            out.append(f"under {o.personality}: relative range {o.relative_range:.1%}")
+        return out
+
+    def final_flags(self) -> list[Flag] | None:
+        """The flags panel at the end: each configuration above the threshold (most variable
+        first; picking one shows it in the figures), then the study's notes."""
+        if self.report is None:
+            return None
+        flags = [Flag(title=f"{c.label} {c.personality} varies {format_pct(c.relative_range)}",
+                      note="\n".join([f"{c.id}: {', '.join(f'{k}={v}' for k, v in c.knobs.items())}",
+                                      *self.config_notes(c)]),
+                      kind="variation", indices=(), raw={"id": c.id, "relative_range": c.relative_range})
+                 for c in sorted(self.configs, key=lambda c: -(c.relative_range or 0.0)) if self.flagged(c)]
+        flags += [Flag(title=note.split(":")[0][:60], note=note, kind="note", indices=(), raw={})
+                  for note in self.notes]
+        return flags
+
+    def _update_notes(self) -> None:
+        """The study's conclusions so far (the live screen logs them when the job ends)."""
+        notes = []
+        done = [c for c in self.configs if c.relative_range is not None]
+        if done:
+            hot = [c for c in done if self.flagged(c)]
+            notes.append(f"{len(hot)} of {len(done)} configurations vary more than {self.threshold:.0%} "
+                         "(relative range of the runs' throughput)")
+        for fs, knob, cells in self.level_effects():
+            for level, _, n, n_hot, shared in cells:
+                if shared and n_hot:
+                    notes.append(f"{fs}: every flagged configuration has {knob} = {level} "
+                                 f"({n_hot} of {n} at that level flagged)")
+        r, p, n = self.overall_pcc()
+        if r is not None:
+            strength = "strong" if r > STRONG_PCC else "weak" if r > 0.4 else "no clear"
+            notes.append(f"latency K-S range vs throughput range: PCC r = {r:.2f} (p = {p:.2g}, "
+                         f"{n} configurations): {strength} correlation")
+        if self.failed:
+            notes.append(f"{len(self.failed)} treatment(s) failed: {self.failed[0][0]}: {self.failed[0][1]}")
+        self.notes = notes

@@ -1,0 +1,65 @@
+"""The hygiene ladder's view (Cao et al., Fig. 3): one row per step, its runs' ops/s on a
+scale shared by all steps (● a run, ┼ the mean) and the relative range beside it, filling in
+run by run; the alloc step says whether its runs really started from one image."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from fsscope.format import format_pct
+from fsscope.tui.ladder_model import WHAT, LadderModel
+from fsscope.tui.widgets.live_view import ModelView
+from fsscope.tui.widgets.syncwrite_view import bar
+from fsscope.tui.widgets.throughput_chart import compact_number
+from fsscope.tui.widgets.variation_view import BAR_W, range_cells
+
+
+class LadderView(ModelView):
+    VIEW_ID = "ladder-view"
+    MODEL = LadderModel
+
+    DEFAULT_CSS = """
+    LadderView #ladder-body { height: 1fr; border: round $panel; padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="ladder-body"):
+            yield Static("", id="ladder-text")
+
+    def on_mount(self) -> None:
+        self.query_one("#ladder-body").border_title = "Hygiene ladder: run-to-run variation per step"
+
+    def draw(self, model: LadderModel) -> None:
+        self.query_one("#ladder-text", Static).update(self.render_model(model))
+
+    @staticmethod
+    def render_model(model: LadderModel) -> Text:
+        text = Text()
+        ops = [v for runs in model.steps.values() for v in runs]
+        state = "final" if model.report is not None else "so far"
+        text.append(f"{len(ops)} runs {state}", style="bold")
+        if not ops:
+            text.append("\n  waiting for the first run\n", style="dim")
+            return text
+        lo, hi = min(ops), max(ops)
+        text.append(f"   ops/s {compact_number(lo)} … {compact_number(hi)}; ● a run, ┼ mean\n\n", style="dim")
+        ranges = dict(model.relative_ranges())
+        top = max((rr for rr in ranges.values() if rr is not None), default=0.0) or 1.0
+        for step, runs in model.steps.items():
+            rr = ranges.get(step)
+            text.append(f"  {'+' if step != 'baseline' else ' '}{step:9s}", style="bold")
+            text.append(range_cells(runs, lo, hi) if runs else "·" * BAR_W, style="cyan")
+            text.append(f" {format_pct(rr, '-'):>6s} ")
+            text.append_text(bar(None if rr is None else rr / top, 10, "magenta"))
+            text.append(f"\n             {WHAT.get(step, '')}", style="dim")
+            if step in model.images:
+                n = model.images[step]
+                text.append(f"; {n} image checksum{'s' if n != 1 else ''} at the runs' start", style="dim")
+            text.append("\n")
+        for note in model.notes:
+            text.append("\n▲ ", style="bold yellow")
+            text.append(note + "\n")
+        return text

@@ -1,0 +1,72 @@
+"""The hygiene ladder in the TUI (#15, the paper's Fig. 3): per step the runs' ops/s and the
+relative range, live run by run and from the report; a real two-step ladder (baseline, alloc:
+2 runs x 1 s each) started from the setup screen and replayed."""
+
+from __future__ import annotations
+
+import pytest
+from pilot_wait import until
+from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
+
+from fsscope import recipes
+from fsscope.format import format_pct
+from fsscope.targets import TargetSpec
+from fsscope.tui import AppConfig, make_app
+from fsscope.tui import messages as msg
+from fsscope.tui.ladder_model import LadderModel
+from fsscope.tui.widgets.ladder_view import LadderView
+
+
+def test_ladder_model_live_then_report():
+    model = LadderModel({"steps": ["baseline", "alloc"]})
+    assert not model.feed({"kind": "progress", "done": 1, "total": 4})  # no run's numbers: not ours
+    for step, ops in (("baseline", 80.0), ("baseline", 120.0), ("alloc", 99.0)):
+        assert model.feed({"kind": "progress", "step": step, "ops_per_s": ops})
+    assert dict(model.relative_ranges()) == {"baseline": pytest.approx(0.4), "alloc": None}  # one alloc run yet
+    text = LadderView.render_model(model).plain
+    assert "3 runs so far" in text and "40.0%" in text
+    model.finish({"ladder": [
+        {"step": "baseline", "runs": [{"ops_per_s": 80.0, "image_sha256": "a"}, {"ops_per_s": 120.0, "image_sha256": "b"}]},
+        {"step": "alloc", "runs": [{"ops_per_s": 99.0, "image_sha256": "c"}, {"ops_per_s": 101.0, "image_sha256": "c"}]},
+    ]})
+    assert dict(model.relative_ranges()) == {"baseline": pytest.approx(0.4), "alloc": pytest.approx(0.02)}
+    assert model.images == {"baseline": 2, "alloc": 1}
+    assert model.notes == ["relative range baseline 40.0% → alloc 2.0%: each step lowers or keeps it, as in the paper"]
+    text = LadderView.render_model(model).plain
+    assert "4 runs final" in text and "1 image checksum at" in text and "2 image checksums" in text
+
+
+@pytest.mark.privileged
+async def test_ladder_live_and_replayed():
+    tiny = {"personality": "varmail", "runs": 2, "duration_s": 1.0, "nfiles": 40, "steps": ["baseline", "alloc"],
+            "image_size_bytes": 256 << 20}
+    # the ladder formats RAM images of its own with the recipe; the target only has to carry it
+    app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=64 << 20), recipe=recipes.load("ext4-default"),
+                             jobs=("ladder",), job_defaults={"ladder": tiny}))
+    messages = []
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await pilot.pause()
+        assert app.screen.query_one("#param-ladder-steps").value == "baseline,alloc"
+        await pilot.press("ctrl+r")
+        live = live_of(app)
+        await until(pilot, lambda: plan_over(live), "the ladder", 300)
+        job = live.jobs[0]
+        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        steps = job.report["ladder"]
+        # live: every run's ops/s reached the view before the job's end
+        seen = list({id(m): m for m in messages}.values())
+        order = [m.event.get("step") if isinstance(m, msg.JobEvent) else "end" for m in seen
+                 if isinstance(m, msg.JobEvent) and m.event.get("step") or isinstance(m, msg.JobFinished)]
+        assert order == ["baseline", "baseline", "alloc", "alloc", "end"]
+
+        def text(screen) -> str:
+            return str(screen.job_view.query_one("#ladder-text").content)
+
+        for screen in (live, await open_replay(pilot, app, job.run_id)):
+            assert isinstance(screen.job_view, LadderView)
+            await until(pilot, lambda s=screen: "4 runs final" in text(s), "the final ladder", 10)
+            for step in steps:
+                assert step["step"] in text(screen) and format_pct(step["relative_range"]) in text(screen)
+            assert "1 image checksum at" in text(screen)  # alloc: every run from the same bytes
+    assert_clean()
+    assert not app.worker_errors
