@@ -13,6 +13,7 @@ import pytest
 from pilot_wait import until
 from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
 
+from fsscope.engine.events import decode
 from fsscope.format import format_pct
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -44,9 +45,9 @@ ROWS = [
 def test_variation_model_known_answers():
     model = VariationModel({"threshold": 0.1})
     for row in ROWS:
-        assert model.feed({"kind": "variation_row", "row": row})
-    assert not model.feed({"kind": "variation_row", "row": ROWS[0]})  # the same row again: once
-    model.feed({"kind": "variation_row", "row": {"id": "ext4:varmail-3-r0", "error": "mkfs failed"}})
+        assert model.feed(decode({"kind": "variation_row", "row": row}))
+    assert not model.feed(decode({"kind": "variation_row", "row": ROWS[0]}))  # the same row again: once
+    model.feed(decode({"kind": "variation_row", "row": {"id": "ext4:varmail-3-r0", "error": "mkfs failed"}}))
     assert len(model.configs) == 4 and model.failed == [("ext4:varmail-3-r0", "mkfs failed")]
     by_id = {c.id: c for c in model.configs}
     assert [by_id[f"ext4:varmail-{i}-r0"].relative_range for i in range(3)] == pytest.approx([0, 0.2, 0.4])
@@ -124,7 +125,7 @@ def test_resumed_study_reads_the_earlier_rows(tmp_path):
     interrupted run recorded from the study directory, as the replay does."""
     (tmp_path / "treatments.ndjson").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     model = VariationModel({})
-    model.feed({"kind": "variation_row", "row": ROWS[2]})
+    model.feed(decode({"kind": "variation_row", "row": ROWS[2]}))
     model.finish({"completed": 4, "planned": 4, "study_dir": str(tmp_path)})
     assert sorted(c.id for c in model.configs) == sorted(r["id"] for r in ROWS)
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from fsscope.analysis import variation as V
+from fsscope.engine.events import Data, Event
 from fsscope.format import format_pct
 from fsscope.study.execute import load_rows
 from fsscope.study.variation import BIN_S, configuration_stats, dense_hist
@@ -123,8 +124,8 @@ class VariationModel:
         self.op_index = 0
 
     # -- rows in -------------------------------------------------------------------------------
-    def feed(self, event: dict) -> bool:
-        if event.get("kind") != "variation_row" or not isinstance(event.get("row"), dict):
+    def feed(self, event: Event) -> bool:
+        if not isinstance(event, Data) or event.kind != "variation_row" or not isinstance(event.get("row"), dict):
             return False
         return self.add_row(event["row"])
 
