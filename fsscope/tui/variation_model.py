@@ -30,7 +30,7 @@ import numpy as np
 from fsscope.analysis import variation as V
 from fsscope.format import format_pct
 from fsscope.study.execute import load_rows
-from fsscope.study.variation import BIN_S, configuration_stats, dense_hist
+from fsscope.study.variation import BIN_S, configuration_stats
 from fsscope.tui.model import Flag
 
 FIGURES = ("1", "2", "6", "7", "8", "9", "k")
@@ -76,14 +76,15 @@ def _finite(value) -> float | None:
     return out if math.isfinite(out) else None
 
 
-def hist_quantiles_ns(hist: np.ndarray, quantiles=QUANTILES) -> list[float]:
-    """Latency (bucket middle) at each quantile of a histogram on the shared grid."""
-    total = int(hist.sum())
-    if total == 0:
+def hist_quantiles_ns(sparse: list, quantiles=QUANTILES) -> list[float]:
+    """Latency (bucket middle) at each quantile of a sparse histogram on the shared grid
+    ([[bucket, count], ...] in bucket order, as the rows keep it)."""
+    pairs = np.asarray(sparse, dtype=np.int64).reshape(-1, 2)
+    cum = np.cumsum(pairs[:, 1])
+    if pairs.size == 0 or cum[-1] == 0:
         return [math.nan] * len(quantiles)
-    cum = np.cumsum(hist)
-    ranks = np.maximum(1, np.ceil(np.asarray(quantiles) * total)).astype(np.int64)
-    return [float(v) for v in V.bucket_mid_ns(np.searchsorted(cum, ranks))]
+    ranks = np.maximum(1, np.ceil(np.asarray(quantiles) * cum[-1])).astype(np.int64)
+    return [float(v) for v in V.bucket_mid_ns(pairs[np.searchsorted(cum, ranks), 0])]
 
 
 def quantile_at(quantiles_ns: list[float], fraction: float) -> float:
@@ -148,7 +149,7 @@ class VariationModel:
         runs = row["runs"]
         quantiles: dict[str, list[list[float]]] = {}
         for i, op in enumerate(runs[0].get("op_names") or []):
-            quantiles[op] = [hist_quantiles_ns(dense_hist(r["latency_hist"][i])) for r in runs]
+            quantiles[op] = [hist_quantiles_ns(r["latency_hist"][i]) for r in runs]
         return Configuration(
             id=stats["id"], label=stats["configuration"], fs=stats["fs"], personality=stats["personality"],
             knobs=dict(stats["knobs"]), ops_per_s=[float(r["ops_per_s"]) for r in runs],
