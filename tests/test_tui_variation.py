@@ -140,7 +140,7 @@ def side_text(view: VariationView) -> str:
 @pytest.mark.privileged
 async def test_variation_study_live_and_replayed(tmp_path):
     tiny = {"configurations": 2, "runs": 2, "duration_s": 1.0, "nfiles": 40, "file_systems": ["ext4"],
-            "personalities": ["varmail"], "workers": 1}
+            "personalities": ["varmail"], "workers": 1, "threshold": 0.001}  # flag (nearly) every configuration
     app = make_app(AppConfig(target=TargetSpec("dir", str(tmp_path)), jobs=("variation",),
                              job_defaults={"variation": tiny}))
     messages = []
@@ -192,11 +192,16 @@ async def test_variation_study_live_and_replayed(tmp_path):
         ks = first["ks_range_per_op"]
         assert all(op in screens["8"] for op in ks) and "K-S range" in screens["8"]
         assert "PCC: needs 3 configurations" in screens["9"]  # two points give no correlation
-        assert "above the 10% threshold" in screens["k"]
+        assert f"{len(report['flagged'])} of 2 above the 0% threshold" in screens["k"]
         await pilot.press("right_square_bracket")
         second = max(report["configurations"], key=lambda c: c["id"])
         await until(pilot, lambda: second["id"] in side_text(view), "the next configuration", 10)
         live_model = view.model_of(live.views[0])
+        if flagged:  # picking a flagged configuration in the flags panel shows it beside the figures
+            live.flags_panel.focus()
+            live.flags_panel.highlighted = None
+            await pilot.press("down")
+            await until(pilot, lambda: flagged[0]["id"] in side_text(view), "the flagged configuration", 10)
 
         replay = await open_replay(pilot, app, job.run_id)
         again = replay.job_view
