@@ -132,7 +132,7 @@ def empty_dir(path: Path) -> None:
 def run_python(root: Path, args: argparse.Namespace, log_path: Path) -> tuple[int, float, str]:
     spec = AgingSpec(profile=args.profile, seed=args.seed, max_ops=args.max_ops,
                      capacity_bytes=args.capacity_mib << 20, fallocate=args.fallocate,
-                     jobs=args.jobs)
+                     workers=args.jobs)
     result = age(root, spec, op_log_path=log_path)
     return result.session_ops, result.elapsed_s, result.op_log_sha256
 

@@ -472,6 +472,32 @@ def test_same_seed_same_op_log_on_fresh_file_systems(tmpfs_mount):
 
 
 @pytest.mark.privileged
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ends_within_tolerance_of_its_target_on_xfs(fresh_fs, workers):
+    """xfs counts worst-case delayed-allocation reservations of dirty files as used (here
+    +25 % of the files' bytes) and frees only once inodes are inactivated: a plain statvfs
+    reading during or right after the run said 84 % for a 50 % target (issue 12). The ager
+    steers on its own accounting, corrected by readings after syncfs, and reports a settled
+    fullness: the one a later look at the file system sees."""
+    from fsscope.aging.job import FULLNESS_TOLERANCE
+    from fsscope.layout.freespace import syncfs
+
+    mount = fresh_fs("xfs-default", size_bytes=512 * MIB).mountpoint
+    events = []
+    result = age(Path(mount), AgingSpec(profile="small", seed=3, fullness=0.5, max_ops=40_000,
+                                        workers=workers), on_progress=events.append)
+    assert result.phase == "stable", result.stop_note
+    syncfs(mount)
+    vfs = os.statvfs(mount)
+    settled = (vfs.f_blocks - vfs.f_bfree) / vfs.f_blocks
+    assert result.fullness == pytest.approx(settled, abs=1e-3)
+    assert abs(settled - 0.5) <= FULLNESS_TOLERANCE, settled
+    # what the progress bar showed stayed inside the band the stable phase holds
+    shown = [e["fullness"] for e in events]
+    assert shown and max(shown) <= 0.5 * (1 + ager.FULLNESS_BAND) + ager.SETTLE_GAP, shown
+
+
+@pytest.mark.privileged
 def test_enospc_is_a_clean_stop(tmpfs_mount):
     mount = tmpfs_mount("size=1m")
     # the caller claims 8 MiB but the file system has 1 MiB: creates hit ENOSPC
@@ -494,35 +520,36 @@ def test_enospc_with_workers_is_a_clean_stop(tmpfs_mount):
     assert tuple(tree["size"]) == result.fit["size"].counts
 
 
-def test_job_runs_the_ager_in_a_job_context(ram_dir):
+def _dir_job_context(ram_dir, tmp_path):
+    """The engine's JobContext (real events.ndjson) with the job's file system a plain directory."""
     from contextlib import contextmanager
     from types import SimpleNamespace
 
-    from fsscope.aging import job
+    from fsscope.engine.context import JobContext
+    from fsscope.store import RunDir
 
-    class Ctx:
-        cancelled = False
-
-        def __init__(self):
-            self.events = []
-
+    class DirContext(JobContext):
         @contextmanager
         def fresh_fs(self):
             yield SimpleNamespace(fs="dir", workdir=ram_dir, mountpoint=str(ram_dir))
 
-        def emit(self, kind, **fields):
-            self.events.append((kind, fields))
+    return DirContext(RunDir.create("age", tmp_path), None, None)
 
-        def progress(self, done, total, **fields):
-            self.emit("progress", done=done, total=total, **fields)
 
-    ctx = Ctx()
+def test_job_runs_the_ager_in_a_job_context(ram_dir, tmp_path):
+    from dataclasses import replace
+
+    from fsscope.aging import job
+    from fsscope.engine.events import Phase, Progress, read_run
+
+    ctx = _dir_job_context(ram_dir, tmp_path)
     report = job.run(ctx, job.Spec(profile="small", capacity_bytes=MIB, max_ops=600))
     assert report["ops"] == 600 and report["stop_reason"] == "ops"
-    assert ("phase", {"name": "aging: rapid"}) in ctx.events
-    assert any(kind == "progress" and f["total"] for kind, f in ctx.events)
+    recorded = read_run(ctx.run_dir)
+    assert Phase(t=0.0, name="aging: rapid") in [replace(e, t=0.0) for e in recorded]
+    assert any(isinstance(e, Progress) and e.total == 100 and e.detail["phase"] for e in recorded)
     with pytest.raises(AgingError, match="capacity_bytes"):
-        job.run(Ctx(), job.Spec(profile="small"))
+        job.run(_dir_job_context(ram_dir, tmp_path), job.Spec(profile="small"))
 
 
 def test_progress_never_runs_backwards_and_says_what_it_is_based_on():
@@ -562,26 +589,10 @@ def test_outcome_notes_name_a_missed_fullness_and_a_poor_fit():
                          None) == []
 
 
-def test_fallocate_run_counts_allocated_bytes_apart_from_written(ram_dir):
-    from contextlib import contextmanager
-    from types import SimpleNamespace
-
+def test_fallocate_run_counts_allocated_bytes_apart_from_written(ram_dir, tmp_path):
     from fsscope.aging import job
 
-    class Ctx:
-        cancelled = False
-
-        @contextmanager
-        def fresh_fs(self):
-            yield SimpleNamespace(fs="dir", workdir=ram_dir, mountpoint=str(ram_dir))
-
-        def emit(self, kind, **fields):
-            pass
-
-        def progress(self, done, total, **fields):
-            pass
-
-    report = job.run(Ctx(), job.Spec(profile="small", capacity_bytes=MIB, max_ops=400, fallocate=True))
+    report = job.run(_dir_job_context(ram_dir, tmp_path), job.Spec(profile="small", capacity_bytes=MIB, max_ops=400, fallocate=True))
     assert report["fallocate"] and report["written_bytes"] == 0 and report["overwrites"] == 0.0
     assert report["allocated_bytes"] > 0
     assert report["allocated_capacity_turnover"] == pytest.approx(report["allocated_bytes"] / MIB)

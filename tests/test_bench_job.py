@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from fsscope import recipes, store
+from fsscope.analysis import generator
 from fsscope.analysis import variation as v
 from fsscope.engine import runner
 from fsscope.targets import TargetSpec
@@ -52,6 +55,8 @@ def check_against_arrays(report: dict, window_s: int) -> None:
     for r, run in enumerate(report["runs"]):
         counts = run_dir.load_array(f"run{r}_counts", mmap=False)
         hist = run_dir.load_array(f"run{r}_latency_hist", mmap=False)
+        io_bytes = run_dir.load_array(f"run{r}_io_bytes", mmap=False)
+        lat_sum = run_dir.load_array(f"run{r}_latency_sum_ns", mmap=False)
         assert counts.ndim == 2 and counts.shape[0] == len(run["ops"])
         total = int(counts.sum())
         ops_per_s.append(total / elapsed[r])
@@ -62,7 +67,11 @@ def check_against_arrays(report: dict, window_s: int) -> None:
         assert run["windows"][str(window_s)] == pytest.approx(expected.tolist(), rel=1e-12)
         for i, entry in enumerate(run["ops"].values()):
             assert entry["count"] == int(counts[i].sum())
+            assert entry["bytes"] == int(io_bytes[i].sum())
+            assert entry["bytes_per_s"] == pytest.approx(io_bytes[i].sum() / elapsed[r], rel=1e-12)
             if entry["count"]:
+                assert entry["mean_ns"] == pytest.approx(lat_sum[i].sum() / entry["count"], rel=1e-12)
+                assert entry["mean_bytes"] == pytest.approx(io_bytes[i].sum() / entry["count"], rel=1e-12)
                 assert entry["p50_ns"] == hist_percentile(hist[i], 50)
                 assert entry["p99_ns"] == hist_percentile(hist[i], 99)
     x = np.array(ops_per_s)
@@ -87,6 +96,8 @@ def test_bench_on_a_directory_json_contract_and_arrays(cli, scratch):
     assert "taskstats_available" in report["telemetry"]
     assert list(workdir.iterdir()) == []  # both fresh directories removed
     assert "per op" in out.stdout and "Throughput-1" in out.stdout
+    assert "B/op" in out.stdout and "mean" in out.stdout
+    assert sum(run["ops"]["read"]["bytes"] for run in report["runs"]) > 0  # varmail reads whole files
     events = store.find_run(report["run_id"]).events()
     assert any(e["kind"] == "telemetry" for e in events)
     progress = [e for e in events if e["kind"] == "progress"]
@@ -205,3 +216,42 @@ def test_windows_must_fit_in_the_run_and_default_to_it(cli):
     proc = cli("bench", "--dir", "/tmp", "--duration", "5", "--window", "10")
     assert proc.returncode == 2 and "does not fit in a 5 s run" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_run_on_tmpfs_is_flagged_as_measuring_the_generator(cli):
+    """On tmpfs there is no device to wait for: the workers never block, so the CPU sets the
+    number and the run says so, with the workers' CPU accounted by the kernel."""
+    workdir = Path(os.environ["FSSCOPE_RAM_DIR"]) / "generator"
+    workdir.mkdir()
+    out_json = workdir.parent / "generator.json"
+    try:
+        out = cli("bench", "--personality", "varmail", "--runs", "1", "--duration", "2", "--files", "40",
+                  "--mean-file-size", "4K", "--workers", "1", "--trace", "off", "--dir", str(workdir),
+                  "--json", str(out_json), timeout_s=60)
+        assert out.returncode == 0, out.stderr
+        report = json.loads(out_json.read_text())
+    finally:
+        out_json.unlink(missing_ok=True)
+        workdir.rmdir()
+    verdict = report["runs"][0]["generator"]
+    assert verdict["device_busy"] is None                    # tmpfs: no block device
+    assert verdict["workers_cpu_bound_share"] >= generator.CPU_BOUND
+    elapsed = report["runs"][0]["elapsed_s"]
+    assert 0 < verdict["workers_cpu_s"] <= 1.05 * elapsed    # one worker cannot use more than the run
+    assert verdict["generator_bound"]
+    flag = next(f for f in report["flags"] if f["kind"] == "generator_bound")
+    assert "measured the generator, not the file system" in flag["title"]
+    assert "measured the generator" in out.stdout
+
+
+def test_generator_verdict_needs_a_busy_cpu_and_an_idle_device():
+    cpu_bound = dict(workers=2, elapsed_s=10.0, cpu_user_s=8.0, cpu_system_s=8.0, runqueue_s=3.0)
+    assert generator.generator_bound(**cpu_bound, device_busy=0.1)["generator_bound"]
+    assert generator.generator_bound(**cpu_bound, device_busy=None)["generator_bound"]
+    assert not generator.generator_bound(**cpu_bound, device_busy=0.9)["generator_bound"]   # the device is the limit
+    blocked = dict(cpu_bound, cpu_user_s=2.0, cpu_system_s=3.0, runqueue_s=1.0)            # 30 % on a CPU
+    assert not generator.generator_bound(**blocked, device_busy=0.1)["generator_bound"]
+    verdict = generator.generator_bound(**cpu_bound, device_busy=0.1)
+    assert verdict["workers_cpu_bound_share"] == pytest.approx(19 / 20)
+    assert verdict["workers_user_share"] == pytest.approx(0.5)
+    assert generator.generator_flag(0, generator.generator_bound(**blocked, device_busy=0.1)) is None

@@ -23,9 +23,10 @@ import pytest
 
 from fsscope.analysis.findings import LevelShift, LinearGrowth, Outlier, Series
 from fsscope.explain import OP_RULES, Geometry, explain, limits, predict, read_geometry, unobserved
+from fsscope.explain.btrfs import btrfs_file_items
+from fsscope.explain.ext4 import ext4_dir_limits
 from fsscope.explain.geometry import parse_dumpe2fs, parse_inumbers, parse_xfs_info, xfs_geometry_from_info
 from fsscope.explain.match import UNEXPLAINED
-from fsscope.explain.rules import btrfs_file_items, ext4_dir_limits
 from fsscope.tools import run
 
 PROBE_OPS = ("creat", "mkdir", "unlink", "stat", "rename", "open-existing", "write-fsync",

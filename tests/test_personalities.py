@@ -250,3 +250,30 @@ def test_syncwrite_arrays_of_a_point_cut_by_a_kill_still_count(scratch):
     assert [(p["writes"], p["ended"], p["bytes_per_s"] is None) for p in measured] == [(16, True, False), (5, False, True)]
     by_size = S.samples_by_size(measured)
     assert len(by_size[4096]["throughput_bps"]) == 1 and [a.size for a in by_size[4096]["latency_ns"]] == [16, 5]
+
+
+@pytest.mark.parametrize("name", ["fileserver", "varmail"])
+def test_worker_tracks_every_file_size_so_whole_file_reads_need_no_eof_probe(workdir, name):
+    """The worker reads a whole file by its tracked size (no extra read() to find EOF) and
+    appends through O_APPEND (no lseek): after real iterations its sizes match the disk's."""
+    from types import SimpleNamespace
+
+    from fsscope.workloads.personalities.worker import _Stop, _Worker
+
+    spec = small_spec(name, workers=1, io_size_bytes=16 << 10)   # 16 KiB reads: many files take several
+    P.populate(workdir, spec, evict_cache=False)
+    fileset = P.load_fileset(workdir, spec)
+    sent: list[tuple] = []
+    deadline = SimpleNamespace(value=time.monotonic_ns() + 300_000_000)
+    worker = _Worker(0, 1, str(workdir), spec, fileset.sizes_bytes, fileset.exists,
+                     SimpleNamespace(put=sent.append), deadline)
+    worker.begin(time.monotonic_ns())
+    with pytest.raises(_Stop):
+        worker.loop()
+    worker.flush(None)
+    assert sum(count for msg in sent for _, count, *_ in msg[4]) > 100   # it really iterated
+    assert worker.errors == [0] * len(spec.op_names)
+    assert sorted(worker.present) == sorted(files_on_disk(workdir, name))
+    for index in worker.present:
+        assert worker.fsize[index] == os.stat(worker.paths[index]).st_size, index
+    assert max(worker.fsize[i] for i in worker.present) > spec.io_size_bytes   # multi-chunk reads happened

@@ -187,3 +187,42 @@ def test_goals_name_the_buffer_or_say_not_reachable(cli, scratch):
     assert "not reachable on this stack" in out.stdout and "not reachable on this stack" in choice["note"]
     line = one_line_error(cli("syncwrite", "--dir", str(scratch), "--max-latency", "soon"))
     assert "--max-latency" in line and "5ms" in line
+
+
+@pytest.mark.privileged
+def test_trace_attributes_each_write_its_device_requests_and_journal_commits(cli, scratch):
+    """--trace on an ext4 loop image: every write's start is kept beside its latency; the
+    per-write requests, bytes and journal commits (write_io.npy) are recomputed from the kept
+    kernel events, and the report's per-point and per-size sums from write_io.npy."""
+    from fsscope.trace.attribute import per_call_io
+    from fsscope.workloads.syncwrite_job import WRITE_IO_COLUMNS
+
+    out_json = scratch / "traced.json"
+    out = cli("syncwrite", "--trace", "--repeats", "2", "--sizes", "4K,1M", "--bytes-per-point", "1M",
+              "--recipe", "ext4-default", "--ram", "--size", "128M", "--json", str(out_json),
+              env=os.environ | {"COLUMNS": "200"}, timeout_s=180)
+    assert out.returncode == 0, out.stderr
+    assert "what reached the device" in out.stdout
+    (rec,) = json.loads(out_json.read_text())["recipes"].values()
+    assert rec["trace"]["active"] and rec["trace"]["complete"], rec["trace"]
+    run_dir = store.find_run(rec["run_id"])
+    latency, start = run_dir.load_array("latency_ns"), run_dir.load_array("start_ns")
+    assert (latency >= 0).all() and (start > 0).all()
+    assert (start[:-1] + latency[:-1] <= start[1:]).all()  # writes in plan order, one at a time
+    io = run_dir.load_array("write_io")
+    events = run_dir.load_array("trace_events")
+    again = per_call_io(events, rec["trace"]["event_names"], start, latency)
+    assert np.array_equal(io, np.stack([again[c] for c in WRITE_IO_COLUMNS], axis=1))
+    col = {c: k for k, c in enumerate(WRITE_IO_COLUMNS)}
+    assert (io[:, col["requests"]] >= 1).all()  # an O_SYNC write reaches the device inside the call
+    points = run_dir.load_array("points")
+    for row in rec["kernel_by_size"]:
+        size = row["buffer_bytes"]
+        mine = points[points[:, sw.COL["buffer_bytes"]] == size]
+        rows = np.concatenate([io[int(o):int(o) + int(n)] for o, n in mine[:, [sw.COL["offset"], sw.COL["writes"]]]])
+        assert row["writes"] == len(rows) and row["bytes"] == rows[:, col["bytes"]].sum()
+        assert row["commits"] == rows[:, col["commits"]].sum()
+        assert row["bytes_per_write"] >= size  # the data itself, plus the journal's blocks
+        assert row["commits_per_write"] > 0.5  # O_SYNC into preallocated blocks: a commit per write
+    for point in rec["raw_points"]:
+        assert point["kernel"]["writes"] == point["writes"] and point["kernel"]["requests"] >= point["writes"]

@@ -221,6 +221,7 @@ class FakeRun:
     elapsed_s: float
     latency_hist: np.ndarray
     latency_sum_ns: np.ndarray
+    io_bytes: np.ndarray
 
 
 def _fake_run(level: int, seed: int) -> FakeRun:
@@ -228,7 +229,7 @@ def _fake_run(level: int, seed: int) -> FakeRun:
     counts = np.vstack([np.full(60, level), np.full(60, level // 2)]).astype(np.int64)
     hists = np.vstack([v.latency_histogram(rng.lognormal(9, 1, 500).astype(np.int64)),
                        v.latency_histogram(rng.lognormal(12, 1, 500).astype(np.int64))])
-    return FakeRun(("read", "write"), counts, 1.0, 60.0, hists, counts * 1000)
+    return FakeRun(("read", "write"), counts, 1.0, 60.0, hists, counts * 1000, counts * 4096)
 
 
 def test_variation_report_follows_the_json_contract():
@@ -245,6 +246,9 @@ def test_variation_report_follows_the_json_contract():
     assert first["ops"]["read"]["count"] == 60_000
     assert first["ops"]["read"]["p50_ns"] == pytest.approx(math.exp(9), rel=0.15)
     assert first["ops"]["read"]["mean_ns"] == 1000.0
+    assert first["ops"]["read"]["bytes"] == 60_000 * 4096
+    assert first["ops"]["read"]["mean_bytes"] == 4096.0
+    assert first["ops"]["read"]["bytes_per_s"] == pytest.approx(1000 * 4096)
     var = report["variation"]
     assert var["relative_range"] == pytest.approx(450 / 1725)
     assert var["rsd"] == pytest.approx(v.rsd([1500, 1950]))

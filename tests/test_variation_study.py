@@ -121,12 +121,29 @@ def test_study_cli_end_to_end_and_resume(tmp_path, cli):
 
 
 @pytest.mark.privileged
-def test_ladder_steps_change_what_they_claim(tmp_path, cli):
+@pytest.mark.parametrize("where", ["device", "image"])
+def test_ladder_steps_change_what_they_claim(tmp_path, cli, loop_device, where):
+    """Every step runs on the target given (a loop device the test made, or an image file on
+    disk), not on RAM images of its own."""
     out = tmp_path / "ladder.json"
-    proc = cli("bench", "--ladder", "--runs", "2", "--duration", "1", "--files", "40", "--size", "512M",
+    if where == "device":
+        dev = loop_device("320M")
+        target = ["--device", dev, "--yes-destroy", dev]
+    else:
+        dev = None
+        target = ["--image", str(tmp_path / "ladder.img"), "--size", "320M"]
+    proc = cli("bench", "--ladder", "--runs", "2", "--duration", "1", "--files", "40", *target,
                "--personality", "varmail", "--json", str(out), timeout_s=400)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    ladder = {s["step"]: s for s in json.loads(out.read_text())["ladder"]}
+    report = json.loads(out.read_text())
+    assert report["target"]["kind"] == where
+    devices = {r["device"] for s in report["ladder"] for r in s["runs"]}
+    if where == "device":
+        assert devices == {dev}
+    else:
+        assert len(devices) == 1 and devices.pop().startswith("/dev/loop")
+        assert (tmp_path / "ladder.img").stat().st_size == 320 * 2**20
+    ladder = {s["step"]: s for s in report["ladder"]}
     assert list(ladder) == ["baseline", "no_lazy", "umount", "alloc"]
     for step in ladder.values():
         assert len(step["runs"]) == 2 and all(r["ops_per_s"] > 0 and len(r["image_sha256"]) == 64 for r in step["runs"])

@@ -35,10 +35,15 @@ Method:
   is undone, the tree and the result agree).
 
 Fullness: with ``capacity_bytes`` None the root must be a mount point and fullness is
-``os.statvfs`` used/total; the planner accounts bytes rounded to the fragment size from
-the used bytes at start, so file-system metadata makes the measured fullness a little
-higher than planned. With ``capacity_bytes`` (a plain directory) fullness is the logical
-bytes of the aged files over that capacity.
+``os.statvfs`` used/total *once settled* (after syncfs), what ``df`` shows later. The run
+steers on its own accounting (live files' bytes rounded to the fragment size, plus the rest
+of the used bytes), corrected from settled readings: in the rapid phase each time half the
+remaining way to the target is covered, at each planned fit point, and at the end. A plain
+statvfs reading mid-run runs far ahead (xfs counts worst-case delayed-allocation metadata
+reservations of dirty files as used, +25 % of their bytes here; frees wait for the journal
+or inode inactivation): steering or reporting on it made a 50 % run end at 84 % "full".
+With ``capacity_bytes`` (a plain directory) fullness is the logical bytes of the aged files
+over that capacity.
 
 Write modes: by default every byte is written (a seeded incompressible pattern) with
 plain buffered writes, like a real workload: delayed allocation, writeback and the page
@@ -86,6 +91,7 @@ from fsscope.aging.executor import FULL_ERRNOS, SKIPPED, FileOps, WorkerPool, da
 from fsscope.aging.profile import AGING_STATE_FILE, Profile, load_profile, profile_from_dict
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
+from fsscope.layout.freespace import syncfs
 
 STATE_FILE = AGING_STATE_FILE
 STATE_VERSION = 1
@@ -525,7 +531,34 @@ def age(root: Path, spec: AgingSpec, *,
     also writes the op log (``c <path> <bytes>`` / ``d <path>`` lines: exactly the hashed
     bytes) for replay.
     """
-    root = Path(root)
+    start = _open_session(Path(root), spec, resume)
+    return _Session(start, spec, on_progress, cancelled, op_log_path).run()
+
+
+@dataclass
+class _Start:
+    """Where a session starts: a fresh target, or the state a resumed one left."""
+
+    root: Path
+    profile: Profile
+    seed: int
+    fullness: float
+    capacity_given: int | None    # None: statvfs mode (the root is a mount point)
+    fallocate: bool
+    resumed: bool
+    planner: _Planner
+    capacity_bytes: int
+    used_bytes: int               # statvfs used at start (0 in directory mode)
+    ops: int
+    phase: str
+    live_files_k: int | None
+    written_bytes: int
+    segments: list
+    foreign: int
+
+
+def _open_session(root: Path, spec: AgingSpec, resume: bool) -> _Start:
+    """Check the target and the spec; read the state to resume, or start afresh."""
     if not root.is_dir():
         raise AgingError(f"aging: {root}: not a directory")
     state = read_state(root)
@@ -566,229 +599,352 @@ def age(root: Path, spec: AgingSpec, *,
         capacity_bytes, used_bytes, unit_bytes = int(capacity_given), 0, 1
 
     planner = _Planner(profile, seed=seed, alloc_unit_bytes=unit_bytes)
-    age_weights, age_cutoffs = np.array(profile.age_weights), np.array(profile.age_cutoffs)
+    start = _Start(root=root, profile=profile, seed=seed, fullness=fullness,
+                   capacity_given=capacity_given, fallocate=fallocate, resumed=resume,
+                   planner=planner, capacity_bytes=capacity_bytes, used_bytes=used_bytes,
+                   ops=0, phase="rapid", live_files_k=None, written_bytes=0, segments=[],
+                   foreign=0)
     if resume:
-        files, foreign, _ = walk_aged_tree(root, planner)
+        files, start.foreign, _ = walk_aged_tree(root, planner)
         max_born = max((f[0] for f in files), default=-1)
-        ops_start = max(int(state["ops"]), max_born + 1)
+        start.ops = max(int(state["ops"]), max_born + 1)
         planner.horizon_ops = int(state.get("horizon_ops") or 0)
         planner.rebuild(files)
         rng_state = state["rng_state"]
         planner.rng.setstate((rng_state[0], tuple(rng_state[1]), rng_state[2]))
-        phase = state["phase"]
-        live_files_k = state.get("k_live_files")
-        written_bytes = int(state["written_bytes"])
-        segments = list(state["segments"])
+        start.phase = state["phase"]
+        start.live_files_k = state.get("k_live_files")
+        start.written_bytes = int(state["written_bytes"])
+        start.segments = list(state["segments"])
     else:
-        foreign = sum(1 for e in os.scandir(root) if e.is_file() and e.name != STATE_FILE)
-        ops_start, phase, live_files_k, written_bytes, segments = 0, "rapid", None, 0, []
-    # bytes that are not the ager's live files (statvfs mode): metadata, foreign files
-    base_used_bytes = used_bytes - planner.files_bytes if capacity_given is None else 0
-    target_bytes = fullness * capacity_bytes
-    band_bytes = FULLNESS_BAND * target_bytes
-    ceiling_bytes = min(target_bytes + band_bytes, capacity_bytes)
-    floor_bytes = target_bytes - band_bytes
-    mean_size_bytes = profile.mean_size_bytes()
+        start.foreign = sum(1 for e in os.scandir(root) if e.is_file() and e.name != STATE_FILE)
+    return start
 
-    convergence = (fit.convergence_ops(live_files_k, age_weights, age_cutoffs)
-                   if live_files_k else None)
-    any_stop = any(x is not None for x in (spec.max_seconds, spec.confidence,
-                                           spec.max_overwrites, spec.max_ops))
-    max_ops = spec.max_ops if spec.max_ops is not None else math.inf
-    max_written = (spec.max_overwrites * capacity_bytes if spec.max_overwrites is not None
-                   else math.inf)
-    ops = ops_start
-    if phase == "stable":
-        # new stop conditions may move the planned fit point; re-cut if it moved
-        horizon = max(planner.horizon_ops,
-                      _initial_horizon(spec, convergence or 0, ops, written_bytes,
-                                       capacity_bytes, mean_size_bytes))
-        if horizon != planner.horizon_ops:
-            planner.recut(horizon)
 
-    fit_every = spec.fit_every or max(32, min(10_000, (live_files_k or 1000) // 8))
-    hasher = hashlib.sha256()
-    log_file = open(op_log_path, "wb") if op_log_path is not None else None
-    log_lines: list[str] = []
-    log_pending: list[tuple[int, str]] = []  # parallel mode: lines waiting for their op to finish
-    failed_create_bytes = 0
-    pool: WorkerPool | None = None
-    file_ops: FileOps | None = None
+SETTLE_GAP = 0.005  # of the capacity: the rapid phase stops settling when this close to its target
 
-    def flush_log(lines: list[str]) -> None:
+
+class _Session:
+    """One aging session: the op loop and its state (counters, the op log, the executor).
+
+    Fullness control (statvfs mode): the planner counts the live files' allocated bytes
+    (rounded to the fragment size); the file system's own growth (inodes, directories,
+    extent trees) is ``base_used_bytes``, the statvfs used bytes the files do not explain.
+    A plain statvfs reading runs ahead of the truth while writes are dirty (delayed
+    allocation reserves worst-case metadata: +25 % of the files' bytes on xfs here) and
+    frees are not committed, so ``base_used_bytes`` is corrected only from *settled*
+    readings (syncfs, then statvfs): in the rapid phase each time half the remaining way
+    to the target is covered (so the steps shrink as the target nears), in the stable phase
+    at each planned fit point, and for the final fullness.
+    """
+
+    def __init__(self, start: _Start, spec: AgingSpec, on_progress: Callable[[dict], None] | None,
+                 cancelled: Callable[[], bool] | None, op_log_path: Path | None):
+        self.start, self.spec = start, spec
+        self.root, self.planner, self.profile = start.root, start.planner, start.profile
+        self.on_progress, self.cancelled = on_progress, cancelled
+        self.statvfs_mode = start.capacity_given is None
+        self.capacity_bytes = capacity = start.capacity_bytes
+        self.base_used_bytes = start.used_bytes - self.planner.files_bytes if self.statvfs_mode else 0
+        self.target_bytes = target = start.fullness * capacity
+        band = FULLNESS_BAND * target
+        self.ceiling_bytes, self.floor_bytes = min(target + band, capacity), target - band
+        self.settle_at_bytes = self._next_settle(self.live_bytes()) if self.statvfs_mode else math.inf
+        self.mean_size_bytes = self.profile.mean_size_bytes()
+        self.age_weights = np.array(self.profile.age_weights)
+        self.age_cutoffs = np.array(self.profile.age_cutoffs)
+        self.ops_start = self.ops = start.ops
+        self.phase, self.live_files_k, self.written_bytes = start.phase, start.live_files_k, start.written_bytes
+        self.convergence = (fit.convergence_ops(self.live_files_k, self.age_weights, self.age_cutoffs)
+                            if self.live_files_k else None)
+        self.any_stop = any(x is not None for x in (spec.max_seconds, spec.confidence,
+                                                    spec.max_overwrites, spec.max_ops))
+        self.max_ops = spec.max_ops if spec.max_ops is not None else math.inf
+        self.max_written = (spec.max_overwrites * capacity if spec.max_overwrites is not None
+                            else math.inf)
+        if self.phase == "stable":
+            # new stop conditions may move the planned fit point; re-cut if it moved
+            horizon = max(self.planner.horizon_ops, self._initial_horizon(self.convergence or 0))
+            if horizon != self.planner.horizon_ops:
+                self.planner.recut(horizon)
+        self.fit_every = spec.fit_every or max(32, min(10_000, (self.live_files_k or 1000) // 8))
+        self.next_fit_check = self.ops + self.fit_every if self.phase == "stable" else math.inf
+        self.hasher = hashlib.sha256()
+        self.op_log_path = op_log_path
+        self.log_file = None
+        self.log_lines: list[str] = []
+        self.log_pending: list[tuple[int, str]] = []  # parallel mode: lines waiting for their op
+        self.failed_create_bytes = 0
+        self.pool: WorkerPool | None = None
+        self.file_ops: FileOps | None = None
+        self.stop_reason = self.stop_note = ""
+        self.full_errno, self.full_path = 0, ""
+        self.t0 = self.state_saved_at = time.monotonic()
+        self.progress_at = self.t0 - PROGRESS_EVERY_S  # the first report comes straight away
+
+    # ---- fullness
+
+    def live_bytes(self) -> int:
+        """Used bytes as the plan counts them: the files plus the last settled rest."""
+        return self.base_used_bytes + self.planner.files_bytes
+
+    def _next_settle(self, live: float) -> float:
+        gap = self.target_bytes - live
+        return live + gap / 2 if gap > SETTLE_GAP * self.capacity_bytes else math.inf
+
+    def _settled_used_bytes(self) -> int:
+        """statvfs used bytes once every op so far has reached the file system and been synced."""
+        if self.pool is not None:
+            self.pool.drain()
+        syncfs(str(self.root))
+        return _measure(self.root)[1]
+
+    def settle(self) -> None:
+        """Correct the rest (metadata, foreign files) from a settled reading."""
+        self.base_used_bytes = self._settled_used_bytes() - self.planner.files_bytes
+
+    def final_fullness(self) -> float:
+        if self.statvfs_mode:
+            return self._settled_used_bytes() / self.capacity_bytes if self.capacity_bytes else 0.0
+        return self.planner.files_bytes / self.capacity_bytes
+
+    # ---- the op log and the state file
+
+    def flush_log(self, lines: list[str]) -> None:
         if lines:
             chunk = "".join(lines).encode()
-            hasher.update(chunk)
-            if log_file is not None:
-                log_file.write(chunk)
+            self.hasher.update(chunk)
+            if self.log_file is not None:
+                self.log_file.write(chunk)
 
-    def flush_resolved(next_seq: int, final: bool = False) -> None:
-        nonlocal failed_create_bytes
+    def flush_resolved(self, next_seq: int, final: bool = False) -> None:
+        pool = self.pool
         if pool is None:
-            flush_log(log_lines)
-            log_lines.clear()
+            self.flush_log(self.log_lines)
+            self.log_lines.clear()
             return
         limit = next_seq if final else pool.resolved_before(next_seq)
-        cut = bisect.bisect_left(log_pending, (limit, ""))
+        cut = bisect.bisect_left(self.log_pending, (limit, ""))
         done = []
-        for seq, line in log_pending[:cut]:
+        for seq, line in self.log_pending[:cut]:
             if seq not in pool.failures:
                 done.append(line)
             elif line.startswith("c "):
-                failed_create_bytes += int(line.rsplit(" ", 1)[1])
-        flush_log(done)
-        del log_pending[:cut]
+                self.failed_create_bytes += int(line.rsplit(" ", 1)[1])
+        self.flush_log(done)
+        del self.log_pending[:cut]
 
-    def measured_fullness() -> float:
-        if capacity_given is None:
-            total, used, _ = _measure(root)
-            return used / total if total else 0.0
-        return planner.files_bytes / capacity_bytes
-
-    def save_state(reason: str = "") -> str:
-        rng = planner.rng.getstate()
-        return _write_state(root, {
-            "version": STATE_VERSION, "profile": profile.to_dict(), "seed": seed,
-            "fullness": fullness, "capacity_bytes": capacity_given, "fallocate": fallocate,
-            "ops": ops, "phase": phase, "k_live_files": live_files_k,
-            "convergence_ops": convergence, "horizon_ops": planner.horizon_ops,
-            "written_bytes": written_bytes, "rng_state": [rng[0], list(rng[1]), rng[2]],
-            "segments": segments + [{"ops_from": ops_start, "ops_to": ops,
-                                     "stop_reason": reason or "running",
-                                     "op_log_sha256": hasher.hexdigest()}],
+    def save_state(self, reason: str = "") -> str:
+        start, rng = self.start, self.planner.rng.getstate()
+        return _write_state(self.root, {
+            "version": STATE_VERSION, "profile": self.profile.to_dict(), "seed": start.seed,
+            "fullness": start.fullness, "capacity_bytes": start.capacity_given,
+            "fallocate": start.fallocate, "ops": self.ops, "phase": self.phase,
+            "k_live_files": self.live_files_k, "convergence_ops": self.convergence,
+            "horizon_ops": self.planner.horizon_ops, "written_bytes": self.written_bytes,
+            "rng_state": [rng[0], list(rng[1]), rng[2]],
+            "segments": start.segments + [{"ops_from": self.ops_start, "ops_to": self.ops,
+                                           "stop_reason": reason or "running",
+                                           "op_log_sha256": self.hasher.hexdigest()}],
         })
 
-    t0 = time.monotonic()
-
-    def progress_event(now_s: float) -> dict:
-        elapsed = now_s - t0
-        fits = planner.fits(ops)
+    def progress_event(self, now_s: float) -> dict:
+        elapsed = now_s - self.t0
+        fits = self.planner.fits(self.ops)
         return {
-            "phase": phase, "fullness": round(measured_fullness(), 6), "ops": ops,
-            "ops_per_s": round((ops - ops_start) / elapsed, 1) if elapsed > 0 else 0.0,
-            "overwrites": written_bytes / capacity_bytes,
+            "phase": self.phase, "fullness": round(self.live_bytes() / self.capacity_bytes, 6),
+            "ops": self.ops,
+            "ops_per_s": round((self.ops - self.ops_start) / elapsed, 1) if elapsed > 0 else 0.0,
+            "overwrites": self.written_bytes / self.capacity_bytes,
             "p_values": {name: f.p_value for name, f in fits.items()},
-            "convergence_ops": convergence, "horizon_ops": planner.horizon_ops or None,
-            "live_files": planner.live_files, "elapsed_s": round(elapsed, 3),
+            "convergence_ops": self.convergence, "horizon_ops": self.planner.horizon_ops or None,
+            "live_files": self.planner.live_files, "elapsed_s": round(elapsed, 3),
         }
 
-    state_saved_at = t0
-    progress_at = t0 - PROGRESS_EVERY_S  # the first report comes straight away
-    stop_reason = stop_note = ""
-    next_fit_check = ops + fit_every if phase == "stable" else math.inf
-    full_errno, full_path = 0, ""
-    rng_random = planner.rng.random
-    add_file, remove_file = planner.add_file, planner.remove_file
-    deficit_size, deficit_depth = planner.deficit_size, planner.deficit_depth
-    victim, n_sib = planner.victim, planner.n_sib
-    unlink = os.unlink
-    size_bytes_of = planner.size_bytes
-    statvfs_mode = capacity_given is None
-    jobs = spec.workers
-    next_event = ops  # the op at which the checks below run next
-    try:
-        save_state()
-        if jobs > 1:
-            pool = WorkerPool(root, jobs, fallocate=fallocate, pattern_seed=seed)
-        else:
-            file_ops = FileOps(root, fallocate=fallocate, pattern=data_pattern(seed))
+    # ---- phases
+
+    def _initial_horizon(self, convergence: int) -> int:
+        return _initial_horizon(self.spec, convergence, self.ops, self.written_bytes,
+                                self.capacity_bytes, self.mean_size_bytes)
+
+    def rapid_choice(self, live: int) -> int:
+        """The size bucket of the next create; -1 when the rapid phase is over (then the
+        stable phase has begun). The end is decided on a settled reading when it is near."""
+        if live >= self.settle_at_bytes:
+            self.settle()
+            live = self.live_bytes()
+            self.settle_at_bytes = self._next_settle(live)
+        s = self.planner.deficit_size(self.capacity_bytes - live)
+        if live < self.target_bytes and s >= 0:
+            return s
+        self.enter_stable()  # full enough (or nothing fits any more)
+        return -1
+
+    def enter_stable(self) -> None:
+        self.phase = "stable"
+        self.live_files_k = self.planner.live_files
+        self.convergence = fit.convergence_ops(self.live_files_k, self.age_weights, self.age_cutoffs)
+        self.planner.recut(self._initial_horizon(self.convergence))
+        self.next_fit_check = self.ops + self.fit_every
+        if self.on_progress is not None:
+            self.on_progress(self.progress_event(time.monotonic()))
+
+    def stable_choice(self, live: int) -> tuple[bool, int]:
+        """(create?, size bucket) of the next stable-phase op; (False, -1) with stop_reason
+        set when nothing fits at all."""
+        planner = self.planner
+        create = planner.rng.random() < 0.5
+        if not create and (live < self.floor_bytes or planner.live_files == 0):
+            create = True
+        s = -1
+        if create:
+            s = planner.deficit_size(self.ceiling_bytes - live)
+            if s < 0:
+                if planner.live_files == 0:
+                    self.stop_reason = "no_room"
+                    self.stop_note = "no file of the profile fits in the space left"
+                create = False
+        return create, s
+
+    # ---- checks between ops
+
+    def stop_by_limits(self) -> bool:
+        """The op and overwrite limits (exact op counts, so the stop point is deterministic)."""
+        if self.ops >= self.max_ops:
+            self.stop_reason, self.stop_note = "ops", f"reached max_ops = {self.spec.max_ops} operations"
+            return True
+        if self.written_bytes >= self.max_written:
+            self.stop_reason = "overwrites"
+            self.stop_note = (f"wrote {self.written_bytes / self.capacity_bytes:.3f}x the capacity "
+                              f"(max_overwrites = {self.spec.max_overwrites})")
+            return True
+        return False
+
+    def stop_by_fit(self) -> bool:
+        """Stable phase: the convergence bound, the confidence test, the time left at a
+        planned fit point; past that point, plan the fit for twice as long a history."""
+        spec, ops, planner = self.spec, self.ops, self.planner
+        if not self.any_stop and ops >= self.convergence:
+            self.stop_reason = "convergence_bound"
+            self.stop_note = (f"reached the convergence bound T = {self.convergence} ops "
+                              f"(K = {self.live_files_k} live files; no other stop "
+                              "condition given)")
+            return True
+        at_horizon = ops >= planner.horizon_ops
+        if spec.confidence is not None and (ops >= self.next_fit_check or at_horizon):
+            self.next_fit_check = ops + self.fit_every
+            worst = min((f.p_value if f.p_value is not None else 0.0)
+                        for f in planner.fits(ops).values())
+            if worst >= spec.confidence:
+                self.stop_reason = "confidence"
+                self.stop_note = (f"every distribution fits the profile with "
+                                  f"chi-squared p >= {spec.confidence} (lowest {worst:.3f})")
+                return True
+        if at_horizon and spec.max_seconds is not None and ops > self.ops_start:
+            # the fit peaks here; stop unless the next peak fits in the time left
+            elapsed = time.monotonic() - self.t0
+            left_s = spec.max_seconds - elapsed
+            if ops / ((ops - self.ops_start) / elapsed) > left_s:
+                self.stop_reason = "time"
+                self.stop_note = (f"stopped at the planned fit point (op {ops}) as the "
+                                  f"next one (op {2 * ops}) would not be reached within "
+                                  f"the time limit of {spec.max_seconds:g} s")
+                return True
+        if at_horizon:  # run on: plan the fit for twice as long a history
+            planner.recut(2 * planner.horizon_ops)
+            if self.statvfs_mode:
+                self.settle()
+        return False
+
+    def stop_by_clock(self) -> bool:
+        """Every CHECK_EVERY_OPS ops: cancel, the time limit, worker failures; progress
+        events and state saves when due."""
+        now_s = time.monotonic()
+        if self.cancelled is not None and self.cancelled():
+            self.stop_reason, self.stop_note = "cancelled", "cancelled by the caller"
+            return True
+        if self.spec.max_seconds is not None and now_s - self.t0 >= self.spec.max_seconds:
+            self.stop_reason = "time"
+            self.stop_note = f"time limit of {self.spec.max_seconds:g} s reached"
+            return True
+        if self.pool is not None:
+            self.pool.poll()
+            if self.pool.failures:
+                return True  # a worker hit a full file system; handled after draining
+        self.flush_resolved(self.ops)
+        if self.on_progress is not None and now_s - self.progress_at >= PROGRESS_EVERY_S:
+            self.progress_at = now_s
+            self.on_progress(self.progress_event(now_s))
+        if now_s - self.state_saved_at >= STATE_EVERY_S:
+            self.state_saved_at = now_s
+            self.save_state()
+        return False
+
+    def next_check_op(self) -> float:
+        ops = self.ops
+        at = min(ops - ops % CHECK_EVERY_OPS + CHECK_EVERY_OPS, self.max_ops)
+        if self.phase == "stable":
+            at = min(at, self.planner.horizon_ops, self.next_fit_check)
+            if not self.any_stop:
+                at = min(at, self.convergence)
+        return at
+
+    # ---- the run
+
+    def run(self) -> AgingResult:
+        try:
+            self.log_file = open(self.op_log_path, "wb") if self.op_log_path is not None else None
+            self.save_state()
+            if self.spec.workers > 1:
+                self.pool = WorkerPool(self.root, self.spec.workers, fallocate=self.start.fallocate,
+                                       pattern_seed=self.start.seed)
+            else:
+                self.file_ops = FileOps(self.root, fallocate=self.start.fallocate,
+                                        pattern=data_pattern(self.start.seed))
+            self.loop()
+            self.drain()
+        finally:
+            if self.pool is not None:
+                self.pool.close()
+            if self.file_ops is not None:
+                self.file_ops.close()
+            if self.log_file is not None:
+                self.log_file.close()
+            self.pool = self.file_ops = None  # every op has finished (drained)
+        return self.result()
+
+    def loop(self) -> None:
+        """Plan and carry out ops until a stop condition. The hot path (~10^4 ops/s) keeps
+        the planner's methods in locals."""
+        planner, pool, file_ops = self.planner, self.pool, self.file_ops
+        rng_random = planner.rng.random
+        add_file, remove_file = planner.add_file, planner.remove_file
+        deficit_depth, victim, n_sib = planner.deficit_depth, planner.victim, planner.n_sib
+        size_bytes_of, unlink = planner.size_bytes, os.unlink
         root_fd = file_ops.root_fd if file_ops is not None else -1
+        jobs = self.spec.workers
+        log_lines, log_pending = self.log_lines, self.log_pending
+        next_event = self.ops  # the op at which the checks run next
         while True:
+            ops = self.ops
             if ops >= next_event:
-                # ---- stop conditions and housekeeping; deterministic ones sit on exact ops
-                if ops >= max_ops:
-                    stop_reason, stop_note = "ops", f"reached max_ops = {spec.max_ops} operations"
-                    break
-                if written_bytes >= max_written:
-                    stop_reason = "overwrites"
-                    stop_note = (f"wrote {written_bytes / capacity_bytes:.3f}x the capacity "
-                                 f"(max_overwrites = {spec.max_overwrites})")
-                    break
-                if phase == "stable":
-                    if not any_stop and ops >= convergence:
-                        stop_reason = "convergence_bound"
-                        stop_note = (f"reached the convergence bound T = {convergence} ops "
-                                     f"(K = {live_files_k} live files; no other stop "
-                                     "condition given)")
-                        break
-                    at_horizon = ops >= planner.horizon_ops
-                    if spec.confidence is not None and (ops >= next_fit_check or at_horizon):
-                        next_fit_check = ops + fit_every
-                        fits = planner.fits(ops)
-                        worst = min((f.p_value if f.p_value is not None else 0.0)
-                                    for f in fits.values())
-                        if worst >= spec.confidence:
-                            stop_reason = "confidence"
-                            stop_note = (f"every distribution fits the profile with "
-                                         f"chi-squared p >= {spec.confidence} "
-                                         f"(lowest {worst:.3f})")
-                            break
-                    if at_horizon and spec.max_seconds is not None and ops > ops_start:
-                        # the fit peaks here; stop unless the next peak fits in the time left
-                        elapsed = time.monotonic() - t0
-                        left_s = spec.max_seconds - elapsed
-                        if ops / ((ops - ops_start) / elapsed) > left_s:
-                            stop_reason = "time"
-                            stop_note = (f"stopped at the planned fit point (op {ops}) as the "
-                                         f"next one (op {2 * ops}) would not be reached within "
-                                         f"the time limit of {spec.max_seconds:g} s")
-                            break
-                    if at_horizon:  # run on: plan the fit for twice as long a history
-                        planner.recut(2 * planner.horizon_ops)
-                if ops % CHECK_EVERY_OPS == 0:
-                    now_s = time.monotonic()
-                    if cancelled is not None and cancelled():
-                        stop_reason, stop_note = "cancelled", "cancelled by the caller"
-                        break
-                    if spec.max_seconds is not None and now_s - t0 >= spec.max_seconds:
-                        stop_reason = "time"
-                        stop_note = f"time limit of {spec.max_seconds:g} s reached"
-                        break
-                    if pool is not None:
-                        pool.poll()
-                        if pool.failures:
-                            break  # a worker hit a full file system; handled after draining
-                    flush_resolved(ops)
-                    if on_progress is not None and now_s - progress_at >= PROGRESS_EVERY_S:
-                        progress_at = now_s
-                        on_progress(progress_event(now_s))
-                    if now_s - state_saved_at >= STATE_EVERY_S:
-                        state_saved_at = now_s
-                        save_state()
-                next_event = min(ops - ops % CHECK_EVERY_OPS + CHECK_EVERY_OPS, max_ops)
-                if phase == "stable":
-                    next_event = min(next_event, planner.horizon_ops, next_fit_check)
-                    if not any_stop:
-                        next_event = min(next_event, convergence)
+                if self.stop_by_limits() or (self.phase == "stable" and self.stop_by_fit()) \
+                        or (ops % CHECK_EVERY_OPS == 0 and self.stop_by_clock()):
+                    return
+                next_event = self.next_check_op()
 
             # ---- plan one operation
-            live = base_used_bytes + planner.files_bytes if statvfs_mode else planner.files_bytes
+            live = self.base_used_bytes + planner.files_bytes
             create = True
-            if phase == "rapid":
-                s = deficit_size(capacity_bytes - live)
-                if live >= target_bytes or s < 0:
-                    phase = "stable"  # full enough (or nothing fits any more)
-                    live_files_k = planner.live_files
-                    convergence = fit.convergence_ops(live_files_k, age_weights, age_cutoffs)
-                    planner.recut(_initial_horizon(spec, convergence, ops, written_bytes,
-                                                   capacity_bytes, mean_size_bytes))
-                    next_fit_check = ops + fit_every
-                    next_event = ops
-                    if on_progress is not None:
-                        on_progress(progress_event(time.monotonic()))
+            if self.phase == "rapid":
+                s = self.rapid_choice(live)
+                if s < 0:
+                    next_event = ops  # the stable phase's checks start now
                     continue
             else:
-                create = rng_random() < 0.5
-                if not create and (live < floor_bytes or planner.live_files == 0):
-                    create = True
-                if create:
-                    s = deficit_size(ceiling_bytes - live)
-                    if s < 0:
-                        if planner.live_files == 0:
-                            stop_reason = "no_room"
-                            stop_note = "no file of the profile fits in the space left"
-                            break
-                        create = False
+                create, s = self.stable_choice(live)
+                if self.stop_reason:
+                    return
 
             # ---- carry it out
             if create:
@@ -800,14 +956,14 @@ def age(root: Path, spec: AgingSpec, *,
                     err = file_ops.create(rel, size)
                     if err:
                         remove_file(record)
-                        full_errno, full_path = err, rel
-                        break
+                        self.full_errno, self.full_path = err, rel
+                        return
                     log_lines.append(f"c {rel} {size}\n")
                 else:
                     pool.submit(ops % jobs, ops, "c", rel, size)
                     log_pending.append((ops, f"c {rel} {size}\n"))
-                written_bytes += size
-                if written_bytes >= max_written:
+                self.written_bytes += size
+                if self.written_bytes >= self.max_written:
                     next_event = ops + 1
             else:
                 record = victim()
@@ -819,57 +975,58 @@ def age(root: Path, spec: AgingSpec, *,
                 else:
                     pool.submit(record[4] % jobs, ops, "d", rel, 0)
                     log_pending.append((ops, f"d {rel}\n"))
-            ops += 1
+            self.ops = ops + 1
             if len(log_lines) >= 4096:
-                flush_resolved(ops)
+                self.flush_resolved(self.ops)
 
+    def drain(self) -> None:
+        """Let every planned op finish; a full file system becomes the stop reason."""
+        pool = self.pool
         if pool is not None:
             pool.drain()
             if pool.failures:
                 errs = [e for e in pool.failures.values() if e != SKIPPED]
-                full_errno = errs[0] if errs else errno_mod.ENOSPC
+                self.full_errno = errs[0] if errs else errno_mod.ENOSPC
                 # some planned ops did not happen: the tree, not the plan, is the truth now
-                files, _, _ = walk_aged_tree(root, planner)
-                planner.rebuild(files)
-            flush_resolved(ops, final=True)
-            written_bytes -= failed_create_bytes
+                files, _, _ = walk_aged_tree(self.root, self.planner)
+                self.planner.rebuild(files)
+            self.flush_resolved(self.ops, final=True)
+            self.written_bytes -= self.failed_create_bytes
         else:
-            flush_resolved(ops)
-        if full_errno:
-            stop_reason = "enospc"
-            name = errno_mod.errorcode.get(full_errno, str(full_errno))
-            stop_note = (f"the file system ran out of space ({name})"
-                         f"{' creating ' + full_path if full_path else ''} at "
-                         f"{measured_fullness():.1%} full (target {fullness:.0%}): block "
-                         "rounding, metadata or other files took the room the plan counted on. "
-                         "The tree is consistent (the failed create was undone); lower the "
-                         "fullness, or free space and resume.")
-    finally:
-        if pool is not None:
-            pool.close()
-        if file_ops is not None:
-            file_ops.close()
-        if log_file is not None:
-            log_file.close()
+            self.flush_resolved(self.ops)
+        if self.full_errno:
+            self.stop_reason = "enospc"
+            name = errno_mod.errorcode.get(self.full_errno, str(self.full_errno))
+            where = f" creating {self.full_path}" if self.full_path else ""
+            self.stop_note = (f"the file system ran out of space ({name}){where} at "
+                              f"{self.final_fullness():.1%} full (target {self.start.fullness:.0%}): "
+                              "block rounding, metadata or other files took the room the plan "
+                              "counted on. The tree is consistent (the failed create was undone); "
+                              "lower the fullness, or free space and resume.")
 
-    elapsed_s = time.monotonic() - t0
-    if phase == "stable" and ops < planner.horizon_ops and stop_reason != "confidence":
-        stop_note += (f"; the age distribution was planned to fit at op {planner.horizon_ops} "
-                      f"(the paper's bound T = {convergence}), so it has not converged yet")
-    elif phase == "rapid":
-        stop_note += "; still in the rapid phase (target fullness not reached)"
-    problem = save_state(stop_reason)
-    if problem:
-        stop_note = f"{stop_note} ({problem})"
-    session_ops = ops - ops_start
-    return AgingResult(
-        profile=profile.name, seed=seed, ops=ops, session_ops=session_ops,
-        elapsed_s=elapsed_s, ops_per_s=session_ops / elapsed_s if elapsed_s > 0 else 0.0,
-        fullness=measured_fullness(), target_fullness=fullness, stop_reason=stop_reason,
-        stop_note=stop_note, op_log_sha256=hasher.hexdigest(), convergence_ops=convergence,
-        horizon_ops=planner.horizon_ops or None, live_files=planner.live_files,
-        live_bytes=sum(planner.size_bytes[s] * c for s, c in enumerate(planner.size_count)),
-        written_bytes=written_bytes, capacity_bytes=capacity_bytes,
-        overwrites=written_bytes / capacity_bytes, phase=phase, fit=planner.fits(ops),
-        workers=spec.workers, fallocate=fallocate, resumed=resume, foreign_files=foreign,
-    )
+    def result(self) -> AgingResult:
+        planner, start = self.planner, self.start
+        elapsed_s = time.monotonic() - self.t0
+        stop_note = self.stop_note
+        if self.phase == "stable" and self.ops < planner.horizon_ops and self.stop_reason != "confidence":
+            stop_note += (f"; the age distribution was planned to fit at op {planner.horizon_ops} "
+                          f"(the paper's bound T = {self.convergence}), so it has not converged yet")
+        elif self.phase == "rapid":
+            stop_note += "; still in the rapid phase (target fullness not reached)"
+        problem = self.save_state(self.stop_reason)
+        if problem:
+            stop_note = f"{stop_note} ({problem})"
+        session_ops = self.ops - self.ops_start
+        return AgingResult(
+            profile=self.profile.name, seed=start.seed, ops=self.ops, session_ops=session_ops,
+            elapsed_s=elapsed_s, ops_per_s=session_ops / elapsed_s if elapsed_s > 0 else 0.0,
+            fullness=self.final_fullness(), target_fullness=start.fullness,
+            stop_reason=self.stop_reason, stop_note=stop_note, op_log_sha256=self.hasher.hexdigest(),
+            convergence_ops=self.convergence, horizon_ops=planner.horizon_ops or None,
+            live_files=planner.live_files,
+            live_bytes=sum(planner.size_bytes[s] * c for s, c in enumerate(planner.size_count)),
+            written_bytes=self.written_bytes, capacity_bytes=self.capacity_bytes,
+            overwrites=self.written_bytes / self.capacity_bytes, phase=self.phase,
+            fit=planner.fits(self.ops), workers=self.spec.workers, fallocate=start.fallocate,
+            resumed=start.resumed, foreign_files=start.foreign,
+        )

@@ -142,14 +142,15 @@ POOR_FIT_P = 0.05           # without --confidence: a p-value below this is a po
 def outcome_notes(report: dict, confidence: float | None) -> list[str]:
     """What a finished run missed, in words: a fullness off its target, a distribution that
     does not fit the profile. Fullness is the share of the capacity in use as statvfs (df)
-    counts it — the file system's own metadata and each file's last partial block included."""
+    counts it after a syncfs — the file system's own metadata and each file's last partial
+    block included."""
     notes = []
     fullness, target = report.get("fullness"), report.get("target_fullness")
     if isinstance(fullness, (int, float)) and isinstance(target, (int, float)) \
             and abs(fullness - target) > FULLNESS_TOLERANCE:
         side = "over" if fullness > target else "under"
-        why = ("metadata and the unused tails of small files' last blocks count as used, and "
-               "frees reach statvfs only when the journal commits"
+        why = ("the file system held more than the target before aging (other files, "
+               "metadata), or its metadata grew after the last synced reading the ager steers by"
                if side == "over" else "the run stopped before the rapid phase reached it")
         notes.append(f"fullness missed its target: {fullness:.1%} of the capacity is in use at the "
                      f"end, the target was {target:.0%} ({abs(fullness - target) * 100:.1f} points "
@@ -207,7 +208,7 @@ def run(ctx, spec: Spec) -> dict:
             if spec.resume:
                 fresh = _previous_fresh(ctx)
             elif read_state(root) is None:
-                ctx.emit("phase", name="fresh: free space + test file")
+                ctx.phase("fresh: free space + test file")
                 fresh = measure_fragmentation(fs, test_bytes)
 
         phase = {"name": ""}
@@ -216,12 +217,12 @@ def run(ctx, spec: Spec) -> dict:
         def on_progress(event: dict) -> None:
             if event["phase"] != phase["name"]:
                 phase["name"] = event["phase"]
-                ctx.emit("phase", name=f"aging: {event['phase']}")
+                ctx.phase(f"aging: {event['phase']}")
             percent, basis = bar.update(event)
             ctx.progress(percent, 100, unit="%", info=f"{progress_info(event)} · progress by {basis}",
                          progress_basis=basis, **event)
 
-        ctx.emit("phase", name="aging")
+        ctx.phase("aging")
         result = age(root, spec.aging_spec(profile), on_progress=on_progress,
                      cancelled=lambda: ctx.cancelled, resume=spec.resume)
         notes = _enospc_notes(root, result) if result.stop_reason == "enospc" and not is_dir else []
@@ -230,9 +231,9 @@ def run(ctx, spec: Spec) -> dict:
                 # ext4 holds inode and locality-group preallocations as used blocks until
                 # unmount (up to ~1 MiB here): remount, so the aged histogram is what the
                 # snapshot, and every run restored from it, starts with.
-                ctx.emit("phase", name="aged: remount (release preallocations)")
+                ctx.phase("aged: remount (release preallocations)")
                 target.remount()
-            ctx.emit("phase", name="aged: free space + test file")
+            ctx.phase("aged: free space + test file")
             aged = measure_fragmentation(fs, test_bytes, test_file=not ctx.cancelled)
             if ctx.cancelled:
                 aged["test_file_error"] = "skipped: the run was cancelled"
@@ -265,7 +266,7 @@ def _filesystem(ctx, spec: Spec):
         with ctx.fresh_fs() as fs:
             yield fs
         return
-    ctx.emit("phase", name="mount the kept image (no mkfs)")
+    ctx.phase("mount the kept image (no mkfs)")
     fs = target.mount_existing()
     try:
         yield fs
@@ -326,7 +327,7 @@ def _snapshot(ctx, spec: Spec, target) -> dict | None:
     from fsscope.targets import image
 
     source = target.image_path or Path(target.device)
-    ctx.emit("phase", name=f"snapshot → {dest}")
+    ctx.phase(f"snapshot → {dest}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".partial")
     t0 = time.monotonic()

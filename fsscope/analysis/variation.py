@@ -537,7 +537,8 @@ def variation_report(personality: str, runs: Sequence[RunLike],
                      dirty_writeback_centisecs: int | None = None,
                      extra_flags: Iterable[Flag] = ()) -> dict[str, Any]:
     """The ``--json`` document for R runs of one personality (keys beyond the contract are
-    additions: per-op mean and ops/s, per-window bands, per-op K-S ranges)."""
+    additions: per-op mean latency, ops/s and bytes moved (total, per second, per op),
+    per-window bands, per-op K-S ranges)."""
     window_keys = [f"{w:g}" for w in window_sizes_s]
     ops_per_s = [run_ops_per_s(r) for r in runs]
     json_runs = []
@@ -550,6 +551,7 @@ def variation_report(personality: str, runs: Sequence[RunLike],
             windows[key] = series
         ops = {}
         lat_sum = getattr(run, "latency_sum_ns", None)
+        io_bytes = getattr(run, "io_bytes", None)
         errors = getattr(run, "errors", None)
         for i, op in enumerate(run.op_names):
             count = int(np.asarray(run.counts[i]).sum())
@@ -559,6 +561,12 @@ def variation_report(personality: str, runs: Sequence[RunLike],
                      "ops_per_s": count / run.elapsed_s if run.elapsed_s > 0 else math.nan}
             if lat_sum is not None and count:
                 entry["mean_ns"] = float(np.asarray(lat_sum[i]).sum() / count)
+            if io_bytes is not None:
+                moved = int(np.asarray(io_bytes[i]).sum())
+                entry["bytes"] = moved
+                entry["bytes_per_s"] = moved / run.elapsed_s if run.elapsed_s > 0 else math.nan
+                if count:
+                    entry["mean_bytes"] = moved / count
             if errors is not None:
                 entry["errors"] = int(errors[i])
             ops[op] = entry

@@ -28,9 +28,9 @@ from fsscope.check import audit
 from fsscope.check.findings import Finding
 from fsscope.check.target import locate
 from fsscope.check.verdict import decide
-from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain as _jsonable
+from fsscope.specs import checked_fields
 
 BIN_S = 1.0
 QUICK_BUDGET_S = 60.0
@@ -123,7 +123,7 @@ def calibration_figures(spec: Spec, counts: list[np.ndarray], elapsed: list[floa
 
 
 def _emit_finding(ctx, f: Finding) -> None:
-    ctx.emit("check", finding=_jsonable(f.to_dict()))
+    ctx.data("check", finding=_jsonable(f.to_dict()))
 
 
 def run(ctx, spec: Spec) -> dict:
@@ -132,13 +132,13 @@ def run(ctx, spec: Spec) -> dict:
     t_start = time.monotonic()
     kind = ctx.target.spec.kind
     notes: list[str] = []
-    ctx.emit("phase", name="audit")
+    ctx.phase("audit")
     with ctx.fresh_fs() as fs:
         info = locate(str(fs.workdir), formatted_by_fsscope=kind != "dir")
         if kind == "dir":
             info = dataclasses.replace(info, path=ctx.target.spec.path)
         findings = audit.run_audit(info, sample_s=spec.sample_s, dataset_bytes=spec.dataset_bytes,
-                                   progress=lambda what: ctx.emit("phase", name=f"audit: {what}"))
+                                   progress=lambda what: ctx.phase(f"audit: {what}"))
         capacity = int(ctx.target.spec.size_bytes)
         if kind == "dir":
             capacity = min(capacity, os.statvfs(fs.workdir).f_bavail * os.statvfs(fs.workdir).f_frsize)
@@ -160,13 +160,13 @@ def run(ctx, spec: Spec) -> dict:
                                latency_window_s=float(duration_s))
         workload = {"personality": pspec.name, "nfiles": pspec.nfiles, "workers": pspec.workers,
                     "mean_file_size_bytes": pspec.mean_file_size_bytes, "duration_s": duration_s, "runs": runs}
-        ctx.emit("log", line=f"calibration: {runs} runs × {duration_s:g} s of {pspec.name} "
-                 f"({pspec.nfiles} files, {pspec.workers} workers), fresh {'directory' if kind == 'dir' else 'file system'} each")
+        ctx.log(f"calibration: {runs} runs × {duration_s:g} s of {pspec.name} "
+                f"({pspec.nfiles} files, {pspec.workers} workers), fresh {'directory' if kind == 'dir' else 'file system'} each")
         try:
             _calibrate(ctx, spec, pspec, runs, duration_s, overhead, t_start, counts, elapsed, notes)
         except FsscopeError as exc:  # a run failed (no space, mkfs…): judge from the runs that finished
             notes.append(f"calibration stopped after {len(counts)} run(s): {exc}")
-            ctx.emit("log", line=f"calibration stopped: {exc}")
+            ctx.log(f"calibration stopped: {exc}")
         calibration = calibration_figures(spec, counts, elapsed, duration_s, workload)
         if kind == "dir" or ctx.recipe is None:
             notes.append("--dir: each calibration run used a fresh scratch subdirectory, not a fresh file system "
@@ -186,7 +186,7 @@ def _calibrate(ctx, spec: Spec, pspec, runs: int, duration_s: float, overhead: f
         if r >= 2 and used + duration_s + overhead > spec.budget_s - STARTUP_S:  # keep two runs at least
             notes.append(f"budget reached after {r} calibration runs")
             break
-        ctx.emit("phase", name=f"calibration run {r + 1} of {runs}", run=r, runs=runs)
+        ctx.phase(f"calibration run {r + 1} of {runs}", run=r, runs=runs)
         run_start = time.monotonic()
         with ctx.run_fs(True) as fs:
             P.populate(fs.workdir, pspec, seed=1, evict_cache=True)
@@ -205,7 +205,7 @@ def _calibrate(ctx, spec: Spec, pspec, runs: int, duration_s: float, overhead: f
         elapsed.append(result.elapsed_s)
         ctx.run_dir.save_array(f"run{r}_counts", result.counts)
         figures = calibration_figures(spec, counts, elapsed, duration_s)
-        ctx.emit("check", calibration_run={"run": r, "ops_per_s": result.ops_per_s, "elapsed_s": result.elapsed_s,
+        ctx.data("check", calibration_run={"run": r, "ops_per_s": result.ops_per_s, "elapsed_s": result.elapsed_s,
                                            "series": [float(x) / BIN_S for x in c]},
                  estimate={k: figures[k] for k in ("cv", "runs_needed", "duration_s_needed", "window_s_needed")})
 

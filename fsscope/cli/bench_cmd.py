@@ -1,12 +1,12 @@
 """``fsscope bench``: throughput personalities and their variation, headless, with rich reports
-and JSON (``fsscope syncwrite`` lives in :mod:`fsscope.cli.syncwrite_cmd`)."""
+and JSON (``--ladder`` lives in :mod:`fsscope.cli.ladder_cmd`, ``fsscope syncwrite`` in
+:mod:`fsscope.cli.syncwrite_cmd`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
-import os
 from pathlib import Path
 
 from rich.console import Console
@@ -25,6 +25,7 @@ from fsscope.cli.common import (
 )
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
+from fsscope.cli.ladder_cmd import cmd_ladder  # also registers the ladder's report renderer
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes, format_pct
@@ -68,6 +69,7 @@ examples:
   fsscope bench --personality webserver --recipes ext4-default,xfs-default --ram --size 1G --runs 4
   fsscope bench --personality fileserver --mem-limit 512M --image /var/tmp/b.img --size 8G
   fsscope bench --personality fileserver --dir /srv/scratch --runs 3 --duration 20   (no root)
+  fsscope bench --ladder --personality varmail --runs 5 --duration 30 --image /var/tmp/l.img --size 1G
 
 Default target: a 2G RAM image with the ext4-default recipe. Without --mem-limit a file set
 that fits in RAM is served from the page cache (the FAST'17 study limited RAM to 4 GiB);
@@ -231,14 +233,17 @@ def render_bench(report: dict, console: Console) -> None:
     if runs:
         ops = list((runs[0].get("ops") or {}).keys())
         latency = report.get("latency") or {}
-        optable = Table(title="per op (latency in µs; ranges are min..max across runs)", title_justify="left")
-        for col in ("op", "ops/s", "p50", "p99", "K-S range"):
+        optable = Table(title="per op (latency in µs, mean over runs; ranges are min..max across runs; "
+                        "B/op: bytes moved per op)", title_justify="left")
+        for col in ("op", "ops/s", "mean", "p50", "p99", "K-S", "B/op"):
             optable.add_column(col, justify="right", no_wrap=True)
         for op in ops:
             entries = [r.get("ops", {}).get(op, {}) for r in runs]
             rate = _mean([e.get("ops_per_s") for e in entries])
+            mean = _mean([e.get("mean_ns") for e in entries])
             p50 = [e.get("p50_ns") for e in entries if e.get("p50_ns") is not None]
             p99 = [e.get("p99_ns") for e in entries if e.get("p99_ns") is not None]
+            per_op = _mean([e.get("mean_bytes") for e in entries])
 
             def rng(values):
                 if not values:
@@ -246,8 +251,8 @@ def render_bench(report: dict, console: Console) -> None:
                 lo, hi = min(values), max(values)
                 return _us(lo) if len(values) == 1 or lo == hi else f"{_us(lo)}..{_us(hi)}"
             ks = (latency.get(op) or {}).get("ks_range")
-            optable.add_row(op, "-" if rate is None else f"{rate:,.0f}", rng(p50), rng(p99),
-                            "-" if ks is None else f"{ks:.2f}")
+            optable.add_row(op, "-" if rate is None else f"{rate:,.0f}", _us(mean), rng(p50), rng(p99),
+                            "-" if ks is None else f"{ks:.2f}", "-" if not per_op else _bytes(per_op))
         console.print(optable)
 
     flags = report.get("flags") or []
@@ -387,44 +392,6 @@ def cmd_bench(args) -> int:
     return status
 
 
-def render_ladder(report: dict, console: Console) -> None:
-    table = Table(title=f"hygiene ladder: {report.get('personality')} on {report.get('recipe')} "
-                  "(each step adds to the ones above)", title_justify="left")
-    for col in ("step", "runs", "mean ops/s", "rel. range", "RSD", "same image"):
-        table.add_column(col, justify="right", no_wrap=True)
-    for step in report.get("ladder", []):
-        runs = step.get("runs") or []
-        same = len({r.get("image_sha256") for r in runs}) == 1 and len(runs) > 1
-        table.add_row(step["step"], str(len(runs)), "-" if step.get("mean_ops_per_s") is None
-                      else f"{step['mean_ops_per_s']:,.0f}", _pct(step.get("relative_range")),
-                      _pct(step.get("rsd")), "yes" if same else "no")
-    console.print(table)
-    console.print("each step lowers or keeps the relative range" if report.get("monotone") else
-                  "[yellow]a step raised the relative range[/] (few runs are noisy: more --runs narrow it)")
-
-
-RENDERERS["ladder"] = render_ladder
-
-
-def cmd_ladder(args) -> int:
-    from fsscope.targets import TargetSpec
-    from fsscope.workloads import ladder
-
-    if args.recipes:
-        raise FsscopeError("--ladder runs one recipe (--recipe), not --recipes")
-    if args.duration == "auto":
-        raise FsscopeError("--ladder: give --duration S (every step must run equally long)")
-    spec = ladder.Spec(personality=args.personality, runs=args.runs, duration_s=args.duration, nfiles=args.files,
-                       workers=args.workers, image_size_bytes=args.size or ladder.Spec.image_size_bytes,
-                       seed=args.seed)
-    recipe = recipe_from_args(args, default="ext4-default")
-    if recipe.fs == "tmpfs":
-        raise FsscopeError("--ladder needs a file system fsscope formats, not tmpfs")
-    # the ladder makes its own RAM images (it keeps and restores the dataset image)
-    target = TargetSpec("dir", os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
-    return run_job("ladder", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_ladder)
-
-
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="throughput personalities (fileserver/webserver/varmail), run-to-run variation",
                        description=BENCH_DESCRIPTION, epilog=BENCH_EPILOG,
@@ -457,7 +424,8 @@ def add_parser(sub) -> None:
                    help="one file system for all runs (repopulated per run) instead of mkfs per run")
     p.add_argument("--ladder", action="store_true",
                    help="the hygiene ladder: baseline, +no_lazy, +umount, +alloc (dataset image restored "
-                        "byte-identical per run), R runs each; relative range per step")
+                        "byte-identical per run), R runs each on the target given (--ram by default, "
+                        "--image or --device); relative range per step")
     p.add_argument("--trace", choices=("on", "off"), default="on", type=str.lower,
                    help="kernel events per window through tracefs (root): journal commits, writeback "
                         "starts and bytes written per Throughput-N window, and every dip annotated "

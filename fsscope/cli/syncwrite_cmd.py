@@ -69,9 +69,12 @@ examples:
   fsscope syncwrite --quick --target-throughput 200M --max-latency 5ms --recipe ext4-default --ram
   fsscope syncwrite --mode fdatasync --sizes 4K,64K,1M --bytes-per-point 64M --duration 5 --device /dev/sdX
   fsscope syncwrite --dir /srv/scratch --quick --sizes 4K,16K    (no root: the directory's file system)
+  fsscope syncwrite --quick --trace --sizes 4K,1M --ram            what reached the device per write
 
 --json PATH writes {"mode", "recipes": {NAME: {"sizes": [...], "knees": {...},
-"recommended_bytes", ...}}, "tests": [{"a", "b", "buffer_bytes", "p", "verdict"}, ...]}.
+"recommended_bytes", ...}}, "tests": [{"a", "b", "buffer_bytes", "p", "verdict"}, ...]}; with
+--trace each recipe also has "kernel_by_size": [{"buffer_bytes", "requests_per_write",
+"bytes_per_write", "flush_per_write", "fua_per_write", "commits_per_write", ...}].
 Default target: a RAM image with the ext4-default recipe."""
 
 
@@ -184,10 +187,32 @@ def render_syncwrite(report: dict, console: Console) -> None:
     for choice in report.get("choices") or []:
         style = "bold green" if choice.get("buffer_bytes") else "bold red"
         console.print(f"[{style}]{choice['note']}[/]", highlight=False)
+    render_kernel(report, console)
     for flag in report.get("flags") or []:
         console.print(f"[bold yellow]▲[/] [bold]{flag.get('title')}[/]: {flag.get('note')}", highlight=False)
     for note in report.get("notes") or []:
         console.print(f"[dim]note: {note}[/]", highlight=False)
+
+
+def render_kernel(report: dict, console: Console) -> None:
+    """--trace: per buffer size, what reached the device per synchronous write."""
+    rows = report.get("kernel_by_size")
+    trace = report.get("trace") or {}
+    if not rows:
+        if trace.get("reason") and trace["reason"] != "tracing off":
+            console.print(f"[dim]kernel tracing off: {trace['reason']}[/]", highlight=False)
+        return
+    table = Table(title="per synchronous write, what reached the device (kernel trace)", title_justify="left")
+    for col in ("buffer", "writes", "requests", "KiB", "device B / B", "FLUSH", "FUA", "journal commits"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for row in rows:
+        amp = row.get("device_bytes_per_byte")
+        table.add_row(_size_label(row["buffer_bytes"]), f"{row['writes']:,}", f"{row['requests_per_write']:.2f}",
+                      f"{row['bytes_per_write'] / 1024:,.1f}", "-" if amp is None else f"{amp:.2f}",
+                      f"{row['flush_per_write']:.2f}", f"{row['fua_per_write']:.2f}", f"{row['commits_per_write']:.2f}")
+    console.print(table)
+    if not trace.get("complete", True):
+        console.print("[yellow]the trace lost events: the counts are lower bounds[/]", highlight=False)
 
 
 def render_tests(tests: list[dict], console: Console) -> None:
@@ -274,7 +299,7 @@ def cmd_syncwrite(args) -> int:
         kw["file_size_bytes"] = args.bytes_per_point
     repeats = args.repeats or (sw.QUICK_REPEATS if args.quick else sw.DEFAULT_REPEATS)
     spec = Spec(mode=args.mode, repeats=repeats, duration_s=args.duration, seed=args.seed,
-                preallocate=not args.no_preallocate, **kw)
+                preallocate=not args.no_preallocate, trace=args.trace, **kw)
     _check_array_space(spec)
     target = target_from_args(args, default_kind="ram")
     if args.recipes:
@@ -345,6 +370,9 @@ def add_parser(sub) -> None:
     p.add_argument("--no-preallocate", action="store_true",
                    help="append to an unallocated file (as iozone does) instead of fallocating it first "
                    "(as fio does by default, and logs such as etcd's WAL)")
+    p.add_argument("--trace", action="store_true",
+                   help="trace the kernel (root): per write, the block requests, bytes, cache flushes and "
+                   "journal commits that reached the device inside it (off by default: tracing shifts µs latencies)")
     p.add_argument("--target-throughput", type=_rate, metavar="RATE",
                    help="the throughput you need, e.g. 200M (= 200 MB/s): the smallest buffer that reaches it")
     p.add_argument("--max-latency", type=_duration_ns, metavar="T",

@@ -34,6 +34,7 @@ import psutil
 from fsscope import proctree, store, tools
 from fsscope.engine import registry
 from fsscope.engine.context import JobContext
+from fsscope.engine.events import Error, Result
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.recipes import Recipe
 from fsscope.targets import Target, TargetSpec
@@ -114,14 +115,13 @@ def main(run_path: str) -> int:
         ctx = stop.ctx = JobContext(run_dir, target, event_fd)
         if stop.hits:  # a signal came while we were starting
             raise KeyboardInterrupt
-        tools.listeners.append(lambda rec: ctx.emit(
-            "log", line=f"$ {rec.line}  → exit {rec.rc} ({rec.duration_s:.2f} s)",
-            stderr=rec.stderr.strip()[-500:]))
-        ctx.emit("phase", name="setup", target=target.spec.describe())
+        tools.listeners.append(lambda rec: ctx.log(
+            f"$ {rec.line}  → exit {rec.rc} ({rec.duration_s:.2f} s)", stderr=rec.stderr.strip()[-500:]))
+        ctx.phase("setup", target=target.spec.describe())
         target.open()
         result = module.run(ctx, spec)
         run_dir.write_report(result)
-        ctx.emit("result", report=result)
+        ctx.emit(Result(report=result))
         if stop.parent_gone:
             status, exit_code = "interrupted", 130
             error = f"{stop.why()}: the job stopped early and kept what it measured"
@@ -143,12 +143,12 @@ def main(run_path: str) -> int:
         undone = target.close() if target is not None else []
         if error and ctx is not None:
             if status == "failed":
-                ctx.emit("error", message=error)
+                ctx.emit(Error(message=error))
             else:
-                ctx.emit("log", line=error)
+                ctx.log(error)
         if ctx is not None:
             for line in undone:
-                ctx.emit("log", line=f"cleanup: {line}")
+                ctx.log(f"cleanup: {line}")
         run_dir.update_manifest(status=status, error=error, ended=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                 target=target.describe() if target is not None else None)
         run_dir.close()

@@ -25,6 +25,7 @@ talks to the world only through the context:
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,26 +46,27 @@ class JobContext:
         self.cancelled = False
         self._shared_fs: MountedFS | None = None
         self.t0 = time.monotonic()
+        self._emitting = threading.Lock()  # jobs may emit from helper threads (bench telemetry)
 
     @property
     def recipe(self):
         return self.target.recipe
 
     def emit(self, event: Event | str, **fields: Any) -> None:
-        """Stream ``event`` (stamped with the job's clock) and record it. ``emit(kind,
-        **fields)`` is the same as emitting ``events.make(kind, **fields)``."""
-        t = round(time.monotonic() - self.t0, 6)
+        """Stream ``event`` (stamped with the job's clock) and record it; safe from any thread.
+        ``emit(kind, **fields)`` is the same as emitting ``events.make(kind, **fields)``."""
         event = events.make(event, **fields) if isinstance(event, str) else event
-        line = events.encode(replace(event, t=t))
-        if event.kind not in UNLOGGED_KINDS:
-            self.run_dir.append_line(line)
-        if self.event_fd is not None:
-            data = (line + "\n").encode()
-            try:
-                while data:  # a pipe write may be partial for large events
-                    data = data[os.write(self.event_fd, data):]
-            except BrokenPipeError:
-                self.event_fd = None  # the parent is gone; the run directory still records
+        with self._emitting:  # one event at a time: lines never interleave in the pipe or the file
+            line = events.encode(replace(event, t=round(time.monotonic() - self.t0, 6)))
+            if event.kind not in UNLOGGED_KINDS:
+                self.run_dir.append_line(line)
+            if self.event_fd is not None:
+                data = (line + "\n").encode()
+                try:
+                    while data:  # a pipe write may be partial for large events
+                        data = data[os.write(self.event_fd, data):]
+                except BrokenPipeError:
+                    self.event_fd = None  # the parent is gone; the run directory still records
 
     def phase(self, name: str, run: int | None = None, runs: int | None = None, **detail: Any) -> None:
         self.emit(Phase(name=name, run=run, runs=runs, detail=detail))

@@ -14,8 +14,8 @@ import dataclasses
 import importlib
 from types import ModuleType
 
-from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
+from fsscope.specs import checked_fields
 
 # name -> (module, one-line summary); the summary lives here so listing imports nothing.
 JOBS: dict[str, tuple[str, str]] = {

@@ -7,7 +7,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from fsscope.engine.specs import checked_fields
+from fsscope.specs import checked_fields
 
 
 @dataclass(frozen=True)

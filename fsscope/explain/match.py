@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fsscope.analysis.findings import LevelShift, LinearGrowth, Outlier, Series
-from fsscope.explain.rules import Prediction
+from fsscope.explain.prediction import Prediction
 
 #: Format conversions after which the per-call cost changes (a level shift may sit there).
 FORMAT_CHANGES = frozenset({"xfs-dir-shortform-to-block", "xfs-dir-block-to-leaf",

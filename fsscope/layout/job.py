@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
+from fsscope.specs import checked_fields
 
 MIB = 2**20
 MAX_AUTO_TEST_FILE_BYTES = 256 * MIB
@@ -93,7 +93,7 @@ def measure_fragmentation(mounted, test_file_bytes: int | None, *, chunk_bytes: 
 
 def run(ctx, spec: Spec) -> dict:
     with ctx.fresh_fs() as fs:
-        ctx.emit("phase", name="free space + test file")
+        ctx.phase("free space + test file")
         measurement = measure_fragmentation(fs, spec.test_file_bytes, chunk_bytes=spec.chunk_bytes,
                                             free_space=spec.free_space and fs.fs != "dir")
         if fs.fs == "dir":

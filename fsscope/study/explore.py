@@ -25,9 +25,9 @@ import numpy as np
 
 from fsscope import recipes
 from fsscope.analysis import sensitivity
-from fsscope.engine.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
+from fsscope.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.study import diskstate, player
 from fsscope.study import space as spaces
 from fsscope.study.execute import STUDY_GROUP_PREFIX, cleanup_study_leftovers, order_rows, run_study

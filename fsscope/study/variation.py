@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from fsscope.analysis import variation as V
-from fsscope.engine.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
+from fsscope.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.study import diskstate
 from fsscope.study import space as spaces
 from fsscope.study.execute import STUDY_GROUP_PREFIX, cleanup_study_leftovers, order_rows, run_study

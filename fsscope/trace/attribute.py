@@ -20,6 +20,7 @@ ISSUE = "block_rq_issue"
 COMPLETE = "block_rq_complete"
 SWITCH = "sched_switch"
 COMMIT_EVENTS = ("jbd2_start_commit", "jbd2_end_commit", "btrfs_transaction_commit")
+COMMIT_STARTS = ("jbd2_start_commit", "btrfs_transaction_commit")  # one per commit
 #: A block READ issued inside a call: metadata that was not cached (e.g. a cold XFS inode
 #: cluster). Counted as its own pseudo-event beside block_rq_issue.
 BLOCK_READ = "block_read"
@@ -275,24 +276,36 @@ def window_counts(events: np.ndarray, names: list[str], start_ns: int, window_ns
 
 def per_call_io(events: np.ndarray, names: list[str], start_ns: np.ndarray,
                 latency_ns: np.ndarray) -> dict[str, np.ndarray]:
-    """Per call (e.g. each synchronous write): block requests issued inside it, bytes, and
-    how many carried FLUSH and FUA -- the device-level cost of making it durable."""
+    """Per call (e.g. each synchronous write): block requests issued inside it, bytes, how
+    many carried FLUSH and FUA -- the device-level cost of making it durable -- and the
+    journal commits (jbd2) or transaction commits (btrfs) that started inside it. Calls not
+    reached (latency < 0) count nothing, also between reached ones (a point cut short)."""
     short_names = [short(n) for n in names]
     n = len(latency_ns)
-    zero = {"requests": np.zeros(n, np.int64), "bytes": np.zeros(n, np.int64),
-            "flush": np.zeros(n, np.int64), "fua": np.zeros(n, np.int64)}
-    if ISSUE not in short_names or len(events) == 0:
-        return zero
-    issues = events[events["code"] == short_names.index(ISSUE)]
-    idx = call_index(issues["ts_ns"], start_ns, latency_ns)
-    ok = idx >= 0
-    where, flags = idx[ok], issues["flags"][ok]
+    out = {key: np.zeros(n, np.int64) for key in ("requests", "bytes", "flush", "fua", "commits")}
+    reached = np.flatnonzero(np.asarray(latency_ns) >= 0)
+    if len(events) == 0 or len(reached) == 0:
+        return out
+    starts, lats = np.asarray(start_ns)[reached], np.asarray(latency_ns)[reached]
 
-    def per_call(weights=None) -> np.ndarray:
-        return np.bincount(where, weights=weights, minlength=n)[:n].astype(np.int64)
+    def per_call(selected: np.ndarray, weights=None) -> np.ndarray:
+        idx = call_index(selected["ts_ns"], starts, lats)
+        ok = idx >= 0
+        w = None if weights is None else np.asarray(weights, dtype=float)[ok]
+        counts = np.zeros(n, np.int64)
+        counts[reached] = np.bincount(idx[ok], weights=w, minlength=len(reached))[:len(reached)].astype(np.int64)
+        return counts
 
-    return {"requests": per_call(), "bytes": per_call(issues["bytes"][ok].astype(float)),
-            "flush": per_call((flags & RWBS_FLUSH) != 0), "fua": per_call((flags & RWBS_FUA) != 0)}
+    if ISSUE in short_names:
+        issues = events[events["code"] == short_names.index(ISSUE)]
+        flags = issues["flags"]
+        out |= {"requests": per_call(issues), "bytes": per_call(issues, issues["bytes"]),
+                "flush": per_call(issues, (flags & RWBS_FLUSH) != 0),
+                "fua": per_call(issues, (flags & RWBS_FUA) != 0)}
+    commit_codes = [short_names.index(c) for c in COMMIT_STARTS if c in short_names]
+    if commit_codes:
+        out["commits"] = per_call(events[np.isin(events["code"], commit_codes)])
+    return out
 
 
 # --- prediction / kernel / latency ----------------------------------------------------

@@ -54,7 +54,7 @@ class JobTrace:
         self.pid = pid
         self.reason = unavailable_reason() if enabled else "tracing off"
         if enabled and self.reason:
-            ctx.emit("log", line=f"kernel tracing off: {self.reason}; the {job} runs untraced")
+            ctx.log(f"kernel tracing off: {self.reason}; the {job} runs untraced")
         self.enabled = enabled
         self.results: list[tuple[int, TraceResult]] = []
 
@@ -77,7 +77,7 @@ class JobTrace:
             tracer.__enter__()
         except FsscopeError as exc:
             self.reason = str(exc)
-            self.ctx.emit("log", line=f"kernel tracing off: {exc}; the {self.job} runs untraced")
+            self.ctx.log(f"kernel tracing off: {exc}; the {self.job} runs untraced")
             yield
             return
         failed = True
@@ -88,16 +88,16 @@ class JobTrace:
             try:
                 tracer.__exit__(RuntimeError if failed else None, None, None)
             except FsscopeError as exc:  # the measurement stands; only its trace is lost
-                self.ctx.emit("log", line=f"trace of run {run + 1} lost: {exc}")
+                self.ctx.log(f"trace of run {run + 1} lost: {exc}")
         if tracer.result is not None:
             result = tracer.result
             result.events["run"] = run
             self.results.append((run, result))
             if result.missing:
-                self.ctx.emit("log", line="trace: not on this kernel: " + ", ".join(result.missing))
+                self.ctx.log("trace: not on this kernel: " + ", ".join(result.missing))
             if result.lost:
-                self.ctx.emit("log", line=f"trace of run {run + 1}: {result.overrun} overrun, "
-                                          f"{result.dropped} dropped events -- the record is incomplete")
+                self.ctx.log(f"trace of run {run + 1}: {result.overrun} overrun, "
+                             f"{result.dropped} dropped events -- the record is incomplete")
 
     def summary(self) -> dict:
         """The report's ``trace`` block: mode, what was enabled, losses, names, comms."""

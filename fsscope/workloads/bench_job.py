@@ -11,6 +11,10 @@ beside them. Live numbers stream as events:
 - ``progress``  seconds measured of ``runs * duration_s``
 - ``finding``   a variation flag as soon as the runs so far show it (title, note, flag=kind)
 
+A run whose workers were CPU-bound while the device was idle is flagged ``generator_bound``
+("this run measured the generator, not the file system"; :mod:`fsscope.analysis.generator`),
+with the numbers behind the verdict in the run's ``generator`` entry.
+
 Each finished run's arrays go to the run directory as ``run{r}_{counts,io_bytes,
 latency_sum_ns,latency_hist,window_hist,errors,telemetry}.npy`` (see
 :meth:`fsscope.workloads.personalities.RunResult.to_arrays`) and ``elapsed_s.npy`` holds the
@@ -31,19 +35,18 @@ import dataclasses
 import math
 import os
 import shutil
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from fsscope.analysis import variation
-from fsscope.engine.events import Event, Finding
-from fsscope.engine.specs import checked_fields
+from fsscope.analysis import generator, variation
+from fsscope.engine.events import Error, Finding
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
 from fsscope.jsonsafe import plain
+from fsscope.specs import checked_fields
 from fsscope.trace.attribute import annotate_dips
 from fsscope.trace.jobs import BenchTrace
 from fsscope.workloads import personalities as P
@@ -258,28 +261,15 @@ def _flag_key(flag: dict[str, Any]) -> tuple:
     return (flag.get("kind"), flag.get("window_s"))
 
 
-class _Locked:
-    """ctx.emit from two threads (the run loop and the telemetry sampler): one at a time, so
-    event lines never interleave in the pipe or in events.ndjson."""
-
-    def __init__(self, ctx):
-        self.ctx = ctx
-        self.lock = threading.Lock()
-
-    def emit(self, event: Event | str, **fields: Any) -> None:
-        with self.lock:
-            self.ctx.emit(event, **fields)
-
 
 def run(ctx, spec: Spec) -> dict:
     from fsscope.telemetry.sampler import dirty_writeback_intervals
     from fsscope.telemetry.taskstats import delayacct_note
 
-    out = _Locked(ctx)
     dirty = dirty_writeback_intervals()
     calibration = None
     if spec.duration_auto:
-        spec, calibration = _calibrate_duration(ctx, out, spec)
+        spec, calibration = _calibrate_duration(ctx, spec)
     total_s = spec.runs * spec.duration_s
     results: list[P.RunResult] = []
     extras: list[dict[str, Any]] = []
@@ -300,28 +290,28 @@ def run(ctx, spec: Spec) -> dict:
         for r in range(spec.runs):
             if ctx.cancelled:
                 break
-            out.emit("phase", name=f"run {r + 1} of {spec.runs}", run=r, runs=spec.runs)
+            ctx.phase(f"run {r + 1} of {spec.runs}", run=r, runs=spec.runs)
             with ctx.run_fs(spec.fresh_fs) as fs:
                 fs_name = fs.fs
                 if pspec is None:
                     pspec = personality_spec(spec, _capacity_bytes(ctx, fs))
-                    out.emit("log", line=f"{pspec.name}: {pspec.nfiles} files of mean "
-                             f"{pspec.mean_file_size_bytes} bytes, {pspec.workers} workers, "
-                             f"{spec.duration_s:g} s per run")
+                    ctx.log(f"{pspec.name}: {pspec.nfiles} files of mean "
+                            f"{pspec.mean_file_size_bytes} bytes, {pspec.workers} workers, "
+                            f"{spec.duration_s:g} s per run")
                 root = fs.workdir  # on a shared fs, populate replaces the previous run's file set
-                out.emit("phase", name=f"run {r + 1}/{spec.runs}: populate {pspec.nfiles} files", run=r)
+                ctx.phase(f"run {r + 1}/{spec.runs}: populate {pspec.nfiles} files", run=r)
                 populated = P.populate(root, pspec, seed=spec.seed, evict_cache=True)
                 ctx.after_populate()
                 if ctx.cancelled:
                     break
-                out.emit("phase", name=f"run {r + 1}/{spec.runs}: {pspec.name} × {pspec.workers} workers", run=r)
+                ctx.phase(f"run {r + 1}/{spec.runs}: {pspec.name} × {pspec.workers} workers", run=r)
                 with trace.run(fs, r):
-                    result, samples = _measure(ctx, out, spec, pspec, root, fs, r, total_s)
+                    result, samples = _measure(ctx, spec, pspec, root, fs, r, total_s)
             window_s = min(spec.window_sizes_s)
             counted = trace.windows(r, result.start_ns, window_s, len(result.throughput(window_s)))
             if counted is not None:
                 kernel_windows[r] = counted
-                out.emit("kernel", run=r, windows=counted)
+                ctx.data("kernel", run=r, windows=counted)
             taskstats_available = samples.taskstats_available
             telemetry_notes.extend(samples.notes)
             for name, array in result.to_arrays().items():
@@ -330,9 +320,14 @@ def run(ctx, spec: Spec) -> dict:
             elapsed.append(result.elapsed_s)
             ctx.run_dir.save_array("elapsed_s", np.asarray(elapsed, dtype=np.float64))
             summary = result.summary()
+            telemetry = _telemetry_summary(samples)
+            verdict = generator.generator_bound(
+                workers=summary["workers"], elapsed_s=result.elapsed_s, cpu_user_s=result.worker_cpu_user_s,
+                cpu_system_s=result.worker_cpu_system_s, runqueue_s=result.worker_runqueue_s,
+                device_busy=telemetry.get("disk_busy_mean"))
             extra = {"populate": dataclasses.asdict(populated), "workers": summary["workers"],
                      "cgroup": summary["cgroup"], "notes": summary["notes"],
-                     "telemetry": _telemetry_summary(samples)}
+                     "telemetry": telemetry, "generator": verdict}
             if result.cancelled or result.stopped_by:
                 partial = {"run": r, "elapsed_s": result.elapsed_s, "ops_per_s": result.ops_per_s, **extra}
                 why = "was cancelled" if result.cancelled else f"stopped ({result.stopped_by})"
@@ -344,14 +339,16 @@ def run(ctx, spec: Spec) -> dict:
                 break
             if result.total_ops == 0:
                 extra_flags.append(_nothing_flag(r, result))
+            elif flag := generator.generator_flag(r, verdict):
+                extra_flags.append(flag)
             results.append(result)
             extras.append(extra)
-            _emit_new_flags(out, spec, results, dirty, emitted)
+            _emit_new_flags(ctx, spec, results, dirty, emitted)
     except (FsscopeError, OSError) as exc:  # a later run failed (cgroup, mkfs...): keep the runs that finished
         if not results:
             raise
         stopped_by = os_error_line(exc) if isinstance(exc, OSError) else str(exc)
-        out.emit("error", message=stopped_by)
+        ctx.emit(Error(message=stopped_by))
 
     report = variation.variation_report(
         spec.personality, results, window_sizes_s=spec.window_sizes_s, threshold=spec.threshold,
@@ -359,12 +356,12 @@ def run(ctx, spec: Spec) -> dict:
         dirty_writeback_centisecs=dirty.get("dirty_writeback_centisecs"))
     for entry, extra in zip(report["runs"], extras):
         entry.update(plain(extra))
-    _add_kernel_windows(report, results, kernel_windows, spec.threshold, out)
+    _add_kernel_windows(report, results, kernel_windows, spec.threshold, ctx)
     report["trace"] = trace.summary()
     for flag in report["flags"]:
         flag.setdefault("title", flag_title(flag))
     for flag in extra_flags:
-        out.emit("finding", title=flag["title"], note=flag["note"], flag=flag["kind"], run=flag["run"])
+        ctx.finding(flag["kind"], flag["title"], flag["note"], run=flag["run"])
     report["flags"] = extra_flags + report["flags"]
     short = [w for w in spec.window_sizes_s if w > spec.duration_s]
     if short:
@@ -409,7 +406,7 @@ def run(ctx, spec: Spec) -> dict:
     return report
 
 
-def _calibrate_duration(ctx, out: _Locked, spec: Spec) -> tuple[Spec, dict[str, Any]]:
+def _calibrate_duration(ctx, spec: Spec) -> tuple[Spec, dict[str, Any]]:
     """``--duration auto``: one calibration run on a fresh, populated file system that stops as
     soon as its cumulative throughput has settled (:mod:`fsscope.analysis.runlength`), at the
     latest after ``duration_s``; the measured runs then last that long."""
@@ -424,10 +421,10 @@ def _calibrate_duration(ctx, out: _Locked, spec: Spec) -> tuple[Spec, dict[str, 
             t = runlength.settled_at_s(np.asarray(per_bin), BIN_S)
             if t is not None:
                 settled.append(t)
-        out.emit("progress", done=round(sample.t_s, 3), total=spec.duration_s, unit="s",
-                 info=f"calibrating the run length  {sample.ops_per_s:,.0f} ops/s")
+        ctx.progress(round(sample.t_s, 3), spec.duration_s, unit="s",
+                     info=f"calibrating the run length  {sample.ops_per_s:,.0f} ops/s")
 
-    out.emit("phase", name="calibrating the run length (until cumulative throughput settles)")
+    ctx.phase("calibrating the run length (until cumulative throughput settles)")
     with ctx.run_fs(True) as fs:
         pspec = personality_spec(spec, _capacity_bytes(ctx, fs))
         P.populate(fs.workdir, pspec, seed=spec.seed, evict_cache=True)
@@ -438,13 +435,13 @@ def _calibrate_duration(ctx, out: _Locked, spec: Spec) -> tuple[Spec, dict[str, 
     windows = tuple(w for w in spec.window_sizes_s if w <= chosen)
     info = {"auto": True, "chosen_s": chosen, "settled": bool(settled), "cap_s": spec.duration_s,
             "criterion": runlength.criterion(), "calibration_ops_per_s": per_bin}
-    out.emit("log", line=f"run length: {chosen:g} s ({'cumulative throughput settled' if settled else 'never settled: the cap'})")
+    ctx.log(f"run length: {chosen:g} s ({'cumulative throughput settled' if settled else 'never settled: the cap'})")
     return dataclasses.replace(spec, duration_s=float(chosen), duration_auto=False,
                                window_sizes_s=windows if len(windows) == len(spec.window_sizes_s) else ()), info
 
 
 def _add_kernel_windows(report: dict, results: list, kernel_windows: dict[int, dict],
-                        threshold: float, out: _Locked) -> None:
+                        threshold: float, ctx) -> None:
     """Per run: the kernel's counts per Throughput-N window (the smallest N) and every dip
     annotated with what the kernel did in it."""
     for r, (entry, result) in enumerate(zip(report["runs"], results)):
@@ -456,21 +453,21 @@ def _add_kernel_windows(report: dict, results: list, kernel_windows: dict[int, d
         entry["dips"] = annotate_dips(result.throughput(counted["window_s"]), tracked,
                                       counted["window_s"], threshold=threshold)
         for dip in entry["dips"]:
-            out.emit("log", line=f"run {r + 1} dip {dip['note']}")
+            ctx.log(f"run {r + 1} dip {dip['note']}")
 
 
-def _measure(ctx, out: _Locked, spec: Spec, pspec: P.PersonalitySpec, root: Path, fs, r: int, total_s: float):
+def _measure(ctx, spec: Spec, pspec: P.PersonalitySpec, root: Path, fs, r: int, total_s: float):
     """One timed run with the telemetry sampler beside it."""
     from fsscope.telemetry.sampler import TelemetrySampler
 
     def on_sample(sample: dict[str, Any]) -> None:
-        out.emit("telemetry", run=r, sample=sample)
+        ctx.data("telemetry", run=r, sample=sample)
 
     def on_window(sample: P.LiveSample) -> None:
-        out.emit("samples", run=r, window=sample.to_dict())
+        ctx.data("samples", run=r, window=sample.to_dict())
         done = r * spec.duration_s + min(sample.t_s, spec.duration_s)
-        out.emit("progress", done=round(done, 3), total=total_s, unit="s",
-                 info=f"run {r + 1}/{spec.runs}  {sample.ops_per_s:,.0f} ops/s")
+        ctx.progress(round(done, 3), total_s, unit="s",
+                     info=f"run {r + 1}/{spec.runs}  {sample.ops_per_s:,.0f} ops/s")
 
     sampler = TelemetrySampler(interval_s=1.0, disks=block_disks(fs), on_sample=on_sample)
     sampler.start()
@@ -484,7 +481,7 @@ def _measure(ctx, out: _Locked, spec: Spec, pspec: P.PersonalitySpec, root: Path
     return result, samples
 
 
-def _emit_new_flags(out: _Locked, spec: Spec, results: list, dirty: dict, emitted: set) -> None:
+def _emit_new_flags(ctx, spec: Spec, results: list, dirty: dict, emitted: set) -> None:
     """Flags the runs so far show (from the second run on), each streamed once."""
     if len(results) < 2 and spec.runs > 1:
         return
@@ -498,7 +495,7 @@ def _emit_new_flags(out: _Locked, spec: Spec, results: list, dirty: dict, emitte
             continue
         emitted.add(key)
         details = {k: v for k, v in flag.items() if k not in ("kind", "note")}
-        out.emit(Finding(flag=flag["kind"], title=flag_title(flag), note=flag["note"],
+        ctx.emit(Finding(flag=flag["kind"], title=flag_title(flag), note=flag["note"],
                          fields={"after_runs": len(results), **details}))
 
 

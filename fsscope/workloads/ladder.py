@@ -1,20 +1,24 @@
 """The hygiene ladder (Cao et al., FAST'17, Sec. 4): how each preparation step narrows the
 run-to-run variation of one configuration. ``fsscope bench --ladder``.
 
-Steps, cumulative, each R runs of the personality on a RAM image of the recipe's file system:
+Steps, cumulative, each R runs of the personality on the job's target (a RAM image by default,
+or ``--image`` / ``--device``: every step formats, restores and measures there):
 
   baseline  mkfs as the recipe says (ext4: lazy inode-table/journal init), populate, sync,
             drop caches, measure.
   no_lazy   + ext4 inode tables and journal written at mkfs (-E lazy_itable_init=0,
             lazy_journal_init=0): no ext4lazyinit thread writes behind the measurement.
   umount    + unmount and mount again after populating (cold cache, clean journal).
-  alloc     + the dataset populated ONCE (on a no_lazy fs, then unmounted) and kept as an
-            image; every run restores those exact bytes (``image.copy_image``, as
-            ``--from-snapshot`` does) -- no re-population, so runs differ only in what the
-            workload does.
+  alloc     + the dataset populated ONCE (on a no_lazy fs, then unmounted) and its device's
+            bytes kept as a sparse image in the RAM directory; every run writes those exact
+            bytes back onto the target's device (``image.write_onto_device``, as
+            ``--from-snapshot`` does on a device) -- no re-population, so runs differ only in
+            what the workload does. (On a large --device this copies the whole device each
+            run: use a small partition.)
 
-Each run records ``image_sha256`` -- the image's checksum when the measured run starts (the
-fs synced; for umount/alloc it is unmounted at that moment, so the bytes are settled) --,
+Each run records ``image_sha256`` -- the checksum of the target device's bytes when the
+measured run starts (the fs synced; for umount/alloc it is unmounted at that moment, so the
+bytes are settled) --,
 the mkfs command actually run and the superblock's mount count (ext4), so a test can see
 each step change what it claims. Every image, loop and mount is journalled (owner: the job).
 """
@@ -32,10 +36,10 @@ from pathlib import Path
 
 from fsscope import tools
 from fsscope.analysis import variation as V
-from fsscope.engine.specs import checked_fields, with_tuples
 from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain
 from fsscope.recipes import Recipe
+from fsscope.specs import checked_fields, with_tuples
 from fsscope.study import diskstate
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
@@ -118,72 +122,84 @@ class _Commands:
         return next((list(a) for a in self.argv if a and a[0].startswith("mkfs")), [])
 
 
-@contextmanager
-def _image(journal: Journal, group: str, size_bytes: int, source: Path | None = None):
-    img = diskstate.ram_dir() / f"fsscope-ladder-{group}.img"
-    journal.record("image", group, path=str(img))
-    if source is None:
-        image.create_image(img, size_bytes)
-    else:
-        image.copy_image(source, img)
-    yield img
-
-
-def _device_of(journal: Journal, group: str) -> str:
-    return next(e.fields["source"] for e in journal.entries(group=group) if e.kind == "mount")
-
-
-def populate_snapshot(recipe: Recipe, pspec: P.PersonalitySpec, size_bytes: int, dest: Path, seed: int) -> dict:
-    """The alloc step's dataset image: mkfs (no_lazy), populate once, unmount; kept at ``dest``."""
-    journal, group = Journal(), "ladder-" + uuid.uuid4().hex[:10]
+def _capacity_bytes(target) -> int:
+    """Room of the target: the image's size, or the device's."""
+    if target.spec.kind != "device":
+        return target.spec.size_bytes
+    fd = os.open(target.device, os.O_RDONLY)
     try:
-        with _image(journal, group, size_bytes) as img:
-            with diskstate.mounted_image(img, recipe, journal, group, make_fs=True) as mnt:
-                populated = P.populate(mnt, pspec, seed=seed, evict_cache=True)
-                os.sync()
-            os.replace(img, dest)
+        return os.lseek(fd, 0, os.SEEK_END)
     finally:
-        undo_group(journal, group)
+        os.close(fd)
+
+
+def sha256_device(device: str) -> str:
+    """Checksum of every byte of a block device (a loop device reads its image's bytes)."""
+    return sha256_file(Path(device))
+
+
+@contextmanager
+def _recipe(target, recipe: Recipe):
+    """The job's target formats and mounts with ``recipe`` meanwhile (each step has its own
+    hygiene; the target -- RAM image, --image or --device -- stays the same)."""
+    saved, target.recipe = target.recipe, recipe
+    try:
+        yield
+    finally:
+        target.recipe = saved
+
+
+def populate_snapshot(target, pspec: P.PersonalitySpec, dest: Path, seed: int) -> dict:
+    """The alloc step's dataset image: mkfs (no_lazy) on the target, populate once, unmount,
+    and copy the target's bytes to ``dest`` (sparse: zeros take no room)."""
+    mounted = target.format_and_mount()
+    populated = P.populate(mounted.workdir, pspec, seed=seed, evict_cache=True)
+    os.sync()
+    target.unmount()
+    tools.run("dd", f"if={target.device}", f"of={dest}", "bs=4M", "conv=sparse,fsync", "status=none")
     return {"files": populated.files, "bytes_written": populated.bytes_written}
 
 
-def one_run(step: str, recipe: Recipe, pspec: P.PersonalitySpec, size_bytes: int, seed: int,
-            snapshot: Path | None, cancelled) -> dict:
-    journal, group = Journal(), "ladder-" + uuid.uuid4().hex[:10]
+def one_run(target, step: str, pspec: P.PersonalitySpec, seed: int, snapshot: Path | None, cancelled) -> dict:
+    """One measured run of ``step`` on the job's target (its recipe already the step's)."""
     facts: dict = {"step": step}
+    recipe = target.recipe
     try:
-        with _Commands() as cmds, _image(journal, group, size_bytes, snapshot if step == "alloc" else None) as img:
+        with _Commands() as cmds:
             if step == "alloc":
-                facts["image_sha256"] = sha256_file(img)  # the restored bytes, before any mount
-            with diskstate.mounted_image(img, recipe, journal, group, make_fs=step != "alloc") as mnt:
-                dev = _device_of(journal, group)
-                if step != "alloc":
-                    P.populate(mnt, pspec, seed=seed, evict_cache=True)
-                if recipe.prep.remount_after_populate and step != "alloc":
-                    filesystem.umount(str(mnt))
-                    facts["image_sha256"] = sha256_file(img)
-                    filesystem.mount(recipe, dev, str(mnt))
-                elif step != "alloc":
+                image.write_onto_device(snapshot, target.device)  # every byte: no re-population
+                facts["image_sha256"] = sha256_device(target.device)  # the restored bytes, before any mount
+                mounted = target.mount_existing()
+            else:
+                mounted = target.format_and_mount()
+                P.populate(mounted.workdir, pspec, seed=seed, evict_cache=True)
+                if recipe.prep.remount_after_populate:
+                    target.unmount()
+                    facts["image_sha256"] = sha256_device(target.device)
+                    mounted = target.mount_existing()
+                else:
                     os.sync()
-                    facts["image_sha256"] = sha256_file(img)
-                filesystem.drop_caches()
-                facts["mount_count"] = mount_count(dev) if recipe.fs == "ext4" else None
-                facts["mkfs_argv"] = cmds.mkfs()
-                result = P.run(mnt, pspec, cancelled=cancelled)
+                    facts["image_sha256"] = sha256_device(target.device)
+            filesystem.drop_caches()
+            facts["mount_count"] = mount_count(target.device) if recipe.fs == "ext4" else None
+            facts["mkfs_argv"] = cmds.mkfs()
+            facts["device"] = target.device
+            result = P.run(mounted.workdir, pspec, cancelled=cancelled)
     finally:
-        undo_group(journal, group)
+        target.unmount()
     return facts | {"ops_per_s": result.ops_per_s, "elapsed_s": result.elapsed_s,
                     "counts_per_bin": result.counts.sum(axis=0).tolist(), "cancelled": result.cancelled}
 
 
 def run(ctx, spec: Spec) -> dict:
-    recipe = ctx.recipe
-    if recipe is None or recipe.fs in ("tmpfs",):
-        raise FsscopeError("--ladder needs a file-system recipe fsscope formats (e.g. --recipe ext4-default)")
+    recipe, target = ctx.recipe, ctx.target
+    if recipe is None or recipe.fs in ("tmpfs",) or target.spec.kind == "dir":
+        raise FsscopeError("--ladder needs a file-system recipe fsscope formats (e.g. --recipe ext4-default) "
+                           "on a target it formats (--ram, --image or --device)")
     overrides = {"duration_s": float(spec.duration_s), "seed": spec.seed, "bin_s": BIN_S,
                  "latency_window_s": float(min(spec.duration_s, 10))}
     overrides |= {k: getattr(spec, k) for k in ("nfiles", "workers") if getattr(spec, k)}
-    pspec = P.default_spec(spec.personality, capacity_bytes=spec.image_size_bytes, **overrides)
+    pspec = P.default_spec(spec.personality, capacity_bytes=_capacity_bytes(target), **overrides)
     journal, keep = Journal(), "ladder-snap-" + uuid.uuid4().hex[:8]
     snapshot = diskstate.ram_dir() / f"fsscope-{keep}.img"
     journal.record("image", keep, path=str(snapshot))  # the kept dataset image goes with the job
@@ -191,20 +207,19 @@ def run(ctx, spec: Spec) -> dict:
     t0 = time.monotonic()
     try:
         for step in spec.steps:
-            r_recipe = step_recipe(recipe, step)
-            if step == "alloc":
-                ctx.phase("alloc: populating the dataset once")
-                populate_snapshot(r_recipe, pspec, spec.image_size_bytes, snapshot, spec.seed)
-            runs = []
-            for r in range(spec.runs):
-                if ctx.cancelled:
-                    break
-                ctx.phase(f"{step}: run {r + 1} of {spec.runs}")
-                runs.append(one_run(step, r_recipe, pspec, spec.image_size_bytes, spec.seed,
-                                    snapshot, lambda: ctx.cancelled))
-                done += 1
-                ctx.progress(done, total, unit="runs", info=f"{step} {runs[-1]['ops_per_s']:,.0f} ops/s",
-                             step=step, ops_per_s=runs[-1]["ops_per_s"])  # the TUI's ladder view reads them
+            with _recipe(target, step_recipe(recipe, step)):
+                if step == "alloc":
+                    ctx.phase("alloc: populating the dataset once")
+                    populate_snapshot(target, pspec, snapshot, spec.seed)
+                runs = []
+                for r in range(spec.runs):
+                    if ctx.cancelled:
+                        break
+                    ctx.phase(f"{step}: run {r + 1} of {spec.runs}")
+                    runs.append(one_run(target, step, pspec, spec.seed, snapshot, lambda: ctx.cancelled))
+                    done += 1
+                    ctx.progress(done, total, unit="runs", info=f"{step} {runs[-1]['ops_per_s']:,.0f} ops/s",
+                                 step=step, ops_per_s=runs[-1]["ops_per_s"])  # the TUI's ladder view reads them
             ops = [x["ops_per_s"] for x in runs if not x["cancelled"]]
             ladder.append({"step": step, "relative_range": V.relative_range(ops) if ops else None,
                            "rsd": V.rsd(ops) if len(ops) > 1 else None,
@@ -215,6 +230,7 @@ def run(ctx, spec: Spec) -> dict:
         undo_group(journal, keep)
     rrs = [s["relative_range"] for s in ladder if s["relative_range"] is not None]
     return plain({"ladder": ladder, "personality": spec.personality, "recipe": recipe.name, "fs": recipe.fs,
+                  "target": target.spec.to_dict() | {"describe": target.spec.describe()},
                   "spec": spec.to_dict(), "workload": dataclasses.asdict(pspec),
                   "monotone": all(b <= a for a, b in zip(rrs, rrs[1:])),
                   "elapsed_s": round(time.monotonic() - t0, 2)})

@@ -44,8 +44,8 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
+from fsscope.specs import checked_fields
 
 Op = Literal["creat", "mkdir", "unlink", "stat", "rename", "open-existing", "write-fsync",
              "fallocate", "symlink"]

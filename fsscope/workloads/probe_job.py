@@ -21,7 +21,7 @@ import numpy as np
 
 from fsscope.analysis.findings import Outlier
 from fsscope.analysis.outliers import analyze
-from fsscope.engine.events import Finding, Samples
+from fsscope.engine.events import Finding, Samples, finding_from_dict
 from fsscope.errors import FsscopeError
 from fsscope.explain.names import plain as plain_words
 from fsscope.jsonsafe import plain
@@ -42,7 +42,7 @@ def _explainer(ctx, fs, probe_dir: Path, spec: ProbeSpec):
     try:
         geometry = read_geometry(fs.fs, fs.device, fs.mountpoint, probe_dir=probe_dir)
     except FsscopeError as exc:
-        ctx.emit("log", line=f"geometry not read: {exc}")
+        ctx.log(f"geometry not read: {exc}")
         return None, []
     return geometry, predict(geometry, spec.op, spec.name_length, spec.files)
 
@@ -95,7 +95,7 @@ def run(ctx, spec: ProbeSpec) -> dict:
         for r in range(spec.runs):
             if ctx.cancelled:
                 break
-            ctx.emit("phase", name=f"run {r + 1} of {spec.runs}", run=r, runs=spec.runs)
+            ctx.phase(f"run {r + 1} of {spec.runs}", run=r, runs=spec.runs)
             with ctx.run_fs(spec.fresh_fs) as fs:
                 probe_dir = fs.workdir / (PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.{r}")
                 probe_dir.mkdir()
@@ -103,7 +103,7 @@ def run(ctx, spec: ProbeSpec) -> dict:
                 if r == 0:
                     geometry, predictions = _explainer(ctx, fs, probe_dir, spec)
                     if geometry is not None:
-                        ctx.emit("geometry", geometry=_geometry_json(geometry),
+                        ctx.data("geometry", geometry=_geometry_json(geometry),
                                  predictions=plain(predictions))
                 with trace.run(fs, r, latency_ns[r], start_ns[r]) if spec.trace == "all" else nullcontext():
                     _measure(ctx, spec, r, probe_dir, latency_ns[r], start_ns[r])
@@ -116,7 +116,7 @@ def run(ctx, spec: ProbeSpec) -> dict:
     except ProbeRunError as exc:  # ENOSPC & co: a normal stop, explained; what was measured is kept
         error = str(exc)
         stop_flag = _stop_flag(exc, r)
-        ctx.emit("finding", **stop_flag)
+        ctx.emit(finding_from_dict(stop_flag))
     finally:
         latency_ns.flush()
         os.sched_setaffinity(0, previous_cpus)
@@ -144,7 +144,7 @@ def run(ctx, spec: ProbeSpec) -> dict:
             if (traced >= 0).any() and (measured >= 0).any():
                 report["trace"]["median_ratio_vs_untraced"] = round(
                     float(np.median(traced[traced >= 0]) / np.median(measured[measured >= 0])), 3)
-        ctx.emit("kernel", flags=[{"index": f.get("index"), "flag": f.get("flag"), "kernel": f.get("kernel"),
+        ctx.data("kernel", flags=[{"index": f.get("index"), "flag": f.get("flag"), "kernel": f.get("kernel"),
                                    "note": f.get("note")} for f in report.get("flags", [])],
                  structures=report["structures"], noise=report["noise"])
     return report
@@ -155,7 +155,7 @@ def _attribution_run(ctx, spec: ProbeSpec, trace) -> None:
     account of every call without touching the measured runs' latencies."""
     latency_row = ctx.run_dir.open_array("trace_latency_ns", (1, spec.files))
     start_row = ctx.run_dir.open_array("trace_start_ns", (1, spec.files))
-    ctx.emit("phase", name="traced run (kernel attribution)", run=spec.runs)
+    ctx.phase("traced run (kernel attribution)", run=spec.runs)
     with ctx.run_fs(spec.fresh_fs) as fs:
         probe_dir = fs.workdir / (PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.traced")
         probe_dir.mkdir()
@@ -187,7 +187,7 @@ def _measure(ctx, spec: ProbeSpec, r: int, probe_dir: Path, row, start_row) -> N
         ctx.emit(Samples(run=r, start=start, latency_ns=batch.tolist()))
         ctx.progress(r * spec.files + start + len(batch), total, info=f"run {r + 1}/{spec.runs}")
 
-    ctx.emit("phase", name=f"run {r + 1} of {spec.runs}: {spec.op} × {spec.files}", run=r)
+    ctx.phase(f"run {r + 1} of {spec.runs}: {spec.op} × {spec.files}", run=r)
     measure_run(probe_dir, spec, on_batch=on_batch, cancelled=lambda: ctx.cancelled, out=row,
                 start_out=start_row)
 

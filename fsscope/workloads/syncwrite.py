@@ -194,9 +194,10 @@ class PointResult:
 
 def write_file_sync(path: str | os.PathLike, planned: PlannedPoint, mode: str, buf: mmap.mmap,
                     latency_out: np.ndarray, cancelled: Callable[[], bool] | None = None,
-                    preallocate: bool = True) -> PointResult:
+                    preallocate: bool = True, start_out: np.ndarray | None = None) -> PointResult:
     """Write a new file with ``planned.writes`` synchronous writes of ``buf``, each latency into
-    ``latency_out[i]`` as soon as it is measured."""
+    ``latency_out[i]`` as soon as it is measured, and (``start_out``) its start in
+    CLOCK_MONOTONIC ns, the clock of kernel trace events, stored after the timed region."""
     sync = os.fdatasync if mode.endswith("fdatasync") else os.fsync if mode == "fsync" else None
     view = memoryview(buf)
     size = len(buf)
@@ -239,6 +240,8 @@ def write_file_sync(path: str | os.PathLike, planned: PlannedPoint, mode: str, b
                 raise
             last = time.monotonic_ns()
             latency_out[i] = last - t0
+            if start_out is not None:
+                start_out[i] = t0
             written += n
             done = i + 1
     finally:
@@ -255,8 +258,10 @@ class SweepEnd:
 
 def sweep(root: str | os.PathLike, spec: SyncWriteSpec, latency: np.ndarray, points: np.ndarray,
           on_point: Callable[[int, np.ndarray], None] | None = None,
-          cancelled: Callable[[], bool] | None = None, point_limit_s: float | None = None) -> SweepEnd:
-    """Run the plan in ``root``, filling ``latency``/``points`` (from :func:`new_arrays`) as it
+          cancelled: Callable[[], bool] | None = None, point_limit_s: float | None = None,
+          start_ns: np.ndarray | None = None) -> SweepEnd:
+    """Run the plan in ``root``, filling ``latency``/``points`` (from :func:`new_arrays`) and
+    ``start_ns`` (laid out as ``latency``; each write's start, for trace attribution) as it
     goes; ``on_point(row_index, latencies)`` after each point. A point also ends after
     ``point_limit_s`` (a normal end); a full file system ends the sweep cleanly with what was
     measured, as does ``cancelled()``."""
@@ -275,8 +280,9 @@ def sweep(root: str | os.PathLike, spec: SyncWriteSpec, latency: np.ndarray, poi
             def stop(limit: float = limit) -> bool:
                 return (cancelled is not None and cancelled()) or time.monotonic() > limit
 
+            starts = None if start_ns is None else start_ns[planned.offset:planned.offset + planned.writes]
             result = write_file_sync(path, planned, spec.mode, buffers[planned.buffer_bytes], out, stop,
-                                     spec.preallocate)
+                                     spec.preallocate, starts)
             path.unlink()
             cut = result.full or (cancelled is not None and result.writes < planned.writes and cancelled())
             points[row, COL["writes"]:] = (result.writes, result.bytes_written, result.elapsed_s, 0 if cut else 1)

@@ -8,6 +8,10 @@ Arrays, written as measured (memory-mapped: a killed job keeps every write it me
 ``latency_ns.npy`` (int64, every write's latency, -1 = not measured, laid out by
 :func:`fsscope.workloads.syncwrite.plan`) and ``points.npy`` (float64 rows, columns
 :data:`~fsscope.workloads.syncwrite.POINT_COLUMNS`, NaN until the point ends).
+With ``trace`` (root + tracefs): also ``start_ns.npy`` (each write's start, CLOCK_MONOTONIC)
+and, per write, what reached the device inside it -- ``write_io.npy`` (int64 rows, columns
+:data:`WRITE_IO_COLUMNS`: block requests, bytes, FLUSH and FUA requests, journal commits) --
+summed per point (``raw_points[i]["kernel"]``) and per buffer size (``kernel_by_size``).
 Events: ``samples`` with ``{"point": {...}}`` per finished point, ``progress`` in points.
 Report (:func:`report_from_arrays`, also for a killed run's arrays): per buffer size the
 throughput and latency statistics, both knees with a confidence statement, the phases, the
@@ -17,20 +21,24 @@ best-ratio recommendation; a full file system stops the sweep with an ``enospc``
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from fsscope.analysis import efficiency
-from fsscope.engine.specs import checked_fields
 from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain
+from fsscope.specs import checked_fields
+from fsscope.trace.attribute import per_call_io
+from fsscope.trace.jobs import JobTrace
 from fsscope.workloads import syncwrite as sw
 from fsscope.workloads.bench_job import block_disks
 
 _DEFAULTS = sw.SyncWriteSpec()
 POINT_COLUMNS = sw.POINT_COLUMNS
+WRITE_IO_COLUMNS = ("requests", "bytes", "flush", "fua", "commits")
 Mode = Literal["osync", "odsync", "fsync", "fdatasync", "direct+osync", "direct+odsync", "direct+fdatasync"]
 
 
@@ -44,11 +52,16 @@ class Spec:
     duration_s: float | None = None        # per point; None: bounded by file_size_bytes only
     seed: int = _DEFAULTS.seed
     preallocate: bool = _DEFAULTS.preallocate
+    # Kernel events (root + tracefs): per write, the device requests, bytes, flushes and journal
+    # commits inside it. Off by default: the tracer's own work shifts µs-scale latencies.
+    trace: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "buffer_sizes_bytes", tuple(int(s) for s in self.buffer_sizes_bytes))
         if self.duration_s is not None and not self.duration_s > 0:
             raise FsscopeError(f"syncwrite: duration_s must be positive, got {self.duration_s!r}")
+        if not isinstance(self.trace, bool):
+            raise FsscopeError(f"syncwrite: trace must be true or false, not {self.trace!r}")
         self.sweep_spec()  # the workload's own checks (mode, sizes, counts)
 
     def sweep_spec(self) -> sw.SyncWriteSpec:
@@ -115,11 +128,14 @@ def run(ctx, spec: Spec) -> dict:
                                     ctx.run_dir.open_array(name, shape, dtype=dtype, fill=fill))
     total = points.shape[0]
     done = [0]
+    trace = JobTrace(ctx, spec.trace, "syncwrite", pid=os.getpid())
+    start_ns = (ctx.run_dir.open_array("start_ns", latency.shape, dtype=np.int64, fill=-1)
+                if trace.active else None)
 
     def on_point(row: int, lat: np.ndarray) -> None:
         done[0] += 1
         point = sw.point_dict(points, row, lat)
-        ctx.emit("samples", point=point)
+        ctx.data("samples", point=point)
         rate = point["bytes_per_s"] or 0.0
         ctx.progress(done[0], total, unit="points",
                      info=f"rep {point['repeat'] + 1}, {point['buffer_bytes'] >> 10} KiB: {rate / 1e6:.1f} MB/s")
@@ -131,14 +147,22 @@ def run(ctx, spec: Spec) -> dict:
         if refused:
             raise FsscopeError(refused)
         ctx.after_populate()  # nothing to populate: sync + drop caches so the sweep starts clean
-        ctx.emit("phase", name=f"sync-write sweep ({spec.mode}), {len(spec.buffer_sizes_bytes)} sizes "
-                 f"× {spec.repeats} repetitions")
-        end = sw.sweep(fs.workdir, sweep_spec, latency, points, on_point=on_point,
-                       cancelled=lambda: ctx.cancelled, point_limit_s=spec.duration_s)
+        ctx.phase(f"sync-write sweep ({spec.mode}), {len(spec.buffer_sizes_bytes)} sizes "
+                  f"× {spec.repeats} repetitions")
+        with trace.run(fs, 0):
+            end = sw.sweep(fs.workdir, sweep_spec, latency, points, on_point=on_point,
+                           cancelled=lambda: ctx.cancelled, point_limit_s=spec.duration_s, start_ns=start_ns)
     latency.flush()
     points.flush()
 
     report = report_from_arrays(points, latency, seed=spec.seed)
+    report["trace"] = trace.summary()
+    if trace.results:
+        result = trace.results[0][1]
+        ctx.run_dir.save_array("trace_events", result.events)
+        io = write_io(result.events, result.names, start_ns, latency)
+        ctx.run_dir.save_array("write_io", io)
+        add_kernel(report, points, io)
     notes, flags = [], []
     if spec.duration_s is not None:
         cut = [p for p in report["raw_points"] if p["ended"] and (p["bytes_written"] or 0) < spec.file_size_bytes]
@@ -167,6 +191,48 @@ def run(ctx, spec: Spec) -> dict:
         "notes": notes,
     })
     return plain(report)
+
+
+def write_io(events: np.ndarray, names: list[str], start_ns: np.ndarray, latency: np.ndarray) -> np.ndarray:
+    """Per write (rows laid out as ``latency``), columns :data:`WRITE_IO_COLUMNS`: what
+    reached the device while that write ran."""
+    io = per_call_io(events, names, np.asarray(start_ns), np.asarray(latency))
+    return np.stack([io[c] for c in WRITE_IO_COLUMNS], axis=1)
+
+
+def _io_summary(rows: np.ndarray, writes: int) -> dict[str, Any]:
+    totals = {c: int(rows[:, k].sum()) for k, c in enumerate(WRITE_IO_COLUMNS)}
+    return totals | {"writes": writes} | {f"{c}_per_write": (totals[c] / writes if writes else None)
+                                          for c in WRITE_IO_COLUMNS}
+
+
+def add_kernel(report: dict, points: np.ndarray, io: np.ndarray) -> None:
+    """Per point (``raw_points[i]["kernel"]``) and per buffer size (``kernel_by_size``): the
+    block requests, bytes, FLUSH/FUA requests and journal commits inside its measured writes;
+    ``device_bytes_per_byte`` is what reached the device per byte the application wrote."""
+    col = sw.COL
+    by_size: dict[int, list[np.ndarray]] = {}
+    rows_of_point = {}
+    for row in range(points.shape[0]):
+        r = points[row]
+        written = r[col["writes"]]
+        if not np.isfinite(written) or written < 1:
+            continue
+        off = int(r[col["offset"]])
+        rows = io[off:off + int(written)]
+        rows_of_point[(int(r[col["repeat"]]), int(r[col["buffer_bytes"]]))] = rows
+        by_size.setdefault(int(r[col["buffer_bytes"]]), []).append(rows)
+    for point in report["raw_points"]:
+        rows = rows_of_point.get((point["repeat"], point["buffer_bytes"]))
+        if rows is not None:
+            point["kernel"] = _io_summary(rows, len(rows))
+    out = []
+    for size, parts in sorted(by_size.items()):
+        rows = np.concatenate(parts)
+        entry = {"buffer_bytes": size} | _io_summary(rows, len(rows))
+        entry["device_bytes_per_byte"] = entry["bytes"] / (size * len(rows)) if len(rows) else None
+        out.append(entry)
+    report["kernel_by_size"] = out
 
 
 def partial_report(run_dir) -> dict | None:

@@ -131,7 +131,7 @@ time, and the job's phases.
 
 **Aging view** — an *age* job churns files (seeded creates and deletes) until the tree looks
 like an aging profile. *Fullness* is the share of the file system's capacity in use as `df`
-counts it (metadata and the unused tails of small files' last blocks included), drawn as a bar
+counts it once synced (metadata and the unused tails of small files' last blocks included), drawn as a bar
 of the capacity with the target marked ┃; more than 5 points off the target is called out.
 The *rapid phase* only creates, up to the target fullness; the *stable phase* then creates and
 deletes at that fullness. The three histograms compare the profile's file sizes, directory

@@ -1,4 +1,5 @@
-"""Job parameters from JSON: one check shared by every job's Spec.from_dict."""
+"""Job parameters from JSON: one check shared by every job's Spec.from_dict (plain Python at
+the bottom layer, so a job beside the readers it drives, like layout.job, can use it)."""
 
 from __future__ import annotations
 

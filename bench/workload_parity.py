@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Is the workload engine as fast as Filebench, and what did its speed-up buy? (issue 15)
+
+With Filebench installed (``filebench`` on PATH; there is no distribution package of it here,
+it is built from source): per personality, Filebench's own workload file with the same
+directory, file count, mean file size, directory width and worker count, run for the same
+duration alternately with ours, ``--rounds`` times; prints the median ops/s of each and the
+ratio ours/Filebench (target >= 1.0). Filebench wants ASLR off
+(``echo 0 > /proc/sys/kernel/randomize_va_space``), which this script does not change.
+
+Always: the engine's throughput ceiling per personality on ``--dir`` (default a tmpfs
+directory under /dev/shm, where the storage costs least and the generator shows most), and the
+same runs with the engine as it was before the speed-up (``--reference``, a commit whose
+``fsscope/workloads/personalities`` package is loaded from git into a temporary module), runs
+alternated so the shared machine's drift hits both alike. Printed per personality: median
+ops/s of each and the ratio new/old, and -- less noisy on a loaded machine -- ops per CPU
+second of the workers (user+system, kernel-accounted) and the workers' user-space CPU per op,
+the generator's own cost.
+
+    .venv/bin/python bench/workload_parity.py [--duration 5] [--rounds 3] [--workers 2]
+                                              [--dir /dev/shm/x] [--reference COMMIT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from fsscope.workloads import personalities as P  # noqa: E402
+
+# the engine before the per-op speed-up (the package split; it already reports the workers' CPU)
+REFERENCE = "fbaca3b"
+PACKAGE = "fsscope/workloads/personalities"
+REF_NAME = "fsscope_ref_personalities"
+FILEBENCH_WORKLOADS = ("/usr/local/share/filebench/workloads", "/usr/share/filebench/workloads")
+
+
+def load_reference(commit: str, into: Path):
+    """The personalities package as of ``commit``, importable as REF_NAME (its imports of
+    itself rewritten); sys.path gets ``into`` before any worker starts, so the forkserver
+    finds it too."""
+    names = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", f"{commit}:{PACKAGE}"],
+                           check=True, capture_output=True, text=True).stdout.split()
+    pkg = into / REF_NAME
+    pkg.mkdir()
+    for name in names:
+        text = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{PACKAGE}/{name}"],
+                              check=True, capture_output=True, text=True).stdout
+        (pkg / name).write_text(text.replace("fsscope.workloads.personalities", REF_NAME))
+    sys.path.insert(0, str(into))
+    return importlib.import_module(REF_NAME)
+
+
+def spec_for(name: str, workers: int | None, duration_s: float) -> P.PersonalitySpec:
+    # small file sets, so the numbers are the generator's and the file system's, not the disk's
+    nfiles = {"fileserver": 2000, "webserver": 1000, "varmail": 1000}[name]
+    return P.default_spec(name, nfiles=nfiles, duration_s=duration_s, seed=1,
+                          **({"workers": workers} if workers else {}))
+
+
+def ours(engine, root: Path, spec: P.PersonalitySpec) -> dict:
+    engine.populate(root, spec, evict_cache=False)
+    result = engine.run(root, spec)
+    return {"ops_per_s": result.ops_per_s, "total_ops": result.total_ops,
+            "cpu_s": result.worker_cpu_user_s + result.worker_cpu_system_s, "user_s": result.worker_cpu_user_s}
+
+
+def filebench(spec: P.PersonalitySpec, root: Path, workload_dir: Path) -> float:
+    """ops/s of Filebench's own workload file with our settings."""
+    text = (workload_dir / f"{spec.name}.f").read_text()
+    sets = {"dir": str(root), "nfiles": spec.nfiles, "meandirwidth": spec.dir_width, "nthreads": spec.workers}
+    for key, value in sets.items():
+        text = re.sub(rf"^set \${key}=.*$", f"set ${key}={value}", text, flags=re.M)
+    text = re.sub(r"mean:\d+", f"mean:{spec.mean_file_size_bytes}", text)
+    text = re.sub(r"^run\b.*$", "", text, flags=re.M) + f"\nrun {int(spec.duration_s)}\n"
+    with tempfile.NamedTemporaryFile("w", suffix=".f", delete=False) as fh:
+        fh.write(text)
+    try:
+        out = subprocess.run(["filebench", "-f", fh.name], capture_output=True, text=True,
+                             timeout=spec.duration_s * 5 + 300).stdout
+    finally:
+        os.unlink(fh.name)
+    match = re.search(r"IO Summary:\s+\d+ ops\s+([\d.]+) ops/s", out)
+    if not match:
+        raise SystemExit(f"filebench printed no 'IO Summary' for {spec.name}:\n{out[-2000:]}")
+    return float(match.group(1))
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per run (default 5)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternated runs of each engine (default 3)")
+    parser.add_argument("--workers", type=int, help="workers (default: the personality's default here)")
+    parser.add_argument("--dir", type=Path, help="where to run (default: a new directory under /dev/shm)")
+    parser.add_argument("--reference", default=REFERENCE, help=f"commit of the old engine (default {REFERENCE})")
+    parser.add_argument("--personality", action="append", choices=P.PERSONALITIES,
+                        help="only these (repeat; default all three)")
+    args = parser.parse_args()
+    names = args.personality or list(P.PERSONALITIES)
+    base = args.dir or Path(tempfile.mkdtemp(prefix="fsscope-parity-", dir="/dev/shm"))
+    base.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="fsscope-parity-ref-"))
+    try:
+        ref = load_reference(args.reference, scratch)
+        fb = shutil.which("filebench")
+        workloads = next((Path(d) for d in FILEBENCH_WORKLOADS if Path(d, "varmail.f").exists()), None)
+        if fb is None or workloads is None:
+            print("Filebench: not installed here (no distribution package; build 1.5-alpha3 from source "
+                  "to compare) -- printing the engine's own ceiling and its speed-up instead\n")
+        print(f"{'personality':<11} {'workers':>7} {'new ops/s':>11} {'old ops/s':>11} {'new/old':>7} "
+              f"{'ops/CPU-s new':>13} {'old':>9} {'new/old':>7} {'user µs/op new':>14} {'old':>6}"
+              + (f" {'Filebench':>11} {'new/FB':>6}" if fb and workloads else ""))
+        for name in names:
+            spec = spec_for(name, args.workers, args.duration)
+            new_runs, old_runs, fb_runs = [], [], []
+            for r in range(args.rounds):
+                order = [("new", P), ("old", ref)] if r % 2 == 0 else [("old", ref), ("new", P)]
+                for label, engine in order:
+                    root = base / label
+                    root.mkdir(exist_ok=True)
+                    (new_runs if label == "new" else old_runs).append(ours(engine, root, spec))
+                    shutil.rmtree(root)
+                if fb and workloads:
+                    root = base / "filebench"
+                    root.mkdir(exist_ok=True)
+                    fb_runs.append(filebench(spec, root, workloads))
+                    shutil.rmtree(root)
+
+            def stat(runs, key):
+                return median([r[key] for r in runs])
+
+            def per_cpu(runs):
+                return median([r["total_ops"] / r["cpu_s"] for r in runs if r["cpu_s"]])
+
+            def user_us(runs):
+                return median([r["user_s"] / r["total_ops"] * 1e6 for r in runs if r["user_s"] and r["total_ops"]])
+
+            n, o = stat(new_runs, "ops_per_s"), stat(old_runs, "ops_per_s")
+            nc, oc = per_cpu(new_runs), per_cpu(old_runs)
+            nu, ou = user_us(new_runs), user_us(old_runs)
+
+            def fmt(x, spec_="{:,.0f}"):
+                return "-" if x is None else spec_.format(x)
+            line = (f"{name:<11} {spec.workers:>7} {fmt(n):>11} {fmt(o):>11} {fmt(n / o if o else None, '{:.2f}'):>7} "
+                    f"{fmt(nc):>13} {fmt(oc):>9} {fmt(nc / oc if nc and oc else None, '{:.2f}'):>7} "
+                    f"{fmt(nu, '{:.2f}'):>14} {fmt(ou, '{:.2f}'):>6}")
+            if fb_runs:
+                f = median(fb_runs)
+                line += f" {f:>11,.0f} {n / f:>6.2f}"
+            print(line, flush=True)
+        print(f"\nmedians of {args.rounds} alternated runs of {args.duration:g} s on {base} "
+              f"(old = {args.reference}); ops/CPU-s and user µs/op use the workers' kernel-accounted CPU")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if args.dir is None:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

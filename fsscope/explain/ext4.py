@@ -1,0 +1,137 @@
+"""ext4 rules: a directory's linear first block, its htree conversion and first leaf split (or
+new linear blocks without dir_index), for a directory grown one create at a time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fsscope.explain.geometry import Geometry
+from fsscope.explain.prediction import CREATING_OPS, Prediction, round_up, series_count
+
+
+def ext4_rec_len(name_length: int) -> int:
+    """ext4 directory entry size: inode 4 + rec_len 2 + name_len 1 + type 1 + name, to 4 B."""
+    return round_up(8 + name_length, 4)
+
+
+@dataclass(frozen=True)
+class Ext4DirLimits:
+    first_block_files: int   # files block 0 holds (with . and ..) -> conversion index
+    block_files: int         # files any other block holds
+    split_low: int           # first htree leaf split: earliest and latest possible index
+    split_high: int
+    moved_files: int         # entries do_split moves to the new leaf at conversion
+    arithmetic: dict[str, str]
+
+
+def ext4_dir_limits(*, block_bytes: int, name_length: int, csum: bool) -> Ext4DirLimits:
+    """ext4 thresholds for a fresh directory (only '.' and '..' in block 0)."""
+    rec = ext4_rec_len(name_length)
+    tail = 12 if csum else 0   # struct ext4_dir_entry_tail at the end of every leaf block
+    dots = 12 + 12
+    c0 = (block_bytes - tail - dots) // rec
+    c = (block_bytes - tail) // rec
+    # make_indexed_dir moves block 0's c0 entries to a new block and do_split moves the
+    # upper half by size (entries whose cumulative size stays <= block/2) to another one.
+    moved, size = 0, 0
+    for _ in range(c0):
+        if size + rec // 2 > block_bytes // 2:
+            break
+        size += rec
+        moved += 1
+    fuller = max(moved, c0 - moved) + 1  # the new entry may land in the fuller leaf
+    # earliest split: every later entry hashes into the fuller leaf; latest: both leaves fill.
+    low = c0 + 1 + (c - fuller)
+    high = 2 * c
+    csum_text = " - tail 12 (metadata_csum)" if csum else ""
+    arithmetic = {
+        "first": (f"entry = roundup4(8 + {name_length}) = {rec} B; block 0 = {block_bytes} B"
+                  f"{csum_text} - '.' 12 - '..' 12 -> ({block_bytes}{' - 12' if csum else ''}"
+                  f" - 24) // {rec} = {c0} files fit -> file {c0} needs a second block"),
+        "block": f"other blocks: ({block_bytes}{' - 12' if csum else ''}) // {rec} = {c} files",
+        "split": (f"conversion splits the {c0} entries {c0 - moved}/{moved} over two leaves of "
+                  f"{c}; the first leaf to fill splits: earliest {c0} + 1 + ({c} - {fuller}) "
+                  f"= {low} (all new names hash to the fuller leaf), latest 2 x {c} = {high} "
+                  f"(both leaves full)"),
+    }
+    return Ext4DirLimits(c0, c, low, high, moved, arithmetic)
+
+
+def predict(g: Geometry, op: str, L: int, files: int, **_: int) -> list[Prediction]:
+    if op not in CREATING_OPS or not g.block_size_bytes:
+        return []
+    if "inline_data" in g.features:
+        return []  # directories start inline in the inode: different arithmetic, no rule
+    B = g.block_size_bytes
+    if g.ext4_dir_size_bytes is not None and g.ext4_dir_size_bytes != B:
+        return []  # not a fresh one-block directory
+    lim = ext4_dir_limits(block_bytes=B, name_length=L, csum=g.has_csum)
+    c0 = lim.first_block_files
+    indexed = "dir_index" in g.features
+    scan_end = c0 if indexed else files
+    out = [Prediction(
+        structure="ext4-dir-linear-scan", kind="linear", index=0, end=scan_end,
+        arithmetic=(f"{lim.arithmetic['first']}; every lookup scans block 0 linearly"
+                    if indexed else "without dir_index every lookup scans all entries of all "
+                                    f"blocks: files 0..{files - 1}"),
+        tolerance_why="range ends where the first block is full (exact); a measured range "
+                      "matches when it lies mostly inside",
+        note=(f"Inside a directory block ext4 keeps entries in creation order and finds a "
+              f"name (and free space) by scanning them, so each {op} of a new name costs a "
+              f"bit more than the last: latency grows linearly over files 0..{scan_end - 1}"
+              + (f", the {c0} entries block 0 holds." if indexed else
+                 ", because without dir_index the scan covers the whole directory.")))]
+    if indexed:
+        out.append(Prediction(
+            structure="ext4-dir-htree-conversion", kind="outlier", index=c0,
+            arithmetic=lim.arithmetic["first"] + "; with dir_index the directory becomes a "
+                       "hash tree (htree) at that call",
+            note=(f"Block 0 is full after {c0} names of {L} characters ({B}-byte blocks"
+                  f"{', metadata_csum tail' if g.has_csum else ''}). File {c0} needs a second "
+                  f"block, and with dir_index ext4 converts the directory into a hash-indexed "
+                  f"one right there: block 0 becomes the htree root, the entries are moved to "
+                  f"a new block, hashed and split into two leaves (3 blocks in all) -- two "
+                  f"block allocations, a sort and a copy of every entry in one call, once per "
+                  f"directory. Afterwards a lookup scans one leaf, not the whole directory.")))
+        out.append(Prediction(
+            structure="ext4-htree-first-leaf-split", kind="outlier", index=None,
+            index_low=lim.split_low, index_high=lim.split_high,
+            arithmetic=f"{lim.arithmetic['block']}; {lim.arithmetic['split']}",
+            tolerance_why="window from the hash split bounds: the exact index depends on the "
+                          "directory hash seed, which mkfs draws at random",
+            note=(f"After the conversion new names go to the leaf their hash selects; the "
+                  f"first leaf to fill is split in two (one block allocated, half the entries "
+                  f"moved) somewhere in files {lim.split_low}..{lim.split_high}. Where exactly "
+                  f"depends on the directory hash seed: "
+                  + ("it is null here (fixed), so the split repeats at the same file on every "
+                     "fresh file system, but fsscope does not compute the hashes -- only the "
+                     "window." if g.ext4_hash_seed_null else
+                     "mkfs draws it at random, so on fresh file systems the split moves from "
+                     "run to run and is rarely a repeatable outlier."))))
+        if lim.split_low > c0 + 1:
+            out.append(Prediction(
+                structure="ext4-htree-leaf-scan", kind="linear", index=c0 + 1,
+                end=lim.split_low, arithmetic=lim.arithmetic["split"],
+                tolerance_why="range ends inside the hash-dependent split window; compared by "
+                              "overlap",
+                note=("After the conversion a lookup hashes the name and scans one of two "
+                      "leaves, which fill as files are added, so latency keeps growing with "
+                      "the leaves' fill until one splits (the slope is not predicted).")))
+    else:
+        out.append(Prediction(
+            structure="ext4-dir-new-linear-block", kind="series", index=c0,
+            stride=lim.block_files, count=series_count(c0, lim.block_files, files),
+            arithmetic=f"{lim.arithmetic['first']}; {lim.arithmetic['block']}; without "
+                       f"dir_index blocks are appended: {c0}, {c0} + {lim.block_files}, ...",
+            note=(f"Without dir_index the directory stays a linear list of blocks: when all "
+                  f"are full (file {c0}, then every {lim.block_files} files) one more block is "
+                  f"appended, and every lookup scans all of them -- creation cost grows with "
+                  f"directory size. Admin: enable dir_index (tune2fs -O dir_index; e2fsck -D).")))
+    return out
+
+
+def limits(g: Geometry, op: str) -> list[str]:
+    """What :func:`predict` does not cover on ext4, one line each."""
+    out = ["ext4 inline_data: directories start inside the inode; no rule"] if "inline_data" in g.features else []
+    return out + ["ext4 htree leaf splits after the first one depend on the per-mkfs hash seed: not predicted",
+                  "ext4 moving to the next block group's inodes is not predicted"]

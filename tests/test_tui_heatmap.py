@@ -1,0 +1,159 @@
+"""The heatmap draws what the data says: every cell on screen against a per-bucket reference
+computed here, in each mode (fit with many files per column, several characters per file,
+one file per column scrolled), every bucket aggregate, after a live batch, and in an ANSI
+theme (the widget draws only truecolor styles and so skips Textual's per-segment conversion)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pilot_wait import until
+from textual.app import App, ComposeResult
+from textual.filter import ANSIToTruecolor
+
+from fsscope.tui.model import LatencyMatrix
+from fsscope.tui.themes import VARIABLE_DEFAULTS
+from fsscope.tui.widgets.heatmap import AGGREGATES, GUTTER, HEADER_LINES, LEVELS, Heatmap, bucket
+
+SIZE = (120, 30)
+
+
+class HeatApp(App):
+    def __init__(self, ansi_color: bool = False):
+        super().__init__(ansi_color=ansi_color)
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(VARIABLE_DEFAULTS)
+
+    def compose(self) -> ComposeResult:
+        yield Heatmap(id="heat")
+
+
+def matrix(runs: int, files: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    values = rng.lognormal(np.log(20_000), 0.8, size=(runs, files)).astype(np.int64)
+    values[rng.random(values.shape) < 0.05] = -1  # not measured
+    values[0, 3] = 3 * 10**9  # beyond 2**31 ns: exact in every aggregate
+    return values
+
+
+def reference(block: np.ndarray, aggregate: str) -> int:
+    """One bucket's value, the slow obvious way."""
+    block = block[block >= 0]
+    if not block.size:
+        return -1
+    if aggregate == "max":
+        return int(block.max())
+    if aggregate == "mean":
+        return int(block.sum() // block.size)
+    q = {"p99": 0.99, "p90": 0.90, "p50": 0.50}[aggregate]
+    return int(np.sort(block)[int(np.floor(q * (block.size - 1)))])
+
+
+def screen_cells(heat: Heatmap, y: int) -> list[tuple[str, object]]:
+    """(character, background colour) of each cell of screen line ``y``."""
+    return [(ch, seg.style.bgcolor if seg.style else None) for seg in heat.render_line(y) for ch in seg.text]
+
+
+def assert_cells_match(heat: Heatmap, values: np.ndarray, selected: set[int]) -> None:
+    zoom, cw, h = heat.effective_zoom, heat.cell_width, heat.row_height
+    scroll_x, scroll_y = (int(v) for v in heat.scroll_offset)
+    width = heat.scrollable_content_region.width
+    empty = heat._style("empty").bgcolor  # noqa: SLF001
+    checked = 0
+    for y in range(HEADER_LINES, heat.scrollable_content_region.height):
+        run = (y - HEADER_LINES + scroll_y) // h
+        if run >= values.shape[0] or run == heat.cursor_run:
+            continue
+        cells = screen_cells(heat, y)
+        assert len(cells) == width
+        for x in range(GUTTER, width):
+            col = (scroll_x + x - GUTTER) // cw
+            if col * zoom >= values.shape[1]:
+                break
+            expected = reference(values[run, col * zoom:(col + 1) * zoom], heat.aggregate)
+            level = int(heat.levels(np.array([expected]))[0])
+            colour = empty if level < 0 else heat.color_at(level / (LEVELS - 1)).bgcolor
+            glyph = "•" if selected & set(range(col * zoom, (col + 1) * zoom)) else " "
+            assert cells[x] == (glyph, colour), (heat.aggregate, run, col, expected, level)
+            checked += 1
+    assert checked > 0
+
+
+def test_bucket_equals_the_per_bucket_reference():
+    values = matrix(3, 1037)
+    for zoom in (1, 2, 7, 100, 1037, 5000):
+        for aggregate in AGGREGATES:
+            got = bucket(values, zoom, aggregate)
+            expected = [[reference(values[r, c * zoom:(c + 1) * zoom], aggregate) for c in range(got.shape[1])]
+                        for r in range(values.shape[0])]
+            assert got.tolist() == expected, (zoom, aggregate)
+
+
+@pytest.mark.parametrize("mode", ["fit-many", "fit-wide", "one-per-column"])
+async def test_every_cell_shows_its_buckets_colour(mode):
+    files = {"fit-many": 20_000, "fit-wide": 23, "one-per-column": 5_000}[mode]
+    values = matrix(4, files)
+    selected = {5, 17, files // 2, files // 2 + 3}
+    app = HeatApp()
+    async with app.run_test(size=SIZE) as pilot:
+        heat = app.query_one(Heatmap)
+        heat.set_matrix(LatencyMatrix.from_array(values))
+        heat.set_flags(sorted(selected), sorted(selected))
+        if mode == "one-per-column":
+            heat.zoom = 1
+            heat._invalidate(buckets=True)  # noqa: SLF001
+            heat._update_virtual_size()  # noqa: SLF001
+            await until(pilot, lambda: heat.max_scroll_x > 0, "the zoomed view scrollable")
+            heat.move_to_file(files // 2)
+            await until(pilot, lambda: heat.scroll_offset.x > 0, "the view scrolled to the middle")
+        assert (heat.effective_zoom > 1) == (mode == "fit-many") and (heat.cell_width > 1) == (mode == "fit-wide")
+        for aggregate in AGGREGATES:
+            heat.aggregate = aggregate
+            heat._invalidate(buckets=True)  # noqa: SLF001
+            assert_cells_match(heat, values, selected)
+
+
+async def test_a_live_batch_redraws_as_a_full_redraw_would():
+    values = matrix(3, 20_000)
+    app = HeatApp()
+    async with app.run_test(size=SIZE) as pilot:
+        heat = app.query_one(Heatmap)
+        live = LatencyMatrix.from_array(np.where(np.arange(20_000) < 15_000, values, -1))
+        heat.set_matrix(live)
+        await pilot.pause()
+        lines = heat.scrollable_content_region.height
+        before = [screen_cells(heat, y) for y in range(lines)]  # fills the strip cache
+        live.put(1, 15_000, values[1, 15_000:].tolist())  # one batch of run 2
+        heat.samples_added(1, 15_000, 20_000)
+        patched = [screen_cells(heat, y) for y in range(lines)]
+        assert patched != before
+        heat._invalidate(buckets=True)  # noqa: SLF001
+        assert patched == [screen_cells(heat, y) for y in range(lines)]
+        assert_cells_match(heat, live.values, set())
+
+
+@pytest.mark.parametrize("native_ansi", [False, True])
+async def test_ansi_theme_looks_as_textuals_own_conversion_would(native_ansi):
+    """ansi_color=False: Textual would convert each ANSI colour to truecolor; the heatmap
+    does it once per theme instead and skips the filter. Native ANSI: colours stay ANSI."""
+    values = matrix(3, 2_000)
+    app = HeatApp(ansi_color=native_ansi)
+    async with app.run_test(size=SIZE) as pilot:
+        heat = app.query_one(Heatmap)
+        heat.set_matrix(LatencyMatrix.from_array(values))
+        heat.set_flags([10], [10])
+        app.theme = "ansi-dark"
+        await pilot.pause()
+        raw = heat.get_component_rich_style("heatmap--gutter").color  # what Textual hands out
+        assert raw is not None and raw.triplet is None, "the theme should use ANSI colours"
+        filters = [f for f in app.get_line_filters() if isinstance(f, ANSIToTruecolor)]
+        assert bool(filters) != native_ansi
+        assert not any(isinstance(f, ANSIToTruecolor) for f in heat.get_line_filters())
+        strips = [heat.render_line(y) for y in range(heat.scrollable_content_region.height)]
+        colours = [c for strip in strips for seg in strip if seg.style
+                   for c in (seg.style.color, seg.style.bgcolor) if c is not None]
+        assert colours and all(c.triplet is not None for c in colours) != native_ansi
+        for strip in strips:  # what the skipped filter would have made of each line: no change
+            for f in filters:
+                assert list(strip.apply_filter(f, heat.background_colors[1])) == list(strip)
