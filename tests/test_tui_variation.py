@@ -60,6 +60,12 @@ def test_variation_model_known_answers():
     cdfs = {(p, fs): cdf for p, fs, _, cdf in model.window_cdfs()}
     assert list(cdfs[("varmail", "ext4")][1]) == pytest.approx([0] * 4 + [0.2] * 4 + [0.4] * 4)
     assert list(cdfs[("varmail", "ext4")][2]) == pytest.approx([0] * 2 + [0.2] * 2 + [0.4] * 2)
+    # a workload with longer runs gets the larger windows that fit them
+    longer = VariationModel({})
+    for row in (ROWS[0], _row("ext4:fileserver-0-r0", 0, [5, 5], [SAME, SAME], {}, personality="fileserver", bins=10)):
+        longer.add_row(row)
+    assert longer.windows_s("varmail") == (1, 2) and longer.windows_s("fileserver") == (1, 2, 5, 10)
+    assert {p: list(cdf) for p, _, _, cdf in longer.window_cdfs()} == {"fileserver": [1, 2, 5, 10], "varmail": [1, 2]}
     # Fig. 7: flat runs normalise to 1 everywhere
     assert model.normalised_series(by_id["ext4:varmail-1-r0"], 2) == [[1.0, 1.0], [1.0, 1.0]]
     # Fig. 8: the run with latencies in bucket 20 only has its median there

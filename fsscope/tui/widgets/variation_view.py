@@ -316,8 +316,7 @@ class VariationView(ModelView):
 
     @staticmethod
     def _fig6(model: VariationModel, text: Text) -> None:
-        windows = model.windows_s()
-        if not windows:
+        if not model.windows_s():
             text.append("  runs shorter than the smallest window\n", style="dim")
             return
         for p, fs, n, cdf in model.window_cdfs():
