@@ -369,13 +369,13 @@ class VariationView(ModelView):
         runs = c.latency_quantiles_ns.get(op) or []
         text.append(f"\n  {op}: latency CDF of each run (o: next op)\n", style="bold")
         text.append_text(cdf_plot([(f"run {r + 1}", q) for r, q in enumerate(runs)], log=True,
-                                  fmt=lambda v: format_ns(v)))
+                                  fmt=format_ns))
         for r, q in enumerate(runs):
             text.append(f"    run {r + 1:<3d} P50 {format_ns(quantile_at(q, 0.5)):>9s}  "
                         f"P95 {format_ns(quantile_at(q, 0.95)):>9s}  max {format_ns(q[-1]):>9s}\n")
         text.append("\n  every op in run 1 (the paper's Fig. 8a)\n", style="bold")
         text.append_text(cdf_plot([(name, q[0]) for name, q in c.latency_quantiles_ns.items() if q], log=True,
-                                  fmt=lambda v: format_ns(v)))
+                                  fmt=format_ns))
 
     @staticmethod
     def _fig9(model: VariationModel, text: Text) -> None:
@@ -397,10 +397,9 @@ class VariationView(ModelView):
                 section = (pers, fs)
                 text.append(f"   {glyph(fs)} {fs} · {pers}\n")
             text.append(f"     {op:10s} ")
-            cells = bar(max(rv or 0.0, 0.0), 15, "bold red" if (rv or 0) > STRONG_PCC else "cyan").plain
-            k = int(round(STRONG_PCC * 15))
+            cells, k = bar(max(rv or 0.0, 0.0), 15).plain, int(round(STRONG_PCC * 15))
             text.append(cells[:k], style="bold red" if (rv or 0) > STRONG_PCC else "cyan")
-            text.append("│", style="red")
+            text.append("│", style="red")  # the paper's dashed line at 0.7
             text.append(cells[k + 1:], style="bold red")
             text.append(f" r {'-' if rv is None else f'{rv:+.2f}':>5s}  p {'-' if pv is None else f'{pv:.2g}':>6s}"
                         f"  n {count}\n")
