@@ -102,9 +102,11 @@ def test_variation_model_known_answers():
     assert model.window_s == 1 and (model.next_window() or model.window_s) == 2
     # the end: the flags panel lists the flagged configurations, most variable first, then the notes;
     # picking one shows it in the figures
-    assert model.final_flags() is None  # live, until the report
+    assert model.final_flags() is None  # until the report; live_flags meanwhile
+    live_titles = [f.title for f in model.live_flags()]
     model.finish({"planned": 5, "completed": 4})
     flags = model.final_flags()
+    assert [f.title for f in flags] == live_titles
     assert [f.title for f in flags[:2]] == ["ext4-2 varmail varies 40.0%", "ext4-1 varmail varies 20.0%"]
     assert [f.note for f in flags[2:]] == model.notes
     model.select_id(flags[0].raw["id"])
@@ -160,11 +162,19 @@ async def test_variation_study_live_and_replayed(tmp_path):
         assert setup.query_one("#param-variation-space").value == "cao-small"
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await until(pilot, lambda: plan_over(live), "the study", 300)
+        flagged_while_running = []
+
+        def over() -> bool:  # and note whether flagged configurations were listed before the end
+            if live.jobs and live.jobs[0].status == "running" and live.flags_panel.flags:
+                flagged_while_running.append(len(live.flags_panel.flags))
+            return plan_over(live)
+
+        await until(pilot, over, "the study", 300)
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
         assert report["completed"] == 2
+        assert flagged_while_running, "the flags panel stayed empty until the study ended"
         # live: each row reached the view as it was recorded, before the job's end
         seen = list({id(m): m for m in messages}.values())  # the hook sees a message at each node it reaches
         order = [m.kind if isinstance(m, msg.JobEvent) else "end" for m in seen

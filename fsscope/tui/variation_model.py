@@ -370,10 +370,12 @@ class VariationModel:
         return out
 
     def final_flags(self) -> list[Flag] | None:
-        """The flags panel at the end: each configuration above the threshold (most variable
-        first; picking one shows it in the figures), then the study's notes."""
-        if self.report is None:
-            return None
+        """The flags panel at the end (the same as while rows arrive)."""
+        return self.live_flags() if self.report is not None else None
+
+    def live_flags(self) -> list[Flag]:
+        """The flags panel: each configuration above the threshold (most variable first;
+        picking one shows it in the figures), then the study's notes -- redone per row."""
         flags = [Flag(title=f"{c.label} {c.personality} varies {format_pct(c.relative_range)}",
                       note="\n".join([f"{c.id}: {', '.join(f'{k}={v}' for k, v in c.knobs.items())}",
                                       *self.config_notes(c)]),
