@@ -68,6 +68,8 @@ def test_variation_model_known_answers():
     assert {p: list(cdf) for p, _, _, cdf in longer.window_cdfs()} == {"fileserver": [1, 2, 5, 10], "varmail": [1, 2]}
     # Fig. 7: flat runs normalise to 1 everywhere
     assert model.normalised_series(by_id["ext4:varmail-1-r0"], 2) == [[1.0, 1.0], [1.0, 1.0]]
+    band = model.band(by_id["ext4:varmail-1-r0"], 2)  # Fig. 5: runs at 90 and 110 ops/s
+    assert list(band.min) == [90, 90] and list(band.mean) == [100, 100] and list(band.max) == [110, 110]
     # Fig. 8: the run with latencies in bucket 20 only has its median there
     q = by_id["ext4:varmail-2-r0"].latency_quantiles_ns["read"]
     assert quantile_at(q[0], 0.5) == pytest.approx(10.0) and quantile_at(q[1], 0.5) == pytest.approx(20.0)

@@ -300,6 +300,10 @@ class VariationModel:
         rr = V.window_relative_ranges(c.counts_per_bin, BIN_S, window_s)
         return [float(v) for v in rr if np.isfinite(v)]
 
+    def band(self, c: Configuration, window_s: float) -> V.Bands:
+        """The paper's Fig. 5: Throughput-N per window across the runs (min, mean, max)."""
+        return V.throughput_bands([V.throughput_n(r, BIN_S, window_s) for r in c.counts_per_bin], window_s)
+
     def op_names(self) -> list[str]:
         c = self.current
         return list(c.latency_quantiles_ns) if c is not None else []

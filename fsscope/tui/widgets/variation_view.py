@@ -353,6 +353,14 @@ class VariationView(ModelView):
             text.append("    range    ")
             text.append(scaled_spark(fit(ranges), 0.0, max(max(ranges), 1e-9)), style="magenta")
             text.append(f"  across runs, max {format_pct(max(ranges))}\n")
+        band = model.band(c, w)
+        if band.mean.size:
+            lo, hi = float(band.min.min()), float(band.max.max())
+            text.append(f"\n  Throughput-{w:g} across the runs, ops/s on one scale (the paper's Fig. 5)\n", style="bold")
+            for name, series in (("max", band.max), ("mean", band.mean), ("min", band.min)):
+                text.append(f"    {name:8s} ")
+                text.append(scaled_spark(fit([float(v) for v in series]), lo, hi), style="cyan")
+                text.append(f"  {compact_number(float(series.min()))} … {compact_number(float(series.max()))}\n")
 
     @staticmethod
     def _fig8(model: VariationModel, text: Text) -> None:
