@@ -29,12 +29,44 @@ own bytes / wall time is printed beside it. fio's write latency excludes a follo
 fsync/fdatasync (reported apart in its "sync" block); the engine's per-write latency includes
 it, so for those modes fio's P50 is compared as write P50 + sync P50.
 
-Open (Nov 2026, load 10-14 on 2 CPUs): at 4..16 MiB buffers the engine reads 1.2-1.8x fio's
-throughput, with 95 % intervals excluding 1, in-process and with ``--fresh-engine`` (each
-engine point in a new process, as fio runs each of its points) alike, while the P50 ratios
-scatter around 1. strace shows the same syscalls on both sides (create, fallocate(0, 0,
-size), open O_SYNC, one pwrite of the whole buffer); fio's --scramble_buffers=0,
---zero_buffers and --iomem=mmap change nothing. Below 4 MiB both ratios agree within noise.
+Large buffers (1..16 MiB; the engine read 1.4-2.6x fio's throughput), what was found (Nov 2026,
+osync, ext4 on a RAM loop image, 2 CPUs shared with other users' jobs, load 4-20):
+
+1. A definition that differed, fixed in the engine. ext4 commits its journal inside an
+   fallocate made through an O_SYNC/O_DSYNC descriptor (measured: 1 commit, ~1 ms; through a
+   plain descriptor: none, 16 µs). The engine preallocated through its timed O_SYNC
+   descriptor, so the new file's creation and allocation were committed before timing; fio
+   preallocates through a plain descriptor (and iozone allocates as it writes), so its first
+   timed write commits them. The engine now preallocates through a plain descriptor and
+   opens the timed one after, as fio does. It matters only where a point has few writes:
+   the engine's first 4 MiB write took 0.6..2.7 ms more that way (medians of two runs) --
+   below this machine's noise at 1..16 MiB, so it did not close the gap by itself.
+2. Ruled out, each measured against fio on the same mount: different block placement (FIEMAP:
+   each tool reuses its own 16 MiB region point after point, one extent), the buffer's kind
+   and content (shared mmap vs private malloc, 1 MiB pattern vs all random), a fresh process
+   per point (Python or a plain C writer), a new session (fio's job calls setsid: a new
+   autogroup), fio's open flags and fadvise calls (replayed by a Python writer), fio's
+   --thread, --clocksource, direct reclaim/compaction (/proc/vmstat), page faults inside
+   the write (exceptions:page_fault_kernel: none).
+3. Where the rest goes (tracefs: syscalls of the writer, block_rq_issue/complete of the
+   device, jbd2 commits; per 16 MiB write, medians): at load ~4 both tools spend the same in
+   every phase -- copy into the page cache 2.7 vs 2.9 ms (engine vs fio), device I/O
+   3.3/3.4, commit 0.1/0.1; 7.3 vs 8.0 ms in all (ratio 1.09). At load 7-20 fio's job has
+   whole points (~100 ms, every write) where the writer's own copy phase takes 18-29 ms
+   instead of 0.7 (4 MiB writes) while the kernel threads' phases stay normal: the writer
+   process is starved of CPU (runnable or descheduled), not doing more work. The engine's
+   points are hit far less often; a C writer sits between. Why the scheduler treats fio's job
+   worse under contention was not found: not its session/autogroup, its age or whether it
+   was idle or busy just before (fio --startdelay=1, the engine after 0.4 s of sleep or of
+   spinning: no change), not fio's own threads (none ran during its writes), not affinity
+   alone (pinned to one CPU each the engine still led; the two CPUs differed 1.7x for it).
+
+So at 1-16 MiB this benchmark on a loaded 2-CPU machine measures the machine's CPU contention
+as much as the stack: the ratios there swing 0.8..2 from run to run (4..512 KiB also swing in
+throughput under load, while their P50 ratios stay at 0.94..1.03). The "undisturbed" columns
+compare the least disturbed points of each side (throughput q75, P50 q25 over the
+repetitions); they still show fio behind at 2-16 MiB under heavy load. Run it on a quiet
+machine (or with --reps 24+) before reading a ratio off 1 as a difference of the stacks.
 
     sudo .venv/bin/python bench/syncwrite_fio.py --where ram --mode osync
     sudo .venv/bin/python bench/syncwrite_fio.py --where image --image-dir /var/tmp --mode direct+osync
@@ -131,11 +163,25 @@ def paired_ratio(eng: list[dict], fio: list[dict], key: str, resamples: int = 20
     return float(np.median(pairs)), float(lo), float(hi)
 
 
+def quantile_ratio(eng: list[dict], fio: list[dict], key: str, q: float, resamples: int = 2000
+                   ) -> tuple[float, float, float]:
+    """Engine's q-quantile over repetitions / fio's, with a 95 % bootstrap interval (each side
+    resampled on its own): the points least disturbed by the machine's load (q = 75 for
+    throughput, 25 for latency), where a point starved of CPU for its whole life (see the
+    docstring) does not count."""
+    rng = np.random.default_rng(1)
+    e, f = np.array([r[key] for r in eng]), np.array([r[key] for r in fio])
+    boot = (np.percentile(e[rng.integers(0, e.size, (resamples, e.size))], q, axis=1)
+            / np.percentile(f[rng.integers(0, f.size, (resamples, f.size))], q, axis=1))
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return float(np.percentile(e, q) / np.percentile(f, q)), float(lo), float(hi)
+
+
 def compare(directory: Path, sizes: list[int], file_size: int, mode: str, reps: int, extra: list[str],
             fresh: bool = False) -> list[float]:
     print(f"{'buffer':>8} {'engine MB/s':>12} {'(wall)':>8} {'fio MB/s':>9} {'(fio bw)':>9} {'tput ratio [95% CI]':>19} "
-          f"{'engine p50':>11} {'fio p50':>11} {'p50 ratio [95% CI]':>18}")
-    worst = []
+          f"{'engine p50':>11} {'fio p50':>11} {'p50 ratio [95% CI]':>18}  {'undisturbed: tput q75':>22} {'p50 q25':>17}")
+    worst, undisturbed = [], []
     for size in sizes:
         buf = sw.aligned_buffer(size)
         eng, fio = [], []
@@ -153,6 +199,9 @@ def compare(directory: Path, sizes: list[int], file_size: int, mode: str, reps: 
 
         t_ratio, t_lo, t_hi = paired_ratio(eng, fio, "bps")
         l_ratio, l_lo, l_hi = paired_ratio(eng, fio, "p50_ns")
+        tq, tq_lo, tq_hi = quantile_ratio(eng, fio, "bps", 75)
+        lq, lq_lo, lq_hi = quantile_ratio(eng, fio, "p50_ns", 25)
+        undisturbed.append((tq, lq))
         worst += [t_ratio, l_ratio]
         ok = "ok" if all(TARGET[0] <= r <= TARGET[1] for r in (t_ratio, l_ratio)) else "MISS"
         if ok == "MISS" and t_lo <= 1 <= t_hi and l_lo <= 1 <= l_hi:
@@ -160,7 +209,11 @@ def compare(directory: Path, sizes: list[int], file_size: int, mode: str, reps: 
         print(f"{size >> 10:>6}Ki {med(eng, 'bps') / 1e6:>12.1f} {med(eng, 'bps_wall') / 1e6:>8.1f} "
               f"{med(fio, 'bps') / 1e6:>9.1f} {med(fio, 'bps_fio') / 1e6:>9.1f} {t_ratio:>6.2f} "
               f"[{t_lo:.2f}-{t_hi:.2f}] {med(eng, 'p50_ns') / 1e3:>9.1f}µs {med(fio, 'p50_ns') / 1e3:>9.1f}µs "
-              f"{l_ratio:>5.2f} [{l_lo:.2f}-{l_hi:.2f}]  {ok}", flush=True)
+              f"{l_ratio:>5.2f} [{l_lo:.2f}-{l_hi:.2f}]  {tq:>6.2f} [{tq_lo:.2f}-{tq_hi:.2f}] "
+              f"{lq:>5.2f} [{lq_lo:.2f}-{lq_hi:.2f}]  {ok}", flush=True)
+    inside = sum(TARGET[0] <= r <= TARGET[1] for pair in undisturbed for r in pair)
+    print(f"undisturbed (q75 throughput, q25 P50): {inside} of {2 * len(undisturbed)} ratios within "
+          f"{TARGET[0]}..{TARGET[1]}")
     return worst
 
 

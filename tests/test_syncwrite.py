@@ -226,3 +226,6 @@ def test_trace_attributes_each_write_its_device_requests_and_journal_commits(cli
         assert row["commits_per_write"] > 0.5  # O_SYNC into preallocated blocks: a commit per write
     for point in rec["raw_points"]:
         assert point["kernel"]["writes"] == point["writes"] and point["kernel"]["requests"] >= point["writes"]
+    from fsscope.tui.replay import load_run  # the TUI's view reads the same per-size rows
+
+    assert load_run(run_dir).data.report["kernel_by_size"] == rec["kernel_by_size"]

@@ -394,7 +394,8 @@ class Heatmap(ScrollView, can_focus=True):
 
     # -- rendering -------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
+        region = self.scrollable_content_region
+        width = region.width
         if self.matrix is None or self.matrix.files == 0:
             style = self._style("base")
             if y == 1:
@@ -403,9 +404,9 @@ class Heatmap(ScrollView, can_focus=True):
             return Strip.blank(width, style)
         scroll_x, scroll_y = self.scroll_offset
         self._cell_styles()  # a new theme clears the strips before the key is checked
-        key = (scroll_x, width, self.size.height, self._scale, self.zoom, self.matrix.files, self.matrix.runs,
-               self.aggregate,
-               self._styles_theme)
+        # everything the row height, zoom and cell width (and so every strip) depend on
+        key = (scroll_x, width, region.height, self._scale, self.zoom, self.matrix.files, self.matrix.runs,
+               self.aggregate, self._styles_theme)
         if key != self._strips_key:
             self._clear_strips()
             self._strips_key = key

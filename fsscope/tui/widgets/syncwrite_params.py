@@ -8,7 +8,7 @@ from fsscope.tui.widgets.job_params import JobParams
 
 
 class SyncWriteParams(JobParams):
-    FIELDS = ("mode", "buffer_sizes_bytes", "file_size_bytes", "duration_s", "repeats")
+    FIELDS = ("mode", "buffer_sizes_bytes", "file_size_bytes", "duration_s", "repeats", "trace")
     DEFAULTS = {"buffer_sizes_bytes": (4096, 65536, 1 << 20), "file_size_bytes": 4 << 20,
                 "duration_s": 3.0, "repeats": 5}
     SIZE_FIELDS = ("buffer_sizes_bytes", "file_size_bytes")
@@ -20,4 +20,5 @@ class SyncWriteParams(JobParams):
         "file_size_bytes": "bytes written per point (one point per size and repeat)",
         "duration_s": "also end a point after this long (empty: no limit)",
         "repeats": "repetitions: each writes every size once, in a seeded random order (30 in the paper)",
+        "trace": "kernel events (root): per write, the device requests, bytes, flushes and journal commits",
     }

@@ -130,6 +130,11 @@ class SyncWriteView(LiveView):
         if model.report is None and rows:
             summary.append("\nlive: CIs over the repetitions so far, p99 the worst repetition's (≤); "
                            "the report has every write's", style="dim")
+        kernel = (model.report or {}).get("kernel_by_size") or []
+        if kernel:  # traced: what reached the device per write
+            summary.append("\nper write on the device: " + " · ".join(
+                f"{size_label(k['buffer_bytes'])} {k['requests_per_write']:.1f} requests, "
+                f"{k['bytes_per_write'] / 1024:,.0f} KiB, {k['commits_per_write']:.2f} commits" for k in kernel))
         for note in model.notes:
             summary.append(f"\n{note}", style="yellow")
         self.query_one("#sync-summary", Static).update(summary)
