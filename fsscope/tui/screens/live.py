@@ -371,6 +371,9 @@ class LiveScreen(Screen):
         view = self._view_for(index)
         if view.data is None or not view.data.feed(event):
             return
+        live_flags = getattr(view.data, "live_flags", None)  # a model that flags as data arrives
+        if callable(live_flags) and (flags := live_flags()) is not None:
+            self._replace_flags(index, flags)
         if index == self.shown:
             self.job_view.update_view(view)
             self._show_sparks(view)
