@@ -12,7 +12,7 @@ import pytest
 
 from fsscope import jsonsafe
 from fsscope.engine import events, runner
-from fsscope.engine.events import Data, Error, Finding, Log, Phase, Progress, Result, Samples
+from fsscope.engine.events import Data, Error, Finding, Log, Phase, Progress, Result, Samples, decode
 from fsscope.targets import TargetSpec
 
 
@@ -111,4 +111,4 @@ def test_each_job_declares_its_tui_parts_in_one_registry():
         if model is not None:
             assert callable(model.from_run) and callable(model.feed) and callable(model.finish)
     assert job_ui.model_for("probe") is None  # shown through the latency matrix
-    assert job_ui.model_for("bench", {}).feed({"kind": "log"}) is False
+    assert job_ui.model_for("bench", {}).feed(decode({"kind": "log"})) is False

@@ -7,6 +7,7 @@ import pytest
 from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, set_param, wait_for
 
 from fsscope import recipes
+from fsscope.engine.events import decode
 from fsscope.layout.summary import FRAG_ROWS
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -40,13 +41,13 @@ REPORT = {
 def test_aging_model_feed_finish_and_flags():
     model = AgingModel({"profile": "small", "fullness": 0.5})
     assert model.target_fullness == 0.5 and model.phase == "waiting"
-    assert not model.feed({"kind": "progress", "done": 1, "total": 2})  # a plain progress event
-    assert not model.feed({"kind": "samples"})
+    assert not model.feed(decode({"kind": "progress", "done": 1, "total": 2}))  # a plain progress event
+    assert not model.feed(decode({"kind": "samples"}))
     for i, p in enumerate((None, 0.2, 0.6)):
-        assert model.feed({"kind": "progress", "t": i, "phase": "rapid" if i < 2 else "stable",
+        assert model.feed(decode({"kind": "progress", "t": i, "phase": "rapid" if i < 2 else "stable",
                            "fullness": 0.2 * (i + 1), "ops": 1000 * i, "ops_per_s": 900.0 + i,
                            "overwrites": 0.1 * i, "convergence_ops": None if i < 2 else 4000,
-                           "p_values": {"size": p, "depth": 1.0, "age": p}})
+                                  "p_values": {"size": p, "depth": 1.0, "age": p}}))
     assert list(model.p_series["size"]) == [0.2, 0.6] and len(model.p_series["depth"]) == 3
     assert model.phase == "stable" and model.fullness == pytest.approx(0.6)
     assert model.value("convergence_ops") == 4000 and model.p_value("age") == 0.6
@@ -69,8 +70,8 @@ def test_aging_model_feed_finish_and_flags():
 def test_aging_model_live_fractions_and_missing_sections():
     model = AgingModel({"profile": "no-such-profile"})
     assert model.target_fullness is None
-    model.feed({"kind": "progress", "phase": "stable", "p_values": {"size": 0.5},
-                "fit": {"size": _fit([0.5, 0.5], [0.5, 0.5], 0.5)}})
+    model.feed(decode({"kind": "progress", "phase": "stable", "p_values": {"size": 0.5},
+                       "fit": {"size": _fit([0.5, 0.5], [0.5, 0.5], 0.5)}}))
     assert not model.fits()["size"].final and model.fits()["size"].actual == (0.5, 0.5)
     model.finish({"stop_reason": "cancelled", "stop_note": "cancelled by the caller", "fit": {},
                   "fresh": None, "aged": _measure(2, 4096, 8192, 3)})

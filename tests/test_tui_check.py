@@ -8,6 +8,7 @@ import pytest
 from pilot_wait import until
 from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, set_param
 
+from fsscope.engine.events import decode
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.check_model import CheckModel
@@ -21,14 +22,14 @@ def test_strip_scales_bars():
 
 def test_model_fills_in_live_then_takes_the_report():
     model = CheckModel({"precision": 0.05})
-    assert model.feed({"kind": "check", "finding": {"id": "thp", "severity": "ok", "title": "t"}})
-    assert model.feed({"kind": "check", "finding": {"id": "load", "severity": "bad", "title": "busy"}})
+    assert model.feed(decode({"kind": "check", "finding": {"id": "thp", "severity": "ok", "title": "t"}}))
+    assert model.feed(decode({"kind": "check", "finding": {"id": "load", "severity": "bad", "title": "busy"}}))
     assert [f["id"] for f in model.rows()] == ["load", "thp"]          # worst first while live
     for r, ops in enumerate((100.0, 110.0, 90.0)):
-        model.feed({"kind": "check", "calibration_run": {"run": r, "ops_per_s": ops, "series": [ops]},
-                    "estimate": {"cv": 0.1, "runs_needed": 20 - r}})
+        model.feed(decode({"kind": "check", "calibration_run": {"run": r, "ops_per_s": ops, "series": [ops]},
+                           "estimate": {"cv": 0.1, "runs_needed": 20 - r}}))
     assert model.run_ops_per_s == [100.0, 110.0, 90.0] and model.runs_needed == [19, 18]
-    assert not model.feed({"kind": "telemetry"})
+    assert not model.feed(decode({"kind": "telemetry"}))
     model.finish({"verdict": "caution", "headline": "caution: x", "findings": [{"id": "swap", "severity": "ok"}],
                   "calibration": {"precision": 0.02, "runs": [], "runs_needed_history": [{"runs_needed": 7}]}})
     assert model.verdict == "caution" and [f["id"] for f in model.rows()] == ["swap"] and model.runs_needed == [7]

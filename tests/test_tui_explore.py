@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, wait_for
 
+from fsscope.engine.events import decode
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.explore_model import ExploreModel
@@ -19,9 +20,9 @@ def test_explore_model_from_report_rows():
     """Rows in, shares/tail/heatmap out, without Textual (pure model)."""
     model = ExploreModel({"tail_quantile": 0.9})
     for i in range(20):
-        model.feed({"kind": "treatment", "fs": "ext4", "factors": {"A": i % 2, "B": (i // 2) % 4},
-                    "d_span_bytes": 4096 * (1 + 100 * (i % 2))})
-    model.feed({"kind": "treatment", "fs": "ext4", "factors": {"A": 0, "B": 0}, "error": "boom"})
+        model.feed(decode({"kind": "treatment", "fs": "ext4", "factors": {"A": i % 2, "B": (i // 2) % 4},
+                           "d_span_bytes": 4096 * (1 + 100 * (i % 2))}))
+    model.feed(decode({"kind": "treatment", "fs": "ext4", "factors": {"A": 0, "B": 0}, "error": "boom"}))
     assert len(model.rows) == 20 and model.failed == 1
     shares = dict(model.shares())
     assert shares["A"] == pytest.approx(1.0, abs=0.01) and abs(shares["B"]) < 0.1

@@ -9,6 +9,7 @@ from pilot_wait import until
 from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
 
 from fsscope import recipes
+from fsscope.engine.events import decode
 from fsscope.format import format_pct
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -19,9 +20,9 @@ from fsscope.tui.widgets.ladder_view import LadderView
 
 def test_ladder_model_live_then_report():
     model = LadderModel({"steps": ["baseline", "alloc"]})
-    assert not model.feed({"kind": "progress", "done": 1, "total": 4})  # no run's numbers: not ours
+    assert not model.feed(decode({"kind": "progress", "done": 1, "total": 4}))  # no run's numbers: not ours
     for step, ops in (("baseline", 80.0), ("baseline", 120.0), ("alloc", 99.0)):
-        assert model.feed({"kind": "progress", "step": step, "ops_per_s": ops})
+        assert model.feed(decode({"kind": "progress", "step": step, "ops_per_s": ops}))
     assert dict(model.relative_ranges()) == {"baseline": pytest.approx(0.4), "alloc": None}  # one alloc run yet
     text = LadderView.render_model(model).plain
     assert "3 runs so far" in text and "40.0%" in text

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from fsscope import paths
+from fsscope.engine.events import decode
 from fsscope.format import format_ns
 from fsscope.tui.bench_model import BenchModel
 from fsscope.tui.model import (
@@ -160,12 +161,12 @@ def test_bench_model_live_band_variation_and_report():
     model = BenchModel({"runs": 3, "duration_s": 4, "window_sizes_s": [2]})
     assert model.default_window() == 1  # 4 s holds fewer than three 2-s windows
     for b, rate in enumerate([100.0, 120.0, 110.0, 130.0]):
-        assert model.feed({"kind": "samples", "run": 0, "window": window(b, rate)})
+        assert model.feed(decode({"kind": "samples", "run": 0, "window": window(b, rate)}))
     assert model.variation()["runs"] == 0 and not model.runs[0].finished
-    assert model.feed({"kind": "phase", "name": "run 2 of 3", "run": 1})
+    assert model.feed(decode({"kind": "phase", "name": "run 2 of 3", "run": 1}))
     assert model.runs[0].finished and model.runs[0].ops_per_s == pytest.approx(115.0)
     for b, rate in enumerate([80.0, 90.0]):
-        model.feed({"kind": "samples", "run": 1, "window": window(b, rate, p99_ns=70_000.0)})
+        model.feed(decode({"kind": "samples", "run": 1, "window": window(b, rate, p99_ns=70_000.0)}))
     chart = model.chart()
     assert chart.run == 1 and chart.band_runs == (0,)
     assert chart.current == [80.0, 90.0, None, None] and chart.band_high == [100.0, 120.0, 110.0, 130.0]
@@ -174,9 +175,9 @@ def test_bench_model_live_band_variation_and_report():
     rows, covers = model.op_rows()
     assert [r.op for r in rows] == ["create", "stat"] and rows[0].p99_ns == 70_000.0 and "run 2" in covers
     assert list(model.worst_p99_ns)[-1] == 70_000.0 and model.worst_p99_op == "create"
-    model.feed({"kind": "samples", "run": 1, "window": window(2, 100.0)})
-    model.feed({"kind": "samples", "run": 1, "window": window(3, 90.0)})
-    model.feed({"kind": "phase", "name": "run 3 of 3", "run": 2})
+    model.feed(decode({"kind": "samples", "run": 1, "window": window(2, 100.0)}))
+    model.feed(decode({"kind": "samples", "run": 1, "window": window(3, 90.0)}))
+    model.feed(decode({"kind": "phase", "name": "run 3 of 3", "run": 2}))
     v = model.variation()  # live: estimates from the bins (115 and 90)
     assert v["runs"] == 2 and not v["exact"]
     assert v["relative_range"] == pytest.approx(25 / 102.5)
@@ -198,9 +199,9 @@ def test_bench_model_live_band_variation_and_report():
 def test_syncwrite_model_rows_live_then_report():
     model = SyncWriteModel({"mode": "fsync", "repeats": 2})
     for size, repeat, bps, mean in ((4096, 0, 4e6, 1e6), (65536, 0, 40e6, 1.6e6), (4096, 1, 6e6, 0.8e6)):
-        assert model.feed({"kind": "samples", "point": {"buffer_bytes": size, "repeat": repeat, "writes": 100,
+        assert model.feed(decode({"kind": "samples", "point": {"buffer_bytes": size, "repeat": repeat, "writes": 100,
                                                        "bytes_per_s": bps, "mean_ns": mean, "p50_ns": mean,
-                                                       "p99_ns": mean * 3, "ended": True}})
+                                                              "p99_ns": mean * 3, "ended": True}}))
     rows = model.rows()
     assert [(r.buffer_bytes, r.repeats, r.exact) for r in rows] == [(4096, 2, False), (65536, 1, False)]
     assert rows[0].bytes_per_s == pytest.approx(5e6) and rows[0].latency_mean_ns == pytest.approx(0.9e6)

@@ -13,6 +13,7 @@ import pytest
 from pilot_wait import until
 from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
 
+from fsscope.engine.events import decode
 from fsscope.format import format_pct
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -44,9 +45,9 @@ ROWS = [
 def test_variation_model_known_answers():
     model = VariationModel({"threshold": 0.1})
     for row in ROWS:
-        assert model.feed({"kind": "variation_row", "row": row})
-    assert not model.feed({"kind": "variation_row", "row": ROWS[0]})  # the same row again: once
-    model.feed({"kind": "variation_row", "row": {"id": "ext4:varmail-3-r0", "error": "mkfs failed"}})
+        assert model.feed(decode({"kind": "variation_row", "row": row}))
+    assert not model.feed(decode({"kind": "variation_row", "row": ROWS[0]}))  # the same row again: once
+    model.feed(decode({"kind": "variation_row", "row": {"id": "ext4:varmail-3-r0", "error": "mkfs failed"}}))
     assert len(model.configs) == 4 and model.failed == [("ext4:varmail-3-r0", "mkfs failed")]
     by_id = {c.id: c for c in model.configs}
     assert [by_id[f"ext4:varmail-{i}-r0"].relative_range for i in range(3)] == pytest.approx([0, 0.2, 0.4])
@@ -60,8 +61,16 @@ def test_variation_model_known_answers():
     cdfs = {(p, fs): cdf for p, fs, _, cdf in model.window_cdfs()}
     assert list(cdfs[("varmail", "ext4")][1]) == pytest.approx([0] * 4 + [0.2] * 4 + [0.4] * 4)
     assert list(cdfs[("varmail", "ext4")][2]) == pytest.approx([0] * 2 + [0.2] * 2 + [0.4] * 2)
+    # a workload with longer runs gets the larger windows that fit them
+    longer = VariationModel({})
+    for row in (ROWS[0], _row("ext4:fileserver-0-r0", 0, [5, 5], [SAME, SAME], {}, personality="fileserver", bins=10)):
+        longer.add_row(row)
+    assert longer.windows_s("varmail") == (1, 2) and longer.windows_s("fileserver") == (1, 2, 5, 10)
+    assert {p: list(cdf) for p, _, _, cdf in longer.window_cdfs()} == {"fileserver": [1, 2, 5, 10], "varmail": [1, 2]}
     # Fig. 7: flat runs normalise to 1 everywhere
     assert model.normalised_series(by_id["ext4:varmail-1-r0"], 2) == [[1.0, 1.0], [1.0, 1.0]]
+    band = model.band(by_id["ext4:varmail-1-r0"], 2)  # Fig. 5: runs at 90 and 110 ops/s
+    assert list(band.min) == [90, 90] and list(band.mean) == [100, 100] and list(band.max) == [110, 110]
     # Fig. 8: the run with latencies in bucket 20 only has its median there
     q = by_id["ext4:varmail-2-r0"].latency_quantiles_ns["read"]
     assert quantile_at(q[0], 0.5) == pytest.approx(10.0) and quantile_at(q[1], 0.5) == pytest.approx(20.0)
@@ -96,9 +105,11 @@ def test_variation_model_known_answers():
     assert model.window_s == 1 and (model.next_window() or model.window_s) == 2
     # the end: the flags panel lists the flagged configurations, most variable first, then the notes;
     # picking one shows it in the figures
-    assert model.final_flags() is None  # live, until the report
+    assert model.final_flags() is None  # until the report; live_flags meanwhile
+    live_titles = [f.title for f in model.live_flags()]
     model.finish({"planned": 5, "completed": 4})
     flags = model.final_flags()
+    assert [f.title for f in flags] == live_titles
     assert [f.title for f in flags[:2]] == ["ext4-2 varmail varies 40.0%", "ext4-1 varmail varies 20.0%"]
     assert [f.note for f in flags[2:]] == model.notes
     model.select_id(flags[0].raw["id"])
@@ -124,7 +135,7 @@ def test_resumed_study_reads_the_earlier_rows(tmp_path):
     interrupted run recorded from the study directory, as the replay does."""
     (tmp_path / "treatments.ndjson").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     model = VariationModel({})
-    model.feed({"kind": "variation_row", "row": ROWS[2]})
+    model.feed(decode({"kind": "variation_row", "row": ROWS[2]}))
     model.finish({"completed": 4, "planned": 4, "study_dir": str(tmp_path)})
     assert sorted(c.id for c in model.configs) == sorted(r["id"] for r in ROWS)
 
@@ -140,7 +151,7 @@ def side_text(view: VariationView) -> str:
 @pytest.mark.privileged
 async def test_variation_study_live_and_replayed(tmp_path):
     tiny = {"configurations": 2, "runs": 2, "duration_s": 1.0, "nfiles": 40, "file_systems": ["ext4"],
-            "personalities": ["varmail"], "workers": 1}
+            "personalities": ["varmail"], "workers": 1, "threshold": 0.001}  # flag (nearly) every configuration
     app = make_app(AppConfig(target=TargetSpec("dir", str(tmp_path)), jobs=("variation",),
                              job_defaults={"variation": tiny}))
     messages = []
@@ -154,11 +165,19 @@ async def test_variation_study_live_and_replayed(tmp_path):
         assert setup.query_one("#param-variation-space").value == "cao-small"
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await until(pilot, lambda: plan_over(live), "the study", 300)
+        flagged_while_running = []
+
+        def over() -> bool:  # and note whether flagged configurations were listed before the end
+            if live.jobs and live.jobs[0].status == "running" and live.flags_panel.flags:
+                flagged_while_running.append(len(live.flags_panel.flags))
+            return plan_over(live)
+
+        await until(pilot, over, "the study", 300)
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
         assert report["completed"] == 2
+        assert flagged_while_running, "the flags panel stayed empty until the study ended"
         # live: each row reached the view as it was recorded, before the job's end
         seen = list({id(m): m for m in messages}.values())  # the hook sees a message at each node it reaches
         order = [m.kind if isinstance(m, msg.JobEvent) else "end" for m in seen
@@ -192,11 +211,16 @@ async def test_variation_study_live_and_replayed(tmp_path):
         ks = first["ks_range_per_op"]
         assert all(op in screens["8"] for op in ks) and "K-S range" in screens["8"]
         assert "PCC: needs 3 configurations" in screens["9"]  # two points give no correlation
-        assert "above the 10% threshold" in screens["k"]
+        assert f"{len(report['flagged'])} of 2 above the 0% threshold" in screens["k"]
         await pilot.press("right_square_bracket")
         second = max(report["configurations"], key=lambda c: c["id"])
         await until(pilot, lambda: second["id"] in side_text(view), "the next configuration", 10)
         live_model = view.model_of(live.views[0])
+        if flagged:  # picking a flagged configuration in the flags panel shows it beside the figures
+            live.flags_panel.focus()
+            live.flags_panel.highlighted = None
+            await pilot.press("down")
+            await until(pilot, lambda: flagged[0]["id"] in side_text(view), "the flagged configuration", 10)
 
         replay = await open_replay(pilot, app, job.run_id)
         again = replay.job_view

@@ -49,6 +49,14 @@ class Event:
     def _fields(self) -> dict[str, Any]:
         raise NotImplementedError
 
+    # Read like its wire dict (``event.get("kind")``, ``event["run"]``), for code written
+    # against the dicts; new readers use the attributes.
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.wire().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.wire()[key]
+
 
 @dataclass(frozen=True, kw_only=True)
 class Phase(Event):
@@ -122,9 +130,6 @@ class Finding(Event):
     def _fields(self) -> dict[str, Any]:
         return {**self.fields, "flag": self.flag, "title": self.title or self.flag, "note": self.note}
 
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.fields.get(key, default)
-
 
 @dataclass(frozen=True, kw_only=True)
 class Log(Event):
@@ -170,9 +175,6 @@ class Data(Event):
 
     def _fields(self) -> dict[str, Any]:
         return dict(self.fields)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.fields.get(key, default)
 
 
 KINDS: dict[str, type[Event]] = {cls.kind: cls for cls in (Phase, Progress, Samples, Finding, Log, Result, Error)}

@@ -11,6 +11,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from fsscope.engine import events
+from fsscope.engine.events import Event, Progress
 from fsscope.format import format_bytes
 from fsscope.layout.summary import FRAG_ROWS, format_value, frag_table, summary_rows
 from fsscope.tui.model import SPARK_POINTS, Flag
@@ -82,20 +84,20 @@ class AgingModel:
         self.telemetry: list[tuple[float, float, float]] = []
 
     # -- feeding -----------------------------------------------------------------------------
-    def feed(self, event: dict) -> bool:
-        """A progress event of the ager (has ``phase`` and ``p_values``); others: False."""
-        if event.get("kind") != "progress" or "p_values" not in event:
+    def feed(self, event: Event) -> bool:
+        """A progress event of the ager (its detail has ``phase`` and ``p_values``); others: False."""
+        if not isinstance(event, Progress) or "p_values" not in event.detail:
             return False
-        self.latest = {k: v for k, v in event.items() if k not in ("kind", "t", "done", "total", "info")}
-        p_values = event.get("p_values") or {}
+        fields = self.latest = dict(event.detail)
+        p_values = fields.get("p_values") or {}
         for name in DISTRIBUTIONS:
             value = _number(p_values.get(name)) if isinstance(p_values, dict) else None
             if value is not None:
                 self.p_series[name].append(value)
-        rate = _number(event.get("ops_per_s"))
+        rate = _number(fields.get("ops_per_s"))
         if rate is not None:
             self.ops_per_s.append(rate)
-        fits = event.get("fit")  # actual fractions, if the ager sends them
+        fits = fields.get("fit")  # actual fractions, if the ager sends them
         if isinstance(fits, dict):
             for name in DISTRIBUTIONS:
                 hist = FitHistogram.from_json(name, fits.get(name), final=False)
@@ -125,7 +127,7 @@ class AgingModel:
     def from_run(cls, run_dir, spec: dict, report: dict | None) -> AgingModel:
         model = cls(spec)
         try:
-            for event in run_dir.events():
+            for event in events.read_run(run_dir):
                 model.feed(event)
         except (OSError, ValueError):
             pass

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from fsscope.analysis.variation import variation_summary
+from fsscope.engine.events import Data, Event, Phase
 from fsscope.tui.model import SPARK_POINTS
 
 BIN_S = 1.0
@@ -147,15 +148,16 @@ class BenchModel:
         self.telemetry: list[tuple[float, float, float]] = []  # (iops, bytes/s, cpu %)
 
     # -- live ---------------------------------------------------------------------------------
-    def feed(self, event: dict) -> bool:
+    def feed(self, event: Event) -> bool:
         """Take one job event; True if something the view shows changed."""
-        kind = event.get("kind")
-        if kind == "samples" and isinstance(event.get("window"), dict):
+        if isinstance(event, Phase):
+            return event.run is not None and self.start_run(event.run)
+        if not isinstance(event, Data):
+            return False
+        if event.kind == "samples" and isinstance(event.get("window"), dict):
             self.add_window(int(event.get("run") or 0), event["window"])
             return True
-        if kind == "phase" and event.get("run") is not None:
-            return self.start_run(int(event["run"]))
-        if kind == "kernel" and event.get("run") is not None and isinstance(event.get("windows"), dict):
+        if event.kind == "kernel" and event.get("run") is not None and isinstance(event.get("windows"), dict):
             self._run(int(event["run"])).kernel = event["windows"]
             self.version += 1
             return True

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from fsscope.engine.events import Data, Event
+
 SEVERITY_ORDER = {"bad": 0, "warn": 1, "unknown": 2, "ok": 3}
 
 
@@ -26,8 +28,8 @@ class CheckModel:
         self.telemetry: list[tuple[float, float, float]] = []
         self.version = 0
 
-    def feed(self, event: dict) -> bool:
-        if event.get("kind") != "check":
+    def feed(self, event: Event) -> bool:
+        if not isinstance(event, Data) or event.kind != "check":
             return False
         if isinstance(event.get("finding"), dict):
             self.findings.append(event["finding"])

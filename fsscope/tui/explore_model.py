@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from fsscope.analysis import sensitivity
+from fsscope.engine.events import Data, Event
 
 MIN_ROWS = 8  # fewer runs than this: no shares yet
 
@@ -26,8 +27,8 @@ class ExploreModel:
         self.quantile = float(self.spec.get("tail_quantile") or 0.9)
         self.pair_index = 0  # which factor pair the heatmap shows
 
-    def feed(self, event: dict) -> bool:
-        if event.get("kind") != "treatment":
+    def feed(self, event: Event) -> bool:
+        if not isinstance(event, Data) or event.kind != "treatment":
             return False
         if event.get("error") or event.get("d_span_bytes") is None:
             self.failed += 1

@@ -135,7 +135,7 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
                     elif isinstance(event, Progress):
                         post(msg.ProgressUpdated(index, event.done, event.total, event.unit))
                         if event.detail:  # the job's own fields (the ager's): its view reads them
-                            post(msg.JobEvent(index, "progress", event.to_json()))
+                            post(msg.JobEvent(index, "progress", event))
                     elif isinstance(event, Phase):
                         post(msg.PhaseChanged(index, event.name, event.t, event.run))
                     elif isinstance(event, Finding):
@@ -148,7 +148,7 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
                         error = event.message
                     elif isinstance(event, Data) and event.kind:
                         # bench windows, sync-write points, telemetry…: the job's view reads them
-                        post(msg.JobEvent(index, event.kind, event.to_json()))
+                        post(msg.JobEvent(index, event.kind, event))
             finally:
                 stopped.set()
                 if handle.proc.poll() is None:  # we are leaving early (an exception): stop the child

@@ -7,6 +7,7 @@ and a replay is built from that report."""
 from __future__ import annotations
 
 from fsscope.analysis import variation as V
+from fsscope.engine.events import Event, Progress
 from fsscope.workloads.ladder import STEPS
 
 WHAT = {"baseline": "mkfs, populate, sync, drop caches", "no_lazy": "+ inode tables and journal written at mkfs",
@@ -25,9 +26,11 @@ class LadderModel:
         self.version = 0
         self.telemetry: list[tuple[float, float, float]] = []
 
-    def feed(self, event: dict) -> bool:
-        step, ops = event.get("step"), event.get("ops_per_s")
-        if event.get("kind") != "progress" or step is None or ops is None:
+    def feed(self, event: Event) -> bool:
+        if not isinstance(event, Progress):
+            return False
+        step, ops = event.detail.get("step"), event.detail.get("ops_per_s")
+        if step is None or ops is None:
             return False
         self.steps.setdefault(str(step), []).append(float(ops))
         self.version += 1

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from textual.message import Message
 
-from fsscope.engine.events import Finding
+from fsscope.engine.events import Event, Finding
 
 
 @dataclass
@@ -65,12 +65,12 @@ class FindingArrived(Message):
 
 @dataclass
 class JobEvent(Message):
-    """Any other event of a job (bench windows, sync-write points, telemetry, geometry…),
-    as the job wrote it: the job's own view model reads what it knows (never replaced)."""
+    """Any other event of a job (bench windows, sync-write points, telemetry, geometry…; a
+    progress with the job's own fields): the job's own view model reads what it knows."""
 
     index: int
     kind: str
-    event: dict
+    event: Event
 
 
 @dataclass

@@ -283,10 +283,11 @@ def flag_from_event(event: Finding | Mapping[str, Any]) -> Flag:
 
 def flag_key(flag: Flag) -> tuple:
     """What stays the same when a flag is recomputed with more runs (its title and numbers
-    change): kind, where it starts, its stride, its window, its structure."""
+    change): kind, where it starts, its stride, its window, its structure, what it names (``id``:
+    a study's configuration)."""
     raw = flag.raw
     return (flag.kind, flag.indices[0] if flag.indices else None, raw.get("stride"), raw.get("window_s"),
-            raw.get("structure"))
+            raw.get("structure"), raw.get("id"))
 
 
 def flags_from_report(report: dict | None) -> list[Flag] | None:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from fsscope.analysis import efficiency
+from fsscope.engine.events import Data, Event
 from fsscope.tui.model import SPARK_POINTS
 
 
@@ -112,8 +113,8 @@ class SyncWriteModel:
         self.telemetry: list[tuple[float, float, float]] = []
         self._live: tuple[int, list[SizeRow], dict] | None = None
 
-    def feed(self, event: dict) -> bool:
-        if event.get("kind") == "samples" and isinstance(event.get("point"), dict):
+    def feed(self, event: Event) -> bool:
+        if isinstance(event, Data) and event.kind == "samples" and isinstance(event.get("point"), dict):
             self.add_point(event["point"])
             return True
         return False

@@ -28,9 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from fsscope.analysis import variation as V
+from fsscope.engine.events import Data, Event
 from fsscope.format import format_pct
 from fsscope.study.execute import load_rows
-from fsscope.study.variation import BIN_S, configuration_stats, dense_hist
+from fsscope.study.variation import BIN_S, configuration_stats
 from fsscope.tui.model import Flag
 
 FIGURES = ("1", "2", "6", "7", "8", "9", "k")
@@ -76,14 +77,15 @@ def _finite(value) -> float | None:
     return out if math.isfinite(out) else None
 
 
-def hist_quantiles_ns(hist: np.ndarray, quantiles=QUANTILES) -> list[float]:
-    """Latency (bucket middle) at each quantile of a histogram on the shared grid."""
-    total = int(hist.sum())
-    if total == 0:
+def hist_quantiles_ns(sparse: list, quantiles=QUANTILES) -> list[float]:
+    """Latency (bucket middle) at each quantile of a sparse histogram on the shared grid
+    ([[bucket, count], ...] in bucket order, as the rows keep it)."""
+    pairs = np.asarray(sparse, dtype=np.int64).reshape(-1, 2)
+    cum = np.cumsum(pairs[:, 1])
+    if pairs.size == 0 or cum[-1] == 0:
         return [math.nan] * len(quantiles)
-    cum = np.cumsum(hist)
-    ranks = np.maximum(1, np.ceil(np.asarray(quantiles) * total)).astype(np.int64)
-    return [float(v) for v in V.bucket_mid_ns(np.searchsorted(cum, ranks))]
+    ranks = np.maximum(1, np.ceil(np.asarray(quantiles) * cum[-1])).astype(np.int64)
+    return [float(v) for v in V.bucket_mid_ns(pairs[np.searchsorted(cum, ranks), 0])]
 
 
 def quantile_at(quantiles_ns: list[float], fraction: float) -> float:
@@ -123,8 +125,8 @@ class VariationModel:
         self.op_index = 0
 
     # -- rows in -------------------------------------------------------------------------------
-    def feed(self, event: dict) -> bool:
-        if event.get("kind") != "variation_row" or not isinstance(event.get("row"), dict):
+    def feed(self, event: Event) -> bool:
+        if not isinstance(event, Data) or event.kind != "variation_row" or not isinstance(event.get("row"), dict):
             return False
         return self.add_row(event["row"])
 
@@ -148,7 +150,7 @@ class VariationModel:
         runs = row["runs"]
         quantiles: dict[str, list[list[float]]] = {}
         for i, op in enumerate(runs[0].get("op_names") or []):
-            quantiles[op] = [hist_quantiles_ns(dense_hist(r["latency_hist"][i])) for r in runs]
+            quantiles[op] = [hist_quantiles_ns(r["latency_hist"][i]) for r in runs]
         return Configuration(
             id=stats["id"], label=stats["configuration"], fs=stats["fs"], personality=stats["personality"],
             knobs=dict(stats["knobs"]), ops_per_s=[float(r["ops_per_s"]) for r in runs],
@@ -207,7 +209,7 @@ class VariationModel:
             self.select_id(self.configs[(self.selected + delta) % len(self.configs)].id)
 
     def next_window(self) -> None:
-        self._step("window_index", 1, len(self.windows_s()))
+        self._step("window_index", 1, len(self._current_windows()))
 
     def next_op(self) -> None:
         self._step("op_index", 1, len(self.op_names()))
@@ -222,9 +224,13 @@ class VariationModel:
     def current(self) -> Configuration | None:
         return self.configs[self.selected] if self.configs else None
 
+    def _current_windows(self) -> tuple[float, ...]:
+        return self.windows_s(self.current.personality) if self.current is not None else ()
+
     @property
     def window_s(self) -> float | None:
-        windows = self.windows_s()
+        """Fig. 7's window (``w`` cycles the sizes that fit the shown configuration's workload)."""
+        windows = self._current_windows()
         return windows[self.window_index % len(windows)] if windows else None
 
     @property
@@ -254,10 +260,12 @@ class VariationModel:
             out.setdefault(c.label, {})[c.personality] = c
         return sorted(out.items())
 
-    def windows_s(self) -> tuple[float, ...]:
+    def windows_s(self, personality: str | None = None) -> tuple[float, ...]:
         """Throughput-N sizes: the spec's, else those of :data:`WINDOWS_S` that fit the
-        shortest run (in whole 1-s bins)."""
-        bins = min((len(r) for c in self.configs for r in c.counts_per_bin), default=0)
+        shortest run (in whole 1-s bins) -- of one personality's configurations, when given
+        (workloads may run for different times: the paper's varmail 2,000 s, others 800 s)."""
+        bins = min((len(r) for c in self.configs if personality in (None, c.personality)
+                    for r in c.counts_per_bin), default=0)
         given = tuple(float(w) for w in self.spec.get("window_sizes_s") or () if _finite(w))
         return tuple(w for w in given or WINDOWS_S if w * 1.0 <= bins * BIN_S)
 
@@ -268,8 +276,8 @@ class VariationModel:
         if self._cdfs is not None and self._cdfs[0] == len(self.configs):
             return self._cdfs[1]  # rows only ever arrive: the same count is the same answer
         out = []
-        windows = self.windows_s()
         for p in self.personalities():
+            windows = self.windows_s(p)
             for fs in self.file_systems():
                 mine = [c for c in self.configs if c.personality == p and c.fs == fs]
                 if not mine:
@@ -292,6 +300,10 @@ class VariationModel:
         """Fig. 7's companion: the relative range across runs of each Throughput-N window."""
         rr = V.window_relative_ranges(c.counts_per_bin, BIN_S, window_s)
         return [float(v) for v in rr if np.isfinite(v)]
+
+    def band(self, c: Configuration, window_s: float) -> V.Bands:
+        """The paper's Fig. 5: Throughput-N per window across the runs (min, mean, max)."""
+        return V.throughput_bands([V.throughput_n(r, BIN_S, window_s) for r in c.counts_per_bin], window_s)
 
     def op_names(self) -> list[str]:
         c = self.current
@@ -363,10 +375,12 @@ class VariationModel:
         return out
 
     def final_flags(self) -> list[Flag] | None:
-        """The flags panel at the end: each configuration above the threshold (most variable
-        first; picking one shows it in the figures), then the study's notes."""
-        if self.report is None:
-            return None
+        """The flags panel at the end (the same as while rows arrive)."""
+        return self.live_flags() if self.report is not None else None
+
+    def live_flags(self) -> list[Flag]:
+        """The flags panel: each configuration above the threshold (most variable first;
+        picking one shows it in the figures), then the study's notes -- redone per row."""
         flags = [Flag(title=f"{c.label} {c.personality} varies {format_pct(c.relative_range)}",
                       note="\n".join([f"{c.id}: {', '.join(f'{k}={v}' for k, v in c.knobs.items())}",
                                       *self.config_notes(c)]),

@@ -114,7 +114,7 @@ configurations, R runs each), the paper's figures as text plots, filling in as e
 configuration's runs are recorded. **f** cycles, or jump: **1** each run's throughput per
 configuration as a range (sorted by relative range) and mean ops/s vs relative range; **2** the
 same configuration under each workload; **6** the CDF of the Throughput-N relative range per
-window size, per file system; **7** Throughput-N over time, each run over its maximum (**w**
+window size, per file system; **7** Throughput-N over time, each run over its maximum, and the band across runs (Fig. 5; **w**
 window); **8** each run's latency CDF per op and the K-S range (**o** op); **9** K-S range vs
 throughput range with the PCC and its p-value, per op; **k** the flagged configurations and, per
 knob level, the mean relative range and how many are flagged (★ a level all flagged ones share).

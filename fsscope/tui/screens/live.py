@@ -23,6 +23,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header
 
+from fsscope.engine.events import Event, Phase
 from fsscope.tui import exports
 from fsscope.tui import messages as msg
 from fsscope.tui.config import RunPlan
@@ -363,14 +364,16 @@ class LiveScreen(Screen):
         self.log_panel.note(f"[{message.t:7.2f} s] {job.job}: {message.name}")
         self.query_one("#progress", JobProgress).refresh()
         if message.run is not None:
-            self._feed(message.index, {"kind": "phase", "name": message.name, "run": message.run,
-                                       "t": message.t})
+            self._feed(message.index, Phase(t=message.t, name=message.name, run=message.run))
 
-    def _feed(self, index: int, event: dict) -> None:
+    def _feed(self, index: int, event: Event) -> None:
         """Give an event to the job's own model; redraw its view if it changed."""
         view = self._view_for(index)
         if view.data is None or not view.data.feed(event):
             return
+        live_flags = getattr(view.data, "live_flags", None)  # a model that flags as data arrives
+        if callable(live_flags) and (flags := live_flags()) is not None:
+            self._replace_flags(index, flags)
         if index == self.shown:
             self.job_view.update_view(view)
             self._show_sparks(view)
@@ -488,7 +491,7 @@ class LiveScreen(Screen):
         if last is None or time.monotonic() - last >= JOB_TELEMETRY_FRESH_S:
             self._add_telemetry(message.iops, message.bytes_per_s, message.cpu_percent, message.device)
 
-    def _job_telemetry(self, event: dict) -> None:
+    def _job_telemetry(self, event: Event) -> None:
         """A ``telemetry`` event of the job: disk deltas per device since its last sample."""
         sample = event.get("sample")
         if not isinstance(sample, dict):

@@ -316,8 +316,7 @@ class VariationView(ModelView):
 
     @staticmethod
     def _fig6(model: VariationModel, text: Text) -> None:
-        windows = model.windows_s()
-        if not windows:
+        if not model.windows_s():
             text.append("  runs shorter than the smallest window\n", style="dim")
             return
         for p, fs, n, cdf in model.window_cdfs():
@@ -354,6 +353,14 @@ class VariationView(ModelView):
             text.append("    range    ")
             text.append(scaled_spark(fit(ranges), 0.0, max(max(ranges), 1e-9)), style="magenta")
             text.append(f"  across runs, max {format_pct(max(ranges))}\n")
+        band = model.band(c, w)
+        if band.mean.size:
+            lo, hi = float(band.min.min()), float(band.max.max())
+            text.append(f"\n  Throughput-{w:g} across the runs, ops/s on one scale (the paper's Fig. 5)\n", style="bold")
+            for name, series in (("max", band.max), ("mean", band.mean), ("min", band.min)):
+                text.append(f"    {name:8s} ")
+                text.append(scaled_spark(fit([float(v) for v in series]), lo, hi), style="cyan")
+                text.append(f"  {compact_number(float(series.min()))} … {compact_number(float(series.max()))}\n")
 
     @staticmethod
     def _fig8(model: VariationModel, text: Text) -> None:
@@ -370,13 +377,13 @@ class VariationView(ModelView):
         runs = c.latency_quantiles_ns.get(op) or []
         text.append(f"\n  {op}: latency CDF of each run (o: next op)\n", style="bold")
         text.append_text(cdf_plot([(f"run {r + 1}", q) for r, q in enumerate(runs)], log=True,
-                                  fmt=lambda v: format_ns(v)))
+                                  fmt=format_ns))
         for r, q in enumerate(runs):
             text.append(f"    run {r + 1:<3d} P50 {format_ns(quantile_at(q, 0.5)):>9s}  "
                         f"P95 {format_ns(quantile_at(q, 0.95)):>9s}  max {format_ns(q[-1]):>9s}\n")
         text.append("\n  every op in run 1 (the paper's Fig. 8a)\n", style="bold")
         text.append_text(cdf_plot([(name, q[0]) for name, q in c.latency_quantiles_ns.items() if q], log=True,
-                                  fmt=lambda v: format_ns(v)))
+                                  fmt=format_ns))
 
     @staticmethod
     def _fig9(model: VariationModel, text: Text) -> None:
@@ -398,10 +405,9 @@ class VariationView(ModelView):
                 section = (pers, fs)
                 text.append(f"   {glyph(fs)} {fs} · {pers}\n")
             text.append(f"     {op:10s} ")
-            cells = bar(max(rv or 0.0, 0.0), 15, "bold red" if (rv or 0) > STRONG_PCC else "cyan").plain
-            k = int(round(STRONG_PCC * 15))
+            cells, k = bar(max(rv or 0.0, 0.0), 15).plain, int(round(STRONG_PCC * 15))
             text.append(cells[:k], style="bold red" if (rv or 0) > STRONG_PCC else "cyan")
-            text.append("│", style="red")
+            text.append("│", style="red")  # the paper's dashed line at 0.7
             text.append(cells[k + 1:], style="bold red")
             text.append(f" r {'-' if rv is None else f'{rv:+.2f}':>5s}  p {'-' if pv is None else f'{pv:.2g}':>6s}"
                         f"  n {count}\n")
