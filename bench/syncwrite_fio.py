@@ -27,7 +27,10 @@ milliseconds (a 16 MiB O_DIRECT write on RAM takes a few ms: ±20 % quantisation
 sides here use bytes / (sum of per-write latencies), which fio reports in ns; the engine's
 own bytes / wall time is printed beside it. fio's write latency excludes a following
 fsync/fdatasync (reported apart in its "sync" block); the engine's per-write latency includes
-it, so for those modes fio's P50 is compared as write P50 + sync P50.
+it, so for those modes fio's P50 is compared as write P50 + sync P50. fio syncs before its
+NEXT write, so its last write is never synced (and --end_fsync's sync is not in its
+statistics): in those modes fio writes one block more and only its synced writes count (before
+that fix, 16 MiB fdatasync read 0.39 -- fio's single write was never synced).
 
 Large buffers (1..16 MiB; the engine read 1.4-2.6x fio's throughput), what was found (Nov 2026,
 osync, ext4 on a RAM loop image, 2 CPUs shared with other users' jobs, load 4-20):
@@ -61,6 +64,18 @@ osync, ext4 on a RAM loop image, 2 CPUs shared with other users' jobs, load 4-20
    spinning: no change), not fio's own threads (none ran during its writes), not affinity
    alone (pinned to one CPU each the engine still led; the two CPUs differed 1.7x for it).
 
+4. On a quiet machine (load < 1.5, 30 reps, 24 Nov 2026) the gap stayed at 1-16 MiB: throughput
+   ratio 1.12-1.30, P50 ratio 0.90-0.99, 5-6 of 10 ratios in target. It was fio's buffer: its
+   malloc'd buffer is not page-aligned for buffered I/O (glibc's mmap'd chunk starts 16 bytes
+   into a page), so each 4 KiB copied into the page cache reads from two source pages; with
+   --iomem=mmapshared or --iomem_align=4096 the 1-16 MiB ratios came to 0.95-1.08. The
+   engine's buffer is page-aligned in every mode, so the bench now gives fio the same
+   (FIO_EQUAL, with --scramble_buffers=0: the engine writes the same bytes every time); full
+   range, 30 reps, twice: 25 of 26 ratios in 0.9..1.1 each time (misses 1.13 [1.01-2.15] at
+   4 MiB and 1.10 at 16 MiB). direct+osync: 21 of 26, its misses at 4 KiB (0.87, not repeated:
+   1.02 and 0.97 in a second run) and 0.5-1 MiB (1.10-1.11; second run 1.06, P50 0.93-0.99).
+   fdatasync (fixed as above): 11 of 12, the miss 16 MiB 1.18 [0.98-1.61].
+
 So at 1-16 MiB this benchmark on a loaded 2-CPU machine measures the machine's CPU contention
 as much as the stack: the ratios there swing 0.8..2 from run to run (4..512 KiB also swing in
 throughput under load, while their P50 ratios stay at 0.94..1.03). The "undisturbed" columns
@@ -92,6 +107,11 @@ from fsscope.workloads import syncwrite as sw  # noqa: E402
 from fsscope.workloads.cgroup import parse_size_bytes  # noqa: E402
 
 TARGET = (0.9, 1.1)
+# fio's buffer made the engine's: page-aligned (fio aligns buffered-I/O buffers only when asked;
+# its malloc'd buffer starts 16 bytes into a page, so every 4 KiB copied into the page cache
+# straddles two source pages) and the same bytes every write (fio rewrites part of every 512
+# bytes of its buffer before each write by default). --fio-plain drops these.
+FIO_EQUAL = ["--iomem_align=4096", "--scramble_buffers=0"]
 
 
 def fio_args(mode: str) -> list[str]:
@@ -104,20 +124,24 @@ def fio_point(directory: Path, size_bytes: int, block_bytes: int, mode: str, ext
     """fio writing a new file: throughput (bytes / summed latency) and per-write P50 (ns)."""
     path = directory / "fio.dat"
     path.unlink(missing_ok=True)
+    separate_sync = mode.removeprefix("direct+") in ("fsync", "fdatasync")
+    # fio syncs before the NEXT write (and --end_fsync's sync is not in its statistics), so its
+    # last write is never synced: one block more, and only the synced writes are counted
     out = tools.run("fio", "--name=sw", f"--filename={path}", "--rw=write", f"--bs={block_bytes}",
-                    f"--size={size_bytes}", "--ioengine=psync", "--numjobs=1", "--output-format=json",
-                    *fio_args(mode), *extra)
+                    f"--size={size_bytes + (block_bytes if separate_sync else 0)}", "--ioengine=psync",
+                    "--numjobs=1", "--output-format=json", *fio_args(mode), *extra)
     path.unlink(missing_ok=True)
     job = json.loads(out[out.index("{"):])["jobs"][0]
     write, sync = job["write"], job.get("sync") or {}
-    n = write["total_ios"]
     lat = write["lat_ns"]
-    total_ns = lat["mean"] * n
     p50 = lat["percentile"]["50.000000"] if "percentile" in lat else write["clat_ns"]["percentile"]["50.000000"]
-    if sync.get("total_ios"):
-        total_ns += sync["lat_ns"]["mean"] * sync["total_ios"]
+    if not separate_sync:
+        n, total_ns = write["total_ios"], lat["mean"] * write["total_ios"]
+    else:
+        n = sync.get("total_ios") or sync.get("lat_ns", {}).get("N", 0)  # fio 3.33 leaves total_ios 0
+        total_ns = (lat["mean"] + sync["lat_ns"]["mean"]) * n
         p50 += sync["lat_ns"]["percentile"]["50.000000"]
-    return {"bps": write["io_bytes"] / (total_ns / 1e9), "bps_fio": write["bw_bytes"], "p50_ns": p50}
+    return {"bps": n * block_bytes / (total_ns / 1e9), "bps_fio": write["bw_bytes"], "p50_ns": p50}
 
 
 FRESH_ENGINE = """
@@ -232,6 +256,8 @@ def main() -> int:
     ap.add_argument("--fresh-engine", action="store_true",
                     help="run each engine point in a new process, as fio runs each of its points")
     ap.add_argument("--fio-extra", default="", help="extra fio options, space-separated (e.g. --fallocate=none)")
+    ap.add_argument("--fio-plain", action="store_true",
+                    help=f"fio's own buffer defaults instead of the engine's ({' '.join(FIO_EQUAL)})")
     args = ap.parse_args()
     sizes = [parse_size_bytes(s) for s in args.sizes.split(",")]
     file_size = parse_size_bytes(args.file_size)
@@ -241,10 +267,12 @@ def main() -> int:
         image = Path(tempfile.mkdtemp(prefix="fsscope-swfio-", dir=args.image_dir)) / "sw.img"
         spec = TargetSpec("image", str(image), parse_size_bytes(args.size))
     print(f"{args.mode} on {args.recipe}, {spec.describe()}; {args.reps} reps of {args.file_size} per size; "
-          f"fio {tools.version('fio')}" + ("; engine in a new process per point" if args.fresh_engine else ""))
+          f"fio {tools.version('fio')}" + ("; engine in a new process per point" if args.fresh_engine else "")
+          + ("; fio's own buffer defaults" if args.fio_plain else f"; fio {' '.join(FIO_EQUAL)}"))
     with Target(spec, recipes.load(args.recipe)) as target:
         fs = target.format_and_mount()
-        ratios = compare(Path(fs.workdir), sizes, file_size, args.mode, args.reps, args.fio_extra.split(),
+        ratios = compare(Path(fs.workdir), sizes, file_size, args.mode, args.reps,
+                         ([] if args.fio_plain else FIO_EQUAL) + args.fio_extra.split(),
                          args.fresh_engine)
     if args.where == "image":
         image.unlink(missing_ok=True)
