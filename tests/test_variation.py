@@ -266,3 +266,29 @@ def test_window_disagreement_needs_several_windows():
              np.array([9050.0, 9010.0, 9000.0])]
     flag = v.flag_window_disagreement(three, 5, [9000.0, 9100.0, 10_500.0])
     assert flag is not None and flag.details["fraction_windows_above"] == 0.0
+
+
+def test_range_change_finds_a_real_growth_and_only_that():
+    rng = np.random.default_rng(3)
+    calm, wild = 1000 + rng.normal(0, 5, 6), 1000 + rng.normal(0, 80, 6)
+    grew = v.range_change(calm, wild)
+    assert grew.grew and grew.p < 0.01 and grew.range_b > 5 * grew.range_a and "grew" in grew.note
+    fell = v.range_change(wild, calm)
+    assert not fell.grew and fell.p > 0.9 and "fell" in fell.note
+    # the level does not count, only the spread: the same runs at half the throughput
+    same = v.range_change(calm, calm / 2)
+    assert not same.grew and same.range_a == pytest.approx(same.range_b) and "kept" in same.note
+    # 3 runs a side: 20 splits, so even the most extreme growth has p >= 1/20, never below 0.05
+    # (here 4 of the 20 splits put 50 and 150 on one side: p = 4/20)
+    tiny = v.range_change([100, 101, 102], [50, 100, 150])
+    assert tiny.p == pytest.approx(4 / 20) and not tiny.grew
+    assert math.isnan(v.range_change([1.0], [1.0, 2.0]).p)
+
+
+def test_ladder_steps_pair_adjacent_steps_with_runs():
+    rng = np.random.default_rng(4)
+    steps = [("baseline", 100 + rng.normal(0, 20, 6)), ("no_lazy", [50.0]), ("umount", 100 + rng.normal(0, 1, 6)),
+             ("alloc", 100 + rng.normal(0, 15, 6))]
+    pairs = v.ladder_steps(steps)
+    assert [(a, b) for a, b, _ in pairs] == [("baseline", "umount"), ("umount", "alloc")]  # 1 run: skipped
+    assert [c.grew for _, _, c in pairs] == [False, True]

@@ -163,6 +163,12 @@ def test_ladder_steps_change_what_they_claim(tmp_path, cli, loop_device, where):
     assert not any(r["mkfs_argv"] for r in ladder["alloc"]["runs"])
     assert len({r["image_sha256"] for r in ladder["alloc"]["runs"]}) == 1
     assert len({r["image_sha256"] for r in ladder["umount"]["runs"]}) == 2
+    # each step against the one before, recomputed from the runs: 2+2 runs can never show a growth
+    for prev, step in zip(ladder, list(ladder)[1:]):
+        change = V.range_change(*([r["ops_per_s"] for r in ladder[s]["runs"]] for s in (prev, step)))
+        assert ladder[step]["vs_previous"] == {"step": prev, "p": pytest.approx(change.p), "grew": False,
+                                               "note": change.note}
+    assert report["paper_direction"] is True
 
 
 @pytest.mark.privileged

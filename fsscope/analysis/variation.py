@@ -297,6 +297,51 @@ def welch(a: Sequence[float], b: Sequence[float], alpha: float = 0.05,
     return WelchResult(t, p, df, mean_a, mean_b, winner, note)
 
 
+@dataclass(frozen=True)
+class RangeChange:
+    """Did the relative range grow from one set of runs (``a``) to the next (``b``)?"""
+
+    range_a: float
+    range_b: float
+    p: float                    # one-sided: the chance of a growth this large if both were alike
+    grew: bool                  # p < alpha: a real increase, not the noise of few runs
+    note: str
+
+
+def range_change(a: Sequence[float], b: Sequence[float], alpha: float = 0.05) -> RangeChange:
+    """Permutation test of ``relative_range(b) > relative_range(a)``. Each side is divided by
+    its own mean first, so only the spread is compared (a step may change the level: a cold
+    cache is slower). Exact over every split for small samples; with 3 runs a side the
+    smallest possible p is 1/20, so at least 4 a side are needed to call a growth real."""
+    from scipy import stats  # local: scipy import is slow and only needed here
+
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    ra, rb = relative_range(x), relative_range(y)
+    if x.size < 2 or y.size < 2 or not (np.isfinite(ra) and np.isfinite(rb)):
+        return RangeChange(ra, rb, math.nan, False, "need at least 2 runs a side")
+    xn, yn = x / x.mean(), y / y.mean()
+
+    def growth(u, v, axis=-1):
+        return np.ptp(v, axis=axis) - np.ptp(u, axis=axis)
+
+    res = stats.permutation_test((xn, yn), growth, permutation_type="independent", alternative="greater",
+                                 vectorized=True, n_resamples=20_000, random_state=0)
+    p = float(res.pvalue)
+    grew = p < alpha
+    verb = "grew" if grew else "fell" if rb < ra else f"kept, within the noise of {x.size}+{y.size} runs"
+    note = f"{ra:.1%} -> {rb:.1%}: {verb} (permutation p = {p:.3g})"
+    return RangeChange(ra, rb, p, grew, note)
+
+
+def ladder_steps(steps: Sequence[tuple[str, Sequence[float]]], alpha: float = 0.05
+                 ) -> list[tuple[str, str, RangeChange]]:
+    """(previous step, step, change) for each adjacent pair of steps with 2+ runs each: the
+    paper's direction holds where no step's relative range grew beyond its runs' noise."""
+    kept = [(name, ops) for name, ops in steps if len(ops) > 1]
+    return [(a, b, range_change(ops_a, ops_b, alpha)) for (a, ops_a), (b, ops_b) in zip(kept, kept[1:])]
+
+
 # ---------------------------------------------------------------------------------------------
 # Flags with explanatory notes
 # ---------------------------------------------------------------------------------------------

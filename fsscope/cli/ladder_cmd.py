@@ -25,8 +25,16 @@ def render_ladder(report: dict, console: Console) -> None:
                       else f"{step['mean_ops_per_s']:,.0f}", format_pct(step.get("relative_range"), "-"),
                       format_pct(step.get("rsd"), "-"), "yes" if same else "no")
     console.print(table)
-    console.print("each step lowers or keeps the relative range" if report.get("monotone") else
-                  "[yellow]a step raised the relative range[/] (few runs are noisy: more --runs narrow it)")
+    for step in report.get("ladder", []):
+        if step.get("vs_previous"):
+            console.print(f"  {step['vs_previous']['step']} -> {step['step']}: {step['vs_previous']['note']}")
+    if report.get("monotone"):
+        console.print("each step lowers or keeps the relative range")
+    elif report.get("paper_direction"):
+        console.print("each step lowers the relative range or keeps it within its runs' noise (the paper's "
+                      "direction); a few runs' range is noisy: more --runs narrow it")
+    else:
+        console.print("[yellow]a step raised the relative range beyond its runs' noise[/]")
 
 
 RENDERERS["ladder"] = render_ladder

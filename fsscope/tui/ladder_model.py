@@ -47,9 +47,12 @@ class LadderModel:
         self.notes = []
         if len(ranges) > 1:
             path = " → ".join(f"{s} {rr:.1%}" for s, rr in ranges)
+            grew = [f"{b} ({c.note})" for _, b, c in V.ladder_steps(list(self.steps.items())) if c.grew]
             steady = all(b <= a for (_, a), (_, b) in zip(ranges, ranges[1:]))
-            self.notes.append(f"relative range {path}: " + ("each step lowers or keeps it, as in the paper"
-                                                            if steady else "not every step lowers it"))
+            self.notes.append(f"relative range {path}: " + (
+                "each step lowers or keeps it, as in the paper" if steady else
+                "each step lowers it or keeps it within its runs' noise, as in the paper" if not grew else
+                "grew beyond its runs' noise at " + "; ".join(grew)))
         self.version += 1
 
     @classmethod

@@ -237,7 +237,13 @@ def run(ctx, spec: Spec) -> dict:
                        "rsd": V.rsd(ops) if len(ops) > 1 else None,
                        "mean_ops_per_s": sum(ops) / len(ops) if ops else None, "runs": step_runs})
     rrs = [s["relative_range"] for s in ladder if s["relative_range"] is not None]
-    return plain({"ladder": ladder, "personality": spec.personality, "recipe": recipe.name, "fs": recipe.fs,
+    by_step = {s["step"]: s for s in ladder}
+    changes = V.ladder_steps([(s["step"], [x["ops_per_s"] for x in s["runs"] if not x["cancelled"]]) for s in ladder])
+    for prev, step, change in changes:
+        by_step[step]["vs_previous"] = {"step": prev, "p": change.p, "grew": change.grew, "note": change.note}
+    return plain({"ladder": ladder,
+                  # the paper's direction: no step's range grew beyond what its runs' noise allows
+                  "paper_direction": bool(changes) and not any(c.grew for _, _, c in changes), "personality": spec.personality, "recipe": recipe.name, "fs": recipe.fs,
                   "target": target.spec.to_dict() | {"describe": target.spec.describe()},
                   "spec": spec.to_dict(), "workload": dataclasses.asdict(pspec),
                   "monotone": all(b <= a for a, b in zip(rrs, rrs[1:])), "order": "interleaved",
