@@ -155,6 +155,15 @@ def test_file_sizes_are_gamma_distributed_with_the_requested_mean():
     assert np.array_equal(sizes, P.file_sizes_bytes(spec, seed=3))     # reproducible
 
 
+def test_a_cancelled_populate_stops_and_leaves_no_file_set_to_run(scratch):
+    asked = []
+    spec = small_spec("fileserver")
+    out = P.populate(scratch, spec, cancelled=lambda: asked.append(1) or len(asked) > 1)
+    assert out.cancelled and out.files == 64 and len(asked) == 2     # asked every 64 files
+    with pytest.raises(Exception, match="populate it first"):           # no manifest: not runnable
+        P.run(scratch, spec)
+
+
 def test_run_without_populate_is_a_clear_error(scratch):
     with pytest.raises(Exception, match="populate it first"):
         P.run(scratch, small_spec("webserver"))

@@ -151,6 +151,17 @@ def test_a_buffer_of_hundreds_of_megabytes_works(cli, scratch):
     assert rec["writes_measured"] == 0 and "file system full" in out.stdout
 
 
+@pytest.mark.privileged
+def test_a_preallocation_that_finds_the_disk_full_leaves_no_file(scratch):
+    """The space a failed fallocate got is given back at once, not held until the sweep ends."""
+    with small_mount(scratch / "small", "tmpfs", "8M") as where:
+        path = Path(where) / sw.FILE_NAME
+        planned = sw.PlannedPoint(repeat=0, order=0, buffer_bytes=1 << 20, writes=16, offset=0)
+        result = sw.write_file_sync(path, planned, "fsync", sw.aligned_buffer(1 << 20), np.zeros(16, np.int64))
+        assert result.full and result.writes == 0
+        assert not path.exists() and os.statvfs(where).f_bfree == os.statvfs(where).f_blocks
+
+
 def test_a_killed_sweep_keeps_every_measured_write_and_report_shows_them(cli, scratch):
     spec = {"buffer_sizes_bytes": [4096, 16384], "file_size_bytes": 256 << 10, "mode": "fdatasync", "repeats": 200}
     handle = runner.start("syncwrite", spec, TargetSpec("dir", str(scratch)), None)

@@ -15,8 +15,7 @@ talks to the world only through the context:
   Samples, Finding, Log, Result, Error, or Data for a job's own kinds) to the parent and
   (except ``samples``) appends it to the run's ``events.ndjson``. Short forms:
   ``ctx.phase(name)``, ``ctx.progress(done, total)``, ``ctx.log(line)``,
-  ``ctx.finding(flag, title, note, **fields)``, ``ctx.data(kind, **fields)``; the older
-  ``ctx.emit(kind, **fields)`` builds the same records.
+  ``ctx.finding(flag, title, note, **fields)``, ``ctx.data(kind, **fields)``.
 - ``ctx.run_dir`` (:class:`fsscope.store.RunDir`) holds arrays and records.
 - ``ctx.cancelled`` becomes True when the parent asks the job to stop (SIGTERM/SIGINT);
   long loops check it and return early with what they have.
@@ -52,10 +51,8 @@ class JobContext:
     def recipe(self):
         return self.target.recipe
 
-    def emit(self, event: Event | str, **fields: Any) -> None:
-        """Stream ``event`` (stamped with the job's clock) and record it; safe from any thread.
-        ``emit(kind, **fields)`` is the same as emitting ``events.make(kind, **fields)``."""
-        event = events.make(event, **fields) if isinstance(event, str) else event
+    def emit(self, event: Event) -> None:
+        """Stream ``event`` (stamped with the job's clock) and record it; safe from any thread."""
         with self._emitting:  # one event at a time: lines never interleave in the pipe or the file
             line = events.encode(replace(event, t=round(time.monotonic() - self.t0, 6)))
             if event.kind not in UNLOGGED_KINDS:

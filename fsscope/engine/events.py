@@ -184,7 +184,7 @@ treatments.ndjson) already hold."""
 
 
 def make(kind: str, t: float = 0.0, **fields: Any) -> Event:
-    """The record for ``kind`` from keyword fields (the ``ctx.emit(kind, **fields)`` form)."""
+    """The record for ``kind`` from keyword fields (as a consumer reading ``kind`` would get it)."""
     return decode({"t": t, "kind": kind, **fields})
 
 

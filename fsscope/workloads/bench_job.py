@@ -303,7 +303,7 @@ def run(ctx, spec: Spec) -> dict:
                             f"{spec.duration_s:g} s per run")
                 root = fs.workdir  # on a shared fs, populate replaces the previous run's file set
                 ctx.phase(f"run {r + 1}/{spec.runs}: populate {pspec.nfiles} files", run=r)
-                populated = P.populate(root, pspec, seed=spec.seed, evict_cache=True)
+                populated = P.populate(root, pspec, seed=spec.seed, evict_cache=True, cancelled=lambda: ctx.cancelled)
                 ctx.after_populate()
                 if ctx.cancelled:
                     break

@@ -215,9 +215,14 @@ def write_file_sync(path: str | os.PathLike, planned: PlannedPoint, mode: str, b
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
-            return PointResult(0, 0, 0.0, True)
+            full = True
+        else:
+            full = False
         finally:
             os.close(pre)
+        if full:                     # the partial preallocation would only hold the space
+            Path(path).unlink(missing_ok=True)
+            return PointResult(0, 0, 0.0, True)
         flags &= ~os.O_TRUNC
     try:
         fd = os.open(path, flags, 0o644)
@@ -296,7 +301,7 @@ def sweep(root: str | os.PathLike, spec: SyncWriteSpec, latency: np.ndarray, poi
             starts = None if start_ns is None else start_ns[planned.offset:planned.offset + planned.writes]
             result = write_file_sync(path, planned, spec.mode, buffers[planned.buffer_bytes], out, stop,
                                      spec.preallocate, starts)
-            path.unlink()
+            path.unlink(missing_ok=True)  # gone already where preallocating it found the disk full
             cut = result.full or (cancelled is not None and result.writes < planned.writes and cancelled())
             points[row, COL["writes"]:] = (result.writes, result.bytes_written, result.elapsed_s, 0 if cut else 1)
             if hasattr(points, "flush"):
@@ -313,8 +318,7 @@ def sweep(root: str | os.PathLike, spec: SyncWriteSpec, latency: np.ndarray, poi
             if cut:
                 return SweepEnd(done, "cancelled")
     finally:
-        if path.exists():
-            path.unlink()
+        path.unlink(missing_ok=True)
         for buf in buffers.values():
             buf.close()
     return SweepEnd(done, None)

@@ -7,6 +7,7 @@ import os
 import random
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,16 +100,18 @@ class PopulateResult:
     bytes_written: int
     elapsed_s: float
     cache_evicted: bool
+    cancelled: bool = False          # stopped part-way: the file set is incomplete and not saved
 
 
 def populate(root: str | os.PathLike, spec: PersonalitySpec, seed: int | None = None,
-             evict_cache: bool = True) -> PopulateResult:
+             evict_cache: bool = True, cancelled: Callable[[], bool] | None = None) -> PopulateResult:
     """Create the file set (``prealloc_pct`` % of the files, all of them for webserver).
 
     Replaces an earlier file set of the same personality under ``root``. With ``evict_cache``
     the data is synced and dropped from the page cache (posix_fadvise DONTNEED per file), so
     the run starts cold and, under ``--mem-limit``, the cache is charged to the workers' cgroup
-    rather than to the populating process (no effect on tmpfs, whose pages are the storage)."""
+    rather than to the populating process (no effect on tmpfs, whose pages are the storage).
+    ``cancelled()`` is asked every 64 files: a large data set takes minutes to write."""
     root = Path(root)
     seed = spec.seed if seed is None else seed
     t0 = time.monotonic()
@@ -124,7 +127,9 @@ def populate(root: str | os.PathLike, spec: PersonalitySpec, seed: int | None = 
     exists[rng.permutation(spec.nfiles)[:n_exist]] = True
     buf = memoryview(pattern(spec.io_size_bytes, seed))
     written = 0
-    for index in np.flatnonzero(exists):
+    for done, index in enumerate(np.flatnonzero(exists)):
+        if cancelled is not None and done % 64 == 0 and cancelled():
+            return PopulateResult(done, written, time.monotonic() - t0, False, cancelled=True)
         fd = os.open(layout.path(int(index)), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             written += write_whole(fd, int(sizes[index]), buf)
