@@ -241,9 +241,10 @@ def run(ctx, spec: Spec) -> dict:
     changes = V.ladder_steps([(s["step"], [x["ops_per_s"] for x in s["runs"] if not x["cancelled"]]) for s in ladder])
     for prev, step, change in changes:
         by_step[step]["vs_previous"] = {"step": prev, "p": change.p, "grew": change.grew, "note": change.note}
-    return plain({"ladder": ladder,
-                  # the paper's direction: no step's range grew beyond what its runs' noise allows
-                  "paper_direction": bool(changes) and not any(c.grew for _, _, c in changes), "personality": spec.personality, "recipe": recipe.name, "fs": recipe.fs,
+    # the paper's direction: no step's range grew beyond what its runs' noise allows
+    paper_direction = bool(changes) and not any(c.grew for _, _, c in changes)
+    return plain({"ladder": ladder, "paper_direction": paper_direction, "personality": spec.personality,
+                  "recipe": recipe.name, "fs": recipe.fs,
                   "target": target.spec.to_dict() | {"describe": target.spec.describe()},
                   "spec": spec.to_dict(), "workload": dataclasses.asdict(pspec),
                   "monotone": all(b <= a for a, b in zip(rrs, rrs[1:])), "order": "interleaved",
