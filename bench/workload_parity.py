@@ -121,6 +121,7 @@ def main() -> int:
                         help="only these (repeat; default all three)")
     parser.add_argument("--full", action="store_true",
                         help="Filebench's own file counts (fileserver 10,000 files, not 2,000)")
+    parser.add_argument("--no-filebench", action="store_true", help="do not run Filebench even where installed")
     parser.add_argument("--no-reference", action="store_true",
                         help="skip the old engine's runs (a third less time; its columns print '-')")
     args = parser.parse_args()
@@ -130,11 +131,17 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="fsscope-parity-ref-"))
     try:
         ref = load_reference(args.reference, scratch)
-        fb = shutil.which("filebench")
+        fb = None if args.no_filebench else shutil.which("filebench")
         workloads = next((Path(d) for d in FILEBENCH_WORKLOADS if Path(d, "varmail.f").exists()), None)
-        if fb is None or workloads is None:
-            print("Filebench: not installed here (no distribution package; build 1.5-alpha3 from source "
-                  "to compare) -- printing the engine's own ceiling and its speed-up instead\n")
+        if fb and workloads and Path("/proc/sys/kernel/randomize_va_space").read_text().strip() != "0":
+            # with ASLR on, Filebench 1.5-alpha3's processes cannot map its shared memory and it
+            # hangs instead of failing
+            print("Filebench: skipped, ASLR is on (echo 0 > /proc/sys/kernel/randomize_va_space while this "
+                  "runs, then put the old value back)\n")
+            fb = None
+        elif fb is None or workloads is None:
+            print("Filebench: not run (not installed: bench/build_filebench.sh SRC_DIR builds it; or "
+                  "--no-filebench) -- printing the engine's own ceiling and its speed-up instead\n")
         print(f"{'personality':<11} {'workers':>7} {'new ops/s':>11} {'old ops/s':>11} {'new/old':>7} "
               f"{'ops/CPU-s new':>13} {'old':>9} {'new/old':>7} {'user µs/op new':>14} {'old':>6}"
               + (f" {'Filebench':>11} {'new/FB':>6}" if fb and workloads else ""))

@@ -52,10 +52,10 @@ class _Worker:
             owned = range(wid, spec.nfiles, nworkers)
             self.present = [i for i in owned if exists[i]]
             self.absent = [i for i in owned if not exists[i]]
-        self.paths: list[str | None] = [None] * spec.nfiles
+        self.paths: list[bytes | None] = [None] * spec.nfiles   # bytes: no encoding per call
         self.fsize = [0] * spec.nfiles      # current size of each owned file (exact: we wrote it)
         for i in owned:
-            self.paths[i] = layout.path(i)
+            self.paths[i] = os.fsencode(layout.path(i))
             self.fsize[i] = self.sizes[i] if exists[i] else 0
         self.wbuf = memoryview(pattern(spec.io_size_bytes, spec.seed + 17 + wid))
         self.rbuf = bytearray(spec.io_size_bytes)
