@@ -224,3 +224,32 @@ def _is_running(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Named semaphores: multiprocessing under forkserver/spawn makes its Queue/Event/Lock from
+# POSIX named semaphores (/dev/shm/sem.*), unlinked by its resource tracker -- which dies with
+# a killed job's process group. Named after the job's pid, they can be swept after it.
+# ---------------------------------------------------------------------------------------------
+
+SEM_DIR = Path("/dev/shm")
+
+
+def name_semaphores_after_job() -> None:
+    """In the job process, before anything makes a semaphore: /dev/shm/sem.fsscope-PID-*.
+    (``semprefix`` is the knob multiprocessing reads for the names; no public setter exists.)"""
+    import multiprocessing.process
+
+    multiprocessing.process.current_process()._config["semprefix"] = f"/fsscope-{os.getpid()}"  # names: PREFIX-RANDOM
+
+
+def sweep_semaphores(owner_pid: int | None = None) -> list[str]:
+    """Remove the named semaphores of job ``owner_pid`` (dead), or of every dead job."""
+    removed = []
+    for path in SEM_DIR.glob("sem.fsscope-*-*"):
+        pid = path.name.split("-")[1]
+        if not pid.isdigit() or (int(pid) != owner_pid if owner_pid else _is_running(int(pid))):
+            continue
+        path.unlink(missing_ok=True)
+        removed.append(path.name)
+    return removed

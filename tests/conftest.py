@@ -6,7 +6,7 @@
   reason — unless FSSCOPE_REQUIRE_PRIVILEGED=1 (CI), where that skip is a failure.
 - At the end the session FAILS if anything it made is left (see LEFTOVER_CHECKS): journal
   entries, loop devices backed by files under the session's directories, mounts below them,
-  processes it started, cgroups fsscope made for its jobs, tracefs instances its jobs made
+  processes it started, cgroups fsscope made for its jobs, named semaphores of its jobs, tracefs instances its jobs made
   (their names carry the session home's tag).
 """
 
@@ -143,18 +143,34 @@ def session_cgroups() -> list[str]:
     return [f"cgroup {path}" for path in _session_cgroup_dirs()]
 
 
-def _session_cgroup_dirs() -> list[Path]:
-    """cgroups fsscope made for this session's jobs (fsscope-job-PID, and the memory cgroups
-    fsscope-PID-N of --mem-limit), PID being a job child recorded in a run, or this process."""
-    from fsscope import proctree
-    from fsscope.workloads import cgroup
-
+def _session_job_pids() -> set[int]:
+    """This process and every job child recorded in one of this session's runs."""
     pids = {os.getpid()}
     for manifest in (BASE / "home" / "runs").glob("*/manifest.json"):
         try:
             pids.add(int(json.loads(manifest.read_text()).get("pid") or 0))
         except (OSError, ValueError):
             continue
+    return pids
+
+
+def session_semaphores() -> list[str]:
+    """Named semaphores of this session's jobs (/dev/shm/sem.fsscope-PID-*): a killed job's
+    resource tracker dies with it, and the runner must sweep what it left."""
+    from fsscope import proctree
+
+    pids = _session_job_pids()
+    return [f"named semaphore {path}" for path in proctree.SEM_DIR.glob("sem.fsscope-*-*")
+            if path.name.split("-")[1].isdigit() and int(path.name.split("-")[1]) in pids]
+
+
+def _session_cgroup_dirs() -> list[Path]:
+    """cgroups fsscope made for this session's jobs (fsscope-job-PID, and the memory cgroups
+    fsscope-PID-N of --mem-limit), PID being a job child recorded in a run, or this process."""
+    from fsscope import proctree
+    from fsscope.workloads import cgroup
+
+    pids = _session_job_pids()
     found = []
     for parent in {proctree.job_cgroup_parent(), cgroup.detect().parent} - {None}:
         for path in parent.glob("fsscope-*"):
@@ -166,7 +182,7 @@ def _session_cgroup_dirs() -> list[Path]:
 
 # One function per kind of resource; each returns a line per leftover. Add new kinds here.
 LEFTOVER_CHECKS = [leftover_journal_entries, leftover_loop_devices, leftover_mounts,
-                   leftover_tracefs_instances, session_processes, session_cgroups]
+                   leftover_tracefs_instances, session_processes, session_cgroups, session_semaphores]
 
 
 def leftovers() -> list[str]:
@@ -194,6 +210,8 @@ def no_leftovers():
         for path in _session_cgroup_dirs():
             proctree.kill_and_remove(path)
         subprocess.run([sys.executable, "-m", "fsscope", "cleanup", "--force", "--prepared"], capture_output=True)
+        for pid in _session_job_pids() - {os.getpid()}:
+            proctree.sweep_semaphores(pid)
         pytest.fail("the tests left these behind (a bug to fix): " + "; ".join(left))
     shutil.rmtree(RAM_BASE, ignore_errors=True)
     shutil.rmtree(BASE, ignore_errors=True)

@@ -205,7 +205,7 @@ def test_a_kill_at_any_phase_leaves_nothing_and_keeps_what_was_measured(phase, k
         else:
             assert status in {"cancelled", "interrupted"} | finished, cli.stderr
             assert "cancelling" in cli.stderr
-        if kill == "cli-2xSIGINT" and phase == "populate":  # the cancel waits for populate: killed
+        if kill == "cli-2xSIGINT" and phase == "populate":  # the second Ctrl-C lands before the job has ended
             assert cli.run.manifest()["error"] == "killed by a second Ctrl-C"
             assert "killed the job and every process it started: python" in cli.stderr
         if kill == "cli-SIGTERM" and phase in ("mount", "populate", "measure"):  # it went on showing the job
@@ -332,3 +332,40 @@ def test_a_killed_job_leaves_no_memory_cgroup():
             cli.proc.kill()
     assert rc == 130 and leftovers() == [], cli.stderr
     measured_bins_are_kept(cli.run)
+
+
+MAKES_SEMAPHORES = """
+import multiprocessing as mp, sys
+from fsscope import proctree
+proctree.name_semaphores_after_job()
+keep = mp.get_context("forkserver").Event()  # a Condition and Semaphores: named, in /dev/shm
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_cleanup_sweeps_the_named_semaphores_of_a_killed_job_and_only_those():
+    """Killed with its resource tracker (a job's process group), a process leaves its named
+    semaphores; 'fsscope cleanup' removes those of dead processes, never a live one's."""
+    def start():
+        proc = subprocess.Popen([sys.executable, "-c", MAKES_SEMAPHORES], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True, start_new_session=True)
+        assert proc.stdout.readline().strip() == "ready"
+        return proc, sorted(proctree.SEM_DIR.glob(f"sem.fsscope-{proc.pid}-*"))
+
+    dead, dead_sems = start()
+    live, live_sems = start()
+    try:
+        assert dead_sems and live_sems
+        os.killpg(dead.pid, signal.SIGKILL)   # the process and its resource tracker: nobody can unlink
+        dead.wait()
+        assert all(p.exists() for p in dead_sems)                 # left behind: nobody unlinked them
+        out = fsscope_cli("cleanup")
+        assert out.returncode == 0 and f"removed {len(dead_sems)} named semaphore(s)" in out.stdout, out.stdout
+        assert not any(p.exists() for p in dead_sems) and all(p.exists() for p in live_sems)
+    finally:
+        for proc in (dead, live):
+            if proc.poll() is None:
+                proc.stdin.close()
+                proc.wait(10)
+    assert not any(p.exists() for p in live_sems)                # the live one cleaned up after itself

@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from fsscope import recipes
+from fsscope import proctree, recipes
 from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
 from fsscope.format import format_bytes
 from fsscope.recipes import Prep
@@ -90,6 +90,9 @@ def cmd_cleanup(args) -> int:
     journal = Journal()
     to_undo, left = triage(journal, force=args.force, prepared=args.prepared)
     done = undo_entries(journal, to_undo)
+    swept = proctree.sweep_semaphores()
+    if swept:
+        done.append(f"removed {len(swept)} named semaphore(s) of dead jobs from {proctree.SEM_DIR}")
     for line in done:
         console.print(line)
     for line in left:
@@ -149,8 +152,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("cleanup", help="undo the mounts and loop devices that killed fsscope jobs left behind",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Read fsscope's state journal and undo what crashed or killed jobs left: unmount, "
-                       "restore I/O schedulers, detach loop devices, remove RAM images, scratch directories and the "
-                       "jobs' tracefs instances.",
+                       "restore I/O schedulers, detach loop devices, remove RAM images, scratch directories, the "
+                       "jobs' tracefs instances and the named semaphores (/dev/shm/sem.fsscope-PID-*) of dead jobs.",
                        epilog="What it never touches (it says so, one 'left:' line each):\n"
                        "  - what a running fsscope job holds (owner pid + start time alive); --force undoes it anyway\n"
                        "  - targets kept on purpose by 'fsscope prepare': 'fsscope release MOUNTPOINT' removes one,\n"

@@ -90,6 +90,7 @@ class Stopper:
 def main(run_path: str) -> int:
     journal = Journal()
     cgroup = proctree.enter_job_cgroup(journal)  # first, before anything can start a process
+    proctree.name_semaphores_after_job()          # so what a kill leaves can be swept (runner.wait)
     run_dir = store.RunDir(Path(run_path))
     job_file = json.loads((run_dir.path / "job.json").read_text())
     fd = os.environ.get("FSSCOPE_EVENT_FD")
