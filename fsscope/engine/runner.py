@@ -92,7 +92,7 @@ class JobHandle:
         killed = rc < 0 or self.run_dir.status() in ("interrupted", "running")
         # Undo what the journal says it left (mounts, loop devices, the job's cgroup).
         leftovers = cleanup(owner_pid=self.proc.pid)
-        proctree.sweep_semaphores(self.proc.pid)  # a killed job's resource tracker could not
+        proctree.sweep_semaphores(self.proc.pid)  # a kill took the tracker that would unlink them
         if killed:
             if stragglers and not self.killed:
                 leftovers.insert(0, f"killed what the job left running: {', '.join(stragglers)}")
