@@ -243,12 +243,21 @@ def name_semaphores_after_job() -> None:
     multiprocessing.process.current_process()._config["semprefix"] = f"/fsscope-{os.getpid()}"  # names: PREFIX-RANDOM
 
 
+def job_semaphores() -> list[tuple[int, Path]]:
+    """(job pid, path) of every fsscope job's named semaphore."""
+    found = []
+    for path in SEM_DIR.glob("sem.fsscope-*-*"):
+        pid = path.name.split("-")[1]
+        if pid.isdigit():
+            found.append((int(pid), path))
+    return found
+
+
 def sweep_semaphores(owner_pid: int | None = None) -> list[str]:
     """Remove the named semaphores of job ``owner_pid`` (dead), or of every dead job."""
     removed = []
-    for path in SEM_DIR.glob("sem.fsscope-*-*"):
-        pid = path.name.split("-")[1]
-        if not pid.isdigit() or (int(pid) != owner_pid if owner_pid else _is_running(int(pid))):
+    for pid, path in job_semaphores():
+        if pid != owner_pid if owner_pid else _is_running(pid):
             continue
         path.unlink(missing_ok=True)
         removed.append(path.name)

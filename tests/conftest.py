@@ -160,8 +160,7 @@ def session_semaphores() -> list[str]:
     from fsscope import proctree
 
     pids = _session_job_pids()
-    return [f"named semaphore {path}" for path in proctree.SEM_DIR.glob("sem.fsscope-*-*")
-            if path.name.split("-")[1].isdigit() and int(path.name.split("-")[1]) in pids]
+    return [f"named semaphore {path}" for pid, path in proctree.job_semaphores() if pid in pids]
 
 
 def _session_cgroup_dirs() -> list[Path]:
