@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -87,8 +89,9 @@ def ours(engine, root: Path, spec: P.PersonalitySpec) -> dict:
             "cpu_s": result.worker_cpu_user_s + result.worker_cpu_system_s, "user_s": result.worker_cpu_user_s}
 
 
-def filebench(spec: P.PersonalitySpec, root: Path, workload_dir: Path) -> float:
-    """ops/s of Filebench's own workload file with our settings."""
+def filebench(spec: P.PersonalitySpec, root: Path, workload_dir: Path) -> dict:
+    """ops/s of Filebench's own workload file with our settings, and the CPU its processes
+    used (whole run: its file-set creation included, so its CPU per op is an upper bound)."""
     text = (workload_dir / f"{spec.name}.f").read_text()
     sets = {"dir": str(root), "nfiles": spec.nfiles, "meandirwidth": spec.dir_width, "nthreads": spec.workers}
     for key, value in sets.items():
@@ -97,15 +100,31 @@ def filebench(spec: P.PersonalitySpec, root: Path, workload_dir: Path) -> float:
     text = re.sub(r"^run\b.*$", "", text, flags=re.M) + f"\nrun {int(spec.duration_s)}\n"
     with tempfile.NamedTemporaryFile("w", suffix=".f", delete=False) as fh:
         fh.write(text)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         out = subprocess.run(["filebench", "-f", fh.name], capture_output=True, text=True,
                              timeout=spec.duration_s * 5 + 300).stdout
     finally:
         os.unlink(fh.name)
-    match = re.search(r"IO Summary:\s+\d+ ops\s+([\d.]+) ops/s", out)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    match = re.search(r"IO Summary:\s+(\d+) ops\s+([\d.]+) ops/s", out)
     if not match:
         raise SystemExit(f"filebench printed no 'IO Summary' for {spec.name}:\n{out[-2000:]}")
-    return float(match.group(1))
+    user_s = after.ru_utime - before.ru_utime
+    return {"ops_per_s": float(match.group(2)), "total_ops": int(match.group(1)), "user_s": user_s,
+            "cpu_s": user_s + after.ru_stime - before.ru_stime}
+
+
+def paired(new_runs: list[dict], fb_runs: list[dict]) -> str:
+    """Round by round (the two ran back to back): ours/Filebench of each round, and whether
+    they show ours slower -- a one-sided Wilcoxon signed-rank test of the log ratios < 0."""
+    ratios = [r["ops_per_s"] / f["ops_per_s"] for r, f in zip(new_runs, fb_runs) if f["ops_per_s"]]
+    text = "per round ours/FB " + " ".join(f"{x:.2f}" for x in ratios)
+    if len(ratios) >= 5:
+        from scipy.stats import wilcoxon
+        p = wilcoxon([math.log(x) for x in ratios], alternative="less").pvalue
+        text += f"; ours slower than Filebench: p = {p:.2f} (one-sided Wilcoxon, {len(ratios)} rounds)"
+    return text
 
 
 def median(values):
@@ -183,9 +202,13 @@ def main() -> int:
                     f"{fmt(nc):>13} {fmt(oc):>9} {fmt(nc / oc if nc and oc else None, '{:.2f}'):>7} "
                     f"{fmt(nu, '{:.2f}'):>14} {fmt(ou, '{:.2f}'):>6}")
             if fb_runs:
-                f = median(fb_runs)
+                f = stat(fb_runs, "ops_per_s")
                 line += f" {f:>11,.0f} {n / f:>6.2f}"
             print(line, flush=True)
+            if fb_runs:
+                print(f"            Filebench: {fmt(per_cpu(fb_runs))} ops/CPU-s, {fmt(user_us(fb_runs), '{:.2f}')} "
+                      "user µs/op (its processes' whole run: file-set creation included)", flush=True)
+                print("            " + paired(new_runs, fb_runs), flush=True)
         print(f"\nmedians of {args.rounds} alternated runs of {args.duration:g} s on {base} "
               f"(old = {args.reference}); ops/CPU-s and user µs/op use the workers' kernel-accounted CPU")
     finally:

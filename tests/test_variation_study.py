@@ -161,7 +161,8 @@ def test_ladder_steps_change_what_they_claim(tmp_path, cli, loop_device, where):
     assert [r["mount_count"] for r in ladder["umount"]["runs"]] == [r["mount_count"] + 1 for r in ladder["no_lazy"]["runs"]]
     # alloc: no mkfs, no populate -- every run starts from the same bytes; re-populated runs do not
     assert not any(r["mkfs_argv"] for r in ladder["alloc"]["runs"])
-    assert len({r["image_sha256"] for r in ladder["alloc"]["runs"]}) == 1
+    assert {r["image_sha256"] for r in ladder["alloc"]["runs"]} == {report["dataset_sha256"]}  # the dataset's bytes
+    assert all(r["restore"] == "sparse device write" for r in ladder["alloc"]["runs"])  # every target here is a loop
     assert len({r["image_sha256"] for r in ladder["umount"]["runs"]}) == 2
     # each step against the one before, recomputed from the runs: 2+2 runs can never show a growth
     for prev, step in zip(ladder, list(ladder)[1:]):

@@ -121,6 +121,26 @@ def _shares_blocks(path: Path) -> bool:
 
 
 def write_onto_device(source: Path, device: str) -> str:
-    """Write an image onto a block device, every byte (holes as zeros), flushed; returns "device write"."""
+    """Make a block device hold exactly an image's bytes, flushed.
+
+    A loop device is discarded first -- its backing file's blocks punched out, so they read
+    back as zeros -- and then only the image's non-zero blocks are written: a sparse dataset
+    stays sparse on a RAM-backed target and a restore costs what the data costs (the ladder's
+    alloc step does one per run). Anywhere else every byte is written, holes as zeros: a
+    real device's discard need not read back as zeros. Returns "sparse device write" or
+    "device write"."""
+    if Path(device).name.startswith("loop") and _discard(device):
+        tools.run("dd", f"if={source}", f"of={device}", "bs=64K", "conv=sparse,fsync,notrunc", "status=none")
+        return "sparse device write"
     tools.run("dd", f"if={source}", f"of={device}", "bs=4M", "conv=fsync,notrunc", "status=none")
     return "device write"
+
+
+def _discard(device: str) -> bool:
+    """Discard all of a loop device (exclusive open: refused while mounted); False where its
+    backing file system cannot punch holes."""
+    try:
+        tools.run("blkdiscard", device)
+    except ToolError:
+        return False
+    return True

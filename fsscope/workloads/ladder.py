@@ -10,11 +10,12 @@ or ``--image`` / ``--device``: every step formats, restores and measures there):
             lazy_journal_init=0): no ext4lazyinit thread writes behind the measurement.
   umount    + unmount and mount again after populating (cold cache, clean journal).
   alloc     + the dataset populated ONCE (on a no_lazy fs, then unmounted) and its device's
-            bytes kept as a sparse image in the RAM directory; every run writes those exact
-            bytes back onto the target's device (``image.write_onto_device``, as
-            ``--from-snapshot`` does on a device) -- no re-population, so runs differ only in
-            what the workload does. (On a large --device this copies the whole device each
-            run: use a small partition.)
+            bytes kept as a sparse image in the RAM directory (its checksum is the report's
+            ``dataset_sha256``); every run puts those exact bytes back onto the target's device
+            (``image.write_onto_device``, as ``--from-snapshot`` does on a device: on a loop
+            device a discard and the non-zero blocks only) -- no re-population, so runs differ
+            only in what the workload does. (On a large real --device it writes the whole
+            device each run: use a small partition.)
 
 The steps' runs are interleaved (run 1 of every step, then run 2 of every step, ...), so a
 shared machine's drifting load does not favour one step.
@@ -170,7 +171,7 @@ def one_run(target, step: str, pspec: P.PersonalitySpec, seed: int, snapshot: Pa
     try:
         with _Commands() as cmds:
             if step == "alloc":
-                image.write_onto_device(snapshot, target.device)  # every byte: no re-population
+                facts["restore"] = image.write_onto_device(snapshot, target.device)  # no re-population
                 facts["image_sha256"] = sha256_device(target.device)  # the restored bytes, before any mount
                 mounted = target.mount_existing()
             else:
@@ -208,12 +209,14 @@ def run(ctx, spec: Spec) -> dict:
     journal.record("image", keep, path=str(snapshot))  # the kept dataset image goes with the job
     runs: dict[str, list[dict]] = {step: [] for step in spec.steps}
     total, done = len(spec.steps) * spec.runs, 0
+    dataset_sha256 = None
     t0 = time.monotonic()
     try:
         if "alloc" in spec.steps:
             with _recipe(target, step_recipe(recipe, "alloc")):
                 ctx.phase("alloc: populating the dataset once")
                 populate_snapshot(target, pspec, snapshot, spec.seed)
+                dataset_sha256 = sha256_file(snapshot)  # what every alloc run must start from
         # Rounds: run r of every step, then run r + 1 of every step. On a shared machine the
         # load drifts; interleaved, the drift hits every step alike instead of whichever step
         # happened to run while a neighbour's job did.
@@ -245,6 +248,7 @@ def run(ctx, spec: Spec) -> dict:
     paper_direction = bool(changes) and not any(c.grew for _, _, c in changes)
     return plain({"ladder": ladder, "paper_direction": paper_direction, "personality": spec.personality,
                   "recipe": recipe.name, "fs": recipe.fs,
+                  "dataset_sha256": dataset_sha256,
                   "target": target.spec.to_dict() | {"describe": target.spec.describe()},
                   "spec": spec.to_dict(), "workload": dataclasses.asdict(pspec),
                   "monotone": all(b <= a for a, b in zip(rrs, rrs[1:])), "order": "interleaved",
