@@ -89,7 +89,7 @@ def ours(engine, root: Path, spec: P.PersonalitySpec) -> dict:
             "cpu_s": result.worker_cpu_user_s + result.worker_cpu_system_s, "user_s": result.worker_cpu_user_s}
 
 
-def filebench(spec: P.PersonalitySpec, root: Path, workload_dir: Path) -> dict:
+def filebench(spec: P.PersonalitySpec, root: Path, workload_dir: Path) -> dict | None:
     """ops/s of Filebench's own workload file with our settings, and the CPU its processes
     used (whole run: its file-set creation included, so its CPU per op is an upper bound)."""
     text = (workload_dir / f"{spec.name}.f").read_text()
@@ -109,6 +109,13 @@ def filebench(spec: P.PersonalitySpec, root: Path, workload_dir: Path) -> dict:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     match = re.search(r"IO Summary:\s+(\d+) ops\s+([\d.]+) ops/s", out)
     if not match:
+        free = os.statvfs(root)
+        if free.f_bavail * free.f_frsize < 64 << 20:
+            # its webserver appends to one log it never rotates (ours rotates it): at ~100k ops/s
+            # that is ~70 MB/s, a 4 GiB file system full within a minute
+            print(f"  Filebench {spec.name}: the file system filled up, no result this round "
+                  "(a larger --dir or a shorter --duration)", flush=True)
+            return None
         raise SystemExit(f"filebench printed no 'IO Summary' for {spec.name}:\n{out[-2000:]}")
     user_s = after.ru_utime - before.ru_utime
     return {"ops_per_s": float(match.group(2)), "total_ops": int(match.group(1)), "user_s": user_s,
@@ -118,7 +125,7 @@ def filebench(spec: P.PersonalitySpec, root: Path, workload_dir: Path) -> dict:
 def paired(new_runs: list[dict], fb_runs: list[dict]) -> str:
     """Round by round (the two ran back to back): ours/Filebench of each round, and whether
     they show ours slower -- a one-sided Wilcoxon signed-rank test of the log ratios < 0."""
-    ratios = [r["ops_per_s"] / f["ops_per_s"] for r, f in zip(new_runs, fb_runs) if f["ops_per_s"]]
+    ratios = [r["ops_per_s"] / f["ops_per_s"] for r, f in zip(new_runs, fb_runs) if f and f["ops_per_s"]]
     text = "per round ours/FB " + " ".join(f"{x:.2f}" for x in ratios)
     if len(ratios) >= 5:
         from scipy.stats import wilcoxon
@@ -178,19 +185,20 @@ def main() -> int:
                     root = base / label
                     root.mkdir(exist_ok=True)
                     if label == "fb":
-                        fb_runs.append(filebench(spec, root, workloads))
+                        fb_runs.append(filebench(spec, root, workloads))  # None: no result this round
                     else:
                         (new_runs if label == "new" else old_runs).append(ours(engine, root, spec))
                     shutil.rmtree(root)
 
             def stat(runs, key):
-                return median([r[key] for r in runs])
+                return median([r[key] for r in runs if r])
 
             def per_cpu(runs):
-                return median([r["total_ops"] / r["cpu_s"] for r in runs if r["cpu_s"]])
+                return median([r["total_ops"] / r["cpu_s"] for r in runs if r and r["cpu_s"]])
 
             def user_us(runs):
-                return median([r["user_s"] / r["total_ops"] * 1e6 for r in runs if r["user_s"] and r["total_ops"]])
+                return median([r["user_s"] / r["total_ops"] * 1e6 for r in runs
+                               if r and r["user_s"] and r["total_ops"]])
 
             n, o = stat(new_runs, "ops_per_s"), stat(old_runs, "ops_per_s")
             nc, oc = per_cpu(new_runs), per_cpu(old_runs)
@@ -201,11 +209,11 @@ def main() -> int:
             line = (f"{name:<11} {spec.workers:>7} {fmt(n):>11} {fmt(o):>11} {fmt(n / o if o else None, '{:.2f}'):>7} "
                     f"{fmt(nc):>13} {fmt(oc):>9} {fmt(nc / oc if nc and oc else None, '{:.2f}'):>7} "
                     f"{fmt(nu, '{:.2f}'):>14} {fmt(ou, '{:.2f}'):>6}")
-            if fb_runs:
+            if any(fb_runs):
                 f = stat(fb_runs, "ops_per_s")
                 line += f" {f:>11,.0f} {n / f:>6.2f}"
             print(line, flush=True)
-            if fb_runs:
+            if any(fb_runs):
                 print(f"            Filebench: {fmt(per_cpu(fb_runs))} ops/CPU-s, {fmt(user_us(fb_runs), '{:.2f}')} "
                       "user µs/op (its processes' whole run: file-set creation included)", flush=True)
                 print("            " + paired(new_runs, fb_runs), flush=True)

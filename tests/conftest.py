@@ -28,6 +28,8 @@ RAM_BASE = Path(tempfile.mkdtemp(prefix="fsscope-test-", dir="/dev/shm")) if os.
 RAM_BASE.mkdir(exist_ok=True)
 os.environ["FSSCOPE_HOME"] = str(BASE / "home")
 os.environ["FSSCOPE_RAM_DIR"] = str(RAM_BASE)
+os.environ["FSSCOPE_DISK_DIR"] = str(BASE / "disk")   # a study's device = "disk" images
+(BASE / "disk").mkdir()
 
 REQUIRE_PRIVILEGED = os.environ.get("FSSCOPE_REQUIRE_PRIVILEGED") == "1"
 

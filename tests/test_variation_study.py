@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from test_study_engine import dask_cluster  # noqa: F401 - the real scheduler + 
 
 from fsscope.analysis import variation as V
 from fsscope.errors import FsscopeError
+from fsscope.study import diskstate
 from fsscope.study import space as spaces
 from fsscope.study import variation as study
 from fsscope.study.execute import load_rows
@@ -29,6 +31,7 @@ def test_expert_space_is_table_2():
     assert set(space.factor("btrfs_data").levels) == {"default", "nodatacow", "nodatasum"}
     assert space.factor("xfs_agcount").levels[0] == 8 and space.factor("xfs_agcount").levels[-1] == 512
     assert set(space.factor("scheduler").levels) == {"none", "mq-deadline", "bfq", "kyber"}
+    assert set(space.factor("device").levels) == {"ram", "disk"}  # HDD/SSD there; RAM/disk images here
     assert space.settings["file_systems"] == ["ext4", "xfs", "btrfs"]
 
 
@@ -251,3 +254,15 @@ def test_a_treatment_runs_its_personalitys_own_length_under_the_memory_limit():
     placed = run["placement"]                     # Fig. 4: where this run's dataset landed
     assert placed["available"] and placed["unit"] == "block_group"
     assert sum(count for _, count in placed["groups"]) == placed["files_placed"] > 0
+
+
+@pytest.mark.privileged
+@pytest.mark.parametrize("device", ["ram", "disk"])
+def test_the_device_knob_puts_the_image_in_ram_or_on_disk(device):
+    settings = {"runs": 1, "duration_s": 1, "image_size": "256M", "nfiles": 40, "seed": 1}
+    row = study.VariationTreatment(settings)({"id": "t", "row": 0, "recipe": "ext4:varmail", "repeat": 0,
+                                              "factors": {"device": device, "atime": "noatime"}})
+    run = row["runs"][0]
+    where = diskstate.disk_dir() if device == "disk" else diskstate.ram_dir()
+    assert row["knobs"]["device"] == device and run["ops_per_s"] > 0
+    assert Path(run["image"]).parent == where and not Path(run["image"]).exists()  # removed after its run

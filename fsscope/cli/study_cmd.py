@@ -24,11 +24,13 @@ Variation in Modern Storage Stacks", FAST'17.)
 
 A configuration space (recipes/spaces/cao-*.toml: the paper's Table 2 -- ext4 block and inode
 size, journal mode; XFS block and inode size, AG count; btrfs node size, nodatacow/nodatasum;
-atime; I/O scheduler) is sampled with a seeded, balanced Latin Hypercube. Every configuration
+atime; I/O scheduler; device) is sampled with a seeded, balanced Latin Hypercube. Every configuration
 runs on each file system of the space (only its own knobs apply; levels mkfs refuses on this
 image are capped, and the report shows what ran) under each personality, R times, each run on
-a freshly made file system in a RAM image with the hygiene steps (inode tables written at mkfs,
-hash seed nulled, populate, unmount + mount, drop caches).
+a freshly made file system in a loop image with the hygiene steps (inode tables written at mkfs,
+hash seed nulled, populate, unmount + mount, drop caches). The device knob says where that
+image lives: ram (the RAM directory, default /dev/shm) or disk (this machine's disk:
+$FSSCOPE_DISK_DIR, default /var/tmp); the paper compared HDDs and an SSD.
 
 Per configuration x personality: mean ops/s, the relative range ((max - min) / mean) of the
 runs' throughput, the K-S range of per-op latency distributions (largest over ops). Across
@@ -51,6 +53,7 @@ examples:
   fsscope study variation --configurations 2 --runs 2 --duration 2 --json v.json
   fsscope study variation --space cao-expert --configurations 40 --scheduler tcp://10.0.0.5:8786
   fsscope study variation --factor ext4_journal=journal --file-systems ext4 --personalities varmail
+  fsscope study variation --factor device=ram,disk           RAM-backed vs disk-backed images
   fsscope study variation --resume latest
   fsscope study variation --paper --dry-run                  the paper's scale: what it would cost
   fsscope study variation --paper --mem-limit 1G --configurations 4 --personalities varmail
@@ -124,12 +127,12 @@ def print_cost(cost: dict, settings: dict, console: Console) -> None:
     console.print(f"[bold]cost[/]: {cost['configurations']} configurations -> {cost['treatments']} treatments "
                   f"(configuration x file system x personality) x {settings.get('runs')} runs = {cost['runs']:,} runs "
                   f"({length}); measuring alone {_duration_text(cost['measure_s'])} on one host, plus populating "
-                  f"{format_bytes(cost['populate_bytes'])} in all; RAM image {format_bytes(cost['image_bytes'])} per run"
+                  f"{format_bytes(cost['populate_bytes'])} in all; an image of {format_bytes(cost['image_bytes'])} (sparse) per run"
                   + (f"; workers limited to {format_bytes(mem)} of memory" if mem else ""), highlight=False)
     if settings.get("paper"):
         console.print("[dim]--paper: Cao et al.'s scale (10 runs, 800 s / 2,000 s, dataset 2.5x the memory limit, "
-                      "Table 2 sampled to ~107 configurations); on RAM images here, where the paper used HDDs and "
-                      "an SSD[/]", highlight=False)
+                      "Table 2 sampled to ~107 configurations); on loop images in RAM or on this machine's disk "
+                      "(device=ram/disk), where the paper used HDDs and an SSD[/]", highlight=False)
 
 
 def cmd_variation(args) -> int:
@@ -180,7 +183,7 @@ def add_parser(sub) -> None:
     v.add_argument("--personalities", metavar="P,P", help="override the space's personalities (fileserver,varmail,webserver)")
     v.add_argument("--runs", type=positive_int, metavar="R", help="runs per configuration and personality")
     v.add_argument("--duration", type=positive_float, metavar="S", help="measured seconds per run")
-    v.add_argument("--image-size", metavar="SIZE", help="RAM image per run (sparse), e.g. 1G")
+    v.add_argument("--image-size", metavar="SIZE", help="loop image per run (sparse), e.g. 1G")
     v.add_argument("--files", type=positive_int, metavar="N", help="files in each personality's file set")
     v.add_argument("--window", type=positive_int, action="append", metavar="N",
                    help="Throughput-N window for the relative-range CDF (repeatable; default 1,2,5,10 that fit)")

@@ -146,6 +146,11 @@ def ram_dir() -> Path:
     return Path(os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
 
 
+def disk_dir() -> Path:
+    """Where images that must live on this machine's disk go (a study's ``device = "disk"``)."""
+    return Path(os.environ.get("FSSCOPE_DISK_DIR", "/var/tmp"))
+
+
 def _undo_all_but_image(journal: Journal, group: str) -> None:
     """Unmount, detach, remove the mount point -- keep the image file (the caller's)."""
     undo_entries(journal, [e for e in journal.entries(group=group) if e.kind != "image"])

@@ -3,12 +3,15 @@ Storage Stacks", FAST'17): sampled storage-stack configurations, R runs each, ho
 
 A space (``recipes/spaces/cao-*.toml``) lists the knobs of ext4, XFS and btrfs (block, inode
 and node sizes, journal mode, AG count, data checksums/COW) and the shared ones (atime, I/O
-scheduler); ``[settings]`` names the file systems, personalities, runs, run length, image size.
+scheduler, device); ``[settings]`` names the file systems, personalities, runs, run length, image size.
 The study engine (:mod:`fsscope.study.plan`, :mod:`fsscope.study.execute`) samples N
 configurations with a balanced LHS; every one runs on each file system (only that file
 system's knobs apply) under each personality. One treatment = one configuration x one
-personality: R runs, each on a freshly made file system in a RAM image with the hygiene steps
-(mkfs with inode tables written, hash seed nulled, populate, unmount + mount, drop caches).
+personality: R runs, each on a freshly made file system in a loop image with the hygiene steps
+(mkfs with inode tables written, hash seed nulled, populate, unmount + mount, drop caches). The
+paper's device knob (HDD/SSD) is, here, where that image lives: ``ram`` (the RAM directory,
+$FSSCOPE_RAM_DIR, default /dev/shm) or ``disk`` (the machine's disk: $FSSCOPE_DISK_DIR,
+default /var/tmp -- on a Dask cluster, each worker's own).
 
 A treatment's row keeps what the statistics need (per-run ops per 1-s bin, per-op latency
 histograms, sparse), so the report is recomputed from ``treatments.ndjson`` alone.
@@ -78,8 +81,9 @@ SCHEMA: spaces.Schema = {
     "btrfs_node_size": _int, "btrfs_data": _one_of("default", "nodatacow", "nodatasum"),
     "atime": _one_of("relatime", "noatime", "strictatime"),
     "scheduler": _one_of("none", "mq-deadline", "bfq", "kyber"),
+    "device": _one_of("ram", "disk"),
 }
-SHARED_KNOBS = ("atime", "scheduler")
+SHARED_KNOBS = ("atime", "scheduler", "device")
 FILE_SYSTEMS = ("ext4", "xfs", "btrfs")
 
 
@@ -136,9 +140,11 @@ def _set_scheduler(dev: str, wanted: str) -> None:
 
 def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes: int, seed: int,
              mem_limit_bytes: int | None = None) -> dict:
-    """One run: fresh fs on a RAM image, populate, hygiene, measure. Everything journalled."""
+    """One run: fresh fs on a loop image (in RAM, or on disk for ``device = "disk"``),
+    populate, hygiene, measure. Everything journalled."""
     journal, group = Journal(), STUDY_GROUP_PREFIX + uuid.uuid4().hex[:10]
-    img = diskstate.ram_dir() / f"fsscope-{group}.img"
+    where = diskstate.disk_dir() if knobs.get("device") == "disk" else diskstate.ram_dir()
+    img = where / f"fsscope-{group}.img"
     timing: dict = {}
     try:
         t = time.monotonic()
@@ -168,6 +174,7 @@ def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes:
             # sparse per-op histograms: [[bucket, count], ...] (the grid of analysis.variation)
             "latency_hist": [np.column_stack([np.nonzero(h)[0], h[np.nonzero(h)[0]]]).tolist() for h in hist],
             "populate_s": round(populated.elapsed_s, 3),
+            "image": str(img),                 # where it lived (removed after the run)
             "cgroup": result.cgroup,           # the workers' memory cgroup (with a memory limit)
             "placement": placement,
             "timing_s": {k: round(v, 4) for k, v in timing.items()}}
