@@ -39,7 +39,7 @@ rounds 0.91 (p = 0.02): ours IS slower on varmail. Its workers' CPU per op is th
 On webserver, where nothing blocks, user is 0.93 vs 0.63 us and CPU per op is equal; varmail
 blocks in fsync twice an iteration, so every op after a wake-up runs with cold caches, and an
 interpreter's working set is far larger than Filebench's C loop (16 threads sharing one address
-space; 16 Python threads instead measured 0.7x of 16 processes: the GIL).
+space; in a bare Python varmail loop 16 threads ran 0.68-0.70x of 16 processes: the GIL).
 """
 
 from __future__ import annotations
