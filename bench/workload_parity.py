@@ -33,8 +33,9 @@ within that, >= 1.0 on every personality is not shown.
 More rounds, with the round-by-round ratios and a one-sided Wilcoxon test of "ours slower"
 (same setup; a 12 GiB image for webserver, whose Filebench log filled 4 GiB in 28 s):
 fileserver 8 rounds, ratio of medians 0.98, rounds 0.95-1.08, p = 0.63; webserver 6 rounds,
-0.95, rounds 0.84-1.05 (median round 1.00), p = 0.58; varmail 8 rounds 0.96 (p = 0.10) and 6
-rounds 0.91 (p = 0.02): ours IS slower on varmail. Its workers' CPU per op is the difference:
+0.95, rounds 0.84-1.05 (median round 1.00), p = 0.58; varmail 8 rounds 0.96 (p = 0.10), 6
+rounds 0.91 (p = 0.02) and, with latencies recorded into arrays, 6 rounds 0.92 (p = 0.05):
+ours IS slower on varmail. Its workers' CPU per op is the difference:
 18.3 us vs Filebench's 16.0 (ops per CPU-second 54.7k vs 62.6k), of which user 3.9 vs 1.3 us.
 On webserver, where nothing blocks, user is 0.93 vs 0.63 us and CPU per op is equal; varmail
 blocks in fsync twice an iteration, so every op after a wake-up runs with cold caches, and an
