@@ -63,8 +63,8 @@ class _Worker:
         self.n_ops = len(spec.op_names)
         self.op = {name: i for i, name in enumerate(spec.op_names)}
         # int64 arrays, not lists: a recorded latency is stored as 8 bytes and its int object
-        # freed at once (its memory reused, still in cache), where a list kept every one alive
-        # until the bin closed -- fresh memory per op, cold after each fsync's wait
+        # freed at once (its memory reused), where a list kept every one alive until the bin
+        # closed -- fresh memory per op (on tmpfs: user CPU per op 1.95 -> 1.67 us fileserver)
         self.lat: list[array] = [array("q") for _ in range(self.n_ops)]
         self.nbytes = [0] * self.n_ops
         self.errors = [0] * self.n_ops
