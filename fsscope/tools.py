@@ -41,6 +41,7 @@ PACKAGE_OF = {
     "xfs_info": "xfsprogs", "xfs_db": "xfsprogs", "xfs_spaceman": "xfsprogs", "xfs_io": "xfsprogs", "mkfs.btrfs": "btrfs-progs",
     "btrfs": "btrfs-progs", "mkfs.f2fs": "f2fs-tools", "losetup": "util-linux",
     "mount": "mount", "umount": "mount", "blkid": "util-linux", "wipefs": "util-linux",
+    "blkdiscard": "util-linux",
     "fio": "fio",
 }
 

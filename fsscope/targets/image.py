@@ -138,9 +138,10 @@ def write_onto_device(source: Path, device: str) -> str:
 
 def _discard(device: str) -> bool:
     """Discard all of a loop device (exclusive open: refused while mounted); False where its
-    backing file system cannot punch holes."""
+    backing file system cannot punch holes, or blkdiscard is missing (every byte is written
+    then)."""
     try:
         tools.run("blkdiscard", device)
-    except ToolError:
+    except FsscopeError:  # ToolError included
         return False
     return True
