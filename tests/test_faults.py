@@ -221,12 +221,14 @@ def test_a_kill_at_any_phase_leaves_nothing_and_keeps_what_was_measured(phase, k
 
 
 def test_a_killed_worker_does_not_stop_the_run():
-    cli = Cli(duration_s=2)
+    # 8 s: the first window's progress can arrive 2 s in on a loaded machine, and the workers
+    # must still be measuring then (with 2 s they had sometimes already finished)
+    cli = Cli(duration_s=8)
     try:
         at_measure(cli)
         child = cli.child_pid()
         forkserver = next(p for p in job_processes(child) if "forkserver" in " ".join(p.cmdline()))
-        worker = forkserver.children()[0]
+        worker = wait_for(lambda: next(iter(forkserver.children()), None))
         worker.kill()
         rc = cli.finish()
     finally:
