@@ -257,8 +257,7 @@ def sweep_semaphores(owner_pid: int | None = None) -> list[str]:
     """Remove the named semaphores of job ``owner_pid`` (dead), or of every dead job."""
     removed = []
     for pid, path in job_semaphores():
-        if pid != owner_pid if owner_pid else _is_running(pid):
-            continue
-        path.unlink(missing_ok=True)
-        removed.append(path.name)
+        if (pid == owner_pid) if owner_pid else not _is_running(pid):
+            path.unlink(missing_ok=True)
+            removed.append(path.name)
     return removed

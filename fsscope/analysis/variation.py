@@ -343,6 +343,29 @@ def ladder_steps(steps: Sequence[tuple[str, Sequence[float]]], alpha: float = 0.
     return [(a, b, range_change(ops_a, ops_b, alpha)) for (a, ops_a), (b, ops_b) in zip(kept, kept[1:])]
 
 
+@dataclass(frozen=True)
+class LadderVerdict:
+    ranges: list                # (step, relative range) of the steps with 2+ runs
+    monotone: bool              # every step's relative range <= the one before
+    paper_direction: bool       # no step's range grew beyond its runs' noise
+    changes: list               # (previous step, step, RangeChange) per adjacent pair
+    text: str                   # "relative range baseline 40.0% -> ...: <verdict>"
+
+
+def ladder_verdict(steps: Sequence[tuple[str, Sequence[float]]], alpha: float = 0.05) -> LadderVerdict:
+    """The hygiene ladder's verdict from each step's runs (ops/s), steps in ladder order; the
+    job's report, the CLI and the TUI all say this one."""
+    ranges = [(name, relative_range(ops)) for name, ops in steps if len(ops) > 1]
+    changes = ladder_steps(steps, alpha)
+    monotone = all(b <= a for (_, a), (_, b) in zip(ranges, ranges[1:]))
+    grew = [f"{b} ({c.note})" for _, b, c in changes if c.grew]
+    verdict = ("each step lowers or keeps it, as in the paper" if monotone else
+               "each step lowers it or keeps it within its runs' noise, as in the paper" if not grew else
+               "it grew beyond its runs' noise at " + "; ".join(grew))
+    path = " → ".join(f"{name} {rr:.1%}" for name, rr in ranges)
+    return LadderVerdict(ranges, monotone, bool(changes) and not grew, changes, f"relative range {path}: {verdict}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Flags with explanatory notes
 # ---------------------------------------------------------------------------------------------

@@ -28,13 +28,14 @@ def render_ladder(report: dict, console: Console) -> None:
     for step in report.get("ladder", []):
         if step.get("vs_previous"):
             console.print(f"  {step['vs_previous']['step']} -> {step['step']}: {step['vs_previous']['note']}")
-    if report.get("monotone"):
-        console.print("each step lowers or keeps the relative range")
-    elif report.get("paper_direction"):
-        console.print("each step lowers the relative range or keeps it within its runs' noise (the paper's "
-                      "direction); a few runs' range is noisy: more --runs narrow it")
-    else:
-        console.print("[yellow]a step raised the relative range beyond its runs' noise[/]")
+    from fsscope.analysis.variation import ladder_verdict  # local: scipy and numpy, only for a ladder
+    from fsscope.workloads.ladder import step_ops
+
+    verdict = ladder_verdict(step_ops(report.get("ladder", [])))
+    if len(verdict.ranges) > 1:
+        style = "" if verdict.paper_direction or not verdict.changes else "[yellow]"
+        console.print(style + verdict.text + ("" if verdict.monotone else " (a few runs' range is noisy: "
+                                              "more --runs narrow it)"), highlight=False)
 
 
 RENDERERS["ladder"] = render_ladder

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fsscope.analysis import variation as V
 from fsscope.engine.events import Event, Progress
-from fsscope.workloads.ladder import STEPS
+from fsscope.workloads.ladder import STEPS, step_ops
 
 WHAT = {"baseline": "mkfs, populate, sync, drop caches", "no_lazy": "+ inode tables and journal written at mkfs",
         "umount": "+ unmount and mount after populating", "alloc": "+ every run restores one populated image"}
@@ -39,20 +39,11 @@ class LadderModel:
     def finish(self, report: dict | None) -> None:
         if isinstance(report, dict) and report.get("ladder"):
             self.report = report
-            self.steps = {s["step"]: [float(r["ops_per_s"]) for r in s.get("runs") or [] if not r.get("cancelled")]
-                          for s in report["ladder"]}
+            self.steps = dict(step_ops(report["ladder"]))
             self.images = {s["step"]: len({r.get("image_sha256") for r in s.get("runs") or []})
                            for s in report["ladder"]}
-        ranges = [(s, rr) for s, rr in self.relative_ranges() if rr is not None]
-        self.notes = []
-        if len(ranges) > 1:
-            path = " → ".join(f"{s} {rr:.1%}" for s, rr in ranges)
-            grew = [f"{b} ({c.note})" for _, b, c in V.ladder_steps(list(self.steps.items())) if c.grew]
-            steady = all(b <= a for (_, a), (_, b) in zip(ranges, ranges[1:]))
-            self.notes.append(f"relative range {path}: " + (
-                "each step lowers or keeps it, as in the paper" if steady else
-                "each step lowers it or keeps it within its runs' noise, as in the paper" if not grew else
-                "grew beyond its runs' noise at " + "; ".join(grew)))
+        verdict = V.ladder_verdict(list(self.steps.items()))
+        self.notes = [verdict.text] if len(verdict.ranges) > 1 else []
         self.version += 1
 
     @classmethod

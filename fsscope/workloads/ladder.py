@@ -79,6 +79,12 @@ class Spec:
         return dataclasses.asdict(self) | {"steps": list(self.steps)}
 
 
+def step_ops(ladder: list[dict]) -> list[tuple[str, list[float]]]:
+    """(step, its completed runs' ops/s) of a report's ``ladder`` rows, in ladder order."""
+    return [(s["step"], [float(r["ops_per_s"]) for r in s.get("runs") or [] if not r.get("cancelled")])
+            for s in ladder]
+
+
 def sha256_file(path: Path, chunk: int = 4 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -233,23 +239,19 @@ def run(ctx, spec: Spec) -> dict:
                              step=step, ops_per_s=facts["ops_per_s"])  # the TUI's ladder view reads them
     finally:
         undo_group(journal, keep)
-    ladder = []
-    for step, step_runs in runs.items():
-        ops = [x["ops_per_s"] for x in step_runs if not x["cancelled"]]
-        ladder.append({"step": step, "relative_range": V.relative_range(ops) if ops else None,
-                       "rsd": V.rsd(ops) if len(ops) > 1 else None,
-                       "mean_ops_per_s": sum(ops) / len(ops) if ops else None, "runs": step_runs})
-    rrs = [s["relative_range"] for s in ladder if s["relative_range"] is not None]
-    by_step = {s["step"]: s for s in ladder}
-    changes = V.ladder_steps([(s["step"], [x["ops_per_s"] for x in s["runs"] if not x["cancelled"]]) for s in ladder])
-    for prev, step, change in changes:
+    ops_of = step_ops([{"step": step, "runs": step_runs} for step, step_runs in runs.items()])
+    by_step = {step: {"step": step, "relative_range": V.relative_range(ops) if ops else None,
+                      "rsd": V.rsd(ops) if len(ops) > 1 else None,
+                      "mean_ops_per_s": sum(ops) / len(ops) if ops else None, "runs": runs[step]}
+               for step, ops in ops_of}
+    verdict = V.ladder_verdict(ops_of)
+    for prev, step, change in verdict.changes:
         by_step[step]["vs_previous"] = {"step": prev, "p": change.p, "grew": change.grew, "note": change.note}
-    # the paper's direction: no step's range grew beyond what its runs' noise allows
-    paper_direction = bool(changes) and not any(c.grew for _, _, c in changes)
-    return plain({"ladder": ladder, "paper_direction": paper_direction, "personality": spec.personality,
+    return plain({"ladder": list(by_step.values()), "paper_direction": verdict.paper_direction,
+                  "personality": spec.personality,
                   "recipe": recipe.name, "fs": recipe.fs,
                   "dataset_sha256": dataset_sha256,
                   "target": target.spec.to_dict() | {"describe": target.spec.describe()},
                   "spec": spec.to_dict(), "workload": dataclasses.asdict(pspec),
-                  "monotone": all(b <= a for a, b in zip(rrs, rrs[1:])), "order": "interleaved",
+                  "monotone": verdict.monotone, "order": "interleaved",
                   "elapsed_s": round(time.monotonic() - t0, 2)})

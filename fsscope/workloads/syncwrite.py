@@ -210,14 +210,13 @@ def write_file_sync(path: str | os.PathLike, planned: PlannedPoint, mode: str, b
         # preallocates through a plain descriptor and iozone allocates as it writes: in both the
         # first synchronous write commits them.
         pre = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        full = False
         try:
             os.posix_fallocate(pre, 0, planned.writes * size)
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
             full = True
-        else:
-            full = False
         finally:
             os.close(pre)
         if full:                     # the partial preallocation would only hold the space
