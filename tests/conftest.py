@@ -198,21 +198,43 @@ def wait_for_no_leftovers(timeout_s: float = 10.0) -> list[str]:
     return left
 
 
+def clean_up_leftovers() -> None:
+    """Undo whatever the session left: its processes, cgroups, journal, semaphores."""
+    from fsscope import proctree
+
+    for proc in _session_procs():
+        proc.kill()
+    for path in _session_cgroup_dirs():
+        proctree.kill_and_remove(path)
+    subprocess.run([sys.executable, "-m", "fsscope", "cleanup", "--force", "--prepared"], capture_output=True)
+    for pid in _session_job_pids() - {os.getpid()}:
+        proctree.sweep_semaphores(pid)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed:
+        item.fsscope_failed = True
+    return report
+
+
+@pytest.fixture(autouse=True)
+def clean_up_after_a_failure(request):
+    """A failed test may leave a mount or a loop device: undo it, so the next tests do not
+    fail on the same leftovers (one bug, one failure). Passing tests are checked at the end."""
+    yield
+    if getattr(request.node, "fsscope_failed", False) and leftovers():
+        clean_up_leftovers()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_leftovers():
     """Fail the session if it leaves anything behind (then clean up anyway)."""
     yield
     left = wait_for_no_leftovers()
     if left:
-        from fsscope import proctree
-
-        for proc in _session_procs():
-            proc.kill()
-        for path in _session_cgroup_dirs():
-            proctree.kill_and_remove(path)
-        subprocess.run([sys.executable, "-m", "fsscope", "cleanup", "--force", "--prepared"], capture_output=True)
-        for pid in _session_job_pids() - {os.getpid()}:
-            proctree.sweep_semaphores(pid)
+        clean_up_leftovers()
         pytest.fail("the tests left these behind (a bug to fix): " + "; ".join(left))
     shutil.rmtree(RAM_BASE, ignore_errors=True)
     shutil.rmtree(BASE, ignore_errors=True)

@@ -102,11 +102,13 @@ def test_sigkill_of_everything_then_fsscope_cleanup(cli):
         entries = Journal().entries()
         mountpoint = next(e.fields["mountpoint"] for e in entries if e.kind == "mount")
         image = next(e.fields["image"] for e in entries if e.kind == "loop")
+        run = store.list_runs()[-1]
+        # The job child has its own session and cleans up when it sees its parent die: stop it
+        # first, so that everything dies at once, as in a crash of the machine's fsscope.
+        os.kill(run.manifest()["pid"], signal.SIGSTOP)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the CLI parent
         proc.wait()
-    # the child has its own session: kill it too, as a crash of everything would
-    run = store.list_runs()[-1]
     os.kill(run.manifest()["pid"], signal.SIGKILL)
     assert _wait_for(lambda: run.status() == "interrupted")
     assert os.path.ismount(mountpoint)  # really left behind
