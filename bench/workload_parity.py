@@ -70,10 +70,22 @@ REF_NAME = "fsscope_ref_personalities"
 FILEBENCH_WORKLOADS = ("/usr/local/share/filebench/workloads", "/usr/share/filebench/workloads")
 
 
+class PythonLoops:
+    """``--reference python``: today's engine with its Python worker loops (no C loop)."""
+
+    populate = staticmethod(P.populate)
+
+    @staticmethod
+    def run(root, spec):
+        return P.run(root, spec, native_loops=False)
+
+
 def load_reference(commit: str, into: Path):
     """The personalities package as of ``commit``, importable as REF_NAME (its imports of
     itself rewritten); sys.path gets ``into`` before any worker starts, so the forkserver
-    finds it too."""
+    finds it too. ``python``: this engine with its Python loops (:class:`PythonLoops`)."""
+    if commit == "python":
+        return PythonLoops
     names = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", f"{commit}:{PACKAGE}"],
                            check=True, capture_output=True, text=True).stdout.split()
     pkg = into / REF_NAME
@@ -157,7 +169,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternated runs of each engine (default 3)")
     parser.add_argument("--workers", type=int, help="workers (default: the personality's default here)")
     parser.add_argument("--dir", type=Path, help="where to run (default: a new directory under /dev/shm)")
-    parser.add_argument("--reference", default=REFERENCE, help=f"commit of the old engine (default {REFERENCE})")
+    parser.add_argument("--reference", default=REFERENCE,
+                        help=f"commit of the old engine (default {REFERENCE}), or 'python': this engine's Python loops")
     parser.add_argument("--personality", action="append", choices=P.PERSONALITIES,
                         help="only these (repeat; default all three)")
     parser.add_argument("--full", action="store_true",

@@ -98,6 +98,7 @@ def test_bench_on_a_directory_json_contract_and_arrays(cli, scratch):
     assert "per op" in out.stdout and "Throughput-1" in out.stdout
     assert "B/op" in out.stdout and "mean" in out.stdout
     assert sum(run["ops"]["read"]["bytes"] for run in report["runs"]) > 0  # varmail reads whole files
+    assert {run["worker_loop"] for run in report["runs"]} == {"native"}   # varmail's C loop ran
     events = store.find_run(report["run_id"]).events()
     assert any(e["kind"] == "telemetry" for e in events)
     progress = [e for e in events if e["kind"] == "progress"]

@@ -261,28 +261,93 @@ def test_syncwrite_arrays_of_a_point_cut_by_a_kill_still_count(scratch):
     assert len(by_size[4096]["throughput_bps"]) == 1 and [a.size for a in by_size[4096]["latency_ns"]] == [16, 5]
 
 
-@pytest.mark.parametrize("name", ["fileserver", "varmail"])
-def test_worker_tracks_every_file_size_so_whole_file_reads_need_no_eof_probe(workdir, name):
-    """The worker reads a whole file by its tracked size (no extra read() to find EOF) and
-    appends through O_APPEND (no lseek): after real iterations its sizes match the disk's."""
+def _one_worker(workdir: Path, spec: P.PersonalitySpec, loop: str, duration_ns: int = 300_000_000):
+    """A worker of the real loop (``loop``: python or native) in this process, and what it sent."""
     from types import SimpleNamespace
 
-    from fsscope.workloads.personalities.worker import _Stop, _Worker
+    from fsscope.workloads.personalities import native
+    from fsscope.workloads.personalities.worker import _Worker
 
-    spec = small_spec(name, workers=1, io_size_bytes=16 << 10)   # 16 KiB reads: many files take several
-    P.populate(workdir, spec, evict_cache=False)
+    lib = None
+    if loop == "native":
+        lib, why = native.library_path()
+        assert lib is not None, why
     fileset = P.load_fileset(workdir, spec)
     sent: list[tuple] = []
-    deadline = SimpleNamespace(value=time.monotonic_ns() + 300_000_000)
+    deadline = SimpleNamespace(value=time.monotonic_ns() + duration_ns)
     worker = _Worker(0, 1, str(workdir), spec, fileset.sizes_bytes, fileset.exists,
-                     SimpleNamespace(put=sent.append), deadline)
+                     SimpleNamespace(put=sent.append), deadline, lib and str(lib))
+    return worker, sent
+
+
+def _run_until_stopped(worker) -> None:
+    from fsscope.workloads.personalities.worker import _Stop
+
     worker.begin(time.monotonic_ns())
     with pytest.raises(_Stop):
         worker.loop()
     worker.flush(None)
+
+
+@pytest.mark.parametrize(("name", "loop"), [("fileserver", "python"), ("varmail", "python"), ("varmail", "native")])
+def test_worker_tracks_every_file_size_so_whole_file_reads_need_no_eof_probe(workdir, name, loop):
+    """The worker reads a whole file by its tracked size (no extra read() to find EOF) and
+    appends through O_APPEND (no lseek): after real iterations its sizes match the disk's."""
+    spec = small_spec(name, workers=1, io_size_bytes=16 << 10)   # 16 KiB reads: many files take several
+    P.populate(workdir, spec, evict_cache=False)
+    worker, sent = _one_worker(workdir, spec, loop)
+    _run_until_stopped(worker)
     assert sum(count for msg in sent for _, count, *_ in msg[4]) > 100   # it really iterated
     assert worker.errors == [0] * len(spec.op_names)
     assert sorted(worker.present) == sorted(files_on_disk(workdir, name))
     for index in worker.present:
         assert worker.fsize[index] == os.stat(worker.paths[index]).st_size, index
     assert max(worker.fsize[i] for i in worker.present) > spec.io_size_bytes   # multi-chunk reads happened
+
+
+@pytest.mark.parametrize("loop", ["python", "native"])
+def test_varmail_files_deleted_behind_its_back_are_errors_it_survives(scratch, loop):
+    """Every file the worker believes present is removed before it starts: its deletes and
+    opens fail with ENOENT, it counts them, forgets those files, and goes on creating new
+    ones -- in the end what it believes present is what is on the disk."""
+    spec = small_spec("varmail", workers=1)
+    P.populate(scratch, spec, evict_cache=False)
+    worker, sent = _one_worker(scratch, spec, loop, duration_ns=200_000_000)
+    for index in worker.present:
+        os.unlink(worker.paths[index])
+    _run_until_stopped(worker)
+    errors = dict(zip(spec.op_names, worker.errors))
+    assert errors["delete"] > 0, errors                       # ENOENT, counted, not fatal
+    assert sum(count for msg in sent for _, count, *_ in msg[4]) > 100   # it went on
+    assert sorted(worker.present) == sorted(files_on_disk(scratch, "varmail"))
+    for index in worker.present:
+        assert worker.fsize[index] == os.stat(worker.paths[index]).st_size, index
+
+
+def test_varmail_runs_its_c_loop_with_the_python_loops_op_mix(scratch):
+    """Both loops run the same flowops: per iteration 1 delete, 1 create, 2 appends, 2 fsyncs,
+    3 closes, 2 opens, 2 reads (each worker's last iteration may be cut anywhere)."""
+    spec = small_spec("varmail", duration_s=1.0)
+    mixes = {}
+    for native_loops in (True, False):
+        P.populate(scratch, spec, evict_cache=False)
+        result = P.run(scratch, spec, native_loops=native_loops)
+        assert result.worker_loop == ("native" if native_loops else "python") and not result.notes
+        assert result.errors.tolist() == [0] * len(spec.op_names)
+        n = {op: result.op_count(op) for op in spec.op_names}
+        per_iteration = {"delete": 1, "create": 1, "append": 2, "fsync": 2, "close": 3, "open": 2, "read": 2}
+        for op, k in per_iteration.items():
+            assert abs(n[op] - k * n["delete"]) <= k * spec.workers, (native_loops, n)
+        mixes[native_loops] = n
+    assert all(n["delete"] > 100 for n in mixes.values()), mixes
+
+
+def test_without_a_c_compiler_varmail_runs_its_python_loop_and_says_so(scratch, monkeypatch, tmp_path):
+    monkeypatch.setenv("FSSCOPE_HOME", str(tmp_path / "home"))   # nothing built there yet
+    monkeypatch.setenv("CC", "/bin/false")                       # a compiler that fails
+    spec = small_spec("varmail", duration_s=0.5)
+    P.populate(scratch, spec, evict_cache=False)
+    result = P.run(scratch, spec)
+    assert result.worker_loop == "python" and result.total_ops > 0
+    assert any("Python loop" in note and "/bin/false failed" in note for note in result.notes), result.notes
+    assert not list((tmp_path / "home" / "lib").glob("*"))       # no half-built library left

@@ -330,6 +330,7 @@ def run(ctx, spec: Spec) -> dict:
                 cpu_system_s=result.worker_cpu_system_s, runqueue_s=result.worker_runqueue_s,
                 device_busy=telemetry.get("disk_busy_mean"))
             extra = {"populate": dataclasses.asdict(populated), "workers": summary["workers"],
+                     "worker_loop": summary["worker_loop"],
                      "cgroup": summary["cgroup"], "notes": summary["notes"],
                      "telemetry": telemetry, "generator": verdict, "placement": placed}
             if result.cancelled or result.stopped_by:

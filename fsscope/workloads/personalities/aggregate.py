@@ -65,6 +65,7 @@ class RunResult:
     worker_cpu_user_s: float = 0.0        # CPU the workers spent in their loop (all workers summed):
     worker_cpu_system_s: float = 0.0      # user = the generator itself, system = the kernel for it
     worker_runqueue_s: float = 0.0        # time they were runnable but waited for a CPU
+    worker_loop: str = "python"           # "native": the personality's C loop ran (native/)
 
     @property
     def total_ops(self) -> int:
@@ -109,7 +110,7 @@ class RunResult:
                              "errors": int(self.errors[i])} for i, op in enumerate(self.op_names)},
                 "workers": len(self.worker_pids), "cancelled": self.cancelled, "stopped_by": self.stopped_by,
                 "worker_cpu_user_s": self.worker_cpu_user_s, "worker_cpu_system_s": self.worker_cpu_system_s,
-                "worker_runqueue_s": self.worker_runqueue_s,
+                "worker_runqueue_s": self.worker_runqueue_s, "worker_loop": self.worker_loop,
                 "cgroup": self.cgroup, "notes": list(self.notes)}
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from fsscope.errors import FsscopeError
+from fsscope.workloads.personalities import native
 from fsscope.workloads.personalities.aggregate import Aggregator, LiveSample, RunResult
 from fsscope.workloads.personalities.fileset import load_fileset, save_fileset
 from fsscope.workloads.personalities.spec import PersonalitySpec
@@ -48,7 +49,8 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
         cancelled: Callable[[], bool] | None = None, mem_limit_bytes: int | None = None,
         on_start: Callable[[tuple[int, ...]], None] | None = None,
         grace_s: float = 3.0, straggler_timeout_s: float = 60.0,
-        alloc: Callable[[str, tuple[int, int]], np.ndarray] | None = None) -> RunResult:
+        alloc: Callable[[str, tuple[int, int]], np.ndarray] | None = None,
+        native_loops: bool = True) -> RunResult:
     """Run one personality on the file set populated under ``root`` and return its arrays.
 
     ``on_window`` gets a :class:`LiveSample` per bin, in order, once every worker has reported
@@ -59,6 +61,8 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
     ``alloc(name, shape)`` gives the zeroed int64 arrays the run adds into as bins arrive
     (counts, io_bytes, latency_sum_ns, latency_hist): memory-mapped files of a run record keep
     every aggregated bin if the job is killed. Default: plain in-memory arrays.
+    ``native_loops``: run a personality's C loop where it has one (:mod:`.native`; varmail);
+    False runs the Python loop (the reference). ``RunResult.worker_loop`` says which ran.
     Must not be called from a daemonic process (those cannot have children)."""
     from fsscope.workloads.cgroup import MemoryCgroup
 
@@ -73,9 +77,16 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
     deadline_v = ctx.RawValue("q", 1 << 62)
     nworkers = spec.workers
     notes: list[str] = []
+    lib_path, worker_loop = None, "python"
+    if native_loops and spec.name in native.PERSONALITIES:
+        lib_path, why = native.library_path()
+        if lib_path is None:
+            notes.append(f"{spec.name} ran its Python loop, which costs more CPU per op: {why}")
+        else:
+            worker_loop = "native"
     procs = [ctx.Process(target=worker_main, name=f"fsscope-{spec.name}-{w}",
                          args=(w, nworkers, str(root), spec, fileset.sizes_bytes, fileset.exists,
-                               out, go, start_v, deadline_v))
+                               out, go, start_v, deadline_v, lib_path and str(lib_path)))
              for w in range(nworkers)]
     agg = Aggregator(spec, nworkers, alloc or (lambda name, shape: np.zeros(shape, dtype=np.int64)))
     done: dict[int, tuple] = {}
@@ -198,7 +209,7 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
         cancelled=was_cancelled, start_unix_s=start_unix_s,
         spec=spec, cgroup=cg_stats, notes=tuple(notes), start_ns=start_ns, stopped_by=stopped_by,
         worker_cpu_user_s=float(cpu_s[0]), worker_cpu_system_s=float(cpu_s[1]),
-        worker_runqueue_s=float(cpu_s[2]))
+        worker_runqueue_s=float(cpu_s[2]), worker_loop=worker_loop)
 
 
 def _drain(out: Any, timeout_s: float, max_messages: int = 10_000) -> list[tuple]:

@@ -12,6 +12,7 @@ its own syscall(s) only, and counted with its bytes in the bin where it complete
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import random
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from fsscope.analysis import variation
+from fsscope.workloads.personalities import native
 from fsscope.workloads.personalities.fileset import Layout, pattern, write_whole
 from fsscope.workloads.personalities.spec import PersonalitySpec
 
@@ -40,8 +42,10 @@ class _Worker:
     ships one summary per bin to the parent (bucketed histograms, not raw samples)."""
 
     def __init__(self, wid: int, nworkers: int, root: str, spec: PersonalitySpec,
-                 sizes: np.ndarray, exists: np.ndarray, out: Any, deadline_ns: Any):
+                 sizes: np.ndarray, exists: np.ndarray, out: Any, deadline_ns: Any,
+                 native_lib: str | None = None):
         self.wid, self.nworkers, self.spec, self.out, self.deadline = wid, nworkers, spec, out, deadline_ns
+        self.native_lib = native_lib
         self.layout = layout = Layout(Path(root), spec)
         self.rnd = random.Random(spec.seed * 1_000_003 + wid)
         self.sizes = [int(s) for s in sizes]
@@ -58,7 +62,8 @@ class _Worker:
         for i in owned:
             self.paths[i] = os.fsencode(layout.path(i))
             self.fsize[i] = self.sizes[i] if exists[i] else 0
-        self.wbuf = memoryview(pattern(spec.io_size_bytes, spec.seed + 17 + wid))
+        self.wdata = pattern(spec.io_size_bytes, spec.seed + 17 + wid)
+        self.wbuf = memoryview(self.wdata)
         self.rbuf = bytearray(spec.io_size_bytes)
         self.n_ops = len(spec.op_names)
         self.op = {name: i for i, name in enumerate(spec.op_names)}
@@ -362,6 +367,8 @@ class _Worker:
                     return message
 
     def varmail(self) -> str | None:
+        if self.native_lib is not None:
+            return self.varmail_native()
         op = self.op
         DELETE, CREATE, APPEND, FSYNC, CLOSE, OPEN, READ = (
             op[k] for k in ("delete", "create", "append", "fsync", "close", "open", "read"))
@@ -402,7 +409,11 @@ class _Worker:
                         absent.pop()
                         cur = CREATE
                         t0 = clock()
-                        fd = os_open(paths[index], f_create, 0o644)
+                        try:
+                            fd = os_open(paths[index], f_create, 0o644)
+                        except OSError:
+                            absent.append(index)    # not created: still absent
+                            raise
                         t1 = clock()
                         present.append(index)
                         fsize[index] = 0
@@ -523,6 +534,60 @@ class _Worker:
                     return message
 
 
+    def varmail_native(self) -> str | None:
+        """varmail in C (native/varmail.c): the same flowops and timing; Python takes over at
+        every edge to close bins and re-read the deadline, exactly as the Python loop does."""
+        lib = native.load(self.native_lib)
+        n = self.spec.nfiles
+        cap = 1 << 14                           # latencies per op between two edges (10 ms)
+        lat = np.zeros((native.N_OPS, cap), dtype=np.int64)
+        fsize = np.asarray(self.fsize, dtype=np.int64)
+        present = np.zeros(n, dtype=np.int32)
+        absent = np.zeros(n, dtype=np.int32)
+        present[:len(self.present)] = self.present
+        absent[:len(self.absent)] = self.absent
+        keep = [(ctypes.c_char_p * n)(*self.paths),        # alive as long as the C side uses them
+                (ctypes.c_char * len(self.wdata)).from_buffer(self.wdata),
+                (ctypes.c_char * len(self.rbuf)).from_buffer(self.rbuf)]
+        seed = (self.spec.seed * 1_000_003 + self.wid) * 0x9E3779B97F4A7C15 % (1 << 64) | 1
+        st = native.VarmailState(
+            paths=keep[0], fsize=fsize.ctypes.data_as(native.P64),
+            present=present.ctypes.data_as(native.P32), n_present=len(self.present),
+            absent=absent.ctypes.data_as(native.P32), n_absent=len(self.absent),
+            wbuf=ctypes.addressof(keep[1]), append_max=min(self.spec.append_size_bytes, len(self.wdata)),
+            rbuf=ctypes.addressof(keep[2]), io_size=len(self.rbuf), rng=seed,
+            lat=lat.ctypes.data_as(native.P64), cap=cap, fd=-1, index=-1)
+        state, run = ctypes.byref(st), lib.fsscope_varmail
+        iterations = 0
+        edge = self.edge
+        try:
+            while True:
+                rc = run(state, edge)
+                for op in range(native.N_OPS):    # what completed before the edge: this bin
+                    if st.n_lat[op]:
+                        self.lat[op].frombytes(lat[op, :st.n_lat[op]].data.cast("B"))
+                        self.nbytes[op] += st.nbytes[op]
+                        st.n_lat[op] = st.nbytes[op] = 0
+                if rc == native.AT_EDGE:
+                    edge = self.tick(st.t1)        # may stop: the pending op is then not counted
+                    self.lat[st.pending_op].append(st.pending_ns)
+                    self.nbytes[st.pending_op] += st.pending_bytes
+                elif rc == native.FAILED:
+                    if st.iterations != iterations:
+                        iterations, self.failures_in_a_row = st.iterations, 0
+                    exc = OSError(st.err_errno, os.strerror(st.err_errno))
+                    message = self.failed(exc, st.err_op, None)   # the C side kept the lists right
+                    if message is not None:
+                        return message
+                    edge = self.edge
+        finally:
+            if st.fd >= 0:
+                _close_quietly(st.fd)
+            self.present = present[:st.n_present].tolist()
+            self.absent = absent[:st.n_absent].tolist()
+            self.fsize = fsize.tolist()
+
+
 def _close_quietly(fd: int) -> None:
     try:
         os.close(fd)
@@ -531,13 +596,15 @@ def _close_quietly(fd: int) -> None:
 
 
 def worker_main(wid: int, nworkers: int, root: str, spec: PersonalitySpec, sizes: np.ndarray,
-                exists: np.ndarray, out: Any, go: Any, start_ns: Any, deadline_ns: Any) -> None:
-    """Entry point of a worker process: set up, report ready, wait for go, loop, report."""
+                exists: np.ndarray, out: Any, go: Any, start_ns: Any, deadline_ns: Any,
+                native_lib: str | None = None) -> None:
+    """Entry point of a worker process: set up, report ready, wait for go, loop, report.
+    ``native_lib``: the built C loops (:mod:`.native`), or None for the Python loop."""
     # The parent decides when to stop: a terminal's Ctrl-C or the runner's SIGTERM to the
     # process group reaches the job, which moves the deadline; SIGKILL still ends everything.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    worker = _Worker(wid, nworkers, root, spec, sizes, exists, out, deadline_ns)
+    worker = _Worker(wid, nworkers, root, spec, sizes, exists, out, deadline_ns, native_lib)
     if spec.name == "webserver":
         worker.log_fd = os.open(worker.layout.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     out.put(("ready", wid, os.getpid()))

@@ -1,0 +1,79 @@
+"""Worker loops in C, built on first use with the system's C compiler and called via ctypes.
+
+Only where the generator's own CPU sets the number: varmail (fsync wake-ups leave a Python
+loop's caches cold; ~3.9 us of user CPU per op against Filebench's ~1.3). The Python loops in
+:mod:`..worker` stay the reference and the fallback when no compiler is found (scripts/setup
+installs gcc); a run says which loop it used.
+
+The shared object is cached under fsscope's home, named by the source's hash, built into a
+temporary name and renamed (workers of several jobs may ask at once).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from fsscope import paths
+
+SOURCE = Path(__file__).with_name("varmail.c")
+PERSONALITIES = ("varmail",)   # those with a C loop
+N_OPS = 7       # spec.OPS["varmail"]
+
+AT_EDGE, BUFFER_FULL, FAILED = 0, 1, 2
+
+_i64, _i32 = ctypes.c_int64, ctypes.c_int32
+P64, P32 = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int32)
+
+
+class VarmailState(ctypes.Structure):
+    """varmail.c's ``varmail_state``, field for field."""
+
+    _fields_ = [
+        ("paths", ctypes.POINTER(ctypes.c_char_p)), ("fsize", P64),
+        ("present", P32), ("n_present", _i64), ("absent", P32), ("n_absent", _i64),
+        ("wbuf", ctypes.c_void_p), ("append_max", _i64), ("rbuf", ctypes.c_void_p), ("io_size", _i64),
+        ("rng", ctypes.c_uint64), ("lat", P64), ("cap", _i64),
+        ("n_lat", _i64 * N_OPS), ("nbytes", _i64 * N_OPS), ("iterations", _i64),
+        ("step", _i32), ("fd", _i32), ("index", _i32), ("pending_op", _i32),
+        ("pending_ns", _i64), ("pending_bytes", _i64), ("t1", _i64),
+        ("err_op", _i32), ("err_errno", _i32),
+    ]
+
+
+def library_path() -> tuple[Path | None, str]:
+    """The built library (building it if needed), or None and why not."""
+    source = SOURCE.read_bytes()
+    digest = hashlib.sha256(source).hexdigest()[:16]
+    target = paths.home() / "lib" / f"fsscope-loops-{digest}.so"
+    if target.is_file():
+        return target, "built"
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return None, "no C compiler (cc/gcc) found: install gcc (scripts/setup does)"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=target.parent)
+    os.close(fd)
+    try:
+        proc = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", tmp, str(SOURCE)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            lines = proc.stderr.strip().splitlines()
+            return None, f"{compiler} failed on {SOURCE.name}: {lines[-1] if lines else proc.returncode}"
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target, "built"
+
+
+def load(path: str | os.PathLike) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))
+    lib.fsscope_varmail.argtypes = [ctypes.POINTER(VarmailState), ctypes.c_int64]
+    lib.fsscope_varmail.restype = ctypes.c_int
+    return lib
