@@ -8,6 +8,9 @@ bytes, whole-file reads/writes in ``io_size`` chunks), with two deliberate diffe
   started with the ``forkserver`` method: a clean single-threaded server forks them, which is
   safe even when the caller has threads (a telemetry sampler, a queue feeder) and cheap (the
   preloaded interpreter pages are shared, which also keeps them out of a ``--mem-limit``).
+- Each worker runs its personality's loop in C (:mod:`.native`, built on first use; the
+  Python loops in :mod:`.worker` are the reference and the fallback without a compiler): where
+  ops are cheap or fsync wakes a worker every few ops, the generator's own CPU sets the number.
 - fileserver and varmail workers each own a disjoint slice of the file set (file i belongs to
   worker i mod W), like the FAST'17 description "each thread represents a user ... on a unique
   set of files"; no cross-process locks are needed to pick a free or existing file.
@@ -37,7 +40,7 @@ Typical use from a job (the parent process does no I/O, it only aggregates)::
     result = run(path, spec, on_window=emit_sample, cancelled=lambda: ctx.cancelled)
 
 Split by concern: :mod:`.spec` (what a run is), :mod:`.fileset` (the files, populate),
-:mod:`.worker` (the loop each worker process runs), :mod:`.aggregate` (per-bin arrays, the
+:mod:`.worker` (the loop each worker process runs), :mod:`.native` (the same loops in C), :mod:`.aggregate` (per-bin arrays, the
 result), :mod:`.launch` (start the workers, aggregate, stop).
 """
 

@@ -61,8 +61,8 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
     ``alloc(name, shape)`` gives the zeroed int64 arrays the run adds into as bins arrive
     (counts, io_bytes, latency_sum_ns, latency_hist): memory-mapped files of a run record keep
     every aggregated bin if the job is killed. Default: plain in-memory arrays.
-    ``native_loops``: run a personality's C loop where it has one (:mod:`.native`; varmail);
-    False runs the Python loop (the reference). ``RunResult.worker_loop`` says which ran.
+    ``native_loops``: run the personality's C loop (:mod:`.native`); False runs its Python
+    loop (the reference). ``RunResult.worker_loop`` says which ran.
     Must not be called from a daemonic process (those cannot have children)."""
     from fsscope.workloads.cgroup import MemoryCgroup
 

@@ -141,7 +141,7 @@ class _Worker:
     def loop(self) -> str | None:
         """Run iterations until the deadline; returns an error message if it had to give up."""
         self.failures_in_a_row = 0
-        message = getattr(self, self.spec.name)()
+        message = self.native_loop() if self.native_lib is not None else getattr(self, self.spec.name)()
         return message or None
 
     # -- personalities --------------------------------------------------------------------------
@@ -367,8 +367,6 @@ class _Worker:
                     return message
 
     def varmail(self) -> str | None:
-        if self.native_lib is not None:
-            return self.varmail_native()
         op = self.op
         DELETE, CREATE, APPEND, FSYNC, CLOSE, OPEN, READ = (
             op[k] for k in ("delete", "create", "append", "fsync", "close", "open", "read"))
@@ -534,36 +532,40 @@ class _Worker:
                     return message
 
 
-    def varmail_native(self) -> str | None:
-        """varmail in C (native/varmail.c): the same flowops and timing; Python takes over at
-        every edge to close bins and re-read the deadline, exactly as the Python loop does."""
-        lib = native.load(self.native_lib)
-        n = self.spec.nfiles
-        cap = 1 << 14                           # latencies per op between two edges (10 ms)
-        lat = np.zeros((native.N_OPS, cap), dtype=np.int64)
+    # -- the same loops in C ---------------------------------------------------------------
+    def native_loop(self) -> str | None:
+        """This personality's loop in C (native/loops.c): the same flowops and timing; Python
+        takes over at every edge to close bins and re-read the deadline, as the loops above do."""
+        run = native.load(self.native_lib, self.spec.name)
+        spec, n = self.spec, self.spec.nfiles
+        cap = 1 << 14                   # latencies per op between two edges (<= 10 ms apart)
+        lat = np.zeros((self.n_ops, cap), dtype=np.int64)
         fsize = np.asarray(self.fsize, dtype=np.int64)
-        present = np.zeros(n, dtype=np.int32)
-        absent = np.zeros(n, dtype=np.int32)
+        sizes = np.asarray(self.sizes, dtype=np.int64)
+        present, absent = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32)
         present[:len(self.present)] = self.present
         absent[:len(self.absent)] = self.absent
-        keep = [(ctypes.c_char_p * n)(*self.paths),        # alive as long as the C side uses them
+        keep = [(ctypes.c_char_p * n)(*self.paths),         # alive while the C side uses them
                 (ctypes.c_char * len(self.wdata)).from_buffer(self.wdata),
                 (ctypes.c_char * len(self.rbuf)).from_buffer(self.rbuf)]
-        seed = (self.spec.seed * 1_000_003 + self.wid) * 0x9E3779B97F4A7C15 % (1 << 64) | 1
-        st = native.VarmailState(
-            paths=keep[0], fsize=fsize.ctypes.data_as(native.P64),
+        st = native.LoopState(
+            paths=keep[0], fsize=fsize.ctypes.data_as(native.P64), sizes=sizes.ctypes.data_as(native.P64),
             present=present.ctypes.data_as(native.P32), n_present=len(self.present),
-            absent=absent.ctypes.data_as(native.P32), n_absent=len(self.absent),
-            wbuf=ctypes.addressof(keep[1]), append_max=min(self.spec.append_size_bytes, len(self.wdata)),
-            rbuf=ctypes.addressof(keep[2]), io_size=len(self.rbuf), rng=seed,
+            absent=absent.ctypes.data_as(native.P32), n_absent=len(self.absent), nfiles=n,
+            wbuf=ctypes.addressof(keep[1]), rbuf=ctypes.addressof(keep[2]), io_size=len(self.rbuf),
+            append_max=min(spec.append_size_bytes, len(self.wdata)),
+            reads_per_iteration=spec.reads_per_iteration,
+            log_limit=-1 if spec.log_limit_bytes is None else spec.log_limit_bytes,
+            rotate_every=ROTATE_CHECK_ITERATIONS, log_fd=self.log_fd, n_ops=self.n_ops,
+            rng=(spec.seed * 1_000_003 + self.wid) * 0x9E3779B97F4A7C15 % (1 << 64) | 1,
             lat=lat.ctypes.data_as(native.P64), cap=cap, fd=-1, index=-1)
-        state, run = ctypes.byref(st), lib.fsscope_varmail
+        state = ctypes.byref(st)
         iterations = 0
         edge = self.edge
         try:
             while True:
                 rc = run(state, edge)
-                for op in range(native.N_OPS):    # what completed before the edge: this bin
+                for op in range(self.n_ops):       # what completed before the edge: this bin
                     if st.n_lat[op]:
                         self.lat[op].frombytes(lat[op, :st.n_lat[op]].data.cast("B"))
                         self.nbytes[op] += st.nbytes[op]
