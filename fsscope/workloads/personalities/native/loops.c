@@ -84,32 +84,6 @@ static inline int32_t take(loop_state *s, int32_t *list, int64_t *n) {
     return index;
 }
 
-static inline int64_t append_size(loop_state *s) {
-    return 1 + (int64_t)(uniform(s) * (double)s->append_max);
-}
-
-static int64_t read_whole(loop_state *s, int fd, int64_t size) {
-    int64_t total = 0;
-    while (total < size) {           /* the size is known: no EOF probe */
-        ssize_t n = read(fd, s->rbuf, (size_t)s->io_size);
-        if (n < 0) return -1;
-        if (n == 0) break;
-        total += n;
-    }
-    return total;
-}
-
-static int64_t write_whole(loop_state *s, int fd, int64_t size) {
-    int64_t done = 0;
-    while (done < size) {            /* Filebench writewholefile: io_size chunks */
-        int64_t chunk = size - done < s->io_size ? size - done : s->io_size;
-        ssize_t n = write(fd, s->wbuf, (size_t)chunk);
-        if (n < 0) return -1;
-        done += n;
-    }
-    return done;
-}
-
 /* A failed op: close the iteration's file, refresh the size we no longer know, forget a
  * file that vanished, and start the next iteration. */
 static int failed(loop_state *s, int op) {
@@ -140,103 +114,160 @@ static inline int buffer_full(const loop_state *s) {
     return 0;
 }
 
-/* After each op: record it, or, if it ended at or past the edge, leave it pending for Python
- * (which closes the bin first) and return. */
-#define DONE(OP, T0, T1, MOVED) do {                                         \
-        if ((T1) >= edge_ns) {                                               \
-            s->pending_op = (OP); s->pending_ns = (T1) - (T0);               \
-            s->pending_bytes = (MOVED); s->t1 = (T1);                        \
+/* The timed flowops. Each brackets only its syscall(s) with *t0 and *t1 and returns the bytes
+ * it moved, or -1 with errno set (the file lists and sizes are kept right either way). */
+
+static int64_t create_file(loop_state *s, int64_t *t0, int64_t *t1) {
+    s->index = take(s, s->absent, &s->n_absent);
+    *t0 = now_ns();
+    s->fd = open(s->paths[s->index], O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    *t1 = now_ns();
+    if (s->fd < 0) {
+        s->absent[s->n_absent++] = s->index;     /* not created: still absent */
+        return -1;
+    }
+    s->present[s->n_present++] = s->index;
+    s->fsize[s->index] = 0;
+    return 0;
+}
+
+static int64_t delete_file(loop_state *s, int64_t *t0, int64_t *t1) {
+    s->index = take(s, s->present, &s->n_present);
+    s->absent[s->n_absent++] = s->index;
+    *t0 = now_ns();
+    int rc = unlink(s->paths[s->index]);
+    *t1 = now_ns();
+    return rc;
+}
+
+static int64_t open_file(loop_state *s, int32_t index, int flags, int64_t *t0, int64_t *t1) {
+    s->index = index;
+    *t0 = now_ns();
+    s->fd = open(s->paths[index], flags);
+    *t1 = now_ns();
+    return s->fd < 0 ? -1 : 0;
+}
+
+static int64_t close_file(loop_state *s, int64_t *t0, int64_t *t1) {
+    *t0 = now_ns();
+    int rc = close(s->fd);
+    *t1 = now_ns();
+    s->fd = -1;
+    return rc;
+}
+
+static int64_t append_file(loop_state *s, int fd, int64_t *t0, int64_t *t1) {   /* appendfilerand */
+    size_t wanted = 1 + (size_t)(uniform(s) * (double)s->append_max);
+    *t0 = now_ns();
+    ssize_t n = write(fd, s->wbuf, wanted);       /* O_APPEND: no lseek */
+    *t1 = now_ns();
+    if (n > 0 && s->index >= 0) s->fsize[s->index] += n;
+    return n;
+}
+
+static int64_t read_whole_file(loop_state *s, int64_t *t0, int64_t *t1) {
+    int64_t total = 0, size = s->fsize[s->index];
+    *t0 = now_ns();
+    while (total < size) {           /* the size is known: no EOF probe */
+        ssize_t n = read(s->fd, s->rbuf, (size_t)s->io_size);
+        if (n < 0) return -1;
+        if (n == 0) break;
+        total += n;
+    }
+    *t1 = now_ns();
+    return total;
+}
+
+static int64_t write_whole_file(loop_state *s, int64_t *t0, int64_t *t1) {   /* writewholefile */
+    int64_t done = 0, size = s->sizes[s->index];
+    *t0 = now_ns();
+    while (done < size) {            /* io_size chunks */
+        int64_t chunk = size - done < s->io_size ? size - done : s->io_size;
+        ssize_t n = write(s->fd, s->wbuf, (size_t)chunk);
+        if (n < 0) return -1;
+        done += n;
+    }
+    *t1 = now_ns();
+    s->fsize[s->index] = done;
+    return done;
+}
+
+static int64_t fsync_file(loop_state *s, int64_t *t0, int64_t *t1) {
+    *t0 = now_ns();
+    int rc = fsync(s->fd);
+    *t1 = now_ns();
+    return rc;
+}
+
+static int64_t stat_file(loop_state *s, int32_t index, int64_t *t0, int64_t *t1) {
+    struct stat st;
+    s->index = index;
+    *t0 = now_ns();
+    int rc = stat(s->paths[index], &st);
+    *t1 = now_ns();
+    return rc;
+}
+
+/* Run one flowop, then go on at step NEXT: record the op, or, if it ended at or past the
+ * edge, leave it pending for Python (which closes the bin first) and return. */
+#define OP(ID, CALL, NEXT) do {                                              \
+        int64_t moved_ = (CALL);                                             \
+        if (moved_ < 0) return failed(s, (ID));                              \
+        NEXT;                                                                \
+        if (t1 >= edge_ns) {                                                 \
+            s->pending_op = (ID); s->pending_ns = t1 - t0;                   \
+            s->pending_bytes = moved_; s->t1 = t1;                           \
             return AT_EDGE;                                                  \
         }                                                                    \
-        s->lat[(OP) * s->cap + s->n_lat[(OP)]++] = (T1) - (T0);              \
-        s->nbytes[(OP)] += (MOVED);                                          \
+        s->lat[(ID) * s->cap + s->n_lat[(ID)]++] = t1 - t0;                  \
+        s->nbytes[(ID)] += moved_;                                           \
     } while (0)
 
-#define END_ITERATION() do { s->step = 0; s->iterations++; } while (0)
+#define GOTO(STEP) (s->step = (STEP))
+#define END_ITERATION() (s->step = 0, s->iterations++)
 
 /* Each loop runs flowops until one ends at or past edge_ns (AT_EDGE), a latency row fills
- * (BUFFER_FULL), or an op fails (FAILED); each call resumes where the last one stopped. */
+ * (BUFFER_FULL), or an op fails (FAILED); each call resumes where the last one stopped.
+ * A flowop whose file list is empty is skipped, as in the Python loops. */
 
 /* varmail; ops in spec.OPS["varmail"] order */
 enum { V_DELETE, V_CREATE, V_APPEND, V_FSYNC, V_CLOSE, V_OPEN, V_READ };
 
 int fsscope_varmail(loop_state *s, int64_t edge_ns) {
-    const int f_create = O_RDWR | O_CREAT | O_TRUNC | O_APPEND, f_rw = O_RDWR | O_APPEND;
-    int64_t t0, t1, n;
+    int64_t t0 = 0, t1 = 0;
     for (;;) {
         if (buffer_full(s)) return BUFFER_FULL;
         switch (s->step) {
-        case 0:                                            /* deletefile */
-            if (s->n_present == 0) { s->step = 1; continue; }
-            s->index = take(s, s->present, &s->n_present);
-            s->absent[s->n_absent++] = s->index;
-            t0 = now_ns();
-            if (unlink(s->paths[s->index]) < 0) return failed(s, V_DELETE);
-            t1 = now_ns();
-            s->step = 1;
-            DONE(V_DELETE, t0, t1, 0);
+        case 0:                                                   /* deletefile */
+            if (s->n_present == 0) { GOTO(1); continue; }
+            OP(V_DELETE, delete_file(s, &t0, &t1), GOTO(1));
             break;
-        case 1:                                            /* createfile */
-            if (s->n_absent == 0) { s->step = 5; continue; }
-            s->index = take(s, s->absent, &s->n_absent);
-            t0 = now_ns();
-            s->fd = open(s->paths[s->index], f_create, 0644);
-            t1 = now_ns();
-            if (s->fd < 0) {
-                s->absent[s->n_absent++] = s->index;     /* not created: still absent */
-                return failed(s, V_CREATE);
-            }
-            s->present[s->n_present++] = s->index;
-            s->fsize[s->index] = 0;
-            s->step = 2;
-            DONE(V_CREATE, t0, t1, 0);
+        case 1:                                                   /* createfile */
+            if (s->n_absent == 0) { GOTO(5); continue; }
+            OP(V_CREATE, create_file(s, &t0, &t1), GOTO(2));
             break;
-        case 2: case 7:                                    /* appendfilerand */
-            n = append_size(s);
-            t0 = now_ns();
-            n = write(s->fd, s->wbuf, (size_t)n);
-            t1 = now_ns();
-            if (n < 0) return failed(s, V_APPEND);
-            s->fsize[s->index] += n;
-            s->step += 1;
-            DONE(V_APPEND, t0, t1, n);
+        case 2: case 7:                                           /* appendfilerand */
+            OP(V_APPEND, append_file(s, s->fd, &t0, &t1), GOTO(s->step + 1));
             break;
-        case 3: case 8:                                    /* fsync */
-            t0 = now_ns();
-            if (fsync(s->fd) < 0) return failed(s, V_FSYNC);
-            t1 = now_ns();
-            s->step += 1;
-            DONE(V_FSYNC, t0, t1, 0);
+        case 3: case 8:                                           /* fsync */
+            OP(V_FSYNC, fsync_file(s, &t0, &t1), GOTO(s->step + 1));
             break;
-        case 4: case 9: case 12:                           /* closefile */
-            t0 = now_ns();
-            n = close(s->fd);
-            t1 = now_ns();
-            s->fd = -1;
-            if (n < 0) return failed(s, V_CLOSE);
-            if (s->step == 12) END_ITERATION(); else s->step += 1;
-            DONE(V_CLOSE, t0, t1, 0);
+        case 4: case 9:                                           /* closefile */
+            OP(V_CLOSE, close_file(s, &t0, &t1), GOTO(s->step + 1));
             break;
-        case 5: case 10:                                   /* openfile */
+        case 12:
+            OP(V_CLOSE, close_file(s, &t0, &t1), END_ITERATION());
+            break;
+        case 5: case 10:                                          /* openfile */
             if (s->n_present == 0) { END_ITERATION(); continue; }
-            s->index = pick(s, s->present, s->n_present);
-            t0 = now_ns();
-            s->fd = open(s->paths[s->index], f_rw);
-            t1 = now_ns();
-            if (s->fd < 0) return failed(s, V_OPEN);
-            s->step += 1;
-            DONE(V_OPEN, t0, t1, 0);
+            OP(V_OPEN, open_file(s, pick(s, s->present, s->n_present), O_RDWR | O_APPEND, &t0, &t1),
+               GOTO(s->step + 1));
             break;
-        case 6: case 11:                                   /* readwholefile */
-            t0 = now_ns();
-            n = read_whole(s, s->fd, s->fsize[s->index]);
-            t1 = now_ns();
-            if (n < 0) return failed(s, V_READ);
-            s->step += 1;
-            DONE(V_READ, t0, t1, n);
+        case 6: case 11:                                          /* readwholefile */
+            OP(V_READ, read_whole_file(s, &t0, &t1), GOTO(s->step + 1));
             break;
         default:
-            s->step = 0;
+            GOTO(0);
         }
     }
 }
@@ -245,94 +276,41 @@ int fsscope_varmail(loop_state *s, int64_t edge_ns) {
 enum { F_CREATE, F_WRITE, F_CLOSE, F_OPEN, F_APPEND, F_READ, F_DELETE, F_STAT };
 
 int fsscope_fileserver(loop_state *s, int64_t edge_ns) {
-    const int f_create = O_RDWR | O_CREAT | O_TRUNC | O_APPEND, f_rw = O_RDWR | O_APPEND;
-    int64_t t0, t1, n;
-    struct stat st;
+    int64_t t0 = 0, t1 = 0;
     for (;;) {
         if (buffer_full(s)) return BUFFER_FULL;
         switch (s->step) {
-        case 0:                                            /* createfile */
-            if (s->n_absent == 0) { s->step = 3; continue; }
-            s->index = take(s, s->absent, &s->n_absent);
-            t0 = now_ns();
-            s->fd = open(s->paths[s->index], f_create, 0644);
-            t1 = now_ns();
-            if (s->fd < 0) {
-                s->absent[s->n_absent++] = s->index;     /* not created: still absent */
-                return failed(s, F_CREATE);
-            }
-            s->present[s->n_present++] = s->index;
-            s->fsize[s->index] = 0;
-            s->step = 1;
-            DONE(F_CREATE, t0, t1, 0);
+        case 0:                                                   /* createfile */
+            if (s->n_absent == 0) { GOTO(3); continue; }
+            OP(F_CREATE, create_file(s, &t0, &t1), GOTO(1));
             break;
-        case 1:                                            /* writewholefile */
-            t0 = now_ns();
-            n = write_whole(s, s->fd, s->sizes[s->index]);
-            t1 = now_ns();
-            if (n < 0) return failed(s, F_WRITE);
-            s->fsize[s->index] = n;
-            s->step = 2;
-            DONE(F_WRITE, t0, t1, n);
+        case 1:                                                   /* writewholefile */
+            OP(F_WRITE, write_whole_file(s, &t0, &t1), GOTO(2));
             break;
-        case 2: case 5: case 8:                            /* closefile */
-            t0 = now_ns();
-            n = close(s->fd);
-            t1 = now_ns();
-            s->fd = -1;
-            if (n < 0) return failed(s, F_CLOSE);
-            s->step += 1;
-            DONE(F_CLOSE, t0, t1, 0);
+        case 2: case 5: case 8:                                   /* closefile */
+            OP(F_CLOSE, close_file(s, &t0, &t1), GOTO(s->step + 1));
             break;
-        case 3: case 6:                                    /* openfile */
+        case 3: case 6:                                           /* openfile */
             if (s->n_present == 0) { END_ITERATION(); continue; }
-            s->index = pick(s, s->present, s->n_present);
-            t0 = now_ns();
-            s->fd = open(s->paths[s->index], f_rw);
-            t1 = now_ns();
-            if (s->fd < 0) return failed(s, F_OPEN);
-            s->step += 1;
-            DONE(F_OPEN, t0, t1, 0);
+            OP(F_OPEN, open_file(s, pick(s, s->present, s->n_present), O_RDWR | O_APPEND, &t0, &t1),
+               GOTO(s->step + 1));
             break;
-        case 4:                                            /* appendfilerand */
-            n = append_size(s);
-            t0 = now_ns();
-            n = write(s->fd, s->wbuf, (size_t)n);
-            t1 = now_ns();
-            if (n < 0) return failed(s, F_APPEND);
-            s->fsize[s->index] += n;
-            s->step = 5;
-            DONE(F_APPEND, t0, t1, n);
+        case 4:                                                   /* appendfilerand */
+            OP(F_APPEND, append_file(s, s->fd, &t0, &t1), GOTO(5));
             break;
-        case 7:                                            /* readwholefile */
-            t0 = now_ns();
-            n = read_whole(s, s->fd, s->fsize[s->index]);
-            t1 = now_ns();
-            if (n < 0) return failed(s, F_READ);
-            s->step = 8;
-            DONE(F_READ, t0, t1, n);
+        case 7:                                                   /* readwholefile */
+            OP(F_READ, read_whole_file(s, &t0, &t1), GOTO(8));
             break;
-        case 9:                                            /* deletefile */
+        case 9:                                                   /* deletefile */
             if (s->n_present == 0) { END_ITERATION(); continue; }
-            s->index = take(s, s->present, &s->n_present);
-            s->absent[s->n_absent++] = s->index;
-            t0 = now_ns();
-            if (unlink(s->paths[s->index]) < 0) return failed(s, F_DELETE);
-            t1 = now_ns();
-            s->step = 10;
-            DONE(F_DELETE, t0, t1, 0);
+            OP(F_DELETE, delete_file(s, &t0, &t1), GOTO(10));
             break;
-        case 10:                                           /* statfile */
+        case 10:                                                  /* statfile */
             if (s->n_present == 0) { END_ITERATION(); continue; }
-            s->index = pick(s, s->present, s->n_present);
-            t0 = now_ns();
-            if (stat(s->paths[s->index], &st) < 0) return failed(s, F_STAT);
-            t1 = now_ns();
-            END_ITERATION();
-            DONE(F_STAT, t0, t1, 0);
+            OP(F_STAT, stat_file(s, pick(s, s->present, s->n_present), &t0, &t1), END_ITERATION());
             break;
         default:
-            s->step = 0;
+            GOTO(0);
         }
     }
 }
@@ -340,59 +318,37 @@ int fsscope_fileserver(loop_state *s, int64_t edge_ns) {
 /* webserver; ops in spec.OPS["webserver"] order */
 enum { W_OPEN, W_READ, W_CLOSE, W_APPEND };
 
-int fsscope_webserver(loop_state *s, int64_t edge_ns) {
-    int64_t t0, t1, n;
+/* Rotate the shared log, untimed (the next append starts it again): its real size is looked
+ * at every few iterations, since every worker appends to it. */
+static int64_t rotate_log(loop_state *s) {
     struct stat st;
+    if (s->log_limit < 0 || s->iterations % s->rotate_every != 0) return 0;
+    if (fstat(s->log_fd, &st) < 0) return -1;
+    return st.st_size > s->log_limit ? ftruncate(s->log_fd, 0) : 0;
+}
+
+int fsscope_webserver(loop_state *s, int64_t edge_ns) {
+    int64_t t0 = 0, t1 = 0;
     for (;;) {
         if (buffer_full(s)) return BUFFER_FULL;
         switch (s->step) {
-        case 0:                                            /* openfile (any file of the set) */
-            if (s->reads_done >= s->reads_per_iteration) { s->step = 3; continue; }
-            s->index = (int32_t)(uniform(s) * (double)s->nfiles);
-            t0 = now_ns();
-            s->fd = open(s->paths[s->index], O_RDONLY);
-            t1 = now_ns();
-            if (s->fd < 0) return failed(s, W_OPEN);
-            s->step = 1;
-            DONE(W_OPEN, t0, t1, 0);
+        case 0:                                                   /* openfile: any of the set */
+            if (s->reads_done >= s->reads_per_iteration) { GOTO(3); continue; }
+            OP(W_OPEN, open_file(s, (int32_t)(uniform(s) * (double)s->nfiles), O_RDONLY, &t0, &t1), GOTO(1));
             break;
-        case 1:                                            /* readwholefile */
-            t0 = now_ns();
-            n = read_whole(s, s->fd, s->fsize[s->index]);
-            t1 = now_ns();
-            if (n < 0) return failed(s, W_READ);
-            s->step = 2;
-            DONE(W_READ, t0, t1, n);
+        case 1:                                                   /* readwholefile */
+            OP(W_READ, read_whole_file(s, &t0, &t1), GOTO(2));
             break;
-        case 2:                                            /* closefile */
-            t0 = now_ns();
-            n = close(s->fd);
-            t1 = now_ns();
-            s->fd = -1;
-            if (n < 0) return failed(s, W_CLOSE);
-            s->reads_done++;
-            s->step = 0;
-            DONE(W_CLOSE, t0, t1, 0);
+        case 2:                                                   /* closefile */
+            OP(W_CLOSE, close_file(s, &t0, &t1), (s->reads_done++, GOTO(0)));
             break;
-        case 3:                                            /* appendfilerand to the shared log */
+        case 3:                                                   /* appendfilerand to the log */
             s->index = -1;
-            n = append_size(s);
-            t0 = now_ns();
-            n = write(s->log_fd, s->wbuf, (size_t)n);
-            t1 = now_ns();
-            if (n < 0) return failed(s, W_APPEND);
-            s->reads_done = 0;
-            END_ITERATION();
-            /* rotate, untimed (the next append starts it again); the log is shared, so its
-             * real size is looked at, every few iterations */
-            if (s->log_limit >= 0 && s->iterations % s->rotate_every == 0
-                    && fstat(s->log_fd, &st) == 0 && st.st_size > s->log_limit
-                    && ftruncate(s->log_fd, 0) < 0)
-                return failed(s, W_APPEND);
-            DONE(W_APPEND, t0, t1, n);
+            OP(W_APPEND, append_file(s, s->log_fd, &t0, &t1), (s->reads_done = 0, END_ITERATION()));
+            if (rotate_log(s) < 0) return failed(s, W_APPEND);   /* (not reached at an edge) */
             break;
         default:
-            s->step = 0;
+            GOTO(0);
         }
     }
 }
