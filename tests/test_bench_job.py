@@ -281,6 +281,11 @@ def test_a_run_on_tmpfs_is_flagged_as_cpu_bound(cli):
     assert 0 < verdict["workers_cpu_s"] <= 1.05 * elapsed    # one worker cannot use more than the run
     assert verdict["cpu_bound"]
     assert verdict["generator_bound"] == (verdict["workers_user_share"] >= generator.GENERATOR_SHARE)
+    ops = sum(op["count"] for op in report["runs"][0]["ops"].values())
+    user_s = verdict["workers_cpu_s"] * verdict["workers_user_share"]
+    assert verdict["user_us_per_op"] == pytest.approx(user_s / ops * 1e6)   # the generator's own cost
+    text = " ".join(out.stdout.split())                              # the console wraps lines
+    assert "gen µs/op" in text and "(C worker loops)" in text
     kind = "generator_bound" if verdict["generator_bound"] else "cpu_bound"
     flag = next(f for f in report["flags"] if f["kind"] == kind)
     assert flag["title"] in " ".join(out.stdout.split())          # the console wraps lines

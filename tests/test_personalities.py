@@ -84,8 +84,10 @@ def test_short_run_executes_and_counts_every_op(workdir, name):
     assert sum(s.ops_per_s * spec.bin_s for s in samples) == result.total_ops
     json.dumps(samples[-1].to_dict(), allow_nan=False)
 
-    # worker processes: real, separate, all different from this process
-    assert len(seen_pids) == 1 and len(set(seen_pids[0])) == WORKERS
+    # worker processes: real, separate, all different from this process; the C loops' workers
+    # are threads, spread over one process per CPU
+    assert len(seen_pids) == 1 and len(set(seen_pids[0])) == min(WORKERS, os.cpu_count())
+    assert result.summary()["workers"] == WORKERS and result.summary()["worker_processes"] == len(seen_pids[0])
     assert os.getpid() not in seen_pids[0] and result.worker_pids == seen_pids[0]
     assert all(code == 0 for code in result.worker_exitcodes)
     assert os.getpid() not in worker_parents               # forked by the forkserver, not by us

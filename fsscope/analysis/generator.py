@@ -21,9 +21,10 @@ GENERATOR_SHARE = 0.50  # the workers' user time, as a share of their CPU
 
 
 def generator_bound(*, workers: int, elapsed_s: float, cpu_user_s: float, cpu_system_s: float,
-                    runqueue_s: float, device_busy: float | None) -> dict[str, Any]:
+                    runqueue_s: float, device_busy: float | None, total_ops: int = 0) -> dict[str, Any]:
     """The verdict and its numbers; ``device_busy`` is the device's busy fraction of the run
-    (None: no block device under the file system)."""
+    (None: no block device under the file system). ``user_us_per_op`` is the generator's own
+    cost: the workers' user CPU per op counted (None without ops)."""
     wall_s = workers * elapsed_s
     cpu_s = cpu_user_s + cpu_system_s
     share = (cpu_s + runqueue_s) / wall_s if wall_s > 0 else 0.0
@@ -34,6 +35,7 @@ def generator_bound(*, workers: int, elapsed_s: float, cpu_user_s: float, cpu_sy
             "workers_cpu_bound_share": share,
             "workers_user_share": user,
             "workers_cpu_s": cpu_s, "workers_runqueue_s": runqueue_s,
+            "user_us_per_op": cpu_user_s / total_ops * 1e6 if total_ops > 0 else None,
             "device_busy": device_busy,
             "criterion": f"workers on or queued for a CPU >= {CPU_BOUND:.0%} of their time and the device "
                          f"busy < {DEVICE_IDLE:.0%} of the run (io_ticks), or no block device; the generator's "

@@ -122,6 +122,14 @@ def _us(ns) -> str:
     return f"{ns / 1e3:,.1f}" if ns < 1e8 else f"{ns / 1e6:,.0f} ms"
 
 
+LOOP_NAMES = {"native": "C worker loops", "python": "Python worker loops: the run's notes say why"}
+
+
+def _generator_cost(run: dict) -> str:
+    cost = (run.get("generator") or {}).get("user_us_per_op")
+    return "-" if cost is None else f"{cost:.2f}"
+
+
 def _pct(x) -> str:
     return format_pct(x, "-")
 
@@ -184,7 +192,7 @@ def render_bench(report: dict, console: Console) -> None:
 
     windows = [f"{w:g}" for w in spec.get("window_sizes_s", [])]
     table = Table(title="runs", title_justify="left")
-    for col in ("run", "ops/s", "s", "errors", "device MB/s", "busy", "iowait"):
+    for col in ("run", "ops/s", "s", "errors", "device MB/s", "busy", "iowait", "gen µs/op"):
         table.add_column(col, justify="right", no_wrap=True)
     for i, run in enumerate(runs):
         errors = sum((op.get("errors") or 0) for op in (run.get("ops") or {}).values())
@@ -194,8 +202,13 @@ def render_bench(report: dict, console: Console) -> None:
             mb_s = (tel["disk_write_bytes_per_s"] + (tel.get("disk_read_bytes_per_s") or 0)) / 1e6
         table.add_row(str(i + 1), f"{run.get('ops_per_s') or 0:,.0f}", f"{run.get('elapsed_s') or 0:.1f}",
                       str(errors), "-" if mb_s is None else f"{mb_s:,.1f}", _pct(tel.get("disk_busy_mean")),
-                      "-" if tel.get("cpu_iowait_pct_mean") is None else f"{tel['cpu_iowait_pct_mean']:.0f}%")
+                      "-" if tel.get("cpu_iowait_pct_mean") is None else f"{tel['cpu_iowait_pct_mean']:.0f}%",
+                      _generator_cost(run))
     console.print(table)
+    loops = {run.get("worker_loop") for run in runs if run.get("worker_loop")}
+    if loops:
+        console.print("gen µs/op: the workers' own user CPU per op, the generator's cost "
+                      f"({' and '.join(sorted(LOOP_NAMES.get(loop, loop) for loop in loops))})", highlight=False)
 
     var = report.get("variation") or {}
     rr, rsd = var.get("relative_range"), var.get("rsd")

@@ -328,7 +328,7 @@ def run(ctx, spec: Spec) -> dict:
             verdict = generator.generator_bound(
                 workers=summary["workers"], elapsed_s=result.elapsed_s, cpu_user_s=result.worker_cpu_user_s,
                 cpu_system_s=result.worker_cpu_system_s, runqueue_s=result.worker_runqueue_s,
-                device_busy=telemetry.get("disk_busy_mean"))
+                device_busy=telemetry.get("disk_busy_mean"), total_ops=result.total_ops)
             extra = {"populate": dataclasses.asdict(populated), "workers": summary["workers"],
                      "worker_loop": summary["worker_loop"],
                      "cgroup": summary["cgroup"], "notes": summary["notes"],

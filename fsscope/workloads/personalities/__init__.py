@@ -4,13 +4,17 @@ Modelled on Filebench's ``workloads/{fileserver,webserver,varmail}.f`` (same flo
 gamma-distributed file sizes with shape 1.5, ``appendfilerand`` appends of 1..append_size
 bytes, whole-file reads/writes in ``io_size`` chunks), with two deliberate differences:
 
-- Worker *processes*, not threads: the measured syscalls must not queue on one GIL. They are
-  started with the ``forkserver`` method: a clean single-threaded server forks them, which is
-  safe even when the caller has threads (a telemetry sampler, a queue feeder) and cheap (the
-  preloaded interpreter pages are shared, which also keeps them out of a ``--mem-limit``).
-- Each worker runs its personality's loop in C (:mod:`.native`, built on first use; the
-  Python loops in :mod:`.worker` are the reference and the fallback without a compiler): where
+- Each worker runs its personality's loop in C (:mod:`.native`, built on first use): where
   ops are cheap or fsync wakes a worker every few ops, the generator's own CPU sets the number.
+  The C loops run without the GIL, so the workers are threads spread over one process per CPU,
+  like Filebench's threads sharing an address space (waking a thread of the same process is
+  cheaper), yet an OOM kill takes only one process's share. The Python loops in
+  :mod:`.worker` are the reference and the fallback without a compiler; they need a process
+  per worker (the syscalls must not queue on one GIL).
+- The worker processes are started with the ``forkserver`` method: a clean single-threaded
+  server forks them, which is safe even when the caller has threads (a telemetry sampler, a
+  queue feeder) and cheap (the preloaded interpreter pages are shared, which also keeps them
+  out of a ``--mem-limit``).
 - fileserver and varmail workers each own a disjoint slice of the file set (file i belongs to
   worker i mod W), like the FAST'17 description "each thread represents a user ... on a unique
   set of files"; no cross-process locks are needed to pick a free or existing file.

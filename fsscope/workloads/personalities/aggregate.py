@@ -53,7 +53,7 @@ class RunResult:
     latency_window_s: float
     window_hist: np.ndarray           # int64 [rows, 4]: window, op, bucket, count (sparse)
     errors: np.ndarray                # int64 [n_ops]
-    worker_pids: tuple[int, ...]
+    worker_pids: tuple[int, ...]      # the workers' processes (C loops: several workers' threads each)
     worker_exitcodes: tuple[int | None, ...]
     cancelled: bool
     start_unix_s: float
@@ -108,7 +108,7 @@ class RunResult:
                              "p50_ns": _finite(self.percentile_ns(op, 50)),
                              "p99_ns": _finite(self.percentile_ns(op, 99)),
                              "errors": int(self.errors[i])} for i, op in enumerate(self.op_names)},
-                "workers": len(self.worker_pids), "cancelled": self.cancelled, "stopped_by": self.stopped_by,
+                "workers": self.spec.workers, "worker_processes": len(self.worker_pids), "cancelled": self.cancelled, "stopped_by": self.stopped_by,
                 "worker_cpu_user_s": self.worker_cpu_user_s, "worker_cpu_system_s": self.worker_cpu_system_s,
                 "worker_runqueue_s": self.worker_runqueue_s, "worker_loop": self.worker_loop,
                 "cgroup": self.cgroup, "notes": list(self.notes)}

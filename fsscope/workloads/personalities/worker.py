@@ -8,6 +8,9 @@ locals, two clock reads and one int64-array append per op, one comparison agains
 file sizes tracked so a whole-file read needs no EOF probe and an append no lseek (files are
 opened ``O_APPEND``), ``random()`` instead of ``randrange``. Each op is still timed around
 its own syscall(s) only, and counted with its bytes in the bin where it completed.
+
+:meth:`_Worker.native_loop` runs the same loops in C (:mod:`.native`) and takes over from them
+at every edge; the Python loops below are the reference and the fallback without a compiler.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import ctypes
 import errno
 import os
 import random
+import resource
 import signal
+import threading
 import time
 from array import array
 from pathlib import Path
@@ -29,7 +34,9 @@ from fsscope.workloads.personalities import native
 from fsscope.workloads.personalities.fileset import Layout, pattern, write_whole
 from fsscope.workloads.personalities.spec import PersonalitySpec
 
-POLL_NS = 10_000_000        # the shared deadline (cancel, a full fs) is re-read this often
+POLL_NS = 100_000_000       # the shared deadline (cancel, a full fs) is re-read this often: the
+                            # launcher polls a cancel 10x a second, and each read costs a C loop
+                            # a return to Python (16 threads at 10 ms: 1,600 a second)
 ROTATE_CHECK_ITERATIONS = 8  # webserver: how often the shared log's size is looked at
 
 
@@ -176,7 +183,11 @@ class _Worker:
                         absent.pop()
                         cur = CREATE
                         t0 = clock()
-                        fd = os_open(paths[index], f_create, 0o644)
+                        try:
+                            fd = os_open(paths[index], f_create, 0o644)
+                        except OSError:
+                            absent.append(index)    # not created: still absent
+                            raise
                         t1 = clock()
                         present.append(index)
                         fsize[index] = 0
@@ -531,14 +542,13 @@ class _Worker:
                 if message is not None:
                     return message
 
-
     # -- the same loops in C ---------------------------------------------------------------
     def native_loop(self) -> str | None:
         """This personality's loop in C (native/loops.c): the same flowops and timing; Python
         takes over at every edge to close bins and re-read the deadline, as the loops above do."""
         run = native.load(self.native_lib, self.spec.name)
         spec, n = self.spec, self.spec.nfiles
-        cap = 1 << 14                   # latencies per op between two edges (<= 10 ms apart)
+        cap = 1 << 14                   # latencies per op between two edges (<= 100 ms apart)
         lat = np.zeros((self.n_ops, cap), dtype=np.int64)
         fsize = np.asarray(self.fsize, dtype=np.int64)
         sizes = np.asarray(self.sizes, dtype=np.int64)
@@ -597,39 +607,57 @@ def _close_quietly(fd: int) -> None:
         pass
 
 
-def worker_main(wid: int, nworkers: int, root: str, spec: PersonalitySpec, sizes: np.ndarray,
+def worker_main(wids: tuple[int, ...], nworkers: int, root: str, spec: PersonalitySpec, sizes: np.ndarray,
                 exists: np.ndarray, out: Any, go: Any, start_ns: Any, deadline_ns: Any,
                 native_lib: str | None = None) -> None:
-    """Entry point of a worker process: set up, report ready, wait for go, loop, report.
-    ``native_lib``: the built C loops (:mod:`.native`), or None for the Python loop."""
+    """Entry point of a worker process: set up its workers (``wids``), report each ready,
+    wait for go, run them (one thread each when there are several: only the C loops, which
+    run without the GIL, are given more than one), report each done.
+    ``native_lib``: the built C loops (:mod:`.native`), or None for the Python loops."""
     # The parent decides when to stop: a terminal's Ctrl-C or the runner's SIGTERM to the
     # process group reaches the job, which moves the deadline; SIGKILL still ends everything.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    worker = _Worker(wid, nworkers, root, spec, sizes, exists, out, deadline_ns, native_lib)
-    if spec.name == "webserver":
-        worker.log_fd = os.open(worker.layout.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    out.put(("ready", wid, os.getpid()))
+    workers = [_Worker(w, nworkers, root, spec, sizes, exists, out, deadline_ns, native_lib) for w in wids]
+    for worker in workers:
+        if spec.name == "webserver":
+            worker.log_fd = os.open(worker.layout.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        out.put(("ready", worker.wid, os.getpid()))
     go.wait()
-    worker.begin(start_ns.value)
-    cpu0, wait0 = os.times(), _runqueue_wait_ns()
+    if len(workers) == 1:
+        _run(workers[0], start_ns.value)
+        return
+    threads = [threading.Thread(target=_run, args=(worker, start_ns.value), name=f"worker-{worker.wid}")
+               for worker in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _run(worker: _Worker, start_ns: int) -> None:
+    """One worker from go to done, in the calling thread; its CPU is this thread's."""
+    worker.begin(start_ns)
+    cpu0, wait0 = resource.getrusage(resource.RUSAGE_THREAD), _runqueue_wait_ns()
     try:
         error = worker.loop()
     except _Stop:
         error = None
-    cpu1, wait1 = os.times(), _runqueue_wait_ns()
+    except Exception as exc:            # noqa: BLE001 -- one thread's bug must still say done
+        error = f"worker {worker.wid} failed: {exc!r}"
+    cpu1, wait1 = resource.getrusage(resource.RUSAGE_THREAD), _runqueue_wait_ns()
     worker.flush(None)
     if worker.log_fd >= 0:
         os.close(worker.log_fd)
-    out.put(("done", wid, worker.present, worker.errors, error,
-             (cpu1.user - cpu0.user, cpu1.system - cpu0.system, (wait1 - wait0) / 1e9)))
+    worker.out.put(("done", worker.wid, worker.present, worker.errors, error,
+                    (cpu1.ru_utime - cpu0.ru_utime, cpu1.ru_stime - cpu0.ru_stime, (wait1 - wait0) / 1e9)))
 
 
 def _runqueue_wait_ns() -> int:
-    """Time this process spent runnable but waiting for a CPU (/proc/self/schedstat's second
-    field): on a loaded machine a CPU-bound worker waits there instead of running."""
+    """Time this thread spent runnable but waiting for a CPU (/proc/thread-self/schedstat's
+    second field): on a loaded machine a CPU-bound worker waits there instead of running."""
     try:
-        with open("/proc/self/schedstat") as fh:
+        with open("/proc/thread-self/schedstat") as fh:
             return int(fh.read().split()[1])
     except (OSError, IndexError, ValueError):
         return 0
