@@ -41,6 +41,14 @@ On webserver, where nothing blocks, user is 0.93 vs 0.63 us and CPU per op is eq
 blocks in fsync twice an iteration, so every op after a wake-up runs with cold caches, and an
 interpreter's working set is far larger than Filebench's C loop (16 threads sharing one address
 space; in a bare Python varmail loop 16 threads ran 0.68-0.70x of 16 processes: the GIL).
+
+Then (25 Nov 2026, same setup on a 12 GiB image) the workers' loops moved to C
+(personalities/native/loops.c), their workers became threads over one process per CPU (the C
+loops run without the GIL), and the deadline poll went from 10 to 100 ms. One at a time on
+varmail, 6 rounds: C loops in 16 processes 0.86 (user 2.61 us/op against Filebench's 1.10);
+as 2 x 8 threads 0.92; with the 100-ms poll 1.01 (81.2k vs 80.7k ops/s; rounds 1.00-1.05,
+p(ours slower) = 0.95; user 0.56 vs 0.82 us/op). fileserver 1.16 (4 rounds, 1.09-1.17),
+webserver 1.28 (4 rounds, 1.20-1.36; 615k vs 481k ops/s). --reference python compares with today's Python loops.
 """
 
 from __future__ import annotations

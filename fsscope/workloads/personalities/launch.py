@@ -65,8 +65,8 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
     loop (the reference). ``RunResult.worker_loop`` says which ran.
     ``processes``: how many processes the workers are spread over, as threads (C loops only:
     they run without the GIL). Default: one per CPU -- like Filebench's threads, which share
-    an address space (waking a thread of the same process is cheaper: varmail 1.07x ops/s
-    over one process per worker), yet a worker killed by the OOM killer takes only its
+    an address space (waking a thread of the same process is cheaper: varmail ~1.10x the
+    ops/s of a process per worker), yet a worker killed by the OOM killer takes only its
     process's share of the workers. The Python loops always run one process per worker.
     Must not be called from a daemonic process (those cannot have children)."""
     from fsscope.workloads.cgroup import MemoryCgroup
