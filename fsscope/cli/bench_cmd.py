@@ -428,7 +428,8 @@ def add_parser(sub) -> None:
     p.add_argument("--duration-max", type=positive_float, default=600.0, metavar="S",
                    help="with --duration auto: the longest run it may choose (default 600)")
     p.add_argument("--workers", type=positive_int, metavar="N",
-                   help="worker processes (default min(Filebench's threads, 4 per CPU))")
+                   help="workers (default min(Filebench's threads, 4 per CPU)); threads over one process per CPU, "
+                        "like Filebench's threads (a process each where the C loops cannot be built)")
     p.add_argument("--files", type=positive_int, metavar="N",
                    help="files in the file set (default Filebench's, scaled to a quarter of the target)")
     dash_value(p.add_argument("--mean-file-size", type=_size, metavar="SIZE",

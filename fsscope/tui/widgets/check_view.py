@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Static
 
 from fsscope.tui.check_model import CheckModel
 from fsscope.tui.model import JobView
-from fsscope.tui.widgets.live_view import LiveView, SparkRow
+from fsscope.tui.widgets.live_view import ModelView, SparkRow
 
 LIGHT = {"ok": ("●", "green"), "warn": ("●", "yellow"), "bad": ("●", "bold red"), "unknown": ("○", "dim")}
 BARS = "▁▂▃▄▅▆▇█"
@@ -35,19 +35,15 @@ def strip(values: list[float | None], lo: float | None = None) -> str:
     return "".join(out)
 
 
-class CheckView(LiveView):
+class CheckView(ModelView):
     VIEW_ID = "check-view"
+    MODEL = CheckModel
 
     DEFAULT_CSS = """
     CheckView #check-table { height: 1fr; border: round $panel; }
     CheckView #check-detail { height: auto; max-height: 12; padding: 0 1; border: round $panel; }
     CheckView #check-cal { height: auto; padding: 0 1; border: round $panel; }
     """
-
-    def __init__(self, *, id: str | None = None):
-        super().__init__(id=id)
-        self._drawn: tuple | None = None
-        self._model: CheckModel | None = None
 
     def compose(self) -> ComposeResult:
         yield DataTable(id="check-table", cursor_type="row", zebra_stripes=True)
@@ -66,24 +62,11 @@ class CheckView(LiveView):
     def table(self) -> DataTable:
         return self.query_one("#check-table", DataTable)
 
-    @staticmethod
-    def model_of(view: JobView | None) -> CheckModel | None:
-        return view.data if view is not None and isinstance(view.data, CheckModel) else None
+    def draw_empty(self) -> None:
+        self.table.clear()
 
-    def show(self, view: JobView, live: bool = True) -> None:
-        self._drawn = None
-        self.update_view(view)
-
-    def update_view(self, view: JobView) -> None:
-        model = self.model_of(view)
-        self._model = model
+    def draw(self, model: CheckModel) -> None:
         table = self.table
-        if model is None:
-            table.clear()
-            return
-        if self._drawn == (id(model), model.version):
-            return
-        self._drawn = (id(model), model.version)
         row = table.cursor_row
         table.clear()
         for f in model.rows():
@@ -96,8 +79,9 @@ class CheckView(LiveView):
         self._show_calibration(model)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if self._model is not None:
-            self._show_detail(self._model, event.cursor_row)
+        model = self.model_of(self._view)
+        if model is not None:
+            self._show_detail(model, event.cursor_row)
 
     def _show_detail(self, model: CheckModel, row: int) -> None:
         rows = model.rows()

@@ -78,10 +78,16 @@ class ModelView(LiveView):
     def update_view(self, view: JobView) -> None:
         self._view = view
         model = self.model_of(view)
-        if model is None or self._drawn == (id(model), model.version):
+        if model is None:
+            self.draw_empty()
+            return
+        if self._drawn == (id(model), model.version):
             return
         self._drawn = (id(model), model.version)
         self.draw(model)
 
     def draw(self, model) -> None:
         raise NotImplementedError
+
+    def draw_empty(self) -> None:
+        """The job on screen has no model of this view's kind: by default, keep what is drawn."""

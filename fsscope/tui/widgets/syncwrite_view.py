@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Static
 from fsscope.format import format_ns
 from fsscope.tui.model import JobView, WindowStats
 from fsscope.tui.syncwrite_model import SyncWriteModel, size_label
-from fsscope.tui.widgets.live_view import LiveView, SparkRow
+from fsscope.tui.widgets.live_view import ModelView, SparkRow
 from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
 
 BAR = 12
@@ -32,18 +32,15 @@ def bar(fraction: float | None, width: int = BAR, style: str = "") -> Text:
     return Text(text.ljust(width), style=style)
 
 
-class SyncWriteView(LiveView):
+class SyncWriteView(ModelView):
     VIEW_ID = "syncwrite-view"
+    MODEL = SyncWriteModel
 
     DEFAULT_CSS = """
     SyncWriteView #sync-charts { height: 2fr; }
     SyncWriteView #sync-table { height: 1fr; border: round $panel; }
     SyncWriteView #sync-summary { height: auto; padding: 0 1; border: round $panel; }
     """
-
-    def __init__(self, *, id: str | None = None):
-        super().__init__(id=id)
-        self._drawn: tuple | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="sync-charts"):
@@ -64,23 +61,11 @@ class SyncWriteView(LiveView):
     def table(self) -> DataTable:
         return self.query_one("#sync-table", DataTable)
 
-    @staticmethod
-    def model_of(view: JobView | None) -> SyncWriteModel | None:
-        return view.data if view is not None and isinstance(view.data, SyncWriteModel) else None
+    def draw_empty(self) -> None:
+        self.table.clear()
 
-    def show(self, view: JobView, live: bool = True) -> None:
-        self._drawn = None
-        self.update_view(view)
-
-    def update_view(self, view: JobView) -> None:
-        model = self.model_of(view)
+    def draw(self, model: SyncWriteModel) -> None:
         table = self.table
-        if model is None:
-            table.clear()
-            return
-        if self._drawn == (id(model), model.version):
-            return
-        self._drawn = (id(model), model.version)
         rows = model.rows()
         best = model.best_buffer_bytes
         curves = [model.curves()]

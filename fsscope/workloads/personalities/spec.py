@@ -85,7 +85,7 @@ def default_spec(name: str, capacity_bytes: int | None = None, cpu_count: int | 
                  **overrides: Any) -> PersonalitySpec:
     """Filebench's defaults scaled to fit: the file set takes at most a quarter of
     ``capacity_bytes`` (files grow by appends, and the file system needs room), with at least
-    50 files; workers default to min(Filebench's thread count, 4 per CPU), since processes
+    50 files; workers default to min(Filebench's thread count, 4 per CPU), since workers
     beyond that only queue for the CPU on a fast device."""
     if name not in _FILEBENCH:
         raise FsscopeError(f"unknown personality {name!r} (choose from {', '.join(PERSONALITIES)})")
