@@ -240,6 +240,14 @@ def no_leftovers():
     shutil.rmtree(BASE, ignore_errors=True)
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """A session that ran no test (a path that does not exist, a collection error) never
+    reached ``no_leftovers``: its directories hold nothing, remove them."""
+    if session.testscollected == 0:
+        shutil.rmtree(RAM_BASE, ignore_errors=True)
+        shutil.rmtree(BASE, ignore_errors=True)
+
+
 @pytest.fixture
 def scratch(tmp_path_factory) -> Path:
     """A directory under the session base (leftover checks cover it)."""
