@@ -309,6 +309,23 @@ def test_entries_journalled_just_before_a_kill_still_undo(scratch):
         target.close()
 
 
+def test_an_undo_that_fails_stays_journalled_and_does_not_stop_the_rest(scratch):
+    """A failed step of a cleanup (here: the "image" is a directory, unlink gets EISDIR) keeps
+    its entry for `fsscope cleanup` to retry, and the later steps still run."""
+    from fsscope.targets.journal import undo_group
+
+    journal = Journal(scratch / "journal")
+    not_an_image, mountdir = scratch / "not-an-image", scratch / "mnt"
+    not_an_image.mkdir()
+    mountdir.mkdir()
+    journal.record("image", "g", path=str(not_an_image))
+    journal.record("mountdir", "g", path=str(mountdir))
+    with pytest.raises(OSError):
+        undo_group(journal, "g")
+    assert not mountdir.exists()
+    assert [e.kind for e in journal.entries()] == ["image"]
+
+
 def test_age_never_replaces_a_foreign_file_with_its_snapshot(cli, scratch, foreign_files):
     text = foreign_files[0]
     before, runs_before = _sha(text), _runs()

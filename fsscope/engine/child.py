@@ -52,6 +52,13 @@ class Stopper:
         self.closing = False            # cleanup has begun: nothing may interrupt it
         self.parent_gone = False
         self.closed = threading.Event()
+        self._stopping_tools = threading.Lock()  # the watcher's kill of our tools vs. the cleanup's start
+
+    def begin_cleanup(self) -> None:
+        """From here on the watcher leaves our tools alone: a ``losetup -d`` or ``umount`` the
+        cleanup runs must not die of the SIGTERM meant for the job's tools."""
+        with self._stopping_tools:
+            self.closing = True
 
     def on_signal(self, signum, frame) -> None:
         self.hits += 1
@@ -72,12 +79,15 @@ class Stopper:
         self.parent_gone = True
         main = threading.main_thread().ident
         me = os.getpid()
-        for pid in proctree.group_members(os.getpgrp()):  # the tools a cancel would stop too
-            if pid != me:
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
+        with self._stopping_tools:
+            if self.closing:  # the job has ended: its cleanup finishes on its own
+                return
+            for pid in proctree.group_members(os.getpgrp()):  # the tools a cancel would stop too
+                if pid != me:
+                    try:
+                        os.kill(pid, signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
         signal.pthread_kill(main, signal.SIGTERM)
         if not self.closed.wait(PARENT_GRACE_S) and not self.closing:
             signal.pthread_kill(main, signal.SIGTERM)  # the job did not stop: interrupt it
@@ -139,9 +149,15 @@ def main(run_path: str) -> int:
         traceback.print_exc()
         error = os_error_line(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
     finally:
-        stop.closing = True
+        stop.begin_cleanup()
         ctx = stop.ctx
-        undone = target.close() if target is not None else []
+        try:
+            undone = target.close() if target is not None else []
+        except (FsscopeError, OSError) as exc:  # what failed stays journalled: `fsscope cleanup` retries it
+            undone = []
+            traceback.print_exc()
+            line = f"cleanup failed, run `fsscope cleanup`: {exc}"
+            error = f"{error}; {line}" if error else line
         if error and ctx is not None:
             if status == "failed":
                 ctx.emit(Error(message=error))

@@ -306,12 +306,20 @@ def undo_group(journal: Journal, group: str, kinds: tuple[str, ...] | None = Non
 
 
 def undo_entries(journal: Journal, entries: list[Entry]) -> list[str]:
-    lines = []
+    """Undo ``entries`` in order. One that fails stays in the journal (``fsscope cleanup``
+    retries it) and does not stop the rest; the first failure is raised once all were tried."""
+    lines, failure = [], None
     for entry in sorted(entries, key=lambda e: (UNDO_ORDER.get(e.kind, 9), e.id)):
-        line = undo(entry)
+        try:
+            line = undo(entry)
+        except (OSError, ToolError) as exc:
+            failure = failure or exc
+            continue
         journal.forget(entry)
         if line:
             lines.append(line)
+    if failure is not None:
+        raise failure
     return lines
 
 
