@@ -227,16 +227,20 @@ def run(ctx, spec: Spec) -> dict:
                      cancelled=lambda: ctx.cancelled, resume=spec.resume)
         notes = _enospc_notes(root, result) if result.stop_reason == "enospc" and not is_dir else []
         if measure:
-            if target is not None and not ctx.cancelled:
-                # ext4 holds inode and locality-group preallocations as used blocks until
-                # unmount (up to ~1 MiB here): remount, so the aged histogram is what the
-                # snapshot, and every run restored from it, starts with.
-                ctx.phase("aged: remount (release preallocations)")
-                target.remount()
-            ctx.phase("aged: free space + test file")
-            aged = measure_fragmentation(fs, test_bytes, test_file=not ctx.cancelled)
-            if ctx.cancelled:
-                aged["test_file_error"] = "skipped: the run was cancelled"
+            # The histogram must be what the snapshot, and every run restored from it, starts
+            # with. So the test file comes first (its name can split a full htree leaf of the
+            # directory: one block more), then a remount (ext4 holds inode and locality-group
+            # preallocations as used blocks until unmount, up to ~1 MiB here), then the histogram.
+            test_file = {"test_file_error": "skipped: the run was cancelled"}
+            if not ctx.cancelled:
+                ctx.phase("aged: test file")
+                test_file = measure_fragmentation(fs, test_bytes, free_space=False)
+                del test_file["space"]
+                if target is not None:
+                    ctx.phase("aged: remount (release preallocations)")
+                    target.remount()
+            ctx.phase("aged: free space")
+            aged = measure_fragmentation(fs, test_bytes, test_file=False) | test_file
     report = result.to_json()
     report["elapsed_total_s"] = round(time.monotonic() - t0, 3)
     if report.get("fallocate"):
