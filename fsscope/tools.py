@@ -34,6 +34,11 @@ class CommandRecord:
 
 listeners: list[Callable[[CommandRecord], None]] = []
 
+# Set by a job child once its cleanup begins: each tool then leads its own process group, so
+# a cancel (SIGTERM to the job's process group) cannot kill the umount or losetup -d that
+# undoes the target. The job's cgroup still holds them: a kill of the job still takes them.
+own_group = False
+
 # Where each tool comes from, so a missing one gets an actionable message.
 PACKAGE_OF = {
     "mkfs.ext4": "e2fsprogs", "mke2fs": "e2fsprogs", "dumpe2fs": "e2fsprogs", "debugfs": "e2fsprogs",
@@ -71,7 +76,7 @@ def capture(*argv: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float | Non
     cmd = sh.Command(require(argv[0]))
     t0 = time.monotonic()
     try:
-        extra = {"_timeout": timeout_s} if timeout_s else {}
+        extra = ({"_timeout": timeout_s} if timeout_s else {}) | ({"_new_group": True} if own_group else {})
         proc = cmd(*argv[1:], _return_cmd=True, _tty_out=False, _ok_code=list(ok_codes),
                    _in=input_text, _bg_exc=False, **extra)
         rc, out, err = proc.exit_code, proc.stdout, proc.stderr

@@ -180,3 +180,36 @@ def test_the_job_outlives_the_thread_that_started_it_but_not_the_process(scratch
     assert run.status() == "interrupted" and "started it died" in run.manifest()["error"]
     assert run.report()["files"] > 0  # what it measured is kept
     assert list(scratch.iterdir()) == []
+
+
+CLEANUP_TOOL = """
+import os, signal, threading
+import psutil
+from fsscope import errors, tools
+
+signal.signal(signal.SIGTERM, lambda *_: None)  # a handler, not SIG_IGN: exec resets it for the tool
+
+def cancel_once_the_tool_runs():  # what a cancel does: SIGTERM to the job's process group
+    me = psutil.Process()
+    while not me.children():
+        pass
+    os.killpg(os.getpgrp(), signal.SIGTERM)
+
+for own_group in (False, True):
+    tools.own_group = own_group
+    threading.Thread(target=cancel_once_the_tool_runs).start()
+    try:
+        tools.run("sleep", "0.5")
+        print("finished", flush=True)
+    except errors.ToolError as exc:
+        print(f"killed ({exc.rc})", flush=True)
+"""
+
+
+def test_a_cancel_does_not_reach_the_tools_of_a_cleanup():
+    """A job child's cleanup sets tools.own_group: a cancel's SIGTERM to the job's process
+    group then no longer kills the tool undoing the target (a sleep stands in for losetup -d)."""
+    proc = subprocess.run([sys.executable, "-c", CLEANUP_TOOL], capture_output=True, text=True,
+                          timeout=60, start_new_session=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["killed (-15)", "finished"]  # before, and with, own_group

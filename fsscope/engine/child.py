@@ -10,7 +10,9 @@ at once (status "interrupted"). So does the death of the process that started it
 thread sees the event pipe lose its last reader (POLLERR on the write end — the kernel closes
 a dead process's files, whichever thread started us, which the parent-death signal does not
 get right), cancels, and interrupts after PARENT_GRACE_S. Once the cleanup has begun, further
-signals are ignored: the target is always undone before exit; only SIGKILL stops that.
+signals are ignored and its tools (umount, losetup -d) lead their own process group, out of
+reach of a cancel's or the watcher's SIGTERM: the target is always undone before exit; only
+SIGKILL stops that.
 
 Every process the job starts lives in the job's cgroup (see :mod:`fsscope.proctree`); the
 parent kills and removes it when the child has exited, or the child itself when the parent is
@@ -59,6 +61,7 @@ class Stopper:
         cleanup runs must not die of the SIGTERM meant for the job's tools."""
         with self._stopping_tools:
             self.closing = True
+            tools.own_group = True  # nor a cancel's SIGTERM to our process group
 
     def on_signal(self, signum, frame) -> None:
         self.hits += 1
