@@ -133,19 +133,21 @@ def test_enospc_is_exit_0_with_the_reason_explained(cli, scratch):
 
 
 @pytest.mark.privileged
-def test_ctrl_c_stops_cleanly_with_the_summary(scratch):
+@pytest.mark.parametrize("jobs", ["1", "2"])  # 2: the worker processes must outlive the cancel's SIGTERM
+def test_ctrl_c_stops_cleanly_with_the_summary(scratch, jobs):
     out = scratch / "cancel.json"
     proc = subprocess.Popen(
         [sys.executable, "-m", "fsscope", "age", "--image", str(scratch / "c.img"), "--size", "512M",
-         "--mkfs-opts", "-i 4096", "--fullness", "0.8", "--profile", "small", "--json", str(out)],
+         "--mkfs-opts", "-i 4096", "--fullness", "0.8", "--profile", "small", "--jobs", jobs,
+         "--json", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = proc.stderr.readline()
     run_dir = Path(first.split("run ", 1)[1].strip())
     deadline = time.monotonic() + 60
-    while "aging: rapid" not in _read(run_dir / "events.ndjson"):
+    # a progress event after the aging phase began: operations have been done
+    while '"kind": "progress"' not in _read(run_dir / "events.ndjson").partition("aging: rapid")[2]:
         assert time.monotonic() < deadline and proc.poll() is None, "aging never started"
         time.sleep(0.1)
-    time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr

@@ -17,6 +17,7 @@ import errno
 import multiprocessing
 import os
 import random
+import signal
 import threading
 from collections import deque
 from pathlib import Path
@@ -90,8 +91,16 @@ class FileOps:
         return 0
 
 
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
 def _worker_main(conn, root: str, fallocate: bool, pattern_seed: int) -> None:
     """Run batches in order; after the first failure, report the rest of the queue as skipped."""
+    # The planner decides when to stop: a cancel (Ctrl-C, or SIGTERM to the job's process
+    # group) reaches the job, which stops submitting and drains; SIGKILL still ends everything.
+    # (A worker starts with both ignored already, see WorkerPool; a fork keeps them anyway.)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     ops = FileOps(Path(root), fallocate=fallocate, pattern=data_pattern(pattern_seed))
     failed_once = False
     try:
@@ -130,20 +139,32 @@ class WorkerPool:
 
     def __init__(self, root: Path, jobs: int, *, fallocate: bool, pattern_seed: int):
         # fork starts in milliseconds and needs no importable __main__; it is only safe
-        # while this process has no other threads (a job child has none)
+        # while this process has no other threads (a job child has its parent watcher: spawn)
         single_threaded = threading.active_count() == 1
         ctx = multiprocessing.get_context("fork" if single_threaded else "spawn")
         self.jobs = jobs
         self.conns = []
         self.procs = []
-        for _ in range(jobs):
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker_main, args=(child, str(root), fallocate, pattern_seed),
-                               daemon=True)
-            proc.start()
-            child.close()
-            self.conns.append(parent)
-            self.procs.append(proc)
+        # A spawned worker must ignore a cancel's SIGTERM while it is still importing, before
+        # _worker_main runs: it is started with the stop signals ignored (exec keeps SIG_IGN,
+        # not the mask). Meanwhile they are blocked here: Linux queues a blocked signal even
+        # while ignored, and our own handlers get it once restored and unblocked.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        main = threading.current_thread() is threading.main_thread()  # (only it may set handlers)
+        handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS} if main else {}
+        try:
+            for _ in range(jobs):
+                parent, child = ctx.Pipe()
+                proc = ctx.Process(target=_worker_main, args=(child, str(root), fallocate, pattern_seed),
+                                   daemon=True)
+                proc.start()
+                child.close()
+                self.conns.append(parent)
+                self.procs.append(proc)
+        finally:
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         self.pending: list[list[tuple]] = [[] for _ in range(jobs)]
         self.in_flight: list[deque[int]] = [deque() for _ in range(jobs)]  # first seq per batch
         self.failures: dict[int, int] = {}
