@@ -133,12 +133,14 @@ def describe(pids) -> list[str]:
     return names
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of a process group."""
+def group_members(pgid: int, *, session: bool = False) -> list[int]:
+    """Live (non-zombie) processes of a process group; with ``session``, of the session it
+    leads too (a job child leads both: its undo tools lead their own groups in its session)."""
     out = []
     for proc in psutil.process_iter(["pid"]):
         try:
-            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+            ours = os.getpgid(proc.pid) == pgid or session and os.getsid(proc.pid) == pgid
+            if ours and proc.status() != psutil.STATUS_ZOMBIE:
                 out.append(proc.pid)
         except (OSError, psutil.Error):
             continue
@@ -160,7 +162,7 @@ def kill_job(cgroup: Path | None, pgid: int | None, timeout_s: float = 5.0,
             pass  # then cgroup.kill would kill us too: signal the others one by one
     victims = set(cgroup_pids(cgroup) if cgroup is not None else [])
     if pgid is not None and pgid != os.getpgid(0):
-        victims |= set(group_members(pgid))
+        victims |= set(group_members(pgid, session=True))
     victims.discard(me)
     alive = describe(victims)
     deadline = time.monotonic() + timeout_s
@@ -180,8 +182,11 @@ def kill_job(cgroup: Path | None, pgid: int | None, timeout_s: float = 5.0,
                 os.killpg(pgid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-            else:
-                left = left or group_members(pgid)
+            others = group_members(pgid, session=True)  # the undo tools' own groups (no cgroup)
+            for pid in others:
+                if pid != me:
+                    _signal(pid, signal.SIGKILL)
+            left = left or others
         left = [p for p in left if p != me and _is_running(p)]
         if not left or time.monotonic() > deadline:
             return alive

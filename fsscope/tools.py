@@ -34,11 +34,6 @@ class CommandRecord:
 
 listeners: list[Callable[[CommandRecord], None]] = []
 
-# Set by a job child once its cleanup begins: each tool then leads its own process group, so
-# a cancel (SIGTERM to the job's process group) cannot kill the umount or losetup -d that
-# undoes the target. The job's cgroup still holds them: a kill of the job still takes them.
-own_group = False
-
 # Where each tool comes from, so a missing one gets an actionable message.
 PACKAGE_OF = {
     "mkfs.ext4": "e2fsprogs", "mke2fs": "e2fsprogs", "dumpe2fs": "e2fsprogs", "debugfs": "e2fsprogs",
@@ -61,14 +56,19 @@ def require(tool: str) -> str:
 
 
 def run(*argv: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float | None = None,
-        input_text: str | None = None) -> str:
+        input_text: str | None = None, own_group: bool = False) -> str:
     """Run ``argv`` and return its stdout; raise ToolError(cmd, rc, stderr) on failure."""
-    return capture(*argv, ok_codes=ok_codes, timeout_s=timeout_s, input_text=input_text).stdout
+    return capture(*argv, ok_codes=ok_codes, timeout_s=timeout_s, input_text=input_text,
+                   own_group=own_group).stdout
 
 
 def capture(*argv: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float | None = None,
-            input_text: str | None = None) -> CommandRecord:
+            input_text: str | None = None, own_group: bool = False) -> CommandRecord:
     """Run ``argv`` and return its whole record; raise ToolError on an exit code not in ok_codes.
+
+    ``own_group``: the tool leads its own process group, out of reach of a cancel (SIGTERM to
+    the job's process group) — for the umount and losetup -d that undo a target, which must
+    finish. The job's cgroup still holds it: a kill of the job still takes it.
 
     No timeout by default: with one, sh polls the child every 0.1 s, which adds 0.1 s to every
     command (measured) — too much for a probe that formats a file system per run."""

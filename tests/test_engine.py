@@ -196,10 +196,9 @@ def cancel_once_the_tool_runs():  # what a cancel does: SIGTERM to the job's pro
     os.killpg(os.getpgrp(), signal.SIGTERM)
 
 for own_group in (False, True):
-    tools.own_group = own_group
     threading.Thread(target=cancel_once_the_tool_runs).start()
     try:
-        tools.run("sleep", "0.5")
+        tools.run("sleep", "0.5", own_group=own_group)
         print("finished", flush=True)
     except errors.ToolError as exc:
         print(f"killed ({exc.rc})", flush=True)
@@ -207,8 +206,8 @@ for own_group in (False, True):
 
 
 def test_a_cancel_does_not_reach_the_tools_of_a_cleanup():
-    """A job child's cleanup sets tools.own_group: a cancel's SIGTERM to the job's process
-    group then no longer kills the tool undoing the target (a sleep stands in for losetup -d)."""
+    """The undo's tools run with own_group: a cancel's SIGTERM to the job's process group does
+    not kill the tool undoing the target (a sleep stands in for umount or losetup -d)."""
     proc = subprocess.run([sys.executable, "-c", CLEANUP_TOOL], capture_output=True, text=True,
                           timeout=60, start_new_session=True)
     assert proc.returncode == 0, proc.stderr

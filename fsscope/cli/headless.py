@@ -99,6 +99,8 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
             signal.signal(sig, before)
     for line in handle.leftovers:
         console.print(f"[yellow]cleaned up after the killed job:[/] {line}")
+    if handle.cleanup_error:
+        console.print(f"[red]fsscope:[/] {handle.cleanup_error}")
     status = handle.run_dir.status()
     if report is None:
         report = handle.run_dir.report()

@@ -10,9 +10,8 @@ at once (status "interrupted"). So does the death of the process that started it
 thread sees the event pipe lose its last reader (POLLERR on the write end — the kernel closes
 a dead process's files, whichever thread started us, which the parent-death signal does not
 get right), cancels, and interrupts after PARENT_GRACE_S. Once the cleanup has begun, further
-signals are ignored and its tools (umount, losetup -d) lead their own process group, out of
-reach of a cancel's or the watcher's SIGTERM: the target is always undone before exit; only
-SIGKILL stops that.
+signals are ignored (the undo's umount and losetup -d lead their own process group, out of
+reach of a cancel's SIGTERM): the target is always undone before exit; only SIGKILL stops that.
 
 Every process the job starts lives in the job's cgroup (see :mod:`fsscope.proctree`); the
 parent kills and removes it when the child has exited, or the child itself when the parent is
@@ -61,7 +60,6 @@ class Stopper:
         cleanup runs must not die of the SIGTERM meant for the job's tools."""
         with self._stopping_tools:
             self.closing = True
-            tools.own_group = True  # nor a cancel's SIGTERM to our process group
 
     def on_signal(self, signum, frame) -> None:
         self.hits += 1
@@ -92,8 +90,10 @@ class Stopper:
                     except ProcessLookupError:
                         pass
         signal.pthread_kill(main, signal.SIGTERM)
-        if not self.closed.wait(PARENT_GRACE_S) and not self.closing:
-            signal.pthread_kill(main, signal.SIGTERM)  # the job did not stop: interrupt it
+        if not self.closed.wait(PARENT_GRACE_S):
+            with self._stopping_tools:
+                if not self.closing:
+                    signal.pthread_kill(main, signal.SIGTERM)  # the job did not stop: interrupt it
 
     def why(self) -> str:
         return ("the fsscope process that started it died" if self.parent_gone
@@ -161,19 +161,24 @@ def main(run_path: str) -> int:
             traceback.print_exc()
             line = f"cleanup failed, run `fsscope cleanup`: {exc}"
             error = f"{error}; {line}" if error else line
-        if error and ctx is not None:
-            if status == "failed":
-                ctx.emit(Error(message=error))
-            else:
-                ctx.log(error)
-        if ctx is not None:
-            for line in undone:
-                ctx.log(f"cleanup: {line}")
-        run_dir.update_manifest(status=status, error=error, ended=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                target=target.describe() if target is not None else None)
-        run_dir.close()
-        if cgroup is not None:  # kill what we leave running (the forkserver…), remove the cgroup
-            undo_entries(journal, [e for e in journal.entries() if e.kind == "cgroup" and e.owner_pid == me.pid])
+        try:  # a full or read-only run disk must not stop the undo below
+            if error and ctx is not None:
+                if status == "failed":
+                    ctx.emit(Error(message=error))
+                else:
+                    ctx.log(error)
+            if ctx is not None:
+                for line in undone:
+                    ctx.log(f"cleanup: {line}")
+            run_dir.update_manifest(status=status, error=error, ended=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                    target=target.describe() if target is not None else None)
+            run_dir.close()
+        except OSError:
+            traceback.print_exc()
+        try:  # the rest we made: the cgroup (kill what we leave running, the forkserver…), a tracefs instance…
+            undo_entries(journal, [e for e in journal.entries() if e.owner_pid == me.pid])
+        except (FsscopeError, OSError):  # what failed stays journalled: the parent or `fsscope cleanup` retries it
+            traceback.print_exc()
         stop.closed.set()
     return exit_code
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from fsscope import proctree
 from fsscope.engine import events, registry
+from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
 from fsscope.store import RunDir, check_room
 from fsscope.targets import Target, TargetSpec
@@ -41,6 +42,7 @@ class JobHandle:
         self.returncode: int | None = None
         self.leftovers: list[str] = []   # what the parent undid after the child died
         self.killed: list[str] = []      # what kill() found running ("mkfs.ext4 (pid 12)")
+        self.cleanup_error: str | None = None  # what the parent could not undo after the child
         self._cancel_sent = False
         self._kill_reason: str | None = None
 
@@ -89,9 +91,14 @@ class JobHandle:
         # this already (it removes its own cgroup); after a kill, its orphans (mkfs, badblocks,
         # the forkserver, workers) die here, before anything they hold is unmounted or detached.
         stragglers = proctree.kill_job(self._cgroup(), self.proc.pid)
-        killed = rc < 0 or self.run_dir.status() in ("interrupted", "running")
+        killed = rc < 0 or self.run_dir.status() in ("interrupted", "running", "starting")
         # Undo what the journal says it left (mounts, loop devices, the job's cgroup).
-        leftovers = cleanup(owner_pid=self.proc.pid)
+        try:
+            leftovers = cleanup(owner_pid=self.proc.pid)
+        except (FsscopeError, OSError) as exc:  # what failed stays journalled: say so, go on
+            leftovers = []
+            self.cleanup_error = f"could not undo everything the job left ({exc}): run `fsscope cleanup`"
+            self.run_dir.update_manifest(cleanup_error=self.cleanup_error)
         proctree.sweep_semaphores(self.proc.pid)  # a kill took the tracker that would unlink them
         if killed:
             if stragglers and not self.killed:

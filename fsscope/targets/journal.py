@@ -229,9 +229,13 @@ def undo(entry: Entry) -> str | None:
     elif entry.kind == "mount":
         if held_mount(entry) is not None:
             try:
-                tools.run("umount", f["mountpoint"])
+                tools.run("umount", f["mountpoint"], own_group=True)
             except ToolError:
-                tools.run("umount", "-l", f["mountpoint"])  # busy: detach now, free when unused
+                try:
+                    tools.run("umount", "-l", f["mountpoint"], own_group=True)  # busy: detach now, free when unused
+                except ToolError:
+                    if held_mount(entry) is not None:  # not a killed umount whose unmount took effect
+                        raise
             return f"unmounted {f['mountpoint']}"
     elif entry.kind == "scheduler":
         queue = Path(f["queue"])
@@ -242,7 +246,11 @@ def undo(entry: Entry) -> str | None:
     elif entry.kind == "loop":
         done = []
         for dev in held_loops(entry):
-            tools.run("losetup", "-d", dev)
+            try:
+                tools.run("losetup", "-d", dev, own_group=True)
+            except ToolError:
+                if dev in held_loops(entry):  # not one another cleanup detached meanwhile
+                    raise
             done.append(dev)
         if done:
             # losetup -d on a busy device only sets autoclear: say "detached" once it is true

@@ -161,6 +161,8 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
             status = handle.run_dir.status()
             if error is None and status != "ok":  # failed before it could say so (e.g. a bad spec)
                 error = handle.run_dir.manifest().get("error")
+            if handle.cleanup_error:
+                error = f"{error}; {handle.cleanup_error}" if error else handle.cleanup_error
             killed = [f"killed {', '.join(handle.killed)}"] if handle.killed else []  # what kill() found running
             post(msg.JobFinished(index, status, error, report, handle.returncode, killed + list(handle.leftovers)))
             if status == "cancelled" or control.cancel_requested.is_set():
