@@ -191,7 +191,7 @@ signal.signal(signal.SIGTERM, lambda *_: None)  # a handler, not SIG_IGN: exec r
 
 def cancel_once_the_tool_runs():  # what a cancel does: SIGTERM to the job's process group
     me = psutil.Process()
-    while not me.children():
+    while not any(child.name() == "sleep" for child in me.children()):  # exec'd, not just forked
         pass
     os.killpg(os.getpgrp(), signal.SIGTERM)
 
