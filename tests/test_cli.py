@@ -63,3 +63,15 @@ def test_runs_at_80_columns_keeps_whole_run_ids(cli, scratch):
     cells = {cell.strip() for line in listing.stdout.splitlines() for cell in line.split("│")}
     recorded = [run.id for run in store.list_runs()][-5:]
     assert recorded and all(run_id in cells for run_id in recorded), (recorded, listing.stdout)
+
+
+def test_chatter_lines_keep_whole_paths_in_a_narrow_terminal(cli, scratch):
+    """`run …` and `recorded in …` name the run directory: a narrow terminal must not break it,
+    since scripts grep it and users paste it (a long $HOME once split it in CI)."""
+    import os
+    import re
+
+    made = cli("run", "smoke", "-p", "seconds=0.2", "--dir", str(scratch), env={**os.environ, "COLUMNS": "30"})
+    assert made.returncode == 0, made.stderr
+    started = re.search(r"^run (\S+)$", made.stderr, re.M)
+    assert started and re.search(rf"^recorded in {re.escape(started.group(1))} \(ok\)$", made.stderr, re.M), made.stderr

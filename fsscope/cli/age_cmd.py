@@ -81,7 +81,7 @@ fullness (recipes/aging/*.toml: eight published ones and 'small'). 'capture' wal
 BAR = "█"
 BAR_WIDTH = 30
 out_console = Console() if sys.stdout.isatty() else Console(width=160)
-chatter = Console(stderr=True)
+chatter = Console(stderr=True, soft_wrap=True)  # paths stay whole for copy and grep
 
 
 # ---------------------------------------------------------------- argument types

@@ -164,7 +164,7 @@ def point_at_check() -> None:
     known good, so that bad input stays one line."""
     pointer = bad_pointer()
     if pointer:
-        Console(stderr=True).print(pointer, style="yellow", highlight=False, markup=False)
+        Console(stderr=True, soft_wrap=True).print(pointer, style="yellow", highlight=False, markup=False)
 
 
 def cmd_check(args) -> int:

@@ -92,7 +92,7 @@ def cmd_compare(args) -> int:
     render(doc, console)
     if args.json:
         Path(args.json).write_text(json.dumps(doc, indent=2, default=str) + "\n")
-        Console(stderr=True).print(f"[dim]wrote {args.json}[/]")
+        Console(stderr=True, soft_wrap=True).print(f"[dim]wrote {args.json}[/]")
     return 0
 
 

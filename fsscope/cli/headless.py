@@ -16,7 +16,7 @@ from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
 from fsscope.targets import TargetSpec
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # a path in a line is never broken: it is copied and grepped
 
 
 class _Interrupts:

@@ -17,7 +17,7 @@ from fsscope.targets.journal import undo_entries
 
 # Piped output (scripts, logs) gets wide lines instead of columns folded to 80.
 console = Console() if sys.stdout.isatty() else Console(width=200)
-chatter = Console(stderr=True)  # so that stdout carries only what scripts read
+chatter = Console(stderr=True, soft_wrap=True)  # paths stay whole; so that stdout carries only what scripts read
 
 
 def cmd_devices(args) -> int:
