@@ -78,7 +78,12 @@ def capture(*argv: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float | Non
     try:
         extra = ({"_timeout": timeout_s} if timeout_s else {}) | ({"_new_group": True} if own_group else {})
         proc = cmd(*argv[1:], _return_cmd=True, _tty_out=False, _ok_code=list(ok_codes),
-                   _in=input_text, _bg_exc=False, **extra)
+                   _in=input_text, _bg=True, _bg_exc=False, **extra)
+        try:
+            proc.wait()
+        except (KeyboardInterrupt, SystemExit):  # a job interrupted while it waits: the tool
+            _kill_and_reap(proc)                 # must not run on, unwaited, into the cleanup
+            raise
         rc, out, err = proc.exit_code, proc.stdout, proc.stderr
     except sh.ErrorReturnCode as exc:
         rc, out, err = exc.exit_code, exc.stdout, exc.stderr
@@ -91,6 +96,14 @@ def capture(*argv: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float | Non
     if rc not in ok_codes:
         raise ToolError(list(argv), rc, record.stderr or record.stdout)
     return record
+
+
+def _kill_and_reap(proc) -> None:
+    try:
+        proc.kill()
+        proc.wait()
+    except (sh.ErrorReturnCode, sh.SignalException, ProcessLookupError):
+        pass
 
 
 def version(tool: str) -> str:

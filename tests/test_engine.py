@@ -212,3 +212,32 @@ def test_a_cancel_does_not_reach_the_tools_of_a_cleanup():
                           timeout=60, start_new_session=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["killed (-15)", "finished"]  # before, and with, own_group
+
+
+INTERRUPTED_TOOL = """
+import os, signal, threading
+import psutil
+from fsscope import tools
+
+me = psutil.Process()
+
+def interrupt_once_we_wait():  # the watcher's second SIGTERM, or a Ctrl-C, while we wait for it
+    main_thread = f"/proc/self/task/{os.getpid()}/wchan"
+    while not (any(child.name() == "sleep" for child in me.children())
+               and open(main_thread).read() == "do_wait"):
+        pass
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=interrupt_once_we_wait).start()
+try:
+    tools.run("sleep", "30")
+except KeyboardInterrupt:
+    print("interrupted; tools left:", len(me.children()), flush=True)
+"""
+
+
+def test_a_tool_interrupted_while_we_wait_is_killed_and_reaped():
+    """Not left running, unwaited, into the cleanup that follows (an umount still flushing
+    would race the cleanup's own)."""
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED_TOOL], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "interrupted; tools left: 0", proc.stderr
