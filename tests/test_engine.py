@@ -133,6 +133,20 @@ def test_runs_and_report_commands(cli, scratch):
     assert missing.returncode == 2 and "no run 'no-such-run'" in missing.stderr
 
 
+def test_runs_list_in_the_order_they_were_made_even_within_one_second(scratch):
+    """'latest' and `fsscope runs` follow creation order: a sort by name put a smoke run made
+    after a probe run of the same second first, and "-10" before "-2"."""
+    root = scratch / "runs"
+    made = []
+    for job in ["smoke", "probe", "age", "smoke", "bench", "probe"] * 3:  # well within a second
+        run = store.RunDir.create(job, root)
+        (run.path / "manifest.json").write_text("{}")
+        made.append(run.id)
+    assert len(set(made)) == len(made)
+    assert [run.id for run in store.list_runs(root)] == made
+    assert store.find_run("latest", root).id == made[-1]
+
+
 def test_sigint_to_the_headless_cli_cancels_cleanly(scratch):
     proc = subprocess.Popen([sys.executable, "-m", "fsscope", "run", "smoke", "-p", "duration_s=60", "--dir", str(scratch)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

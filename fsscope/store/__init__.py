@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import time
 from pathlib import Path
@@ -90,7 +91,10 @@ class RunDir:
         root = root or paths.runs_dir()
         root.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        for n in range(1000):
+        # runs of any job within one second share the counter, so the ids sort in the
+        # order they were made (see _creation_order)
+        taken = sum(1 for _ in root.glob(f"{stamp}-*"))
+        for n in range(taken, taken + 1000):
             path = root / (f"{stamp}-{job}" + (f"-{n}" if n else ""))
             try:
                 path.mkdir()
@@ -203,11 +207,23 @@ def environment() -> dict:
             "tools": {t: tools.version(t) for t in ("mkfs.ext4", "mkfs.xfs", "btrfs", "mkfs.f2fs", "losetup")}}
 
 
+_RUN_ID = re.compile(r"(\d{8}-\d{6})-.+?(?:-(\d+))?")
+
+
+def _creation_order(path: Path) -> tuple[str, int, str]:
+    """Second, then the within-second counter as a number: "…-probe-10" after "…-smoke-2",
+    and "…-smoke-1" after "…-probe" of the same second, which a sort by name gets wrong."""
+    match = _RUN_ID.fullmatch(path.name)
+    return (match[1], int(match[2] or 0), path.name) if match else (path.name, 0, path.name)
+
+
 def list_runs(root: Path | None = None) -> list[RunDir]:
+    """Every recorded run under ``root``, oldest first (the last is what "latest" means)."""
     root = root or paths.runs_dir()
     if not root.is_dir():
         return []
-    return [RunDir(p) for p in sorted(root.iterdir()) if (p / "manifest.json").exists()]
+    runs = [p for p in root.iterdir() if (p / "manifest.json").exists()]
+    return [RunDir(p) for p in sorted(runs, key=_creation_order)]
 
 
 def find_run(name: str, root: Path | None = None) -> RunDir:
