@@ -255,3 +255,14 @@ def test_a_tool_interrupted_while_we_wait_is_killed_and_reaped():
     would race the cleanup's own)."""
     proc = subprocess.run([sys.executable, "-c", INTERRUPTED_TOOL], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "interrupted; tools left: 0", proc.stderr
+
+
+def test_a_tool_past_its_timeout_fails_as_killed_and_leaves_no_process():
+    from fsscope import errors, tools
+
+    started = time.monotonic()
+    with pytest.raises(errors.ToolError) as failure:
+        tools.run("sleep", "30", timeout_s=0.3)
+    assert failure.value.rc == -9 and "timed out after 0.3 s" in str(failure.value)
+    assert time.monotonic() - started < 25                 # killed, not waited out
+    assert not [p for p in psutil.Process().children() if p.name() == "sleep"]
