@@ -232,6 +232,24 @@ def test_explore_cli_bad_input_is_one_line(args, says, capsys):
     assert explore_runs() == before  # refused before any run record
 
 
+def test_resume_latest_names_the_newest_study_of_its_job(tmp_path, monkeypatch):
+    """`--resume latest`: the study made last, even when several share a second (a sort by
+    name took "-2" over "-10"), of the command's own job, and only one with a plan."""
+    from fsscope import store
+    from fsscope.cli.explore_cmd import resolve_study_run
+
+    monkeypatch.setenv("FSSCOPE_HOME", str(tmp_path))
+    made = {}
+    for job, with_plan in [("explore", True), ("variation", True)] * 6 + [("explore", False)]:
+        run = store.RunDir.create(job, paths.runs_dir())
+        (run.path / "manifest.json").write_text("{}")
+        if with_plan:
+            (run.path / "plan.json").write_text("{}")
+            made[job] = str(run.path)
+    assert resolve_study_run("latest") == made["explore"]
+    assert resolve_study_run("latest", "variation") == made["variation"]
+
+
 def test_explore_cli_cancel_stops_promptly_and_cleans_up():
     """SIGTERM to the headless command (what Ctrl-C does): the job's process group, LocalCluster
     workers included, is told to stop; the study notices although no row can come any more,

@@ -98,7 +98,10 @@ def resolve_study_run(text: str, job: str = "explore") -> str:
         return os.path.abspath(text)
     root = paths.runs_dir()
     if text == "latest":
-        runs = sorted(p for p in root.glob(f"*-{job}*") if (p / "plan.json").exists()) if root.is_dir() else []
+        from fsscope import store  # numpy: not for --help
+
+        runs = [r.path for r in store.list_runs(root)             # oldest first, by creation
+                if r.id.split("-")[2] == job and (r.path / "plan.json").exists()]
         if runs:
             return str(runs[-1])
     elif (root / text).is_dir():
