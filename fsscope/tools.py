@@ -8,6 +8,7 @@ as ``log`` events, so the TUI's log panel and the run manifest show every comman
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import time
@@ -33,6 +34,10 @@ class CommandRecord:
 
 
 listeners: list[Callable[[CommandRecord], None]] = []
+
+# Tools speak English to us whatever the user's locale: their output is parsed
+# (dumpe2fs "Block size:", xfs_info, btrfs dump-super) and their errors quoted.
+_UNTRANSLATED = {"LC_ALL": "C"}
 
 # Where each tool comes from, so a missing one gets an actionable message.
 PACKAGE_OF = {
@@ -78,7 +83,7 @@ def capture(*argv: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float | Non
     try:
         extra = ({"_timeout": timeout_s} if timeout_s else {}) | ({"_new_group": True} if own_group else {})
         proc = cmd(*argv[1:], _return_cmd=True, _tty_out=False, _ok_code=list(ok_codes),
-                   _in=input_text, _bg=True, _bg_exc=False, **extra)
+                   _in=input_text, _bg=True, _bg_exc=False, _env=os.environ | _UNTRANSLATED, **extra)
         try:
             proc.wait()
         except (KeyboardInterrupt, SystemExit):  # a job interrupted while it waits: the tool

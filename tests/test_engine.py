@@ -266,3 +266,13 @@ def test_a_tool_past_its_timeout_fails_as_killed_and_leaves_no_process():
     assert failure.value.rc == -9 and "timed out after 0.3 s" in str(failure.value)
     assert time.monotonic() - started < 25                 # killed, not waited out
     assert not [p for p in psutil.Process().children() if p.name() == "sleep"]
+
+
+def test_tools_run_untranslated_whatever_the_users_locale(monkeypatch):
+    """dumpe2fs' "Block size:" and the other parsed outputs are English only in the C locale."""
+    from fsscope import tools
+
+    monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
+    monkeypatch.setenv("LANG", "de_DE.UTF-8")
+    assert tools.run("sh", "-c", 'echo "$LC_ALL"').strip() == "C"
+    assert tools.run("sh", "-c", 'echo "$FSSCOPE_HOME"').strip() == os.environ["FSSCOPE_HOME"]  # the rest is kept
