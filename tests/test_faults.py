@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -363,7 +364,9 @@ def test_cleanup_sweeps_the_named_semaphores_of_a_killed_job_and_only_those():
         dead.wait()
         assert all(p.exists() for p in dead_sems)                 # left behind: nobody unlinked them
         out = fsscope_cli("cleanup")
-        assert out.returncode == 0 and f"removed {len(dead_sems)} named semaphore(s)" in out.stdout, out.stdout
+        removed = re.search(r"removed (\d+) named semaphore\(s\)", out.stdout)
+        # at least ours: the sweep is machine-wide, and a reused runner may hold older dead ones
+        assert out.returncode == 0 and removed and int(removed[1]) >= len(dead_sems), out.stdout
         assert not any(p.exists() for p in dead_sems) and all(p.exists() for p in live_sems)
     finally:
         for proc in (dead, live):

@@ -129,7 +129,7 @@ def test_cancel_stops_the_run_early(scratch):
     result = P.run(scratch, spec, cancelled=lambda: time.monotonic() - t0 > 1.0)
     wall_s = time.monotonic() - t0
     assert result.cancelled
-    assert wall_s < 6.0 and result.elapsed_s < 3.0
+    assert wall_s < 15.0 and result.elapsed_s < 5.0  # far from the 30 s asked; slack for a slow CI
     assert result.total_ops > 0 and result.counts.shape[1] == int(np.ceil(result.elapsed_s))
 
 

@@ -337,6 +337,8 @@ def test_age_never_replaces_a_foreign_file_with_its_snapshot(cli, scratch, forei
 async def test_the_investigator_asks_before_formatting_a_foreign_image(scratch, foreign_files):
     """The TUI's Start on an existing file fsscope did not create opens the type-its-name
     confirmation (as for a device); Escape leaves the file untouched and starts nothing."""
+    from pilot_wait import until, until_screen
+
     from fsscope.targets import TargetSpec
     from fsscope.tui import AppConfig, make_app
     from fsscope.tui.screens.confirm import ConfirmDestroyScreen
@@ -345,12 +347,10 @@ async def test_the_investigator_asks_before_formatting_a_foreign_image(scratch, 
     before, runs_before = _sha(text), _runs()
     app = make_app(AppConfig(target=TargetSpec("image", str(text)), jobs=("smoke",)))
     async with app.run_test(size=(140, 45)) as pilot:
-        await pilot.pause(0.3)
+        await pilot.pause()
         await pilot.press("ctrl+r")
-        await pilot.pause(0.2)
-        assert isinstance(app.screen, ConfirmDestroyScreen)
-        assert "not created by fsscope" in app.screen.verdict
+        confirm = await until_screen(pilot, app, ConfirmDestroyScreen, "the type-its-name confirmation")
+        assert "not created by fsscope" in confirm.verdict
         await pilot.press("escape")
-        await pilot.pause(0.1)
-        assert not isinstance(app.screen, ConfirmDestroyScreen)
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmDestroyScreen), "the confirmation to close")
     assert _sha(text) == before and _runs() == runs_before
