@@ -232,6 +232,35 @@ def _is_running(pid: int) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
+# Who a recorded pid is: the pid and when it started, in clock ticks since boot. Not psutil's
+# create_time, which is the boot time read from the wall clock plus those ticks: a stepped
+# clock (NTP's first sync on a fresh VM, an admin's `date -s`) moves it, and a live owner
+# would then look like a reused pid, its mounts fair game for `fsscope cleanup`.
+# ---------------------------------------------------------------------------------------------
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (/proc/PID/stat field 22); None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return int(stat.rsplit(b")", 1)[1].split()[19])  # fields after "(comm)" start at field 3
+
+
+def same_process(pid: int | None, started: int | float | None) -> bool:
+    """Whether ``pid`` is still the process that was recorded with ``started``: its
+    :func:`start_ticks` (an int), or an older record's create_time (a float)."""
+    if pid is None or started is None:
+        return False
+    if isinstance(started, int):
+        return start_ticks(pid) == started
+    try:
+        return psutil.Process(pid).create_time() == started
+    except psutil.Error:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
 # Named semaphores: multiprocessing under forkserver/spawn makes its Queue/Event/Lock from
 # POSIX named semaphores (/dev/shm/sem.*), unlinked by its resource tracker -- which dies with
 # a killed job's process group. Named after the job's pid, they can be swept after it.

@@ -122,6 +122,63 @@ def test_a_named_foreign_file_and_fsscope_images_are_used(cli, scratch):
         assert cli("release", out.stdout.strip()).returncode == 0
 
 
+def _boot_time_s() -> int:
+    return int(next(ln.split()[1] for ln in Path("/proc/stat").read_text().splitlines() if ln.startswith("btime")))
+
+
+def test_cleanup_leaves_a_live_job_alone_after_the_clock_steps(cli):
+    """A stepped wall clock (NTP's first sync on a fresh VM, `date -s`) moves the boot time the
+    kernel reports, so a start time taken from the wall clock no longer matched: the live job
+    looked like a reused pid, `fsscope cleanup` killed its cgroup and tore down its mount and
+    loop device, and `fsscope runs` called it interrupted."""
+    from fsscope import recipes
+    from fsscope.engine import runner
+    from fsscope.targets import TargetSpec
+
+    handle = runner.start("smoke", {"duration_s": 120}, TargetSpec("ram", size_bytes=256 * 2**20),
+                          recipes.load("ext4-default"))
+    records = handle.records()
+    next(e for e in records if e.kind == "progress")             # mounted, writing files
+    mount = next(e for e in Journal().entries() if e.kind == "mount")
+    boot_before = _boot_time_s()
+    subprocess.run(["date", "-s", "120 seconds"], check=True, capture_output=True)
+    try:
+        assert _boot_time_s() != boot_before        # the step moved what psutil's create_time adds
+        mount_before = identity.top_mount(mount.fields["mountpoint"])
+        out = cli("cleanup")
+        assert out.returncode == 0, out.stderr
+        assert identity.top_mount(mount.fields["mountpoint"]) == mount_before, out.stdout  # still mounted
+        assert handle.run_dir.status() == "running"
+    finally:
+        subprocess.run(["date", "-s", "-120 seconds"], check=True, capture_output=True)
+        handle.cancel()
+        list(records)
+    assert handle.run_dir.status() == "cancelled" and handle.run_dir.report()["files"] > 0  # it lived on
+
+
+def test_a_journal_owner_is_its_pid_and_start_not_its_pid_alone():
+    """A live pid counts as the owner only with the start recorded for it: a reused pid does
+    not (its entries are fair game), and entries of an older fsscope (a create_time) still work."""
+    import psutil
+
+    from fsscope import proctree
+    from fsscope.targets.journal import Entry, owner_alive
+
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        ticks = proctree.start_ticks(sleeper.pid)
+        def owned(**fields) -> bool:
+            return owner_alive(Entry("e", "mount", "g", sleeper.pid, fields))
+        assert owned(owner_start_ticks=ticks)
+        assert not owned(owner_start_ticks=ticks + 1)                      # the pid, reused
+        assert owned(owner_start=psutil.Process(sleeper.pid).create_time())  # an older record
+        assert not owned(owner_start=psutil.Process(sleeper.pid).create_time() + 1)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert not owner_alive(Entry("e", "mount", "g", sleeper.pid, {"owner_start_ticks": ticks}))
+
+
 def test_cleanup_never_tears_down_a_live_job(cli, scratch):
     """The issue's scenario: a job is killed, someone undoes its mount and loop by hand (a
     reboot would), a new job runs on the same image and mount point; cleanup must leave it."""

@@ -109,7 +109,8 @@ def main(run_path: str) -> int:
     fd = os.environ.get("FSSCOPE_EVENT_FD")
     event_fd = int(fd) if fd else None
     me = psutil.Process()
-    run_dir.update_manifest(status="running", pid=me.pid, pid_start=me.create_time(),
+    run_dir.update_manifest(status="running", pid=me.pid, pid_start=me.create_time(),  # wall clock, for people
+                            pid_start_ticks=proctree.start_ticks(me.pid),          # identity (store.status)
                             cgroup=str(cgroup) if cgroup else None,
                             started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), environment=store.environment())
     stop = Stopper()

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-from fsscope import paths
+from fsscope import paths, proctree
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
 from fsscope.jsonsafe import dumps
@@ -188,12 +188,8 @@ class RunDir:
         m = self.manifest()
         status = m.get("status", "unknown")
         if status == "running":
-            pid, started = m.get("pid"), m.get("pid_start")
-            try:
-                alive = pid is not None and psutil.Process(pid).create_time() == started
-            except psutil.Error:
-                alive = False
-            if not alive:
+            started = m.get("pid_start_ticks", m.get("pid_start"))  # the latter: an older record
+            if not proctree.same_process(m.get("pid"), started):
                 return "interrupted"
         return status
 

@@ -28,8 +28,6 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
 from fsscope import paths, proctree, tools
 from fsscope.errors import ToolError
 from fsscope.targets import identity
@@ -74,7 +72,7 @@ class Journal:
     def record(self, kind: str, group: str, *, persistent: bool = False, **fields) -> Entry:
         self.directory.mkdir(parents=True, exist_ok=True)
         if not persistent:  # the start time tells a reused pid from the real owner
-            fields = fields | {"owner_start": _start_time(os.getpid())}
+            fields = fields | {"owner_start_ticks": proctree.start_ticks(os.getpid())}
         entry = Entry(id=f"{time.time_ns()}-{uuid.uuid4().hex[:6]}", kind=kind, group=group,
                       owner_pid=None if persistent else os.getpid(), fields=fields)
         _fsync_write(self.directory / f"{entry.id}.json", json.dumps(entry.to_dict()))
@@ -93,6 +91,7 @@ class Journal:
         """Hand a group over to the user: it outlives this process (``fsscope prepare``)."""
         for entry in self.entries(group=group):
             data = entry.to_dict() | {"owner_pid": None}
+            data.pop("owner_start_ticks", None)
             data.pop("owner_start", None)
             _fsync_write(self.directory / f"{entry.id}.json", json.dumps(data))
 
@@ -112,18 +111,15 @@ class Journal:
         return out
 
 
-def _start_time(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return None
-
-
 def owner_alive(entry: Entry) -> bool:
     if entry.owner_pid is None:
         return False
-    started = _start_time(entry.owner_pid)
-    return started is not None and started == entry.fields.get("owner_start", started)
+    fields = entry.fields
+    if "owner_start_ticks" in fields:
+        return proctree.same_process(entry.owner_pid, fields["owner_start_ticks"])
+    if "owner_start" in fields:  # recorded by an older fsscope
+        return proctree.same_process(entry.owner_pid, fields["owner_start"])
+    return proctree.start_ticks(entry.owner_pid) is not None
 
 
 def mounted_at(mountpoint: str) -> bool:
