@@ -239,6 +239,9 @@ def test_resume_latest_names_the_newest_study_of_its_job(tmp_path, monkeypatch):
     from fsscope.cli.explore_cmd import resolve_study_run
 
     monkeypatch.setenv("FSSCOPE_HOME", str(tmp_path))
+    stray = paths.runs_dir() / "mine"                       # a record whose name is not an id
+    stray.mkdir(parents=True)
+    (stray / "manifest.json").write_text("{}")
     made = {}
     for job, with_plan in [("explore", True), ("variation", True)] * 6 + [("explore", False)]:
         run = store.RunDir.create(job, paths.runs_dir())

@@ -101,7 +101,7 @@ def resolve_study_run(text: str, job: str = "explore") -> str:
         from fsscope import store  # numpy: not for --help
 
         runs = [r.path for r in store.list_runs(root)             # oldest first, by creation
-                if r.id.split("-")[2] == job and (r.path / "plan.json").exists()]
+                if r.id.split("-")[2:3] == [job] and (r.path / "plan.json").exists()]
         if runs:
             return str(runs[-1])
     elif (root / text).is_dir():
