@@ -255,7 +255,11 @@ def scratch(tmp_path_factory) -> Path:
 
 
 def fsscope_cli(*args: str, timeout_s: float = 300, **kw) -> subprocess.CompletedProcess:
-    """Run the real fsscope command line, as a user would."""
+    """Run the real fsscope command line, as a user would -- from a script: no terminal on any
+    stream, as in CI (rich sizes its output from a terminal on stdin too, so a developer's
+    terminal would otherwise hide a wrap that CI's 80 columns show)."""
+    if "input" not in kw:
+        kw.setdefault("stdin", subprocess.DEVNULL)
     return subprocess.run([sys.executable, "-m", "fsscope", *args], capture_output=True, text=True,
                           timeout=timeout_s, **kw)
 
