@@ -146,8 +146,9 @@ class WorkerPool:
         self.conns = []
         self.procs = []
         # A spawned worker must ignore a cancel's SIGTERM while it is still importing, before
-        # _worker_main runs: it is started with the stop signals ignored (exec keeps SIG_IGN,
-        # not the mask). Meanwhile they are blocked here: Linux queues a blocked signal even
+        # _worker_main runs: it is started with the stop signals ignored (exec keeps SIG_IGN;
+        # whether it keeps the mask depends on how Python starts the child, so the mask is not
+        # relied on there). Meanwhile they are blocked here: Linux queues a blocked signal even
         # while ignored, and our own handlers get it once restored and unblocked.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         main = threading.current_thread() is threading.main_thread()  # (only it may set handlers)

@@ -114,12 +114,10 @@ class Journal:
 def owner_alive(entry: Entry) -> bool:
     if entry.owner_pid is None:
         return False
-    fields = entry.fields
-    if "owner_start_ticks" in fields:
-        return proctree.same_process(entry.owner_pid, fields["owner_start_ticks"])
-    if "owner_start" in fields:  # recorded by an older fsscope
-        return proctree.same_process(entry.owner_pid, fields["owner_start"])
-    return proctree.start_ticks(entry.owner_pid) is not None
+    started = entry.fields.get("owner_start_ticks", entry.fields.get("owner_start"))  # the latter: an older fsscope
+    if started is None:  # no start recorded: the pid is all we have
+        return proctree.start_ticks(entry.owner_pid) is not None
+    return proctree.same_process(entry.owner_pid, started)
 
 
 def mounted_at(mountpoint: str) -> bool:
