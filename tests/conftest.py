@@ -181,9 +181,20 @@ def _session_cgroup_dirs() -> list[Path]:
     return found
 
 
+# The threat-model tests' local users are named after the session (useradd caps names at 32).
+USER_PREFIX = "fsx" + BASE.name.removeprefix("fsscope-test-")[:6].lower().replace("_", "x") + "-"
+
+
+def session_users() -> list[str]:
+    import local_user
+
+    return [f"local user {name}" for name in local_user.users_with_prefix(USER_PREFIX)]
+
+
 # One function per kind of resource; each returns a line per leftover. Add new kinds here.
 LEFTOVER_CHECKS = [leftover_journal_entries, leftover_loop_devices, leftover_mounts,
-                   leftover_tracefs_instances, session_processes, session_cgroups, session_semaphores]
+                   leftover_tracefs_instances, session_processes, session_cgroups, session_semaphores,
+                   session_users]
 
 
 def leftovers() -> list[str]:
@@ -267,6 +278,24 @@ def fsscope_cli(*args: str, timeout_s: float = 300, **kw) -> subprocess.Complete
 @pytest.fixture
 def cli():
     return fsscope_cli
+
+
+@pytest.fixture
+def local_user():
+    """A real unprivileged user (useradd) for the threat-model tests: make attacks as this
+    user (``local_user.run``/``.python``), run fsscope as root. Removed with its processes and
+    directories afterwards, even on failure."""
+    import local_user as lu
+
+    if os.geteuid() != 0 or shutil.which("useradd") is None and not os.path.exists(lu.USERADD):
+        if REQUIRE_PRIVILEGED:
+            pytest.fail("FSSCOPE_REQUIRE_PRIVILEGED=1 but the local-user tests need root and useradd")
+        pytest.skip("needs root and useradd")
+    user = lu.make(USER_PREFIX)
+    try:
+        yield user
+    finally:
+        lu.remove(user)
 
 
 @pytest.fixture
