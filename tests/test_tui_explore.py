@@ -74,6 +74,8 @@ async def test_explore_job_live_and_replayed(tmp_path):
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         assert job.fraction == 1.0
+        # how busy the machine was, in the log as the CLI prints it
+        assert any(line.startswith("machine: load") for line in live.log_panel.lines_written)
 
         async def check(screen) -> None:
             view = screen.job_view
