@@ -147,11 +147,25 @@ def test_explore_report_uses_per_file_dspan_and_ranks_each_fs():
     notes = " ".join(rep["notes"])
     assert "On ext4: FileSize drives the d-span most" in notes
     assert "FileCount drives" not in notes and "dspan_all_files_bytes" in notes
+    # an undecided tail level says how many of its runs would decide it
+    undecided = [lv for lv in rep["tail"]["levels"] if not lv["significant"]]
+    assert undecided and all("runs_to_decide" in lv for lv in undecided)
     # a row recorded before the response was per file (its d_span_bytes spanned both files)
     old = {k: v for k, v in rows[-1].items() if k not in ("dspan_all_files_bytes", "layout_score_all_files")}
     old["d_span_bytes"] = 1 << 30
     fixed = explore.per_file_response(old)
     assert fixed["d_span_bytes"] == max(f["d_span_bytes"] for f in old["files"]) and fixed["dspan_all_files_bytes"] == 1 << 30
+
+
+def test_runs_to_decide_a_tail_share():
+    """The binomial test just passes at the runs returned, and not one run earlier."""
+    from scipy import stats
+
+    n = sensitivity.runs_to_decide_share(0.3, 0.1, 0.05 / 20)
+    assert n is not None and 10 < n < 100
+    assert stats.binomtest(round(0.3 * n), n, 0.1, alternative="greater").pvalue < 0.05 / 20
+    assert stats.binomtest(round(0.3 * (n - 1)), n - 1, 0.1, alternative="greater").pvalue >= 0.05 / 20
+    assert sensitivity.runs_to_decide_share(0.1, 0.1, 0.01) is None  # no excess: nothing to decide
 
 
 # --- sensitivity on known answers -------------------------------------------------------------

@@ -141,6 +141,28 @@ def factor_mapping(codes: np.ndarray, y, quantile: float = 0.9) -> TailMap:
     return TailMap(quantile, threshold, overall, levels)
 
 
+def runs_to_decide_share(share: float, overall: float, alpha: float, most: int = 1_000_000) -> int | None:
+    """Runs of a level at which a tail share ``share`` above the ``overall`` one would pass the
+    one-sided binomial test at ``alpha`` (already corrected for the number of tests), if the
+    share held; None when it is not above the overall share or needs more than ``most``."""
+    if not 0 < overall < 1 or share <= overall:
+        return None
+
+    def decided(n: int) -> bool:
+        return stats.binomtest(round(share * n), n, overall, alternative="greater").pvalue < alpha
+
+    hi = 2
+    while not decided(hi):
+        hi *= 2
+        if hi > most:
+            return None
+    lo = hi // 2
+    while hi - lo > 1:  # the p value falls as n grows at a fixed share (up to rounding)
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if decided(mid) else (mid, hi)
+    return hi
+
+
 def tail_heatmap(codes: np.ndarray, y, i: int, j: int, quantile: float = 0.9) -> np.ndarray:
     """(levels of i, levels of j) share of runs in the tail (NaN where no run)."""
     y = np.asarray(y, dtype=float)
@@ -275,8 +297,13 @@ def _section_notes(part: dict, fs: str, prefix: str) -> list[str]:
                    f"d-span tail (>= P{tail['quantile'] * 100:.0f}), {ratio:.1f}x the overall share "
                    f"(p = {lv['p_value']:.2g}).")
     if prio and not hot:
+        near = max((lv for lv in tail.get("levels", []) if lv.get("runs_to_decide")),
+                   key=lambda lv: lv["tail_share"], default=None)
+        decide = (f"the likeliest, {near['factor']} = {near['level']} ({near['tail_share'] * 100:.0f}% of "
+                  f"{near['runs']} runs), would be decided with about {near['runs_to_decide']} runs of it"
+                  if near else "more treatments would sharpen the test")
         out.append(f"{prefix}no factor level puts runs in the tail significantly more often than the others: "
-                   "inconclusive (more treatments would sharpen the test).")
+                   f"inconclusive ({decide}).")
     nd = part.get("nondeterminism") or {}
     if nd.get("changed_share") is not None:
         line = (f"{prefix}repeating each treatment changed the d-span in {nd['changed_share'] * 100:.0f}% of "

@@ -208,11 +208,18 @@ def _analyse(ok: list[dict], names: list[str], quantile: float) -> dict:
     out["interactions"] = [{"factors": [names[i], names[j]], "interaction": round(v, 6)}
                            for (i, j), v in sensitivity.top_interactions(codes, y, 10)]
     tail = sensitivity.factor_mapping(codes, y, quantile)
+    alpha = sensitivity.ALPHA / max(sum(len(lv) for lv in tail.levels), 1)  # Bonferroni, as the test
+
+    def level(j: int, code: int, share: float, n: int, p: float, sig: bool) -> dict:
+        out = {"factor": names[j], "level": values[j][code], "tail_share": round(share, 6), "runs": n,
+               "p_value": p, "significant": sig}
+        if not sig:  # undecided: the runs of this level that would decide its share, if it held
+            out["runs_to_decide"] = sensitivity.runs_to_decide_share(share, tail.tail_share, alpha)
+        return out
+
     out["tail"] = {"quantile": quantile, "threshold_bytes": tail.threshold, "share": tail.tail_share,
-                   "levels": [{"factor": names[j], "level": values[j][code], "tail_share": round(share, 6),
-                               "runs": n, "p_value": p, "significant": sig}
-                              for j in range(len(names))
-                              for code, (share, n, p, sig) in sorted(tail.levels[j].items())]}
+                   "levels": [level(j, code, *entry) for j in range(len(names))
+                              for code, entry in sorted(tail.levels[j].items())]}
     out["nondeterminism"] = sensitivity.nondeterminism(
         [(r["recipe"], r["row"], r["repeat"], r["d_span_bytes"]) for r in ok],
         {(r["recipe"], r["row"]): r["factors"] for r in ok}, names)
