@@ -368,8 +368,9 @@ def range_change(a: Sequence[float], b: Sequence[float], alpha: float = 0.05) ->
     else:
         verdict = "inconclusive"
         needed = runs_to_decide_spread(rsd(x), rsd(y), alpha)
-        if needed is not None:
-            needed = max(needed, max(x.size, y.size) + 1)
+        if needed is not None:  # and no fewer than the permutation test needs to decide anything
+            fewest = next(n for n in range(2, 64) if math.comb(2 * n, n) * alpha / 2 >= 1)
+            needed = max(needed, fewest, max(x.size, y.size) + 1)
         way = "rise" if rb > ra else "fall" if rb < ra else "change"
         decide = (f"about {needed} runs a side would decide a {way} this large" if needed
                   else "no change large enough to decide with any practical number of runs")
