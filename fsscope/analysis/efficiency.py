@@ -252,13 +252,16 @@ def _rise_note(a: Analysis, rise: float = LATENCY_RISE) -> str:
     band = f"within {rise:.0%} of its floor ({floor / 1e6:,.3g} ms at {floor_at})"
     inside = lat <= (1 + rise) * floor
     first = int(np.argmax(inside))
-    early = f"; the smallest size{'s' if first > 1 else ''} swept were slower" if first else ""
+    early = ("" if not first else "; the smallest size swept was slower" if first == 1 else
+             f"; the {first} smallest sizes swept were slower")
     if a.latency_rise.index is None:
         return f"latency stays {band} across the swept sizes{early}: no rise"
     i = a.latency_rise.index
     left = a.sizes[i + 1]
-    note = (f"latency stays {band} from {format_bytes(a.sizes[first].buffer_bytes)} up to "
-            f"{format_bytes(a.sizes[i].buffer_bytes)} and first leaves it at {format_bytes(left.buffer_bytes)} "
+    upto = format_bytes(a.sizes[i].buffer_bytes)
+    where = (f"is {band} only at {upto}" if first == i else f"stays {band} up to {upto}" if first == 0 else
+             f"stays {band} from {format_bytes(a.sizes[first].buffer_bytes)} up to {upto}")
+    note = (f"latency {where} and first leaves it at {format_bytes(left.buffer_bytes)} "
             f"({left.latency_mean_ns / floor:.1f}x the floor){early}")
     back = [format_bytes(s.buffer_bytes) for s, ok in zip(a.sizes[i + 2:], inside[i + 2:]) if ok]
     if back:
