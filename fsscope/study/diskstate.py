@@ -260,11 +260,11 @@ def clone(base: Path, recipe: Recipe, timing: dict) -> Iterator[Path]:
     """A private copy of ``base``, attached and mounted; yields the mount point. Times each
     step into ``timing`` (clone, attach, mount, release) and undoes everything on exit."""
     journal, group = Journal(), "study-" + uuid.uuid4().hex[:10]
-    img = base.parent / f"fsscope-{group}.img"  # beside its base, in the cache's private directory
+    img = ram_dir() / f"fsscope-{group}.img"
     t = time.monotonic()
     try:
-        os.close(image.new_journalled(img, journal, group))
-        image.copy_image(base, img)
+        os.close(image.new_journalled(img, journal, group))  # made with O_EXCL: root's own, then
+        image.copy_image(base, img)                          # filled (cp keeps the inode)
         timing["clone_s"] = time.monotonic() - t
         with mounted_image(img, recipe, journal, group, timing=timing) as mnt:
             yield mnt

@@ -287,7 +287,6 @@ class Target:
         if spec.kind == "ram":
             path = RAM_DIR / f"fsscope-{self.group}.img"
             return path, image.create_image(path, spec.size_bytes, journal=self.journal, group=self.group)
-        self._check_image_path()
         place = trust.locate(spec.path, "--image")
         path = Path(place.parent, *place.missing)
         if os.path.lexists(path):
@@ -295,6 +294,9 @@ class Target:
         else:
             fd = image.create_image(path, spec.size_bytes)
         try:
+            place = trust.locate(spec.path, "--image")  # the directories it made are still trusted
+            if Path(place.parent, *place.missing) != path:
+                raise SafetyRefusal(f"--image {spec.path}: its directories changed while fsscope opened it")
             self._check_image_fd(place, path, fd)  # the file we hold is the one we checked
             _lock(fd, spec.path)
         except BaseException:
