@@ -107,6 +107,32 @@ def test_a_planted_sidecar_does_not_make_a_root_file_fsscopes_image(local_user, 
     assert _sha(victim) == before and _no_loop_on(victim)
 
 
+def test_the_sidecar_counts_only_without_xattrs_root_owned_and_naming_the_inode(local_user):
+    """On a file system with no user xattrs (ramfs) fsscope's mark is the sidecar; one the
+    user wrote, or root's own beside another file, marks nothing."""
+    where = local_user.shared / "ramfs"  # where the user can reach (the session's dirs are 0700)
+    where.mkdir()
+    subprocess.run(["mount", "-t", "ramfs", "ramfs", str(where)], check=True)
+    try:
+        where.chmod(0o1777)
+        mine = where / "mine.img"
+        fd = image.new_file(mine)  # as create_image makes it (ramfs reports no free space)
+        image.mark(fd, mine)
+        os.close(fd)
+        assert (where / "mine.img.fsscope").exists() and image.is_fsscope_image(mine)
+        victim, _ = _victim_file(where, 4096)
+        text = (where / "mine.img.fsscope").read_text()
+        st = os.stat(victim)
+        forged = f"created by fsscope: dev {st.st_dev} ino {st.st_ino}\n"
+        local_user.python(f"open({str(victim) + '.fsscope'!r}, 'w').write({forged!r})")
+        assert not image.is_fsscope_image(victim)  # the right inode, but the user's sidecar
+        os.unlink(str(victim) + ".fsscope")
+        (where / "victim.img.fsscope").write_text(text)  # root's, but naming another inode
+        assert not image.is_fsscope_image(victim)
+    finally:
+        subprocess.run(["umount", str(where)], check=True)
+
+
 # -- 3. a dangling link at --image ---------------------------------------------------------------
 def test_a_dangling_link_at_image_creates_nothing_where_it_points(local_user, cli, scratch):
     aimed = scratch / "nologin"  # a root-only directory: think /etc/nologin

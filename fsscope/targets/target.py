@@ -358,11 +358,14 @@ class Target:
                 made.mkdir()
             self.journal.complete(entry, idents=[identity.path_id(p) for p in missing])
             mountpoint, _ = _mountpoint_place(mountpoint)  # what we made is still what we checked
+        checked = identity.path_id(mountpoint)
         if make_fs and self.spec.snapshot:
             self._restore_snapshot()
         elif make_fs and recipe.fs != "tmpfs":
             self._check_still_held("mkfs")
             filesystem.mkfs(recipe, self.device)
+        if not identity.still_names(mountpoint, checked):  # mkfs or a restore took a while
+            raise SafetyRefusal(f"--mountpoint {mountpoint} changed since fsscope checked it: not mounted")
         self._mount_fs(str(mountpoint))
         self.mounted = MountedFS(recipe.fs, self.device, str(mountpoint), mountpoint,
                                  filesystem.mount_options(str(mountpoint)))
