@@ -315,6 +315,23 @@ def test_a_second_job_on_an_image_in_use_is_refused(cli, scratch):
     assert cli("release", out.stdout.strip()).returncode == 0
 
 
+def test_two_jobs_started_at_once_on_one_image_one_runs_the_other_is_refused(scratch):
+    """The issue's race: both jobs used to pass the checks, attach, format and mount it."""
+    img = scratch / "both.img"
+    argv = [sys.executable, "-m", "fsscope", "run", "smoke", "-p", "duration_s=1", "--recipe", "ext4-default",
+            "--image", str(img), "--size", "64M"]
+    for _ in range(3):
+        procs = [subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for _ in range(2)]
+        outs = [(p.wait(timeout=300), *p.communicate()) for p in procs]
+        assert sorted(rc for rc, _, _ in outs) == [0, 2], outs
+        _, out, err = next(o for o in outs if o[0] == 2)
+        assert err.strip().splitlines() == [f"fsscope: error: --image {img} is in use by another fsscope job: "
+                                            "wait for it to end (or give this job another image)"], err
+        assert not out.strip()  # no run record, nothing started
+    assert Journal().entries() == []
+
+
 # -- 9. a malformed journal ----------------------------------------------------------------------
 def test_a_malformed_journal_file_is_skipped_and_reported(cli):
     journal = Journal()

@@ -41,6 +41,7 @@ from fsscope.targets.journal import Journal, undo_group
 
 TARGET_KINDS = ("device", "image", "ram", "dir")
 DEFAULT_SIZE_BYTES = 2 * 2**30
+INHERITED_IMAGE_FD = "FSSCOPE_IMAGE_FD"  # the image a job's parent claimed (opened, checked, locked)
 RAM_DIR = Path(os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))  # tests give each session its own
 
 
@@ -173,6 +174,16 @@ class Target:
         else:
             self._check_image_path()
 
+    def claim(self) -> int | None:
+        """:meth:`preflight`, then for an image target the image itself: opened (created if
+        new), checked and locked. The job runner hands this fd to the job's process (which
+        then holds the lock), so a second job on the image is refused here, in one line,
+        before it has a run record. None for other targets."""
+        self.preflight()
+        if self.spec.kind != "image" or self.recipe.fs == "tmpfs":
+            return None
+        return self._image()[1]
+
     def _open(self) -> None:
         spec, recipe = self.spec, self.recipe
         self.preflight()
@@ -246,7 +257,8 @@ class Target:
         fd = _open_existing(self.spec.path, path, os.O_RDONLY | os.O_NONBLOCK)
         try:
             self._check_image_fd(place, path, fd)
-            _lock(fd, self.spec.path, test=True)
+            if INHERITED_IMAGE_FD not in os.environ:  # else this process holds the lock already
+                _lock(fd, self.spec.path, test=True)
         finally:
             os.close(fd)
 
@@ -289,7 +301,14 @@ class Target:
             return path, image.create_image(path, spec.size_bytes, journal=self.journal, group=self.group)
         place = trust.locate(spec.path, "--image")
         path = Path(place.parent, *place.missing)
-        if os.path.lexists(path):
+        inherited = os.environ.pop(INHERITED_IMAGE_FD, None)
+        if inherited is not None:  # claimed by the job's parent: the same file, still at its path
+            fd = int(inherited)
+            st = os.fstat(fd)
+            if not os.path.lexists(path) or identity.path_id(path)[:2] != [st.st_dev, st.st_ino]:
+                os.close(fd)
+                raise SafetyRefusal(f"--image {spec.path} is no longer the file fsscope checked: not used")
+        elif os.path.lexists(path):
             fd = _open_existing(spec.path, path, os.O_RDWR)
         else:
             fd = image.create_image(path, spec.size_bytes)
