@@ -333,8 +333,9 @@ def _snapshot(ctx, spec: Spec, target) -> dict | None:
     source = target.image_path or Path(target.device)
     ctx.phase(f"snapshot → {dest}")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".partial")
+    tmp = dest.with_name(f"{dest.name}.{os.getpid()}.partial")
     t0 = time.monotonic()
+    os.close(image.new_file(tmp))  # O_EXCL: never a file or link someone else put there
     try:
         method = image.copy_image(source, tmp)
         os.replace(tmp, dest)

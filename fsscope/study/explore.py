@@ -53,6 +53,8 @@ class ExploreTreatment:
     hold_path: str = ""
 
     def cache_dir(self) -> Path:
+        """This study's disk states on this host: a private directory (see
+        :func:`diskstate.private_dir`) whose name no other user can guess."""
         return diskstate.ram_dir() / self.cache_name
 
     def __call__(self, treatment: dict) -> dict:
@@ -111,7 +113,8 @@ def run(ctx, spec: Spec) -> dict:
     """The explore job: plan (or resume), run, save the table, analyse."""
     study_dir, plan = plan_or_resume(ctx, spec.resume, lambda: make_plan(spec))
     treatment = ExploreTreatment({name: recipes.load(name).to_dict() for name in plan.recipes},
-                                 dict(plan.space.settings), f"fsscope-study-{Path(study_dir).name}",
+                                 dict(plan.space.settings),
+                                 f"fsscope-study-{Path(study_dir).name}-{uuid.uuid4().hex}",  # unguessable
                                  spec.hold_path)
     total = len(plan.treatments())
     ctx.phase(f"explore: {total} treatments on {', '.join(plan.recipes)}")

@@ -148,8 +148,7 @@ def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes:
     timing: dict = {}
     try:
         t = time.monotonic()
-        journal.record("image", group, path=str(img))
-        image.create_image(img, image_bytes)
+        os.close(image.create_image(img, image_bytes, journal=journal, group=group))
         with diskstate.mounted_image(img, recipe, journal, group, make_fs=True, timing=timing) as mnt:
             dev = _source_of(mnt)
             scheduler = knobs.get("scheduler")
