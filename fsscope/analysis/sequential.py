@@ -16,7 +16,11 @@ The statistic is Wald's sequential probability ratio test per candidate, run by 
     log-LR += log(p1 / p0_r) for a slow vote, log((1 - p1) / (1 - p0_r)) for a typical one.
 
 It stops at the first crossing of log((1 - beta) / alpha) (slow) or log(beta / (1 - alpha))
-(typical). A predicted index is tested from the first run (the prediction came first); a
+(typical). A file slow in some runs only -- too often for noise, too rarely for structure
+(when the run's noise is near its share of slow votes the ratio wanders) -- is decided
+*intermittent* as soon as its slow votes are too few for a repeatable file
+(P(at most that many | slow in ``p_repeatable`` of runs) < alpha, the outlier analysis's
+80 % rule); it is not repeatable either. A predicted index is tested from the first run (the prediction came first); a
 noticed outlier only on the runs after the one that made it repeatable, since the runs that
 selected it cannot also confirm it. Pure functions on numpy arrays.
 """
@@ -31,6 +35,8 @@ from numpy.typing import NDArray
 
 #: P(slow in a run) of a structural file: "slow in (nearly) every run".
 P_STRUCTURAL = 0.9
+#: The least share of runs a repeatable file is slow in (outliers.DEFAULT_MIN_FRACTION).
+P_REPEATABLE = 0.8
 #: Error rates of each decision (a probe decides a handful of candidates). On a quiet run
 #: (p0 ~ 1 %) two slow votes decide "slow" and three typical ones "typical"; the noisier a
 #: run, the more votes it takes.
@@ -52,7 +58,7 @@ class Candidate:
 class Decision:
     index: int
     source: str
-    verdict: str       # "slow" | "typical" | "undecided"
+    verdict: str       # "slow" | "typical" | "intermittent" | "undecided"
     slow_votes: int
     votes: int         # runs that voted (measured and undisturbed, from first_run on)
     llr: float         # log-likelihood ratio when decided (or after the last run)
@@ -72,7 +78,8 @@ def noise_rate(slow: NDArray[np.bool_], measured: NDArray[np.bool_], exclude: li
 
 
 def decide(latency: NDArray[np.float64], baseline_ns: NDArray[np.float64], candidates: list[Candidate], *,
-           factor: float, p1: float = P_STRUCTURAL, alpha: float = ALPHA, beta: float = BETA) -> list[Decision]:
+           factor: float, p1: float = P_STRUCTURAL, p_repeatable: float = P_REPEATABLE, alpha: float = ALPHA,
+           beta: float = BETA) -> list[Decision]:
     """One decision per candidate from ``latency`` (runs x files, NaN: not voting) against
     ``baseline_ns`` (the same shape: each file's local typical latency in its run)."""
     measured = ~np.isnan(latency)
@@ -95,8 +102,16 @@ def decide(latency: NDArray[np.float64], baseline_ns: NDArray[np.float64], candi
                 if llr >= upper or llr <= lower:
                     verdict, at = ("slow" if llr >= upper else "typical"), r
                     break
+                if binom_cdf(slow_votes, votes, p_repeatable) < alpha:
+                    verdict, at = "intermittent", r
+                    break
         out.append(Decision(c.index, c.source, verdict, slow_votes, votes, llr, at))
     return out
+
+
+def binom_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p) (n is a number of runs: small)."""
+    return sum(math.comb(n, j) * p ** j * (1 - p) ** (n - j) for j in range(k + 1))
 
 
 def bounds(alpha: float = ALPHA, beta: float = BETA) -> tuple[float, float]:
@@ -159,7 +174,7 @@ class Settling:
         return self.sequential and self.runs_seen >= self.runs_min and not self.undecided
 
     def settled(self, analysis):
-        """``analysis`` with its outliers as decided: a candidate decided typical is no
+        """``analysis`` with its outliers as decided: a candidate decided typical or intermittent is no
         outlier, an outlier nothing predicted must be confirmed by runs made after it was
         noticed, and a predicted file decided slow is one even below the 80 %-of-runs rule."""
         if not self.sequential or self.latency is None:

@@ -267,7 +267,9 @@ class Accounting:
     after ``t1``, outside the timed region; the notes are parsed between batches. The
     difference in run_delay is the time the call was runnable but another task had the CPU
     (preempted, or woken up behind one): a disturbance of this machine, not of the file
-    system. Without schedstat every call reads as undisturbed (``available`` False).
+    system. The reads sit just outside the timed region, so a preemption in the few hundred
+    ns between a read and the clock counts as well (the call then does not vote: safe).
+    Without schedstat every call reads as undisturbed (``available`` False).
     """
 
     def __init__(self) -> None:
