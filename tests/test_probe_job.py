@@ -38,6 +38,9 @@ def test_probe_cli_json_contract_on_xfs(cli, scratch):
         assert isinstance(report[key], list)
         for finding in report[key]:
             assert "start" in finding or "index" in finding
+    if report["trace"]["active"]:  # the kernel's word on each decided file: its events inside that call
+        (shortform,) = [c for c in report["decisions"]["candidates"] if c["source"] == "xfs-dir-shortform-to-block"]
+        assert "xfs_dir2_sf_to_block" in shortform["kernel"], report["decisions"]
     run = store.list_runs()[-1]
     matrix = run.load_array("latency_ns")
     assert matrix.shape == (runs, 200) and matrix.dtype == np.int64 and (matrix > 0).all()

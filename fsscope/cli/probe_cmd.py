@@ -174,8 +174,8 @@ def add_parser(sub) -> None:
                         "waits on all their writeback)")
     p.add_argument("--max-runs", type=int, metavar="R", default=None,
                    help="add runs after the first --runs until every candidate file is decided slow or "
-                        f"typical, up to R runs (default {DEFAULT_RUN_CAP_FACTOR}× --runs; equal to --runs: "
-                        "no extra runs)")
+                        f"typical, up to R runs (default {DEFAULT_RUN_CAP_FACTOR}× --runs, none after --runs 1; "
+                        "equal to --runs: no extra runs)")
     p.add_argument("--same-fs", action="store_true", help="one file system for all runs (a fresh directory per run) instead of mkfs per run")
     p.add_argument("--cpu", type=int, metavar="CPU", help="CPU to pin the probe to (default: the last one)")
     p.add_argument("--trace", choices=TRACE_MODES, default="attribute",

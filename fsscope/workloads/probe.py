@@ -113,8 +113,8 @@ class ProbeSpec:
     after the untraced measured ones, ``all`` traces every run, ``off`` none.
     ``sync_scope``: ``fs`` syncs the measured file system (syncfs), ``global`` the machine
     (sync). ``max_runs``: the engine adds runs after the first ``runs`` until every candidate
-    index is decided, up to this many (None: :data:`DEFAULT_RUN_CAP_FACTOR` x ``runs``;
-    equal to ``runs``: a fixed number of runs).
+    index is decided, up to this many (None: :data:`DEFAULT_RUN_CAP_FACTOR` x ``runs``, or
+    one for a single run; equal to ``runs``: a fixed number of runs).
     """
 
     op: Op = "creat"
@@ -133,7 +133,10 @@ class ProbeSpec:
     @property
     def run_cap(self) -> int:
         """The most runs the engine may make (the first ``runs`` always)."""
-        return max(self.runs, self.max_runs if self.max_runs is not None else DEFAULT_RUN_CAP_FACTOR * self.runs)
+        if self.max_runs is not None:
+            return max(self.runs, self.max_runs)
+        # one run asked for is a look, not a verdict (every slow file listed): it stays one
+        return self.runs if self.runs == 1 else DEFAULT_RUN_CAP_FACTOR * self.runs
 
     def __post_init__(self) -> None:
         if self.op not in OPS:

@@ -217,9 +217,16 @@ def _kernel_on_decisions(report: dict) -> None:
     seen: dict[int, dict[str, int]] = {}
     for event in report.get("structural_events") or []:
         seen.setdefault(event["index"], {})[event["event"]] = event["runs"]
-    for candidate in (report.get("decisions") or {}).get("candidates", []):
-        if report.get("trace", {}).get("active"):
-            candidate["kernel"] = seen.get(candidate["index"], {})
+    decisions = report.get("decisions") or {}
+    if not report.get("trace", {}).get("active"):
+        return
+    for candidate in decisions.get("candidates", []):
+        candidate["kernel"] = seen.get(candidate["index"], {})
+    backed = [c["index"] for c in decisions.get("candidates", []) if c["verdict"] != "slow" and c["kernel"]
+              and any(not name.startswith("block_") for name in c["kernel"])]
+    if backed:  # the kernel changed a structure there, the latency did not settle it
+        decisions["why"] += (f"; the kernel changed a structure inside files {', '.join(map(str, backed[:8]))}, "
+                             f"which the latency did not decide slow")
 
 
 def _sync_dir(spec: ProbeSpec, directory: Path) -> None:
