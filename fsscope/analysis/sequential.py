@@ -18,9 +18,9 @@ The statistic is Wald's sequential probability ratio test per candidate, run by 
 It stops at the first crossing of log((1 - beta) / alpha) (slow) or log(beta / (1 - alpha))
 (typical). A file slow in some runs only -- too often for noise, too rarely for structure
 (when the run's noise is near its share of slow votes the ratio wanders) -- is decided
-*intermittent* as soon as its slow votes are too few for a repeatable file
-(P(at most that many | slow in ``p_repeatable`` of runs) < alpha, the outlier analysis's
-80 % rule); it is not repeatable either. A predicted index is tested from the first run (the prediction came first); a
+*intermittent* (once it was slow at all) as soon as its slow votes are too few for a repeatable file
+(P(at most that many | slow in ``p_repeatable`` of runs) < ``alpha_intermittent``, the
+outlier analysis's 80 % rule); it is not repeatable either. A predicted index is tested from the first run (the prediction came first); a
 noticed outlier only on the runs after the one that made it repeatable, since the runs that
 selected it cannot also confirm it. Pure functions on numpy arrays.
 """
@@ -37,6 +37,9 @@ from numpy.typing import NDArray
 P_STRUCTURAL = 0.9
 #: The least share of runs a repeatable file is slow in (outliers.DEFAULT_MIN_FRACTION).
 P_REPEATABLE = 0.8
+#: How sure "slow too rarely to be repeatable" must be: a file slow in half the runs is
+#: called intermittent after about 9 votes instead of wandering to the cap.
+ALPHA_INTERMITTENT = 0.05
 #: Error rates of each decision (a probe decides a handful of candidates). On a quiet run
 #: (p0 ~ 1 %) two slow votes decide "slow" and three typical ones "typical"; the noisier a
 #: run, the more votes it takes.
@@ -79,7 +82,7 @@ def noise_rate(slow: NDArray[np.bool_], measured: NDArray[np.bool_], exclude: li
 
 def decide(latency: NDArray[np.float64], baseline_ns: NDArray[np.float64], candidates: list[Candidate], *,
            factor: float, p1: float = P_STRUCTURAL, p_repeatable: float = P_REPEATABLE, alpha: float = ALPHA,
-           beta: float = BETA) -> list[Decision]:
+           beta: float = BETA, alpha_intermittent: float = ALPHA_INTERMITTENT) -> list[Decision]:
     """One decision per candidate from ``latency`` (runs x files, NaN: not voting) against
     ``baseline_ns`` (the same shape: each file's local typical latency in its run)."""
     measured = ~np.isnan(latency)
@@ -102,7 +105,7 @@ def decide(latency: NDArray[np.float64], baseline_ns: NDArray[np.float64], candi
                 if llr >= upper or llr <= lower:
                     verdict, at = ("slow" if llr >= upper else "typical"), r
                     break
-                if binom_cdf(slow_votes, votes, p_repeatable) < alpha:
+                if slow_votes and binom_cdf(slow_votes, votes, p_repeatable) < alpha_intermittent:
                     verdict, at = "intermittent", r
                     break
         out.append(Decision(c.index, c.source, verdict, slow_votes, votes, llr, at))
