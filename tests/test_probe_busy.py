@@ -10,7 +10,10 @@ writing a device of its own, both made by the test and gone after it.
 "Without that load" is this shared machine as it is (other engineers' tests run too): the
 comparison is with and without the load this test adds. ext4's file 0 (the first create
 after the mount) is slow in roughly three runs of four here, loaded or not, and its verdict
-flips between two unloaded probes as well, so it is left out of the comparison.
+flips between two unloaded probes as well, so it is left out of the comparison. XFS runs 150
+files: the short-form, cluster-read, inode-chunk and block-to-leaf files, but no periodic
+series (two inode chunks at most): whether the series search chains ~2x members is that
+detector's verdict (reworked apart), not the sequential decisions this file checks.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ SIZE_BYTES = 400 * 2**20
 CONFIGS = {
     "ext4-1k": ("ext4-default", "-b 1024", 200, {"first-call"}),
     "ext4-2k": ("ext4-default", "-b 2048", 300, {"first-call"}),
-    "xfs": ("xfs-default", "", 300, set()),
+    "xfs": ("xfs-default", "", 150, set()),
 }
 
 

@@ -100,7 +100,8 @@ def render_decisions(report: dict, console: Console) -> None:
                       + (f"; undecided: files {_indices(undecided)}" if undecided else "") + "[/]", highlight=False)
     disturbed = (report.get("settings") or {}).get("disturbed_calls_per_run")
     if disturbed and sum(disturbed):
-        console.print(f"[dim]{sum(disturbed)} calls were slow only because another task had the CPU "
+        count = sum(disturbed)
+        console.print(f"[dim]{count} call{' was' if count == 1 else 's were'} slow only because another task had the CPU "
                       f"(per run: {', '.join(map(str, disturbed))}); they did not vote[/]", highlight=False)
     if report.get("sync"):
         console.print(f"[dim]sync: {report['sync']['note']}[/]", highlight=False)
