@@ -141,3 +141,21 @@ def test_the_sync_before_each_call_is_the_measured_file_systems_unless_asked(cli
     assert out.returncode == 2 and "--sync" in out.stderr
     out = cli("probe", "--dir", str(scratch), "--runs", "5", "--max-runs", "3")
     assert out.returncode == 2 and "max_runs must be at least 5" in out.stderr
+
+
+def test_syncfs_does_not_wait_on_another_devices_writeback_as_sync_does(device_writer, loop_device):
+    """With a writer busy on another device, the papers' sync() before each call waits on its
+    writeback (measured here: a median 16-38 ms between calls); syncfs of the probed file
+    system does not (54-179 µs)."""
+    gaps_us = {}
+    with device_writer(loop_device("1G")):
+        for scope in ("fs", "global"):
+            handle = runner.start("probe", {"files": 60, "runs": 2, "max_runs": 2, "trace": "off", "sync_scope": scope},
+                                  TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
+            for _ in handle.events():
+                pass
+            assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
+            assert handle.run_dir.report()["sync"]["scope"] == scope
+            start, latency = handle.run_dir.load_array("start_ns"), handle.run_dir.load_array("latency_ns")
+            gaps_us[scope] = float(np.median(start[:, 1:] - start[:, :-1] - latency[:, :-1])) / 1e3
+    assert 5 * gaps_us["fs"] < gaps_us["global"], gaps_us
