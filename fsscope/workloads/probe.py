@@ -273,6 +273,11 @@ class Accounting:
     system. The reads sit just outside the timed region, so a preemption in the few hundred
     ns between a read and the clock counts as well (the call then does not vote: safe).
     Without schedstat every call reads as undisturbed (``available`` False).
+
+    Cost (creat, pinned, load 11-14 on 2 CPUs, alternated against a stub that reads nothing):
+    two preads of ~0.6 µs each per call outside the timed region, and the median *timed*
+    latency 2.5-5 % higher (1.84 -> 1.93 µs on tmpfs, 8.0 -> 8.2 µs and 11.2 -> 11.6 µs with
+    syncfs on an ext4 RAM image): the procfs read just before t0 leaves a trace in the caches.
     """
 
     def __init__(self) -> None:
