@@ -114,6 +114,8 @@ def run(ctx, spec: ProbeSpec) -> dict:
                                  predictions=plain(predictions))
                 with trace.run(fs, r, latency_ns[r], start_ns[r]) if spec.trace == "all" else nullcontext():
                     _measure(ctx, spec, r, probe_dir, latency_ns[r], start_ns[r], wait_ns[r])
+            if (blocked := trace.waited_on_others_ns(r)) is not None:  # --trace all: the kernel saw it
+                wait_ns[r] += blocked  # blocked on another process: a disturbance like a CPU wait
             latency_ns.flush()  # a shared mapping survives a kill anyway; this survives power loss
             if r == 0 and spec.runs > 1:
                 continue  # one run cannot tell structure from noise: flag from the second on
