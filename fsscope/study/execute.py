@@ -49,6 +49,23 @@ def cleanup_study_leftovers() -> list[str]:
     return undo_entries(journal, dead)
 
 
+def require_root(job: str, scheduler: str) -> None:
+    """Refuse, in one line, a study whose treatments would run here without root: every one
+    would fail to attach its image, and the study would measure nothing."""
+    if not scheduler and os.geteuid() != 0:
+        raise FsscopeError(f"{job} attaches, formats and mounts disk images on this host: it needs root "
+                           "(run it as root, or give --scheduler tcp://HOST:PORT whose workers run as root)")
+
+
+def check_some_finished(rows: list[dict]) -> None:
+    """A study in which every treatment failed measured nothing: a failure, never "ok"."""
+    failed = [r for r in rows if "error" in r]
+    if rows and len(failed) == len(rows):
+        first = failed[0]
+        raise FsscopeError(f"every treatment failed ({len(rows)} of {len(rows)}); "
+                           f"the first, {first.get('id')}: {first['error']}")
+
+
 def load_rows(study_dir: Path) -> list[dict]:
     """Rows recorded so far (a torn last line from a kill is skipped)."""
     rows = []

@@ -30,7 +30,14 @@ from fsscope.recipes import Recipe
 from fsscope.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.study import diskstate, player
 from fsscope.study import space as spaces
-from fsscope.study.execute import STUDY_GROUP_PREFIX, cleanup_study_leftovers, order_rows, run_study
+from fsscope.study.execute import (
+    STUDY_GROUP_PREFIX,
+    check_some_finished,
+    cleanup_study_leftovers,
+    order_rows,
+    require_root,
+    run_study,
+)
 from fsscope.study.plan import Plan, plan_or_resume
 from fsscope.study.table import save_table
 from fsscope.targets.journal import Journal
@@ -136,8 +143,11 @@ def run(ctx, spec: Spec) -> dict:
     save_table(plan, rows, study_dir)
     if Path(study_dir) != ctx.run_dir.path:
         save_table(plan, rows, ctx.run_dir.path)
-    return report(plan, rows, study_dir=str(study_dir), quantile=spec.tail_quantile,
-                  elapsed_s=time.monotonic() - t0)
+    out = report(plan, rows, study_dir=str(study_dir), quantile=spec.tail_quantile,
+                 elapsed_s=time.monotonic() - t0)
+    ctx.run_dir.write_report(out)  # kept, with each treatment's error, when the check below fails
+    check_some_finished(rows)
+    return out
 
 
 def report(plan: Plan, rows: list[dict], *, study_dir: str = "", quantile: float = 0.9,
@@ -204,6 +214,7 @@ def _rbd_fast(codes: np.ndarray, values: list, y: np.ndarray, names: list[str]) 
 
 def check_spec(spec: Spec) -> None:
     """Refuse a bad spec before a run record exists (the CLI calls it)."""
+    require_root("explore", spec.scheduler)
     if spec.resume:
         Plan.load(Path(spec.resume))
     else:

@@ -36,7 +36,13 @@ from fsscope.recipes import Recipe
 from fsscope.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.study import diskstate
 from fsscope.study import space as spaces
-from fsscope.study.execute import STUDY_GROUP_PREFIX, cleanup_study_leftovers, order_rows, run_study
+from fsscope.study.execute import (
+    STUDY_GROUP_PREFIX,
+    check_some_finished,
+    cleanup_study_leftovers,
+    order_rows,
+    run_study,
+)
 from fsscope.study.plan import Plan, plan_or_resume
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
@@ -327,8 +333,12 @@ def run(ctx, spec: Spec) -> dict:
 
     rows = run_study(plan, VariationTreatment(dict(s)), study_dir, workers=spec.workers,
                      scheduler=spec.scheduler, on_row=on_row, cancelled=lambda: ctx.cancelled)
-    return report(plan, order_rows(plan, rows), threshold=spec.threshold, windows=spec.window_sizes_s,
-                  study_dir=str(study_dir), elapsed_s=time.monotonic() - t0)
+    rows = order_rows(plan, rows)
+    out = report(plan, rows, threshold=spec.threshold, windows=spec.window_sizes_s,
+                 study_dir=str(study_dir), elapsed_s=time.monotonic() - t0)
+    ctx.run_dir.write_report(out)  # kept, with each treatment's error, when the check below fails
+    check_some_finished(rows)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
