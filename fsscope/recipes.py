@@ -61,11 +61,15 @@ class Recipe:
 
     def with_extra(self, mkfs_opts: str = "", mount_opts: str = "") -> Recipe:
         """This recipe plus one-run extra options (``--mkfs-opts "-i size=1024"``)."""
-        fsoptions.check_mkfs(self.fs, shlex.split(mkfs_opts), "--mkfs-opts")
+        try:
+            extra = shlex.split(mkfs_opts)
+        except ValueError as exc:  # "No closing quotation"
+            raise RecipeError(f"--mkfs-opts {mkfs_opts}: {exc}") from None
+        fsoptions.check_mkfs(self.fs, extra, "--mkfs-opts")
         fsoptions.check_mount(self.fs, mount_opts.split(","), "--mount-opts")
         return replace(
             self,
-            mkfs_opts=self.mkfs_opts + tuple(shlex.split(mkfs_opts)),
+            mkfs_opts=self.mkfs_opts + tuple(extra),
             mount_opts=self.mount_opts + tuple(o for o in mount_opts.split(",") if o.strip()),
         )
 
@@ -141,7 +145,10 @@ def check_prep(prep: Prep, fs: str, where: Callable[[str], str]) -> None:
 def _opts(where: str, value: Any) -> tuple[str, ...]:
     """Options as a list of strings, or one string split like a shell would."""
     if isinstance(value, str):
-        return tuple(shlex.split(value))
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as exc:  # "No closing quotation"
+            raise RecipeError(f"{where}: {exc}") from None
     _check_type(where, value, list)
     for i, item in enumerate(value):
         _check_type(f"{where}[{i}]", item, str)

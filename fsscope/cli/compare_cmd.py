@@ -85,12 +85,12 @@ def cmd_compare(args) -> int:
         if report is None:
             raise FsscopeError(f"run {run.id} has no report (status {run.status()}): nothing to compare")
         reports.append(report)
-    with store.reading(runs[0], f"report.json of {runs[0].id} or {runs[1].id}"):
+    with store.reading(f"the report of run {runs[0].id} or of run {runs[1].id}"):
         doc = {"job": jobs[0], "sections": compare_reports(jobs[0], reports[0], reports[1])}
     for label, run in zip(("a", "b"), runs):
         recipe, where = _describe(run)
         doc[label] = {"id": run.id, "path": str(run.path), "status": run.status(), "recipe": recipe, "target": where}
-    with store.reading(runs[0], f"report.json of {runs[0].id} or {runs[1].id}"), console.capture() as out:
+    with store.reading(f"the report of run {runs[0].id} or of run {runs[1].id}"), console.capture() as out:
         render(doc, console)
     print(out.get(), end="")
     if args.json:

@@ -38,15 +38,16 @@ def cmd_runs(args) -> int:
         table.add_row(run.id, m.get("job", "?"), run.status(), f"{spec.get('kind', '?')} {spec.get('path', '')}".strip(),
                       recipe.get("name", "-"), m.get("started", "-"))
     console.print(table)
+    warn = Console(stderr=True, soft_wrap=True, highlight=False)  # whole lines: scripts grep them
     for line in unreadable:
-        console.print(f"[yellow]unreadable run record[/] {line}", highlight=False, soft_wrap=True)
+        warn.print(f"[yellow]unreadable run record[/] {line}")
     return 0
 
 
 def cmd_report(args) -> int:
     run = store.find_run(args.run).check()
     # all or nothing: a record of the wrong shape is one line, not a half-printed report
-    with store.reading(run, "its record"), console.capture() as out:
+    with store.reading(f"the record of run {run.id}"), console.capture() as out:
         _print_report(run)
     print(out.get(), end="")
     return 0

@@ -121,15 +121,15 @@ def _manifest_problem(m: dict) -> str | None:
 
 
 @contextmanager
-def reading(run: RunDir, what: str = "report.json") -> Iterator[None]:
+def reading(what: str) -> Iterator[None]:
     """Around code that reads a record's contents: a record of the wrong shape (valid JSON,
     not what fsscope writes -- a missing key, a string where a list was) becomes one line
-    naming the run, never a traceback."""
+    naming ``what`` was read, never a traceback."""
     try:
         yield
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
         detail = f"missing {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
-        raise FsscopeError(f"run {run.id}: {what} is not in the shape fsscope writes ({detail})") from None
+        raise FsscopeError(f"{what} is not in the shape fsscope writes ({detail})") from None
 
 
 class RunDir:
