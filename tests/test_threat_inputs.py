@@ -12,12 +12,17 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from test_study_engine import dask_cluster, small_plan, study_leftovers, treatment_fn  # noqa: F401 - a fixture
+from test_study_engine import (  # noqa: F401 - dask_cluster: a fixture
+    dask_cluster,
+    drive_study,
+    small_plan,
+    study_leftovers,
+    treatment_fn,
+)
 
 import fsscope
 from fsscope import fsoptions, recipes
@@ -294,17 +299,8 @@ def test_a_dead_dask_scheduler_is_named_with_the_way_to_resume(dask_cluster, tmp
     hold = tmp_path / "hold"
     hold.write_text("treatments wait here, mounted, while this file exists\n")
     fn = treatment_fn(plan, "fsscope-study-deadsched", str(hold))
-    result: dict = {}
-
-    def drive():
-        try:
-            result["rows"] = execute.run_study(plan, fn, tmp_path / "study", scheduler=address)
-        except BaseException as exc:  # noqa: BLE001 - the assertion below reads it
-            result["error"] = exc
-
     (tmp_path / "study").mkdir()
-    driver = threading.Thread(target=drive, daemon=True)
-    driver.start()
+    driver, result = drive_study(plan, fn, tmp_path / "study", scheduler=address)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not any(
             e.kind == "mount" and e.group.startswith("study-") for e in Journal().entries()):
@@ -348,3 +344,34 @@ async def test_the_investigator_names_an_unreadable_record_and_keeps_going(recor
         message = str(next(iter(app._notifications)).message)
         assert "run 20260101-000000-probe cannot be read: manifest.json: spec is list" in message, message
         assert isinstance(app.screen, RunsScreen)
+
+
+@pytest.mark.parametrize("change, says", ids=["runs", "duration", "per-personality"], argvalues=[
+    (("runs = 3", "runs = 1000000000000"), "settings.runs: expected a whole number in 1..10,000"),
+    (("duration_s = 5", "duration_s = -1"), "settings.duration_s: expected a number in 0.1..86,400"),
+    (("nfiles = 200", "nfiles = 200\nnfiles_per_personality = {varmail = 0}"),
+     "settings.nfiles_per_personality.varmail: expected a whole number in 1..10,000,000"),
+])
+def test_a_spaces_settings_are_bounded(local_user, cli, change, says):
+    """Before: a space with 10^12 runs was planned (48,000,000,000,000 runs, 2.8 billion days)."""
+    small = (REPO / "recipes" / "spaces" / "cao-small.toml").read_text()
+    assert change[0] in small
+    path = local_user.home / "space.toml"
+    write_as(local_user, path, small.replace(change[0], change[1], 1))
+    one_line_refusal(cli("study", "variation", "--space", str(path), "--dry-run"), f"{path}: {says}")
+
+
+def test_an_explore_space_cannot_ask_for_a_huge_directory_tree(local_user, cli):
+    """Before: dir_depth = 40 planned treatments that each make 2^41 directories."""
+    small = (REPO / "recipes" / "spaces" / "small.toml").read_text()
+    path = local_user.home / "space.toml"
+    write_as(local_user, path, small.replace("dir_depth = 4", "dir_depth = 40", 1))
+    one_line_refusal(cli("explore", "--space", str(path)), f"{path}: settings.dir_depth: expected a whole number in 0..12")
+
+
+@pytest.mark.parametrize("plan", ids=["list", "space-list"], argvalues=["[]", '{"space": [], "seed": 1}'])
+def test_resuming_a_plan_of_the_wrong_shape_is_one_line(local_user, cli, plan):
+    study = local_user.home / "study"
+    local_user.python(f"import os; os.mkdir({str(study)!r})")
+    write_as(local_user, study / "plan.json", plan)
+    one_line_refusal(cli("explore", "--resume", str(study)), f"{study / 'plan.json'}: not a readable plan")

@@ -73,9 +73,11 @@ def load_rows(study_dir: Path) -> list[dict]:
         with open(Path(study_dir) / ROWS_FILE) as fh:
             for line in fh:
                 try:
-                    rows.append(json.loads(line))
+                    row = json.loads(line)
                 except json.JSONDecodeError:
                     break
+                if isinstance(row, dict) and isinstance(row.get("id"), str):
+                    rows.append(row)  # anything else is no row: its treatment runs again
     except FileNotFoundError:
         pass
     return rows

@@ -103,8 +103,22 @@ class Spec:
         return tuples_as_lists(self)
 
 
+MAX_DIR_DEPTH = 12  # a binary tree: 2^13 - 1 directories made per treatment
+
+
+def check_settings(settings: dict, where: str) -> None:
+    """The explore [settings] (a binary directory tree's depth, where DirectorySpan starts) in
+    range: a depth of 40 would make 2^41 directories per treatment."""
+    depth = settings.get("dir_depth", 4)
+    for key, hi in (("dir_depth", MAX_DIR_DEPTH), ("start_level", depth)):
+        value = settings.get(key, 2 if key == "start_level" else 4)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= hi:
+            raise FsscopeError(f"{where}: settings.{key}: expected a whole number in 0..{hi}, got {value!r}")
+
+
 def make_plan(spec: Spec) -> Plan:
     space = spaces.load(spec.space, player.EXPLORE_SCHEMA)
+    check_settings(space.settings, space.source or space.name)
     if spec.factors:
         space = space.with_levels(spaces.parse_overrides(list(spec.factors)), player.EXPLORE_SCHEMA)
     for name in spec.recipes:
@@ -216,7 +230,8 @@ def check_spec(spec: Spec) -> None:
     """Refuse a bad spec before a run record exists (the CLI calls it)."""
     require_root("explore", spec.scheduler)
     if spec.resume:
-        Plan.load(Path(spec.resume))
+        plan = Plan.load(Path(spec.resume))
+        check_settings(plan.space.settings, f"--resume {spec.resume}")
     else:
         make_plan(spec)
     if spec.workers < 1:
