@@ -162,13 +162,13 @@ class RunDir:
     def manifest(self) -> dict:
         return _read_object(self.path / "manifest.json") or {}
 
-    def problem(self) -> str | None:
-        """Why this run record cannot be read (its manifest or report is not JSON, not an
-        object, or a field has the wrong type), or None when it can."""
+    def problem(self, *, report: bool = True) -> str | None:
+        """Why this run record cannot be read (its manifest -- or, with ``report``, its report
+        -- is not JSON, not an object, or a field has the wrong type), or None when it can."""
         why = _object_problem(self.path / "manifest.json", required=True)
         if why is None:
             why = _manifest_problem(self.manifest())
-        return why or _object_problem(self.path / "report.json", required=False)
+        return why or (_object_problem(self.path / "report.json", required=False) if report else None)
 
     def check(self) -> RunDir:
         """This run, or FsscopeError naming it and what is wrong with its record."""
