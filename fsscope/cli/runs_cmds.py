@@ -70,7 +70,7 @@ def _print_report(run: store.RunDir) -> None:
         for line in kept_lines(run) or ["nothing: no array was recorded"]:
             console.print(f"  {line}")
         return
-    render_report(m.get("job", ""), report, console)
+    render_report(m.get("job", ""), report, console, m.get("machine"))
 
 
 def kept_lines(run: store.RunDir) -> list[str]:

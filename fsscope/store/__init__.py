@@ -99,7 +99,7 @@ def _object_problem(path: Path, *, required: bool) -> str | None:
 
 # The manifest fields readers use, and the JSON types fsscope writes them with.
 _MANIFEST_TYPES = {"job": str, "status": str, "started": str, "ended": str, "error": str, "pid": int,
-                   "pid_start_ticks": int, "pid_start": (int, float), "target": dict, "recipe": dict,
+                   "pid_start_ticks": int, "pid_start": (int, float), "target": dict, "recipe": dict, "machine": dict,
                    "spec": dict}
 _NESTED_TYPES = {("target", "spec"): dict, ("target", "commands"): list, ("recipe", "name"): str}
 _JSON_NAMES = {str: "text", int: "a whole number", dict: "an object", list: "a list", (int, float): "a number"}
