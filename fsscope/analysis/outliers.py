@@ -9,17 +9,19 @@ Input: ``latency_ns``, int64 ns, runs x files; entries < 0 are "not measured" an
   outliers, and a cluster of slow files does not hide itself). The paper's threshold, 300,000 cycles, was also ~2x its typical
   latency. A file slow in at least ``min_runs`` runs is structural; a file slow in some run
   but fewer is noise (counted, not flagged).
-* Periodic series -- repeatable outliers at a constant stride (XFS inode chunks every 64
-  files), tolerant of missing members and interleaved extras, reported only when the
-  chain is unlikely under randomly placed outliers (Bonferroni over all starts/strides).
-  The series search also takes *weak* repeatable outliers: files above a lower bar
-  (``series_factor``, 1.4x the same local baseline) in as many runs as a structural file
-  needs (and never fewer than 3). On real RAM-backed images an XFS inode-chunk allocation
-  costs only ~2x a plain create, so at the 2x bar its members come out as a few scattered
-  outliers; at 1.4x every member is repeatable. A weak flag alone is weak evidence (a few
-  noisy files pass it too), which is why it feeds only the series search, whose chance
-  model (fed the density of *all* candidates) must still find the chain unlikely; weak
-  files are listed apart (``weak_outliers``), never reported as outliers.
+* Periodic series -- structural files at a constant stride (XFS inode chunks every 64
+  files), tolerant of missing members and interleaved extras, reported only when the chain
+  is unlikely under randomly placed candidates (Bonferroni over all starts/strides: the
+  series' ``chance`` is that expected number of chance chains, the statistic that decides).
+  Candidates are the repeatable outliers plus every file whose *per-file median* over the
+  runs is ``series_ratio`` (1.25) x the median curve around it (the same neighbouring-block
+  baseline as an outlier's). A median is what repeats: an XFS inode-chunk allocation costs
+  1.4-2.3x its neighbours on a RAM image and 1.4-1.95x on a disk image, so per run it is
+  above a 1.4x bar only in about half the runs and a per-run vote lost most members, while
+  its median over 5-10 runs stays above 1.25x and a noise file's median does not (one-run
+  spikes do not move a median). Files above the lower per-run bar (``series_factor``,
+  1.4x) in as many runs as a structural file needs are still listed (``weak_outliers``),
+  never as outliers.
 * Level shifts and linear growth -- the per-file median curve (log scale, reported outliers
   masked) is cut into piecewise-linear segments by penalised optimal partitioning (PELT) on
   a binned (<= 2048 bins), median-filtered curve, so single-file spikes cannot become
@@ -73,6 +75,9 @@ DEFAULT_SERIES_FACTOR = 1.4
 #: ~20 % of calls pass 1.4x by chance, so with 2 runs ~4 % of files pass it twice: too dense
 #: to be evidence (it doubled the chance-series rate on such noise); with 3 runs ~1 %.
 SERIES_MIN_RUNS = 3
+#: The series search's bar on the per-file median curve: a file whose median over the runs
+#: is this multiple of the median curve around it is a series candidate (from 3 runs on).
+DEFAULT_SERIES_RATIO = 1.25
 #: Block size for the local typical latency: long enough for a stable median, short enough
 #: that only files within ~2 blocks of a level shift lose sensitivity.
 BASELINE_BLOCK_FILES = 16
@@ -269,32 +274,64 @@ def periodic_series(
 
     available = np.ones(index_count, dtype=bool)
     found: list[Series] = []
-    for stride in candidate_strides.tolist():
-        positions = np.flatnonzero(available)
-        if positions.size < min_count:
-            break
-        members = unique_indices[positions]
-        residue, term = members % stride, members // stride
-        order = np.lexsort((term, residue))
-        residue, term, positions = residue[order], term[order], positions[order]
-        breaks = np.flatnonzero((np.diff(residue) != 0) | (np.diff(term) > max_gap + 1)) + 1
-        starts = np.concatenate([[0], breaks])
-        ends = np.concatenate([breaks, [residue.size]])
-        for start, end in zip(starts.tolist(), ends.tolist()):
-            present = end - start
-            if present < min_count:
-                continue
-            terms = int(term[end - 1] - term[start]) + 1
-            if present < min_fill * terms:
-                continue
-            if _chance_log_expectation(present, terms, density, n_files) >= log_alpha:
-                continue
-            first_index = int(unique_indices[positions[start]])
-            found.append(Series(start=first_index, stride=int(stride), count=terms,
-                                missing=terms - present))
-            available[positions[start:end]] = False
+    # The least likely chain first, then again over the indices it left: a 64-series with two
+    # members missing is not cut into two 128-series because 128 is the commoner difference.
+    while (best := _best_chain(unique_indices, available, candidate_strides, min_count=min_count,
+                               max_gap=max_gap, min_fill=min_fill, density=density,
+                               n_files=n_files)) is not None and best[0] < log_alpha:
+        log_chance, stride, chain = best
+        present, span = chain.size, int((unique_indices[chain[-1]] - unique_indices[chain[0]]) // stride) + 1
+        found.append(Series(start=int(unique_indices[chain[0]]), stride=stride, count=span,
+                            missing=span - present, chance=float(f"{math.exp(log_chance):.3g}"),
+                            members=tuple(int(i) for i in unique_indices[chain])))
+        available[chain] = False
     found.sort(key=lambda series: (series.start, series.stride))
     return found
+
+
+def _best_chain(indices: NDArray[np.int64], available: NDArray[np.bool_], strides: NDArray[np.int64],
+                *, min_count: int, max_gap: int, min_fill: float, density: float, n_files: int
+                ) -> tuple[float, int, NDArray[np.int64]] | None:
+    """The chain of available indices least likely by chance: (log expectation, stride,
+    positions into ``indices``), or None when no chain qualifies."""
+    best = None
+    positions_all = np.flatnonzero(available)
+    if positions_all.size < min_count:
+        return None
+    members = indices[positions_all]
+    for stride in strides.tolist():
+        residue, term = members % stride, members // stride
+        order = np.lexsort((term, residue))
+        residue, term, positions = residue[order], term[order], positions_all[order]
+        breaks = np.flatnonzero((np.diff(residue) != 0) | (np.diff(term) > max_gap + 1)) + 1
+        for start, end in zip(np.concatenate([[0], breaks]).tolist(),
+                              np.concatenate([breaks, [residue.size]]).tolist()):
+            present = end - start
+            terms = int(term[end - 1] - term[start]) + 1
+            if present < min_count or present < min_fill * terms:
+                continue
+            log_chance = _chance_log_expectation(present, terms, density, n_files)
+            if best is None or log_chance < best[0]:
+                best = (log_chance, int(stride), positions[start:end])
+    return best
+
+
+def local_ratio(curve_ns: ArrayLike, block_files: int = BASELINE_BLOCK_FILES) -> NDArray[np.float64]:
+    """Each file's median latency over the median curve around it (the higher median of the
+    neighbouring blocks, as for an outlier): 1.0 is typical, NaN where nothing was measured."""
+    curve = np.asarray(curve_ns, dtype=np.float64)
+    if curve.size == 0:
+        return curve.copy()
+    baseline = _local_baseline_ns(curve[None, :], block_files)[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return curve / baseline
+
+
+def median_ratio_candidates(curve_ns: ArrayLike, ratio: float,
+                            block_files: int = BASELINE_BLOCK_FILES) -> list[int]:
+    """Files whose per-file median is at least ``ratio`` x the curve around them."""
+    with np.errstate(invalid="ignore"):
+        return np.flatnonzero(local_ratio(curve_ns, block_files) >= ratio).tolist()
 
 
 # --------------------------------------------------------------------------------------------
@@ -348,6 +385,7 @@ def analyze(
     series_min_count: int = 3,
     series_alpha: float = 0.01,
     series_factor: float = DEFAULT_SERIES_FACTOR,
+    series_ratio: float | None = DEFAULT_SERIES_RATIO,
     shift_min_ratio: float = 1.2,
     growth_min_ratio: float = 1.2,
     growth_min_files: int = 32,
@@ -357,9 +395,10 @@ def analyze(
 ) -> ProbeAnalysis:
     """Statistics, repeatable outliers, series, level shifts and linear growth of a probe.
 
-    The series search runs over the outliers plus the weak repeatable outliers (above
-    ``series_factor`` x the local baseline in as many runs as an outlier needs, at least 3;
-    ``series_factor >= factor`` turns that off); see the module doc.
+    The series search runs over the outliers plus the files whose median over the runs is
+    ``series_ratio`` x the median curve around them (from 3 runs on; None turns that off);
+    ``weak_outliers`` are the files above ``series_factor`` x their local baseline in as
+    many runs as an outlier needs (at least 3); see the module doc.
     """
     latency_matrix = np.atleast_2d(np.asarray(matrix))
     if latency_matrix.ndim != 2:
@@ -382,8 +421,10 @@ def analyze(
         curve_ns = median_curve_ns(latency_matrix)
     else:
         outliers, weak, noise_count, curve_ns = [], [], 0, np.full(files, np.nan)
-    series = periodic_series([o.index for o in (*outliers, *weak)], min_count=series_min_count,
-                             n_files=files, alpha=series_alpha)
+    use_ratio = series_ratio is not None and runs >= SERIES_MIN_RUNS
+    candidates = median_ratio_candidates(curve_ns, series_ratio, block_files) if use_ratio else []
+    series = periodic_series([*(o.index for o in outliers), *candidates],
+                             min_count=series_min_count, n_files=files, alpha=series_alpha)
     # The outliers are reported on their own; masking them keeps a slow file right at a
     # boundary (ext4's file 253) from shifting the cut by one.
     level_curve_ns = _without(curve_ns, [o.index for o in outliers])
@@ -404,6 +445,7 @@ def analyze(
         "series_min_count": series_min_count,
         "series_alpha": series_alpha,
         "series_factor": series_factor if runs >= SERIES_MIN_RUNS and series_factor < factor else None,
+        "series_ratio": series_ratio if use_ratio else None,
         "shift_min_ratio": shift_min_ratio,
         "growth_min_ratio": growth_min_ratio,
         "min_z": min_z,

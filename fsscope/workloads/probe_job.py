@@ -61,7 +61,8 @@ def _flag_title(flag: dict, finding) -> str:
     if isinstance(finding, Outlier):
         what = f"file {finding.index} slow in {finding.runs_flagged}/{finding.runs} runs ({finding.ratio:.1f}× typical)"
     elif hasattr(finding, "stride"):
-        what = f"every {finding.stride} files from {finding.start} ({finding.count}×)"
+        slow = len(finding.members) or finding.count - finding.missing
+        what = f"every {finding.stride} files from {finding.start} ({slow} of {finding.count} slow)"
     elif hasattr(finding, "before_ns"):
         what = f"level shift at file {finding.index}: {finding.before_ns / 1e3:.1f} → {finding.after_ns / 1e3:.1f} µs"
     else:
