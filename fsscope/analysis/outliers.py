@@ -268,7 +268,7 @@ def periodic_series(
         unique_indices[k:] - unique_indices[:-k] for k in range(1, min(neighbours, index_count - 1) + 1)
     ])
     strides, stride_counts = np.unique(differences, return_counts=True)
-    useful = stride_counts >= 2
+    useful = (stride_counts >= 2) & (strides >= 2)  # a stride of 1 is a slow stretch, not a period
     strides, stride_counts = strides[useful], stride_counts[useful]
     candidate_strides = strides[np.lexsort((strides, -stride_counts))][:max_strides]
 
@@ -279,8 +279,11 @@ def periodic_series(
     while (best := _best_chain(unique_indices, available, candidate_strides, min_count=min_count,
                                max_gap=max_gap, min_fill=min_fill, density=density,
                                n_files=n_files)) is not None and best[0] < log_alpha:
-        log_chance, stride, chain = best
+        log_chance, stride, chain = _sparsest_part(unique_indices, *best, density=density,
+                                                   n_files=n_files, log_alpha=log_alpha)
+        chain = _extended(unique_indices, available, chain, stride, max_gap)
         present, span = chain.size, int((unique_indices[chain[-1]] - unique_indices[chain[0]]) // stride) + 1
+        log_chance = min(log_chance, _chance_log_expectation(present, span, density, n_files))
         found.append(Series(start=int(unique_indices[chain[0]]), stride=stride, count=span,
                             missing=span - present, chance=float(f"{math.exp(log_chance):.3g}"),
                             members=tuple(int(i) for i in unique_indices[chain])))
@@ -316,6 +319,48 @@ def _best_chain(indices: NDArray[np.int64], available: NDArray[np.bool_], stride
     return best
 
 
+def _extended(indices: NDArray[np.int64], available: NDArray[np.bool_], chain: NDArray[np.int64],
+              stride: int, max_gap: int) -> NDArray[np.int64]:
+    """The chain with the available indices that continue it at its stride on either side
+    (skipping up to ``max_gap`` terms): members a coarser chain search had left out."""
+    position = {int(v): p for p, v in enumerate(indices.tolist()) if available[p]}
+    members = [int(p) for p in chain]
+    for direction in (-1, 1):
+        end = int(indices[members[0] if direction < 0 else members[-1]])
+        while True:
+            step = next((k for k in range(1, max_gap + 2)
+                         if position.get(end + direction * k * stride) is not None
+                         and position[end + direction * k * stride] not in members), None)
+            if step is None:
+                break
+            end += direction * step * stride
+            members.append(position[end])
+    return np.array(sorted(members, key=lambda p: int(indices[p])), dtype=np.int64)
+
+
+def _sparsest_part(indices: NDArray[np.int64], log_chance: float, stride: int,
+                   chain: NDArray[np.int64], *, density: float, n_files: int, log_alpha: float
+                   ) -> tuple[float, int, NDArray[np.int64]]:
+    """The chain, or every k-th of its terms (k = 2, 3) when those are nearly all slow and the
+    others mostly not: XFS's 64-file chunk series plus a weaker effect halfway between is
+    the 64-series, not a 32-series with gaps."""
+    values = indices[chain]
+    terms = (values - values[0]) // stride
+    for k in (2, 3):
+        for phase in range(k):
+            mine = (terms - phase) % k == 0
+            if mine.sum() < 3:
+                continue
+            span_mine = int((terms[mine][-1] - terms[mine][0]) // k) + 1
+            others = ~mine
+            span_others = max(1, int(terms[-1] - terms[0]) + 1 - span_mine)
+            fill_mine, fill_others = mine.sum() / span_mine, others.sum() / span_others
+            part_chance = _chance_log_expectation(int(mine.sum()), span_mine, density, n_files)
+            if fill_mine >= 0.85 and fill_others <= 0.6 and part_chance < log_alpha:
+                return part_chance, stride * k, chain[mine]
+    return log_chance, stride, chain
+
+
 def local_ratio(curve_ns: ArrayLike, block_files: int = BASELINE_BLOCK_FILES) -> NDArray[np.float64]:
     """Each file's median latency over the median curve around it (the higher median of the
     neighbouring blocks, as for an outlier): 1.0 is typical, NaN where nothing was measured."""
@@ -327,11 +372,25 @@ def local_ratio(curve_ns: ArrayLike, block_files: int = BASELINE_BLOCK_FILES) ->
         return curve / baseline
 
 
+#: A series candidate is also a peak: its median above the lower of the adjacent files' by
+#: this factor. A structural call is one slow call (possibly next to another structure's:
+#: XFS's block->leaf at 124 beside the chunk at 125); the inside of a stretch of slow files
+#: (a burst of load across the runs, a slowly filling leaf) is not a series member.
+PEAK_RATIO = 1.1
+
+
 def median_ratio_candidates(curve_ns: ArrayLike, ratio: float,
                             block_files: int = BASELINE_BLOCK_FILES) -> list[int]:
-    """Files whose per-file median is at least ``ratio`` x the curve around them."""
-    with np.errstate(invalid="ignore"):
-        return np.flatnonzero(local_ratio(curve_ns, block_files) >= ratio).tolist()
+    """Files whose per-file median is at least ``ratio`` x the curve around them and a peak
+    (:data:`PEAK_RATIO` x the lower adjacent file)."""
+    curve = np.asarray(curve_ns, dtype=np.float64)
+    if curve.size == 0:
+        return []
+    edge = np.array([np.nan])
+    adjacent = np.fmin(np.concatenate([edge, curve[:-1]]), np.concatenate([curve[1:], edge]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        peak = np.where(np.isnan(adjacent), np.inf, curve / adjacent) >= PEAK_RATIO
+        return np.flatnonzero((local_ratio(curve, block_files) >= ratio) & peak).tolist()
 
 
 # --------------------------------------------------------------------------------------------

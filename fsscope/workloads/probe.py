@@ -93,7 +93,11 @@ class ProbeSpec:
     is pinned to (None: the last CPU it may use, see :func:`default_cpu`). ``write_bytes`` is
     used by ``write-fsync``, ``fallocate_bytes`` by ``fallocate``. ``trace``: kernel-event
     attribution (see :mod:`fsscope.trace.jobs`): ``attribute`` adds one traced run
-    after the untraced measured ones, ``all`` traces every run, ``off`` none.
+    after the untraced measured ones, ``all`` traces every run, ``off`` none. ``in_root``:
+    the files go into the root directory of the file system the run made (the papers'
+    setup; what mkfs put there stays), not into a fresh subdirectory -- the structural
+    indices depend on it (a new XFS directory gets an attribute fork, ext4's root holds
+    lost+found).
     """
 
     op: Op = "creat"
@@ -106,6 +110,7 @@ class ProbeSpec:
     write_bytes: int = 4096
     fallocate_bytes: int = 1 << 20
     trace: TraceMode = "attribute"
+    in_root: bool = False
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -132,6 +137,11 @@ class ProbeSpec:
                 raise FsscopeError(f"probe cpu {self.cpu}: this process may run on CPUs {allowed} only")
         _check_int("write_bytes", self.write_bytes, minimum=0)
         _check_int("fallocate_bytes", self.fallocate_bytes, minimum=1)
+        if not isinstance(self.in_root, bool):
+            raise FsscopeError(f"probe in_root must be true or false, not {self.in_root!r}")
+        if self.in_root and not self.fresh_fs:
+            raise FsscopeError("probe in_root needs a fresh file system per run: with one file "
+                               "system for all runs the root would hold the earlier runs' files")
         if self.trace not in TRACE_MODES:
             raise FsscopeError(f"probe trace {self.trace!r} is unknown: choose one of "
                                f"{', '.join(TRACE_MODES)}")
@@ -399,7 +409,9 @@ def _prepare_output(out: np.ndarray | None, files: int) -> np.ndarray:
     return out
 
 
-def _open_empty_dir(workdir: Path) -> int:
+def _open_empty_dir(workdir: Path, *, in_root: bool = False) -> int:
+    """The probe directory, opened; it must be empty -- except a file system's root
+    (``in_root``), which keeps what mkfs made there (lost+found), none of it a probe name."""
     try:
         dfd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as exc:
@@ -410,6 +422,8 @@ def _open_empty_dir(workdir: Path) -> int:
     except OSError as exc:
         os.close(dfd)
         raise FsscopeError(f"probe directory {workdir} cannot be listed: {exc.strerror}") from None
+    if first is not None and in_root:
+        return dfd
     if first is not None:
         os.close(dfd)
         raise FsscopeError(f"probe directory {workdir} is not empty (it holds {first.name!r}): "
@@ -467,7 +481,7 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
     sink: Any = memoryview(latency_ns) if latency_ns.flags.c_contiguous else latency_ns
     starts: Any = memoryview(start_ns) if start_ns.flags.c_contiguous else start_ns
     workdir = Path(workdir)
-    dfd = _open_empty_dir(workdir)
+    dfd = _open_empty_dir(workdir, in_root=spec.in_root)
     gc_was_enabled = gc.isenabled()
     try:
         if spec.op in POPULATED_OPS and not _populate(dfd, spec, cancelled, latency_ns):

@@ -85,7 +85,23 @@ def record_bytes(spec: ProbeSpec) -> int:
     return spec.runs * spec.files * 8
 
 
+def probe_dir_of(ctx, fs, spec: ProbeSpec, name: str) -> Path:
+    """Where a run's files go, made if needed: the root of the file system the run made
+    (``in_root``) or a fresh subdirectory ``name`` (made outside the timed region)."""
+    if spec.in_root:
+        if ctx.target.spec.kind == "dir":  # defence: the CLI refuses this before starting
+            raise FsscopeError("--in-root needs a file system fsscope makes (--ram, --image, "
+                               "--device): a --dir target's root is not fsscope's to fill")
+        return Path(fs.mountpoint)
+    probe_dir = fs.workdir / name
+    probe_dir.mkdir()
+    return probe_dir
+
+
 def run(ctx, spec: ProbeSpec) -> dict:
+    if spec.in_root and ctx.target.spec.kind == "dir":
+        raise FsscopeError("--in-root needs a file system fsscope makes (--ram, --image, "
+                           "--device): a --dir target's root is not fsscope's to fill")
     previous_cpus = pin_cpu(spec.cpu)
     latency_ns = ctx.run_dir.open_array("latency_ns", (spec.runs, spec.files))
     start_ns = ctx.run_dir.open_array("start_ns", (spec.runs, spec.files))
@@ -98,8 +114,7 @@ def run(ctx, spec: ProbeSpec) -> dict:
                 break
             ctx.phase(f"run {r + 1} of {spec.runs}", run=r, runs=spec.runs)
             with ctx.run_fs(spec.fresh_fs) as fs:
-                probe_dir = fs.workdir / (PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.{r}")
-                probe_dir.mkdir()
+                probe_dir = probe_dir_of(ctx, fs, spec, PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.{r}")
                 os.sync()
                 if r == 0:
                     geometry, predictions = _explainer(ctx, fs, probe_dir, spec)
@@ -123,7 +138,8 @@ def run(ctx, spec: ProbeSpec) -> dict:
         os.sched_setaffinity(0, previous_cpus)
     done_rows = [r for r in range(spec.runs) if (latency_ns[r] >= 0).any()]
     report = {"op": spec.op, "files": spec.files, "runs": spec.runs, "runs_completed": len(done_rows),
-              "spec": spec.to_dict(), "stopped_by": error}
+              "spec": spec.to_dict(), "stopped_by": error,
+              "where": "root directory" if spec.in_root else "fresh subdirectory"}
     if done_rows:
         analysis = analyze(latency_ns[done_rows])
         report |= analysis.to_json()
@@ -158,8 +174,7 @@ def _attribution_run(ctx, spec: ProbeSpec, trace) -> None:
     start_row = ctx.run_dir.open_array("trace_start_ns", (1, spec.files))
     ctx.phase("traced run (kernel attribution)", run=spec.runs)
     with ctx.run_fs(spec.fresh_fs) as fs:
-        probe_dir = fs.workdir / (PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.traced")
-        probe_dir.mkdir()
+        probe_dir = probe_dir_of(ctx, fs, spec, PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.traced")
         os.sync()
         with trace.run(fs, spec.runs, latency_row[0], start_row[0]):
             measure_run(probe_dir, spec, cancelled=lambda: ctx.cancelled, out=latency_row[0],
