@@ -115,7 +115,11 @@ def render_kernel(report: dict, console: Console) -> None:
         verdict = row["verdict"]
         style = "green" if verdict.startswith("confirmed") and "contradicts" not in verdict else (
             "red" if verdict.startswith("contradicted") or "contradicts" in verdict else "dim")
-        table.add_row(row["structure"], _indices(row["predicted"]), _indices(row["seen"]),
+        if row.get("window"):
+            style = "yellow"
+        predicted = (f"range {row['window'][0]}–{row['window'][1]}" if row.get("window")
+                     else _indices(row["predicted"]))
+        table.add_row(row["structure"], predicted, _indices(row["seen"]),
                       _indices(row["slow"]), f"[{style}]{verdict}[/]")
     console.print(table)
     quiet = [e for e in report.get("structural_events") or []
