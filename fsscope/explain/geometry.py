@@ -115,9 +115,9 @@ class Geometry:
         if self.probe_dir_in_root is None:
             return ""
         if self.probe_dir_in_root:
-            held = f" beside {len(self.probe_dir_entry_name_bytes)} entries mkfs made" \
-                if self.probe_dir_entry_name_bytes else ""
-            return f"files in the root directory{held} (made by mkfs, as in the papers); "
+            n = len(self.probe_dir_entry_name_bytes)
+            held = f", beside the {n} entr{'y' if n == 1 else 'ies'} mkfs made there" if n else ""
+            return f"files in the root directory (as in the papers){held}; "
         return "files in a fresh subdirectory (made just before the run); "
 
     @property

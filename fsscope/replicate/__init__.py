@@ -1,0 +1,94 @@
+"""``fsscope replicate``: the seed papers' headline findings, each run with the paper's setup
+as far as this machine allows, and held to a measurement.
+
+One module per scenario (:data:`SCENARIOS`); each names its probes (jobs run through the
+engine, headless, as ``fsscope probe`` runs them) and judges the reports finding by finding:
+the paper's number, what the paper's own arithmetic gives for today's geometry, what fsscope
+measured, and a verdict (agree | disagree | inconclusive) with the statistic that decided it.
+No verdict defaults to agree: a judge that cannot decide says inconclusive and why.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from types import ModuleType
+
+from fsscope.errors import FsscopeError
+from fsscope.replicate.base import Finding, ProbeResult, run_probe
+
+#: name -> module (None: not built yet, with the reason)
+SCENARIOS: dict[str, str | None] = {
+    "aota-kono": "fsscope.replicate.aota_kono",
+    "cao": None,
+    "chopper": None,
+    "geriatrix": None,
+    "mingardi": None,
+}
+
+NOT_BUILT = {
+    "cao": "Cao et al., performance variation in storage stacks: not built yet",
+    "chopper": "He et al., Chopper: not built yet (needs explore's per-file d-span, issue 24 item 1)",
+    "geriatrix": "Kadekodi et al., Geriatrix aging: not built yet",
+    "mingardi": "Mingardi & Vieira, synchronous writes: not built yet",
+}
+
+
+def load(name: str) -> ModuleType:
+    if name not in SCENARIOS:
+        raise FsscopeError(f"replicate: no scenario {name!r}; choose one of {', '.join(SCENARIOS)}")
+    module = SCENARIOS[name]
+    if module is None:
+        raise FsscopeError(f"replicate {name}: {NOT_BUILT[name]}")
+    return importlib.import_module(module)
+
+
+def listing() -> list[dict]:
+    """Every scenario: name, title, whether it runs here, its quick and full cost (s)."""
+    out = []
+    for name, module_name in SCENARIOS.items():
+        if module_name is None:
+            out.append({"name": name, "title": NOT_BUILT[name], "built": False})
+            continue
+        module = importlib.import_module(module_name)
+        out.append({"name": name, "title": module.TITLE, "built": True,
+                    "quick_cost_s": round(cost_s(module, quick=True)),
+                    "full_cost_s": round(cost_s(module, quick=False))})
+    return out
+
+
+def cost_s(module: ModuleType, *, quick: bool, only: list[str] | None = None) -> float:
+    return sum(p.cost_s() for p in planned(module, quick=quick, only=only))
+
+
+def planned(module: ModuleType, *, quick: bool, only: list[str] | None = None) -> list:
+    """The probe runs the scenario (or only the findings named) needs."""
+    probes = module.runs(quick)
+    if not only:
+        return probes
+    unknown = sorted(set(only) - set(module.NEEDS))
+    if unknown:
+        raise FsscopeError(f"replicate {module.NAME}: no finding {', '.join(unknown)}; "
+                           f"choose from {', '.join(module.NEEDS)}")
+    keys = {key for finding in only for key in module.NEEDS[finding]}
+    return [p for p in probes if p.key in keys]
+
+
+def run(name: str, *, quick: bool, only: list[str] | None = None,
+        progress: Callable[[str], None] = lambda line: None) -> dict:
+    """Run scenario ``name`` and judge it: ``{"scenario", "findings": [...], ...}``."""
+    module = load(name)
+    probes = planned(module, quick=quick, only=only)
+    results: dict[str, ProbeResult] = {}
+    for probe in probes:
+        results[probe.key] = run_probe(probe, progress=progress)
+    findings: list[Finding] = module.judge(results, quick)
+    if only:
+        findings = [f for f in findings if f.id in only]
+    return {"scenario": name, "title": module.TITLE, "paper": module.PAPER, "quick": quick,
+            "setup": module.SETUP, "runs": {key: {"setup": r.run.describe(), "run_dir": r.run_dir}
+                                            for key, r in results.items()},
+            "findings": [f.to_json() for f in findings]}
+
+
+__all__ = ["SCENARIOS", "Finding", "load", "listing", "run", "cost_s", "planned"]
