@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from fsscope import paths, recipes
+from fsscope import recipes
 from fsscope.analysis.latency import median_curve_ns
 from fsscope.analysis.outliers import local_ratio
 from fsscope.engine import events as ev
 from fsscope.engine import runner
 from fsscope.errors import FsscopeError
+from fsscope.study.diskstate import disk_dir
 from fsscope.targets import TargetSpec
 
 VERDICTS = ("agree", "disagree", "inconclusive")
@@ -75,7 +76,7 @@ class ProbeRun:
 
     def describe(self) -> str:
         where = "root directory" if self.in_root else "fresh subdirectory"
-        medium = "RAM image" if self.medium == "ram" else "disk image (loop on a file on /dev/vda)"
+        medium = "RAM image" if self.medium == "ram" else "disk image (a loop over a file on this machine's disk)"
         opts = f" {self.mkfs_opts}" if self.mkfs_opts else ""
         return (f"{self.recipe}{opts}, {self.files} creat() x {self.runs} runs, {self.name_length}-character "
                 f"names, sync() before each, files in the {where}, {medium}")
@@ -113,9 +114,7 @@ def run_probe(probe: ProbeRun, *, progress: Callable[[str], None] = lambda line:
     recipe = recipes.load(probe.recipe).with_extra(probe.mkfs_opts, "")
     image: Path | None = None
     if probe.medium == "disk":
-        folder = paths.home() / "replicate"
-        folder.mkdir(parents=True, exist_ok=True)
-        image = folder / f"{probe.key}-{os.getpid()}.img"
+        image = disk_dir() / f"fsscope-replicate-{probe.key}-{os.getpid()}.img"
         if image.exists():
             raise FsscopeError(f"{image} exists: another replication may be using it")
         target = TargetSpec("image", str(image), probe.size_bytes)
