@@ -13,23 +13,23 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 from fsscope.errors import FsscopeError
-from fsscope.replicate.base import Finding, ProbeResult, run_probe
+from fsscope.replicate.base import Finding
 
 #: name -> module (None: not built yet, with the reason)
 SCENARIOS: dict[str, str | None] = {
     "aota-kono": "fsscope.replicate.aota_kono",
     "cao": None,
     "chopper": None,
-    "geriatrix": None,
+    "geriatrix": "fsscope.replicate.geriatrix",
     "mingardi": None,
 }
 
 NOT_BUILT = {
     "cao": "Cao et al., performance variation in storage stacks: not built yet",
     "chopper": "He et al., Chopper: not built yet (needs explore's per-file d-span, issue 24 item 1)",
-    "geriatrix": "Kadekodi et al., Geriatrix aging: not built yet",
     "mingardi": "Mingardi & Vieira, synchronous writes: not built yet",
 }
 
@@ -79,15 +79,15 @@ def run(name: str, *, quick: bool, only: list[str] | None = None,
     """Run scenario ``name`` and judge it: ``{"scenario", "findings": [...], ...}``."""
     module = load(name)
     probes = planned(module, quick=quick, only=only)
-    results: dict[str, ProbeResult] = {}
+    results: dict[str, Any] = {}
     for probe in probes:
-        results[probe.key] = run_probe(probe, progress=progress)
+        results[probe.key] = probe.execute(progress=progress)
     findings: list[Finding] = module.judge(results, quick)
     if only:
         findings = [f for f in findings if f.id in only]
     return {"scenario": name, "title": module.TITLE, "paper": module.PAPER, "quick": quick,
-            "setup": module.SETUP, "runs": {key: {"setup": r.run.describe(), "run_dir": r.run_dir}
-                                            for key, r in results.items()},
+            "setup": module.SETUP, "runs": {p.key: {"setup": p.describe(), "run_dir": results[p.key].run_dir}
+                                            for p in probes},
             "findings": [f.to_json() for f in findings]}
 
 

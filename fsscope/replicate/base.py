@@ -2,8 +2,10 @@
 engine, and the verdict rules (a verdict is earned by a statistic, never a default).
 
 A scenario module has ``NAME``, ``TITLE``, ``PAPER`` (citation), ``SETUP`` (the paper's
-setup and what differs here, and why), ``runs(quick) -> list[ProbeRun]`` and
-``judge(results, quick) -> list[Finding]``; :func:`fsscope.replicate.run` does the rest.
+setup and what differs here, and why), ``NEEDS`` (finding id -> the run keys it needs),
+``runs(quick)`` (runs with ``key``, ``describe()``, ``cost_s()`` and ``execute(progress=)``:
+a :class:`ProbeRun`, or a scenario's own) and ``judge(results, quick) -> list[Finding]``;
+:func:`fsscope.replicate.run` does the rest.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ class ProbeRun:
         return (f"{self.recipe}{opts}, {self.files} creat() x {self.runs} runs, {self.name_length}-character "
                 f"names, sync() before each, files in the {where}, {medium}")
 
+    def execute(self, *, progress: Callable[[str], None] = lambda line: None) -> ProbeResult:
+        return run_probe(self, progress=progress)
+
     def cost_s(self) -> float:
         """A rough cost estimate: mkfs per run plus a synced create per file."""
         per_call_s = 0.0004 if self.medium == "ram" else 0.004
@@ -107,6 +112,23 @@ class ProbeResult:
         return next((o for o in self.report.get("outliers") or [] if o["index"] == index), None)
 
 
+def run_engine_job(job: str, spec: dict, target: TargetSpec, recipe, *, label: str,
+                   progress: Callable[[str], None] = lambda line: None):
+    """Run one job headless through the engine (as ``fsscope run`` does) and return its run
+    directory once it ended ok; a job that did not is an error naming its record."""
+    handle = runner.start(job, spec, target, recipe)
+    progress(f"{label} ({handle.run_dir.path})")
+    for data in handle.events():
+        event = ev.decode(data)
+        if isinstance(event, ev.Phase):
+            progress(f"{label.split(':')[0]}: {event.name}")
+    status = handle.run_dir.status()
+    if status != "ok":
+        raise FsscopeError(f"{job} for {label.split(':')[0]} ended {status}: "
+                           f"{handle.run_dir.manifest().get('error') or 'see ' + str(handle.run_dir.path)}")
+    return handle.run_dir
+
+
 def run_probe(probe: ProbeRun, *, progress: Callable[[str], None] = lambda line: None) -> ProbeResult:
     """Run one probe job headless through the engine, as ``fsscope probe`` does."""
     spec = {"op": "creat", "files": probe.files, "runs": probe.runs, "name_length": probe.name_length,
@@ -121,22 +143,13 @@ def run_probe(probe: ProbeRun, *, progress: Callable[[str], None] = lambda line:
     else:
         target = TargetSpec("ram", size_bytes=probe.size_bytes)
     try:
-        handle = runner.start("probe", spec, target, recipe)
-        progress(f"{probe.key}: {probe.describe()} ({handle.run_dir.path})")
-        for data in handle.events():
-            event = ev.decode(data)
-            if isinstance(event, ev.Phase) and event.run is not None:
-                progress(f"{probe.key}: {event.name}")
+        run_dir = run_engine_job("probe", spec, target, recipe, label=f"{probe.key}: {probe.describe()}",
+                                 progress=progress)
     finally:
         if image is not None and image.exists():
             image.unlink()  # the image was made for this run only
-    status = handle.run_dir.status()
-    if status != "ok":
-        raise FsscopeError(f"probe {probe.key} ended {status}: "
-                           f"{handle.run_dir.manifest().get('error') or 'see ' + str(handle.run_dir.path)}")
-    report = handle.run_dir.report()
-    latency = np.load(handle.run_dir.path / "latency_ns.npy")
-    return ProbeResult(probe, report, latency, str(handle.run_dir.path))
+    latency = np.load(run_dir.path / "latency_ns.npy")
+    return ProbeResult(probe, run_dir.report(), latency, str(run_dir.path))
 
 
 # --- verdicts ----------------------------------------------------------------------------
