@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from fsscope.errors import FsscopeError
+from fsscope.jsonsafe import plain
 from fsscope.replicate.base import Finding
 
 #: name -> module (None: not built yet, with the reason)
@@ -24,13 +25,12 @@ SCENARIOS: dict[str, str | None] = {
     "cao": None,
     "chopper": None,
     "geriatrix": "fsscope.replicate.geriatrix",
-    "mingardi": None,
+    "mingardi": "fsscope.replicate.mingardi",
 }
 
 NOT_BUILT = {
     "cao": "Cao et al., performance variation in storage stacks: not built yet",
     "chopper": "He et al., Chopper: not built yet (needs explore's per-file d-span, issue 24 item 1)",
-    "mingardi": "Mingardi & Vieira, synchronous writes: not built yet",
 }
 
 
@@ -85,10 +85,10 @@ def run(name: str, *, quick: bool, only: list[str] | None = None,
     findings: list[Finding] = module.judge(results, quick)
     if only:
         findings = [f for f in findings if f.id in only]
-    return {"scenario": name, "title": module.TITLE, "paper": module.PAPER, "quick": quick,
+    return plain({"scenario": name, "title": module.TITLE, "paper": module.PAPER, "quick": quick,
             "setup": module.SETUP, "runs": {p.key: {"setup": p.describe(), "run_dir": results[p.key].run_dir}
                                             for p in probes},
-            "findings": [f.to_json() for f in findings]}
+            "findings": [f.to_json() for f in findings]})
 
 
 __all__ = ["SCENARIOS", "Finding", "load", "listing", "run", "cost_s", "planned"]
