@@ -23,14 +23,13 @@ from fsscope.replicate.base import Finding
 SCENARIOS: dict[str, str | None] = {
     "aota-kono": "fsscope.replicate.aota_kono",
     "cao": None,
-    "chopper": None,
+    "chopper": "fsscope.replicate.chopper",
     "geriatrix": "fsscope.replicate.geriatrix",
     "mingardi": "fsscope.replicate.mingardi",
 }
 
 NOT_BUILT = {
     "cao": "Cao et al., performance variation in storage stacks: not built yet",
-    "chopper": "He et al., Chopper: not built yet (needs explore's per-file d-span, issue 24 item 1)",
 }
 
 
