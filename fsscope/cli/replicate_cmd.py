@@ -25,7 +25,12 @@ EPILOG = """\
 examples:
   fsscope replicate --list
   fsscope replicate aota-kono --quick --json aota.json
-  fsscope replicate aota-kono --only xfs-shortform-limit,ext4-htree-start"""
+  fsscope replicate aota-kono --only xfs-shortform-limit,ext4-htree-start
+  fsscope replicate chopper --quick
+
+scenarios: aota-kono (structural tail latency of creat), cao (variation across runs),
+chopper (d-span tails of ext4 vs XFS), geriatrix (aging and fragmentation), mingardi
+(synchronous writes vs buffer size)."""
 
 STYLE = {"agree": "green", "disagree": "red", "inconclusive": "yellow"}
 
@@ -58,8 +63,8 @@ def cmd_replicate(args) -> int:
         for col in ("name", "what", "quick", "full"):
             table.add_column(col, overflow="fold")
         for s in replicate.listing():
-            table.add_row(s["name"], s["title"], f"~{s['quick_cost_s'] / 60:.0f} min" if s["built"] else "–",
-                          f"~{s['full_cost_s'] / 60:.0f} min" if s["built"] else "–")
+            table.add_row(s["name"], s["title"], f"~{s['quick_cost_s'] / 60:.0f} min",
+                          f"~{s['full_cost_s'] / 60:.0f} min")
         Console().print(table)
         return 0
     if not args.name:
