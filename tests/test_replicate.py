@@ -72,3 +72,42 @@ def test_judges_never_agree_when_the_effect_is_absent():
     missing = judge_index("none", absent, structure="no-such-structure", paper=1, paper_says="")
     assert sf.verdict == "disagree" and chunk.verdict == "disagree" and missing.verdict == "disagree"
     assert real.report["runs_completed"] == 3
+
+
+# --------------------------------------------------------------------------------------------
+# judges of the other scenarios, fed reports where the paper's direction is absent
+
+
+def test_comparisons_without_the_papers_direction_never_agree():
+    from fsscope.replicate import cao, chopper, mingardi
+
+    spread = 1000 * np.random.default_rng(3).lognormal(0, 0.05, 10)
+    same = [cao.BenchResult(cao.BenchRun(k, "ext4-default", 10, 20.0),  # the same runs, shuffled
+                            {"runs": [{"ops_per_s": v} for v in np.random.default_rng(i).permutation(spread)]}, "")
+            for i, k in enumerate(("ext4", "xfs"))]
+    assert cao._more_variable("v", *same, paper={}, expected="").verdict == "inconclusive"
+    steady = cao.BenchResult(cao.BenchRun("ext4", "ext4-default", 10, 20.0),
+                             {"runs": [{"ops_per_s": 1000.0 + i} for i in range(10)]}, "")
+    wild = cao.BenchResult(cao.BenchRun("xfs", "xfs-default", 10, 20.0),
+                           {"runs": [{"ops_per_s": v} for v in (500.0, 1500.0) * 5]}, "")
+    assert cao._more_variable("v", steady, wild, paper={}, expected="").verdict == "disagree"
+
+    def sync(key: str, runs: list[float]) -> mingardi.SyncResult:
+        return mingardi.SyncResult(mingardi.SyncRun(key, f"{key}-default", len(runs)),
+                                   {"sizes": [{"buffer_bytes": 131072, "throughput_runs": runs}]}, "")
+    slower_xfs = mingardi._small_buffers(sync("xfs", [90.0, 91, 89, 90, 92]), sync("ext4", [120.0, 121, 119, 122, 120]))
+    assert slower_xfs.verdict == "disagree"
+    knees = {"knees": {"latency_rise": {"buffer_bytes": 8 << 20, "low_bytes": 4 << 20, "high_bytes": 16 << 20},
+                       "throughput_saturation": {"buffer_bytes": 64 << 10, "low_bytes": 32 << 10,
+                                                 "high_bytes": 128 << 10}}}
+    result = mingardi.SyncResult(mingardi.SyncRun("xfs", "xfs-default", 5), knees, "")
+    assert mingardi._knees("k", result).verdict == "disagree"
+
+    explore = chopper.ExploreRun("explore", 10)
+    across_files_only = {"treatments": [{"fs": fs, "d_span_bytes": 10**9 if fs == "ext4" else 10**3}
+                                        for fs in ("ext4", "xfs") for _ in range(10)]}
+    found = chopper._tail(chopper.ExploreResult(explore, across_files_only, ""))
+    assert found.verdict == "inconclusive" and "per-file" in found.why
+    xfs_wider = {"treatments": [{"fs": fs, "files": [{"d_span_bytes": (10**3 if fs == "ext4" else 10**9) + i}]}
+                                for fs in ("ext4", "xfs") for i in range(10)]}
+    assert chopper._tail(chopper.ExploreResult(explore, xfs_wider, "")).verdict == "disagree"
