@@ -261,48 +261,82 @@ def periodic_series(
     if index_count < max(min_count, 2):
         return []
     n_files = max(int(n_files or 0), int(unique_indices[-1]) + 1)
-    density = index_count / n_files
     log_alpha = math.log(alpha)
 
-    differences = np.concatenate([
-        unique_indices[k:] - unique_indices[:-k] for k in range(1, min(neighbours, index_count - 1) + 1)
-    ])
-    strides, stride_counts = np.unique(differences, return_counts=True)
-    useful = (stride_counts >= 2) & (strides >= 2)  # a stride of 1 is a slow stretch, not a period
-    strides, stride_counts = strides[useful], stride_counts[useful]
-    candidate_strides = strides[np.lexsort((strides, -stride_counts))][:max_strides]
+    # Enough neighbours that a period of a fifth of the files spans them at this density (dense
+    # candidates put many between two members of a long-stride series), within a bound.
+    reach = min(max(neighbours, math.ceil(index_count / 5)), 64)
 
-    available = np.ones(index_count, dtype=bool)
+    taken: list[list[int]] = [[] for _ in range(index_count)]  # strides of the series holding each
     found: list[Series] = []
     # The least likely chain first, then again over the indices it left: a 64-series with two
     # members missing is not cut into two 128-series because 128 is the commoner difference.
-    while (best := _best_chain(unique_indices, available, candidate_strides, min_count=min_count,
-                               max_gap=max_gap, min_fill=min_fill, density=density,
+    # An index stays available to strides that are no multiple or divisor of its series' (a
+    # weak 16-file period must not hide XFS's directory blocks every 168 files), but a chain
+    # made mostly of other series' members is no period of its own.
+    # Once a series is accepted its members are explained: the chance of the next chain is
+    # judged against the density of the candidates it leaves.
+    while (best := _best_chain(unique_indices, taken,
+                               _candidate_strides(unique_indices, taken, reach, max_strides),
+                               min_count=min_count,
+                               max_gap=max_gap, min_fill=min_fill,
+                               density=(density := _unexplained_density(taken, n_files)),
                                n_files=n_files)) is not None and best[0] < log_alpha:
         log_chance, stride, chain = _sparsest_part(unique_indices, *best, density=density,
                                                    n_files=n_files, log_alpha=log_alpha)
-        chain = _extended(unique_indices, available, chain, stride, max_gap)
+        chain = _extended(unique_indices, _available(taken, stride), chain, stride, max_gap)
         present, span = chain.size, int((unique_indices[chain[-1]] - unique_indices[chain[0]]) // stride) + 1
         log_chance = min(log_chance, _chance_log_expectation(present, span, density, n_files))
         found.append(Series(start=int(unique_indices[chain[0]]), stride=stride, count=span,
                             missing=span - present, chance=float(f"{math.exp(log_chance):.3g}"),
                             members=tuple(int(i) for i in unique_indices[chain])))
-        available[chain] = False
+        for position in chain.tolist():
+            taken[position].append(stride)
     found.sort(key=lambda series: (series.start, series.stride))
     return found
 
 
-def _best_chain(indices: NDArray[np.int64], available: NDArray[np.bool_], strides: NDArray[np.int64],
+def _candidate_strides(indices: NDArray[np.int64], taken: list[list[int]], reach: int,
+                       max_strides: int) -> NDArray[np.int64]:
+    """The most frequent differences between each index and its next ``reach`` indices, leaving
+    out pairs that accepted series already explain (both ends taken): their harmonics would
+    crowd out a period of its own."""
+    free = np.array([not strides for strides in taken], dtype=bool)
+    parts = []
+    for k in range(1, min(reach, indices.size - 1) + 1):
+        open_pair = free[k:] | free[:-k]
+        parts.append((indices[k:] - indices[:-k])[open_pair])
+    if not parts:
+        return np.array([], dtype=np.int64)
+    strides, counts = np.unique(np.concatenate(parts), return_counts=True)
+    useful = (counts >= 2) & (strides >= 2)  # a stride of 1 is a slow stretch, not a period
+    strides, counts = strides[useful], counts[useful]
+    return strides[np.lexsort((strides, -counts))][:max_strides]
+
+
+def _unexplained_density(taken: list[list[int]], n_files: int) -> float:
+    """Share of the files that are candidates outside every accepted series."""
+    explained = sum(1 for strides in taken if strides)
+    return (len(taken) - explained) / max(n_files - explained, 1)
+
+
+def _available(taken: list[list[int]], stride: int) -> NDArray[np.bool_]:
+    """Indices a chain of ``stride`` may use: in no series of a multiple or divisor of it."""
+    return np.array([not any(stride % t == 0 or t % stride == 0 for t in strides) for strides in taken],
+                    dtype=bool)
+
+
+def _best_chain(indices: NDArray[np.int64], taken: list[list[int]], strides: NDArray[np.int64],
                 *, min_count: int, max_gap: int, min_fill: float, density: float, n_files: int
                 ) -> tuple[float, int, NDArray[np.int64]] | None:
     """The chain of available indices least likely by chance: (log expectation, stride,
     positions into ``indices``), or None when no chain qualifies."""
     best = None
-    positions_all = np.flatnonzero(available)
-    if positions_all.size < min_count:
-        return None
-    members = indices[positions_all]
     for stride in strides.tolist():
+        positions_all = np.flatnonzero(_available(taken, stride))
+        if positions_all.size < min_count:
+            continue
+        members = indices[positions_all]
         residue, term = members % stride, members // stride
         order = np.lexsort((term, residue))
         residue, term, positions = residue[order], term[order], positions_all[order]
@@ -313,6 +347,8 @@ def _best_chain(indices: NDArray[np.int64], available: NDArray[np.bool_], stride
             terms = int(term[end - 1] - term[start]) + 1
             if present < min_count or present < min_fill * terms:
                 continue
+            if sum(1 for p in positions[start:end].tolist() if taken[p]) * 2 > present:
+                continue  # mostly another series' members: no evidence of a period of its own
             log_chance = _chance_log_expectation(present, terms, density, n_files)
             if best is None or log_chance < best[0]:
                 best = (log_chance, int(stride), positions[start:end])
