@@ -135,6 +135,8 @@ def main(run_path: str) -> int:
         ctx.phase("setup", target=target.spec.describe())
         target.open()
         result = module.run(ctx, spec)
+        if isinstance(result, dict) and target.found is not None:
+            result.setdefault("existing", target.found.to_dict())  # --dir: which fs was measured
         run_dir.write_report(result)
         ctx.emit(Result(report=result))
         if stop.parent_gone:

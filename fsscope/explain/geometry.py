@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fsscope.errors import FsscopeError, ToolError
+from fsscope.layout.freespace import syncfs
 from fsscope.tools import run
 
 #: XFS allocates inodes in chunks of this many (XFS_INODES_PER_CHUNK, fixed by the format).
@@ -52,6 +53,11 @@ class Geometry:
     node_size_bytes: int | None = None
     features: frozenset[str] = frozenset()
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: a file system fsscope did not make (``--dir``, ``scan``): its state is what it is now
+    #: (used, not fresh), and ``unread`` says which numbers could not be read and why.
+    existing: bool = False
+    unread: tuple[str, ...] = ()
+    mount_options: tuple[str, ...] = ()
 
     # --- XFS -------------------------------------------------------------------------
     xfs_inode_core_bytes: int | None = None
@@ -115,20 +121,26 @@ class Geometry:
 
 
 def read_geometry(fs_type: str, device: str | None, mountpoint: str, *,
-                  probe_dir: str | os.PathLike[str] | None = None) -> Geometry:
+                  probe_dir: str | os.PathLike[str] | None = None, existing: bool = False,
+                  sync: bool = True) -> Geometry:
     """Geometry of the file system mounted at ``mountpoint``.
 
     ``device`` may be None (looked up in /proc/self/mountinfo). ``probe_dir``: the fresh,
     empty directory the probe will fill, already created; it is synced and read but not
     changed. tmpfs or an unknown type gives a Geometry with what statvfs knows, no error.
-    Tool failures raise :class:`~fsscope.errors.ToolError`.
+    Tool failures raise :class:`~fsscope.errors.ToolError` -- unless ``existing`` (a file
+    system fsscope did not make): then what can be read is returned and ``unread`` says what
+    could not and why (a device only root may open, a tool missing). ``sync=False``: read
+    without syncing it first (a read-only look; offline readers then see the last commit).
     """
     fs = fs_type.lower()
     mountpoint = str(mountpoint)
     if device is None:
         device = device_of(mountpoint)
-    if fs in ("xfs", "ext4", "ext3", "ext2", "btrfs"):
-        os.sync()  # offline readers (xfs_db, dumpe2fs, dump-tree) see committed state only
+    if existing:
+        return _read_existing(fs, device, mountpoint, probe_dir, sync)
+    if fs in ("xfs", "ext4", "ext3", "ext2", "btrfs") and sync:
+        syncfs(mountpoint)  # offline readers (xfs_db, dumpe2fs, dump-tree) see committed state only
     if fs == "xfs":
         return _read_xfs(device, mountpoint, probe_dir)
     if fs in ("ext4", "ext3", "ext2"):
@@ -142,6 +154,83 @@ def read_geometry(fs_type: str, device: str | None, mountpoint: str, *,
                                f"btrfs inspect-internal needs one")
         return _read_btrfs(device, mountpoint, probe_dir)
     return _read_generic(fs, device, mountpoint)
+
+
+def _read_existing(fs: str, device: str | None, mountpoint: str, probe_dir: Any,
+                   sync: bool) -> Geometry:
+    """A file system in use: its own tools first, then what the kernel shows without the
+    device (statfs, sysfs); every gap is named in ``unread``."""
+    unread: list[str] = []
+    options = tuple(_mount_options(mountpoint))
+    if fs in ("xfs", "ext4", "ext3", "ext2", "btrfs"):
+        if sync:
+            syncfs(mountpoint)
+        if device is None and fs != "xfs":
+            unread.append(f"{fs} geometry: the mount's source is not a block device here, so "
+                          f"its superblock cannot be read")
+        else:
+            try:
+                if fs == "xfs":
+                    found = _read_xfs(device, mountpoint, probe_dir)
+                elif fs == "btrfs":
+                    found = _read_btrfs(device, mountpoint, probe_dir)
+                else:
+                    found = _read_ext4(fs, device, mountpoint, probe_dir)
+                unread += [f"{fs}: {e}" for e in found.raw.get("errors", [])]
+                return replace(found, existing=True, unread=tuple(unread), mount_options=options)
+            except (FsscopeError, OSError) as exc:
+                unread.append(f"{fs} superblock ({_tool_of(fs)} {device or mountpoint}): "
+                              f"{_why(exc)}")
+    base = _read_generic(fs, device, mountpoint)
+    extra: dict[str, Any] = {}
+    if fs == "btrfs":
+        extra = _btrfs_from_sysfs(device)
+        if extra:
+            unread.append("btrfs fs-tree level and leaf fill: read from sysfs only "
+                          "(dump-tree needs the device)")
+    elif fs in ("ext4", "ext3", "ext2"):
+        unread.append("ext4 features (dir_index, metadata_csum), inode size and inodes per "
+                      "group: only the superblock has them; block size is statfs's")
+        extra = {"dir_block_size_bytes": base.block_size_bytes}
+        if probe_dir is not None:
+            extra["ext4_dir_size_bytes"] = os.stat(probe_dir).st_size
+    elif fs not in ("xfs",):
+        unread.append(f"{fs}: fsscope has no structure rules for it (no on-disk directory "
+                      f"formats to predict); block size is statfs's")
+    return replace(base, **extra, existing=True, unread=tuple(unread), mount_options=options)
+
+
+def _tool_of(fs: str) -> str:
+    return {"xfs": "xfs_info", "btrfs": "btrfs inspect-internal dump-super"}.get(fs, "dumpe2fs -h")
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = next((t for t in reversed(text) if t.strip()), type(exc).__name__)
+    if "ermission denied" in str(exc) and os.geteuid() != 0:
+        line += " (reading the device needs root or its group)"
+    return line[:300]
+
+
+def _btrfs_from_sysfs(device: str | None) -> dict[str, Any]:
+    """nodesize/sectorsize/features of the btrfs whose devices/ lists ``device``."""
+    if device is None:
+        return {}
+    name = Path(os.path.realpath(device)).name
+    for fsid in Path("/sys/fs/btrfs").glob("*-*"):
+        if not (fsid / "devices" / name).exists():
+            continue
+        try:
+            node = int((fsid / "nodesize").read_text())
+            sector = int((fsid / "sectorsize").read_text())
+        except (OSError, ValueError):
+            return {}
+        features = frozenset(p.name for p in (fsid / "features").iterdir()) \
+            if (fsid / "features").is_dir() else frozenset()
+        return {"node_size_bytes": node, "btrfs_sector_size_bytes": sector,
+                "block_size_bytes": sector, "features": features,
+                "btrfs_tree_includes_dir": False}
+    return {}
 
 
 def device_of(mountpoint: str) -> str | None:

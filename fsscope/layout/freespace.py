@@ -363,11 +363,14 @@ def _need_device(fs: str, device: str | None) -> str:
     return device
 
 
-def free_space(fs: str, *, device: str | None, mountpoint: str | None = None) -> FreeSpaceHistogram:
+def free_space(fs: str, *, device: str | None, mountpoint: str | None = None,
+               sync: bool = True) -> FreeSpaceHistogram:
     """Free-space histogram of an ext4, xfs or btrfs file system (mounted or not).
 
-    With ``mountpoint`` the file system is synced first and, where the tool can, read live."""
-    if mountpoint:
+    With ``mountpoint`` the file system is synced first (``sync=False``: not, for a read-only
+    look at a file system in use; ext4 and xfs are read live anyway, btrfs then shows its last
+    committed transaction) and, where the tool can, read live."""
+    if mountpoint and sync:
         syncfs(mountpoint)
     if fs == "ext4":
         dev = _need_device(fs, device)
