@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import struct
 import time
 from dataclasses import dataclass, field
@@ -369,8 +370,11 @@ def scan(path: str | os.PathLike, *, near: int = dirs.NEAR_ENTRIES, largest: int
          free_space: bool = True, aging: bool = True) -> dict:
     """The read-only scan report of the tree at ``path`` (see the module docstring)."""
     root = os.path.realpath(path)
-    if not os.path.isdir(root):
-        raise FsscopeError(f"scan {path}: not a directory")
+    try:
+        if not stat.S_ISDIR(os.stat(root).st_mode):
+            raise FsscopeError(f"scan {path}: not a directory")
+    except OSError as exc:
+        raise FsscopeError(f"scan {path}: {exc.strerror}") from None
     found = existing_fs(root)
     geometry = read_geometry(found.fs, found.device, found.mountpoint, existing=True, sync=False)
     now_s = time.time()
@@ -403,11 +407,10 @@ def scan(path: str | os.PathLike, *, near: int = dirs.NEAR_ENTRIES, largest: int
         "near_entries": near,
     }
     if free_space:
-        from fsscope.layout.freespace import free_space as read_free_space
+        from fsscope.layout.freespace import free_space_live
 
         try:
-            report["free_space"] = read_free_space(found.fs, device=found.device,
-                                                   mountpoint=found.mountpoint, sync=False).to_dict()
+            report["free_space"] = free_space_live(found.fs, found.mountpoint).to_dict()
         except (FsscopeError, OSError) as exc:
             report["free_space_error"] = _short(exc)
     if aging:
