@@ -29,6 +29,12 @@ the superblock of ext4/btrfs, the htree depth and e2freefrag may be out of reach
 report says which.
 """
 
+EPILOG = """\
+examples:
+  fsscope scan /srv/data                    as root: everything, nothing written
+  fsscope scan ~/mail --near 8 --json s.json   directories up to 8 creates from a change
+"""
+
 
 def cmd_scan(args) -> int:
     from fsscope.scan import scan
@@ -107,7 +113,8 @@ def render(report: dict, console: Console) -> None:
 def add_parser(sub) -> None:
     p = sub.add_parser("scan", help="read-only: each directory's on-disk structure, checked; near-threshold "
                                     "and largest directories; free-space fragmentation; how aged",
-                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=DESCRIPTION, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("path", metavar="PATH", help="the tree to scan (not crossing into other mounts)")
     p.add_argument("--near", type=int, default=4, metavar="N",
                    help="list directories at most N creates from a structural change (default 4)")
