@@ -527,7 +527,6 @@ def _dir_job_context(ram_dir, tmp_path):
 
     from fsscope.engine.context import JobContext
     from fsscope.store import RunDir
-
     from fsscope.targets.existing import existing_fs
 
     class DirContext(JobContext):
