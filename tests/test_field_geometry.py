@@ -23,6 +23,8 @@ import fsscope.explain.xfs  # noqa: F401
 import fsscope.layout.fiemap  # noqa: F401
 import fsscope.layout.freespace  # noqa: F401
 from fsscope.engine import runner
+from fsscope.explain.geometry import read_geometry
+from fsscope.explain.rules import predict
 from fsscope.scan import scan
 from fsscope.targets import TargetSpec
 from fsscope.trace.tracefs import unavailable_reason
@@ -274,11 +276,58 @@ def test_scan_as_a_user_reads_what_it_may_and_says_what_it_cannot(local_user, ha
     subprocess.run(["chown", "-R", f"{local_user.uid}:{local_user.gid}", str(tree)], check=True)
     _settle(mnt)
     before = _writes(dev)
-    report = _as_user(local_user, lambda: scan(tree))
+    def work():
+        geometry = read_geometry("ext4", dev, str(mnt), existing=True)  # what --dir reads
+        return {"scan": scan(tree), "geometry": geometry.to_dict(),
+                "predicted": [p.structure for p in predict(geometry, "creat", NAME_LENGTH, 200)]}
+
+    got = _as_user(local_user, work)
+    report = got["scan"]
     subprocess.run(["sync", "-f", str(mnt)], check=True)
     assert _writes(dev) == before  # the owner may ask for O_NOATIME: nothing written
     assert report["read_only"]["noatime_refused"] == 0
     unread = " ".join(report["geometry"]["unread"])
     assert "superblock" in unread and "root" in unread  # the superblock is on the device
     assert all(d["agrees"] is None and "superblock" in d["account"]["how"] for d in report["dirs"])
+    # --dir without root: the same gap, said; no ext4 rule guesses the missing features
+    assert got["geometry"]["existing"] and "superblock" in " ".join(got["geometry"]["unread"])
+    assert got["geometry"]["block_size_bytes"] == 2048  # statfs still knows this
+    assert got["predicted"] == ["first-call"]
     assert report["free_space"]["fs"] == "ext4"  # ext4's GETFSMAP needs no privilege (xfs': root)
+
+
+# --- scan in the TUI -------------------------------------------------------------------------
+
+async def test_scan_job_in_the_tui_shows_the_near_threshold_directories(hand_made):
+    from test_tui import SIZE, assert_clean, live_of, plan_over, wait_for
+
+    from fsscope.tui import AppConfig, make_app
+    from fsscope.tui.widgets.scan_view import ScanView
+
+    dev, mnt = hand_made("xfs", "-q", "-n", "size=8192")
+    tree = mnt / "tree"
+    tree.mkdir()
+    for n in (201, 1013):
+        _fill(tree / f"d{n}", n)
+    _settle(mnt)
+    before = _writes(dev)
+    app = make_app(AppConfig(target=TargetSpec("dir", str(tree)), jobs=("scan",)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+r")
+        live = live_of(app)
+        await wait_for(pilot, lambda: plan_over(live), 120, "scan")
+        job = live.jobs[0]
+        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        view = live.job_view
+        assert isinstance(view, ScanView)
+        table = view.query_one("#scan-dirs")
+        rows = [tuple(table.get_row_at(i)) for i in range(table.row_count)]
+        near = [r for r in rows if r[0] == "near"]
+        assert [(Path(r[1]).name, r[3], r[4], r[5]) for r in near] == [("d201", "block", "in 1 → leaf", "agrees")]
+        assert ("largest", str(tree / "d1013"), "1013", "node", "-", "agrees") in rows
+        assert "xfs on " + dev in " ".join(str(view.query_one("#scan-summary").content).split())
+    subprocess.run(["sync", "-f", str(mnt)], check=True)
+    assert _writes(dev) == before  # the job made no scratch directory there: nothing written
+    assert_clean()
+    assert not app.worker_errors
