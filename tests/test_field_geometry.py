@@ -103,10 +103,10 @@ def test_probe_dir_on_hand_made_ext4_2k_blocks_finds_the_htree_conversion(hand_m
     assert geometry["mountpoint"] == str(mnt) and geometry["unread"] == []
     assert report["existing"]["fs"] == "ext4" and report["existing"]["source"] == dev
     assert _predicted(report, "ext4-dir-htree-conversion")["index"] == true_index
+    # reported with the kernel's evidence: blocks allocated inside exactly that create. (Whether
+    # it is also a latency outlier depends on the machine's load: that verdict is not this test's.)
     conversion = _structure(report, "ext4-dir-htree-conversion")
-    assert true_index in conversion["seen"], conversion  # the kernel allocated blocks right there
-    (threshold,) = [t for t in report["thresholds"] if t["structure"] == "ext4-dir-htree-conversion"]
-    assert threshold["index"] == true_index and threshold["kernel"], threshold
+    assert conversion["verdict"] == "confirmed" and true_index in conversion["seen"], conversion
 
 
 @pytest.mark.skipif(unavailable_reason() is not None, reason=f"tracefs: {unavailable_reason()}")
