@@ -265,6 +265,23 @@ def _as_user(user, work):
     return result["report"]
 
 
+def test_scan_btrfs_dirs_are_items_sized_by_their_names_without_writing(hand_made, cli, tmp_path):
+    dev, mnt = hand_made("btrfs", "-q", "-f", "-n", "4096")
+    tree = mnt / "tree"
+    tree.mkdir()
+    for n in (3, 300):
+        _fill(tree / f"d{n}", n)
+    report = _scan(cli, tree, tmp_path / "scan.json", dev, mnt)  # a subvolume's st_dev is anonymous
+    assert report["existing"]["fs"] == "btrfs" and report["existing"]["source"] == dev
+    assert report["geometry"]["node_size_bytes"] == 4096
+    by_name = {Path(d["path"]).name: d for d in report["dirs"]}
+    for n in (3, 300):  # btrfs: a directory's size is its names' bytes twice (DIR_ITEM + DIR_INDEX)
+        d = by_name[f"d{n}"]
+        assert d["structure"] == "items" and d["agrees"] is True
+        assert d["size_bytes"] == os.stat(d["path"]).st_size == 2 * n * NAME_LENGTH
+    assert "GETFSMAP" in report["free_space_error"]  # said, not guessed
+
+
 def test_scan_as_a_user_reads_what_it_may_and_says_what_it_cannot(local_user, hand_made):
     # mounted in the user's home (the test's scratch is private); unmounted before it goes
     dev, mnt = hand_made("ext4", "-q", "-b", "2048", "-E", "lazy_itable_init=0,lazy_journal_init=0",

@@ -61,22 +61,26 @@ def existing_fs(path: str | os.PathLike[str]) -> ExistingFS:
     except OSError as exc:
         raise FsscopeError(f"{path}: {exc.strerror}") from None
     majmin = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-    best: tuple[int, list[str], list[str]] | None = None
     try:
         lines = Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise FsscopeError(f"/proc/self/mountinfo: {exc.strerror}") from None
+    # the deepest mount above the path (a later one sits on top); of its device if one
+    # matches -- a btrfs subvolume's st_dev is an anonymous device mountinfo does not show
+    best: dict[bool, tuple[int, list[str], list[str]]] = {}
     for line in lines:
         fields = line.split()
         sep = fields.index("-")
         mountpoint = unescape(fields[4])
-        if fields[2] != majmin or not _contains(mountpoint, real):
+        if not _contains(mountpoint, real):
             continue
-        if best is None or len(mountpoint) >= best[0]:  # the deepest; a later one sits on top
-            best = (len(mountpoint), fields, fields[sep + 1:])
-    if best is None:
-        raise FsscopeError(f"{path}: no mount with device {majmin} above it in /proc/self/mountinfo")
-    _, fields, tail = best
+        same = fields[2] == majmin
+        if same not in best or len(mountpoint) >= best[same][0]:
+            best[same] = (len(mountpoint), fields, fields[sep + 1:])
+    found = best.get(True) or best.get(False)
+    if found is None:
+        raise FsscopeError(f"{path}: no mount above it in /proc/self/mountinfo")
+    _, fields, tail = found
     source = unescape(tail[1]) if len(tail) > 1 else ""
     device = source if source.startswith("/dev/") and _is_block(source) else None
     return ExistingFS(
