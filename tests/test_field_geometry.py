@@ -142,6 +142,27 @@ def test_dir_jobs_say_which_file_system_they_measured(hand_made, cli, tmp_path):
     assert list((mnt / "srv").iterdir()) == []   # its scratch directory is gone
 
 
+def test_probe_dir_on_tmpfs_names_it_and_says_why_no_structure_is_predicted(tmp_path):
+    import tempfile
+
+    from fsscope.targets.existing import existing_fs
+    from fsscope.targets.target import RAM_DIR
+
+    where = Path(tempfile.mkdtemp(dir=RAM_DIR))  # the session's RAM dir: tmpfs, no device
+    found = existing_fs(where)
+    handle = runner.start("probe", {"files": 30, "runs": 2, "trace": "off"}, TargetSpec("dir", str(where)), None)
+    for _ in handle.events():
+        pass
+    report = handle.run_dir.report()
+    geometry = report["geometry"]
+    assert geometry["fs"] == found.fs == report["existing"]["fs"] and geometry["existing"]
+    assert geometry["block_size_bytes"] == os.statvfs(where).f_bsize
+    assert any("no structure rules" in u for u in geometry["unread"]), geometry["unread"]
+    assert [p["structure"] for p in report["predictions"]] == ["first-call"]
+    assert list(where.iterdir()) == []
+    where.rmdir()
+
+
 # --- scan: read-only, checked against the file system ------------------------------------------
 
 def _writes(dev: str) -> tuple[int, int]:
