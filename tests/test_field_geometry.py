@@ -286,6 +286,26 @@ def _as_user(user, work):
     return result["report"]
 
 
+def test_scan_ext4_htree_depth_agrees_with_debugfs(hand_made, cli, tmp_path):
+    """1 KiB blocks: the htree root indexes at most 123 leaves, so 6,000 names need a level of
+    index nodes (depth 1) and 2,000 do not."""
+    dev, mnt = hand_made("ext4", "-q", "-b", "1024", "-E", "lazy_itable_init=0,lazy_journal_init=0",
+                         size="300M")
+    tree = mnt / "tree"
+    tree.mkdir()
+    for n in (2000, 6000):
+        _fill(tree / f"d{n}", n)
+    report = _scan(cli, tree, tmp_path / "scan.json", dev, mnt)
+    by_name = {Path(d["path"]).name: d for d in report["dirs"]}
+    for n, depth in ((2000, 0), (6000, 1)):
+        dump = subprocess.run(["debugfs", "-R", f"htree_dump /tree/d{n}", dev], capture_output=True,
+                              text=True, check=True).stdout
+        assert f"Indirect levels: {depth}" in dump
+        d = by_name[f"d{n}"]
+        assert (d["structure"], d["depth"], d["account"]["depth"], d["agrees"]) == ("htree", depth, depth, True)
+    assert report["structures"]["htree depth 1"] == 1
+
+
 def test_scan_btrfs_dirs_are_items_sized_by_their_names_without_writing(hand_made, cli, tmp_path):
     dev, mnt = hand_made("btrfs", "-q", "-f", "-n", "4096")
     tree = mnt / "tree"
