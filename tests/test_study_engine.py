@@ -194,10 +194,16 @@ def test_explore_cli_end_to_end(tmp_path):
     assert {"quantile", "threshold_bytes", "levels"} <= set(report["tail"])
     assert {"factor", "level", "tail_share", "significant"} <= set(report["tail"]["levels"][0])
     assert "changed_share" in report["nondeterminism"] and report["nondeterminism"]["pairs"] == 2
+    # the same summaries per file system; the response is Chopper's per-file d-span
+    assert {"prioritization", "tail", "nondeterminism"} <= set(report["by_fs"]["ext4"])
+    assert report["by_fs"]["ext4"]["nondeterminism"]["pairs"] == 2
+    assert all(t["d_span_bytes"] == max(f["d_span_bytes"] for f in t["files"])
+               and t["dspan_all_files_bytes"] >= t["d_span_bytes"] for t in report["treatments"])
     assert len(report["treatments"]) == 4 and report["notes"]
     study = Path(report["study_dir"])
     header = (study / "treatments.csv").read_text().splitlines()[0].split(",")
-    assert {"id", "fs", "d_span_bytes", "FileSize", "file0_d_span_bytes", "t_clone_s"} <= set(header)
+    assert {"id", "fs", "d_span_bytes", "dspan_all_files_bytes", "FileSize", "file0_d_span_bytes",
+            "t_clone_s"} <= set(header)
     assert (study / "plan.json").exists()
     # resuming a finished study runs nothing and reports the same table
     again = tmp_path / "again.json"

@@ -56,7 +56,7 @@ def cmd_report(args) -> int:
         for line in kept_lines(run) or ["nothing: no array was recorded"]:
             console.print(f"  {line}")
         return 0
-    render_report(m.get("job", ""), report, console)
+    render_report(m.get("job", ""), report, console, m.get("machine"))
     return 0
 
 
