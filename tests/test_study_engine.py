@@ -137,6 +137,21 @@ def dask_cluster(tmp_path):
                 proc.wait()
 
 
+def drive_study(*args, **kwargs) -> tuple[threading.Thread, dict]:
+    """``execute.run_study(*args, **kwargs)`` in a thread; the dict gets its "rows" or "error"."""
+    result: dict = {}
+
+    def drive():
+        try:
+            result["rows"] = execute.run_study(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - the test's assertions read it
+            result["error"] = exc
+
+    driver = threading.Thread(target=drive, daemon=True)
+    driver.start()
+    return driver, result
+
+
 def test_dask_worker_killed_mid_treatment(uninterrupted, dask_cluster, tmp_path):
     plan, whole = uninterrupted
     address, procs = dask_cluster
@@ -144,18 +159,8 @@ def test_dask_worker_killed_mid_treatment(uninterrupted, dask_cluster, tmp_path)
     hold = tmp_path / "hold"
     hold.write_text("treatments wait here, mounted, while this file exists\n")
     fn = treatment_fn(plan, "fsscope-study-dask", str(hold))
-    result: dict = {}
-
-    def drive():
-        try:
-            result["rows"] = execute.run_study(plan, fn, tmp_path / "study", scheduler=address,
-                                               teardown=fn.drop_cache)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-            result["error"] = exc
-
     (tmp_path / "study").mkdir()
-    driver = threading.Thread(target=drive, daemon=True)
-    driver.start()
+    driver, result = drive_study(plan, fn, tmp_path / "study", scheduler=address, teardown=fn.drop_cache)
     deadline = time.monotonic() + 120
     owners: set[int] = set()
     while len(owners) < 2 and time.monotonic() < deadline:  # both workers mid-treatment, mounted

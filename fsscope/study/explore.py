@@ -31,7 +31,14 @@ from fsscope.recipes import Recipe
 from fsscope.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.study import diskstate, player
 from fsscope.study import space as spaces
-from fsscope.study.execute import STUDY_GROUP_PREFIX, cleanup_study_leftovers, order_rows, run_study
+from fsscope.study.execute import (
+    STUDY_GROUP_PREFIX,
+    check_some_finished,
+    cleanup_study_leftovers,
+    order_rows,
+    require_root,
+    run_study,
+)
 from fsscope.study.plan import Plan, plan_or_resume
 from fsscope.study.table import save_table
 from fsscope.targets.journal import Journal
@@ -53,6 +60,8 @@ class ExploreTreatment:
     hold_path: str = ""
 
     def cache_dir(self) -> Path:
+        """This study's disk states on this host: a private directory (see
+        :func:`diskstate.private_dir`) whose name no other user can guess."""
         return diskstate.ram_dir() / self.cache_name
 
     def __call__(self, treatment: dict) -> dict:
@@ -98,8 +107,22 @@ class Spec:
         return tuples_as_lists(self)
 
 
+MAX_DIR_DEPTH = 12  # a binary tree: 2^13 - 1 directories made per treatment
+
+
+def check_settings(settings: dict, where: str) -> None:
+    """The explore [settings] (a binary directory tree's depth, where DirectorySpan starts) in
+    range: a depth of 40 would make 2^41 directories per treatment."""
+    depth = settings.get("dir_depth", 4)
+    for key, hi in (("dir_depth", MAX_DIR_DEPTH), ("start_level", depth)):
+        value = settings.get(key, 2 if key == "start_level" else 4)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= hi:
+            raise FsscopeError(f"{where}: settings.{key}: expected a whole number in 0..{hi}, got {value!r}")
+
+
 def make_plan(spec: Spec) -> Plan:
     space = spaces.load(spec.space, player.EXPLORE_SCHEMA)
+    check_settings(space.settings, space.source or space.name)
     if spec.factors:
         space = space.with_levels(spaces.parse_overrides(list(spec.factors)), player.EXPLORE_SCHEMA)
     for name in spec.recipes:
@@ -111,7 +134,8 @@ def run(ctx, spec: Spec) -> dict:
     """The explore job: plan (or resume), run, save the table, analyse."""
     study_dir, plan = plan_or_resume(ctx, spec.resume, lambda: make_plan(spec))
     treatment = ExploreTreatment({name: recipes.load(name).to_dict() for name in plan.recipes},
-                                 dict(plan.space.settings), f"fsscope-study-{Path(study_dir).name}",
+                                 dict(plan.space.settings),
+                                 f"fsscope-study-{Path(study_dir).name}-{uuid.uuid4().hex}",  # unguessable
                                  spec.hold_path)
     total = len(plan.treatments())
     ctx.phase(f"explore: {total} treatments on {', '.join(plan.recipes)}")
@@ -139,8 +163,11 @@ def run(ctx, spec: Spec) -> dict:
     save_table(plan, rows, study_dir)
     if Path(study_dir) != ctx.run_dir.path:
         save_table(plan, rows, ctx.run_dir.path)
-    return report(plan, rows, study_dir=str(study_dir), quantile=spec.tail_quantile,
-                  elapsed_s=time.monotonic() - t0)
+    out = report(plan, rows, study_dir=str(study_dir), quantile=spec.tail_quantile,
+                 elapsed_s=time.monotonic() - t0)
+    ctx.run_dir.write_report(out)  # kept, with each treatment's error, when the check below fails
+    check_some_finished(rows)
+    return out
 
 
 def report(plan: Plan, rows: list[dict], *, study_dir: str = "", quantile: float = 0.9,
@@ -241,8 +268,10 @@ def _rbd_fast(codes: np.ndarray, values: list, y: np.ndarray, names: list[str]) 
 
 def check_spec(spec: Spec) -> None:
     """Refuse a bad spec before a run record exists (the CLI calls it)."""
+    require_root("explore", spec.scheduler)
     if spec.resume:
-        Plan.load(Path(spec.resume))
+        plan = Plan.load(Path(spec.resume))
+        check_settings(plan.space.settings, f"--resume {spec.resume}")
     else:
         make_plan(spec)
     if spec.workers < 1:

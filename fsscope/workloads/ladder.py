@@ -212,7 +212,7 @@ def run(ctx, spec: Spec) -> dict:
     pspec = P.default_spec(spec.personality, capacity_bytes=_capacity_bytes(target), **overrides)
     journal, keep = Journal(), "ladder-snap-" + uuid.uuid4().hex[:8]
     snapshot = diskstate.ram_dir() / f"fsscope-{keep}.img"
-    journal.record("image", keep, path=str(snapshot))  # the kept dataset image goes with the job
+    os.close(image.new_journalled(snapshot, journal, keep))  # the kept dataset image goes with the job
     runs: dict[str, list[dict]] = {step: [] for step in spec.steps}
     total, done = len(spec.steps) * spec.runs, 0
     dataset_sha256 = None
