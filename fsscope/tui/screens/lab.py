@@ -113,6 +113,11 @@ class LabScreen(Screen):
         if self.running:
             self.notify(f"{self.running} is still running.", severity="warning", timeout=4)
             return
+        if any(not c.done.is_set() for c in getattr(self.app, "plan_controls", [])):
+            # two measured jobs at once on a small machine would each distort the other
+            self.notify("A job is running on the live screen: let it end (or cancel it) first.",
+                        severity="warning", timeout=5)
+            return
         name, finding_id = self.selected()
         self.running = f"{name}/{finding_id}" if finding_id else name
         self.result, self.error = None, None
@@ -126,15 +131,22 @@ class LabScreen(Screen):
     def _run(self, name: str, only: list[str] | None) -> None:
         log = self.query_one("#lab-log", Log)
         try:
-            result = replicate.run(name, quick=True, only=only,
-                                   progress=lambda line: self.app.call_from_thread(log.write_line, line))
+            result = replicate.run(name, quick=True, only=only, progress=lambda line: self._to_ui(log.write_line, line))
         except FsscopeError as exc:  # a job that ended badly: one line, in the log
-            self.app.call_from_thread(self._failed, str(exc))
+            self._to_ui(self._failed, str(exc))
             return
         except BaseException as exc:
-            self.app.call_from_thread(self._failed, f"{type(exc).__name__}: {exc}")
+            self._to_ui(self._failed, f"{type(exc).__name__}: {exc}")
             raise
-        self.app.call_from_thread(self._finished, result)
+        self._to_ui(self._finished, result)
+
+    def _to_ui(self, callback, *args) -> None:
+        """Hand a line or a result to the UI; once the app has gone (quit mid-run) drop it, so
+        the engine job is still followed to its end (it cleans up) instead of abandoned."""
+        try:
+            self.app.call_from_thread(callback, *args)
+        except RuntimeError:  # the app is no longer running
+            pass
 
     def _failed(self, error: str) -> None:
         self.running, self.error = None, error
