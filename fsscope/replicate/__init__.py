@@ -44,6 +44,20 @@ def listing() -> list[dict]:
     return out
 
 
+def lessons() -> list[dict]:
+    """Every scenario as a lesson: name, title, paper, lesson text, quick cost (s), and its
+    findings, each with what the paper saw and why in plain words (for the TUI's Lab)."""
+    out = []
+    for name in SCENARIOS:
+        module = load(name)
+        out.append({"name": name, "title": module.TITLE, "paper": module.PAPER, "lesson": module.LESSON,
+                    "setup": module.SETUP, "quick_cost_s": round(cost_s(module, quick=True)),
+                    "findings": [{"id": fid, "claim": module.CLAIMS[fid][0], "why": module.CLAIMS[fid][1],
+                                  "quick_cost_s": round(cost_s(module, quick=True, only=[fid]))}
+                                 for fid in module.NEEDS]})
+    return out
+
+
 def cost_s(module: ModuleType, *, quick: bool, only: list[str] | None = None) -> float:
     return sum(p.cost_s() for p in planned(module, quick=quick, only=only))
 
@@ -78,4 +92,4 @@ def run(name: str, *, quick: bool, only: list[str] | None = None,
             "findings": [f.to_json() for f in findings]})
 
 
-__all__ = ["SCENARIOS", "Finding", "load", "listing", "run", "cost_s", "planned"]
+__all__ = ["SCENARIOS", "Finding", "load", "listing", "lessons", "run", "cost_s", "planned"]

@@ -58,6 +58,43 @@ NEEDS = {
     "btrfs-first-leaf-full": ("btrfs-ram",),
 }
 
+#: What a student takes from this scenario, in plain words.
+LESSON = (
+    "A file system keeps a directory in the most compact form that fits, and changes form when it "
+    "outgrows it: XFS keeps a small directory inside its inode, ext4 a single block, btrfs a tree "
+    "leaf. The create that crosses such a limit does extra work, and on a freshly made file system "
+    "it is the same file every time -- so it is slow in every run, a vertical stripe in the "
+    "heatmap. The paper predicted those files from the on-disk layout with simple arithmetic; "
+    "here the same arithmetic is redone for today's kernel and mkfs defaults and held to a "
+    "measurement."
+)
+
+#: finding id -> (what the paper saw, why, in plain words)
+CLAIMS = {
+    "xfs-shortform-limit": (
+        "XFS: creating file 22 in the root directory is slow in every run.",
+        "The root's entries live inside its 512-byte inode (336 bytes free, 15 per name); the 22nd "
+        "does not fit, so XFS moves the directory out into its own block."),
+    "xfs-inode-chunk-series-ram": (
+        "XFS: every 64th file from 61 (61, 125, 189, ...) is slow, on a RAM image.",
+        "XFS allocates inodes 64 at a time; the file that needs a fresh chunk pays for allocating "
+        "and initialising it."),
+    "xfs-inode-chunk-series-disk": (
+        "XFS: the same every-64 series on a disk image.",
+        "The chunk allocation is structure, not the medium: it should appear on a disk too."),
+    "xfs-first-call": (
+        "File 0 is slow in every run (about 3.7x a typical create).",
+        "The first entry in an empty directory sets the directory up; later creates reuse it."),
+    "ext4-htree-start": (
+        "ext4: file 253 in the root is slow: the directory becomes an htree.",
+        "The root's first 4 KiB block fills with 16-byte entries at file 253; ext4 then turns the "
+        "directory into a hashed tree (fewer files fit today: the block carries a checksum)."),
+    "btrfs-first-leaf-full": (
+        "btrfs: from about file 45 each create costs more, and stays so.",
+        "The file-system tree's first 16 KiB leaf holds about 45 files' items; after that creates "
+        "touch two leaves, a step up in latency rather than one slow file."),
+}
+
 CHUNK_PAPER = {"start": 61, "stride": 64, "members": 16}
 CHUNK_SAYS = ("every 64 files from 61: 61, 125, 189, ... (16 in 1,024 files); XFS allocates inodes 64 "
               "at a time and mkfs's chunk holds the root's and mkfs's 3 inodes")

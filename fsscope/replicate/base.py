@@ -3,6 +3,7 @@ engine, and the verdict rules (a verdict is earned by a statistic, never a defau
 
 A scenario module has ``NAME``, ``TITLE``, ``PAPER`` (citation), ``SETUP`` (the paper's
 setup and what differs here, and why), ``NEEDS`` (finding id -> the run keys it needs),
+``LESSON`` and ``CLAIMS`` (the scenario and each finding in plain words, for the TUI's Lab),
 ``runs(quick)`` (runs with ``key``, ``describe()``, ``cost_s()`` and ``execute(progress=)``:
 a :class:`ProbeRun`, or a scenario's own) and ``judge(results, quick) -> list[Finding]``;
 :func:`fsscope.replicate.run` does the rest.

@@ -72,6 +72,23 @@ def runs(quick: bool) -> list[ExploreRun]:
 
 NEEDS = {"ext4-tail-above-xfs": ("explore",)}
 
+#: What a student takes from this scenario, in plain words.
+LESSON = (
+    "How far apart a file's blocks end up on disk (its d-span) depends on many things at once: "
+    "disk size, how full it is, file size, the order chunks are written, fsync, CPUs. Chopper "
+    "samples that space systematically instead of trying one setup, and finds that ext4 "
+    "sometimes scatters a file across gigabytes -- a long tail that XFS nearly never shows. "
+    "The tail, not the average, is what a user waits on."
+)
+
+#: finding id -> (what the paper saw, why, in plain words)
+CLAIMS = {
+    "ext4-tail-above-xfs": (
+        "ext4's d-span has a long tail, XFS's nearly none (P90 10 GB vs 2 MB).",
+        "Some combinations of inputs make ext4's allocator place a file's chunks far apart; XFS "
+        "keeps a file's blocks close together across the same inputs."),
+}
+
 
 def per_file_d_span(treatment: dict) -> tuple[float | None, str]:
     """A treatment's response as the paper defines it (the largest of its files' d-spans) and

@@ -82,6 +82,24 @@ def runs(quick: bool) -> list[AgeRun]:
 
 NEEDS = {"free-space-fragmented": ("ext4-aged",), "new-file-fragmented": ("ext4-aged",)}
 
+#: What a student takes from this scenario, in plain words.
+LESSON = (
+    "A freshly made file system is an unrealistically tidy one: its free space is a few huge "
+    "extents. Months of creating and deleting files break the free space into small pieces, and "
+    "a new file written then has to be split across many of them. Geriatrix ages a file system "
+    "quickly to a realistic state, so benchmarks measure what users actually have."
+)
+
+#: finding id -> (what the paper saw, why, in plain words)
+CLAIMS = {
+    "free-space-fragmented": (
+        "After aging, ext4's largest free extent is an order of magnitude (or more) smaller.",
+        "Deleting files scattered across the disk leaves holes between the survivors."),
+    "new-file-fragmented": (
+        "A file copied onto the aged file system splits into hundreds of fragments.",
+        "With only small free extents left, the allocator must piece the new file together."),
+}
+
 
 def judge(results: dict, quick: bool) -> list[Finding]:
     result = results.get("ext4-aged")

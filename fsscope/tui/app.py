@@ -19,6 +19,7 @@ from fsscope.tui import exports
 from fsscope.tui.config import AppConfig, RunPlan, resolve
 from fsscope.tui.screens.confirm import ConfirmQuitScreen
 from fsscope.tui.screens.help import HelpScreen
+from fsscope.tui.screens.lab import LabScreen
 from fsscope.tui.screens.live import LiveScreen
 from fsscope.tui.screens.runs import RunsScreen
 from fsscope.tui.screens.setup import SetupScreen
@@ -38,6 +39,7 @@ class FsscopeApp(App):
         Binding("f2", "mode('setup')", "Setup"),
         Binding("f3", "mode('live')", "Live"),
         Binding("f4", "mode('runs')", "Runs"),
+        Binding("f5", "lab", "Lab"),
         Binding("t", "next_theme", "Theme"),
         # ctrl+s works everywhere, even in a text field (where x is just a letter)
         Binding("ctrl+s", "export_svg", "SVG", priority=True),
@@ -144,6 +146,11 @@ class FsscopeApp(App):
             while len(self.screen_stack) > 1:
                 self.pop_screen()
 
+    def action_lab(self) -> None:
+        """The seed papers' findings as lessons: read one, run it, see its verdict."""
+        if not isinstance(self.screen, LabScreen):
+            self.push_screen(LabScreen())
+
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
@@ -203,6 +210,8 @@ class FsscopeApp(App):
         yield SystemCommand("Live screen", "Progress, heatmap, sparklines, flags, log (F3)",
                             lambda: self.action_mode("live"))
         yield SystemCommand("Runs screen", "Recorded runs: replay or compare (F4)", lambda: self.action_mode("runs"))
+        yield SystemCommand("Lab", "The seed papers' findings: read one, run it, see its verdict (F5)",
+                            self.action_lab)
         yield SystemCommand("Open run", "Replay the highlighted recorded run (Enter on the runs screen)",
                             lambda: self._on_runs("open_run"))
         yield SystemCommand("Mark run", "Mark the highlighted run for comparison (space)",

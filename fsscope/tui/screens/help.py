@@ -21,6 +21,7 @@ background process, records every run, and points at what is interesting.
 | key | what it does |
 |---|---|
 | F2 / F3 / F4 | setup / live / runs screens |
+| F5 | the Lab: a seed paper's finding, why, and r to run it and see the verdict |
 | F1 or ? | this help |
 | t | next theme (dark → light → high contrast); the command palette (ctrl+p) lists all |
 | ctrl+s (or x outside a text field) | save the current screen as an SVG picture in `exports/` |
