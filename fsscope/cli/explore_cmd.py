@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fsscope import paths
-from fsscope.cli.common import positive_float, positive_int
+from fsscope.cli.common import output_path, positive_float, positive_int
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
@@ -157,6 +157,6 @@ def add_parser(sub) -> None:
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask scheduler's workers instead")
     p.add_argument("--resume", metavar="RUN", help="continue an interrupted study (run dir, id, or 'latest')")
     p.add_argument("--tail-quantile", type=positive_float, default=0.9, metavar="Q", help="tail = d-span >= this quantile (default 0.9)")
-    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    p.add_argument("--json", type=output_path, metavar="PATH", help="also write the report as JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
     p.set_defaults(func=cmd_explore)

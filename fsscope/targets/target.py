@@ -154,6 +154,7 @@ class Target:
                 raise FsscopeError(f"--dir {root}: not a directory")
             if not os.access(root, os.W_OK | os.X_OK):
                 raise FsscopeError(f"--dir {root}: not writable by this user")
+            _check_dir_place(root)
             return
         filesystem.check_supported(recipe)
         if os.geteuid() != 0:
@@ -466,6 +467,16 @@ def _lock(fd: int, given: str, *, test: bool = False) -> None:
                            "(or give this job another image)") from None
     if test:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _check_dir_place(given: Path) -> None:
+    """The job makes its work directory in ``--dir`` and writes there as root: another user
+    who may rename entries in it (it is theirs, or writable by them and not sticky) could
+    swap that directory for a link to one of root's while the job writes."""
+    place = trust.locate(given / "fsscope-work", "--dir")
+    if place.shared and not place.sticky:
+        raise SafetyRefusal(f"--dir {given}: directory {place.parent} is {place.shared}, so another user could "
+                            "swap fsscope's work directory there for a link; use a directory only you can change")
 
 
 def _mountpoint_place(given: str | Path) -> tuple[Path, list[Path]]:
