@@ -150,6 +150,16 @@ def open_owned_file(path: str | os.PathLike, what: str) -> int:
     return fd
 
 
+def check_work_dir(path: str | os.PathLike, what: str) -> None:
+    """Refuse a directory root makes its own files in (a work directory, images) when another
+    user may rename entries in it -- theirs, or writable by them and not sticky: they could swap
+    what root made there, between making and using it, for a link to one of root's files."""
+    place = locate(os.path.join(path, "fsscope"), what)
+    if place.shared and not place.sticky:
+        raise SafetyRefusal(f"{what} {path}: directory {place.parent} is {place.shared}, so another user could "
+                            "swap what fsscope makes there for a link; use a directory only you can change")
+
+
 def output_place(path: str | os.PathLike, what: str) -> Place:
     """Where root may write a file it was asked for (``--json``, ``-o``): a name whose directory
     only trusted users can change, or a sticky one (/tmp) where the name is new or a trusted
@@ -176,16 +186,27 @@ def output_place(path: str | os.PathLike, what: str) -> Place:
         return place
 
 
+def check_input_file(path: str | os.PathLike, what: str) -> None:
+    """Refuse a file root would restore and mount (a snapshot) unless no other user could have
+    written it: a trusted user's, writable by no one else, where no one else can swap it."""
+    place = output_place(path, what)
+    st = os.stat(os.path.join(place.parent, place.name))
+    why = others_may_write(st, trusted_uids())
+    if why:
+        raise SafetyRefusal(f"{what} {path} is {why}: not restored as root (another user could have "
+                            "crafted it); copy it somewhere only you can change, as yourself")
+
+
 def _refuse_existing_output(st: os.stat_result, place: Place, path, what: str, owners: frozenset[int]) -> None:
     if stat.S_ISLNK(st.st_mode):
-        raise SafetyRefusal(f"{what} {path} is a symbolic link in {place.parent}, which is {place.shared}; "
-                            "not followed (fsscope runs as root): give a new name")
+        raise SafetyRefusal(f"{what} {path} is a symbolic link in {place.parent}, which is {place.shared}: "
+                            "not followed (fsscope runs as root)")
     if not stat.S_ISREG(st.st_mode):
         raise SafetyRefusal(f"{what} {path}: not a regular file")
     if place.shared and (st.st_uid not in owners or st.st_nlink != 1):
         whose = f"owned by uid {st.st_uid}" if st.st_uid not in owners else f"one of {st.st_nlink} hard links"
-        raise SafetyRefusal(f"{what} {path} is {whose} in {place.parent}, which is {place.shared}; "
-                            "not overwritten (fsscope runs as root): give a new name")
+        raise SafetyRefusal(f"{what} {path} is {whose} in {place.parent}, which is {place.shared}: "
+                            "not used (fsscope runs as root)")
 
 
 def write_output(path: str | os.PathLike, text: str, what: str) -> None:

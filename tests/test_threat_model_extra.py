@@ -111,18 +111,30 @@ def test_profile_capture_force_through_a_users_link_is_refused(local_user, scrat
 
 _SWAP_WORKDIR = """
 import os, sys, time
-d, victim_dir = sys.argv[1], sys.argv[2]
+d, victim, suffix = sys.argv[1], sys.argv[2], sys.argv[3]
 open(os.path.join(d, "ready"), "w").close()
 deadline = time.monotonic() + 50
 while time.monotonic() < deadline:
     for name in os.listdir(d):
-        if name.startswith("fsscope-") and not name.endswith(".moved"):
+        if name.startswith("fsscope-") and name.endswith(suffix):
             os.rename(os.path.join(d, name), os.path.join(d, name + ".moved"))
-            os.symlink(victim_dir, os.path.join(d, name))
+            os.symlink(victim, os.path.join(d, name))
             print("swapped", name)
             sys.exit(0)
 sys.exit(1)
 """
+
+
+def _swapper(user, d: Path, victim: Path, suffix: str) -> subprocess.Popen:
+    """The user, watching their directory ``d``: the first ``fsscope-*SUFFIX`` root makes
+    there is moved aside and replaced by a link to ``victim``. Returns once it watches."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(user.home)}
+    attacker = subprocess.Popen([USER_PYTHON, "-I", "-c", _SWAP_WORKDIR, str(d), str(victim), suffix], user=user.uid,
+                                group=user.gid, extra_groups=[], env=env, stdout=subprocess.PIPE, text=True)
+    while not (d / "ready").exists():
+        assert attacker.poll() is None
+        time.sleep(0.01)
+    return attacker
 
 
 def test_dir_in_a_users_directory_is_refused(local_user, scratch, cli):
@@ -136,13 +148,8 @@ def test_dir_in_a_users_directory_is_refused(local_user, scratch, cli):
     before = hashlib.sha256(victim.read_bytes()).hexdigest()
     d = local_user.home / "d"
     local_user.python(f"import os; os.mkdir({str(d)!r})")
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(local_user.home)}
-    attacker = subprocess.Popen([USER_PYTHON, "-I", "-c", _SWAP_WORKDIR, str(d), str(private)], user=local_user.uid,
-                                group=local_user.gid, extra_groups=[], env=env, stdout=subprocess.PIPE, text=True)
+    attacker = _swapper(local_user, d, private, "-1")
     try:
-        while not (d / "ready").exists():
-            assert attacker.poll() is None
-            time.sleep(0.01)
         out = cli("run", "smoke", "-p", "duration_s=1", "--dir", str(d))
     finally:
         attacker.kill()
@@ -150,3 +157,86 @@ def test_dir_in_a_users_directory_is_refused(local_user, scratch, cli):
     assert hashlib.sha256(victim.read_bytes()).hexdigest() == before, swapped
     assert sorted(p.name for p in private.iterdir()) == ["f000000"], swapped
     _refused_in_one_line(out, str(d), f"owned by uid {local_user.uid}")
+
+
+def test_a_study_clone_in_a_users_ram_dir_is_refused(local_user, scratch, monkeypatch):
+    """FSSCOPE_RAM_DIR set to a directory a user owns: explore's clone made the image there
+    (O_EXCL), then copied the base into it *by name*; the user swapped the name for a link
+    to a root-only file in between, and cp overwrote that file with the base image."""
+    from fsscope import recipes
+    from fsscope.errors import FsscopeError, SafetyRefusal
+    from fsscope.study import diskstate
+
+    victim, before = _victim(scratch / "private")
+    base = scratch / "base.img"
+    base.write_bytes(b"base" * 2**18)
+    d = local_user.home / "ram"
+    local_user.python(f"import os; os.mkdir({str(d)!r})")
+    monkeypatch.setenv("FSSCOPE_RAM_DIR", str(d))
+    attacker = _swapper(local_user, d, victim, ".img")
+    refused = None
+    try:
+        for _ in range(40):  # a race: the user needs the moment between create and copy
+            try:
+                with diskstate.clone(base, recipes.load("ext4-default"), {}):
+                    pass
+            except SafetyRefusal as exc:
+                refused = exc
+                break
+            except (FsscopeError, OSError):  # base is no file system: the mount fails, after the copy
+                if attacker.poll() is not None:
+                    break
+    finally:
+        attacker.kill()
+        swapped = attacker.communicate()[0]
+    assert hashlib.sha256(victim.read_bytes()).hexdigest() == before, swapped
+    assert refused is not None and f"owned by uid {local_user.uid}" in str(refused)
+
+
+def test_age_snapshot_in_a_users_directory_is_refused(local_user, scratch, cli):
+    """``age --snapshot`` into a directory the user owns: root made ``NAME.<pid>.partial``
+    there (O_EXCL) and then copied the aged image into it *by name*; the user swapped the
+    name for a link to a root-only file and cp overwrote that file."""
+    victim, before = _victim(scratch / "private")
+    d = local_user.home / "snaps"
+    local_user.python(f"import os; os.mkdir({str(d)!r})")
+    attacker = _swapper(local_user, d, victim, ".partial")
+    try:
+        out = cli("age", "--ram", "--size", "128M", "--profile", "small", "--confidence", "0.5",
+                  "--snapshot", str(d / "fsscope-aged.img"), timeout_s=240)
+    finally:
+        attacker.kill()
+        swapped = attacker.communicate()[0]
+    assert hashlib.sha256(victim.read_bytes()).hexdigest() == before, swapped
+    _refused_in_one_line(out, str(d), f"owned by uid {local_user.uid}")
+
+
+def test_resuming_a_study_in_a_users_directory_is_refused(local_user, scratch, cli):
+    """``explore --resume DIR`` takes a run directory: root then appends its rows to (and
+    writes its table into) DIR. The user's DIR, with ``treatments.ndjson`` a link to a
+    root-only file, had root write into that file."""
+    from fsscope.study import explore
+
+    victim, before = _victim(scratch / "private")
+    made = scratch / "plan"
+    made.mkdir()
+    explore.make_plan(explore.Spec(treatments=1)).save(made)
+    study = local_user.home / "study"
+    local_user.python(f"import os; os.mkdir({str(study)!r}); "
+                      f"open({str(study / 'plan.json')!r}, 'w').write({(made / 'plan.json').read_text()!r}); "
+                      f"os.symlink({str(victim)!r}, {str(study / 'treatments.ndjson')!r})")
+    out = cli("explore", "--resume", str(study), "--workers", "1", timeout_s=300)
+    assert hashlib.sha256(victim.read_bytes()).hexdigest() == before
+    _refused_in_one_line(out, str(study), f"owned by uid {local_user.uid}")
+
+
+def test_a_users_snapshot_is_not_restored_and_mounted(local_user, scratch, cli):
+    """``--from-snapshot`` restores a file-system image and mounts it, no mkfs: a user's own
+    image (made with mke2fs as that user; debugfs can set root-owned setuid files and device
+    nodes in it) would be mounted by root, without nosuid or nodev."""
+    snap = local_user.shared / "snap.img"
+    local_user.run("/usr/sbin/mkfs.ext4", "-q", "-F", str(snap), "64M")
+    out = cli("probe", "--image", str(scratch / "t.img"), "--size", "64M", "--from-snapshot", str(snap),
+              "--files", "10", "--runs", "1", timeout_s=240)
+    _refused_in_one_line(out, str(snap), f"owned by uid {local_user.uid}")
+    assert not (scratch / "t.img").exists()

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fsscope import paths
+from fsscope import paths, trust
 from fsscope.cli.common import output_path, positive_float, positive_int
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
@@ -112,6 +112,7 @@ RENDERERS["explore"] = render
 def resolve_study_run(text: str, job: str = "explore") -> str:
     """--resume's RUN: a run directory, a run id, or 'latest' (the newest ``job`` study with a plan)."""
     if os.path.isdir(text):
+        trust.check_work_dir(text, "--resume")  # root writes the study's rows and table there
         return os.path.abspath(text)
     root = paths.runs_dir()
     if text == "latest":

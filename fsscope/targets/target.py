@@ -154,7 +154,7 @@ class Target:
                 raise FsscopeError(f"--dir {root}: not a directory")
             if not os.access(root, os.W_OK | os.X_OK):
                 raise FsscopeError(f"--dir {root}: not writable by this user")
-            _check_dir_place(root)
+            trust.check_work_dir(root, "--dir")
             return
         filesystem.check_supported(recipe)
         if os.geteuid() != 0:
@@ -170,6 +170,7 @@ class Target:
                 raise FsscopeError(f"--from-snapshot {spec.snapshot} ({os.path.getsize(spec.snapshot)} bytes) "
                                    f"does not fit on {spec.path} ({device.size_bytes} bytes)")
         elif spec.kind == "ram":
+            trust.check_work_dir(RAM_DIR, "FSSCOPE_RAM_DIR")
             image.check_size(spec.size_bytes)
             _check_ram_space(spec.size_bytes)
         else:
@@ -284,6 +285,7 @@ class Target:
         if not snap.is_file():
             raise FsscopeError(f"--from-snapshot {snap}: no such image file "
                                "(make one with 'fsscope age ... --snapshot PATH')")
+        trust.check_input_file(snap, "--from-snapshot")
         if self.spec.kind == "image" and snap.resolve() == Path(self.spec.path).resolve():
             raise FsscopeError(f"--from-snapshot {snap} is the target image itself: "
                                "restore it into another --image")
@@ -467,16 +469,6 @@ def _lock(fd: int, given: str, *, test: bool = False) -> None:
                            "(or give this job another image)") from None
     if test:
         fcntl.flock(fd, fcntl.LOCK_UN)
-
-
-def _check_dir_place(given: Path) -> None:
-    """The job makes its work directory in ``--dir`` and writes there as root: another user
-    who may rename entries in it (it is theirs, or writable by them and not sticky) could
-    swap that directory for a link to one of root's while the job writes."""
-    place = trust.locate(given / "fsscope-work", "--dir")
-    if place.shared and not place.sticky:
-        raise SafetyRefusal(f"--dir {given}: directory {place.parent} is {place.shared}, so another user could "
-                            "swap fsscope's work directory there for a link; use a directory only you can change")
 
 
 def _mountpoint_place(given: str | Path) -> tuple[Path, list[Path]]:
