@@ -11,6 +11,7 @@ sudo (``SUDO_UID``): their own files are theirs to hand to fsscope.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -147,3 +148,91 @@ def open_owned_file(path: str | os.PathLike, what: str) -> int:
         raise SafetyRefusal(f"{what} {path} is {why}: not loaded (fsscope runs as root); remove it")
     check_private_dir(os.path.dirname(os.path.abspath(path)), "directory", "remove it and run again")
     return fd
+
+
+def check_work_dir(path: str | os.PathLike, what: str) -> None:
+    """Refuse a directory root makes its own files in (a work directory, images) when another
+    user may rename entries in it -- theirs, or writable by them and not sticky: they could swap
+    what root made there, between making and using it, for a link to one of root's files."""
+    place = locate(os.path.join(path, "fsscope"), what)
+    if place.shared and not place.sticky:
+        raise SafetyRefusal(f"{what} {path}: directory {place.parent} is {place.shared}, so another user could "
+                            "swap what fsscope makes there for a link; use a directory only you can change")
+
+
+def output_place(path: str | os.PathLike, what: str) -> Place:
+    """Where root may write a file it was asked for (``--json``, ``-o``): a name whose directory
+    only trusted users can change, or a sticky one (/tmp) where the name is new or a trusted
+    user's. A symbolic link at the name is followed only where no other user could have put
+    it. Raises SafetyRefusal (one line) otherwise."""
+    owners, links = trusted_uids(), 0
+    while True:
+        place = locate(path, what, owners, "write it somewhere only you can change")
+        if len(place.missing) > 1:
+            raise SafetyRefusal(f"{what} {path}: {os.path.join(place.parent, place.missing[0])}: no such directory")
+        if place.shared and not place.sticky:
+            raise SafetyRefusal(f"{what} {path}: its directory {place.parent} is {place.shared}, so another user "
+                                "could change what it names; write it somewhere only you can change")
+        full = os.path.join(place.parent, place.name)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            return place
+        if stat.S_ISLNK(st.st_mode) and not place.shared and links < MAX_LINKS:
+            links += 1
+            path = os.path.join(place.parent, os.readlink(full))
+            continue
+        _refuse_existing_output(st, place, path, what, owners)
+        return place
+
+
+def check_input_file(path: str | os.PathLike, what: str) -> None:
+    """Refuse a file root would restore and mount (a snapshot) unless no other user could have
+    written it: a trusted user's, writable by no one else, where no one else can swap it."""
+    place = output_place(path, what)
+    st = os.stat(os.path.join(place.parent, place.name))
+    why = others_may_write(st, trusted_uids())
+    if why:
+        raise SafetyRefusal(f"{what} {path} is {why}: not restored as root (another user could have "
+                            "crafted it); copy it somewhere only you can change, as yourself")
+
+
+def _refuse_existing_output(st: os.stat_result, place: Place, path, what: str, owners: frozenset[int]) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise SafetyRefusal(f"{what} {path} is a symbolic link in {place.parent}, which is {place.shared}: "
+                            "not followed (fsscope runs as root)")
+    if not stat.S_ISREG(st.st_mode):
+        raise SafetyRefusal(f"{what} {path}: not a regular file")
+    if place.shared and (st.st_uid not in owners or st.st_nlink != 1):
+        whose = f"owned by uid {st.st_uid}" if st.st_uid not in owners else f"one of {st.st_nlink} hard links"
+        raise SafetyRefusal(f"{what} {path} is {whose} in {place.parent}, which is {place.shared}: "
+                            "not used (fsscope runs as root)")
+
+
+def write_output(path: str | os.PathLike, text: str, what: str) -> None:
+    """Write ``text`` to the file ``path`` root was asked for, through the descriptor checked
+    (see :func:`output_place`): never through a link another user planted, never into a file
+    they chose."""
+    place = output_place(path, what)
+    dir_fd = os.open(place.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(place.name, flags | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dir_fd)
+        except FileExistsError:
+            try:
+                fd = os.open(place.name, flags, dir_fd=dir_fd)
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise
+                raise SafetyRefusal(f"{what} {path} became a symbolic link; not followed (fsscope runs as root)") from None
+            try:
+                _refuse_existing_output(os.fstat(fd), place, path, what, trusted_uids())
+            except SafetyRefusal:
+                os.close(fd)
+                raise
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(dir_fd)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)

@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsscope import trust
 from fsscope.aging.ager import AgingError, AgingSpec, _check_spec, age, read_state
 
 PROGRESS_FIELDS = ("phase", "fullness", "ops", "ops_per_s", "overwrites", "p_values")
@@ -333,13 +334,15 @@ def _snapshot(ctx, spec: Spec, target) -> dict | None:
     source = target.image_path or Path(target.device)
     ctx.phase(f"snapshot → {dest}")
     dest.parent.mkdir(parents=True, exist_ok=True)
+    trust.output_place(dest, "--snapshot")  # checked again now: nowhere another user could swap it
     tmp = dest.with_name(f"{dest.name}.{os.getpid()}.partial")
     t0 = time.monotonic()
-    os.close(image.new_file(tmp))  # O_EXCL: never a file or link someone else put there
+    fd = image.new_file(tmp)  # O_EXCL: never a file or link someone else put there
     try:
-        method = image.copy_image(source, tmp)
+        method = image.copy_image(source, Path(image.fd_path(fd)))  # into that file, not its name
         os.replace(tmp, dest)
     finally:
+        os.close(fd)
         tmp.unlink(missing_ok=True)
     image.mark(dest)  # fsscope's own: a later age may replace it without --yes-destroy
     st = os.stat(dest)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fsscope import paths, tomlsafe
+from fsscope import paths, tomlsafe, trust
 from fsscope.aging import fit
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
@@ -282,7 +282,8 @@ def _weights(table: dict, section: str, n_buckets: int, fail) -> list[float]:
 
 
 def save_profile(profile: Profile, path: Path) -> None:
-    """Write ``profile`` as TOML (comments for the provenance); it loads back equal."""
+    """Write ``profile`` as TOML (comments for the provenance); it loads back equal. Root
+    may write it into /tmp: through the checked descriptor (:func:`fsscope.trust.write_output`)."""
     lines = [f"# fsscope aging profile '{profile.name}'"]
     for text in profile.provenance.splitlines():
         lines.append(f"# {text}")
@@ -307,9 +308,7 @@ def save_profile(profile: Profile, path: Path) -> None:
         "",
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines), encoding="utf-8")
-    os.replace(tmp, path)
+    trust.write_output(path, "\n".join(lines), "profile")
 
 
 def _toml_str(text: str) -> str:

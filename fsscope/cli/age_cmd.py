@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from fsscope import trust
 from fsscope.cli.common import (
     add_job_args,
     dash_value,
@@ -315,6 +316,7 @@ def cmd_age(args) -> int:
         raise FsscopeError("--snapshot names the target image itself: choose another path")
     if snapshot:  # the snapshot replaces whatever is there: only fsscope's own, or what is named
         image.check_not_foreign(Path(snapshot), args.yes_destroy, "overwrite")
+        trust.output_place(snapshot, "--snapshot")  # as --json: not where another user can swap it
     spec = Spec(profile=profile, fullness=args.fullness, seed=args.seed,
                 max_seconds=args.max_minutes * 60 if args.max_minutes else None,
                 confidence=args.confidence, max_overwrites=args.max_overwrites, fallocate=args.fallocate,

@@ -5,9 +5,7 @@ and JSON (``--ladder`` lives in :mod:`fsscope.cli.ladder_cmd`, ``fsscope syncwri
 from __future__ import annotations
 
 import argparse
-import json
 import math
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -22,6 +20,7 @@ from fsscope.cli.common import (
     recipe_from_args,
     recipe_list,
     target_from_args,
+    write_json,
 )
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
@@ -409,7 +408,7 @@ def cmd_bench(args) -> int:
     if args.json:
         doc = {"personality": spec.personality, "recipes": list(reports), "reports": reports,
                "comparison": comparison}
-        Path(args.json).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        write_json(args.json, doc)
         err_console.print(f"[dim]wrote {args.json}[/]")
     return status
 

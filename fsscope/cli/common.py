@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 
-from fsscope import recipes
-from fsscope.errors import FsscopeError
+from fsscope import recipes, trust
+from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.recipes import Recipe
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
 from fsscope.units import parse_size_bytes
@@ -101,7 +102,16 @@ def output_path(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{folder}: no such directory")
     if os.path.isdir(text) or not os.access(folder, os.W_OK):
         raise argparse.ArgumentTypeError(f"{text}: cannot write a file there")
+    try:
+        trust.output_place(text, "output")
+    except SafetyRefusal as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text
+
+
+def write_json(path: str, doc) -> None:
+    """Write a report where --json asked, checked again now (see :func:`fsscope.trust.write_output`)."""
+    trust.write_output(path, json.dumps(doc, indent=2, default=str) + "\n", "--json")
 
 
 def add_job_args(parser: argparse.ArgumentParser) -> None:

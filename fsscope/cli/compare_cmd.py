@@ -11,16 +11,14 @@ and on an aged snapshot (B, ``--from-snapshot``).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from fsscope import store
 from fsscope.analysis.compare import compare_reports
-from fsscope.cli.common import output_path
+from fsscope.cli.common import output_path, write_json
 from fsscope.errors import FsscopeError
 from fsscope.format import format_cell, ratio_cell
 
@@ -94,7 +92,7 @@ def cmd_compare(args) -> int:
         render(doc, console)
     print(out.get(), end="")
     if args.json:
-        Path(args.json).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        write_json(args.json, doc)
         Console(stderr=True, soft_wrap=True).print(f"[dim]wrote {args.json}[/]")
     return 0
 

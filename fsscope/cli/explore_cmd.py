@@ -9,8 +9,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fsscope import paths
-from fsscope.cli.common import positive_float, positive_int
+from fsscope import paths, trust
+from fsscope.cli.common import output_path, positive_float, positive_int
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
@@ -112,6 +112,7 @@ RENDERERS["explore"] = render
 def resolve_study_run(text: str, job: str = "explore") -> str:
     """--resume's RUN: a run directory, a run id, or 'latest' (the newest ``job`` study with a plan)."""
     if os.path.isdir(text):
+        trust.check_work_dir(text, "--resume")  # root writes the study's rows and table there
         return os.path.abspath(text)
     root = paths.runs_dir()
     if text == "latest":
@@ -157,6 +158,6 @@ def add_parser(sub) -> None:
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask scheduler's workers instead")
     p.add_argument("--resume", metavar="RUN", help="continue an interrupted study (run dir, id, or 'latest')")
     p.add_argument("--tail-quantile", type=positive_float, default=0.9, metavar="Q", help="tail = d-span >= this quantile (default 0.9)")
-    p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    p.add_argument("--json", type=output_path, metavar="PATH", help="also write the report as JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
     p.set_defaults(func=cmd_explore)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from fsscope.cli.common import write_json
 from fsscope.cli.render import render_machine
 from fsscope.engine import events as ev
 from fsscope.engine import runner
@@ -111,7 +111,7 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
         Console().print_json(data=report)
     render_machine((report or {}).get("machine") or handle.run_dir.manifest().get("machine"), Console())
     if json_path and report is not None:
-        Path(json_path).write_text(json.dumps(report, indent=2, default=str) + "\n")
+        write_json(json_path, report)
         console.print(f"[dim]wrote {json_path}[/]")
     if report is not None and isinstance(report.get("existing"), dict):
         console.print(f"measured on the file system holding it: {report['existing']['summary']}")

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fsscope.cli.common import parse_size, positive_float, positive_int
+from fsscope.cli.common import output_path, parse_size, positive_float, positive_int
 from fsscope.cli.explore_cmd import resolve_study_run
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
@@ -196,6 +196,6 @@ def add_parser(sub) -> None:
                         "perturb each other's throughput, which is what this study measures)")
     v.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask scheduler's workers instead")
     v.add_argument("--resume", metavar="RUN", help="continue an interrupted study (run dir, id, or 'latest')")
-    v.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    v.add_argument("--json", type=output_path, metavar="PATH", help="also write the report as JSON")
     v.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
     v.set_defaults(func=cmd_variation)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 from pathlib import Path
@@ -19,6 +18,7 @@ from fsscope.cli.common import (
     recipe_from_args,
     recipe_list,
     target_from_args,
+    write_json,
 )
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
@@ -348,7 +348,7 @@ def cmd_syncwrite(args) -> int:
         render_tests(tests, out)
     if args.json and reports:
         doc = {"mode": spec.mode, "recipes": reports, "tests": tests}
-        Path(args.json).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        write_json(args.json, doc)
         err_console.print(f"[dim]wrote {args.json}[/]")
     return status
 

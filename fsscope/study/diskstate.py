@@ -144,12 +144,17 @@ class DiskState:
 
 
 def ram_dir() -> Path:
-    return Path(os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
+    """Where the studies' RAM images go; refused if another user may rename entries there."""
+    where = Path(os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
+    trust.check_work_dir(where, "FSSCOPE_RAM_DIR")
+    return where
 
 
 def disk_dir() -> Path:
     """Where images that must live on this machine's disk go (a study's ``device = "disk"``)."""
-    return Path(os.environ.get("FSSCOPE_DISK_DIR", "/var/tmp"))
+    where = Path(os.environ.get("FSSCOPE_DISK_DIR", "/var/tmp"))
+    trust.check_work_dir(where, "FSSCOPE_DISK_DIR")
+    return where
 
 
 def _undo_all_but_image(journal: Journal, group: str) -> None:
@@ -263,8 +268,11 @@ def clone(base: Path, recipe: Recipe, timing: dict) -> Iterator[Path]:
     img = ram_dir() / f"fsscope-{group}.img"
     t = time.monotonic()
     try:
-        os.close(image.new_journalled(img, journal, group))  # made with O_EXCL: root's own, then
-        image.copy_image(base, img)                          # filled (cp keeps the inode)
+        fd = image.new_journalled(img, journal, group)  # made with O_EXCL: root's own, then
+        try:                                             # filled through that descriptor
+            image.copy_image(base, Path(image.fd_path(fd)))
+        finally:
+            os.close(fd)
         timing["clone_s"] = time.monotonic() - t
         with mounted_image(img, recipe, journal, group, timing=timing) as mnt:
             yield mnt

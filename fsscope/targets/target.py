@@ -160,6 +160,7 @@ class Target:
                 raise FsscopeError(f"--dir {root}: not a directory")
             if not os.access(root, os.W_OK | os.X_OK):
                 raise FsscopeError(f"--dir {root}: not writable by this user")
+            trust.check_work_dir(root, "--dir")
             return
         filesystem.check_supported(recipe)
         if os.geteuid() != 0:
@@ -175,6 +176,7 @@ class Target:
                 raise FsscopeError(f"--from-snapshot {spec.snapshot} ({os.path.getsize(spec.snapshot)} bytes) "
                                    f"does not fit on {spec.path} ({device.size_bytes} bytes)")
         elif spec.kind == "ram":
+            trust.check_work_dir(RAM_DIR, "FSSCOPE_RAM_DIR")
             image.check_size(spec.size_bytes)
             _check_ram_space(spec.size_bytes)
         else:
@@ -289,6 +291,7 @@ class Target:
         if not snap.is_file():
             raise FsscopeError(f"--from-snapshot {snap}: no such image file "
                                "(make one with 'fsscope age ... --snapshot PATH')")
+        trust.check_input_file(snap, "--from-snapshot")
         if self.spec.kind == "image" and snap.resolve() == Path(self.spec.path).resolve():
             raise FsscopeError(f"--from-snapshot {snap} is the target image itself: "
                                "restore it into another --image")
