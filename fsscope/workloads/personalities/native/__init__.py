@@ -7,21 +7,17 @@ Filebench's ~1.3. The Python loops in :mod:`..worker` stay the reference the C o
 against, and the fallback when no compiler is found (scripts/setup installs gcc); a run says
 which loop it used.
 
-The shared object is cached under fsscope's home, named by the source's hash, built into a
-temporary name and renamed (several jobs may build at once).
+Built and loaded by :mod:`fsscope.native` (cached under fsscope's home, named by the source's
+hash), as every C library fsscope loads.
 """
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
-from fsscope import paths
+from fsscope import native as fsscope_native
 
 SOURCE = Path(__file__).with_name("loops.c")
 PERSONALITIES = ("fileserver", "webserver", "varmail")   # each has fsscope_<name>() in loops.c
@@ -52,33 +48,12 @@ class LoopState(ctypes.Structure):
 
 def library_path() -> tuple[Path | None, str]:
     """The built library (building it if needed), or None and why not."""
-    source = SOURCE.read_bytes()
-    digest = hashlib.sha256(source).hexdigest()[:16]
-    target = paths.home() / "lib" / f"fsscope-loops-{digest}.so"
-    if target.is_file():
-        return target, "built"
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        return None, "no C compiler (cc/gcc) found: install gcc (scripts/setup does)"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=target.parent)
-    os.close(fd)
-    try:
-        proc = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", tmp, str(SOURCE)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            lines = proc.stderr.strip().splitlines()
-            return None, f"{compiler} failed on {SOURCE.name}: {lines[-1] if lines else proc.returncode}"
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return target, "built"
+    return fsscope_native.library_path(SOURCE)
 
 
 def load(path: str | os.PathLike, personality: str):
     """The C loop of ``personality``: f(POINTER(LoopState), edge_ns) -> AT_EDGE | BUFFER_FULL | FAILED."""
-    fn = getattr(ctypes.CDLL(str(path)), f"fsscope_{personality}")
+    fn = getattr(fsscope_native.load(path), f"fsscope_{personality}")
     fn.argtypes = [ctypes.POINTER(LoopState), ctypes.c_int64]
     fn.restype = ctypes.c_int
     return fn
