@@ -972,10 +972,10 @@ class _Session:
                 if self.stop_by_limits() or (self.phase == "stable" and self.stop_by_fit()):
                     return
                 next_event = self.next_check_op(clock=False)
+            if self.stop_by_clock():  # at every return: a cancel is seen within NATIVE_POLL_S
+                return
             now_s = time.monotonic()
             if now_s >= poll_at:
-                if self.stop_by_clock():
-                    return
                 poll_at = now_s + NATIVE_POLL_S
             edge_s = poll_at if self.spec.max_seconds is None else min(poll_at, self.t0 + self.spec.max_seconds)
             status, log = run(self, int(min(next_event, self.ops + NATIVE_CHUNK_OPS)), edge_s)
