@@ -23,7 +23,7 @@ from fsscope.tui.model import (
 )
 from fsscope.tui.syncwrite_model import SyncWriteModel
 from fsscope.tui.themes import FSSCOPE_THEMES, ThemeFileError, load_themes, parse_theme
-from fsscope.tui.widgets.heatmap import bucket, bucket_mask
+from fsscope.analysis.heatbuckets import bucket, bucket_mask
 from fsscope.tui.widgets.throughput_chart import nice_ceiling, nice_floor, resample
 
 
