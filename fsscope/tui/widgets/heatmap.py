@@ -23,7 +23,7 @@ from rich.style import Style
 from textual.binding import Binding
 from textual.color import Color, Gradient
 from textual.filter import ANSIToTruecolor
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -106,6 +106,7 @@ class Heatmap(ScrollView, can_focus=True):
         self._cell_segments: dict[tuple[int, int], Segment] = {}  # (level*2+selected, width) -> segment
         self._geometry: tuple[int, int, int] = (1, 1, 1)  # row height, zoom, cell width of _strips_key
         self.scale_listeners: list = []  # callables run when the colour scale changes (the legend)
+        self._frame: tuple[int, int, int] | None = None  # _frame_state() while Textual draws a frame
 
     # -- data ------------------------------------------------------------------------------
     def set_matrix(self, matrix: LatencyMatrix | None) -> None:
@@ -143,7 +144,8 @@ class Heatmap(ScrollView, can_focus=True):
         fresh = (matrix.version, zoom, self.aggregate, matrix.runs, matrix.files)
         buckets = next((b for key, b in self._bucketings.items()
                         if key[:3] == (matrix.version - 1, zoom, self.aggregate)), None)
-        if buckets is not None and buckets.shape[0] == matrix.runs:
+        patched = buckets is not None and buckets.shape[0] == matrix.runs
+        if patched:
             cols = self.columns
             if buckets.shape[1] < cols:
                 grown = np.full((buckets.shape[0], cols), -1, dtype=np.int64)
@@ -159,8 +161,17 @@ class Heatmap(ScrollView, can_focus=True):
                 self._drop_run_lines(run)
         else:
             self._invalidate(buckets=True)
+        size = self.virtual_size
         self._update_virtual_size()
-        self.refresh()
+        if patched and not scale_changed and size == self.virtual_size:
+            self._refresh_run(run)  # Textual redraws only the header and this run's lines
+        else:
+            self.refresh()
+
+    def _refresh_run(self, run: int) -> None:
+        h, width = self.row_height, self.size.width
+        top = HEADER_LINES + run * h - int(self.scroll_offset.y)
+        self.refresh(Region(0, 0, width, HEADER_LINES), Region(0, max(HEADER_LINES, top), width, h))
 
     def set_flags(self, flagged: list[int] | tuple[int, ...], selected: list[int] | tuple[int, ...] = ()) -> None:
         files = self.matrix.files if self.matrix is not None else 0
@@ -284,7 +295,8 @@ class Heatmap(ScrollView, can_focus=True):
 
     def _style(self, name: str) -> Style:
         """A component style ("axis", "mark", ...; "base" = the widget's own) in truecolor."""
-        self._cell_styles()
+        if self._frame is None:  # (within a frame, the theme was looked at already)
+            self._cell_styles()
         return self._named[name]
 
     def get_line_filters(self):
@@ -346,17 +358,24 @@ class Heatmap(ScrollView, can_focus=True):
         return self._flagged_cols, self._selected_cols
 
     # -- rendering -------------------------------------------------------------------------
-    def render_line(self, y: int) -> Strip:
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Textual asks for a frame's lines in batches: the geometry, the theme and the cache
+        keys are looked at once per batch here, not once per line."""
+        self._frame = self._frame_state()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
+    def _frame_state(self) -> tuple[int, int, int]:
+        """(width, scroll x, scroll y) of what is drawn now, with the strip caches made
+        current for it; scroll x is -1 without data."""
         region = self.scrollable_content_region
         width = region.width
-        if self.matrix is None or self.matrix.files == 0:
-            style = self._style("base")
-            if y == 1:
-                text = " no latencies yet" if self.matrix is None or self.matrix.files == 0 else ""
-                return Strip([Segment(text[:width], self._style("axis"))]).extend_cell_length(width, style)
-            return Strip.blank(width, style)
-        scroll_x, scroll_y = self.scroll_offset
         self._cell_styles()  # a new theme clears the strips before the key is checked
+        if self.matrix is None or self.matrix.files == 0:
+            return width, -1, -1
+        scroll_x, scroll_y = self.scroll_offset
         # everything the row height, zoom and cell width (and so every strip) depend on
         key = (scroll_x, width, region.height, self._scale, self.zoom, self.matrix.files, self.matrix.runs,
                self.aggregate, self._styles_theme)
@@ -364,6 +383,15 @@ class Heatmap(ScrollView, can_focus=True):
             self._clear_strips()
             self._strips_key = key
             self._geometry = (self.row_height, self.effective_zoom, self.cell_width)
+        return width, scroll_x, scroll_y
+
+    def render_line(self, y: int) -> Strip:
+        width, scroll_x, scroll_y = self._frame or self._frame_state()
+        if scroll_x < 0:  # no data
+            style = self._style("base")
+            if y == 1:
+                return Strip([Segment(" no latencies yet"[:width], self._style("axis"))]).extend_cell_length(width, style)
+            return Strip.blank(width, style)
         line = y if y < HEADER_LINES else y + scroll_y
         strip = self._strips.get(line)
         if strip is None:
@@ -453,7 +481,7 @@ class Heatmap(ScrollView, can_focus=True):
 
     def _cell_segment(self, code: int, width: int) -> Segment:
         level, selected = code // 2 - 1, code % 2
-        style = self._style("empty") if level < 0 else self._cell_styles()[level]
+        style = self._style("empty") if level < 0 else self._styles[level]
         if selected:
             return Segment("•" * width, style + Style(color=self._style("mark").color, bold=True))
         return Segment(" " * width, style)
