@@ -9,8 +9,12 @@ directory filling up at file 22, inode chunk allocation every 64 files, ...), no
 
 Only the syscall is inside the timed region. Everything else -- name encoding, sync, storing
 the result, closing the fd, live batches, cancellation -- happens between ``t1`` of one call
-and ``t0`` of the next. The loop keeps the timed region as close to the C reference as Python
-allows (measured by ``bench/probe_overhead.py``):
+and ``t0`` of the next. Each call's sync and timed region run in C (``probe_calls.c``, built on
+first use through :mod:`fsscope.native`, called via ctypes): sync, clock, call, clock follow each
+other as in the C reference (``bench/probe_overhead.py``: 0.99x its latency with a sync before
+each call, where the Python-timed region cost 1.25-1.3x). The Python loops below stay the
+reference the C calls are tested against, and the fallback without a compiler; they keep the
+timed region as close to the C reference as Python allows:
 
 - names are pre-encoded ``bytes`` (no str -> fs-encoding conversion inside the region), built
   per chunk of :data:`NAME_CHUNK` files so a 1,000,000-file run holds no per-file objects;
@@ -33,6 +37,7 @@ process single-threaded while measuring: do the work of ``on_batch`` synchronous
 
 from __future__ import annotations
 
+import ctypes
 import errno as errno_codes
 import gc
 import os
@@ -44,6 +49,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from fsscope import native
 from fsscope.errors import FsscopeError
 from fsscope.specs import checked_fields
 
@@ -82,6 +88,13 @@ MAX_NAME_LENGTH = 255
 _RENAME_FIRST_CHAR = bytes.maketrans(b"0123456789", b"abcdefghij")
 
 _clock_ns = time.monotonic_ns
+
+#: The timed calls in C (see probe_calls.c); its op code per op.
+NATIVE_SOURCE = Path(__file__).with_name("probe_calls.c")
+NATIVE_OPS = {"creat": 0, "open-existing": 0, "mkdir": 1, "unlink": 2, "stat": 3, "rename": 4,
+              "symlink": 5, "write-fsync": 6, "fallocate": 7}
+_native_calls: dict[Path, Any] = {}
+SYNC_ALL, NO_SYNC = -2, -1  # probe_calls.c's sync_fd: sync(), none (an fd: syncfs)
 
 
 @dataclass(frozen=True)
@@ -217,6 +230,14 @@ def pin_cpu(cpu: int | None = None) -> set[int]:
 # _CallFailed carrying the index it happened at.
 
 
+def _sync_call(dfd: int) -> tuple[Callable[[], None], int]:
+    """What ``sync_before="each"`` does before each timed call -- the one place it is chosen
+    (``dfd`` is the run directory): the Python loops call the first, the C timed calls
+    (probe_calls.c) do what the second says right before their clock read: SYNC_ALL sync(),
+    an fd syncfs() of that fd's file system."""
+    return os.sync, SYNC_ALL
+
+
 class _CallFailed(Exception):
     def __init__(self, index: int, error: OSError):
         self.index = index
@@ -226,7 +247,7 @@ class _CallFailed(Exception):
 def _loop_open(names: Iterator[bytes], i: int, sink: Any, starts: Any, deadline_ns: int, dfd: int,
                do_sync: bool, flags: int) -> int:
     """creat / open-existing: the openat() is timed, the close() is not."""
-    open_, close, sync, clock = os.open, os.close, os.sync, _clock_ns
+    open_, close, sync, clock = os.open, os.close, _sync_call(dfd)[0], _clock_ns
     try:
         for name in names:
             if do_sync:
@@ -249,7 +270,7 @@ def _loop_name_call(names: Iterator[bytes], i: int, sink: Any, starts: Any, dead
                     do_sync: bool, call: Callable[..., Any]) -> int:
     """mkdir / unlink / stat: ``call(name, dir_fd=dfd)`` is timed (mkdir uses mode 0o777 &
     ~umask, like mkdir(1); stat is fstatat and includes building the stat_result)."""
-    sync, clock = os.sync, _clock_ns
+    sync, clock = _sync_call(dfd)[0], _clock_ns
     try:
         for name in names:
             if do_sync:
@@ -270,7 +291,7 @@ def _loop_name_call(names: Iterator[bytes], i: int, sink: Any, starts: Any, dead
 def _loop_rename(names: Iterator[tuple[bytes, bytes]], i: int, sink: Any, starts: Any, deadline_ns: int,
                  dfd: int, do_sync: bool) -> int:
     """rename: renameat(dfd, name, dfd, sibling) is timed."""
-    rename, sync, clock = os.rename, os.sync, _clock_ns
+    rename, sync, clock = os.rename, _sync_call(dfd)[0], _clock_ns
     try:
         for src, dst in names:
             if do_sync:
@@ -291,7 +312,7 @@ def _loop_rename(names: Iterator[tuple[bytes, bytes]], i: int, sink: Any, starts
 def _loop_symlink(names: Iterator[bytes], i: int, sink: Any, starts: Any, deadline_ns: int, dfd: int,
                   do_sync: bool) -> int:
     """symlink: symlinkat(SYMLINK_TARGET, dfd, name) is timed."""
-    symlink, sync, clock, target = os.symlink, os.sync, _clock_ns, SYMLINK_TARGET
+    symlink, sync, clock, target = os.symlink, _sync_call(dfd)[0], _clock_ns, SYMLINK_TARGET
     try:
         for name in names:
             if do_sync:
@@ -314,7 +335,7 @@ def _loop_write_fsync(names: Iterator[bytes], i: int, sink: Any, starts: Any, de
     """write-fsync: openat(O_CREAT|O_WRONLY|O_TRUNC) + write + fsync timed as ONE op -- the
     cost of making one small new file durable, which is what an application pays. The close
     is not timed. A short write is reported as ENOSPC."""
-    open_, write, fsync, close, sync, clock = os.open, os.write, os.fsync, os.close, os.sync, _clock_ns
+    open_, write, fsync, close, sync, clock = os.open, os.write, os.fsync, os.close, _sync_call(dfd)[0], _clock_ns
     flags, size_bytes = CREATE_FLAGS, len(payload)
     fd = -1
     try:
@@ -347,7 +368,7 @@ def _loop_fallocate(names: Iterator[bytes], i: int, sink: Any, starts: Any, dead
                     do_sync: bool, size_bytes: int) -> int:
     """fallocate: the file is created (untimed) right before the sync, then
     posix_fallocate(fd, 0, size_bytes) is timed and the close is not."""
-    open_, fallocate, close, sync, clock = os.open, os.posix_fallocate, os.close, os.sync, _clock_ns
+    open_, fallocate, close, sync, clock = os.open, os.posix_fallocate, os.close, _sync_call(dfd)[0], _clock_ns
     flags = CREATE_FLAGS
     fd = -1
     try:
@@ -368,6 +389,59 @@ def _loop_fallocate(names: Iterator[bytes], i: int, sink: Any, starts: Any, dead
     except OSError as exc:
         if fd >= 0:
             os.close(fd)
+        raise _CallFailed(i, exc) from exc
+    return i
+
+
+def native_call() -> tuple[Any, str]:
+    """The timed call in C (probe_calls.c, built on first use), or None and why not."""
+    path, why = native.library_path(NATIVE_SOURCE)
+    if path is None:
+        return None, why
+    call = _native_calls.get(path)
+    if call is None:
+        call = native.load(path).fsscope_probe_call
+        call.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64,
+                         ctypes.c_char_p, ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
+        call.restype = ctypes.c_int64
+        _native_calls[path] = call
+    return call, "native"
+
+
+def _loop_native(names: Iterator[Any], i: int, sink: Any, starts: Any, deadline_ns: int, dfd: int,
+                 do_sync: bool, call: Any, op: str, payload: bytes, size_bytes: int) -> int:
+    """Every op with its sync and timed region in C (``call``: probe_calls.c): the same calls in
+    the same order as the Python loops above, which stay the reference. fallocate's file is
+    created here, untimed, before the sync, as in :func:`_loop_fallocate`."""
+    code, open_, close = NATIVE_OPS[op], os.open, os.close
+    sync_fd = _sync_call(dfd)[1] if do_sync else NO_SYNC
+    arg = {"creat": CREATE_FLAGS | os.O_CLOEXEC, "open-existing": os.O_RDONLY | os.O_CLOEXEC,
+           "mkdir": 0o777}.get(op, 0)
+    pairs, allocate = op == "rename", op == "fallocate"
+    other = SYMLINK_TARGET if op == "symlink" else None
+    t0 = ctypes.c_int64()
+    t0_ref = ctypes.byref(t0)
+    fd = -1
+    try:
+        for name in names:
+            if pairs:
+                name, other = name
+            if allocate:
+                fd = arg = open_(name, CREATE_FLAGS, 0o644, dir_fd=dfd)
+            latency = call(code, dfd, name, other, arg, payload, size_bytes, sync_fd, t0_ref)
+            if allocate:
+                close(fd)
+                fd = -1
+            if latency < 0:
+                raise OSError(-latency, os.strerror(-latency))
+            sink[i] = latency
+            start = starts[i] = t0.value
+            i += 1
+            if start + latency >= deadline_ns:
+                return i
+    except OSError as exc:
+        if fd >= 0:
+            close(fd)
         raise _CallFailed(i, exc) from exc
     return i
 
@@ -443,7 +517,8 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
                 batch_s: float = 0.2,
                 cancelled: Callable[[], bool] = lambda: False,
                 out: np.ndarray | None = None,
-                start_out: np.ndarray | None = None) -> np.ndarray:
+                start_out: np.ndarray | None = None,
+                timed_in_c: bool = True) -> np.ndarray:
     """Run one repetition of ``spec`` in ``workdir`` (an existing, empty directory).
 
     Returns int64 latency_ns of length ``spec.files`` (``out`` itself when given -- e.g. a
@@ -461,6 +536,9 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
     ``start_out`` (int64, shape (files,)) receives each call's start on the monotonic clock
     (the trace's clock), so kernel events can be placed inside calls; stored after the timed
     region like the latency. Unreached entries stay -1.
+
+    ``timed_in_c``: each call's timed region is C (:func:`native_call`) when it builds, else
+    (or with False) the Python loops' -- the reference: the same calls in the same order.
     """
     latency_ns = _prepare_output(out, spec.files)
     start_ns = _prepare_output(start_out, spec.files)
@@ -473,7 +551,7 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
         if spec.op in POPULATED_OPS and not _populate(dfd, spec, cancelled, latency_ns):
             return latency_ns
         gc.disable()
-        _drive(dfd, spec, sink, starts, latency_ns, on_batch, batch_s, cancelled)
+        _drive(dfd, spec, sink, starts, latency_ns, on_batch, batch_s, cancelled, timed_in_c)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -483,7 +561,7 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
 
 def _drive(dfd: int, spec: ProbeSpec, sink: Any, starts: Any, latency_ns: np.ndarray,
            on_batch: Callable[[int, np.ndarray], None] | None, batch_s: float,
-           cancelled: Callable[[], bool]) -> None:
+           cancelled: Callable[[], bool], timed_in_c: bool = True) -> None:
     """Feed the timed loop chunk by chunk; report batches and check for cancel at deadlines."""
     op, files, do_sync = spec.op, spec.files, spec.sync_before == "each"
     loop: Callable[..., int]
@@ -506,6 +584,11 @@ def _drive(dfd: int, spec: ProbeSpec, sink: Any, starts: Any, latency_ns: np.nda
         loop, extra = _loop_write_fsync, (np.random.default_rng(0).bytes(spec.write_bytes),)
     else:  # fallocate
         loop, extra = _loop_fallocate, (spec.fallocate_bytes,)
+    call = native_call()[0] if timed_in_c else None
+    if call is not None:
+        payload = extra[0] if op == "write-fsync" else b""
+        size_bytes = spec.fallocate_bytes if op == "fallocate" else len(payload)
+        loop, extra = _loop_native, (call, op, payload, size_bytes)
 
     batch_ns = max(0, int(batch_s * 1e9))
     reported = 0
