@@ -46,8 +46,9 @@ def _aggregate(blocks: np.ndarray, aggregate: str) -> np.ndarray:
     # those, and a full sort only of the few partly measured buckets. int32 selects twice as
     # fast as int64 and is exact for latencies below 2.1 s (the usual case).
     full_rank = int(np.floor(q * (zoom - 1)))
-    narrow = blocks.astype(np.int32) if blocks.size and blocks.max() < 2**31 else blocks
-    picked = np.partition(narrow, full_rank, axis=2)[..., full_rank].astype(np.int64)
+    own = blocks.astype(np.int32) if blocks.size and blocks.max() < 2**31 else blocks.copy()
+    own.partition(full_rank, axis=2)  # in place: np.partition would copy it once more
+    picked = own[..., full_rank].astype(np.int64)
     partial = valid < zoom
     if partial.any():
         idx = np.minimum((zoom - valid) + np.floor(q * np.maximum(valid - 1, 0)).astype(np.int64), zoom - 1)
