@@ -174,7 +174,7 @@ class AgingResult:
     fallocate: bool
     resumed: bool
     foreign_files: int = 0    # files in the root the ager does not own (ignored)
-    op_loop: str = "python"   # "native": the op loop in C ran (native/ager.c); else why not
+    op_loop: str = "python"   # "native": the op loop in C ran (native/ager.c); else "python (why)"
 
     def to_json(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "fit"}
@@ -826,10 +826,13 @@ class _Session:
             s = planner.deficit_size(self.ceiling_bytes - live)
             if s < 0:
                 if planner.live_files == 0:
-                    self.stop_reason = "no_room"
-                    self.stop_note = "no file of the profile fits in the space left"
+                    self.stop_no_room()
                 create = False
         return create, s
+
+    def stop_no_room(self) -> None:
+        self.stop_reason = "no_room"
+        self.stop_note = "no file of the profile fits in the space left"
 
     # ---- checks between ops
 
@@ -927,11 +930,15 @@ class _Session:
             if self.spec.workers > 1:
                 self.pool = WorkerPool(self.root, self.spec.workers, fallocate=self.start.fallocate,
                                        pattern_seed=self.start.seed)
+                self.op_loop = f"python ({self.spec.workers} worker processes)"
             else:
                 pattern = data_pattern(self.start.seed)
                 self.file_ops = FileOps(self.root, fallocate=self.start.fallocate, pattern=pattern)
                 self.start_native(pattern)
-            self.native_loop() if self.native is not None else self.loop()
+            if self.native is not None:
+                self.native_loop()
+            else:
+                self.loop()
             self.drain()
         finally:
             if self.native is not None:
@@ -964,9 +971,9 @@ class _Session:
         """:meth:`loop` with the ops between two events carried out in C: the same choices
         from the same seeded stream, so the same op log. Python keeps every check (at the same
         op counts; the clock's at least every NATIVE_POLL_S), the op log's hash and the state."""
-        run = self.native.run
+        run, max_seconds = self.native.run, self.spec.max_seconds
+        end_s = math.inf if max_seconds is None else self.t0 + max_seconds
         next_event = self.ops
-        poll_at = -math.inf
         while True:
             if self.ops >= next_event:
                 if self.stop_by_limits() or (self.phase == "stable" and self.stop_by_fit()):
@@ -974,10 +981,7 @@ class _Session:
                 next_event = self.next_check_op(clock=False)
             if self.stop_by_clock():  # at every return: a cancel is seen within NATIVE_POLL_S
                 return
-            now_s = time.monotonic()
-            if now_s >= poll_at:
-                poll_at = now_s + NATIVE_POLL_S
-            edge_s = poll_at if self.spec.max_seconds is None else min(poll_at, self.t0 + self.spec.max_seconds)
+            edge_s = min(time.monotonic() + NATIVE_POLL_S, end_s)
             status, log = run(self, int(min(next_event, self.ops + NATIVE_CHUNK_OPS)), edge_s)
             self.write_log(log)
             if self.written_bytes >= self.max_written:
@@ -988,8 +992,7 @@ class _Session:
                 self.enter_stable()
                 next_event = self.ops  # the stable phase's checks start now
             elif status == native.NO_ROOM:
-                self.stop_reason = "no_room"
-                self.stop_note = "no file of the profile fits in the space left"
+                self.stop_no_room()
                 return
             elif status in (native.FULL, native.FAILED):
                 err, rel = self.native.error()
