@@ -20,11 +20,13 @@ The machine-wide ``sync()`` waits for every dirty page of every file system: on 
 machine one can take minutes. So one sync is timed first in a child process, bounded by
 ``--sync-limit-s``; if it does not finish, the sync mode is reported as not measurable and
 skipped (the child is left to finish on its own). Otherwise each side of the sync mode stops
-after ``--side-limit-s`` seconds (the calls done by then count). Stopping it (Ctrl-C, SIGTERM)
-removes its run directories.
+after ``--side-limit-s`` seconds (the calls done by then count), and the sides alternate
+``--sync-reps`` times: what a sync costs after a call depends on what the other users of the
+machine write, so short alternated windows compare like with like where long ones do not.
+Stopping it (Ctrl-C, SIGTERM) removes its run directories.
 
     .venv/bin/python bench/probe_overhead.py [--files 20000] [--reps 5] [--dir /dev/shm]
-        [--sync-before each|none|both] [--sync-limit-s 30] [--side-limit-s 60]
+        [--sync-before each|none|both] [--sync-limit-s 30] [--side-limit-s 3] [--sync-reps 12]
 """
 
 from __future__ import annotations
@@ -162,8 +164,10 @@ def main() -> int:
     parser.add_argument("--cpu", type=int, default=None, help="default: the last CPU")
     parser.add_argument("--sync-limit-s", type=float, default=30.0,
                         help="give up on the sync mode if one sync() takes longer (default 30)")
-    parser.add_argument("--side-limit-s", type=float, default=60.0,
-                        help="each side of the sync mode stops after this long (default 60)")
+    parser.add_argument("--side-limit-s", type=float, default=3.0,
+                        help="each side of the sync mode stops after this long (default 3)")
+    parser.add_argument("--sync-reps", type=int, default=12,
+                        help="repetitions of the sync mode (default 12; --reps is for the other)")
     args = parser.parse_args()
     benchlib.start()
 
@@ -194,7 +198,8 @@ def main() -> int:
                 print(f"\nsync_before=each: one sync() takes {sync_s * 1e3:.1f} ms now; each side stops "
                       f"after {limit_s:g} s")
             medians: dict[str, list[float]] = {name: [] for name in sides}
-            for rep in range(args.reps):
+            reps = args.sync_reps if mode == "each" else args.reps
+            for rep in range(reps):
                 order = sides[rep % len(sides):] + sides[:rep % len(sides)]  # rotate: no fixed order
                 load = benchlib.load_value()
                 calls = []
@@ -215,7 +220,7 @@ def main() -> int:
                 print(f"  rep {rep + 1} (load {load:.1f}/{os.cpu_count()}): " + ", ".join(
                     f"{name} {medians[name][-1]:.0f} ns" for name in order))
             c_ns = statistics.median(medians["C"])
-            print(f"sync_before={mode}: median per-call creat latency (median over {args.reps} reps)")
+            print(f"sync_before={mode}: median per-call creat latency (median over {reps} reps)")
             for name, per_rep in medians.items():
                 med = statistics.median(per_rep)
                 ratio = ""
@@ -223,12 +228,13 @@ def main() -> int:
                     paired = statistics.median(p / c for p, c in zip(per_rep, medians["C"]))
                     ratio = f"  ratio {med / c_ns:.3f} (+{med - c_ns:.0f} ns), per-rep paired {paired:.3f}"
                 print(f"  {name:<34} {med:8.0f} ns{ratio}")
-            verdicts.append((mode, statistics.median(medians["probe (C-timed calls)"]) / c_ns))
+            verdicts.append((mode, statistics.median(p / c for p, c in zip(medians["probe (C-timed calls)"],
+                                                                            medians["C"]))))
 
     print("\nempty timed region (two clock reads back to back, median):")
     print(f"  C clock_gettime(CLOCK_MONOTONIC)  {statistics.median(c_empty) if c_empty else float('nan'):6.0f} ns")
     print(f"  py time.monotonic_ns              {empty_region_ns(time.monotonic_ns):6d} ns")
-    for mode, ratio in verdicts:
+    for mode, ratio in verdicts:  # the median of the per-repetition ratios
         if mode == "none":
             print(f"sync_before=none (no target): probe/C {ratio:.3f}; {benchlib.load()}")
             continue
