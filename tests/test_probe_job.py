@@ -24,6 +24,7 @@ def test_probe_cli_json_contract_on_xfs(cli, scratch):
         if "xfs-dir-shortform-to-block" in {t["structure"] for t in report["thresholds"]}:
             break
     assert report["op"] == "creat" and report["files"] == 200 and report["runs"] == 3
+    assert report["timed_in"] == "native"  # each call's sync and timed region in C (probe_calls.c)
     for key in ("count", "mean_ns", "sd_ns", "min_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns", "rsd"):
         assert key in report["stats"]["overall"]
     assert report["stats"]["overall"]["count"] == 600

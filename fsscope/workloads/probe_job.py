@@ -26,7 +26,7 @@ from fsscope.errors import FsscopeError
 from fsscope.explain.names import plain as plain_words
 from fsscope.jsonsafe import plain
 from fsscope.trace.jobs import ProbeTrace
-from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu
+from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, native_call, pin_cpu
 
 Spec = ProbeSpec
 PROBE_DIR = "probe.d"
@@ -121,8 +121,10 @@ def run(ctx, spec: ProbeSpec) -> dict:
         latency_ns.flush()
         os.sched_setaffinity(0, previous_cpus)
     done_rows = [r for r in range(spec.runs) if (latency_ns[r] >= 0).any()]
+    call, why = native_call()
     report = {"op": spec.op, "files": spec.files, "runs": spec.runs, "runs_completed": len(done_rows),
-              "spec": spec.to_dict(), "stopped_by": error}
+              "spec": spec.to_dict(), "stopped_by": error,
+              "timed_in": "native" if call is not None else f"python ({why})"}  # see probe_calls.c
     if done_rows:
         analysis = analyze(latency_ns[done_rows])
         report |= analysis.to_json()
