@@ -9,12 +9,12 @@ directory filling up at file 22, inode chunk allocation every 64 files, ...), no
 
 Only the syscall is inside the timed region. Everything else -- name encoding, sync, storing
 the result, closing the fd, live batches, cancellation -- happens between ``t1`` of one call
-and ``t0`` of the next. Each call's sync and timed region run in C (``probe_calls.c``, built on
-first use through :mod:`fsscope.native`, called via ctypes): sync, clock, call, clock follow each
-other as in the C reference (``bench/probe_overhead.py``: 0.99x its latency with a sync before
-each call, where the Python-timed region cost 1.25-1.3x). The Python loops below stay the
-reference the C calls are tested against, and the fallback without a compiler; they keep the
-timed region as close to the C reference as Python allows:
+and ``t0`` of the next. The timed loop runs in C (``probe_calls.c``, built on first use through
+:mod:`fsscope.native`, called via ctypes once per chunk of names or batch deadline): sync, clock,
+call, clock, close, next, as in the C reference (``bench/probe_overhead.py``; a Python-timed
+region cost 1.25-1.3x its latency with a sync before each call). The Python loops below stay
+the reference the C loop is tested against, and the fallback without a compiler; they keep
+the timed region as close to the C reference as Python allows:
 
 - names are pre-encoded ``bytes`` (no str -> fs-encoding conversion inside the region), built
   per chunk of :data:`NAME_CHUNK` files so a 1,000,000-file run holds no per-file objects;
@@ -394,56 +394,59 @@ def _loop_fallocate(names: Iterator[bytes], i: int, sink: Any, starts: Any, dead
 
 
 def native_call() -> tuple[Any, str]:
-    """The timed call in C (probe_calls.c, built on first use), or None and why not."""
+    """The timed loop in C (probe_calls.c, built on first use), or None and why not."""
     path, why = native.library_path(NATIVE_SOURCE)
     if path is None:
         return None, why
     call = _native_calls.get(path)
     if call is None:
-        call = native.load(path).fsscope_probe_call
-        call.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64,
-                         ctypes.c_char_p, ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
-        call.restype = ctypes.c_int64
+        call = native.load(path).fsscope_probe_loop
+        i64, p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
+        call.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, i64, i64, i64,
+                         ctypes.c_char_p, i64, ctypes.c_int, i64, p64, p64, ctypes.POINTER(ctypes.c_int)]
+        call.restype = i64
         _native_calls[path] = call
     return call, "native"
 
 
-def _loop_native(names: Iterator[Any], i: int, sink: Any, starts: Any, deadline_ns: int, dfd: int,
-                 do_sync: bool, call: Any, op: str, payload: bytes, size_bytes: int) -> int:
-    """Every op with its sync and timed region in C (``call``: probe_calls.c): the same calls in
-    the same order as the Python loops above, which stay the reference. fallocate's file is
-    created here, untimed, before the sync, as in :func:`_loop_fallocate`."""
-    code, open_, close = NATIVE_OPS[op], os.open, os.close
+class _NameBlock:
+    """A chunk of names for the C loop: NUL-terminated, ``stride`` bytes apart (and their
+    rename targets); ``pos`` is the next one to use."""
+
+    def __init__(self, names: list[bytes], others: list[bytes] | None):
+        self.stride = len(names[0]) + 1 if names else 1
+        self.names = b"\0".join(names) + b"\0"
+        self.others = b"\0".join(others) + b"\0" if others is not None else None
+        self.count, self.pos = len(names), 0
+
+
+def _loop_native(names: _NameBlock, i: int, sink: Any, starts: Any, deadline_ns: int, dfd: int,
+                 do_sync: bool, call: Any, op: str, payload: bytes, size_bytes: int,
+                 scratch: tuple[np.ndarray, np.ndarray]) -> int:
+    """Every op timed in C (``call``: probe_calls.c), the sync before each call too: the same
+    calls in the same order as the Python loops above, which stay the reference. Returns like
+    them once a call ends at or past ``deadline_ns``."""
+    code = NATIVE_OPS[op]
     sync_fd = _sync_call(dfd)[1] if do_sync else NO_SYNC
     arg = {"creat": CREATE_FLAGS | os.O_CLOEXEC, "open-existing": os.O_RDONLY | os.O_CLOEXEC,
            "mkdir": 0o777}.get(op, 0)
-    pairs, allocate = op == "rename", op == "fallocate"
-    other = SYMLINK_TARGET if op == "symlink" else None
-    t0 = ctypes.c_int64()
-    t0_ref = ctypes.byref(t0)
-    fd = -1
-    try:
-        for name in names:
-            if pairs:
-                name, other = name
-            if allocate:
-                fd = arg = open_(name, CREATE_FLAGS, 0o644, dir_fd=dfd)
-            latency = call(code, dfd, name, other, arg, payload, size_bytes, sync_fd, t0_ref)
-            if allocate:
-                close(fd)
-                fd = -1
-            if latency < 0:
-                raise OSError(-latency, os.strerror(-latency))
-            sink[i] = latency
-            start = starts[i] = t0.value
-            i += 1
-            if start + latency >= deadline_ns:
-                return i
-    except OSError as exc:
-        if fd >= 0:
-            close(fd)
-        raise _CallFailed(i, exc) from exc
-    return i
+    other = SYMLINK_TARGET if op == "symlink" else names.others
+    lat, start = scratch
+    err = ctypes.c_int(0)
+    offset = names.pos * names.stride
+    name_ptr = ctypes.c_char_p(names.names[offset:]) if offset else names.names
+    if op == "rename":
+        other = names.others[offset:]
+    count = names.count - names.pos
+    done = call(code, dfd, name_ptr, other, names.stride, count, arg, payload, size_bytes, sync_fd,
+                deadline_ns, lat.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)),
+                start.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), ctypes.byref(err))
+    sink[i:i + done] = lat[:done]
+    starts[i:i + done] = start[:done]
+    names.pos += done
+    if err.value:
+        raise _CallFailed(i + done, OSError(err.value, os.strerror(err.value)))
+    return i + done
 
 
 # --- the driver -------------------------------------------------------------------------
@@ -588,7 +591,8 @@ def _drive(dfd: int, spec: ProbeSpec, sink: Any, starts: Any, latency_ns: np.nda
     if call is not None:
         payload = extra[0] if op == "write-fsync" else b""
         size_bytes = spec.fallocate_bytes if op == "fallocate" else len(payload)
-        loop, extra = _loop_native, (call, op, payload, size_bytes)
+        scratch = (np.empty(NAME_CHUNK, dtype=np.int64), np.empty(NAME_CHUNK, dtype=np.int64))
+        loop, extra = _loop_native, (call, op, payload, size_bytes, scratch)
 
     batch_ns = max(0, int(batch_s * 1e9))
     reported = 0
@@ -604,7 +608,8 @@ def _drive(dfd: int, spec: ProbeSpec, sink: Any, starts: Any, latency_ns: np.nda
     while index < files:
         stop = min(files, index + NAME_CHUNK)
         chunk = _encode_names(index, stop, spec.name_length)
-        names: Iterator[Any] = iter(zip(chunk, _renamed(chunk)) if op == "rename" else chunk)
+        names: Any = (_NameBlock(chunk, _renamed(chunk) if op == "rename" else None) if call is not None
+                      else iter(zip(chunk, _renamed(chunk)) if op == "rename" else chunk))
         while index < stop:
             try:
                 index = loop(names, index, sink, starts, deadline_ns, dfd, do_sync, *extra)

@@ -1,12 +1,11 @@
-/* The probe's timed calls in C: the sync before the call (if any), clock, the syscall, clock.
+/* The probe's timed loop in C: per file the sync (if any), clock, the syscall, clock.
  *
- * The Python loop around a call (names, storing the latency, batches, cancel) stays in
- * probe.py; the timed region and what comes right before it are here. In Python the region
- * also held the interpreter's own work for the call (argument parsing, the clock's int
- * objects, the returned fd), and between the sync and the region ran the interpreter's work
- * of the next call, which after a sync() -- caches cold -- cost 0.2-0.3 of the C reference's
- * latency; here sync, clock, call, clock follow each other as in the C reference. ctypes
- * releases the GIL before the call, so a GIL wait is outside the region too.
+ * Python hands it a chunk of names and a deadline and takes the latencies back (batches,
+ * cancel and errors stay in probe.py), so between two calls nothing else runs, as in the C
+ * reference. In Python the timed region also held the interpreter's work for the call
+ * (argument parsing, the clock's int objects, the returned fd), and between two calls ran the
+ * interpreter's loop, which after a sync() -- caches cold -- cost 0.2-0.3 of the C reference's
+ * latency. ctypes releases the GIL for the whole chunk, so no GIL wait lands in a region.
  *
  * Built on first use by fsscope.native (cc -O2 -shared); called through ctypes (probe.py).
  */
@@ -30,17 +29,26 @@ static inline int64_t now_ns(void) {
 
 /* One timed call of ``op`` on ``name`` (relative to ``dfd``), after a sync when ``sync_fd``
  * says so (SYNC_ALL: sync(); an fd >= 0: syncfs() of its file system; -1: none, as probe.py's
- * _sync_call chooses): its latency in ns, its start in *t0_out; or -errno. ``arg``: OPEN the open flags, MKDIR the mode, FALLOCATE the open fd.
- * ``other``: RENAME the new name, SYMLINK the target. ``buf``/``size``: WRITE_FSYNC the data,
- * FALLOCATE the length. A call interrupted by a signal is restarted inside the region, as
- * Python's os functions do. */
-int64_t fsscope_probe_call(int op, int dfd, const char *name, const char *other, int64_t arg,
-                           const char *buf, int64_t size, int sync_fd, int64_t *t0_out) {
+ * _sync_call chooses): its latency in ns, its start in *t0_out; or -errno. ``arg``: OPEN the
+ * open flags, MKDIR the mode. ``other``: RENAME the new name, SYMLINK the target.
+ * ``buf``/``size``: WRITE_FSYNC the data, FALLOCATE the length (its file is created, untimed,
+ * before the sync). A call interrupted by a signal is restarted inside the region, as Python's
+ * os functions do. */
+static int64_t one_call(int op, int dfd, const char *name, const char *other, int64_t arg,
+                        const char *buf, int64_t size, int sync_fd, int64_t *t0_out) {
     struct stat st;
     int rc, fd = -1;
     ssize_t written = 0;
+    if (op == FALLOCATE) {
+        do fd = openat(dfd, name, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644); while (fd < 0 && errno == EINTR);
+        if (fd < 0) return -errno;
+    }
     if (sync_fd == SYNC_ALL) sync();
-    else if (sync_fd >= 0 && syncfs(sync_fd)) return -errno;
+    else if (sync_fd >= 0 && syncfs(sync_fd)) {
+        int err = errno;
+        if (fd >= 0) close(fd);
+        return -err;
+    }
     int64_t t0 = now_ns();
     switch (op) {
     case OPEN:
@@ -72,7 +80,7 @@ int64_t fsscope_probe_call(int op, int dfd, const char *name, const char *other,
         if (!rc) do rc = fsync(fd); while (rc && errno == EINTR);
         break;
     case FALLOCATE:
-        do rc = posix_fallocate((int)arg, 0, size); while (rc == EINTR);
+        do rc = posix_fallocate(fd, 0, size); while (rc == EINTR);
         if (rc) { errno = rc; rc = -1; }
         break;
     default:
@@ -86,4 +94,27 @@ int64_t fsscope_probe_call(int op, int dfd, const char *name, const char *other,
     if (op == WRITE_FSYNC && written != size) return -ENOSPC;   /* a short write */
     *t0_out = t0;
     return t1 - t0;
+}
+
+/* The calls on names[0..count): name k at names + k * stride (NUL-terminated), for RENAME its
+ * new name at others + k * stride. Stores each call's latency and start, and stops after
+ * ``count`` calls or the first whose end is at or past ``deadline_ns`` (probe.py's loops do the
+ * same). Returns the calls done; when one fails, *err_out is its errno and it is not counted. */
+int64_t fsscope_probe_loop(int op, int dfd, const char *names, const char *others, int64_t stride,
+                           int64_t count, int64_t arg, const char *buf, int64_t size, int sync_fd,
+                           int64_t deadline_ns, int64_t *latency_ns, int64_t *start_ns, int *err_out) {
+    *err_out = 0;
+    for (int64_t k = 0; k < count; k++) {
+        const char *name = names + k * stride;
+        const char *other = op == RENAME ? others + k * stride : others;
+        int64_t t0 = 0, latency = one_call(op, dfd, name, other, arg, buf, size, sync_fd, &t0);
+        if (latency < 0) {
+            *err_out = (int)-latency;
+            return k;
+        }
+        latency_ns[k] = latency;
+        start_ns[k] = t0;
+        if (t0 + latency >= deadline_ns) return k + 1;
+    }
+    return count;
 }
