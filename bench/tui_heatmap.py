@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import io
 import os
 import statistics
@@ -153,6 +154,7 @@ async def main_async(args) -> int:
         medians = []
         for side in order:
             got = await measure(None if side == "reference" else side, matrix, fresh, args)
+            gc.collect()  # the app just measured is garbage: not collected inside the next side's frames
             times[side].extend(got)
             first[side].append(got[0])
             medians.append(f"{side.split(' (')[0] if side.startswith('fit') else side.split(',')[0]}"

@@ -324,7 +324,7 @@ class Heatmap(ScrollView, can_focus=True):
     def _clear_strips(self, *, content: bool = False) -> None:
         self._strips.clear()
         self._run_cells.clear()
-        if content or len(self._content_strips) > 4096:  # a new theme, or bound the cache
+        if content or len(self._content_strips) > 512:  # a new theme, or a few frames' worth
             self._content_strips.clear()
             self._content_cells.clear()
 
