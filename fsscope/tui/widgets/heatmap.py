@@ -35,6 +35,7 @@ LEVELS = 64  # colours on the scale
 GUTTER = 7  # "run 10 "
 HEADER_LINES = 2
 DEFAULT_SCALE = (3.0, 6.0)  # log10 ns: 1 µs .. 1 ms until the data says otherwise
+CONTENT_CACHE_STRIPS = 512  # strips kept by content: a few frames' worth
 ZOOM_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000)
 
 
@@ -324,7 +325,7 @@ class Heatmap(ScrollView, can_focus=True):
     def _clear_strips(self, *, content: bool = False) -> None:
         self._strips.clear()
         self._run_cells.clear()
-        if content or len(self._content_strips) > 512:  # a new theme, or a few frames' worth
+        if content:  # a new theme: other styles in every segment
             self._content_strips.clear()
             self._content_cells.clear()
 
@@ -439,6 +440,9 @@ class Heatmap(ScrollView, can_focus=True):
                           GUTTER + cells_width)
             if GUTTER + cells_width < width:
                 strip = strip.extend_cell_length(width, self._style("base"))
+            if len(self._content_strips) >= CONTENT_CACHE_STRIPS:  # a live run adds lines forever
+                self._content_strips.clear()
+                self._content_cells.clear()
             self._content_strips[key] = strip
         return strip
 
