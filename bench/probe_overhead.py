@@ -13,7 +13,7 @@ directories on the same file system (tmpfs /dev/shm by default: the cheapest cre
 so the Python overhead is the largest share it can be), alternating (the order of the sides
 rotates every repetition). Prints the median per-call latency of each, the load beside each
 repetition, and the ratio, for ``--sync-before each`` and ``none``. Besides the probe as
-shipped (each call's timed region in C, ``probe_calls.c``) it times the probe's reference
+shipped (its timed loop in C, ``probe_calls.c``) it times the probe's reference
 loop with the timed region in Python (``timed_in_c=False``).
 
 The machine-wide ``sync()`` waits for every dirty page of every file system: on a shared
@@ -185,7 +185,7 @@ def main() -> int:
         binary = build_c(Path(build_dir))
         out_path = Path(build_dir) / "lat.bin"
         c_empty: list[int] = []
-        sides = ["C", "probe (C-timed calls)", "probe, Python-timed (reference)"]
+        sides = ["C", "probe (timed loop in C)", "probe, Python-timed (reference)"]
         for mode in modes:
             limit_s = float("inf") if mode == "none" else args.side_limit_s
             if mode == "each":
@@ -211,7 +211,7 @@ def main() -> int:
                                                          out_path, limit_s)
                             c_empty.append(empty_ns)
                         else:
-                            latency_ns = run_probe(run_dir, args.files, mode, limit_s, "C-timed" in name)
+                            latency_ns = run_probe(run_dir, args.files, mode, limit_s, "loop in C" in name)
                     finally:
                         shutil.rmtree(run_dir)
                     assert latency_ns.size and (latency_ns > 0).all()
@@ -228,7 +228,7 @@ def main() -> int:
                     paired = statistics.median(p / c for p, c in zip(per_rep, medians["C"]))
                     ratio = f"  ratio {med / c_ns:.3f} (+{med - c_ns:.0f} ns), per-rep paired {paired:.3f}"
                 print(f"  {name:<34} {med:8.0f} ns{ratio}")
-            verdicts.append((mode, statistics.median(p / c for p, c in zip(medians["probe (C-timed calls)"],
+            verdicts.append((mode, statistics.median(p / c for p, c in zip(medians["probe (timed loop in C)"],
                                                                             medians["C"]))))
 
     print("\nempty timed region (two clock reads back to back, median):")
