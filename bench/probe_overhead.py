@@ -2,8 +2,8 @@
 """How much does Python add to a probed creat()? The probe's loop against a C reference.
 
 Target (issue 28): with a sync() before each call (the probe's default), the probe's median
-per-call latency <= 1.1x the C loop's. Without the sync the ratio is printed as evidence (no
-target: there the Python loop between two calls cools the caches the next call finds).
+per-call latency <= 1.1x the C loop's. Without the sync the ratio is printed as evidence, with
+no target of its own.
 
 Builds a tiny C program (with ``cc``, in a temp dir) that runs the paper's loop --
 ``sync(); clock_gettime(CLOCK_MONOTONIC); creat(name); clock_gettime(); close()`` over files
