@@ -228,13 +228,12 @@ def main() -> int:
                     paired = statistics.median(p / c for p, c in zip(per_rep, medians["C"]))
                     ratio = f"  ratio {med / c_ns:.3f} (+{med - c_ns:.0f} ns), per-rep paired {paired:.3f}"
                 print(f"  {name:<34} {med:8.0f} ns{ratio}")
-            verdicts.append((mode, statistics.median(p / c for p, c in zip(medians["probe (timed loop in C)"],
-                                                                            medians["C"]))))
+            verdicts.append((mode, statistics.median(medians["probe (timed loop in C)"]) / c_ns))
 
     print("\nempty timed region (two clock reads back to back, median):")
     print(f"  C clock_gettime(CLOCK_MONOTONIC)  {statistics.median(c_empty) if c_empty else float('nan'):6.0f} ns")
     print(f"  py time.monotonic_ns              {empty_region_ns(time.monotonic_ns):6d} ns")
-    for mode, ratio in verdicts:  # the median of the per-repetition ratios
+    for mode, ratio in verdicts:  # median over the repetitions of each side's median, probe / C
         if mode == "none":
             print(f"sync_before=none (no target): probe/C {ratio:.3f}; {benchlib.load()}")
             continue
