@@ -126,7 +126,8 @@ def run_c(binary: Path, run_dir: Path, files: int, do_sync: bool, cpu: int,
 def run_probe(run_dir: Path, files: int, sync_before: str, limit_s: float, timed_in_c: bool) -> np.ndarray:
     """The probe's latencies: the calls done within ``limit_s`` (it checks at its batch edges)."""
     end = time.monotonic() + limit_s
-    latency_ns = measure_run(run_dir, ProbeSpec(op="creat", files=files, sync_before=sync_before),
+    latency_ns = measure_run(run_dir, ProbeSpec(op="creat", files=files, sync_before=sync_before,
+                                                sync_scope="global"),  # sync(), as the C loop does
                              batch_s=0.05, cancelled=lambda: time.monotonic() >= end, timed_in_c=timed_in_c)
     return latency_ns[latency_ns >= 0]
 

@@ -52,6 +52,12 @@ class Geometry:
     node_size_bytes: int | None = None
     features: frozenset[str] = frozenset()
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: where the probe's files go: the file system's root directory (True: the papers'
+    #: setup, made by mkfs) or a fresh subdirectory (False); None: no probe directory known.
+    probe_dir_in_root: bool | None = None
+    #: name lengths (bytes) of the entries already in the probe directory besides . and ..
+    #: (ext4's root holds lost+found): they take room in the directory's first block.
+    probe_dir_entry_name_bytes: tuple[int, ...] = ()
 
     # --- XFS -------------------------------------------------------------------------
     xfs_inode_core_bytes: int | None = None
@@ -102,6 +108,19 @@ class Geometry:
     btrfs_tree_includes_dir: bool = False
 
     @property
+    def files_where(self) -> str:
+        """Where the probe's files go, as the start of an arithmetic ("" when not known):
+        the indices depend on it (a new directory may get an attribute fork, the root holds
+        what mkfs put there)."""
+        if self.probe_dir_in_root is None:
+            return ""
+        if self.probe_dir_in_root:
+            n = len(self.probe_dir_entry_name_bytes)
+            held = f", beside the {n} entr{'y' if n == 1 else 'ies'} mkfs made there" if n else ""
+            return f"files in the root directory (as in the papers){held}; "
+        return "files in a fresh subdirectory (made just before the run); "
+
+    @property
     def has_csum(self) -> bool:
         return "metadata_csum" in self.features
 
@@ -130,18 +149,31 @@ def read_geometry(fs_type: str, device: str | None, mountpoint: str, *,
     if fs in ("xfs", "ext4", "ext3", "ext2", "btrfs"):
         os.sync()  # offline readers (xfs_db, dumpe2fs, dump-tree) see committed state only
     if fs == "xfs":
-        return _read_xfs(device, mountpoint, probe_dir)
-    if fs in ("ext4", "ext3", "ext2"):
+        geometry = _read_xfs(device, mountpoint, probe_dir)
+    elif fs in ("ext4", "ext3", "ext2"):
         if device is None:
             raise FsscopeError(f"no block device found for {fs} at {mountpoint}: "
                                f"dumpe2fs needs one")
-        return _read_ext4(fs, device, mountpoint, probe_dir)
-    if fs == "btrfs":
+        geometry = _read_ext4(fs, device, mountpoint, probe_dir)
+    elif fs == "btrfs":
         if device is None:
             raise FsscopeError(f"no block device found for btrfs at {mountpoint}: "
                                f"btrfs inspect-internal needs one")
-        return _read_btrfs(device, mountpoint, probe_dir)
-    return _read_generic(fs, device, mountpoint)
+        geometry = _read_btrfs(device, mountpoint, probe_dir)
+    else:
+        geometry = _read_generic(fs, device, mountpoint)
+    return _with_probe_dir(geometry, mountpoint, probe_dir)
+
+
+def _with_probe_dir(geometry: Geometry, mountpoint: str, probe_dir: Any) -> Geometry:
+    """Where the probe's files go and what that directory already holds."""
+    if probe_dir is None:
+        return geometry
+    in_root = os.path.realpath(probe_dir) == os.path.realpath(mountpoint)
+    # a subdirectory is the probe's own (empty, or holding the files it populated); the root
+    # holds what mkfs made there
+    names = tuple(len(os.fsencode(n)) for n in sorted(os.listdir(probe_dir))) if in_root else ()
+    return replace(geometry, probe_dir_in_root=in_root, probe_dir_entry_name_bytes=names)
 
 
 def device_of(mountpoint: str) -> str | None:

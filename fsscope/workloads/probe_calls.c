@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +21,19 @@
 /* the op codes of probe.py's NATIVE_OPS */
 enum { OPEN = 0, MKDIR = 1, UNLINK = 2, STAT = 3, RENAME = 4, SYMLINK = 5, WRITE_FSYNC = 6, FALLOCATE = 7 };
 #define SYNC_ALL (-2)   /* probe.py's SYNC_ALL */
+
+/* this thread's run delay (ns runnable but not running), from an open schedstat fd: the
+ * second field; 0 without one (probe.py's Accounting reads the same, as often) */
+static inline int64_t run_delay_ns(int fd) {
+    char buf[64];
+    if (fd < 0) return 0;
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    char *end;
+    strtoll(buf, &end, 10);
+    return strtoll(end, NULL, 10);
+}
 
 static inline int64_t now_ns(void) {
     struct timespec ts;
@@ -35,7 +49,8 @@ static inline int64_t now_ns(void) {
  * before the sync). A call interrupted by a signal is restarted inside the region, as Python's
  * os functions do. */
 static int64_t one_call(int op, int dfd, const char *name, const char *other, int64_t arg,
-                        const char *buf, int64_t size, int sync_fd, int64_t *t0_out) {
+                        const char *buf, int64_t size, int sync_fd, int acct_fd, int64_t *t0_out,
+                        int64_t *wait_out) {
     struct stat st;
     int rc, fd = -1;
     ssize_t written = 0;
@@ -49,6 +64,7 @@ static int64_t one_call(int op, int dfd, const char *name, const char *other, in
         if (fd >= 0) close(fd);
         return -err;
     }
+    int64_t delay0 = run_delay_ns(acct_fd);   /* right before t0, right after t1: outside */
     int64_t t0 = now_ns();
     switch (op) {
     case OPEN:
@@ -89,6 +105,7 @@ static int64_t one_call(int op, int dfd, const char *name, const char *other, in
     }
     int64_t t1 = now_ns();
     int err = rc ? errno : 0;
+    *wait_out = run_delay_ns(acct_fd) - delay0;
     if (fd >= 0) close(fd);
     if (err) return -err;
     if (op == WRITE_FSYNC && written != size) return -ENOSPC;   /* a short write */
@@ -97,23 +114,27 @@ static int64_t one_call(int op, int dfd, const char *name, const char *other, in
 }
 
 /* The calls on names[0..count): name k at names + k * stride (NUL-terminated), for RENAME its
- * new name at others + k * stride. Stores each call's latency and start, and stops after
- * ``count`` calls or the first whose end is at or past ``deadline_ns`` (probe.py's loops do the
- * same). Returns the calls done; when one fails, *err_out is its errno and it is not counted. */
+ * new name at others + k * stride. Stores each call's latency, start and CPU wait (run delay
+ * inside the call, from ``acct_fd``: -1 for none), and stops after ``count`` calls or the first
+ * whose end is at or past ``deadline_ns`` (probe.py's loops do the same). Returns the calls
+ * done; when one fails, *err_out is its errno and it is not counted. */
 int64_t fsscope_probe_loop(int op, int dfd, const char *names, const char *others, int64_t stride,
                            int64_t count, int64_t arg, const char *buf, int64_t size, int sync_fd,
-                           int64_t deadline_ns, int64_t *latency_ns, int64_t *start_ns, int *err_out) {
+                           int acct_fd, int64_t deadline_ns, int64_t *latency_ns, int64_t *start_ns,
+                           int64_t *wait_ns, int *err_out) {
     *err_out = 0;
     for (int64_t k = 0; k < count; k++) {
         const char *name = names + k * stride;
         const char *other = op == RENAME ? others + k * stride : others;
-        int64_t t0 = 0, latency = one_call(op, dfd, name, other, arg, buf, size, sync_fd, &t0);
+        int64_t t0 = 0, wait = 0;
+        int64_t latency = one_call(op, dfd, name, other, arg, buf, size, sync_fd, acct_fd, &t0, &wait);
         if (latency < 0) {
             *err_out = (int)-latency;
             return k;
         }
         latency_ns[k] = latency;
         start_ns[k] = t0;
+        wait_ns[k] = wait;
         if (t0 + latency >= deadline_ns) return k + 1;
     }
     return count;

@@ -24,6 +24,7 @@ import numpy as np
 from fsscope import native as fsscope_native
 
 SOURCE = Path(__file__).with_name("ager.c")
+LIBRARY = "C aging loop library"  # how a refusal to load it names it
 
 # what fsscope_ager_run returns
 AT_EDGE, BUFFER_FULL, SETTLE, RAPID_OVER, NO_ROOM, FULL, FAILED = range(7)
@@ -64,10 +65,10 @@ class AgerState(ctypes.Structure):
 
 def library() -> tuple[ctypes.CDLL | None, str]:
     """The loaded library (built on first use), or None and why not."""
-    path, why = fsscope_native.library_path(SOURCE)
+    path, why = fsscope_native.library_path(SOURCE, LIBRARY)
     if path is None:
         return None, why
-    lib = fsscope_native.load(path)
+    lib = fsscope_native.load(path, LIBRARY)
     state = ctypes.POINTER(AgerState)
     lib.fsscope_ager_run.argtypes = [state]
     lib.fsscope_ager_run.restype = ctypes.c_int

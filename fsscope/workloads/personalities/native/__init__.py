@@ -8,7 +8,8 @@ against, and the fallback when no compiler is found (scripts/setup installs gcc)
 which loop it used.
 
 Built and loaded by :mod:`fsscope.native` (cached under fsscope's home, named by the source's
-hash), as every C library fsscope loads.
+hash; as root only from a file and directory only root can write), as every C library
+fsscope loads.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from fsscope import native as fsscope_native
 
 SOURCE = Path(__file__).with_name("loops.c")
+LIBRARY = "C loops library"  # how a refusal to load it names it
 PERSONALITIES = ("fileserver", "webserver", "varmail")   # each has fsscope_<name>() in loops.c
 MAX_OPS = 8
 
@@ -48,12 +50,12 @@ class LoopState(ctypes.Structure):
 
 def library_path() -> tuple[Path | None, str]:
     """The built library (building it if needed), or None and why not."""
-    return fsscope_native.library_path(SOURCE)
+    return fsscope_native.library_path(SOURCE, LIBRARY)
 
 
 def load(path: str | os.PathLike, personality: str):
     """The C loop of ``personality``: f(POINTER(LoopState), edge_ns) -> AT_EDGE | BUFFER_FULL | FAILED."""
-    fn = getattr(fsscope_native.load(path), f"fsscope_{personality}")
+    fn = getattr(fsscope_native.load(path, LIBRARY), f"fsscope_{personality}")
     fn.argtypes = [ctypes.POINTER(LoopState), ctypes.c_int64]
     fn.restype = ctypes.c_int
     return fn
