@@ -68,6 +68,8 @@ def predict(g: Geometry, op: str, L: int, files: int, **_: int) -> list[Predicti
         return []
     if "inline_data" in g.features:
         return []  # directories start inline in the inode: different arithmetic, no rule
+    if g.existing and not g.features:
+        return []  # the superblock was not read: dir_index and metadata_csum are unknown
     B = g.block_size_bytes
     if g.ext4_dir_size_bytes is not None and g.ext4_dir_size_bytes != B:
         return []  # not a fresh one-block directory
@@ -140,5 +142,7 @@ def predict(g: Geometry, op: str, L: int, files: int, **_: int) -> list[Predicti
 def limits(g: Geometry, op: str) -> list[str]:
     """What :func:`predict` does not cover on ext4, one line each."""
     out = ["ext4 inline_data: directories start inside the inode; no rule"] if "inline_data" in g.features else []
+    if g.existing and not g.features:
+        out.append("ext4 superblock not read (features unknown): no directory rules")
     return out + ["ext4 htree leaf splits after the first one depend on the per-mkfs hash seed: not predicted",
                   "ext4 moving to the next block group's inodes is not predicted"]

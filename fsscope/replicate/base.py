@@ -11,7 +11,8 @@ a :class:`ProbeRun`, or a scenario's own) and ``judge(results, quick) -> list[Fi
 from __future__ import annotations
 
 import math
-import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -81,7 +82,7 @@ class ProbeRun:
         medium = "RAM image" if self.medium == "ram" else "disk image (a loop over a file on this machine's disk)"
         opts = f" {self.mkfs_opts}" if self.mkfs_opts else ""
         return (f"{self.recipe}{opts}, {self.files} creat() x {self.runs} runs, {self.name_length}-character "
-                f"names, sync() before each, files in the {where}, {medium}")
+                f"names, syncfs() of the file system before each (the paper: sync()), files in the {where}, {medium}")
 
     def execute(self, *, progress: Callable[[str], None] = lambda line: None) -> ProbeResult:
         return run_probe(self, progress=progress)
@@ -131,23 +132,25 @@ def run_engine_job(job: str, spec: dict, target: TargetSpec, recipe, *, label: s
 
 def run_probe(probe: ProbeRun, *, progress: Callable[[str], None] = lambda line: None) -> ProbeResult:
     """Run one probe job headless through the engine, as ``fsscope probe`` does."""
+    # the paper's fixed number of runs (no runs added to decide), each call after a sync of the
+    # measured file system: the papers' sync() is the same on a quiet machine, and on a busy one
+    # it would wait on every other file system's writeback
     spec = {"op": "creat", "files": probe.files, "runs": probe.runs, "name_length": probe.name_length,
-            "trace": probe.trace, "in_root": probe.in_root}
+            "trace": probe.trace, "in_root": probe.in_root, "max_runs": probe.runs, "sync_scope": "fs"}
     recipe = recipes.load(probe.recipe).with_extra(probe.mkfs_opts, "")
-    image: Path | None = None
+    image_dir: Path | None = None
     if probe.medium == "disk":
-        image = disk_dir() / f"fsscope-replicate-{probe.key}-{os.getpid()}.img"
-        if image.exists():
-            raise FsscopeError(f"{image} exists: another replication may be using it")
-        target = TargetSpec("image", str(image), probe.size_bytes)
+        # a private directory made for this run (never a guessable name in a shared /var/tmp)
+        image_dir = Path(tempfile.mkdtemp(prefix="fsscope-replicate-", dir=disk_dir()))
+        target = TargetSpec("image", str(image_dir / f"{probe.key}.img"), probe.size_bytes)
     else:
         target = TargetSpec("ram", size_bytes=probe.size_bytes)
     try:
         run_dir = run_engine_job("probe", spec, target, recipe, label=f"{probe.key}: {probe.describe()}",
                                  progress=progress)
     finally:
-        if image is not None and image.exists():
-            image.unlink()  # the image was made for this run only
+        if image_dir is not None:
+            shutil.rmtree(image_dir, ignore_errors=True)  # the image was made for this run only
     latency = np.load(run_dir.path / "latency_ns.npy")
     return ProbeResult(probe, run_dir.report(), latency, str(run_dir.path))
 

@@ -41,10 +41,13 @@ def _explainer(ctx, fs, probe_dir: Path, spec: ProbeSpec):
     except ImportError:
         return None, []
     try:
-        geometry = read_geometry(fs.fs, fs.device, fs.mountpoint, probe_dir=probe_dir)
+        geometry = read_geometry(fs.fs, fs.device, fs.mountpoint, probe_dir=probe_dir,
+                                 existing=fs.found is not None)
     except FsscopeError as exc:
         ctx.log(f"geometry not read: {exc}")
         return None, []
+    for gap in geometry.unread:
+        ctx.log(f"geometry: not read: {gap}")
     return geometry, predict(geometry, spec.op, spec.name_length, spec.files)
 
 
