@@ -43,7 +43,7 @@ static inline int64_t now_ns(void) {
 
 /* One timed call of ``op`` on ``name`` (relative to ``dfd``), after a sync when ``sync_fd``
  * says so (SYNC_ALL: sync(); an fd >= 0: syncfs() of its file system; -1: none, as probe.py's
- * _sync_call chooses): its latency in ns, its start in *t0_out; or -errno. ``arg``: OPEN the
+ * _drive chooses): its latency in ns, its start in *t0_out; or -errno. ``arg``: OPEN the
  * open flags, MKDIR the mode. ``other``: RENAME the new name, SYMLINK the target.
  * ``buf``/``size``: WRITE_FSYNC the data, FALLOCATE the length (its file is created, untimed,
  * before the sync). A call interrupted by a signal is restarted inside the region, as Python's
