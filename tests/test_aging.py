@@ -360,6 +360,94 @@ def test_same_seed_same_op_log_different_seed_different(ram_dir, tmp_path):
     assert digests[0] == digests[1] != digests[2]
 
 
+# Digests of the op logs main's Python loop made (commit d1e7021, before the C loop): the same
+# seed must keep making the same op log, whichever loop runs.
+PINNED_OP_LOGS = [
+    (dict(seed=7, capacity_bytes=2 * MIB, max_ops=3000), "ops",
+     "e78c2c20024beb145105637a0ad9aa13f2409d9e9e9f00c670a3a0891d1055e0"),
+    (dict(seed=11, capacity_bytes=4 * MIB, confidence=0.5), "confidence",
+     "b9ad053877ff9491a7d7c8726a17115fa679c428a90512650d9c057925884098"),
+    (dict(seed=2, capacity_bytes=2 * MIB), "convergence_bound",
+     "3d1120329a5cd3d6ae296450ab0cf809c9e856c6bcbdfaf4300d429f7711b20e"),
+    (dict(seed=3, capacity_bytes=4 * MIB, max_ops=20_000, fallocate=True), "ops",
+     "2f6a2536a13106cad1ac758766428db4e73a39d867572d151b69ba4540a634f7"),
+]
+
+
+@pytest.mark.parametrize("op_loop", ["auto", "python"])
+@pytest.mark.parametrize(("kwargs", "stop_reason", "digest"), PINNED_OP_LOGS)
+def test_the_same_seed_keeps_its_op_log(ram_dir, op_loop, kwargs, stop_reason, digest):
+    result = age(ram_dir, AgingSpec(profile="small", **kwargs), op_loop=op_loop)
+    assert result.op_loop == ("native" if op_loop == "auto" else "python (asked for)")
+    assert (result.stop_reason, result.op_log_sha256) == (stop_reason, digest)
+
+
+def _tree(root: Path) -> list[tuple[str, int]]:
+    return sorted((str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*")
+                  if p.is_file() and p.name != STATE_FILE)
+
+
+def _same_end_state(python_root: Path, python, native_root: Path, native) -> None:
+    """Both loops left the same tree, state file and result (but for the clock's fields, and
+    the settled fullness a file system measures: its own metadata may differ by a few blocks)."""
+    assert (python.op_loop, native.op_loop) == ("python (asked for)", "native")
+    assert python.fullness == pytest.approx(native.fullness, abs=1e-3)
+    measured = {"elapsed_s", "ops_per_s", "op_loop", "stop_note", "fullness"}
+    as_json = [{k: v for k, v in r.to_json().items() if k not in measured} for r in (python, native)]
+    assert as_json[0] == as_json[1]
+    assert _tree(python_root) == _tree(native_root)
+    assert read_state(python_root) == read_state(native_root)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(seed=5, capacity_bytes=4 * MIB, max_ops=6000),
+    dict(seed=6, capacity_bytes=2 * MIB, max_overwrites=3.0),
+    dict(seed=8, capacity_bytes=MIB, max_ops=3000, fallocate=True, fit_every=40, confidence=0.99),
+])
+def test_the_c_loop_does_what_the_python_loop_does(ram_dir, kwargs):
+    roots, results = {}, {}
+    for op_loop in ("python", "auto"):
+        roots[op_loop] = ram_dir / op_loop
+        roots[op_loop].mkdir()
+        results[op_loop] = age(roots[op_loop], AgingSpec(profile="small", **kwargs), op_loop=op_loop)
+    _same_end_state(roots["python"], results["python"], roots["auto"], results["auto"])
+
+
+def test_a_session_of_either_loop_resumes_in_the_other(ram_dir):
+    """The C loop hands its random state and live files back: a resumed session continues the
+    same stream whichever loop ran before."""
+    roots = {}
+    for first, second in (("python", "auto"), ("auto", "python")):
+        root = roots[first] = ram_dir / first
+        root.mkdir()
+        age(root, AgingSpec(profile="small", seed=4, capacity_bytes=2 * MIB, max_ops=1200), op_loop=first)
+        age(root, AgingSpec(profile="small", max_ops=4000), resume=True, op_loop=second)
+    assert _tree(roots["python"]) == _tree(roots["auto"])
+    assert read_state(roots["python"]) == read_state(roots["auto"])
+
+
+def test_without_a_c_compiler_the_python_loop_runs_and_says_so(ram_dir, monkeypatch, tmp_path):
+    monkeypatch.setenv("FSSCOPE_HOME", str(tmp_path / "home"))   # nothing built there yet
+    monkeypatch.setenv("CC", "/bin/false")                       # a compiler that fails
+    result = age(ram_dir, AgingSpec(profile="small", seed=7, capacity_bytes=2 * MIB, max_ops=3000))
+    assert result.op_loop.startswith("python (/bin/false failed on ager.c")
+    assert result.op_log_sha256 == PINNED_OP_LOGS[0][2]
+    assert not list((tmp_path / "home" / "lib").glob("*"))       # no half-built library left
+
+
+@pytest.mark.privileged
+def test_the_c_loop_does_what_the_python_loop_does_on_an_image(fresh_fs):
+    """On a real ext4 image, fullness from statvfs (settling with syncfs as it goes): both
+    loops on equal fresh file systems make the same op log, tree and state."""
+    roots, results = {}, {}
+    for op_loop in ("python", "auto"):
+        roots[op_loop] = Path(fresh_fs("ext4-default", size_bytes=64 * MIB).mountpoint)
+        results[op_loop] = age(roots[op_loop], AgingSpec(profile="small", seed=9, fullness=0.5,
+                                                         max_ops=8000), op_loop=op_loop)
+    assert results["python"].phase == "stable"
+    _same_end_state(roots["python"], results["python"], roots["auto"], results["auto"])
+
+
 def test_parallel_workers_execute_the_same_op_sequence(ram_dir):
     tmp_path = ram_dir
     results = {}
@@ -387,15 +475,15 @@ def test_fallocate_mode_allocates_without_writing(ram_dir):
     assert all(p.stat().st_blocks * 512 >= p.stat().st_size for p in files)
 
 
-def test_cancel_stops_cleanly(ram_dir):
-    calls = []
+@pytest.mark.parametrize("op_loop", ["auto", "python"])
+def test_cancel_stops_cleanly(ram_dir, op_loop):
+    events = []
 
-    def cancelled() -> bool:
-        calls.append(1)
-        return len(calls) > 8
+    def cancelled() -> bool:  # once the stable phase has begun: mid-run for either loop
+        return any(e["phase"] == "stable" for e in events)
 
     result = age(ram_dir, AgingSpec(profile="small", seed=3, capacity_bytes=4 * MIB),
-                 cancelled=cancelled)
+                 on_progress=events.append, cancelled=cancelled, op_loop=op_loop)
     assert result.stop_reason == "cancelled"
     assert 0 < result.ops < result.convergence_ops or result.phase == "rapid"
     tree = walk(ram_dir, load_profile("small"), result.ops)
@@ -498,10 +586,11 @@ def test_ends_within_tolerance_of_its_target_on_xfs(fresh_fs, workers):
 
 
 @pytest.mark.privileged
-def test_enospc_is_a_clean_stop(tmpfs_mount):
+@pytest.mark.parametrize("op_loop", ["auto", "python"])
+def test_enospc_is_a_clean_stop(tmpfs_mount, op_loop):
     mount = tmpfs_mount("size=1m")
     # the caller claims 8 MiB but the file system has 1 MiB: creates hit ENOSPC
-    result = age(mount, AgingSpec(profile="small", seed=1, capacity_bytes=8 * MIB))
+    result = age(mount, AgingSpec(profile="small", seed=1, capacity_bytes=8 * MIB), op_loop=op_loop)
     assert result.stop_reason == "enospc"
     assert "ENOSPC" in result.stop_note and "consistent" in result.stop_note
     tree = walk(mount, load_profile("small"), result.ops)

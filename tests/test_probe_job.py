@@ -25,6 +25,7 @@ def test_probe_cli_json_contract_on_xfs(cli, scratch):
             break
     runs = report["decisions"]["runs_used"]  # at least the 3 asked for, more if the noise needed them
     assert report["op"] == "creat" and report["files"] == 200 and report["runs"] == runs >= 3
+    assert report["timed_in"] == "native"  # the timed loop in C (probe_calls.c)
     assert report["sync"]["scope"] == "fs" and "syncfs" in report["sync"]["note"]
     for key in ("count", "mean_ns", "sd_ns", "min_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns", "rsd"):
         assert key in report["stats"]["overall"]

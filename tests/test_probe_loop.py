@@ -64,12 +64,16 @@ def _names(workdir: Path) -> set[str]:
     return set(os.listdir(workdir))
 
 
+@pytest.mark.parametrize("timed_in_c", [True, False], ids=["C-timed", "python-timed"])
 @pytest.mark.parametrize("op", OPS)
-def test_every_op_does_its_work_and_times_it(op: str, target: tuple[str, Path]) -> None:
+def test_every_op_does_its_work_and_times_it(op: str, target: tuple[str, Path], timed_in_c: bool) -> None:
+    """Both timed loops (each call's region in C, or the Python reference) do the same work."""
     kind, workdir = target
     spec = _spec_for(kind, op)
     n = spec.files
-    latency_ns = measure_run(workdir, spec)
+    starts = np.full(n, -1, dtype=np.int64)
+    latency_ns = measure_run(workdir, spec, timed_in_c=timed_in_c, start_out=starts)
+    assert (np.diff(starts) > 0).all() and (starts[1:] >= starts[:-1] + latency_ns[:-1]).all()
 
     assert latency_ns.dtype == np.int64 and latency_ns.shape == (n,)
     assert (latency_ns > 0).all(), f"non-positive latencies at {np.flatnonzero(latency_ns <= 0)}"
@@ -100,6 +104,17 @@ def test_every_op_does_its_work_and_times_it(op: str, target: tuple[str, Path]) 
             assert st.st_blocks * 512 >= spec.fallocate_bytes
         elif op in ("creat", "stat", "open-existing"):
             assert st.st_size == 0
+
+
+def test_without_a_c_compiler_the_python_timed_loop_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fsscope.workloads import probe
+
+    monkeypatch.setenv("FSSCOPE_HOME", str(tmp_path / "home"))   # nothing built there yet
+    monkeypatch.setenv("CC", "/bin/false")                       # a compiler that fails
+    assert probe.native_call() == (None, "/bin/false failed on probe_calls.c: 1")
+    (tmp_path / "run").mkdir()
+    latency_ns = measure_run(tmp_path / "run", ProbeSpec(files=50, sync_before="none"))
+    assert (latency_ns > 0).all() and len(_names(tmp_path / "run")) == 50
 
 
 def test_write_fsync_content_is_the_same_every_file(tmp_path: Path) -> None:

@@ -11,9 +11,10 @@ from pilot_wait import until
 from textual.app import App, ComposeResult
 from textual.filter import ANSIToTruecolor
 
+from fsscope.analysis.heatbuckets import AGGREGATES, bucket
 from fsscope.tui.model import LatencyMatrix
 from fsscope.tui.themes import VARIABLE_DEFAULTS
-from fsscope.tui.widgets.heatmap import AGGREGATES, GUTTER, HEADER_LINES, LEVELS, Heatmap, bucket
+from fsscope.tui.widgets.heatmap import GUTTER, HEADER_LINES, LEVELS, Heatmap
 
 SIZE = (120, 30)
 
@@ -129,6 +130,53 @@ async def test_a_live_batch_redraws_as_a_full_redraw_would():
         patched = [screen_cells(heat, y) for y in range(lines)]
         assert patched != before
         heat._invalidate(buckets=True)  # noqa: SLF001
+        assert patched == [screen_cells(heat, y) for y in range(lines)]
+        assert_cells_match(heat, live.values, set())
+
+
+async def test_data_is_bucketed_once_per_change_and_strips_are_kept_by_content(monkeypatch):
+    """Frames without new data bucket nothing; switching the aggregate back and forth buckets
+    each once; a batch that widens the colour scale patches its columns (no full bucketing) and
+    still draws what a full redraw would; lines whose cells did not change keep their strips."""
+    from fsscope.tui.widgets import heatmap as heatmap_module
+
+    calls = []
+
+    def counted(values, zoom, aggregate):
+        calls.append((values.shape, aggregate))
+        return bucket(values, zoom, aggregate)
+
+    monkeypatch.setattr(heatmap_module, "bucket", counted)
+    values = matrix(3, 20_000)
+    app = HeatApp()
+    async with app.run_test(size=SIZE) as pilot:
+        heat = app.query_one(Heatmap)
+        live = LatencyMatrix.from_array(np.where(np.arange(20_000) < 15_000, values, -1))
+        heat.set_matrix(live)
+        await pilot.pause()
+        lines = heat.scrollable_content_region.height
+        first = [heat.render_line(y) for y in range(lines)]
+        assert len(calls) == 1
+        heat._invalidate()  # noqa: SLF001 - a frame that must draw every line anew
+        again = [heat.render_line(y) for y in range(lines)]
+        assert len(calls) == 1
+        kept = [y for y in range(HEADER_LINES, lines) if (y - HEADER_LINES) // heat.row_height != heat.cursor_run
+                and (y - HEADER_LINES) // heat.row_height < 3]
+        assert kept and all(again[y] is first[y] for y in kept)  # the same content, the same strip
+        for aggregate in ("p99", "max", "p99"):
+            heat.aggregate = aggregate
+            heat._invalidate()  # noqa: SLF001
+            [heat.render_line(y) for y in range(lines)]
+        assert [a for _, a in calls] == ["max", "p99"]
+        tail = values[2, 15_000:]
+        slow = np.where(tail >= 0, tail * 10**6, -1)  # far above the scale: every colour moves
+        live.put(2, 15_000, slow.tolist())
+        scale = heat.scale_ns
+        heat.samples_added(2, 15_000, 20_000)
+        assert heat.scale_ns != scale
+        patched = [screen_cells(heat, y) for y in range(lines)]
+        assert calls[-1][0][0] == 1  # one run's columns
+        heat._invalidate(buckets=True)  # noqa: SLF001 - the full redraw to compare with
         assert patched == [screen_cells(heat, y) for y in range(lines)]
         assert_cells_match(heat, live.values, set())
 

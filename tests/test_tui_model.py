@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from fsscope import paths
+from fsscope.analysis.heatbuckets import bucket, bucket_mask
 from fsscope.engine.events import decode
 from fsscope.format import format_ns
 from fsscope.tui.bench_model import BenchModel
@@ -23,7 +24,6 @@ from fsscope.tui.model import (
 )
 from fsscope.tui.syncwrite_model import SyncWriteModel
 from fsscope.tui.themes import FSSCOPE_THEMES, ThemeFileError, load_themes, parse_theme
-from fsscope.tui.widgets.heatmap import bucket, bucket_mask
 from fsscope.tui.widgets.throughput_chart import nice_ceiling, nice_floor, resample
 
 

@@ -86,7 +86,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fsscope.aging import fit
+from fsscope.aging import fit, native
 from fsscope.aging.executor import FULL_ERRNOS, SKIPPED, FileOps, WorkerPool, data_pattern
 from fsscope.aging.profile import AGING_STATE_FILE, Profile, load_profile, profile_from_dict
 from fsscope.errors import FsscopeError
@@ -98,6 +98,8 @@ STATE_VERSION = 1
 FULLNESS_BAND = 0.05      # stable phase keeps live bytes within target * (1 ± band)
 PROGRESS_EVERY_S = 0.5
 CHECK_EVERY_OPS = 64      # how often the loop looks at the clock and the cancel flag
+NATIVE_POLL_S = 0.05      # ... and how often the C loop returns to do so
+NATIVE_CHUNK_OPS = 1 << 20  # ops per C call at most (the alive-by-born buffer grows ahead)
 STATE_EVERY_S = 5.0
 STATE_RESERVE_BYTES = 32 << 10  # state files are padded to this (RNG state ~7 KB)
 NO_CHOICE = -math.inf  # the gap of a bucket that cannot be chosen
@@ -172,6 +174,7 @@ class AgingResult:
     fallocate: bool
     resumed: bool
     foreign_files: int = 0    # files in the root the ager does not own (ignored)
+    op_loop: str = "python"   # "native": the op loop in C ran (native/ager.c); else "python (why)"
 
     def to_json(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "fit"}
@@ -520,7 +523,8 @@ def age(root: Path, spec: AgingSpec, *,
         on_progress: Callable[[dict], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
         resume: bool = False,
-        op_log_path: Path | None = None) -> AgingResult:
+        op_log_path: Path | None = None,
+        op_loop: str = "auto") -> AgingResult:
     """Age the tree at ``root`` (a mounted file system, or a directory with ``capacity_bytes``).
 
     ``on_progress`` gets about every 0.5 s: phase, fullness, ops, ops_per_s, overwrites,
@@ -529,10 +533,14 @@ def age(root: Path, spec: AgingSpec, *,
     continues the aging recorded in ``root``'s state file (its profile, seed, fullness,
     capacity and write mode) with this spec's stop conditions and workers. ``op_log_path``
     also writes the op log (``c <path> <bytes>`` / ``d <path>`` lines: exactly the hashed
-    bytes) for replay.
+    bytes) for replay. ``op_loop``: "auto" runs the op loop in C (native/ager.c) when it can
+    be built and the session has one executor, "python" the reference loop; both make the same
+    op log.
     """
+    if op_loop not in ("auto", "python"):
+        raise AgingError(f"aging: op_loop: 'auto' or 'python', got {op_loop!r}")
     start = _open_session(Path(root), spec, resume)
-    return _Session(start, spec, on_progress, cancelled, op_log_path).run()
+    return _Session(start, spec, on_progress, cancelled, op_log_path, op_loop).run()
 
 
 @dataclass
@@ -639,7 +647,7 @@ class _Session:
     """
 
     def __init__(self, start: _Start, spec: AgingSpec, on_progress: Callable[[dict], None] | None,
-                 cancelled: Callable[[], bool] | None, op_log_path: Path | None):
+                 cancelled: Callable[[], bool] | None, op_log_path: Path | None, op_loop: str = "auto"):
         self.start, self.spec = start, spec
         self.root, self.planner, self.profile = start.root, start.planner, start.profile
         self.on_progress, self.cancelled = on_progress, cancelled
@@ -677,6 +685,8 @@ class _Session:
         self.failed_create_bytes = 0
         self.pool: WorkerPool | None = None
         self.file_ops: FileOps | None = None
+        self.op_loop = op_loop
+        self.native: native.Loop | None = None
         self.stop_reason = self.stop_note = ""
         self.full_errno, self.full_path = 0, ""
         self.t0 = self.state_saved_at = time.monotonic()
@@ -710,12 +720,14 @@ class _Session:
 
     # ---- the op log and the state file
 
+    def write_log(self, chunk: bytes | memoryview) -> None:
+        self.hasher.update(chunk)
+        if self.log_file is not None:
+            self.log_file.write(chunk)
+
     def flush_log(self, lines: list[str]) -> None:
         if lines:
-            chunk = "".join(lines).encode()
-            self.hasher.update(chunk)
-            if self.log_file is not None:
-                self.log_file.write(chunk)
+            self.write_log("".join(lines).encode())
 
     def flush_resolved(self, next_seq: int, final: bool = False) -> None:
         pool = self.pool
@@ -771,20 +783,33 @@ class _Session:
         """The size bucket of the next create; -1 when the rapid phase is over (then the
         stable phase has begun). The end is decided on a settled reading when it is near."""
         if live >= self.settle_at_bytes:
-            self.settle()
-            live = self.live_bytes()
-            self.settle_at_bytes = self._next_settle(live)
+            live = self.rapid_settle()
         s = self.planner.deficit_size(self.capacity_bytes - live)
         if live < self.target_bytes and s >= 0:
             return s
         self.enter_stable()  # full enough (or nothing fits any more)
         return -1
 
+    def rapid_settle(self) -> int:
+        """Correct the plan from a settled reading and set the next settle point; the live bytes."""
+        self.settle()
+        live = self.live_bytes()
+        self.settle_at_bytes = self._next_settle(live)
+        return live
+
+    def recut(self, horizon_ops: int) -> None:
+        """Re-cut the age buckets at ``horizon_ops`` (the C loop's live files come back first)."""
+        if self.native is not None:
+            self.native.pull_cells(self.planner)
+        self.planner.recut(horizon_ops)
+        if self.native is not None:
+            self.native.push(self.planner)
+
     def enter_stable(self) -> None:
         self.phase = "stable"
         self.live_files_k = self.planner.live_files
         self.convergence = fit.convergence_ops(self.live_files_k, self.age_weights, self.age_cutoffs)
-        self.planner.recut(self._initial_horizon(self.convergence))
+        self.recut(self._initial_horizon(self.convergence))
         self.next_fit_check = self.ops + self.fit_every
         if self.on_progress is not None:
             self.on_progress(self.progress_event(time.monotonic()))
@@ -801,10 +826,13 @@ class _Session:
             s = planner.deficit_size(self.ceiling_bytes - live)
             if s < 0:
                 if planner.live_files == 0:
-                    self.stop_reason = "no_room"
-                    self.stop_note = "no file of the profile fits in the space left"
+                    self.stop_no_room()
                 create = False
         return create, s
+
+    def stop_no_room(self) -> None:
+        self.stop_reason = "no_room"
+        self.stop_note = "no file of the profile fits in the space left"
 
     # ---- checks between ops
 
@@ -851,7 +879,7 @@ class _Session:
                                   f"the time limit of {spec.max_seconds:g} s")
                 return True
         if at_horizon:  # run on: plan the fit for twice as long a history
-            planner.recut(2 * planner.horizon_ops)
+            self.recut(2 * planner.horizon_ops)
             if self.statvfs_mode:
                 self.settle()
         return False
@@ -880,11 +908,15 @@ class _Session:
             self.save_state()
         return False
 
-    def next_check_op(self) -> float:
+    def next_check_op(self, clock: bool = True) -> float:
+        """The next op at which the checks run: the op-count events, and with ``clock`` the
+        next multiple of CHECK_EVERY_OPS (the C loop watches the clock itself)."""
         ops = self.ops
-        at = min(ops - ops % CHECK_EVERY_OPS + CHECK_EVERY_OPS, self.max_ops)
+        at = min(ops - ops % CHECK_EVERY_OPS + CHECK_EVERY_OPS if clock else math.inf, self.max_ops)
         if self.phase == "stable":
-            at = min(at, self.planner.horizon_ops, self.next_fit_check)
+            at = min(at, self.planner.horizon_ops)
+            if self.spec.confidence is not None:  # only then are fit points checked
+                at = min(at, self.next_fit_check)
             if not self.any_stop:
                 at = min(at, self.convergence)
         return at
@@ -898,12 +930,21 @@ class _Session:
             if self.spec.workers > 1:
                 self.pool = WorkerPool(self.root, self.spec.workers, fallocate=self.start.fallocate,
                                        pattern_seed=self.start.seed)
+                self.op_loop = f"python ({self.spec.workers} worker processes)"
             else:
-                self.file_ops = FileOps(self.root, fallocate=self.start.fallocate,
-                                        pattern=data_pattern(self.start.seed))
-            self.loop()
+                pattern = data_pattern(self.start.seed)
+                self.file_ops = FileOps(self.root, fallocate=self.start.fallocate, pattern=pattern)
+                self.start_native(pattern)
+            if self.native is not None:
+                self.native_loop()
+            else:
+                self.loop()
             self.drain()
         finally:
+            if self.native is not None:
+                self.native.pull_cells(self.planner)
+                self.native.close()
+                self.native = None
             if self.pool is not None:
                 self.pool.close()
             if self.file_ops is not None:
@@ -912,6 +953,53 @@ class _Session:
                 self.log_file.close()
             self.pool = self.file_ops = None  # every op has finished (drained)
         return self.result()
+
+    def start_native(self, pattern: bytes) -> None:
+        """The op loop in C when asked for and it builds; ``op_loop`` then says which runs."""
+        if self.op_loop == "python":
+            self.op_loop = "python (asked for)"
+            return
+        lib, why = native.library()
+        if lib is None:
+            self.op_loop = f"python ({why})"
+            return
+        self.native = native.Loop(lib, self.planner, root_fd=self.file_ops.root_fd,
+                                  fallocate=self.start.fallocate, pattern=pattern)
+        self.op_loop = "native"
+
+    def native_loop(self) -> None:
+        """:meth:`loop` with the ops between two events carried out in C: the same choices
+        from the same seeded stream, so the same op log. Python keeps every check (at the same
+        op counts; the clock's at least every NATIVE_POLL_S), the op log's hash and the state."""
+        run, max_seconds = self.native.run, self.spec.max_seconds
+        end_s = math.inf if max_seconds is None else self.t0 + max_seconds
+        next_event = self.ops
+        while True:
+            if self.ops >= next_event:
+                if self.stop_by_limits() or (self.phase == "stable" and self.stop_by_fit()):
+                    return
+                next_event = self.next_check_op(clock=False)
+            if self.stop_by_clock():  # at every return: a cancel is seen within NATIVE_POLL_S
+                return
+            edge_s = min(time.monotonic() + NATIVE_POLL_S, end_s)
+            status, log = run(self, int(min(next_event, self.ops + NATIVE_CHUNK_OPS)), edge_s)
+            self.write_log(log)
+            if self.written_bytes >= self.max_written:
+                next_event = self.ops
+            if status == native.SETTLE:
+                self.rapid_settle()
+            elif status == native.RAPID_OVER:
+                self.enter_stable()
+                next_event = self.ops  # the stable phase's checks start now
+            elif status == native.NO_ROOM:
+                self.stop_no_room()
+                return
+            elif status in (native.FULL, native.FAILED):
+                err, rel = self.native.error()
+                if status == native.FAILED:
+                    raise OSError(err, os.strerror(err), os.path.join(self.root, rel))
+                self.full_errno, self.full_path = err, rel
+                return
 
     def loop(self) -> None:
         """Plan and carry out ops until a stop condition. The hot path (~10^4 ops/s) keeps
@@ -1028,5 +1116,5 @@ class _Session:
             written_bytes=self.written_bytes, capacity_bytes=self.capacity_bytes,
             overwrites=self.written_bytes / self.capacity_bytes, phase=self.phase,
             fit=planner.fits(self.ops), workers=self.spec.workers, fallocate=start.fallocate,
-            resumed=start.resumed, foreign_files=start.foreign,
+            resumed=start.resumed, foreign_files=start.foreign, op_loop=self.op_loop,
         )

@@ -12,8 +12,13 @@ directory filling up at file 22, inode chunk allocation every 64 files, ...), no
 
 Only the syscall is inside the timed region. Everything else -- name encoding, sync, storing
 the result, closing the fd, live batches, cancellation -- happens between ``t1`` of one call
-and ``t0`` of the next. The loop keeps the timed region as close to the C reference as Python
-allows (measured by ``bench/probe_overhead.py``):
+and ``t0`` of the next. The timed loop runs in C (``probe_calls.c``, built on first use through
+:mod:`fsscope.native`, called via ctypes once per chunk of names or batch deadline): sync,
+schedstat, clock, call, clock, schedstat, close, next, as the C reference does
+(``bench/probe_overhead.py``; a Python-timed region cost 1.25-1.3x its latency with a sync
+before each call). The Python loops below stay the reference the C loop is tested against,
+and the fallback without a compiler; they keep the timed region as close to the C reference
+as Python allows:
 
 - names are pre-encoded ``bytes`` (no str -> fs-encoding conversion inside the region), built
   per chunk of :data:`NAME_CHUNK` files so a 1,000,000-file run holds no per-file objects;
@@ -49,6 +54,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from fsscope import native
 from fsscope.errors import FsscopeError
 from fsscope.specs import checked_fields
 
@@ -255,6 +261,14 @@ def pin_cpu(cpu: int | None = None) -> set[int]:
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
+
+#: The timed loop in C (see probe_calls.c); its op code per op.
+NATIVE_SOURCE = Path(__file__).with_name("probe_calls.c")
+NATIVE_LIBRARY = "C probe loop library"  # how a refusal to load it names it
+NATIVE_OPS = {"creat": 0, "open-existing": 0, "mkdir": 1, "unlink": 2, "stat": 3, "rename": 4,
+              "symlink": 5, "write-fsync": 6, "fallocate": 7}
+SYNC_ALL, NO_SYNC = -2, -1  # probe_calls.c's sync_fd: sync(), none (an fd: syncfs of its fs)
+_native_calls: dict[Path, Any] = {}
 _NO_SCHEDSTAT = b"0 0 0\n"
 
 
@@ -500,6 +514,61 @@ def _loop_fallocate(names: Iterator[bytes], i: int, sink: Any, starts: Any, dead
     return i
 
 
+def native_call() -> tuple[Any, str]:
+    """The timed loop in C (probe_calls.c, built on first use), or None and why not."""
+    path, why = native.library_path(NATIVE_SOURCE, NATIVE_LIBRARY)
+    if path is None:
+        return None, why
+    call = _native_calls.get(path)
+    if call is None:
+        call = native.load(path, NATIVE_LIBRARY).fsscope_probe_loop
+        i64, p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
+        call.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, i64, i64, i64,
+                         ctypes.c_char_p, i64, ctypes.c_int, ctypes.c_int, i64, p64, p64, p64,
+                         ctypes.POINTER(ctypes.c_int)]
+        call.restype = i64
+        _native_calls[path] = call
+    return call, "native"
+
+
+class _NameBlock:
+    """A chunk of names for the C loop: NUL-terminated, ``stride`` bytes apart (and their
+    rename targets); ``pos`` is the next one to use."""
+
+    def __init__(self, names: list[bytes], others: list[bytes] | None):
+        self.stride = len(names[0]) + 1 if names else 1
+        self.names = b"\0".join(names) + b"\0"
+        self.others = b"\0".join(others) + b"\0" if others is not None else None
+        self.count, self.pos = len(names), 0
+
+
+def _loop_native(names: _NameBlock, i: int, sink: Any, starts: Any, deadline_ns: int, dfd: int,
+                 sync: Sync, acct: Accounting, call: Any, op: str, sync_fd: int, payload: bytes,
+                 size_bytes: int, wait_ns: np.ndarray, scratch: tuple[np.ndarray, np.ndarray, np.ndarray]) -> int:
+    """Every op timed in C (``call``: probe_calls.c), the sync before each call (``sync_fd``,
+    chosen with ``sync``) and the schedstat notes around it too: the same calls in the same order
+    as the Python loops above, which stay the reference. Returns like them once a call ends at
+    or past ``deadline_ns``; the CPU waits go straight to ``wait_ns``."""
+    arg = {"creat": CREATE_FLAGS | os.O_CLOEXEC, "open-existing": os.O_RDONLY | os.O_CLOEXEC,
+           "mkdir": 0o777}.get(op, 0)
+    offset = names.pos * names.stride
+    name_ptr = names.names[offset:] if offset else names.names
+    other = SYMLINK_TARGET if op == "symlink" else (names.others[offset:] if op == "rename" else None)
+    lat, start, wait = scratch
+    err = ctypes.c_int(0)
+    p64 = ctypes.POINTER(ctypes.c_int64)
+    done = call(NATIVE_OPS[op], dfd, name_ptr, other, names.stride, names.count - names.pos, arg, payload,
+                size_bytes, sync_fd, acct.fd, deadline_ns, lat.ctypes.data_as(p64), start.ctypes.data_as(p64),
+                wait.ctypes.data_as(p64), ctypes.byref(err))
+    sink[i:i + done] = lat[:done]
+    starts[i:i + done] = start[:done]
+    wait_ns[i:i + done] = wait[:done]
+    names.pos += done
+    if err.value:
+        raise _CallFailed(i + done, OSError(err.value, os.strerror(err.value)))
+    return i + done
+
+
 # --- the driver -------------------------------------------------------------------------
 
 
@@ -576,7 +645,8 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
                 cancelled: Callable[[], bool] = lambda: False,
                 out: np.ndarray | None = None,
                 start_out: np.ndarray | None = None,
-                wait_out: np.ndarray | None = None) -> np.ndarray:
+                wait_out: np.ndarray | None = None,
+                timed_in_c: bool = True) -> np.ndarray:
     """Run one repetition of ``spec`` in ``workdir`` (an existing, empty directory).
 
     Returns int64 latency_ns of length ``spec.files`` (``out`` itself when given -- e.g. a
@@ -598,6 +668,9 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
     ``wait_out`` (int64, shape (files,)) receives each call's time waiting for a CPU inside
     its timed region (schedstat run delay, see :class:`Accounting`); 0 where this kernel does
     not account it.
+
+    ``timed_in_c``: the timed loop is C (:func:`native_call`) when it builds, else (or with
+    False) the Python loops -- the reference: the same calls in the same order.
     """
     latency_ns = _prepare_output(out, spec.files)
     start_ns = _prepare_output(start_out, spec.files)
@@ -611,7 +684,7 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
         if spec.op in POPULATED_OPS and not _populate(dfd, spec, cancelled, latency_ns):
             return latency_ns
         gc.disable()
-        _drive(dfd, spec, sink, starts, latency_ns, wait_ns, on_batch, batch_s, cancelled)
+        _drive(dfd, spec, sink, starts, latency_ns, wait_ns, on_batch, batch_s, cancelled, timed_in_c)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -621,21 +694,26 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
 
 def _drive(dfd: int, spec: ProbeSpec, sink: Any, starts: Any, latency_ns: np.ndarray, wait_ns: np.ndarray,
            on_batch: Callable[[int, np.ndarray], None] | None, batch_s: float,
-           cancelled: Callable[[], bool]) -> None:
+           cancelled: Callable[[], bool], timed_in_c: bool = True) -> None:
     """Feed the timed loop chunk by chunk; report batches and check for cancel at deadlines."""
+    # the sync before each call, chosen here for both loops: Python calls ``sync``, C does
+    # what ``sync_fd`` says (SYNC_ALL: sync(); an fd: syncfs of its file system)
     sync: Sync = None
+    sync_fd = NO_SYNC
     if spec.sync_before == "each":
         sync = os.sync if spec.sync_scope == "global" else partial(syncfs, dfd)
+        sync_fd = SYNC_ALL if spec.sync_scope == "global" else dfd
     acct = Accounting()
     try:
-        _feed(dfd, spec, sink, starts, latency_ns, wait_ns, sync, acct, on_batch, batch_s, cancelled)
+        _feed(dfd, spec, sink, starts, latency_ns, wait_ns, sync, acct, on_batch, batch_s, cancelled,
+              native_call()[0] if timed_in_c else None, sync_fd)
     finally:
         acct.close()
 
 
 def _feed(dfd: int, spec: ProbeSpec, sink: Any, starts: Any, latency_ns: np.ndarray, wait_ns: np.ndarray,
           sync: Sync, acct: Accounting, on_batch: Callable[[int, np.ndarray], None] | None, batch_s: float,
-          cancelled: Callable[[], bool]) -> None:
+          cancelled: Callable[[], bool], call: Any = None, sync_fd: int = NO_SYNC) -> None:
     op, files = spec.op, spec.files
     loop: Callable[..., int]
     extra: tuple[Any, ...]
@@ -657,6 +735,11 @@ def _feed(dfd: int, spec: ProbeSpec, sink: Any, starts: Any, latency_ns: np.ndar
         loop, extra = _loop_write_fsync, (np.random.default_rng(0).bytes(spec.write_bytes),)
     else:  # fallocate
         loop, extra = _loop_fallocate, (spec.fallocate_bytes,)
+    if call is not None:  # the same calls, timed in C
+        payload = extra[0] if op == "write-fsync" else b""
+        size_bytes = spec.fallocate_bytes if op == "fallocate" else len(payload)
+        scratch = tuple(np.empty(NAME_CHUNK, dtype=np.int64) for _ in range(3))
+        loop, extra = _loop_native, (call, op, sync_fd, payload, size_bytes, wait_ns, scratch)
 
     batch_ns = max(0, int(batch_s * 1e9))
     reported = 0
@@ -673,7 +756,8 @@ def _feed(dfd: int, spec: ProbeSpec, sink: Any, starts: Any, latency_ns: np.ndar
     while index < files:
         stop = min(files, index + NAME_CHUNK)
         chunk = _encode_names(index, stop, spec.name_length)
-        names: Iterator[Any] = iter(zip(chunk, _renamed(chunk)) if op == "rename" else chunk)
+        names: Any = (_NameBlock(chunk, _renamed(chunk) if op == "rename" else None) if call is not None
+                      else iter(zip(chunk, _renamed(chunk)) if op == "rename" else chunk))
         while index < stop:
             try:
                 index = loop(names, index, sink, starts, deadline_ns, dfd, sync, acct, *extra)

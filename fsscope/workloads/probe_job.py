@@ -27,7 +27,7 @@ from fsscope.errors import FsscopeError
 from fsscope.explain.names import plain as plain_words
 from fsscope.jsonsafe import plain
 from fsscope.trace.jobs import ProbeTrace
-from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu, sync_once
+from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, native_call, pin_cpu, sync_once
 
 Spec = ProbeSpec
 PROBE_DIR = "probe.d"
@@ -156,9 +156,11 @@ def run(ctx, spec: ProbeSpec) -> dict:
         if used < cap:  # the record holds the runs made, not the cap
             ctx.run_dir.save_array(name, np.array(array[:used]))
     done_rows = [k for k in range(used) if (latency_ns[k] >= 0).any()]
+    call, why = native_call()
     report = {"op": spec.op, "files": spec.files, "runs": spec.runs, "runs_completed": len(done_rows),
               "spec": spec.to_dict(), "stopped_by": error, "sync": _sync_json(spec),
-              "where": "root directory" if spec.in_root else "fresh subdirectory"}
+              "where": "root directory" if spec.in_root else "fresh subdirectory",
+              "timed_in": "native" if call is not None else f"python ({why})"}  # see probe_calls.c
     findings: list = []
     if done_rows:
         analysis = settling.settled(analyze(latency_ns[done_rows], wait_ns=wait_ns[done_rows]))

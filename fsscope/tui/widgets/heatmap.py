@@ -23,73 +23,20 @@ from rich.style import Style
 from textual.binding import Binding
 from textual.color import Color, Gradient
 from textual.filter import ANSIToTruecolor
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from fsscope.analysis.heatbuckets import AGGREGATES, bucket, bucket_mask, levels
 from fsscope.tui.messages import HeatCursorMoved
 from fsscope.tui.model import LatencyMatrix
 
-AGGREGATES = ("max", "p99", "p90", "p50", "mean")
 LEVELS = 64  # colours on the scale
 GUTTER = 7  # "run 10 "
 HEADER_LINES = 2
 DEFAULT_SCALE = (3.0, 6.0)  # log10 ns: 1 µs .. 1 ms until the data says otherwise
+CONTENT_CACHE_STRIPS = 512  # strips kept by content: a few frames' worth
 ZOOM_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000)
-
-
-def bucket(values: np.ndarray, zoom: int, aggregate: str) -> np.ndarray:
-    """runs x files int64 (-1 = not measured) -> runs x ceil(files/zoom) by ``aggregate``.
-
-    A bucket with no measured file is -1. Percentiles ignore unmeasured files: -1 sorts
-    first, so the q-th measured value of a bucket is at (unmeasured + q*(measured-1))."""
-    runs, files = values.shape
-    if zoom <= 1 or files == 0:
-        return np.array(values, dtype=np.int64, copy=True)
-    whole = files // zoom
-    out = np.empty((runs, -(-files // zoom)), dtype=np.int64)
-    if whole:  # the full buckets: a reshaped view, no copy of the matrix
-        out[:, :whole] = _aggregate(values[:, : whole * zoom].reshape(runs, whole, zoom), aggregate)
-    if whole * zoom < files:  # the last, partial bucket, padded with "not measured"
-        tail = np.full((runs, 1, zoom), -1, dtype=np.int64)
-        tail[:, 0, : files - whole * zoom] = values[:, whole * zoom:]
-        out[:, whole:] = _aggregate(tail, aggregate)
-    return out
-
-
-def _aggregate(blocks: np.ndarray, aggregate: str) -> np.ndarray:
-    """runs x columns x zoom -> runs x columns (see bucket)."""
-    zoom = blocks.shape[2]
-    if aggregate == "max":
-        return blocks.max(axis=2)
-    all_measured = blocks.size == 0 or blocks.min() >= 0
-    valid = np.full(blocks.shape[:2], zoom) if all_measured else (blocks >= 0).sum(axis=2)
-    if aggregate == "mean":
-        total = blocks.sum(axis=2) if all_measured else np.where(blocks >= 0, blocks, 0).sum(axis=2)
-        return np.where(valid > 0, total // np.maximum(valid, 1), -1)
-    q = {"p99": 0.99, "p90": 0.90, "p50": 0.50}[aggregate]
-    # Buckets are mostly full, so most share one rank: a partial sort around it (O(n)) for
-    # those, and a full sort only of the few partly measured buckets. int32 selects twice as
-    # fast as int64 and is exact for latencies below 2.1 s (the usual case).
-    full_rank = int(np.floor(q * (zoom - 1)))
-    narrow = blocks.astype(np.int32) if blocks.size and blocks.max() < 2**31 else blocks
-    picked = np.partition(narrow, full_rank, axis=2)[..., full_rank].astype(np.int64)
-    partial = valid < zoom
-    if partial.any():
-        idx = np.minimum((zoom - valid) + np.floor(q * np.maximum(valid - 1, 0)).astype(np.int64), zoom - 1)
-        ordered = np.sort(blocks[partial], axis=1)
-        picked[partial] = np.take_along_axis(ordered, idx[partial][:, None], axis=1)[:, 0]
-    return np.where(valid > 0, picked, -1)
-
-
-def bucket_mask(mask: np.ndarray, zoom: int) -> np.ndarray:
-    """files bool -> columns bool (any file of the bucket)."""
-    if zoom <= 1 or mask.size == 0:
-        return mask.copy()
-    cols = -(-mask.size // zoom)
-    padded = np.zeros(cols * zoom, dtype=bool)
-    padded[: mask.size] = mask
-    return padded.reshape(cols, zoom).any(axis=1)
 
 
 class Heatmap(ScrollView, can_focus=True):
@@ -139,14 +86,18 @@ class Heatmap(ScrollView, can_focus=True):
         self.cursor_run = 0
         self._selected = np.zeros(0, dtype=bool)  # files of the selected flag
         self._flagged = np.zeros(0, dtype=bool)  # files of any flag
-        self._buckets: np.ndarray | None = None
-        self._buckets_key: tuple | None = None
+        # bucketings of the current data version by (version, zoom, aggregate, runs, files):
+        # made once per data change, kept while the user switches zoom or aggregate
+        self._bucketings: dict[tuple, np.ndarray] = {}
         self._selected_cols = np.zeros(0, dtype=bool)
         self._flagged_cols = np.zeros(0, dtype=bool)
         self._cols_key: tuple | None = None
         self._strips: dict[int, Strip] = {}
         self._strips_key: tuple | None = None
-        self._run_cells: dict[int, tuple[list[Segment], int]] = {}  # run -> its cells, their width
+        self._run_cells: dict[int, tuple[bytes, list[Segment], int]] = {}  # run -> content, cells, width
+        # strips by content: (label, the cells' codes, width) -> Strip, across invalidations
+        self._content_strips: dict[tuple, Strip] = {}
+        self._content_cells: dict[bytes, tuple[list[Segment], int]] = {}
         self._scale: tuple[float, float] = DEFAULT_SCALE
         self._fixed_scale: tuple[float, float] | None = None
         self._scale_from_data = False
@@ -156,6 +107,7 @@ class Heatmap(ScrollView, can_focus=True):
         self._cell_segments: dict[tuple[int, int], Segment] = {}  # (level*2+selected, width) -> segment
         self._geometry: tuple[int, int, int] = (1, 1, 1)  # row height, zoom, cell width of _strips_key
         self.scale_listeners: list = []  # callables run when the colour scale changes (the legend)
+        self._frame: tuple[int, int, int] | None = None  # _frame_state() while Textual draws a frame
 
     # -- data ------------------------------------------------------------------------------
     def set_matrix(self, matrix: LatencyMatrix | None) -> None:
@@ -190,26 +142,37 @@ class Heatmap(ScrollView, can_focus=True):
         if scale_changed:
             self._scale_changed()
         zoom = self.effective_zoom
-        buckets = self._buckets
         fresh = (matrix.version, zoom, self.aggregate, matrix.runs, matrix.files)
-        patchable = (buckets is not None and not scale_changed and self._buckets_key is not None
-                     and self._buckets_key[0] == matrix.version - 1 and self._buckets_key[1:3] == fresh[1:3]
-                     and buckets.shape[0] == matrix.runs)
-        if patchable:
+        buckets = next((b for key, b in self._bucketings.items()
+                        if key[:3] == (matrix.version - 1, zoom, self.aggregate)), None)
+        patched = buckets is not None and buckets.shape[0] == matrix.runs
+        if patched:
             cols = self.columns
             if buckets.shape[1] < cols:
                 grown = np.full((buckets.shape[0], cols), -1, dtype=np.int64)
                 grown[:, : buckets.shape[1]] = buckets
-                buckets = self._buckets = grown
+                buckets = grown
             c0, c1 = start // zoom, -(-stop // zoom)
             part = bucket(matrix.values[run:run + 1, c0 * zoom: min(matrix.files, c1 * zoom)], zoom, self.aggregate)
             buckets[run, c0:c0 + part.shape[1]] = part[0]
-            self._buckets_key = fresh
-            self._drop_run_lines(run)
+            self._bucketings = {fresh: buckets}  # the other bucketings are of older data
+            if scale_changed:  # the same buckets in other colours: every line, no bucketing
+                self._invalidate()
+            else:
+                self._drop_run_lines(run)
         else:
             self._invalidate(buckets=True)
+        size = self.virtual_size
         self._update_virtual_size()
-        self.refresh()
+        if patched and not scale_changed and size == self.virtual_size:
+            self._refresh_run(run)  # Textual redraws only the header and this run's lines
+        else:
+            self.refresh()
+
+    def _refresh_run(self, run: int) -> None:
+        h, width = self.row_height, self.size.width
+        top = HEADER_LINES + run * h - int(self.scroll_offset.y)
+        self.refresh(Region(0, 0, width, HEADER_LINES), Region(0, max(HEADER_LINES, top), width, h))
 
     def set_flags(self, flagged: list[int] | tuple[int, ...], selected: list[int] | tuple[int, ...] = ()) -> None:
         files = self.matrix.files if self.matrix is not None else 0
@@ -270,7 +233,7 @@ class Heatmap(ScrollView, can_focus=True):
             self.virtual_size = size
 
     def on_resize(self) -> None:
-        self._invalidate(buckets=self.zoom == 0)
+        self._invalidate()  # a new width is a new zoom (fit) and so a new bucketing key
         self._update_virtual_size()
 
     # -- colours ---------------------------------------------------------------------------
@@ -328,12 +291,13 @@ class Heatmap(ScrollView, can_focus=True):
             self._named["base"] = convert(self.rich_style)
             self._styles_theme = key
             self._cell_segments = {}
-            self._clear_strips()
+            self._clear_strips(content=True)
         return self._styles
 
     def _style(self, name: str) -> Style:
         """A component style ("axis", "mark", ...; "base" = the widget's own) in truecolor."""
-        self._cell_styles()
+        if self._frame is None:  # (within a frame, the theme was looked at already)
+            self._cell_styles()
         return self._named[name]
 
     def get_line_filters(self):
@@ -343,27 +307,27 @@ class Heatmap(ScrollView, can_focus=True):
 
     def levels(self, values: np.ndarray) -> np.ndarray:
         """Colour level 0..LEVELS-1 of each value on the log scale; -1 for not measured."""
-        lo, hi = self._scale
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scaled = (np.log10(np.maximum(values, 1)) - lo) / (hi - lo) * (LEVELS - 1)
-        out = np.clip(np.rint(scaled), 0, LEVELS - 1).astype(np.int64)
-        out[values < 0] = -1
-        return out
+        return levels(values, self._scale, LEVELS)
 
     def color_at(self, fraction: float) -> Style:
         return self._cell_styles()[int(round(max(0.0, min(1.0, fraction)) * (LEVELS - 1)))]
 
     # -- caches ----------------------------------------------------------------------------
     def _invalidate(self, *, buckets: bool = False) -> None:
+        """Draw every line anew (their content may still come from the content cache);
+        ``buckets``: bucket the data anew too (a new matrix)."""
         if buckets:
-            self._buckets_key = None
+            self._bucketings.clear()
             self._cols_key = None
         self._clear_strips()
         self._strips_key = None
 
-    def _clear_strips(self) -> None:
+    def _clear_strips(self, *, content: bool = False) -> None:
         self._strips.clear()
         self._run_cells.clear()
+        if content:  # a new theme: other styles in every segment
+            self._content_strips.clear()
+            self._content_cells.clear()
 
     def _drop_run_lines(self, run: int) -> None:
         h = self._geometry[0] if self._strips_key is not None else self.row_height
@@ -377,11 +341,13 @@ class Heatmap(ScrollView, can_focus=True):
         matrix = self.matrix
         assert matrix is not None
         key = (matrix.version, self.effective_zoom, self.aggregate, matrix.runs, matrix.files)
-        if self._buckets is None or self._buckets_key != key:
-            self._buckets = bucket(matrix.values, self.effective_zoom, self.aggregate)
-            self._buckets_key = key
+        buckets = self._bucketings.get(key)
+        if buckets is None:
+            if any(k[0] != matrix.version for k in self._bucketings) or len(self._bucketings) >= 8:
+                self._bucketings.clear()
+            buckets = self._bucketings[key] = bucket(matrix.values, self.effective_zoom, self.aggregate)
             self._clear_strips()
-        return self._buckets
+        return buckets
 
     def _mark_columns(self) -> tuple[np.ndarray, np.ndarray]:
         zoom = self.effective_zoom
@@ -393,17 +359,24 @@ class Heatmap(ScrollView, can_focus=True):
         return self._flagged_cols, self._selected_cols
 
     # -- rendering -------------------------------------------------------------------------
-    def render_line(self, y: int) -> Strip:
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Textual asks for a frame's lines in batches: the geometry, the theme and the cache
+        keys are looked at once per batch here, not once per line."""
+        self._frame = self._frame_state()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
+    def _frame_state(self) -> tuple[int, int, int]:
+        """(width, scroll x, scroll y) of what is drawn now, with the strip caches made
+        current for it; scroll x is -1 without data."""
         region = self.scrollable_content_region
         width = region.width
-        if self.matrix is None or self.matrix.files == 0:
-            style = self._style("base")
-            if y == 1:
-                text = " no latencies yet" if self.matrix is None or self.matrix.files == 0 else ""
-                return Strip([Segment(text[:width], self._style("axis"))]).extend_cell_length(width, style)
-            return Strip.blank(width, style)
-        scroll_x, scroll_y = self.scroll_offset
         self._cell_styles()  # a new theme clears the strips before the key is checked
+        if self.matrix is None or self.matrix.files == 0:
+            return width, -1, -1
+        scroll_x, scroll_y = self.scroll_offset
         # everything the row height, zoom and cell width (and so every strip) depend on
         key = (scroll_x, width, region.height, self._scale, self.zoom, self.matrix.files, self.matrix.runs,
                self.aggregate, self._styles_theme)
@@ -411,6 +384,15 @@ class Heatmap(ScrollView, can_focus=True):
             self._clear_strips()
             self._strips_key = key
             self._geometry = (self.row_height, self.effective_zoom, self.cell_width)
+        return width, scroll_x, scroll_y
+
+    def render_line(self, y: int) -> Strip:
+        width, scroll_x, scroll_y = self._frame or self._frame_state()
+        if scroll_x < 0:  # no data
+            style = self._style("base")
+            if y == 1:
+                return Strip([Segment(" no latencies yet"[:width], self._style("axis"))]).extend_cell_length(width, style)
+            return Strip.blank(width, style)
         line = y if y < HEADER_LINES else y + scroll_y
         strip = self._strips.get(line)
         if strip is None:
@@ -450,12 +432,23 @@ class Heatmap(ScrollView, can_focus=True):
         cached = self._run_cells.get(run)
         if cached is None:
             cached = self._run_cells[run] = self._cells(run, scroll_x, view)
-        cells, cells_width = cached
-        strip = Strip([Segment(f"{label:<{GUTTER - 1}} "[:GUTTER], self._style("gutter")), *cells], GUTTER + cells_width)
-        return strip if GUTTER + cells_width >= width else strip.extend_cell_length(width, self._style("base"))
+        content, cells, cells_width = cached
+        key = (label, content, width)
+        strip = self._content_strips.get(key)
+        if strip is None:
+            strip = Strip([Segment(f"{label:<{GUTTER - 1}} "[:GUTTER], self._style("gutter")), *cells],
+                          GUTTER + cells_width)
+            if GUTTER + cells_width < width:
+                strip = strip.extend_cell_length(width, self._style("base"))
+            if len(self._content_strips) >= CONTENT_CACHE_STRIPS:  # a live run adds lines forever
+                self._content_strips.clear()
+                self._content_cells.clear()
+            self._content_strips[key] = strip
+        return strip
 
-    def _cells(self, run: int, scroll_x: int, view: int) -> tuple[list[Segment], int]:
-        """One run's visible cells as run-length-encoded segments, and their width."""
+    def _cells(self, run: int, scroll_x: int, view: int) -> tuple[bytes, list[Segment], int]:
+        """One run's visible cells: their content (one code per cell), as run-length-encoded
+        segments (made once per content), and their width."""
         buckets = self._bucketed()
         _, zoom, cw = self._geometry
         c0, c1 = scroll_x // cw, -(-(scroll_x + view) // cw)
@@ -469,8 +462,12 @@ class Heatmap(ScrollView, can_focus=True):
         if cw > 1:
             skip = scroll_x - c0 * cw
             codes = np.repeat(codes, cw)[skip: skip + view]
+        content = codes.tobytes()
+        known = self._content_cells.get(content)
+        if known is not None:
+            return content, *known
         if not codes.size:
-            return [], 0
+            return content, [], 0
         # Run-length encode so a smooth row is a handful of segments; the segments of each
         # (code, length) are made once per theme, so a redraw builds no styles.
         cuts = np.flatnonzero(np.diff(codes)) + 1
@@ -483,11 +480,12 @@ class Heatmap(ScrollView, can_focus=True):
             if segment is None:
                 segment = made[(code, n)] = self._cell_segment(code, n)
             segments.append(segment)
-        return segments, int(codes.size)
+        self._content_cells[content] = (segments, int(codes.size))
+        return content, segments, int(codes.size)
 
     def _cell_segment(self, code: int, width: int) -> Segment:
         level, selected = code // 2 - 1, code % 2
-        style = self._style("empty") if level < 0 else self._cell_styles()[level]
+        style = self._style("empty") if level < 0 else self._styles[level]
         if selected:
             return Segment("•" * width, style + Style(color=self._style("mark").color, bold=True))
         return Segment(" " * width, style)
@@ -579,7 +577,7 @@ class Heatmap(ScrollView, can_focus=True):
     def _set_zoom(self, zoom: int) -> None:
         first, _ = self.cursor_files()
         self.zoom = zoom
-        self._invalidate(buckets=True)
+        self._invalidate()  # the zoom is in the bucketing key
         self._update_virtual_size()
         self.move_to_file(first)
 
@@ -602,7 +600,7 @@ class Heatmap(ScrollView, can_focus=True):
 
     def action_cycle_aggregate(self) -> None:
         self.aggregate = AGGREGATES[(AGGREGATES.index(self.aggregate) + 1) % len(AGGREGATES)]
-        self._invalidate(buckets=True)
+        self._invalidate()  # the aggregate is in the bucketing key
         self.refresh()
         self._post_cursor()
         self.notify(f"buckets show the {self.aggregate} of their files", timeout=2)

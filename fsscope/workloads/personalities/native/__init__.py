@@ -7,25 +7,21 @@ Filebench's ~1.3. The Python loops in :mod:`..worker` stay the reference the C o
 against, and the fallback when no compiler is found (scripts/setup installs gcc); a run says
 which loop it used.
 
-The shared object is cached under fsscope's home, named by the source's hash, built into a
-temporary name and renamed (several jobs may build at once). As root it is loaded only from
-a file root owns and no one else may write, in a directory the same holds for, through the
-descriptor that was checked.
+Built and loaded by :mod:`fsscope.native` (cached under fsscope's home, named by the source's
+hash; as root only from a file and directory only root can write), as every C library
+fsscope loads.
 """
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
-from fsscope import paths, trust
+from fsscope import native as fsscope_native
 
 SOURCE = Path(__file__).with_name("loops.c")
+LIBRARY = "C loops library"  # how a refusal to load it names it
 PERSONALITIES = ("fileserver", "webserver", "varmail")   # each has fsscope_<name>() in loops.c
 MAX_OPS = 8
 
@@ -54,40 +50,12 @@ class LoopState(ctypes.Structure):
 
 def library_path() -> tuple[Path | None, str]:
     """The built library (building it if needed), or None and why not."""
-    source = SOURCE.read_bytes()
-    digest = hashlib.sha256(source).hexdigest()[:16]
-    target = paths.home() / "lib" / f"fsscope-loops-{digest}.so"
-    paths.check_home()  # code run as root is loaded only from a directory only root can write
-    if os.path.lexists(target):
-        os.close(trust.open_owned_file(target, "C loops library"))
-        return target, "built"
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        return None, "no C compiler (cc/gcc) found: install gcc (scripts/setup does)"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=target.parent)
-    os.close(fd)
-    try:
-        proc = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", tmp, str(SOURCE)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            lines = proc.stderr.strip().splitlines()
-            return None, f"{compiler} failed on {SOURCE.name}: {lines[-1] if lines else proc.returncode}"
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return target, "built"
+    return fsscope_native.library_path(SOURCE, LIBRARY)
 
 
 def load(path: str | os.PathLike, personality: str):
     """The C loop of ``personality``: f(POINTER(LoopState), edge_ns) -> AT_EDGE | BUFFER_FULL | FAILED."""
-    fd = trust.open_owned_file(path, "C loops library")
-    try:  # dlopen the very file that was checked, not whatever the path names by then
-        lib = ctypes.CDLL(f"/proc/self/fd/{fd}")
-    finally:
-        os.close(fd)
-    fn = getattr(lib, f"fsscope_{personality}")
+    fn = getattr(fsscope_native.load(path, LIBRARY), f"fsscope_{personality}")
     fn.argtypes = [ctypes.POINTER(LoopState), ctypes.c_int64]
     fn.restype = ctypes.c_int
     return fn

@@ -1,0 +1,46 @@
+"""What every benchmark here does the same way on a shared machine.
+
+- ``start()``: output flushed line by line (a pipe or a log shows each figure as it comes), and
+  SIGTERM/SIGINT/SIGHUP raise SystemExit in the main thread, so ``finally`` blocks and context
+  managers remove what the script made (run directories, loop images, mounts) when it is
+  stopped.
+- ``load()``: the machine's load beside each figure (1-minute load average / CPUs).
+- ``alternate()``: the two sides of a comparison in A B / B A order, repetition by repetition, so
+  drift on a shared machine hits both alike.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Iterator
+
+
+def _stop(signum, _frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+def start() -> None:
+    sys.stdout.reconfigure(line_buffering=True)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _stop)
+
+
+def load() -> str:
+    """``load 3.2/2 CPUs``: the 1-minute load average now."""
+    with open("/proc/loadavg") as f:
+        return f"load {float(f.read().split()[0]):.1f}/{os.cpu_count()} CPUs"
+
+
+def load_value() -> float:
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def alternate(sides: list, reps: int) -> Iterator[tuple[int, object]]:
+    """(repetition, side) in the order A B, B A, A B, ... (every side once per repetition)."""
+    for rep in range(reps):
+        order = sides if rep % 2 == 0 else sides[::-1]
+        for side in order:
+            yield rep, side
