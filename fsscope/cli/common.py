@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import os
+import sys
 
 from fsscope import recipes, trust
 from fsscope.errors import FsscopeError, SafetyRefusal
@@ -94,9 +95,14 @@ def positive_float(text: str) -> float:
     return value
 
 
+STDOUT_NAMES = ("-", "/dev/stdout")
+
+
 def output_path(text: str) -> str:
     """argparse type: a file written when the job ends, checked now so a finished run's
-    report is not lost to a typo in its directory."""
+    report is not lost to a typo in its directory. ``-`` (or /dev/stdout) is standard output."""
+    if text in STDOUT_NAMES:
+        return text
     folder = os.path.dirname(os.path.abspath(text))
     if not os.path.isdir(folder):
         raise argparse.ArgumentTypeError(f"{folder}: no such directory")
@@ -111,6 +117,10 @@ def output_path(text: str) -> str:
 
 def write_json(path: str, doc) -> None:
     """Write a report where --json asked, checked again now (see :func:`fsscope.trust.write_output`)."""
+    if path in STDOUT_NAMES:  # the process's own stdout: no path to trust or refuse
+        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        sys.stdout.flush()
+        return
     trust.write_output(path, json.dumps(doc, indent=2, default=str) + "\n", "--json")
 
 
