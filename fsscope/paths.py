@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(__file__).resolve().parent / "data"
+"""What fsscope ships (recipes, aging profiles, factor spaces, themes): inside the package, so
+an installed wheel carries them (package data in pyproject.toml), not beside it in the checkout."""
 
 
 def home() -> Path:
@@ -33,8 +35,9 @@ def images_dir() -> Path:
 
 
 def recipes_dir() -> Path:
-    return Path(os.environ.get("FSSCOPE_RECIPES") or REPO_ROOT / "recipes")
+    """The shipped recipes (``FSSCOPE_RECIPES`` replaces them: tests, a site's own set)."""
+    return Path(os.environ.get("FSSCOPE_RECIPES") or DATA_DIR / "recipes")
 
 
 def themes_dir() -> Path:
-    return REPO_ROOT / "themes"
+    return DATA_DIR / "themes"

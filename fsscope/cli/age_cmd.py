@@ -75,8 +75,9 @@ examples:
 
 PROFILE_DESCRIPTION = """\
 Aging profiles: file-size, directory-depth and relative-age distributions and a default
-fullness (recipes/aging/*.toml: eight published ones and 'small'). 'capture' walks a real tree
-(one device, symlinks not followed, unreadable entries counted) and writes a profile of it."""
+fullness (shipped in fsscope/data/recipes/aging/: eight published ones and 'small'). 'capture'
+walks a real tree (one device, symlinks not followed, unreadable entries counted) and writes a
+profile of it."""
 
 BAR = "█"
 BAR_WIDTH = 30

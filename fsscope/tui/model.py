@@ -11,7 +11,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -235,6 +235,8 @@ class Flag:
     kind: str
     indices: tuple[int, ...]
     raw: dict
+    withdrawn: str = ""
+    """Why a flag raised while the job ran did not survive its final test (empty: it stands)."""
 
     @property
     def where(self) -> str:
@@ -281,6 +283,14 @@ def flag_from_event(event: Finding | Mapping[str, Any]) -> Flag:
     return Flag(title=event.title, note=event.note, kind=event.flag, indices=flag_indices(raw), raw=raw)
 
 
+def with_withdrawn(streamed: list[Flag], final: list[Flag], why: str) -> list[Flag]:
+    """The final flags, then each streamed one the final test did not keep, marked with
+    ``why``: a flag that vanished without a word read as if the screen had lost it."""
+    kept = {flag_key(f) for f in final}
+    gone = [replace(f, withdrawn=why) for f in streamed if flag_key(f) not in kept and not f.withdrawn]
+    return list(final) + gone
+
+
 def flag_key(flag: Flag) -> tuple:
     """What stays the same when a flag is recomputed with more runs (its title and numbers
     change): kind, where it starts, its stride, its window, its structure, what it names (``id``:
@@ -297,18 +307,31 @@ def flags_from_report(report: dict | None) -> list[Flag] | None:
     return None if findings is None else [flag_from_event(f) for f in findings]
 
 
-def flags_markdown(flags: list[Flag], *, heading: str = "fsscope flags", context: list[str] | None = None) -> str:
-    """The flags with their notes as Markdown (the 'export flags' action)."""
+def spec_words(spec: dict) -> str:
+    """A job's parameters as people read them: "files 777, runs 3, op creat" (not a dict)."""
+    return ", ".join(f"{key.replace('_', ' ')} {_md_value(value)}" for key, value in spec.items()
+                     if value not in (None, "", [], ()))
+
+
+def flags_markdown(flags: list[Flag], *, heading: str = "fsscope flags", context: list[str] | None = None,
+                   error: str | None = None) -> str:
+    """The flags with their notes as Markdown (the 'export flags' action); a job that failed
+    says so and why (its export read "No flags were raised." and nothing else)."""
     lines = [f"# {heading}", ""]
     for line in context or []:
         lines.append(f"- {line}")
     if context:
         lines.append("")
+    if error:
+        lines += [f"**The job failed:** {error}", ""]
     if not flags:
-        lines.append("No flags were raised.")
+        lines.append("No flags were raised" + (" (it stopped before its analysis)." if error else "."))
         return "\n".join(lines) + "\n"
     for n, flag in enumerate(flags, 1):
-        lines.append(f"## {n}. {flag.title}")
+        if flag.withdrawn:
+            lines.append(f"## {n}. ~~{flag.title}~~ (withdrawn: {flag.withdrawn})")
+        else:
+            lines.append(f"## {n}. {flag.title}")
         lines.append("")
         if flag.where:
             lines.append(f"*{flag.kind}* — {flag.where}")
@@ -325,8 +348,19 @@ def flags_markdown(flags: list[Flag], *, heading: str = "fsscope flags", context
     return "\n".join(lines)
 
 
+def _md_value(value: Any) -> str:
+    """Numbers as people read them (0.4578, not 0.457769996761658); lists item by item."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_md_value(v) for v in value)
+    return str(value)
+
+
 def _md_cell(value: Any) -> str:
-    text = str(value)
+    text = _md_value(value)
     if len(text) > 120:
         text = text[:117] + "…"
     return text.replace("|", "\\|").replace("\n", " ")

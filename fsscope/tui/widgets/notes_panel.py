@@ -33,6 +33,9 @@ class NotesPanel(VerticalScroll):
             static.update(PLACEHOLDER)
             return
         body = Text()
+        if flag.withdrawn:
+            body.append(f"Withdrawn: {flag.withdrawn}. What follows is what the runs so far had shown.\n\n",
+                        style="bold yellow")
         body.append(flag.title + "\n", style="bold")
         detail = [part for part in (flag.kind, flag.raw.get("structure"), flag.where) if part]
         if flag.where:  # the structure's id for searching docs and code; the title says it in words

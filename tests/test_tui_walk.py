@@ -1,0 +1,166 @@
+"""The investigator walked again as a new user would (issue 27).
+
+Each test drives the real app with Pilot and waits on conditions, never on a fixed pause."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pilot_wait import until
+from textual import events
+from textual.widgets import Input
+
+from fsscope import recipes
+from fsscope.targets import TargetSpec
+from fsscope.tui import AppConfig, make_app
+from fsscope.tui.screens.live import LiveScreen
+from fsscope.tui.screens.runs import RunsScreen
+
+SIZE = (160, 48)
+LONG_PROBE = {"probe": {"files": 20000, "runs": 50}}
+
+
+def type_at_full_speed(app, *keys: str) -> None:
+    """Queue keys on the app as a terminal does when someone types fast (or the app is busy):
+    every key is waiting before the first is handled (Pilot's press waits after each one)."""
+    for key in keys:
+        app.post_message(events.Key(key, key if len(key) == 1 else None))
+
+
+def streaming(live: LiveScreen) -> bool:
+    view = live.views.get(0)
+    return live.control is not None and view is not None and view.matrix.measured > 0
+
+
+async def fields_read(pilot, files: Input, runs: Input, expected: tuple[str, str]) -> None:
+    try:
+        await until(pilot, lambda: (files.value, runs.value) == expected, f"files, runs = {expected}", timeout_s=20)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the fields read {(files.value, runs.value)}") from None
+
+
+async def test_keys_typed_right_after_focusing_a_field_reach_the_job():
+    """Click a field then End, Backspace×5, "777"; Tab to the next then "3": all queued at once
+    while a probe streams. The next job runs with exactly 777 files and 3 runs (Tab's keys
+    went to the field being left: files 30777… and runs half-edited)."""
+    app = make_app(AppConfig(is_root=False, job_defaults=LONG_PROBE, discover_devices=lambda: []))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+r")
+        live = app.live
+        await until(pilot, lambda: streaming(live), "the first job's samples")
+        await pilot.press("f2")
+        await until(pilot, lambda: app.current_mode == "setup", "the setup screen")
+        files = app.screen.query_one("#param-probe-files", Input)
+        runs = app.screen.query_one("#param-probe-runs", Input)
+        await pilot.click(files)
+        type_at_full_speed(app, "end", *["backspace"] * 5, "7", "7", "7", "tab", "3")
+        await fields_read(pilot, files, runs, ("777", "3"))
+        assert app.focused is runs
+        # Tab into a field and replace it, with the job still streaming
+        await pilot.click(files)
+        type_at_full_speed(app, "end", *["backspace"] * 3, "5", "0", "tab", "end", "backspace", "2")
+        await fields_read(pilot, files, runs, ("50", "2"))
+        await pilot.press("f3")
+        await pilot.press("c")
+        await until(pilot, lambda: live.plan_finished, "the cancelled job to end", timeout_s=120)
+        await pilot.press("f2")
+        await until(pilot, lambda: app.current_mode == "setup", "the setup screen")
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: live.plan_finished and live.jobs and live.jobs[0].run_path, "the second job",
+                    timeout_s=120)
+        manifest = json.loads((Path(live.jobs[0].run_path) / "manifest.json").read_text())
+        assert manifest["spec"]["files"] == 50 and manifest["spec"]["runs"] == 2, manifest["spec"]
+        assert live.jobs[0].status == "ok", live.jobs[0].error
+
+
+async def test_setup_names_a_refused_target_before_anything_starts():
+    """A RAM image of 999T: Setup refuses it in its own words (the CLI's check, the screen's
+    field names) and stays; it used to switch to Live and fail there with "--ram --size"."""
+    app = make_app(AppConfig(is_root=True, discover_devices=lambda: []))
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await until(pilot, lambda: app.focused is not None and app.focused.id == "target-list", "the target list")
+        await pilot.press("down", "down")
+        picker = app.screen.query_one("#target-picker")
+        await until(pilot, lambda: picker.kind == "ram", "the RAM image picked")
+        size = app.screen.query_one("#target-size", Input)
+        size.focus()
+        await pilot.press("ctrl+a", "ctrl+k", *"999T")
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: app._notifications, "the refusal")
+        messages = " ".join(n.message for n in app._notifications)
+        assert app.current_mode == "setup" and app.live.control is None
+        assert "RAM image size 999 TiB" in messages and "use size" in messages, messages
+        assert "--" not in messages, messages
+
+
+@pytest.mark.privileged
+async def test_a_study_is_labelled_with_what_it_ran():
+    """Setup says xfs-default, the exploration runs ext4-default: header, plan line, flags
+    export and the runs table say ext4-default (they said the Setup recipe)."""
+    app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=256 * 2**20), recipe=recipes.load("xfs-default"),
+                             jobs=("explore",), discover_devices=lambda: [],
+                             job_defaults={"explore": {"recipes": ["ext4-default"], "treatments": 2}}))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+r")
+        live = app.live
+        await until(pilot, lambda: live.control is not None and live.jobs and live.jobs[0].run_id, "the job's start")
+        progress = live.query_one("#progress")
+        assert "ext4-default" in progress.headline and "xfs-default" not in progress.headline, progress.headline
+        plan_line = next(line for line in live.log_panel.lines_written if "plan:" in line)
+        assert "ext4-default" in plan_line and "xfs-default" not in plan_line, plan_line
+        exported = live.action_export_flags()
+        assert "recipe: ext4-default" in exported.read_text(), exported.read_text()
+        await pilot.press("c")
+        await until(pilot, lambda: live.plan_finished, "the cancelled study to end", timeout_s=120)
+        run_id = live.jobs[0].run_id
+        await pilot.press("f4")
+        await until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.listed
+                    and run_id in {k.value for k in app.screen.query_one("#runs-table").rows}, "the runs table")
+        table = app.screen.query_one("#runs-table")
+        row = table.get_row(run_id)
+        assert "ext4-default" in [str(cell) for cell in row], row
+
+
+def progress_line(app, job: str) -> str:
+    """The live screen's progress row of ``job``, as the terminal shows it."""
+    progress = app.live.query_one("#progress")
+    text = "\n".join(line.text for line in app.live.query_one("#progress").render_lines(progress.region.reset_offset))
+    return next(line for line in text.splitlines() if line.strip().startswith(job))
+
+
+async def test_a_finished_job_says_it_finished():
+    """A probe that ended well: its row says finished and how long it took in all, not the
+    phase it was last in ("format") nor "0:00 left"."""
+    app = make_app(AppConfig(is_root=False, job_defaults={"probe": {"files": 50, "runs": 2}},
+                             discover_devices=lambda: []))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+r")
+        live = app.live
+        await until(pilot, lambda: live.control is not None and live.plan_finished, "the probe to end", timeout_s=120)
+        assert live.jobs[0].status == "ok", live.jobs[0].error
+        line = progress_line(app, "probe")
+        assert "finished" in line and "in all" in line and "left" not in line, line
+        assert "100%" in line, line
+
+
+@pytest.mark.privileged
+async def test_a_failed_job_shows_no_full_bar():
+    """mkfs refuses the recipe's options: the row says failed (and why) beside a bar that is
+    not full (a failed job showed a full bar, as if it had done everything)."""
+    app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=64 * 2**20), recipe=recipes.load("ext4-default"),
+                             job_defaults={"probe": {"files": 50, "runs": 2}}, discover_devices=lambda: []))
+    async with app.run_test(size=SIZE) as pilot:
+        app.screen.query_one("#mkfs-extra", Input).focus()
+        await pilot.press(*"-O no_such_feature")
+        await pilot.press("ctrl+r")
+        live = app.live
+        await until(pilot, lambda: live.control is not None and live.plan_finished, "the probe to fail", timeout_s=120)
+        assert live.jobs[0].status == "failed"
+        line = progress_line(app, "probe")
+        assert "failed" in line and "█" * 24 not in line and "100%" not in line, line
+        # its flags export says it failed and why, and the settings in words (not a dict)
+        exported = live.action_export_flags().read_text()
+        assert "**The job failed:**" in exported and "no_such_feature" in exported, exported
+        assert "files 50, runs 2" in exported and "{'" not in exported, exported
