@@ -4,7 +4,9 @@ Each test drives the real app with Pilot and waits on conditions, never on a fix
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,8 @@ from textual.widgets import Input
 from fsscope import recipes
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
+from fsscope.tui import messages as msg
+from fsscope.tui.model import JobState
 from fsscope.tui.screens.live import LiveScreen
 from fsscope.tui.screens.runs import RunsScreen
 
@@ -164,3 +168,69 @@ async def test_a_failed_job_shows_no_full_bar():
         exported = live.action_export_flags().read_text()
         assert "**The job failed:**" in exported and "no_such_feature" in exported, exported
         assert "files 50, runs 2" in exported and "{'" not in exported, exported
+
+
+async def test_aging_out_of_inodes_says_so_in_its_stop_note():
+    """An ext4 aging run that ran out of inodes: the stop note beside the out-of-inodes flag
+    gives that cause, not the ager's guess about blocks ("block rounding … lower the fullness")."""
+    from test_tui_aging import REPORT
+
+    inodes = ("out of inodes, not blocks: 16,384 of 16,384 in use. The profile's files (mean 3 KiB) are smaller "
+              "than the space mkfs set aside per inode; give it more inodes (ext4: --mkfs-opts '-i 4096')")
+    report = REPORT | {"stop_reason": "enospc", "notes": [inodes],
+                       "stop_note": "the file system ran out of space (ENOSPC) creating d0/f12 at 63.0% full "
+                                    "(target 80%): block rounding, metadata or other files took the room the plan "
+                                    "counted on. The tree is consistent (the failed create was undone); lower the "
+                                    "fullness, or free space and resume."}
+    app = make_app(AppConfig(is_root=False, start_screen="live"))
+    async with app.run_test(size=SIZE) as pilot:
+        live = app.live
+        await until(pilot, lambda: live.is_mounted, "the live screen")
+        live.jobs = [JobState(0, "age", {"profile": "small", "fullness": 0.8})]
+        live.post_message(msg.JobStarted(0, "age", "run-age", "/nonexistent-run", 1))
+        await until(pilot, lambda: live.shown == 0, "the aging view")
+        live.post_message(msg.JobFinished(0, "ok", None, report, 0))
+        await until(pilot, lambda: live.flags_panel.flags, "the stop flag")
+        stop = live.flags_panel.flags[0]
+        assert stop.title == "stopped: enospc" and "out of inodes" in stop.note, stop.note
+        assert "block rounding" not in stop.note and "lower the fullness" not in stop.note, stop.note
+        assert "block rounding" not in live.notes.text, live.notes.text
+
+
+def test_a_report_into_a_pipe_keeps_its_numbers_whole(cli, scratch):
+    """``fsscope report latest | less``: rich sized a pipe at 80 columns and cut the report's
+    numbers to "…"; a pipe now gets a wide page."""
+    probe = cli("probe", "--dir", str(scratch), "--files", "300", "--runs", "3")
+    assert probe.returncode == 0, probe.stderr
+    assert "…" not in probe.stdout, probe.stdout
+    report = cli("report", "latest")
+    assert report.returncode == 0, report.stderr
+    assert "p99" in report.stdout and "…" not in report.stdout, report.stdout
+
+
+def screen_text(app) -> str:
+    svg = app.export_screenshot()
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+async def test_toggles_read_without_colour_and_only_where_they_apply():
+    """An xfs recipe: no ext4-only toggles; a toggle that is on shows ✓, one that is off shows
+    an empty box (both showed an X, told apart by colour only)."""
+    app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=256 * 2**20), recipe=recipes.load("xfs-default"),
+                             is_root=True, discover_devices=lambda: []))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert not screen.query_one("#prep-no_lazy_init").display and not screen.query_one("#prep-null_hash_seed").display
+        drop, remount = screen.query_one("#prep-drop_caches"), screen.query_one("#prep-remount_after_populate")
+        drop.value, remount.value = True, False
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        drop_line = next(line for line in lines if "drop caches before each run" in line)
+        remount_line = next(line for line in lines if "remount after populating" in line)
+        assert "✓" in drop_line and "X" not in drop_line, drop_line
+        assert "✓" not in remount_line and "X" not in remount_line, remount_line
+        assert "ext4:" not in screen_text(app)
+        await pilot.press("f1")
+        await until(pilot, lambda: "next / previous field" in screen_text(app), "the help")
+        assert "for `files` files" not in screen_text(app)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from fsscope.cli import common
 from fsscope.cli.common import (
     add_job_args,
     dash_value,
@@ -81,7 +81,7 @@ profile of it."""
 
 BAR = "█"
 BAR_WIDTH = 30
-out_console = Console() if sys.stdout.isatty() else Console(width=160)
+out_console = common.out_console()
 chatter = Console(stderr=True, soft_wrap=True)  # paths stay whole for copy and grep
 
 

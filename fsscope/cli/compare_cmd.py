@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -20,7 +19,7 @@ from rich.table import Table
 
 from fsscope import store
 from fsscope.analysis.compare import compare_reports
-from fsscope.cli.common import output_path
+from fsscope.cli.common import out_console, output_path
 from fsscope.errors import FsscopeError
 from fsscope.format import format_cell, ratio_cell
 
@@ -37,7 +36,7 @@ examples:
   fsscope probe --image /var/tmp/run.img --from-snapshot /var/tmp/aged.img.aged --runs 5
   fsscope runs && fsscope compare 20260101-101010-probe latest"""
 
-console = Console() if sys.stdout.isatty() else Console(width=160)
+console = out_console()
 
 # ---------------------------------------------------------------- rendering
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from fsscope.cli.common import out_console
 from fsscope.engine import events as ev
 from fsscope.engine import runner
 from fsscope.errors import FsscopeError
@@ -105,7 +106,7 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
     if report is None:
         report = handle.run_dir.report()
     if report is not None and render is not None:
-        render(report, Console())
+        render(report, out_console())
     elif report is not None:
         Console().print_json(data=report)
     if json_path and report is not None:

@@ -56,6 +56,10 @@ def frag_rows(fresh: dict | None, aged: dict | None) -> list[tuple[str, str, str
     return frag_table(fresh, aged)
 
 
+BLOCKS_GUESS = "block rounding, metadata or other files took the room"
+"""Where the ager's note on a full file system starts guessing at blocks (fsscope.aging.ager)."""
+
+
 class AgingModel:
     """An ``age`` job's progress and report; ``version`` changes on every change."""
 
@@ -175,7 +179,14 @@ class AgingModel:
 
     @property
     def stop_note(self) -> str:
-        return str((self.report or {}).get("stop_note") or "")
+        """Why it stopped. When the job found the file system out of inodes, that is the cause:
+        the ager's general guess for a full file system (block rounding… lower the fullness)
+        would contradict the out-of-inodes flag beside it."""
+        note = str((self.report or {}).get("stop_note") or "")
+        inodes = next((n for n in self.notes if n.startswith("out of inodes")), None)
+        if inodes and BLOCKS_GUESS in note:
+            note = note[: note.index(BLOCKS_GUESS)] + inodes + "."
+        return note
 
     def frag_rows(self) -> list[tuple[str, str, str, str]]:
         if self.report is None or not (self.report.get("fresh") or self.report.get("aged")):
