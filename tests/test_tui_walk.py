@@ -234,3 +234,54 @@ async def test_toggles_read_without_colour_and_only_where_they_apply():
         await pilot.press("f1")
         await until(pilot, lambda: "next / previous field" in screen_text(app), "the help")
         assert "for `files` files" not in screen_text(app)
+
+
+async def test_notes_speak_words_not_ids_or_ascii_arrows():
+    """A flag's note: its kind in words ("level shift", not "levelshift"), the structure's id
+    called a code name, and the rules' ASCII (->, --, //) shown as →, —, ÷ (also in the export)."""
+    from fsscope.engine import events
+
+    app = make_app(AppConfig(is_root=False, start_screen="live"))
+    async with app.run_test(size=SIZE) as pilot:
+        live = app.live
+        await until(pilot, lambda: live.is_mounted, "the live screen")
+        live.jobs = [JobState(0, "probe", {"files": 300, "runs": 2})]
+        live.post_message(msg.JobStarted(0, "probe", "run-words", "/nonexistent-run", 1))
+        finding = {"flag": "levelshift", "index": 27, "structure": "xfs-dir-shortform-to-block",
+                   "title": "calls get slower from file 27 on",
+                   "note": "(256 - 6) // 9 = 27 entries fit -> file 27 converts -- a format change"}
+        live.post_message(msg.FindingArrived(0, events.finding_from_dict(finding)))
+        await until(pilot, lambda: live.flags_panel.flags, "the flag")
+        live.flags_panel.focus()
+        await pilot.press("home")
+        await until(pilot, lambda: "file 27 converts" in live.notes.text, "the note")
+        text = live.notes.text
+        assert "level shift" in text and "levelshift" not in text, text
+        assert "code name xfs-dir-shortform-to-block" in text, text
+        assert "→ file 27" in text and "— a format" in text and "÷ 9" in text, text
+        assert "->" not in text and " -- " not in text and "//" not in text, text
+        exported = live.action_export_flags().read_text()
+        assert "*level shift*" in exported and "→ file 27" in exported and "->" not in exported, exported
+
+
+async def test_a_studys_conclusions_are_flags_with_notes():
+    """Explore's findings ("FreeSpaceLayout drives the d-span most…") were only cut-off log
+    lines beside "Flags (0)": they are flags now, each with its note."""
+    conclusion = ("FreeSpaceLayout drives the d-span most: it alone explains 16 % of its variance "
+                  "(first-order share), 41 % with its interactions")
+    report = {"notes": [conclusion, "ChunkCount hardly matters: under 2 % of the variance"], "treatments": []}
+    app = make_app(AppConfig(is_root=False, start_screen="live"))
+    async with app.run_test(size=SIZE) as pilot:
+        live = app.live
+        await until(pilot, lambda: live.is_mounted, "the live screen")
+        live.jobs = [JobState(0, "explore", {"treatments": 24, "recipes": "ext4-default"})]
+        live.post_message(msg.JobStarted(0, "explore", "run-explore", "/nonexistent-run", 1))
+        await until(pilot, lambda: live.shown == 0, "the explore view")
+        live.post_message(msg.JobFinished(0, "ok", None, report, 0))
+        await until(pilot, lambda: len(live.flags_panel.flags) == 2, "the conclusions as flags")
+        first = live.flags_panel.flags[0]
+        assert first.title == "FreeSpaceLayout drives the d-span most" and first.note == conclusion
+        live.flags_panel.focus()
+        await pilot.press("home")
+        await until(pilot, lambda: "41 % with its interactions" in live.notes.text, "its note")
+        assert "Flags (2)" in screen_text(app)

@@ -15,7 +15,7 @@ from fsscope.engine import events
 from fsscope.engine.events import Event, Progress
 from fsscope.format import format_bytes
 from fsscope.layout.summary import FRAG_ROWS, format_value, frag_table, summary_rows
-from fsscope.tui.model import SPARK_POINTS, Flag
+from fsscope.tui.model import SPARK_POINTS, Flag, note_flags
 
 DISTRIBUTIONS = ("size", "depth", "age")
 
@@ -208,9 +208,7 @@ class AgingModel:
             return None
         flags = [Flag(title=f"stopped: {self.stop_reason}", note=self.stop_note or "(no note)",
                       kind="stop", indices=(), raw={"stop_reason": self.stop_reason})]
-        for note in self.notes:
-            flags.append(Flag(title=note.split(":")[0][:60], note=note, kind="note", indices=(), raw={}))
-        return flags
+        return flags + note_flags(self.notes)
 
 
 class FragModel:

@@ -300,11 +300,38 @@ def flag_key(flag: Flag) -> tuple:
             raw.get("structure"), raw.get("id"))
 
 
+def note_flags(notes: Iterable[str]) -> list[Flag]:
+    """A study's conclusions as flags (the flags panel and the notes are where a user looks;
+    in the log they were cut-off lines beside "Flags (0)"): its first clause is the title."""
+    out = []
+    for note in notes:
+        head = note.split(":")[0].split(". ")[0]
+        title = head if len(head) <= 70 else head[:69].rsplit(" ", 1)[0] + "…"
+        out.append(Flag(title=title, note=note, kind="note", indices=(), raw={}))
+    return out
+
+
 def flags_from_report(report: dict | None) -> list[Flag] | None:
     """The FINAL flags of a job's report, or None if it has none (see
     :func:`fsscope.engine.events.findings_from_report`)."""
     findings = findings_from_report(report)
     return None if findings is None else [flag_from_event(f) for f in findings]
+
+
+PROSE = ((" -> ", " → "), ("->", "→"), (" -- ", " — "), (" // ", " ÷ "), (") // ", ") ÷ "))
+"""Programmer's ASCII in notes (the explain rules write formulas in it), as people read it."""
+
+KIND_WORDS = {"outlier": "repeatable outlier", "series": "series", "levelshift": "level shift",
+              "lineargrowth": "linear growth", "threshold": "predicted threshold", "variation": "variation",
+              "warmup": "warm-up", "periodic": "periodic", "window_disagrees": "windows disagree",
+              "stop": "why it stopped", "stopped": "why it stopped", "note": "note"}
+"""A flag's kind in words (the notes panel and exports showed the internal name: levelshift)."""
+
+
+def prose(text: str) -> str:
+    for ascii_form, shown in PROSE:
+        text = text.replace(ascii_form, shown)
+    return text
 
 
 def spec_words(spec: dict) -> str:
@@ -334,9 +361,9 @@ def flags_markdown(flags: list[Flag], *, heading: str = "fsscope flags", context
             lines.append(f"## {n}. {flag.title}")
         lines.append("")
         if flag.where:
-            lines.append(f"*{flag.kind}* — {flag.where}")
+            lines.append(f"*{KIND_WORDS.get(flag.kind, flag.kind)}* — {flag.where}")
             lines.append("")
-        lines.append(flag.note or "(no note)")
+        lines.append(prose(flag.note) if flag.note else "(no note)")
         extra = {k: v for k, v in flag.raw.items() if k not in ("title", "note", "indices")}
         if extra:
             lines.append("")

@@ -32,7 +32,7 @@ from fsscope.engine.events import Data, Event
 from fsscope.format import format_pct
 from fsscope.study.execute import load_rows
 from fsscope.study.variation import BIN_S, configuration_stats
-from fsscope.tui.model import Flag
+from fsscope.tui.model import Flag, note_flags
 
 FIGURES = ("1", "2", "6", "7", "8", "9", "k")
 FIGURE_TITLES = {  # short enough for the ~60-column body beside the flags
@@ -386,8 +386,7 @@ class VariationModel:
                                       *self.config_notes(c)]),
                       kind="variation", indices=(), raw={"id": c.id, "relative_range": c.relative_range})
                  for c in sorted(self.configs, key=lambda c: -(c.relative_range or 0.0)) if self.flagged(c)]
-        flags += [Flag(title=note.split(":")[0][:60], note=note, kind="note", indices=(), raw={})
-                  for note in self.notes]
+        flags += note_flags(self.notes)
         return flags
 
     def _update_notes(self) -> None:
