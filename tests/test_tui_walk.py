@@ -285,3 +285,28 @@ async def test_a_studys_conclusions_are_flags_with_notes():
         await pilot.press("home")
         await until(pilot, lambda: "41 % with its interactions" in live.notes.text, "its note")
         assert "Flags (2)" in screen_text(app)
+
+
+async def test_a_faster_level_is_called_a_speed_up():
+    """A level shift down (38 → 34 µs from file 1200 on) was flagged like a slowdown,
+    "repeatable, unexplained": it is a speed-up, and the flag says so."""
+    from fsscope.engine import events
+
+    app = make_app(AppConfig(is_root=False, start_screen="live"))
+    async with app.run_test(size=SIZE) as pilot:
+        live = app.live
+        await until(pilot, lambda: live.is_mounted, "the live screen")
+        live.jobs = [JobState(0, "probe", {"files": 3000, "runs": 5})]
+        live.post_message(msg.JobStarted(0, "probe", "run-faster", "/nonexistent-run", 1))
+        faster = {"flag": "levelshift", "index": 1200, "before_ns": 38_000.0, "after_ns": 34_200.0,
+                  "structure": None, "title": "level shift at file 1200: 38.0 → 34.2 µs — repeatable, unexplained",
+                  "note": "repeatable, unexplained"}
+        slower = faster | {"index": 2000, "before_ns": 34_200.0, "after_ns": 51_000.0,
+                           "title": "level shift at file 2000: 34.2 → 51.0 µs — repeatable, unexplained"}
+        for finding in (faster, slower):
+            live.post_message(msg.FindingArrived(0, events.finding_from_dict(finding)))
+        await until(pilot, lambda: len(live.flags_panel.flags) == 2, "both flags")
+        up, down = live.flags_panel.flags
+        assert "10% faster from file 1200" in up.title and "speed-up" in up.title, up.title
+        assert "unexplained" not in up.title and "Nothing here is slow" in up.note
+        assert down.title == slower["title"]
