@@ -15,6 +15,7 @@ from textual import events
 from textual.widgets import Input
 
 from fsscope import recipes
+from fsscope.format import format_ns
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui import messages as msg
@@ -310,3 +311,37 @@ async def test_a_faster_level_is_called_a_speed_up():
         assert "10% faster from file 1200" in up.title and "speed-up" in up.title, up.title
         assert "unexplained" not in up.title and "Nothing here is slow" in up.note
         assert down.title == slower["title"]
+
+
+async def test_80x24_gives_the_data_the_room():
+    """At 80×24 the heatmap is wider than the flags/notes column (it got 34 columns to their
+    44), its legend shows both ends of the scale, and Setup's Start button is on screen."""
+    app = make_app(AppConfig(is_root=True, discover_devices=lambda: []))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        start = app.screen.query_one("#start")
+        assert start.region.bottom <= 23 and start.region.height > 0, start.region  # above the footer
+        files = app.screen.query_one("#param-probe-files")
+        files.focus()
+        await until(pilot, lambda: app.screen.query_one("#hint-probe-files").display, "the focused field's hint")
+        assert not app.screen.query_one("#hint-probe-runs").display  # the others wait for their field
+        await pilot.press("f3")
+        live = app.live
+        await until(pilot, lambda: live.is_mounted and app.screen is live, "the live screen")
+        live.jobs = [JobState(0, "probe", {"files": 300, "runs": 2})]
+        live.post_message(msg.JobStarted(0, "probe", "run-small", "/nonexistent-run", 1))
+        await until(pilot, lambda: live.shown == 0, "the job's view")
+        for run in range(2):
+            live.post_message(msg.SamplesArrived(0, run, 0, [20_000 + 40 * i for i in range(300)], 1.0 + run))
+        await until(pilot, lambda: live.views[0].matrix.measured == 600, "the samples")
+        await pilot.pause()
+        heatmap, side = live.query_one("#heatmap"), live.query_one("#side")
+        assert heatmap.region.width > side.region.width, (heatmap.region, side.region)
+        low_ns, high_ns = heatmap.scale_ns
+        legend = live.query_one("#legend")
+        shown = "".join(seg.text for seg in legend.render_line(0))  # the legend's first line as drawn
+        assert format_ns(low_ns) in shown and format_ns(high_ns) in shown, shown
+        live.query_one("#side").styles.width = 50  # narrower still: the bar gives way, the ends stay
+        await until(pilot, lambda: heatmap.region.width <= 30, "a narrower heatmap")
+        shown = "".join(seg.text for seg in legend.render_line(0))
+        assert format_ns(low_ns) in shown and format_ns(high_ns) in shown, shown

@@ -33,6 +33,10 @@ class FsscopeApp(OrderedInput):
     SCREENS = {"setup": SetupScreen, "live": LiveScreen, "runs": RunsScreen}
     MODES = {"setup": "setup", "live": "live", "runs": "runs"}
     DEFAULT_MODE = "setup"
+    # Screen classes by terminal size (app.tcss): 80×24 is a supported size, where the data
+    # gets the room and the hints show for the focused field only.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
     BINDINGS = [
         Binding("f1,question_mark", "help", "Help"),

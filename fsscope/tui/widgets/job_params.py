@@ -160,7 +160,13 @@ class JobParams(Vertical):
                         yield Input(self._text(name, value), id=self._param_id(name),
                                     type="integer" if numeric else "text", compact=True)
             if name in self.HINTS:
-                yield Static(self.HINTS[name], classes="param-hint")
+                yield Static(self.HINTS[name], classes="param-hint", id=f"hint-{self.job}-{name}")
+
+    def on_descendant_focus(self, event) -> None:
+        """Mark the focused field's hint (a short screen shows that one only)."""
+        focused = event.widget.id or ""
+        for hint in self.query(".param-hint"):
+            hint.set_class(hint.id == focused.replace("param-", "hint-", 1), "-focused")
 
     def spec_dict(self) -> dict:
         """The parameters as the job's Spec takes them; every wrong field is named at once

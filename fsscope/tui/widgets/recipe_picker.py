@@ -30,7 +30,7 @@ class RecipePicker(Vertical):
     DEFAULT_CSS = """
     RecipePicker { height: auto; }
     RecipePicker .field-row { height: auto; }
-    RecipePicker .field-row Label { width: 8; padding: 0; }
+    RecipePicker .field-row Label { width: 10; padding: 0; }
     RecipePicker .field-row Input, RecipePicker .field-row Select { width: 1fr; }
     RecipePicker Checkbox { border: none; padding: 0; height: 1; }
     RecipePicker #recipe-description { color: $foreground 70%; padding: 0 1; }
