@@ -345,3 +345,27 @@ async def test_80x24_gives_the_data_the_room():
         await until(pilot, lambda: heatmap.region.width <= 30, "a narrower heatmap")
         shown = "".join(seg.text for seg in legend.render_line(0))
         assert format_ns(low_ns) in shown and format_ns(high_ns) in shown, shown
+
+
+async def test_a_coarse_bar_counts_down_instead_of_growing_its_estimate():
+    """A variation study reports progress per configuration: before the first report the row
+    says it is estimating (it showed "– left" for 32 s); sitting at 50 % its time left counts
+    down from the last estimate (it grew with the clock), then says it is overdue."""
+    app = make_app(AppConfig(is_root=False, start_screen="live"))
+    async with app.run_test(size=SIZE) as pilot:
+        live = app.live
+        await until(pilot, lambda: live.is_mounted, "the live screen")
+        job = JobState(0, "variation", {"configurations": 2})
+        job.start(now_s=1000.0)
+        progress = live.query_one("#progress")
+        progress.set_jobs([job], "a variation study")
+        progress.frozen_now = 1010.0
+        await pilot.pause()
+        assert "estimating" in progress_line(app, "variation"), progress_line(app, "variation")
+        job.set_progress(1, 2, now_s=1010.0)  # half done after 10 s: 10 s left
+        for now, expected in ((1012.0, "0:08 left"), (1016.0, "0:04 left"), (1030.0, "overdue")):
+            progress.frozen_now = now
+            progress.refresh()
+            await pilot.pause()
+            line = progress_line(app, "variation")
+            assert expected in line, (now, line)

@@ -45,6 +45,7 @@ class JobState:
     started_s: float | None = None  # time.monotonic() in the UI process
     ended_s: float | None = None
     recorded_elapsed_s: float | None = None  # replay: from the event times
+    progress_elapsed_s: float | None = None  # elapsed when the fraction last moved (the estimate's basis)
 
     @property
     def finished(self) -> bool:
@@ -73,15 +74,24 @@ class JobState:
             return None
         return max(0.0, min(1.0, self.done / self.total))
 
+    def set_progress(self, done: float, total: float | None, unit: str = "", now_s: float | None = None) -> None:
+        moved = (done, total) != (self.done, self.total)
+        self.done, self.total, self.unit = done, total, unit
+        if moved:
+            self.progress_elapsed_s = self.elapsed_s(now_s)
+
     def remaining_s(self, now_s: float | None = None) -> float | None:
-        """Linear estimate from progress so far; None when nothing can be said yet."""
+        """Linear estimate from progress so far; None when nothing can be said yet. Between
+        two progress reports it counts down from the last estimate (recomputed from the
+        clock, it grew while a coarse bar sat at 50 %); 0.0 once past it."""
         if self.finished:
             return 0.0
         frac = self.fraction
         if frac is None or frac <= 0.0:
             return None
         elapsed = self.elapsed_s(now_s)
-        return elapsed * (1.0 - frac) / frac
+        basis = self.progress_elapsed_s if self.progress_elapsed_s is not None else elapsed
+        return max(0.0, basis / frac - elapsed)
 
 
 # --------------------------------------------------------------------------------------------

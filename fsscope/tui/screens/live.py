@@ -388,7 +388,7 @@ class LiveScreen(Screen):
 
     def on_progress_updated(self, message: msg.ProgressUpdated) -> None:
         job = self.jobs[message.index]
-        job.done, job.total, job.unit = message.done, message.total, message.unit
+        job.set_progress(message.done, message.total, message.unit)
         self.query_one("#progress", JobProgress).refresh()
 
     def on_samples_arrived(self, message: msg.SamplesArrived) -> None:

@@ -64,8 +64,17 @@ class JobProgress(Widget):
             if job.error:
                 phase = f"{phase}: {job.error}"
             elapsed = format_duration(job.elapsed_s(self.frozen_now))
-            times = (f"{elapsed} in all" if job.finished else
-                     f"{elapsed} elapsed, {format_duration(job.remaining_s(self.frozen_now))} left")
+            remaining = job.remaining_s(self.frozen_now)
+            if job.finished:
+                times = f"{elapsed} in all"
+            elif job.status == "waiting":
+                times = "not started"
+            elif remaining is None:  # no progress reported yet: no estimate, not "– left"
+                times = f"{elapsed} elapsed, estimating"
+            elif remaining <= 0.0:
+                times = f"{elapsed} elapsed, overdue"  # past the estimate, still running
+            else:
+                times = f"{elapsed} elapsed, {format_duration(remaining)} left"
             table.add_row(Text(job.job, style="bold"), Text(phase, overflow="ellipsis", no_wrap=True),
                           bar(frac) + Text(pct),
                           Text(times, style="dim"),
