@@ -369,3 +369,17 @@ async def test_a_coarse_bar_counts_down_instead_of_growing_its_estimate():
             await pilot.pause()
             line = progress_line(app, "variation")
             assert expected in line, (now, line)
+
+
+async def test_keys_after_one_that_closes_a_screen_still_arrive():
+    """Escape closes the help screen under the key's own widget (the marker behind it never
+    comes back): the keys queued behind it still go, in order."""
+    from fsscope.tui.screens.help import HelpScreen
+    from fsscope.tui.screens.runs import RunsScreen as Runs
+
+    app = make_app(AppConfig(is_root=False, discover_devices=lambda: []))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f1")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
+        type_at_full_speed(app, "escape", "f4")
+        await until(pilot, lambda: isinstance(app.screen, Runs), "the runs screen", timeout_s=20)

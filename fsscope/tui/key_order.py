@@ -46,7 +46,7 @@ class OrderedInput(App):
         """(serial, widget the key went to, monotonic time it went) of the key on its way."""
 
     def _on_mount(self, event: events.Mount) -> None:
-        self.set_interval(0.5, self._release_if_stuck, name="key-order")
+        self.set_interval(0.2, self._release_if_stuck, name="key-order")
 
     @staticmethod
     def _raw_input(event: events.Event) -> bool:
