@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 from pathlib import Path
 
@@ -201,10 +202,12 @@ async def test_aging_out_of_inodes_says_so_in_its_stop_note():
 def test_a_report_into_a_pipe_keeps_its_numbers_whole(cli, scratch):
     """``fsscope report latest | less``: rich sized a pipe at 80 columns and cut the report's
     numbers to "…"; a pipe now gets a wide page."""
-    probe = cli("probe", "--dir", str(scratch), "--files", "300", "--runs", "3")
+    # as from a shell, where COLUMNS is not exported (set, it is the width asked for)
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    probe = cli("probe", "--dir", str(scratch), "--files", "300", "--runs", "3", env=env)
     assert probe.returncode == 0, probe.stderr
     assert "…" not in probe.stdout, probe.stdout
-    report = cli("report", "latest")
+    report = cli("report", "latest", env=env)
     assert report.returncode == 0, report.stderr
     assert "p99" in report.stdout and "…" not in report.stdout, report.stdout
 

@@ -21,8 +21,8 @@ PIPE_WIDTH = 160
 
 
 def out_console() -> Console:
-    """Where a command's report goes: the terminal's width, or PIPE_WIDTH when not a terminal."""
-    return Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH)
+    """Where a command's report goes: the terminal's width (or COLUMNS, if set), else PIPE_WIDTH."""
+    return Console() if sys.stdout.isatty() or os.environ.get("COLUMNS") else Console(width=PIPE_WIDTH)
 
 
 def parse_size(text: str) -> int:
