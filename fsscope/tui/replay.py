@@ -10,7 +10,9 @@ from typing import Any
 
 from fsscope.engine import events
 from fsscope.engine.events import Error, Finding, Log, Phase, Progress, Result
+from fsscope.errors import FsscopeError
 from fsscope.store import RunDir
+from fsscope.targets import TargetSpec
 from fsscope.tui.config import recipe_label
 from fsscope.tui.job_ui import model_from_run
 from fsscope.tui.model import Flag, JobState, LatencyMatrix, WindowStats, flag_from_event, flags_from_report
@@ -41,6 +43,11 @@ def describe_target(manifest: dict) -> str:
     spec = target.get("spec", target) if isinstance(target, dict) else {}
     if not isinstance(spec, dict):
         return "?"
+    if "size_bytes" in spec:  # a full spec: named as the live screen names it (one name per target)
+        try:
+            return TargetSpec.from_dict(spec).describe()
+        except (TypeError, FsscopeError):
+            pass
     return f"{spec.get('kind', '?')} {spec.get('path', '')}".strip()
 
 
