@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from fsscope import trust
+
 DATA_DIR = Path(__file__).resolve().parent / "data"
 """What fsscope ships (recipes, aging profiles, factor spaces, themes): inside the package, so
 an installed wheel carries them (package data in pyproject.toml), not beside it in the checkout."""
@@ -41,3 +43,13 @@ def recipes_dir() -> Path:
 
 def themes_dir() -> Path:
     return DATA_DIR / "themes"
+
+
+def check_home() -> None:
+    """As root, refuse a data directory another user could write: fsscope loads code from
+    ``lib/`` and undoes what ``state/journal/`` names. One line saying why and how to fix it."""
+    base = home()
+    fix = (f"as root, fsscope's data must be root's own: 'chown -R root: {base} && chmod -R go-w {base}', "
+           "or point FSSCOPE_HOME at a directory only root can write")
+    for path in (base, base / "lib", state_dir(), state_dir() / "journal"):
+        trust.check_private_dir(path, "fsscope data directory", fix)

@@ -7,13 +7,12 @@ errors that name the file and the field, so a typo never silently falls back to 
 from __future__ import annotations
 
 import shlex
-import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from fsscope import paths
+from fsscope import fsoptions, paths, tomlsafe
 from fsscope.errors import RecipeError
 
 FILE_SYSTEMS = ("ext4", "xfs", "btrfs", "f2fs", "tmpfs")
@@ -54,11 +53,23 @@ class Recipe:
     prep: Prep = field(default_factory=Prep)
     source: str = ""  # the file it came from
 
+    def __post_init__(self):
+        # no recipe exists whose options would make mkfs or mount touch more than the target
+        where = self.source or f"recipe {self.name}"
+        fsoptions.check_mkfs(self.fs, self.mkfs_opts, f"{where}: mkfs_opts")
+        fsoptions.check_mount(self.fs, self.mount_opts, f"{where}: mount_opts")
+
     def with_extra(self, mkfs_opts: str = "", mount_opts: str = "") -> Recipe:
         """This recipe plus one-run extra options (``--mkfs-opts "-i size=1024"``)."""
+        try:
+            extra = shlex.split(mkfs_opts)
+        except ValueError as exc:  # "No closing quotation"
+            raise RecipeError(f"--mkfs-opts {mkfs_opts}: {exc}") from None
+        fsoptions.check_mkfs(self.fs, extra, "--mkfs-opts")
+        fsoptions.check_mount(self.fs, mount_opts.split(","), "--mount-opts")
         return replace(
             self,
-            mkfs_opts=self.mkfs_opts + tuple(shlex.split(mkfs_opts)),
+            mkfs_opts=self.mkfs_opts + tuple(extra),
             mount_opts=self.mount_opts + tuple(o for o in mount_opts.split(",") if o.strip()),
         )
 
@@ -134,7 +145,10 @@ def check_prep(prep: Prep, fs: str, where: Callable[[str], str]) -> None:
 def _opts(where: str, value: Any) -> tuple[str, ...]:
     """Options as a list of strings, or one string split like a shell would."""
     if isinstance(value, str):
-        return tuple(shlex.split(value))
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as exc:  # "No closing quotation"
+            raise RecipeError(f"{where}: {exc}") from None
     _check_type(where, value, list)
     for i, item in enumerate(value):
         _check_type(f"{where}[{i}]", item, str)
@@ -189,9 +203,7 @@ def load(name_or_path: str) -> Recipe:
         known = ", ".join(r.name for r in available())
         raise RecipeError(f"unknown recipe '{name_or_path}' (no file {path}; known: {known})")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise RecipeError(f"{path}: not valid TOML: {exc}") from None
+        data = tomlsafe.loads(path.read_text(encoding="utf-8"), str(path), RecipeError)
     except UnicodeDecodeError as exc:
         raise RecipeError(f"{path}: not a text file (byte {exc.start} is not UTF-8): a recipe is TOML") from None
     return parse(data, name=path.stem, source=str(path))

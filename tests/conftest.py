@@ -251,6 +251,38 @@ def no_leftovers():
     shutil.rmtree(BASE, ignore_errors=True)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_cpu_hogs(no_leftovers):
+    """FSSCOPE_TEST_CPU_HOGS=N: the whole session shares the machine with N spinning processes
+    (``all``: one per CPU), e.g. to check that the probe's verdicts hold on a busy machine.
+    Killed and reaped before the leftover check."""
+    wanted = os.environ.get("FSSCOPE_TEST_CPU_HOGS", "")
+    if not wanted:
+        yield []
+        return
+    import machine_load
+
+    count = None if wanted == "all" else int(wanted)
+    with machine_load.cpu_hogs(count) as procs:
+        yield procs
+
+
+@pytest.fixture
+def cpu_hogs():
+    """Factory: a context manager running a CPU hog per core (or ``count``) for its block."""
+    import machine_load
+
+    return machine_load.cpu_hogs
+
+
+@pytest.fixture
+def device_writer():
+    """Factory: a context manager with a process writing a device the test made."""
+    import machine_load
+
+    return machine_load.writer
+
+
 def pytest_sessionfinish(session, exitstatus):
     """A session that ran no test (a path that does not exist, a collection error) never
     reached ``no_leftovers``: its directories hold nothing, remove them."""

@@ -167,12 +167,17 @@ def test_the_real_command_line_too(files):
     assert proc.stderr.count("\n") == 1 and "not a text file" in proc.stderr, proc.stderr
 
 
-def test_a_corrupt_run_record_reads_as_no_report(capsys):
-    """report.json that is not a JSON object, and a binary manifest: no traceback."""
+def test_a_corrupt_run_record_is_one_line(capsys):
+    """report.json that is not a JSON object, and a binary manifest: no traceback, one line
+    saying what is wrong with which record (exit 2), nothing half-printed."""
     run = paths.runs_dir() / "19990101-000001-bench"
     run.mkdir(parents=True, exist_ok=True)
     (run / "manifest.json").write_bytes(bytes(range(256)))
     (run / "report.json").write_text("[1, 2]")
-    assert _main(["report", str(run)]) == 0
+    assert _main(["report", str(run)]) == 2
     out = capsys.readouterr()
-    assert "Traceback" not in out.err and "no report" in out.out, out
+    assert "Traceback" not in out.err and not out.out, out
+    assert "manifest.json is not JSON" in out.err and len(out.err.strip().splitlines()) == 1, out
+    (run / "manifest.json").write_text('{"job": "bench", "status": "ok"}')
+    assert _main(["report", str(run)]) == 2
+    assert "report.json holds a JSON list, not an object" in capsys.readouterr().err

@@ -75,7 +75,8 @@ def test_age_and_generic_comparisons():
 def test_compare_two_probe_runs_prints_both_columns(cli, tmp_path):
     ids = []
     for files in ("60", "90"):
-        proc = cli("probe", "--dir", str(tmp_path), "--runs", "2", "--files", files, "--sync-before", "none")
+        proc = cli("probe", "--dir", str(tmp_path), "--runs", "2", "--max-runs", "2", "--files", files,
+                   "--sync-before", "none")
         assert proc.returncode == 0, proc.stderr
         ids.append(recorded(proc.stderr))
     out = tmp_path / "cmp.json"

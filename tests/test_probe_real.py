@@ -64,7 +64,7 @@ def _probe(config: str) -> dict:
         pass
     assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
     report = handle.run_dir.report()
-    assert report["runs_completed"] == RUNS and report["geometry"] is not None
+    assert report["runs_completed"] >= RUNS and report["geometry"] is not None  # more when the noise needs them
     _reports.setdefault(config, []).append(report)
     return report
 

@@ -105,7 +105,7 @@ def test_fit_is_verified_by_walking_the_restored_tree(aged, scratch):
 def test_probe_restores_the_snapshot_before_each_run(aged, scratch):
     report, snapshot, _ = aged
     proc = cli("probe", "--image", str(scratch / "run.img"), "--from-snapshot", str(snapshot),
-               "--recipe", "ext4-default", "--runs", "2", "--files", "200", "--trace", "off")
+               "--recipe", "ext4-default", "--runs", "2", "--max-runs", "2", "--files", "200", "--trace", "off")
     assert proc.returncode == 0, proc.stderr
     manifest = json.loads((run_dir(proc.stderr) / "manifest.json").read_text())
     probe = json.loads((run_dir(proc.stderr) / "report.json").read_text())

@@ -20,7 +20,7 @@ from fsscope import recipes
 from fsscope.analysis import sensitivity
 from fsscope.errors import FsscopeError
 from fsscope.layout import freespace
-from fsscope.study import diskstate, player
+from fsscope.study import diskstate, explore, player
 from fsscope.study import space as spaces
 from fsscope.study.plan import Plan, balanced_lhs
 from fsscope.targets.journal import loops_backing
@@ -97,6 +97,75 @@ def test_plan_round_trips_and_names_treatments(tmp_path):
     assert [t.to_dict() for t in again.treatments()] == [t.to_dict() for t in plan.treatments()]
     with pytest.raises(FsscopeError, match="no plan.json"):
         Plan.load(tmp_path / "nothing")
+
+
+# --- the explore report: the paper's d-span, per file system ---------------------------------
+
+def _row(t, fs: str, spans: list[int], between: int) -> dict:
+    """A treatment's row as a worker returns it: files of the given d-spans, ``between``
+    bytes apart on disk (what the span over all files sees)."""
+    files = [{"path": f"file{i}", "size_bytes": 8192, "d_span_bytes": s, "extents": 1, "fragments": 1,
+              "mapped_bytes": 8192, "layout_score": 1.0, "d_span_ideal_ratio": s / 8192}
+             for i, s in enumerate(spans)]
+    return t.to_dict() | {"fs": fs, "files": files, "d_span_bytes": max(spans), "extents": len(spans),
+                          "layout_score": 1.0, "d_span_ideal_ratio": max(spans) / 8192,
+                          "dspan_all_files_bytes": between + spans[-1], "layout_score_all_files": 9.0}
+
+
+def test_explore_report_uses_per_file_dspan_and_ranks_each_fs():
+    """Two file systems: on ext4 FileSize decides the d-span and repeats land differently; on
+    xfs nothing varies but the distance between two files (a second directory in another AG).
+    The report's response is per file (xfs's tail is not inflated by the distance between
+    files), and every summary exists per file system beside the pooled one."""
+    space = spaces.load("small", player.EXPLORE_SCHEMA).with_levels(
+        spaces.parse_overrides(["FileSize=8K,256K", "FileCount=1,2", "DiskSize=64M", "UsedRatio=0",
+                                "FreeSpaceLayout=6", "CPUCount=1"]), player.EXPLORE_SCHEMA)
+    plan = Plan.make(space, 16, 1, ("ext4-default", "xfs-default"), repeat=2)
+    rows = []
+    for t in plan.treatments():
+        f = t.factors
+        if t.recipe.startswith("ext4"):
+            span = (8192 if f["FileSize"] == 8192 else 300 << 20) + 4096 * (t.repeat * (t.row % 2))
+            rows.append(_row(t, "ext4", [span] * f["FileCount"], 0))
+        else:  # xfs: each file compact; two files 1 GiB apart
+            rows.append(_row(t, "xfs", [8192] * f["FileCount"], (1 << 30) * (f["FileCount"] - 1)))
+    rep = explore.report(plan, rows)
+    xfs = [t for t in rep["treatments"] if t["fs"] == "xfs"]
+    assert all(t["d_span_bytes"] == 8192 for t in xfs)
+    assert max(t["dspan_all_files_bytes"] for t in xfs) > 1 << 30
+    assert set(rep["by_fs"]) == {"ext4", "xfs"}
+    for part in rep["by_fs"].values():
+        assert {"prioritization", "tail", "nondeterminism"} <= set(part)
+        assert part["completed"] == 32
+    ext4, xfs_part = rep["by_fs"]["ext4"], rep["by_fs"]["xfs"]
+    assert ext4["prioritization"][0]["factor"] == "FileSize"
+    assert all(p["first_order"] in (0, None) for p in xfs_part["prioritization"])  # nothing varies per file
+    assert xfs_part["nondeterminism"]["changed_share"] == 0
+    assert ext4["nondeterminism"]["changed_share"] == pytest.approx(0.5)
+    assert rep["nondeterminism"]["changed_share"] == pytest.approx(0.25)  # pooled: half of each
+    # the notes name each file system's own top factor, and explain the between-files span as what it is
+    notes = " ".join(rep["notes"])
+    assert "On ext4: FileSize drives the d-span most" in notes
+    assert "FileCount drives" not in notes and "dspan_all_files_bytes" in notes
+    # an undecided tail level says how many of its runs would decide it
+    undecided = [lv for lv in rep["tail"]["levels"] if not lv["significant"]]
+    assert undecided and all("runs_to_decide" in lv for lv in undecided)
+    # a row recorded before the response was per file (its d_span_bytes spanned both files)
+    old = {k: v for k, v in rows[-1].items() if k not in ("dspan_all_files_bytes", "layout_score_all_files")}
+    old["d_span_bytes"] = 1 << 30
+    fixed = explore.per_file_response(old)
+    assert fixed["d_span_bytes"] == max(f["d_span_bytes"] for f in old["files"]) and fixed["dspan_all_files_bytes"] == 1 << 30
+
+
+def test_runs_to_decide_a_tail_share():
+    """The binomial test just passes at the runs returned, and not one run earlier."""
+    from scipy import stats
+
+    n = sensitivity.runs_to_decide_share(0.3, 0.1, 0.05 / 20)
+    assert n is not None and 10 < n < 100
+    assert stats.binomtest(round(0.3 * n), n, 0.1, alternative="greater").pvalue < 0.05 / 20
+    assert stats.binomtest(round(0.3 * (n - 1)), n - 1, 0.1, alternative="greater").pvalue >= 0.05 / 20
+    assert sensitivity.runs_to_decide_share(0.1, 0.1, 0.01) is None  # no excess: nothing to decide
 
 
 # --- sensitivity on known answers -------------------------------------------------------------
@@ -240,7 +309,10 @@ def test_known_layouts_agree_with_filefrag(tmp_path, recipe):
             if name == "backwards":
                 assert result["files"][0]["fragments"] > 1  # not one piece: the pattern shows
             else:
-                assert result["d_span_bytes"] >= 2 * 32 * 1024  # the pair spans both files
+                # Chopper's d-span is per file: the treatment's is its largest file's; the span
+                # over the pair (which covers both files) is a metric of its own
+                assert result["d_span_bytes"] == max(f["d_span_bytes"] for f in result["files"])
+                assert result["dspan_all_files_bytes"] >= max(2 * 32 * 1024, result["d_span_bytes"])
 
 
 def test_first_order_is_not_fooled_by_one_run_per_level():

@@ -137,6 +137,21 @@ def dask_cluster(tmp_path):
                 proc.wait()
 
 
+def drive_study(*args, **kwargs) -> tuple[threading.Thread, dict]:
+    """``execute.run_study(*args, **kwargs)`` in a thread; the dict gets its "rows" or "error"."""
+    result: dict = {}
+
+    def drive():
+        try:
+            result["rows"] = execute.run_study(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - the test's assertions read it
+            result["error"] = exc
+
+    driver = threading.Thread(target=drive, daemon=True)
+    driver.start()
+    return driver, result
+
+
 def test_dask_worker_killed_mid_treatment(uninterrupted, dask_cluster, tmp_path):
     plan, whole = uninterrupted
     address, procs = dask_cluster
@@ -144,18 +159,8 @@ def test_dask_worker_killed_mid_treatment(uninterrupted, dask_cluster, tmp_path)
     hold = tmp_path / "hold"
     hold.write_text("treatments wait here, mounted, while this file exists\n")
     fn = treatment_fn(plan, "fsscope-study-dask", str(hold))
-    result: dict = {}
-
-    def drive():
-        try:
-            result["rows"] = execute.run_study(plan, fn, tmp_path / "study", scheduler=address,
-                                               teardown=fn.drop_cache)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-            result["error"] = exc
-
     (tmp_path / "study").mkdir()
-    driver = threading.Thread(target=drive, daemon=True)
-    driver.start()
+    driver, result = drive_study(plan, fn, tmp_path / "study", scheduler=address, teardown=fn.drop_cache)
     deadline = time.monotonic() + 120
     owners: set[int] = set()
     while len(owners) < 2 and time.monotonic() < deadline:  # both workers mid-treatment, mounted
@@ -194,10 +199,16 @@ def test_explore_cli_end_to_end(tmp_path):
     assert {"quantile", "threshold_bytes", "levels"} <= set(report["tail"])
     assert {"factor", "level", "tail_share", "significant"} <= set(report["tail"]["levels"][0])
     assert "changed_share" in report["nondeterminism"] and report["nondeterminism"]["pairs"] == 2
+    # the same summaries per file system; the response is Chopper's per-file d-span
+    assert {"prioritization", "tail", "nondeterminism"} <= set(report["by_fs"]["ext4"])
+    assert report["by_fs"]["ext4"]["nondeterminism"]["pairs"] == 2
+    assert all(t["d_span_bytes"] == max(f["d_span_bytes"] for f in t["files"])
+               and t["dspan_all_files_bytes"] >= t["d_span_bytes"] for t in report["treatments"])
     assert len(report["treatments"]) == 4 and report["notes"]
     study = Path(report["study_dir"])
     header = (study / "treatments.csv").read_text().splitlines()[0].split(",")
-    assert {"id", "fs", "d_span_bytes", "FileSize", "file0_d_span_bytes", "t_clone_s"} <= set(header)
+    assert {"id", "fs", "d_span_bytes", "dspan_all_files_bytes", "FileSize", "file0_d_span_bytes",
+            "t_clone_s"} <= set(header)
     assert (study / "plan.json").exists()
     # resuming a finished study runs nothing and reports the same table
     again = tmp_path / "again.json"

@@ -128,6 +128,7 @@ def test_a_full_file_system_stops_cleanly_and_keeps_what_was_measured(cli, scrat
         assert list(where.iterdir()) == []
     rec = next(iter(json.loads(out_json.read_text())["recipes"].values()))
     assert rec["stopped"] == "enospc" and [f["kind"] for f in rec["flags"]] == ["enospc"]
+    assert rec["file_setup"] == {"preallocate": False, "as_paper": True, "note": rec["file_setup"]["note"]}
     flag_lines = [ln for ln in out.stdout.splitlines() if "file system full" in ln]
     assert len(flag_lines) == 1 and "ENOSPC" in flag_lines[0]
     latency = store.find_run(rec["run_id"]).load_array("latency_ns")
@@ -196,6 +197,9 @@ def test_goals_name_the_buffer_or_say_not_reachable(cli, scratch):
     (choice,) = rec["choices"]
     assert choice["buffer_bytes"] is None and choice["target_throughput"] == 1e15 and choice["max_latency_ns"] == 1e10
     assert "not reachable on this stack" in out.stdout and "not reachable on this stack" in choice["note"]
+    # preallocated by default (fio's way), and the report says that the paper's iozone did not
+    assert rec["file_setup"]["preallocate"] is True and rec["file_setup"]["as_paper"] is False
+    assert "iozone" in rec["file_setup"]["note"] and "--no-preallocate" in out.stdout
     line = one_line_error(cli("syncwrite", "--dir", str(scratch), "--max-latency", "soon"))
     assert "--max-latency" in line and "5ms" in line
 

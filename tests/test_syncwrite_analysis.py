@@ -114,3 +114,23 @@ def test_welch_verdicts_per_size_at_the_papers_threshold():
     assert by[("x", "z", 4096)]["verdict"] == "x faster"
     # a 1 % difference with sd 5 over 30 runs: p is well above the paper's 0.001
     assert by[("x", "y", 1 << 20)]["p"] > 0.001 and by[("x", "y", 1 << 20)]["verdict"] == "no significant difference"
+
+
+def test_latency_rise_is_where_latency_first_leaves_its_band():
+    """A sweep where 128 KiB is 2.3x the floor and 256 KiB comes back within 25 %: the knee is
+    the last size before 128 KiB, and the note says that latency came back at 256 KiB (the old
+    rule put the knee at 256 KiB -- "the last size where it comes back" -- and said latency
+    stayed within 25 % up to there)."""
+    curve = np.array([1.0, 1.0, 1.05, 1.1, 1.15, 2.3, 1.2, 3, 5, 9, 17, 33, 65]) * 200e3
+    a = E.analyze(sweep_stats(curve, noise=0.01))
+    assert a.size_at(a.latency_rise) == 64 << 10
+    knees = E.knees_dict(a)
+    note = knees["latency_rise"]["note"]
+    assert knees["latency_rise_bytes"] == 64 << 10
+    assert "up to 64 KiB and first leaves it at 128 KiB (2.3x the floor)" in note
+    assert "comes back within 25% at 256 KiB" in note
+    assert a.phases["1"] == SIZES[:5]
+    # vectorised over rows, as the bootstrap uses it: a row that never leaves gives -1
+    rows = np.vstack([curve, np.full(13, 1.0), curve[::-1]])
+    # reversed: the band starts at the first size within it (1.2x) and is left at the next (2.3x)
+    assert E.latency_rise_index(rows).tolist() == [4, -1, 6]

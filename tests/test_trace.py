@@ -266,3 +266,17 @@ def test_a_series_says_in_how_many_of_its_calls_each_event_fired():
     assert kernel["events"] == {"xfs_alloc_vextent_finish": 1, "xfs_dir2_block_to_leaf": 1}
     sentence = attribute.evidence_sentence(kernel, "creat")
     assert "xfs_alloc_vextent_finish fired in 2/3" in sentence and "block_to_leaf fired in 1/3" in sentence
+
+
+def test_a_call_blocked_without_io_of_its_own_waited_on_another_process():
+    """Off the CPU and not runnable, with no block request of its own: it waited on someone
+    else. A call that did its own I/O keeps its wait (the structure's cost); a preempted one
+    is counted by the CPU-wait accounting instead."""
+    from fsscope.trace.attribute import OffCpu, RunCalls, waited_on_others_ns
+
+    calls = RunCalls(run=0, latency_ns=np.full(10, 50_000))
+    calls.off_cpu[5] = [OffCpu(5, 30_000, False, ""), OffCpu(5, 5_000, False, "")]
+    calls.off_cpu[6] = [OffCpu(6, 30_000, False, "")]
+    calls.io_requests[6] = 1
+    calls.off_cpu[7] = [OffCpu(7, 30_000, True, "hog")]
+    assert waited_on_others_ns(calls, 10).tolist() == [0, 0, 0, 0, 0, 35_000, 0, 0, 0, 0]

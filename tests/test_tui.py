@@ -35,7 +35,7 @@ from fsscope.tui.widgets.heat_view import HeatView
 from fsscope.tui.widgets.heatmap import Heatmap
 
 SIZE = (140, 45)
-SMALL_PROBE = {"probe": {"files": 200, "runs": 2}, "smoke": {"duration_s": 0.5}}
+SMALL_PROBE = {"probe": {"files": 200, "runs": 2, "max_runs": 2}, "smoke": {"duration_s": 0.5}}
 
 
 def mounts_under(root: Path) -> list[str]:
@@ -308,7 +308,7 @@ async def test_runs_screen_replays_and_compares(scratch):
     from fsscope.targets import TargetSpec
 
     for _ in range(2):
-        handle = runner.start("probe", {"files": 200, "runs": 2}, TargetSpec("ram", size_bytes=400 * 2**20),
+        handle = runner.start("probe", {"files": 200, "runs": 2, "max_runs": 2}, TargetSpec("ram", size_bytes=400 * 2**20),
                               recipes.load("xfs-default"))
         for _event in handle.events():
             pass

@@ -37,6 +37,30 @@ def test_explore_model_from_report_rows():
     assert "20 treatments so far" in text and "1 failed" in text and "ext4" in text
 
 
+def test_explore_model_ranks_each_file_system():
+    """Two file systems whose d-span depends on different factors: the view ranks each on
+    its own beside the pooled ranking, and says per file system how often repeats differed."""
+    model = ExploreModel({"tail_quantile": 0.9})
+    for i in range(32):
+        a, b = i % 2, (i // 2) % 2
+        model.feed(decode({"kind": "treatment", "fs": "ext4", "factors": {"A": a, "B": b},
+                           "d_span_bytes": 4096 * (1 + 100 * a)}))
+        model.feed(decode({"kind": "treatment", "fs": "xfs", "factors": {"A": a, "B": b},
+                           "d_span_bytes": 4096 * (1 + 100 * b)}))
+    assert dict(model.shares("ext4"))["A"] == pytest.approx(1.0, abs=0.01)
+    assert dict(model.shares("xfs"))["B"] == pytest.approx(1.0, abs=0.01)
+    assert dict(model.shares("xfs"))["A"] < 0.05
+    assert [s for _, s, _ in dict(model.tail_levels("xfs"))["B"]] == [0.0, 1.0]
+    model.finish({"notes": [], "by_fs": {"ext4": {"nondeterminism": {"pairs": 10, "changed_share": 0.2}},
+                                         "xfs": {"nondeterminism": {"pairs": 10, "changed_share": 0.0}}},
+                  "nondeterminism": {"pairs": 20, "changed_share": 0.1}})
+    text = ExploreView.render_model(model).plain
+    header = next(line for line in text.splitlines() if "pooled" in line and "ext4" in line)
+    assert header.split() == ["pooled", "ext4", "xfs"]
+    assert "tail share per level on xfs" in text and "tail share per level on ext4" in text
+    assert "pooled 10% of 20, ext4 20% of 10, xfs 0% of 10" in text
+
+
 @pytest.mark.privileged
 async def test_explore_job_live_and_replayed(tmp_path):
     app = make_app(AppConfig(target=TargetSpec("dir", str(tmp_path)), jobs=("explore",),
@@ -50,6 +74,8 @@ async def test_explore_job_live_and_replayed(tmp_path):
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         assert job.fraction == 1.0
+        # how busy the machine was, in the log as the CLI prints it
+        assert any(line.startswith("machine: load") for line in live.log_panel.lines_written)
 
         async def check(screen) -> None:
             view = screen.job_view

@@ -292,3 +292,57 @@ def test_ladder_steps_pair_adjacent_steps_with_runs():
     pairs = v.ladder_steps(steps)
     assert [(a, b) for a, b, _ in pairs] == [("baseline", "umount"), ("umount", "alloc")]  # 1 run: skipped
     assert [c.grew for _, _, c in pairs] == [False, True]
+
+
+def test_range_change_says_fell_or_rose_only_when_decided():
+    """A small fall or rise among a few runs is "inconclusive" (never "fell" at p = 0.87), with
+    the runs a side that would likely decide a change that large."""
+    small_fall = v.range_change([100, 104, 97, 101], [100, 103, 98, 101])
+    assert small_fall.range_b < small_fall.range_a and small_fall.verdict == "inconclusive"
+    assert "fell" not in small_fall.note and "inconclusive" in small_fall.note
+    assert small_fall.runs_to_decide is not None and small_fall.runs_to_decide > 4
+    rise = v.range_change([100, 104, 97, 101], [100, 62, 130, 90])
+    assert rise.verdict == "inconclusive" and "rise" in rise.note  # 4+4 runs: strong, but not decided
+    rng = np.random.default_rng(5)
+    decided = v.range_change(1000 + rng.normal(0, 5, 10), 1000 + rng.normal(0, 150, 10))
+    assert decided.verdict == "rose" and decided.grew and decided.runs_to_decide is None
+    # more runs never hurt: the estimate falls as the observed change grows
+    assert v.runs_to_decide_spread(0.02, 0.20) < v.runs_to_decide_spread(0.02, 0.04)
+    assert v.runs_to_decide_spread(0.05, 0.05) is None
+
+
+@pytest.mark.parametrize("steps", [
+    # the paper's direction absent: every step about as noisy, alloc at 62 % (the paper: ~2 %)
+    [("baseline", [100, 130, 90, 110]), ("no_lazy", [100, 120, 95, 105]), ("umount", [100, 104, 97, 101]),
+     ("alloc", [100, 62, 130, 90])],
+    # a fall that the runs cannot decide (2 a step) and no alloc level to speak of
+    [("baseline", [80.0, 120.0]), ("alloc", [99.0, 101.0])],
+    # the spread rose, decidedly
+    [("baseline", list(1000 + np.random.default_rng(6).normal(0, 5, 10))),
+     ("alloc", list(1000 + np.random.default_rng(7).normal(0, 150, 10)))],
+])
+def test_ladder_never_agrees_with_the_paper_by_default(steps):
+    verdict = v.ladder_verdict(steps)
+    assert verdict.paper["verdict"] in ("disagree", "inconclusive")
+    assert verdict.paper_direction is not True and "as in the paper" not in verdict.text
+    assert f": {verdict.paper['verdict']}" in verdict.text
+    if verdict.paper["verdict"] == "inconclusive":
+        assert verdict.paper["runs_to_decide"] and "would decide" in verdict.text
+
+
+def test_ladder_agrees_only_when_the_runs_decide_it():
+    rng = np.random.default_rng(8)
+    steps = [("baseline", list(1000 + rng.normal(0, 150, 10))), ("alloc", list(1000 + rng.normal(0, 2, 10)))]
+    verdict = v.ladder_verdict(steps)
+    assert verdict.paper["verdict"] == "agree" and verdict.paper_direction is True
+    assert verdict.paper["level"]["verdict"] == "agree" and verdict.changes[0][2].verdict == "fell"
+    # the same fall ending far above the paper's ~2 %: the level disagrees
+    high = [steps[0], ("alloc", list(1000 + rng.normal(0, 40, 10)))]
+    assert v.ladder_verdict(high).paper["level"]["verdict"] == "disagree"
+    assert v.ladder_verdict(high).paper["verdict"] == "disagree"
+
+
+def test_expected_range_of_normals():
+    assert v.expected_range_sd(2) == pytest.approx(1.128, abs=1e-3)
+    assert v.expected_range_sd(10) == pytest.approx(3.078, abs=1e-3)
+

@@ -171,8 +171,11 @@ def test_ladder_steps_change_what_they_claim(tmp_path, cli, loop_device, where):
     for prev, step in zip(ladder, list(ladder)[1:]):
         change = V.range_change(*([r["ops_per_s"] for r in ladder[s]["runs"]] for s in (prev, step)))
         assert ladder[step]["vs_previous"] == {"step": prev, "p": pytest.approx(change.p), "grew": False,
-                                               "note": change.note}
-    assert report["paper_direction"] is True
+                                               "note": change.note, "verdict": "inconclusive",
+                                               "p_fell": pytest.approx(change.p_fell),
+                                               "runs_to_decide": change.runs_to_decide}
+    # 2+2 runs decide no direction: neither agreeing nor disagreeing with the paper
+    assert report["paper_direction"] is None and report["paper_comparison"]["verdict"] != "agree"
 
 
 @pytest.mark.privileged

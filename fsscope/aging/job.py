@@ -308,14 +308,14 @@ def _previous_fresh(ctx) -> dict | None:
 
     spec = ctx.target.spec
     for run in reversed(store.list_runs(ctx.run_dir.path.parent)):
-        if run.id == ctx.run_dir.id or run.manifest().get("job") != "age":
-            continue
+        if run.id == ctx.run_dir.id or run.problem() or run.manifest().get("job") != "age":
+            continue  # another run, or a record that cannot be read (store.RunDir.problem)
         report = run.report() or {}
-        if not report.get("fresh"):
+        if not isinstance(report.get("fresh"), dict):
             continue
-        earlier = report.get("target") or {}
+        earlier, snap = (v if isinstance(v, dict) else {} for v in (report.get("target"), report.get("snapshot")))
         same_image = spec.kind != "ram" and earlier.get("path") == spec.path and earlier.get("kind") == spec.kind
-        from_snapshot = spec.snapshot and (report.get("snapshot") or {}).get("path") == spec.snapshot
+        from_snapshot = spec.snapshot and snap.get("path") == spec.snapshot
         if same_image or from_snapshot:
             return report["fresh"] | {"from_run": run.id}
     return None
@@ -333,8 +333,9 @@ def _snapshot(ctx, spec: Spec, target) -> dict | None:
     source = target.image_path or Path(target.device)
     ctx.phase(f"snapshot → {dest}")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".partial")
+    tmp = dest.with_name(f"{dest.name}.{os.getpid()}.partial")
     t0 = time.monotonic()
+    os.close(image.new_file(tmp))  # O_EXCL: never a file or link someone else put there
     try:
         method = image.copy_image(source, tmp)
         os.replace(tmp, dest)

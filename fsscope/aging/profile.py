@@ -23,13 +23,12 @@ import math
 import os
 import stat
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from fsscope import paths
+from fsscope import paths, tomlsafe
 from fsscope.aging import fit
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
@@ -42,6 +41,8 @@ AGING_STATE_FILE = ".fsscope-aging.json"  # the ager's state file; walks skip it
 MAX_FILE_BYTES = 16 << 40      # the largest file ext4 holds with 4 KiB blocks
 MAX_DEPTH = 256                # d1/d2/…/d256 already takes ~1000 of PATH_MAX's 4096 bytes
 MAX_SUBDIRS = 1_000_000        # sibling directories at one depth
+MAX_WEIGHT = 1e15              # relative weights; a captured tree's file counts stay far below
+MAX_CUTOFF = 1e15              # age cutoffs in any unit (1e15 s is 30 million years)
 
 
 class ProfileError(FsscopeError):
@@ -126,9 +127,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
     path = find_profile(name_or_path)
     where = _display(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{where}: invalid TOML: {exc}") from None
+        data = tomlsafe.loads(path.read_text(encoding="utf-8"), where, ProfileError, invalid="invalid TOML")
     except UnicodeDecodeError as exc:
         raise ProfileError(f"{where}: not a text file (byte {exc.start} is not UTF-8): a profile is TOML") from None
     except OSError as exc:
@@ -176,6 +175,8 @@ def profile_from_dict(data: dict, *, where: str = "<profile>", default_name: str
     cutoffs = _numbers(age, "age", "cutoffs", fail)
     if any(c <= 0 for c in cutoffs):
         raise fail("age.cutoffs", "cutoffs must be > 0")
+    if max(cutoffs) > MAX_CUTOFF:
+        raise fail("age.cutoffs", f"{max(cutoffs):g} is more than the sane maximum {MAX_CUTOFF:g}")
     _increasing(cutoffs, "age.cutoffs", fail)
     age_weights = _weights(age, "age", len(cutoffs), fail)
 
@@ -269,6 +270,9 @@ def _weights(table: dict, section: str, n_buckets: int, fail) -> list[float]:
     for i, w in enumerate(weights):
         if w < 0:
             raise fail(f"{section}.weights", f"entry {i} is negative ({w!r})")
+        if w > MAX_WEIGHT:  # weights are relative: huge ones only overflow their sum
+            raise fail(f"{section}.weights", f"entry {i} is {w:g}, more than the sane maximum {MAX_WEIGHT:g} "
+                                             "(weights are relative: scale them down)")
     if sum(weights) <= 0:
         raise fail(f"{section}.weights", "all weights are zero: the distribution is empty")
     return [float(w) for w in weights]

@@ -8,8 +8,9 @@ Mingardi & Vieira's reading of a synchronous-write sweep: as the application buf
 
 The two knees sit at different sizes and are found from the data:
 
-- *latency rise*: the largest buffer after which latency never comes back within
-  ``LATENCY_RISE`` (25 %) of its floor (the lowest mean latency of any size);
+- *latency rise*: the last buffer before mean latency first leaves ``LATENCY_RISE`` (25 %)
+  of its floor (the lowest mean latency of any size), counted from the smallest size within
+  that band; the note also says where latency comes back into the band later, if it does;
 - *throughput saturation*: the smallest buffer whose mean throughput is within
   ``THROUGHPUT_SATURATION`` (10 %) of the best mean throughput.
 
@@ -111,13 +112,15 @@ def size_stats(buffer_bytes: int, throughput_bps: Sequence[float], latency_ns: S
 
 def latency_rise_index(latency: np.ndarray, rise: float = LATENCY_RISE) -> np.ndarray:
     """Per row of mean latencies (ordered by buffer size): the index of the last size before
-    latency leaves ``rise`` of its floor for good; -1 where it never does."""
+    latency first leaves ``rise`` of its floor (searching from the first size within it); -1
+    where it never leaves. A size past the knee that comes back into the band does not move
+    the knee: latency has already left the band once."""
     lat = np.atleast_2d(np.asarray(latency, dtype=np.float64))
     floor = np.nanmin(lat, axis=1, keepdims=True)
     above = lat > (1 + rise) * floor
-    above_from_here = np.flip(np.logical_and.accumulate(np.flip(above, axis=1), axis=1), axis=1)
-    first = np.where(above_from_here.any(axis=1), above_from_here.argmax(axis=1), lat.shape[1])
-    return np.where(first < lat.shape[1], first - 1, -1)
+    start = np.argmax(~above, axis=1)[:, None]          # the first size within the band
+    leaves = above & (np.arange(lat.shape[1]) > start)
+    return np.where(leaves.any(axis=1), leaves.argmax(axis=1) - 1, -1)
 
 
 def saturation_index(throughput: np.ndarray, within: float = THROUGHPUT_SATURATION) -> np.ndarray:
@@ -227,11 +230,7 @@ def _confidence(a: Analysis, est: Estimate) -> str:
 def knees_dict(a: Analysis) -> dict[str, Any]:
     rise, sat = a.size_at(a.latency_rise), a.size_at(a.saturation)
     last = a.sizes[-1].buffer_bytes if a.sizes else None
-    if rise is None:
-        rise_note = "latency stays within 25 % of its floor across the swept sizes: no rise"
-    else:
-        rise_note = (f"latency stays within 25 % of its floor up to {format_bytes(rise)} and rises from the "
-                     f"next size on; {_confidence(a, a.latency_rise)}")
+    rise_note = _rise_note(a)
     if sat is None:
         sat_note = "no throughput measured"
     else:
@@ -241,6 +240,33 @@ def knees_dict(a: Analysis) -> dict[str, Any]:
     return {"latency_rise_bytes": rise, "throughput_saturation_bytes": sat,
             "latency_rise": _estimate_dict(a, a.latency_rise) | {"note": rise_note},
             "throughput_saturation": _estimate_dict(a, a.saturation) | {"note": sat_note}}
+
+
+def _rise_note(a: Analysis, rise: float = LATENCY_RISE) -> str:
+    """The latency-rise knee in words that agree with every size's mean latency."""
+    if not a.sizes:
+        return "no latency measured"
+    lat = np.array([s.latency_mean_ns for s in a.sizes])
+    floor = float(lat.min())
+    floor_at = format_bytes(a.sizes[int(lat.argmin())].buffer_bytes)
+    band = f"within {rise:.0%} of its floor ({floor / 1e6:,.3g} ms at {floor_at})"
+    inside = lat <= (1 + rise) * floor
+    first = int(np.argmax(inside))
+    early = ("" if not first else "; the smallest size swept was slower" if first == 1 else
+             f"; the {first} smallest sizes swept were slower")
+    if a.latency_rise.index is None:
+        return f"latency stays {band} across the swept sizes{early}: no rise"
+    i = a.latency_rise.index
+    left = a.sizes[i + 1]
+    upto = format_bytes(a.sizes[i].buffer_bytes)
+    where = (f"is {band} only at {upto}" if first == i else f"stays {band} up to {upto}" if first == 0 else
+             f"stays {band} from {format_bytes(a.sizes[first].buffer_bytes)} up to {upto}")
+    note = (f"latency {where} and first leaves it at {format_bytes(left.buffer_bytes)} "
+            f"({left.latency_mean_ns / floor:.1f}x the floor){early}")
+    back = [format_bytes(s.buffer_bytes) for s, ok in zip(a.sizes[i + 2:], inside[i + 2:]) if ok]
+    if back:
+        note += f"; it comes back within {rise:.0%} at {', '.join(back)}"
+    return f"{note}; {_confidence(a, a.latency_rise)}"
 
 
 def _estimate_dict(a: Analysis, est: Estimate) -> dict[str, Any]:

@@ -195,6 +195,26 @@ def repeatable_outliers(
     return _outliers_from_scan(latency, scan)
 
 
+def mask_disturbed(matrix: ArrayLike, wait_ns: ArrayLike, *, bar: float = DEFAULT_SERIES_FACTOR,
+                   block_files: int = BASELINE_BLOCK_FILES) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """``matrix`` with the calls the machine disturbed marked not measured (-1), and where.
+
+    Disturbed: above ``bar`` x the local typical latency, but not once the time the call
+    waited for a CPU (``wait_ns``, same shape) is taken off -- another task had the CPU, the
+    file system did not make it slow. Such a call does not vote; a call slow even without its
+    wait, or fast despite it, does.
+    """
+    latency_matrix = np.atleast_2d(np.asarray(matrix))
+    latency = as_float_matrix(latency_matrix)
+    wait = np.clip(np.atleast_2d(np.asarray(wait_ns, dtype=np.float64)), 0, None)
+    if latency.size == 0 or wait.shape != latency.shape:
+        return latency_matrix.astype(np.int64), np.zeros(latency.shape, dtype=bool)
+    limit_ns = bar * _local_baseline_ns(latency, block_files)
+    with np.errstate(invalid="ignore"):
+        disturbed = (latency > limit_ns) & (latency - wait <= limit_ns)
+    return np.where(disturbed, -1, latency_matrix).astype(np.int64), disturbed
+
+
 # --------------------------------------------------------------------------------------------
 # Periodic series
 
@@ -354,12 +374,15 @@ def analyze(
     growth_min_r2: float = 0.3,
     min_z: float = 5.0,
     segment_knobs: SegmentKnobs = DEFAULT_KNOBS,
+    wait_ns: ArrayLike | None = None,
 ) -> ProbeAnalysis:
     """Statistics, repeatable outliers, series, level shifts and linear growth of a probe.
 
     The series search runs over the outliers plus the weak repeatable outliers (above
     ``series_factor`` x the local baseline in as many runs as an outlier needs, at least 3;
-    ``series_factor >= factor`` turns that off); see the module doc.
+    ``series_factor >= factor`` turns that off); see the module doc. ``wait_ns`` (runs x files,
+    each call's time waiting for a CPU): calls the machine disturbed do not vote
+    (:func:`mask_disturbed`); the stats still describe every measured call.
     """
     latency_matrix = np.atleast_2d(np.asarray(matrix))
     if latency_matrix.ndim != 2:
@@ -372,6 +395,12 @@ def analyze(
         "low_high": split_low_high(latency_matrix, factor=split_factor),
         "low_high_per_run": [split_low_high(row, factor=split_factor) for row in latency_matrix],
     }
+    disturbed_per_run: list[int] | None = None
+    if wait_ns is not None:
+        latency_matrix, disturbed = mask_disturbed(latency_matrix, wait_ns,
+                                                   bar=min(factor, series_factor), block_files=block_files)
+        latency = as_float_matrix(latency_matrix)
+        disturbed_per_run = disturbed.sum(axis=1).tolist()
     if latency.size:
         scan = _scan_outliers(latency, factor=factor, min_runs=min_runs, min_fraction=min_fraction,
                               block_files=block_files)
@@ -408,6 +437,7 @@ def analyze(
         "growth_min_ratio": growth_min_ratio,
         "min_z": min_z,
         "single_run": runs == 1,
+        "disturbed_calls_per_run": disturbed_per_run,
     }
     return ProbeAnalysis(
         runs=runs, files=files, stats=stats, outliers=tuple(outliers), noise_count=noise_count,

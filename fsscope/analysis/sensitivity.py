@@ -141,6 +141,28 @@ def factor_mapping(codes: np.ndarray, y, quantile: float = 0.9) -> TailMap:
     return TailMap(quantile, threshold, overall, levels)
 
 
+def runs_to_decide_share(share: float, overall: float, alpha: float, most: int = 1_000_000) -> int | None:
+    """Runs of a level at which a tail share ``share`` above the ``overall`` one would pass the
+    one-sided binomial test at ``alpha`` (already corrected for the number of tests), if the
+    share held; None when it is not above the overall share or needs more than ``most``."""
+    if not 0 < overall < 1 or share <= overall:
+        return None
+
+    def decided(n: int) -> bool:
+        return stats.binomtest(round(share * n), n, overall, alternative="greater").pvalue < alpha
+
+    hi = 2
+    while not decided(hi):
+        hi *= 2
+        if hi > most:
+            return None
+    lo = hi // 2
+    while hi - lo > 1:  # the p value falls as n grows at a fixed share (up to rounding)
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if decided(mid) else (mid, hi)
+    return hi
+
+
 def tail_heatmap(codes: np.ndarray, y, i: int, j: int, quantile: float = 0.9) -> np.ndarray:
     """(levels of i, levels of j) share of runs in the tail (NaN where no run)."""
     y = np.asarray(y, dtype=float)
@@ -209,13 +231,17 @@ MECHANISMS = {
                       "later chunk is allocated afresh, often far away",
     ("ext4", "DirectorySpan"): "ext4's Orlov allocator spreads top-level directories over block groups, "
                                "so files in different directories start in different groups",
-    ("xfs", "FileCount"): "xfs puts each new directory in another allocation group and a file's data near "
-                          "its directory, so a second file in another directory lands in another AG: the "
-                          "set's d-span jumps by about an AG",
-    ("ext4", "FileCount"): "a second file in another directory starts in another block group (Orlov), so "
-                           "the set's d-span grows with the distance between the groups",
-    ("xfs", "DirectorySpan"): "xfs places new directories in different allocation groups and a file's "
-                              "data near its directory's AG",
+    ("xfs", "FileCount"): "xfs allocates a file's data near its directory's allocation group; two files "
+                          "written chunk by chunk into the same AG, with an fsync or sync between chunks, "
+                          "get their chunks allocated in turn, so each file's blocks alternate with the "
+                          "other's and its d-span grows past its size",
+    ("ext4", "FileCount"): "small files share ext4's per-CPU locality-group preallocation: two files written "
+                           "chunk by chunk, with an fsync or sync between chunks, take their blocks from it "
+                           "in turn, so each file's blocks alternate with the other's and its d-span grows "
+                           "past its size",
+    ("xfs", "DirectorySpan"): "xfs places new directories in different allocation groups and a file's data "
+                              "near its directory's AG: the directory decides which AG (and how much free "
+                              "space there) the file's chunks come from, and whether a second file shares it",
     ("ext4", "ChunkOrder"): "writing chunks out of order makes ext4 allocate each at a goal derived from "
                             "its logical offset; backward writes defeat delayed allocation's merging",
     ("ext4", "InternalDensity"): "sparse writes leave logical holes that ext4 may or may not keep "
@@ -228,43 +254,75 @@ MECHANISMS = {
 
 
 def notes(report: dict) -> list[str]:
-    """Plain-word notes on the top factor, the tail levels and nondeterminism of a report."""
-    out = []
-    every = report.get("prioritization") or []
-    prio = [p for p in every if p["first_order"] is not None]
+    """Plain-word notes on the top factor, the tail levels and nondeterminism of a report:
+    per file system (the paper ranks each on its own), and pooled only when there are several
+    and the pooled ranking is worth saying."""
     fss = sorted({t["fs"] for t in report.get("treatments", [])})
-    if prio:
+    by_fs = report.get("by_fs") or {}
+    if len(fss) == 1 and fss[0] in by_fs or not by_fs:
+        out = _section_notes(report, fss[0] if len(fss) == 1 else "", "")
+    else:
+        out = _section_notes(report, "", f"Pooled over {' and '.join(fss)}: ")
+        for fs in fss:
+            out += _section_notes(by_fs[fs], fs, f"On {fs}: ")
+    out += _all_files_note(report)
+    return out
+
+
+def _section_notes(part: dict, fs: str, prefix: str) -> list[str]:
+    out = []
+    every = part.get("prioritization") or []
+    prio = [p for p in every if p["first_order"] is not None]
+    if prio and prio[0]["first_order"] <= 0:
+        out.append(f"{prefix}no factor explains any of the d-span's variance across {part['completed']} runs.")
+    elif prio:
         top = prio[0]
-        out.append(f"{top['factor']} drives the d-span most: it alone explains "
-                   f"{top['first_order'] * 100:.0f}% of the variance across {report['completed']} runs"
+        out.append(f"{prefix}{top['factor']} drives the d-span most: it alone explains "
+                   f"{top['first_order'] * 100:.0f}% of the variance across {part['completed']} runs"
                    + (f" (next: {prio[1]['factor']}, {prio[1]['first_order'] * 100:.0f}%)" if len(prio) > 1 else "")
                    + ".")
-        for fs in fss:
-            if (fs, top["factor"]) in MECHANISMS:
-                out.append(f"On {fs}: {MECHANISMS[(fs, top['factor'])]}.")
+        if fs and (fs, top["factor"]) in MECHANISMS:
+            out.append(f"On {fs}: {MECHANISMS[(fs, top['factor'])]}.")
     unknown = [p for p in every if p["first_order"] is None]
     if unknown:
-        out.append(f"Too few runs per level to estimate {', '.join(p['factor'] for p in unknown)} "
+        out.append(f"{prefix}too few runs per level to estimate {', '.join(p['factor'] for p in unknown)} "
                    f"({', '.join(str(p.get('levels', '?')) for p in unknown)} levels): run more treatments "
                    "or fix those factors with --factor.")
-    tail = report.get("tail") or {}
+    tail = part.get("tail") or {}
     hot = sorted((lv for lv in tail.get("levels", []) if lv["significant"]), key=lambda lv: -lv["tail_share"])
     share = tail.get("share")
     for lv in hot[:3]:
         ratio = lv["tail_share"] / share if share else math.inf
-        out.append(f"{lv['factor']} = {lv['level']}: {lv['tail_share'] * 100:.0f}% of its runs are in the "
+        out.append(f"{prefix}{lv['factor']} = {lv['level']}: {lv['tail_share'] * 100:.0f}% of its runs are in the "
                    f"d-span tail (>= P{tail['quantile'] * 100:.0f}), {ratio:.1f}x the overall share "
                    f"(p = {lv['p_value']:.2g}).")
     if prio and not hot:
-        out.append("No factor level puts runs in the tail significantly more often than the others "
-                   "(more treatments would sharpen the test).")
-    nd = report.get("nondeterminism") or {}
+        near = max((lv for lv in tail.get("levels", []) if lv.get("runs_to_decide")),
+                   key=lambda lv: lv["tail_share"], default=None)
+        decide = (f"the likeliest, {near['factor']} = {near['level']} ({near['tail_share'] * 100:.0f}% of "
+                  f"{near['runs']} runs), would be decided with about {near['runs_to_decide']} runs of it"
+                  if near else "more treatments would sharpen the test")
+        out.append(f"{prefix}no factor level puts runs in the tail significantly more often than the others: "
+                   f"inconclusive ({decide}).")
+    nd = part.get("nondeterminism") or {}
     if nd.get("changed_share") is not None:
-        line = (f"Repeating each treatment changed the d-span in {nd['changed_share'] * 100:.0f}% of "
+        line = (f"{prefix}repeating each treatment changed the d-span in {nd['changed_share'] * 100:.0f}% of "
                 f"{nd['pairs']} pairs")
         if nd.get("concentrated"):
             c = nd["concentrated"][0]
             line += (f"; most where {c['factors'][0]} = {c['levels'][0]} and {c['factors'][1]} = "
                      f"{c['levels'][1]} ({c['changed_share'] * 100:.0f}% of {c['runs']})")
         out.append(line + ".")
-    return out
+    return [o[0].upper() + o[1:] for o in out]
+
+
+def _all_files_note(report: dict) -> list[str]:
+    """Where a treatment's files lie apart, say that the span over all of them is another metric."""
+    apart = [t for t in report.get("treatments", [])
+             if (t.get("dspan_all_files_bytes") or 0) > 2 * max(t.get("d_span_bytes") or 0, 1)]
+    if not apart:
+        return []
+    return [f"In {len(apart)} of {len(report['treatments'])} treatments the files lie far apart: the span over "
+            "all of a treatment's files (dspan_all_files_bytes) is more than twice its largest file's d-span. "
+            "That is the distance between files (e.g. directories in different groups), not Chopper's "
+            "d-span, which is per file."]

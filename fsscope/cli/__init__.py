@@ -13,7 +13,7 @@ import argparse
 import importlib
 import sys
 
-from fsscope import __version__
+from fsscope import __version__, paths
 from fsscope.errors import FsscopeError, os_error_line
 
 COMMAND_MODULES = ["targets_cmds", "runs_cmds", "job_cmds", "probe_cmd", "tui_cmd", "bench_cmd", "syncwrite_cmd", "age_cmd",
@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["tui", *argv]
     args = parser.parse_args(argv)
     try:
+        paths.check_home()
         return int(args.func(args) or 0)
     except FsscopeError as exc:
         print(f"fsscope: error: {exc}", file=sys.stderr)

@@ -73,7 +73,7 @@ def render(doc: dict, out: Console) -> None:
 
 
 def cmd_compare(args) -> int:
-    runs = [store.find_run(args.run_a), store.find_run(args.run_b)]
+    runs = [store.find_run(args.run_a).check(), store.find_run(args.run_b).check()]
     jobs = [r.manifest().get("job") for r in runs]
     if jobs[0] != jobs[1]:
         raise FsscopeError(f"cannot compare a {jobs[0]} run ({runs[0].id}) with a {jobs[1]} run ({runs[1].id}): "
@@ -84,11 +84,14 @@ def cmd_compare(args) -> int:
         if report is None:
             raise FsscopeError(f"run {run.id} has no report (status {run.status()}): nothing to compare")
         reports.append(report)
-    doc = {"job": jobs[0], "sections": compare_reports(jobs[0], reports[0], reports[1])}
+    with store.reading(f"the report of run {runs[0].id} or of run {runs[1].id}"):
+        doc = {"job": jobs[0], "sections": compare_reports(jobs[0], reports[0], reports[1])}
     for label, run in zip(("a", "b"), runs):
         recipe, where = _describe(run)
         doc[label] = {"id": run.id, "path": str(run.path), "status": run.status(), "recipe": recipe, "target": where}
-    render(doc, console)
+    with store.reading(f"the report of run {runs[0].id} or of run {runs[1].id}"), console.capture() as out:
+        render(doc, console)
+    print(out.get(), end="")
     if args.json:
         Path(args.json).write_text(json.dumps(doc, indent=2, default=str) + "\n")
         Console(stderr=True, soft_wrap=True).print(f"[dim]wrote {args.json}[/]")

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from fsscope.cli.common import out_console
+from fsscope.cli.render import render_machine
 from fsscope.engine import events as ev
 from fsscope.engine import runner
 from fsscope.errors import FsscopeError
@@ -109,6 +110,7 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
         render(report, out_console())
     elif report is not None:
         Console().print_json(data=report)
+    render_machine((report or {}).get("machine") or handle.run_dir.manifest().get("machine"), Console())
     if json_path and report is not None:
         Path(json_path).write_text(json.dumps(report, indent=2, default=str) + "\n")
         console.print(f"[dim]wrote {json_path}[/]")

@@ -33,9 +33,8 @@ def render_ladder(report: dict, console: Console) -> None:
 
     verdict = ladder_verdict(step_ops(report.get("ladder", [])))
     if len(verdict.ranges) > 1:
-        style = "" if verdict.paper_direction or not verdict.changes else "[yellow]"
-        console.print(style + verdict.text + ("" if verdict.monotone else " (a few runs' range is noisy: "
-                                              "more --runs narrow it)"), highlight=False)
+        style = "" if verdict.paper.get("verdict") == "agree" else "[yellow]"
+        console.print(style + verdict.text, highlight=False)
 
 
 RENDERERS["ladder"] = render_ladder

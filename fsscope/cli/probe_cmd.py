@@ -10,12 +10,16 @@ from rich.table import Table
 from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
-from fsscope.workloads.probe import OPS, TRACE_MODES, ProbeSpec
+from fsscope.workloads.probe import DEFAULT_RUN_CAP_FACTOR, OPS, SYNC_SCOPES, TRACE_MODES, ProbeSpec
 
 DESCRIPTION = """\
 Time one syscall per file: on a freshly made file system, do OP on files 0..N-1 in one new
-directory (names are zero-padded decimals), each call right after sync(), and time every call.
-Repeat R times on fresh file systems. Files that are slow in (nearly) every run are
+directory (names are zero-padded decimals), each call right after a sync of that file system
+(syncfs; --sync global: the machine-wide sync() of the papers), and time every call.
+Repeat R times on fresh file systems, and more (up to --max-runs) until every candidate file
+— where the geometry predicts a change, or a repeatable outlier — is decided slow or typical.
+Calls that were slow only because another task had the CPU (the kernel's run delay) do not
+vote, so the verdicts hold on a busy machine. Files that are slow in (nearly) every run are
 structural — the file system changed a data structure at that point (a directory changed
 format, an inode chunk was allocated, a B-tree leaf filled) — and fsscope explains them from
 the file system's geometry; files slow in one run only are counted as noise.
@@ -82,8 +86,25 @@ def render(report: dict, console: Console) -> None:
     if report.get("noise_count"):
         console.print(f"[dim]{report['noise_count']} files were slow in too few runs to be structural (noise)[/]")
     render_kernel(report, console)
+    render_decisions(report, console)
     if report.get("stopped_by"):
         console.print(f"[red]stopped early:[/] {report['stopped_by']}")
+
+
+def render_decisions(report: dict, console: Console) -> None:
+    """How many runs the probe needed and why; calls the machine disturbed; the sync used."""
+    decisions = report.get("decisions") or {}
+    if decisions.get("why"):
+        undecided = [c["index"] for c in decisions.get("candidates", []) if c["verdict"] == "undecided"]
+        console.print(f"[dim]runs: {decisions['why']}"
+                      + (f"; undecided: files {_indices(undecided)}" if undecided else "") + "[/]", highlight=False)
+    disturbed = (report.get("settings") or {}).get("disturbed_calls_per_run")
+    if disturbed and sum(disturbed):
+        count = sum(disturbed)
+        console.print(f"[dim]{count} call{' was' if count == 1 else 's were'} slow only because another task had the CPU "
+                      f"(per run: {', '.join(map(str, disturbed))}); they did not vote[/]", highlight=False)
+    if report.get("sync"):
+        console.print(f"[dim]sync: {report['sync']['note']}[/]", highlight=False)
 
 
 def _indices(values: list[int], limit: int = 6) -> str:
@@ -134,7 +155,7 @@ RENDERERS["probe"] = render
 def cmd_probe(args) -> int:
     spec = ProbeSpec(op=args.op, files=args.files, runs=args.runs, name_length=args.name_length,
                      sync_before=args.sync_before, fresh_fs=not args.same_fs, cpu=args.cpu,
-                     trace=args.trace)
+                     trace=args.trace, sync_scope=args.sync, max_runs=args.max_runs)
     target = target_from_args(args, default_kind="ram")
     recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
     return run_job("probe", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render)
@@ -147,7 +168,15 @@ def add_parser(sub) -> None:
     p.add_argument("--files", type=int, default=1024, metavar="N", help="files per run (default 1024)")
     p.add_argument("--runs", type=int, default=5, metavar="R", help="runs, each on a fresh file system (default 5)")
     p.add_argument("--name-length", type=int, default=7, metavar="L", help="digits per file name (default 7)")
-    p.add_argument("--sync-before", choices=("each", "none"), default="each", help="sync() before each call (default each)")
+    p.add_argument("--sync-before", choices=("each", "none"), default="each", help="sync before each call (default each)")
+    p.add_argument("--sync", choices=SYNC_SCOPES, default="fs",
+                   help="what that sync writes back: 'fs' (default) the measured file system (syncfs), "
+                        "'global' every file system (sync(), the papers' method: on a busy machine it "
+                        "waits on all their writeback)")
+    p.add_argument("--max-runs", type=int, metavar="R", default=None,
+                   help="add runs after the first --runs until every candidate file is decided slow or "
+                        f"typical, up to R runs (default {DEFAULT_RUN_CAP_FACTOR}× --runs, none after --runs 1; "
+                        "equal to --runs: no extra runs)")
     p.add_argument("--same-fs", action="store_true", help="one file system for all runs (a fresh directory per run) instead of mkfs per run")
     p.add_argument("--cpu", type=int, metavar="CPU", help="CPU to pin the probe to (default: the last one)")
     p.add_argument("--trace", choices=TRACE_MODES, default="attribute",

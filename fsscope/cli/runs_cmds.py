@@ -25,28 +25,42 @@ def cmd_runs(args) -> int:
     table.add_column("target", overflow="fold", ratio=1)
     table.add_column("recipe", overflow="fold")
     table.add_column("started", overflow="fold")
+    unreadable = []
     for run in runs[-args.last:]:
+        why = run.problem(report=False)  # a listing reads manifests only; report/compare check the rest
+        if why:  # one line for it below; the others are still listed
+            unreadable.append(f"{run.id}: {why}")
+            continue
         m = run.manifest()
-        target = m.get("target") or {}
-        spec = target.get("spec", target) if isinstance(target, dict) else {}
+        spec = (m.get("target") or {}).get("spec") or m.get("target") or {}
         recipe = m.get("recipe") or {}
         table.add_row(run.id, m.get("job", "?"), run.status(), f"{spec.get('kind', '?')} {spec.get('path', '')}".strip(),
-                      recipe.get("name", "-") if isinstance(recipe, dict) else "-", m.get("started", "-"))
+                      recipe.get("name", "-"), m.get("started", "-"))
     console.print(table)
+    warn = Console(stderr=True, soft_wrap=True, highlight=False)  # whole lines: scripts grep them
+    for line in unreadable:
+        warn.print(f"[yellow]unreadable run record[/] {line}")
     return 0
 
 
 def cmd_report(args) -> int:
+    run = store.find_run(args.run).check()
+    # all or nothing: a record of the wrong shape is one line, not a half-printed report
+    with store.reading(f"the record of run {run.id}"), console.capture() as out:
+        _print_report(run)
+    print(out.get(), end="")
+    return 0
+
+
+def _print_report(run: store.RunDir) -> None:
     from fsscope.cli.render import render_report
 
-    run = store.find_run(args.run)
     m = run.manifest()
     console.print(f"[bold]{run.id}[/]  job {m.get('job')}  status {run.status()}")
     if m.get("error"):
         console.print(f"[red]error:[/] {m['error']}")
-    target = m.get("target") or {}
-    for cmd in target.get("commands", []) if isinstance(target, dict) else []:
-        console.print(f"[dim]$ {' '.join(cmd['argv'])}  → exit {cmd['rc']}[/]")
+    for cmd in (m.get("target") or {}).get("commands") or []:
+        console.print(f"[dim]$ {' '.join(map(str, cmd['argv']))}  → exit {cmd.get('rc')}[/]")
     report = run.report()
     if report is None:
         report = _partial_report(m.get("job", ""), run)
@@ -54,9 +68,8 @@ def cmd_report(args) -> int:
         console.print("no report (the job did not finish); what it measured before it stopped:")
         for line in kept_lines(run) or ["nothing: no array was recorded"]:
             console.print(f"  {line}")
-        return 0
-    render_report(m.get("job", ""), report, console)
-    return 0
+        return
+    render_report(m.get("job", ""), report, console, m.get("machine"))
 
 
 def kept_lines(run: store.RunDir) -> list[str]:

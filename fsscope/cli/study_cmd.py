@@ -138,6 +138,7 @@ def print_cost(cost: dict, settings: dict, console: Console) -> None:
 def cmd_variation(args) -> int:
     from fsscope.cli.check_cmd import point_at_check
     from fsscope.study import variation
+    from fsscope.study.execute import require_root
     from fsscope.study.plan import Plan
 
     paper = variation.PAPER if args.paper else {}
@@ -155,6 +156,7 @@ def cmd_variation(args) -> int:
     print_cost(variation.cost(plan), plan.space.settings, err_console)
     if args.dry_run:
         return 0
+    require_root("study variation", spec.scheduler)
     point_at_check()  # a timing study on a busy or misconfigured machine: say so first
     target = TargetSpec("dir", os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
     return run_job("variation", spec, target, None, json_path=args.json, verbose=args.verbose, render=render)

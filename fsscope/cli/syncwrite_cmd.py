@@ -34,8 +34,9 @@ Stable Memory Devices"). An application that must make every write durable (a co
 a database WAL) batches its writes into a buffer: how big should it be?
 
 For every buffer size (default 4 KiB..16 MiB, doubling) a NEW file of --bytes-per-point
-(default 16 MiB, the paper's) is preallocated (fallocate, untimed; --no-preallocate: not),
-written sequentially with synchronous writes and removed.
+(default 16 MiB, the paper's) is preallocated (fallocate, untimed, as fio does), written
+sequentially with synchronous writes and removed. The paper's iozone wrote a fresh,
+unallocated file instead: --no-preallocate does that (the report says which was used).
 This is one repetition; there are 30 (the paper's), or 5 with --quick, and each repetition
 visits the sizes in a seeded random order so a slow drift of the device does not look like a
 trend over sizes. Every write's latency is kept (also when the job is killed).
@@ -53,8 +54,8 @@ mean, sd, 95 % CI (over the repetitions' means), P50, P99; and the ratio through
   1  throughput grows, latency flat       (up to the LATENCY RISE knee)
   2  both grow
   3  throughput saturated, latency grows  (from the THROUGHPUT SATURATION knee)
-Latency "rises" once it stays more than 25 % above its floor; throughput "saturates" at 90 %
-of its maximum. Each knee comes with how often a bootstrap over the repetitions finds the
+The latency-rise knee is the last size before mean latency first leaves 25 % of its floor
+(the note says if it comes back later); throughput "saturates" at 90 % of its maximum. Each knee comes with how often a bootstrap over the repetitions finds the
 same size. The recommendation is the ratio's maximum, or the paper's rules when you give a
 goal: --target-throughput (the smallest buffer that reaches it) and/or --max-latency (the
 largest buffer within it). --recipes a,b,c sweeps each recipe (one run record each) and
@@ -368,8 +369,8 @@ def add_parser(sub) -> None:
     reps.add_argument("--quick", action="store_true", help=f"{sw.QUICK_REPEATS} repetitions instead of 30")
     p.add_argument("--seed", type=int, default=1, help="seed of each repetition's size order (default 1)")
     p.add_argument("--no-preallocate", action="store_true",
-                   help="append to an unallocated file (as iozone does) instead of fallocating it first "
-                   "(as fio does by default, and logs such as etcd's WAL)")
+                   help="the paper's way: append to a fresh, unallocated file (as its iozone did) instead of "
+                   "fallocating it first (as fio does by default, and logs such as etcd's WAL)")
     p.add_argument("--trace", action="store_true",
                    help="trace the kernel (root): per write, the block requests, bytes, cache flushes and "
                    "journal commits that reached the device inside it (off by default: tracing shifts µs latencies)")

@@ -97,7 +97,10 @@ def cmd_cleanup(args) -> int:
         console.print(line)
     for line in left:
         console.print(f"left: {line}", highlight=False)
-    if not done and not left:
+    unreadable = journal.read()[1]
+    for line in unreadable:
+        console.print(f"skipped: {line}", highlight=False, soft_wrap=True)
+    if not done and not left and not unreadable:
         console.print("nothing to clean up")
     return 0
 

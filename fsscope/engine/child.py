@@ -40,6 +40,7 @@ from fsscope.errors import FsscopeError, os_error_line
 from fsscope.recipes import Recipe
 from fsscope.targets import Target, TargetSpec
 from fsscope.targets.journal import Journal, undo_entries
+from fsscope.telemetry.machine import MachineLoad
 
 PARENT_GRACE_S = 5.0  # after the parent died, a job still running by then is interrupted
 
@@ -114,6 +115,7 @@ def main(run_path: str) -> int:
                             cgroup=str(cgroup) if cgroup else None,
                             started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), environment=store.environment())
     stop = Stopper()
+    load = MachineLoad(cgroup)  # started with the job's work, stopped after it: the run record keeps it
     target: Target | None = None
     status, exit_code, error = "failed", 1, None
 
@@ -134,7 +136,10 @@ def main(run_path: str) -> int:
             f"$ {rec.line}  → exit {rec.rc} ({rec.duration_s:.2f} s)", stderr=rec.stderr.strip()[-500:]))
         ctx.phase("setup", target=target.spec.describe())
         target.open()
+        load.start()
         result = module.run(ctx, spec)
+        if isinstance(result, dict) and "machine" not in result:  # how busy the machine was, with the result
+            result = result | {"machine": load.stop()}
         run_dir.write_report(result)
         ctx.emit(Result(report=result))
         if stop.parent_gone:
@@ -172,7 +177,8 @@ def main(run_path: str) -> int:
                 for line in undone:
                     ctx.log(f"cleanup: {line}")
             run_dir.update_manifest(status=status, error=error, ended=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                    target=target.describe() if target is not None else None)
+                                    target=target.describe() if target is not None else None,
+                                    machine=load.stop() if load.started else None)
             run_dir.close()
         except OSError:
             traceback.print_exc()

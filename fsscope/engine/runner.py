@@ -29,6 +29,7 @@ from fsscope.recipes import Recipe
 from fsscope.store import RunDir, check_room
 from fsscope.targets import Target, TargetSpec
 from fsscope.targets.journal import Journal, cleanup
+from fsscope.targets.target import INHERITED_IMAGE_FD
 
 CHILD_MAIN = "import sys; from fsscope.engine.child import main; sys.exit(main(sys.argv[1]))"
 
@@ -142,7 +143,17 @@ def start(job: str, spec, target: TargetSpec, recipe: Recipe | None, *,
     module = registry.load(job)
     if isinstance(spec, dict):
         spec = registry.spec_from_dict(module, spec)
-    Target(target, recipe).preflight()  # a refusal is the user's message, not a failed run record
+    # A refusal is the user's message, not a failed run record; an image is locked from here on.
+    claimed = Target(target, recipe).claim()
+    try:
+        return _start(module, job, spec, target, recipe, claimed, runs_root)
+    finally:
+        if claimed is not None:
+            os.close(claimed)  # the child holds the image's lock now (or nobody: it failed to start)
+
+
+def _start(module, job: str, spec, target: TargetSpec, recipe: Recipe | None, claimed: int | None,
+           runs_root: Path | None) -> JobHandle:
     check_room(getattr(module, "record_bytes", lambda spec: 0)(spec), runs_root)
     run_dir = RunDir.create(job, runs_root)
     job_file = {"job": job, "spec": registry.spec_to_dict(spec), "target": target.to_dict(),
@@ -151,13 +162,16 @@ def start(job: str, spec, target: TargetSpec, recipe: Recipe | None, *,
     run_dir.update_manifest(status="starting", events_version=events.VERSION, **job_file)
     read_fd, write_fd = os.pipe()
     env = os.environ | {"FSSCOPE_EVENT_FD": str(write_fd)}
+    passed = (write_fd,) if claimed is None else (write_fd, claimed)
+    if claimed is not None:
+        env[INHERITED_IMAGE_FD] = str(claimed)
     log = open(run_dir.path / "child.log", "ab")
     try:
         # "-c" rather than "-m fsscope.engine.child": a forkserver (the workloads use one)
         # re-imports a -m main module and runpy warns that it is already imported.
         proc = subprocess.Popen([sys.executable, "-c", CHILD_MAIN, str(run_dir.path)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                                pass_fds=(write_fd,), start_new_session=True)
+                                pass_fds=passed, start_new_session=True)
     finally:
         os.close(write_fd)
         log.close()

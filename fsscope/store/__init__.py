@@ -23,6 +23,8 @@ import platform
 import re
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +83,55 @@ def _read_object(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def _object_problem(path: Path, *, required: bool) -> str | None:
+    """Why ``path`` is not a JSON object fsscope could have written; None when it is (or
+    when it is absent and not ``required``)."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return f"no {path.name}" if required else None
+    except OSError as exc:
+        return f"{path.name}: {os_error_line(exc)}"
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError
+        return f"{path.name} is not JSON ({str(exc).split(':')[0]})"
+    return None if isinstance(data, dict) else f"{path.name} holds a JSON {type(data).__name__}, not an object"
+
+
+# The manifest fields readers use, and the JSON types fsscope writes them with.
+_MANIFEST_TYPES = {"job": str, "status": str, "started": str, "ended": str, "error": str, "pid": int,
+                   "pid_start_ticks": int, "pid_start": (int, float), "target": dict, "recipe": dict, "machine": dict,
+                   "spec": dict}
+_NESTED_TYPES = {("target", "spec"): dict, ("target", "commands"): list, ("recipe", "name"): str}
+_JSON_NAMES = {str: "text", int: "a whole number", dict: "an object", list: "a list", (int, float): "a number"}
+
+
+def _manifest_problem(m: dict) -> str | None:
+    for key, kind in _MANIFEST_TYPES.items():
+        value = m.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            return f"manifest.json: {key} is {type(value).__name__} {str(value)[:40]!r}, not {_JSON_NAMES[kind]}"
+    for (outer, key), kind in _NESTED_TYPES.items():
+        value = (m.get(outer) or {}).get(key)
+        if value is not None and not isinstance(value, kind):
+            return f"manifest.json: {outer}.{key} is {type(value).__name__}, not {_JSON_NAMES[kind]}"
+    for cmd in (m.get("target") or {}).get("commands") or []:
+        if not (isinstance(cmd, dict) and isinstance(cmd.get("argv"), list)):
+            return "manifest.json: target.commands holds an entry that is not a command"
+    return None
+
+
+@contextmanager
+def reading(what: str) -> Iterator[None]:
+    """Around code that reads a record's contents: a record of the wrong shape (valid JSON,
+    not what fsscope writes -- a missing key, a string where a list was) becomes one line
+    naming ``what`` was read, never a traceback."""
+    try:
+        yield
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        detail = f"missing {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+        raise FsscopeError(f"{what} is not in the shape fsscope writes ({detail})") from None
+
+
 class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -110,6 +161,21 @@ class RunDir:
     # -- manifest ---------------------------------------------------------------------------
     def manifest(self) -> dict:
         return _read_object(self.path / "manifest.json") or {}
+
+    def problem(self, *, report: bool = True) -> str | None:
+        """Why this run record cannot be read (its manifest -- or, with ``report``, its report
+        -- is not JSON, not an object, or a field has the wrong type), or None when it can."""
+        why = _object_problem(self.path / "manifest.json", required=True)
+        if why is None:
+            why = _manifest_problem(self.manifest())
+        return why or (_object_problem(self.path / "report.json", required=False) if report else None)
+
+    def check(self) -> RunDir:
+        """This run, or FsscopeError naming it and what is wrong with its record."""
+        why = self.problem()
+        if why:
+            raise FsscopeError(f"run {self.id} cannot be read: {why}")
+        return self
 
     def update_manifest(self, **fields) -> dict:
         data = self.manifest() | fields
@@ -186,6 +252,8 @@ class RunDir:
     def status(self) -> str:
         """The manifest's status, with a dead 'running' job shown as 'interrupted'."""
         m = self.manifest()
+        if _manifest_problem(m):
+            return "unreadable"
         status = m.get("status", "unknown")
         if status == "running":
             started = m.get("pid_start_ticks", m.get("pid_start"))  # the latter: an older record
@@ -224,8 +292,6 @@ def list_runs(root: Path | None = None) -> list[RunDir]:
 
 def find_run(name: str, root: Path | None = None) -> RunDir:
     """A run by path, by directory name, or by a unique suffix/prefix of it ("latest" works)."""
-    from fsscope.errors import FsscopeError
-
     if Path(name).is_dir() and (Path(name) / "manifest.json").exists():
         return RunDir(Path(name))
     runs = list_runs(root)

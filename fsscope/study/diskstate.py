@@ -29,6 +29,7 @@ import ctypes
 import fcntl
 import math
 import os
+import stat
 import time
 import uuid
 from collections.abc import Iterator
@@ -38,11 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fsscope import paths
-from fsscope.errors import FsscopeError
+from fsscope import paths, trust
+from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.layout.freespace import syncfs
 from fsscope.recipes import Recipe
-from fsscope.targets import filesystem, image
+from fsscope.targets import filesystem, identity, image
 from fsscope.targets.journal import Journal, undo_entries, undo_group
 
 BLOCK_BYTES = 4096
@@ -170,8 +171,9 @@ def mounted_image(img: Path, recipe: Recipe, journal: Journal, group: str, *,
         if make_fs:
             filesystem.mkfs(recipe, dev)
         mnt = paths.state_dir() / "mnt" / group
-        journal.record("mountdir", group, path=str(mnt))
+        entry = journal.record("mountdir", group, paths=[str(mnt)])
         mnt.mkdir(parents=True)
+        journal.complete(entry, idents=[identity.path_id(mnt)])
         journal.record("mount", group, mountpoint=str(mnt), source=dev)
         filesystem.mount(recipe, dev, str(mnt))
         timing["mount_s"] = time.monotonic() - t
@@ -191,8 +193,7 @@ def build(state: DiskState, dest: Path, *, seed: int = 1) -> dict:
     info: dict = {"state": state.name}
     t0 = time.monotonic()
     try:
-        journal.record("image", group, path=str(scratch))
-        image.create_image(scratch, state.disk_size_bytes)
+        os.close(image.create_image(scratch, state.disk_size_bytes, journal=journal, group=group))
         with mounted_image(scratch, recipe, journal, group, make_fs=True) as mnt:
             used = int(state.disk_size_bytes * state.used_ratio) // BLOCK_BYTES * BLOCK_BYTES
             fallocate_file(mnt / "placeholder", used)
@@ -220,16 +221,37 @@ def build(state: DiskState, dest: Path, *, seed: int = 1) -> dict:
     return info
 
 
+def private_dir(path: Path) -> Path:
+    """``path`` made now as this user's private directory (0700, a name no one else may have
+    made first: the caller makes it unguessable), or the one another worker of the same job
+    made: accepted only if it is a real directory this user owns that no one else may enter.
+    Other users can write the RAM dir (/dev/shm): a directory they planted is refused."""
+    trust.locate(path, "disk-state cache")  # the directories above it: only trusted users change them
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise SafetyRefusal(f"{path}: not the private directory fsscope made (owner uid {st.st_uid}, "
+                                f"mode {stat.S_IMODE(st.st_mode):o}): no disk state is built in it") from None
+    return path
+
+
 def base_image(state: DiskState, cache_dir: Path) -> Path:
-    """The cached base image of ``state``, built on first use (one builder per host: flock)."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    """The cached base image of ``state``, built on first use (one builder per host: flock on
+    a lock file in the cache's private directory)."""
+    cache_dir = private_dir(cache_dir)
     dest = cache_dir / state.name
     if dest.exists():
         return dest
-    with open(cache_dir / (state.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    fd = os.open(cache_dir / (state.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         if not dest.exists():
             build(state, dest)
+    finally:
+        os.close(fd)
     return dest
 
 
@@ -241,8 +263,8 @@ def clone(base: Path, recipe: Recipe, timing: dict) -> Iterator[Path]:
     img = ram_dir() / f"fsscope-{group}.img"
     t = time.monotonic()
     try:
-        journal.record("image", group, path=str(img))
-        image.copy_image(base, img)
+        os.close(image.new_journalled(img, journal, group))  # made with O_EXCL: root's own, then
+        image.copy_image(base, img)                          # filled (cp keeps the inode)
         timing["clone_s"] = time.monotonic() - t
         with mounted_image(img, recipe, journal, group, timing=timing) as mnt:
             yield mnt

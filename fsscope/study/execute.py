@@ -49,6 +49,23 @@ def cleanup_study_leftovers() -> list[str]:
     return undo_entries(journal, dead)
 
 
+def require_root(job: str, scheduler: str) -> None:
+    """Refuse, in one line, a study whose treatments would run here without root: every one
+    would fail to attach its image, and the study would measure nothing."""
+    if not scheduler and os.geteuid() != 0:
+        raise FsscopeError(f"{job} attaches, formats and mounts disk images on this host: it needs root "
+                           "(run it as root, or give --scheduler tcp://HOST:PORT whose workers run as root)")
+
+
+def check_some_finished(rows: list[dict]) -> None:
+    """A study in which every treatment failed measured nothing: a failure, never "ok"."""
+    failed = [r for r in rows if "error" in r]
+    if rows and len(failed) == len(rows):
+        first = failed[0]
+        raise FsscopeError(f"every treatment failed ({len(rows)} of {len(rows)}); "
+                           f"the first, {first.get('id')}: {first['error']}")
+
+
 def load_rows(study_dir: Path) -> list[dict]:
     """Rows recorded so far (a torn last line from a kill is skipped)."""
     rows = []
@@ -56,9 +73,11 @@ def load_rows(study_dir: Path) -> list[dict]:
         with open(Path(study_dir) / ROWS_FILE) as fh:
             for line in fh:
                 try:
-                    rows.append(json.loads(line))
+                    row = json.loads(line)
                 except json.JSONDecodeError:
                     break
+                if isinstance(row, dict) and isinstance(row.get("id"), str):
+                    rows.append(row)  # anything else is no row: its treatment runs again
     except FileNotFoundError:
         pass
     return rows
@@ -112,6 +131,51 @@ class Cluster:
                 self.local.close()
 
 
+def _collect(futures: dict, study_dir: Path, done_rows: list[dict], total: int,
+             on_row: Callable[[dict, int, int], None] | None, cancelled: Callable[[], bool]) -> None:
+    """Append each treatment's row as it finishes (or its error), until all are done or the
+    study is cancelled (the rest are dropped then)."""
+    from distributed import wait
+
+    pending = set(futures)
+    done = total - len(futures)
+    with open(study_dir / ROWS_FILE, "a") as fh:
+        # Poll rather than block on the next row: a cancel must be seen even when no row
+        # can come (the workers were stopped with the job's process group).
+        while pending and not cancelled():
+            try:
+                finished = wait(pending, timeout=POLL_S, return_when="FIRST_COMPLETED").done
+            except TimeoutError:
+                continue
+            for future in sorted(finished, key=lambda f: futures[f].id):
+                pending.discard(future)
+                t = futures[future]
+                if future.status == "finished":
+                    row = future.result()
+                else:
+                    exc = future.exception()
+                    row = t.to_dict() | {"error": f"{type(exc).__name__}: {exc}"}
+                _append_row(fh, row)
+                done_rows.append(row)
+                done += 1
+                if on_row is not None:
+                    on_row(row, done, total)
+        for future in pending:
+            future.cancel()
+
+
+def _scheduler_lost(client, exc: Exception) -> bool:
+    """Whether ``exc`` means the remote scheduler went away (its futures cancelled with the
+    connection, a closed stream) rather than a fault here (a full disk for the rows)."""
+    from concurrent.futures import CancelledError
+
+    from distributed.comm import CommClosedError
+
+    if isinstance(exc, (CommClosedError, CancelledError)):
+        return True
+    return isinstance(exc, (OSError, TimeoutError)) and client.status != "running"
+
+
 def run_study(plan: Plan, treatment_fn: Callable[[dict], dict], study_dir: Path, *,
               workers: int = 2, scheduler: str = "", retries: int = 2,
               on_row: Callable[[dict, int, int], None] | None = None,
@@ -128,40 +192,22 @@ def run_study(plan: Plan, treatment_fn: Callable[[dict], dict], study_dir: Path,
     done_ids = {r.get("id") for r in done_rows}
     todo = [t for t in plan.treatments() if t.id not in done_ids]
     total = len(plan.treatments())
-    done = total - len(todo)
     if not todo:
         return order_rows(plan, done_rows)
-    from distributed import wait
-
     cluster = Cluster(workers=workers, scheduler=scheduler)
     tag = uuid.uuid4().hex[:8]
     try:
         futures = {cluster.client.submit(treatment_fn, t.to_dict(), key=f"treatment-{t.id}-{tag}",
                                          pure=False, retries=retries): t for t in todo}
-        pending = set(futures)
-        with open(study_dir / ROWS_FILE, "a") as fh:
-            # Poll rather than block on the next row: a cancel must be seen even when no row
-            # can come (the workers were stopped with the job's process group).
-            while pending and not cancelled():
-                try:
-                    finished = wait(pending, timeout=POLL_S, return_when="FIRST_COMPLETED").done
-                except TimeoutError:
-                    continue
-                for future in sorted(finished, key=lambda f: futures[f].id):
-                    pending.discard(future)
-                    t = futures[future]
-                    if future.status == "finished":
-                        row = future.result()
-                    else:
-                        exc = future.exception()
-                        row = t.to_dict() | {"error": f"{type(exc).__name__}: {exc}"}
-                    _append_row(fh, row)
-                    done_rows.append(row)
-                    done += 1
-                    if on_row is not None:
-                        on_row(row, done, total)
-            for future in pending:
-                future.cancel()
+        try:
+            _collect(futures, study_dir, done_rows, total, on_row, cancelled)
+        except Exception as exc:
+            if scheduler and _scheduler_lost(cluster.client, exc):
+                raise FsscopeError(
+                    f"lost the Dask scheduler {scheduler} ({type(exc).__name__}); {len(order_rows(plan, done_rows))} "
+                    f"of {total} treatments are recorded in {study_dir}: start the scheduler and its workers "
+                    "again and continue with --resume latest") from None
+            raise
         if teardown is not None:
             try:
                 cluster.client.run(teardown)

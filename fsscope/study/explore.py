@@ -2,9 +2,10 @@
 
 A treatment: take the base image of its disk state (built once per host, cached in the RAM
 directory), clone it, attach and mount the clone, play the write pattern, read FIEMAP,
-release the clone. The row says the d-span of each file and of all of them, extents, layout
-score, d-span / ideal, and where the time went (state, clone, mount, play, sync, fiemap,
-release).
+release the clone. The row says the d-span of each file; the treatment's response is the
+largest of them, as Chopper defines it (the span over all of its files is kept as
+``dspan_all_files_bytes``); extents, layout score, d-span / ideal, and where the time went
+(state, clone, mount, play, sync, fiemap, release).
 
 The job (``fsscope explore``, or the ``explore`` job in the TUI) makes the plan, saves it,
 runs the treatments through :mod:`fsscope.study.execute` (LocalCluster or ``--scheduler``),
@@ -30,12 +31,20 @@ from fsscope.recipes import Recipe
 from fsscope.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.study import diskstate, player
 from fsscope.study import space as spaces
-from fsscope.study.execute import STUDY_GROUP_PREFIX, cleanup_study_leftovers, order_rows, run_study
+from fsscope.study.execute import (
+    STUDY_GROUP_PREFIX,
+    check_some_finished,
+    cleanup_study_leftovers,
+    order_rows,
+    require_root,
+    run_study,
+)
 from fsscope.study.plan import Plan, plan_or_resume
 from fsscope.study.table import save_table
 from fsscope.targets.journal import Journal
 
-METRICS = ("d_span_bytes", "extents", "layout_score", "d_span_ideal_ratio")
+METRICS = ("d_span_bytes", "extents", "layout_score", "d_span_ideal_ratio", "dspan_all_files_bytes",
+           "layout_score_all_files")
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,8 @@ class ExploreTreatment:
     hold_path: str = ""
 
     def cache_dir(self) -> Path:
+        """This study's disk states on this host: a private directory (see
+        :func:`diskstate.private_dir`) whose name no other user can guess."""
         return diskstate.ram_dir() / self.cache_name
 
     def __call__(self, treatment: dict) -> dict:
@@ -96,8 +107,22 @@ class Spec:
         return tuples_as_lists(self)
 
 
+MAX_DIR_DEPTH = 12  # a binary tree: 2^13 - 1 directories made per treatment
+
+
+def check_settings(settings: dict, where: str) -> None:
+    """The explore [settings] (a binary directory tree's depth, where DirectorySpan starts) in
+    range: a depth of 40 would make 2^41 directories per treatment."""
+    depth = settings.get("dir_depth", 4)
+    for key, hi in (("dir_depth", MAX_DIR_DEPTH), ("start_level", depth)):
+        value = settings.get(key, 2 if key == "start_level" else 4)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= hi:
+            raise FsscopeError(f"{where}: settings.{key}: expected a whole number in 0..{hi}, got {value!r}")
+
+
 def make_plan(spec: Spec) -> Plan:
     space = spaces.load(spec.space, player.EXPLORE_SCHEMA)
+    check_settings(space.settings, space.source or space.name)
     if spec.factors:
         space = space.with_levels(spaces.parse_overrides(list(spec.factors)), player.EXPLORE_SCHEMA)
     for name in spec.recipes:
@@ -109,7 +134,8 @@ def run(ctx, spec: Spec) -> dict:
     """The explore job: plan (or resume), run, save the table, analyse."""
     study_dir, plan = plan_or_resume(ctx, spec.resume, lambda: make_plan(spec))
     treatment = ExploreTreatment({name: recipes.load(name).to_dict() for name in plan.recipes},
-                                 dict(plan.space.settings), f"fsscope-study-{Path(study_dir).name}",
+                                 dict(plan.space.settings),
+                                 f"fsscope-study-{Path(study_dir).name}-{uuid.uuid4().hex}",  # unguessable
                                  spec.hold_path)
     total = len(plan.treatments())
     ctx.phase(f"explore: {total} treatments on {', '.join(plan.recipes)}")
@@ -117,7 +143,8 @@ def run(ctx, spec: Spec) -> dict:
 
     def on_row(row: dict, done: int, total: int) -> None:
         ctx.data("treatment", id=row["id"], recipe=row["recipe"], fs=row.get("fs", ""),
-                 factors=row["factors"], d_span_bytes=row.get("d_span_bytes"), error=row.get("error"))
+                 factors=row["factors"], d_span_bytes=row.get("d_span_bytes"),
+                 dspan_all_files_bytes=row.get("dspan_all_files_bytes"), error=row.get("error"))
         rate = done / max(time.monotonic() - t0, 1e-9)
         ctx.progress(done, total, unit="treatments", info=f"{rate * 60:.0f}/min")
 
@@ -132,19 +159,24 @@ def run(ctx, spec: Spec) -> dict:
     finally:
         treatment.drop_cache()
         journal.forget(cache_entry)
-    rows = order_rows(plan, rows)
+    rows = [per_file_response(r) for r in order_rows(plan, rows)]
     save_table(plan, rows, study_dir)
     if Path(study_dir) != ctx.run_dir.path:
         save_table(plan, rows, ctx.run_dir.path)
-    return report(plan, rows, study_dir=str(study_dir), quantile=spec.tail_quantile,
-                  elapsed_s=time.monotonic() - t0)
+    out = report(plan, rows, study_dir=str(study_dir), quantile=spec.tail_quantile,
+                 elapsed_s=time.monotonic() - t0)
+    ctx.run_dir.write_report(out)  # kept, with each treatment's error, when the check below fails
+    check_some_finished(rows)
+    return out
 
 
 def report(plan: Plan, rows: list[dict], *, study_dir: str = "", quantile: float = 0.9,
            elapsed_s: float | None = None) -> dict:
     """The explore report: the issue's keys (treatments, prioritization, tail,
-    nondeterminism) and more (per-fs CDFs, notes, timing)."""
-    ok = [r for r in rows if "error" not in r]
+    nondeterminism) pooled over every file system, the same per file system under ``by_fs``
+    (the paper ranks each file system on its own: pooled, one file system's tail can hide
+    another's), and more (per-fs CDFs, notes, timing)."""
+    ok = [per_file_response(r) for r in rows if "error" not in r]
     names = list(plan.space.names)
     out: dict = {
         "study_dir": study_dir, "space": plan.space.name, "seed": plan.seed, "recipes": list(plan.recipes),
@@ -152,19 +184,50 @@ def report(plan: Plan, rows: list[dict], *, study_dir: str = "", quantile: float
         "failed": [{"id": r["id"], "error": r["error"]} for r in rows if "error" in r],
         "treatments": [{k: r.get(k) for k in ("id", "recipe", "fs", "row", "repeat", "factors", "files",
                                               *METRICS, "timing_s", "host")} for r in ok],
+        "response": "d_span_bytes: the largest d-span of a treatment's files (Chopper's d-span is per "
+                    "file); dspan_all_files_bytes spans all of them together",
     }
     if elapsed_s is not None:
         out["elapsed_s"] = round(elapsed_s, 3)
         out["treatments_per_min"] = round(len(ok) / max(elapsed_s, 1e-9) * 60, 2)
     if not ok:
-        out |= {"prioritization": [], "interactions": [], "tail": {"quantile": quantile, "threshold_bytes": None,
-                                                                   "levels": []},
-                "nondeterminism": {"changed_share": None}, "notes": ["no treatment finished"]}
+        out |= _analyse([], names, quantile) | {"by_fs": {}, "notes": ["no treatment finished"]}
         return out
+    out |= _analyse(ok, names, quantile)
+    fss = sorted({r["fs"] for r in ok})
+    out["by_fs"] = {fs: _analyse([r for r in ok if r["fs"] == fs], names, quantile) for fs in fss}
+    out["d_span_cdf"] = {fs: sensitivity.ecdf([r["d_span_bytes"] for r in ok if r["fs"] == fs]) for fs in fss}
+    out["dspan_all_files_cdf"] = {fs: sensitivity.ecdf([r["dspan_all_files_bytes"] for r in ok if r["fs"] == fs])
+                                  for fs in fss}
+    timing = [r.get("timing_s", {}) for r in ok]
+    keys = sorted({k for t in timing for k in t})
+    out["time_per_treatment_s"] = {k: round(float(np.mean([t.get(k, 0.0) for t in timing])), 4) for k in keys}
+    out["notes"] = sensitivity.notes(out)
+    return out
+
+
+def per_file_response(row: dict) -> dict:
+    """A row with Chopper's per-file d-span as its response. Rows recorded before the
+    response was per file (their ``d_span_bytes`` spanned all files) are recomputed from
+    their per-file metrics, so resuming an older study reports the paper's metric too."""
+    if "error" in row or "dspan_all_files_bytes" in row or not row.get("files"):
+        return row
+    return row | {"dspan_all_files_bytes": row.get("d_span_bytes"),
+                  "layout_score_all_files": row.get("layout_score"), **player.worst_file(row["files"])}
+
+
+def _analyse(ok: list[dict], names: list[str], quantile: float) -> dict:
+    """Prioritization, interactions, the tail and nondeterminism of some rows (all, or one
+    file system's)."""
+    if not ok:
+        return {"completed": 0, "prioritization": [], "interactions": [],
+                "tail": {"quantile": quantile, "threshold_bytes": None, "levels": []},
+                "nondeterminism": {"pairs": 0, "changed_share": None}}
     codes, values = sensitivity.encode([r["factors"] for r in ok], names)
     y = np.array([r["d_span_bytes"] for r in ok], dtype=float)
     first = sensitivity.first_order(codes, y)
     cross = _rbd_fast(codes, values, y, names)
+    out: dict = {"completed": len(ok)}
     out["prioritization"] = sorted(
         ({"factor": n, "first_order": round(float(first[j]), 6) if np.isfinite(first[j]) else None,
           "first_order_salib_rbd_fast": cross[j], "levels": len(values[j])} for j, n in enumerate(names)),
@@ -172,20 +235,21 @@ def report(plan: Plan, rows: list[dict], *, study_dir: str = "", quantile: float
     out["interactions"] = [{"factors": [names[i], names[j]], "interaction": round(v, 6)}
                            for (i, j), v in sensitivity.top_interactions(codes, y, 10)]
     tail = sensitivity.factor_mapping(codes, y, quantile)
+    alpha = sensitivity.ALPHA / max(sum(len(lv) for lv in tail.levels), 1)  # Bonferroni, as the test
+
+    def level(j: int, code: int, share: float, n: int, p: float, sig: bool) -> dict:
+        out = {"factor": names[j], "level": values[j][code], "tail_share": round(share, 6), "runs": n,
+               "p_value": p, "significant": sig}
+        if not sig:  # undecided: the runs of this level that would decide its share, if it held
+            out["runs_to_decide"] = sensitivity.runs_to_decide_share(share, tail.tail_share, alpha)
+        return out
+
     out["tail"] = {"quantile": quantile, "threshold_bytes": tail.threshold, "share": tail.tail_share,
-                   "levels": [{"factor": names[j], "level": values[j][code], "tail_share": round(share, 6),
-                               "runs": n, "p_value": p, "significant": sig}
-                              for j in range(len(names))
-                              for code, (share, n, p, sig) in sorted(tail.levels[j].items())]}
+                   "levels": [level(j, code, *entry) for j in range(len(names))
+                              for code, entry in sorted(tail.levels[j].items())]}
     out["nondeterminism"] = sensitivity.nondeterminism(
         [(r["recipe"], r["row"], r["repeat"], r["d_span_bytes"]) for r in ok],
         {(r["recipe"], r["row"]): r["factors"] for r in ok}, names)
-    out["d_span_cdf"] = {fs: sensitivity.ecdf([r["d_span_bytes"] for r in ok if r["fs"] == fs])
-                         for fs in sorted({r["fs"] for r in ok})}
-    timing = [r.get("timing_s", {}) for r in ok]
-    keys = sorted({k for t in timing for k in t})
-    out["time_per_treatment_s"] = {k: round(float(np.mean([t.get(k, 0.0) for t in timing])), 4) for k in keys}
-    out["notes"] = sensitivity.notes(out)
     return out
 
 
@@ -204,8 +268,10 @@ def _rbd_fast(codes: np.ndarray, values: list, y: np.ndarray, names: list[str]) 
 
 def check_spec(spec: Spec) -> None:
     """Refuse a bad spec before a run record exists (the CLI calls it)."""
+    require_root("explore", spec.scheduler)
     if spec.resume:
-        Plan.load(Path(spec.resume))
+        plan = Plan.load(Path(spec.resume))
+        check_settings(plan.space.settings, f"--resume {spec.resume}")
     else:
         make_plan(spec)
     if spec.workers < 1:

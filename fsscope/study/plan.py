@@ -103,7 +103,7 @@ class Plan:
             return cls.from_dict(json.loads(path.read_text()))
         except FileNotFoundError:
             raise FsscopeError(f"--resume {directory}: no {PLAN_FILE} there (not a study run)") from None
-        except (json.JSONDecodeError, KeyError, ValueError) as exc:
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:  # any JSON shape
             raise FsscopeError(f"{path}: not a readable plan ({exc})") from None
 
 

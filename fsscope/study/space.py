@@ -23,13 +23,12 @@ size, ChunkOrder a permutation... Every error names the file and the field.
 from __future__ import annotations
 
 import itertools
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsscope import paths
+from fsscope import paths, tomlsafe
 from fsscope.errors import FsscopeError
 
 Level = int | float | str
@@ -160,10 +159,7 @@ def _build(name: str, description: str, settings: dict, raw: dict, schema: Schem
 
 
 def parse(text: str, source: str, schema: Schema | None = None) -> Space:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise FsscopeError(f"{source}: not valid TOML: {exc}") from None
+    data = tomlsafe.loads(text, source)
     unknown = set(data) - {"name", "description", "settings", "factors"}
     if unknown:
         raise FsscopeError(f"{source}: unknown key '{sorted(unknown)[0]}' "

@@ -1,6 +1,7 @@
 """The treatments table: one row per run, every factor and metric, for pandas or a notebook.
 
-``treatments.csv`` (flat: id, recipe, fs, row, repeat, each factor, the set-wide metrics,
+``treatments.csv`` (flat: id, recipe, fs, row, repeat, each factor, the treatment's metrics
+(d-span: its largest file's; ``dspan_all_files_bytes``: over all its files),
 per-file metrics as ``file{i}_...``, timing as ``t_...``, error) beside the append-only
 ``treatments.ndjson`` that holds the full rows. ``pandas.read_csv(RUN / "treatments.csv")``.
 """
@@ -13,7 +14,8 @@ from pathlib import Path
 from fsscope.study.plan import Plan
 
 TABLE_FILE = "treatments.csv"
-METRIC_COLUMNS = ("d_span_bytes", "extents", "layout_score", "d_span_ideal_ratio")
+METRIC_COLUMNS = ("d_span_bytes", "extents", "layout_score", "d_span_ideal_ratio", "dspan_all_files_bytes",
+                  "layout_score_all_files")
 FILE_COLUMNS = ("d_span_bytes", "extents", "size_bytes", "fragments", "layout_score")
 
 

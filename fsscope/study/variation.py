@@ -36,7 +36,13 @@ from fsscope.recipes import Recipe
 from fsscope.specs import checked_fields, tuples_as_lists, with_tuples
 from fsscope.study import diskstate
 from fsscope.study import space as spaces
-from fsscope.study.execute import STUDY_GROUP_PREFIX, cleanup_study_leftovers, order_rows, run_study
+from fsscope.study.execute import (
+    STUDY_GROUP_PREFIX,
+    check_some_finished,
+    cleanup_study_leftovers,
+    order_rows,
+    run_study,
+)
 from fsscope.study.plan import Plan, plan_or_resume
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
@@ -148,8 +154,7 @@ def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes:
     timing: dict = {}
     try:
         t = time.monotonic()
-        journal.record("image", group, path=str(img))
-        image.create_image(img, image_bytes)
+        os.close(image.create_image(img, image_bytes, journal=journal, group=group))
         with diskstate.mounted_image(img, recipe, journal, group, make_fs=True, timing=timing) as mnt:
             dev = _source_of(mnt)
             scheduler = knobs.get("scheduler")
@@ -242,6 +247,7 @@ def make_plan(spec: Spec) -> Plan:
     space = spaces.load(spec.space, SCHEMA)
     if spec.factors:
         space = space.with_levels(spaces.parse_overrides(list(spec.factors)), SCHEMA)
+    check_settings(dict(space.settings), space.source or space.name)
     s = dict(space.settings)
     for key in ("runs", "duration_s", "image_size", "nfiles"):
         if getattr(spec, key):
@@ -266,6 +272,35 @@ def make_plan(spec: Spec) -> Plan:
     # the engine's "recipe" axis is file system x personality: every sampled configuration
     # runs on each file system under each personality
     return Plan.make(space, spec.configurations, spec.seed, tuple(f"{fs}:{p}" for fs in fss for p in pers), 1)
+
+
+# [settings] numbers a space may set, with the range that makes sense (a space is a file
+# another hand may have written: 1e18 runs or a NaN duration must be one line, not a hang).
+SETTING_RANGES = {"runs": (int, 1, 10_000), "duration_s": (float, 0.1, 86_400.0), "nfiles": (int, 1, 10_000_000),
+                  "workers": (int, 1, 4096), "seed": (int, -2**63, 2**63 - 1), "mem_limit_bytes": (int, 1, 2**50)}
+PER_PERSONALITY = {"durations_s": "duration_s", "nfiles_per_personality": "nfiles"}
+
+
+def check_settings(settings: dict, where: str) -> None:
+    """Refuse a [settings] value outside its range, in one line naming it."""
+    def check(key: str, value, kind_key: str) -> None:
+        kind, lo, hi = SETTING_RANGES[kind_key]
+        ok_type = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
+        if not ok_type or not lo <= value <= hi:
+            what = "a whole number" if kind is int else "a number"
+            raise FsscopeError(f"{where}: settings.{key}: expected {what} in {lo:,}..{hi:,}, got {value!r}")
+
+    for key, value in settings.items():
+        if key in SETTING_RANGES:
+            check(key, value, key)
+        elif key in PER_PERSONALITY:
+            if not isinstance(value, dict):
+                raise FsscopeError(f"{where}: settings.{key}: expected a table of personality = value")
+            for personality, v in value.items():
+                check(f"{key}.{personality}", v, PER_PERSONALITY[key])
+        elif key in ("file_systems", "personalities") and not (
+                isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise FsscopeError(f"{where}: settings.{key}: expected a list of names, got {value!r}")
 
 
 def duration_of(settings: dict, personality: str) -> float:
@@ -327,8 +362,12 @@ def run(ctx, spec: Spec) -> dict:
 
     rows = run_study(plan, VariationTreatment(dict(s)), study_dir, workers=spec.workers,
                      scheduler=spec.scheduler, on_row=on_row, cancelled=lambda: ctx.cancelled)
-    return report(plan, order_rows(plan, rows), threshold=spec.threshold, windows=spec.window_sizes_s,
-                  study_dir=str(study_dir), elapsed_s=time.monotonic() - t0)
+    rows = order_rows(plan, rows)
+    out = report(plan, rows, threshold=spec.threshold, windows=spec.window_sizes_s,
+                 study_dir=str(study_dir), elapsed_s=time.monotonic() - t0)
+    ctx.run_dir.write_report(out)  # kept, with each treatment's error, when the check below fails
+    check_some_finished(rows)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -433,7 +472,8 @@ def report(plan: Plan, rows: list[dict], *, threshold: float = 0.10, windows=(),
 
 def check_spec(spec: Spec) -> None:
     if spec.resume:
-        Plan.load(Path(spec.resume))
+        plan = Plan.load(Path(spec.resume))
+        check_settings(plan.space.settings, f"--resume {spec.resume}")
     else:
         make_plan(spec)
     if spec.workers < 1:

@@ -56,6 +56,10 @@ class Device:
             reasons.append(f"held by {', '.join(self.holders)} (device-mapper/md/LVM)")
         if self.read_only:
             reasons.append("read-only (the kernel refuses writes to it)")
+        if self.size_bytes == 0:
+            what = ("an unconfigured zram device: set its disksize first" if self.name.startswith("zram")
+                    else "no medium or backing file")
+            reasons.append(f"its size is 0 ({what})")
         return reasons
 
     def soft_reasons(self) -> list[str]:

@@ -17,6 +17,8 @@ import os
 import re
 import stat
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +55,36 @@ def rdev(dev: str) -> str | None:
 def file_id(path: str | Path) -> tuple[int, int]:
     st = os.stat(path)
     return st.st_dev, st.st_ino
+
+
+def path_id(path: str | os.PathLike) -> list[int]:
+    """What a path names, for the journal: [st_dev, st_ino, st_uid] of the entry itself
+    (a symbolic link is not followed)."""
+    st = os.lstat(path)
+    return [st.st_dev, st.st_ino, st.st_uid]
+
+
+def still_names(path: str | os.PathLike, ident: list[int] | None) -> bool:
+    """Is ``path`` still the very file or directory whose ``path_id`` was ``ident``?"""
+    try:
+        return ident is not None and path_id(path) == list(ident)
+    except OSError:
+        return False
+
+
+@contextmanager
+def opened(path: str | os.PathLike) -> Iterator[int | None]:
+    """``path`` opened read-only without following a link to check what it is (None: it
+    could not be opened so)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def loop_backing(dev: str) -> tuple[int, int] | None:

@@ -23,6 +23,7 @@ import errno
 import json
 import os
 import shutil
+import stat
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -67,6 +68,8 @@ def _fsync_write(path: Path, text: str) -> None:
 
 class Journal:
     def __init__(self, directory: Path | None = None):
+        if directory is None:
+            paths.check_home()  # root undoes what this directory names: only root may write it
         self.directory = directory or paths.state_dir() / "journal"
 
     def record(self, kind: str, group: str, *, persistent: bool = False, **fields) -> Entry:
@@ -96,19 +99,60 @@ class Journal:
             _fsync_write(self.directory / f"{entry.id}.json", json.dumps(data))
 
     def entries(self, group: str | None = None) -> list[Entry]:
-        out = []
+        return [e for e in self.read()[0] if group is None or e.group == group]
+
+    def read(self) -> tuple[list[Entry], list[str]]:
+        """Every entry, and one line per file that is not one (garbage, ``[]``, a field of the
+        wrong type): skipped, never fatal -- ``fsscope cleanup`` reports them."""
+        out, bad = [], []
         if not self.directory.is_dir():
-            return out
+            return out, bad
         for path in sorted(self.directory.glob("*.json")):
             try:
-                data = json.loads(path.read_text())
-            except (OSError, json.JSONDecodeError):
-                continue  # a torn write: the action it announced never happened
-            base = {k: data.pop(k) for k in ("id", "kind", "group", "owner_pid")}
-            entry = Entry(fields=data, **base)
-            if group is None or entry.group == group:
-                out.append(entry)
-        return out
+                out.append(parse_entry(json.loads(path.read_text())))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
+                bad.append(f"{path}: not a journal entry ({str(exc).splitlines()[0][:120]}): "
+                           "skipped; remove it once you have checked it")
+        return out, bad
+
+
+# What each kind must carry (strings), and the optional fields' types.
+REQUIRED = {"cgroup": ("path",), "mount": ("mountpoint",), "scheduler": ("device", "queue", "previous"),
+            "loop": ("image",), "image": ("path",), "mountdir": (), "workdir": ("path",), "tracefs": ("path",)}
+OPTIONAL = {"home": str, "source": str, "device": str, "majmin": str, "path": str, "mount_id": int,
+            "diskseq": int, "source_diskseq": int, "owner_start_ticks": int, "owner_start": float,
+            "backing": list, "ident": list, "paths": list, "idents": list}
+
+
+def parse_entry(data) -> Entry:
+    """An Entry from a journal file's JSON; ValueError naming what is wrong with its shape."""
+    if not isinstance(data, dict):
+        raise ValueError(f"a JSON {type(data).__name__}, not an object")
+    for key in ("id", "kind", "group"):
+        if not isinstance(data.get(key), str):
+            raise ValueError(f"no text field '{key}'")
+    kind, owner = data["kind"], data.get("owner_pid")
+    if kind not in REQUIRED:
+        raise ValueError(f"unknown kind '{kind}'")
+    if owner is not None and (type(owner) is not int or owner <= 0):
+        raise ValueError("owner_pid is not a process id")
+    for key in REQUIRED[kind]:
+        if not isinstance(data.get(key), str):
+            raise ValueError(f"a {kind} entry without a text '{key}'")
+    for key, kind_of in OPTIONAL.items():
+        value = data.get(key)
+        if value is not None and not (isinstance(value, kind_of) and not isinstance(value, bool)
+                                      or kind_of is float and type(value) is int):
+            raise ValueError(f"'{key}' is not a {kind_of.__name__}")
+    if not all(isinstance(p, str) for p in data.get("paths") or ()) or kind == "mountdir" and not (
+            data.get("paths") or data.get("path")):
+        raise ValueError("a mountdir entry without its paths")
+    for key in ("backing", "ident"):
+        if data.get(key) is not None and not all(type(x) is int for x in data[key]):
+            raise ValueError(f"'{key}' is not a list of numbers")
+    data = dict(data)
+    base = {k: data.pop(k) for k in ("id", "kind", "group")} | {"owner_pid": data.pop("owner_pid", None)}
+    return Entry(fields=data, **base)
 
 
 def owner_alive(entry: Entry) -> bool:
@@ -217,6 +261,8 @@ def undo(entry: Entry) -> str | None:
     return a line saying what was done."""
     f = entry.fields
     if entry.kind == "cgroup":  # a job's cgroup: kill what it left running, then remove it
+        if not _fsscope_named(f["path"], ("cgroup2", "cgroup")):
+            return f"left {f['path']} alone: not a cgroup fsscope makes"
         killed = proctree.kill_and_remove(Path(f["path"]), Path(f["home"]) if f.get("home") else None)
         if killed:
             return f"killed what the job left running: {', '.join(killed)}"
@@ -257,28 +303,66 @@ def undo(entry: Entry) -> str | None:
                         "the kernel detaches it when the last user closes it")
             return f"detached {', '.join(done)} ({f['image']})"
     elif entry.kind == "image":
-        if os.path.exists(f["path"]):
+        if os.path.lexists(f["path"]):
+            if not _still_ours(f["path"], f.get("ident"), image=True):
+                return f"left {f['path']} alone: it is not the image fsscope made there"
             os.unlink(f["path"])
             return f"removed image {f['path']}"
     elif entry.kind == "mountdir":
         removed = []
-        for path in f.get("paths") or [f["path"]]:  # deepest first: the parents fsscope made too
+        paths, idents = f.get("paths") or [f["path"]], f.get("idents") or []
+        for i, path in enumerate(paths):  # deepest first: the parents fsscope made too
+            if not os.path.lexists(path):
+                continue
+            if not _still_ours(path, idents[i] if i < len(idents) else None):
+                break  # not the directory fsscope made: neither it nor its parents are ours
             try:
                 os.rmdir(path)
                 removed.append(path)
-            except FileNotFoundError:
-                continue
             except OSError:  # not empty or in use: it is no longer only ours
                 break
         if removed:
             return f"removed mount point {', '.join(removed)}"
     elif entry.kind == "tracefs" and os.path.isdir(f["path"]):  # a job's instance (fsscope.trace)
+        if not _fsscope_named(f["path"], ("tracefs",)):
+            return f"left {f['path']} alone: not an fsscope tracefs instance"
         _remove_trace_instance(f["path"])
         return f"removed tracefs instance {f['path']}"
-    elif entry.kind == "workdir" and os.path.isdir(f["path"]):
+    elif entry.kind == "workdir" and os.path.lexists(f["path"]):
+        if not _still_ours(f["path"], f.get("ident")):
+            return f"left {f['path']} alone: it is not the work directory fsscope made there"
         shutil.rmtree(f["path"], ignore_errors=True)
         return f"removed work directory {f['path']}"
     return None
+
+
+def _still_ours(path: str, ident: list[int] | None, *, image: bool = False) -> bool:
+    """Is ``path`` still what fsscope made (its recorded [dev, ino, owner])? An entry written
+    just before the file was made has no identity yet: then only a root-owned image that
+    carries fsscope's mark (its names are random, made with O_EXCL) or a root-owned directory."""
+    if ident is not None:
+        return identity.still_names(path, ident)
+    with identity.opened(path) as fd:
+        if fd is None:
+            return False
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid():
+            return False
+        if not image:
+            return stat.S_ISDIR(st.st_mode)
+        try:
+            return stat.S_ISREG(st.st_mode) and os.getxattr(fd, "user.fsscope.image") == b"1"
+        except OSError:
+            return False
+
+
+def _fsscope_named(path: str, fstypes: tuple[str, ...]) -> bool:
+    """A cgroup or tracefs instance fsscope made: named fsscope-*, on a file system of that
+    kind (which only root can make directories in)."""
+    real = os.path.realpath(path)
+    under = [m for m in identity.mounts() if real == m.mountpoint or real.startswith(m.mountpoint.rstrip("/") + "/")]
+    fstype = max(under, key=lambda m: len(m.mountpoint)).fstype if under else ""
+    return os.path.basename(real).startswith("fsscope-") and fstype in fstypes
 
 
 def _remove_trace_instance(path: str, wait_s: float = 5.0) -> None:

@@ -24,13 +24,15 @@ Right before each mkfs, restore and mount the target checks that it still holds 
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import stat
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsscope import paths, tools
+from fsscope import paths, tools, trust
 from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.format import format_bytes
 from fsscope.recipes import Recipe
@@ -39,6 +41,7 @@ from fsscope.targets.journal import Journal, undo_group
 
 TARGET_KINDS = ("device", "image", "ram", "dir")
 DEFAULT_SIZE_BYTES = 2 * 2**30
+INHERITED_IMAGE_FD = "FSSCOPE_IMAGE_FD"  # the image a job's parent claimed (opened, checked, locked)
 RAM_DIR = Path(os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))  # tests give each session its own
 
 
@@ -115,6 +118,7 @@ class Target:
         self._mount_entry = None
         self.direct_io: bool | None = None
         self.image_path: Path | None = None
+        self.image_fd: int | None = None  # the image, opened once: attached, locked and restored through it
         self.mounted: MountedFS | None = None
         self.commands: list[tools.CommandRecord] = []
         self.formats = 0
@@ -170,6 +174,16 @@ class Target:
         else:
             self._check_image_path()
 
+    def claim(self) -> int | None:
+        """:meth:`preflight`, then for an image target the image itself: opened (created if
+        new), checked and locked. The job runner hands this fd to the job's process (which
+        then holds the lock), so a second job on the image is refused here, in one line,
+        before it has a run record. None for other targets."""
+        self.preflight()
+        if self.spec.kind != "image" or self.recipe.fs == "tmpfs":
+            return None
+        return self._image()[1]
+
     def _open(self) -> None:
         spec, recipe = self.spec, self.recipe
         self.preflight()
@@ -180,13 +194,15 @@ class Target:
             self.device_seq, self.device_rdev = identity.diskseq(spec.path), identity.rdev(spec.path)
             self._set_scheduler()
         else:
-            self.image_path = self._image()
-            self.backing = identity.file_id(self.image_path)
+            self.image_path, self.image_fd = self._image()
+            st = os.fstat(self.image_fd)
+            self.backing = (st.st_dev, st.st_ino)
             if not spec.snapshot:  # with a snapshot, the restore attaches the copied image
                 self._attach()
 
     def _attach(self) -> None:
-        self.device, self.direct_io, self.device_seq = image.attach(self.image_path, self.journal, self.group)
+        self.device, self.direct_io, self.device_seq = image.attach(self.image_path, self.journal, self.group,
+                                                                   fd=self.image_fd)
         self._set_scheduler()
 
     def _set_scheduler(self) -> None:
@@ -222,23 +238,41 @@ class Target:
                                f"stopped before {action}, nothing written to it")
 
     def _check_mountpoint(self) -> None:
-        if not self.spec.mountpoint:
-            return
-        mountpoint = Path(self.spec.mountpoint)
-        if mountpoint.exists() and not mountpoint.is_dir():
-            raise FsscopeError(f"--mountpoint {mountpoint}: not a directory")
-        if identity.top_mount(str(mountpoint)) is not None:
-            raise FsscopeError(f"--mountpoint {mountpoint}: something is already mounted there")
+        if self.spec.mountpoint:
+            _mountpoint_place(self.spec.mountpoint)
 
     def _check_image_path(self) -> None:
-        """An existing file is used only if fsscope created it (its mark) or --yes-destroy names it."""
-        path = Path(self.spec.path).resolve()
-        if not path.exists():
+        """An existing file is used only if fsscope created it (its mark) or --yes-destroy names
+        it; never through a symbolic link, and in a directory other users may write only if it
+        is root's own fsscope image (or a new one fsscope makes there)."""
+        place = trust.locate(self.spec.path, "--image")
+        path = Path(place.parent, *place.missing)
+        if len(place.missing) > 1 or not os.path.lexists(path):
+            if place.shared and not place.sticky:
+                raise SafetyRefusal(f"--image {self.spec.path}: directory {place.parent} is {place.shared}, so "
+                                    "another user could swap the image fsscope makes there; use a directory only "
+                                    "root can write")
             image.check_size(self.spec.size_bytes)
             return
-        if not path.is_file():
-            raise SafetyRefusal(f"--image {path}: not a regular file (for a block device use --device)")
-        image.check_not_foreign(path, self.spec.yes_destroy, "use")
+        fd = _open_existing(self.spec.path, path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            self._check_image_fd(place, path, fd)
+            if INHERITED_IMAGE_FD not in os.environ:  # else this process holds the lock already
+                _lock(fd, self.spec.path, test=True)
+        finally:
+            os.close(fd)
+
+    def _check_image_fd(self, place: trust.Place, path: Path, fd: int) -> None:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SafetyRefusal(f"--image {self.spec.path}: not a regular file (for a block device use --device)")
+        if place.shared:
+            if st.st_uid != os.geteuid() or st.st_nlink != 1 or not image.is_fsscope_image(path, fd):
+                raise SafetyRefusal(f"refusing to use --image {self.spec.path}: directory {place.parent} is "
+                                    f"{place.shared}, and only an image fsscope made there as root is used in such "
+                                    "a place (move the file to a directory only root can write)")
+            return
+        image.check_not_foreign(path, self.spec.yes_destroy, "use", fd)
 
     def _check_snapshot(self) -> None:
         """Refuse, before anything is touched, a snapshot that is missing or not the recipe's fs."""
@@ -258,17 +292,36 @@ class Target:
             raise FsscopeError(f"--from-snapshot {snap} {what}, but recipe {self.recipe.name} "
                                f"is {self.recipe.fs}: pass the recipe it was aged with")
 
-    def _image(self) -> Path:
+    def _image(self) -> tuple[Path, int]:
+        """The image, opened once (created with O_EXCL if new) and locked for this target's
+        life: (its path, its fd)."""
         spec = self.spec
         if spec.kind == "ram":
             path = RAM_DIR / f"fsscope-{self.group}.img"
-            self.journal.record("image", self.group, path=str(path))
-            image.create_image(path, spec.size_bytes)
-            return path
-        path = Path(spec.path).resolve()
-        if not path.exists():
-            image.create_image(path, spec.size_bytes)
-        return path
+            return path, image.create_image(path, spec.size_bytes, journal=self.journal, group=self.group)
+        place = trust.locate(spec.path, "--image")
+        path = Path(place.parent, *place.missing)
+        inherited = os.environ.pop(INHERITED_IMAGE_FD, None)
+        if inherited is not None:  # claimed by the job's parent: the same file, still at its path
+            fd = int(inherited)
+            st = os.fstat(fd)
+            if not os.path.lexists(path) or identity.path_id(path)[:2] != [st.st_dev, st.st_ino]:
+                os.close(fd)
+                raise SafetyRefusal(f"--image {spec.path} is no longer the file fsscope checked: not used")
+        elif os.path.lexists(path):
+            fd = _open_existing(spec.path, path, os.O_RDWR)
+        else:
+            fd = image.create_image(path, spec.size_bytes)
+        try:
+            place = trust.locate(spec.path, "--image")  # the directories it made are still trusted
+            if Path(place.parent, *place.missing) != path:
+                raise SafetyRefusal(f"--image {spec.path}: its directories changed while fsscope opened it")
+            self._check_image_fd(place, path, fd)  # the file we hold is the one we checked
+            _lock(fd, spec.path)
+        except BaseException:
+            os.close(fd)
+            raise
+        return path, fd
 
     def format_and_mount(self) -> MountedFS:
         """A fresh file system on the target (mkfs + hygiene + mount), or a fresh directory.
@@ -301,7 +354,7 @@ class Target:
         else:
             undo_group(self.journal, self.group, kinds=("scheduler", "loop"))
             self.device = None
-            method = image.copy_image(snap, self.image_path)
+            method = image.copy_image(snap, Path(image.fd_path(self.image_fd)))
             self._attach()
         self.restores.append({"snapshot": str(snap), "method": method})
 
@@ -311,23 +364,27 @@ class Target:
         self.formats += 1
         if self.spec.kind == "dir":
             workdir = Path(self.spec.path) / f"fsscope-{self.group}-{self.formats}"
-            self.journal.record("workdir", self.group, path=str(workdir))
+            entry = self.journal.record("workdir", self.group, path=str(workdir))
             workdir.mkdir()
+            self.journal.complete(entry, ident=identity.path_id(workdir))
             self.mounted = MountedFS("dir", None, str(self.spec.path), workdir)
             return self.mounted
         recipe = self.recipe
-        mountpoint = Path(self.spec.mountpoint or paths.state_dir() / "mnt" / self.group).absolute()
-        missing = [p for p in (mountpoint, *mountpoint.parents) if not p.exists()]
-        if missing:  # deepest first: undo removes the parents it made too
-            self.journal.record("mountdir", self.group, paths=[str(p) for p in missing])
-            mountpoint.mkdir(parents=True)
-        elif identity.top_mount(str(mountpoint)) is not None:
-            raise FsscopeError(f"--mountpoint {mountpoint}: something is already mounted there")
+        mountpoint, missing = _mountpoint_place(self.spec.mountpoint or paths.state_dir() / "mnt" / self.group)
+        if missing:  # deepest first: undo removes the parents it made too (each by identity)
+            entry = self.journal.record("mountdir", self.group, paths=[str(p) for p in missing])
+            for made in reversed(missing):
+                made.mkdir()
+            self.journal.complete(entry, idents=[identity.path_id(p) for p in missing])
+            mountpoint, _ = _mountpoint_place(mountpoint)  # what we made is still what we checked
+        checked = identity.path_id(mountpoint)
         if make_fs and self.spec.snapshot:
             self._restore_snapshot()
         elif make_fs and recipe.fs != "tmpfs":
             self._check_still_held("mkfs")
             filesystem.mkfs(recipe, self.device)
+        if not identity.still_names(mountpoint, checked):  # mkfs or a restore took a while
+            raise SafetyRefusal(f"--mountpoint {mountpoint} changed since fsscope checked it: not mounted")
         self._mount_fs(str(mountpoint))
         self.mounted = MountedFS(recipe.fs, self.device, str(mountpoint), mountpoint,
                                  filesystem.mount_options(str(mountpoint)))
@@ -371,6 +428,9 @@ class Target:
             return undo_group(self.journal, self.group)
         finally:
             self.mounted = None
+            if self.image_fd is not None:
+                os.close(self.image_fd)  # the image's lock goes with it
+                self.image_fd = None
             if self._record in tools.listeners:
                 tools.listeners.remove(self._record)
 
@@ -384,6 +444,58 @@ class Target:
                 "commands": [{"argv": list(c.argv), "rc": c.rc, "duration_s": round(c.duration_s, 4),
                               "stdout": c.stdout[-2000:], "stderr": c.stderr[-2000:]}
                              for c in self.commands]}
+
+
+def _open_existing(given: str, path: Path, flags: int) -> int:
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SafetyRefusal(f"--image {given} is a symbolic link: fsscope does not follow links as "
+                                f"root; pass the file it points to") from None
+        raise
+
+
+def _lock(fd: int, given: str, *, test: bool = False) -> None:
+    """One job per image: an exclusive lock on the image for the target's life (``test``:
+    only see whether it is free)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise FsscopeError(f"--image {given} is in use by another fsscope job: wait for it to end "
+                           "(or give this job another image)") from None
+    if test:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _mountpoint_place(given: str | Path) -> tuple[Path, list[Path]]:
+    """The mount point as a real path only root can change, and the directories to make
+    (deepest first). Refuses a symbolic link, a non-directory, a directory that is not
+    empty (a mount would hide what is in it) or already a mount point, and a place other
+    users may change."""
+    place = trust.locate(given, "--mountpoint")
+    path = Path(place.parent, *place.missing)
+    missing = [path, *path.parents][:len(place.missing)]
+    if place.shared and not place.sticky:
+        raise SafetyRefusal(f"--mountpoint {given}: directory {place.parent} is {place.shared}, so another user "
+                            "could swap the mount point for a link; use a directory only root can change")
+    if len(place.missing) > 1 or not os.path.lexists(path):
+        return path, missing
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise SafetyRefusal(f"--mountpoint {given} is a symbolic link: fsscope does not mount through links "
+                            "as root; pass the directory itself")
+    if not stat.S_ISDIR(st.st_mode):
+        raise FsscopeError(f"--mountpoint {given}: not a directory")
+    if place.shared and st.st_uid not in trust.trusted_uids():
+        raise SafetyRefusal(f"--mountpoint {given}: owned by uid {st.st_uid} in {place.parent}, which is "
+                            f"{place.shared}; use a directory only root can change")
+    if identity.top_mount(str(path)) is not None:
+        raise FsscopeError(f"--mountpoint {given}: something is already mounted there")
+    if os.listdir(path):
+        raise FsscopeError(f"--mountpoint {given}: not empty (a mount would hide what is in it); "
+                           "give an empty directory")
+    return path, []
 
 
 def _check_ram_space(size_bytes: int) -> None:

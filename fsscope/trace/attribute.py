@@ -113,6 +113,18 @@ def _off_cpu(events, short_names, idx, pid, comms, out: RunCalls) -> None:
             pending = None
 
 
+def waited_on_others_ns(rc: RunCalls, files: int) -> np.ndarray:
+    """Per call: the time it spent off the CPU, blocked, while it issued no block request
+    of its own -- it waited on another process (a lock holder, a kernel thread, someone
+    else's I/O), not on the file system's work for this call. A call that read or wrote
+    itself (a cold inode cluster) keeps its wait: that is the structure's cost."""
+    out = np.zeros(files, dtype=np.int64)
+    for index, offs in rc.off_cpu.items():
+        if 0 <= index < files and not rc.io_requests.get(index):
+            out[index] = sum(off.off_ns for off in offs if not off.preempted)
+    return out
+
+
 def kernel_evidence(runs: list[RunCalls], indices: list[int]) -> dict:
     """The probe JSON's ``kernel`` block for a flag at ``indices``: in how many traced runs
     each event fired inside one of those calls, and the block requests/bytes they issued

@@ -134,6 +134,17 @@ class ProbeTrace(JobTrace):
         with super().run(fs, run):
             yield
 
+    def waited_on_others_ns(self, run: int) -> np.ndarray | None:
+        """Per call of traced run ``run``: the time it was blocked on another process (see
+        :func:`attribute.waited_on_others_ns`); None when that run was not traced."""
+        result = dict(self.results).get(run)
+        if result is None or run not in self.rows:
+            return None
+        latency_row, start_row = self.rows[run]
+        calls = attribute.attribute_run(result.events, result.names, np.asarray(start_row),
+                                        np.asarray(latency_row), pid=self.pid, run=run, comms=result.comms)
+        return attribute.waited_on_others_ns(calls, len(latency_row))
+
     def attribute(self, report: dict, findings: list, flags: list[dict]) -> None:
         """Add the kernel's side to the report: per flag, structural events, the
         prediction/kernel/latency table, causes of one-off noise, and the event arrays."""

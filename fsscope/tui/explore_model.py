@@ -1,6 +1,7 @@
 """What the explore view shows, as plain data (no Textual): the treatments so far (file
 system, factors, d-span), the d-span CDF per file system, each factor's share of the d-span
-variance, the tail share per factor level, and a tail heatmap for the two top factors.
+variance and the tail share per factor level -- pooled and per file system (the paper ranks
+each file system on its own) --, and a tail heatmap for the two top factors.
 Live rows fill it as treatments finish; the report replaces the estimates when the job ends."""
 
 from __future__ import annotations
@@ -78,25 +79,40 @@ class ExploreModel:
             out[fs] = [float(v) for v in np.quantile(y, np.linspace(0, 1, points))]
         return out
 
-    def shares(self) -> list[tuple[str, float | None]]:
-        """(factor, first-order share), largest first: the report's, else estimated live."""
-        if self.report is not None and self.report.get("prioritization"):
-            return [(p["factor"], p["first_order"]) for p in self.report["prioritization"]]
-        if len(self.rows) < MIN_ROWS:
+    def file_systems(self) -> list[str]:
+        return sorted({r["fs"] for r in self.rows})
+
+    def shares(self, fs: str | None = None) -> list[tuple[str, float | None]]:
+        """(factor, first-order share), largest first, pooled or of one file system: the
+        report's, else estimated live."""
+        part = self.report if fs is None else ((self.report or {}).get("by_fs") or {}).get(fs)
+        if part is not None and part.get("prioritization"):
+            return [(p["factor"], p["first_order"]) for p in part["prioritization"]]
+        rows = self.rows if fs is None else [r for r in self.rows if r["fs"] == fs]
+        if len(rows) < MIN_ROWS:
             return []
-        codes, _, y = self._encoded()
-        s = sensitivity.first_order(codes, y)
+        codes, _ = sensitivity.encode([r["factors"] for r in rows], self.names)
+        s = sensitivity.first_order(codes, np.array([r["d_span_bytes"] for r in rows]))
         pairs = [(n, None if not np.isfinite(v) else float(v)) for n, v in zip(self.names, s)]
         return sorted(pairs, key=lambda p: -(p[1] if p[1] is not None else -1.0))
 
-    def tail_levels(self) -> list[tuple[str, list[tuple[object, float, bool]]]]:
-        """Per factor: (level, share of its runs in the tail, significant)."""
-        if len(self.rows) < MIN_ROWS:
+    def tail_levels(self, fs: str | None = None) -> list[tuple[str, list[tuple[object, float, bool]]]]:
+        """Per factor: (level, share of its runs in the tail, significant), pooled or of one
+        file system (its own tail threshold)."""
+        rows = self.rows if fs is None else [r for r in self.rows if r["fs"] == fs]
+        if len(rows) < MIN_ROWS:
             return []
-        codes, values, y = self._encoded()
-        tail = sensitivity.factor_mapping(codes, y, self.quantile)
+        codes, values = sensitivity.encode([r["factors"] for r in rows], self.names)
+        tail = sensitivity.factor_mapping(codes, np.array([r["d_span_bytes"] for r in rows]), self.quantile)
         return [(name, [(values[j][c], share, sig) for c, (share, _, _, sig) in sorted(tail.levels[j].items())])
                 for j, name in enumerate(self.names)]
+
+    def changed_share(self, fs: str | None = None) -> tuple[float, int] | None:
+        """(share of repeated treatments whose d-span changed, pairs), pooled or of one file
+        system; from the report (None before it, or without --repeat 2)."""
+        part = self.report if fs is None else ((self.report or {}).get("by_fs") or {}).get(fs)
+        nd = (part or {}).get("nondeterminism") or {}
+        return None if nd.get("changed_share") is None else (float(nd["changed_share"]), int(nd["pairs"]))
 
     def pairs(self) -> list[tuple[str, str]]:
         """Factor pairs among the four with the largest shares, the top pair first."""

@@ -212,7 +212,7 @@ def run(ctx, spec: Spec) -> dict:
     pspec = P.default_spec(spec.personality, capacity_bytes=_capacity_bytes(target), **overrides)
     journal, keep = Journal(), "ladder-snap-" + uuid.uuid4().hex[:8]
     snapshot = diskstate.ram_dir() / f"fsscope-{keep}.img"
-    journal.record("image", keep, path=str(snapshot))  # the kept dataset image goes with the job
+    os.close(image.new_journalled(snapshot, journal, keep))  # the kept dataset image goes with the job
     runs: dict[str, list[dict]] = {step: [] for step in spec.steps}
     total, done = len(spec.steps) * spec.runs, 0
     dataset_sha256 = None
@@ -246,8 +246,13 @@ def run(ctx, spec: Spec) -> dict:
                for step, ops in ops_of}
     verdict = V.ladder_verdict(ops_of)
     for prev, step, change in verdict.changes:
-        by_step[step]["vs_previous"] = {"step": prev, "p": change.p, "grew": change.grew, "note": change.note}
+        by_step[step]["vs_previous"] = {"step": prev, "p": change.p, "grew": change.grew, "note": change.note,
+                                        "verdict": change.verdict, "p_fell": change.p_fell,
+                                        "runs_to_decide": change.runs_to_decide}
+    # paper_direction: True / False only when the test decides it (None: undecided);
+    # paper_comparison: agree | disagree | inconclusive, why, and the runs that would decide it
     return plain({"ladder": list(by_step.values()), "paper_direction": verdict.paper_direction,
+                  "paper_comparison": verdict.paper, "verdict": verdict.text,
                   "personality": spec.personality,
                   "recipe": recipe.name, "fs": recipe.fs,
                   "dataset_sha256": dataset_sha256,

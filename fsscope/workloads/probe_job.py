@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fsscope.analysis import sequential
 from fsscope.analysis.findings import Outlier
 from fsscope.analysis.outliers import analyze
 from fsscope.engine.events import Finding, Samples, finding_from_dict
@@ -26,7 +27,7 @@ from fsscope.errors import FsscopeError
 from fsscope.explain.names import plain as plain_words
 from fsscope.jsonsafe import plain
 from fsscope.trace.jobs import ProbeTrace
-from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu
+from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu, sync_once
 
 Spec = ProbeSpec
 PROBE_DIR = "probe.d"
@@ -80,39 +81,50 @@ def _key(finding) -> tuple:
 
 
 def record_bytes(spec: ProbeSpec) -> int:
-    """What the run record's arrays take (checked against free space before the run)."""
-    return spec.runs * spec.files * 8
+    """What the run record's arrays take (checked against free space before the run): latency,
+    start and CPU wait per call, for as many runs as the probe may make."""
+    return 3 * spec.run_cap * spec.files * 8
 
 
 def run(ctx, spec: ProbeSpec) -> dict:
     previous_cpus = pin_cpu(spec.cpu)
-    latency_ns = ctx.run_dir.open_array("latency_ns", (spec.runs, spec.files))
-    start_ns = ctx.run_dir.open_array("start_ns", (spec.runs, spec.files))
+    cap = spec.run_cap
+    latency_ns = ctx.run_dir.open_array("latency_ns", (cap, spec.files))
+    start_ns = ctx.run_dir.open_array("start_ns", (cap, spec.files))
+    wait_ns = ctx.run_dir.open_array("wait_ns", (cap, spec.files))
     trace = ProbeTrace(ctx, spec.trace, spec.op)
     geometry, predictions, emitted = None, [], {}
-    error, stop_flag = None, None
+    error, stop_flag, r = None, None, 0
+    settling = sequential.Settling(spec.runs, cap)
     try:
-        for r in range(spec.runs):
-            if ctx.cancelled:
+        for r in range(cap):
+            if ctx.cancelled or settling.done:
                 break
-            ctx.phase(f"run {r + 1} of {spec.runs}", run=r, runs=spec.runs)
+            runs_label = f"{r + 1} of {spec.runs}" if r < spec.runs else f"{r + 1} (deciding; at most {cap})"
+            ctx.phase(f"run {runs_label}", run=r, runs=max(spec.runs, r + 1))
             with ctx.run_fs(spec.fresh_fs) as fs:
                 probe_dir = fs.workdir / (PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.{r}")
                 probe_dir.mkdir()
-                os.sync()
+                _sync_dir(spec, probe_dir)
                 if r == 0:
                     geometry, predictions = _explainer(ctx, fs, probe_dir, spec)
+                    settling.predict(predictions, spec.files)
                     if geometry is not None:
                         ctx.data("geometry", geometry=_geometry_json(geometry),
                                  predictions=plain(predictions))
                 with trace.run(fs, r, latency_ns[r], start_ns[r]) if spec.trace == "all" else nullcontext():
-                    _measure(ctx, spec, r, probe_dir, latency_ns[r], start_ns[r])
+                    _measure(ctx, spec, r, probe_dir, latency_ns[r], start_ns[r], wait_ns[r])
+            if (blocked := trace.waited_on_others_ns(r)) is not None:  # --trace all: the kernel saw it
+                wait_ns[r] += blocked  # blocked on another process: a disturbance like a CPU wait
             latency_ns.flush()  # a shared mapping survives a kill anyway; this survives power loss
             if r == 0 and spec.runs > 1:
                 continue  # one run cannot tell structure from noise: flag from the second on
-            _emit_new_findings(ctx, analyze(latency_ns[: r + 1]), predictions, emitted)
+            analysis = analyze(latency_ns[: r + 1], wait_ns=wait_ns[: r + 1])
+            settling.after_run(r, analysis, latency_ns[: r + 1], wait_ns[: r + 1])
+            _emit_new_findings(ctx, settling.settled(analysis), predictions, emitted)
+        used = sum(1 for k in range(cap) if (latency_ns[k] >= 0).any())
         if spec.trace == "attribute" and trace.active and not ctx.cancelled:
-            _attribution_run(ctx, spec, trace)
+            _attribution_run(ctx, spec, trace, used)
     except ProbeRunError as exc:  # ENOSPC & co: a normal stop, explained; what was measured is kept
         error = str(exc)
         stop_flag = _stop_flag(exc, r)
@@ -120,26 +132,33 @@ def run(ctx, spec: ProbeSpec) -> dict:
     finally:
         latency_ns.flush()
         os.sched_setaffinity(0, previous_cpus)
-    done_rows = [r for r in range(spec.runs) if (latency_ns[r] >= 0).any()]
+    used = sum(1 for k in range(cap) if (latency_ns[k] >= 0).any())
+    for name, array in (("latency_ns", latency_ns), ("start_ns", start_ns), ("wait_ns", wait_ns)):
+        if used < cap:  # the record holds the runs made, not the cap
+            ctx.run_dir.save_array(name, np.array(array[:used]))
+    done_rows = [k for k in range(used) if (latency_ns[k] >= 0).any()]
     report = {"op": spec.op, "files": spec.files, "runs": spec.runs, "runs_completed": len(done_rows),
-              "spec": spec.to_dict(), "stopped_by": error}
+              "spec": spec.to_dict(), "stopped_by": error, "sync": _sync_json(spec)}
+    findings: list = []
     if done_rows:
-        analysis = analyze(latency_ns[done_rows])
+        analysis = settling.settled(analyze(latency_ns[done_rows], wait_ns=wait_ns[done_rows]))
         report |= analysis.to_json()
-        flags = _explain(_findings(analysis), predictions)
+        findings = _findings(analysis)
+        flags = _explain(findings, predictions)
         report["thresholds"] = [f for f in flags if f.get("structure")]
-        report["flags"] = [f | {"title": _flag_title(f, finding)} for f, finding in zip(flags, _findings(analysis))]
+        report["flags"] = [f | {"title": _flag_title(f, finding)} for f, finding in zip(flags, findings)]
+        report["decisions"] = settling.to_json(ctx.cancelled or error is not None)
     if stop_flag is not None:  # last, so the analysis flags stay aligned with their lists
         report["flags"] = [*report.get("flags", []), stop_flag]
     report["geometry"] = _geometry_json(geometry) if geometry else None
     report["predictions"] = plain(predictions)
-    findings = _findings(analysis) if done_rows else []
     trace.attribute(report, findings, report.get("flags", []))
+    _kernel_on_decisions(report)
     if trace.results:  # the thresholds are the explained flags, now with their kernel evidence
         report["thresholds"] = [{k: v for k, v in f.items() if k != "title"}
                                 for f in report["flags"] if f.get("structure")]
         if spec.trace == "attribute" and done_rows:  # the traced run's own observer effect
-            traced = np.asarray(trace.rows[spec.runs][0])
+            traced = np.asarray(trace.rows[used][0])
             measured = latency_ns[done_rows]
             if (traced >= 0).any() and (measured >= 0).any():
                 report["trace"]["median_ratio_vs_untraced"] = round(
@@ -150,17 +169,18 @@ def run(ctx, spec: ProbeSpec) -> dict:
     return report
 
 
-def _attribution_run(ctx, spec: ProbeSpec, trace) -> None:
-    """One extra run, traced, on a fresh file system like the measured ones: the kernel's
-    account of every call without touching the measured runs' latencies."""
+def _attribution_run(ctx, spec: ProbeSpec, trace, run: int) -> None:
+    """One extra run (number ``run``, after the measured ones), traced, on a fresh file system
+    like the measured ones: the kernel's account of every call without touching the measured
+    runs' latencies."""
     latency_row = ctx.run_dir.open_array("trace_latency_ns", (1, spec.files))
     start_row = ctx.run_dir.open_array("trace_start_ns", (1, spec.files))
-    ctx.phase("traced run (kernel attribution)", run=spec.runs)
+    ctx.phase("traced run (kernel attribution)", run=run)
     with ctx.run_fs(spec.fresh_fs) as fs:
         probe_dir = fs.workdir / (PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.traced")
         probe_dir.mkdir()
-        os.sync()
-        with trace.run(fs, spec.runs, latency_row[0], start_row[0]):
+        _sync_dir(spec, probe_dir)
+        with trace.run(fs, run, latency_row[0], start_row[0]):
             measure_run(probe_dir, spec, cancelled=lambda: ctx.cancelled, out=latency_row[0],
                         start_out=start_row[0])
     latency_row.flush()
@@ -179,17 +199,52 @@ def _stop_flag(exc: ProbeRunError, run: int) -> dict:
             "note": f"{exc}. {why} Later runs were not made; the report covers the files measured."}
 
 
-def _measure(ctx, spec: ProbeSpec, r: int, probe_dir: Path, row, start_row) -> None:
+def _measure(ctx, spec: ProbeSpec, r: int, probe_dir: Path, row, start_row, wait_row) -> None:
     """One run into ``row`` (a row of the memory-mapped matrix), streaming batches live."""
-    total = spec.runs * spec.files
+    runs = max(spec.runs, r + 1)
+    total = runs * spec.files
 
     def on_batch(start: int, batch) -> None:
         ctx.emit(Samples(run=r, start=start, latency_ns=batch.tolist()))
-        ctx.progress(r * spec.files + start + len(batch), total, info=f"run {r + 1}/{spec.runs}")
+        ctx.progress(r * spec.files + start + len(batch), total, info=f"run {r + 1}/{runs}")
 
-    ctx.phase(f"run {r + 1} of {spec.runs}: {spec.op} × {spec.files}", run=r)
+    ctx.phase(f"run {r + 1} of {runs}: {spec.op} × {spec.files}", run=r)
     measure_run(probe_dir, spec, on_batch=on_batch, cancelled=lambda: ctx.cancelled, out=row,
-                start_out=start_row)
+                start_out=start_row, wait_out=wait_row)
+
+
+def _kernel_on_decisions(report: dict) -> None:
+    """The kernel's independent word on each decided candidate: the structure-changing events
+    the traced run(s) saw inside that very call."""
+    seen: dict[int, dict[str, int]] = {}
+    for event in report.get("structural_events") or []:
+        seen.setdefault(event["index"], {})[event["event"]] = event["runs"]
+    decisions = report.get("decisions") or {}
+    if not report.get("trace", {}).get("active"):
+        return
+    for candidate in decisions.get("candidates", []):
+        candidate["kernel"] = seen.get(candidate["index"], {})
+    backed = [c["index"] for c in decisions.get("candidates", []) if c["verdict"] != "slow" and c["kernel"]
+              and any(not name.startswith("block_") for name in c["kernel"])]
+    if backed:  # the kernel changed a structure there, the latency did not settle it
+        decisions["why"] += (f"; the kernel changed a structure inside files {', '.join(map(str, backed[:8]))}, "
+                             f"which the latency did not decide slow")
+
+
+def _sync_dir(spec: ProbeSpec, directory: Path) -> None:
+    """The probe's sync (its scope) once, e.g. after making the probe directory."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        sync_once(spec, fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_json(spec: ProbeSpec) -> dict:
+    what = ("syncfs(2) of the measured file system" if spec.sync_scope == "fs"
+            else "sync(2) of every file system on the machine (the papers' method)")
+    return {"before_each_call": spec.sync_before == "each", "scope": spec.sync_scope,
+            "note": f"before each call: {what}" if spec.sync_before == "each" else "no sync before the calls"}
 
 
 def _emit_new_findings(ctx, analysis, predictions: list, emitted: dict) -> None:

@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header
 
 from fsscope.engine.events import Event, Phase
+from fsscope.telemetry.machine import busy, machine_line
 from fsscope.tui import exports
 from fsscope.tui import messages as msg
 from fsscope.tui.config import RunPlan, recipe_label
@@ -449,6 +450,9 @@ class LiveScreen(Screen):
                             style="bold red" if message.status == "failed" else "bold")
         for note in getattr(view.data, "notes", None) or []:
             self.log_panel.note(f"note: {note}", style="yellow")
+        machine = message.report.get("machine") if isinstance(message.report, dict) else None
+        if machine:  # how busy the machine was while the job ran: a noisy result says so
+            self.log_panel.note(machine_line(machine), style="yellow" if busy(machine) else "dim")
         for line in message.leftovers:
             self.log_panel.note(f"cleaned up after the killed job: {line}", style="yellow")
         self.query_one("#progress", JobProgress).refresh()

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import get_current_worker
 
 from fsscope import store
+from fsscope.errors import FsscopeError
 from fsscope.tui import exports
 from fsscope.tui import messages as msg
 from fsscope.tui.replay import describe_recipe, describe_target, load_run
@@ -165,7 +166,16 @@ class RunsScreen(Screen):
 
     @work(thread=True, exclusive=True, group="runs-load", description="reading recorded runs")
     def _load(self, runs: list[store.RunDir]) -> None:
-        self.post_message(msg.RunsLoaded([load_run(run) for run in runs]))
+        try:  # a record another hand wrote may be of any shape: one line, never a traceback
+            records = []
+            for run in runs:
+                with store.reading(f"the record of run {run.check().id}"):
+                    records.append(load_run(run))
+        except FsscopeError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Unreadable run record", severity="error",
+                                      timeout=8)
+            return
+        self.post_message(msg.RunsLoaded(records))
 
     def on_runs_loaded(self, message: msg.RunsLoaded) -> None:
         if self.app.screen is not self:  # the user went elsewhere meanwhile

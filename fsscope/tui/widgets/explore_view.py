@@ -1,6 +1,8 @@
 """The explore view: treatments streaming in, the d-span CDF per file system (as quantile
-lines), factor bars (share of the d-span variance), and tail-share heatmaps -- per factor
-level, and for the two top factors against each other. Darker = more runs in the tail."""
+lines), factor bars (share of the d-span variance) and tail-share heatmaps per factor level
+-- per file system beside the pooled ones when there are several --, the share of repeats
+that landed differently, and the two top factors' tail shares against each other. Darker =
+more runs in the tail."""
 
 from __future__ import annotations
 
@@ -75,23 +77,42 @@ class ExploreView(ModelView):
         text.append("\n\nd-span CDF per file system (quantiles 0 → 1, log scale)\n", style="bold")
         for fs, qs in model.quantiles().items():
             text.append(f"  {fs:6s} {spark(qs)}  P50 {format_bytes(qs[len(qs) // 2])}  max {format_bytes(qs[-1])}\n")
+        fss = model.file_systems()
+        several = len(fss) > 1
         shares = model.shares()
         if shares:
+            # several file systems: each ranked on its own (as the paper does), pooled first
+            cols = [(None, "pooled")] + [(fs, fs) for fs in fss] if several else [(None, "")]
+            per = {label: dict(model.shares(fs)) for fs, label in cols}
             text.append("\nfactor prioritization: share of the d-span variance\n", style="bold")
-            for name, share in shares:
-                text.append(f"  {name:16s} ")
-                text.append_text(bar(share, 20, "bold"))
-                text.append(" too few runs\n" if share is None else f" {share * 100:5.1f}%\n")
-        levels = model.tail_levels()
-        if levels:
-            text.append(f"\ntail share per level (tail = d-span ≥ P{model.quantile * 100:.0f}; "
-                        f"{SHADES[1:]} = more; * significant)\n", style="bold")
+            if several:
+                text.append(" " * 18 + "".join(f"{label:>18s}" for _, label in cols) + "\n", style="dim")
+            for name, _ in shares:
+                text.append(f"  {name:16s}")
+                for _, label in cols:
+                    share = per[label].get(name)
+                    text.append(" ")
+                    text.append_text(bar(share, 10 if several else 20, "bold"))
+                    text.append(" too few " if share is None else f" {share * 100:5.1f}%")
+                text.append("\n")
+        for fs in ([None] + fss if several else [None]):
+            levels = model.tail_levels(fs)
+            if not levels:
+                continue
+            where = ", pooled" if fs is None and several else f" on {fs}" if fs else ""
+            text.append(f"\ntail share per level{where} (tail = d-span ≥ "
+                        f"P{model.quantile * 100:.0f}; {SHADES[1:]} = more; * significant)\n", style="bold")
             for name, cells in levels:
                 text.append(f"  {name:16s} ")
                 for _level, share, sig in cells[:32]:
                     text.append(shade(share), style="bold red" if sig else "")
                 hot = [level_text(lv) for lv, _, sig in cells if sig]
                 text.append(f"  {'* ' + ', '.join(hot[:4]) if hot else ''}\n")
+        changed = [(fs, model.changed_share(fs)) for fs in ([None] + fss if several else [None])]
+        if any(c is not None for _, c in changed):
+            text.append("\nrepeats that landed differently: ", style="bold")
+            text.append(", ".join(f"{fs or ('pooled' if several else 'all')} {c[0] * 100:.0f}% of {c[1]}"
+                                  for fs, c in changed if c is not None) + "\n")
         pair = model.pair_heatmap()
         if pair is not None:
             a, b, la, lb, grid = pair

@@ -12,6 +12,6 @@ class ProbeParams(JobParams):
         "files": "files per run (file index = column of the heatmap)",
         "runs": "repetitions on a fresh file system (rows of the heatmap)",
         "name_length": "digits per file name: longer names fill directory blocks sooner",
-        "sync_before": "each: sync() before every call, so calls do not share dirty state",
+        "sync_before": "each: syncfs of the measured file system before every call, so calls do not share dirty state",
         "trace": "kernel events per flag (root): attribute = one extra traced run, all = every run, off",
     }

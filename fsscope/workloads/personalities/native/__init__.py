@@ -8,7 +8,9 @@ against, and the fallback when no compiler is found (scripts/setup installs gcc)
 which loop it used.
 
 The shared object is cached under fsscope's home, named by the source's hash, built into a
-temporary name and renamed (several jobs may build at once).
+temporary name and renamed (several jobs may build at once). As root it is loaded only from
+a file root owns and no one else may write, in a directory the same holds for, through the
+descriptor that was checked.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from fsscope import paths
+from fsscope import paths, trust
 
 SOURCE = Path(__file__).with_name("loops.c")
 PERSONALITIES = ("fileserver", "webserver", "varmail")   # each has fsscope_<name>() in loops.c
@@ -55,7 +57,9 @@ def library_path() -> tuple[Path | None, str]:
     source = SOURCE.read_bytes()
     digest = hashlib.sha256(source).hexdigest()[:16]
     target = paths.home() / "lib" / f"fsscope-loops-{digest}.so"
-    if target.is_file():
+    paths.check_home()  # code run as root is loaded only from a directory only root can write
+    if os.path.lexists(target):
+        os.close(trust.open_owned_file(target, "C loops library"))
         return target, "built"
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
@@ -78,7 +82,12 @@ def library_path() -> tuple[Path | None, str]:
 
 def load(path: str | os.PathLike, personality: str):
     """The C loop of ``personality``: f(POINTER(LoopState), edge_ns) -> AT_EDGE | BUFFER_FULL | FAILED."""
-    fn = getattr(ctypes.CDLL(str(path)), f"fsscope_{personality}")
+    fd = trust.open_owned_file(path, "C loops library")
+    try:  # dlopen the very file that was checked, not whatever the path names by then
+        lib = ctypes.CDLL(f"/proc/self/fd/{fd}")
+    finally:
+        os.close(fd)
+    fn = getattr(lib, f"fsscope_{personality}")
     fn.argtypes = [ctypes.POINTER(LoopState), ctypes.c_int64]
     fn.restype = ctypes.c_int
     return fn

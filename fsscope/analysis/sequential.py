@@ -1,0 +1,219 @@
+"""Deciding candidate files slow or typical with as many runs as the noise requires.
+
+A *candidate* is a file index the probe must settle: a structural change the geometry
+predicts there (known before any run), or a repeatable outlier nothing predicted (noticed in
+the runs so far). Per run, a candidate is *slow* when its latency exceeds ``factor`` x its
+local typical latency (the outlier scan's bar); calls the machine disturbed are not measured
+(NaN, see :func:`fsscope.analysis.outliers.mask_disturbed`) and do not vote.
+
+The statistic is Wald's sequential probability ratio test per candidate, run by run:
+
+    H1 (structural): slow with probability ``p1`` in every run;
+    H0 (typical):    slow with probability p0_r, the share of the other files slow in run r
+                     (the run's own noise: a loaded run has a higher p0 and each of its slow
+                     votes counts for less);
+
+    log-LR += log(p1 / p0_r) for a slow vote, log((1 - p1) / (1 - p0_r)) for a typical one.
+
+It stops at the first crossing of log((1 - beta) / alpha) (slow) or log(beta / (1 - alpha))
+(typical). A file slow in some runs only -- too often for noise, too rarely for structure
+(when the run's noise is near its share of slow votes the ratio wanders) -- is decided
+*intermittent* (once it was slow at all) as soon as its slow votes are too few for a repeatable file
+(P(at most that many | slow in ``p_repeatable`` of runs) < ``alpha_intermittent``, the
+outlier analysis's 80 % rule); it is not repeatable either. A predicted index is tested from the first run (the prediction came first); a
+noticed outlier only on the runs after the one that made it repeatable, since the runs that
+selected it cannot also confirm it. Pure functions on numpy arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+#: P(slow in a run) of a structural file: "slow in (nearly) every run".
+P_STRUCTURAL = 0.9
+#: The least share of runs a repeatable file is slow in (outliers.DEFAULT_MIN_FRACTION).
+P_REPEATABLE = 0.8
+#: How sure "slow too rarely to be repeatable" must be: a file slow in half the runs is
+#: called intermittent after about 9 votes instead of wandering to the cap.
+ALPHA_INTERMITTENT = 0.05
+#: Error rates of each decision (a probe decides a handful of candidates). On a quiet run
+#: (p0 ~ 1 %) two slow votes decide "slow" and three typical ones "typical"; the noisier a
+#: run, the more votes it takes.
+ALPHA = 0.01
+BETA = 0.01
+#: Bounds on a run's noise rate: a quiet run still leaves room for chance, and a run where
+#: half the files look slow carries (almost) no vote.
+P_NOISE_MIN, P_NOISE_MAX = 1e-3, 0.5
+
+
+@dataclass(frozen=True)
+class Candidate:
+    index: int
+    source: str        # the predicted structure, or "outlier"
+    first_run: int     # the first run that votes (0 for a prediction)
+
+
+@dataclass(frozen=True)
+class Decision:
+    index: int
+    source: str
+    verdict: str       # "slow" | "typical" | "intermittent" | "undecided"
+    slow_votes: int
+    votes: int         # runs that voted (measured and undisturbed, from first_run on)
+    llr: float         # log-likelihood ratio when decided (or after the last run)
+    decided_at_run: int | None  # 0-based run whose vote decided it
+
+    def to_json(self) -> dict:
+        return asdict(self) | {"llr": round(self.llr, 2)}
+
+
+def noise_rate(slow: NDArray[np.bool_], measured: NDArray[np.bool_], exclude: list[int]) -> NDArray[np.float64]:
+    """Per run: the share of measured files (candidates excluded) that were slow."""
+    keep = np.ones(slow.shape[1], dtype=bool)
+    keep[[i for i in exclude if 0 <= i < slow.shape[1]]] = False
+    counts = measured[:, keep].sum(axis=1)
+    rate = np.divide(slow[:, keep].sum(axis=1), counts, out=np.full(len(counts), P_NOISE_MAX), where=counts > 0)
+    return np.clip(rate, P_NOISE_MIN, P_NOISE_MAX)
+
+
+def decide(latency: NDArray[np.float64], baseline_ns: NDArray[np.float64], candidates: list[Candidate], *,
+           factor: float, p1: float = P_STRUCTURAL, p_repeatable: float = P_REPEATABLE, alpha: float = ALPHA,
+           beta: float = BETA, alpha_intermittent: float = ALPHA_INTERMITTENT) -> list[Decision]:
+    """One decision per candidate from ``latency`` (runs x files, NaN: not voting) against
+    ``baseline_ns`` (the same shape: each file's local typical latency in its run)."""
+    measured = ~np.isnan(latency)
+    with np.errstate(invalid="ignore"):
+        slow = latency > factor * baseline_ns
+    p0 = noise_rate(slow, measured, [c.index for c in candidates])
+    slow_step, typical_step = np.log(p1 / p0), np.log((1 - p1) / (1 - p0))
+    upper, lower = bounds(alpha, beta)
+    out = []
+    for c in candidates:
+        llr, votes, slow_votes, verdict, at = 0.0, 0, 0, "undecided", None
+        if 0 <= c.index < latency.shape[1]:
+            for r in range(c.first_run, latency.shape[0]):
+                if not measured[r, c.index]:
+                    continue
+                votes += 1
+                is_slow = bool(slow[r, c.index])
+                slow_votes += is_slow
+                llr += float(slow_step[r] if is_slow else typical_step[r])
+                if llr >= upper or llr <= lower:
+                    verdict, at = ("slow" if llr >= upper else "typical"), r
+                    break
+                if slow_votes and binom_cdf(slow_votes, votes, p_repeatable) < alpha_intermittent:
+                    verdict, at = "intermittent", r
+                    break
+        out.append(Decision(c.index, c.source, verdict, slow_votes, votes, llr, at))
+    return out
+
+
+def binom_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p) (n is a number of runs: small)."""
+    return sum(math.comb(n, j) * p ** j * (1 - p) ** (n - j) for j in range(k + 1))
+
+
+def bounds(alpha: float = ALPHA, beta: float = BETA) -> tuple[float, float]:
+    """The log-LR at which a candidate is decided slow, and typical."""
+    return math.log((1 - beta) / alpha), math.log(beta / (1 - alpha))
+
+
+def _field(prediction, name: str):
+    return prediction.get(name) if isinstance(prediction, dict) else getattr(prediction, name, None)
+
+
+class Settling:
+    """The sequential decisions of one probe, run by run.
+
+    ``predict`` adds the geometry's exact single-file predictions as candidates; each
+    ``after_run`` adds the repeatable outliers noticed so far and re-decides every candidate;
+    ``done`` says whether another run is needed; ``settled`` makes an analysis's outliers agree
+    with the decisions. With ``cap == runs_min`` nothing is added and ``settled`` changes
+    nothing: a fixed number of runs, as before.
+    """
+
+    def __init__(self, runs_min: int, cap: int):
+        self.runs_min, self.cap = runs_min, cap
+        self.candidates: dict[int, Candidate] = {}
+        self.decisions: list[Decision] = []
+        self.runs_seen = 0
+        self.latency: NDArray[np.float64] | None = None
+
+    @property
+    def sequential(self) -> bool:
+        return self.cap > self.runs_min
+
+    def predict(self, predictions: list, files: int) -> None:
+        for p in predictions:
+            index = _field(p, "index")
+            if (_field(p, "kind") == "outlier" and index is not None and _field(p, "index_low") is None
+                    and 0 <= index < files and index not in self.candidates):
+                self.candidates[index] = Candidate(int(index), str(_field(p, "structure")), 0)
+
+    def after_run(self, run: int, analysis, latency_ns: NDArray, wait_ns: NDArray) -> None:
+        from fsscope.analysis.outliers import _local_baseline_ns, as_float_matrix, mask_disturbed
+
+        self.runs_seen = run + 1
+        for outlier in analysis.outliers:
+            if outlier.index not in self.candidates:
+                self.candidates[outlier.index] = Candidate(outlier.index, "outlier", run + 1)
+        masked, _ = mask_disturbed(latency_ns, wait_ns, block_files=analysis.settings["block_files"])
+        self.latency = as_float_matrix(masked)
+        baseline = _local_baseline_ns(self.latency, analysis.settings["block_files"])
+        self.decisions = decide(self.latency, baseline, sorted(self.candidates.values(), key=lambda c: c.index),
+                                factor=analysis.settings["outlier_factor"])
+
+    @property
+    def undecided(self) -> list[Decision]:
+        return [d for d in self.decisions if d.verdict == "undecided"]
+
+    @property
+    def done(self) -> bool:
+        """No more runs needed: every candidate decided (after the first ``runs_min``)."""
+        return self.sequential and self.runs_seen >= self.runs_min and not self.undecided
+
+    def settled(self, analysis):
+        """``analysis`` with its outliers as decided: a candidate decided typical or intermittent is no
+        outlier, an outlier nothing predicted must be confirmed by runs made after it was
+        noticed, and a predicted file decided slow is one even below the 80 %-of-runs rule."""
+        if not self.sequential or self.latency is None:
+            return analysis
+        from dataclasses import replace
+
+        from fsscope.analysis.outliers import repeatable_outliers
+
+        verdict = {d.index: d for d in self.decisions}
+        kept = [o for o in analysis.outliers if o.index in verdict and (
+            verdict[o.index].verdict == "slow"
+            or (verdict[o.index].verdict == "undecided" and verdict[o.index].source != "outlier"))]
+        have = {o.index for o in kept}
+        wanted = {d.index for d in self.decisions if d.verdict == "slow" and d.index not in have}
+        if wanted:
+            every, _ = repeatable_outliers(np.where(np.isnan(self.latency), -1, self.latency), min_runs=1)
+            kept += [o for o in every if o.index in wanted]
+        return replace(analysis, outliers=tuple(sorted(kept, key=lambda o: o.index)))
+
+    def to_json(self, interrupted: bool = False) -> dict:
+        upper, lower = bounds()
+        used, undecided = self.runs_seen, self.undecided
+        if interrupted:
+            why = f"stopped after {used} runs (cancelled, or a call failed) before the decisions were complete"
+        elif not self.sequential:
+            why = (f"a fixed {used} runs (--max-runs equals --runs); "
+                   f"{len(undecided)} of {len(self.decisions)} candidates undecided by then")
+        elif not undecided:
+            extra = used - self.runs_min
+            why = (f"every candidate ({len(self.decisions)}) decided after {used} runs"
+                   + (f": {extra} more than the first {self.runs_min}, for the noisy votes" if extra > 0 else ""))
+        else:
+            why = (f"the cap of {self.cap} runs was reached with {len(undecided)} candidate(s) undecided "
+                   f"(files {', '.join(str(d.index) for d in undecided[:8])}): the noise left them in between")
+        return {"sequential": self.sequential, "runs_min": self.runs_min, "run_cap": self.cap,
+                "runs_used": used, "why": why,
+                "statistic": (f"SPRT per candidate: slow with p={P_STRUCTURAL} vs the run's own share of slow "
+                              f"files; decided slow at log-LR >= {upper:.1f}, typical at <= {lower:.1f}"),
+                "candidates": [d.to_json() for d in self.decisions]}

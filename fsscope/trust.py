@@ -1,0 +1,149 @@
+"""What root may trust on a machine other users share.
+
+fsscope runs as root; nothing another user can write -- a symbolic link, a file in a sticky
+world-writable directory (/tmp, /dev/shm), a directory they own, a guessable name -- may steer
+what it formats, mounts, deletes or loads. A path is trusted when no other user can change
+what it names: every directory on the way is owned by a trusted user and writable by no one
+else, or is sticky (others may add names there, but not move or remove ours) and the entry in
+it is a trusted user's. Trusted users: root, the user fsscope runs as, and the one who ran
+sudo (``SUDO_UID``): their own files are theirs to hand to fsscope.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+
+from fsscope.errors import SafetyRefusal
+
+MAX_LINKS = 40  # as the kernel's own limit on symbolic links in one lookup
+
+
+def trusted_uids() -> frozenset[int]:
+    uids = {0, os.geteuid()}
+    sudo = os.environ.get("SUDO_UID", "")
+    if sudo.isdigit():
+        uids.add(int(sudo))
+    return frozenset(uids)
+
+
+def others_may_write(st: os.stat_result, owners: frozenset[int]) -> str:
+    """Why users other than ``owners`` may change the directory ``st`` ("" if they may not)."""
+    if st.st_uid not in owners:
+        return f"owned by uid {st.st_uid}"
+    if st.st_mode & stat.S_IWOTH:
+        return "writable by everyone"
+    if st.st_mode & stat.S_IWGRP and st.st_gid != 0:
+        return f"writable by group {st.st_gid}"
+    return ""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a path's last component lives: ``parent``, a real directory reached only through
+    entries no other user can change; ``missing`` the names below it that do not exist yet
+    (the last one is the path's own name); ``shared`` why other users may add or replace
+    names in ``parent`` ("" if they cannot)."""
+
+    parent: str
+    missing: tuple[str, ...]
+    shared: str
+
+    @property
+    def name(self) -> str:
+        return self.missing[-1]
+
+    @property
+    def sticky(self) -> bool:
+        return bool(os.stat(self.parent).st_mode & stat.S_ISVTX)
+
+
+def locate(path: str | os.PathLike, what: str, owners: frozenset[int] | None = None,
+           fix: str = "use a path only root can change") -> Place:
+    """Walk ``path``'s directories from /, following symbolic links on the way (each must sit
+    where only trusted users can change it), and stop before its last component, which is
+    never followed. Raises SafetyRefusal (one line: which directory, whose) when another user
+    could change a directory on the way."""
+    owners = trusted_uids() if owners is None else owners
+    todo = [p for p in reversed(os.path.abspath(os.fspath(path)).split("/")) if p]
+    if not todo:
+        raise SafetyRefusal(f"{what} {path}: not a file or directory fsscope can use")
+    cur, links = "/", 0
+    while len(todo) > 1:
+        name = todo.pop()
+        if name == ".":
+            continue
+        if name == "..":
+            cur = os.path.dirname(cur)
+            continue
+        here = os.stat(cur)
+        nxt = os.path.join(cur, name)
+        try:
+            st = os.lstat(nxt)
+        except FileNotFoundError:
+            break
+        why = others_may_write(here, owners)
+        if why and here.st_mode & stat.S_ISVTX and st.st_uid not in owners:
+            raise SafetyRefusal(f"{what} {path}: {nxt} is owned by uid {st.st_uid} in {cur}, which is {why}, "
+                                f"so another user could change it; {fix}")
+        if why and not here.st_mode & stat.S_ISVTX:
+            raise SafetyRefusal(f"{what} {path}: directory {cur} is {why}, so another user could "
+                                f"change what {nxt} is; {fix}")
+        if stat.S_ISLNK(st.st_mode):
+            links += 1
+            if links > MAX_LINKS:
+                raise SafetyRefusal(f"{what} {path}: too many symbolic links")
+            target = os.readlink(nxt)
+            todo += [p for p in reversed(target.split("/")) if p]
+            if target.startswith("/"):
+                cur = "/"
+        elif stat.S_ISDIR(st.st_mode):
+            cur = nxt
+        else:
+            raise SafetyRefusal(f"{what} {path}: {nxt} is not a directory")
+    missing = tuple(reversed([p for p in todo if p not in (".", "..")]))
+    if not missing:
+        raise SafetyRefusal(f"{what} {path}: not a file or directory fsscope can use")
+    return Place(cur, missing, others_may_write(os.stat(cur), owners))
+
+
+def check_private_dir(path: str | os.PathLike, what: str, fix: str) -> None:
+    """Refuse a directory of root's own data (fsscope's home, its journal, its built code)
+    that is a symbolic link, or that another user owns or may write. Missing: fine (fsscope
+    makes it). Root only; as another user there is nothing to take over."""
+    if os.geteuid() != 0:
+        return
+    owners = frozenset({os.geteuid()})
+    place = locate(path, what, owners, fix)
+    if len(place.missing) > 1:
+        return
+    try:
+        st = os.lstat(os.path.join(place.parent, place.name))
+    except FileNotFoundError:
+        if place.shared and not place.sticky:
+            raise SafetyRefusal(f"{what} {path}: its directory {place.parent} is {place.shared}; {fix}") from None
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise SafetyRefusal(f"{what} {path} is a symbolic link; {fix}")
+    why = "not a directory" if not stat.S_ISDIR(st.st_mode) else others_may_write(st, owners)
+    if why:
+        raise SafetyRefusal(f"{what} {path} is {why} (fsscope runs as root); {fix}")
+    if place.shared and not place.sticky:
+        raise SafetyRefusal(f"{what} {path}: its directory {place.parent} is {place.shared}; {fix}")
+
+
+def open_owned_file(path: str | os.PathLike, what: str) -> int:
+    """An O_RDONLY fd of a regular file that is root's own when fsscope runs as root (not a
+    link, owned by root, writable by no one else, in a directory no one else may change)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if os.geteuid() != 0:
+        return fd
+    st = os.fstat(fd)
+    why = ("not a regular file" if not stat.S_ISREG(st.st_mode)
+           else others_may_write(st, frozenset({0})))
+    if why:
+        os.close(fd)
+        raise SafetyRefusal(f"{what} {path} is {why}: not loaded (fsscope runs as root); remove it")
+    check_private_dir(os.path.dirname(os.path.abspath(path)), "directory", "remove it and run again")
+    return fd
