@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from rich.console import Console
 from rich.table import Table
 
 from fsscope import store
