@@ -18,6 +18,8 @@ CHECKOUT = Path(__file__).resolve().parent.parent
 
 
 def run(*args, **kw) -> subprocess.CompletedProcess:
+    """A command with no path into the checkout (PYTHONPATH) unless ``env`` says otherwise."""
+    kw.setdefault("env", {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=600, **kw)
 
 
@@ -45,11 +47,16 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
     return venv / "bin" / "fsscope", outside
 
 
-def fsscope(installed, *args) -> subprocess.CompletedProcess:
-    script, cwd = installed
+def clean_env(cwd: Path) -> dict:
+    """No path into the checkout (PYTHONPATH) and the shipped recipes (no FSSCOPE_RECIPES)."""
     env = {k: v for k, v in os.environ.items() if k not in ("FSSCOPE_RECIPES", "PYTHONPATH")}
     env["FSSCOPE_HOME"] = str(cwd / "home")
-    return run(script, *args, cwd=cwd, env=env, stdin=subprocess.DEVNULL)
+    return env
+
+
+def fsscope(installed, *args) -> subprocess.CompletedProcess:
+    script, cwd = installed
+    return run(script, *args, cwd=cwd, env=clean_env(cwd), stdin=subprocess.DEVNULL)
 
 
 def test_the_wheel_carries_recipes_profiles_spaces_and_themes(installed):
@@ -64,7 +71,8 @@ def test_the_wheel_carries_recipes_profiles_spaces_and_themes(installed):
 def test_installed_fsscope_runs_outside_the_checkout(installed):
     script, cwd = installed
     located = run(script.parent / "python", "-c", "import fsscope, fsscope.paths as p; "
-                  "print(fsscope.__file__); print(p.DATA_DIR)", cwd=cwd)
+                  "print(fsscope.__file__); print(p.DATA_DIR)", cwd=cwd, env=clean_env(cwd))
+    assert located.returncode == 0, located.stderr
     module_file, data_dir = located.stdout.split()
     assert not module_file.startswith(str(CHECKOUT)) and not data_dir.startswith(str(CHECKOUT)), located.stdout
     listed = fsscope(installed, "recipes")
@@ -75,7 +83,7 @@ def test_installed_fsscope_runs_outside_the_checkout(installed):
     assert profiles.returncode == 0, profiles.stderr
     assert "agrawal" in profiles.stdout and "small" in profiles.stdout, profiles.stdout
     themes = run(script.parent / "python", "-c", "from fsscope.tui.themes import theme_names; print(theme_names())",
-                 cwd=cwd)
+                 cwd=cwd, env=clean_env(cwd))
     assert "fsscope-dark" in themes.stdout, themes.stdout + themes.stderr
     target = cwd / "target"
     target.mkdir()
