@@ -527,11 +527,14 @@ def _dir_job_context(ram_dir, tmp_path):
 
     from fsscope.engine.context import JobContext
     from fsscope.store import RunDir
+    from fsscope.targets.existing import existing_fs
 
     class DirContext(JobContext):
         @contextmanager
-        def fresh_fs(self):
-            yield SimpleNamespace(fs="dir", workdir=ram_dir, mountpoint=str(ram_dir))
+        def fresh_fs(self):  # a directory target: the file system holding it, ``found`` set
+            found = existing_fs(ram_dir)
+            yield SimpleNamespace(fs=found.fs, device=found.device, workdir=ram_dir,
+                                  mountpoint=found.mountpoint, found=found)
 
     return DirContext(RunDir.create("age", tmp_path), None, None)
 

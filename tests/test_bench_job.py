@@ -17,6 +17,7 @@ from fsscope.analysis import generator
 from fsscope.analysis import variation as v
 from fsscope.engine import runner
 from fsscope.targets import TargetSpec
+from fsscope.targets.existing import existing_fs
 from fsscope.targets.journal import Journal
 
 # small and short: 2 runs of 2 s, a few workers, a small file set
@@ -92,7 +93,10 @@ def test_bench_on_a_directory_json_contract_and_arrays(cli, scratch):
     assert all(len(run["windows"]["2"]) == 1 for run in report["runs"])  # 2-s runs: one 2-s window
     assert all(len(run["windows"]["1"]) == 2 for run in report["runs"])
     check_against_arrays(report, 1)
-    assert report["recipe"] is None and report["fs"] == "dir" and report["runs_completed"] == 2
+    # a directory is measured as the file system holding it, and the report says which
+    assert report["recipe"] is None and report["runs_completed"] == 2
+    assert report["fs"] == report["existing"]["fs"] == existing_fs(workdir).fs
+    assert "measured on the file system holding it" in " ".join(out.stderr.split())
     assert "taskstats_available" in report["telemetry"]
     assert list(workdir.iterdir()) == []  # both fresh directories removed
     assert "per op" in out.stdout and "Throughput-1" in out.stdout

@@ -156,7 +156,8 @@ def test_bad_input_gives_one_line_and_exit_2(cli, scratch):
     cases = [
         (["prepare", "--recipe", "nosuch", "--ram"], "unknown recipe 'nosuch'"),
         (["prepare", "--recipe", "ext4-default", "--ram", "--size", "1M"], "too small"),
-        (["prepare", "--recipe", "ext4-default", "--ram", "--mkfs-opts=--bogus-flag"], "mkfs.ext4 failed"),
+        (["prepare", "--recipe", "ext4-default", "--ram", "--mkfs-opts=--bogus-flag"], "not a ext4 mkfs option"),
+        (["prepare", "--recipe", "ext4-default", "--ram", "--mkfs-opts=-b 999"], "mkfs.ext4 failed"),
         (["prepare", "--recipe", "xfs-default", "--ram", "--size", "64M"], "mkfs.xfs failed"),
         (["prepare", "--recipe", "f2fs-default", "--ram"], "no f2fs support"),
         (["prepare", "--recipe", "ext4-default", "--ram", "--prep", "nosuch=1"], "unknown prep step 'nosuch'"),

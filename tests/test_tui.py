@@ -19,6 +19,7 @@ from textual.command import CommandList, CommandPalette
 from fsscope import paths, recipes
 from fsscope.engine import events
 from fsscope.targets import TargetSpec
+from fsscope.targets.existing import existing_fs
 from fsscope.targets.journal import Journal, loops_backing
 from fsscope.trace.tracefs import unavailable_reason
 from fsscope.tui import AppConfig, make_app
@@ -277,6 +278,10 @@ async def test_non_root_opens_on_a_scratch_directory_with_a_banner():
         assert "Not running as root" in banner and "cannot format" in banner
         picker = app.screen.query_one("#target-picker")
         assert picker.kind == "dir" and picker.spec().path == str(paths.home() / "scratch")
+        # before anything starts, the directory target says which file system holds it
+        note = " ".join(str(app.screen.query_one("#target-note").content).split())
+        found = existing_fs(picker.spec().path)
+        assert f"Found there: {found.fs} " in note and found.mountpoint in note, note
         assert app.screen.query_one("#recipe-picker").disabled
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)

@@ -179,6 +179,8 @@ def snapshot_home(monkeypatch):
         monkeypatch.setenv("FSSCOPE_HOME", str(HOME))
         monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)  # no blinking cursor in pictures
         monkeypatch.setattr(target_picker, "RAM_DIR", Path("/dev/shm"))  # not the session's random RAM dir
+        monkeypatch.setattr(target_picker, "found_text",  # not this host's file system and its fill
+                            lambda path: "Found there: ext4 on /dev/sda2 at / (rw,relatime), 100.0 GiB, 50% used.")
         write_run("20250101-120000-probe", seed=1)
         write_run("20250101-130000-probe", seed=2, shift=1.3)
         yield HOME

@@ -188,7 +188,7 @@ def run(ctx, spec: Spec) -> dict:
     fresh = aged = None
     result = None
     with _filesystem(ctx, spec) as fs:
-        is_dir = fs.fs == "dir"
+        is_dir = fs.found is not None  # a --dir target: a subdirectory of a file system in use
         if is_dir and spec.capacity_bytes is None:
             raise AgingError("aging: capacity_bytes: a directory target has no file system of "
                              "its own; give the capacity to fill (e.g. --capacity 1G)")

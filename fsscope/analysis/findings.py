@@ -7,7 +7,7 @@ consumers (CLI tables, JSON, TUI flags). Indices are file indices (0-based call 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,13 +30,17 @@ class Series:
     """Repeatable outliers at a constant stride: start, start+stride, ... (count of them).
 
     ``count`` spans the series (last = start + (count-1) * stride); ``missing`` of those
-    terms were not flagged (the series tolerates a few gaps).
+    terms were not flagged (the series tolerates a few gaps). ``chance``: how many chains
+    this good randomly placed candidates would give (the statistic that decided it, below
+    the search's alpha); ``members`` the indices that were slow.
     """
 
     start: int
     stride: int
     count: int
     missing: int = 0
+    chance: float | None = field(default=None, compare=False)
+    members: tuple[int, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,17 +9,19 @@ Input: ``latency_ns``, int64 ns, runs x files; entries < 0 are "not measured" an
   outliers, and a cluster of slow files does not hide itself). The paper's threshold, 300,000 cycles, was also ~2x its typical
   latency. A file slow in at least ``min_runs`` runs is structural; a file slow in some run
   but fewer is noise (counted, not flagged).
-* Periodic series -- repeatable outliers at a constant stride (XFS inode chunks every 64
-  files), tolerant of missing members and interleaved extras, reported only when the
-  chain is unlikely under randomly placed outliers (Bonferroni over all starts/strides).
-  The series search also takes *weak* repeatable outliers: files above a lower bar
-  (``series_factor``, 1.4x the same local baseline) in as many runs as a structural file
-  needs (and never fewer than 3). On real RAM-backed images an XFS inode-chunk allocation
-  costs only ~2x a plain create, so at the 2x bar its members come out as a few scattered
-  outliers; at 1.4x every member is repeatable. A weak flag alone is weak evidence (a few
-  noisy files pass it too), which is why it feeds only the series search, whose chance
-  model (fed the density of *all* candidates) must still find the chain unlikely; weak
-  files are listed apart (``weak_outliers``), never reported as outliers.
+* Periodic series -- structural files at a constant stride (XFS inode chunks every 64
+  files), tolerant of missing members and interleaved extras, reported only when the chain
+  is unlikely under randomly placed candidates (Bonferroni over all starts/strides: the
+  series' ``chance`` is that expected number of chance chains, the statistic that decides).
+  Candidates are the repeatable outliers plus every file whose *per-file median* over the
+  runs is ``series_ratio`` (1.25) x the median curve around it (the same neighbouring-block
+  baseline as an outlier's). A median is what repeats: an XFS inode-chunk allocation costs
+  1.4-2.3x its neighbours on a RAM image and 1.4-1.95x on a disk image, so per run it is
+  above a 1.4x bar only in about half the runs and a per-run vote lost most members, while
+  its median over 5-10 runs stays above 1.25x and a noise file's median does not (one-run
+  spikes do not move a median). Files above the lower per-run bar (``series_factor``,
+  1.4x) in as many runs as a structural file needs are still listed (``weak_outliers``),
+  never as outliers.
 * Level shifts and linear growth -- the per-file median curve (log scale, reported outliers
   masked) is cut into piecewise-linear segments by penalised optimal partitioning (PELT) on
   a binned (<= 2048 bins), median-filtered curve, so single-file spikes cannot become
@@ -73,6 +75,9 @@ DEFAULT_SERIES_FACTOR = 1.4
 #: ~20 % of calls pass 1.4x by chance, so with 2 runs ~4 % of files pass it twice: too dense
 #: to be evidence (it doubled the chance-series rate on such noise); with 3 runs ~1 %.
 SERIES_MIN_RUNS = 3
+#: The series search's bar on the per-file median curve: a file whose median over the runs
+#: is this multiple of the median curve around it is a series candidate (from 3 runs on).
+DEFAULT_SERIES_RATIO = 1.25
 #: Block size for the local typical latency: long enough for a stable median, short enough
 #: that only files within ~2 blocks of a level shift lose sensitivity.
 BASELINE_BLOCK_FILES = 16
@@ -276,45 +281,172 @@ def periodic_series(
     if index_count < max(min_count, 2):
         return []
     n_files = max(int(n_files or 0), int(unique_indices[-1]) + 1)
-    density = index_count / n_files
     log_alpha = math.log(alpha)
 
-    differences = np.concatenate([
-        unique_indices[k:] - unique_indices[:-k] for k in range(1, min(neighbours, index_count - 1) + 1)
-    ])
-    strides, stride_counts = np.unique(differences, return_counts=True)
-    useful = stride_counts >= 2
-    strides, stride_counts = strides[useful], stride_counts[useful]
-    candidate_strides = strides[np.lexsort((strides, -stride_counts))][:max_strides]
+    # Enough neighbours that a period of a fifth of the files spans them at this density (dense
+    # candidates put many between two members of a long-stride series), within a bound.
+    reach = min(max(neighbours, math.ceil(index_count / 5)), 64)
 
-    available = np.ones(index_count, dtype=bool)
+    taken: list[list[int]] = [[] for _ in range(index_count)]  # strides of the series holding each
     found: list[Series] = []
-    for stride in candidate_strides.tolist():
-        positions = np.flatnonzero(available)
-        if positions.size < min_count:
-            break
-        members = unique_indices[positions]
-        residue, term = members % stride, members // stride
-        order = np.lexsort((term, residue))
-        residue, term, positions = residue[order], term[order], positions[order]
-        breaks = np.flatnonzero((np.diff(residue) != 0) | (np.diff(term) > max_gap + 1)) + 1
-        starts = np.concatenate([[0], breaks])
-        ends = np.concatenate([breaks, [residue.size]])
-        for start, end in zip(starts.tolist(), ends.tolist()):
-            present = end - start
-            if present < min_count:
-                continue
-            terms = int(term[end - 1] - term[start]) + 1
-            if present < min_fill * terms:
-                continue
-            if _chance_log_expectation(present, terms, density, n_files) >= log_alpha:
-                continue
-            first_index = int(unique_indices[positions[start]])
-            found.append(Series(start=first_index, stride=int(stride), count=terms,
-                                missing=terms - present))
-            available[positions[start:end]] = False
+    # The least likely chain first, then again over the indices it left: a 64-series with two
+    # members missing is not cut into two 128-series because 128 is the commoner difference.
+    # An index stays available to strides that are no multiple or divisor of its series' (a
+    # weak 16-file period must not hide XFS's directory blocks every 168 files), but a chain
+    # made mostly of other series' members is no period of its own.
+    # Once a series is accepted its members are explained: the chance of the next chain is
+    # judged against the density of the candidates it leaves.
+    while (best := _best_chain(unique_indices, taken,
+                               _candidate_strides(unique_indices, taken, reach, max_strides),
+                               min_count=min_count,
+                               max_gap=max_gap, min_fill=min_fill,
+                               density=(density := _unexplained_density(taken, n_files)),
+                               n_files=n_files)) is not None and best[0] < log_alpha:
+        log_chance, stride, chain = _sparsest_part(unique_indices, *best, density=density,
+                                                   n_files=n_files, log_alpha=log_alpha)
+        chain = _extended(unique_indices, _available(taken, stride), chain, stride, max_gap)
+        present, span = chain.size, int((unique_indices[chain[-1]] - unique_indices[chain[0]]) // stride) + 1
+        log_chance = min(log_chance, _chance_log_expectation(present, span, density, n_files))
+        found.append(Series(start=int(unique_indices[chain[0]]), stride=stride, count=span,
+                            missing=span - present, chance=float(f"{math.exp(log_chance):.3g}"),
+                            members=tuple(int(i) for i in unique_indices[chain])))
+        for position in chain.tolist():
+            taken[position].append(stride)
     found.sort(key=lambda series: (series.start, series.stride))
     return found
+
+
+def _candidate_strides(indices: NDArray[np.int64], taken: list[list[int]], reach: int,
+                       max_strides: int) -> NDArray[np.int64]:
+    """The most frequent differences between each index and its next ``reach`` indices, leaving
+    out pairs that accepted series already explain (both ends taken): their harmonics would
+    crowd out a period of its own."""
+    free = np.array([not strides for strides in taken], dtype=bool)
+    parts = []
+    for k in range(1, min(reach, indices.size - 1) + 1):
+        open_pair = free[k:] | free[:-k]
+        parts.append((indices[k:] - indices[:-k])[open_pair])
+    if not parts:
+        return np.array([], dtype=np.int64)
+    strides, counts = np.unique(np.concatenate(parts), return_counts=True)
+    useful = (counts >= 2) & (strides >= 2)  # a stride of 1 is a slow stretch, not a period
+    strides, counts = strides[useful], counts[useful]
+    return strides[np.lexsort((strides, -counts))][:max_strides]
+
+
+def _unexplained_density(taken: list[list[int]], n_files: int) -> float:
+    """Share of the files that are candidates outside every accepted series."""
+    explained = sum(1 for strides in taken if strides)
+    return (len(taken) - explained) / max(n_files - explained, 1)
+
+
+def _available(taken: list[list[int]], stride: int) -> NDArray[np.bool_]:
+    """Indices a chain of ``stride`` may use: in no series of a multiple or divisor of it."""
+    return np.array([not any(stride % t == 0 or t % stride == 0 for t in strides) for strides in taken],
+                    dtype=bool)
+
+
+def _best_chain(indices: NDArray[np.int64], taken: list[list[int]], strides: NDArray[np.int64],
+                *, min_count: int, max_gap: int, min_fill: float, density: float, n_files: int
+                ) -> tuple[float, int, NDArray[np.int64]] | None:
+    """The chain of available indices least likely by chance: (log expectation, stride,
+    positions into ``indices``), or None when no chain qualifies."""
+    best = None
+    for stride in strides.tolist():
+        positions_all = np.flatnonzero(_available(taken, stride))
+        if positions_all.size < min_count:
+            continue
+        members = indices[positions_all]
+        residue, term = members % stride, members // stride
+        order = np.lexsort((term, residue))
+        residue, term, positions = residue[order], term[order], positions_all[order]
+        breaks = np.flatnonzero((np.diff(residue) != 0) | (np.diff(term) > max_gap + 1)) + 1
+        for start, end in zip(np.concatenate([[0], breaks]).tolist(),
+                              np.concatenate([breaks, [residue.size]]).tolist()):
+            present = end - start
+            terms = int(term[end - 1] - term[start]) + 1
+            if present < min_count or present < min_fill * terms:
+                continue
+            if sum(1 for p in positions[start:end].tolist() if taken[p]) * 2 > present:
+                continue  # mostly another series' members: no evidence of a period of its own
+            log_chance = _chance_log_expectation(present, terms, density, n_files)
+            if best is None or log_chance < best[0]:
+                best = (log_chance, int(stride), positions[start:end])
+    return best
+
+
+def _extended(indices: NDArray[np.int64], available: NDArray[np.bool_], chain: NDArray[np.int64],
+              stride: int, max_gap: int) -> NDArray[np.int64]:
+    """The chain with the available indices that continue it at its stride on either side
+    (skipping up to ``max_gap`` terms): members a coarser chain search had left out."""
+    position = {int(v): p for p, v in enumerate(indices.tolist()) if available[p]}
+    members = [int(p) for p in chain]
+    for direction in (-1, 1):
+        end = int(indices[members[0] if direction < 0 else members[-1]])
+        while True:
+            step = next((k for k in range(1, max_gap + 2)
+                         if position.get(end + direction * k * stride) is not None
+                         and position[end + direction * k * stride] not in members), None)
+            if step is None:
+                break
+            end += direction * step * stride
+            members.append(position[end])
+    return np.array(sorted(members, key=lambda p: int(indices[p])), dtype=np.int64)
+
+
+def _sparsest_part(indices: NDArray[np.int64], log_chance: float, stride: int,
+                   chain: NDArray[np.int64], *, density: float, n_files: int, log_alpha: float
+                   ) -> tuple[float, int, NDArray[np.int64]]:
+    """The chain, or every k-th of its terms (k = 2, 3) when those are nearly all slow and the
+    others mostly not: XFS's 64-file chunk series plus a weaker effect halfway between is
+    the 64-series, not a 32-series with gaps."""
+    values = indices[chain]
+    terms = (values - values[0]) // stride
+    for k in (2, 3):
+        for phase in range(k):
+            mine = (terms - phase) % k == 0
+            if mine.sum() < 3:
+                continue
+            span_mine = int((terms[mine][-1] - terms[mine][0]) // k) + 1
+            others = ~mine
+            span_others = max(1, int(terms[-1] - terms[0]) + 1 - span_mine)
+            fill_mine, fill_others = mine.sum() / span_mine, others.sum() / span_others
+            part_chance = _chance_log_expectation(int(mine.sum()), span_mine, density, n_files)
+            if fill_mine >= 0.85 and fill_others <= 0.6 and part_chance < log_alpha:
+                return part_chance, stride * k, chain[mine]
+    return log_chance, stride, chain
+
+
+def local_ratio(curve_ns: ArrayLike, block_files: int = BASELINE_BLOCK_FILES) -> NDArray[np.float64]:
+    """Each file's median latency over the median curve around it (the higher median of the
+    neighbouring blocks, as for an outlier): 1.0 is typical, NaN where nothing was measured."""
+    curve = np.asarray(curve_ns, dtype=np.float64)
+    if curve.size == 0:
+        return curve.copy()
+    baseline = _local_baseline_ns(curve[None, :], block_files)[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return curve / baseline
+
+
+#: A series candidate is also a peak: its median above the lower of the adjacent files' by
+#: this factor. A structural call is one slow call (possibly next to another structure's:
+#: XFS's block->leaf at 124 beside the chunk at 125); the inside of a stretch of slow files
+#: (a burst of load across the runs, a slowly filling leaf) is not a series member.
+PEAK_RATIO = 1.1
+
+
+def median_ratio_candidates(curve_ns: ArrayLike, ratio: float,
+                            block_files: int = BASELINE_BLOCK_FILES) -> list[int]:
+    """Files whose per-file median is at least ``ratio`` x the curve around them and a peak
+    (:data:`PEAK_RATIO` x the lower adjacent file)."""
+    curve = np.asarray(curve_ns, dtype=np.float64)
+    if curve.size == 0:
+        return []
+    edge = np.array([np.nan])
+    adjacent = np.fmin(np.concatenate([edge, curve[:-1]]), np.concatenate([curve[1:], edge]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        peak = np.where(np.isnan(adjacent), np.inf, curve / adjacent) >= PEAK_RATIO
+        return np.flatnonzero((local_ratio(curve, block_files) >= ratio) & peak).tolist()
 
 
 # --------------------------------------------------------------------------------------------
@@ -368,6 +500,7 @@ def analyze(
     series_min_count: int = 3,
     series_alpha: float = 0.01,
     series_factor: float = DEFAULT_SERIES_FACTOR,
+    series_ratio: float | None = DEFAULT_SERIES_RATIO,
     shift_min_ratio: float = 1.2,
     growth_min_ratio: float = 1.2,
     growth_min_files: int = 32,
@@ -378,9 +511,10 @@ def analyze(
 ) -> ProbeAnalysis:
     """Statistics, repeatable outliers, series, level shifts and linear growth of a probe.
 
-    The series search runs over the outliers plus the weak repeatable outliers (above
-    ``series_factor`` x the local baseline in as many runs as an outlier needs, at least 3;
-    ``series_factor >= factor`` turns that off); see the module doc. ``wait_ns`` (runs x files,
+    The series search runs over the outliers plus the files whose median over the runs is
+    ``series_ratio`` x the median curve around them (from 3 runs on; None turns that off);
+    ``weak_outliers`` are the files above ``series_factor`` x their local baseline in as
+    many runs as an outlier needs (at least 3); see the module doc. ``wait_ns`` (runs x files,
     each call's time waiting for a CPU): calls the machine disturbed do not vote
     (:func:`mask_disturbed`); the stats still describe every measured call.
     """
@@ -411,8 +545,10 @@ def analyze(
         curve_ns = median_curve_ns(latency_matrix)
     else:
         outliers, weak, noise_count, curve_ns = [], [], 0, np.full(files, np.nan)
-    series = periodic_series([o.index for o in (*outliers, *weak)], min_count=series_min_count,
-                             n_files=files, alpha=series_alpha)
+    use_ratio = series_ratio is not None and runs >= SERIES_MIN_RUNS
+    candidates = median_ratio_candidates(curve_ns, series_ratio, block_files) if use_ratio else []
+    series = periodic_series([*(o.index for o in outliers), *candidates],
+                             min_count=series_min_count, n_files=files, alpha=series_alpha)
     # The outliers are reported on their own; masking them keeps a slow file right at a
     # boundary (ext4's file 253) from shifting the cut by one.
     level_curve_ns = _without(curve_ns, [o.index for o in outliers])
@@ -433,6 +569,7 @@ def analyze(
         "series_min_count": series_min_count,
         "series_alpha": series_alpha,
         "series_factor": series_factor if runs >= SERIES_MIN_RUNS and series_factor < factor else None,
+        "series_ratio": series_ratio if use_ratio else None,
         "shift_min_ratio": shift_min_ratio,
         "growth_min_ratio": growth_min_ratio,
         "min_z": min_z,

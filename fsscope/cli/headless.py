@@ -114,6 +114,10 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
     if json_path and report is not None:
         Path(json_path).write_text(json.dumps(report, indent=2, default=str) + "\n")
         console.print(f"[dim]wrote {json_path}[/]")
+    if report is not None and isinstance(report.get("existing"), dict):
+        console.print(f"measured on the file system holding it: {report['existing']['summary']}")
+        for gap in (report.get("geometry") or {}).get("unread") or []:  # said, never silent
+            console.print(f"  [yellow]not read:[/] {gap}")
     console.print(f"[dim]recorded in {handle.run_dir.path} ({status})[/]")
     if status == "interrupted":
         note = handle.run_dir.manifest().get("error") or "interrupted"

@@ -10,12 +10,17 @@ from rich.table import Table
 from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
+from fsscope.errors import FsscopeError
 from fsscope.workloads.probe import DEFAULT_RUN_CAP_FACTOR, OPS, SYNC_SCOPES, TRACE_MODES, ProbeSpec
 
 DESCRIPTION = """\
 Time one syscall per file: on a freshly made file system, do OP on files 0..N-1 in one new
 directory (names are zero-padded decimals), each call right after a sync of that file system
 (syncfs; --sync global: the machine-wide sync() of the papers), and time every call.
+With --in-root the files go into the file system's root directory instead, as in the papers.
+The structural indices depend on where the files are: a new XFS directory gets an attribute
+fork (12 seven-character names fit in its inode, 22 in the root's) and takes an inode itself
+(chunk series from 60, not 61); ext4's root holds lost+found (htree from 252, not 253).
 Repeat R times on fresh file systems, and more (up to --max-runs) until every candidate file
 — where the geometry predicts a change, or a repeatable outlier — is decided slow or typical.
 Calls that were slow only because another task had the CPU (the kernel's run delay) do not
@@ -33,6 +38,7 @@ and whether the kernel confirms or contradicts the geometry's prediction."""
 EPILOG = """\
 examples:
   fsscope probe --recipe xfs-default --ram --size 512M --files 1000 --runs 5
+  fsscope probe --recipe xfs-default --ram --size 512M --files 1024 --runs 10 --in-root   (Aota & Kono)
   fsscope probe --recipe ext4-bench --image /var/tmp/p.img --mkfs-opts "-b 1024" --name-length 12
   fsscope probe --recipe btrfs-default --ram --size 512M --files 3000 --json probe.json
   fsscope probe --dir /srv/scratch --op stat --files 5000       (no root: a fresh subdirectory per run)
@@ -130,7 +136,11 @@ def render_kernel(report: dict, console: Console) -> None:
         verdict = row["verdict"]
         style = "green" if verdict.startswith("confirmed") and "contradicts" not in verdict else (
             "red" if verdict.startswith("contradicted") or "contradicts" in verdict else "dim")
-        table.add_row(row["structure"], _indices(row["predicted"]), _indices(row["seen"]),
+        if row.get("window"):
+            style = "yellow"
+        predicted = (f"range {row['window'][0]}–{row['window'][1]}" if row.get("window")
+                     else _indices(row["predicted"]))
+        table.add_row(row["structure"], predicted, _indices(row["seen"]),
                       _indices(row["slow"]), f"[{style}]{verdict}[/]")
     console.print(table)
     quiet = [e for e in report.get("structural_events") or []
@@ -153,10 +163,13 @@ RENDERERS["probe"] = render
 
 
 def cmd_probe(args) -> int:
+    target = target_from_args(args, default_kind="ram")
+    if args.in_root and target.kind == "dir":
+        raise FsscopeError(f"--in-root: {target.path} is a directory fsscope did not make; the files can "
+                           f"go into the root of a file system fsscope makes (--ram, --image, --device)")
     spec = ProbeSpec(op=args.op, files=args.files, runs=args.runs, name_length=args.name_length,
                      sync_before=args.sync_before, fresh_fs=not args.same_fs, cpu=args.cpu,
-                     trace=args.trace, sync_scope=args.sync, max_runs=args.max_runs)
-    target = target_from_args(args, default_kind="ram")
+                     trace=args.trace, sync_scope=args.sync, max_runs=args.max_runs, in_root=args.in_root)
     recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
     return run_job("probe", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render)
 
@@ -178,6 +191,9 @@ def add_parser(sub) -> None:
                         f"typical, up to R runs (default {DEFAULT_RUN_CAP_FACTOR}× --runs, none after --runs 1; "
                         "equal to --runs: no extra runs)")
     p.add_argument("--same-fs", action="store_true", help="one file system for all runs (a fresh directory per run) instead of mkfs per run")
+    p.add_argument("--in-root", action="store_true",
+                   help="files in the root directory of the file system fsscope made (the papers' "
+                        "setup) instead of a fresh subdirectory; the structural indices depend on it")
     p.add_argument("--cpu", type=int, metavar="CPU", help="CPU to pin the probe to (default: the last one)")
     p.add_argument("--trace", choices=TRACE_MODES, default="attribute",
                    help="kernel-event attribution through tracefs (root): 'attribute' (default) adds one "

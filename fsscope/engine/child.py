@@ -140,6 +140,8 @@ def main(run_path: str) -> int:
         result = module.run(ctx, spec)
         if isinstance(result, dict) and "machine" not in result:  # how busy the machine was, with the result
             result = result | {"machine": load.stop()}
+        if isinstance(result, dict) and target.found is not None:
+            result.setdefault("existing", target.found.to_dict())  # --dir: which fs was measured
         run_dir.write_report(result)
         ctx.emit(Result(report=result))
         if stop.parent_gone:

@@ -44,6 +44,7 @@ class JobContext:
         self.event_fd = event_fd
         self.cancelled = False
         self._shared_fs: MountedFS | None = None
+        self._found_said = False
         self.t0 = time.monotonic()
         self._emitting = threading.Lock()  # jobs may emit from helper threads (bench telemetry)
 
@@ -81,10 +82,17 @@ class JobContext:
         """A job's own event kind (its view model reads it)."""
         self.emit(Data(kind=kind, fields=fields))
 
+    def _said(self, mounted: MountedFS) -> MountedFS:
+        """A --dir target: say once which file system holds it (before anything is measured)."""
+        if mounted.found is not None and not self._found_said:
+            self._found_said = True
+            self.log(f"{self.target.spec.path} is on {mounted.found.summary()}")
+        return mounted
+
     @contextmanager
     def fresh_fs(self) -> Iterator[MountedFS]:
         self.phase("format" if self.target.spec.kind != "dir" else "fresh directory")
-        mounted = self.target.format_and_mount()
+        mounted = self._said(self.target.format_and_mount())
         if self.recipe is not None and self.recipe.prep.drop_caches:
             filesystem.drop_caches()
         try:
@@ -103,7 +111,7 @@ class JobContext:
             return
         if self._shared_fs is None:
             self.phase("format" if self.target.spec.kind != "dir" else "fresh directory")
-            self._shared_fs = self.target.format_and_mount()
+            self._shared_fs = self._said(self.target.format_and_mount())
         if self.recipe is not None and self.recipe.prep.drop_caches:
             filesystem.drop_caches()
         yield self._shared_fs

@@ -24,12 +24,15 @@ class Ext4DirLimits:
     arithmetic: dict[str, str]
 
 
-def ext4_dir_limits(*, block_bytes: int, name_length: int, csum: bool) -> Ext4DirLimits:
-    """ext4 thresholds for a fresh directory (only '.' and '..' in block 0)."""
+def ext4_dir_limits(*, block_bytes: int, name_length: int, csum: bool,
+                    existing_name_bytes: tuple[int, ...] = ()) -> Ext4DirLimits:
+    """ext4 thresholds for a directory of one block holding '.', '..' and entries with names
+    of ``existing_name_bytes`` (a fresh subdirectory: none; a fresh root: lost+found)."""
     rec = ext4_rec_len(name_length)
     tail = 12 if csum else 0   # struct ext4_dir_entry_tail at the end of every leaf block
     dots = 12 + 12
-    c0 = (block_bytes - tail - dots) // rec
+    existing = sum(ext4_rec_len(n) for n in existing_name_bytes)
+    c0 = (block_bytes - tail - dots - existing) // rec
     c = (block_bytes - tail) // rec
     # make_indexed_dir moves block 0's c0 entries to a new block and do_split moves the
     # upper half by size (entries whose cumulative size stays <= block/2) to another one.
@@ -44,10 +47,13 @@ def ext4_dir_limits(*, block_bytes: int, name_length: int, csum: bool) -> Ext4Di
     low = c0 + 1 + (c - fuller)
     high = 2 * c
     csum_text = " - tail 12 (metadata_csum)" if csum else ""
+    others = "".join(f" - {ext4_rec_len(n)}" for n in existing_name_bytes)
+    others_text = "".join(f" - an entry of {n} B name {ext4_rec_len(n)}" for n in existing_name_bytes)
     arithmetic = {
         "first": (f"entry = roundup4(8 + {name_length}) = {rec} B; block 0 = {block_bytes} B"
-                  f"{csum_text} - '.' 12 - '..' 12 -> ({block_bytes}{' - 12' if csum else ''}"
-                  f" - 24) // {rec} = {c0} files fit -> file {c0} needs a second block"),
+                  f"{csum_text} - '.' 12 - '..' 12{others_text} -> ({block_bytes}"
+                  f"{' - 12' if csum else ''} - 24{others}) // {rec} = {c0} files fit -> file "
+                  f"{c0} needs a second block"),
         "block": f"other blocks: ({block_bytes}{' - 12' if csum else ''}) // {rec} = {c} files",
         "split": (f"conversion splits the {c0} entries {c0 - moved}/{moved} over two leaves of "
                   f"{c}; the first leaf to fill splits: earliest {c0} + 1 + ({c} - {fuller}) "
@@ -62,10 +68,13 @@ def predict(g: Geometry, op: str, L: int, files: int, **_: int) -> list[Predicti
         return []
     if "inline_data" in g.features:
         return []  # directories start inline in the inode: different arithmetic, no rule
+    if g.existing and not g.features:
+        return []  # the superblock was not read: dir_index and metadata_csum are unknown
     B = g.block_size_bytes
     if g.ext4_dir_size_bytes is not None and g.ext4_dir_size_bytes != B:
         return []  # not a fresh one-block directory
-    lim = ext4_dir_limits(block_bytes=B, name_length=L, csum=g.has_csum)
+    lim = ext4_dir_limits(block_bytes=B, name_length=L, csum=g.has_csum,
+                          existing_name_bytes=g.probe_dir_entry_name_bytes)
     c0 = lim.first_block_files
     indexed = "dir_index" in g.features
     scan_end = c0 if indexed else files
@@ -84,8 +93,8 @@ def predict(g: Geometry, op: str, L: int, files: int, **_: int) -> list[Predicti
     if indexed:
         out.append(Prediction(
             structure="ext4-dir-htree-conversion", kind="outlier", index=c0,
-            arithmetic=lim.arithmetic["first"] + "; with dir_index the directory becomes a "
-                       "hash tree (htree) at that call",
+            arithmetic=g.files_where + lim.arithmetic["first"] + "; with dir_index the "
+                       "directory becomes a hash tree (htree) at that call",
             note=(f"Block 0 is full after {c0} names of {L} characters ({B}-byte blocks"
                   f"{', metadata_csum tail' if g.has_csum else ''}). File {c0} needs a second "
                   f"block, and with dir_index ext4 converts the directory into a hash-indexed "
@@ -133,5 +142,7 @@ def predict(g: Geometry, op: str, L: int, files: int, **_: int) -> list[Predicti
 def limits(g: Geometry, op: str) -> list[str]:
     """What :func:`predict` does not cover on ext4, one line each."""
     out = ["ext4 inline_data: directories start inside the inode; no rule"] if "inline_data" in g.features else []
+    if g.existing and not g.features:
+        out.append("ext4 superblock not read (features unknown): no directory rules")
     return out + ["ext4 htree leaf splits after the first one depend on the per-mkfs hash seed: not predicted",
                   "ext4 moving to the next block group's inodes is not predicted"]

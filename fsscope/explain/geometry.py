@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fsscope.errors import FsscopeError, ToolError
+from fsscope.layout.freespace import syncfs
 from fsscope.tools import run
 
 #: XFS allocates inodes in chunks of this many (XFS_INODES_PER_CHUNK, fixed by the format).
@@ -52,6 +53,17 @@ class Geometry:
     node_size_bytes: int | None = None
     features: frozenset[str] = frozenset()
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: where the probe's files go: the file system's root directory (True: the papers'
+    #: setup, made by mkfs) or a fresh subdirectory (False); None: no probe directory known.
+    probe_dir_in_root: bool | None = None
+    #: name lengths (bytes) of the entries already in the probe directory besides . and ..
+    #: (ext4's root holds lost+found): they take room in the directory's first block.
+    probe_dir_entry_name_bytes: tuple[int, ...] = ()
+    #: a file system fsscope did not make (``--dir``, ``scan``): its state is what it is now
+    #: (used, not fresh), and ``unread`` says which numbers could not be read and why.
+    existing: bool = False
+    unread: tuple[str, ...] = ()
+    mount_options: tuple[str, ...] = ()
 
     # --- XFS -------------------------------------------------------------------------
     xfs_inode_core_bytes: int | None = None
@@ -102,6 +114,19 @@ class Geometry:
     btrfs_tree_includes_dir: bool = False
 
     @property
+    def files_where(self) -> str:
+        """Where the probe's files go, as the start of an arithmetic ("" when not known):
+        the indices depend on it (a new directory may get an attribute fork, the root holds
+        what mkfs put there)."""
+        if self.probe_dir_in_root is None:
+            return ""
+        if self.probe_dir_in_root:
+            n = len(self.probe_dir_entry_name_bytes)
+            held = f", beside the {n} entr{'y' if n == 1 else 'ies'} mkfs made there" if n else ""
+            return f"files in the root directory (as in the papers){held}; "
+        return "files in a fresh subdirectory (made just before the run); "
+
+    @property
     def has_csum(self) -> bool:
         return "metadata_csum" in self.features
 
@@ -115,33 +140,129 @@ class Geometry:
 
 
 def read_geometry(fs_type: str, device: str | None, mountpoint: str, *,
-                  probe_dir: str | os.PathLike[str] | None = None) -> Geometry:
+                  probe_dir: str | os.PathLike[str] | None = None, existing: bool = False,
+                  sync: bool = True) -> Geometry:
     """Geometry of the file system mounted at ``mountpoint``.
 
     ``device`` may be None (looked up in /proc/self/mountinfo). ``probe_dir``: the fresh,
     empty directory the probe will fill, already created; it is synced and read but not
     changed. tmpfs or an unknown type gives a Geometry with what statvfs knows, no error.
-    Tool failures raise :class:`~fsscope.errors.ToolError`.
+    Tool failures raise :class:`~fsscope.errors.ToolError` -- unless ``existing`` (a file
+    system fsscope did not make): then what can be read is returned and ``unread`` says what
+    could not and why (a device only root may open, a tool missing). ``sync=False``: read
+    without syncing it first (a read-only look; offline readers then see the last commit).
     """
     fs = fs_type.lower()
     mountpoint = str(mountpoint)
     if device is None:
         device = device_of(mountpoint)
-    if fs in ("xfs", "ext4", "ext3", "ext2", "btrfs"):
-        os.sync()  # offline readers (xfs_db, dumpe2fs, dump-tree) see committed state only
+    if existing:
+        return _with_probe_dir(_read_existing(fs, device, mountpoint, probe_dir, sync), mountpoint, probe_dir)
+    if fs in ("xfs", "ext4", "ext3", "ext2", "btrfs") and sync:
+        syncfs(mountpoint)  # offline readers (xfs_db, dumpe2fs, dump-tree) see committed state only
     if fs == "xfs":
-        return _read_xfs(device, mountpoint, probe_dir)
-    if fs in ("ext4", "ext3", "ext2"):
+        geometry = _read_xfs(device, mountpoint, probe_dir)
+    elif fs in ("ext4", "ext3", "ext2"):
         if device is None:
             raise FsscopeError(f"no block device found for {fs} at {mountpoint}: "
                                f"dumpe2fs needs one")
-        return _read_ext4(fs, device, mountpoint, probe_dir)
-    if fs == "btrfs":
+        geometry = _read_ext4(fs, device, mountpoint, probe_dir)
+    elif fs == "btrfs":
         if device is None:
             raise FsscopeError(f"no block device found for btrfs at {mountpoint}: "
                                f"btrfs inspect-internal needs one")
-        return _read_btrfs(device, mountpoint, probe_dir)
-    return _read_generic(fs, device, mountpoint)
+        geometry = _read_btrfs(device, mountpoint, probe_dir)
+    else:
+        geometry = _read_generic(fs, device, mountpoint)
+    return _with_probe_dir(geometry, mountpoint, probe_dir)
+
+
+def _with_probe_dir(geometry: Geometry, mountpoint: str, probe_dir: Any) -> Geometry:
+    """Where the probe's files go and what that directory already holds."""
+    if probe_dir is None:
+        return geometry
+    in_root = os.path.realpath(probe_dir) == os.path.realpath(mountpoint)
+    # a subdirectory is the probe's own (empty, or holding the files it populated); the root
+    # holds what mkfs made there
+    names = tuple(len(os.fsencode(n)) for n in sorted(os.listdir(probe_dir))) if in_root else ()
+    return replace(geometry, probe_dir_in_root=in_root, probe_dir_entry_name_bytes=names)
+
+
+def _read_existing(fs: str, device: str | None, mountpoint: str, probe_dir: Any,
+                   sync: bool) -> Geometry:
+    """A file system in use: its own tools first, then what the kernel shows without the
+    device (statfs, sysfs); every gap is named in ``unread``."""
+    unread: list[str] = []
+    options = tuple(_mount_options(mountpoint))
+    if fs in ("xfs", "ext4", "ext3", "ext2", "btrfs"):
+        if sync:
+            syncfs(mountpoint)
+        if device is None and fs != "xfs":
+            unread.append(f"{fs} geometry: the mount's source is not a block device here, so "
+                          f"its superblock cannot be read")
+        else:
+            try:
+                if fs == "xfs":
+                    found = _read_xfs(device, mountpoint, probe_dir, device_reads=sync)
+                elif fs == "btrfs":
+                    found = _read_btrfs(device, mountpoint, probe_dir)
+                else:
+                    found = _read_ext4(fs, device, mountpoint, probe_dir, native=True)
+                unread += [f"{fs}: {e}" for e in found.raw.get("errors", [])]
+                return replace(found, existing=True, unread=tuple(unread), mount_options=options)
+            except (FsscopeError, OSError) as exc:
+                unread.append(f"{fs} superblock ({_tool_of(fs)} {device or mountpoint}): "
+                              f"{_why(exc)}")
+    base = _read_generic(fs, device, mountpoint)
+    extra: dict[str, Any] = {}
+    if fs == "btrfs":
+        extra = _btrfs_from_sysfs(device)
+        if extra:
+            unread.append("btrfs fs-tree level and leaf fill: read from sysfs only "
+                          "(dump-tree needs the device)")
+    elif fs in ("ext4", "ext3", "ext2"):
+        unread.append("ext4 features (dir_index, metadata_csum), inode size and inodes per "
+                      "group: only the superblock has them; block size is statfs's")
+        extra = {"dir_block_size_bytes": base.block_size_bytes}
+        if probe_dir is not None:
+            extra["ext4_dir_size_bytes"] = os.stat(probe_dir).st_size
+    elif fs not in ("xfs",):
+        unread.append(f"{fs}: fsscope has no structure rules for it (no on-disk directory "
+                      f"formats to predict); block size is statfs's")
+    return replace(base, **extra, existing=True, unread=tuple(unread), mount_options=options)
+
+
+def _tool_of(fs: str) -> str:
+    return {"xfs": "xfs_info", "btrfs": "btrfs inspect-internal dump-super"}.get(fs, "pread of")
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = next((t for t in reversed(text) if t.strip()), type(exc).__name__)
+    if "ermission denied" in str(exc) and os.geteuid() != 0:
+        line += " (reading the device needs root or its group)"
+    return line[:300]
+
+
+def _btrfs_from_sysfs(device: str | None) -> dict[str, Any]:
+    """nodesize/sectorsize/features of the btrfs whose devices/ lists ``device``."""
+    if device is None:
+        return {}
+    name = Path(os.path.realpath(device)).name
+    for fsid in Path("/sys/fs/btrfs").glob("*-*"):
+        if not (fsid / "devices" / name).exists():
+            continue
+        try:
+            node = int((fsid / "nodesize").read_text())
+            sector = int((fsid / "sectorsize").read_text())
+        except (OSError, ValueError):
+            return {}
+        features = frozenset(p.name for p in (fsid / "features").iterdir()) \
+            if (fsid / "features").is_dir() else frozenset()
+        return {"node_size_bytes": node, "btrfs_sector_size_bytes": sector,
+                "block_size_bytes": sector, "features": features,
+                "btrfs_tree_includes_dir": False}
+    return {}
 
 
 def device_of(mountpoint: str) -> str | None:
@@ -307,7 +428,8 @@ def _optional(read: Any, raw: dict[str, Any]) -> Any:
         return None
 
 
-def _read_xfs(device: str | None, mountpoint: str, probe_dir: Any) -> Geometry:
+def _read_xfs(device: str | None, mountpoint: str, probe_dir: Any, *,
+              device_reads: bool = True) -> Geometry:
     base = xfs_geometry_from_info(run("xfs_info", mountpoint), mountpoint=mountpoint,
                                   device=device)
     raw = dict(base.raw)
@@ -330,7 +452,8 @@ def _read_xfs(device: str | None, mountpoint: str, probe_dir: Any) -> Geometry:
             dir_free = (ag0_free if dir_ag == 0 else _optional(
                 lambda: _xfs_ag_free_inodes(mountpoint, dir_ag, agino_bits), raw))
             dir_chunks = _optional(lambda: _xfs_ag_chunks(mountpoint, dir_ag, agino_bits), raw)
-    align = _optional(lambda: _xfs_inode_align_blocks(device), raw)
+    # xfs_db opens the device (and flushes it on close): not on a read-only look
+    align = _optional(lambda: _xfs_inode_align_blocks(device), raw) if device_reads else None
     cluster = None
     if base.inode_size_bytes and base.block_size_bytes:
         cluster = xfs_inode_cluster_inodes(
@@ -358,8 +481,52 @@ def parse_dumpe2fs(text: str) -> dict[str, str]:
     return fields
 
 
-def _read_ext4(fs: str, device: str, mountpoint: str, probe_dir: Any) -> Geometry:
-    fields = parse_dumpe2fs(run("dumpe2fs", "-h", device))
+#: ext4 feature bits (fs/ext4/ext4.h) -> the names dumpe2fs prints: (compat, incompat, ro_compat)
+EXT4_FEATURES = (
+    {0x1: "dir_prealloc", 0x4: "has_journal", 0x8: "ext_attr", 0x10: "resize_inode",
+     0x20: "dir_index", 0x200: "sparse_super2", 0x400: "fast_commit", 0x1000: "orphan_file"},
+    {0x2: "filetype", 0x4: "needs_recovery", 0x8: "journal_dev", 0x10: "meta_bg", 0x40: "extent",
+     0x80: "64bit", 0x100: "mmp", 0x200: "flex_bg", 0x400: "ea_inode", 0x1000: "dirdata",
+     0x2000: "metadata_csum_seed", 0x4000: "large_dir", 0x8000: "inline_data",
+     0x10000: "encrypt", 0x20000: "casefold"},
+    {0x1: "sparse_super", 0x2: "large_file", 0x8: "huge_file", 0x10: "uninit_bg",
+     0x20: "dir_nlink", 0x40: "extra_isize", 0x100: "quota", 0x200: "bigalloc",
+     0x400: "metadata_csum", 0x1000: "read-only", 0x2000: "project", 0x8000: "verity"},
+)
+EXT4_SUPER_OFFSET = 1024
+EXT4_SUPER_MAGIC = 0xEF53
+
+
+def ext4_superblock(device: str) -> dict[str, str]:
+    """The fields of :func:`parse_dumpe2fs` that the rules use, read straight from the
+    superblock with one pread: no library opens (and fsyncs) the device, so a look at a
+    mounted file system sends it no request but a read. The kernel writes the superblock
+    through the device's page cache, so this is current."""
+    import struct
+
+    fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        sb = os.pread(fd, 1024, EXT4_SUPER_OFFSET)
+    finally:
+        os.close(fd)
+    if len(sb) < 256 or struct.unpack_from("<H", sb, 56)[0] != EXT4_SUPER_MAGIC:
+        raise FsscopeError(f"{device}: no ext2/3/4 superblock at 1024")
+    log_block, = struct.unpack_from("<I", sb, 24)
+    per_group, = struct.unpack_from("<I", sb, 40)
+    rev, = struct.unpack_from("<I", sb, 76)
+    inode_size = struct.unpack_from("<H", sb, 88)[0] if rev else 128
+    words = struct.unpack_from("<III", sb, 92)
+    names = [name for word, table in zip(words, EXT4_FEATURES)
+             for bit, name in table.items() if word & bit]
+    seed = sb[236:252].hex()
+    return {"Block size": str(1024 << log_block), "Inode size": str(inode_size),
+            "Inodes per group": str(per_group), "Filesystem features": " ".join(names),
+            "Directory Hash Seed": f"{seed[:8]}-{seed[8:12]}-{seed[12:16]}-{seed[16:20]}-{seed[20:]}"}
+
+
+def _read_ext4(fs: str, device: str, mountpoint: str, probe_dir: Any, *,
+               native: bool = False) -> Geometry:
+    fields = ext4_superblock(device) if native else parse_dumpe2fs(run("dumpe2fs", "-h", device))
     block_size = _int(fields.get("Block size"))
     features = frozenset(fields.get("Filesystem features", "").split())
     dir_size = os.stat(probe_dir).st_size if probe_dir is not None else None

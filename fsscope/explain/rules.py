@@ -54,6 +54,15 @@ OP_RULES: dict[str, str] = {
     "fallocate": "first call only (the file is created before the timed call)",
 }
 
+#: Predictions that depend on the file system's state, not only on mkfs and the (fresh) probe
+#: directory: on a file system fsscope did not make they use its current state.
+STATE_DEPENDENT = frozenset({"xfs-inode-chunk-alloc", "xfs-inode-cluster-read",
+                             "btrfs-fs-tree-leaf-split"})
+USED_NOTE = ("This file system is in use, not fresh: the numbers are its state when the probe "
+             "started (free inodes in allocated chunks, the fs tree's fill), and other work "
+             "on it can move them.")
+USED_CONDITION = "the file system's state at the start (used, not fresh) holds during the run"
+
 #: The rules module of each file system (ext2/3 directories are ext4's).
 FS_RULES = {"xfs": xfs, "ext4": ext4, "ext3": ext4, "ext2": ext4, "btrfs": btrfs}
 
@@ -81,6 +90,9 @@ def predict(geometry: Geometry, op: str, name_length: int, files: int, *,
     for i, p in enumerate(kept):
         if p.fs != fs or p.op != op:
             kept[i] = _with(p, fs=fs, op=op)
+        if geometry.existing and p.structure in STATE_DEPENDENT:
+            kept[i] = _with(kept[i], note=f"{kept[i].note} {USED_NOTE}",
+                            condition="; ".join(c for c in (p.condition, USED_CONDITION) if c))
     return sorted(kept, key=lambda p: (p.index if p.index is not None else p.index_low or 0,
                                        p.structure))
 

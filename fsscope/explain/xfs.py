@@ -121,6 +121,11 @@ def predict(g: Geometry, op: str, L: int, files: int, **_: int) -> list[Predicti
         forks.append((attr, f"attr fork preallocated at creation: data fork = {attr} B",
                       "if the kernel preallocates an attr fork (Linux 6.x with a security "
                       "module or default ACLs) -- pass probe_dir to read_geometry to measure"))
+    if g.probe_dir_entry_name_bytes:  # entries already there take short-form room first
+        taken = sum(xfs_sf_sizes(n, ftype, ino8)[1] for n in g.probe_dir_entry_name_bytes)
+        forks = [(fork - taken, f"{source}, minus {taken} B of the "
+                  f"{len(g.probe_dir_entry_name_bytes)} entries already there", condition)
+                 for fork, source, condition in forks]
     out: list[Prediction] = []
     for n, (fork, source, condition) in enumerate(forks):
         cond = "; ".join(c for c in (condition, ino_condition) if c)
@@ -147,7 +152,7 @@ def _xfs_sf_to_block(g: Geometry, lim: XfsDirLimits, source: str, cond: str,
     blk = g.dir_block_size_bytes
     return Prediction(
         structure="xfs-dir-shortform-to-block", kind="outlier", index=lim.sf_capacity,
-        arithmetic=(f"data fork {source}; {lim.arithmetic['sf']}"
+        arithmetic=(f"{g.files_where}data fork {source}; {lim.arithmetic['sf']}"
                     + ("" if lim.block_capacity > lim.sf_capacity else
                        f"; a block holds only {lim.block_capacity} files, so the same call "
                        f"goes straight to leaf format")),
@@ -218,8 +223,8 @@ def _xfs_chunk_series(g: Geometry, files: int) -> Prediction | None:
     chunk = g.inode_chunk_inodes or 64
     if g.xfs_dir_ag_free_inodes is not None:
         free = g.xfs_dir_ag_free_inodes
-        source = (f"measured: AG {g.xfs_dir_ag} (the probe directory's) has {free} free "
-                  f"inodes in allocated chunks")
+        source = (f"{g.files_where}measured: AG {g.xfs_dir_ag} (the probe directory's) has "
+                  f"{free} free inodes in allocated chunks")
         condition = ""
     elif g.xfs_ag0_free_inodes is not None:
         free = max(0, g.xfs_ag0_free_inodes - 1)
@@ -240,8 +245,9 @@ def _xfs_chunk_series(g: Geometry, files: int) -> Prediction | None:
               f"take free inodes from the directory's allocation group; when none is left the "
               f"call allocates and initialises a whole new chunk and inserts it into the "
               f"inode B+trees (inobt, finobt) -- every {chunk} files, starting at file {free}"
-              f", when the {free} inodes still free in the AG's existing chunks (shared with "
-              f"the root directory and the probe directory itself) are used up. Admin: "
+              f", when the {free} inodes still free in the AG's existing chunks (mkfs's chunk "
+              f"holds the root directory{' and the probe directory itself' if not g.probe_dir_in_root else ''}"
+              f") are used up. Admin: "
               f"periodic, small (a few x a normal create), unavoidable for "
               f"file creation; bigger inodes make each chunk bigger, not rarer."))
 

@@ -37,6 +37,7 @@ from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.format import format_bytes
 from fsscope.recipes import Recipe
 from fsscope.targets import devices, filesystem, identity, image
+from fsscope.targets.existing import ExistingFS, existing_fs
 from fsscope.targets.journal import Journal, undo_group
 
 TARGET_KINDS = ("device", "image", "ram", "dir")
@@ -87,17 +88,21 @@ class TargetSpec:
 
 @dataclass
 class MountedFS:
-    """A file system ready for a job (or, for directory targets, a fresh subdirectory)."""
+    """A file system ready for a job (or, for directory targets, a fresh subdirectory of the
+    existing file system that holds it: ``found`` says which, and ``fs``/``device``/
+    ``mountpoint`` are that file system's)."""
 
     fs: str
     device: str | None
     mountpoint: str
     workdir: Path
     mount_options: list[str] = field(default_factory=list)
+    found: ExistingFS | None = None  # a --dir target: the file system fsscope did not make
 
     def to_dict(self) -> dict:
         return {"fs": self.fs, "device": self.device, "mountpoint": self.mountpoint,
-                "workdir": str(self.workdir), "mount_options": self.mount_options}
+                "workdir": str(self.workdir), "mount_options": self.mount_options,
+                "existing": self.found.to_dict() if self.found else None}
 
 
 class Target:
@@ -120,6 +125,7 @@ class Target:
         self.image_path: Path | None = None
         self.image_fd: int | None = None  # the image, opened once: attached, locked and restored through it
         self.mounted: MountedFS | None = None
+        self.found: ExistingFS | None = None  # a --dir target: the file system holding it
         self.commands: list[tools.CommandRecord] = []
         self.formats = 0
         self.restores: list[dict] = []  # one per snapshot restore: how, and inodes in use after
@@ -367,7 +373,9 @@ class Target:
             entry = self.journal.record("workdir", self.group, path=str(workdir))
             workdir.mkdir()
             self.journal.complete(entry, ident=identity.path_id(workdir))
-            self.mounted = MountedFS("dir", None, str(self.spec.path), workdir)
+            found = self.found = existing_fs(workdir)
+            self.mounted = MountedFS(found.fs, found.device, found.mountpoint, workdir,
+                                     list(found.mount_options), found=found)
             return self.mounted
         recipe = self.recipe
         mountpoint, missing = _mountpoint_place(self.spec.mountpoint or paths.state_dir() / "mnt" / self.group)
@@ -441,6 +449,7 @@ class Target:
                 "device": self.device, "direct_io": self.direct_io, "restores": self.restores,
                 "image": str(self.image_path) if self.image_path else None,
                 "mounted": self.mounted.to_dict() if self.mounted else None,
+                "existing": self.found.to_dict() if self.found else None,
                 "commands": [{"argv": list(c.argv), "rc": c.rc, "duration_s": round(c.duration_s, 4),
                               "stdout": c.stdout[-2000:], "stderr": c.stderr[-2000:]}
                              for c in self.commands]}

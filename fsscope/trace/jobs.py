@@ -164,16 +164,21 @@ class ProbeTrace(JobTrace):
         for finding in findings:
             if not hasattr(finding, "slope_ns_per_file"):
                 flagged.update(finding_indices(finding))
+        structural = attribute.structural_events(runs, flagged)
+        report["structural_events"] = structural
+        report["structures"] = attribute.structure_table(report.get("predictions", []), structural,
+                                                         flagged, report["trace"]["enabled"], runs)
+        verdicts = {row["structure"]: row["verdict"] for row in report["structures"]}
         for flag, finding in zip(flags, findings):
             kernel = attribute.kernel_evidence(runs, finding_indices(finding))
             flag["kernel"] = kernel
             sentence = attribute.evidence_sentence(kernel, self.op)
+            if flag.get("structure") in verdicts:  # the table's verdict, word for word
+                flag["kernel_verdict"] = verdicts[flag["structure"]]
+                sentence = ". ".join(filter(None, [sentence, "Kernel vs prediction: "
+                                                   + verdicts[flag["structure"]]]))
             if sentence:
                 flag["note"] = f"{flag.get('note', '')} {sentence}.".strip()
-        structural = attribute.structural_events(runs, flagged)
-        report["structural_events"] = structural
-        report["structures"] = attribute.structure_table(report.get("predictions", []), structural,
-                                                         flagged, report["trace"]["enabled"])
         report["noise"] = attribute.noise(runs, flagged)
 
 

@@ -16,6 +16,7 @@ from fsscope.engine.events import Event, Progress
 from fsscope.format import format_bytes
 from fsscope.layout.summary import FRAG_ROWS, format_value, frag_table, summary_rows
 from fsscope.tui.model import SPARK_POINTS, Flag, note_flags
+from fsscope.tui.report_model import ReportModel
 
 DISTRIBUTIONS = ("size", "depth", "age")
 
@@ -211,31 +212,13 @@ class AgingModel:
         return flags + note_flags(self.notes)
 
 
-class FragModel:
+class FragModel(ReportModel):
     """A ``frag`` job's report: the free-space histogram and the test file."""
 
     kind = "frag"
 
-    def __init__(self, spec: dict | None = None):
-        self.report: dict | None = None
-        self.notes: list[str] = []
-        self.version = 0
-        self.telemetry: list[tuple[float, float, float]] = []
-
-    def feed(self, event: dict) -> bool:
-        return False
-
-    def finish(self, report: dict | None) -> None:
-        if isinstance(report, dict):
-            self.report = report
-            self.notes = [str(n) for n in ((report.get("free_space") or {}).get("notes") or [])]
-        self.version += 1
-
-    @classmethod
-    def from_run(cls, run_dir, spec: dict, report: dict | None) -> FragModel:
-        model = cls(spec)
-        model.finish(report)
-        return model
+    def notes_of(self, report: dict) -> list[str]:
+        return [str(n) for n in ((report.get("free_space") or {}).get("notes") or [])]
 
     def histogram(self) -> list[tuple[str, int, int]]:
         """(bucket label, free extents, free bytes) per bucket of the free-space grid."""

@@ -60,6 +60,7 @@ register("syncwrite", panel="fsscope.tui.widgets.syncwrite_params:SyncWriteParam
          model="fsscope.tui.syncwrite_model:SyncWriteModel")
 register("age", panel="fsscope.tui.widgets.age_params:AgeParams",
          view="fsscope.tui.widgets.aging_view:AgingView", model="fsscope.tui.aging_model:AgingModel")
+register("scan", view="fsscope.tui.widgets.scan_view:ScanView", model="fsscope.tui.scan_model:ScanModel")
 register("frag", view="fsscope.tui.widgets.aging_view:FragView", model="fsscope.tui.aging_model:FragModel")
 register("check", panel="fsscope.tui.widgets.check_params:CheckParams",
          view="fsscope.tui.widgets.check_view:CheckView", model="fsscope.tui.check_model:CheckModel")

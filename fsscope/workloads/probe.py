@@ -114,7 +114,11 @@ class ProbeSpec:
     ``sync_scope``: ``fs`` syncs the measured file system (syncfs), ``global`` the machine
     (sync). ``max_runs``: the engine adds runs after the first ``runs`` until every candidate
     index is decided, up to this many (None: :data:`DEFAULT_RUN_CAP_FACTOR` x ``runs``, or
-    one for a single run; equal to ``runs``: a fixed number of runs).
+    one for a single run; equal to ``runs``: a fixed number of runs). ``in_root``:
+    the files go into the root directory of the file system the run made (the papers'
+    setup; what mkfs put there stays), not into a fresh subdirectory -- the structural
+    indices depend on it (a new XFS directory gets an attribute fork, ext4's root holds
+    lost+found).
     """
 
     op: Op = "creat"
@@ -129,6 +133,7 @@ class ProbeSpec:
     trace: TraceMode = "attribute"
     sync_scope: SyncScope = "fs"
     max_runs: int | None = None
+    in_root: bool = False
 
     @property
     def run_cap(self) -> int:
@@ -168,6 +173,11 @@ class ProbeSpec:
                 raise FsscopeError(f"probe cpu {self.cpu}: this process may run on CPUs {allowed} only")
         _check_int("write_bytes", self.write_bytes, minimum=0)
         _check_int("fallocate_bytes", self.fallocate_bytes, minimum=1)
+        if not isinstance(self.in_root, bool):
+            raise FsscopeError(f"probe in_root must be true or false, not {self.in_root!r}")
+        if self.in_root and not self.fresh_fs:
+            raise FsscopeError("probe in_root needs a fresh file system per run: with one file "
+                               "system for all runs the root would hold the earlier runs' files")
         if self.trace not in TRACE_MODES:
             raise FsscopeError(f"probe trace {self.trace!r} is unknown: choose one of "
                                f"{', '.join(TRACE_MODES)}")
@@ -517,7 +527,9 @@ def _prepare_output(out: np.ndarray | None, files: int) -> np.ndarray:
     return out
 
 
-def _open_empty_dir(workdir: Path) -> int:
+def _open_empty_dir(workdir: Path, *, in_root: bool = False) -> int:
+    """The probe directory, opened; it must be empty -- except a file system's root
+    (``in_root``), which keeps what mkfs made there (lost+found), none of it a probe name."""
     try:
         dfd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as exc:
@@ -528,6 +540,8 @@ def _open_empty_dir(workdir: Path) -> int:
     except OSError as exc:
         os.close(dfd)
         raise FsscopeError(f"probe directory {workdir} cannot be listed: {exc.strerror}") from None
+    if first is not None and in_root:
+        return dfd
     if first is not None:
         os.close(dfd)
         raise FsscopeError(f"probe directory {workdir} is not empty (it holds {first.name!r}): "
@@ -591,7 +605,7 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
     sink: Any = memoryview(latency_ns) if latency_ns.flags.c_contiguous else latency_ns
     starts: Any = memoryview(start_ns) if start_ns.flags.c_contiguous else start_ns
     workdir = Path(workdir)
-    dfd = _open_empty_dir(workdir)
+    dfd = _open_empty_dir(workdir, in_root=spec.in_root)
     gc_was_enabled = gc.isenabled()
     try:
         if spec.op in POPULATED_OPS and not _populate(dfd, spec, cancelled, latency_ns):

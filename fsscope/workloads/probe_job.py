@@ -41,10 +41,13 @@ def _explainer(ctx, fs, probe_dir: Path, spec: ProbeSpec):
     except ImportError:
         return None, []
     try:
-        geometry = read_geometry(fs.fs, fs.device, fs.mountpoint, probe_dir=probe_dir)
+        geometry = read_geometry(fs.fs, fs.device, fs.mountpoint, probe_dir=probe_dir,
+                                 existing=fs.found is not None)
     except FsscopeError as exc:
         ctx.log(f"geometry not read: {exc}")
         return None, []
+    for gap in geometry.unread:
+        ctx.log(f"geometry: not read: {gap}")
     return geometry, predict(geometry, spec.op, spec.name_length, spec.files)
 
 
@@ -62,7 +65,8 @@ def _flag_title(flag: dict, finding) -> str:
     if isinstance(finding, Outlier):
         what = f"file {finding.index} slow in {finding.runs_flagged}/{finding.runs} runs ({finding.ratio:.1f}× typical)"
     elif hasattr(finding, "stride"):
-        what = f"every {finding.stride} files from {finding.start} ({finding.count}×)"
+        slow = len(finding.members) or finding.count - finding.missing
+        what = f"every {finding.stride} files from {finding.start} ({slow} of {finding.count} slow)"
     elif hasattr(finding, "before_ns"):
         what = f"level shift at file {finding.index}: {finding.before_ns / 1e3:.1f} → {finding.after_ns / 1e3:.1f} µs"
     else:
@@ -86,7 +90,23 @@ def record_bytes(spec: ProbeSpec) -> int:
     return 3 * spec.run_cap * spec.files * 8
 
 
+def probe_dir_of(ctx, fs, spec: ProbeSpec, name: str) -> Path:
+    """Where a run's files go, made if needed: the root of the file system the run made
+    (``in_root``) or a fresh subdirectory ``name`` (made outside the timed region)."""
+    if spec.in_root:
+        if ctx.target.spec.kind == "dir":  # defence: the CLI refuses this before starting
+            raise FsscopeError("--in-root needs a file system fsscope makes (--ram, --image, "
+                               "--device): a --dir target's root is not fsscope's to fill")
+        return Path(fs.mountpoint)
+    probe_dir = fs.workdir / name
+    probe_dir.mkdir()
+    return probe_dir
+
+
 def run(ctx, spec: ProbeSpec) -> dict:
+    if spec.in_root and ctx.target.spec.kind == "dir":
+        raise FsscopeError("--in-root needs a file system fsscope makes (--ram, --image, "
+                           "--device): a --dir target's root is not fsscope's to fill")
     previous_cpus = pin_cpu(spec.cpu)
     cap = spec.run_cap
     latency_ns = ctx.run_dir.open_array("latency_ns", (cap, spec.files))
@@ -103,8 +123,7 @@ def run(ctx, spec: ProbeSpec) -> dict:
             runs_label = f"{r + 1} of {spec.runs}" if r < spec.runs else f"{r + 1} (deciding; at most {cap})"
             ctx.phase(f"run {runs_label}", run=r, runs=max(spec.runs, r + 1))
             with ctx.run_fs(spec.fresh_fs) as fs:
-                probe_dir = fs.workdir / (PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.{r}")
-                probe_dir.mkdir()
+                probe_dir = probe_dir_of(ctx, fs, spec, PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.{r}")
                 _sync_dir(spec, probe_dir)
                 if r == 0:
                     geometry, predictions = _explainer(ctx, fs, probe_dir, spec)
@@ -138,7 +157,8 @@ def run(ctx, spec: ProbeSpec) -> dict:
             ctx.run_dir.save_array(name, np.array(array[:used]))
     done_rows = [k for k in range(used) if (latency_ns[k] >= 0).any()]
     report = {"op": spec.op, "files": spec.files, "runs": spec.runs, "runs_completed": len(done_rows),
-              "spec": spec.to_dict(), "stopped_by": error, "sync": _sync_json(spec)}
+              "spec": spec.to_dict(), "stopped_by": error, "sync": _sync_json(spec),
+              "where": "root directory" if spec.in_root else "fresh subdirectory"}
     findings: list = []
     if done_rows:
         analysis = settling.settled(analyze(latency_ns[done_rows], wait_ns=wait_ns[done_rows]))
@@ -177,8 +197,7 @@ def _attribution_run(ctx, spec: ProbeSpec, trace, run: int) -> None:
     start_row = ctx.run_dir.open_array("trace_start_ns", (1, spec.files))
     ctx.phase("traced run (kernel attribution)", run=run)
     with ctx.run_fs(spec.fresh_fs) as fs:
-        probe_dir = fs.workdir / (PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.traced")
-        probe_dir.mkdir()
+        probe_dir = probe_dir_of(ctx, fs, spec, PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.traced")
         _sync_dir(spec, probe_dir)
         with trace.run(fs, run, latency_row[0], start_row[0]):
             measure_run(probe_dir, spec, cancelled=lambda: ctx.cancelled, out=latency_row[0],

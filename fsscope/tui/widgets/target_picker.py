@@ -30,8 +30,9 @@ NOTES = {
              "XFS needs at least 300M.",
     "ram": "An image in {ram_dir} (RAM), attached as a loop device and removed afterwards: no disk "
            "noise, but no real device behaviour either.",
-    "dir": "A plain directory: nothing is formatted or mounted; each run works in a fresh "
-           "subdirectory that is removed afterwards. The recipe does not apply.",
+    "dir": "A directory on a file system you already have: nothing is formatted or mounted; each "
+           "run works in a fresh subdirectory that is removed afterwards, measured as the file "
+           "system holding it (used, not fresh). The recipe does not apply.",
     "device": "A real block device. Formatting it DESTROYS everything on it: you will be asked to "
               "type its name to confirm.",
 }
@@ -42,6 +43,19 @@ def size_text(n: int) -> str:
         if n % factor == 0:
             return f"{n // factor}{unit}"
     return str(n)
+
+
+def found_text(path: str) -> str:
+    """What file system holds a directory target, in one line (or why it is not known)."""
+    from fsscope.targets.existing import existing_fs
+
+    directory = os.path.abspath(os.path.expanduser(path.strip())) if path.strip() else ""
+    if not directory or not os.path.isdir(directory):
+        return "Found there: nothing yet (no such directory)."
+    try:
+        return f"Found there: {existing_fs(directory).summary()}."
+    except FsscopeError as exc:
+        return f"Found there: not known ({exc})."
 
 
 @dataclass
@@ -78,6 +92,7 @@ class TargetPicker(Vertical):
         if initial.kind in ("image", "dir") and self.choice != "default":
             self._paths[initial.kind] = initial.path
         self._size_text = size_text(initial.size_bytes or DEFAULT_SIZE_BYTES)
+        self._note = ""
 
     def _initial_choice(self) -> str:
         spec = self.initial
@@ -192,12 +207,22 @@ class TargetPicker(Vertical):
         device = self.devices.get(choice.removeprefix("dev:")) if kind == "device" else None
         if device is not None:
             note += f"\n{device.path}: {device.verdict()}"
-        self.query_one("#target-note", Static).update(note)
+        self._note = note
+        self._show_found()
         self.post_message(self.Changed())
+
+    def _show_found(self) -> None:
+        """The note, and for a directory what file system holds it (before anything starts)."""
+        note = self._note
+        if self.kind == "dir":
+            note += "\n" + found_text(self.query_one("#target-path", Input).value)
+        self.query_one("#target-note", Static).update(note)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "target-path" and self.kind in ("image", "dir") and self.choice != "default":
             self._paths[self.kind] = event.value
+            if self.kind == "dir":
+                self._show_found()
         if event.input.id in ("target-path", "target-size"):
             event.stop()
             self.post_message(self.Changed())

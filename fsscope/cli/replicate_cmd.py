@@ -1,0 +1,99 @@
+"""``fsscope replicate NAME``: a seed paper's headline findings, run and judged."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from fsscope import replicate
+from fsscope.cli.common import output_path
+from fsscope.cli.headless import console as err
+from fsscope.errors import FsscopeError
+
+DESCRIPTION = """\
+Hold fsscope to a seed paper: run the paper's headline experiments with the paper's setup as far
+as this machine allows (what differs, and why, is printed: kernel and mkfs defaults, RAM or a
+virtual disk instead of the paper's disk) and judge each finding: the paper's number, what the
+paper's own arithmetic gives for today's geometry, what fsscope measured, and a verdict --
+agree, disagree or inconclusive -- with the statistic that decided it. Nothing defaults to agree."""
+
+EPILOG = """\
+examples:
+  fsscope replicate --list
+  fsscope replicate aota-kono --quick --json aota.json
+  fsscope replicate aota-kono --only xfs-shortform-limit,ext4-htree-start
+  fsscope replicate chopper --quick
+
+scenarios: aota-kono (structural tail latency of creat), cao (variation across runs),
+chopper (d-span tails of ext4 vs XFS), geriatrix (aging and fragmentation), mingardi
+(synchronous writes vs buffer size)."""
+
+STYLE = {"agree": "green", "disagree": "red", "inconclusive": "yellow"}
+
+
+def _text(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    return "–" if value is None else str(value)
+
+
+def render(result: dict, console: Console) -> None:
+    console.print(f"[bold]{result['title']}[/]  ({'quick' if result['quick'] else 'full'})")
+    for line in result["setup"]:
+        console.print(f"  [dim]{line}[/]", highlight=False)
+    table = Table(title_justify="left")
+    for col in ("finding", "paper", "today's arithmetic", "measured", "verdict"):
+        table.add_column(col, overflow="fold")
+    for f in result["findings"]:
+        table.add_row(f["id"], _text(f["paper"]), _text(f["expected_today"]), _text(f["measured"]),
+                      f"[{STYLE[f['verdict']]}]{f['verdict']}[/]")
+    console.print(table)
+    for f in result["findings"]:
+        console.print(f"[{STYLE[f['verdict']]}]{f['verdict']}[/] [bold]{f['id']}[/] ({f['setup']}): {f['why']}",
+                      highlight=False)
+
+
+def cmd_replicate(args) -> int:
+    if args.list:
+        table = Table(title="scenarios", title_justify="left")
+        for col in ("name", "what", "quick", "full"):
+            table.add_column(col, overflow="fold")
+        for s in replicate.listing():
+            table.add_row(s["name"], s["title"], f"~{s['quick_cost_s'] / 60:.0f} min",
+                          f"~{s['full_cost_s'] / 60:.0f} min")
+        Console().print(table)
+        return 0
+    if not args.name:
+        raise FsscopeError("replicate: name a scenario (see 'fsscope replicate --list')")
+    only = [i.strip() for i in args.only.split(",") if i.strip()] if args.only else None
+    module = replicate.load(args.name)
+    cost = replicate.cost_s(module, quick=args.quick, only=only)
+    if not args.quick:
+        err.print(f"[bold]{args.name}[/] full run: about {cost / 60:.0f} min of probes "
+                  f"({len(replicate.planned(module, quick=False, only=only))} probe jobs; --quick takes "
+                  f"about {replicate.cost_s(module, quick=True, only=only) / 60:.0f} min)")
+    result = replicate.run(args.name, quick=args.quick, only=only,
+                           progress=lambda line: err.print(f"[dim]{line}[/]", highlight=False))
+    render(result, Console())
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2, default=str) + "\n")
+        err.print(f"[dim]wrote {args.json}[/]")
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("replicate", help="run a seed paper's headline findings and judge each one",
+                       description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("name", nargs="?", choices=list(replicate.SCENARIOS), metavar="NAME",
+                   help=f"the scenario: {', '.join(replicate.SCENARIOS)}")
+    p.add_argument("--list", action="store_true", help="list the scenarios and what they cost")
+    p.add_argument("--quick", action="store_true", help="fewer runs and files: minutes, not tens of minutes")
+    p.add_argument("--only", metavar="ID[,ID]", help="only these findings (and the probes they need)")
+    p.add_argument("--json", type=output_path, metavar="PATH",
+                   help='write {"scenario", "findings": [{"id", "paper", "expected_today", "measured", '
+                        '"verdict", "why"}]} to PATH')
+    p.set_defaults(func=cmd_replicate)

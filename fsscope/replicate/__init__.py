@@ -1,0 +1,81 @@
+"""``fsscope replicate``: the seed papers' headline findings, each run with the paper's setup
+as far as this machine allows, and held to a measurement.
+
+One module per scenario (:data:`SCENARIOS`); each names its probes (jobs run through the
+engine, headless, as ``fsscope probe`` runs them) and judges the reports finding by finding:
+the paper's number, what the paper's own arithmetic gives for today's geometry, what fsscope
+measured, and a verdict (agree | disagree | inconclusive) with the statistic that decided it.
+No verdict defaults to agree: a judge that cannot decide says inconclusive and why.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from fsscope.errors import FsscopeError
+from fsscope.jsonsafe import plain
+from fsscope.replicate.base import Finding
+
+#: name -> module
+SCENARIOS: dict[str, str] = {
+    "aota-kono": "fsscope.replicate.aota_kono",
+    "cao": "fsscope.replicate.cao",
+    "chopper": "fsscope.replicate.chopper",
+    "geriatrix": "fsscope.replicate.geriatrix",
+    "mingardi": "fsscope.replicate.mingardi",
+}
+
+def load(name: str) -> ModuleType:
+    if name not in SCENARIOS:
+        raise FsscopeError(f"replicate: no scenario {name!r}; choose one of {', '.join(SCENARIOS)}")
+    return importlib.import_module(SCENARIOS[name])
+
+
+def listing() -> list[dict]:
+    """Every scenario: name, title, its quick and full cost (s, estimated)."""
+    out = []
+    for name in SCENARIOS:
+        module = load(name)
+        out.append({"name": name, "title": module.TITLE, "quick_cost_s": round(cost_s(module, quick=True)),
+                    "full_cost_s": round(cost_s(module, quick=False))})
+    return out
+
+
+def cost_s(module: ModuleType, *, quick: bool, only: list[str] | None = None) -> float:
+    return sum(p.cost_s() for p in planned(module, quick=quick, only=only))
+
+
+def planned(module: ModuleType, *, quick: bool, only: list[str] | None = None) -> list:
+    """The probe runs the scenario (or only the findings named) needs."""
+    probes = module.runs(quick)
+    if not only:
+        return probes
+    unknown = sorted(set(only) - set(module.NEEDS))
+    if unknown:
+        raise FsscopeError(f"replicate {module.NAME}: no finding {', '.join(unknown)}; "
+                           f"choose from {', '.join(module.NEEDS)}")
+    keys = {key for finding in only for key in module.NEEDS[finding]}
+    return [p for p in probes if p.key in keys]
+
+
+def run(name: str, *, quick: bool, only: list[str] | None = None,
+        progress: Callable[[str], None] = lambda line: None) -> dict:
+    """Run scenario ``name`` and judge it: ``{"scenario", "findings": [...], ...}``."""
+    module = load(name)
+    probes = planned(module, quick=quick, only=only)
+    results: dict[str, Any] = {}
+    for probe in probes:
+        results[probe.key] = probe.execute(progress=progress)
+    findings: list[Finding] = module.judge(results, quick)
+    if only:
+        findings = [f for f in findings if f.id in only]
+    return plain({"scenario": name, "title": module.TITLE, "paper": module.PAPER, "quick": quick,
+            "setup": module.SETUP, "runs": {p.key: {"setup": p.describe(), "run_dir": results[p.key].run_dir}
+                                            for p in probes},
+            "findings": [f.to_json() for f in findings]})
+
+
+__all__ = ["SCENARIOS", "Finding", "load", "listing", "run", "cost_s", "planned"]

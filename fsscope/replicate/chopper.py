@@ -1,0 +1,131 @@
+"""He, Nguyen, Arpaci-Dusseau, Arpaci-Dusseau: "Reducing File System Tail Latencies with
+Chopper" (FAST'15).
+
+The paper samples its input space (Table 1: disk size and use, free-space layout, file size,
+chunk order, fsync/sync bitmaps, file count, directory span, CPUs) with a Latin hypercube, runs
+each treatment on a loop device in RAM and measures d-span: the distance between the first
+and last physical block OF A FILE (a treatment's response: the largest of its files'). Its
+headline (figure 3): ext4 has a long tail, XFS nearly none -- P90 d-span 10 GB vs 2 MB, P95
+20 GB vs 4 MB, max 63 GB vs 6 GB.
+
+The per-file d-span is read from the report: the explore job's own per-file key when it has
+one, else its treatments' per-file rows (``files[].d_span_bytes``); without either the finding
+is inconclusive -- a span across a treatment's files is not the paper's metric (issue 24).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from fsscope.replicate.base import Finding, run_engine_job
+from fsscope.study.diskstate import ram_dir
+from fsscope.targets import TargetSpec
+
+NAME = "chopper"
+TITLE = "Chopper: ext4's d-span tail above XFS's"
+PAPER = "He, Nguyen, Arpaci-Dusseau, Arpaci-Dusseau: Reducing File System Tail Latencies with Chopper (FAST'15)"
+SETUP = [
+    "paper: Table 1's input space sampled by Latin hypercube (thousands of treatments), each on a "
+    "RAM-backed loop device, ext4 and XFS of Linux 3.12; d-span per file",
+    "here: fsscope explore with recipes/spaces/chopper.toml (Table 1) on RAM images, ext4 and XFS "
+    "with today's kernel and mkfs defaults; 24 treatments per file system (--quick) or 400; the "
+    "paper's d-span per file (a treatment's largest)",
+]
+
+#: one-sided Mann-Whitney U test level for "ext4's d-spans are larger"
+ALPHA = 0.01
+#: the explore job's per-file d-span keys this scenario knows (newest first)
+PER_FILE_KEYS = ("d_span_per_file_bytes", "d_span_file_max_bytes", "file_d_span_bytes")
+
+
+@dataclass(frozen=True)
+class ExploreRun:
+    key: str
+    treatments: int
+
+    def describe(self) -> str:
+        return f"explore, space chopper, {self.treatments} treatments x (ext4-default, xfs-default), RAM images"
+
+    def cost_s(self) -> float:
+        return 20.0 + self.treatments * 2 * 7.0  # measured: ~7 s a treatment on this 2-core machine
+
+    def execute(self, *, progress: Callable[[str], None] = lambda line: None):
+        spec = {"space": "chopper", "treatments": self.treatments, "recipes": ["ext4-default", "xfs-default"]}
+        run_dir = run_engine_job("explore", spec, TargetSpec("dir", str(ram_dir())), None,
+                                 label=f"{self.key}: {self.describe()}", progress=progress)
+        return ExploreResult(self, run_dir.report(), str(run_dir.path))
+
+
+@dataclass
+class ExploreResult:
+    run: ExploreRun
+    report: dict
+    run_dir: str
+
+
+def runs(quick: bool) -> list[ExploreRun]:
+    return [ExploreRun("explore", 24 if quick else 400)]
+
+
+NEEDS = {"ext4-tail-above-xfs": ("explore",)}
+
+
+def per_file_d_span(treatment: dict) -> tuple[float | None, str]:
+    """A treatment's response as the paper defines it (the largest of its files' d-spans) and
+    where it came from; None when the report has no per-file d-span."""
+    for key in PER_FILE_KEYS:
+        if treatment.get(key) is not None:
+            return float(treatment[key]), key
+    spans = [f.get("d_span_bytes") for f in treatment.get("files") or []]
+    if spans and all(s is not None for s in spans):
+        return float(max(spans)), "files[].d_span_bytes"
+    return None, ""
+
+
+def judge(results: dict, quick: bool) -> list[Finding]:
+    result = results.get("explore")
+    return [] if result is None else [_tail(result)]
+
+
+def _tail(result: ExploreResult) -> Finding:
+    from scipy.stats import mannwhitneyu  # local: slow to import, needed only here
+
+    paper = {"ext4_p90": "10 GB", "xfs_p90": "2 MB", "ext4_p95": "20 GB", "xfs_p95": "4 MB"}
+    expected = "ext4's P90 d-span above XFS's"
+    setup = result.run.describe()
+    by_fs: dict[str, list[float]] = {"ext4": [], "xfs": []}
+    sources = set()
+    for t in result.report.get("treatments") or []:
+        span, source = per_file_d_span(t)
+        if span is not None and t.get("fs") in by_fs:
+            by_fs[t["fs"]].append(span)
+            sources.add(source)
+    ext4, xfs = np.array(by_fs["ext4"]), np.array(by_fs["xfs"])
+    if ext4.size < 5 or xfs.size < 5:
+        return Finding("ext4-tail-above-xfs", paper, expected, None, "inconclusive",
+                       "the report has no per-file d-span for enough treatments (the paper's metric is per "
+                       "file; a span across a treatment's files is not it)", {"treatments": [ext4.size, xfs.size]},
+                       setup)
+    p90 = {"ext4": float(np.quantile(ext4, 0.9)), "xfs": float(np.quantile(xfs, 0.9))}
+    greater = float(mannwhitneyu(ext4, xfs, alternative="greater").pvalue)
+    less = float(mannwhitneyu(ext4, xfs, alternative="less").pvalue)
+    measured = {"ext4_p90_bytes": p90["ext4"], "xfs_p90_bytes": p90["xfs"],
+                "ext4_p95_bytes": float(np.quantile(ext4, 0.95)), "xfs_p95_bytes": float(np.quantile(xfs, 0.95))}
+    statistic = {"mann_whitney_p_ext4_greater": greater, "mann_whitney_p_ext4_less": less, "alpha": ALPHA,
+                 "treatments": {"ext4": int(ext4.size), "xfs": int(xfs.size)}, "d_span_source": sorted(sources)}
+    text = (f"P90 d-span per file: ext4 {p90['ext4'] / 2**20:.2f} MiB, XFS {p90['xfs'] / 2**20:.2f} MiB "
+            f"({ext4.size} and {xfs.size} treatments; from {', '.join(sorted(sources))})")
+    if p90["ext4"] > p90["xfs"] and greater < ALPHA:
+        return Finding("ext4-tail-above-xfs", paper, expected, measured, "agree",
+                       f"{text}; ext4's d-spans are larger (one-sided Mann-Whitney p = {greater:.2g} < {ALPHA})",
+                       statistic, setup)
+    if p90["ext4"] < p90["xfs"] and less < ALPHA:
+        return Finding("ext4-tail-above-xfs", paper, expected, measured, "disagree",
+                       f"{text}; XFS's d-spans are larger (one-sided Mann-Whitney p = {less:.2g} < {ALPHA})",
+                       statistic, setup)
+    return Finding("ext4-tail-above-xfs", paper, expected, measured, "inconclusive",
+                   f"{text}; the difference is not significant (Mann-Whitney p = {min(greater, less):.2g} >= "
+                   f"{ALPHA}): more treatments (the full scenario) would decide", statistic, setup)

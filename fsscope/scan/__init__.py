@@ -1,0 +1,436 @@
+"""``fsscope scan PATH``: a read-only look at a live tree's directory structures.
+
+Walk the tree without writing (directories opened with O_NOATIME so even their access times
+stay; no sync, no FIEMAP_FLAG_SYNC), and for every directory say which on-disk structure its
+names put it in under this file system's geometry (:mod:`fsscope.explain.dirs`), then check
+that claim against what the file system itself says:
+
+- XFS: a short-form directory's st_size is exactly its short-form bytes; a block directory
+  has one block and nothing in the leaf segment; leaf vs node from where its blocks are
+  mapped (XFS_IOC_GETBMAP: the free index at 64 GiB exists only in node form).
+- ext4: the indexed flag (EXT4_INDEX_FL, FS_IOC_GETFLAGS) says htree; its depth is the
+  dx_root's indirect_levels, read from the device at the directory's first block (FIEMAP),
+  when the device can be opened (root).
+- btrfs: a directory's st_size is twice the bytes of its names (DIR_ITEM + DIR_INDEX).
+
+Then the directories within a few creates of a structural change, the largest ones, the
+free-space fragmentation of the mounted file system (GETFSMAP tools, no sync) and how aged
+the tree looks: its captured profile against the shipped ones, nearest first.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+import struct
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fsscope.errors import FsscopeError
+from fsscope.explain import dirs
+from fsscope.explain.geometry import Geometry, read_geometry
+from fsscope.targets.existing import existing_fs
+
+FS_IOC_GETFLAGS = 0x80086601
+EXT4_INDEX_FL = 0x1000
+FS_IOC_FSGETXATTR = 0x801C581F
+FS_XFLAG_HASATTR = 0x80000000
+XFS_IOC_GETBMAP = 0xC0205826  # _IOWR('X', 38, struct getbmap): 32-byte records, 512-byte units
+GETBMAP_RECORDS = 64
+#: map a directory's three segments (data, leaf at 32 GiB, free index at 64 GiB), in sectors
+XFS_DIR_MAP_SECTORS = 2 * dirs.XFS_DIR2_FREE_OFFSET_BYTES // 512
+#: ext4 dx_root: '.' (12 B) + '..' header (12 B) + dx_root_info; indirect_levels is its 7th byte.
+EXT4_DX_ROOT_LEVELS_OFFSET = 30
+
+
+@dataclass
+class DirRecord:
+    path: str
+    entries: int
+    name_lengths: list[int] = field(repr=False)
+    size_bytes: int
+    inode: int
+    ino8: bool = False
+    has_attr: bool = False
+    indexed: bool | None = None
+
+
+@dataclass
+class Walk:
+    dirs: list[DirRecord]
+    file_sizes: list[int]
+    file_depths: list[int]
+    file_mtimes: list[float]
+    dirs_per_depth: list[int]
+    errors: list[str]
+    noatime_refused: int = 0
+    other_device_skipped: int = 0
+    symlinks: int = 0
+
+
+def _open_dir(path: str, walk: Walk) -> int:
+    """O_NOATIME: reading a directory must not dirty its inode. Only the owner (or root) may
+    ask for it; otherwise the directory is read normally and the report counts it."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOATIME | os.O_CLOEXEC)
+    except PermissionError:
+        walk.noatime_refused += 1
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+
+def _first_u32(fd: int, request: int, size: int) -> int | None:
+    """The first 32 bits an ioctl fills in (flags), None if the file system refuses it."""
+    buf = bytearray(size)
+    try:
+        fcntl.ioctl(fd, request, buf)
+    except OSError:
+        return None
+    return struct.unpack_from("=I", buf)[0]
+
+
+def _flags(fd: int, fs: str) -> tuple[bool | None, bool]:
+    """(ext4 indexed flag, XFS has-attr-fork flag) of an open directory."""
+    if fs in ("ext4", "ext3", "ext2"):
+        flags = _first_u32(fd, FS_IOC_GETFLAGS, 8)
+        return (None if flags is None else bool(flags & EXT4_INDEX_FL)), False
+    if fs == "xfs":
+        return None, bool((_first_u32(fd, FS_IOC_FSGETXATTR, 28) or 0) & FS_XFLAG_HASATTR)
+    return None, False
+
+
+def walk_tree(root: str, fs: str, *, limit_dirs: int = 200_000) -> Walk:
+    """Every directory under ``root`` on its device: names, sizes, flags; regular files' size,
+    depth and mtime (for the profile). Read-only."""
+    walk = Walk([], [], [], [], [1], [])
+    root_dev = os.stat(root).st_dev
+    stack: list[tuple[str, int]] = [(root, 0)]
+    while stack:
+        path, depth = stack.pop()
+        if len(walk.dirs) >= limit_dirs:
+            walk.errors.append(f"stopped after {limit_dirs} directories")
+            break
+        try:
+            fd = _open_dir(path, walk)
+        except OSError as exc:
+            walk.errors.append(f"{path}: {exc.strerror}")
+            continue
+        try:
+            st = os.fstat(fd)
+            indexed, has_attr = _flags(fd, fs)
+            names: list[int] = []
+            ino8 = st.st_ino >= 2**32
+            with os.scandir(fd) as it:
+                for entry in it:
+                    names.append(len(os.fsencode(entry.name)))
+                    ino8 = ino8 or entry.inode() >= 2**32
+                    try:
+                        if entry.is_symlink():
+                            walk.symlinks += 1
+                        elif entry.is_dir(follow_symlinks=False):
+                            sub = entry.stat(follow_symlinks=False)
+                            if sub.st_dev != root_dev:
+                                walk.other_device_skipped += 1
+                                continue
+                            while len(walk.dirs_per_depth) <= depth + 1:
+                                walk.dirs_per_depth.append(0)
+                            walk.dirs_per_depth[depth + 1] += 1
+                            stack.append((os.path.join(path, entry.name), depth + 1))
+                        elif entry.is_file(follow_symlinks=False):
+                            fst = entry.stat(follow_symlinks=False)
+                            walk.file_sizes.append(fst.st_size)
+                            walk.file_depths.append(depth)
+                            walk.file_mtimes.append(fst.st_mtime)
+                    except OSError as exc:
+                        walk.errors.append(f"{path}/{entry.name}: {exc.strerror}")
+            walk.dirs.append(DirRecord(path, len(names), names, st.st_size, st.st_ino, ino8,
+                                       has_attr, indexed))
+        except OSError as exc:
+            walk.errors.append(f"{path}: {exc.strerror}")
+        finally:
+            os.close(fd)
+    return walk
+
+
+# --- what the file system says ------------------------------------------------------------
+
+def xfs_mapped_offsets(path: str) -> list[int]:
+    """Logical byte offsets of a directory's mapped blocks (XFS_IOC_GETBMAP, read-only)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    offsets: list[int] = []
+    try:
+        start = 0
+        while True:
+            buf = bytearray(32 * (GETBMAP_RECORDS + 1))
+            # an explicit length: -1 would stop at i_size, which covers only the data segment
+            struct.pack_into("=qqqii", buf, 0, start, 0, XFS_DIR_MAP_SECTORS - start,
+                             GETBMAP_RECORDS + 1, 0)
+            fcntl.ioctl(fd, XFS_IOC_GETBMAP, buf)
+            got = struct.unpack_from("=qqqii", buf, 0)[4]
+            last_end = start
+            for i in range(1, got + 1):
+                offset, block, length, _, _ = struct.unpack_from("=qqqii", buf, 32 * i)
+                if block != -1:  # -1: a hole
+                    offsets.append(offset * 512)
+                last_end = offset + length
+            if got < GETBMAP_RECORDS or last_end <= start or last_end >= XFS_DIR_MAP_SECTORS:
+                break
+            start = last_end
+    finally:
+        os.close(fd)
+    return offsets
+
+
+def xfs_account(rec: DirRecord, g: Geometry) -> str:
+    """The format XFS says the directory is in."""
+    B = g.dir_block_size_bytes or 4096
+    if rec.size_bytes < B:
+        return "shortform"
+    offsets = xfs_mapped_offsets(rec.path)
+    if any(o >= dirs.XFS_DIR2_FREE_OFFSET_BYTES for o in offsets):
+        return "node"
+    if any(o >= dirs.XFS_DIR2_LEAF_OFFSET_BYTES for o in offsets):
+        return "leaf"
+    return "block"
+
+
+def ext4_htree_depth(path: str, device: str | None) -> int | None:
+    """indirect_levels of an indexed ext4 directory, from its first block on the device (the
+    device's page cache is where ext4 keeps directory blocks, so this is current). None
+    when the device cannot be opened."""
+    from fsscope.layout.fiemap import extents
+
+    if device is None:
+        return None
+    try:
+        exts = extents(path, sync=False)
+    except FsscopeError:
+        return None
+    first = [e for e in exts if e["logical_bytes"] == 0]
+    if not first:
+        return None
+    try:
+        dev_fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        raw = os.pread(dev_fd, 1, int(first[0]["physical_bytes"]) + EXT4_DX_ROOT_LEVELS_OFFSET)
+    finally:
+        os.close(dev_fd)
+    return raw[0] if raw else None
+
+
+def account(rec: DirRecord, g: Geometry, device: str | None) -> dict:
+    """What the file system says about this directory's structure (and how it was read)."""
+    if g.fs == "xfs":
+        try:
+            return {"structure": xfs_account(rec, g), "how": "st_size, XFS_IOC_GETBMAP"}
+        except OSError as exc:
+            return {"structure": None, "how": f"GETBMAP failed: {exc.strerror}"}
+    if g.fs in ("ext4", "ext3", "ext2"):
+        if rec.indexed is None:
+            return {"structure": None, "how": "FS_IOC_GETFLAGS refused"}
+        out = {"structure": "htree" if rec.indexed else "linear",
+               "how": "EXT4_INDEX_FL (FS_IOC_GETFLAGS), st_size", "blocks": rec.size_bytes // (g.block_size_bytes or 4096)}
+        if rec.indexed:
+            depth = ext4_htree_depth(rec.path, device)
+            out["depth"] = depth
+            if depth is None:
+                out["how"] += "; depth not read (the device needs root)"
+            else:
+                out["how"] += "; depth from the dx_root on the device"
+        return out
+    if g.fs == "btrfs":
+        return {"structure": "items", "how": "st_size = 2 x name bytes", "size_bytes": rec.size_bytes}
+    return {"structure": None, "how": f"{g.fs}: no on-disk directory structure fsscope knows"}
+
+
+def _fork_bytes(rec: DirRecord, g: Geometry) -> int | None:
+    if g.fs != "xfs" or not rec.has_attr or not g.inode_size_bytes or not g.xfs_literal_area_bytes:
+        return None
+    from fsscope.explain.xfs import xfs_attr_fork_offset_bytes
+
+    return xfs_attr_fork_offset_bytes(g.inode_size_bytes, g.xfs_literal_area_bytes)
+
+
+def judge(rec: DirRecord, g: Geometry, device: str | None) -> dict:
+    """One directory: the structure its names give, the file system's account, agreement,
+    and how many creates until the next structural change."""
+    kw = {"ino8": rec.ino8, "fork_bytes": _fork_bytes(rec, g), "size_bytes": rec.size_bytes}
+    shape = dirs.shape(g, rec.name_lengths, **kw)
+    out = {"path": rec.path, "entries": rec.entries, "size_bytes": rec.size_bytes,
+           "name_bytes_median": int(np.median(rec.name_lengths)) if rec.name_lengths else 0,
+           "structure": shape.structure if shape else None,
+           "bytes_needed": shape.bytes_needed if shape else None,
+           "limit_bytes": shape.limit_bytes if shape else None,
+           "depth": shape.depth if shape else None}
+    if shape is None:
+        why = "; ".join(g.unread) or f"{g.fs}: no directory structure rules"
+        return out | {"account": {"structure": None, "how": why}, "agrees": None,
+                      "creates_until_change": None}
+    said = account(rec, g, device)
+    agrees, why = _agreement(shape, said, rec, g)
+    out |= {"account": said, "agrees": agrees, "why": why}
+    ahead = None
+    if agrees:
+        next_len = out["name_bytes_median"] or 8
+        found = dirs.creates_until_change(g, rec.name_lengths, next_name_length=next_len, **kw)
+        if found is not None:
+            ahead = {"creates": found[0], "becomes": found[1], "name_bytes": next_len}
+    out["creates_until_change"] = ahead
+    return out
+
+
+def _agreement(shape: dirs.DirShape, said: dict, rec: DirRecord, g: Geometry) -> tuple[bool | None, str]:
+    if said.get("structure") is None:
+        return None, said.get("how", "")
+    if g.fs == "btrfs":
+        ok = rec.size_bytes == shape.bytes_needed
+        return ok, "" if ok else f"st_size {rec.size_bytes} != 2 x name bytes {shape.bytes_needed}"
+    if said["structure"] != shape.structure:
+        if g.fs.startswith("ext") and said["structure"] == "htree":
+            return False, ("the directory once held more names: ext4 directories never shrink "
+                           "or lose their index")
+        if g.fs == "xfs" and shape.structure in ("block", "leaf") and said["structure"] in ("leaf", "node"):
+            return False, ("XFS converts back only when the names fit again with room to spare "
+                           "(or removed names left free space)")
+        return False, f"names say {shape.structure}, the file system says {said['structure']}"
+    if g.fs == "xfs" and shape.structure == "shortform" and rec.size_bytes != shape.bytes_needed:
+        return False, f"short-form st_size {rec.size_bytes} != computed {shape.bytes_needed} B"
+    if g.fs.startswith("ext") and shape.depth is not None and said.get("depth") is not None \
+            and said["depth"] != shape.depth:
+        return False, f"htree depth {said['depth']} on disk, {shape.depth} computed"
+    return True, ""
+
+
+# --- aging: the tree's profile against the shipped ones -------------------------------------
+
+def _w1(xa: np.ndarray, wa: np.ndarray, xb: np.ndarray, wb: np.ndarray) -> float:
+    """Wasserstein-1 distance of two weighted point sets on a line (area between the CDFs)."""
+    xs = np.union1d(xa, xb)
+    if len(xs) < 2:
+        return 0.0
+    cdf = lambda x, w: np.array([w[x <= v].sum() for v in xs]) / max(w.sum(), 1e-12)  # noqa: E731
+    return float(np.sum(np.abs(cdf(xa, wa) - cdf(xb, wb))[:-1] * np.diff(xs)))
+
+
+def profile_distances(mine, others) -> list[dict]:
+    """How far a captured profile is from each shipped one, nearest first: file sizes (W1 on
+    log2 bytes: 1.0 = sizes twice as large throughout), depths (W1 in levels), fullness."""
+    def sizes(p):
+        return np.log2(np.maximum(np.array(p.size_bytes, float), 1.0)), p.size_fractions()
+
+    def depths(p):
+        return np.array(p.depths, float), p.depth_fractions()
+
+    rows = []
+    for other in others:
+        size_d = _w1(*sizes(mine), *sizes(other))
+        depth_d = _w1(*depths(mine), *depths(other))
+        full_d = abs(mine.fullness - other.fullness)
+        rows.append({"profile": other.name, "distance": round(size_d + depth_d + 4 * full_d, 3),
+                     "size_log2": round(size_d, 3), "depth_levels": round(depth_d, 3),
+                     "fullness": round(full_d, 3), "description": other.description})
+    return sorted(rows, key=lambda r: r["distance"])
+
+
+def _aging(walk: Walk, root: str, now_s: float) -> dict:
+    from fsscope.aging import profile as P
+
+    scan = P.TreeScan(root=root, size_bytes=np.array(walk.file_sizes, dtype=np.int64),
+                      depth=np.array(walk.file_depths, dtype=np.int64),
+                      age_s=np.maximum(0.0, now_s - np.array(walk.file_mtimes, dtype=np.float64)),
+                      dirs_per_depth=tuple(walk.dirs_per_depth), fullness=_fullness(root),
+                      errors=len(walk.errors), symlinks_skipped=walk.symlinks,
+                      other_device_skipped=walk.other_device_skipped, now_s=now_s)
+    try:
+        mine = P.profile_from_scan(scan)
+    except P.ProfileError as exc:
+        return {"error": str(exc)}
+    shipped = []
+    for name in P.list_profiles():
+        try:
+            shipped.append(P.load_profile(name))
+        except P.ProfileError:
+            continue
+    return {"profile": mine.to_dict(), "nearest": profile_distances(mine, shipped)}
+
+
+def _fullness(root: str) -> float:
+    vfs = os.statvfs(root)
+    return (vfs.f_blocks - vfs.f_bfree) / vfs.f_blocks if vfs.f_blocks else 0.0
+
+
+# --- the scan --------------------------------------------------------------------------------
+
+def scan(path: str | os.PathLike, *, near: int = dirs.NEAR_ENTRIES, largest: int = 10,
+         free_space: bool = True, aging: bool = True) -> dict:
+    """The read-only scan report of the tree at ``path`` (see the module docstring)."""
+    root = os.path.realpath(path)
+    try:
+        if not stat.S_ISDIR(os.stat(root).st_mode):
+            raise FsscopeError(f"scan {path}: not a directory")
+    except OSError as exc:
+        raise FsscopeError(f"scan {path}: {exc.strerror}") from None
+    found = existing_fs(root)
+    geometry = read_geometry(found.fs, found.device, found.mountpoint, existing=True, sync=False)
+    now_s = time.time()
+    t0 = time.monotonic()
+    walk = walk_tree(root, found.fs)
+    judged = [judge(rec, geometry, found.device) for rec in walk.dirs]
+    known = [d for d in judged if d["agrees"] is not None]
+    report = {
+        "path": root, "existing": found.to_dict(),
+        "geometry": {k: v for k, v in geometry.to_dict().items() if k != "raw"},
+        "directories": len(judged), "files": len(walk.file_sizes),
+        "walk_s": round(time.monotonic() - t0, 3),
+        "read_only": {"noatime_refused": walk.noatime_refused,
+                      "note": ("directories opened with O_NOATIME, no sync, no FIEMAP sync: nothing "
+                               "written" if not walk.noatime_refused else
+                               f"{walk.noatime_refused} directories not owned by this user were read "
+                               "without O_NOATIME (only the owner or root may): their access times "
+                               "may be updated (relatime), nothing else is written")},
+        "structures": _count(judged),
+        "checked": {"agree": sum(1 for d in known if d["agrees"]),
+                    "disagree": sum(1 for d in known if not d["agrees"]),
+                    "not_checked": len(judged) - len(known)},
+        "near_change": sorted((d for d in judged if d["creates_until_change"]
+                               and d["creates_until_change"]["creates"] <= near),
+                              key=lambda d: d["creates_until_change"]["creates"]),
+        "largest": sorted(judged, key=lambda d: -d["entries"])[:largest],
+        "disagreements": [d for d in known if not d["agrees"]],
+        "dirs": judged,
+        "errors": walk.errors[:50], "errors_count": len(walk.errors),
+        "near_entries": near,
+    }
+    if free_space:
+        from fsscope.layout.freespace import free_space_live
+
+        try:
+            report["free_space"] = free_space_live(found.fs, found.mountpoint).to_dict()
+        except (FsscopeError, OSError) as exc:
+            report["free_space_error"] = _short(exc)
+    if aging:
+        report["aging"] = _aging(walk, root, now_s)
+    return report
+
+
+def _count(judged: list[dict]) -> dict:
+    counts: dict[str, int] = {}
+    for d in judged:
+        key = str(d["structure"]) + (f" depth {d['depth']}" if d.get("depth") else "")
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, OSError) and exc.errno == errno.EACCES:
+        text += " (needs root)"
+    return text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
+
+
+__all__ = ["scan", "walk_tree", "judge", "profile_distances", "xfs_mapped_offsets", "ext4_htree_depth"]
