@@ -10,7 +10,9 @@ from pathlib import Path
 
 from fsscope import trust
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(__file__).resolve().parent / "data"
+"""What fsscope ships (recipes, aging profiles, factor spaces, themes): inside the package, so
+an installed wheel carries them (package data in pyproject.toml), not beside it in the checkout."""
 
 
 def home() -> Path:
@@ -35,11 +37,12 @@ def images_dir() -> Path:
 
 
 def recipes_dir() -> Path:
-    return Path(os.environ.get("FSSCOPE_RECIPES") or REPO_ROOT / "recipes")
+    """The shipped recipes (``FSSCOPE_RECIPES`` replaces them: tests, a site's own set)."""
+    return Path(os.environ.get("FSSCOPE_RECIPES") or DATA_DIR / "recipes")
 
 
 def themes_dir() -> Path:
-    return REPO_ROOT / "themes"
+    return DATA_DIR / "themes"
 
 
 def check_home() -> None:

@@ -57,7 +57,12 @@ async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch
             assert isinstance(view, CheckView)
             table = view.table
             assert table.row_count == len(report["findings"]) >= 22
-            assert [str(table.get_row_at(r)[1]) for r in range(table.row_count)] == [f["id"] for f in report["findings"]]
+            # items in words, marks that read without colour (issue 27)
+            assert [str(table.get_row_at(r)[1]) for r in range(table.row_count)] == \
+                [f["id"].replace("-", " ").replace("_", " ") for f in report["findings"]]
+            marks = {"ok": "✓", "warn": "!", "bad": "✗", "unknown": "?"}
+            assert [str(table.get_row_at(r)[0]) for r in range(table.row_count)] == \
+                [marks[f["severity"]] for f in report["findings"]]
             flags = screen.views[0].flags
             assert flags[0].kind == "verdict" and flags[0].title == report["headline"]
             table.focus()

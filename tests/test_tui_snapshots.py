@@ -266,3 +266,43 @@ def test_replay_bench_screen(snap_compare, bench_snapshot_home):
         await pilot.pause()
 
     assert snap_compare(app_for(start_screen="runs"), terminal_size=SIZE, run_before=open_and_select_flag)
+
+
+# -- the same views at the two sizes the walk used (issue 27): 80×24 is supported, 160×48 roomy --
+async def replay_newest(pilot):
+    await settle(pilot)
+    await pilot.press("enter")
+    await until_screen(pilot, pilot.app, LiveScreen)
+    await settle(pilot)
+    await pilot.press("tab", "down")
+    await pilot.pause()
+
+
+async def open_help(pilot):
+    await settle(pilot)
+    await pilot.press("f1")
+    await until_screen(pilot, pilot.app, HelpScreen)
+    await settle(pilot)
+
+
+async def compare_two(pilot):
+    await settle(pilot)
+    await pilot.press("space", "down", "c")
+    await until_screen(pilot, pilot.app, CompareScreen)
+    await settle(pilot)
+
+
+VIEWS = {"setup": ("setup", settle), "runs": ("runs", settle), "replay": ("runs", replay_newest),
+         "compare": ("runs", compare_two), "help": ("runs", open_help)}
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_view_at_walk_sizes(snap_compare, snapshot_home, view, size):
+    start, run_before = VIEWS[view]
+    assert snap_compare(app_for(start_screen=start), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_replay_bench_at_walk_sizes(snap_compare, bench_snapshot_home, size):
+    assert snap_compare(app_for(start_screen="runs"), terminal_size=size, run_before=replay_newest)

@@ -102,6 +102,8 @@ def test_variation_model_known_answers():
     assert f"PCC r = {expected:.2f}" in VariationView.render_figure(model).plain
     side = VariationView.render_side(model).plain
     assert "ext4:varmail-0-r0" in side and "writeback" not in side and "ordered" in side
+    # named in words first, the id only as its code name (issue 27)
+    assert side.startswith("ext4 configuration 1 under varmail\ncode name ext4:varmail-0-r0")
     assert model.window_s == 1 and (model.next_window() or model.window_s) == 2
     # the end: the flags panel lists the flagged configurations, most variable first, then the notes;
     # picking one shows it in the figures

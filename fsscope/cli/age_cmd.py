@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from fsscope import trust
+from fsscope.cli import common
 from fsscope.cli.common import (
     add_job_args,
     dash_value,
@@ -76,12 +76,13 @@ examples:
 
 PROFILE_DESCRIPTION = """\
 Aging profiles: file-size, directory-depth and relative-age distributions and a default
-fullness (recipes/aging/*.toml: eight published ones and 'small'). 'capture' walks a real tree
-(one device, symlinks not followed, unreadable entries counted) and writes a profile of it."""
+fullness (shipped in fsscope/data/recipes/aging/: eight published ones and 'small'). 'capture'
+walks a real tree (one device, symlinks not followed, unreadable entries counted) and writes a
+profile of it."""
 
 BAR = "█"
 BAR_WIDTH = 30
-out_console = Console() if sys.stdout.isatty() else Console(width=160)
+out_console = common.out_console()
 chatter = Console(stderr=True, soft_wrap=True)  # paths stay whole for copy and grep
 
 

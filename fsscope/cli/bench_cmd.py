@@ -14,6 +14,7 @@ from fsscope.analysis.compare import compare_recipe_reports
 from fsscope.cli.common import (
     add_job_args,
     dash_value,
+    out_console,
     parse_size,
     positive_float,
     positive_int,
@@ -397,7 +398,7 @@ def cmd_bench(args) -> int:
             reports[name] = captured[-1]
         if status != 0:
             break
-    out = Console()
+    out = out_console()
     comparison = None
     if len(reports) >= 2:
         comparison = compare_recipe_reports(reports)

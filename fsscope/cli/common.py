@@ -8,11 +8,22 @@ import math
 import os
 import sys
 
+from rich.console import Console
+
 from fsscope import recipes, trust
 from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.recipes import Recipe
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
 from fsscope.units import parse_size_bytes
+
+PIPE_WIDTH = 160
+"""Columns of a report written into a pipe or a file: rich's default 80 cut numbers to "…"
+(``fsscope report latest | less``)."""
+
+
+def out_console() -> Console:
+    """Where a command's report goes: the terminal's width (or COLUMNS, if set), else PIPE_WIDTH."""
+    return Console() if sys.stdout.isatty() or os.environ.get("COLUMNS") else Console(width=PIPE_WIDTH)
 
 
 def parse_size(text: str) -> int:

@@ -11,14 +11,13 @@ and on an aged snapshot (B, ``--from-snapshot``).
 from __future__ import annotations
 
 import argparse
-import sys
 
 from rich.console import Console
 from rich.table import Table
 
 from fsscope import store
 from fsscope.analysis.compare import compare_reports
-from fsscope.cli.common import output_path, write_json
+from fsscope.cli.common import out_console, output_path, write_json
 from fsscope.errors import FsscopeError
 from fsscope.format import format_cell, ratio_cell
 
@@ -35,7 +34,7 @@ examples:
   fsscope probe --image /var/tmp/run.img --from-snapshot /var/tmp/aged.img.aged --runs 5
   fsscope runs && fsscope compare 20260101-101010-probe latest"""
 
-console = Console() if sys.stdout.isatty() else Console(width=160)
+console = out_console()
 
 # ---------------------------------------------------------------- rendering
 

@@ -19,7 +19,7 @@ from fsscope.targets import TargetSpec
 
 DESCRIPTION = """\
 Treat the file system as a simulator of its block allocator (He et al., "Reducing File System
-Tail Latencies with Chopper", FAST'15). A factor space (recipes/spaces/*.toml) lists disk
+Tail Latencies with Chopper", FAST'15). A factor space (a shipped one or a .toml) lists disk
 states (DiskSize, UsedRatio, FreeSpaceLayout) and write patterns (FileSize, ChunkCount,
 InternalDensity, ChunkOrder, Fsync, Sync, FileCount, DirectorySpan, CPUCount). A seeded,
 balanced Latin Hypercube picks N treatments. Each runs on a clone of its disk state's base
@@ -145,7 +145,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("explore", help="layout exploration (Chopper): which factors spread files on disk",
                        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--space", default="small", metavar="NAME|PATH",
-                   help="factor space: recipes/spaces/NAME.toml or a path (default small; chopper = the paper's)")
+                   help="factor space: a shipped name or a .toml path (default small; chopper = the paper's)")
     p.add_argument("--factor", action="append", default=[], metavar="NAME=L1,L2",
                    help="replace a factor's levels, e.g. --factor FileSize=8K,64K (repeatable)")
     p.add_argument("--treatments", type=positive_int, default=24, metavar="N", help="treatments in the plan (default 24)")

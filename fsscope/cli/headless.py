@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from fsscope.cli.common import write_json
+from fsscope.cli.common import out_console, write_json
 from fsscope.cli.render import render_machine
 from fsscope.engine import events as ev
 from fsscope.engine import runner
@@ -106,7 +106,7 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
     if report is None:
         report = handle.run_dir.report()
     if report is not None and render is not None:
-        render(report, Console())
+        render(report, out_console())
     elif report is not None:
         Console().print_json(data=report)
     render_machine((report or {}).get("machine") or handle.run_dir.manifest().get("machine"), Console())

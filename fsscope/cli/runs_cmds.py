@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.table import Table
 
 from fsscope import store
-from fsscope.cli.common import positive_int
+from fsscope.cli.common import out_console, positive_int
 
-console = Console()
+console = out_console()
 
 
 def cmd_runs(args) -> int:

@@ -22,7 +22,7 @@ How much does throughput vary from run to run across storage-stack configuration
 workloads, and which knob levels go with large variation? (Cao et al., "On the Performance
 Variation in Modern Storage Stacks", FAST'17.)
 
-A configuration space (recipes/spaces/cao-*.toml: the paper's Table 2 -- ext4 block and inode
+A configuration space (the shipped cao-expert is the paper's Table 2 -- ext4 block and inode
 size, journal mode; XFS block and inode size, AG count; btrfs node size, nodatacow/nodatasum;
 atime; I/O scheduler; device) is sampled with a seeded, balanced Latin Hypercube. Every configuration
 runs on each file system of the space (only its own knobs apply; levels mkfs refuses on this

@@ -120,7 +120,7 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("recipes", help="list the file-system recipes",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="List the recipes in recipes/: file system, mkfs and mount options, hygiene steps.",
+                       description="List the shipped recipes (fsscope/data/recipes/, or $FSSCOPE_RECIPES): file system, mkfs and mount options, hygiene steps.",
                        epilog="Use one with --recipe NAME, or --recipe ./mine.toml for your own file. One run can add "
                        "options\n(--mkfs-opts \"-i size=1024\", --mount-opts noatime) or switch a hygiene step "
                        "(--prep drop_caches=false).\nHygiene steps: no_lazy_init, null_hash_seed (ext4), drop_caches, "

@@ -69,9 +69,9 @@ class TargetSpec:
 
     def describe(self) -> str:
         if self.kind == "ram":
-            text = f"RAM image ({self.size_bytes // 2**20} MiB in {RAM_DIR})"
+            text = f"RAM image ({format_bytes(self.size_bytes)} in {RAM_DIR})"
         elif self.kind == "image":
-            text = f"image {self.path} ({self.size_bytes // 2**20} MiB)"
+            text = f"image {self.path} ({format_bytes(self.size_bytes)})"
         else:
             text = f"{self.kind} {self.path}"
         return f"{text} from snapshot {self.snapshot}" if self.snapshot else text

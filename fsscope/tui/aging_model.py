@@ -15,7 +15,7 @@ from fsscope.engine import events
 from fsscope.engine.events import Event, Progress
 from fsscope.format import format_bytes
 from fsscope.layout.summary import FRAG_ROWS, format_value, frag_table, summary_rows
-from fsscope.tui.model import SPARK_POINTS, Flag
+from fsscope.tui.model import SPARK_POINTS, Flag, note_flags
 from fsscope.tui.report_model import ReportModel
 
 DISTRIBUTIONS = ("size", "depth", "age")
@@ -55,6 +55,10 @@ class FitHistogram:
 def frag_rows(fresh: dict | None, aged: dict | None) -> list[tuple[str, str, str, str]]:
     """Rows of (what, fresh, aged, aged/fresh) for the measurements there are."""
     return frag_table(fresh, aged)
+
+
+BLOCKS_GUESS = "block rounding, metadata or other files took the room"
+"""Where the ager's note on a full file system starts guessing at blocks (fsscope.aging.ager)."""
 
 
 class AgingModel:
@@ -176,7 +180,14 @@ class AgingModel:
 
     @property
     def stop_note(self) -> str:
-        return str((self.report or {}).get("stop_note") or "")
+        """Why it stopped. When the job found the file system out of inodes, that is the cause:
+        the ager's general guess for a full file system (block rounding… lower the fullness)
+        would contradict the out-of-inodes flag beside it."""
+        note = str((self.report or {}).get("stop_note") or "")
+        inodes = next((n for n in self.notes if n.startswith("out of inodes")), None)
+        if inodes and BLOCKS_GUESS in note:
+            note = note[: note.index(BLOCKS_GUESS)] + inodes + "."
+        return note
 
     def frag_rows(self) -> list[tuple[str, str, str, str]]:
         if self.report is None or not (self.report.get("fresh") or self.report.get("aged")):
@@ -198,9 +209,7 @@ class AgingModel:
             return None
         flags = [Flag(title=f"stopped: {self.stop_reason}", note=self.stop_note or "(no note)",
                       kind="stop", indices=(), raw={"stop_reason": self.stop_reason})]
-        for note in self.notes:
-            flags.append(Flag(title=note.split(":")[0][:60], note=note, kind="note", indices=(), raw={}))
-        return flags
+        return flags + note_flags(self.notes)
 
 
 class FragModel(ReportModel):

@@ -1,5 +1,5 @@
 """The fsscope investigator: an App with three modes (setup, live, runs), themes from
-``themes/``, command-palette commands for every action, and the one worker error funnel.
+``fsscope/data/themes/``, command-palette commands for every action, and the one worker error funnel.
 
 Build it with :func:`make_app` (the CLI, the tests and the snapshot tests all do)."""
 
@@ -10,13 +10,14 @@ import time
 from collections.abc import Iterable
 
 from textual import on
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
 from fsscope.tui import exports
 from fsscope.tui.config import AppConfig, RunPlan, resolve
+from fsscope.tui.key_order import OrderedInput
 from fsscope.tui.screens.confirm import ConfirmQuitScreen
 from fsscope.tui.screens.help import HelpScreen
 from fsscope.tui.screens.lab import LabScreen
@@ -27,12 +28,16 @@ from fsscope.tui.themes import FSSCOPE_THEMES, VARIABLE_DEFAULTS, load_themes
 from fsscope.tui.widgets.heatmap import Heatmap
 
 
-class FsscopeApp(App):
+class FsscopeApp(OrderedInput):
     TITLE = "fsscope"
     CSS_PATH = "app.tcss"
     SCREENS = {"setup": SetupScreen, "live": LiveScreen, "runs": RunsScreen}
     MODES = {"setup": "setup", "live": "live", "runs": "runs"}
     DEFAULT_MODE = "setup"
+    # Screen classes by terminal size (app.tcss): 80×24 is a supported size, where the data
+    # gets the room and the hints show for the focused field only.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
     BINDINGS = [
         Binding("f1,question_mark", "help", "Help"),

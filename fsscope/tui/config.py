@@ -30,6 +30,21 @@ NON_ROOT_BANNER = (
 )
 
 
+def recipe_label(job: str, spec: dict, setup_recipe: str) -> str:
+    """The recipe(s) a job ran with, as labels say it: a study formats its own file systems
+    (explore: its recipes; variation: its file systems, or its space's), not the Setup
+    recipe the plan's target was made with."""
+    def names(value) -> list[str]:  # a list, or the setup panel's "a,b" text
+        parts = value.split(",") if isinstance(value, str) else list(value or ())
+        return [str(p).strip() for p in parts if str(p).strip()]
+
+    if job == "explore":
+        return ", ".join(names(spec.get("recipes")) or ["ext4-default"])
+    if job == "variation":
+        return ", ".join(names(spec.get("file_systems"))) or f"the file systems of space {spec.get('space', '?')}"
+    return setup_recipe
+
+
 @dataclass(frozen=True)
 class JobRequest:
     """One job of a plan: its registry name and its parameters (the job's Spec as a dict)."""
@@ -53,6 +68,12 @@ class RunPlan:
     target: TargetSpec
     recipe: Recipe | None
     jobs: tuple[JobRequest, ...]
+
+    def recipe_label(self) -> str:
+        """What the plan's jobs ran with (one label each, repeats once)."""
+        setup = self.recipe.name if self.recipe else "no recipe"
+        labels = [recipe_label(req.job, req.spec, setup) for req in self.jobs] or [setup]
+        return " · ".join(dict.fromkeys(labels))
 
     def large_parts(self) -> list[str]:
         """The jobs whose size deserves a second look before they start (a typo such as

@@ -10,6 +10,7 @@ import numpy as np
 
 from fsscope.analysis import sensitivity
 from fsscope.engine.events import Data, Event
+from fsscope.tui.model import Flag, note_flags
 
 MIN_ROWS = 8  # fewer runs than this: no shares yet
 
@@ -49,6 +50,10 @@ class ExploreModel:
                               "d_span_bytes": float(t["d_span_bytes"])}
                              for t in report.get("treatments") or [] if t.get("d_span_bytes") is not None]
         self.version += 1
+
+    def final_flags(self) -> list[Flag] | None:
+        """The study's conclusions (which factor drives the d-span, …) as flags with notes."""
+        return note_flags(self.notes) if self.report is not None else None
 
     @classmethod
     def from_run(cls, run_dir, spec: dict, report: dict | None) -> ExploreModel:

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from fsscope import paths
-from fsscope.tui.model import flags_markdown
+from fsscope.tui.model import flags_markdown, spec_words
 from fsscope.tui.replay import RunRecord
 
 
@@ -24,9 +24,9 @@ def stamped(stem: str, suffix: str) -> str:
     return f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}{suffix}"
 
 
-def write_flags(flags, run_id: str, context: list[str]) -> Path:
+def write_flags(flags, run_id: str, context: list[str], error: str | None = None) -> Path:
     path = export_dir() / f"flags-{run_id or 'run'}.md"
-    path.write_text(flags_markdown(flags, heading=f"fsscope flags — {run_id}", context=context))
+    path.write_text(flags_markdown(flags, heading=f"fsscope flags — {run_id}", context=context, error=error))
     return path
 
 
@@ -34,5 +34,5 @@ def write_record_flags(record: RunRecord) -> Path:
     """The flags of a recorded run (the runs and compare screens)."""
     job = record.job
     context = [f"run: {record.run.id}", f"target: {record.target}", f"recipe: {record.recipe}",
-               f"job: {job.job}", f"status: {job.status}"]
-    return write_flags(record.flags, record.run.id, context)
+               f"job: {job.job} ({spec_words(job.spec)})", f"status: {job.status}"]
+    return write_flags(record.flags, record.run.id, context, error=job.error if job.status == "failed" else None)

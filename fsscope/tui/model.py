@@ -11,7 +11,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,7 @@ class JobState:
     started_s: float | None = None  # time.monotonic() in the UI process
     ended_s: float | None = None
     recorded_elapsed_s: float | None = None  # replay: from the event times
+    progress_elapsed_s: float | None = None  # elapsed when the fraction last moved (the estimate's basis)
 
     @property
     def finished(self) -> bool:
@@ -73,15 +74,24 @@ class JobState:
             return None
         return max(0.0, min(1.0, self.done / self.total))
 
+    def set_progress(self, done: float, total: float | None, unit: str = "", now_s: float | None = None) -> None:
+        moved = (done, total) != (self.done, self.total)
+        self.done, self.total, self.unit = done, total, unit
+        if moved:
+            self.progress_elapsed_s = self.elapsed_s(now_s)
+
     def remaining_s(self, now_s: float | None = None) -> float | None:
-        """Linear estimate from progress so far; None when nothing can be said yet."""
+        """Linear estimate from progress so far; None when nothing can be said yet. Between
+        two progress reports it counts down from the last estimate (recomputed from the
+        clock, it grew while a coarse bar sat at 50 %); 0.0 once past it."""
         if self.finished:
             return 0.0
         frac = self.fraction
         if frac is None or frac <= 0.0:
             return None
         elapsed = self.elapsed_s(now_s)
-        return elapsed * (1.0 - frac) / frac
+        basis = self.progress_elapsed_s if self.progress_elapsed_s is not None else elapsed
+        return max(0.0, basis / frac - elapsed)
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,6 +245,8 @@ class Flag:
     kind: str
     indices: tuple[int, ...]
     raw: dict
+    withdrawn: str = ""
+    """Why a flag raised while the job ran did not survive its final test (empty: it stands)."""
 
     @property
     def where(self) -> str:
@@ -278,7 +290,26 @@ def flag_from_event(event: Finding | Mapping[str, Any]) -> Flag:
     if not isinstance(event, Finding):
         event = finding_from_dict({k: v for k, v in event.items() if k not in ("t", "kind")})
     raw = {"flag": event.flag, "title": event.title, "note": event.note, **event.fields}
-    return Flag(title=event.title, note=event.note, kind=event.flag, indices=flag_indices(raw), raw=raw)
+    title, note = event.title, event.note
+    before, after = raw.get("before_ns"), raw.get("after_ns")
+    if event.flag == "levelshift" and isinstance(before, (int, float)) and isinstance(after, (int, float)) \
+            and 0 < after < before and not raw.get("structure"):
+        # calls got faster: no slowdown to explain ("repeatable, unexplained" read as a problem)
+        title = (f"calls {(1 - after / before):.0%} faster from file {raw.get('index')} on: "
+                 f"{before / 1e3:.1f} → {after / 1e3:.1f} µs — a speed-up, not a slowdown")
+        note = ("From this file on, every run's calls are faster than before it: a step down in "
+                "latency, repeatable across runs. Nothing here is slow; a cache or a data structure "
+                "that warmed up (or a faster path the file system took) is the usual reason."
+                + (f" ({note})" if note and note != "repeatable, unexplained" else ""))
+    return Flag(title=title, note=note, kind=event.flag, indices=flag_indices(raw), raw=raw)
+
+
+def with_withdrawn(streamed: list[Flag], final: list[Flag], why: str) -> list[Flag]:
+    """The final flags, then each streamed one the final test did not keep, marked with
+    ``why``: a flag that vanished without a word read as if the screen had lost it."""
+    kept = {flag_key(f) for f in final}
+    gone = [replace(f, withdrawn=why) for f in streamed if flag_key(f) not in kept and not f.withdrawn]
+    return list(final) + gone
 
 
 def flag_key(flag: Flag) -> tuple:
@@ -290,6 +321,17 @@ def flag_key(flag: Flag) -> tuple:
             raw.get("structure"), raw.get("id"))
 
 
+def note_flags(notes: Iterable[str]) -> list[Flag]:
+    """A study's conclusions as flags (the flags panel and the notes are where a user looks;
+    in the log they were cut-off lines beside "Flags (0)"): its first clause is the title."""
+    out = []
+    for note in notes:
+        head = note.split(":")[0].split(". ")[0]
+        title = head if len(head) <= 70 else head[:69].rsplit(" ", 1)[0] + "…"
+        out.append(Flag(title=title, note=note, kind="note", indices=(), raw={}))
+    return out
+
+
 def flags_from_report(report: dict | None) -> list[Flag] | None:
     """The FINAL flags of a job's report, or None if it has none (see
     :func:`fsscope.engine.events.findings_from_report`)."""
@@ -297,23 +339,52 @@ def flags_from_report(report: dict | None) -> list[Flag] | None:
     return None if findings is None else [flag_from_event(f) for f in findings]
 
 
-def flags_markdown(flags: list[Flag], *, heading: str = "fsscope flags", context: list[str] | None = None) -> str:
-    """The flags with their notes as Markdown (the 'export flags' action)."""
+PROSE = ((" -> ", " → "), ("->", "→"), (" -- ", " — "), (" // ", " ÷ "), (") // ", ") ÷ "))
+"""Programmer's ASCII in notes (the explain rules write formulas in it), as people read it."""
+
+KIND_WORDS = {"outlier": "repeatable outlier", "series": "series", "levelshift": "level shift",
+              "lineargrowth": "linear growth", "threshold": "predicted threshold", "variation": "variation",
+              "warmup": "warm-up", "periodic": "periodic", "window_disagrees": "windows disagree",
+              "stop": "why it stopped", "stopped": "why it stopped", "note": "note"}
+"""A flag's kind in words (the notes panel and exports showed the internal name: levelshift)."""
+
+
+def prose(text: str) -> str:
+    for ascii_form, shown in PROSE:
+        text = text.replace(ascii_form, shown)
+    return text
+
+
+def spec_words(spec: dict) -> str:
+    """A job's parameters as people read them: "files 777, runs 3, op creat" (not a dict)."""
+    return ", ".join(f"{key.replace('_', ' ')} {_md_value(value)}" for key, value in spec.items()
+                     if value not in (None, "", [], ()))
+
+
+def flags_markdown(flags: list[Flag], *, heading: str = "fsscope flags", context: list[str] | None = None,
+                   error: str | None = None) -> str:
+    """The flags with their notes as Markdown (the 'export flags' action); a job that failed
+    says so and why (its export read "No flags were raised." and nothing else)."""
     lines = [f"# {heading}", ""]
     for line in context or []:
         lines.append(f"- {line}")
     if context:
         lines.append("")
+    if error:
+        lines += [f"**The job failed:** {error}", ""]
     if not flags:
-        lines.append("No flags were raised.")
+        lines.append("No flags were raised" + (" (it stopped before its analysis)." if error else "."))
         return "\n".join(lines) + "\n"
     for n, flag in enumerate(flags, 1):
-        lines.append(f"## {n}. {flag.title}")
+        if flag.withdrawn:
+            lines.append(f"## {n}. ~~{flag.title}~~ (withdrawn: {flag.withdrawn})")
+        else:
+            lines.append(f"## {n}. {flag.title}")
         lines.append("")
         if flag.where:
-            lines.append(f"*{flag.kind}* — {flag.where}")
+            lines.append(f"*{KIND_WORDS.get(flag.kind, flag.kind)}* — {flag.where}")
             lines.append("")
-        lines.append(flag.note or "(no note)")
+        lines.append(prose(flag.note) if flag.note else "(no note)")
         extra = {k: v for k, v in flag.raw.items() if k not in ("title", "note", "indices")}
         if extra:
             lines.append("")
@@ -325,8 +396,19 @@ def flags_markdown(flags: list[Flag], *, heading: str = "fsscope flags", context
     return "\n".join(lines)
 
 
+def _md_value(value: Any) -> str:
+    """Numbers as people read them (0.4578, not 0.457769996761658); lists item by item."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_md_value(v) for v in value)
+    return str(value)
+
+
 def _md_cell(value: Any) -> str:
-    text = str(value)
+    text = _md_value(value)
     if len(text) > 120:
         text = text[:117] + "…"
     return text.replace("|", "\\|").replace("\n", " ")

@@ -10,7 +10,10 @@ from typing import Any
 
 from fsscope.engine import events
 from fsscope.engine.events import Error, Finding, Log, Phase, Progress, Result
+from fsscope.errors import FsscopeError
 from fsscope.store import RunDir
+from fsscope.targets import TargetSpec
+from fsscope.tui.config import recipe_label
 from fsscope.tui.job_ui import model_from_run
 from fsscope.tui.model import Flag, JobState, LatencyMatrix, WindowStats, flag_from_event, flags_from_report
 
@@ -40,12 +43,20 @@ def describe_target(manifest: dict) -> str:
     spec = target.get("spec", target) if isinstance(target, dict) else {}
     if not isinstance(spec, dict):
         return "?"
+    if "size_bytes" in spec:  # a full spec: named as the live screen names it (one name per target)
+        try:
+            return TargetSpec.from_dict(spec).describe()
+        except (TypeError, FsscopeError):
+            pass
     return f"{spec.get('kind', '?')} {spec.get('path', '')}".strip()
 
 
 def describe_recipe(manifest: dict) -> str:
+    """What the run ran with: a study's own recipes, else the target's recipe."""
     recipe = manifest.get("recipe") or {}
-    return recipe.get("name", "-") if isinstance(recipe, dict) else "-"
+    setup = recipe.get("name", "-") if isinstance(recipe, dict) else "-"
+    spec = manifest.get("spec")
+    return recipe_label(str(manifest.get("job", "")), spec if isinstance(spec, dict) else {}, setup)
 
 
 def load_run(run: RunDir) -> RunRecord:

@@ -32,7 +32,7 @@ from fsscope.engine.events import Data, Event
 from fsscope.format import format_pct
 from fsscope.study.execute import load_rows
 from fsscope.study.variation import BIN_S, configuration_stats
-from fsscope.tui.model import Flag
+from fsscope.tui.model import Flag, note_flags
 
 FIGURES = ("1", "2", "6", "7", "8", "9", "k")
 FIGURE_TITLES = {  # short enough for the ~60-column body beside the flags
@@ -67,6 +67,14 @@ class Configuration:
     latency_quantiles_ns: dict[str, list[list[float]]] = field(default_factory=dict)  # op -> per run
     mkfs_opts: list[str] = field(default_factory=list)
     mount_opts: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """The configuration in words: "ext4 configuration 3 under varmail" (its id,
+        ext4:varmail-2-r0, is the study's key: a code name, not a label)."""
+        number = self.label.rsplit("-", 1)[-1]
+        shown = int(number) + 1 if number.isdigit() else number
+        return f"{self.fs} configuration {shown} under {self.personality}"
 
 
 def _finite(value) -> float | None:
@@ -382,12 +390,12 @@ class VariationModel:
         """The flags panel: each configuration above the threshold (most variable first;
         picking one shows it in the figures), then the study's notes -- redone per row."""
         flags = [Flag(title=f"{c.label} {c.personality} varies {format_pct(c.relative_range)}",
-                      note="\n".join([f"{c.id}: {', '.join(f'{k}={v}' for k, v in c.knobs.items())}",
+                      note="\n".join([f"{c.name} (code name {c.id}): "
+                                      f"{', '.join(f'{k}={v}' for k, v in c.knobs.items())}",
                                       *self.config_notes(c)]),
                       kind="variation", indices=(), raw={"id": c.id, "relative_range": c.relative_range})
                  for c in sorted(self.configs, key=lambda c: -(c.relative_range or 0.0)) if self.flagged(c)]
-        flags += [Flag(title=note.split(":")[0][:60], note=note, kind="note", indices=(), raw={})
-                  for note in self.notes]
+        flags += note_flags(self.notes)
         return flags
 
     def _update_notes(self) -> None:

@@ -27,7 +27,7 @@ background process, records every run, and points at what is interesting.
 | ctrl+s (or x outside a text field) | save the current screen as an SVG picture in `exports/` |
 | m | write the flags of the run on screen (with their notes) as Markdown in `exports/` |
 | ctrl+p | command palette: every action by name |
-| tab / shift+tab | move between panels |
+| tab / shift+tab | next / previous field or list (a field takes what you type right after it, however fast) |
 | ctrl+q | quit; with a job running it asks first (quitting cancels it; it cleans up) |
 
 ## Setup screen
@@ -41,9 +41,10 @@ background process, records every run, and points at what is interesting.
    commands. Hygiene toggles make runs comparable: *drop caches* starts every run cold;
    *remount after populating* also clears the journal and inode caches.
 3. **Jobs** — space toggles a job; the highlighted job's parameters are shown below it.
-   The **probe** times one system call (creat, mkdir, …) per file, for `files` files, `runs` times.
-   The **bench** runs a throughput personality (fileserver, webserver, varmail) `runs` times for
-   `seconds` each; **syncwrite** writes files with synchronous writes of each buffer size.
+   The **probe** times one system call (creat, mkdir, …) per file, on as many files as *files*
+   says, and repeats that *runs* times. The **bench** runs a throughput personality (fileserver,
+   webserver, varmail) *runs* times for *seconds* each; **syncwrite** writes files with
+   synchronous writes of each buffer size.
 
 **ctrl+r** (or the Start button) starts. Jobs run one after another, each in its own process.
 

@@ -27,7 +27,7 @@ from fsscope.engine.events import Event, Phase
 from fsscope.telemetry.machine import busy, machine_line
 from fsscope.tui import exports
 from fsscope.tui import messages as msg
-from fsscope.tui.config import RunPlan
+from fsscope.tui.config import RunPlan, recipe_label
 from fsscope.tui.job_ui import model_for, view_class, view_classes
 from fsscope.tui.jobs import PlanControl, follow_plan, sample_telemetry
 from fsscope.tui.model import (
@@ -40,7 +40,9 @@ from fsscope.tui.model import (
     flag_from_event,
     flag_key,
     flags_from_report,
+    spec_words,
     window_calls_for,
+    with_withdrawn,
 )
 from fsscope.tui.replay import RunRecord
 from fsscope.tui.widgets.flags_panel import FlagsPanel
@@ -184,7 +186,7 @@ class LiveScreen(Screen):
         self.views = {}
         self.shown = None
         self._job_telemetry_s = None
-        recipe = plan.recipe.name if plan.recipe else "no recipe"
+        recipe = plan.recipe_label()
         self.query_one("#progress", JobProgress).set_jobs(self.jobs, f"{plan.target.describe()} · {recipe}")
         # A new plan starts from a clean view: nothing of the last job's matrix, scale, cursor,
         # sparklines or flags stays on screen (its first job's empty view is shown at once).
@@ -235,14 +237,15 @@ class LiveScreen(Screen):
         if job is None or view is None:
             self.notify("Nothing to export yet: no job has run on this screen.", timeout=3)
             return None
-        context = [f"run: {job.run_id or '-'}", f"job: {job.job} {job.spec}", f"status: {job.status}"]
+        context = [f"run: {job.run_id or '-'}", f"job: {job.job} ({spec_words(job.spec)})", f"status: {job.status}"]
         if self.plan is not None:
             context.insert(1, f"target: {self.plan.target.describe()}")
-            context.insert(2, f"recipe: {self.plan.recipe.name if self.plan.recipe else '-'}")
+            context.insert(2, f"recipe: {recipe_label(job.job, job.spec, self.plan.recipe.name if self.plan.recipe else '-')}")
         elif self.record is not None:
             context.insert(1, f"target: {self.record.target}")
             context.insert(2, f"recipe: {self.record.recipe}")
-        path = exports.write_flags(view.flags, job.run_id or job.job, context)
+        path = exports.write_flags(view.flags, job.run_id or job.job, context,
+                                   error=job.error if job.status == "failed" else None)
         self.notify(f"Flags written to {path}", title="Exported", timeout=6)
         self.log_panel.note(f"exported flags to {path}")
         return path
@@ -386,7 +389,7 @@ class LiveScreen(Screen):
 
     def on_progress_updated(self, message: msg.ProgressUpdated) -> None:
         job = self.jobs[message.index]
-        job.done, job.total, job.unit = message.done, message.total, message.unit
+        job.set_progress(message.done, message.total, message.unit)
         self.query_one("#progress", JobProgress).refresh()
 
     def on_samples_arrived(self, message: msg.SamplesArrived) -> None:
@@ -426,7 +429,10 @@ class LiveScreen(Screen):
         view = self._view_for(message.index)
         final = flags_from_report(message.report)
         if final is not None:
-            self._replace_flags(message.index, final)
+            runs = job.spec.get("runs")
+            why = f"noise after {runs} runs: the final test did not confirm it" if runs else \
+                "the final test did not confirm it"
+            self._replace_flags(message.index, with_withdrawn(view.flags, final, why))
         if view.data is not None:
             view.data.finish(message.report)
             own = getattr(view.data, "final_flags", None)

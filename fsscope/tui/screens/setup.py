@@ -13,12 +13,37 @@ from textual.widgets import Button, Footer, Header, Input, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
-from fsscope.targets import image
+from fsscope.targets import Target, TargetSpec, image
 from fsscope.tui.config import RunPlan
 from fsscope.tui.screens.confirm import ConfirmDestroyScreen, ConfirmScreen
 from fsscope.tui.widgets.job_picker import JobPicker
 from fsscope.tui.widgets.recipe_picker import RecipePicker
 from fsscope.tui.widgets.target_picker import TargetPicker
+
+# The target checks are the CLI's (Target.preflight); their words name its options, and the
+# setup screen names its fields instead. Longest first: "--ram --size" before "--size".
+SETUP_WORDS = (
+    ("--ram --size", "RAM image size"), ("--image PATH", "a New image file"), ("--size", "size"),
+    ("--image", "image"), ("--dir", "directory"), ("--device", "device"), ("--mountpoint", "mount point"),
+    ("without root use directory PATH", "without root pick Directory"),
+)
+
+
+def in_setup_words(message: str) -> str:
+    for cli, setup in SETUP_WORDS:
+        message = message.replace(cli, setup)
+    return message
+
+
+def preflight(target: TargetSpec, recipe) -> None:
+    """What the CLI refuses before it starts (RAM that is not there, a size too small, a
+    mount point in use…), in the setup screen's words. Destroying a device or someone's image
+    is asked next (the confirmation), so it is not refused here."""
+    asked = replace(target, yes_destroy=target.path) if target.kind in ("device", "image") else target
+    try:
+        Target(asked, recipe).preflight()
+    except FsscopeError as exc:
+        raise FsscopeError(in_setup_words(str(exc))) from None
 
 
 class SetupScreen(Screen):
@@ -82,6 +107,8 @@ class SetupScreen(Screen):
 
         target = checked(self.query_one("#target-picker", TargetPicker).spec)
         recipe = checked(self.query_one("#recipe-picker", RecipePicker).recipe)
+        if target is not None and (recipe is not None or target.kind == "dir"):
+            checked(lambda: preflight(target, recipe))
         jobs = checked(self.query_one("#job-picker", JobPicker).requests)
         if problems:
             raise FsscopeError("\n".join(problems))

@@ -13,7 +13,13 @@ from fsscope.tui.check_model import CheckModel
 from fsscope.tui.model import JobView
 from fsscope.tui.widgets.live_view import ModelView, SparkRow
 
-LIGHT = {"ok": ("●", "green"), "warn": ("●", "yellow"), "bad": ("●", "bold red"), "unknown": ("○", "dim")}
+# a mark per verdict that reads without colour (ok and bad were both "●", told apart by colour)
+LIGHT = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "bad": ("✗", "bold red"), "unknown": ("?", "dim")}
+
+
+def item_words(item_id: str) -> str:
+    """An audit item as people read it: page-cache-fit → page cache fit."""
+    return item_id.replace("-", " ").replace("_", " ")
 BARS = "▁▂▃▄▅▆▇█"
 
 
@@ -71,7 +77,8 @@ class CheckView(ModelView):
         table.clear()
         for f in model.rows():
             mark, style = LIGHT.get(f.get("severity"), ("?", ""))
-            table.add_row(Text(mark, style=style), f.get("id", ""), Text(str(f.get("title", "")), style=style),
+            table.add_row(Text(mark, style=style), item_words(str(f.get("id", ""))),
+                          Text(str(f.get("title", "")), style=style),
                           key=f.get("id"))
         if table.row_count:
             table.move_cursor(row=min(max(row, 0), table.row_count - 1))
@@ -91,7 +98,8 @@ class CheckView(ModelView):
             return
         f = rows[row]
         mark, style = LIGHT.get(f.get("severity"), ("?", ""))
-        text = Text.assemble((f"{mark} {f.get('id')} ({f.get('severity')}): ", style), str(f.get("title", "")))
+        text = Text.assemble((f"{mark} {item_words(str(f.get('id')))} ({f.get('severity')}): ", style),
+                             str(f.get("title", "")), (f"  [code name {f.get('id')}]", "dim"))
         text.append(f"\nevidence: {f.get('evidence', '')}")
         text.append(f"\neffect:   {f.get('effect', '')}", style="dim")
         if f.get("fix"):

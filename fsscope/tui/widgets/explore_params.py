@@ -11,7 +11,7 @@ class ExploreParams(JobParams):
     NAME_FIELDS = ("recipes",)
     LABELS = {"treatments": "treatments"}
     HINTS = {
-        "space": "recipes/spaces/NAME.toml or a path (small, chopper = the paper's Table 1)",
+        "space": "a shipped space or a .toml path (small, chopper = the paper's Table 1)",
         "treatments": "LHS plan size; every level of every factor equally often",
         "recipes": "the plan runs on each, e.g. ext4-default,xfs-default",
         "repeat": "2 = run each treatment twice (nondeterminism)",

@@ -29,6 +29,11 @@ class FlagsPanel(OptionList):
     @staticmethod
     def _prompt(flag: Flag) -> Text:
         text = Text()
+        if flag.withdrawn:  # raised while it ran, not kept by the final test: struck, and why
+            text.append(f"{KIND_MARK.get(flag.kind, '•')} ", style="dim")
+            text.append(flag.title, style="dim strike")
+            text.append(f"  withdrawn: {flag.withdrawn}", style="dim italic")
+            return text
         text.append(f"{KIND_MARK.get(flag.kind, '•')} ", style="bold")
         text.append(flag.title)
         return text
@@ -50,7 +55,8 @@ class FlagsPanel(OptionList):
         self.flags = []
         for flag in flags:
             self.add_flag(flag)
-        self.border_title = f"Flags ({len(self.flags)})"
+        withdrawn = sum(1 for f in self.flags if f.withdrawn)
+        self.border_title = f"Flags ({len(self.flags) - withdrawn})" + (f" · {withdrawn} withdrawn" if withdrawn else "")
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()

@@ -38,11 +38,14 @@ class HeatLegend(Widget):
     def render(self) -> Text:
         low_ns, high_ns = self.heatmap.scale_ns
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f"{format_ns(low_ns)} ", style="dim")
-        for n in range(BAR_CELLS):
-            style = self.heatmap.color_at(n / (BAR_CELLS - 1))
+        low, high = format_ns(low_ns), format_ns(high_ns)
+        # the bar gives way before the scale's ends do (at 80×24 the upper bound was cut to "…")
+        cells = max(4, min(BAR_CELLS, (self.content_size.width or BAR_CELLS + 20) - len(low) - len(high) - 3))  # 3: two spaces, the "…" of the rest
+        text.append(f"{low} ", style="dim")
+        for n in range(cells):
+            style = self.heatmap.color_at(n / (cells - 1))
             text.append(" ", style=style)
-        text.append(f" {format_ns(high_ns)}", style="dim")
+        text.append(f" {high}", style="dim")
         mid = math.sqrt(low_ns * high_ns)
         text.append(f"  log scale, mid {format_ns(mid)} · blank: not measured · !: flagged · •: selected",
                     style="dim")

@@ -44,7 +44,7 @@ class HeatView(LiveView):
     def mark_flags(self, view: JobView) -> None:
         """'!' above the files of point-like flags (outliers, series members, thresholds,
         level shifts); ranges (linear growth) are marked only when selected."""
-        flagged = sorted({i for flag in view.flags if flag.kind not in ("lineargrowth", "linear")
+        flagged = sorted({i for flag in view.flags if flag.kind not in ("lineargrowth", "linear") and not flag.withdrawn
                           for i in flag.indices})
         self.heatmap.set_flags(flagged)
 

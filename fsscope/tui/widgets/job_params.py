@@ -18,10 +18,11 @@ from typing import Any, ClassVar, Literal, get_args, get_origin
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Checkbox, Input, Label, Select, Static
+from textual.widgets import Input, Label, Select, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
+from fsscope.tui.widgets.tick import Tick
 from fsscope.units import parse_size_bytes
 
 
@@ -147,7 +148,7 @@ class JobParams(Vertical):
             value = self.values.get(name)
             label = self._label(name)
             if kind == "bool":
-                yield Checkbox(label, value=bool(value), id=self._param_id(name), compact=True)
+                yield Tick(label, value=bool(value), id=self._param_id(name), compact=True)
             else:
                 with Horizontal(classes="param-row"):
                     yield Label(label)
@@ -159,7 +160,13 @@ class JobParams(Vertical):
                         yield Input(self._text(name, value), id=self._param_id(name),
                                     type="integer" if numeric else "text", compact=True)
             if name in self.HINTS:
-                yield Static(self.HINTS[name], classes="param-hint")
+                yield Static(self.HINTS[name], classes="param-hint", id=f"hint-{self.job}-{name}")
+
+    def on_descendant_focus(self, event) -> None:
+        """Mark the focused field's hint (a short screen shows that one only)."""
+        focused = event.widget.id or ""
+        for hint in self.query(".param-hint"):
+            hint.set_class(hint.id == focused.replace("param-", "hint-", 1), "-focused")
 
     def spec_dict(self) -> dict:
         """The parameters as the job's Spec takes them; every wrong field is named at once

@@ -14,6 +14,8 @@ from fsscope.tui.model import JobState
 STATUS_STYLE = {"running": "bold", "ok": "green", "failed": "bold red", "cancelled": "yellow",
                 "interrupted": "red", "waiting": "dim"}
 BAR_WIDTH = 24
+ENDED = {"ok": "finished", "failed": "failed", "cancelled": "cancelled: kept what it measured",
+         "interrupted": "interrupted: kept what it measured"}
 
 
 def bar(fraction: float | None, width: int = BAR_WIDTH) -> Text:
@@ -53,14 +55,28 @@ class JobProgress(Widget):
         table.add_column(width=12, no_wrap=True)
         for job in self.jobs:
             frac = job.fraction
+            if frac is None and job.status == "ok":
+                frac = 1.0  # a job without a measure of progress that ended well is done
             pct = f" {frac * 100:3.0f}%" if frac is not None else ""
-            phase = job.phase
+            # a finished job says how it ended, not the phase it was last in (the first
+            # phase of a probe's last run read as if it were still formatting)
+            phase = ENDED.get(job.status, job.phase) if job.finished else job.phase
             if job.error:
                 phase = f"{phase}: {job.error}"
-            times = (f"{format_duration(job.elapsed_s(self.frozen_now))} elapsed, "
-                     f"{format_duration(job.remaining_s(self.frozen_now))} left")
+            elapsed = format_duration(job.elapsed_s(self.frozen_now))
+            remaining = job.remaining_s(self.frozen_now)
+            if job.finished:
+                times = f"{elapsed} in all"
+            elif job.status == "waiting":
+                times = "not started"
+            elif remaining is None:  # no progress reported yet: no estimate, not "– left"
+                times = f"{elapsed} elapsed, estimating"
+            elif remaining <= 0.0:
+                times = f"{elapsed} elapsed, overdue"  # past the estimate, still running
+            else:
+                times = f"{elapsed} elapsed, {format_duration(remaining)} left"
             table.add_row(Text(job.job, style="bold"), Text(phase, overflow="ellipsis", no_wrap=True),
-                          bar(frac if frac is not None or not job.finished else 1.0) + Text(pct),
+                          bar(frac) + Text(pct),
                           Text(times, style="dim"),
                           Text(job.status, style=STATUS_STYLE.get(job.status, "")))
         headline = Text(self.headline, style="dim", overflow="ellipsis", no_wrap=True)

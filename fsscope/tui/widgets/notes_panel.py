@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from fsscope.trace.catalog import lookup
-from fsscope.tui.model import Flag
+from fsscope.tui.model import KIND_WORDS, Flag, prose
 
 PLACEHOLDER = "Select a flag (↑↓ in the flags list) to read its note here."
 
@@ -33,11 +33,17 @@ class NotesPanel(VerticalScroll):
             static.update(PLACEHOLDER)
             return
         body = Text()
+        if flag.withdrawn:
+            body.append(f"Withdrawn: {flag.withdrawn}. What follows is what the runs so far had shown.\n\n",
+                        style="bold yellow")
         body.append(flag.title + "\n", style="bold")
-        detail = [part for part in (flag.kind, flag.raw.get("structure"), flag.where) if part]
-        if flag.where:  # the structure's id for searching docs and code; the title says it in words
-            body.append(" · ".join(str(part) for part in detail) + "\n\n", style="dim")
-        body.append(flag.note or "(no note)")
+        structure = flag.raw.get("structure")
+        detail = [KIND_WORDS.get(flag.kind, flag.kind), flag.where,
+                  # the structure's code name, for searching docs and code (the title says it in words)
+                  f"code name {structure}" if structure else ""]
+        if flag.where:
+            body.append(" · ".join(str(part) for part in detail if part) + "\n\n", style="dim")
+        body.append(prose(flag.note) if flag.note else "(no note)")
         kernel = flag.raw.get("kernel")
         if isinstance(kernel, dict):
             body.append("\n\n")

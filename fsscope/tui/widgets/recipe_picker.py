@@ -15,6 +15,7 @@ from fsscope import recipes
 from fsscope.errors import FsscopeError
 from fsscope.recipes import ATIME_MODES, Recipe
 from fsscope.targets import filesystem
+from fsscope.tui.widgets.tick import Tick
 
 TOGGLES = (
     ("drop_caches", "drop caches before each run"),
@@ -29,7 +30,7 @@ class RecipePicker(Vertical):
     DEFAULT_CSS = """
     RecipePicker { height: auto; }
     RecipePicker .field-row { height: auto; }
-    RecipePicker .field-row Label { width: 8; padding: 0; }
+    RecipePicker .field-row Label { width: 10; padding: 0; }
     RecipePicker .field-row Input, RecipePicker .field-row Select { width: 1fr; }
     RecipePicker Checkbox { border: none; padding: 0; height: 1; }
     RecipePicker #recipe-description { color: $foreground 70%; padding: 0 1; }
@@ -56,7 +57,7 @@ class RecipePicker(Vertical):
                      prompt="recipe", compact=True)
         yield Static("", id="recipe-description")
         for key, label in TOGGLES:
-            yield Checkbox(label, id=f"prep-{key}", compact=True)
+            yield Tick(label, id=f"prep-{key}", compact=True)
         with Horizontal(classes="field-row"):
             yield Label("atime")
             yield Select([(m, m) for m in ATIME_MODES], value="keep", allow_blank=False, id="prep-atime", compact=True)
@@ -89,7 +90,7 @@ class RecipePicker(Vertical):
             for key, _ in TOGGLES:
                 box = self.query_one(f"#prep-{key}", Checkbox)
                 box.value = bool(getattr(recipe.prep, key))
-                box.disabled = key in EXT4_ONLY and recipe.fs != "ext4"
+                box.display = key not in EXT4_ONLY or recipe.fs == "ext4"  # only where they mean something
             self.query_one("#prep-atime", Select).value = recipe.prep.atime
             self.query_one("#prep-io_scheduler", Input).value = recipe.prep.io_scheduler
             self.query_one("#recipe-description", Static).update(recipe.description or "")

@@ -116,7 +116,8 @@ class TargetPicker(Vertical):
         root_only = not self.is_root
         why = Text("  needs root", style="dim")
         return [
-            Option(Text.assemble(("Default image ", "bold"), (str(default_image_path()), "dim"),
+            # the path is in the path field below: here it wrapped mid-word on a narrow screen
+            Option(Text.assemble(("Default image", "bold"), "  in fsscope's data directory",
                                  why if root_only else ""), id="default", disabled=root_only),
             Option(Text.assemble(("New image file", "bold"), "  path + size below", why if root_only else ""),
                    id="image", disabled=root_only),

@@ -16,7 +16,7 @@ class VariationParams(JobParams):
     DEFAULTS = {"configurations": 2, "file_systems": ("ext4",), "personalities": ("varmail",), "runs": 3,
                 "duration_s": 5.0, "nfiles": 200}
     HINTS = {
-        "space": "recipes/spaces/NAME.toml or a path (cao-small; cao-expert = the paper's Table 2)",
+        "space": "a shipped space or a .toml path (cao-small; cao-expert = the paper's Table 2)",
         "configurations": "LHS sample size; each runs on every file system under every workload",
         "file_systems": "ext4,xfs,btrfs (only each one's own knobs apply)",
         "personalities": "fileserver,varmail,webserver",

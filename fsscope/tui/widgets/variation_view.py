@@ -341,7 +341,7 @@ class VariationView(ModelView):
         if c is None or w is None:
             text.append("  runs shorter than the smallest window\n", style="dim")
             return
-        text.append(f"  {c.id}: Throughput-{w:g} / the run's max (▁ 0 … █ 1); w: window\n", style="dim")
+        text.append(f"  {c.name}: Throughput-{w:g} / the run's max (▁ 0 … █ 1); w: window\n", style="dim")
         for r, series in enumerate(model.normalised_series(c, w)):
             low = min(series) if series else math.nan
             text.append(f"    run {r + 1:<3d} ")
@@ -367,7 +367,7 @@ class VariationView(ModelView):
         c, op = model.current, model.op
         if c is None or op is None:
             return
-        text.append(f"  {c.id}: K-S range per op\n", style="dim")
+        text.append(f"  {c.name}: K-S range per op\n", style="dim")
         text.append("  (the largest gap between two runs' latency CDFs)\n", style="dim")
         for name, ks in sorted(c.ks_range_per_op.items(), key=lambda p: -(p[1] or 0)):
             mark = "▶" if name == op else " "
@@ -439,7 +439,8 @@ class VariationView(ModelView):
         if c is None:
             text.append("no configuration yet", style="dim")
             return text
-        text.append(f"{c.id}\n", style="bold")
+        text.append(f"{c.name}\n", style="bold")
+        text.append(f"code name {c.id}\n", style="dim")
         text.append(f"{model.selected + 1} of {len(model.configs)} ([ ] other)\n\n",
                     style="dim")
         text.append(f"{glyph(c.fs)} {c.fs} · {c.personality}\n")

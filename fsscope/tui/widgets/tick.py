@@ -1,0 +1,13 @@
+"""A checkbox that draws ✓ when on and nothing when off: Textual's draws an X either way and
+tells them apart by colour only (issue 27), which a newcomer, a light theme or a
+screenshot does not."""
+
+from __future__ import annotations
+
+from textual.widgets import Checkbox
+
+
+class Tick(Checkbox):
+    @property
+    def BUTTON_INNER(self) -> str:  # noqa: N802 - Textual's name for the glyph in the box
+        return "✓" if self.value else " "
