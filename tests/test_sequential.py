@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fsscope.analysis.sequential import Candidate, Settling, binom_cdf, decide
+from fsscope.analysis.outliers import analyze
+from fsscope.analysis.sequential import Candidate, Settling, binom_cdf, decide, decide_shifts
 
 
 def _matrix(runs: int, files: int, *, noise: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -50,3 +51,37 @@ def test_settling_stops_when_decided_and_says_why():
     assert list(settling.candidates) == [61]
     assert 0.999 < binom_cdf(5, 5, 0.3) <= 1.0 + 1e-12 and binom_cdf(0, 3, 0.5) == 0.125
     assert not settling.done and settling.to_json()["candidates"] == []
+
+
+def _shifted(runs: int, files: int, at: int, *, seed: int) -> np.ndarray:
+    """10 µs, 1.7x from file ``at`` on (btrfs' first leaf split at 4 KiB nodes), and load as
+    measured on a busy 2-core machine: whole runs ~2.5x slower, and in two runs a burst
+    slowing a stretch of files across the step (which flattens it in those runs)."""
+    latency, _ = _matrix(runs, files, noise=0.05, seed=seed)
+    latency[:, at:] *= 1.7
+    latency[0, :at] *= 1.8  # bursts just before the step: no step in these runs
+    latency[1, at - 6: at + 3] *= 2.0
+    latency[2] *= 2.5  # a whole run on a slower CPU share: its step is still there
+    return latency
+
+
+def test_a_predicted_shift_flattened_in_some_runs_is_decided_and_reported_at_its_index():
+    latency = _shifted(15, 200, 9, seed=4)
+    (shift,) = decide_shifts(latency, [Candidate(9, "split", 0, "shift", 2)], min_ratio=1.2)
+    assert shift.verdict == "slow" and shift.slow_votes < shift.votes, shift  # outvoted the bursts
+    settling = Settling(runs_min=5, cap=15)
+    settling.predict([{"kind": "level_shift", "index": 9, "tolerance_files": 2, "structure": "split"}], files=200)
+    for run in range(1, 15):
+        analysis = analyze(latency[: run + 1], wait_ns=np.zeros_like(latency[: run + 1]))
+        settling.after_run(run, analysis, latency[: run + 1], np.zeros_like(latency[: run + 1]))
+        if settling.done:
+            break
+    (found,) = [s for s in settling.settled(analysis).level_shifts if abs(s.index - 9) <= 2]
+    assert found.after_ns > 1.4 * found.before_ns
+
+
+def test_no_step_at_a_predicted_shift_is_decided_typical():
+    latency, _ = _matrix(15, 200, noise=0.05, seed=5)
+    latency[2, :14] *= 1.8  # a burst is not a shift
+    (shift,) = decide_shifts(latency, [Candidate(9, "split", 0, "shift", 2)], min_ratio=1.2)
+    assert shift.verdict == "typical", shift

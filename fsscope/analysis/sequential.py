@@ -22,7 +22,15 @@ It stops at the first crossing of log((1 - beta) / alpha) (slow) or log(beta / (
 (P(at most that many | slow in ``p_repeatable`` of runs) < ``alpha_intermittent``, the
 outlier analysis's 80 % rule); it is not repeatable either. A predicted index is tested from the first run (the prediction came first); a
 noticed outlier only on the runs after the one that made it repeatable, since the runs that
-selected it cannot also confirm it. Pure functions on numpy arrays.
+selected it cannot also confirm it.
+
+A predicted *level shift* (btrfs' first leaf split) is a candidate too: a run votes "shift"
+when the median of the files after the cut is ``shift_min_ratio`` x the median of those
+before it (within the prediction's tolerance), and p0_r is how often this run steps that far
+at cuts away from every candidate. On a busy machine a burst of load flattens the step in a
+run or two and moves the median curve the segmentation reads; the vote outvotes it with
+more runs, and a shift decided so is reported even where the curve's segmentation missed
+it. Pure functions on numpy arrays.
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+
+from fsscope.analysis.latency import nanmedian_last_axis
 
 #: P(slow in a run) of a structural file: "slow in (nearly) every run".
 P_STRUCTURAL = 0.9
@@ -55,6 +65,8 @@ class Candidate:
     index: int
     source: str        # the predicted structure, or "outlier"
     first_run: int     # the first run that votes (0 for a prediction)
+    kind: str = "outlier"  # or "shift": a predicted level shift, voted on by the step at it
+    tolerance: int = 0     # a shift's cut may fall this many files either side of ``index``
 
 
 @dataclass(frozen=True)
@@ -89,26 +101,114 @@ def decide(latency: NDArray[np.float64], baseline_ns: NDArray[np.float64], candi
     with np.errstate(invalid="ignore"):
         slow = latency > factor * baseline_ns
     p0 = noise_rate(slow, measured, [c.index for c in candidates])
+    return [_sprt(c, slow[:, c.index] if 0 <= c.index < latency.shape[1] else None,
+                  measured[:, c.index] if 0 <= c.index < latency.shape[1] else None, p0,
+                  p1=p1, p_repeatable=p_repeatable, alpha=alpha, beta=beta, alpha_intermittent=alpha_intermittent)
+            for c in candidates]
+
+
+def _sprt(c: Candidate, slow: NDArray[np.bool_] | None, measured: NDArray[np.bool_] | None,
+          p0: NDArray[np.float64], *, p1: float, p_repeatable: float, alpha: float, beta: float,
+          alpha_intermittent: float) -> Decision:
+    """Wald's test of one candidate over its per-run votes (``slow``, where ``measured``)."""
     slow_step, typical_step = np.log(p1 / p0), np.log((1 - p1) / (1 - p0))
     upper, lower = bounds(alpha, beta)
+    llr, votes, slow_votes, verdict, at = 0.0, 0, 0, "undecided", None
+    if slow is not None and measured is not None:
+        for r in range(c.first_run, slow.shape[0]):
+            if not measured[r]:
+                continue
+            votes += 1
+            is_slow = bool(slow[r])
+            slow_votes += is_slow
+            llr += float(slow_step[r] if is_slow else typical_step[r])
+            if llr >= upper or llr <= lower:
+                verdict, at = ("slow" if llr >= upper else "typical"), r
+                break
+            if slow_votes and binom_cdf(slow_votes, votes, p_repeatable) < alpha_intermittent:
+                verdict, at = "intermittent", r
+                break
+    return Decision(c.index, c.source, verdict, slow_votes, votes, llr, at)
+
+
+#: A predicted level shift is judged per run on the medians of this many files either side
+#: of the cut (fewer near the ends): a median of 8 ignores a disturbed call or two.
+SHIFT_WINDOW_FILES = 8
+#: The run's noise for a shift: steps measured at up to this many cuts spread over the files.
+SHIFT_NOISE_CUTS = 4096
+
+
+def _window_log_median(latency: NDArray[np.float64], lo: int, hi: int) -> NDArray[np.float64]:
+    """Per run, log of the median of files [lo, hi) (NaN with fewer than 3 measured)."""
+    window = latency[:, lo:hi]
+    enough = np.sum(~np.isnan(window), axis=1) >= min(3, max(hi - lo, 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(enough, np.log(np.maximum(nanmedian_last_axis(window), 1.0)), np.nan)
+
+
+def shift_steps(latency: NDArray[np.float64], cut: int, window: int = SHIFT_WINDOW_FILES) -> NDArray[np.float64]:
+    """Per run, the log step of the level at ``cut``: the median of the ``window`` files from
+    it on over the median of the ``window`` before it (fewer at the ends; NaN: not measured)."""
+    width = min(window, cut, latency.shape[1] - cut)
+    if width < 1:
+        return np.full(latency.shape[0], np.nan)
+    return _window_log_median(latency, cut, cut + width) - _window_log_median(latency, cut - width, cut)
+
+
+def _shift_votes(latency: NDArray[np.float64], c: Candidate, min_log: float) -> tuple[NDArray, NDArray]:
+    """Per run: (stepped up by >= ``min_log`` at some cut within the tolerance, could tell)."""
+    steps = np.stack([shift_steps(latency, cut) for cut in range(max(1, c.index - c.tolerance),
+                                                                  min(latency.shape[1] - 1, c.index + c.tolerance) + 1)])
+    measured = np.any(~np.isnan(steps), axis=0)
+    with np.errstate(invalid="ignore"):
+        return np.nanmax(np.where(np.isnan(steps), -np.inf, steps), axis=0) >= min_log, measured
+
+
+def shift_noise_rate(latency: NDArray[np.float64], candidates: list[Candidate], tolerance: int,
+                     min_log: float, window: int = SHIFT_WINDOW_FILES) -> NDArray[np.float64]:
+    """Per run: the share of cuts away from the candidates where the level steps up by
+    ``min_log`` within ``tolerance`` files -- how often this run's noise alone votes "shift"."""
+    runs, files = latency.shape
+    lo, hi = window + tolerance, files - window - tolerance
+    cuts = np.arange(lo, hi) if hi > lo else np.array([], dtype=np.int64)
+    for c in candidates:  # a structure's own step (or a slow file) is not the noise
+        cuts = cuts[np.abs(cuts - c.index) > window + tolerance + c.tolerance]
+    if cuts.size > SHIFT_NOISE_CUTS:
+        cuts = cuts[np.linspace(0, cuts.size - 1, SHIFT_NOISE_CUTS).astype(np.int64)]
+    if cuts.size == 0:
+        return np.full(runs, P_NOISE_MAX)
+    windows = np.lib.stride_tricks.sliding_window_view(latency, window, axis=1)  # runs x starts x window
+    best = np.full((runs, cuts.size), -np.inf)
+    told = np.zeros((runs, cuts.size), dtype=bool)
+    for offset in range(-tolerance, tolerance + 1):
+        at = cuts + offset
+        with np.errstate(divide="ignore", invalid="ignore"):
+            after, before = (np.log(np.maximum(nanmedian_last_axis(windows[:, starts]), 1.0))
+                             for starts in (at, at - window))
+        step = after - before
+        told |= ~np.isnan(step)
+        best = np.fmax(best, step)
+    counts = told.sum(axis=1)
+    rate = np.divide(((best >= min_log) & told).sum(axis=1), counts, out=np.full(runs, P_NOISE_MAX),
+                     where=counts > 0)
+    return np.clip(rate, P_NOISE_MIN, P_NOISE_MAX)
+
+
+def decide_shifts(latency: NDArray[np.float64], candidates: list[Candidate], *, min_ratio: float,
+                  **sprt) -> list[Decision]:
+    """One decision per predicted level shift: in each run, does the level step up by at
+    least ``min_ratio`` at the predicted cut (within its tolerance)? The run's own noise is
+    how often it steps so far elsewhere (:func:`shift_noise_rate`)."""
+    if not candidates:
+        return []
+    min_log = math.log(min_ratio)
     out = []
     for c in candidates:
-        llr, votes, slow_votes, verdict, at = 0.0, 0, 0, "undecided", None
-        if 0 <= c.index < latency.shape[1]:
-            for r in range(c.first_run, latency.shape[0]):
-                if not measured[r, c.index]:
-                    continue
-                votes += 1
-                is_slow = bool(slow[r, c.index])
-                slow_votes += is_slow
-                llr += float(slow_step[r] if is_slow else typical_step[r])
-                if llr >= upper or llr <= lower:
-                    verdict, at = ("slow" if llr >= upper else "typical"), r
-                    break
-                if slow_votes and binom_cdf(slow_votes, votes, p_repeatable) < alpha_intermittent:
-                    verdict, at = "intermittent", r
-                    break
-        out.append(Decision(c.index, c.source, verdict, slow_votes, votes, llr, at))
+        p0 = shift_noise_rate(latency, candidates, c.tolerance, min_log)
+        slow, measured = _shift_votes(latency, c, min_log)
+        out.append(_sprt(c, slow, measured, p0, **({"p1": P_STRUCTURAL, "p_repeatable": P_REPEATABLE,
+                                                    "alpha": ALPHA, "beta": BETA,
+                                                    "alpha_intermittent": ALPHA_INTERMITTENT} | sprt)))
     return out
 
 
@@ -124,6 +224,20 @@ def bounds(alpha: float = ALPHA, beta: float = BETA) -> tuple[float, float]:
 
 def _field(prediction, name: str):
     return prediction.get(name) if isinstance(prediction, dict) else getattr(prediction, name, None)
+
+
+def _best_cut(log_curve: NDArray[np.float64], index: int, tolerance: int) -> int:
+    """The cut within ``tolerance`` of ``index`` that best splits the curve around it (files
+    up to :data:`SHIFT_WINDOW_FILES` beyond) into two levels: the least absolute deviation
+    from each side's median."""
+    lo = max(0, index - tolerance - SHIFT_WINDOW_FILES)
+    hi = min(log_curve.size, index + tolerance + SHIFT_WINDOW_FILES)
+
+    def misfit(cut: int) -> float:
+        left, right = log_curve[lo:cut], log_curve[cut:hi]
+        return float(np.nansum(np.abs(left - np.nanmedian(left))) + np.nansum(np.abs(right - np.nanmedian(right))))
+
+    return min(range(max(lo + 1, index - tolerance), min(hi - 1, index + tolerance) + 1), key=misfit)
 
 
 class Settling:
@@ -150,9 +264,13 @@ class Settling:
     def predict(self, predictions: list, files: int) -> None:
         for p in predictions:
             index = _field(p, "index")
-            if (_field(p, "kind") == "outlier" and index is not None and _field(p, "index_low") is None
-                    and 0 <= index < files and index not in self.candidates):
+            if index is None or not 0 <= index < files or index in self.candidates:
+                continue
+            if _field(p, "kind") == "outlier" and _field(p, "index_low") is None:
                 self.candidates[index] = Candidate(int(index), str(_field(p, "structure")), 0)
+            elif _field(p, "kind") == "level_shift" and 0 < index < files - 1:
+                self.candidates[index] = Candidate(int(index), str(_field(p, "structure")), 0, "shift",
+                                                   int(_field(p, "tolerance_files") or 0))
 
     def after_run(self, run: int, analysis, latency_ns: NDArray, wait_ns: NDArray) -> None:
         from fsscope.analysis.outliers import _local_baseline_ns, as_float_matrix, mask_disturbed
@@ -164,8 +282,13 @@ class Settling:
         masked, _ = mask_disturbed(latency_ns, wait_ns, block_files=analysis.settings["block_files"])
         self.latency = as_float_matrix(masked)
         baseline = _local_baseline_ns(self.latency, analysis.settings["block_files"])
-        self.decisions = decide(self.latency, baseline, sorted(self.candidates.values(), key=lambda c: c.index),
-                                factor=analysis.settings["outlier_factor"])
+        ordered = sorted(self.candidates.values(), key=lambda c: c.index)
+        self.decisions = sorted(
+            decide(self.latency, baseline, [c for c in ordered if c.kind == "outlier"],
+                   factor=analysis.settings["outlier_factor"])
+            + decide_shifts(self.latency, [c for c in ordered if c.kind == "shift"],
+                            min_ratio=analysis.settings["shift_min_ratio"]),
+            key=lambda d: d.index)
 
     @property
     def undecided(self) -> list[Decision]:
@@ -186,7 +309,7 @@ class Settling:
 
         from fsscope.analysis.outliers import repeatable_outliers
 
-        verdict = {d.index: d for d in self.decisions}
+        verdict = {d.index: d for d in self.decisions if self.candidates[d.index].kind == "outlier"}
         kept = [o for o in analysis.outliers if o.index in verdict and (
             verdict[o.index].verdict == "slow"
             or (verdict[o.index].verdict == "undecided" and verdict[o.index].source != "outlier"))]
@@ -195,7 +318,34 @@ class Settling:
         if wanted:
             every, _ = repeatable_outliers(np.where(np.isnan(self.latency), -1, self.latency), min_runs=1)
             kept += [o for o in every if o.index in wanted]
-        return replace(analysis, outliers=tuple(sorted(kept, key=lambda o: o.index)))
+        return replace(analysis, outliers=tuple(sorted(kept, key=lambda o: o.index)),
+                       level_shifts=self._settled_shifts(analysis))
+
+    def _settled_shifts(self, analysis) -> tuple:
+        """The analysis' level shifts, plus each predicted shift decided up-stepping run by run
+        that the median curve's segmentation missed (a loaded run or two can flatten a median
+        of five): at the cut within the tolerance that best splits the per-file medians around
+        it into two levels (least absolute deviation from each side's median). Each run is
+        taken relative to its own median first: a run slowed whole by load keeps its step but
+        would blur the levels of a median of a few runs."""
+        from fsscope.analysis.findings import LevelShift
+
+        shifts = list(analysis.level_shifts)
+        files = self.latency.shape[1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_latency = np.log(np.maximum(self.latency, 1.0))
+        run_level = nanmedian_last_axis(log_latency)
+        log_curve = nanmedian_last_axis((log_latency - run_level[:, None]).T) + float(np.nanmedian(run_level))
+        for d in self.decisions:
+            c = self.candidates[d.index]
+            if c.kind != "shift" or d.verdict != "slow" or any(
+                    abs(s.index - c.index) <= c.tolerance for s in shifts):
+                continue
+            cut = _best_cut(log_curve, c.index, c.tolerance)
+            width = min(SHIFT_WINDOW_FILES, cut, files - cut)
+            before, after = (float(np.exp(np.nanmedian(log_curve[k:k + width]))) for k in (cut - width, cut))
+            shifts.append(LevelShift(index=cut, before_ns=int(round(before)), after_ns=int(round(after))))
+        return tuple(sorted(shifts, key=lambda s: s.index))
 
     def to_json(self, interrupted: bool = False) -> dict:
         upper, lower = bounds()
