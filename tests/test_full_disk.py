@@ -26,7 +26,9 @@ pytestmark = pytest.mark.privileged
 @contextmanager
 def tmpfs(where: Path, options: str):
     where.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], check=True)
+    # mode 0755: tmpfs's default 1777 is a directory every user can write, which root's fsscope
+    # refuses as its data directory (the threat model)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"{options},mode=0755", "tmpfs", str(where)], check=True)
     try:
         yield where
     finally:
