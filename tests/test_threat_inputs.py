@@ -370,8 +370,14 @@ def test_an_explore_space_cannot_ask_for_a_huge_directory_tree(local_user, cli):
 
 
 @pytest.mark.parametrize("plan", ids=["list", "space-list"], argvalues=["[]", '{"space": [], "seed": 1}'])
-def test_resuming_a_plan_of_the_wrong_shape_is_one_line(local_user, cli, plan):
+def test_resuming_a_plan_of_the_wrong_shape_is_one_line(local_user, cli, scratch, plan):
     study = local_user.home / "study"
     local_user.python(f"import os; os.mkdir({str(study)!r})")
     write_as(local_user, study / "plan.json", plan)
-    one_line_refusal(cli("explore", "--resume", str(study)), f"{study / 'plan.json'}: not a readable plan")
+    # the user's study directory is not one root resumes at all (it could swap its files)
+    one_line_refusal(cli("explore", "--resume", str(study)), "another user could change it")
+    # the same plan in root's own directory: read, and refused for its shape, in one line
+    own = scratch / "study"
+    own.mkdir()
+    (own / "plan.json").write_text(plan)
+    one_line_refusal(cli("explore", "--resume", str(own)), f"{own / 'plan.json'}: not a readable plan")
