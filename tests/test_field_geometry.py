@@ -109,6 +109,10 @@ def test_probe_dir_on_hand_made_ext4_2k_blocks_finds_the_htree_conversion(hand_m
     # it is also a latency outlier depends on the machine's load: that verdict is not this test's.)
     conversion = _structure(report, "ext4-dir-htree-conversion")
     assert conversion["verdict"] == "confirmed" and true_index in conversion["seen"], conversion
+    (threshold,) = [t for t in report["thresholds"] if t["structure"] == "ext4-dir-htree-conversion"
+                    and t["index"] == true_index]  # with kernel evidence, latency outlier or not
+    assert threshold["evidence"] in ("kernel", "kernel+latency"), threshold
+    assert "ext4_allocate_blocks" in threshold["kernel"]["events"], threshold
 
 
 @pytest.mark.skipif(unavailable_reason() is not None, reason=f"tracefs: {unavailable_reason()}")
