@@ -17,11 +17,13 @@ import traceback
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 import fsscope.aging.profile  # noqa: F401 -- loaded before a forked child drops root (_as_user)
 import fsscope.explain.xfs  # noqa: F401
 import fsscope.layout.fiemap  # noqa: F401
 import fsscope.layout.freespace  # noqa: F401
+from fsscope.cli import probe_cmd
 from fsscope.engine import runner
 from fsscope.explain.geometry import read_geometry
 from fsscope.explain.rules import predict
@@ -107,6 +109,10 @@ def test_probe_dir_on_hand_made_ext4_2k_blocks_finds_the_htree_conversion(hand_m
     # it is also a latency outlier depends on the machine's load: that verdict is not this test's.)
     conversion = _structure(report, "ext4-dir-htree-conversion")
     assert conversion["verdict"] == "confirmed" and true_index in conversion["seen"], conversion
+    (threshold,) = [t for t in report["thresholds"] if t["structure"] == "ext4-dir-htree-conversion"
+                    and t["index"] == true_index]  # with kernel evidence, latency outlier or not
+    assert threshold["evidence"] in ("kernel", "kernel+latency"), threshold
+    assert "ext4_allocate_blocks" in threshold["kernel"]["events"], threshold
 
 
 @pytest.mark.skipif(unavailable_reason() is not None, reason=f"tracefs: {unavailable_reason()}")
@@ -125,6 +131,33 @@ def test_probe_dir_on_hand_made_xfs_8k_dir_blocks_finds_every_format_change(hand
         assert row["verdict"] == "confirmed" and row["seen"] == row["predicted"], row
     assert _predicted(report, "xfs-dir-block-to-leaf")["index"] == 201      # 8 KiB blocks, 20-char names
     assert _predicted(report, "xfs-dir-leaf-to-node")["index"] == 1012
+    # ... and each is reported as a threshold there with that evidence, latency outlier or not
+    for name, event in (("xfs-dir-shortform-to-block", "xfs_dir2_sf_to_block"),
+                        ("xfs-dir-block-to-leaf", "xfs_dir2_block_to_leaf"),
+                        ("xfs-dir-leaf-to-node", "xfs_dir2_leaf_to_node")):
+        index = _predicted(report, name)["index"]
+        (threshold,) = [t for t in report["thresholds"] if t["structure"] == name and t["index"] == index]
+        assert threshold["evidence"] in ("kernel", "kernel+latency"), threshold
+        assert event in threshold["kernel"]["events"], threshold
+        if threshold["evidence"] == "kernel":  # the latency's word, said honestly
+            assert threshold["latency"] and threshold["latency_ratio"] is not None, threshold
+    assert _predicted(report, "xfs-dir-shortform-to-block")["index"] == 6
+    # a threshold claims the kernel only where the table saw the structure's event at that index
+    for threshold in report["thresholds"]:
+        row = _structure(report, threshold["structure"])
+        if "kernel" in threshold["evidence"]:
+            assert threshold["index"] in row["seen"] or set(row["events"]) & set(threshold["kernel"]["events"])
+        if threshold["evidence"] == "kernel":
+            assert not row["verdict"].startswith("contradicted"), (threshold, row)
+    # the CLI shows each kernel-only threshold with its latency label
+    console = Console(record=True, width=400)
+    probe_cmd.render(report, console)
+    text = console.export_text()
+    for threshold in [t for t in report["thresholds"] if t["evidence"] == "kernel"]:
+        assert f"file {threshold['index']} — " in text and f"latency: {threshold['latency']}" in text, text
+    unconfirmed = {s["structure"] for s in report["structures"]
+                   if s["verdict"].startswith("contradicted") or not s["events"]}
+    assert not [t for t in report["thresholds"] if t["structure"] in unconfirmed and t["evidence"] == "kernel"]
     used = _predicted(report, "xfs-inode-chunk-alloc")
     assert "in use, not fresh" in used["note"]  # state-dependent: the file system's current state
 

@@ -242,6 +242,44 @@ def test_a_prediction_the_kernel_contradicts_is_reported_as_such():
     assert node["verdict"] == "seen by the kernel, not predicted" and node["seen"] == [500]
 
 
+def test_only_kernel_marked_predictions_become_kernel_thresholds():
+    """A prediction the kernel marks at its index is a threshold with kernel evidence and the
+    latency it cost; one the kernel marks elsewhere, or a hash window without the event inside
+    it, is not; a window with the event inside says the index seen, not a predicted one."""
+    predictions = [{"structure": "xfs-dir-shortform-to-block", "kind": "outlier", "index": 6},
+                   {"structure": "xfs-dir-block-to-leaf", "kind": "outlier", "index": 201},
+                   {"structure": "xfs-dir-leaf-to-node", "kind": "outlier", "index": 1012},
+                   {"structure": "ext4-htree-first-leaf-split", "kind": "outlier", "index": None,
+                    "index_low": 100, "index_high": 180},
+                   {"structure": "ext4-htree-first-leaf-split", "kind": "outlier", "index": None,
+                    "index_low": 300, "index_high": 380}]
+    run = attribute.RunCalls(0, np.full(1100, 10_000, np.int64))
+    for index, event in ((6, "xfs_dir2_sf_to_block"), (201, "xfs_dir2_block_to_leaf"),
+                         (1015, "xfs_dir2_leaf_to_node"), (150, "ext4_allocate_blocks")):
+        run.events[index][event] += 1
+    structural = attribute.structural_events([run], set())
+    enabled = ["xfs/xfs_dir2_sf_to_block", "xfs/xfs_dir2_block_to_leaf", "xfs/xfs_dir2_leaf_to_node",
+               "ext4/ext4_allocate_blocks"]
+    rows = attribute.structure_table(predictions, structural, set(), enabled, [run])
+    measured = np.full((3, 1100), 10_000, np.int64)
+    measured[:, 201] = 40_000  # slower than its neighbours, yet not flagged
+    thresholds = attribute.kernel_thresholds(rows, [run], measured, "creat", set())
+    found = {t["structure"]: t for t in thresholds}
+    sf, leaf = found["xfs-dir-shortform-to-block"], found["xfs-dir-block-to-leaf"]
+    assert (sf["index"], sf["evidence"], sf["latency_ratio"]) == (6, "kernel", 1.0)
+    assert sf["latency"] == "not distinguishable from its neighbours (median ×1.00)"
+    assert sf["kernel"]["events"] == {"xfs_dir2_sf_to_block": 1}
+    assert leaf["index"] == 201 and leaf["latency"].startswith("slower than its neighbours (median ×4.00)")
+    assert "xfs-dir-leaf-to-node" not in found  # the kernel marked 1015, not the predicted 1012
+    (split,) = [t for t in thresholds if t["structure"] == "ext4-htree-first-leaf-split"]  # not 300..380
+    assert split["index"] == 150 and split["predicted_index"] is None and split["window"] == [100, 180]
+    assert "saw it at file 150" in split["note"]
+    # already reported by a latency flag with the kernel's word: not twice
+    taken = {("xfs-dir-shortform-to-block", 6)}
+    assert [t["index"] for t in attribute.kernel_thresholds(rows, [run], measured, "creat", taken)
+            if t["structure"] == "xfs-dir-shortform-to-block"] == []
+
+
 def test_a_preempted_call_names_who_took_the_cpu_and_for_how_long():
     pid, other = 4242, 77
     names = ["sched/sched_switch"]

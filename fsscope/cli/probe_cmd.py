@@ -11,6 +11,7 @@ from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
+from fsscope.explain.names import plain as plain_words
 from fsscope.workloads.probe import DEFAULT_RUN_CAP_FACTOR, OPS, SYNC_SCOPES, TRACE_MODES, ProbeSpec
 
 DESCRIPTION = """\
@@ -87,6 +88,10 @@ def render(report: dict, console: Console) -> None:
         if flag.get("predicted_index") is not None:
             console.print(f"    predicted at file {flag['predicted_index']}")
         console.print(f"    {flag['note']}", highlight=False)
+    for threshold in [t for t in report.get("thresholds") or [] if t.get("evidence") == "kernel"]:
+        console.print(f"[bold cyan]●[/] [bold]file {threshold['index']} — {plain_words(threshold['structure'])}[/] "
+                      f"(kernel evidence; latency: {threshold['latency']})", highlight=False)
+        console.print(f"    {threshold['note']}", highlight=False)
     if len(flags) > len(shown):
         console.print(f"[dim]… and {len(flags) - len(shown)} more unexplained flags (all in --json and 'fsscope report')[/]")
     if report.get("noise_count"):
@@ -143,9 +148,11 @@ def render_kernel(report: dict, console: Console) -> None:
         table.add_row(row["structure"], predicted, _indices(row["seen"]),
                       _indices(row["slow"]), f"[{style}]{verdict}[/]")
     console.print(table)
+    kernel_marked = {i for t in report.get("thresholds") or [] if t.get("evidence") == "kernel"
+                     for i in t.get("indices") or [t["index"]]}  # already shown as thresholds
     quiet = [e for e in report.get("structural_events") or []
              if not e["latency_outlier"] and e["event"].startswith(("xfs_dir2_", "ext4_allocate"))
-             and e["event"] != "xfs_dir2_grow_inode"]
+             and e["event"] != "xfs_dir2_grow_inode" and e["index"] not in kernel_marked]
     for event in quiet[:10]:
         console.print(f"[cyan]●[/] {event['event']} at file {event['index']} in {event['runs']}/{len(runs)} "
                       f"traced runs, not a latency outlier", highlight=False)

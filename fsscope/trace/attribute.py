@@ -487,3 +487,89 @@ def annotate_dips(ops_per_s: np.ndarray, kernel: dict[str, list[int]], window_s:
         out.append({"window": k, "t_s": [k * window_s, (k + 1) * window_s], "ops_per_s": float(ops_per_s[k]),
                     "below_median": round(below, 3), "kernel": counts, "note": note})
     return out
+
+
+# --- thresholds: kernel evidence, latency evidence, or both -------------------------------
+
+#: A call at most this many times its neighbours' median is "not distinguishable" from them.
+INDISTINCT_RATIO = 1.5
+
+
+def neighbour_ratio(latency_ns: np.ndarray, index: int, half_width: int = 8) -> float | None:
+    """Median over the measured runs of call ``index`` against the median of its neighbours
+    (``half_width`` calls either side, the call itself left out); None if not measured."""
+    lat = np.atleast_2d(np.asarray(latency_ns))
+    if not 0 <= index < lat.shape[1]:
+        return None
+    call = lat[:, index]
+    near = np.delete(lat[:, max(0, index - half_width): index + half_width + 1],
+                     index - max(0, index - half_width), axis=1)
+    call, near = call[call >= 0], near[near >= 0]
+    if len(call) == 0 or len(near) == 0 or np.median(near) <= 0:
+        return None
+    return float(np.median(call) / np.median(near))
+
+
+def latency_words(ratio: float | None) -> str:
+    """An honest label of what a kernel-marked call cost in the measured runs."""
+    if ratio is None:
+        return "not measured"
+    if ratio <= INDISTINCT_RATIO:
+        return f"not distinguishable from its neighbours (median ×{ratio:.2f})"
+    return f"slower than its neighbours (median ×{ratio:.2f}), but not a repeatable outlier"
+
+
+def threshold_evidence(flag: dict, rows: list[dict]) -> str:
+    """'kernel+latency' when the structure's own event fired inside the flag's calls in the
+    traced run, else 'latency' (the latency alone found it)."""
+    events = next((set(r["events"]) for r in rows if r["structure"] == flag.get("structure")), set())
+    return "kernel+latency" if events & set((flag.get("kernel") or {}).get("events", {})) else "latency"
+
+
+def kernel_thresholds(rows: list[dict], runs: list[RunCalls], measured_ns: np.ndarray, op: str,
+                      taken: set[tuple[str, int]]) -> list[dict]:
+    """Thresholds the kernel marks but the latency did not flag: every index of the structure
+    table where a predicted structure's own event fired at exactly the predicted index (a
+    hash-dependent window: at the index seen inside it), unless ``taken`` (structure, index)
+    already reports it. Each with its kernel evidence and the latency it cost."""
+    out = []
+    for row in rows:
+        if not row["events"] or not (row["verdict"].startswith("confirmed") or row.get("window")):
+            continue
+        seen = set(row["seen"])
+        at = ([(i, None) for i in row["seen"]] if row.get("window")
+              else [(i, i) for i in row["predicted"] if i in seen])
+        at = [(i, p) for i, p in at if (row["structure"], i) not in taken]
+        if len(row["predicted"]) > 1 and at:  # a series: one threshold, its marked members
+            members = [i for i, _ in at]
+            kernel = kernel_evidence(runs, members)
+            ratios = [r for r in (neighbour_ratio(measured_ns, i) for i in members) if r is not None]
+            ratio = float(np.median(ratios)) if ratios else None  # the typical member's cost
+            out.append({"index": members[0], "predicted_index": members[0], "indices": members,
+                        "structure": row["structure"], "flag": "kernel", "evidence": "kernel",
+                        "kernel": kernel, "latency": latency_words(ratio),
+                        "latency_ratio": None if ratio is None else round(ratio, 3),
+                        "kernel_verdict": row["verdict"],
+                        "note": f"the kernel marked {len(members)} of the predicted files "
+                                f"({_short_list(members)}) at exactly those files; latency (median member): "
+                                f"{latency_words(ratio)}. {evidence_sentence(kernel, op)}."})
+            continue
+        for index, predicted in at:
+            kernel = kernel_evidence(runs, [index])
+            ratio = neighbour_ratio(measured_ns, index)
+            where = (f"the kernel saw it at file {index} in the traced run, inside the range "
+                     f"{row['window'][0]}..{row['window'][1]} (the index depends on the hash seed)"
+                     if predicted is None else f"the kernel marked it at the predicted file {index}")
+            out.append({"index": index, "predicted_index": predicted, "structure": row["structure"],
+                        "flag": "kernel", "evidence": "kernel", "kernel": kernel,
+                        "latency": latency_words(ratio),
+                        "latency_ratio": None if ratio is None else round(ratio, 3),
+                        "kernel_verdict": row["verdict"],
+                        "note": f"{where}; latency: {latency_words(ratio)}. "
+                                f"{evidence_sentence(kernel, op)}.",
+                        **({"window": row["window"]} if row.get("window") else {})})
+    return out
+
+
+def _short_list(values: list[int], limit: int = 6) -> str:
+    return ", ".join(map(str, values[:limit])) + (", …" if len(values) > limit else "")

@@ -127,6 +127,7 @@ class ProbeTrace(JobTrace):
         self.mode = mode
         self.op = op
         self.rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.calls: list[attribute.RunCalls] = []  # the traced runs' calls, once attributed
 
     @contextmanager
     def run(self, fs, run: int, latency_row: np.ndarray, start_row: np.ndarray) -> Iterator[None]:
@@ -164,6 +165,7 @@ class ProbeTrace(JobTrace):
         for finding in findings:
             if not hasattr(finding, "slope_ns_per_file"):
                 flagged.update(finding_indices(finding))
+        self.calls = runs
         structural = attribute.structural_events(runs, flagged)
         report["structural_events"] = structural
         report["structures"] = attribute.structure_table(report.get("predictions", []), structural,
@@ -180,6 +182,17 @@ class ProbeTrace(JobTrace):
             if sentence:
                 flag["note"] = f"{flag.get('note', '')} {sentence}.".strip()
         report["noise"] = attribute.noise(runs, flagged)
+
+    def thresholds(self, flags: list[dict], structures: list[dict], measured_ns: np.ndarray) -> list[dict]:
+        """The report's ``thresholds``: the explained flags (latency, with the kernel's word
+        where its event fired inside them) and the predicted structures only the kernel marks."""
+        latency = [{k: v for k, v in f.items() if k != "title"}
+                   | {"evidence": attribute.threshold_evidence(f, structures)}
+                   for f in flags if f.get("structure")]
+        taken = {(f["structure"], i) for f in latency if f["evidence"] == "kernel+latency"
+                 for i in (f.get("index"), f.get("predicted_index")) if i is not None}
+        kernel = attribute.kernel_thresholds(structures, self.calls, measured_ns, self.op, taken)
+        return sorted(latency + kernel, key=lambda f: (f.get("index") is None, f.get("index") or 0))
 
 
 class BenchTrace(JobTrace):

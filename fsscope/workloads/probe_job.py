@@ -176,9 +176,9 @@ def run(ctx, spec: ProbeSpec) -> dict:
     report["predictions"] = plain(predictions)
     trace.attribute(report, findings, report.get("flags", []))
     _kernel_on_decisions(report)
-    if trace.results:  # the thresholds are the explained flags, now with their kernel evidence
-        report["thresholds"] = [{k: v for k, v in f.items() if k != "title"}
-                                for f in report["flags"] if f.get("structure")]
+    if trace.results:  # the thresholds: explained flags and kernel-marked predictions, with evidence
+        report["thresholds"] = trace.thresholds(report["flags"], report["structures"],
+                                                latency_ns[done_rows] if done_rows else np.empty((0, spec.files)))
         if spec.trace == "attribute" and done_rows:  # the traced run's own observer effect
             traced = np.asarray(trace.rows[used][0])
             measured = latency_ns[done_rows]
