@@ -14,10 +14,12 @@ from contextlib import contextmanager
 #: Spins at normal priority: a CPU taken by another tenant, not a special scheduling class.
 HOG = "while True: pass"
 
-#: Rewrites the device over and over in 1 MiB buffered writes, syncing it every 64 MiB: dirty
-#: pages, writeback and device I/O on a file system that is not the measured one.
+#: Rewrites the device over and over in 1 MiB buffered writes, syncing it every N MiB (argv 2;
+#: 0: never, so its dirty pages wait for writeback or for someone's sync()): dirty pages,
+#: writeback and device I/O on a file system that is not the measured one.
 WRITER = """
 import os, sys
+fsync_every = int(sys.argv[2]) << 20
 fd = os.open(sys.argv[1], os.O_WRONLY)
 size = os.lseek(fd, 0, os.SEEK_END)
 block = os.urandom(1 << 20)
@@ -28,7 +30,7 @@ while True:
         offset = 0
     os.pwrite(fd, block, offset)
     offset += len(block)
-    if offset % (64 << 20) == 0:
+    if fsync_every and offset % fsync_every == 0:
         os.fsync(fd)
 """
 
@@ -52,9 +54,10 @@ def cpu_hogs(count: int | None = None):
 
 
 @contextmanager
-def writer(device: str):
+def writer(device: str, fsync_every_mib: int = 64):
     """A process writing ``device`` (which the test made) until the block ends."""
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, device], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, device, str(fsync_every_mib)], stdout=subprocess.PIPE,
+                            text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "writing", "the writer did not start"
         yield proc
