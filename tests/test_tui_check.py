@@ -12,6 +12,7 @@ from fsscope.engine.events import decode
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.check_model import CheckModel
+from fsscope.tui.screens.confirm import ConfirmScreen
 from fsscope.tui.widgets.check_view import CheckView, strip
 
 
@@ -44,6 +45,10 @@ async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch
         for field, text in (("budget_s", "12"), ("sample_s", "0.5"), ("runs", "2"), ("dataset_bytes", "1M")):
             await set_param(pilot, app, f"param-check-{field}", text)
         await pilot.press("ctrl+r")
+        # 12 s cannot hold the audit and two runs: the setup says so first (issue 27)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the budget question")
+        assert "shorter than the least it takes" in app.screen.body
+        await pilot.press("y")
         live = live_of(app)
         await until(pilot, lambda: plan_over(live), "the check", timeout_s=180)
         job = live.jobs[0]
@@ -82,3 +87,22 @@ async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch
         await check(await open_replay(pilot, app, job.run_id))
     assert_clean()
     assert not app.worker_errors
+
+
+async def test_a_budget_shorter_than_the_check_says_so_before_it_starts(scratch):
+    """Issue 27: a 6-s budget ran 21 s. Start refuses to go quietly: it says how long the check
+    takes at least and why, and nothing starts unless the user says yes."""
+    app = make_app(AppConfig(is_root=False, target=TargetSpec("dir", str(scratch)), jobs=("check",),
+                             discover_devices=lambda: []))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        await set_param(pilot, app, "param-check-budget_s", "6")
+        await until(pilot, lambda: app.screen.query_one("#param-check-budget_s").value == "6", "budget 6")
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question before starting")
+        body = app.screen.body
+        assert "6-s budget is shorter than the least it takes, about 20 s" in body, body
+        assert "2 calibration runs of at least 5 s" in body, body
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "back on setup")
+        assert app.current_mode == "setup" and app.live.control is None  # nothing started

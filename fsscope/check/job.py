@@ -37,6 +37,7 @@ QUICK_BUDGET_S = 60.0
 DEFAULT_BUDGET_S = 180.0
 MIN_RUN_S = 5.0
 STARTUP_S = 4.0   # the command's own start and the job process's, outside this function's clock
+RUN_OVERHEAD_S = {True: 4.0, False: 2.0}  # first guess of formatting (True) + populating per run
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,14 @@ class Spec:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Spec:
         return cls(**checked_fields(cls, data, "check"))
+
+
+def least_s(spec: Spec, formats: bool = True) -> float:
+    """The shortest this check can take, whatever its budget: start-up, the audit's watch and
+    (calibrating) at least two runs of MIN_RUN_S, each on a fresh file system."""
+    if not spec.calibrate:
+        return STARTUP_S + spec.sample_s
+    return STARTUP_S + spec.sample_s + (spec.runs or 2) * (MIN_RUN_S + RUN_OVERHEAD_S[formats])
 
 
 def plan(spec: Spec, left_s: float, overhead_s: float) -> tuple[int, float]:
@@ -152,7 +161,7 @@ def run(ctx, spec: Spec) -> dict:
     duration_s = 0.0
     if spec.calibrate and not ctx.cancelled:
         left = spec.budget_s - (time.monotonic() - t_start) - STARTUP_S
-        overhead = 4.0 if kind != "dir" else 2.0
+        overhead = RUN_OVERHEAD_S[kind != "dir"]
         runs, duration_s = plan(spec, left, overhead)
         # a small file set: populating it must not eat the budget (the report names it)
         pspec = P.default_spec(spec.personality, capacity_bytes=min(capacity, 256 << 20 if spec.budget_s > 90 else 96 << 20),

@@ -20,6 +20,7 @@ from fsscope.tui.config import AppConfig, RunPlan, resolve
 from fsscope.tui.key_order import OrderedInput
 from fsscope.tui.screens.confirm import ConfirmQuitScreen
 from fsscope.tui.screens.help import HelpScreen
+from fsscope.tui.screens.keys import KeysScreen
 from fsscope.tui.screens.lab import LabScreen
 from fsscope.tui.screens.live import LiveScreen
 from fsscope.tui.screens.runs import RunsScreen
@@ -40,7 +41,8 @@ class FsscopeApp(OrderedInput):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
     BINDINGS = [
-        Binding("f1,question_mark", "help", "Help"),
+        Binding("f1", "help", "Help"),
+        Binding("question_mark", "keys", "Keys", show=False),  # as in btop, k9s, less
         Binding("f2", "mode('setup')", "Setup"),
         Binding("f3", "mode('live')", "Live"),
         Binding("f4", "mode('runs')", "Runs"),
@@ -160,6 +162,11 @@ class FsscopeApp(OrderedInput):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    def action_keys(self) -> None:
+        """The keys of the screen in front (its own, its views', the focused widget's, the app's)."""
+        if not isinstance(self.screen, ModalScreen):
+            self.push_screen(KeysScreen(self.screen))
+
     def action_next_theme(self) -> None:
         names = [name for name in FSSCOPE_THEMES if name in self.available_themes]
         current = self.theme
@@ -236,6 +243,7 @@ class FsscopeApp(OrderedInput):
         yield SystemCommand("Heatmap: bucket aggregate", "Show a bucket's max, p99, p90, median or mean (a)",
                             lambda: self._on_heatmap("cycle_aggregate"))
         yield SystemCommand("Help", "What each view shows and how to read it (F1)", self.action_help)
+        yield SystemCommand("Keys", "The keys of the screen in front of you (?)", self.action_keys)
 
 
 def make_app(config: AppConfig | None = None, **overrides) -> FsscopeApp:

@@ -77,7 +77,8 @@ class RunPlan:
 
     def large_parts(self) -> list[str]:
         """The jobs whose size deserves a second look before they start (a typo such as
-        runs = 30000 would otherwise run for days without a word), in words."""
+        runs = 30000 would otherwise run for days without a word), and checks whose budget is
+        shorter than the least they take, in words."""
         out = []
         for req in self.jobs:
             spec = req.spec
@@ -86,6 +87,8 @@ class RunPlan:
                 if calls > LARGE_PROBE_CALLS:
                     out.append(f"probe: {_num(spec.get('files')):,.0f} files × {_num(spec.get('runs')):,.0f} "
                                f"runs = {calls:,.0f} timed calls")
+            if req.job == "check":
+                out += _check_floor(spec, self.target.kind != "dir")
             seconds = _num(spec.get("runs"), 1) * _num(spec.get("duration_s")) or _num(spec.get("max_seconds"))
             if seconds > LARGE_JOB_S:
                 out.append(f"{req.job}: at least {seconds / 3600:,.1f} hours of measuring")
@@ -97,6 +100,23 @@ class RunPlan:
         destroys what is on it: the user must confirm."""
         return self.target.kind == "device" or (
             self.target.kind == "image" and bool(image.foreign_reason(Path(self.target.path))))
+
+
+def _check_floor(spec: dict, formats: bool) -> list[str]:
+    """A check budget too short for what the check always does, said before it starts."""
+    from fsscope.check.job import MIN_RUN_S, Spec, least_s
+
+    try:
+        check = Spec.from_dict(spec)
+    except FsscopeError:
+        return []  # the setup screen names a wrong field itself
+    floor = least_s(check, formats)
+    if check.budget_s >= floor:
+        return []
+    runs = f" and {check.runs or 2} calibration runs of at least {MIN_RUN_S:g} s, each on a fresh " \
+           f"{'file system' if formats else 'directory'}" if check.calibrate else ""
+    return [f"check: its {check.budget_s:g}-s budget is shorter than the least it takes, about {floor:.0f} s "
+            f"(start-up, {check.sample_s:g} s watching the device{runs})"]
 
 
 @dataclass

@@ -22,7 +22,8 @@ background process, records every run, and points at what is interesting.
 |---|---|
 | F2 / F3 / F4 | setup / live / runs screens |
 | F5 | the Lab: a seed paper's finding, why, and r to run it and see the verdict |
-| F1 or ? | this help |
+| F1 | this help |
+| ? | the keys of the screen in front of you (its own, its views', the focused list's, and these) |
 | t | next theme (dark → light → high contrast); the command palette (ctrl+p) lists all |
 | ctrl+s (or x outside a text field) | save the current screen as an SVG picture in `exports/` |
 | m | write the flags of the run on screen (with their notes) as Markdown in `exports/` |
@@ -173,7 +174,7 @@ returns to this list.
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,f1,question_mark", "close", "Close")]
+    BINDINGS = [Binding("escape,q,f1", "close", "Close")]
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }

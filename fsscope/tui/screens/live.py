@@ -21,7 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Header
+from textual.widgets import ContentSwitcher, Footer, Header, Input
 
 from fsscope.engine.events import Event, Phase
 from fsscope.telemetry.machine import busy, machine_line
@@ -53,6 +53,7 @@ from fsscope.tui.widgets.live_view import LiveView
 from fsscope.tui.widgets.log_panel import LogPanel
 from fsscope.tui.widgets.notes_panel import NotesPanel
 from fsscope.tui.widgets.spark_panel import SparkPanel
+from fsscope.tui.widgets.table_filter import TableFilter
 
 JOB_TELEMETRY_FRESH_S = 3.0  # the job's own counters win over the UI's sampler this long
 
@@ -73,6 +74,7 @@ class LiveScreen(Screen):
         Binding("c", "cancel_job", "Cancel job"),
         Binding("m", "export_flags", "Flags→MD"),
         Binding("j", "next_job", "Next job", show=False),
+        Binding("slash", "filter_flags", "Filter flags", show=False),  # the flags' subtitle says so
         Binding("escape", "back", "Back"),
     ]
 
@@ -102,6 +104,7 @@ class LiveScreen(Screen):
                 for cls in classes:
                     yield cls(id=cls.VIEW_ID)
             with Vertical(id="side"):
+                yield TableFilter("flags", id="flags-filter")
                 yield FlagsPanel(id="flags")
                 yield NotesPanel(id="notes")
         with Horizontal(id="live-bottom"):
@@ -226,6 +229,13 @@ class LiveScreen(Screen):
         if self.record is not None:
             self.dismiss()
 
+    def action_filter_flags(self) -> None:
+        self.query_one("#flags-filter", TableFilter).open()
+
+    @on(Input.Changed, "#flags-filter")
+    def flags_filter_changed(self, event: Input.Changed) -> None:
+        self.flags_panel.set_filter(event.value)
+
     def action_next_job(self) -> None:
         if len(self.views) > 1 and self.shown is not None:
             keys = sorted(self.views)
@@ -297,7 +307,7 @@ class LiveScreen(Screen):
         view = self._view_for(index)
         selected = None
         if index == self.shown:
-            position = self.flags_panel.highlighted
+            position = self.flags_panel.position
             if position is not None and 0 <= position < len(view.flags):
                 selected = flag_key(view.flags[position])
         view.flags = list(flags)
@@ -308,7 +318,7 @@ class LiveScreen(Screen):
         widget.mark_flags(view)
         keys = [flag_key(f) for f in view.flags]
         if selected is not None and selected in keys:
-            self.flags_panel.highlighted = keys.index(selected)
+            self.flags_panel.select_position(keys.index(selected))
             self.notes.show(view.flags[keys.index(selected)])
             widget.select_flag(view, view.flags[keys.index(selected)])
         else:
@@ -410,7 +420,7 @@ class LiveScreen(Screen):
             position = keys.index(flag_key(flag))
             if message.index == self.shown:
                 self.flags_panel.replace_flag(position, flag)
-                if self.flags_panel.highlighted == position:
+                if self.flags_panel.position == position:
                     self.notes.show(flag)
             return
         view.flags.append(flag)
@@ -438,7 +448,7 @@ class LiveScreen(Screen):
             own = getattr(view.data, "final_flags", None)
             if final is None and callable(own) and (flags := own()) is not None:
                 self._replace_flags(message.index, flags)  # e.g. the ager's stop reason and its note
-                if message.index == self.shown and flags and self.flags_panel.highlighted is None:
+                if message.index == self.shown and flags and self.flags_panel.position is None:
                     self.notes.show(flags[0])  # why it stopped, without having to pick the flag
             if message.index == self.shown:
                 self.job_view.update_view(view)

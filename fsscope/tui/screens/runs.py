@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Footer, Header, Input, Static
 from textual.worker import get_current_worker
 
 from fsscope import store
@@ -21,6 +21,7 @@ from fsscope.tui import messages as msg
 from fsscope.tui.replay import describe_recipe, describe_target, load_run
 from fsscope.tui.screens.compare import CompareScreen
 from fsscope.tui.screens.live import LiveScreen
+from fsscope.tui.widgets.table_filter import TableFilter, matches
 
 COLUMNS = ("run", "job", "status", "target", "recipe", "started")
 
@@ -32,12 +33,15 @@ class RunsScreen(Screen):
         Binding("c", "compare", "Compare 2"),
         Binding("r", "reload", "Reload"),
         Binding("m", "export_flags", "Flags→MD"),
+        Binding("slash", "filter", "Filter"),
         Binding("home", "first_row", "First", show=False, priority=True),
         Binding("end", "last_row", "Last", show=False, priority=True),
     ]
 
     def __init__(self, *, name: str | None = None, id: str | None = None):
         super().__init__(name=name, id=id)
+        self.listing: list[tuple[store.RunDir, tuple[str, ...]]] = []
+        """Every run directory read, with its table row; ``runs`` is what the filter lets show."""
         self.runs: list[store.RunDir] = []
         self.marked: list[str] = []
         self.listed = False  # the table shows the run directories as the last listing read them
@@ -46,6 +50,7 @@ class RunsScreen(Screen):
         yield Header(show_clock=False)
         yield Static("Every job records a run directory. Enter replays one in the live views; "
                      "space marks up to two runs and c compares them side by side.", id="runs-help")
+        yield TableFilter("runs-table", id="runs-filter")
         yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
@@ -85,16 +90,33 @@ class RunsScreen(Screen):
             table.add_column(key, key=key, width=max([cell_len(key), *(cell_len(str(r[i])) for r in rows)]))
 
     def on_runs_listed(self, message: msg.RunsListed) -> None:
-        table = self.query_one("#runs-table", DataTable)
-        self.runs = message.runs
-        cursor = table.cursor_row
-        self._columns(table, message.rows)
-        for row in message.rows:
-            table.add_row(self._mark_text(row[0]), *row, key=row[0])
-        if self.runs:
-            table.move_cursor(row=min(cursor, len(self.runs) - 1))
-        table.border_title = f"Runs ({len(self.runs)})"
+        self.listing = list(zip(message.runs, message.rows))
+        self._show_rows()
         self.listed = True
+
+    def _show_rows(self) -> None:
+        """The rows the filter lets through; the cursor stays on its run if still shown."""
+        table = self.query_one("#runs-table", DataTable)
+        needle = self.query_one("#runs-filter", TableFilter).value
+        current, cursor = self._current(), table.cursor_row
+        shown = [(run, row) for run, row in self.listing if matches(needle, *row)]
+        self.runs = [run for run, _row in shown]
+        self._columns(table, [row for _run, row in self.listing])  # widths do not jump as you type
+        for _run, row in shown:
+            table.add_row(self._mark_text(row[0]), *row, key=row[0])
+        ids = [run.id for run in self.runs]
+        if self.runs:
+            table.move_cursor(row=ids.index(current.id) if current is not None and current.id in ids
+                              else min(max(cursor, 0), len(self.runs) - 1))
+        table.border_title = f"Runs ({len(self.runs)})" if len(shown) == len(self.listing) else \
+            f"Runs ({len(self.runs)} of {len(self.listing)} containing “{needle.strip()}”)"
+
+    def action_filter(self) -> None:
+        self.query_one("#runs-filter", TableFilter).open()
+
+    @on(Input.Changed, "#runs-filter")
+    def filter_changed(self) -> None:
+        self._show_rows()
 
     @staticmethod
     def _job_file(run: store.RunDir) -> dict:
@@ -161,7 +183,7 @@ class RunsScreen(Screen):
         if len(chosen) < 2:
             self.notify("Mark two runs with space (or mark one and put the cursor on the other).", timeout=4)
             return
-        by_id = {r.id: r for r in self.runs}
+        by_id = {r.id: r for r, _row in self.listing}  # a marked run may be filtered out
         self._load([by_id[chosen[0]], by_id[chosen[1]]])
 
     @work(thread=True, exclusive=True, group="runs-load", description="reading recorded runs")

@@ -130,7 +130,7 @@ class SetupScreen(Screen):
                 else:
                     self.notify("Nothing started: change the sizes and press ctrl+r again.", timeout=4)
 
-            self.app.push_screen(ConfirmScreen("This plan is large. Start it anyway?",
+            self.app.push_screen(ConfirmScreen("This plan is large or longer than asked. Start it anyway?",
                                                "\n".join(large) + "\n\nCancel (c on the live screen) keeps "
                                                "what was measured, if you change your mind.",
                                                yes="start", no="back to setup"), answered)

@@ -1,5 +1,6 @@
 """The flags found so far (repeatable outliers, series, level shifts, thresholds); moving the
-highlight selects one: its files light up in the heatmap and its note shows below."""
+highlight selects one: its files light up in the heatmap and its note shows below. ``/``
+filters them (:meth:`FlagsPanel.set_filter`): positions stay those of the full list."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from textual.widgets.option_list import Option
 
 from fsscope.tui.messages import FlagSelected
 from fsscope.tui.model import Flag
+from fsscope.tui.widgets.table_filter import matches
 
 KIND_MARK = {"outlier": "!", "series": "⋮", "levelshift": "↕", "lineargrowth": "↗", "threshold": "◆",
              # bench variation flags
@@ -25,6 +27,9 @@ class FlagsPanel(OptionList):
     def __init__(self, *, id: str | None = None):
         super().__init__(id=id)
         self.flags: list[Flag] = []
+        self.shown: list[int] = []
+        """The position in ``flags`` of each option listed (those the filter lets through)."""
+        self.needle = ""
 
     @staticmethod
     def _prompt(flag: Flag) -> Text:
@@ -38,30 +43,59 @@ class FlagsPanel(OptionList):
         text.append(flag.title)
         return text
 
+    def _matches(self, flag: Flag) -> bool:
+        return matches(self.needle, flag.title, flag.kind, flag.withdrawn or "")
+
+    @property
+    def position(self) -> int | None:
+        """The highlighted flag's position in ``flags`` (None: none highlighted)."""
+        index = self.highlighted
+        return self.shown[index] if index is not None and 0 <= index < len(self.shown) else None
+
+    def select_position(self, position: int) -> None:
+        if position in self.shown:
+            self.highlighted = self.shown.index(position)
+
+    def _title(self) -> None:
+        withdrawn = sum(1 for f in self.flags if f.withdrawn)
+        title = f"Flags ({len(self.flags) - withdrawn})" + (f" · {withdrawn} withdrawn" if withdrawn else "")
+        if len(self.shown) < len(self.flags):
+            title += f" · {len(self.shown)} containing “{self.needle.strip()}”"
+        self.border_title = title
+
     def add_flag(self, flag: Flag) -> None:
         self.flags.append(flag)
-        self.add_option(Option(self._prompt(flag), id=f"flag-{len(self.flags) - 1}"))
+        if self._matches(flag):
+            self.shown.append(len(self.flags) - 1)
+            self.add_option(Option(self._prompt(flag), id=f"flag-{len(self.flags) - 1}"))
         if len(self.flags) == 1:
-            self.border_subtitle = "↑↓ select"
-        self.border_title = f"Flags ({len(self.flags)})"
+            self.border_subtitle = "↑↓ select · / filter"
+        self._title()
 
     def replace_flag(self, position: int, flag: Flag) -> None:
         """The same finding with new numbers (more runs); the highlight stays where it is."""
         self.flags[position] = flag
-        self.replace_option_prompt_at_index(position, self._prompt(flag))
+        if position in self.shown:
+            self.replace_option_prompt_at_index(self.shown.index(position), self._prompt(flag))
 
     def set_flags(self, flags: list[Flag]) -> None:
         self.clear_options()
-        self.flags = []
+        self.flags, self.shown = [], []
         for flag in flags:
             self.add_flag(flag)
-        withdrawn = sum(1 for f in self.flags if f.withdrawn)
-        self.border_title = f"Flags ({len(self.flags) - withdrawn})" + (f" · {withdrawn} withdrawn" if withdrawn else "")
+
+    def set_filter(self, needle: str) -> None:
+        """List only the flags containing ``needle``; the highlighted one stays if still listed."""
+        position = self.position
+        self.needle = needle
+        self.set_flags(list(self.flags))
+        if position is not None:
+            self.select_position(position)
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()
-        self.post_message(FlagSelected(event.option_index))
+        self.post_message(FlagSelected(self.shown[event.option_index]))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.post_message(FlagSelected(event.option_index))
+        self.post_message(FlagSelected(self.shown[event.option_index]))

@@ -63,12 +63,12 @@ class Heatmap(ScrollView, can_focus=True):
     """
 
     BINDINGS = [
-        Binding("left", "cursor(-1, 0)", "←", show=False),
-        Binding("right", "cursor(1, 0)", "→", show=False),
-        Binding("up", "cursor(0, -1)", "↑", show=False),
-        Binding("down", "cursor(0, 1)", "↓", show=False),
-        Binding("shift+left,pageup", "page(-1)", "page ←", show=False),
-        Binding("shift+right,pagedown", "page(1)", "page →", show=False),
+        Binding("left", "cursor(-1, 0)", "cursor left", show=False),
+        Binding("right", "cursor(1, 0)", "cursor right", show=False),
+        Binding("up", "cursor(0, -1)", "previous run", show=False),
+        Binding("down", "cursor(0, 1)", "next run", show=False),
+        Binding("shift+left,pageup", "page(-1)", "page left", show=False),
+        Binding("shift+right,pagedown", "page(1)", "page right", show=False),
         Binding("home", "jump(0)", "first file", show=False),
         Binding("end", "jump(-1)", "last file", show=False),
         Binding("plus,equals_sign", "zoom_in", "zoom in"),
