@@ -355,3 +355,18 @@ def test_a_malformed_journal_file_is_skipped_and_reported(cli):
         for name in bad:
             (journal.directory / f"{name}.json").unlink()
     assert journal.entries() == []
+
+
+def test_what_fsscope_mounts_is_nosuid_and_nodev_whatever_the_recipe_says(fresh_fs):
+    """A measured image is never a way to a setuid binary or a device node: fsscope mounts it
+    nosuid,nodev, after the recipe's own options (a recipe's 'suid' or 'dev' cannot undo it)."""
+    mounted = fresh_fs("ext4-default", size_bytes=64 * 2**20, mount_opts="suid,dev")
+    line = next(x for x in Path("/proc/self/mounts").read_text().splitlines()
+                if x.split()[1] == str(mounted.mountpoint))
+    options = line.split()[3].split(",")
+    assert "nosuid" in options and "nodev" in options, line
+    # a device node made there does not open, not even for root
+    node = Path(mounted.mountpoint) / "null"
+    os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    with pytest.raises(PermissionError):
+        node.open("rb")

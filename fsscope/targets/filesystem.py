@@ -39,15 +39,18 @@ def mkfs_argv(recipe: Recipe, device: str) -> list[str]:
     return argv + list(recipe.mkfs_opts) + [device]
 
 
+#: Always last, so no recipe option undoes them: what fsscope mounts is measured, never run or
+#: opened as a device (an image another user made cannot carry a setuid binary or a device node
+#: into root's reach). Neither changes how the file system performs.
+SAFE_MOUNT_OPTS = ("nosuid", "nodev")
+
+
 def mount_argv(recipe: Recipe, device: str, mountpoint: str, size_bytes: int = 0) -> list[str]:
-    opts = recipe.effective_mount_opts()
+    opts = [*recipe.effective_mount_opts(), *SAFE_MOUNT_OPTS]
     if recipe.fs == "tmpfs":
         opts = [f"size={size_bytes}", *opts]
         device = "tmpfs"
-    argv = ["mount", "-t", recipe.fs]
-    if opts:
-        argv += ["-o", ",".join(opts)]
-    return argv + [device, mountpoint]
+    return ["mount", "-t", recipe.fs, "-o", ",".join(opts), device, mountpoint]
 
 
 def mkfs(recipe: Recipe, device: str) -> None:
