@@ -64,8 +64,10 @@ def _verdicts(report: dict, config: str, other: dict | None = None) -> tuple[set
     in_between = _in_between(report) | (_in_between(other) if other else set())
     thresholds = {(f["structure"], f["flag"], f["index"]) for f in report["thresholds"]
                   if f["structure"] not in left_out and f["index"] not in in_between}
+    # periodic series are judged from per-file medians, not by the sequential test: on a loaded
+    # 2-CPU machine a chance chain among the loaded run's outliers can pass (a known gap of #25)
     flags = {(f["flag"], f["index"]) for f in report["flags"]
-             if f.get("structure") not in left_out and f["index"] not in in_between}
+             if f.get("structure") not in left_out and f["index"] not in in_between and f["flag"] != "series"}
     return thresholds, flags
 
 
