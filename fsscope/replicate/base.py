@@ -15,6 +15,7 @@ import math
 import shutil
 import tempfile
 from collections.abc import Callable
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,17 @@ class ProbeResult:
         return next((o for o in self.report.get("outliers") or [] if o["index"] == index), None)
 
 
+@contextmanager
+def private_image(name: str):
+    """A path for an image made for one run, in a directory made for it alone on this machine's
+    disk (never a guessable name in a shared /var/tmp); the directory goes afterwards."""
+    image_dir = Path(tempfile.mkdtemp(prefix="fsscope-replicate-", dir=disk_dir()))
+    try:
+        yield image_dir / f"{name}.img"
+    finally:
+        shutil.rmtree(image_dir, ignore_errors=True)
+
+
 def run_engine_job(job: str, spec: dict, target: TargetSpec, recipe, *, label: str,
                    progress: Callable[[str], None] = lambda line: None):
     """Run one job headless through the engine (as ``fsscope run`` does) and return its run
@@ -139,19 +151,14 @@ def run_probe(probe: ProbeRun, *, progress: Callable[[str], None] = lambda line:
     spec = {"op": "creat", "files": probe.files, "runs": probe.runs, "name_length": probe.name_length,
             "trace": probe.trace, "in_root": probe.in_root, "max_runs": probe.runs, "sync_scope": "fs"}
     recipe = recipes.load(probe.recipe).with_extra(probe.mkfs_opts, "")
-    image_dir: Path | None = None
-    if probe.medium == "disk":
-        # a private directory made for this run (never a guessable name in a shared /var/tmp)
-        image_dir = Path(tempfile.mkdtemp(prefix="fsscope-replicate-", dir=disk_dir()))
-        target = TargetSpec("image", str(image_dir / f"{probe.key}.img"), probe.size_bytes)
-    else:
-        target = TargetSpec("ram", size_bytes=probe.size_bytes)
-    try:
+    with ExitStack() as stack:
+        if probe.medium == "disk":
+            image = stack.enter_context(private_image(probe.key))
+            target = TargetSpec("image", str(image), probe.size_bytes)
+        else:
+            target = TargetSpec("ram", size_bytes=probe.size_bytes)
         run_dir = run_engine_job("probe", spec, target, recipe, label=f"{probe.key}: {probe.describe()}",
                                  progress=progress)
-    finally:
-        if image_dir is not None:
-            shutil.rmtree(image_dir, ignore_errors=True)  # the image was made for this run only
     latency = np.load(run_dir.path / "latency_ns.npy")
     return ProbeResult(probe, run_dir.report(), latency, str(run_dir.path))
 

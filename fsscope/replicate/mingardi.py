@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 from fsscope import recipes
 from fsscope.analysis.variation import welch
-from fsscope.replicate.base import Finding, run_engine_job
-from fsscope.study.diskstate import disk_dir
+from fsscope.replicate.base import Finding, private_image, run_engine_job
 from fsscope.targets import TargetSpec
 
 NAME = "mingardi"
@@ -58,14 +57,10 @@ class SyncRun:
     def execute(self, *, progress: Callable[[str], None] = lambda line: None):
         spec = {"buffer_sizes_bytes": list(SIZES_BYTES), "file_size_bytes": 16 << 20, "mode": "direct+osync",
                 "repeats": self.repeats, "preallocate": False}
-        image = disk_dir() / f"fsscope-replicate-{self.key}-{id(self)}.img"
-        try:
+        with private_image(self.key) as image:
             run_dir = run_engine_job("syncwrite", spec, TargetSpec("image", str(image), self.size_bytes),
                                      recipes.load(self.recipe), label=f"{self.key}: {self.describe()}",
                                      progress=progress)
-        finally:
-            if image.exists():
-                image.unlink()  # made for this run only
         return SyncResult(self, run_dir.report(), str(run_dir.path))
 
 
