@@ -16,6 +16,10 @@ from fsscope.recipes import Recipe
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
 from fsscope.units import parse_size_bytes
 
+PERSONALITIES = ("fileserver", "webserver", "varmail")
+"""--personality choices of bench and check (fsscope.workloads.personalities names them; not
+imported here, where only the command line is being read)."""
+
 PIPE_WIDTH = 160
 """Columns of a report written into a pipe or a file: rich's default 80 cut numbers to "…"
 (``fsscope report latest | less``)."""
