@@ -6,11 +6,9 @@ import argparse
 import os
 from pathlib import Path
 
-from fsscope import paths, trust
-from fsscope.cli.common import output_path, positive_float, positive_int
+from fsscope.cli.common import output_path, positive_float, positive_int, resolve_study_run
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.explore import render_explore
-from fsscope.errors import FsscopeError
 from fsscope.targets import TargetSpec
 
 DESCRIPTION = """\
@@ -41,24 +39,6 @@ examples:
 the table: RUN/treatments.csv (pandas.read_csv), full rows in RUN/treatments.ndjson.
 a cluster: 'dask scheduler' on one host, 'dask worker tcp://HOST:8786 --nthreads 1' as root on
 each worker host (see README)."""
-
-
-def resolve_study_run(text: str, job: str = "explore") -> str:
-    """--resume's RUN: a run directory, a run id, or 'latest' (the newest ``job`` study with a plan)."""
-    if os.path.isdir(text):
-        trust.check_work_dir(text, "--resume")  # root writes the study's rows and table there
-        return os.path.abspath(text)
-    root = paths.runs_dir()
-    if text == "latest":
-        from fsscope import store  # numpy: not for --help
-
-        runs = [r.path for r in store.list_runs(root)             # oldest first, by creation
-                if r.id.split("-")[2:3] == [job] and (r.path / "plan.json").exists()]
-        if runs:
-            return str(runs[-1])
-    elif (root / text).is_dir():
-        return str(root / text)
-    raise FsscopeError(f"--resume {text}: no such study run (a run directory or id from 'fsscope runs')")
 
 
 def cmd_explore(args) -> int:

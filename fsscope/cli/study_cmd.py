@@ -7,8 +7,7 @@ import os
 from pathlib import Path
 
 from fsscope.cli.check_pointer import point_at_check
-from fsscope.cli.common import output_path, parse_size, positive_float, positive_int
-from fsscope.cli.explore_cmd import resolve_study_run
+from fsscope.cli.common import output_path, parse_size, positive_float, positive_int, resolve_study_run
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.variation import print_cost, render_variation
