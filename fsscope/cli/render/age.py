@@ -46,6 +46,23 @@ def render_fit(name: str, fit: dict, console: Console) -> None:
 
 
 def render_age(report: dict, console: Console) -> None:
+    _render_head(report, console)
+    fits = report.get("fit") or {}
+    for name in ("size", "depth", "age"):
+        if name in fits:
+            render_fit(name, fits[name], console)
+    console.print("fit: " + ", ".join(f"{name} p = {format_p((fits.get(name) or {}).get('p_value'))}"
+                                      for name in ("size", "depth", "age")), highlight=False)
+    fresh, aged = report.get("fresh"), report.get("aged")
+    if fresh or aged:
+        _render_fresh_vs_aged(fresh, aged, console)
+    _render_kept(report, console)
+    _render_notes(report, console)
+    console.print(f"[dim]op log sha256 {report.get('op_log_sha256')}[/]")
+
+
+def _render_head(report: dict, console: Console) -> None:
+    """Profile, seed and target; why it stopped; ops, fullness, overwrites, live files."""
     where = report.get("recipe") or report.get("fs") or "a directory"
     target = (report.get("target") or {}).get("describe", "")
     resumed = " (resumed)" if report.get("resumed") else ""
@@ -63,25 +80,24 @@ def render_age(report: dict, console: Console) -> None:
         + f"{report.get('live_files', 0):,} live files "
         f"({format_bytes(report.get('live_bytes') or 0)})"
         + (f" · convergence bound T = {bound:,} ops" if bound else ""), highlight=False)
-    fits = report.get("fit") or {}
-    for name in ("size", "depth", "age"):
-        if name in fits:
-            render_fit(name, fits[name], console)
-    console.print("fit: " + ", ".join(f"{name} p = {format_p((fits.get(name) or {}).get('p_value'))}"
-                                      for name in ("size", "depth", "age")), highlight=False)
-    fresh, aged = report.get("fresh"), report.get("aged")
-    if fresh or aged:
-        table = Table(title="fragmentation: fresh vs aged", title_justify="left")
-        for col in ("", "fresh", "aged", "aged / fresh"):
-            table.add_column(col, justify="right", no_wrap=True)
-        for row in frag_table(fresh, aged):
-            table.add_row(*row)
-        console.print(table)
-        if fresh and fresh.get("from_run"):
-            console.print(f"[dim]fresh numbers from run {fresh['from_run']} (this run resumed the aged image)[/]")
-        render_histograms([("fresh", fresh), ("aged", aged)], console, "free-space extent histogram")
-        render_errors("fresh", fresh, console)
-        render_errors("aged", aged, console)
+
+
+def _render_fresh_vs_aged(fresh: dict | None, aged: dict | None, console: Console) -> None:
+    table = Table(title="fragmentation: fresh vs aged", title_justify="left")
+    for col in ("", "fresh", "aged", "aged / fresh"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for row in frag_table(fresh, aged):
+        table.add_row(*row)
+    console.print(table)
+    if fresh and fresh.get("from_run"):
+        console.print(f"[dim]fresh numbers from run {fresh['from_run']} (this run resumed the aged image)[/]")
+    render_histograms([("fresh", fresh), ("aged", aged)], console, "free-space extent histogram")
+    render_errors("fresh", fresh, console)
+    render_errors("aged", aged, console)
+
+
+def _render_kept(report: dict, console: Console) -> None:
+    """What stays on disk: the snapshot (or why none), the aged image."""
     snap = report.get("snapshot")
     if snap and snap.get("method"):
         console.print(f"snapshot: [bold]{snap['path']}[/] ({snap['method']}, {format_bytes(snap['size_bytes'])} "
@@ -89,11 +105,12 @@ def render_age(report: dict, console: Console) -> None:
                       f"measure on it with --from-snapshot {snap['path']}", highlight=False)
     elif snap and snap.get("skipped"):
         console.print(f"[yellow]no snapshot[/]: {snap['skipped']}")
-    if report.get("image"):
-        kind = (report.get("target") or {}).get("kind")
-        if kind == "image":
-            console.print(f"aged image kept (unmounted): {report['image']} — age further with --resume",
-                          highlight=False)
+    if report.get("image") and (report.get("target") or {}).get("kind") == "image":
+        console.print(f"aged image kept (unmounted): {report['image']} — age further with --resume",
+                      highlight=False)
+
+
+def _render_notes(report: dict, console: Console) -> None:
     for note in report.get("notes") or []:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
     if report.get("stop_reason") == "enospc":
@@ -108,8 +125,6 @@ def render_age(report: dict, console: Console) -> None:
         console.print("[dim]note: --fallocate allocated blocks without writing data: unwritten extents, no delayed "
                       "allocation or writeback merging; copy-on-write/log-structured layouts not exercised as by "
                       "writes[/]")
-    console.print(f"[dim]op log sha256 {report.get('op_log_sha256')}[/]")
-
 
 
 def render_profile(profile, console: Console) -> None:
