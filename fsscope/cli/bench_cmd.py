@@ -138,6 +138,11 @@ def cmd_bench(args) -> int:
         return run_job("bench", spec, target, recipe, json_path=args.json, verbose=args.verbose,
                        render=render_bench)
 
+    return _cmd_recipes(args, spec, target)
+
+
+def _cmd_recipes(args, spec, target) -> int:
+    """--recipes a,b,...: one bench job per recipe in sequence, then the Welch t-tests."""
     if args.recipe:
         raise FsscopeError("--recipe and --recipes: name one recipe, or several to compare, not both")
     if target.kind == "dir":
@@ -163,20 +168,26 @@ def cmd_bench(args) -> int:
             reports[name] = captured[-1]
         if status != 0:
             break
-    out = out_console()
-    comparison = None
-    if len(reports) >= 2:
-        comparison = compare_recipe_reports(reports)
-        out.rule("[bold]comparison[/]")
-        render_comparison(comparison, out)
-    elif status == 0:
-        out.print("fewer than two recipes finished: no comparison")
+    comparison = _compare(reports, status)
     if args.json:
         doc = {"personality": spec.personality, "recipes": list(reports), "reports": reports,
                "comparison": comparison}
         write_json(args.json, doc)
         err_console.print(f"[dim]wrote {args.json}[/]")
     return status
+
+
+def _compare(reports: dict[str, dict], status: int) -> dict | None:
+    """The recipes' comparison, printed (None when fewer than two finished)."""
+    out = out_console()
+    if len(reports) < 2:
+        if status == 0:
+            out.print("fewer than two recipes finished: no comparison")
+        return None
+    comparison = compare_recipe_reports(reports)
+    out.rule("[bold]comparison[/]")
+    render_comparison(comparison, out)
+    return comparison
 
 
 def add_parser(sub) -> None:
