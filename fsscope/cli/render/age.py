@@ -34,9 +34,9 @@ def render_fit(name: str, fit: dict, console: Console) -> None:
     titles = {"size": "file size", "depth": "directory depth", "age": "relative age (youngest first)"}
     table = Table(title=f"{titles.get(name, name)}: chi-squared p = {format_p(fit.get('p_value'))}",
                   title_justify="left")
-    for col, justify in (("bucket", "right"), ("target", "right"), ("actual", "right"), ("files", "right"),
-                         ("actual █  target ┃", "left")):
-        table.add_column(col, justify=justify, no_wrap=True)
+    for col in ("bucket", "target", "actual", "files"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("actual █  target ┃", justify="left", no_wrap=True)
     targets, actuals = fit.get("target") or [], fit.get("actual") or []
     top = max([*targets, *actuals, 0.0])
     counts = fit.get("counts") or [None] * len(targets)
@@ -68,7 +68,7 @@ def _render_head(report: dict, console: Console) -> None:
     resumed = " (resumed)" if report.get("resumed") else ""
     console.print(f"[bold]aged[/] with profile [bold]{report.get('profile')}[/] (seed {report.get('seed')}) "
                   f"on [bold]{where}[/] {target}{resumed}", highlight=False)
-    style = {"enospc": "yellow", "cancelled": "yellow", "no_room": "yellow"}.get(report.get("stop_reason"), "green")
+    style = {"enospc": "yellow", "cancelled": "yellow", "no_room": "yellow"}.get(report.get("stop_reason") or "", "green")
     console.print(f"stopped: [{style}]{report.get('stop_reason')}[/] — {report.get('stop_note')}", highlight=False)
     bound = report.get("convergence_ops")
     console.print(

@@ -124,7 +124,7 @@ def _render_runs(runs: list[dict], console: Console) -> None:
     for i, run in enumerate(runs):
         table.add_row(*_run_row(i, run))
     console.print(table)
-    loops = {run.get("worker_loop") for run in runs if run.get("worker_loop")}
+    loops = {run["worker_loop"] for run in runs if run.get("worker_loop")}
     if loops:
         console.print("gen µs/op: the workers' own user CPU per op, the generator's cost "
                       f"({' and '.join(sorted(LOOP_NAMES.get(loop, loop) for loop in loops))})", highlight=False)
@@ -219,7 +219,7 @@ def _render_kernel(runs: list[dict], console: Console) -> None:
 def _render_placement(placement: dict | None, runs: list[dict], console: Console) -> None:
     if not placement:
         return
-    unit = next((r["placement"] for r in runs if (r.get("placement") or {}).get("available")), {})
+    unit: dict = next((r["placement"] for r in runs if (r.get("placement") or {}).get("available")), {})
     where = ", ".join(f"{x / 2**20:,.0f}" for x in placement["first_byte_median"])
     r = placement.get("pcc")
     console.print(f"dataset placement (Fig. 4): median first byte per run {where} MiB "

@@ -28,7 +28,7 @@ def _render_audit(findings: list[dict], console: Console) -> None:
     for col in ("", "item", "finding"):
         table.add_column(col, no_wrap=col != "finding")
     for f in findings:
-        mark, style = LIGHT.get(f.get("severity"), ("?", ""))
+        mark, style = LIGHT.get(f.get("severity") or "", ("?", ""))
         table.add_row(Text(mark, style=style), f.get("id", ""), Text(f.get("title", ""), style=style))
     console.print(table)
 
