@@ -15,6 +15,16 @@ def _us(ns) -> str:
 
 
 def render_probe(report: dict, console: Console) -> None:
+    _render_stats(report, console)
+    _render_flags(report, console)
+    render_kernel(report, console)
+    render_decisions(report, console)
+    if report.get("stopped_by"):
+        console.print(f"[red]stopped early:[/] {report['stopped_by']}")
+
+
+def _render_stats(report: dict, console: Console) -> None:
+    """Latency statistics per run, over all runs, and of the low and high groups."""
     stats = report.get("stats") or {}
     table = Table(title=f"{report['op']} × {report['files']} files, {report.get('runs_completed', report['runs'])} "
                   f"of {report['runs']} runs (latency in µs)", title_justify="left")
@@ -35,6 +45,10 @@ def render_probe(report: dict, console: Console) -> None:
     row("low group", low_high.get("low"))
     row("high group", low_high.get("high"))
     console.print(table)
+
+
+def _render_flags(report: dict, console: Console) -> None:
+    """The explained flags first, then unexplained ones up to MAX_FLAGS_SHOWN; kernel-only thresholds."""
     flags = report.get("flags") or []
     if not flags:
         console.print("no repeatable outliers, series or level shifts")
@@ -56,10 +70,6 @@ def render_probe(report: dict, console: Console) -> None:
         console.print(f"[dim]… and {len(flags) - len(shown)} more unexplained flags (all in --json and 'fsscope report')[/]")
     if report.get("noise_count"):
         console.print(f"[dim]{report['noise_count']} files were slow in too few runs to be structural (noise)[/]")
-    render_kernel(report, console)
-    render_decisions(report, console)
-    if report.get("stopped_by"):
-        console.print(f"[red]stopped early:[/] {report['stopped_by']}")
 
 
 def render_decisions(report: dict, console: Console) -> None:
