@@ -12,7 +12,8 @@ import numpy as np
 import psutil
 import pytest
 
-from fsscope.analysis import variation as v
+from fsscope.analysis.variation.metrics import relative_range
+from fsscope.analysis.variation.report import variation_report
 from fsscope.workloads import personalities as P
 
 DURATION_S = 2.0
@@ -114,12 +115,12 @@ def test_json_report_from_two_real_runs(scratch):
     spec = small_spec("varmail", duration_s=2.0)
     P.populate(scratch, spec)
     runs = [P.run(scratch, spec) for _ in range(2)]
-    report = v.variation_report("varmail", runs, window_sizes_s=(1,))
+    report = variation_report("varmail", runs, window_sizes_s=(1,))
     json.dumps(report, allow_nan=False)
     assert [r["ops_per_s"] for r in report["runs"]] == pytest.approx([r.ops_per_s for r in runs])
     assert len(report["runs"][0]["windows"]["1"]) == 2
     assert report["runs"][1]["ops"]["fsync"]["count"] == runs[1].op_count("fsync")
-    assert report["variation"]["relative_range"] == pytest.approx(v.relative_range([r.ops_per_s for r in runs]))
+    assert report["variation"]["relative_range"] == pytest.approx(relative_range([r.ops_per_s for r in runs]))
 
 
 def test_cancel_stops_the_run_early(scratch):

@@ -29,7 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fsscope.analysis import variation as V
+from fsscope.analysis.variation.grid import N_BUCKETS
+from fsscope.analysis.variation.metrics import ks_range, relative_range, relative_range_cdf, rsd
+from fsscope.analysis.variation.stats import pearson
 from fsscope.errors import FsscopeError
 from fsscope.layout.placement import dataset_placement
 from fsscope.recipes import Recipe
@@ -355,7 +357,7 @@ def run(ctx, spec: Spec) -> dict:
     def on_row(row: dict, done: int, total: int) -> None:
         ops = [r["ops_per_s"] for r in row.get("runs", [])]
         ctx.data("treatment", id=row["id"], fs=row.get("fs", ""), personality=row.get("personality", ""),
-                 knobs=row.get("knobs", {}), relative_range=V.relative_range(ops) if ops else None,
+                 knobs=row.get("knobs", {}), relative_range=relative_range(ops) if ops else None,
                  error=row.get("error"))
         ctx.data("variation_row", row=row)  # the whole row, for the TUI's figures (not logged)
         ctx.progress(done, total, unit="treatments")
@@ -375,7 +377,7 @@ def run(ctx, spec: Spec) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 def dense_hist(sparse: list) -> np.ndarray:
-    out = np.zeros(V.N_BUCKETS, dtype=np.int64)
+    out = np.zeros(N_BUCKETS, dtype=np.int64)
     if sparse:
         a = np.asarray(sparse, dtype=np.int64)
         out[a[:, 0]] = a[:, 1]
@@ -390,20 +392,20 @@ def configuration_stats(row: dict) -> dict:
     ks_per_op = {}
     if len(runs) > 1:
         for i, op in enumerate(runs[0]["op_names"]):
-            ks = V.ks_range([dense_hist(r["latency_hist"][i]) for r in runs])
+            ks = ks_range([dense_hist(r["latency_hist"][i]) for r in runs])
             ks_per_op[op] = None if np.isnan(ks) else ks
     finite = [v for v in ks_per_op.values() if v is not None]
-    rr = V.relative_range(ops)
+    rr = relative_range(ops)
     # Fig. 4: did the runs whose dataset started further into the device run slower?
     placed = [(r["placement"]["first_byte_median"], r["ops_per_s"]) for r in runs
               if (r.get("placement") or {}).get("available")]
-    placement_r = V.pearson([x for x, _ in placed], [y for _, y in placed]) if placed else math.nan
+    placement_r = pearson([x for x, _ in placed], [y for _, y in placed]) if placed else math.nan
     return {"id": row["id"], "configuration": f"{row['fs']}-{row['row']}", "fs": row["fs"], "row": row["row"],
             "knobs": row["knobs"], "personality": row["personality"],
             "runs": [{"ops_per_s": r["ops_per_s"], "elapsed_s": r["elapsed_s"], "timing_s": r.get("timing_s", {}),
                       "placement": r.get("placement")} for r in runs],
             "mean_ops_per_s": float(np.mean(ops)), "relative_range": None if np.isnan(rr) else rr,
-            "rsd": None if len(ops) < 2 else V.rsd(ops),
+            "rsd": None if len(ops) < 2 else rsd(ops),
             "ks_range": max(finite) if finite else None, "ks_range_per_op": ks_per_op,
             "placement_pcc": None if math.isnan(placement_r) else placement_r}
 
@@ -440,7 +442,7 @@ def report(plan: Plan, rows: list[dict], *, threshold: float = 0.10, windows=(),
     duration = float(plan.space.settings.get("duration_s", 5))
     windows = tuple(windows) or tuple(w for w in (1, 2, 5, 10) if w <= duration)
     counts = [[np.asarray(run["counts_per_bin"], dtype=np.float64) for run in r["runs"]] for r in ok]
-    cdf = V.relative_range_cdf(counts, BIN_S, windows)
+    cdf = relative_range_cdf(counts, BIN_S, windows)
     pairs = [(c["relative_range"], c["ks_range"]) for c in configs
              if c["relative_range"] is not None and c["ks_range"] is not None]
     pcc = {"r": None, "p": None, "configurations": len(pairs)}

@@ -30,7 +30,7 @@ Measurements (chosen so memory stays bounded however long the run):
 - completions, bytes and summed latency per op type per ``bin_s`` bin (int64, op x bin):
   Throughput-N is exact afterwards for any N that is a multiple of ``bin_s``;
 - one whole-run latency histogram per op type on the shared log-bucketed grid of
-  :mod:`fsscope.analysis.variation` (4480 buckets, percentiles within 0.4 %);
+  :mod:`fsscope.analysis.variation.grid` (4480 buckets, percentiles within 0.4 %);
 - per ``latency_window_s`` window and op type, the same histogram stored sparsely
   (window, op, bucket, count rows), so windowed percentiles and CDFs stay exact to 1 %.
 
