@@ -170,7 +170,7 @@ def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes:
             placement = dataset_placement(P.fileset_paths(mnt, pspec), recipe.fs, dev, str(mnt))
             timing["prepare_s"] = time.monotonic() - t
             t = time.monotonic()
-            result = P.run(mnt, pspec, mem_limit_bytes=mem_limit_bytes)
+            result = P.run(mnt, pspec, P.RunOptions(mem_limit_bytes=mem_limit_bytes))
             timing["measure_s"] = time.monotonic() - t
     finally:
         undo_group(journal, group)

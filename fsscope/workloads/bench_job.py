@@ -462,8 +462,9 @@ def _calibrate_duration(ctx, spec: Spec) -> tuple[Spec, dict[str, Any]]:
         pspec = personality_spec(spec, _capacity_bytes(ctx, fs))
         P.populate(fs.workdir, pspec, seed=spec.seed, evict_cache=True)
         ctx.after_populate()
-        P.run(fs.workdir, pspec, on_window=on_window, cancelled=lambda: ctx.cancelled or bool(settled),
-              mem_limit_bytes=spec.mem_limit_bytes)
+        P.run(fs.workdir, pspec, P.RunOptions(
+            on_window=on_window, cancelled=lambda: ctx.cancelled or bool(settled),
+            mem_limit_bytes=spec.mem_limit_bytes))
     chosen = settled[0] if settled else spec.duration_s
     windows = tuple(w for w in spec.window_sizes_s if w <= chosen)
     info = {"auto": True, "chosen_s": chosen, "settled": bool(settled), "cap_s": spec.duration_s,
@@ -506,9 +507,10 @@ def _measure(ctx, spec: Spec, pspec: P.PersonalitySpec, root: Path, fs, r: int, 
     sampler.start()
     try:
         # bins land in the run record as they are aggregated: a killed job keeps them
-        result = P.run(root, pspec, on_window=on_window, cancelled=lambda: ctx.cancelled,
-                       mem_limit_bytes=spec.mem_limit_bytes, on_start=sampler.watch,
-                       alloc=lambda name, shape: ctx.run_dir.open_array(f"run{r}_{name}", shape, fill=0))
+        result = P.run(root, pspec, P.RunOptions(
+            on_window=on_window, cancelled=lambda: ctx.cancelled,
+            mem_limit_bytes=spec.mem_limit_bytes, on_start=sampler.watch,
+            alloc=lambda name, shape: ctx.run_dir.open_array(f"run{r}_{name}", shape, fill=0)))
     finally:
         samples = sampler.stop()
     return result, samples

@@ -195,7 +195,7 @@ def one_run(target, step: str, pspec: P.PersonalitySpec, seed: int, snapshot: Pa
             facts["mount_count"] = mount_count(target.device) if recipe.fs == "ext4" else None
             facts["mkfs_argv"] = cmds.mkfs()
             facts["device"] = target.device
-            result = P.run(mounted.workdir, pspec, cancelled=cancelled)
+            result = P.run(mounted.workdir, pspec, P.RunOptions(cancelled=cancelled))
     finally:
         target.unmount()
     return facts | {"ops_per_s": result.ops_per_s, "elapsed_s": result.elapsed_s,
