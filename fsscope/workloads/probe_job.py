@@ -28,7 +28,8 @@ from fsscope.errors import FsscopeError
 from fsscope.explain.names import plain as plain_words
 from fsscope.jsonsafe import plain
 from fsscope.trace.jobs import ProbeTrace
-from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, native_call, pin_cpu, sync_once
+from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu, sync_once
+from fsscope.workloads.probe_loops import native_call
 
 Spec = ProbeSpec
 PROBE_DIR = "probe.d"
