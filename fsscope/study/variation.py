@@ -435,41 +435,52 @@ def shared_levels(configs: list[dict], flagged_ids: set) -> list[dict]:
 
 def report(plan: Plan, rows: list[dict], *, threshold: float = 0.10, windows=(), study_dir: str = "",
            elapsed_s: float | None = None) -> dict:
-    from scipy import stats
-
     ok = [r for r in rows if "error" not in r and r.get("runs")]
     configs = [configuration_stats(r) for r in ok]
     duration = float(plan.space.settings.get("duration_s", 5))
     windows = tuple(windows) or tuple(w for w in (1, 2, 5, 10) if w <= duration)
     counts = [[np.asarray(run["counts_per_bin"], dtype=np.float64) for run in r["runs"]] for r in ok]
     cdf = relative_range_cdf(counts, BIN_S, windows)
-    pairs = [(c["relative_range"], c["ks_range"]) for c in configs
-             if c["relative_range"] is not None and c["ks_range"] is not None]
-    pcc = {"r": None, "p": None, "configurations": len(pairs)}
-    if len(pairs) >= 3 and np.std([a for a, _ in pairs]) > 0 and np.std([b for _, b in pairs]) > 0:
-        res = stats.pearsonr([a for a, _ in pairs], [b for _, b in pairs])
-        pcc |= {"r": float(res.statistic), "p": float(res.pvalue)}
     flagged_ids = {c["id"] for c in configs if (c["relative_range"] or 0) > threshold}
-    timing = [run.get("timing_s", {}) for r in ok for run in r["runs"]]
-    prep = sum(t.get("prepare_s", 0) for t in timing)
-    meas = sum(t.get("measure_s", 0) for t in timing)
     out = {"study_dir": study_dir, "space": plan.space.name, "seed": plan.seed,
            "settings": dict(plan.space.settings), "planned": len(plan.treatments()), "completed": len(ok),
            "failed": [{"id": r["id"], "error": r.get("error")} for r in rows if r not in ok],
            "threshold": threshold, "configurations": configs,
            "relative_range_cdf": {f"{w:g}": np.column_stack(cdf[w]).tolist() if cdf[w][0].size else []
                                   for w in windows},
-           "pcc": pcc,
+           "pcc": _latency_throughput_pcc(configs),
            "flagged": [{"id": c["id"], "fs": c["fs"], "personality": c["personality"],
                         "relative_range": c["relative_range"], "knobs": c["knobs"]}
                        for c in configs if c["id"] in flagged_ids],
            "flagged_levels": shared_levels(configs, flagged_ids),
-           "time_share": {"prepare": prep / (prep + meas) if prep + meas else None,
-                          "measure": meas / (prep + meas) if prep + meas else None}}
+           "time_share": _time_share(ok)}
     if elapsed_s is not None:
         out["elapsed_s"] = round(elapsed_s, 2)
         out["configurations_per_hour"] = round(len(ok) / max(elapsed_s, 1e-9) * 3600, 1)
     return out
+
+
+def _latency_throughput_pcc(configs: list[dict]) -> dict:
+    """Pearson's r (and p) between the configurations' throughput relative range and latency
+    K-S range, over those that have both (None below 3, or when either is constant)."""
+    from scipy import stats
+
+    pairs = [(c["relative_range"], c["ks_range"]) for c in configs
+             if c["relative_range"] is not None and c["ks_range"] is not None]
+    pcc = {"r": None, "p": None, "configurations": len(pairs)}
+    if len(pairs) >= 3 and np.std([a for a, _ in pairs]) > 0 and np.std([b for _, b in pairs]) > 0:
+        res = stats.pearsonr([a for a, _ in pairs], [b for _, b in pairs])
+        pcc |= {"r": float(res.statistic), "p": float(res.pvalue)}
+    return pcc
+
+
+def _time_share(ok: list[dict]) -> dict:
+    """The share of the runs' time spent preparing (mkfs, populate…) and measuring."""
+    timing = [run.get("timing_s", {}) for r in ok for run in r["runs"]]
+    prep = sum(t.get("prepare_s", 0) for t in timing)
+    meas = sum(t.get("measure_s", 0) for t in timing)
+    return {"prepare": prep / (prep + meas) if prep + meas else None,
+            "measure": meas / (prep + meas) if prep + meas else None}
 
 
 def check_spec(spec: Spec) -> None:
