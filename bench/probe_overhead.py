@@ -48,7 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchlib  # noqa: E402
 
-from fsscope.workloads.probe import ProbeSpec, measure_run, native_call, pin_cpu  # noqa: E402
+from fsscope.workloads.probe import ProbeSpec, measure_run, pin_cpu  # noqa: E402
+from fsscope.workloads.probe_loops import native_call  # noqa: E402
 
 TARGET = 1.1  # probe / C, median per-call creat latency, sync_before=each
 

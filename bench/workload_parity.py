@@ -85,7 +85,7 @@ class PythonLoops:
 
     @staticmethod
     def run(root, spec):
-        return P.run(root, spec, native_loops=False)
+        return P.run(root, spec, P.RunOptions(native_loops=False))
 
 
 def load_reference(commit: str, into: Path):

@@ -88,7 +88,7 @@ def personality_rates(where: str, fresh_dir: Callable[[], Any], duration_s: floa
             spec = P.default_spec(name, capacity_bytes=capacity_bytes, duration_s=duration_s, seed=1)
             populated = P.populate(workdir, spec, seed=1)
             cpu0, t0 = self_cpu_s(), time.monotonic()
-            result = P.run(workdir, spec, mem_limit_bytes=mem_limit_bytes)
+            result = P.run(workdir, spec, P.RunOptions(mem_limit_bytes=mem_limit_bytes))
             wall_s, parent_cpu_s = time.monotonic() - t0, self_cpu_s() - cpu0
             tn = result.throughput(1.0)
             busiest = max(result.op_names, key=result.op_count)

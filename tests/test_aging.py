@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fsscope.aging import ager, fit
+from fsscope.aging import fit, session
 from fsscope.aging import profile as prof
 from fsscope.aging.ager import STATE_FILE, AgingError, AgingSpec, age, read_state
 from fsscope.aging.profile import ProfileError, load_profile
@@ -315,7 +315,7 @@ def test_ages_to_fullness_and_stops_on_confidence(ram_dir):
     assert result.phase == "stable" and result.ops < 5 * result.convergence_ops
     tree = walk(ram_dir, small, result.ops)
     assert tree["n"] == result.live_files
-    assert abs(tree["bytes"] / (4 * MIB) - 0.5) <= 0.5 * ager.FULLNESS_BAND + 1e-9
+    assert abs(tree["bytes"] / (4 * MIB) - 0.5) <= 0.5 * session.FULLNESS_BAND + 1e-9
     assert result.fullness == pytest.approx(tree["bytes"] / (4 * MIB))
     weights = {"size": small.size_weights, "depth": small.depth_weights, "age": small.age_weights}
     for name in ("size", "depth", "age"):
@@ -547,7 +547,7 @@ def test_ages_its_own_tmpfs_to_the_target_fullness(tmpfs_mount):
     vfs = os.statvfs(mount)
     measured = (vfs.f_blocks - vfs.f_bfree) / vfs.f_blocks
     assert result.fullness == pytest.approx(measured)
-    assert abs(measured - 0.6) < 0.6 * ager.FULLNESS_BAND + 0.02
+    assert abs(measured - 0.6) < 0.6 * session.FULLNESS_BAND + 0.02
     assert result.capacity_bytes == vfs.f_blocks * vfs.f_frsize
 
 
@@ -582,7 +582,7 @@ def test_ends_within_tolerance_of_its_target_on_xfs(fresh_fs, workers):
     assert abs(settled - 0.5) <= FULLNESS_TOLERANCE, settled
     # what the progress bar showed stayed inside the band the stable phase holds
     shown = [e["fullness"] for e in events]
-    assert shown and max(shown) <= 0.5 * (1 + ager.FULLNESS_BAND) + ager.SETTLE_GAP, shown
+    assert shown and max(shown) <= 0.5 * (1 + session.FULLNESS_BAND) + session.SETTLE_GAP, shown
 
 
 @pytest.mark.privileged

@@ -14,7 +14,8 @@ import pytest
 
 from fsscope import recipes, store
 from fsscope.analysis import generator
-from fsscope.analysis import variation as v
+from fsscope.analysis.variation.grid import bucket_mid_ns
+from fsscope.analysis.variation.stats import welch
 from fsscope.engine import runner
 from fsscope.targets import TargetSpec
 from fsscope.targets.existing import existing_fs
@@ -44,7 +45,7 @@ def hist_percentile(hist: np.ndarray, q: float) -> float:
     """Nearest-rank percentile of a bucket histogram, written out here (not the library's)."""
     cumulative = np.cumsum(hist)
     index = int(np.argmax(cumulative >= math.ceil(q / 100 * cumulative[-1])))
-    return float(v.bucket_mid_ns(index))
+    return float(bucket_mid_ns(index))
 
 
 def check_against_arrays(report: dict, window_s: int) -> None:
@@ -198,7 +199,7 @@ def test_recipes_comparison(cli, scratch):
     (pair,) = comparison["pairs"]
     ext4 = [r["ops_per_s"] for r in doc["reports"]["ext4-default"]["runs"]]
     xfs = [r["ops_per_s"] for r in doc["reports"]["xfs-default"]["runs"]]
-    expected = v.welch(ext4, xfs, labels=("ext4-default", "xfs-default"))
+    expected = welch(ext4, xfs, labels=("ext4-default", "xfs-default"))
     assert pair["winner"] == expected.winner
     if pair["winner"] is not None:
         assert pair["p"] < 0.05

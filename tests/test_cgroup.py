@@ -80,7 +80,7 @@ def test_workers_run_under_a_64mib_limit_and_the_cgroup_is_removed(scratch):
             cg_dir = next(p for p in [support.parent / rel.name] if p.exists())
             seen[pid] = (cg_dir, int(limit_file(cg_dir, support.version).read_text()))
 
-    result = P.run(scratch, spec, mem_limit_bytes=LIMIT_BYTES, on_start=on_start)
+    result = P.run(scratch, spec, P.RunOptions(mem_limit_bytes=LIMIT_BYTES, on_start=on_start))
     assert set(seen) == set(result.worker_pids) and len(seen) == min(2, os.cpu_count())
     dirs = {d for d, _ in seen.values()}
     assert len(dirs) == 1 and next(iter(dirs)).name.startswith("fsscope-")

@@ -133,7 +133,7 @@ def test_a_run_that_measured_nothing_is_flagged(tmp_path):
     spec = P.default_spec("fileserver", capacity_bytes=64 << 20, workers=2, duration_s=1.0)
     with tmpfs(tmp_path / "fs", "size=64M") as root:
         P.populate(root, spec, evict_cache=False)
-        result = P.run(root, spec, mem_limit_bytes=1024)
+        result = P.run(root, spec, P.RunOptions(mem_limit_bytes=1024))
     assert result.total_ops == 0
     flag = _nothing_flag(0, result)
     assert flag["kind"] == "nothing_measured" and "OOM" in flag["note"], flag

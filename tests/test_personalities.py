@@ -12,7 +12,8 @@ import numpy as np
 import psutil
 import pytest
 
-from fsscope.analysis import variation as v
+from fsscope.analysis.variation.metrics import relative_range
+from fsscope.analysis.variation.report import variation_report
 from fsscope.workloads import personalities as P
 
 DURATION_S = 2.0
@@ -62,7 +63,7 @@ def test_short_run_executes_and_counts_every_op(workdir, name):
 
     samples: list[P.LiveSample] = []
     log = workdir / P.LOG_DIR / "webserver.log"
-    result = P.run(workdir, spec, on_window=samples.append, on_start=on_start)
+    result = P.run(workdir, spec, P.RunOptions(on_window=samples.append, on_start=on_start))
 
     # every op type executed, no errors, counts consistent across all the arrays
     counts = {op: result.op_count(op) for op in spec.op_names}
@@ -114,19 +115,19 @@ def test_json_report_from_two_real_runs(scratch):
     spec = small_spec("varmail", duration_s=2.0)
     P.populate(scratch, spec)
     runs = [P.run(scratch, spec) for _ in range(2)]
-    report = v.variation_report("varmail", runs, window_sizes_s=(1,))
+    report = variation_report("varmail", runs, window_sizes_s=(1,))
     json.dumps(report, allow_nan=False)
     assert [r["ops_per_s"] for r in report["runs"]] == pytest.approx([r.ops_per_s for r in runs])
     assert len(report["runs"][0]["windows"]["1"]) == 2
     assert report["runs"][1]["ops"]["fsync"]["count"] == runs[1].op_count("fsync")
-    assert report["variation"]["relative_range"] == pytest.approx(v.relative_range([r.ops_per_s for r in runs]))
+    assert report["variation"]["relative_range"] == pytest.approx(relative_range([r.ops_per_s for r in runs]))
 
 
 def test_cancel_stops_the_run_early(scratch):
     spec = small_spec("fileserver", duration_s=30.0)
     P.populate(scratch, spec)
     t0 = time.monotonic()
-    result = P.run(scratch, spec, cancelled=lambda: time.monotonic() - t0 > 1.0)
+    result = P.run(scratch, spec, P.RunOptions(cancelled=lambda: time.monotonic() - t0 > 1.0))
     wall_s = time.monotonic() - t0
     assert result.cancelled
     assert wall_s < 15.0 and result.elapsed_s < 5.0  # far from the 30 s asked; slack for a slow CI
@@ -181,7 +182,7 @@ def test_telemetry_beside_a_run_sees_the_workers_io(scratch):
     P.populate(scratch, spec)
     live = []
     sampler = TelemetrySampler(interval_s=0.5, on_sample=live.append).start()
-    result = P.run(scratch, spec, on_start=sampler.watch)
+    result = P.run(scratch, spec, P.RunOptions(on_start=sampler.watch))
     samples = sampler.stop()
     assert len(samples) >= 4 and np.all(np.diff(samples.t_s) > 0)
     assert samples.disk_write_bytes.shape == (len(samples), len(samples.disks))
@@ -345,7 +346,7 @@ def test_the_c_loops_run_the_python_loops_op_mix(scratch, name):
     unit = min(per_iteration, key=per_iteration.get)          # an op done once per iteration
     for native_loops in (True, False):
         P.populate(scratch, spec, evict_cache=False)
-        result = P.run(scratch, spec, native_loops=native_loops)
+        result = P.run(scratch, spec, P.RunOptions(native_loops=native_loops))
         assert result.worker_loop == ("native" if native_loops else "python") and not result.notes
         assert result.errors.tolist() == [0] * len(spec.op_names)
         n = {op: result.op_count(op) for op in spec.op_names}

@@ -21,7 +21,6 @@ from fsscope.errors import FsscopeError, ToolError
 from fsscope.workloads.probe import (
     NOT_REACHED_NS,
     OPS,
-    SYMLINK_TARGET,
     ProbeRunError,
     ProbeSpec,
     default_cpu,
@@ -30,6 +29,7 @@ from fsscope.workloads.probe import (
     pin_cpu,
     renamed_name,
 )
+from fsscope.workloads.probe_loops import SYMLINK_TARGET
 
 
 def _fs_type(path: Path) -> str:
@@ -107,11 +107,11 @@ def test_every_op_does_its_work_and_times_it(op: str, target: tuple[str, Path], 
 
 
 def test_without_a_c_compiler_the_python_timed_loop_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from fsscope.workloads import probe
+    from fsscope.workloads import probe_loops
 
     monkeypatch.setenv("FSSCOPE_HOME", str(tmp_path / "home"))   # nothing built there yet
     monkeypatch.setenv("CC", "/bin/false")                       # a compiler that fails
-    assert probe.native_call() == (None, "/bin/false failed on probe_calls.c: 1")
+    assert probe_loops.native_call() == (None, "/bin/false failed on probe_calls.c: 1")
     (tmp_path / "run").mkdir()
     latency_ns = measure_run(tmp_path / "run", ProbeSpec(files=50, sync_before="none"))
     assert (latency_ns > 0).all() and len(_names(tmp_path / "run")) == 50

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from test_study_engine import dask_cluster  # noqa: F401 - the real scheduler + workers fixture
 
-from fsscope.analysis import variation as V
+from fsscope.analysis.variation.metrics import relative_range
+from fsscope.analysis.variation.stats import range_change
 from fsscope.errors import FsscopeError
 from fsscope.study import diskstate
 from fsscope.study import space as spaces
@@ -116,7 +117,7 @@ def test_study_cli_end_to_end_and_resume(tmp_path, cli):
     for c in rep["configurations"]:
         d = by_id[c["id"]]
         ops = [r["ops_per_s"] for r in c["runs"]]
-        assert d["relative_range"] == pytest.approx(V.relative_range(ops)) == pytest.approx(c["relative_range"])
+        assert d["relative_range"] == pytest.approx(relative_range(ops)) == pytest.approx(c["relative_range"])
         assert d["ks_range"] == pytest.approx(c["ks_range"])
         row = next(r for r in rows if r["id"] == c["id"])
         assert np.sum(row["runs"][0]["counts_per_bin"]) > 0
@@ -156,7 +157,7 @@ def test_ladder_steps_change_what_they_claim(tmp_path, cli, loop_device, where):
     assert list(ladder) == ["baseline", "no_lazy", "umount", "alloc"]
     for step in ladder.values():
         assert len(step["runs"]) == 2 and all(r["ops_per_s"] > 0 and len(r["image_sha256"]) == 64 for r in step["runs"])
-        assert step["relative_range"] == pytest.approx(V.relative_range([r["ops_per_s"] for r in step["runs"]]))
+        assert step["relative_range"] == pytest.approx(relative_range([r["ops_per_s"] for r in step["runs"]]))
     # no_lazy: the mkfs that ran wrote inode tables and journal up front; baseline's did not
     assert all("lazy_itable_init=0,lazy_journal_init=0" in " ".join(r["mkfs_argv"]) for r in ladder["no_lazy"]["runs"])
     assert not any("lazy_itable_init" in " ".join(r["mkfs_argv"]) for r in ladder["baseline"]["runs"])
@@ -169,7 +170,7 @@ def test_ladder_steps_change_what_they_claim(tmp_path, cli, loop_device, where):
     assert len({r["image_sha256"] for r in ladder["umount"]["runs"]}) == 2
     # each step against the one before, recomputed from the runs: 2+2 runs can never show a growth
     for prev, step in zip(ladder, list(ladder)[1:]):
-        change = V.range_change(*([r["ops_per_s"] for r in ladder[s]["runs"]] for s in (prev, step)))
+        change = range_change(*([r["ops_per_s"] for r in ladder[s]["runs"]] for s in (prev, step)))
         assert ladder[step]["vs_previous"] == {"step": prev, "p": pytest.approx(change.p), "grew": False,
                                                "note": change.note, "verdict": "inconclusive",
                                                "p_fell": pytest.approx(change.p_fell),

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-from fsscope.analysis.variation import relative_range, rsd, throughput_bands, throughput_n
+from fsscope.analysis.variation.metrics import relative_range, rsd, throughput_bands, throughput_n
 
 MAX_RUNS = 100_000
 STABLE_POINTS = 5          # cumulative-throughput samples the band must hold over

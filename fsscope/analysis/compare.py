@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from fsscope.analysis import variation
+from fsscope.analysis.variation.temporal import compare_recipes
 from fsscope.format import format_bytes
 from fsscope.jsonsafe import plain
 from fsscope.layout.summary import FRAG_ROWS, summary_rows
@@ -206,7 +206,7 @@ def compare_reports(job: str, a: dict, b: dict) -> list[dict]:
 def compare_recipe_reports(reports: dict[str, dict], alpha: float = 0.05) -> dict:
     """Welch t-tests on cumulative throughput for every pair of recipes' bench reports
     (winner only where significant), plus the Throughput-N window flag of
-    :func:`fsscope.analysis.variation.compare_recipes`."""
+    :func:`fsscope.analysis.compare_recipes`."""
     names = list(reports)
     first = next(iter(reports.values()))
     window_s = ((first.get("spec") or {}).get("window_sizes_s") or [10])[0]
@@ -229,7 +229,7 @@ def compare_recipe_reports(reports: dict[str, dict], alpha: float = 0.05) -> dic
     wins = {name: 0 for name in names}
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            verdict, flag = variation.compare_recipes(ops(a), ops(b), tn(a), tn(b), window_s, labels=(a, b),
+            verdict, flag = compare_recipes(ops(a), ops(b), tn(a), tn(b), window_s, labels=(a, b),
                                                       alpha=alpha)
             if verdict.winner:
                 wins[verdict.winner] += 1

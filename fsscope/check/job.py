@@ -206,7 +206,7 @@ def _calibrate(ctx, spec: Spec, pspec, runs: int, duration_s: float, overhead: f
                 ctx.progress(r * duration_s + min(sample.t_s, duration_s), runs * duration_s, unit="s",
                              info=f"run {r + 1}/{runs}  {sample.ops_per_s:,.0f} ops/s")
 
-            result = P.run(fs.workdir, pspec, on_window=on_window, cancelled=lambda: ctx.cancelled)
+            result = P.run(fs.workdir, pspec, P.RunOptions(on_window=on_window, cancelled=lambda: ctx.cancelled))
         if result.cancelled:
             break
         c = result.counts.sum(axis=0)

@@ -34,25 +34,10 @@ def decide(findings: list[Finding], calibration: dict[str, Any] | None) -> Verdi
     # device traffic no user process is behind (a fresh fs's first seconds) is not another tenant
     blocking = [f for f in bad if f.id in BLOCKING and not (f.id == "other-io" and f.values.get("kernel_only"))]
     fixes = [_fix_line(f) for f in bad]
-    cal_problems: list[str] = []
-    cal_blocking = None
-    n = t = None
-    if calibration is not None:
-        done = len(calibration.get("runs") or [])
-        n = calibration.get("runs_needed")
-        t = max([x for x in (calibration.get("duration_s_needed"), calibration.get("window_s_needed")) if x] or [0])
-        cv = calibration.get("cv")
-        prec = f"±{(calibration.get('precision') or 0.05) * 100:g} %"
-        if done < 2:
-            cal_blocking = f"calibration finished {done} run(s): no run-to-run variation measured (raise --budget)"
-        elif n is not None and n > TOO_MANY_RUNS:
-            cal_blocking = (f"runs vary too much: CV {cv:.1%} would need {n} runs for {prec} "
-                            "— find the noise first (the findings above, or a quieter machine)")
-        elif n is not None and n > MANY_RUNS:
-            cal_problems.append(f"CV {cv:.1%}: {n} runs needed for {prec} (lower the noise, or accept a wider interval)")
-        if not cal_blocking and calibration.get("duration_s_needed") is None:
-            cal_problems.append(f"cumulative throughput did not settle within the {calibration.get('run_s') or 0:g}-s "
-                                "calibration runs: run longer (--budget) to find the run length")
+    cal_blocking, cal_problems = _calibration_problems(calibration) if calibration is not None else (None, [])
+    n = calibration.get("runs_needed") if calibration is not None else None
+    t = (max([x for x in (calibration.get("duration_s_needed"), calibration.get("window_s_needed")) if x] or [0])
+         if calibration is not None else None)
     if blocking or cal_blocking:
         what = blocking[0].title if blocking else cal_blocking
         items = fixes + ([cal_blocking] if cal_blocking else [])
@@ -65,3 +50,24 @@ def decide(findings: list[Finding], calibration: dict[str, Any] | None) -> Verdi
         return Verdict("fit", "fit: no bad findings (calibration skipped: no runs-needed figure)", warns)
     length = math.ceil(t) if t else None
     return Verdict("fit", f"fit: benchmark with ≥ {n} runs" + (f" of ≥ {length} s each" if length else ""), warns)
+
+
+def _calibration_problems(calibration: dict[str, Any]) -> tuple[str | None, list[str]]:
+    """(what makes the calibration unfit, or None; what calls for caution)."""
+    problems: list[str] = []
+    blocking = None
+    done = len(calibration.get("runs") or [])
+    n = calibration.get("runs_needed")
+    cv = calibration.get("cv")
+    prec = f"±{(calibration.get('precision') or 0.05) * 100:g} %"
+    if done < 2:
+        blocking = f"calibration finished {done} run(s): no run-to-run variation measured (raise --budget)"
+    elif n is not None and n > TOO_MANY_RUNS:
+        blocking = (f"runs vary too much: CV {cv:.1%} would need {n} runs for {prec} "
+                    "— find the noise first (the findings above, or a quieter machine)")
+    elif n is not None and n > MANY_RUNS:
+        problems.append(f"CV {cv:.1%}: {n} runs needed for {prec} (lower the noise, or accept a wider interval)")
+    if not blocking and calibration.get("duration_s_needed") is None:
+        problems.append(f"cumulative throughput did not settle within the {calibration.get('run_s') or 0:g}-s "
+                        "calibration runs: run longer (--budget) to find the run length")
+    return blocking, problems

@@ -11,7 +11,7 @@ Kind = Literal["outlier", "series", "level_shift", "linear"]
 #: Ops that add one directory entry (and one inode) per timed call.
 CREATING_OPS = frozenset({"creat", "mkdir", "symlink", "write-fsync"})
 
-#: The probe's symlink target length (fsscope.workloads.probe.SYMLINK_TARGET).
+#: The probe's symlink target length (fsscope.workloads.probe_loops.SYMLINK_TARGET).
 DEFAULT_SYMLINK_TARGET_BYTES = 22
 DEFAULT_WRITE_BYTES = 4096
 

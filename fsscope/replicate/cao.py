@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fsscope import recipes
-from fsscope.analysis.variation import relative_range
+from fsscope.analysis.variation.metrics import relative_range
 from fsscope.replicate.base import Finding, run_engine_job
 from fsscope.targets import TargetSpec
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fsscope import recipes
-from fsscope.analysis.variation import welch
+from fsscope.analysis.variation.stats import welch
 from fsscope.replicate.base import Finding, private_image, run_engine_job
 from fsscope.targets import TargetSpec
 

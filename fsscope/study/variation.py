@@ -29,7 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fsscope.analysis import variation as V
+from fsscope.analysis.variation.grid import N_BUCKETS
+from fsscope.analysis.variation.metrics import ks_range, relative_range, relative_range_cdf, rsd
+from fsscope.analysis.variation.stats import pearson
 from fsscope.errors import FsscopeError
 from fsscope.layout.placement import dataset_placement
 from fsscope.recipes import Recipe
@@ -168,7 +170,7 @@ def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes:
             placement = dataset_placement(P.fileset_paths(mnt, pspec), recipe.fs, dev, str(mnt))
             timing["prepare_s"] = time.monotonic() - t
             t = time.monotonic()
-            result = P.run(mnt, pspec, mem_limit_bytes=mem_limit_bytes)
+            result = P.run(mnt, pspec, P.RunOptions(mem_limit_bytes=mem_limit_bytes))
             timing["measure_s"] = time.monotonic() - t
     finally:
         undo_group(journal, group)
@@ -355,7 +357,7 @@ def run(ctx, spec: Spec) -> dict:
     def on_row(row: dict, done: int, total: int) -> None:
         ops = [r["ops_per_s"] for r in row.get("runs", [])]
         ctx.data("treatment", id=row["id"], fs=row.get("fs", ""), personality=row.get("personality", ""),
-                 knobs=row.get("knobs", {}), relative_range=V.relative_range(ops) if ops else None,
+                 knobs=row.get("knobs", {}), relative_range=relative_range(ops) if ops else None,
                  error=row.get("error"))
         ctx.data("variation_row", row=row)  # the whole row, for the TUI's figures (not logged)
         ctx.progress(done, total, unit="treatments")
@@ -375,7 +377,7 @@ def run(ctx, spec: Spec) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 def dense_hist(sparse: list) -> np.ndarray:
-    out = np.zeros(V.N_BUCKETS, dtype=np.int64)
+    out = np.zeros(N_BUCKETS, dtype=np.int64)
     if sparse:
         a = np.asarray(sparse, dtype=np.int64)
         out[a[:, 0]] = a[:, 1]
@@ -390,20 +392,20 @@ def configuration_stats(row: dict) -> dict:
     ks_per_op = {}
     if len(runs) > 1:
         for i, op in enumerate(runs[0]["op_names"]):
-            ks = V.ks_range([dense_hist(r["latency_hist"][i]) for r in runs])
+            ks = ks_range([dense_hist(r["latency_hist"][i]) for r in runs])
             ks_per_op[op] = None if np.isnan(ks) else ks
     finite = [v for v in ks_per_op.values() if v is not None]
-    rr = V.relative_range(ops)
+    rr = relative_range(ops)
     # Fig. 4: did the runs whose dataset started further into the device run slower?
     placed = [(r["placement"]["first_byte_median"], r["ops_per_s"]) for r in runs
               if (r.get("placement") or {}).get("available")]
-    placement_r = V.pearson([x for x, _ in placed], [y for _, y in placed]) if placed else math.nan
+    placement_r = pearson([x for x, _ in placed], [y for _, y in placed]) if placed else math.nan
     return {"id": row["id"], "configuration": f"{row['fs']}-{row['row']}", "fs": row["fs"], "row": row["row"],
             "knobs": row["knobs"], "personality": row["personality"],
             "runs": [{"ops_per_s": r["ops_per_s"], "elapsed_s": r["elapsed_s"], "timing_s": r.get("timing_s", {}),
                       "placement": r.get("placement")} for r in runs],
             "mean_ops_per_s": float(np.mean(ops)), "relative_range": None if np.isnan(rr) else rr,
-            "rsd": None if len(ops) < 2 else V.rsd(ops),
+            "rsd": None if len(ops) < 2 else rsd(ops),
             "ks_range": max(finite) if finite else None, "ks_range_per_op": ks_per_op,
             "placement_pcc": None if math.isnan(placement_r) else placement_r}
 
@@ -433,41 +435,52 @@ def shared_levels(configs: list[dict], flagged_ids: set) -> list[dict]:
 
 def report(plan: Plan, rows: list[dict], *, threshold: float = 0.10, windows=(), study_dir: str = "",
            elapsed_s: float | None = None) -> dict:
-    from scipy import stats
-
     ok = [r for r in rows if "error" not in r and r.get("runs")]
     configs = [configuration_stats(r) for r in ok]
     duration = float(plan.space.settings.get("duration_s", 5))
     windows = tuple(windows) or tuple(w for w in (1, 2, 5, 10) if w <= duration)
     counts = [[np.asarray(run["counts_per_bin"], dtype=np.float64) for run in r["runs"]] for r in ok]
-    cdf = V.relative_range_cdf(counts, BIN_S, windows)
-    pairs = [(c["relative_range"], c["ks_range"]) for c in configs
-             if c["relative_range"] is not None and c["ks_range"] is not None]
-    pcc = {"r": None, "p": None, "configurations": len(pairs)}
-    if len(pairs) >= 3 and np.std([a for a, _ in pairs]) > 0 and np.std([b for _, b in pairs]) > 0:
-        res = stats.pearsonr([a for a, _ in pairs], [b for _, b in pairs])
-        pcc |= {"r": float(res.statistic), "p": float(res.pvalue)}
+    cdf = relative_range_cdf(counts, BIN_S, windows)
     flagged_ids = {c["id"] for c in configs if (c["relative_range"] or 0) > threshold}
-    timing = [run.get("timing_s", {}) for r in ok for run in r["runs"]]
-    prep = sum(t.get("prepare_s", 0) for t in timing)
-    meas = sum(t.get("measure_s", 0) for t in timing)
     out = {"study_dir": study_dir, "space": plan.space.name, "seed": plan.seed,
            "settings": dict(plan.space.settings), "planned": len(plan.treatments()), "completed": len(ok),
            "failed": [{"id": r["id"], "error": r.get("error")} for r in rows if r not in ok],
            "threshold": threshold, "configurations": configs,
            "relative_range_cdf": {f"{w:g}": np.column_stack(cdf[w]).tolist() if cdf[w][0].size else []
                                   for w in windows},
-           "pcc": pcc,
+           "pcc": _latency_throughput_pcc(configs),
            "flagged": [{"id": c["id"], "fs": c["fs"], "personality": c["personality"],
                         "relative_range": c["relative_range"], "knobs": c["knobs"]}
                        for c in configs if c["id"] in flagged_ids],
            "flagged_levels": shared_levels(configs, flagged_ids),
-           "time_share": {"prepare": prep / (prep + meas) if prep + meas else None,
-                          "measure": meas / (prep + meas) if prep + meas else None}}
+           "time_share": _time_share(ok)}
     if elapsed_s is not None:
         out["elapsed_s"] = round(elapsed_s, 2)
         out["configurations_per_hour"] = round(len(ok) / max(elapsed_s, 1e-9) * 3600, 1)
     return out
+
+
+def _latency_throughput_pcc(configs: list[dict]) -> dict:
+    """Pearson's r (and p) between the configurations' throughput relative range and latency
+    K-S range, over those that have both (None below 3, or when either is constant)."""
+    from scipy import stats
+
+    pairs = [(c["relative_range"], c["ks_range"]) for c in configs
+             if c["relative_range"] is not None and c["ks_range"] is not None]
+    pcc = {"r": None, "p": None, "configurations": len(pairs)}
+    if len(pairs) >= 3 and np.std([a for a, _ in pairs]) > 0 and np.std([b for _, b in pairs]) > 0:
+        res = stats.pearsonr([a for a, _ in pairs], [b for _, b in pairs])
+        pcc |= {"r": float(res.statistic), "p": float(res.pvalue)}
+    return pcc
+
+
+def _time_share(ok: list[dict]) -> dict:
+    """The share of the runs' time spent preparing (mkfs, populate…) and measuring."""
+    timing = [run.get("timing_s", {}) for r in ok for run in r["runs"]]
+    prep = sum(t.get("prepare_s", 0) for t in timing)
+    meas = sum(t.get("measure_s", 0) for t in timing)
+    return {"prepare": prep / (prep + meas) if prep + meas else None,
+            "measure": meas / (prep + meas) if prep + meas else None}
 
 
 def check_spec(spec: Spec) -> None:

@@ -26,6 +26,7 @@ import shutil
 import stat
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -259,81 +260,121 @@ def _path(entry: Entry) -> str:
 def undo(entry: Entry) -> str | None:
     """Undo one entry if its action took effect and the resource is still the one it made;
     return a line saying what was done."""
+    action = _UNDO.get(entry.kind)
+    return action(entry) if action is not None else None
+
+
+def _undo_cgroup(entry: Entry) -> str | None:
+    """A job's cgroup: kill what it left running, then remove it."""
     f = entry.fields
-    if entry.kind == "cgroup":  # a job's cgroup: kill what it left running, then remove it
-        if not _fsscope_named(f["path"], ("cgroup2", "cgroup")):
-            return f"left {f['path']} alone: not a cgroup fsscope makes"
-        killed = proctree.kill_and_remove(Path(f["path"]), Path(f["home"]) if f.get("home") else None)
-        if killed:
-            return f"killed what the job left running: {', '.join(killed)}"
-    elif entry.kind == "mount":
-        if held_mount(entry) is not None:
-            try:
-                tools.run("umount", f["mountpoint"], own_group=True)
-            except ToolError:
-                try:
-                    tools.run("umount", "-l", f["mountpoint"], own_group=True)  # busy: detach now, free when unused
-                except ToolError:
-                    if held_mount(entry) is not None:  # not a killed umount whose unmount took effect
-                        raise
-            return f"unmounted {f['mountpoint']}"
-    elif entry.kind == "scheduler":
-        queue = Path(f["queue"])
-        still_ours = identity.diskseq(f["device"]) == f.get("diskseq") and queue.exists()
-        if still_ours and f"[{f['previous']}]" not in queue.read_text():
-            queue.write_text(f["previous"])
-            return f"restored I/O scheduler {f['previous']} on {f['device']}"
-    elif entry.kind == "loop":
-        done = []
-        for dev in held_loops(entry):
-            try:
-                tools.run("losetup", "-d", dev, own_group=True)
-            except ToolError:
-                if dev in held_loops(entry):  # not one another cleanup detached meanwhile
-                    raise
-            done.append(dev)
-        if done:
-            # losetup -d on a busy device only sets autoclear: say "detached" once it is true
-            deadline = time.monotonic() + 5.0
-            while held_loops(entry) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            busy = held_loops(entry)
-            if busy:
-                return (f"asked to detach {', '.join(busy)} ({f['image']}), but it is still in use: "
-                        "the kernel detaches it when the last user closes it")
-            return f"detached {', '.join(done)} ({f['image']})"
-    elif entry.kind == "image":
-        if os.path.lexists(f["path"]):
-            if not _still_ours(f["path"], f.get("ident"), image=True):
-                return f"left {f['path']} alone: it is not the image fsscope made there"
-            os.unlink(f["path"])
-            return f"removed image {f['path']}"
-    elif entry.kind == "mountdir":
-        removed = []
-        paths, idents = f.get("paths") or [f["path"]], f.get("idents") or []
-        for i, path in enumerate(paths):  # deepest first: the parents fsscope made too
-            if not os.path.lexists(path):
-                continue
-            if not _still_ours(path, idents[i] if i < len(idents) else None):
-                break  # not the directory fsscope made: neither it nor its parents are ours
-            try:
-                os.rmdir(path)
-                removed.append(path)
-            except OSError:  # not empty or in use: it is no longer only ours
-                break
-        if removed:
-            return f"removed mount point {', '.join(removed)}"
-    elif entry.kind == "tracefs" and os.path.isdir(f["path"]):  # a job's instance (fsscope.trace)
-        if not _fsscope_named(f["path"], ("tracefs",)):
-            return f"left {f['path']} alone: not an fsscope tracefs instance"
-        _remove_trace_instance(f["path"])
-        return f"removed tracefs instance {f['path']}"
-    elif entry.kind == "workdir" and os.path.lexists(f["path"]):
-        if not _still_ours(f["path"], f.get("ident")):
-            return f"left {f['path']} alone: it is not the work directory fsscope made there"
-        shutil.rmtree(f["path"], ignore_errors=True)
-        return f"removed work directory {f['path']}"
+    if not _fsscope_named(f["path"], ("cgroup2", "cgroup")):
+        return f"left {f['path']} alone: not a cgroup fsscope makes"
+    killed = proctree.kill_and_remove(Path(f["path"]), Path(f["home"]) if f.get("home") else None)
+    if killed:
+        return f"killed what the job left running: {', '.join(killed)}"
     return None
+
+
+def _undo_mount(entry: Entry) -> str | None:
+    f = entry.fields
+    if held_mount(entry) is None:
+        return None
+    try:
+        tools.run("umount", f["mountpoint"], own_group=True)
+    except ToolError:
+        try:
+            tools.run("umount", "-l", f["mountpoint"], own_group=True)  # busy: detach now, free when unused
+        except ToolError:
+            if held_mount(entry) is not None:  # not a killed umount whose unmount took effect
+                raise
+    return f"unmounted {f['mountpoint']}"
+
+
+def _undo_scheduler(entry: Entry) -> str | None:
+    f = entry.fields
+    queue = Path(f["queue"])
+    still_ours = identity.diskseq(f["device"]) == f.get("diskseq") and queue.exists()
+    if still_ours and f"[{f['previous']}]" not in queue.read_text():
+        queue.write_text(f["previous"])
+        return f"restored I/O scheduler {f['previous']} on {f['device']}"
+    return None
+
+
+def _undo_loop(entry: Entry) -> str | None:
+    f = entry.fields
+    done = []
+    for dev in held_loops(entry):
+        try:
+            tools.run("losetup", "-d", dev, own_group=True)
+        except ToolError:
+            if dev in held_loops(entry):  # not one another cleanup detached meanwhile
+                raise
+        done.append(dev)
+    if not done:
+        return None
+    # losetup -d on a busy device only sets autoclear: say "detached" once it is true
+    deadline = time.monotonic() + 5.0
+    while held_loops(entry) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    busy = held_loops(entry)
+    if busy:
+        return (f"asked to detach {', '.join(busy)} ({f['image']}), but it is still in use: "
+                "the kernel detaches it when the last user closes it")
+    return f"detached {', '.join(done)} ({f['image']})"
+
+
+def _undo_image(entry: Entry) -> str | None:
+    f = entry.fields
+    if not os.path.lexists(f["path"]):
+        return None
+    if not _still_ours(f["path"], f.get("ident"), image=True):
+        return f"left {f['path']} alone: it is not the image fsscope made there"
+    os.unlink(f["path"])
+    return f"removed image {f['path']}"
+
+
+def _undo_mountdir(entry: Entry) -> str | None:
+    f = entry.fields
+    removed = []
+    paths, idents = f.get("paths") or [f["path"]], f.get("idents") or []
+    for i, path in enumerate(paths):  # deepest first: the parents fsscope made too
+        if not os.path.lexists(path):
+            continue
+        if not _still_ours(path, idents[i] if i < len(idents) else None):
+            break  # not the directory fsscope made: neither it nor its parents are ours
+        try:
+            os.rmdir(path)
+            removed.append(path)
+        except OSError:  # not empty or in use: it is no longer only ours
+            break
+    return f"removed mount point {', '.join(removed)}" if removed else None
+
+
+def _undo_tracefs(entry: Entry) -> str | None:
+    """A job's tracefs instance (fsscope.trace)."""
+    f = entry.fields
+    if not os.path.isdir(f["path"]):
+        return None
+    if not _fsscope_named(f["path"], ("tracefs",)):
+        return f"left {f['path']} alone: not an fsscope tracefs instance"
+    _remove_trace_instance(f["path"])
+    return f"removed tracefs instance {f['path']}"
+
+
+def _undo_workdir(entry: Entry) -> str | None:
+    f = entry.fields
+    if not os.path.lexists(f["path"]):
+        return None
+    if not _still_ours(f["path"], f.get("ident")):
+        return f"left {f['path']} alone: it is not the work directory fsscope made there"
+    shutil.rmtree(f["path"], ignore_errors=True)
+    return f"removed work directory {f['path']}"
+
+
+_UNDO: dict[str, Callable[[Entry], str | None]] = {
+    "cgroup": _undo_cgroup, "mount": _undo_mount, "scheduler": _undo_scheduler, "loop": _undo_loop,
+    "image": _undo_image, "mountdir": _undo_mountdir, "tracefs": _undo_tracefs, "workdir": _undo_workdir,
+}
 
 
 def _still_ours(path: str, ident: list[int] | None, *, image: bool = False) -> bool:

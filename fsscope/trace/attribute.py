@@ -367,6 +367,31 @@ def structure_table(predictions: list[dict], structural: list[dict], flagged: se
     A kernel event nothing predicted (for events that fire only for their structure) gets a
     row of its own."""
     runs = runs or []
+    evidence, exclusive = _evidence(enabled)
+    seen_by_event: dict[str, set[int]] = defaultdict(set)
+    for row in structural:
+        seen_by_event[row["event"]].add(row["index"])
+    rows = []
+    for p in predictions:
+        events = evidence.get(p.get("structure", ""), [])
+        seen_all = sorted(set().union(*(seen_by_event[e] for e in events))) if events else []
+        if p.get("index") is None and p.get("index_low") is not None:
+            rows.append(_window_row(p, events, seen_all, flagged))
+        else:
+            rows.append(_prediction_row(p, events, seen_all, flagged, runs))
+    predicted_structures = {p.get("structure") for p in predictions}
+    for event, structure in exclusive.items():
+        extra = sorted(seen_by_event.get(event, set()))
+        if extra and structure not in predicted_structures:
+            rows.append({"structure": structure, "events": [event], "predicted": [], "seen": extra,
+                         "slow": [i for i in extra if i in flagged],
+                         "verdict": "seen by the kernel, not predicted"})
+    return rows
+
+
+def _evidence(enabled: list[str]) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """(structure -> the enabled events that mark it, event -> the one structure an exclusive
+    event marks)."""
     enabled_short = {short(e) for e in enabled}
     evidence: dict[str, list[str]] = defaultdict(list)
     exclusive: dict[str, str] = {}
@@ -381,44 +406,31 @@ def structure_table(predictions: list[dict], structural: list[dict], flagged: se
     if "block_rq_issue" in enabled_short:
         for structure, pseudo in READ_EVIDENCE.items():
             evidence[structure].append(pseudo)
-    seen_by_event: dict[str, set[int]] = defaultdict(set)
-    for row in structural:
-        seen_by_event[row["event"]].add(row["index"])
-    rows = []
-    for p in predictions:
-        structure = p.get("structure", "")
-        events = evidence.get(structure, [])
-        seen_all = sorted(set().union(*(seen_by_event[e] for e in events))) if events else []
-        if p.get("index") is None and p.get("index_low") is not None:
-            rows.append(_window_row(p, events, seen_all, flagged))
-            continue
-        predicted = _prediction_indices(p)
-        tolerance = int(p.get("tolerance_files") or 0)
-        confirmed = [i for i in predicted if _near(i, seen_all, tolerance)]
-        slow = [i for i in predicted if _near(i, flagged, tolerance)]
-        row = {"structure": structure, "events": events, "predicted": predicted[:50],
-               "seen": seen_all[:50], "slow": slow[:50]}
-        if not events:
-            row |= _unmarked(predicted, runs)
-        elif len(predicted) > 1 and p.get("kind") == "series":
-            row["verdict"] = f"confirmed {len(confirmed)}/{len(predicted)} members"
-            if len(confirmed) < len(predicted):
-                row["verdict"] += " (kernel contradicts the rest)"
-        elif confirmed:
-            row["verdict"] = "confirmed"
-        else:
-            near = [i for i in seen_all if abs(i - predicted[0]) <= 64] if predicted else []
-            row["verdict"] = (f"contradicted: the kernel shows {', '.join(events)} at {near[:5]}"
-                              if near else f"contradicted: {', '.join(events)} did not fire there")
-        rows.append(row)
-    predicted_structures = {p.get("structure") for p in predictions}
-    for event, structure in exclusive.items():
-        extra = sorted(seen_by_event.get(event, set()))
-        if extra and structure not in predicted_structures:
-            rows.append({"structure": structure, "events": [event], "predicted": [], "seen": extra,
-                         "slow": [i for i in extra if i in flagged],
-                         "verdict": "seen by the kernel, not predicted"})
-    return rows
+    return evidence, exclusive
+
+
+def _prediction_row(p: dict, events: list[str], seen_all: list[int], flagged: set[int],
+                    runs: list[RunCalls]) -> dict:
+    """The row of a prediction at exact indices: confirmed where its own event fired there."""
+    predicted = _prediction_indices(p)
+    tolerance = int(p.get("tolerance_files") or 0)
+    confirmed = [i for i in predicted if _near(i, seen_all, tolerance)]
+    slow = [i for i in predicted if _near(i, flagged, tolerance)]
+    row = {"structure": p.get("structure", ""), "events": events, "predicted": predicted[:50],
+           "seen": seen_all[:50], "slow": slow[:50]}
+    if not events:
+        row |= _unmarked(predicted, runs)
+    elif len(predicted) > 1 and p.get("kind") == "series":
+        row["verdict"] = f"confirmed {len(confirmed)}/{len(predicted)} members"
+        if len(confirmed) < len(predicted):
+            row["verdict"] += " (kernel contradicts the rest)"
+    elif confirmed:
+        row["verdict"] = "confirmed"
+    else:
+        near = [i for i in seen_all if abs(i - predicted[0]) <= 64] if predicted else []
+        row["verdict"] = (f"contradicted: the kernel shows {', '.join(events)} at {near[:5]}"
+                          if near else f"contradicted: {', '.join(events)} did not fire there")
+    return row
 
 
 def _window_row(p: dict, events: list[str], seen_all: list[int], flagged: set[int]) -> dict:

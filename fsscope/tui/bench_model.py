@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from fsscope.analysis.variation import variation_summary
+from fsscope.analysis.variation.metrics import variation_summary
 from fsscope.engine.events import Data, Event, Phase
 from fsscope.tui.model import SPARK_POINTS
 

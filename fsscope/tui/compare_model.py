@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fsscope.analysis.compare import compare_reports, row
-from fsscope.analysis.variation import compare_recipes
+from fsscope.analysis.variation.temporal import compare_recipes
 
 JOBS_WITH_TABLES = ("bench", "age", "frag", "syncwrite")
 

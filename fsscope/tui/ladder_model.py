@@ -6,7 +6,8 @@ and a replay is built from that report."""
 
 from __future__ import annotations
 
-from fsscope.analysis import variation as V
+from fsscope.analysis.variation.metrics import relative_range
+from fsscope.analysis.variation.stats import ladder_verdict
 from fsscope.engine.events import Event, Progress
 from fsscope.workloads.ladder import STEPS, step_ops
 
@@ -42,7 +43,7 @@ class LadderModel:
             self.steps = dict(step_ops(report["ladder"]))
             self.images = {s["step"]: len({r.get("image_sha256") for r in s.get("runs") or []})
                            for s in report["ladder"]}
-        verdict = V.ladder_verdict(list(self.steps.items()))
+        verdict = ladder_verdict(list(self.steps.items()))
         self.notes = [verdict.text] if len(verdict.ranges) > 1 else []
         self.version += 1
 
@@ -54,4 +55,4 @@ class LadderModel:
 
     def relative_ranges(self) -> list[tuple[str, float | None]]:
         """(step, relative range of its runs' ops/s) in ladder order; None below 2 runs."""
-        return [(s, V.relative_range(ops) if len(ops) > 1 else None) for s, ops in self.steps.items()]
+        return [(s, relative_range(ops) if len(ops) > 1 else None) for s, ops in self.steps.items()]

@@ -27,7 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
-from fsscope.analysis import variation as V
+from fsscope.analysis.variation.grid import bucket_mid_ns
+from fsscope.analysis.variation.metrics import (
+    Bands,
+    relative_range_cdf,
+    throughput_bands,
+    throughput_n,
+    window_relative_ranges,
+)
 from fsscope.engine.events import Data, Event
 from fsscope.format import format_pct
 from fsscope.study.execute import load_rows
@@ -93,7 +100,7 @@ def hist_quantiles_ns(sparse: list, quantiles=QUANTILES) -> list[float]:
     if pairs.size == 0 or cum[-1] == 0:
         return [math.nan] * len(quantiles)
     ranks = np.maximum(1, np.ceil(np.asarray(quantiles) * cum[-1])).astype(np.int64)
-    return [float(v) for v in V.bucket_mid_ns(pairs[np.searchsorted(cum, ranks), 0])]
+    return [float(v) for v in bucket_mid_ns(pairs[np.searchsorted(cum, ranks), 0])]
 
 
 def quantile_at(quantiles_ns: list[float], fraction: float) -> float:
@@ -290,7 +297,7 @@ class VariationModel:
                 mine = [c for c in self.configs if c.personality == p and c.fs == fs]
                 if not mine:
                     continue
-                cdf = V.relative_range_cdf([c.counts_per_bin for c in mine], BIN_S, windows)
+                cdf = relative_range_cdf([c.counts_per_bin for c in mine], BIN_S, windows)
                 out.append((p, fs, len(mine), {w: cdf[w][0] for w in windows}))
         self._cdfs = (len(self.configs), out)
         return out
@@ -299,19 +306,19 @@ class VariationModel:
         """Fig. 7: per run, Throughput-N divided by that run's largest value."""
         out = []
         for counts in c.counts_per_bin:
-            tn = V.throughput_n(counts, BIN_S, window_s)
+            tn = throughput_n(counts, BIN_S, window_s)
             top = float(tn.max()) if tn.size else 0.0
             out.append([float(v) / top if top > 0 else 0.0 for v in tn])
         return out
 
     def window_ranges(self, c: Configuration, window_s: float) -> list[float]:
         """Fig. 7's companion: the relative range across runs of each Throughput-N window."""
-        rr = V.window_relative_ranges(c.counts_per_bin, BIN_S, window_s)
+        rr = window_relative_ranges(c.counts_per_bin, BIN_S, window_s)
         return [float(v) for v in rr if np.isfinite(v)]
 
-    def band(self, c: Configuration, window_s: float) -> V.Bands:
+    def band(self, c: Configuration, window_s: float) -> Bands:
         """The paper's Fig. 5: Throughput-N per window across the runs (min, mean, max)."""
-        return V.throughput_bands([V.throughput_n(r, BIN_S, window_s) for r in c.counts_per_bin], window_s)
+        return throughput_bands([throughput_n(r, BIN_S, window_s) for r in c.counts_per_bin], window_s)
 
     def op_names(self) -> list[str]:
         c = self.current

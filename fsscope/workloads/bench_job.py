@@ -26,7 +26,7 @@ While a run measures, its counts, io_bytes, latency_sum_ns and latency_hist are 
 files that every aggregated 1-s bin is added to, so a killed job keeps what it measured (bins
 beyond the last one measured stay 0).
 
-The report is :func:`fsscope.analysis.variation.variation_report` over the completed runs plus
+The report is :func:`fsscope.analysis.variation.report.variation_report` over the completed runs plus
 what ran where (recipe, target, workload), per-run extras (populate, telemetry summary,
 cgroup, notes) and the telemetry's availability notes. A cancel stops the current run at the
 workers' next op; its arrays are saved but it is left out of the variation numbers.
@@ -44,7 +44,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fsscope.analysis import generator, variation
+from fsscope.analysis import generator
+from fsscope.analysis.variation.report import variation_report
+from fsscope.analysis.variation.stats import pearson
 from fsscope.engine.events import Error, Finding
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
@@ -355,7 +357,7 @@ def run(ctx, spec: Spec) -> dict:
         stopped_by = os_error_line(exc) if isinstance(exc, OSError) else str(exc)
         ctx.emit(Error(message=stopped_by))
 
-    report = variation.variation_report(
+    report = variation_report(
         spec.personality, results, window_sizes_s=spec.window_sizes_s, threshold=spec.threshold,
         dirty_expire_centisecs=dirty.get("dirty_expire_centisecs"),
         dirty_writeback_centisecs=dirty.get("dirty_writeback_centisecs"))
@@ -429,7 +431,7 @@ def placement_vs_throughput(runs: list[dict[str, Any]]) -> dict[str, Any] | None
               if (r.get("placement") or {}).get("available")]
     if not points:
         return None
-    r = variation.pearson([x for x, _ in points], [y for _, y in points])
+    r = pearson([x for x, _ in points], [y for _, y in points])
     groups = [tuple(g for g, _ in run["placement"]["groups"]) for run in runs
               if (run.get("placement") or {}).get("available")]
     return {"runs": len(points), "first_byte_median": [x for x, _ in points],
@@ -460,8 +462,9 @@ def _calibrate_duration(ctx, spec: Spec) -> tuple[Spec, dict[str, Any]]:
         pspec = personality_spec(spec, _capacity_bytes(ctx, fs))
         P.populate(fs.workdir, pspec, seed=spec.seed, evict_cache=True)
         ctx.after_populate()
-        P.run(fs.workdir, pspec, on_window=on_window, cancelled=lambda: ctx.cancelled or bool(settled),
-              mem_limit_bytes=spec.mem_limit_bytes)
+        P.run(fs.workdir, pspec, P.RunOptions(
+            on_window=on_window, cancelled=lambda: ctx.cancelled or bool(settled),
+            mem_limit_bytes=spec.mem_limit_bytes))
     chosen = settled[0] if settled else spec.duration_s
     windows = tuple(w for w in spec.window_sizes_s if w <= chosen)
     info = {"auto": True, "chosen_s": chosen, "settled": bool(settled), "cap_s": spec.duration_s,
@@ -504,9 +507,10 @@ def _measure(ctx, spec: Spec, pspec: P.PersonalitySpec, root: Path, fs, r: int, 
     sampler.start()
     try:
         # bins land in the run record as they are aggregated: a killed job keeps them
-        result = P.run(root, pspec, on_window=on_window, cancelled=lambda: ctx.cancelled,
-                       mem_limit_bytes=spec.mem_limit_bytes, on_start=sampler.watch,
-                       alloc=lambda name, shape: ctx.run_dir.open_array(f"run{r}_{name}", shape, fill=0))
+        result = P.run(root, pspec, P.RunOptions(
+            on_window=on_window, cancelled=lambda: ctx.cancelled,
+            mem_limit_bytes=spec.mem_limit_bytes, on_start=sampler.watch,
+            alloc=lambda name, shape: ctx.run_dir.open_array(f"run{r}_{name}", shape, fill=0)))
     finally:
         samples = sampler.stop()
     return result, samples
@@ -516,7 +520,7 @@ def _emit_new_flags(ctx, spec: Spec, results: list, dirty: dict, emitted: set) -
     """Flags the runs so far show (from the second run on), each streamed once."""
     if len(results) < 2 and spec.runs > 1:
         return
-    partial = variation.variation_report(
+    partial = variation_report(
         spec.personality, results, window_sizes_s=spec.window_sizes_s, threshold=spec.threshold,
         dirty_expire_centisecs=dirty.get("dirty_expire_centisecs"),
         dirty_writeback_centisecs=dirty.get("dirty_writeback_centisecs"))

@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsscope import tools
-from fsscope.analysis import variation as V
+from fsscope.analysis.variation.metrics import relative_range, rsd
+from fsscope.analysis.variation.stats import ladder_verdict
 from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain
 from fsscope.recipes import Recipe
@@ -194,7 +195,7 @@ def one_run(target, step: str, pspec: P.PersonalitySpec, seed: int, snapshot: Pa
             facts["mount_count"] = mount_count(target.device) if recipe.fs == "ext4" else None
             facts["mkfs_argv"] = cmds.mkfs()
             facts["device"] = target.device
-            result = P.run(mounted.workdir, pspec, cancelled=cancelled)
+            result = P.run(mounted.workdir, pspec, P.RunOptions(cancelled=cancelled))
     finally:
         target.unmount()
     return facts | {"ops_per_s": result.ops_per_s, "elapsed_s": result.elapsed_s,
@@ -240,11 +241,11 @@ def run(ctx, spec: Spec) -> dict:
     finally:
         undo_group(journal, keep)
     ops_of = step_ops([{"step": step, "runs": step_runs} for step, step_runs in runs.items()])
-    by_step = {step: {"step": step, "relative_range": V.relative_range(ops) if ops else None,
-                      "rsd": V.rsd(ops) if len(ops) > 1 else None,
+    by_step = {step: {"step": step, "relative_range": relative_range(ops) if ops else None,
+                      "rsd": rsd(ops) if len(ops) > 1 else None,
                       "mean_ops_per_s": sum(ops) / len(ops) if ops else None, "runs": runs[step]}
                for step, ops in ops_of}
-    verdict = V.ladder_verdict(ops_of)
+    verdict = ladder_verdict(ops_of)
     for prev, step, change in verdict.changes:
         by_step[step]["vs_previous"] = {"step": prev, "p": change.p, "grew": change.grew, "note": change.note,
                                         "verdict": change.verdict, "p_fell": change.p_fell,

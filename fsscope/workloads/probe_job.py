@@ -14,8 +14,9 @@ from __future__ import annotations
 import errno
 import os
 from contextlib import nullcontext
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,8 @@ from fsscope.errors import FsscopeError
 from fsscope.explain.names import plain as plain_words
 from fsscope.jsonsafe import plain
 from fsscope.trace.jobs import ProbeTrace
-from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, native_call, pin_cpu, sync_once
+from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu, sync_once
+from fsscope.workloads.probe_loops import native_call
 
 Spec = ProbeSpec
 PROBE_DIR = "probe.d"
@@ -103,6 +105,14 @@ def probe_dir_of(ctx, fs, spec: ProbeSpec, name: str) -> Path:
     return probe_dir
 
 
+@dataclass
+class _Explained:
+    """What the first run's file system predicts (its geometry, the rules' predictions)."""
+
+    geometry: Any = None
+    predictions: list = field(default_factory=list)
+
+
 def run(ctx, spec: ProbeSpec) -> dict:
     if spec.in_root and ctx.target.spec.kind == "dir":
         raise FsscopeError("--in-root needs a file system fsscope makes (--ram, --image, "
@@ -113,34 +123,14 @@ def run(ctx, spec: ProbeSpec) -> dict:
     start_ns = ctx.run_dir.open_array("start_ns", (cap, spec.files))
     wait_ns = ctx.run_dir.open_array("wait_ns", (cap, spec.files))
     trace = ProbeTrace(ctx, spec.trace, spec.op)
-    geometry, predictions, emitted = None, [], {}
+    explained, emitted = _Explained(), {}
     error, stop_flag, r = None, None, 0
     settling = sequential.Settling(spec.runs, cap)
     try:
         for r in range(cap):
             if ctx.cancelled or settling.done:
                 break
-            runs_label = f"{r + 1} of {spec.runs}" if r < spec.runs else f"{r + 1} (deciding; at most {cap})"
-            ctx.phase(f"run {runs_label}", run=r, runs=max(spec.runs, r + 1))
-            with ctx.run_fs(spec.fresh_fs) as fs:
-                probe_dir = probe_dir_of(ctx, fs, spec, PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.{r}")
-                _sync_dir(spec, probe_dir)
-                if r == 0:
-                    geometry, predictions = _explainer(ctx, fs, probe_dir, spec)
-                    settling.predict(predictions, spec.files)
-                    if geometry is not None:
-                        ctx.data("geometry", geometry=_geometry_json(geometry),
-                                 predictions=plain(predictions))
-                with trace.run(fs, r, latency_ns[r], start_ns[r]) if spec.trace == "all" else nullcontext():
-                    _measure(ctx, spec, r, probe_dir, latency_ns[r], start_ns[r], wait_ns[r])
-            if (blocked := trace.waited_on_others_ns(r)) is not None:  # --trace all: the kernel saw it
-                wait_ns[r] += blocked  # blocked on another process: a disturbance like a CPU wait
-            latency_ns.flush()  # a shared mapping survives a kill anyway; this survives power loss
-            if r == 0 and spec.runs > 1:
-                continue  # one run cannot tell structure from noise: flag from the second on
-            analysis = analyze(latency_ns[: r + 1], wait_ns=wait_ns[: r + 1])
-            settling.after_run(r, analysis, latency_ns[: r + 1], wait_ns[: r + 1])
-            _emit_new_findings(ctx, settling.settled(analysis), predictions, emitted)
+            _one_run(ctx, spec, r, trace, settling, explained, emitted, latency_ns, start_ns, wait_ns)
         used = sum(1 for k in range(cap) if (latency_ns[k] >= 0).any())
         if spec.trace == "attribute" and trace.active and not ctx.cancelled:
             _attribution_run(ctx, spec, trace, used)
@@ -166,29 +156,63 @@ def run(ctx, spec: ProbeSpec) -> dict:
         analysis = settling.settled(analyze(latency_ns[done_rows], wait_ns=wait_ns[done_rows]))
         report |= analysis.to_json()
         findings = _findings(analysis)
-        flags = _explain(findings, predictions)
+        flags = _explain(findings, explained.predictions)
         report["thresholds"] = [f for f in flags if f.get("structure")]
         report["flags"] = [f | {"title": _flag_title(f, finding)} for f, finding in zip(flags, findings)]
         report["decisions"] = settling.to_json(ctx.cancelled or error is not None)
     if stop_flag is not None:  # last, so the analysis flags stay aligned with their lists
         report["flags"] = [*report.get("flags", []), stop_flag]
-    report["geometry"] = _geometry_json(geometry) if geometry else None
-    report["predictions"] = plain(predictions)
+    report["geometry"] = _geometry_json(explained.geometry) if explained.geometry else None
+    report["predictions"] = plain(explained.predictions)
     trace.attribute(report, findings, report.get("flags", []))
     _kernel_on_decisions(report)
-    if trace.results:  # the thresholds: explained flags and kernel-marked predictions, with evidence
-        report["thresholds"] = trace.thresholds(report["flags"], report["structures"],
-                                                latency_ns[done_rows] if done_rows else np.empty((0, spec.files)))
-        if spec.trace == "attribute" and done_rows:  # the traced run's own observer effect
-            traced = np.asarray(trace.rows[used][0])
-            measured = latency_ns[done_rows]
-            if (traced >= 0).any() and (measured >= 0).any():
-                report["trace"]["median_ratio_vs_untraced"] = round(
-                    float(np.median(traced[traced >= 0]) / np.median(measured[measured >= 0])), 3)
-        ctx.data("kernel", flags=[{"index": f.get("index"), "flag": f.get("flag"), "kernel": f.get("kernel"),
-                                   "note": f.get("note")} for f in report.get("flags", [])],
-                 structures=report["structures"], noise=report["noise"])
+    if trace.results:
+        _kernel_report(ctx, spec, trace, report, latency_ns, done_rows, used)
     return report
+
+
+def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explained, emitted: dict,
+             latency_ns, start_ns, wait_ns) -> None:
+    """Measured run ``r`` on its file system (the first also reads the geometry and predicts),
+    then the sequential decisions on the runs so far."""
+    runs_label = f"{r + 1} of {spec.runs}" if r < spec.runs else f"{r + 1} (deciding; at most {spec.run_cap})"
+    ctx.phase(f"run {runs_label}", run=r, runs=max(spec.runs, r + 1))
+    with ctx.run_fs(spec.fresh_fs) as fs:
+        probe_dir = probe_dir_of(ctx, fs, spec, PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.{r}")
+        _sync_dir(spec, probe_dir)
+        if r == 0:
+            explained.geometry, explained.predictions = _explainer(ctx, fs, probe_dir, spec)
+            settling.predict(explained.predictions, spec.files)
+            if explained.geometry is not None:
+                ctx.data("geometry", geometry=_geometry_json(explained.geometry),
+                         predictions=plain(explained.predictions))
+        with trace.run(fs, r, latency_ns[r], start_ns[r]) if spec.trace == "all" else nullcontext():
+            _measure(ctx, spec, r, probe_dir, latency_ns[r], start_ns[r], wait_ns[r])
+    if (blocked := trace.waited_on_others_ns(r)) is not None:  # --trace all: the kernel saw it
+        wait_ns[r] += blocked  # blocked on another process: a disturbance like a CPU wait
+    latency_ns.flush()  # a shared mapping survives a kill anyway; this survives power loss
+    if r == 0 and spec.runs > 1:
+        return  # one run cannot tell structure from noise: flag from the second on
+    analysis = analyze(latency_ns[: r + 1], wait_ns=wait_ns[: r + 1])
+    settling.after_run(r, analysis, latency_ns[: r + 1], wait_ns[: r + 1])
+    _emit_new_findings(ctx, settling.settled(analysis), explained.predictions, emitted)
+
+
+def _kernel_report(ctx, spec: ProbeSpec, trace, report: dict, latency_ns, done_rows: list[int],
+                   used: int) -> None:
+    """The thresholds (explained flags and kernel-marked predictions, with evidence), the traced
+    run's own observer effect, and the kernel's view for the live screen."""
+    report["thresholds"] = trace.thresholds(report["flags"], report["structures"],
+                                            latency_ns[done_rows] if done_rows else np.empty((0, spec.files)))
+    if spec.trace == "attribute" and done_rows:  # the traced run's own observer effect
+        traced = np.asarray(trace.rows[used][0])
+        measured = latency_ns[done_rows]
+        if (traced >= 0).any() and (measured >= 0).any():
+            report["trace"]["median_ratio_vs_untraced"] = round(
+                float(np.median(traced[traced >= 0]) / np.median(measured[measured >= 0])), 3)
+    ctx.data("kernel", flags=[{"index": f.get("index"), "flag": f.get("flag"), "kernel": f.get("kernel"),
+                               "note": f.get("note")} for f in report.get("flags", [])],
+             structures=report["structures"], noise=report["noise"])
 
 
 def _attribution_run(ctx, spec: ProbeSpec, trace, run: int) -> None:

@@ -4,7 +4,7 @@ On tmpfs the Python loop planned and carried out ~18,700 ops/s where a C program
 the same op log did ~41,000: the interpreter's cost per op, not the file system, set the
 pace of fsscope's longest job. ``ager.c`` runs the same choices from the same seeded stream
 and returns to Python at every op where Python has something to do, so the op log is the
-Python loop's byte for byte. The Python loop in :mod:`..ager` stays the reference it is
+Python loop's byte for byte. The Python loop in :mod:`..session` stays the reference it is
 tested against, and the fallback without a compiler; a result says which loop ran.
 
 :class:`Loop` holds one session's C state. The planner's live files live in C while it runs;
@@ -86,7 +86,7 @@ def _ints(values, dtype=np.int64) -> np.ndarray:
 
 
 class Loop:
-    """One session's C loop over ``planner`` (ager._Planner), executing under ``root_fd``."""
+    """One session's C loop over ``planner`` (planner.Planner), executing under ``root_fd``."""
 
     def __init__(self, lib: ctypes.CDLL, planner, *, root_fd: int, fallocate: bool, pattern: bytes):
         self.lib = lib

@@ -23,7 +23,7 @@ def render_ladder(report: dict, console: Console) -> None:
     for step in report.get("ladder", []):
         if step.get("vs_previous"):
             console.print(f"  {step['vs_previous']['step']} -> {step['step']}: {step['vs_previous']['note']}")
-    from fsscope.analysis.variation import ladder_verdict  # local: scipy and numpy, only for a ladder
+    from fsscope.analysis.variation.stats import ladder_verdict  # local: scipy and numpy, only for a ladder
     from fsscope.workloads.ladder import step_ops
 
     verdict = ladder_verdict(step_ops(report.get("ladder", [])))

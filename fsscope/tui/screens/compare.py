@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from fsscope.analysis.variation import ks_distance
+from fsscope.analysis.variation.metrics import ks_distance
 from fsscope.format import format_ns, format_ratio
 from fsscope.tui import compare_model, exports
 from fsscope.tui import messages as msg

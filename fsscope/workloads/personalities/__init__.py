@@ -30,7 +30,7 @@ Measurements (chosen so memory stays bounded however long the run):
 - completions, bytes and summed latency per op type per ``bin_s`` bin (int64, op x bin):
   Throughput-N is exact afterwards for any N that is a multiple of ``bin_s``;
 - one whole-run latency histogram per op type on the shared log-bucketed grid of
-  :mod:`fsscope.analysis.variation` (4480 buckets, percentiles within 0.4 %);
+  :mod:`fsscope.analysis.variation.grid` (4480 buckets, percentiles within 0.4 %);
 - per ``latency_window_s`` window and op type, the same histogram stored sparsely
   (window, op, bucket, count rows), so windowed percentiles and CDFs stay exact to 1 %.
 
@@ -41,7 +41,7 @@ Typical use from a job (the parent process does no I/O, it only aggregates)::
 
     spec = default_spec("fileserver", capacity_bytes=fs_size)
     populate(path, spec, seed=1)
-    result = run(path, spec, on_window=emit_sample, cancelled=lambda: ctx.cancelled)
+    result = run(path, spec, RunOptions(on_window=emit_sample, cancelled=lambda: ctx.cancelled))
 
 Split by concern: :mod:`.spec` (what a run is), :mod:`.fileset` (the files, populate),
 :mod:`.worker` (the loop each worker process runs), :mod:`.native` (the same loops in C), :mod:`.aggregate` (per-bin arrays, the
@@ -58,7 +58,7 @@ from fsscope.workloads.personalities.fileset import (
     populate,
     write_sequential,
 )
-from fsscope.workloads.personalities.launch import run
+from fsscope.workloads.personalities.launch import RunOptions, run
 from fsscope.workloads.personalities.spec import (
     LOG_DIR,
     MANIFEST_NAME,
@@ -69,5 +69,5 @@ from fsscope.workloads.personalities.spec import (
 )
 
 __all__ = ["LOG_DIR", "MANIFEST_NAME", "OPS", "PERSONALITIES", "Fileset", "LiveSample", "PersonalitySpec",
-           "PopulateResult", "RunResult", "default_spec", "file_sizes_bytes", "fileset_paths", "load_fileset", "populate",
+           "PopulateResult", "RunOptions", "RunResult", "default_spec", "file_sizes_bytes", "fileset_paths", "load_fileset", "populate",
            "run", "write_sequential"]

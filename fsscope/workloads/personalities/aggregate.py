@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from fsscope.analysis import variation
+from fsscope.analysis.variation.grid import N_BUCKETS, hist_percentile_ns
+from fsscope.analysis.variation.metrics import throughput_n
 from fsscope.workloads.personalities.spec import PersonalitySpec
 
 
@@ -81,16 +82,16 @@ class RunResult:
 
     def throughput(self, window_s: float) -> np.ndarray:
         """Throughput-N over all op types (ops/s per complete window)."""
-        return variation.throughput_n(self.counts, self.bin_s, window_s)
+        return throughput_n(self.counts, self.bin_s, window_s)
 
     def percentile_ns(self, op: str, q: float) -> float:
-        return variation.hist_percentile_ns(self.latency_hist[self.op_names.index(op)], q)
+        return hist_percentile_ns(self.latency_hist[self.op_names.index(op)], q)
 
     def window_histograms(self, op: str) -> np.ndarray:
         """Dense [n_windows, N_BUCKETS] latency histograms of one op per latency window."""
         n_windows = max(1, math.ceil(self.elapsed_s / self.latency_window_s))
         rows = self.window_hist[self.window_hist[:, 1] == self.op_names.index(op)]
-        out = np.zeros((n_windows, variation.N_BUCKETS), dtype=np.int64)
+        out = np.zeros((n_windows, N_BUCKETS), dtype=np.int64)
         np.add.at(out, (np.minimum(rows[:, 0], n_windows - 1), rows[:, 2]), rows[:, 3])
         return out
 
@@ -124,7 +125,7 @@ class Aggregator:
         self.counts = alloc("counts", (self.n_ops, cap))
         self.io_bytes = alloc("io_bytes", (self.n_ops, cap))
         self.lat_sum = alloc("latency_sum_ns", (self.n_ops, cap))
-        self.hist = alloc("latency_hist", (self.n_ops, variation.N_BUCKETS))
+        self.hist = alloc("latency_hist", (self.n_ops, N_BUCKETS))
         self.bins_per_window = int(round(spec.latency_window_s / spec.bin_s))
         self.window_rows: dict[int, list[np.ndarray]] = {}
         self.compacted: list[np.ndarray] = []
@@ -177,7 +178,7 @@ class Aggregator:
 
     def live_sample(self, b: int, complete: bool) -> LiveSample:
         spec = self.spec
-        hists = np.zeros((self.n_ops, variation.N_BUCKETS), dtype=np.int64)
+        hists = np.zeros((self.n_ops, N_BUCKETS), dtype=np.int64)
         for op, buckets, counts in self.live.pop(b, []):
             np.add.at(hists[op], buckets, counts)
         counts = self.counts[:, b] if b < self.counts.shape[1] else np.zeros(self.n_ops, np.int64)
@@ -185,8 +186,8 @@ class Aggregator:
         return LiveSample(
             b, (b + 1) * spec.bin_s, float(counts.sum() / spec.bin_s),
             {n: float(counts[i] / spec.bin_s) for i, n in enumerate(names)},
-            {n: variation.hist_percentile_ns(hists[i], 50) for i, n in enumerate(names)},
-            {n: variation.hist_percentile_ns(hists[i], 99) for i, n in enumerate(names)},
+            {n: hist_percentile_ns(hists[i], 50) for i, n in enumerate(names)},
+            {n: hist_percentile_ns(hists[i], 99) for i, n in enumerate(names)},
             complete)
 
     def window_hist(self) -> np.ndarray:

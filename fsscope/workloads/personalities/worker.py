@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from fsscope.analysis import variation
+from fsscope.analysis.variation.grid import bucket_index
 from fsscope.workloads.personalities import native
 from fsscope.workloads.personalities.fileset import Layout, pattern, write_whole
 from fsscope.workloads.personalities.spec import PersonalitySpec
@@ -110,7 +110,7 @@ class _Worker:
             if not lat:
                 continue
             arr = np.array(lat, dtype=np.int64)     # a copy (buffer protocol): lat may shrink
-            buckets, counts = np.unique(variation.bucket_index(arr), return_counts=True)
+            buckets, counts = np.unique(bucket_index(arr), return_counts=True)
             payload.append((op, len(lat), self.nbytes[op], int(arr.sum()),
                             buckets.astype(np.int16), counts.astype(np.int32)))
             del lat[:]                  # in place: the loops hold these arrays' append methods

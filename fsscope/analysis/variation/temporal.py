@@ -1,0 +1,229 @@
+"""Flags with explanatory notes, most of them over time: cumulative variation, warm-up,
+periodic dips (writeback), windows that disagree with the whole run, and a recipe
+comparison whose verdict flips with the time window.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fsscope.analysis.variation.metrics import relative_range, run_matrix, throughput_bands, variation_summary
+from fsscope.analysis.variation.stats import WelchResult, welch
+from fsscope.jsonsafe import plain
+
+
+@dataclass(frozen=True)
+class Flag:
+    """Something worth a user's attention, with a note saying what and why."""
+
+    kind: str
+    note: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "note": self.note, **plain(self.details)}
+
+
+def flag_variation(ops_per_s_runs: Sequence[float], threshold: float = 0.10) -> Flag | None:
+    """Cumulative throughput varies across runs by more than ``threshold`` relative range."""
+    s = variation_summary(ops_per_s_runs)
+    if s.runs < 2 or not (s.relative_range > threshold):
+        return None
+    return Flag("variation",
+                f"cumulative throughput varies {s.relative_range:.0%} across {s.runs} runs "
+                f"(relative range; RSD {s.rsd:.1%}; {s.min:.0f}..{s.max:.0f} ops/s), above the "
+                f"{threshold:.0%} threshold: one run is not a reliable result for this setup",
+                {"relative_range": s.relative_range, "rsd": s.rsd, "threshold": threshold})
+
+
+def warmup_windows(series: np.ndarray, tol: float = 0.10) -> int:
+    """How many leading windows lie outside the steady band of the run's second half.
+
+    The band is the 10th..90th percentile of the second half widened by ``tol`` x its median,
+    so regular dips that recur all run long do not count as a warm-up."""
+    x = np.asarray(series, dtype=np.float64)
+    if x.size < 6:
+        return 0
+    steady = x[x.size // 2:]
+    median = float(np.median(steady))
+    lo = float(np.quantile(steady, 0.10)) - tol * median
+    hi = float(np.quantile(steady, 0.90)) + tol * median
+    k = 0
+    while k < x.size // 2 and not (lo <= x[k] <= hi):
+        k += 1
+    return k
+
+
+def detect_warmup(series: np.ndarray, window_s: float, tol: float = 0.10) -> Flag | None:
+    """A transient at the start (cold caches ramping up, or an early peak while dirty data is
+    still only in memory) before throughput settles."""
+    x = np.asarray(series, dtype=np.float64)
+    k = warmup_windows(x, tol)
+    if k == 0:
+        return None
+    steady = float(np.median(x[x.size // 2:]))
+    first = float(x[0])
+    if first < steady:
+        how = (f"starts at {first / steady:.0%} of the steady {steady:.0f} ops/s and ramps up "
+               "(cold caches being filled)")
+        direction = "ramp-up"
+    else:
+        how = (f"starts at {first / steady:.0%} of the steady {steady:.0f} ops/s and declines "
+               "(writes absorbed by the page cache until writeback catches up)")
+        direction = "initial-peak"
+    return Flag("warmup",
+                f"warm-up phase: Throughput-{window_s:g} {how}; it settles after "
+                f"{k * window_s:g} s. Exclude the first {k * window_s:g} s or run longer "
+                "when comparing steady-state throughput.",
+                {"warmup_s": k * window_s, "windows": k, "direction": direction,
+                 "window_s": window_s})
+
+
+def autocorrelation(series: np.ndarray) -> np.ndarray:
+    """Sample autocorrelation r(lag) for lag = 0..n-1 (biased estimator, r(0) = 1)."""
+    x = np.asarray(series, dtype=np.float64)
+    x = x - x.mean()
+    denom = float((x * x).sum())
+    if x.size == 0 or denom == 0:
+        return np.zeros(max(x.size, 1))
+    full = np.correlate(x, x, mode="full")[x.size - 1:]
+    return full / denom
+
+
+def detect_periodic(series: np.ndarray, window_s: float,
+                    dirty_expire_centisecs: int | None = None,
+                    dirty_writeback_centisecs: int | None = None,
+                    min_acf: float = 0.3, skip_warmup: bool = True) -> Flag | None:
+    """Periodic dips or spikes in Throughput-N, found by autocorrelation.
+
+    The note compares the period with the kernel's writeback timing, passed in (read by the
+    caller from /proc/sys/vm/dirty_expire_centisecs and dirty_writeback_centisecs) so this
+    stays pure: the flusher wakes every ``dirty_writeback`` and writes pages dirty for longer
+    than ``dirty_expire``; a period equal to either points at writeback bursts."""
+    x = np.asarray(series, dtype=np.float64)
+    if skip_warmup:
+        x = x[warmup_windows(x):]
+    n = x.size
+    if n < 6:
+        return None
+    acf = autocorrelation(x)
+    max_lag = n // 3                        # at least three periods in the series
+    if max_lag < 2:
+        return None
+    lags = np.arange(2, max_lag + 1)
+    # local maxima of the ACF (a lag whose neighbours are lower)
+    peaks = [lag for lag in lags if acf[lag] >= acf[lag - 1] and (lag + 1 >= n or acf[lag] >= acf[lag + 1])]
+    if not peaks:
+        return None
+    best = max(acf[lag] for lag in peaks)
+    threshold = max(min_acf, 2.0 / math.sqrt(n))
+    if best < threshold:
+        return None
+    lag = min(lag for lag in peaks if acf[lag] >= 0.8 * best)   # the fundamental, not a harmonic
+    period_s = lag * window_s
+    phases = np.array([x[p::lag].mean() for p in range(lag)])
+    mean = float(x.mean())
+    dips = (mean - phases.min()) >= (phases.max() - mean)
+    amplitude = float((phases.max() - phases.min()) / mean) if mean else math.nan
+    what = "dips" if dips else "spikes"
+    note = (f"Throughput-{window_s:g} {what} every {period_s:g} s "
+            f"(autocorrelation {acf[lag]:.2f} at lag {lag}, amplitude {amplitude:.0%})")
+    details: dict[str, Any] = {"period_s": period_s, "acf": float(acf[lag]), "lag_windows": int(lag),
+                               "amplitude": amplitude, "shape": what, "window_s": window_s}
+    tolerance_s = max(window_s, 0.15 * period_s)
+    if dirty_expire_centisecs is None and dirty_writeback_centisecs is None:
+        note += "; compare with the kernel's dirty-page writeback intervals (not provided)."
+    else:
+        expire_s = (dirty_expire_centisecs or 0) / 100.0
+        writeback_s = (dirty_writeback_centisecs or 0) / 100.0
+        details.update(dirty_expire_s=expire_s, dirty_writeback_s=writeback_s)
+        intervals = (f"the flusher wakes every {writeback_s:g} s (vm.dirty_writeback_centisecs = "
+                     f"{dirty_writeback_centisecs}) and writes back data dirty for longer than "
+                     f"{expire_s:g} s (vm.dirty_expire_centisecs = {dirty_expire_centisecs})")
+        if dirty_expire_centisecs and abs(period_s - expire_s) <= tolerance_s:
+            details["matches"] = "dirty_expire"
+            note += (f". The period matches the dirty expiry interval: {intervals}, so these are "
+                     "likely bursts of expired dirty pages being written back.")
+        elif dirty_writeback_centisecs and abs(period_s - writeback_s) <= tolerance_s:
+            details["matches"] = "dirty_writeback"
+            note += (f". The period matches the flusher wake-up interval: {intervals}, so these "
+                     "are likely periodic writeback passes.")
+        else:
+            details["matches"] = None
+            note += (f". It matches neither writeback interval ({intervals}); look for another "
+                     "cyclic activity (journal commit interval, a timer, a background daemon).")
+    return Flag("periodic", note, details)
+
+
+MIN_WINDOWS_TO_DISAGREE = 3
+
+
+def flag_window_disagreement(per_run_tn: Sequence[np.ndarray], window_s: float,
+                             ops_per_s_runs: Sequence[float], threshold: float = 0.10,
+                             min_fraction: float = 0.2, min_windows: int = MIN_WINDOWS_TO_DISAGREE
+                             ) -> Flag | None:
+    """Short windows that disagree with the cumulative stability verdict (the paper's XFS case:
+    about 2 % variation cumulatively but over 30 % in most Throughput-120 windows), or the
+    reverse: cumulatively unstable although most windows agree across runs. Needs at least
+    ``min_windows`` complete windows per run: with one or two, "most windows" and "a few
+    windows" mean nothing, and a run's partial last window (counted cumulatively, dropped from
+    Throughput-N) alone can make the two verdicts differ."""
+    bands = throughput_bands(per_run_tn, window_s)
+    rr_windows = bands.relative_range[np.isfinite(bands.relative_range)]
+    cumulative = relative_range(ops_per_s_runs)
+    if rr_windows.size < max(1, min_windows) or math.isnan(cumulative) or len(per_run_tn) < 2:
+        return None
+    above = rr_windows > threshold
+    fraction = float(above.mean())
+    worst = int(np.nanargmax(bands.relative_range))
+    details = {"window_s": window_s, "cumulative_relative_range": cumulative,
+               "fraction_windows_above": fraction, "max_window_relative_range": float(rr_windows.max()),
+               "max_at_s": worst * window_s, "threshold": threshold}
+    if cumulative <= threshold and fraction >= min_fraction:
+        return Flag("window_disagrees",
+                    f"cumulative throughput is stable across runs ({cumulative:.1%} relative range) "
+                    f"but Throughput-{window_s:g} varies more than {threshold:.0%} in {fraction:.0%} "
+                    f"of the windows (up to {rr_windows.max():.0%} at {worst * window_s:g} s): "
+                    "short-term performance is not reproducible even though the total is",
+                    details)
+    if cumulative > threshold and fraction < min_fraction:
+        return Flag("window_disagrees",
+                    f"cumulative throughput varies {cumulative:.1%} across runs, yet only "
+                    f"{fraction:.0%} of the Throughput-{window_s:g} windows vary more than "
+                    f"{threshold:.0%}: the difference comes from a few windows (look at the "
+                    f"worst, at {worst * window_s:g} s) rather than from the whole run",
+                    details)
+    return None
+
+
+def compare_recipes(a_ops_per_s: Sequence[float], b_ops_per_s: Sequence[float],
+                    a_tn: Sequence[np.ndarray], b_tn: Sequence[np.ndarray], window_s: float,
+                    labels: tuple[str, str] = ("a", "b"), alpha: float = 0.05
+                    ) -> tuple[WelchResult, Flag | None]:
+    """Welch verdict on cumulative throughput, plus a flag naming the windows in which the
+    other recipe is significantly better (the verdict flips with the time window)."""
+    verdict = welch(a_ops_per_s, b_ops_per_s, alpha=alpha, labels=labels)
+    if verdict.winner is None:
+        return verdict, None
+    ma, mb = run_matrix(a_tn), run_matrix(b_tn)
+    n = min(ma.shape[1], mb.shape[1]) if ma.size and mb.size else 0
+    flipped = []
+    for w in range(n):
+        per_window = welch(ma[:, w], mb[:, w], alpha=alpha, labels=labels)
+        if per_window.winner is not None and per_window.winner != verdict.winner:
+            flipped.append(w)
+    if not flipped:
+        return verdict, None
+    times = ", ".join(f"{w * window_s:g} s" for w in flipped[:8]) + (" ..." if len(flipped) > 8 else "")
+    loser = labels[1] if verdict.winner == labels[0] else labels[0]
+    flag = Flag("window_disagrees",
+                f"{verdict.winner} wins on cumulative throughput, but {loser} is significantly "
+                f"faster in {len(flipped)} of {n} Throughput-{window_s:g} windows (starting at {times}): "
+                "the ranking depends on how long you measure",
+                {"window_s": window_s, "windows": flipped, "winner": verdict.winner})
+    return verdict, flag
