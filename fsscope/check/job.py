@@ -31,6 +31,7 @@ from fsscope.check.verdict import decide
 from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain as _jsonable
 from fsscope.specs import checked_fields
+from fsscope.workloads import PERSONALITIES
 
 BIN_S = 1.0
 QUICK_BUDGET_S = 60.0
@@ -52,8 +53,6 @@ class Spec:
     calibrate: bool = True
 
     def __post_init__(self) -> None:
-        from fsscope.workloads.personalities import PERSONALITIES
-
         if self.personality not in PERSONALITIES:
             raise FsscopeError(f"check: unknown personality {self.personality!r} (choose from "
                                f"{', '.join(PERSONALITIES)})")

@@ -29,8 +29,7 @@ from fsscope.cli.ladder_cmd import cmd_ladder  # also registers the ladder's rep
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes, format_pct
-
-PERSONALITIES = ("fileserver", "webserver", "varmail")
+from fsscope.workloads import PERSONALITIES
 
 BENCH_DESCRIPTION = """\
 Run a Filebench-like throughput personality R times, each run on a freshly formatted file

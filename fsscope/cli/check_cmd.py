@@ -22,6 +22,7 @@ from fsscope.cli.common import (
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
+from fsscope.workloads import PERSONALITIES
 
 DESCRIPTION = """\
 Before a storage benchmark: what on this machine will distort it, and how many runs of what
@@ -199,8 +200,6 @@ def cmd_check(args) -> int:
 
 
 def add_parser(sub) -> None:
-    from fsscope.cli.bench_cmd import PERSONALITIES
-
     p = sub.add_parser("check", help="pre-benchmark sanity check: what distorts results here, and runs needed",
                        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--personality", choices=PERSONALITIES, default="fileserver",

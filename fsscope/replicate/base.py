@@ -28,7 +28,7 @@ from fsscope.analysis.outliers import local_ratio
 from fsscope.engine import events as ev
 from fsscope.engine import runner
 from fsscope.errors import FsscopeError
-from fsscope.study.diskstate import disk_dir
+from fsscope.paths import disk_dir
 from fsscope.targets import TargetSpec
 
 VERDICTS = ("agree", "disagree", "inconclusive")

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fsscope.paths import ram_dir
 from fsscope.replicate.base import Finding, run_engine_job
-from fsscope.study.diskstate import ram_dir
 from fsscope.targets import TargetSpec
 
 NAME = "chopper"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fsscope import recipes
+from fsscope import paths, recipes
 from fsscope.analysis import sensitivity
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
@@ -62,7 +62,7 @@ class ExploreTreatment:
     def cache_dir(self) -> Path:
         """This study's disk states on this host: a private directory (see
         :func:`diskstate.private_dir`) whose name no other user can guess."""
-        return diskstate.ram_dir() / self.cache_name
+        return paths.ram_dir() / self.cache_name
 
     def __call__(self, treatment: dict) -> dict:
         cleanup_study_leftovers()  # a worker killed before us on this host

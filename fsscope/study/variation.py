@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fsscope import paths
 from fsscope.analysis import variation as V
 from fsscope.errors import FsscopeError
 from fsscope.layout.placement import dataset_placement
@@ -149,7 +150,7 @@ def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes:
     """One run: fresh fs on a loop image (in RAM, or on disk for ``device = "disk"``),
     populate, hygiene, measure. Everything journalled."""
     journal, group = Journal(), STUDY_GROUP_PREFIX + uuid.uuid4().hex[:10]
-    where = diskstate.disk_dir() if knobs.get("device") == "disk" else diskstate.ram_dir()
+    where = paths.disk_dir() if knobs.get("device") == "disk" else paths.ram_dir()
     img = where / f"fsscope-{group}.img"
     timing: dict = {}
     try:
