@@ -25,7 +25,7 @@ from fsscope.cli.common import (
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
-from fsscope.format import format_bytes
+from fsscope.format import format_bytes, format_pct
 from fsscope.layout.summary import frag_table, summary_rows
 from fsscope.targets import image
 
@@ -100,10 +100,6 @@ def _fraction(text: str) -> float:
 
 # ---------------------------------------------------------------- rendering helpers
 
-def _pct(x) -> str:
-    return "-" if x is None else f"{x * 100:.1f}%"
-
-
 def _p(x) -> str:
     return "-" if x is None else f"{x:.3f}"
 
@@ -139,7 +135,7 @@ def render_fit(name: str, fit: dict, console: Console) -> None:
     top = max([*targets, *actuals, 0.0])
     counts = fit.get("counts") or [None] * len(targets)
     for label, t, a, c in zip(fit.get("labels") or [], targets, actuals, counts):
-        table.add_row(str(label), _pct(t), _pct(a), "-" if c is None else f"{c:,}", _fit_bar(t, a, top))
+        table.add_row(str(label), format_pct(t, "-"), format_pct(a, "-"), "-" if c is None else f"{c:,}", _fit_bar(t, a, top))
     console.print(table)
 
 
@@ -185,7 +181,7 @@ def render_age(report: dict, console: Console) -> None:
     console.print(
         f"{report.get('ops', 0):,} ops ({report.get('session_ops', 0):,} this session) in "
         f"{report.get('elapsed_s', 0):.1f} s = [bold]{report.get('ops_per_s', 0):,.0f}[/] ops/s · "
-        f"fullness [bold]{_pct(report.get('fullness'))}[/] (target {_pct(report.get('target_fullness'))}) · "
+        f"fullness [bold]{format_pct(report.get('fullness'), '-')}[/] (target {format_pct(report.get('target_fullness'), '-')}) · "
         + (f"allocated {report.get('allocated_capacity_turnover', 0):.2f}× capacity (--fallocate: nothing "
            "written) · " if report.get("fallocate") else f"overwrites {report.get('overwrites', 0):.2f}× · ")
         + f"{report.get('live_files', 0):,} live files "
@@ -248,7 +244,7 @@ def render_frag(report: dict, console: Console) -> None:
     table.add_column(justify="right")
     table.add_column(justify="right")
     size = _size
-    table.add_row("fullness", _pct(rows["fullness"]))
+    table.add_row("fullness", format_pct(rows["fullness"], "-"))
     table.add_row("free space", size(rows["free_bytes"]))
     table.add_row("free extents", "-" if rows["free_extents"] is None else f"{rows['free_extents']:,}")
     table.add_row("largest free extent", size(rows["largest_free_extent_bytes"]))
@@ -360,7 +356,7 @@ def render_profile(profile, console: Console) -> None:
         table.add_column("", no_wrap=True)
         top = max(r["fraction"] for r in rows)
         for r in rows:
-            cells = [r["label"], _pct(r["fraction"])]
+            cells = [r["label"], format_pct(r["fraction"], "-")]
             if key == "depth":
                 cells.append(str(r["subdirs"]))
             table.add_row(*cells, _bar(r["fraction"], top, "cyan"))

@@ -28,7 +28,8 @@ from fsscope.cli.headless import run_job
 from fsscope.cli.ladder_cmd import cmd_ladder  # also registers the ladder's report renderer
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
-from fsscope.format import format_bytes, format_pct
+from fsscope.format import format_bytes, format_pct, format_us
+from fsscope.format import spark as format_spark
 from fsscope.workloads import PERSONALITIES
 
 BENCH_DESCRIPTION = """\
@@ -104,22 +105,9 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _size(text: str) -> int:
-    value = parse_size(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"'{text}' must be at least one byte")
-    return value
-
-
 # ---------------------------------------------------------------------------------------------
 # rendering
 # ---------------------------------------------------------------------------------------------
-
-def _us(ns) -> str:
-    if ns is None or (isinstance(ns, float) and not math.isfinite(ns)):
-        return "-"
-    return f"{ns / 1e3:,.1f}" if ns < 1e8 else f"{ns / 1e6:,.0f} ms"
-
 
 LOOP_NAMES = {"native": "C worker loops", "python": "Python worker loops: the run's notes say why"}
 
@@ -129,38 +117,17 @@ def _generator_cost(run: dict) -> str:
     return "-" if cost is None else f"{cost:.2f}"
 
 
-def _pct(x) -> str:
-    return format_pct(x, "-")
-
-
 def _bytes(n) -> str:
     return format_bytes(n, "-")
 
 
-_SPARK = "▁▂▃▄▅▆▇█"
-
-
 def spark(values, width: int = 48) -> str:
     """A one-line sparkline of a series (bucketed to ``width`` points; None/nan as a space)."""
-    vals = [v for v in values]
-    if not vals:
-        return ""
+    vals = list(values)
     if len(vals) > width:
         step = len(vals) / width
         vals = [_mean(vals[int(i * step): max(int((i + 1) * step), int(i * step) + 1)]) for i in range(width)]
-    finite = [v for v in vals if v is not None and math.isfinite(v)]
-    if not finite:
-        return ""
-    lo, hi = min(finite), max(finite)
-    out = []
-    for v in vals:
-        if v is None or not math.isfinite(v):
-            out.append(" ")
-        elif hi == lo:
-            out.append(_SPARK[3])
-        else:
-            out.append(_SPARK[min(7, int((v - lo) / (hi - lo) * 7.999))])
-    return "".join(out)
+    return format_spark(vals)
 
 
 def _mean(values):
@@ -200,7 +167,7 @@ def render_bench(report: dict, console: Console) -> None:
         if tel.get("disk_write_bytes_per_s") is not None:
             mb_s = (tel["disk_write_bytes_per_s"] + (tel.get("disk_read_bytes_per_s") or 0)) / 1e6
         table.add_row(str(i + 1), f"{run.get('ops_per_s') or 0:,.0f}", f"{run.get('elapsed_s') or 0:.1f}",
-                      str(errors), "-" if mb_s is None else f"{mb_s:,.1f}", _pct(tel.get("disk_busy_mean")),
+                      str(errors), "-" if mb_s is None else f"{mb_s:,.1f}", format_pct(tel.get("disk_busy_mean"), "-"),
                       "-" if tel.get("cpu_iowait_pct_mean") is None else f"{tel['cpu_iowait_pct_mean']:.0f}%",
                       _generator_cost(run))
     console.print(table)
@@ -217,7 +184,7 @@ def render_bench(report: dict, console: Console) -> None:
     elif var.get("runs"):
         console.print(f"cumulative throughput: mean [bold]{var.get('mean_ops_per_s') or 0:,.0f}[/] ops/s "
                       f"({var.get('min_ops_per_s') or 0:,.0f}..{var.get('max_ops_per_s') or 0:,.0f}); "
-                      f"relative range [{_variation_style(rr, threshold)}]{_pct(rr)}[/], RSD {_pct(rsd)} "
+                      f"relative range [{_variation_style(rr, threshold)}]{format_pct(rr, '-')}[/], RSD {format_pct(rsd, '-')} "
                       f"(threshold {threshold:.0%})")
     for key in windows:
         band = (var.get("windows") or {}).get(key) or {}
@@ -238,8 +205,8 @@ def render_bench(report: dict, console: Console) -> None:
             worst = max(range(len(band["relative_range"])),
                         key=lambda i: band["relative_range"][i] if band["relative_range"][i] is not None else -1)
             style = _variation_style(max(rrs), threshold)
-            console.print(f"    relative range across runs per window: median {_pct(sorted(rrs)[len(rrs) // 2])}, "
-                          f"worst {_pct(max(rrs))} at {worst * float(key):g} s; "
+            console.print(f"    relative range across runs per window: median {format_pct(sorted(rrs)[len(rrs) // 2], '-')}, "
+                          f"worst {format_pct(max(rrs), '-')} at {worst * float(key):g} s; "
                           f"[{style}]{above} of {len(rrs)} windows above {threshold:.0%}[/]", highlight=False)
 
     if runs:
@@ -261,9 +228,9 @@ def render_bench(report: dict, console: Console) -> None:
                 if not values:
                     return "-"
                 lo, hi = min(values), max(values)
-                return _us(lo) if len(values) == 1 or lo == hi else f"{_us(lo)}..{_us(hi)}"
+                return format_us(lo) if len(values) == 1 or lo == hi else f"{format_us(lo)}..{format_us(hi)}"
             ks = (latency.get(op) or {}).get("ks_range")
-            optable.add_row(op, "-" if rate is None else f"{rate:,.0f}", _us(mean), rng(p50), rng(p99),
+            optable.add_row(op, "-" if rate is None else f"{rate:,.0f}", format_us(mean), rng(p50), rng(p99),
                             "-" if ks is None else f"{ks:.2f}", "-" if not per_op else _bytes(per_op))
         console.print(optable)
 
@@ -310,7 +277,7 @@ def render_comparison(comparison: dict, console: Console) -> None:
         table.add_row(entry["recipe"], str(len(runs)), "-" if entry.get("mean_ops_per_s") is None else
                       f"{entry['mean_ops_per_s']:,.0f}",
                       f"{min(runs):,.0f}..{max(runs):,.0f}" if runs else "-",
-                      _pct(entry.get("relative_range")), _pct(entry.get("rsd")))
+                      format_pct(entry.get("relative_range"), "-"), format_pct(entry.get("rsd"), "-"))
     console.print(table)
     pairs = Table(title=f"Welch t-test per pair (a winner only when p < {comparison.get('alpha', 0.05):g})",
                   title_justify="left")
@@ -431,9 +398,9 @@ def add_parser(sub) -> None:
                         "like Filebench's threads (a process each where the C loops cannot be built)")
     p.add_argument("--files", type=positive_int, metavar="N",
                    help="files in the file set (default Filebench's, scaled to a quarter of the target)")
-    dash_value(p.add_argument("--mean-file-size", type=_size, metavar="SIZE",
+    dash_value(p.add_argument("--mean-file-size", type=parse_size, metavar="SIZE",
                               help="mean file size, gamma-distributed (default 128K fileserver, 16K others)"))
-    dash_value(p.add_argument("--mem-limit", type=_size, metavar="SIZE",
+    dash_value(p.add_argument("--mem-limit", type=parse_size, metavar="SIZE",
                               help="memory cgroup limit for the workers (page cache included), e.g. 512M"))
     p.add_argument("--window", type=_window, action="append", metavar="N",
                    help="Throughput-N window in seconds; repeat for several (default 10, or the run length if shorter); no longer than --duration")

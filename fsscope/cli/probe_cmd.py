@@ -12,6 +12,7 @@ from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
 from fsscope.explain.names import plain as plain_words
+from fsscope.format import format_us
 from fsscope.workloads.probe import DEFAULT_RUN_CAP_FACTOR, OPS, SYNC_SCOPES, TRACE_MODES, ProbeSpec
 
 DESCRIPTION = """\
@@ -50,10 +51,6 @@ examples:
 MAX_FLAGS_SHOWN = 30
 
 
-def _us(ns) -> str:
-    return "-" if ns is None else f"{ns / 1e3:.1f}"
-
-
 def render(report: dict, console: Console) -> None:
     stats = report.get("stats") or {}
     table = Table(title=f"{report['op']} × {report['files']} files, {report.get('runs_completed', report['runs'])} "
@@ -64,7 +61,7 @@ def render(report: dict, console: Console) -> None:
     def row(label, s):
         if not s or not s.get("count"):
             return
-        table.add_row(label, str(s["count"]), *(_us(s.get(k)) for k in ("mean_ns", "sd_ns", "min_ns", "p50_ns",
+        table.add_row(label, str(s["count"]), *(format_us(s.get(k)) for k in ("mean_ns", "sd_ns", "min_ns", "p50_ns",
                                                                            "p95_ns", "p99_ns", "max_ns")),
                       f"{s.get('rsd', 0):.2f}")
 

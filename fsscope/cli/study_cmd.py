@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from fsscope import paths
 from fsscope.cli.common import output_path, parse_size, positive_float, positive_int
 from fsscope.cli.explore_cmd import resolve_study_run
 from fsscope.cli.headless import console as err_console
@@ -158,7 +158,7 @@ def cmd_variation(args) -> int:
         return 0
     require_root("study variation", spec.scheduler)
     point_at_check()  # a timing study on a busy or misconfigured machine: say so first
-    target = TargetSpec("dir", os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
+    target = TargetSpec("dir", str(paths.ram_dir(checked=False)))
     return run_job("variation", spec, target, None, json_path=args.json, verbose=args.verbose, render=render)
 
 

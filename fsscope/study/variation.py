@@ -31,6 +31,7 @@ import numpy as np
 
 from fsscope import paths
 from fsscope.analysis import variation as V
+from fsscope.analysis.levels import knob_levels, pearson_with_p
 from fsscope.errors import FsscopeError
 from fsscope.layout.placement import dataset_placement
 from fsscope.recipes import Recipe
@@ -410,32 +411,17 @@ def configuration_stats(row: dict) -> dict:
 
 
 def shared_levels(configs: list[dict], flagged_ids: set) -> list[dict]:
-    """Factor mapping of the flagged configurations: per knob level, the share of its
-    configurations that are flagged; levels every flagged configuration of a file system
-    shares are marked ``shared``."""
-    out = []
-    for fs in sorted({c["fs"] for c in configs}):
-        mine = [c for c in configs if c["fs"] == fs]
-        hot = [c for c in mine if c["id"] in flagged_ids]
-        if not hot:
-            continue
-        for knob in sorted({k for c in mine for k in c["knobs"]}):
-            for level in sorted({c["knobs"].get(knob) for c in mine}, key=str):
-                at = [c for c in mine if c["knobs"].get(knob) == level]
-                n_hot = sum(1 for c in at if c["id"] in flagged_ids)
-                if n_hot:
-                    out.append({"fs": fs, "knob": knob, "level": level, "flagged": n_hot,
-                                "configurations": len(at), "flagged_share": n_hot / len(at),
-                                # a level every flagged configuration has, where the knob varied
-                                "shared": len({str(c["knobs"].get(knob)) for c in mine}) > 1
-                                and all(c["knobs"].get(knob) == level for c in hot)})
-    return out
+    """Factor mapping of the flagged configurations: per knob level with a flagged
+    configuration, the share flagged; levels every flagged configuration of a file system
+    shares (where the knob varied) are marked ``shared``."""
+    table = knob_levels([(c["fs"], c["knobs"], c["relative_range"], c["id"] in flagged_ids) for c in configs])
+    return [{"fs": lv.fs, "knob": lv.knob, "level": lv.level, "flagged": lv.flagged,
+             "configurations": lv.configurations, "flagged_share": lv.flagged / lv.configurations,
+             "shared": lv.shared} for lv in table if lv.flagged]
 
 
 def report(plan: Plan, rows: list[dict], *, threshold: float = 0.10, windows=(), study_dir: str = "",
            elapsed_s: float | None = None) -> dict:
-    from scipy import stats
-
     ok = [r for r in rows if "error" not in r and r.get("runs")]
     configs = [configuration_stats(r) for r in ok]
     duration = float(plan.space.settings.get("duration_s", 5))
@@ -444,10 +430,8 @@ def report(plan: Plan, rows: list[dict], *, threshold: float = 0.10, windows=(),
     cdf = V.relative_range_cdf(counts, BIN_S, windows)
     pairs = [(c["relative_range"], c["ks_range"]) for c in configs
              if c["relative_range"] is not None and c["ks_range"] is not None]
-    pcc = {"r": None, "p": None, "configurations": len(pairs)}
-    if len(pairs) >= 3 and np.std([a for a, _ in pairs]) > 0 and np.std([b for _, b in pairs]) > 0:
-        res = stats.pearsonr([a for a, _ in pairs], [b for _, b in pairs])
-        pcc |= {"r": float(res.statistic), "p": float(res.pvalue)}
+    r, p = pearson_with_p([a for a, _ in pairs], [b for _, b in pairs])
+    pcc = {"r": r, "p": p, "configurations": len(pairs)}
     flagged_ids = {c["id"] for c in configs if (c["relative_range"] or 0) > threshold}
     timing = [run.get("timing_s", {}) for r in ok for run in r["runs"]]
     prep = sum(t.get("prepare_s", 0) for t in timing)

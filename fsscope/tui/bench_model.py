@@ -19,6 +19,7 @@ import numpy as np
 
 from fsscope.analysis.variation import variation_summary
 from fsscope.engine.events import Data, Event, Phase
+from fsscope.telemetry.columns import TELEMETRY_COLUMNS, cpu_busy_pct, device_rates, named_columns
 from fsscope.tui.model import SPARK_POINTS
 
 BIN_S = 1.0
@@ -272,14 +273,14 @@ class BenchModel:
             m = np.asarray(run_dir.load_array(f"run{r}_telemetry", mmap=False), dtype=np.float64)
         except (OSError, ValueError):
             return
-        if m.ndim != 2 or m.shape[1] < 10 or not m.shape[0]:
+        if m.ndim != 2 or m.shape[1] < TELEMETRY_COLUMNS.index("cpu_idle_pct") + 1 or not m.shape[0]:
             return
-        t = m[:, 0]
-        dt = np.diff(np.concatenate([[0.0], t]))
+        col = named_columns(m)
+        dt = np.diff(np.concatenate([[0.0], col["t_s"]]))
         dt[dt <= 0] = 1.0
-        iops = (m[:, 3] + m[:, 4]) / dt
-        bps = (m[:, 1] + m[:, 2]) / dt
-        cpu = np.nan_to_num(100.0 - m[:, 9], nan=0.0)
+        iops, bps = device_rates(dt, col["disk_read_ops"] + col["disk_write_ops"],
+                                 col["disk_read_bytes"] + col["disk_write_bytes"])
+        cpu = cpu_busy_pct(col["cpu_idle_pct"])
         self.telemetry += list(zip(iops.tolist(), bps.tolist(), cpu.tolist()))
 
     # -- what the views read -------------------------------------------------------------------

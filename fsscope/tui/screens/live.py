@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header, Input
 
 from fsscope.engine.events import Event, Phase
+from fsscope.telemetry.columns import cpu_busy_pct, device_rates
 from fsscope.telemetry.machine import busy, machine_line
 from fsscope.tui import exports
 from fsscope.tui import messages as msg
@@ -530,10 +531,10 @@ class LiveScreen(Screen):
 
         disks = sample.get("disk_read_count")
         device = (",".join(disks) or "no device") if isinstance(disks, dict) else ""
-        iops = (total("disk_read_count") + total("disk_write_count")) / dt
-        bps = (total("disk_read_bytes") + total("disk_write_bytes")) / dt
+        iops, bps = device_rates(dt, total("disk_read_count") + total("disk_write_count"),
+                                 total("disk_read_bytes") + total("disk_write_bytes"))
         idle = sample.get("cpu_idle_pct")
-        cpu = 100.0 - float(idle) if isinstance(idle, (int, float)) and idle == idle else 0.0
+        cpu = float(cpu_busy_pct(idle if isinstance(idle, (int, float)) else 100.0))
         self._job_telemetry_s = time.monotonic()
         self._add_telemetry(iops, bps, cpu, device)
 

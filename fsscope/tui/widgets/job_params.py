@@ -23,7 +23,7 @@ from textual.widgets import Input, Label, Select, Static
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
 from fsscope.tui.widgets.tick import Tick
-from fsscope.units import parse_size_bytes
+from fsscope.units import list_items, parse_size_bytes
 
 
 def size_text(n: int) -> str:
@@ -119,7 +119,7 @@ class JobParams(Vertical):
     def _parse_text(self, name: str, kind: str, text: str) -> Any:
         what = self._label(name)
         if name in self.LIST_FIELDS:
-            parts = [p for p in text.strip("()[] ").replace(",", " ").split() if p]
+            parts = list_items(text)
             if not parts:
                 raise FsscopeError(f"{self.job}: {what} needs at least one value")
             if name in self.SIZE_FIELDS:
