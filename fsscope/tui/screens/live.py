@@ -3,7 +3,7 @@ notes, and the log of every external command. The same screen replays a recorded
 (``LiveScreen(record=...)``): the views are filled from the run directory instead of a job's
 event stream.
 
-The main view depends on the job (:mod:`fsscope.tui.job_ui`): the per-file latency
+The main view depends on the job (:mod:`fsscope.tui.job_widgets`): the per-file latency
 heatmap for the probe, throughput over the band of earlier runs for a bench, throughput vs
 latency per buffer size for a sync-write sweep. Each job's data lives in a :class:`JobView`
 (its model from :mod:`fsscope.tui.job_ui` in ``data``); the view widget draws it.
@@ -29,7 +29,8 @@ from fsscope.telemetry.machine import busy, machine_line
 from fsscope.tui import exports
 from fsscope.tui import messages as msg
 from fsscope.tui.config import RunPlan, recipe_label
-from fsscope.tui.job_ui import model_for, view_class, view_classes
+from fsscope.tui.job_ui import model_for
+from fsscope.tui.job_widgets import view_class, view_classes
 from fsscope.tui.jobs import PlanControl, follow_plan, sample_telemetry
 from fsscope.tui.model import (
     Flag,

@@ -1,7 +1,7 @@
 """A job's parameter panel. The generic one builds a field per attribute of the job's Spec
 dataclass (number/text inputs, a switch for booleans, a list for Literal choices), so every
 registered job gets a panel; a job that wants hints or fewer fields subclasses it and is
-registered in :mod:`fsscope.tui.job_ui`.
+named in :mod:`fsscope.tui.job_widgets` (``PANELS``).
 
 A subclass can also start from other defaults than the Spec's (``DEFAULTS``: small ones for a
 first try), show byte counts as sizes people type (``SIZE_FIELDS``: "512M"), and lists as
