@@ -32,6 +32,7 @@ from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain as _jsonable
 from fsscope.specs import checked_fields
 from fsscope.workloads import PERSONALITIES
+from fsscope.workloads import personalities as P
 
 BIN_S = 1.0
 QUICK_BUDGET_S = 60.0
@@ -135,8 +136,6 @@ def _emit_finding(ctx, f: Finding) -> None:
 
 
 def run(ctx, spec: Spec) -> dict:
-    from fsscope.workloads import personalities as P
-
     t_start = time.monotonic()
     kind = ctx.target.spec.kind
     notes: list[str] = []
@@ -185,7 +184,6 @@ def run(ctx, spec: Spec) -> dict:
 def _calibrate(ctx, spec: Spec, pspec, runs: int, duration_s: float, overhead: float, t_start: float,
                counts: list[np.ndarray], elapsed: list[float], notes: list[str]) -> None:
     """The calibration runs; appends each finished run's counts and length as it goes."""
-    from fsscope.workloads import personalities as P
 
     for r in range(runs):
         if ctx.cancelled:

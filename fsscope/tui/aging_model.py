@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from fsscope.aging import load_profile
 from fsscope.engine import events
 from fsscope.engine.events import Event, Progress
 from fsscope.format import format_bytes
@@ -73,8 +74,6 @@ class AgingModel:
         self.target_fullness = _number(spec.get("fullness"))
         if self.target_fullness is None and self.profile:
             try:
-                from fsscope.aging import load_profile
-
                 self.target_fullness = float(load_profile(self.profile).fullness)
             except Exception:  # noqa: BLE001 - a profile that does not load: the report says
                 self.target_fullness = None

@@ -145,6 +145,8 @@ class SyncWriteModel:
     def from_run(cls, run_dir, spec: dict, report: dict | None) -> SyncWriteModel:
         model = cls(spec)
         if report is None and run_dir is not None:  # a killed run: rebuilt from its kept arrays
+            # here, not at the top: the job module brings scipy (via bench_job), and the TUI
+            # imports this model at start (the compare screen)
             from fsscope.workloads.syncwrite_job import partial_report
 
             report = partial_report(run_dir)

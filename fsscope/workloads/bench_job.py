@@ -49,8 +49,11 @@ from fsscope.engine.events import Error, Finding
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
 from fsscope.jsonsafe import plain
+from fsscope.layout.placement import dataset_placement
 from fsscope.specs import checked_fields
 from fsscope.telemetry.columns import TELEMETRY_COLUMNS, named_columns, telemetry_matrix
+from fsscope.telemetry.sampler import TelemetrySampler, dirty_writeback_intervals
+from fsscope.telemetry.taskstats import delayacct_note
 from fsscope.trace.attribute import annotate_dips
 from fsscope.trace.jobs import BenchTrace
 from fsscope.workloads import personalities as P
@@ -250,9 +253,6 @@ def _flag_key(flag: dict[str, Any]) -> tuple:
 
 
 def run(ctx, spec: Spec) -> dict:
-    from fsscope.telemetry.sampler import dirty_writeback_intervals
-    from fsscope.telemetry.taskstats import delayacct_note
-
     dirty = dirty_writeback_intervals()
     calibration = None
     if spec.duration_auto:
@@ -400,7 +400,6 @@ def _dataset_placement(fs, root: Path, pspec: P.PersonalitySpec) -> dict[str, An
     """Where the populated dataset's files start (block groups / AGs), as the run begins."""
     if not fs.device:                      # a directory or tmpfs: no device to place it on
         return None
-    from fsscope.layout.placement import dataset_placement
 
     return dataset_placement(P.fileset_paths(root, pspec), fs.fs, fs.device, fs.mountpoint)
 
@@ -425,7 +424,7 @@ def _calibrate_duration(ctx, spec: Spec) -> tuple[Spec, dict[str, Any]]:
     """``--duration auto``: one calibration run on a fresh, populated file system that stops as
     soon as its cumulative throughput has settled (:mod:`fsscope.analysis.runlength`), at the
     latest after ``duration_s``; the measured runs then last that long."""
-    from fsscope.analysis import runlength
+    from fsscope.analysis import runlength  # scipy.stats (~1.5 s): only when a run is calibrated
 
     per_bin: list[float] = []
     settled: list[float] = []
@@ -473,7 +472,6 @@ def _add_kernel_windows(report: dict, results: list, kernel_windows: dict[int, d
 
 def _measure(ctx, spec: Spec, pspec: P.PersonalitySpec, root: Path, fs, r: int, total_s: float):
     """One timed run with the telemetry sampler beside it."""
-    from fsscope.telemetry.sampler import TelemetrySampler
 
     def on_sample(sample: dict[str, Any]) -> None:
         ctx.data("telemetry", run=r, sample=sample)

@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header, Input
 
 from fsscope.engine.events import Event, Phase
+from fsscope.store import RunDir
 from fsscope.telemetry.columns import cpu_busy_pct, device_rates
 from fsscope.telemetry.machine import busy, machine_line
 from fsscope.tui import exports
@@ -476,7 +477,6 @@ class LiveScreen(Screen):
     @work(thread=True, group="recorded-array", description="reading a recorded latency array")
     def _load_recorded_array(self, index: int, run_path: str) -> None:
         """A job that streams no samples (smoke) still recorded latency_ns: show it."""
-        from fsscope.store import RunDir
 
         run = RunDir(Path(run_path))
         if "latency_ns" not in run.arrays():
