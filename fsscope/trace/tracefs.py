@@ -200,9 +200,6 @@ class Instance:
     def cpus(self) -> list[int]:
         return sorted(int(p.name[3:]) for p in (self.path / "per_cpu").glob("cpu*"))
 
-    def has_event(self, event: str) -> bool:
-        return (self.path / "events" / event / "enable").exists()
-
     def enable(self, event: str, filter_expr: str = "") -> bool:
         """Enable ``sys/name`` with an optional filter; False (and noted) when missing."""
         directory = self.path / "events" / event

@@ -284,10 +284,6 @@ class BenchModel:
         self.telemetry += list(zip(iops.tolist(), bps.tolist(), cpu.tolist()))
 
     # -- what the views read -------------------------------------------------------------------
-    @property
-    def shown_run(self) -> int | None:
-        return self.current
-
     def aggregate(self, run: BenchRun, window_s: int) -> list[float | None]:
         """Per second of the run: the 1-s bin, or the mean of the complete window it is in."""
         if window_s <= 1:
