@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from fsscope import recipes
 from fsscope.format import format_pct
 from fsscope.layout.summary import summary_rows
-from fsscope.replicate.base import Finding, run_engine_job
+from fsscope.replicate.base import Finding, JobResult, run_engine_job
 from fsscope.targets import TargetSpec
 
 NAME = "geriatrix"
@@ -67,14 +67,12 @@ class AgeRun:
         run_dir = run_engine_job("age", spec, TargetSpec("ram", size_bytes=self.size_bytes),
                                  recipes.load(self.recipe).with_extra(self.mkfs_opts, ""), label=f"{self.key}: {self.describe()}",
                                  progress=progress)
-        return AgeResult(self, run_dir.report(), str(run_dir.path))
+        return AgeResult.of(self, run_dir)
 
 
 @dataclass
-class AgeResult:
+class AgeResult(JobResult):
     run: AgeRun
-    report: dict
-    run_dir: str
 
 
 def runs(quick: bool) -> list[AgeRun]:

@@ -33,7 +33,7 @@ from fsscope.engine.events import Data, Event
 from fsscope.format import format_pct
 from fsscope.study.execute import load_rows
 from fsscope.study.variation import BIN_S, configuration_stats
-from fsscope.tui.model import Flag, note_flags
+from fsscope.tui.model import Flag, note_flags, number
 
 FIGURES = ("1", "2", "6", "7", "8", "9", "k")
 FIGURE_TITLES = {  # short enough for the ~60-column body beside the flags
@@ -78,14 +78,6 @@ class Configuration:
         return f"{self.fs} configuration {shown} under {self.personality}"
 
 
-def _finite(value) -> float | None:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None
-
-
 def hist_quantiles_ns(sparse: list, quantiles=QUANTILES) -> list[float]:
     """Latency (bucket middle) at each quantile of a sparse histogram on the shared grid
     ([[bucket, count], ...] in bucket order, as the rows keep it)."""
@@ -107,7 +99,7 @@ class VariationModel:
 
     def __init__(self, spec: dict | None = None):
         self.spec = dict(spec or {})
-        self.threshold = _finite(self.spec.get("threshold")) or 0.10
+        self.threshold = number(self.spec.get("threshold")) or 0.10
         self.configs: list[Configuration] = []
         self.failed: list[tuple[str, str]] = []
         self.report: dict | None = None
@@ -264,7 +256,7 @@ class VariationModel:
         (workloads may run for different times: the paper's varmail 2,000 s, others 800 s)."""
         bins = min((len(r) for c in self.configs if personality in (None, c.personality)
                     for r in c.counts_per_bin), default=0)
-        given = tuple(float(w) for w in self.spec.get("window_sizes_s") or () if _finite(w))
+        given = tuple(float(w) for w in self.spec.get("window_sizes_s") or () if number(w))
         return tuple(w for w in given or WINDOWS_S if w * 1.0 <= bins * BIN_S)
 
     def window_cdfs(self) -> list[tuple[str, str, int, dict[float, np.ndarray]]]:
