@@ -45,7 +45,7 @@ from fsscope.study.execute import (
     order_rows,
     run_study,
 )
-from fsscope.study.plan import Plan, plan_or_resume
+from fsscope.study.plan import Plan, check_plan, plan_or_resume
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
 from fsscope.units import parse_size_bytes
@@ -456,11 +456,5 @@ def report(plan: Plan, rows: list[dict], *, threshold: float = 0.10, windows=(),
 
 
 def check_spec(spec: Spec) -> None:
-    if spec.resume:
-        plan = Plan.load(Path(spec.resume))
-        check_settings(plan.space.settings, f"--resume {spec.resume}")
-    else:
-        make_plan(spec)
-    if spec.workers < 1:
-        raise FsscopeError(f"--workers must be at least 1, got {spec.workers}")
+    check_plan(spec.resume, spec.workers, lambda: make_plan(spec), check_settings)
 
