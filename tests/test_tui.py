@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +93,23 @@ def runs_listed(app: FsscopeApp, *run_ids: str) -> bool:
         return False
     keys = {key.value for key in app.screen.query_one("#runs-table").rows}
     return all(run_id in keys for run_id in run_ids)
+
+
+@asynccontextmanager
+async def live_app(size: tuple[int, int] = SIZE):
+    """A user's app opened on the live screen (no job yet): (app, pilot, live screen)."""
+    app = make_app(AppConfig(is_root=False, start_screen="live"))
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: app.live.is_mounted, "the live screen")
+        yield app, pilot, app.live
+
+
+async def open_compare(pilot, app: FsscopeApp, *run_ids: str) -> CompareScreen:
+    """Mark the first two runs of the runs screen and compare them ("c"), once ``run_ids`` are
+    listed."""
+    await until(pilot, lambda: runs_listed(app, *run_ids), "the runs listed")
+    await pilot.press("space", "down", "space", "c")
+    return await until_screen(pilot, app, CompareScreen)
 
 
 async def open_replay(pilot, app: FsscopeApp, run_id: str):
@@ -322,9 +340,7 @@ async def test_runs_screen_replays_and_compares(scratch):
         assert replay.views[0].matrix.values.shape == (2, 200)
         assert replay.flags_panel.flags  # findings come back from events.ndjson
         await pilot.press("escape")
-        await until(pilot, lambda: runs_listed(app), "the runs screen again")
-        await pilot.press("space", "down", "space", "c")
-        await until_screen(pilot, app, CompareScreen)
+        await open_compare(pilot, app)
         verdict = str(app.screen.query_one("#compare-verdict").content)
         assert "K-S distance" in verdict and "median" in verdict
         await pilot.press("escape")

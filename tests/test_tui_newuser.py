@@ -10,6 +10,7 @@ import html
 import re
 
 from pilot_wait import until
+from test_tui import live_app
 
 from fsscope.engine import events
 from fsscope.format import format_ns
@@ -43,10 +44,7 @@ def start_probe(live, index: int, files: int, runs: int, run_id: str) -> None:
 async def test_legend_always_shows_the_scale_the_cells_use():
     """Batches whose latencies widen the range: after each one is drawn, the legend on screen
     names the heatmap's current low and high ends (it used to keep 1 µs … 1 ms)."""
-    app = make_app(AppConfig(is_root=False, start_screen="live"))
-    async with app.run_test(size=SIZE) as pilot:
-        live = app.live
-        await until(pilot, lambda: live.is_mounted, "the live screen")
+    async with live_app(SIZE) as (app, pilot, live):
         start_probe(live, 0, files=300, runs=2, run_id="run-a")
         await until(pilot, lambda: live.shown == 0, "the job's view")
         heatmap = live.query_one("#heatmap", Heatmap)
@@ -64,10 +62,7 @@ async def test_legend_always_shows_the_scale_the_cells_use():
 
 async def test_a_second_job_shows_nothing_of_the_first():
     """Cursor line, calls/s reading, colour scale: a new job's view starts empty."""
-    app = make_app(AppConfig(is_root=False, start_screen="live"))
-    async with app.run_test(size=SIZE) as pilot:
-        live = app.live
-        await until(pilot, lambda: live.is_mounted, "the live screen")
+    async with live_app(SIZE) as (app, pilot, live):
         start_probe(live, 0, files=200, runs=2, run_id="run-a")
         await until(pilot, lambda: live.shown == 0, "the first job's view")
         for run in range(2):
@@ -231,10 +226,7 @@ async def test_setup_names_every_problem_before_anything_starts(scratch):
 
 async def test_a_streamed_flag_follows_its_runs():
     """The same finding after run 2 and after run 5: one flag, whose title says 5/5."""
-    app = make_app(AppConfig(is_root=False, start_screen="live"))
-    async with app.run_test(size=SIZE) as pilot:
-        live = app.live
-        await until(pilot, lambda: live.is_mounted, "the live screen")
+    async with live_app(SIZE) as (app, pilot, live):
         start_probe(live, 0, files=300, runs=5, run_id="run-a")
         await until(pilot, lambda: live.shown == 0, "the job's view")
         for done in (2, 5):
