@@ -54,7 +54,7 @@ def assert_clean(image: Path | None = None) -> None:
         assert loops_backing(str(image)) == []
 
 
-async def plan_over(live: LiveScreen) -> bool:
+def plan_over(live: LiveScreen) -> bool:
     """The plan ended and the screen has handled every job's end (reports, final flags)."""
     return live.control is not None and live.plan_finished
 

@@ -106,6 +106,17 @@ def exported(pattern: str) -> list:
     return sorted((paths.home() / "exports").glob(pattern))
 
 
+async def focus_a_parameter(pilot, app):
+    """Focus the setup screen's first parameter field (once the screen has a focus); return it."""
+    from textual.widgets import Input
+
+    await until(pilot, lambda: app.focused is not None, "the first focus")
+    field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-"))
+    field.focus()
+    await until(pilot, lambda: app.focused is field, "the field's focus")
+    return field
+
+
 async def test_focus_after_returning_to_setup_is_not_in_a_field():
     """Typing into a parameter field, going to Live and back with F2: the focus is on the
     target list again, so space/x/m do not type into the field unseen."""
@@ -113,10 +124,7 @@ async def test_focus_after_returning_to_setup_is_not_in_a_field():
 
     app = make_app(AppConfig(is_root=False))
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.focused is not None, "the first focus")
-        field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-"))
-        field.focus()
-        await until(pilot, lambda: app.focused is field, "the field's focus")
+        field = await focus_a_parameter(pilot, app)
         before = field.value
         await pilot.press("f3")
         await until(pilot, lambda: app.current_mode == "live", "the live screen")
@@ -128,14 +136,10 @@ async def test_focus_after_returning_to_setup_is_not_in_a_field():
 
 
 async def test_ctrl_s_exports_from_a_field_and_x_stays_a_letter():
-    from textual.widgets import Input
 
     app = make_app(AppConfig(is_root=False))
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.focused is not None, "the first focus")
-        field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-"))
-        field.focus()
-        await until(pilot, lambda: app.focused is field, "the field's focus")
+        field = await focus_a_parameter(pilot, app)
         before = set(exported("setup-*.svg"))
         await pilot.press("ctrl+s")
         await until(pilot, lambda: set(exported("setup-*.svg")) - before, "the SVG export")
