@@ -184,18 +184,26 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
     assert not app.worker_errors
 
 
+async def start_long_probe(pilot, app: FsscopeApp, image: Path, recipe: str = "") -> LiveScreen:
+    """Start the app's probe on a new 512M image (and ``recipe``); the live screen once the
+    probe has measured."""
+    await pilot.pause()
+    await pick_image_target(pilot, app, image, "512M")
+    if recipe:
+        await pick_recipe(pilot, app, recipe)
+    await pilot.press("ctrl+r")
+    live = live_of(app)
+    await until(pilot, lambda: live.control is not None and live.views.get(0) is not None
+                and live.views[0].matrix.measured > 0, "the first samples", 60)
+    return live
+
+
 @pytest.mark.privileged
 async def test_cancel_running_job_cleans_up(scratch):
     image = scratch / "cancel.img"
     app = make_app(AppConfig(job_defaults={"probe": {"files": 20000, "runs": 50}}))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pick_image_target(pilot, app, image, "512M")
-        await pick_recipe(pilot, app, "ext4-default")
-        await pilot.press("ctrl+r")
-        live = live_of(app)
-        await until(pilot, lambda: live.control is not None and live.views.get(0) is not None
-                       and live.views[0].matrix.measured > 0, "the first samples", 60)
+        live = await start_long_probe(pilot, app, image, "ext4-default")
         assert loops_backing(str(image)), "the job should have its loop device attached while running"
         await pilot.press("c")
         await until(pilot, lambda: plan_over(live), "the cancelled job to end", 60)
@@ -210,11 +218,7 @@ async def test_quitting_with_a_running_job_cancels_it(scratch):
     image = scratch / "quit.img"
     app = make_app(AppConfig(job_defaults={"probe": {"files": 20000, "runs": 50}}))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pick_image_target(pilot, app, image, "512M")
-        await pilot.press("ctrl+r")
-        live = live_of(app)
-        await until(pilot, lambda: live.views.get(0) is not None and live.views[0].matrix.measured > 0, "the first samples", 60)
+        live = await start_long_probe(pilot, app, image)
         handles = list(live.control.handles)
         await pilot.press("ctrl+q")  # asks first: the job would be cancelled
         await until(pilot, lambda: type(app.screen).__name__ == "ConfirmQuitScreen", "the question", 10)
