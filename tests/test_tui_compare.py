@@ -19,6 +19,7 @@ async def test_compare_two_bench_runs(scratch, recorded_run):
     app = make_app(AppConfig(start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_compare(pilot, app, *ids)
+        assert screen.comparison is not None
         verdict = str(screen.query_one("#compare-verdict").content)
         assert verdict.startswith(("Winner: ", "No winner: ")) and "Welch" in verdict, verdict
         heads = [str(w.content) for w in screen.query(".compare-summary")]
