@@ -54,10 +54,25 @@ def library_path(source: Path, what: str) -> tuple[Path | None, str]:
     return target, "built"
 
 
+_LOADED: dict[tuple[int, int], ctypes.CDLL] = {}
+"""Libraries loaded by this process, by the checked file's (device, inode)."""
+
+
 def load(path: str | os.PathLike, what: str) -> ctypes.CDLL:
     """The library at ``path`` (from :func:`library_path`); ``what`` names it in a refusal."""
     fd = trust.open_owned_file(path, what)
-    try:  # dlopen the very file that was checked, not whatever the path names by then
-        return ctypes.CDLL(f"/proc/self/fd/{fd}")
-    finally:
+    st = os.fstat(fd)
+    key = (st.st_dev, st.st_ino)
+    if key in _LOADED:
         os.close(fd)
+        return _LOADED[key]
+    try:  # dlopen the very file that was checked, not whatever the path names by then
+        lib = ctypes.CDLL(f"/proc/self/fd/{fd}")
+    except BaseException:
+        os.close(fd)
+        raise
+    # The descriptor stays open while the library is loaded: the dynamic loader knows a
+    # library by the name it was opened under, so a later library opened under the same
+    # (reused) /proc/self/fd/N would be handed the first one instead.
+    _LOADED[key] = lib
+    return lib

@@ -202,7 +202,7 @@ def test_verdict_ranks_and_blocks():
 
 
 def test_fake_bench_pointer_only_when_a_fast_item_is_bad(tmp_path):
-    from fsscope.cli.check_cmd import bad_pointer
+    from fsscope.cli.check_pointer import bad_pointer
 
     busy = fake_root(tmp_path, {"proc/loadavg": "9.00 2.00 1.00 9/300 999", "sys/devices/system/cpu/online": "0-1"})
     line = bad_pointer(busy)
@@ -218,7 +218,7 @@ def test_render_of_a_fit_report_lists_the_warnings_worth_a_look():
 
     from rich.console import Console
 
-    from fsscope.cli.check_cmd import render_check
+    from fsscope.cli.render.check import render_check
 
     warn = Finding("thp", "warn", "transparent huge pages: always", "/sys/kernel/mm/... = [always]", "stalls", "echo madvise")
     cal = {"personality": "fileserver", "runs": [{"ops_per_s": 1000.0, "stable_after_s": 12.0}] * 3, "cv": 0.02,

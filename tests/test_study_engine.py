@@ -247,7 +247,7 @@ def test_resume_latest_names_the_newest_study_of_its_job(tmp_path, monkeypatch):
     """`--resume latest`: the study made last, even when several share a second (a sort by
     name took "-2" over "-10"), of the command's own job, and only one with a plan."""
     from fsscope import store
-    from fsscope.cli.explore_cmd import resolve_study_run
+    from fsscope.cli.common import resolve_study_run
 
     monkeypatch.setenv("FSSCOPE_HOME", str(tmp_path))
     stray = paths.runs_dir() / "mine"                       # a record whose name is not an id

@@ -23,10 +23,10 @@ from fsscope.cli.common import (
     target_from_args,
 )
 from fsscope.cli.headless import run_job
-from fsscope.cli.render import RENDERERS
+from fsscope.cli.render.age import render_age, render_profile
+from fsscope.cli.render.frag import render_frag
 from fsscope.errors import FsscopeError
-from fsscope.format import format_bytes, format_pct
-from fsscope.layout.summary import frag_table, summary_rows
+from fsscope.format import format_bytes
 from fsscope.targets import image
 
 AGE_DESCRIPTION = """\
@@ -80,8 +80,6 @@ fullness (shipped in fsscope/data/recipes/aging/: eight published ones and 'smal
 walks a real tree (one device, symlinks not followed, unreadable entries counted) and writes a
 profile of it."""
 
-BAR = "█"
-BAR_WIDTH = 30
 out_console = common.out_console()
 chatter = Console(stderr=True, soft_wrap=True)  # paths stay whole for copy and grep
 
@@ -96,173 +94,6 @@ def _fraction(text: str) -> float:
     if not 0.0 < value < 1.0:
         raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text}")
     return value
-
-
-# ---------------------------------------------------------------- rendering helpers
-
-def _p(x) -> str:
-    return "-" if x is None else f"{x:.3f}"
-
-
-def _bar(fraction: float, top: float, style: str) -> str:
-    n = 0 if not top else int(round(fraction / top * BAR_WIDTH))
-    return f"[{style}]{BAR * n}[/]" if n else ""
-
-
-def _fit_bar(target: float, actual: float, top: float) -> str:
-    """The actual share as a bar, the target share as a mark "┃" on the same line."""
-    n_actual = 0 if not top else int(round(actual / top * BAR_WIDTH))
-    n_target = 0 if not top else min(BAR_WIDTH, int(round(target / top * BAR_WIDTH)))
-    cells = [BAR if i < n_actual else " " for i in range(BAR_WIDTH + 1)]
-    mark = max(0, n_target - 1) if n_target else 0
-    cells[mark] = "[bold yellow]┃[/]"
-    return "[cyan]" + "".join(cells).rstrip() + "[/]"
-
-
-def _size(value) -> str:
-    return format_bytes(value, "-")
-
-
-def render_fit(name: str, fit: dict, console: Console) -> None:
-    """One distribution, target against actual, with bars."""
-    titles = {"size": "file size", "depth": "directory depth", "age": "relative age (youngest first)"}
-    table = Table(title=f"{titles.get(name, name)}: chi-squared p = {_p(fit.get('p_value'))}",
-                  title_justify="left")
-    for col, justify in (("bucket", "right"), ("target", "right"), ("actual", "right"), ("files", "right"),
-                         ("actual █  target ┃", "left")):
-        table.add_column(col, justify=justify, no_wrap=True)
-    targets, actuals = fit.get("target") or [], fit.get("actual") or []
-    top = max([*targets, *actuals, 0.0])
-    counts = fit.get("counts") or [None] * len(targets)
-    for label, t, a, c in zip(fit.get("labels") or [], targets, actuals, counts):
-        table.add_row(str(label), format_pct(t, "-"), format_pct(a, "-"), "-" if c is None else f"{c:,}", _fit_bar(t, a, top))
-    console.print(table)
-
-
-def render_histograms(named: list[tuple[str, dict | None]], console: Console, title: str) -> None:
-    """Free-extent histograms side by side on their shared power-of-two grid."""
-    hists = [(name, (m or {}).get("free_space")) for name, m in named]
-    if not any(h for _, h in hists):
-        return
-    lowers = sorted({lo for _, h in hists if h for lo in h.get("bucket_lower_bytes", [])})
-    table = Table(title=title, title_justify="left")
-    table.add_column("extent size", justify="right", no_wrap=True)
-    for name, _ in hists:
-        table.add_column(f"{name} n".strip(), justify="right", no_wrap=True)
-        table.add_column(f"{name} bytes".strip(), justify="right", no_wrap=True)
-    for lo in lowers:
-        row = [f"{_size(lo)}–{_size(lo * 2)}"]
-        for _, h in hists:
-            if not h or lo not in h.get("bucket_lower_bytes", []):
-                row += ["-", "-"]
-                continue
-            i = h["bucket_lower_bytes"].index(lo)
-            row += [f"{h['bucket_extent_counts'][i]:,}", _size(h["bucket_free_bytes"][i])]
-        table.add_row(*row)
-    console.print(table)
-
-
-def _errors(label: str, m: dict | None, console: Console) -> None:
-    for key in ("free_space_error", "test_file_error"):
-        if m and m.get(key):
-            console.print(f"[dim]{label} {key.replace('_error', '').replace('_', ' ')}: {m[key]}[/]",
-                          highlight=False)
-
-
-def render_age(report: dict, console: Console) -> None:
-    where = report.get("recipe") or report.get("fs") or "a directory"
-    target = (report.get("target") or {}).get("describe", "")
-    resumed = " (resumed)" if report.get("resumed") else ""
-    console.print(f"[bold]aged[/] with profile [bold]{report.get('profile')}[/] (seed {report.get('seed')}) "
-                  f"on [bold]{where}[/] {target}{resumed}", highlight=False)
-    style = {"enospc": "yellow", "cancelled": "yellow", "no_room": "yellow"}.get(report.get("stop_reason"), "green")
-    console.print(f"stopped: [{style}]{report.get('stop_reason')}[/] — {report.get('stop_note')}", highlight=False)
-    bound = report.get("convergence_ops")
-    console.print(
-        f"{report.get('ops', 0):,} ops ({report.get('session_ops', 0):,} this session) in "
-        f"{report.get('elapsed_s', 0):.1f} s = [bold]{report.get('ops_per_s', 0):,.0f}[/] ops/s · "
-        f"fullness [bold]{format_pct(report.get('fullness'), '-')}[/] (target {format_pct(report.get('target_fullness'), '-')}) · "
-        + (f"allocated {report.get('allocated_capacity_turnover', 0):.2f}× capacity (--fallocate: nothing "
-           "written) · " if report.get("fallocate") else f"overwrites {report.get('overwrites', 0):.2f}× · ")
-        + f"{report.get('live_files', 0):,} live files "
-        f"({format_bytes(report.get('live_bytes') or 0)})"
-        + (f" · convergence bound T = {bound:,} ops" if bound else ""), highlight=False)
-    fits = report.get("fit") or {}
-    for name in ("size", "depth", "age"):
-        if name in fits:
-            render_fit(name, fits[name], console)
-    console.print("fit: " + ", ".join(f"{name} p = {_p((fits.get(name) or {}).get('p_value'))}"
-                                      for name in ("size", "depth", "age")), highlight=False)
-    fresh, aged = report.get("fresh"), report.get("aged")
-    if fresh or aged:
-        table = Table(title="fragmentation: fresh vs aged", title_justify="left")
-        for col in ("", "fresh", "aged", "aged / fresh"):
-            table.add_column(col, justify="right", no_wrap=True)
-        for row in frag_table(fresh, aged):
-            table.add_row(*row)
-        console.print(table)
-        if fresh and fresh.get("from_run"):
-            console.print(f"[dim]fresh numbers from run {fresh['from_run']} (this run resumed the aged image)[/]")
-        render_histograms([("fresh", fresh), ("aged", aged)], console, "free-space extent histogram")
-        _errors("fresh", fresh, console)
-        _errors("aged", aged, console)
-    snap = report.get("snapshot")
-    if snap and snap.get("method"):
-        console.print(f"snapshot: [bold]{snap['path']}[/] ({snap['method']}, {format_bytes(snap['size_bytes'])} "
-                      f"apparent, {format_bytes(snap['allocated_bytes'])} allocated, {snap['seconds']:.1f} s) — "
-                      f"measure on it with --from-snapshot {snap['path']}", highlight=False)
-    elif snap and snap.get("skipped"):
-        console.print(f"[yellow]no snapshot[/]: {snap['skipped']}")
-    if report.get("image"):
-        kind = (report.get("target") or {}).get("kind")
-        if kind == "image":
-            console.print(f"aged image kept (unmounted): {report['image']} — age further with --resume",
-                          highlight=False)
-    for note in report.get("notes") or []:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
-    if report.get("stop_reason") == "enospc":
-        console.print("[yellow]note:[/] the file system filled up before the plan did — a normal outcome: some "
-                      "file systems cannot sustain some profiles at some fullness (metadata, block rounding). "
-                      "The aged tree is consistent and usable.", highlight=False)
-    workers = report.get("workers", report.get("jobs")) or 1  # "jobs" in records made before
-    if workers > 1:
-        console.print(f"[dim]note: {workers} workers ran the same seeded operation sequence (same op-log "
-                      "hash); their interleaving on disk differs between runs, so block placement may too[/]")
-    if report.get("fallocate"):
-        console.print("[dim]note: --fallocate allocated blocks without writing data: unwritten extents, no delayed "
-                      "allocation or writeback merging; copy-on-write/log-structured layouts not exercised as by "
-                      "writes[/]")
-    console.print(f"[dim]op log sha256 {report.get('op_log_sha256')}[/]")
-
-
-def render_frag(report: dict, console: Console) -> None:
-    where = report.get("recipe") or report.get("fs") or "?"
-    target = (report.get("target") or {}).get("describe", "")
-    console.print(f"[bold]fragmentation[/] of {where} on {target}", highlight=False)
-    rows = summary_rows(report)
-    table = Table(show_header=False)
-    table.add_column(justify="right")
-    table.add_column(justify="right")
-    size = _size
-    table.add_row("fullness", format_pct(rows["fullness"], "-"))
-    table.add_row("free space", size(rows["free_bytes"]))
-    table.add_row("free extents", "-" if rows["free_extents"] is None else f"{rows['free_extents']:,}")
-    table.add_row("largest free extent", size(rows["largest_free_extent_bytes"]))
-    table.add_row("mean free extent", size(rows["mean_free_extent_bytes"]))
-    table.add_row(f"test file ({size(rows['test_file_bytes'])}) fragments",
-                  "-" if rows["test_file_fragments"] is None else f"{rows['test_file_fragments']:,}")
-    table.add_row("test file d-span", size(rows["test_file_d_span_bytes"]))
-    table.add_row("test file layout index", _p(rows["test_file_layout_index"]))
-    console.print(table)
-    render_histograms([("", report)], console, "free-space extent histogram")
-    _errors("", report, console)
-    for restore in report.get("restores") or []:
-        console.print(f"[dim]restored {restore.get('snapshot')} ({restore.get('method')}): "
-                      f"{restore.get('inodes_used')} inodes in use[/]", highlight=False)
-
-
-RENDERERS["age"] = render_age
-RENDERERS["frag"] = render_frag
 
 
 # ---------------------------------------------------------------- commands
@@ -336,31 +167,6 @@ def cmd_frag(args) -> int:
     recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
     spec = Spec(test_file_bytes=args.test_file)
     return run_job("frag", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_frag)
-
-
-def render_profile(profile, console: Console) -> None:
-    from fsscope.aging.profile import distributions
-
-    console.print(f"[bold]profile {profile.name}[/]: default fullness {profile.fullness:.0%}", highlight=False)
-    if profile.description:
-        console.print(f"  {profile.description}", highlight=False)
-    if profile.provenance:
-        console.print(f"  [dim]{profile.provenance}[/]", highlight=False)
-    titles = {"size": "file size", "depth": "directory depth", "age": "relative age (youngest first)"}
-    for key, rows in distributions(profile).items():
-        table = Table(title=titles[key], title_justify="left")
-        table.add_column("bucket", justify="right", no_wrap=True)
-        table.add_column("share", justify="right", no_wrap=True)
-        if key == "depth":
-            table.add_column("subdirs", justify="right", no_wrap=True)
-        table.add_column("", no_wrap=True)
-        top = max(r["fraction"] for r in rows)
-        for r in rows:
-            cells = [r["label"], format_pct(r["fraction"], "-")]
-            if key == "depth":
-                cells.append(str(r["subdirs"]))
-            table.add_row(*cells, _bar(r["fraction"], top, "cyan"))
-        console.print(table)
 
 
 def cmd_profile_list(args) -> int:

@@ -5,13 +5,11 @@ and JSON (``--ladder`` lives in :mod:`fsscope.cli.ladder_cmd`, ``fsscope syncwri
 from __future__ import annotations
 
 import argparse
-import math
-
-from rich.console import Console
-from rich.table import Table
 
 from fsscope.analysis.compare import compare_recipe_reports
+from fsscope.cli.check_pointer import point_at_check
 from fsscope.cli.common import (
+    PERSONALITIES,
     add_job_args,
     dash_value,
     out_console,
@@ -25,12 +23,9 @@ from fsscope.cli.common import (
 )
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
-from fsscope.cli.ladder_cmd import cmd_ladder  # also registers the ladder's report renderer
-from fsscope.cli.render import RENDERERS
+from fsscope.cli.ladder_cmd import cmd_ladder
+from fsscope.cli.render.bench import render_bench, render_comparison
 from fsscope.errors import FsscopeError
-from fsscope.format import format_bytes, format_pct, format_us
-from fsscope.format import spark as format_spark
-from fsscope.workloads import PERSONALITIES
 
 BENCH_DESCRIPTION = """\
 Run a Filebench-like throughput personality R times, each run on a freshly formatted file
@@ -106,208 +101,6 @@ def _fraction(text: str) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# rendering
-# ---------------------------------------------------------------------------------------------
-
-LOOP_NAMES = {"native": "C worker loops", "python": "Python worker loops: the run's notes say why"}
-
-
-def _generator_cost(run: dict) -> str:
-    cost = (run.get("generator") or {}).get("user_us_per_op")
-    return "-" if cost is None else f"{cost:.2f}"
-
-
-def _bytes(n) -> str:
-    return format_bytes(n, "-")
-
-
-def spark(values, width: int = 48) -> str:
-    """A one-line sparkline of a series (bucketed to ``width`` points; None/nan as a space)."""
-    vals = list(values)
-    if len(vals) > width:
-        step = len(vals) / width
-        vals = [_mean(vals[int(i * step): max(int((i + 1) * step), int(i * step) + 1)]) for i in range(width)]
-    return format_spark(vals)
-
-
-def _mean(values):
-    finite = [v for v in values if v is not None and math.isfinite(v)]
-    return sum(finite) / len(finite) if finite else None
-
-
-def _variation_style(rr, threshold) -> str:
-    if rr is None:
-        return "dim"
-    return "bold red" if rr > threshold else "green"
-
-
-def render_bench(report: dict, console: Console) -> None:
-    runs = report.get("runs") or []
-    spec = report.get("spec") or {}
-    work = report.get("workload") or {}
-    threshold = spec.get("threshold", 0.10)
-    where = report.get("recipe") or report.get("fs") or "?"
-    target = (report.get("target") or {}).get("describe", "")
-    head = (f"[bold]{report.get('personality')}[/] on [bold]{where}[/] ({target}): "
-            f"{report.get('runs_completed', len(runs))} of {report.get('runs_requested', len(runs))} runs × "
-            f"{spec.get('duration_s', '?'):g} s")
-    if work:
-        head += (f", {work.get('workers')} workers, {work.get('nfiles')} files of mean "
-                 f"{_bytes(work.get('mean_file_size_bytes'))}")
-    console.print(head)
-
-    windows = [f"{w:g}" for w in spec.get("window_sizes_s", [])]
-    table = Table(title="runs", title_justify="left")
-    for col in ("run", "ops/s", "s", "errors", "device MB/s", "busy", "iowait", "gen µs/op"):
-        table.add_column(col, justify="right", no_wrap=True)
-    for i, run in enumerate(runs):
-        errors = sum((op.get("errors") or 0) for op in (run.get("ops") or {}).values())
-        tel = run.get("telemetry") or {}
-        mb_s = None
-        if tel.get("disk_write_bytes_per_s") is not None:
-            mb_s = (tel["disk_write_bytes_per_s"] + (tel.get("disk_read_bytes_per_s") or 0)) / 1e6
-        table.add_row(str(i + 1), f"{run.get('ops_per_s') or 0:,.0f}", f"{run.get('elapsed_s') or 0:.1f}",
-                      str(errors), "-" if mb_s is None else f"{mb_s:,.1f}", format_pct(tel.get("disk_busy_mean"), "-"),
-                      "-" if tel.get("cpu_iowait_pct_mean") is None else f"{tel['cpu_iowait_pct_mean']:.0f}%",
-                      _generator_cost(run))
-    console.print(table)
-    loops = {run.get("worker_loop") for run in runs if run.get("worker_loop")}
-    if loops:
-        console.print("gen µs/op: the workers' own user CPU per op, the generator's cost "
-                      f"({' and '.join(sorted(LOOP_NAMES.get(loop, loop) for loop in loops))})", highlight=False)
-
-    var = report.get("variation") or {}
-    rr, rsd = var.get("relative_range"), var.get("rsd")
-    if var.get("runs") == 1:
-        console.print(f"cumulative throughput: [bold]{var.get('mean_ops_per_s') or 0:,.0f}[/] ops/s "
-                      "(one run: no run-to-run variation to measure)")
-    elif var.get("runs"):
-        console.print(f"cumulative throughput: mean [bold]{var.get('mean_ops_per_s') or 0:,.0f}[/] ops/s "
-                      f"({var.get('min_ops_per_s') or 0:,.0f}..{var.get('max_ops_per_s') or 0:,.0f}); "
-                      f"relative range [{_variation_style(rr, threshold)}]{format_pct(rr, '-')}[/], RSD {format_pct(rsd, '-')} "
-                      f"(threshold {threshold:.0%})")
-    for key in windows:
-        band = (var.get("windows") or {}).get(key) or {}
-        mean = band.get("mean", [])
-        if not mean:
-            console.print(f"Throughput-{key}: no complete {key}-s window in these runs")
-            continue
-        console.print(f"Throughput-{key}: {len(mean)} windows, "
-                      f"{min(band.get('min') or [0]):,.0f}..{max(band.get('max') or [0]):,.0f} ops/s")
-        for i, run in enumerate(runs):
-            series = [v for v in (run.get("windows") or {}).get(key, []) if v is not None]
-            if series:
-                console.print(f"    run {i + 1:<3d} [cyan]{spark(series)}[/] {min(series):,.0f}..{max(series):,.0f}",
-                              highlight=False)
-        rrs = [x for x in band.get("relative_range", []) if x is not None]
-        if rrs and len(runs) > 1:
-            above = sum(1 for x in rrs if x > threshold)
-            worst = max(range(len(band["relative_range"])),
-                        key=lambda i: band["relative_range"][i] if band["relative_range"][i] is not None else -1)
-            style = _variation_style(max(rrs), threshold)
-            console.print(f"    relative range across runs per window: median {format_pct(sorted(rrs)[len(rrs) // 2], '-')}, "
-                          f"worst {format_pct(max(rrs), '-')} at {worst * float(key):g} s; "
-                          f"[{style}]{above} of {len(rrs)} windows above {threshold:.0%}[/]", highlight=False)
-
-    if runs:
-        ops = list((runs[0].get("ops") or {}).keys())
-        latency = report.get("latency") or {}
-        optable = Table(title="per op (latency in µs, mean over runs; ranges are min..max across runs; "
-                        "B/op: bytes moved per op)", title_justify="left")
-        for col in ("op", "ops/s", "mean", "p50", "p99", "K-S", "B/op"):
-            optable.add_column(col, justify="right", no_wrap=True)
-        for op in ops:
-            entries = [r.get("ops", {}).get(op, {}) for r in runs]
-            rate = _mean([e.get("ops_per_s") for e in entries])
-            mean = _mean([e.get("mean_ns") for e in entries])
-            p50 = [e.get("p50_ns") for e in entries if e.get("p50_ns") is not None]
-            p99 = [e.get("p99_ns") for e in entries if e.get("p99_ns") is not None]
-            per_op = _mean([e.get("mean_bytes") for e in entries])
-
-            def rng(values):
-                if not values:
-                    return "-"
-                lo, hi = min(values), max(values)
-                return format_us(lo) if len(values) == 1 or lo == hi else f"{format_us(lo)}..{format_us(hi)}"
-            ks = (latency.get(op) or {}).get("ks_range")
-            optable.add_row(op, "-" if rate is None else f"{rate:,.0f}", format_us(mean), rng(p50), rng(p99),
-                            "-" if ks is None else f"{ks:.2f}", "-" if not per_op else _bytes(per_op))
-        console.print(optable)
-
-    flags = report.get("flags") or []
-    if not flags and runs:
-        console.print("[green]no variation flags[/]: runs agree within the threshold, no warm-up or periodic "
-                      "pattern found")
-    for flag in flags:
-        console.print(f"[bold yellow]▲[/] [bold]{flag.get('title') or flag.get('kind')}[/]")
-        console.print(f"    {flag.get('note', '')}", highlight=False)
-    for r, run in enumerate(runs):
-        kw = run.get("kernel_windows")
-        if kw:
-            console.print(f"[bold]kernel, run {r + 1}[/] (per {kw['window_s']:g}-s window): journal commits "
-                          f"{sum(kw['journal_commits'])}, writeback starts {sum(kw['writeback_starts'])}, "
-                          f"{sum(kw['bytes_written']) / 2**20:.1f} MiB written", highlight=False)
-        for dip in run.get("dips") or []:
-            console.print(f"[bold yellow]▼[/] run {r + 1} dip {dip['note']}", highlight=False)
-    placement = report.get("placement")
-    if placement:
-        unit = next((r["placement"] for r in runs if (r.get("placement") or {}).get("available")), {})
-        where = ", ".join(f"{x / 2**20:,.0f}" for x in placement["first_byte_median"])
-        r = placement.get("pcc")
-        console.print(f"dataset placement (Fig. 4): median first byte per run {where} MiB "
-                      f"({unit.get('unit', '')} of {_bytes(unit.get('unit_bytes'))}; "
-                      f"{'the same' if placement['same_groups_every_run'] else 'different'} groups in every run)"
-                      + ("" if r is None else f"; r with throughput = {r:.2f}"), highlight=False)
-    tel = report.get("telemetry") or {}
-    notes = list(report.get("notes") or [])
-    if tel.get("taskstats_available") is False:
-        notes.append("taskstats (per-worker block-I/O and CPU delay) unavailable here")
-    notes += [*(tel.get("notes") or []), *([tel["delayacct"]] if tel.get("delayacct") else [])]
-    for note in dict.fromkeys(notes):
-        console.print(f"[dim]note: {note}[/]", highlight=False)
-
-
-def render_comparison(comparison: dict, console: Console) -> None:
-    table = Table(title=f"recipes compared ({comparison.get('personality')}, cumulative throughput)",
-                  title_justify="left")
-    for col in ("recipe", "runs", "mean ops/s", "min..max", "rel. range", "RSD"):
-        table.add_column(col, justify="right", no_wrap=True)
-    for entry in comparison.get("recipes", []):
-        runs = entry.get("ops_per_s_runs") or []
-        table.add_row(entry["recipe"], str(len(runs)), "-" if entry.get("mean_ops_per_s") is None else
-                      f"{entry['mean_ops_per_s']:,.0f}",
-                      f"{min(runs):,.0f}..{max(runs):,.0f}" if runs else "-",
-                      format_pct(entry.get("relative_range"), "-"), format_pct(entry.get("rsd"), "-"))
-    console.print(table)
-    pairs = Table(title=f"Welch t-test per pair (a winner only when p < {comparison.get('alpha', 0.05):g})",
-                  title_justify="left")
-    for col in ("a vs b", "a / b", "t", "p", "verdict"):
-        pairs.add_column(col, justify="right", no_wrap=True)
-    for pair in comparison.get("pairs", []):
-        ratio = (pair["mean_a"] / pair["mean_b"]) if pair.get("mean_a") and pair.get("mean_b") else None
-        pairs.add_row(f"{pair['a']} vs {pair['b']}", "-" if ratio is None else f"{ratio:.2f}",
-                      "-" if pair.get("t") is None else f"{pair['t']:.2f}",
-                      "-" if pair.get("p") is None else f"{pair['p']:.3g}",
-                      f"[bold green]{pair['winner']} wins[/]" if pair.get("winner") else "[dim]not significant[/]")
-    console.print(pairs)
-    for pair in comparison.get("pairs", []):
-        flag = pair.get("window_flag")
-        if flag:
-            console.print(f"[bold yellow]▲[/] {flag['note']}", highlight=False)
-    best = comparison.get("best")
-    if best:
-        console.print(f"[bold green]{best}[/] is significantly faster than every other recipe here")
-    else:
-        console.print("no recipe is significantly faster than all the others at these run counts "
-                      "(more runs narrow the test)")
-    for entry in comparison.get("recipes", []):
-        console.print(f"[dim]{entry['recipe']}: run {entry.get('run_id') or '-'}[/]", highlight=False)
-
-
-RENDERERS["bench"] = render_bench
-
-
-# ---------------------------------------------------------------------------------------------
 # commands
 # ---------------------------------------------------------------------------------------------
 
@@ -323,7 +116,6 @@ def _bench_spec(args):
 
 
 def cmd_bench(args) -> int:
-    from fsscope.cli.check_cmd import point_at_check
     from fsscope.workloads import bench_job
 
     if args.ladder:
@@ -339,6 +131,11 @@ def cmd_bench(args) -> int:
         return run_job("bench", spec, target, recipe, json_path=args.json, verbose=args.verbose,
                        render=render_bench)
 
+    return _cmd_recipes(args, spec, target)
+
+
+def _cmd_recipes(args, spec, target) -> int:
+    """--recipes a,b,...: one bench job per recipe in sequence, then the Welch t-tests."""
     if args.recipe:
         raise FsscopeError("--recipe and --recipes: name one recipe, or several to compare, not both")
     if target.kind == "dir":
@@ -364,20 +161,26 @@ def cmd_bench(args) -> int:
             reports[name] = captured[-1]
         if status != 0:
             break
-    out = out_console()
-    comparison = None
-    if len(reports) >= 2:
-        comparison = compare_recipe_reports(reports)
-        out.rule("[bold]comparison[/]")
-        render_comparison(comparison, out)
-    elif status == 0:
-        out.print("fewer than two recipes finished: no comparison")
+    comparison = _compare(reports, status)
     if args.json:
         doc = {"personality": spec.personality, "recipes": list(reports), "reports": reports,
                "comparison": comparison}
         write_json(args.json, doc)
         err_console.print(f"[dim]wrote {args.json}[/]")
     return status
+
+
+def _compare(reports: dict[str, dict], status: int) -> dict | None:
+    """The recipes' comparison, printed (None when fewer than two finished)."""
+    out = out_console()
+    if len(reports) < 2:
+        if status == 0:
+            out.print("fewer than two recipes finished: no comparison")
+        return None
+    comparison = compare_recipe_reports(reports)
+    out.rule("[bold]comparison[/]")
+    render_comparison(comparison, out)
+    return comparison
 
 
 def add_parser(sub) -> None:

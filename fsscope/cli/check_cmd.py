@@ -8,10 +8,9 @@ import time
 
 import psutil
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from fsscope.cli.common import (
+    PERSONALITIES,
     add_job_args,
     parse_size,
     positive_float,
@@ -20,9 +19,8 @@ from fsscope.cli.common import (
     target_from_args,
 )
 from fsscope.cli.headless import run_job
-from fsscope.cli.render import RENDERERS
+from fsscope.cli.render.check import render_check
 from fsscope.errors import FsscopeError
-from fsscope.workloads import PERSONALITIES
 
 DESCRIPTION = """\
 Before a storage benchmark: what on this machine will distort it, and how many runs of what
@@ -65,8 +63,6 @@ root some items read as unknown (lazy init, free-space fragmentation need the de
 "precision", "confidence", "runs_needed", "duration_s_needed", "window_s_needed", "criterion",
 ...}, ...}; precision and confidence are fractions there (0.05, 0.95)."""
 
-LIGHT = {"ok": ("●", "green"), "warn": ("●", "yellow"), "bad": ("●", "bold red"), "unknown": ("○", "dim")}
-VERDICT_STYLE = {"fit": "bold green", "caution": "bold yellow", "unfit": "bold red"}
 
 
 def _percent(text: str) -> float:
@@ -90,82 +86,6 @@ def _confidence(text: str) -> float:
     if not 0.5 <= fraction < 1:
         raise argparse.ArgumentTypeError(f"'{text}': the confidence level must be at least 50 and below 100 (percent)")
     return fraction
-
-
-def render_check(report: dict, console: Console) -> None:
-    table = Table(title="audit", title_justify="left", show_lines=False)
-    for col in ("", "item", "finding"):
-        table.add_column(col, no_wrap=col != "finding")
-    for f in report.get("findings") or []:
-        mark, style = LIGHT.get(f.get("severity"), ("?", ""))
-        table.add_row(Text(mark, style=style), f.get("id", ""), Text(f.get("title", ""), style=style))
-    console.print(table)
-    for f in report.get("findings") or []:
-        if f.get("severity") in ("bad", "warn", "unknown"):
-            mark, style = LIGHT[f["severity"]]
-            console.print(Text.assemble((f"{mark} {f['id']}", style), f": {f['title']}"))
-            console.print(f"    evidence: {f['evidence']}", highlight=False, markup=False)
-            if f["severity"] != "unknown":
-                console.print(f"    effect:   {f['effect']}", highlight=False, markup=False)
-            if f.get("fix"):
-                console.print(f"    fix:      {f['fix']}", highlight=False, markup=False)
-    cal = report.get("calibration")
-    if cal:
-        runs = cal.get("runs") or []
-        work = cal.get("workload") or {}
-        console.rule("calibration")
-        console.print(f"{len(runs)} runs × {cal.get('run_s', 0):g} s of {cal.get('personality')} "
-                      f"({work.get('nfiles')} files, {work.get('workers')} workers): "
-                      + ", ".join(f"{r['ops_per_s']:,.0f}" for r in runs) + " ops/s", highlight=False)
-        cv = cal.get("cv")
-        if cv is not None:
-            console.print(f"CV {cv:.1%} (95 % upper bound {cal.get('cv_upper') or 0:.1%}), relative range "
-                          f"{cal.get('relative_range') or 0:.1%}", highlight=False)
-            console.print(f"runs needed for ±{cal['precision']:.0%} at {cal['confidence']:.0%} confidence: "
-                          f"[bold]{cal.get('runs_needed')}[/]  ({cal.get('runs_needed_method')})", highlight=False)
-        d = cal.get("duration_s_needed")
-        settled = ", ".join("–" if r.get("stable_after_s") is None else f"{r['stable_after_s']:g} s" for r in runs)
-        console.print("run length: " + (f"[bold]{d:g} s[/]" if d is not None else
-                                        f"not settled within {cal.get('run_s', 0):g} s (run longer)")
-                      + f"  (settled per run: {settled})", highlight=False)
-        console.print(f"    criterion: {cal.get('criterion')}", style="dim", highlight=False)
-        w = cal.get("window_s_needed")
-        curve = ", ".join(f"T-{p['window_s']:g}: {p['median_relative_range']:.1%}" for p in cal.get("window_curve") or [])
-        console.print("Throughput-N window: " + (f"[bold]{w:g} s[/]" if w is not None else "none of the windows tried")
-                      + (f"  ({curve})" if curve else ""), highlight=False)
-        console.print(f"    criterion: {cal.get('window_criterion')}", style="dim", highlight=False)
-    for note in report.get("notes") or []:
-        console.print(f"[dim]note: {note}[/]", highlight=False)
-    verdict = report.get("verdict", "?")
-    console.print(Text(report.get("headline") or verdict, style=VERDICT_STYLE.get(verdict, "bold")))
-    if verdict == "fit" and report.get("fix_first"):
-        console.print("worth a look (warnings):", style="dim")
-    for i, line in enumerate(report.get("fix_first") or [], 1):
-        console.print(f"  {i}. {line}", highlight=False, markup=False)
-
-
-RENDERERS["check"] = render_check  # 'fsscope report RUN' of a check run
-
-
-def bad_pointer(root=None) -> str | None:
-    """One line pointing to ``fsscope check`` when the fast, machine-wide audit items (no
-    target, no sampling: milliseconds) find something bad; None when they do not."""
-    from fsscope.check.audit import fast_audit
-    from fsscope.check.system import Root
-
-    bad = [f for f in fast_audit(root or Root()) if f.severity == "bad"]
-    if not bad:
-        return None
-    what = "; ".join(f"{f.id}: {f.title}" for f in bad[:3])
-    return f"note: this machine has {len(bad)} bad pre-benchmark finding(s) ({what}) — run 'fsscope check' first"
-
-
-def point_at_check() -> None:
-    """Print the pointer on stderr when there is one. Call it only once the command line is
-    known good, so that bad input stays one line."""
-    pointer = bad_pointer()
-    if pointer:
-        Console(stderr=True, soft_wrap=True).print(pointer, style="yellow", highlight=False, markup=False)
 
 
 def cmd_check(args) -> int:

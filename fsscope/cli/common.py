@@ -10,11 +10,12 @@ import sys
 
 from rich.console import Console
 
-from fsscope import recipes, trust
+from fsscope import paths, recipes, trust
 from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.recipes import Recipe
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
 from fsscope.units import parse_size_bytes
+from fsscope.workloads import PERSONALITIES  # noqa: F401 - --personality of bench and check (a light module)
 
 PIPE_WIDTH = 160
 """Columns of a report written into a pipe or a file: rich's default 80 cut numbers to "…"
@@ -170,3 +171,21 @@ def target_from_args(args, *, default_kind: str | None = None) -> TargetSpec:
     if default_kind:
         return TargetSpec(default_kind, "", size, args.mountpoint or "", snapshot=snap)
     raise FsscopeError("name a target: --device DEV, --image PATH, --ram or --dir PATH")
+
+
+def resolve_study_run(text: str, job: str = "explore") -> str:
+    """--resume's RUN: a run directory, a run id, or 'latest' (the newest ``job`` study with a plan)."""
+    if os.path.isdir(text):
+        trust.check_work_dir(text, "--resume")  # root writes the study's rows and table there
+        return os.path.abspath(text)
+    root = paths.runs_dir()
+    if text == "latest":
+        from fsscope import store  # numpy: not for --help
+
+        runs = [r.path for r in store.list_runs(root)             # oldest first, by creation
+                if r.id.split("-")[2:3] == [job] and (r.path / "plan.json").exists()]
+        if runs:
+            return str(runs[-1])
+    elif (root / text).is_dir():
+        return str(root / text)
+    raise FsscopeError(f"--resume {text}: no such study run (a run directory or id from 'fsscope runs')")

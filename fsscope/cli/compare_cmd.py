@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 
 from rich.console import Console
-from rich.table import Table
 
 from fsscope import store
 from fsscope.analysis.compare import compare_reports
 from fsscope.cli.common import out_console, output_path, write_json
+from fsscope.cli.render.compare import render_compare
 from fsscope.errors import FsscopeError
-from fsscope.format import format_cell, ratio_cell
 
 DESCRIPTION = """\
 Compare two recorded runs of the same job side by side, with the ratio B/A for every
@@ -36,7 +35,6 @@ examples:
 
 console = out_console()
 
-# ---------------------------------------------------------------- rendering
 
 def _describe(run: store.RunDir) -> tuple[str, str]:
     m = run.manifest()
@@ -47,27 +45,6 @@ def _describe(run: store.RunDir) -> tuple[str, str]:
     if spec.get("snapshot"):
         where += f" from snapshot {spec['snapshot']}"
     return recipe, where
-
-
-def render(doc: dict, out: Console) -> None:
-    head = Table(title=f"{doc['job']} runs compared (ratios are B / A)", title_justify="left")
-    for col in ("", "run", "status", "recipe", "target"):
-        head.add_column(col, overflow="fold")
-    for label in ("a", "b"):
-        r = doc[label]
-        head.add_row(label.upper(), r["id"], r["status"], r["recipe"], r["target"])
-    out.print(head)
-    for section in doc["sections"]:
-        if not section["rows"]:
-            continue
-        table = Table(title=section["title"], title_justify="left")
-        table.add_column("", no_wrap=True)
-        table.add_column(f"A {doc['a']['id']}", justify="right", overflow="fold")
-        table.add_column(f"B {doc['b']['id']}", justify="right", overflow="fold")
-        table.add_column("B / A", justify="right", no_wrap=True)
-        for row in section["rows"]:
-            table.add_row(row["metric"], format_cell(row["a"], row["kind"]), format_cell(row["b"], row["kind"]), ratio_cell(row))
-        out.print(table)
 
 
 def cmd_compare(args) -> int:
@@ -88,7 +65,7 @@ def cmd_compare(args) -> int:
         recipe, where = _describe(run)
         doc[label] = {"id": run.id, "path": str(run.path), "status": run.status(), "recipe": recipe, "target": where}
     with store.reading(f"the report of run {runs[0].id} or of run {runs[1].id}"), console.capture() as out:
-        render(doc, console)
+        render_compare(doc, console)
     print(out.get(), end="")
     if args.json:
         write_json(args.json, doc)

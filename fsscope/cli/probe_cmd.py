@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
-from rich.table import Table
-
 from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
 from fsscope.cli.headless import run_job
-from fsscope.cli.render import RENDERERS
+from fsscope.cli.render.probe import render_probe
 from fsscope.errors import FsscopeError
-from fsscope.explain.names import plain as plain_words
-from fsscope.format import format_us
 from fsscope.workloads.probe import DEFAULT_RUN_CAP_FACTOR, OPS, SYNC_SCOPES, TRACE_MODES, ProbeSpec
 
 DESCRIPTION = """\
@@ -48,124 +43,6 @@ examples:
   fsscope probe --recipe ext4-default --trace off                        (no kernel tracing)"""
 
 
-MAX_FLAGS_SHOWN = 30
-
-
-def render(report: dict, console: Console) -> None:
-    stats = report.get("stats") or {}
-    table = Table(title=f"{report['op']} × {report['files']} files, {report.get('runs_completed', report['runs'])} "
-                  f"of {report['runs']} runs (latency in µs)", title_justify="left")
-    for col in ("", "count", "mean", "sd", "min", "p50", "p95", "p99", "max", "rsd"):
-        table.add_column(col, justify="right", no_wrap=True)
-
-    def row(label, s):
-        if not s or not s.get("count"):
-            return
-        table.add_row(label, str(s["count"]), *(format_us(s.get(k)) for k in ("mean_ns", "sd_ns", "min_ns", "p50_ns",
-                                                                           "p95_ns", "p99_ns", "max_ns")),
-                      f"{s.get('rsd', 0):.2f}")
-
-    for i, s in enumerate(stats.get("per_run", [])):
-        row(f"run {i + 1}", s)
-    row("all", stats.get("overall"))
-    low_high = stats.get("low_high") or {}
-    row("low group", low_high.get("low"))
-    row("high group", low_high.get("high"))
-    console.print(table)
-    flags = report.get("flags") or []
-    if not flags:
-        console.print("no repeatable outliers, series or level shifts")
-    if (report.get("settings") or {}).get("single_run"):
-        console.print("[yellow]one run cannot tell structure from noise: every slow file is listed; "
-                      "use --runs 3 or more[/]")
-    explained = [f for f in flags if f.get("structure")]
-    shown = explained + [f for f in flags if not f.get("structure")][: max(0, MAX_FLAGS_SHOWN - len(explained))]
-    for flag in shown:
-        console.print(f"[bold yellow]▲[/] [bold]{flag['title']}[/]")
-        if flag.get("predicted_index") is not None:
-            console.print(f"    predicted at file {flag['predicted_index']}")
-        console.print(f"    {flag['note']}", highlight=False)
-    for threshold in [t for t in report.get("thresholds") or [] if t.get("evidence") == "kernel"]:
-        console.print(f"[bold cyan]●[/] [bold]file {threshold['index']} — {plain_words(threshold['structure'])}[/] "
-                      f"(kernel evidence; latency: {threshold['latency']})", highlight=False)
-        console.print(f"    {threshold['note']}", highlight=False)
-    if len(flags) > len(shown):
-        console.print(f"[dim]… and {len(flags) - len(shown)} more unexplained flags (all in --json and 'fsscope report')[/]")
-    if report.get("noise_count"):
-        console.print(f"[dim]{report['noise_count']} files were slow in too few runs to be structural (noise)[/]")
-    render_kernel(report, console)
-    render_decisions(report, console)
-    if report.get("stopped_by"):
-        console.print(f"[red]stopped early:[/] {report['stopped_by']}")
-
-
-def render_decisions(report: dict, console: Console) -> None:
-    """How many runs the probe needed and why; calls the machine disturbed; the sync used."""
-    decisions = report.get("decisions") or {}
-    if decisions.get("why"):
-        undecided = [c["index"] for c in decisions.get("candidates", []) if c["verdict"] == "undecided"]
-        console.print(f"[dim]runs: {decisions['why']}"
-                      + (f"; undecided: files {_indices(undecided)}" if undecided else "") + "[/]", highlight=False)
-    disturbed = (report.get("settings") or {}).get("disturbed_calls_per_run")
-    if disturbed and sum(disturbed):
-        count = sum(disturbed)
-        console.print(f"[dim]{count} call{' was' if count == 1 else 's were'} slow only because another task had the CPU "
-                      f"(per run: {', '.join(map(str, disturbed))}); they did not vote[/]", highlight=False)
-    if report.get("sync"):
-        console.print(f"[dim]sync: {report['sync']['note']}[/]", highlight=False)
-
-
-def _indices(values: list[int], limit: int = 6) -> str:
-    if not values:
-        return "-"
-    text = ", ".join(str(v) for v in values[:limit])
-    return text + (f", … ({len(values)})" if len(values) > limit else "")
-
-
-def render_kernel(report: dict, console: Console) -> None:
-    """The kernel's side: per structure predicted / seen / slow, and one-off noise causes."""
-    trace = report.get("trace") or {}
-    if not trace.get("active"):
-        if trace.get("reason") and trace.get("mode") != "off":
-            console.print(f"[dim]kernel tracing off: {trace['reason']}[/]", highlight=False)
-        return
-    runs = trace.get("runs_traced") or []
-    table = Table(title=f"structures: geometry vs kernel ({len(runs)} traced run{'s' if len(runs) != 1 else ''}) "
-                        f"vs latency", title_justify="left")
-    for col in ("structure", "predicted at", "kernel saw it at", "slow at", "verdict"):
-        table.add_column(col, overflow="fold")
-    for row in report.get("structures") or []:
-        verdict = row["verdict"]
-        style = "green" if verdict.startswith("confirmed") and "contradicts" not in verdict else (
-            "red" if verdict.startswith("contradicted") or "contradicts" in verdict else "dim")
-        if row.get("window"):
-            style = "yellow"
-        predicted = (f"range {row['window'][0]}–{row['window'][1]}" if row.get("window")
-                     else _indices(row["predicted"]))
-        table.add_row(row["structure"], predicted, _indices(row["seen"]),
-                      _indices(row["slow"]), f"[{style}]{verdict}[/]")
-    console.print(table)
-    kernel_marked = {i for t in report.get("thresholds") or [] if t.get("evidence") == "kernel"
-                     for i in t.get("indices") or [t["index"]]}  # already shown as thresholds
-    quiet = [e for e in report.get("structural_events") or []
-             if not e["latency_outlier"] and e["event"].startswith(("xfs_dir2_", "ext4_allocate"))
-             and e["event"] != "xfs_dir2_grow_inode" and e["index"] not in kernel_marked]
-    for event in quiet[:10]:
-        console.print(f"[cyan]●[/] {event['event']} at file {event['index']} in {event['runs']}/{len(runs)} "
-                      f"traced runs, not a latency outlier", highlight=False)
-    for item in (report.get("noise") or [])[:5]:
-        console.print(f"[dim]one-off: run {item['run'] + 1} file {item['index']} {item['latency_ns'] / 1e3:.0f} µs: "
-                      f"{item['cause']}[/]", highlight=False)
-    if trace.get("median_ratio_vs_untraced") is not None:
-        console.print(f"[dim]the traced run's median call took {trace['median_ratio_vs_untraced']:.2f}× the "
-                      f"untraced runs' (observer effect; the flags come from the untraced runs)[/]", highlight=False)
-    if not trace.get("complete", True):
-        console.print(f"[red]trace incomplete:[/] {trace.get('overrun', 0)} overrun, {trace.get('dropped', 0)} dropped")
-
-
-RENDERERS["probe"] = render
-
-
 def cmd_probe(args) -> int:
     target = target_from_args(args, default_kind="ram")
     if args.in_root and target.kind == "dir":
@@ -175,7 +52,7 @@ def cmd_probe(args) -> int:
                      sync_before=args.sync_before, fresh_fs=not args.same_fs, cpu=args.cpu,
                      trace=args.trace, sync_scope=args.sync, max_runs=args.max_runs, in_root=args.in_root)
     recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
-    return run_job("probe", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render)
+    return run_job("probe", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_probe)
 
 
 def add_parser(sub) -> None:

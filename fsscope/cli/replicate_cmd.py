@@ -12,6 +12,7 @@ from rich.table import Table
 from fsscope import replicate
 from fsscope.cli.common import output_path
 from fsscope.cli.headless import console as err
+from fsscope.cli.render.replicate import render_replicate
 from fsscope.errors import FsscopeError
 
 DESCRIPTION = """\
@@ -31,30 +32,6 @@ examples:
 scenarios: aota-kono (structural tail latency of creat), cao (variation across runs),
 chopper (d-span tails of ext4 vs XFS), geriatrix (aging and fragmentation), mingardi
 (synchronous writes vs buffer size)."""
-
-STYLE = {"agree": "green", "disagree": "red", "inconclusive": "yellow"}
-
-
-def _text(value) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {v}" for k, v in value.items())
-    return "–" if value is None else str(value)
-
-
-def render(result: dict, console: Console) -> None:
-    console.print(f"[bold]{result['title']}[/]  ({'quick' if result['quick'] else 'full'})")
-    for line in result["setup"]:
-        console.print(f"  [dim]{line}[/]", highlight=False)
-    table = Table(title_justify="left")
-    for col in ("finding", "paper", "today's arithmetic", "measured", "verdict"):
-        table.add_column(col, overflow="fold")
-    for f in result["findings"]:
-        table.add_row(f["id"], _text(f["paper"]), _text(f["expected_today"]), _text(f["measured"]),
-                      f"[{STYLE[f['verdict']]}]{f['verdict']}[/]")
-    console.print(table)
-    for f in result["findings"]:
-        console.print(f"[{STYLE[f['verdict']]}]{f['verdict']}[/] [bold]{f['id']}[/] ({f['setup']}): {f['why']}",
-                      highlight=False)
 
 
 def cmd_replicate(args) -> int:
@@ -78,7 +55,7 @@ def cmd_replicate(args) -> int:
                   f"about {replicate.cost_s(module, quick=True, only=only) / 60:.0f} min)")
     result = replicate.run(args.name, quick=args.quick, only=only,
                            progress=lambda line: err.print(f"[dim]{line}[/]", highlight=False))
-    render(result, Console())
+    render_replicate(result, Console())
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2, default=str) + "\n")
         err.print(f"[dim]wrote {args.json}[/]")
