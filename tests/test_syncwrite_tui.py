@@ -21,6 +21,7 @@ async def test_compare_two_syncwrite_runs(scratch, recorded_run):
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_compare(pilot, app, *ids)
         assert screen.comparison is not None
+        assert {s.id for s in screen.sides} == set(ids)
         verdict = str(screen.query_one("#compare-verdict").content)
         assert verdict.startswith("Throughput per buffer size (Welch, p < 0.001)") and "of 2 sizes" in verdict
         rows = [r for sec in screen.comparison.sections for r in sec["rows"]]

@@ -20,6 +20,7 @@ async def test_compare_two_bench_runs(scratch, recorded_run):
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_compare(pilot, app, *ids)
         assert screen.comparison is not None
+        assert {s.id for s in screen.sides} == set(ids)
         verdict = str(screen.query_one("#compare-verdict").content)
         assert verdict.startswith(("Winner: ", "No winner: ")) and "Welch" in verdict, verdict
         heads = [str(w.content) for w in screen.query(".compare-summary")]
