@@ -45,8 +45,9 @@ def ratio_of(a: float | None, b: float | None, missing: str = MISSING) -> str:
     return format_ratio(b / a, missing)
 
 
-def format_pct(fraction: float | None, missing: str = MISSING) -> str:
-    return missing if fraction is None else f"{fraction:.1%}"
+def format_pct(fraction: float | None, missing: str = MISSING, digits: int = 1) -> str:
+    """``0.123`` → ``12.3%`` (``digits`` after the point)."""
+    return missing if fraction is None else f"{fraction:.{digits}%}"
 
 
 def format_count(value: float | None, missing: str = MISSING) -> str:
@@ -76,6 +77,35 @@ def format_ns(value_ns: float | None) -> str:
     return f"{value_ns / 1e9:.3g} s"
 
 
+def format_us(value_ns: float | None, missing: str = "-") -> str:
+    """A latency in a column headed µs: ``12345`` → ``12.3``, ``1,234.5``; 100 ms and more
+    as ``250 ms`` (a µs figure that long is unreadable)."""
+    if value_ns is None or not math.isfinite(value_ns):
+        return missing
+    return f"{value_ns / 1e3:,.1f}" if value_ns < 1e8 else f"{value_ns / 1e6:,.0f} ms"
+
+
+SPARK_GLYPHS = "▁▂▃▄▅▆▇█"
+
+
+def spark(values, lo: float | None = None, hi: float | None = None, *, log: bool = False) -> str:
+    """A sparkline, one glyph per value: ▁ at ``lo`` to █ at ``hi`` (by default the finite
+    values' range; a flat series is all ▁); None or nan is a space; "" when nothing is finite.
+    ``log``: on a log10 scale. Rows that share ``lo``/``hi`` share a scale."""
+    def scaled(v: float) -> float:
+        return math.log10(max(v, 1e-12)) if log else v
+
+    finite = [scaled(v) for v in values if v is not None and math.isfinite(v)]
+    if not finite:
+        return ""
+    a = min(finite) if lo is None else scaled(lo)
+    b = max(finite) if hi is None else scaled(hi)
+    top = len(SPARK_GLYPHS) - 1
+    return "".join(" " if v is None or not math.isfinite(v)
+                   else SPARK_GLYPHS[0 if b - a < 1e-12 else max(0, min(top, int((scaled(v) - a) / (b - a) * (top + 0.999))))]
+                   for v in values)
+
+
 # how a comparison row's values print (see fsscope.report.compare): ns → µs, bytes, fraction → %,
 # integers, p-values, plain numbers, or text
 def format_cell(value, kind: str) -> str:
@@ -84,11 +114,11 @@ def format_cell(value, kind: str) -> str:
     if kind == "text" or not isinstance(value, (int, float)):
         return str(value)
     if kind == "us":
-        return f"{value / 1e3:,.1f}"
+        return format_us(value)
     if kind == "bytes":
         return format_bytes(value)
     if kind == "pct":
-        return f"{value * 100:.1f}%"
+        return format_pct(value)
     if kind == "int":
         return f"{value:,.0f}"
     if kind == "p":

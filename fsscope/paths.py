@@ -45,6 +45,22 @@ def themes_dir() -> Path:
     return DATA_DIR / "themes"
 
 
+def ram_dir(*, checked: bool = True) -> Path:
+    """Where RAM images go ($FSSCOPE_RAM_DIR, default /dev/shm; tests give each session its own).
+    ``checked``: refused if another user may rename entries there (what root makes files in)."""
+    where = Path(os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
+    if checked:
+        trust.check_work_dir(where, "FSSCOPE_RAM_DIR")
+    return where
+
+
+def disk_dir() -> Path:
+    """Where images that must live on this machine's disk go (a study's ``device = "disk"``)."""
+    where = Path(os.environ.get("FSSCOPE_DISK_DIR", "/var/tmp"))
+    trust.check_work_dir(where, "FSSCOPE_DISK_DIR")
+    return where
+
+
 def check_home() -> None:
     """As root, refuse a data directory another user could write: fsscope loads code from
     ``lib/`` and undoes what ``state/journal/`` names. One line saying why and how to fix it."""

@@ -18,3 +18,8 @@ def parse_size_bytes(text: str | int, what: str = "size") -> int:
     if value <= 0:
         raise FsscopeError(f"{what}: size must be positive, got {text!r}")
     return value
+
+
+def list_items(text: str) -> list[str]:
+    """The items of a typed list: "4K,64K,1M", "4K 64K", "(4096, 8192)" or "[10, 30]"."""
+    return [p for p in text.strip().strip("()[]").replace(",", " ").split() if p]

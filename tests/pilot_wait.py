@@ -1,4 +1,5 @@
-"""Waiting in Pilot tests on facts, never on a fixed time.
+"""Waiting in tests on facts, never on a fixed time: :func:`wait_for` in plain tests (a child
+process, a mount, a file), :func:`until` in Pilot tests.
 
 ``await pilot.pause()`` (no argument) returns once every widget of the screen has handled the
 messages queued so far: enough after a key press whose effect is synchronous. What a worker
@@ -12,6 +13,20 @@ import time
 from collections.abc import Callable
 
 TIMEOUT_S = 60.0
+
+
+def wait_for(condition: Callable[[], object], what: str = "", timeout_s: float = TIMEOUT_S,
+             interval_s: float = 0.05):
+    """``condition()``'s first true value, polled every ``interval_s``; fails after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:g} s waiting for "
+                                 f"{what or getattr(condition, '__name__', 'a condition')}")
+        time.sleep(interval_s)
 
 
 async def until(pilot, condition: Callable[[], object], what: str, timeout_s: float = TIMEOUT_S) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fsscope import units
 from fsscope.errors import FsscopeError
 from fsscope.workloads import cgroup as C
 from fsscope.workloads import personalities as P
@@ -102,10 +103,10 @@ def test_unavailable_cgroup_is_one_clear_error():
 
 
 def test_parse_size_bytes():
-    assert C.parse_size_bytes("64M") == 64 << 20
-    assert C.parse_size_bytes("64MiB") == 64 << 20
-    assert C.parse_size_bytes("1g") == 1 << 30
-    assert C.parse_size_bytes("4096") == 4096
+    assert units.parse_size_bytes("64M") == 64 << 20
+    assert units.parse_size_bytes("64MiB") == 64 << 20
+    assert units.parse_size_bytes("1g") == 1 << 30
+    assert units.parse_size_bytes("4096") == 4096
     for bad in ("", "lots", "-1M", "0"):
         with pytest.raises(FsscopeError):
-            C.parse_size_bytes(bad)
+            units.parse_size_bytes(bad)

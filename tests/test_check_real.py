@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pilot_wait import wait_for
 
 from fsscope.check import system as S
 from fsscope.check import target as T
@@ -21,16 +22,6 @@ ISSUE_IDS = {"cpu-governor", "turbo", "load", "other-io", "ext4-lazy-init", "io-
              "write-cache", "rotational", "discard", "atime", "dirty-settings", "dirty-pending", "swap", "thp",
              "page-cache-fit", "fullness", "free-space-fragmentation", "loop-direct-io", "cgroup-io-limit",
              "periodic-jobs", "thermal"}
-
-
-def wait_for(condition, timeout_s: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
 @pytest.fixture

@@ -11,20 +11,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+from pilot_wait import wait_for
 
 from fsscope import recipes, store
 from fsscope.engine import runner
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal
-
-
-def _wait_for(predicate, timeout_s=30.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _journal_has_mount():
@@ -66,7 +58,7 @@ def test_job_on_a_ram_image_records_commands_and_cleans_up():
 def test_cancel_stops_the_job_keeps_data_and_cleans_up():
     handle = runner.start("smoke", {"duration_s": 60}, TargetSpec("ram", size_bytes=256 * 2**20),
                           recipes.load("ext4-default"))
-    assert _wait_for(_journal_has_mount)
+    assert wait_for(_journal_has_mount)
     records = handle.records()
     next(e for e in records if e.kind == "progress")  # files are being written
     t0 = time.monotonic()
@@ -82,7 +74,7 @@ def test_cancel_stops_the_job_keeps_data_and_cleans_up():
 def test_sigkill_of_the_job_child_is_cleaned_up_by_the_parent():
     handle = runner.start("smoke", {"duration_s": 60}, TargetSpec("ram", size_bytes=256 * 2**20),
                           recipes.load("btrfs-default"))
-    assert _wait_for(_journal_has_mount)
+    assert wait_for(_journal_has_mount)
     handle.kill()
     list(handle.events())
     assert handle.returncode == -signal.SIGKILL
@@ -98,7 +90,7 @@ def test_sigkill_of_everything_then_fsscope_cleanup(cli):
                              "--recipe", "xfs-default", "--ram", "--size", "400M"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        assert _wait_for(_journal_has_mount)
+        assert wait_for(_journal_has_mount)
         entries = Journal().entries()
         mountpoint = next(e.fields["mountpoint"] for e in entries if e.kind == "mount")
         image = next(e.fields["image"] for e in entries if e.kind == "loop")
@@ -110,7 +102,7 @@ def test_sigkill_of_everything_then_fsscope_cleanup(cli):
         os.killpg(proc.pid, signal.SIGKILL)  # the CLI parent
         proc.wait()
     os.kill(run.manifest()["pid"], signal.SIGKILL)
-    assert _wait_for(lambda: run.status() == "interrupted")
+    assert wait_for(lambda: run.status() == "interrupted")
     assert os.path.ismount(mountpoint)  # really left behind
     out = cli("cleanup")
     assert out.returncode == 0, out.stderr
@@ -150,7 +142,7 @@ def test_runs_list_in_the_order_they_were_made_even_within_one_second(scratch):
 def test_sigint_to_the_headless_cli_cancels_cleanly(scratch):
     proc = subprocess.Popen([sys.executable, "-m", "fsscope", "run", "smoke", "-p", "duration_s=60", "--dir", str(scratch)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert _wait_for(lambda: any(d.is_dir() and any(d.iterdir()) for d in scratch.iterdir()))  # files written
+    assert wait_for(lambda: any(d.is_dir() and any(d.iterdir()) for d in scratch.iterdir()))  # files written
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err

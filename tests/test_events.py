@@ -98,15 +98,15 @@ def test_a_real_job_speaks_the_contract_on_the_pipe_and_in_its_record(scratch):
 
 def test_each_job_declares_its_tui_parts_in_one_registry():
     from fsscope.engine.registry import JOBS
-    from fsscope.tui import job_ui
+    from fsscope.tui import job_ui, job_widgets
     from fsscope.tui.widgets.job_params import JobParams
     from fsscope.tui.widgets.live_view import LiveView
 
     assert set(JOBS) <= set(job_ui.JOBS), "every job says how the TUI shows it"
-    views = job_ui.view_classes()
+    views = job_widgets.view_classes()
     for job in JOBS:
-        assert issubclass(job_ui.panel_class(job), JobParams)
-        assert job_ui.view_class(job) in views and issubclass(job_ui.view_class(job), LiveView)
+        assert issubclass(job_widgets.panel_class(job), JobParams)
+        assert job_widgets.view_class(job) in views and issubclass(job_widgets.view_class(job), LiveView)
         model = job_ui.model_class(job)
         if model is not None:
             assert callable(model.from_run) and callable(model.feed) and callable(model.finish)

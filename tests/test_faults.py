@@ -29,19 +29,17 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 from conftest import fsscope_cli, leftovers, wait_for_no_leftovers
+from pilot_wait import wait_for
 
 from fsscope import proctree, store
 from fsscope.targets.journal import Journal, cleanup
 
 pytestmark = pytest.mark.privileged
-
-FACT_TIMEOUT_S = 60.0
 
 
 class Cli:
@@ -74,16 +72,6 @@ class Cli:
         rc = self.proc.wait(timeout_s)
         self._reader.join(timeout_s)
         return rc
-
-
-def wait_for(fact, timeout_s: float = FACT_TIMEOUT_S):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = fact()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {getattr(fact, '__name__', 'a fact')}")
 
 
 def job_processes(child_pid: int) -> list[psutil.Process]:

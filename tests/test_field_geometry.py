@@ -390,7 +390,8 @@ def test_scan_as_a_user_reads_what_it_may_and_says_what_it_cannot(local_user, ha
 # --- scan in the TUI -------------------------------------------------------------------------
 
 async def test_scan_job_in_the_tui_shows_the_near_threshold_directories(hand_made):
-    from test_tui import SIZE, assert_clean, live_of, plan_over, wait_for
+    from pilot_wait import until
+    from test_tui import SIZE, assert_clean, live_of, plan_over
 
     from fsscope.tui import AppConfig, make_app
     from fsscope.tui.widgets.scan_view import ScanView
@@ -407,7 +408,7 @@ async def test_scan_job_in_the_tui_shows_the_near_threshold_directories(hand_mad
         await pilot.pause()
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await wait_for(pilot, lambda: plan_over(live), 120, "scan")
+        await until(pilot, lambda: plan_over(live), "scan", 120)
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         view = live.job_view

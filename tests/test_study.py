@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fsscope import recipes
+from fsscope import paths, recipes
 from fsscope.analysis import sensitivity
 from fsscope.errors import FsscopeError
 from fsscope.layout import freespace
@@ -250,7 +250,7 @@ def test_punched_holes_give_the_requested_free_extent_histogram(tmp_path, ext4, 
     assert info["holes"] > 10 and info["placeholder_bytes"] == int(64 * 2**20 * 0.2) // 4096 * 4096
     timing: dict = {}
     with diskstate.clone(tmp_path / "base.img", ext4, timing) as mnt:
-        device = [d for d in _loops_under(diskstate.ram_dir())][0]
+        device = [d for d in _loops_under(paths.ram_dir())][0]
         measured = freespace.free_space("ext4", device=device, mountpoint=str(mnt))
     holes = diskstate.hole_sizes(layout, info["budget_bytes"])  # what build() punched (same seed)
     assert int(holes.sum()) == info["hole_bytes"]

@@ -4,8 +4,8 @@ at the paper's p < 0.001 — driven from the runs screen by keys."""
 
 from __future__ import annotations
 
-from pilot_wait import until, until_screen
-from test_tui import runs_listed
+from pilot_wait import until
+from test_tui import open_compare
 
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.screens.compare import CompareScreen
@@ -19,9 +19,7 @@ async def test_compare_two_syncwrite_runs(scratch, recorded_run):
     ids = [recorded_run("syncwrite", spec, scratch) for _ in range(2)]
     app = make_app(AppConfig(start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: runs_listed(app, *ids), "both runs listed")
-        await pilot.press("space", "down", "space", "c")
-        screen = await until_screen(pilot, app, CompareScreen)
+        screen = await open_compare(pilot, app, *ids)
         assert screen.comparison is not None
         assert {s.id for s in screen.sides} == set(ids)
         verdict = str(screen.query_one("#compare-verdict").content)

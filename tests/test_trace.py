@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pilot_wait import wait_for
 
 from fsscope import recipes, store
 from fsscope.engine import runner
@@ -93,15 +94,6 @@ def test_ext4_htree_conversion_allocates_its_block_in_the_predicted_call(cli, sc
     assert row["verdict"] == "confirmed"
 
 
-def _wait_for(condition, timeout_s: float = 60) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def _start_long_traced_probe():
     return runner.start("probe", {"op": "write-fsync", "files": 20000, "runs": 1, "trace": "all",
                                   "sync_before": "none"},
@@ -112,7 +104,7 @@ def _start_long_traced_probe():
 def test_cancel_removes_the_tracefs_instance():
     handle = _start_long_traced_probe()
     try:
-        assert _wait_for(lambda: fsscope_instances() != []), "no instance appeared"
+        assert wait_for(lambda: fsscope_instances() != []), "no instance appeared"
         assert any(e.kind == "tracefs" for e in Journal().entries())
         handle.cancel()
         list(handle.events())
@@ -127,7 +119,7 @@ def test_cancel_removes_the_tracefs_instance():
 def test_sigkill_leaves_the_instance_to_fsscope_cleanup(cli):
     handle = _start_long_traced_probe()
     try:
-        assert _wait_for(lambda: fsscope_instances() != []), "no instance appeared"
+        assert wait_for(lambda: fsscope_instances() != []), "no instance appeared"
         (instance,) = fsscope_instances()
         os.kill(handle.pid, signal.SIGKILL)  # the job child only: nobody cleans up after it
         handle.proc.wait()

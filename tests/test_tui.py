@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import numpy as np
@@ -53,10 +54,6 @@ def assert_clean(image: Path | None = None) -> None:
         assert loops_backing(str(image)) == []
 
 
-async def wait_for(pilot, condition, timeout_s: float, what: str) -> None:
-    await until(pilot, condition, what, timeout_s)
-
-
 def plan_over(live: LiveScreen) -> bool:
     """The plan ended and the screen has handled every job's end (reports, final flags)."""
     return live.control is not None and live.plan_finished
@@ -98,6 +95,23 @@ def runs_listed(app: FsscopeApp, *run_ids: str) -> bool:
     return all(run_id in keys for run_id in run_ids)
 
 
+@asynccontextmanager
+async def live_app(size: tuple[int, int] = SIZE):
+    """A user's app opened on the live screen (no job yet): (app, pilot, live screen)."""
+    app = make_app(AppConfig(is_root=False, start_screen="live"))
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: app.live.is_mounted, "the live screen")
+        yield app, pilot, app.live
+
+
+async def open_compare(pilot, app: FsscopeApp, *run_ids: str) -> CompareScreen:
+    """Mark the first two runs of the runs screen and compare them ("c"), once ``run_ids`` are
+    listed; the compare screen."""
+    await until(pilot, lambda: runs_listed(app, *run_ids), "the runs listed")
+    await pilot.press("space", "down", "space", "c")
+    return await until_screen(pilot, app, CompareScreen)
+
+
 async def open_replay(pilot, app: FsscopeApp, run_id: str):
     """From anywhere: F4, put the cursor on ``run_id`` in the runs table, Enter; the replay screen."""
     await pilot.press("f4")
@@ -124,8 +138,8 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
         assert app.screen.query_one("#job-picker").selected == ["probe"]
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await wait_for(pilot, lambda: app.screen is live and live.control is not None, 10, "the live screen")
-        await wait_for(pilot, lambda: plan_over(live), 120, "the probe to end")
+        await until(pilot, lambda: app.screen is live and live.control is not None, "the live screen", 10)
+        await until(pilot, lambda: plan_over(live), "the probe to end", 120)
         job = live.jobs[0]
         assert job.status == "ok", (job.status, job.error, live.log_panel.lines_written[-10:])
         assert job.fraction == 1.0
@@ -162,7 +176,7 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
         exports = paths.home() / "exports"
         await pilot.press("m")
         flags_md = exports / f"flags-{job.run_id}.md"
-        await wait_for(pilot, flags_md.exists, 10, "the flags export")
+        await until(pilot, flags_md.exists, "the flags export", 10)
         assert "xfs-dir-shortform-to-block" in flags_md.read_text()
         await pilot.press("x")
         await until(pilot, lambda: list(exports.glob(f"live-{job.run_id}-*.svg")), "the SVG export")
@@ -170,21 +184,29 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
     assert not app.worker_errors
 
 
+async def start_long_probe(pilot, app: FsscopeApp, image: Path, recipe: str = "") -> LiveScreen:
+    """Start the app's probe on a new 512M image (and ``recipe``); the live screen once the
+    probe has measured."""
+    await pilot.pause()
+    await pick_image_target(pilot, app, image, "512M")
+    if recipe:
+        await pick_recipe(pilot, app, recipe)
+    await pilot.press("ctrl+r")
+    live = live_of(app)
+    await until(pilot, lambda: live.control is not None and live.views.get(0) is not None
+                and live.views[0].matrix.measured > 0, "the first samples", 60)
+    return live
+
+
 @pytest.mark.privileged
 async def test_cancel_running_job_cleans_up(scratch):
     image = scratch / "cancel.img"
     app = make_app(AppConfig(job_defaults={"probe": {"files": 20000, "runs": 50}}))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pick_image_target(pilot, app, image, "512M")
-        await pick_recipe(pilot, app, "ext4-default")
-        await pilot.press("ctrl+r")
-        live = live_of(app)
-        await wait_for(pilot, lambda: live.control is not None and live.views.get(0) is not None
-                       and live.views[0].matrix.measured > 0, 60, "the first samples")
+        live = await start_long_probe(pilot, app, image, "ext4-default")
         assert loops_backing(str(image)), "the job should have its loop device attached while running"
         await pilot.press("c")
-        await wait_for(pilot, lambda: plan_over(live), 60, "the cancelled job to end")
+        await until(pilot, lambda: plan_over(live), "the cancelled job to end", 60)
         assert live.jobs[0].status == "cancelled"
         assert live.views[0].matrix.measured > 0  # what it measured is kept
         assert live.control.running_handles() == []
@@ -196,15 +218,10 @@ async def test_quitting_with_a_running_job_cancels_it(scratch):
     image = scratch / "quit.img"
     app = make_app(AppConfig(job_defaults={"probe": {"files": 20000, "runs": 50}}))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pick_image_target(pilot, app, image, "512M")
-        await pilot.press("ctrl+r")
-        live = live_of(app)
-        await wait_for(pilot, lambda: live.views.get(0) is not None and live.views[0].matrix.measured > 0,
-                       60, "the first samples")
+        live = await start_long_probe(pilot, app, image)
         handles = list(live.control.handles)
         await pilot.press("ctrl+q")  # asks first: the job would be cancelled
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmQuitScreen", 10, "the question")
+        await until(pilot, lambda: type(app.screen).__name__ == "ConfirmQuitScreen", "the question", 10)
         assert all(h.proc.poll() is None for h in handles), "ctrl+q stopped the job before asking"
         await pilot.press("y")
     for handle in handles:
@@ -223,8 +240,8 @@ async def test_block_device_needs_its_name_typed(loop_device):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         option_list = app.screen.query_one("#target-list")
-        await wait_for(pilot, lambda: any(option_list.get_option_at_index(i).id == f"dev:{device}"
-                                          for i in range(option_list.option_count)), 10, "device discovery")
+        await until(pilot, lambda: any(option_list.get_option_at_index(i).id == f"dev:{device}"
+                                          for i in range(option_list.option_count)), "device discovery", 10)
         index = option_list.get_option_index(f"dev:{device}")
         assert app.focused is option_list, app.focused
         await pilot.press("end")
@@ -242,7 +259,7 @@ async def test_block_device_needs_its_name_typed(loop_device):
         await until_screen(pilot, app, ConfirmDestroyScreen)
         await pilot.press(*Path(device).name, "enter")
         live = live_of(app)
-        await wait_for(pilot, lambda: plan_over(live), 60, "the smoke job")
+        await until(pilot, lambda: plan_over(live), "the smoke job", 60)
         assert live.jobs[0].status == "ok", live.jobs[0].error
         # smoke streams no samples: the recorded array is read (in a worker) and shown
         await until(pilot, lambda: live.views[0].matrix.measured > 0, "the recorded latencies")
@@ -327,9 +344,7 @@ async def test_runs_screen_replays_and_compares(scratch):
         assert replay.views[0].matrix.values.shape == (2, 200)
         assert replay.flags_panel.flags  # findings come back from events.ndjson
         await pilot.press("escape")
-        await until(pilot, lambda: runs_listed(app), "the runs screen again")
-        await pilot.press("space", "down", "space", "c")
-        await until_screen(pilot, app, CompareScreen)
+        await open_compare(pilot, app)
         verdict = str(app.screen.query_one("#compare-verdict").content)
         assert "K-S distance" in verdict and "median" in verdict
         await pilot.press("escape")
@@ -346,7 +361,7 @@ async def test_probe_final_flags_are_the_reports(scratch):
         await pilot.pause()
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await wait_for(pilot, lambda: plan_over(live), 120, "the probe")
+        await until(pilot, lambda: plan_over(live), "the probe", 120)
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         final = [f["title"] for f in job.report["flags"]]
@@ -425,18 +440,17 @@ async def test_bench_live_view_variation_table_and_replay(scratch):
             await set_param(pilot, app, f"param-bench-{field}", text)
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await wait_for(pilot, lambda: live.control is not None and live.views.get(0) is not None
-                       and live.views[0].data.runs.get(0) is not None and live.views[0].data.runs[0].bins,
-                       60, "the first second of run 1")
+        await until(pilot, lambda: live.control is not None and live.views.get(0) is not None
+                       and live.views[0].data.runs.get(0) is not None and live.views[0].data.runs[0].bins, "the first second of run 1", 60)
         bench = live.job_view
         assert isinstance(bench, BenchView) and live.query_one("#job-view").current == "bench-view"
         assert bench.chart.data is not None and not bench.chart.data.empty
         model = live.views[0].data
-        await wait_for(pilot, lambda: model.current == 1 or live.control.done.is_set(), 60, "run 2")
+        await until(pilot, lambda: model.current == 1 or live.control.done.is_set(), "run 2", 60)
         if not live.control.done.is_set():  # between the runs: run 1 is in the table as an estimate
             assert bench.variation_table.row_count >= 1
             assert str(bench.variation_table.get_row_at(0)[1]).startswith("≈")
-        await wait_for(pilot, lambda: plan_over(live), 60, "the bench to end")
+        await until(pilot, lambda: plan_over(live), "the bench to end", 60)
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
@@ -487,7 +501,7 @@ async def test_syncwrite_view_table_per_buffer_size(scratch):
             await set_param(pilot, app, f"param-syncwrite-{field}", text)
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await wait_for(pilot, lambda: plan_over(live), 60, "the sweep")
+        await until(pilot, lambda: plan_over(live), "the sweep", 60)
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import pytest
-from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, set_param, wait_for
+from pilot_wait import until
+from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, set_param
 
 from fsscope import recipes
 from fsscope.engine.events import decode
@@ -117,11 +118,10 @@ async def test_age_live_view_fit_and_fragmentation_and_replay(scratch):
             await set_param(pilot, app, f"param-age-{field}", text)
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await wait_for(pilot, lambda: live.control is not None and live.views.get(0) is not None
-                       and live.views[0].data.events > 0 or (live.control is not None and live.control.done.is_set()),
-                       60, "the first progress event")
+        await until(pilot, lambda: live.control is not None and live.views.get(0) is not None
+                       and live.views[0].data.events > 0 or (live.control is not None and live.control.done.is_set()), "the first progress event", 60)
         assert isinstance(live.job_view, AgingView) and live.query_one("#job-view").current == "aging-view"
-        await wait_for(pilot, lambda: plan_over(live), 90, "the aging to end")
+        await until(pilot, lambda: plan_over(live), "the aging to end", 90)
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
@@ -172,7 +172,7 @@ async def test_frag_view_shows_the_report(scratch):
         await pilot.pause()
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await wait_for(pilot, lambda: plan_over(live), 60, "frag")
+        await until(pilot, lambda: plan_over(live), "frag", 60)
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         view = live.job_view

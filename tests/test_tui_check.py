@@ -9,16 +9,18 @@ from pilot_wait import until
 from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, set_param
 
 from fsscope.engine.events import decode
+from fsscope.format import spark
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.check_model import CheckModel
 from fsscope.tui.screens.confirm import ConfirmScreen
-from fsscope.tui.widgets.check_view import CheckView, strip
+from fsscope.tui.widgets.check_view import CheckView
 
 
 def test_strip_scales_bars():
-    assert strip([1.0, 2.0, 4.0]) == "▂▄█"
-    assert strip([]) == "" and strip([None, 3.0]) == " █"
+    assert spark([1.0, 2.0, 4.0], 0.0) == "▂▄█"        # scaled from 0 to the largest
+    assert spark([]) == "" and spark([None, 3.0], 0.0) == " █"
+    assert spark([1.0, 10.0, 100.0, 1000.0], log=True) == "▁▃▆█" and spark([2.0, 2.0]) == "▁▁"
 
 
 def test_model_fills_in_live_then_takes_the_report():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from pilot_wait import until, until_screen
-from test_tui import runs_listed
+from pilot_wait import until
+from test_tui import open_compare
 
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.screens.compare import CompareScreen
@@ -18,9 +18,7 @@ async def test_compare_two_bench_runs(scratch, recorded_run):
     ids = [recorded_run("bench", {"personality": "varmail", "runs": 2, "duration_s": 2}, scratch) for _ in range(2)]
     app = make_app(AppConfig(start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: runs_listed(app, *ids), "both runs listed")
-        await pilot.press("space", "down", "space", "c")
-        screen = await until_screen(pilot, app, CompareScreen)
+        screen = await open_compare(pilot, app, *ids)
         assert screen.comparison is not None
         assert {s.id for s in screen.sides} == set(ids)
         verdict = str(screen.query_one("#compare-verdict").content)

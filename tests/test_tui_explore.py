@@ -5,7 +5,8 @@ heatmaps), and the same view comes back when the run is replayed."""
 from __future__ import annotations
 
 import pytest
-from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, wait_for
+from pilot_wait import until
+from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
 
 from fsscope.engine.events import decode
 from fsscope.targets import TargetSpec
@@ -70,7 +71,7 @@ async def test_explore_job_live_and_replayed(tmp_path):
         assert app.screen.query_one("#job-picker").selected == ["explore"]
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await wait_for(pilot, lambda: plan_over(live), 180, "the study")
+        await until(pilot, lambda: plan_over(live), "the study", 180)
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         assert job.fraction == 1.0
@@ -84,7 +85,7 @@ async def test_explore_job_live_and_replayed(tmp_path):
             def text() -> str:
                 return str(view.query_one("#explore-text").content)
 
-            await wait_for(pilot, lambda: "2 treatments final" in text(), 10, "the final view")
+            await until(pilot, lambda: "2 treatments final" in text(), "the final view", 10)
             text = text()
             assert "ext4" in text
             assert "factor prioritization" in text and job.report["prioritization"][0]["factor"] in text

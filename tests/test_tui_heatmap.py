@@ -115,15 +115,21 @@ async def test_every_cell_shows_its_buckets_colour(mode):
             assert_cells_match(heat, values, selected)
 
 
+async def show_runs_in_progress(pilot, app, values: np.ndarray, measured: int):
+    """The heatmap showing ``values`` measured up to file ``measured`` in every run: (the
+    heatmap, its live matrix, its lines on screen)."""
+    heat = app.query_one(Heatmap)
+    live = LatencyMatrix.from_array(np.where(np.arange(values.shape[1]) < measured, values, -1))
+    heat.set_matrix(live)
+    await pilot.pause()
+    return heat, live, heat.scrollable_content_region.height
+
+
 async def test_a_live_batch_redraws_as_a_full_redraw_would():
     values = matrix(3, 20_000)
     app = HeatApp()
     async with app.run_test(size=SIZE) as pilot:
-        heat = app.query_one(Heatmap)
-        live = LatencyMatrix.from_array(np.where(np.arange(20_000) < 15_000, values, -1))
-        heat.set_matrix(live)
-        await pilot.pause()
-        lines = heat.scrollable_content_region.height
+        heat, live, lines = await show_runs_in_progress(pilot, app, values, 15_000)
         before = [screen_cells(heat, y) for y in range(lines)]  # fills the strip cache
         live.put(1, 15_000, values[1, 15_000:].tolist())  # one batch of run 2
         heat.samples_added(1, 15_000, 20_000)
@@ -150,11 +156,7 @@ async def test_data_is_bucketed_once_per_change_and_strips_are_kept_by_content(m
     values = matrix(3, 20_000)
     app = HeatApp()
     async with app.run_test(size=SIZE) as pilot:
-        heat = app.query_one(Heatmap)
-        live = LatencyMatrix.from_array(np.where(np.arange(20_000) < 15_000, values, -1))
-        heat.set_matrix(live)
-        await pilot.pause()
-        lines = heat.scrollable_content_region.height
+        heat, live, lines = await show_runs_in_progress(pilot, app, values, 15_000)
         first = [heat.render_line(y) for y in range(lines)]
         assert len(calls) == 1
         heat._invalidate()  # noqa: SLF001 - a frame that must draw every line anew

@@ -5,7 +5,7 @@ read from the real bindings, and ? closes it again. Driven by keys on real recor
 from __future__ import annotations
 
 from pilot_wait import until, until_screen
-from test_tui import runs_listed
+from test_tui import open_compare, runs_listed
 
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.screens.compare import CompareScreen
@@ -62,10 +62,7 @@ async def test_question_mark_lists_the_keys_of_the_screen_in_front(scratch, reco
         replay = await keys_of(pilot, app, LiveScreen)
         assert {"zoom in", "fit", "bucket agg"} <= replay.keys(), replay
         await pilot.press("f4")
-        await until(pilot, lambda: runs_listed(app, *ids), "back on the runs list")
-
-        await pilot.press("space", "down", "space", "c")
-        await until_screen(pilot, app, CompareScreen)
+        await open_compare(pilot, app, *ids)
         compare = await keys_of(pilot, app, CompareScreen)
         assert compare["Back"] == "esc" and "Compare 2" not in compare, compare
 

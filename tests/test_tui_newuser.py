@@ -10,6 +10,7 @@ import html
 import re
 
 from pilot_wait import until
+from test_tui import live_app
 
 from fsscope.engine import events
 from fsscope.format import format_ns
@@ -43,10 +44,7 @@ def start_probe(live, index: int, files: int, runs: int, run_id: str) -> None:
 async def test_legend_always_shows_the_scale_the_cells_use():
     """Batches whose latencies widen the range: after each one is drawn, the legend on screen
     names the heatmap's current low and high ends (it used to keep 1 µs … 1 ms)."""
-    app = make_app(AppConfig(is_root=False, start_screen="live"))
-    async with app.run_test(size=SIZE) as pilot:
-        live = app.live
-        await until(pilot, lambda: live.is_mounted, "the live screen")
+    async with live_app(SIZE) as (app, pilot, live):
         start_probe(live, 0, files=300, runs=2, run_id="run-a")
         await until(pilot, lambda: live.shown == 0, "the job's view")
         heatmap = live.query_one("#heatmap", Heatmap)
@@ -64,10 +62,7 @@ async def test_legend_always_shows_the_scale_the_cells_use():
 
 async def test_a_second_job_shows_nothing_of_the_first():
     """Cursor line, calls/s reading, colour scale: a new job's view starts empty."""
-    app = make_app(AppConfig(is_root=False, start_screen="live"))
-    async with app.run_test(size=SIZE) as pilot:
-        live = app.live
-        await until(pilot, lambda: live.is_mounted, "the live screen")
+    async with live_app(SIZE) as (app, pilot, live):
         start_probe(live, 0, files=200, runs=2, run_id="run-a")
         await until(pilot, lambda: live.shown == 0, "the first job's view")
         for run in range(2):
@@ -111,6 +106,17 @@ def exported(pattern: str) -> list:
     return sorted((paths.home() / "exports").glob(pattern))
 
 
+async def focus_a_parameter(pilot, app):
+    """Focus the setup screen's first parameter field (once the screen has a focus); return it."""
+    from textual.widgets import Input
+
+    await until(pilot, lambda: app.focused is not None, "the first focus")
+    field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-"))
+    field.focus()
+    await until(pilot, lambda: app.focused is field, "the field's focus")
+    return field
+
+
 async def test_focus_after_returning_to_setup_is_not_in_a_field():
     """Typing into a parameter field, going to Live and back with F2: the focus is on the
     target list again, so space/x/m do not type into the field unseen."""
@@ -118,10 +124,7 @@ async def test_focus_after_returning_to_setup_is_not_in_a_field():
 
     app = make_app(AppConfig(is_root=False))
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.focused is not None, "the first focus")
-        field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-"))
-        field.focus()
-        await until(pilot, lambda: app.focused is field, "the field's focus")
+        field = await focus_a_parameter(pilot, app)
         before = field.value
         await pilot.press("f3")
         await until(pilot, lambda: app.current_mode == "live", "the live screen")
@@ -133,14 +136,10 @@ async def test_focus_after_returning_to_setup_is_not_in_a_field():
 
 
 async def test_ctrl_s_exports_from_a_field_and_x_stays_a_letter():
-    from textual.widgets import Input
 
     app = make_app(AppConfig(is_root=False))
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.focused is not None, "the first focus")
-        field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-"))
-        field.focus()
-        await until(pilot, lambda: app.focused is field, "the field's focus")
+        field = await focus_a_parameter(pilot, app)
         before = set(exported("setup-*.svg"))
         await pilot.press("ctrl+s")
         await until(pilot, lambda: set(exported("setup-*.svg")) - before, "the SVG export")
@@ -231,10 +230,7 @@ async def test_setup_names_every_problem_before_anything_starts(scratch):
 
 async def test_a_streamed_flag_follows_its_runs():
     """The same finding after run 2 and after run 5: one flag, whose title says 5/5."""
-    app = make_app(AppConfig(is_root=False, start_screen="live"))
-    async with app.run_test(size=SIZE) as pilot:
-        live = app.live
-        await until(pilot, lambda: live.is_mounted, "the live screen")
+    async with live_app(SIZE) as (app, pilot, live):
         start_probe(live, 0, files=300, runs=5, run_id="run-a")
         await until(pilot, lambda: live.shown == 0, "the job's view")
         for done in (2, 5):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from pilot_wait import until
+from test_tui import live_app
 from textual import events
 from textual.widgets import Input
 
@@ -186,10 +187,7 @@ async def test_aging_out_of_inodes_says_so_in_its_stop_note():
                                     "(target 80%): block rounding, metadata or other files took the room the plan "
                                     "counted on. The tree is consistent (the failed create was undone); lower the "
                                     "fullness, or free space and resume."}
-    app = make_app(AppConfig(is_root=False, start_screen="live"))
-    async with app.run_test(size=SIZE) as pilot:
-        live = app.live
-        await until(pilot, lambda: live.is_mounted, "the live screen")
+    async with live_app(SIZE) as (app, pilot, live):
         live.jobs = [JobState(0, "age", {"profile": "small", "fullness": 0.8})]
         live.post_message(msg.JobStarted(0, "age", "run-age", "/nonexistent-run", 1))
         await until(pilot, lambda: live.shown == 0, "the aging view")
@@ -247,10 +245,7 @@ async def test_notes_speak_words_not_ids_or_ascii_arrows():
     called a code name, and the rules' ASCII (->, --, //) shown as →, —, ÷ (also in the export)."""
     from fsscope.engine import events
 
-    app = make_app(AppConfig(is_root=False, start_screen="live"))
-    async with app.run_test(size=SIZE) as pilot:
-        live = app.live
-        await until(pilot, lambda: live.is_mounted, "the live screen")
+    async with live_app(SIZE) as (app, pilot, live):
         live.jobs = [JobState(0, "probe", {"files": 300, "runs": 2})]
         live.post_message(msg.JobStarted(0, "probe", "run-words", "/nonexistent-run", 1))
         finding = {"flag": "levelshift", "index": 27, "structure": "xfs-dir-shortform-to-block",
@@ -276,10 +271,7 @@ async def test_a_studys_conclusions_are_flags_with_notes():
     conclusion = ("FreeSpaceLayout drives the d-span most: it alone explains 16 % of its variance "
                   "(first-order share), 41 % with its interactions")
     report = {"notes": [conclusion, "ChunkCount hardly matters: under 2 % of the variance"], "treatments": []}
-    app = make_app(AppConfig(is_root=False, start_screen="live"))
-    async with app.run_test(size=SIZE) as pilot:
-        live = app.live
-        await until(pilot, lambda: live.is_mounted, "the live screen")
+    async with live_app(SIZE) as (app, pilot, live):
         live.jobs = [JobState(0, "explore", {"treatments": 24, "recipes": "ext4-default"})]
         live.post_message(msg.JobStarted(0, "explore", "run-explore", "/nonexistent-run", 1))
         await until(pilot, lambda: live.shown == 0, "the explore view")
@@ -298,10 +290,7 @@ async def test_a_faster_level_is_called_a_speed_up():
     "repeatable, unexplained": it is a speed-up, and the flag says so."""
     from fsscope.engine import events
 
-    app = make_app(AppConfig(is_root=False, start_screen="live"))
-    async with app.run_test(size=SIZE) as pilot:
-        live = app.live
-        await until(pilot, lambda: live.is_mounted, "the live screen")
+    async with live_app(SIZE) as (app, pilot, live):
         live.jobs = [JobState(0, "probe", {"files": 3000, "runs": 5})]
         live.post_message(msg.JobStarted(0, "probe", "run-faster", "/nonexistent-run", 1))
         faster = {"flag": "levelshift", "index": 1200, "before_ns": 38_000.0, "after_ns": 34_200.0,
@@ -356,10 +345,7 @@ async def test_a_coarse_bar_counts_down_instead_of_growing_its_estimate():
     """A variation study reports progress per configuration: before the first report the row
     says it is estimating (it showed "– left" for 32 s); sitting at 50 % its time left counts
     down from the last estimate (it grew with the clock), then says it is overdue."""
-    app = make_app(AppConfig(is_root=False, start_screen="live"))
-    async with app.run_test(size=SIZE) as pilot:
-        live = app.live
-        await until(pilot, lambda: live.is_mounted, "the live screen")
+    async with live_app(SIZE) as (app, pilot, live):
         job = JobState(0, "variation", {"configurations": 2})
         job.start(now_s=1000.0)
         progress = live.query_one("#progress")

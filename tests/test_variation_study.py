@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from test_study_engine import dask_cluster  # noqa: F401 - the real scheduler + workers fixture
 
+from fsscope import paths
 from fsscope.analysis.variation.metrics import relative_range
 from fsscope.analysis.variation.stats import range_change
 from fsscope.errors import FsscopeError
-from fsscope.study import diskstate
 from fsscope.study import space as spaces
 from fsscope.study import variation as study
 from fsscope.study.execute import load_rows
@@ -267,6 +267,6 @@ def test_the_device_knob_puts_the_image_in_ram_or_on_disk(device):
     row = study.VariationTreatment(settings)({"id": "t", "row": 0, "recipe": "ext4:varmail", "repeat": 0,
                                               "factors": {"device": device, "atime": "noatime"}})
     run = row["runs"][0]
-    where = diskstate.disk_dir() if device == "disk" else diskstate.ram_dir()
+    where = paths.disk_dir() if device == "disk" else paths.ram_dir()
     assert row["knobs"]["device"] == device and run["ops_per_s"] > 0
     assert Path(run["image"]).parent == where and not Path(run["image"]).exists()  # removed after its run

@@ -35,8 +35,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsscope import trust
+from fsscope import store, trust
 from fsscope.aging.ager import AgingError, AgingSpec, _check_spec, age, read_state
+from fsscope.aging.profile import load_profile
+from fsscope.format import format_bytes
+from fsscope.layout.job import auto_test_file_bytes, measure_fragmentation, space_of
+from fsscope.targets import image
 
 PROGRESS_FIELDS = ("phase", "fullness", "ops", "ops_per_s", "overwrites", "p_values")
 
@@ -87,7 +91,6 @@ class Spec:
 
     def validate(self) -> None:
         """The checks that need no target: parameter ranges, and that the profile loads."""
-        from fsscope.aging.profile import load_profile
 
         if not self.profile and not self.resume:
             raise AgingError("aging: profile: missing (a shipped name or a .toml path)")
@@ -202,8 +205,6 @@ def run(ctx, spec: Spec) -> dict:
         goal = spec.fullness if spec.fullness is not None else _profile_fullness(profile, root, spec.resume)
         test_bytes = spec.test_file_bytes
         if measure:
-            from fsscope.layout.job import auto_test_file_bytes, measure_fragmentation, space_of
-
             if test_bytes is None:  # one size for fresh and aged: a quarter of what aging leaves free
                 test_bytes = auto_test_file_bytes(space_of(root)["total_bytes"] * (1 - goal))
             if spec.resume:
@@ -283,8 +284,6 @@ def _enospc_notes(root: Path, result) -> list[str]:
     """Why the file system was full: out of inodes is a different story from out of blocks."""
     vfs = os.statvfs(root)
     if vfs.f_files and vfs.f_ffree <= max(16, vfs.f_files // 1000):
-        from fsscope.format import format_bytes
-
         mean = format_bytes(result.live_bytes / result.live_files) if result.live_files else "?"
         return [f"out of inodes, not blocks: {vfs.f_files - vfs.f_ffree:,} of {vfs.f_files:,} in use. "
                 f"The profile's files (mean {mean}) are smaller than the space mkfs set aside per inode; "
@@ -298,14 +297,12 @@ def _profile_fullness(profile: str, root: Path, resume: bool) -> float:
         state = read_state(root)
         if state is not None:
             return float(state["fullness"])
-    from fsscope.aging.profile import load_profile
 
     return load_profile(profile).fullness
 
 
 def _previous_fresh(ctx) -> dict | None:
     """The fresh measurement of the newest earlier run that aged this image (or snapshot)."""
-    from fsscope import store
 
     spec = ctx.target.spec
     for run in reversed(store.list_runs(ctx.run_dir.path.parent)):
@@ -329,7 +326,6 @@ def _snapshot(ctx, spec: Spec, target) -> dict | None:
     dest = Path(spec.snapshot_path)
     if ctx.cancelled:
         return {"path": str(dest), "skipped": "the run was cancelled: resume it, then snapshot"}
-    from fsscope.targets import image
 
     source = target.image_path or Path(target.device)
     ctx.phase(f"snapshot → {dest}")

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from fsscope.analysis.efficiency import compare_per_size
 from fsscope.analysis.variation.temporal import compare_recipes
 from fsscope.format import format_bytes
 from fsscope.jsonsafe import plain
@@ -140,7 +141,6 @@ def _age(a: dict, b: dict) -> list[dict]:
 def _syncwrite(a: dict, b: dict) -> list[dict]:
     """Per buffer size: mean throughput and latency, p99, and a Welch t-test on the
     repetitions' throughput at the paper's p < 0.001; then both knees and the recommendation."""
-    from fsscope.analysis.efficiency import compare_per_size
 
     def sizes(r):
         return {p["buffer_bytes"]: p for p in r.get("sizes") or [] if isinstance(p, dict) and "buffer_bytes" in p}

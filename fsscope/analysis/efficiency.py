@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from fsscope.analysis.variation.stats import welch
 from fsscope.format import format_bytes
 
 LATENCY_RISE = 0.25
@@ -327,7 +328,6 @@ def compare_per_size(throughput_runs: Mapping[str, Mapping[int, Sequence[float]]
                      ) -> list[dict[str, Any]]:
     """Welch t-test on per-repetition throughput for every pair of names and every buffer size
     both measured; the verdict names the faster one only when p < ``alpha``."""
-    from fsscope.analysis.variation.stats import welch
 
     tests = []
     for a, b in combinations(list(throughput_runs), 2):

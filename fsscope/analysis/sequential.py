@@ -41,7 +41,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from fsscope.analysis.findings import LevelShift
 from fsscope.analysis.latency import nanmedian_last_axis
+from fsscope.analysis.outliers import _local_baseline_ns, as_float_matrix, mask_disturbed, repeatable_outliers
 
 #: P(slow in a run) of a structural file: "slow in (nearly) every run".
 P_STRUCTURAL = 0.9
@@ -273,8 +275,6 @@ class Settling:
                                                    int(_field(p, "tolerance_files") or 0))
 
     def after_run(self, run: int, analysis, latency_ns: NDArray, wait_ns: NDArray) -> None:
-        from fsscope.analysis.outliers import _local_baseline_ns, as_float_matrix, mask_disturbed
-
         self.runs_seen = run + 1
         for outlier in analysis.outliers:
             if outlier.index not in self.candidates:
@@ -307,7 +307,6 @@ class Settling:
             return analysis
         from dataclasses import replace
 
-        from fsscope.analysis.outliers import repeatable_outliers
 
         verdict = {d.index: d for d in self.decisions if self.candidates[d.index].kind == "outlier"}
         kept = [o for o in analysis.outliers if o.index in verdict and (
@@ -328,7 +327,6 @@ class Settling:
         it into two levels (least absolute deviation from each side's median). Each run is
         taken relative to its own median first: a run slowed whole by load keeps its step but
         would blur the levels of a median of a few runs."""
-        from fsscope.analysis.findings import LevelShift
 
         shifts = list(analysis.level_shifts)
         files = self.latency.shape[1]

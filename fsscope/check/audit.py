@@ -11,12 +11,14 @@ import os
 import time
 from collections.abc import Callable
 
+from fsscope import tools
 from fsscope.check import system as S
 from fsscope.check import target as T
 from fsscope.check.findings import Finding, rank
 from fsscope.check.system import REAL_ROOT, Root
 from fsscope.check.target import TargetInfo
 from fsscope.errors import FsscopeError
+from fsscope.layout import freespace
 
 #: Machine-wide items cheap enough for a one-line warning when ``bench`` starts (no sampling).
 FAST_IDS = ("cpu-governor", "turbo", "load", "dirty-pending", "swap", "thp", "thermal", "cgroup-io-limit")
@@ -29,8 +31,6 @@ def fast_audit(root: Root = REAL_ROOT) -> list[Finding]:
 
 
 def _dumpe2fs(t: TargetInfo) -> tuple[str | None, str]:
-    from fsscope import tools
-
     if t.fs != "ext4":
         return None, ""
     if not t.source.startswith("/dev/"):
@@ -48,8 +48,6 @@ def _last_line(exc: Exception) -> str:
 
 
 def _free_space(t: TargetInfo):
-    from fsscope.layout import freespace
-
     if t.fs in ("tmpfs", "ramfs"):
         return None, ""
     device = t.source if t.source.startswith("/dev/") else None

@@ -31,6 +31,8 @@ from fsscope.check.verdict import decide
 from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain as _jsonable
 from fsscope.specs import checked_fields
+from fsscope.workloads import PERSONALITIES
+from fsscope.workloads import personalities as P
 
 BIN_S = 1.0
 QUICK_BUDGET_S = 60.0
@@ -52,8 +54,6 @@ class Spec:
     calibrate: bool = True
 
     def __post_init__(self) -> None:
-        from fsscope.workloads.personalities import PERSONALITIES
-
         if self.personality not in PERSONALITIES:
             raise FsscopeError(f"check: unknown personality {self.personality!r} (choose from "
                                f"{', '.join(PERSONALITIES)})")
@@ -136,8 +136,6 @@ def _emit_finding(ctx, f: Finding) -> None:
 
 
 def run(ctx, spec: Spec) -> dict:
-    from fsscope.workloads import personalities as P
-
     t_start = time.monotonic()
     kind = ctx.target.spec.kind
     notes: list[str] = []
@@ -186,7 +184,6 @@ def run(ctx, spec: Spec) -> dict:
 def _calibrate(ctx, spec: Spec, pspec, runs: int, duration_s: float, overhead: float, t_start: float,
                counts: list[np.ndarray], elapsed: list[float], notes: list[str]) -> None:
     """The calibration runs; appends each finished run's counts and length as it goes."""
-    from fsscope.workloads import personalities as P
 
     for r in range(runs):
         if ctx.cancelled:

@@ -111,22 +111,22 @@ def cpu_governor(root: Root) -> Finding:
                    evidence, effect, fix, {"governors": govs})
 
 
+#: Where a CPU's turbo/boost is switched: (file under sys/devices/system/cpu, its value when off,
+#: what the finding calls it)
+TURBO_SWITCHES = (("intel_pstate/no_turbo", "1", "turbo", "(intel_pstate)"), ("cpufreq/boost", "0", "CPU boost", ""))
+
+
 def turbo(root: Root) -> Finding:
     effect = ("with turbo/boost the clock depends on temperature and how many cores are busy: the same "
               "run can be faster alone than beside another job")
-    no_turbo = try_read(root, "sys/devices/system/cpu/intel_pstate/no_turbo")
-    if no_turbo is not None:
-        ev = f"/sys/devices/system/cpu/intel_pstate/no_turbo = {no_turbo}"
-        if no_turbo == "1":
-            return Finding("turbo", "ok", "turbo off (intel_pstate)", ev, effect, "")
-        return Finding("turbo", "warn", "turbo on (intel_pstate)", ev, effect,
-                       "echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo")
-    boost = try_read(root, "sys/devices/system/cpu/cpufreq/boost")
-    if boost is not None:
-        ev = f"/sys/devices/system/cpu/cpufreq/boost = {boost}"
-        if boost == "0":
-            return Finding("turbo", "ok", "CPU boost off", ev, effect, "")
-        return Finding("turbo", "warn", "CPU boost on", ev, effect, "echo 0 > /sys/devices/system/cpu/cpufreq/boost")
+    for name, off, what, how in TURBO_SWITCHES:
+        path = f"/sys/devices/system/cpu/{name}"
+        value = try_read(root, path[1:])
+        if value is not None:
+            ev = f"{path} = {value}"
+            if value == off:
+                return Finding("turbo", "ok", f"{what} off {how}".strip(), ev, effect, "")
+            return Finding("turbo", "warn", f"{what} on {how}".strip(), ev, effect, f"echo {off} > {path}")
     return unknown("turbo", "turbo/boost", "neither /sys/devices/system/cpu/intel_pstate/no_turbo nor "
                    "/sys/devices/system/cpu/cpufreq/boost exists (no intel_pstate/acpi-cpufreq: a VM?)", effect)
 

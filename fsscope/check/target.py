@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsscope.check.findings import Finding, unknown
-from fsscope.check.system import REAL_ROOT, Root, try_read, vmstat
+from fsscope.check.system import REAL_ROOT, Root, throttle_counts, try_read, vmstat
 from fsscope.format import format_bytes
 
 
@@ -404,8 +404,6 @@ def proc_io(root: Root, denied: list[int] | None = None) -> dict[int, tuple[str,
 
 
 def snapshot(root: Root, disks: list[str]) -> Snapshot:
-    from fsscope.check.system import throttle_counts
-
     denied: list[int] = []
     procs = proc_io(root, denied)
     return Snapshot(time.monotonic(), diskstats(root, disks), procs, vmstat(root), throttle_counts(root),

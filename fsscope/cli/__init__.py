@@ -69,13 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fsscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"fsscope.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"fsscope.cli.{name}":
-                continue  # a command whose module has not landed yet
-            raise
-        module.add_parser(sub)
+        importlib.import_module(f"fsscope.cli.{name}").add_parser(sub)
     return parser
 
 

@@ -100,13 +100,6 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _size(text: str) -> int:
-    value = parse_size(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"'{text}' must be at least one byte")
-    return value
-
-
 # ---------------------------------------------------------------------------------------------
 # commands
 # ---------------------------------------------------------------------------------------------
@@ -208,9 +201,9 @@ def add_parser(sub) -> None:
                         "like Filebench's threads (a process each where the C loops cannot be built)")
     p.add_argument("--files", type=positive_int, metavar="N",
                    help="files in the file set (default Filebench's, scaled to a quarter of the target)")
-    dash_value(p.add_argument("--mean-file-size", type=_size, metavar="SIZE",
+    dash_value(p.add_argument("--mean-file-size", type=parse_size, metavar="SIZE",
                               help="mean file size, gamma-distributed (default 128K fileserver, 16K others)"))
-    dash_value(p.add_argument("--mem-limit", type=_size, metavar="SIZE",
+    dash_value(p.add_argument("--mem-limit", type=parse_size, metavar="SIZE",
                               help="memory cgroup limit for the workers (page cache included), e.g. 512M"))
     p.add_argument("--window", type=_window, action="append", metavar="N",
                    help="Throughput-N window in seconds; repeat for several (default 10, or the run length if shorter); no longer than --duration")

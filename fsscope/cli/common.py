@@ -15,10 +15,7 @@ from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.recipes import Recipe
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
 from fsscope.units import parse_size_bytes
-
-PERSONALITIES = ("fileserver", "webserver", "varmail")
-"""--personality choices of bench and check (fsscope.workloads.personalities names them; not
-imported here, where only the command line is being read)."""
+from fsscope.workloads import PERSONALITIES  # noqa: F401 - --personality of bench and check (a light module)
 
 PIPE_WIDTH = 160
 """Columns of a report written into a pipe or a file: rich's default 80 cut numbers to "…"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
+from fsscope import paths
 from fsscope.cli.common import output_path, positive_float, positive_int, resolve_study_run
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.explore import render_explore
@@ -50,8 +50,7 @@ def cmd_explore(args) -> int:
                         resume=resolve_study_run(args.resume) if args.resume else "",
                         tail_quantile=args.tail_quantile)
     explore.check_spec(spec)  # a bad space, factor or recipe: one line, before any run record
-    ram = Path(os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
-    target = TargetSpec("dir", str(ram))
+    target = TargetSpec("dir", str(paths.ram_dir(checked=False)))
     return run_job("explore", spec, target, None, json_path=args.json, verbose=args.verbose, render=render_explore)
 
 

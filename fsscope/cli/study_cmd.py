@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
+from fsscope import paths
 from fsscope.cli.check_pointer import point_at_check
 from fsscope.cli.common import output_path, parse_size, positive_float, positive_int, resolve_study_run
 from fsscope.cli.headless import console as err_console
@@ -85,7 +85,7 @@ def cmd_variation(args) -> int:
         return 0
     require_root("study variation", spec.scheduler)
     point_at_check()  # a timing study on a busy or misconfigured machine: say so first
-    target = TargetSpec("dir", os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
+    target = TargetSpec("dir", str(paths.ram_dir(checked=False)))
     return run_job("variation", spec, target, None, json_path=args.json, verbose=args.verbose, render=render_variation)
 
 

@@ -25,6 +25,7 @@ from fsscope.cli.render.syncwrite import render_syncwrite, render_tests
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
 from fsscope.jsonsafe import plain
+from fsscope.units import list_items
 from fsscope.workloads import syncwrite as sw
 
 DESCRIPTION = """\
@@ -84,25 +85,16 @@ Default target: a RAM image with the ext4-default recipe."""
 
 def _size(text: str) -> int:
     value = parse_size(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"'{text}' must be at least one byte")
     if value > sw.MAX_WRITE_BYTES:
         raise argparse.ArgumentTypeError(f"'{text}' is above 2 GiB - 4 KiB, the most Linux writes in one call")
     return value
 
 
 def _sizes(text: str) -> tuple[int, ...]:
-    parts = [p for p in text.replace(",", " ").split() if p]
+    parts = list_items(text)
     if not parts:
         raise argparse.ArgumentTypeError("no sizes given (example: 4K,64K,1M)")
     return tuple(_size(p) for p in parts)
-
-
-def _file_size(text: str) -> int:
-    value = parse_size(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"'{text}' must be at least one byte")
-    return value
 
 
 def _rate(text: str) -> float:
@@ -253,7 +245,7 @@ def add_parser(sub) -> None:
     p.add_argument("--mode", choices=sw.MODES, default="osync",
                    help="how each write is made durable (default osync = O_SYNC)")
     p.add_argument("--sizes", type=_sizes, metavar="S1,S2,...", help="buffer sizes (default 4K..16M, doubling)")
-    p.add_argument("--bytes-per-point", type=_file_size, metavar="SIZE",
+    p.add_argument("--bytes-per-point", type=parse_size, metavar="SIZE",
                    help="size of the new file each point writes (default 16M, the paper's)")
     p.add_argument("--duration", type=positive_float, metavar="S",
                    help="also stop each point after S seconds (for slow devices and small buffers)")

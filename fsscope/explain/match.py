@@ -25,6 +25,7 @@ from typing import Any
 
 from fsscope.analysis.findings import LevelShift, LinearGrowth, Outlier, Series
 from fsscope.explain.prediction import Prediction
+from fsscope.format import format_ns
 
 #: Format conversions after which the per-call cost changes (a level shift may sit there).
 FORMAT_CHANGES = frozenset({"xfs-dir-shortform-to-block", "xfs-dir-block-to-leaf",
@@ -186,17 +187,13 @@ def _match_linear(f: LinearGrowth, p: Prediction) -> tuple[int, int | None, str]
             f"{inside:.0%} of the measured range inside the predicted {p.index}..{p.end - 1}")
 
 
-def _us(ns: float) -> str:
-    return f"{ns / 1e3:.1f} µs" if ns < 1e7 else f"{ns / 1e6:.1f} ms"
-
-
 def _measured(f: Any) -> str:
     if isinstance(f, Outlier):
         return (f"Measured: file {f.index} slow in {f.runs_flagged}/{f.runs} runs, median "
-                f"{_us(f.median_ns)} vs typical {_us(f.typical_ns)} ({f.ratio:.1f}x).")
+                f"{format_ns(f.median_ns)} vs typical {format_ns(f.typical_ns)} ({f.ratio:.1f}x).")
     if isinstance(f, LevelShift):
-        return (f"Measured: level {_us(f.before_ns)} before file {f.index}, "
-                f"{_us(f.after_ns)} after ({f.after_ns / max(f.before_ns, 1):.2f}x).")
+        return (f"Measured: level {format_ns(f.before_ns)} before file {f.index}, "
+                f"{format_ns(f.after_ns)} after ({f.after_ns / max(f.before_ns, 1):.2f}x).")
     if isinstance(f, Series):
         return f"Measured: {f.count} slow files every {f.stride} from file {f.start}."
     if isinstance(f, LinearGrowth):

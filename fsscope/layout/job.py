@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsscope.errors import FsscopeError
+from fsscope.layout.freespace import free_space_of
+from fsscope.layout.probe_file import probe_file_layout
 from fsscope.specs import checked_fields
 
 MIB = 2**20
@@ -64,9 +66,6 @@ def measure_fragmentation(mounted, test_file_bytes: int | None, *, chunk_bytes: 
     ``directory`` (default: the work directory), mapped and deleted. A part that cannot be
     measured (no free-space tool for this fs, no room for the test file) becomes an
     ``*_error`` line instead of failing the whole measurement."""
-    from fsscope.layout.freespace import free_space_of
-    from fsscope.layout.probe_file import probe_file_layout
-
     out: dict = {"space": space_of(mounted.workdir)}
     if test_file_bytes is None:
         test_file_bytes = auto_test_file_bytes(out["space"]["free_bytes"])

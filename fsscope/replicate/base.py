@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from fsscope.analysis.outliers import local_ratio
 from fsscope.engine import events as ev
 from fsscope.engine import runner
 from fsscope.errors import FsscopeError
-from fsscope.study.diskstate import disk_dir
+from fsscope.paths import disk_dir
 from fsscope.targets import TargetSpec
 
 VERDICTS = ("agree", "disagree", "inconclusive")
@@ -94,6 +94,19 @@ class ProbeRun:
         per_call_s = 0.0004 if self.medium == "ram" else 0.004
         mkfs_s = 1.5 if self.medium == "ram" else 3.0
         return self.runs * (mkfs_s + self.files * per_call_s)
+
+
+@dataclass
+class JobResult:
+    """What a scenario's job run left: the run as planned, its report, its run directory."""
+
+    run: Any
+    report: dict
+    run_dir: str
+
+    @classmethod
+    def of(cls, run: Any, run_dir) -> Self:
+        return cls(run, run_dir.report(), str(run_dir.path))
 
 
 @dataclass

@@ -20,7 +20,7 @@ import numpy as np
 
 from fsscope import recipes
 from fsscope.analysis.variation.metrics import relative_range
-from fsscope.replicate.base import Finding, run_engine_job
+from fsscope.replicate.base import Finding, JobResult, run_engine_job
 from fsscope.targets import TargetSpec
 
 NAME = "cao"
@@ -62,14 +62,12 @@ class BenchRun:
         spec = {"personality": "fileserver", "runs": self.runs, "duration_s": self.duration_s, "trace": False}
         run_dir = run_engine_job("bench", spec, TargetSpec("ram", size_bytes=1 << 30), recipe,
                                  label=f"{self.key}: {self.describe()}", progress=progress)
-        return BenchResult(self, run_dir.report(), str(run_dir.path))
+        return BenchResult.of(self, run_dir)
 
 
 @dataclass
-class BenchResult:
+class BenchResult(JobResult):
     run: BenchRun
-    report: dict
-    run_dir: str
 
     @property
     def ops_per_s(self) -> list[float]:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fsscope.replicate.base import Finding, run_engine_job
-from fsscope.study.diskstate import ram_dir
+from fsscope.paths import ram_dir
+from fsscope.replicate.base import Finding, JobResult, run_engine_job
 from fsscope.targets import TargetSpec
 
 NAME = "chopper"
@@ -56,14 +56,12 @@ class ExploreRun:
         spec = {"space": "chopper", "treatments": self.treatments, "recipes": ["ext4-default", "xfs-default"]}
         run_dir = run_engine_job("explore", spec, TargetSpec("dir", str(ram_dir())), None,
                                  label=f"{self.key}: {self.describe()}", progress=progress)
-        return ExploreResult(self, run_dir.report(), str(run_dir.path))
+        return ExploreResult.of(self, run_dir)
 
 
 @dataclass
-class ExploreResult:
+class ExploreResult(JobResult):
     run: ExploreRun
-    report: dict
-    run_dir: str
 
 
 def runs(quick: bool) -> list[ExploreRun]:

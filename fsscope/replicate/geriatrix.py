@@ -19,8 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fsscope import recipes
+from fsscope.format import format_pct
 from fsscope.layout.summary import summary_rows
-from fsscope.replicate.base import Finding, run_engine_job
+from fsscope.replicate.base import Finding, JobResult, run_engine_job
 from fsscope.targets import TargetSpec
 
 NAME = "geriatrix"
@@ -66,14 +67,12 @@ class AgeRun:
         run_dir = run_engine_job("age", spec, TargetSpec("ram", size_bytes=self.size_bytes),
                                  recipes.load(self.recipe).with_extra(self.mkfs_opts, ""), label=f"{self.key}: {self.describe()}",
                                  progress=progress)
-        return AgeResult(self, run_dir.report(), str(run_dir.path))
+        return AgeResult.of(self, run_dir)
 
 
 @dataclass
-class AgeResult:
+class AgeResult(JobResult):
     run: AgeRun
-    report: dict
-    run_dir: str
 
 
 def runs(quick: bool) -> list[AgeRun]:
@@ -106,7 +105,7 @@ def judge(results: dict, quick: bool) -> list[Finding]:
     if result is None:
         return []
     fresh, aged = summary_rows(result.report.get("fresh")), summary_rows(result.report.get("aged"))
-    setup = result.run.describe() + f"; reached {_pct(aged['fullness'])} full"
+    setup = result.run.describe() + f"; reached {format_pct(aged['fullness'], '?', 0)} full"
     unfinished = _unfinished(result.report)
     return [_short_of_aged(f, unfinished) for f in (_free_space(fresh, aged, setup), _test_file(fresh, aged, setup))]
 
@@ -132,10 +131,6 @@ def _short_of_aged(finding: Finding, unfinished: str) -> Finding:
         finding.why += f" — but {unfinished}, so this is not yet the paper's aged state: age longer (full scenario)"
     finding.statistic["aging_unfinished"] = unfinished or None
     return finding
-
-
-def _pct(value) -> str:
-    return "?" if value is None else f"{value:.0%}"
 
 
 def _free_space(fresh: dict, aged: dict, setup: str) -> Finding:

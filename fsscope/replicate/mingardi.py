@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from fsscope import recipes
 from fsscope.analysis.variation.stats import welch
-from fsscope.replicate.base import Finding, private_image, run_engine_job
+from fsscope.replicate.base import Finding, JobResult, private_image, run_engine_job
 from fsscope.targets import TargetSpec
 
 NAME = "mingardi"
@@ -61,14 +61,12 @@ class SyncRun:
             run_dir = run_engine_job("syncwrite", spec, TargetSpec("image", str(image), self.size_bytes),
                                      recipes.load(self.recipe), label=f"{self.key}: {self.describe()}",
                                      progress=progress)
-        return SyncResult(self, run_dir.report(), str(run_dir.path))
+        return SyncResult.of(self, run_dir)
 
 
 @dataclass
-class SyncResult:
+class SyncResult(JobResult):
     run: SyncRun
-    report: dict
-    run_dir: str
 
 
 def runs(quick: bool) -> list[SyncRun]:

@@ -30,9 +30,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fsscope.aging import profile as P
 from fsscope.errors import FsscopeError
 from fsscope.explain import dirs
 from fsscope.explain.geometry import Geometry, read_geometry
+from fsscope.explain.xfs import xfs_attr_fork_offset_bytes
+from fsscope.layout.fiemap import extents
+from fsscope.layout.freespace import free_space_live
 from fsscope.targets.existing import existing_fs
 
 FS_IOC_GETFLAGS = 0x80086601
@@ -201,7 +205,6 @@ def ext4_htree_depth(path: str, device: str | None) -> int | None:
     """indirect_levels of an indexed ext4 directory, from its first block on the device (the
     device's page cache is where ext4 keeps directory blocks, so this is current). None
     when the device cannot be opened."""
-    from fsscope.layout.fiemap import extents
 
     if device is None:
         return None
@@ -251,7 +254,6 @@ def account(rec: DirRecord, g: Geometry, device: str | None) -> dict:
 def _fork_bytes(rec: DirRecord, g: Geometry) -> int | None:
     if g.fs != "xfs" or not rec.has_attr or not g.inode_size_bytes or not g.xfs_literal_area_bytes:
         return None
-    from fsscope.explain.xfs import xfs_attr_fork_offset_bytes
 
     return xfs_attr_fork_offset_bytes(g.inode_size_bytes, g.xfs_literal_area_bytes)
 
@@ -338,8 +340,6 @@ def profile_distances(mine, others) -> list[dict]:
 
 
 def _aging(walk: Walk, root: str, now_s: float) -> dict:
-    from fsscope.aging import profile as P
-
     scan = P.TreeScan(root=root, size_bytes=np.array(walk.file_sizes, dtype=np.int64),
                       depth=np.array(walk.file_depths, dtype=np.int64),
                       age_s=np.maximum(0.0, now_s - np.array(walk.file_mtimes, dtype=np.float64)),
@@ -407,8 +407,6 @@ def scan(path: str | os.PathLike, *, near: int = dirs.NEAR_ENTRIES, largest: int
         "near_entries": near,
     }
     if free_space:
-        from fsscope.layout.freespace import free_space_live
-
         try:
             report["free_space"] = free_space_live(found.fs, found.mountpoint).to_dict()
         except (FsscopeError, OSError) as exc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fsscope.errors import FsscopeError
+from fsscope.scan import scan
 from fsscope.specs import checked_fields
 
 
@@ -30,8 +31,6 @@ class Spec:
 
 
 def run(ctx, spec: Spec) -> dict:
-    from fsscope.scan import scan
-
     target = ctx.target.spec
     if target.kind != "dir":
         raise FsscopeError("scan reads a tree you already have: choose a directory target "

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-from fsscope import paths, proctree
+from fsscope import paths, proctree, tools
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
 from fsscope.jsonsafe import dumps
@@ -264,7 +264,6 @@ class RunDir:
 
 def environment() -> dict:
     """Kernel and tool versions for the manifest."""
-    from fsscope import tools
 
     return {"kernel": platform.release(), "machine": platform.machine(), "python": platform.python_version(),
             "cpus": os.cpu_count(), "memory_bytes": psutil.virtual_memory().total,

@@ -143,20 +143,6 @@ class DiskState:
                 f".used{self.used_ratio:g}.layout{self.layout}.img")
 
 
-def ram_dir() -> Path:
-    """Where the studies' RAM images go; refused if another user may rename entries there."""
-    where = Path(os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))
-    trust.check_work_dir(where, "FSSCOPE_RAM_DIR")
-    return where
-
-
-def disk_dir() -> Path:
-    """Where images that must live on this machine's disk go (a study's ``device = "disk"``)."""
-    where = Path(os.environ.get("FSSCOPE_DISK_DIR", "/var/tmp"))
-    trust.check_work_dir(where, "FSSCOPE_DISK_DIR")
-    return where
-
-
 def _undo_all_but_image(journal: Journal, group: str) -> None:
     """Unmount, detach, remove the mount point -- keep the image file (the caller's)."""
     undo_entries(journal, [e for e in journal.entries(group=group) if e.kind != "image"])
@@ -265,7 +251,7 @@ def clone(base: Path, recipe: Recipe, timing: dict) -> Iterator[Path]:
     """A private copy of ``base``, attached and mounted; yields the mount point. Times each
     step into ``timing`` (clone, attach, mount, release) and undoes everything on exit."""
     journal, group = Journal(), "study-" + uuid.uuid4().hex[:10]
-    img = ram_dir() / f"fsscope-{group}.img"
+    img = paths.ram_dir() / f"fsscope-{group}.img"
     t = time.monotonic()
     try:
         fd = image.new_journalled(img, journal, group)  # made with O_EXCL: root's own, then

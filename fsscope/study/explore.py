@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fsscope import recipes
+from fsscope import paths, recipes
 from fsscope.analysis import sensitivity
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
@@ -39,7 +39,7 @@ from fsscope.study.execute import (
     require_root,
     run_study,
 )
-from fsscope.study.plan import Plan, plan_or_resume
+from fsscope.study.plan import Plan, check_plan, plan_or_resume
 from fsscope.study.table import save_table
 from fsscope.targets.journal import Journal
 
@@ -62,7 +62,7 @@ class ExploreTreatment:
     def cache_dir(self) -> Path:
         """This study's disk states on this host: a private directory (see
         :func:`diskstate.private_dir`) whose name no other user can guess."""
-        return diskstate.ram_dir() / self.cache_name
+        return paths.ram_dir() / self.cache_name
 
     def __call__(self, treatment: dict) -> dict:
         cleanup_study_leftovers()  # a worker killed before us on this host
@@ -269,12 +269,6 @@ def _rbd_fast(codes: np.ndarray, values: list, y: np.ndarray, names: list[str]) 
 def check_spec(spec: Spec) -> None:
     """Refuse a bad spec before a run record exists (the CLI calls it)."""
     require_root("explore", spec.scheduler)
-    if spec.resume:
-        plan = Plan.load(Path(spec.resume))
-        check_settings(plan.space.settings, f"--resume {spec.resume}")
-    else:
-        make_plan(spec)
-    if spec.workers < 1:
-        raise FsscopeError(f"--workers must be at least 1, got {spec.workers}")
+    check_plan(spec.resume, spec.workers, lambda: make_plan(spec), check_settings)
     if not 0 < spec.tail_quantile < 1:
         raise FsscopeError(f"--tail-quantile must be between 0 and 1, got {spec.tail_quantile}")

@@ -107,6 +107,17 @@ class Plan:
             raise FsscopeError(f"{path}: not a readable plan ({exc})") from None
 
 
+def check_plan(resume: str, workers: int, make, check_settings) -> None:
+    """A study spec, before any run record: the plan it would resume (its settings checked by
+    ``check_settings``) or the one ``make()`` makes, and at least one worker."""
+    if resume:
+        check_settings(Plan.load(Path(resume)).space.settings, f"--resume {resume}")
+    else:
+        make()
+    if workers < 1:
+        raise FsscopeError(f"--workers must be at least 1, got {workers}")
+
+
 def plan_or_resume(ctx, resume: str, make) -> tuple[Path, Plan]:
     """The study's directory and plan: the one saved in ``resume`` (an interrupted study), or
     ``make()`` saved into this run's directory before anything runs. Either way the manifest

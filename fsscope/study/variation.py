@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fsscope import paths
+from fsscope.analysis.levels import knob_levels, pearson_with_p
 from fsscope.analysis.variation.grid import N_BUCKETS
 from fsscope.analysis.variation.metrics import ks_range, relative_range, relative_range_cdf, rsd
 from fsscope.analysis.variation.stats import pearson
@@ -45,7 +47,7 @@ from fsscope.study.execute import (
     order_rows,
     run_study,
 )
-from fsscope.study.plan import Plan, plan_or_resume
+from fsscope.study.plan import Plan, check_plan, plan_or_resume
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
 from fsscope.units import parse_size_bytes
@@ -151,7 +153,7 @@ def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes:
     """One run: fresh fs on a loop image (in RAM, or on disk for ``device = "disk"``),
     populate, hygiene, measure. Everything journalled."""
     journal, group = Journal(), STUDY_GROUP_PREFIX + uuid.uuid4().hex[:10]
-    where = diskstate.disk_dir() if knobs.get("device") == "disk" else diskstate.ram_dir()
+    where = paths.disk_dir() if knobs.get("device") == "disk" else paths.ram_dir()
     img = where / f"fsscope-{group}.img"
     timing: dict = {}
     try:
@@ -411,26 +413,13 @@ def configuration_stats(row: dict) -> dict:
 
 
 def shared_levels(configs: list[dict], flagged_ids: set) -> list[dict]:
-    """Factor mapping of the flagged configurations: per knob level, the share of its
-    configurations that are flagged; levels every flagged configuration of a file system
-    shares are marked ``shared``."""
-    out = []
-    for fs in sorted({c["fs"] for c in configs}):
-        mine = [c for c in configs if c["fs"] == fs]
-        hot = [c for c in mine if c["id"] in flagged_ids]
-        if not hot:
-            continue
-        for knob in sorted({k for c in mine for k in c["knobs"]}):
-            for level in sorted({c["knobs"].get(knob) for c in mine}, key=str):
-                at = [c for c in mine if c["knobs"].get(knob) == level]
-                n_hot = sum(1 for c in at if c["id"] in flagged_ids)
-                if n_hot:
-                    out.append({"fs": fs, "knob": knob, "level": level, "flagged": n_hot,
-                                "configurations": len(at), "flagged_share": n_hot / len(at),
-                                # a level every flagged configuration has, where the knob varied
-                                "shared": len({str(c["knobs"].get(knob)) for c in mine}) > 1
-                                and all(c["knobs"].get(knob) == level for c in hot)})
-    return out
+    """Factor mapping of the flagged configurations: per knob level with a flagged
+    configuration, the share flagged; levels every flagged configuration of a file system
+    shares (where the knob varied) are marked ``shared``."""
+    table = knob_levels([(c["fs"], c["knobs"], c["relative_range"], c["id"] in flagged_ids) for c in configs])
+    return [{"fs": lv.fs, "knob": lv.knob, "level": lv.level, "flagged": lv.flagged,
+             "configurations": lv.configurations, "flagged_share": lv.flagged / lv.configurations,
+             "shared": lv.shared} for lv in table if lv.flagged]
 
 
 def report(plan: Plan, rows: list[dict], *, threshold: float = 0.10, windows=(), study_dir: str = "",
@@ -463,15 +452,10 @@ def report(plan: Plan, rows: list[dict], *, threshold: float = 0.10, windows=(),
 def _latency_throughput_pcc(configs: list[dict]) -> dict:
     """Pearson's r (and p) between the configurations' throughput relative range and latency
     K-S range, over those that have both (None below 3, or when either is constant)."""
-    from scipy import stats
-
     pairs = [(c["relative_range"], c["ks_range"]) for c in configs
              if c["relative_range"] is not None and c["ks_range"] is not None]
-    pcc = {"r": None, "p": None, "configurations": len(pairs)}
-    if len(pairs) >= 3 and np.std([a for a, _ in pairs]) > 0 and np.std([b for _, b in pairs]) > 0:
-        res = stats.pearsonr([a for a, _ in pairs], [b for _, b in pairs])
-        pcc |= {"r": float(res.statistic), "p": float(res.pvalue)}
-    return pcc
+    r, p = pearson_with_p([a for a, _ in pairs], [b for _, b in pairs])
+    return {"r": r, "p": p, "configurations": len(pairs)}
 
 
 def _time_share(ok: list[dict]) -> dict:
@@ -484,11 +468,5 @@ def _time_share(ok: list[dict]) -> dict:
 
 
 def check_spec(spec: Spec) -> None:
-    if spec.resume:
-        plan = Plan.load(Path(spec.resume))
-        check_settings(plan.space.settings, f"--resume {spec.resume}")
-    else:
-        make_plan(spec)
-    if spec.workers < 1:
-        raise FsscopeError(f"--workers must be at least 1, got {spec.workers}")
+    check_plan(spec.resume, spec.workers, lambda: make_plan(spec), check_settings)
 

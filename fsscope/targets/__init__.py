@@ -4,7 +4,8 @@ Public API: :class:`TargetSpec`, :class:`Target`, :class:`MountedFS`, :func:`rel
 :func:`cleanup`, and device discovery in :mod:`fsscope.targets.devices`.
 """
 
-from fsscope.targets.journal import Journal, cleanup, triage
+from fsscope.errors import FsscopeError
+from fsscope.targets.journal import Journal, cleanup, owner_alive, triage, undo_group
 from fsscope.targets.target import DEFAULT_SIZE_BYTES, MountedFS, Target, TargetSpec
 
 __all__ = ["DEFAULT_SIZE_BYTES", "Journal", "MountedFS", "Target", "TargetSpec", "cleanup", "release", "triage"]
@@ -14,9 +15,6 @@ def release(mountpoint: str, journal: Journal | None = None) -> list[str]:
     """Undo the target 'fsscope prepare' mounted at ``mountpoint`` (mount, loop, RAM image,
     dirs). A running job's mount is not released: the job undoes it when it ends."""
     import os
-
-    from fsscope.errors import FsscopeError
-    from fsscope.targets.journal import owner_alive, undo_group
 
     journal = journal or Journal()
     target = os.path.realpath(mountpoint)

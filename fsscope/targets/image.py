@@ -21,6 +21,7 @@ from pathlib import Path
 from fsscope import tools, trust
 from fsscope.errors import FsscopeError, SafetyRefusal, ToolError
 from fsscope.format import format_bytes
+from fsscope.layout import fiemap
 from fsscope.targets import devices, identity
 from fsscope.targets.journal import Journal
 
@@ -205,8 +206,6 @@ def copy_image(source: Path, dest: Path) -> str:
 
 
 def _shares_blocks(path: Path) -> bool:
-    from fsscope.layout import fiemap  # lazy: numpy, only when a copy is made
-
     try:
         exts = fiemap.extents(path, sync=False)
     except (OSError, FsscopeError):  # no FIEMAP here (tmpfs): then nothing can be shared either

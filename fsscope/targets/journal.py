@@ -165,10 +165,6 @@ def owner_alive(entry: Entry) -> bool:
     return proctree.same_process(entry.owner_pid, started)
 
 
-def mounted_at(mountpoint: str) -> bool:
-    return identity.top_mount(mountpoint) is not None
-
-
 def loops_backing(image: str) -> list[str]:
     """Loop devices whose backing file is ``image`` (from sysfs; no need for losetup -j)."""
     image = os.path.realpath(image)

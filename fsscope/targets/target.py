@@ -43,7 +43,7 @@ from fsscope.targets.journal import Journal, undo_group
 TARGET_KINDS = ("device", "image", "ram", "dir")
 DEFAULT_SIZE_BYTES = 2 * 2**30
 INHERITED_IMAGE_FD = "FSSCOPE_IMAGE_FD"  # the image a job's parent claimed (opened, checked, locked)
-RAM_DIR = Path(os.environ.get("FSSCOPE_RAM_DIR", "/dev/shm"))  # tests give each session its own
+RAM_DIR = paths.ram_dir(checked=False)  # checked where an image is made in it
 
 
 @dataclass(frozen=True)

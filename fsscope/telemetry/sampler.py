@@ -95,10 +95,6 @@ class TelemetrySamples:
     def to_arrays(self) -> dict[str, np.ndarray]:
         return {name: value for name, value in self.__dict__.items() if isinstance(value, np.ndarray)}
 
-    def disk_utilisation(self) -> np.ndarray:
-        """Fraction of each interval the device was busy ([n_samples, n_disks])."""
-        return self.disk_busy_ms / (self.interval_s * 1000.0)
-
 
 class TelemetrySampler:
     """Samples every ``interval_s`` in a thread between start() and stop().

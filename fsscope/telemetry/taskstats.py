@@ -36,14 +36,6 @@ def delayacct_enabled() -> bool | None:
         return None
 
 
-def set_delayacct(enabled: bool) -> bool | None:
-    """Switch delay accounting machine-wide (root); returns the previous value. A global
-    setting: only call it when the user asked (it affects tasks started afterwards)."""
-    previous = delayacct_enabled()
-    TASK_DELAYACCT.write_text("1" if enabled else "0")
-    return previous
-
-
 def delayacct_note() -> str | None:
     """Why block-I/O delay will read 0 here, if it will."""
     state = delayacct_enabled()

@@ -31,6 +31,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsscope import paths, tools
 from fsscope.errors import FsscopeError
 
 #: Where tracefs is found (or mounted, if nothing is).
@@ -67,7 +68,6 @@ def tracefs_root(*, mount: bool = True) -> Path:
         raise TraceUnavailable("kernel tracing needs root (tracefs instances are root-only)")
     root = find_tracefs()
     if root is None and mount:
-        from fsscope import tools
         try:
             tools.run("mount", "-t", "tracefs", "nodev", str(TRACEFS_MOUNTPOINT))
         except FsscopeError as exc:
@@ -91,7 +91,6 @@ def unavailable_reason() -> str | None:
 
 def home_tag(home: Path | None = None) -> str:
     """Part of every instance name that says which fsscope home (user, test session) made it."""
-    from fsscope import paths
     return hashlib.sha1(str(home or paths.home()).encode()).hexdigest()[:8]
 
 
@@ -200,9 +199,6 @@ class Instance:
 
     def cpus(self) -> list[int]:
         return sorted(int(p.name[3:]) for p in (self.path / "per_cpu").glob("cpu*"))
-
-    def has_event(self, event: str) -> bool:
-        return (self.path / "events" / event / "enable").exists()
 
     def enable(self, event: str, filter_expr: str = "") -> bool:
         """Enable ``sys/name`` with an optional filter; False (and noted) when missing."""

@@ -10,7 +10,7 @@ from fsscope.tui.config import AppConfig, JobRequest, RunPlan
 
 
 def make_app(config: AppConfig | None = None, **overrides):
-    from fsscope.tui.app import make_app as _make_app
+    from fsscope.tui.app import make_app as _make_app  # Textual: only when the app runs, not for AppConfig
 
     return _make_app(config, **overrides)
 

@@ -6,27 +6,19 @@ stop reason with its note. :class:`FragModel` is the ``frag`` job's report on it
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from fsscope.aging import load_profile
 from fsscope.engine import events
 from fsscope.engine.events import Event, Progress
 from fsscope.format import format_bytes
 from fsscope.layout.summary import FRAG_ROWS, format_value, frag_table, summary_rows
-from fsscope.tui.model import SPARK_POINTS, Flag, note_flags
+from fsscope.tui.model import SPARK_POINTS, Flag, note_flags, number
 from fsscope.tui.report_model import ReportModel
 
 DISTRIBUTIONS = ("size", "depth", "age")
-
-
-def _number(value: Any) -> float | None:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None
 
 
 @dataclass(frozen=True)
@@ -44,12 +36,12 @@ class FitHistogram:
     def from_json(cls, name: str, data: dict, final: bool) -> FitHistogram | None:
         if not isinstance(data, dict) or not isinstance(data.get("target"), list):
             return None
-        target = tuple(_number(x) or 0.0 for x in data["target"])
+        target = tuple(number(x) or 0.0 for x in data["target"])
         labels = tuple(str(x) for x in data.get("labels") or ())
         labels = labels + tuple(f"#{i}" for i in range(len(labels), len(target)))
         actual_raw = data.get("actual") if isinstance(data.get("actual"), list) else []
-        actual = tuple(_number(actual_raw[i]) if i < len(actual_raw) else None for i in range(len(target)))
-        return cls(name, labels[:len(target)], target, actual, _number(data.get("p_value")), final)
+        actual = tuple(number(actual_raw[i]) if i < len(actual_raw) else None for i in range(len(target)))
+        return cls(name, labels[:len(target)], target, actual, number(data.get("p_value")), final)
 
 
 def frag_rows(fresh: dict | None, aged: dict | None) -> list[tuple[str, str, str, str]]:
@@ -70,11 +62,9 @@ class AgingModel:
         spec = spec or {}
         self.profile = str(spec.get("profile") or "")
         self.fallocate = bool(spec.get("fallocate"))  # blocks allocated, not written
-        self.target_fullness = _number(spec.get("fullness"))
+        self.target_fullness = number(spec.get("fullness"))
         if self.target_fullness is None and self.profile:
             try:
-                from fsscope.aging import load_profile
-
                 self.target_fullness = float(load_profile(self.profile).fullness)
             except Exception:  # noqa: BLE001 - a profile that does not load: the report says
                 self.target_fullness = None
@@ -96,10 +86,10 @@ class AgingModel:
         fields = self.latest = dict(event.detail)
         p_values = fields.get("p_values") or {}
         for name in DISTRIBUTIONS:
-            value = _number(p_values.get(name)) if isinstance(p_values, dict) else None
+            value = number(p_values.get(name)) if isinstance(p_values, dict) else None
             if value is not None:
                 self.p_series[name].append(value)
-        rate = _number(fields.get("ops_per_s"))
+        rate = number(fields.get("ops_per_s"))
         if rate is not None:
             self.ops_per_s.append(rate)
         fits = fields.get("fit")  # actual fractions, if the ager sends them
@@ -116,14 +106,14 @@ class AgingModel:
         if isinstance(report, dict) and ("fit" in report or "stop_reason" in report):
             self.report = report
             self.notes = [str(n) for n in report.get("notes") or []]
-            target = _number(report.get("target_fullness"))
+            target = number(report.get("target_fullness"))
             if target is not None:
                 self.target_fullness = target
             self.profile = str(report.get("profile") or self.profile)
             if not self.p_series["size"]:  # nothing streamed (a replay without events): one point
                 fit = report.get("fit") or {}
                 for name in DISTRIBUTIONS:
-                    value = _number((fit.get(name) or {}).get("p_value"))
+                    value = number((fit.get(name) or {}).get("p_value"))
                     if value is not None:
                         self.p_series[name].append(value)
         self.version += 1
@@ -154,7 +144,7 @@ class AgingModel:
 
     @property
     def fullness(self) -> float | None:
-        return _number(self.value("fullness"))
+        return number(self.value("fullness"))
 
     def p_value(self, name: str) -> float | None:
         series = self.p_series[name]

@@ -19,7 +19,8 @@ import numpy as np
 
 from fsscope.analysis.variation.metrics import variation_summary
 from fsscope.engine.events import Data, Event, Phase
-from fsscope.tui.model import SPARK_POINTS
+from fsscope.telemetry.columns import TELEMETRY_COLUMNS, cpu_busy_pct, device_rates, named_columns
+from fsscope.tui.model import SPARK_POINTS, number
 
 BIN_S = 1.0
 
@@ -39,14 +40,6 @@ def _window_sizes(value: Any) -> tuple[int, ...]:
         if w >= 1:
             out.append(w)
     return tuple(out) or (10,)
-
-
-def _number(value: Any) -> float | None:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None
 
 
 @dataclass
@@ -128,8 +121,8 @@ class BenchModel:
 
     def __init__(self, spec: dict | None = None):
         spec = spec or {}
-        self.duration_s = _number(spec.get("duration_s")) or 30.0
-        self.runs_requested = max(1, int(_number(spec.get("runs")) or 1))
+        self.duration_s = number(spec.get("duration_s")) or 30.0
+        self.runs_requested = max(1, int(number(spec.get("runs")) or 1))
         self.window_sizes_s = _window_sizes(spec.get("window_sizes_s", (10,)))
         self.bin_s = BIN_S
         self.runs: dict[int, BenchRun] = {}
@@ -191,7 +184,7 @@ class BenchModel:
         b = int(window.get("bin", len(run.bins)))
         while len(run.bins) <= b:
             run.bins.append(None)
-        rate = _number(window.get("ops_per_s"))
+        rate = number(window.get("ops_per_s"))
         run.bins[b] = rate
         if rate is not None:
             self.rate.append(rate)
@@ -202,8 +195,8 @@ class BenchModel:
                 self.op_names.append(op)
             if not isinstance(entry, dict):
                 continue
-            run.op_ops_per_s[op] = _number(entry.get("ops_per_s")) or 0.0
-            p50, p99 = _number(entry.get("p50_ns")), _number(entry.get("p99_ns"))
+            run.op_ops_per_s[op] = number(entry.get("ops_per_s")) or 0.0
+            p50, p99 = number(entry.get("p50_ns")), number(entry.get("p99_ns"))
             run.op_p50_ns[op], run.op_p99_ns[op] = p50, p99
             if p50 is not None and (worst50 is None or p50 > worst50[0]):
                 worst50 = (p50, op)
@@ -227,7 +220,7 @@ class BenchModel:
             for r, entry in enumerate(report["runs"]):
                 run = self._run(r)
                 run.finished = True
-                run.ops_per_s_exact = _number(entry.get("ops_per_s"))
+                run.ops_per_s_exact = number(entry.get("ops_per_s"))
                 if isinstance(entry.get("kernel_windows"), dict):
                     run.kernel = entry["kernel_windows"]
                 for op in entry.get("ops") or {}:
@@ -272,21 +265,17 @@ class BenchModel:
             m = np.asarray(run_dir.load_array(f"run{r}_telemetry", mmap=False), dtype=np.float64)
         except (OSError, ValueError):
             return
-        if m.ndim != 2 or m.shape[1] < 10 or not m.shape[0]:
+        if m.ndim != 2 or m.shape[1] < TELEMETRY_COLUMNS.index("cpu_idle_pct") + 1 or not m.shape[0]:
             return
-        t = m[:, 0]
-        dt = np.diff(np.concatenate([[0.0], t]))
+        col = named_columns(m)
+        dt = np.diff(np.concatenate([[0.0], col["t_s"]]))
         dt[dt <= 0] = 1.0
-        iops = (m[:, 3] + m[:, 4]) / dt
-        bps = (m[:, 1] + m[:, 2]) / dt
-        cpu = np.nan_to_num(100.0 - m[:, 9], nan=0.0)
+        iops, bps = device_rates(dt, col["disk_read_ops"] + col["disk_write_ops"],
+                                 col["disk_read_bytes"] + col["disk_write_bytes"])
+        cpu = cpu_busy_pct(col["cpu_idle_pct"])
         self.telemetry += list(zip(iops.tolist(), bps.tolist(), cpu.tolist()))
 
     # -- what the views read -------------------------------------------------------------------
-    @property
-    def shown_run(self) -> int | None:
-        return self.current
-
     def aggregate(self, run: BenchRun, window_s: int) -> list[float | None]:
         """Per second of the run: the 1-s bin, or the mean of the complete window it is in."""
         if window_s <= 1:
@@ -331,7 +320,7 @@ class BenchModel:
                 entries = [e["ops"][op] for e in self.report["runs"] if op in (e.get("ops") or {})]
 
                 def median(key: str, entries: list = entries) -> float | None:
-                    values = [v for v in (_number(e.get(key)) for e in entries) if v is not None]
+                    values = [v for v in (number(e.get(key)) for e in entries) if v is not None]
                     return float(np.median(values)) if values else None
                 rows.append(OpRow(op, median("ops_per_s"), median("p50_ns"), median("p99_ns")))
             n = len(self.report["runs"])
@@ -363,12 +352,12 @@ class BenchModel:
         when it is in), and whether they are estimates."""
         if self.report is not None and isinstance(self.report.get("variation"), dict):
             v = self.report["variation"]
-            return {"runs": int(v.get("runs") or 0), "relative_range": _number(v.get("relative_range")),
-                    "rsd": _number(v.get("rsd")), "mean": _number(v.get("mean_ops_per_s")), "exact": True}
+            return {"runs": int(v.get("runs") or 0), "relative_range": number(v.get("relative_range")),
+                    "rsd": number(v.get("rsd")), "mean": number(v.get("mean_ops_per_s")), "exact": True}
         done = [r.ops_per_s for r in self.runs.values() if r.finished and r.ops_per_s is not None]
         s = variation_summary(done)
-        return {"runs": s.runs, "relative_range": _number(s.relative_range) if s.runs > 1 else None,
-                "rsd": _number(s.rsd) if s.runs > 1 else None, "mean": _number(s.mean), "exact": False}
+        return {"runs": s.runs, "relative_range": number(s.relative_range) if s.runs > 1 else None,
+                "rsd": number(s.rsd) if s.runs > 1 else None, "mean": number(s.mean), "exact": False}
 
     def default_window(self) -> int:
         """The Throughput-N window to draw first: the spec's smallest window if a run holds

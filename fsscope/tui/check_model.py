@@ -8,11 +8,12 @@ import math
 from typing import Any
 
 from fsscope.engine.events import Data, Event
+from fsscope.tui.report_model import FromReport
 
 SEVERITY_ORDER = {"bad": 0, "warn": 1, "unknown": 2, "ok": 3}
 
 
-class CheckModel:
+class CheckModel(FromReport):
     kind = "check"
 
     def __init__(self, spec: dict | None = None):
@@ -56,12 +57,6 @@ class CheckModel:
                 self.estimate = {k: cal.get(k) for k in ("cv", "runs_needed", "duration_s_needed", "window_s_needed")}
             self.notes = [str(n) for n in report.get("notes") or []]
         self.version += 1
-
-    @classmethod
-    def from_run(cls, run_dir, spec: dict, report: dict | None) -> CheckModel:
-        model = cls(spec)
-        model.finish(report)
-        return model
 
     def rows(self) -> list[dict[str, Any]]:
         """Findings worst first (the report's order once it is in)."""

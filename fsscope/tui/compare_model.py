@@ -11,6 +11,7 @@ import numpy as np
 
 from fsscope.analysis.compare import compare_reports, row
 from fsscope.analysis.variation.temporal import compare_recipes
+from fsscope.tui.syncwrite_model import curves_of, rows_of_report
 
 JOBS_WITH_TABLES = ("bench", "age", "frag", "syncwrite")
 
@@ -139,7 +140,6 @@ def syncwrite_verdict(sections: list[dict]) -> str:
 
 def syncwrite_curves(a: Side, b: Side) -> list:
     """Both runs' log–log curves for one chart."""
-    from fsscope.tui.syncwrite_model import curves_of, rows_of_report
 
     return [curves_of(f"{label} {side.recipe}", rows_of_report(side.report or {}), (side.report or {}).get("knees"),
                       (side.report or {}).get("recommended_bytes")) for label, side in (("A", a), ("B", b))]

@@ -104,7 +104,7 @@ class RunPlan:
 
 def _check_floor(spec: dict, formats: bool) -> list[str]:
     """A check budget too short for what the check always does, said before it starts."""
-    from fsscope.check.job import MIN_RUN_S, Spec, least_s
+    from fsscope.check.job import MIN_RUN_S, Spec, least_s  # scipy (~600 modules): only for a check
 
     try:
         check = Spec.from_dict(spec)

@@ -11,11 +11,12 @@ import numpy as np
 from fsscope.analysis import sensitivity
 from fsscope.engine.events import Data, Event
 from fsscope.tui.model import Flag, note_flags
+from fsscope.tui.report_model import FromReport
 
 MIN_ROWS = 8  # fewer runs than this: no shares yet
 
 
-class ExploreModel:
+class ExploreModel(FromReport):
     kind = "explore"
 
     def __init__(self, spec: dict | None = None):
@@ -54,12 +55,6 @@ class ExploreModel:
     def final_flags(self) -> list[Flag] | None:
         """The study's conclusions (which factor drives the d-span, …) as flags with notes."""
         return note_flags(self.notes) if self.report is not None else None
-
-    @classmethod
-    def from_run(cls, run_dir, spec: dict, report: dict | None) -> ExploreModel:
-        model = cls(spec)
-        model.finish(report)
-        return model
 
     # -- what the view draws ------------------------------------------------------------------
     @property

@@ -1,27 +1,21 @@
-"""Each job's face in the TUI, declared in one place: its parameter panel on the setup screen,
-its main view on the live screen, and the data model that view draws.
+"""Each job's data model in the TUI (its panel and view: :mod:`fsscope.tui.job_widgets`).
 
-    register("syncwrite", panel="fsscope.tui.widgets.syncwrite_params:SyncWriteParams",
-             view="fsscope.tui.widgets.syncwrite_view:SyncWriteView",
-             model="fsscope.tui.syncwrite_model:SyncWriteModel")
+A job without a model (probe, smoke) is shown through the per-file latency matrix alone.
+The model classes are imported on first use: the study jobs' models import dask and scipy
+(all the models: ~620 more modules, 3-4 s at a load of 15 on 2 CPUs), which neither the
+TUI's start nor the replay of another job needs. This module stays free of Textual: replay
+and the CLI use the models without it.
 
-Any part may be left out: the generic panel built from the job's Spec dataclass, the heatmap
-view (per-file latencies) and no model (the latency matrix alone) are the defaults. Parts are
-given as "module:Class" (imported on first use, so this module and the models stay free of
-Textual: replay and the CLI use the models without it) or as the class itself.
-
-A model has ``version``, ``notes``, ``telemetry``, ``feed(event: dict) -> changed`` (the job's
+A model has ``version``, ``notes``, ``telemetry``, ``feed(event) -> changed`` (the job's
 wire events), ``finish(report)`` and a classmethod ``from_run(run_dir, spec, report)``.
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-DEFAULT_PANEL = "fsscope.tui.widgets.job_params:JobParams"
-DEFAULT_VIEW = "fsscope.tui.widgets.heat_view:HeatView"
+#: Every job the TUI shows (tests check each engine job is here).
+JOBS = ("probe", "smoke", "bench", "syncwrite", "age", "scan", "frag", "check", "variation", "ladder", "explore")
 
 
 class JobModel(Protocol):
@@ -34,77 +28,37 @@ class JobModel(Protocol):
     def finish(self, report: dict | None) -> None: ...
 
 
-@dataclass(frozen=True)
-class JobUI:
-    panel: str | type | None = None
-    view: str | type | None = None
-    model: str | type | None = None
-
-
-JOBS: dict[str, JobUI] = {}
-
-
-def register(job: str, *, panel: str | type | None = None, view: str | type | None = None,
-             model: str | type | None = None) -> None:
-    """Declare (or change) parts of a job's UI; parts not given stay as they were."""
-    given = {k: v for k, v in (("panel", panel), ("view", view), ("model", model)) if v is not None}
-    JOBS[job] = replace(JOBS.get(job, JobUI()), **given)
-
-
-register("probe", panel="fsscope.tui.widgets.probe_params:ProbeParams", view=DEFAULT_VIEW)
-register("smoke", view=DEFAULT_VIEW)
-register("bench", panel="fsscope.tui.widgets.bench_params:BenchParams",
-         view="fsscope.tui.widgets.bench_view:BenchView", model="fsscope.tui.bench_model:BenchModel")
-register("syncwrite", panel="fsscope.tui.widgets.syncwrite_params:SyncWriteParams",
-         view="fsscope.tui.widgets.syncwrite_view:SyncWriteView",
-         model="fsscope.tui.syncwrite_model:SyncWriteModel")
-register("age", panel="fsscope.tui.widgets.age_params:AgeParams",
-         view="fsscope.tui.widgets.aging_view:AgingView", model="fsscope.tui.aging_model:AgingModel")
-register("scan", view="fsscope.tui.widgets.scan_view:ScanView", model="fsscope.tui.scan_model:ScanModel")
-register("frag", view="fsscope.tui.widgets.aging_view:FragView", model="fsscope.tui.aging_model:FragModel")
-register("check", panel="fsscope.tui.widgets.check_params:CheckParams",
-         view="fsscope.tui.widgets.check_view:CheckView", model="fsscope.tui.check_model:CheckModel")
-register("variation", panel="fsscope.tui.widgets.variation_params:VariationParams",
-         view="fsscope.tui.widgets.variation_view:VariationView",
-         model="fsscope.tui.variation_model:VariationModel")
-register("ladder", panel="fsscope.tui.widgets.ladder_params:LadderParams", view="fsscope.tui.widgets.ladder_view:LadderView", model="fsscope.tui.ladder_model:LadderModel")
-register("explore", panel="fsscope.tui.widgets.explore_params:ExploreParams",
-         view="fsscope.tui.widgets.explore_view:ExploreView", model="fsscope.tui.explore_model:ExploreModel")
-
-
-def _resolve(part: str | type) -> type:
-    if not isinstance(part, str):
-        return part
-    module, _, name = part.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def panel_class(job: str) -> type:
-    return _resolve(JOBS.get(job, JobUI()).panel or DEFAULT_PANEL)
-
-
-def panel_for(job: str, initial: dict | None = None):
-    """The setup screen's parameter panel for ``job``."""
-    return panel_class(job)(job, initial, id=f"params-{job}")
-
-
-def view_class(job: str) -> type:
-    return _resolve(JOBS.get(job, JobUI()).view or DEFAULT_VIEW)
-
-
-def view_classes() -> list[type]:
-    """Every distinct view class, the default first (the live screen mounts one of each)."""
-    out = [_resolve(DEFAULT_VIEW)]
-    for ui in JOBS.values():
-        cls = _resolve(ui.view) if ui.view is not None else None
-        if cls is not None and cls not in out:
-            out.append(cls)
-    return out
-
-
 def model_class(job: str) -> Any:
-    part = JOBS.get(job, JobUI()).model
-    return _resolve(part) if part is not None else None
+    """The model class of ``job`` (None: the latency matrix alone), imported now (see above)."""
+    match job:
+        case "bench":
+            from fsscope.tui.bench_model import BenchModel
+            return BenchModel
+        case "syncwrite":
+            from fsscope.tui.syncwrite_model import SyncWriteModel
+            return SyncWriteModel
+        case "age":
+            from fsscope.tui.aging_model import AgingModel
+            return AgingModel
+        case "frag":
+            from fsscope.tui.aging_model import FragModel
+            return FragModel
+        case "scan":
+            from fsscope.tui.scan_model import ScanModel
+            return ScanModel
+        case "check":
+            from fsscope.tui.check_model import CheckModel
+            return CheckModel
+        case "variation":
+            from fsscope.tui.variation_model import VariationModel
+            return VariationModel
+        case "ladder":
+            from fsscope.tui.ladder_model import LadderModel
+            return LadderModel
+        case "explore":
+            from fsscope.tui.explore_model import ExploreModel
+            return ExploreModel
+    return None
 
 
 def model_for(job: str, spec: dict | None = None) -> JobModel | None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 from fsscope.analysis.variation.metrics import relative_range
 from fsscope.analysis.variation.stats import ladder_verdict
 from fsscope.engine.events import Event, Progress
+from fsscope.tui.report_model import FromReport
 from fsscope.workloads.ladder import STEPS, step_ops
 
 WHAT = {"baseline": "mkfs, populate, sync, drop caches", "no_lazy": "+ inode tables and journal written at mkfs",
         "umount": "+ unmount and mount after populating", "alloc": "+ every run restores one populated image"}
 
 
-class LadderModel:
+class LadderModel(FromReport):
     kind = "ladder"
 
     def __init__(self, spec: dict | None = None):
@@ -46,12 +47,6 @@ class LadderModel:
         verdict = ladder_verdict(list(self.steps.items()))
         self.notes = [verdict.text] if len(verdict.ranges) > 1 else []
         self.version += 1
-
-    @classmethod
-    def from_run(cls, run_dir, spec: dict, report: dict | None) -> LadderModel:
-        model = cls(spec)
-        model.finish(report)
-        return model
 
     def relative_ranges(self) -> list[tuple[str, float | None]]:
         """(step, relative range of its runs' ops/s) in ladder order; None below 2 runs."""

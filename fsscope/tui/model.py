@@ -22,6 +22,15 @@ NOT_MEASURED = -1
 SPARK_POINTS = 240  # points kept per sparkline
 
 
+def number(value: Any) -> float | None:
+    """A record's number as a float; None when missing, not a number, or not finite."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
 # --------------------------------------------------------------------------------------------
 # Jobs: phase, progress, time
 

@@ -3,8 +3,24 @@ while it runs, the report when it ends, the same from a recorded run."""
 
 from __future__ import annotations
 
+from typing import Self
 
-class ReportModel:
+
+class FromReport:
+    """A model a recorded run rebuilds from its report alone (``finish``)."""
+
+    def __init__(self, spec: dict | None = None): ...
+
+    def finish(self, report: dict | None) -> None: ...
+
+    @classmethod
+    def from_run(cls, run_dir, spec: dict, report: dict | None) -> Self:
+        model = cls(spec)
+        model.finish(report)
+        return model
+
+
+class ReportModel(FromReport):
     kind = "report"
 
     def __init__(self, spec: dict | None = None):
@@ -24,9 +40,3 @@ class ReportModel:
 
     def notes_of(self, report: dict) -> list[str]:
         return []
-
-    @classmethod
-    def from_run(cls, run_dir, spec: dict, report: dict | None):
-        model = cls(spec)
-        model.finish(report)
-        return model

@@ -6,24 +6,14 @@ ends. :func:`curves_of` gives the chart's log–log curves, also for the compare
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from fsscope.analysis import efficiency
 from fsscope.engine.events import Data, Event
-from fsscope.tui.model import SPARK_POINTS
-
-
-def _number(value: Any) -> float | None:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None
+from fsscope.tui.model import SPARK_POINTS, number
 
 
 def size_label(n: int) -> str:
@@ -77,10 +67,10 @@ def _band(mean: float | None, ci: float | None) -> tuple[float, float, float] | 
 
 
 def rows_of_report(report: dict) -> list[SizeRow]:
-    return [SizeRow(int(r["buffer_bytes"]), int(r.get("repeats") or 0), _number(r.get("throughput_mean")),
-                    _number(r.get("throughput_ci95")), _number(r.get("latency_mean_ns")),
-                    _number(r.get("latency_ci95_ns")), _number(r.get("latency_p50_ns")),
-                    _number(r.get("latency_p99_ns")), True)
+    return [SizeRow(int(r["buffer_bytes"]), int(r.get("repeats") or 0), number(r.get("throughput_mean")),
+                    number(r.get("throughput_ci95")), number(r.get("latency_mean_ns")),
+                    number(r.get("latency_ci95_ns")), number(r.get("latency_p50_ns")),
+                    number(r.get("latency_p99_ns")), True)
             for r in report.get("sizes") or [] if isinstance(r, dict) and r.get("buffer_bytes")]
 
 
@@ -100,7 +90,7 @@ class SyncWriteModel:
     def __init__(self, spec: dict | None = None):
         spec = spec or {}
         self.mode = str(spec.get("mode") or "osync")
-        repeats = _number(spec.get("repeats"))
+        repeats = number(spec.get("repeats"))
         self.repeats_requested = int(repeats) if repeats else None
         self.label = "this run"
         self.points: list[dict] = []
@@ -123,7 +113,7 @@ class SyncWriteModel:
         self.points.append(dict(point))
         for series, key, scale in ((self.p50_ns, "p50_ns", 1.0), (self.p99_ns, "p99_ns", 1.0),
                                    (self.mb_per_s, "bytes_per_s", 1e-6)):
-            value = _number(point.get(key))
+            value = number(point.get(key))
             if value is not None:
                 series.append(value * scale)
         self.version += 1
@@ -145,6 +135,8 @@ class SyncWriteModel:
     def from_run(cls, run_dir, spec: dict, report: dict | None) -> SyncWriteModel:
         model = cls(spec)
         if report is None and run_dir is not None:  # a killed run: rebuilt from its kept arrays
+            # here, not at the top: the job module brings scipy (via bench_job), and the TUI
+            # imports this model at start (the compare screen)
             from fsscope.workloads.syncwrite_job import partial_report
 
             report = partial_report(run_dir)
@@ -159,20 +151,20 @@ class SyncWriteModel:
         for p in self.points:
             size = int(p.get("buffer_bytes") or 0)
             entry = by_size.setdefault(size, {"t": [], "lat": [], "p99": [], "p50": []})
-            if p.get("ended", True) and _number(p.get("bytes_per_s")) is not None:
+            if p.get("ended", True) and number(p.get("bytes_per_s")) is not None:
                 entry["t"].append(float(p["bytes_per_s"]))
-            if _number(p.get("mean_ns")) is not None:
+            if number(p.get("mean_ns")) is not None:
                 entry["lat"].append(np.array([float(p["mean_ns"])]))
             for key in ("p99", "p50"):
-                if _number(p.get(f"{key}_ns")) is not None:
+                if number(p.get(f"{key}_ns")) is not None:
                     entry[key].append(float(p[f"{key}_ns"]))
         rows, stats = [], []
         for size in sorted(by_size):
             e = by_size[size]
             s = efficiency.size_stats(size, e["t"], e["lat"])
             stats.append(s)
-            rows.append(SizeRow(size, s.repeats, _number(s.throughput_mean), _number(s.throughput_ci95),
-                                _number(s.latency_mean_ns), _number(s.latency_ci95_ns),
+            rows.append(SizeRow(size, s.repeats, number(s.throughput_mean), number(s.throughput_ci95),
+                                number(s.latency_mean_ns), number(s.latency_ci95_ns),
                                 float(np.median(e["p50"])) if e["p50"] else None,
                                 max(e["p99"]) if e["p99"] else None, False))
         analysis = efficiency.analyze(stats, resamples=0)

@@ -16,6 +16,7 @@ import psutil
 
 from fsscope.targets import Journal
 from fsscope.targets.journal import loops_backing
+from fsscope.telemetry.columns import device_rates
 
 
 @dataclass(frozen=True)
@@ -72,5 +73,5 @@ class Sampler:
             self._device = device
             return None
         dt = max(1e-6, now - last[0])
-        return Tick(device=device, iops=max(0, ops - last[1]) / dt,
-                    bytes_per_s=max(0, nbytes - last[2]) / dt, cpu_percent=cpu)
+        iops, bytes_per_s = device_rates(dt, max(0, ops - last[1]), max(0, nbytes - last[2]))
+        return Tick(device=device, iops=iops, bytes_per_s=bytes_per_s, cpu_percent=cpu)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fsscope.analysis.levels import knob_levels, pearson_with_p
 from fsscope.analysis.variation.grid import bucket_mid_ns
 from fsscope.analysis.variation.metrics import (
     Bands,
@@ -39,7 +40,7 @@ from fsscope.engine.events import Data, Event
 from fsscope.format import format_pct
 from fsscope.study.execute import load_rows
 from fsscope.study.variation import BIN_S, configuration_stats
-from fsscope.tui.model import Flag, note_flags
+from fsscope.tui.model import Flag, note_flags, number
 
 FIGURES = ("1", "2", "6", "7", "8", "9", "k")
 FIGURE_TITLES = {  # short enough for the ~60-column body beside the flags
@@ -84,14 +85,6 @@ class Configuration:
         return f"{self.fs} configuration {shown} under {self.personality}"
 
 
-def _finite(value) -> float | None:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None
-
-
 def hist_quantiles_ns(sparse: list, quantiles=QUANTILES) -> list[float]:
     """Latency (bucket middle) at each quantile of a sparse histogram on the shared grid
     ([[bucket, count], ...] in bucket order, as the rows keep it)."""
@@ -108,23 +101,12 @@ def quantile_at(quantiles_ns: list[float], fraction: float) -> float:
     return quantiles_ns[int(round(fraction * (len(quantiles_ns) - 1)))]
 
 
-def pcc_with_p(x: list[float], y: list[float]) -> tuple[float | None, float | None]:
-    """Pearson r and its two-sided p-value; (None, None) below 3 points or for a constant side."""
-    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    if a.size < 3 or a.std() == 0 or b.std() == 0:
-        return None, None
-    from scipy import stats
-
-    res = stats.pearsonr(a, b)
-    return float(res.statistic), float(res.pvalue)
-
-
 class VariationModel:
     kind = "variation"
 
     def __init__(self, spec: dict | None = None):
         self.spec = dict(spec or {})
-        self.threshold = _finite(self.spec.get("threshold")) or 0.10
+        self.threshold = number(self.spec.get("threshold")) or 0.10
         self.configs: list[Configuration] = []
         self.failed: list[tuple[str, str]] = []
         self.report: dict | None = None
@@ -281,7 +263,7 @@ class VariationModel:
         (workloads may run for different times: the paper's varmail 2,000 s, others 800 s)."""
         bins = min((len(r) for c in self.configs if personality in (None, c.personality)
                     for r in c.counts_per_bin), default=0)
-        given = tuple(float(w) for w in self.spec.get("window_sizes_s") or () if _finite(w))
+        given = tuple(float(w) for w in self.spec.get("window_sizes_s") or () if number(w))
         return tuple(w for w in given or WINDOWS_S if w * 1.0 <= bins * BIN_S)
 
     def window_cdfs(self) -> list[tuple[str, str, int, dict[float, np.ndarray]]]:
@@ -335,7 +317,7 @@ class VariationModel:
                 for op in ops:
                     pairs = [(c.relative_range, c.ks_range_per_op[op]) for c in mine
                              if c.ks_range_per_op.get(op) is not None]
-                    r, pv = pcc_with_p([a for a, _ in pairs], [b for _, b in pairs])
+                    r, pv = pearson_with_p([a for a, _ in pairs], [b for _, b in pairs])
                     out.append((p, fs, op, len(pairs), r, pv))
         return out
 
@@ -347,29 +329,18 @@ class VariationModel:
     def overall_pcc(self) -> tuple[float | None, float | None, int]:
         """The report's PCC: throughput range vs the largest K-S range, all configurations."""
         pairs = self.range_pairs()
-        r, p = pcc_with_p([a for _, a, _ in pairs], [b for _, _, b in pairs])
+        r, p = pearson_with_p([a for _, a, _ in pairs], [b for _, _, b in pairs])
         return r, p, len(pairs)
 
     def level_effects(self) -> list[tuple[str, str, list[tuple[object, float | None, int, int, bool]]]]:
         """Per (fs, knob that varied): per level (level, mean relative range, configurations,
         flagged, shared by every flagged configuration of that fs)."""
-        out = []
-        for fs in self.file_systems():
-            mine = [c for c in self.configs if c.fs == fs]
-            hot = [c for c in mine if self.flagged(c)]
-            for knob in sorted({k for c in mine for k in c.knobs}):
-                levels = sorted({c.knobs.get(knob) for c in mine}, key=lambda v: (str(type(v)), v))
-                if len(levels) < 2:
-                    continue
-                cells = []
-                for level in levels:
-                    at = [c for c in mine if c.knobs.get(knob) == level]
-                    rrs = [c.relative_range for c in at if c.relative_range is not None]
-                    n_hot = sum(1 for c in at if self.flagged(c))
-                    shared = bool(hot) and all(c.knobs.get(knob) == level for c in hot)
-                    cells.append((level, float(np.mean(rrs)) if rrs else None, len(at), n_hot, shared))
-                out.append((fs, knob, cells))
-        return out
+        out: dict[tuple[str, str], list] = {}
+        for lv in knob_levels([(c.fs, c.knobs, c.relative_range, self.flagged(c)) for c in self.configs]):
+            if lv.varied:
+                out.setdefault((lv.fs, lv.knob), []).append(
+                    (lv.level, lv.mean_relative_range, lv.configurations, lv.flagged, lv.shared))
+        return [(fs, knob, cells) for (fs, knob), cells in out.items()]
 
     def config_notes(self, c: Configuration) -> list[str]:
         """What to say about one configuration beside the figure."""

@@ -51,19 +51,16 @@ from fsscope.engine.events import Error, Finding
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
 from fsscope.jsonsafe import plain
+from fsscope.layout.placement import dataset_placement
 from fsscope.specs import checked_fields
+from fsscope.telemetry.columns import TELEMETRY_COLUMNS, named_columns, telemetry_matrix
+from fsscope.telemetry.sampler import TelemetrySampler, dirty_writeback_intervals
+from fsscope.telemetry.taskstats import delayacct_note
 from fsscope.trace.attribute import annotate_dips
 from fsscope.trace.jobs import BenchTrace
 from fsscope.workloads import personalities as P
 
 BIN_S = 1.0
-
-# Columns of run{r}_telemetry.npy (float64, one row per ~1-s sample; disks summed).
-TELEMETRY_COLUMNS = ("t_s", "disk_read_bytes", "disk_write_bytes", "disk_read_ops", "disk_write_ops",
-                     "disk_busy_ms", "cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct", "cpu_idle_pct",
-                     "mem_available_bytes", "mem_cached_bytes", "mem_dirty_bytes", "mem_writeback_bytes",
-                     "proc_read_bytes", "proc_write_bytes", "blkio_delay_ns", "cpu_delay_ns")
-
 
 @dataclass(frozen=True)
 class Spec:
@@ -190,24 +187,14 @@ def _capacity_bytes(ctx, fs) -> int:
     return size
 
 
-def _telemetry_matrix(samples) -> np.ndarray:
-    cols = []
-    for name in TELEMETRY_COLUMNS:
-        value = np.asarray(getattr(samples, name), dtype=np.float64)
-        cols.append(value.sum(axis=1) if value.ndim == 2 else value)
-    if not cols or cols[0].size == 0:
-        return np.zeros((0, len(TELEMETRY_COLUMNS)))
-    return np.column_stack(cols)
-
-
 def _telemetry_summary(samples) -> dict[str, Any]:
     """What the device, CPUs and memory did during one run, in a few numbers."""
     n = len(samples)
     if n == 0:
         return {"samples": 0}
     span_s = max(float(samples.t_s[-1]), samples.interval_s)
-    m = _telemetry_matrix(samples)
-    col = {name: m[:, i] for i, name in enumerate(TELEMETRY_COLUMNS)}
+    m = telemetry_matrix(samples)
+    col = named_columns(m)
     busy = col["disk_busy_ms"] / (samples.interval_s * 1000.0)
     return {"samples": n, "disks": list(samples.disks),
             "disk_read_bytes_per_s": float(col["disk_read_bytes"].sum() / span_s),
@@ -268,9 +255,6 @@ def _flag_key(flag: dict[str, Any]) -> tuple:
 
 
 def run(ctx, spec: Spec) -> dict:
-    from fsscope.telemetry.sampler import dirty_writeback_intervals
-    from fsscope.telemetry.taskstats import delayacct_note
-
     dirty = dirty_writeback_intervals()
     calibration = None
     if spec.duration_auto:
@@ -322,7 +306,7 @@ def run(ctx, spec: Spec) -> dict:
             telemetry_notes.extend(samples.notes)
             for name, array in result.to_arrays().items():
                 ctx.run_dir.save_array(f"run{r}_{name}", array)
-            ctx.run_dir.save_array(f"run{r}_telemetry", _telemetry_matrix(samples))
+            ctx.run_dir.save_array(f"run{r}_telemetry", telemetry_matrix(samples))
             elapsed.append(result.elapsed_s)
             ctx.run_dir.save_array("elapsed_s", np.asarray(elapsed, dtype=np.float64))
             summary = result.summary()
@@ -418,7 +402,6 @@ def _dataset_placement(fs, root: Path, pspec: P.PersonalitySpec) -> dict[str, An
     """Where the populated dataset's files start (block groups / AGs), as the run begins."""
     if not fs.device:                      # a directory or tmpfs: no device to place it on
         return None
-    from fsscope.layout.placement import dataset_placement
 
     return dataset_placement(P.fileset_paths(root, pspec), fs.fs, fs.device, fs.mountpoint)
 
@@ -443,7 +426,7 @@ def _calibrate_duration(ctx, spec: Spec) -> tuple[Spec, dict[str, Any]]:
     """``--duration auto``: one calibration run on a fresh, populated file system that stops as
     soon as its cumulative throughput has settled (:mod:`fsscope.analysis.runlength`), at the
     latest after ``duration_s``; the measured runs then last that long."""
-    from fsscope.analysis import runlength
+    from fsscope.analysis import runlength  # scipy.stats (~1.5 s): only when a run is calibrated
 
     per_bin: list[float] = []
     settled: list[float] = []
@@ -492,7 +475,6 @@ def _add_kernel_windows(report: dict, results: list, kernel_windows: dict[int, d
 
 def _measure(ctx, spec: Spec, pspec: P.PersonalitySpec, root: Path, fs, r: int, total_s: float):
     """One timed run with the telemetry sampler beside it."""
-    from fsscope.telemetry.sampler import TelemetrySampler
 
     def on_sample(sample: dict[str, Any]) -> None:
         ctx.data("telemetry", run=r, sample=sample)

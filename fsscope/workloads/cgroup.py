@@ -27,7 +27,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsscope import units
 from fsscope.errors import FsscopeError
 from fsscope.proctree import cgroup_dir as _under
 from fsscope.proctree import mountinfo as _mountinfo
@@ -39,11 +38,6 @@ class CgroupUnavailable(FsscopeError):
     """No usable memory cgroup on this machine (the message says why and what to do)."""
 
 
-
-
-def parse_size_bytes(text: str) -> int:
-    """'64M', '64MiB', '1g', '512k', '1048576' -> bytes (for --mem-limit)."""
-    return units.parse_size_bytes(text, "--mem-limit")
 
 
 @dataclass(frozen=True)

@@ -38,14 +38,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsscope import tools
+from fsscope import paths, tools
 from fsscope.analysis.variation.metrics import relative_range, rsd
 from fsscope.analysis.variation.stats import ladder_verdict
 from fsscope.errors import FsscopeError
 from fsscope.jsonsafe import plain
 from fsscope.recipes import Recipe
 from fsscope.specs import checked_fields, with_tuples
-from fsscope.study import diskstate
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
 from fsscope.workloads import personalities as P
@@ -212,7 +211,7 @@ def run(ctx, spec: Spec) -> dict:
     overrides |= {k: getattr(spec, k) for k in ("nfiles", "workers") if getattr(spec, k)}
     pspec = P.default_spec(spec.personality, capacity_bytes=_capacity_bytes(target), **overrides)
     journal, keep = Journal(), "ladder-snap-" + uuid.uuid4().hex[:8]
-    snapshot = diskstate.ram_dir() / f"fsscope-{keep}.img"
+    snapshot = paths.ram_dir() / f"fsscope-{keep}.img"
     os.close(image.new_journalled(snapshot, journal, keep))  # the kept dataset image goes with the job
     runs: dict[str, list[dict]] = {step: [] for step in spec.steps}
     total, done = len(spec.steps) * spec.runs, 0

@@ -25,7 +25,10 @@ from fsscope.analysis.findings import Outlier
 from fsscope.analysis.outliers import analyze
 from fsscope.engine.events import Finding, Samples, finding_from_dict
 from fsscope.errors import FsscopeError
+from fsscope.explain.geometry import read_geometry
+from fsscope.explain.match import explain
 from fsscope.explain.names import plain as plain_words
+from fsscope.explain.rules import predict
 from fsscope.jsonsafe import plain
 from fsscope.trace.jobs import ProbeTrace
 from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu, sync_once
@@ -38,11 +41,6 @@ PROBE_DIR = "probe.d"
 def _explainer(ctx, fs, probe_dir: Path, spec: ProbeSpec):
     """Predictions for this geometry, or None with a logged reason (never a crash)."""
     try:
-        from fsscope.explain.geometry import read_geometry
-        from fsscope.explain.rules import predict
-    except ImportError:
-        return None, []
-    try:
         geometry = read_geometry(fs.fs, fs.device, fs.mountpoint, probe_dir=probe_dir,
                                  existing=fs.found is not None)
     except FsscopeError as exc:
@@ -54,12 +52,6 @@ def _explainer(ctx, fs, probe_dir: Path, spec: ProbeSpec):
 
 
 def _explain(findings: list, predictions: list) -> list[dict]:
-    try:
-        from fsscope.explain.match import explain
-    except ImportError:
-        return [{"index": getattr(f, "index", getattr(f, "start", None)), "predicted_index": None,
-                 "structure": None, "note": "repeatable, unexplained", "flag": type(f).__name__.lower()}
-                for f in findings]
     return [e.to_json() | {"flag": type(e.finding).__name__.lower()} for e in explain(findings, predictions)]
 
 

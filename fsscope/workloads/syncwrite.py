@@ -181,10 +181,6 @@ def refused_mode(path: str | os.PathLike, mode: str) -> str | None:
     return None
 
 
-class DiskFull(Exception):
-    """The file system filled up (ENOSPC/EDQUOT) during a point."""
-
-
 @dataclass(frozen=True)
 class PointResult:
     writes: int

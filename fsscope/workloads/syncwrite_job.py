@@ -33,6 +33,7 @@ from fsscope.jsonsafe import plain
 from fsscope.specs import checked_fields
 from fsscope.trace.attribute import per_call_io
 from fsscope.trace.jobs import JobTrace
+from fsscope.units import list_items, parse_size_bytes
 from fsscope.workloads import syncwrite as sw
 from fsscope.workloads.bench_job import block_disks
 
@@ -84,10 +85,8 @@ class Spec:
 
 def size_list(value: Any) -> tuple[int, ...]:
     """Buffer sizes from JSON (list or number) or text such as "4K,64K,1M" or "(4096, 8192)"."""
-    from fsscope.workloads.cgroup import parse_size_bytes
-
     if isinstance(value, str):
-        parts = [p for p in value.strip().strip("()[]").replace(",", " ").split() if p]
+        parts = list_items(value)
         try:
             return tuple(parse_size_bytes(p) for p in parts)
         except FsscopeError:

@@ -10,14 +10,8 @@ import math
 from rich.console import Console
 from rich.table import Table
 
-from fsscope.format import format_bytes, format_pct
-
-
-def _us(ns) -> str:
-    if ns is None or (isinstance(ns, float) and not math.isfinite(ns)):
-        return "-"
-    return f"{ns / 1e3:,.1f}" if ns < 1e8 else f"{ns / 1e6:,.0f} ms"
-
+from fsscope.format import format_bytes, format_pct, format_us
+from fsscope.format import spark as format_spark
 
 LOOP_NAMES = {"native": "C worker loops", "python": "Python worker loops: the run's notes say why"}
 
@@ -27,38 +21,17 @@ def _generator_cost(run: dict) -> str:
     return "-" if cost is None else f"{cost:.2f}"
 
 
-def _pct(x) -> str:
-    return format_pct(x, "-")
-
-
 def _bytes(n) -> str:
     return format_bytes(n, "-")
 
 
-_SPARK = "▁▂▃▄▅▆▇█"
-
-
 def spark(values, width: int = 48) -> str:
     """A one-line sparkline of a series (bucketed to ``width`` points; None/nan as a space)."""
-    vals = [v for v in values]
-    if not vals:
-        return ""
+    vals = list(values)
     if len(vals) > width:
         step = len(vals) / width
         vals = [_mean(vals[int(i * step): max(int((i + 1) * step), int(i * step) + 1)]) for i in range(width)]
-    finite = [v for v in vals if v is not None and math.isfinite(v)]
-    if not finite:
-        return ""
-    lo, hi = min(finite), max(finite)
-    out = []
-    for v in vals:
-        if v is None or not math.isfinite(v):
-            out.append(" ")
-        elif hi == lo:
-            out.append(_SPARK[3])
-        else:
-            out.append(_SPARK[min(7, int((v - lo) / (hi - lo) * 7.999))])
-    return "".join(out)
+    return format_spark(vals)
 
 
 def _mean(values):
@@ -112,7 +85,7 @@ def _run_row(i: int, run: dict) -> list[str]:
     if tel.get("disk_write_bytes_per_s") is not None:
         mb_s = (tel["disk_write_bytes_per_s"] + (tel.get("disk_read_bytes_per_s") or 0)) / 1e6
     return [str(i + 1), f"{run.get('ops_per_s') or 0:,.0f}", f"{run.get('elapsed_s') or 0:.1f}",
-            str(errors), "-" if mb_s is None else f"{mb_s:,.1f}", _pct(tel.get("disk_busy_mean")),
+            str(errors), "-" if mb_s is None else f"{mb_s:,.1f}", format_pct(tel.get("disk_busy_mean"), '-'),
             "-" if tel.get("cpu_iowait_pct_mean") is None else f"{tel['cpu_iowait_pct_mean']:.0f}%",
             _generator_cost(run)]
 
@@ -138,7 +111,7 @@ def _render_cumulative(var: dict, threshold: float, console: Console) -> None:
     elif var.get("runs"):
         console.print(f"cumulative throughput: mean [bold]{var.get('mean_ops_per_s') or 0:,.0f}[/] ops/s "
                       f"({var.get('min_ops_per_s') or 0:,.0f}..{var.get('max_ops_per_s') or 0:,.0f}); "
-                      f"relative range [{_variation_style(rr, threshold)}]{_pct(rr)}[/], RSD {_pct(rsd)} "
+                      f"relative range [{_variation_style(rr, threshold)}]{format_pct(rr, '-')}[/], RSD {format_pct(rsd, '-')} "
                       f"(threshold {threshold:.0%})")
 
 
@@ -161,8 +134,8 @@ def _render_window(key: str, band: dict, runs: list[dict], threshold: float, con
         worst = max(range(len(band["relative_range"])),
                     key=lambda i: band["relative_range"][i] if band["relative_range"][i] is not None else -1)
         style = _variation_style(max(rrs), threshold)
-        console.print(f"    relative range across runs per window: median {_pct(sorted(rrs)[len(rrs) // 2])}, "
-                      f"worst {_pct(max(rrs))} at {worst * float(key):g} s; "
+        console.print(f"    relative range across runs per window: median {format_pct(sorted(rrs)[len(rrs) // 2], '-')}, "
+                      f"worst {format_pct(max(rrs), '-')} at {worst * float(key):g} s; "
                       f"[{style}]{above} of {len(rrs)} windows above {threshold:.0%}[/]", highlight=False)
 
 
@@ -170,7 +143,7 @@ def _us_range(values: list) -> str:
     if not values:
         return "-"
     lo, hi = min(values), max(values)
-    return _us(lo) if len(values) == 1 or lo == hi else f"{_us(lo)}..{_us(hi)}"
+    return format_us(lo) if len(values) == 1 or lo == hi else f"{format_us(lo)}..{format_us(hi)}"
 
 
 def _op_row(op: str, runs: list[dict], latency: dict) -> list[str]:
@@ -181,7 +154,7 @@ def _op_row(op: str, runs: list[dict], latency: dict) -> list[str]:
     p99 = [e.get("p99_ns") for e in entries if e.get("p99_ns") is not None]
     per_op = _mean([e.get("mean_bytes") for e in entries])
     ks = (latency.get(op) or {}).get("ks_range")
-    return [op, "-" if rate is None else f"{rate:,.0f}", _us(mean), _us_range(p50), _us_range(p99),
+    return [op, "-" if rate is None else f"{rate:,.0f}", format_us(mean), _us_range(p50), _us_range(p99),
             "-" if ks is None else f"{ks:.2f}", "-" if not per_op else _bytes(per_op)]
 
 
@@ -248,7 +221,7 @@ def render_comparison(comparison: dict, console: Console) -> None:
         table.add_row(entry["recipe"], str(len(runs)), "-" if entry.get("mean_ops_per_s") is None else
                       f"{entry['mean_ops_per_s']:,.0f}",
                       f"{min(runs):,.0f}..{max(runs):,.0f}" if runs else "-",
-                      _pct(entry.get("relative_range")), _pct(entry.get("rsd")))
+                      format_pct(entry.get("relative_range"), '-'), format_pct(entry.get("rsd"), '-'))
     console.print(table)
     pairs = Table(title=f"Welch t-test per pair (a winner only when p < {comparison.get('alpha', 0.05):g})",
                   title_justify="left")

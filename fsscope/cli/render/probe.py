@@ -6,12 +6,9 @@ from rich.console import Console
 from rich.table import Table
 
 from fsscope.explain.names import plain as plain_words
+from fsscope.format import format_us
 
 MAX_FLAGS_SHOWN = 30
-
-
-def _us(ns) -> str:
-    return "-" if ns is None else f"{ns / 1e3:.1f}"
 
 
 def render_probe(report: dict, console: Console) -> None:
@@ -34,7 +31,7 @@ def _render_stats(report: dict, console: Console) -> None:
     def row(label, s):
         if not s or not s.get("count"):
             return
-        table.add_row(label, str(s["count"]), *(_us(s.get(k)) for k in ("mean_ns", "sd_ns", "min_ns", "p50_ns",
+        table.add_row(label, str(s["count"]), *(format_us(s.get(k)) for k in ("mean_ns", "sd_ns", "min_ns", "p50_ns",
                                                                            "p95_ns", "p99_ns", "max_ns")),
                       f"{s.get('rsd', 0):.2f}")
 

@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from fsscope.analysis.variation.metrics import ks_distance
-from fsscope.format import format_ns, format_ratio
+from fsscope.format import format_cell, format_ns, format_ratio, ratio_cell
 from fsscope.tui import compare_model, exports
 from fsscope.tui import messages as msg
 from fsscope.tui.model import Summary
@@ -108,7 +108,6 @@ class CompareScreen(Screen):
     def _tables(self):
         from rich.console import Group
 
-        from fsscope.format import format_cell, ratio_cell
 
         a, b = self.sides
         tables = []

@@ -12,6 +12,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
+from fsscope.tui.screens.help import HelpScreen
+
 
 def _key_rows(node: DOMNode) -> list[tuple[str, str]]:
     """(keys, description) for each action bound on ``node``, keys joined, in binding order."""
@@ -92,7 +94,5 @@ class KeysScreen(ModalScreen[None]):
         self.dismiss(None)
 
     def action_full_help(self) -> None:
-        from fsscope.tui.screens.help import HelpScreen
-
         self.dismiss(None)
         self.app.push_screen(HelpScreen())

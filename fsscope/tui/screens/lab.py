@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Footer, Header, Log, Markdown, Tree
 from fsscope import replicate, store
 from fsscope.errors import FsscopeError
 from fsscope.tui.replay import load_run
+from fsscope.tui.screens.live import LiveScreen
 
 VERDICT_STYLE = {"agree": "bold green", "disagree": "bold red", "inconclusive": "bold yellow"}
 
@@ -177,8 +178,6 @@ class LabScreen(Screen):
 
     @work(thread=True, exclusive=True, group="lab-replay", description="reading the lab's runs")
     def _replay(self, dirs: list[str]) -> None:
-        from fsscope.tui.screens.live import LiveScreen
-
         try:
             records = [load_run(store.RunDir(Path(d))) for d in dirs]
         except FsscopeError as exc:

@@ -3,7 +3,7 @@ notes, and the log of every external command. The same screen replays a recorded
 (``LiveScreen(record=...)``): the views are filled from the run directory instead of a job's
 event stream.
 
-The main view depends on the job (:mod:`fsscope.tui.job_ui`): the per-file latency
+The main view depends on the job (:mod:`fsscope.tui.job_widgets`): the per-file latency
 heatmap for the probe, throughput over the band of earlier runs for a bench, throughput vs
 latency per buffer size for a sync-write sweep. Each job's data lives in a :class:`JobView`
 (its model from :mod:`fsscope.tui.job_ui` in ``data``); the view widget draws it.
@@ -24,11 +24,14 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header, Input
 
 from fsscope.engine.events import Event, Phase
+from fsscope.store import RunDir
+from fsscope.telemetry.columns import cpu_busy_pct, device_rates
 from fsscope.telemetry.machine import busy, machine_line
 from fsscope.tui import exports
 from fsscope.tui import messages as msg
 from fsscope.tui.config import RunPlan, recipe_label
-from fsscope.tui.job_ui import model_for, view_class, view_classes
+from fsscope.tui.job_ui import model_for
+from fsscope.tui.job_widgets import view_class, view_classes
 from fsscope.tui.jobs import PlanControl, follow_plan, sample_telemetry
 from fsscope.tui.model import (
     Flag,
@@ -474,7 +477,6 @@ class LiveScreen(Screen):
     @work(thread=True, group="recorded-array", description="reading a recorded latency array")
     def _load_recorded_array(self, index: int, run_path: str) -> None:
         """A job that streams no samples (smoke) still recorded latency_ns: show it."""
-        from fsscope.store import RunDir
 
         run = RunDir(Path(run_path))
         if "latency_ns" not in run.arrays():
@@ -530,10 +532,10 @@ class LiveScreen(Screen):
 
         disks = sample.get("disk_read_count")
         device = (",".join(disks) or "no device") if isinstance(disks, dict) else ""
-        iops = (total("disk_read_count") + total("disk_write_count")) / dt
-        bps = (total("disk_read_bytes") + total("disk_write_bytes")) / dt
+        iops, bps = device_rates(dt, total("disk_read_count") + total("disk_write_count"),
+                                 total("disk_read_bytes") + total("disk_write_bytes"))
         idle = sample.get("cpu_idle_pct")
-        cpu = 100.0 - float(idle) if isinstance(idle, (int, float)) and idle == idle else 0.0
+        cpu = float(cpu_busy_pct(idle if isinstance(idle, (int, float)) else 100.0))
         self._job_telemetry_s = time.monotonic()
         self._add_telemetry(iops, bps, cpu, device)
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from fsscope.aging import list_profiles
 from fsscope.tui.widgets.job_params import JobParams
 
 
 def shipped_profiles() -> tuple[str, ...]:
     try:
-        from fsscope.aging import list_profiles
-
         return tuple(list_profiles())
     except Exception:  # noqa: BLE001 - no profile list: the field is typed instead
         return ()

@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
-from fsscope.format import format_ns
+from fsscope.format import format_ns, format_pct
 from fsscope.tui.bench_model import BenchModel
 from fsscope.tui.model import JobView, WindowStats
 from fsscope.tui.widgets.kernel_strip import KernelStrip
@@ -24,10 +24,6 @@ from fsscope.tui.widgets.throughput_chart import ThroughputChart
 
 def _rate(value: float | None) -> str:
     return "–" if value is None else f"{value:,.0f}"
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1%}"
 
 
 class BenchView(LiveView):
@@ -165,8 +161,8 @@ class BenchView(LiveView):
         text = Text()
         if v["runs"] >= 2:
             approx = "" if v["exact"] else "≈ "
-            text.append(f"relative range {approx}{_pct(v['relative_range'])}", style="bold")
-            text.append(f" · RSD {approx}{_pct(v['rsd'])} · mean {_rate(v['mean'])} ops/s over {v['runs']} runs")
+            text.append(f"relative range {approx}{format_pct(v['relative_range'])}", style="bold")
+            text.append(f" · RSD {approx}{format_pct(v['rsd'])} · mean {_rate(v['mean'])} ops/s over {v['runs']} runs")
             if not v["exact"]:
                 text.append("\n(live estimates from the 1-s bins; the report replaces them)", style="dim")
         else:

@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
+from fsscope.format import spark
 from fsscope.tui.check_model import CheckModel
 from fsscope.tui.model import JobView
 from fsscope.tui.widgets.live_view import ModelView, SparkRow
@@ -20,25 +21,6 @@ LIGHT = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "bad": ("✗", "bold r
 def item_words(item_id: str) -> str:
     """An audit item as people read it: page-cache-fit → page cache fit."""
     return item_id.replace("-", " ").replace("_", " ")
-BARS = "▁▂▃▄▅▆▇█"
-
-
-def strip(values: list[float | None], lo: float | None = None) -> str:
-    """One bar per value, scaled from ``lo`` (default 0) to the largest."""
-    finite = [v for v in values if v is not None]
-    if not finite:
-        return ""
-    lo = 0.0 if lo is None else lo
-    hi = max(finite)
-    out = []
-    for v in values:
-        if v is None:
-            out.append(" ")
-        elif hi <= lo:
-            out.append(BARS[-1])
-        else:
-            out.append(BARS[min(7, max(0, int((v - lo) / (hi - lo) * 7.999)))])
-    return "".join(out)
 
 
 class CheckView(ModelView):
@@ -114,11 +96,11 @@ class CheckView(ModelView):
         ops = model.run_ops_per_s
         if ops:
             text.append("throughput per run  ")
-            text.append(strip(ops), style="cyan")
+            text.append(spark(ops, 0.0), style="cyan")
             text.append("  " + ", ".join(f"{v:,.0f}" for v in ops) + " ops/s\n")
         if model.runs_needed:
             text.append("runs needed after each run  ")
-            text.append(strip([float(v) if v is not None else None for v in model.runs_needed]), style="magenta")
+            text.append(spark([float(v) if v is not None else None for v in model.runs_needed], 0.0), style="magenta")
             text.append("  " + " → ".join("–" if v is None else str(v) for v in model.runs_needed) + "\n")
         for line in model.summary_lines():
             text.append(line + "\n", style="dim")

@@ -14,19 +14,12 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from fsscope.format import format_bytes
+from fsscope.format import format_bytes, spark
 from fsscope.tui.explore_model import ExploreModel
 from fsscope.tui.widgets.live_view import ModelView
 from fsscope.tui.widgets.syncwrite_view import bar
 
-SPARK = "▁▂▃▄▅▆▇█"
 SHADES = " ░▒▓█"
-
-
-def spark(values: list[float]) -> str:
-    logs = [math.log10(max(v, 1.0)) for v in values]
-    lo, hi = min(logs), max(logs)
-    return "".join(SPARK[0 if hi - lo < 1e-9 else int((v - lo) / (hi - lo) * (len(SPARK) - 1))] for v in logs)
 
 
 def shade(share: float | None) -> str:
@@ -76,7 +69,7 @@ class ExploreView(ModelView):
             text.append(f", {model.failed} failed", style="red")
         text.append("\n\nd-span CDF per file system (quantiles 0 → 1, log scale)\n", style="bold")
         for fs, qs in model.quantiles().items():
-            text.append(f"  {fs:6s} {spark(qs)}  P50 {format_bytes(qs[len(qs) // 2])}  max {format_bytes(qs[-1])}\n")
+            text.append(f"  {fs:6s} {spark([max(v, 1.0) for v in qs], log=True)}  P50 {format_bytes(qs[len(qs) // 2])}  max {format_bytes(qs[-1])}\n")
         fss = model.file_systems()
         several = len(fss) > 1
         shares = model.shares()

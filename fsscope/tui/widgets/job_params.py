@@ -1,7 +1,7 @@
 """A job's parameter panel. The generic one builds a field per attribute of the job's Spec
 dataclass (number/text inputs, a switch for booleans, a list for Literal choices), so every
 registered job gets a panel; a job that wants hints or fewer fields subclasses it and is
-registered in :mod:`fsscope.tui.job_ui`.
+named in :mod:`fsscope.tui.job_widgets` (``PANELS``).
 
 A subclass can also start from other defaults than the Spec's (``DEFAULTS``: small ones for a
 first try), show byte counts as sizes people type (``SIZE_FIELDS``: "512M"), and lists as
@@ -23,7 +23,7 @@ from textual.widgets import Input, Label, Select, Static
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
 from fsscope.tui.widgets.tick import Tick
-from fsscope.units import parse_size_bytes
+from fsscope.units import list_items, parse_size_bytes
 
 
 def size_text(n: int) -> str:
@@ -119,7 +119,7 @@ class JobParams(Vertical):
     def _parse_text(self, name: str, kind: str, text: str) -> Any:
         what = self._label(name)
         if name in self.LIST_FIELDS:
-            parts = [p for p in text.strip("()[] ").replace(",", " ").split() if p]
+            parts = list_items(text)
             if not parts:
                 raise FsscopeError(f"{self.job}: {what} needs at least one value")
             if name in self.SIZE_FIELDS:

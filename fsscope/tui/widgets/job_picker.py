@@ -13,7 +13,7 @@ from textual.widgets.option_list import OptionDoesNotExist
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
 from fsscope.tui.config import JobRequest
-from fsscope.tui.job_ui import panel_for
+from fsscope.tui.job_widgets import panel_for
 from fsscope.tui.widgets.job_params import JobParams
 
 

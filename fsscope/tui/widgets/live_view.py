@@ -1,6 +1,6 @@
 """The base of a job's main view on the live screen (the big area left of the flags).
 
-The live screen holds one instance of each view class (see :mod:`fsscope.tui.job_ui`)
+The live screen holds one instance of each view class (see :mod:`fsscope.tui.job_widgets`)
 and shows the one for the job on screen. It calls, always on the app thread:
 
 - ``show(view, live)``         draw everything from the JobView (job switched, replay, end)

@@ -18,7 +18,8 @@ from textual.widgets.option_list import Option
 from fsscope import paths
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
-from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
+from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec, devices
+from fsscope.targets.existing import existing_fs
 from fsscope.targets.target import RAM_DIR
 from fsscope.tui.config import default_image_path, scratch_dir
 from fsscope.units import parse_size_bytes
@@ -47,7 +48,6 @@ def size_text(n: int) -> str:
 
 def found_text(path: str) -> str:
     """What file system holds a directory target, in one line (or why it is not known)."""
-    from fsscope.targets.existing import existing_fs
 
     directory = os.path.abspath(os.path.expanduser(path.strip())) if path.strip() else ""
     if not directory or not os.path.isdir(directory):
@@ -136,8 +136,6 @@ class TargetPicker(Vertical):
     @work(thread=True, exclusive=True, group="discover-devices", exit_on_error=False,
           description="discovering block devices")
     def _discover(self) -> None:
-        from fsscope.targets import devices
-
         try:
             found = (self.discover or devices.discover)()
             self.post_message(DevicesFound(list(found)))

@@ -19,9 +19,10 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
+from fsscope.format import SPARK_GLYPHS
 from fsscope.tui.bench_model import ChartData
 
-BLOCKS = " ▁▂▃▄▅▆▇█"
+BLOCKS = " " + SPARK_GLYPHS  # a cell filled 0/8 .. 8/8 from below
 GUTTER = 8  # "152.6k ┤"
 
 

@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, ScrollableContainer, VerticalScroll
 from textual.widgets import Static
 
-from fsscope.format import format_ns, format_pct
+from fsscope.format import format_ns, format_pct, spark
 from fsscope.tui.model import Flag, JobView
 from fsscope.tui.variation_model import (
     FIGURE_TITLES,
@@ -33,24 +33,12 @@ from fsscope.tui.widgets.throughput_chart import compact_number, resample
 
 FS_GLYPH = {"ext4": "■", "xfs": "●", "btrfs": "▲"}
 SERIES_GLYPHS = "●○◆◇▲△■□★☆"  # enough for every op of a personality
-SPARK = "▁▂▃▄▅▆▇█"
 PLOT_W, PLOT_H = 40, 9  # the body is ~60 columns beside the flags at 140 x 45
 BAR_W = 24
 
 
 def glyph(fs: str) -> str:
     return FS_GLYPH.get(fs, "+")
-
-
-def scaled_spark(values: list[float], lo: float, hi: float, log: bool = False) -> str:
-    """Sparkline of ``values`` on a scale shared with other rows (lo..hi)."""
-    def pos(v: float) -> float:
-        if log:
-            v, a, b = math.log10(max(v, 1e-12)), math.log10(max(lo, 1e-12)), math.log10(max(hi, 1e-12))
-        else:
-            a, b = lo, hi
-        return 0.0 if b - a < 1e-12 else (v - a) / (b - a)
-    return "".join(" " if not math.isfinite(v) else SPARK[max(0, min(7, int(pos(v) * 7.999)))] for v in values)
 
 
 def fit(values: list[float], columns: int = PLOT_W) -> list[float]:
@@ -345,13 +333,13 @@ class VariationView(ModelView):
         for r, series in enumerate(model.normalised_series(c, w)):
             low = min(series) if series else math.nan
             text.append(f"    run {r + 1:<3d} ")
-            text.append(scaled_spark(fit(series), 0.0, 1.0), style="cyan")
+            text.append(spark(fit(series), 0.0, 1.0), style="cyan")
             text.append(f"  low {format_pct(low if math.isfinite(low) else None)}, "
                         f"{compact_number(c.ops_per_s[r])} ops/s\n")
         ranges = model.window_ranges(c, w)
         if ranges:
             text.append("    range    ")
-            text.append(scaled_spark(fit(ranges), 0.0, max(max(ranges), 1e-9)), style="magenta")
+            text.append(spark(fit(ranges), 0.0, max(max(ranges), 1e-9)), style="magenta")
             text.append(f"  across runs, max {format_pct(max(ranges))}\n")
         band = model.band(c, w)
         if band.mean.size:
@@ -359,7 +347,7 @@ class VariationView(ModelView):
             text.append(f"\n  Throughput-{w:g} across the runs, ops/s on one scale (the paper's Fig. 5)\n", style="bold")
             for name, series in (("max", band.max), ("mean", band.mean), ("min", band.min)):
                 text.append(f"    {name:8s} ")
-                text.append(scaled_spark(fit([float(v) for v in series]), lo, hi), style="cyan")
+                text.append(spark(fit([float(v) for v in series]), lo, hi), style="cyan")
                 text.append(f"  {compact_number(float(series.min()))} … {compact_number(float(series.max()))}\n")
 
     @staticmethod

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fsscope.errors import FsscopeError
-
-PERSONALITIES = ("fileserver", "webserver", "varmail")
+from fsscope.workloads import PERSONALITIES
 
 # Op types per personality, in the order they appear in the flowop sequence.
 OPS: dict[str, tuple[str, ...]] = {

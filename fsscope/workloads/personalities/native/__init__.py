@@ -19,10 +19,11 @@ import os
 from pathlib import Path
 
 from fsscope import native as fsscope_native
+from fsscope.workloads import PERSONALITIES  # noqa: F401 - each has fsscope_<name>() in loops.c
 
 SOURCE = Path(__file__).with_name("loops.c")
 LIBRARY = "C loops library"  # how a refusal to load it names it
-PERSONALITIES = ("fileserver", "webserver", "varmail")   # each has fsscope_<name>() in loops.c
+
 MAX_OPS = 8
 
 AT_EDGE, BUFFER_FULL, FAILED = 0, 1, 2
