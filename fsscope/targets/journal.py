@@ -104,7 +104,8 @@ class Journal:
     def read(self) -> tuple[list[Entry], list[str]]:
         """Every entry, and one line per file that is not one (garbage, ``[]``, a field of the
         wrong type): skipped, never fatal -- ``fsscope cleanup`` reports them."""
-        out, bad = [], []
+        out: list[Entry] = []
+        bad: list[str] = []
         if not self.directory.is_dir():
             return out, bad
         for path in sorted(self.directory.glob("*.json")):
