@@ -59,7 +59,7 @@ class RunCalls:
 
     run: int
     latency_ns: np.ndarray
-    events: dict[int, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    events: dict[int, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     io_requests: Counter = field(default_factory=Counter)
     io_bytes: Counter = field(default_factory=Counter)
     io_flags: dict[int, int] = field(default_factory=lambda: defaultdict(int))
@@ -134,7 +134,7 @@ def kernel_evidence(runs: list[RunCalls], indices: list[int]) -> dict:
     members: Counter = Counter()
     requests, nbytes, causes = [], [], []
     for rc in runs:
-        names = set()
+        names: set[str] = set()
         for i in indices:
             names.update(rc.events.get(i, {}))
         seen.update(names)
@@ -224,7 +224,7 @@ def call_cause(rc: RunCalls, index: int) -> str:
         causes.append(f"waited on I/O ({rc.io_requests[index]} block request"
                       f"{'s' if rc.io_requests[index] != 1 else ''}, {rc.io_bytes[index] / 1024:.0f} KiB"
                       f"{', ' + flag_words(rc.io_flags[index]) if flag_words(rc.io_flags[index]) else ''})")
-    names = rc.events.get(index, {})
+    names = rc.events.get(index, Counter())
     if any(name in names for name in COMMIT_EVENTS):
         causes.append("a journal commit ran during it")
     fs_events = [n for n in names if n not in (ISSUE, BLOCK_READ, *COMMIT_EVENTS)]
@@ -240,7 +240,7 @@ def flag_words(bits: int) -> str:
 
 def noise(runs: list[RunCalls], flagged: set[int], *, factor: float = 5.0, limit: int = 10) -> list[dict]:
     """One-off slow calls of the traced runs (not at a flagged index), with their cause."""
-    out = []
+    out: list[dict] = []
     for rc in runs:
         lat = rc.latency_ns
         reached = lat[lat >= 0]
@@ -469,8 +469,7 @@ def annotate_dips(ops_per_s: np.ndarray, kernel: dict[str, list[int]], window_s:
         return []
     median = float(np.median(ops_per_s))
     out = []
-    for k in np.flatnonzero(ops_per_s < median * (1 - threshold)):
-        k = int(k)
+    for k in map(int, np.flatnonzero(ops_per_s < median * (1 - threshold))):
         counts = {name: values[k] for name, values in kernel.items() if k < len(values)}
         parts = []
         if counts.get("journal_commits"):
