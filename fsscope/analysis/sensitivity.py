@@ -198,7 +198,7 @@ def nondeterminism(runs: list[tuple], factors_by_key: dict, names: list[str], mi
     changed = diffs > 0
     share = float(changed.mean())
     codes, values = encode([factors_by_key[k] for k, _, _ in pairs], names)
-    concentrated = []
+    concentrated: list[dict] = []
     if share > 0:
         varied = [j for j in range(len(names)) if len(values[j]) > 1]  # a fixed factor explains nothing
         for i, j in itertools.combinations(varied, 2):
