@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import psutil
@@ -98,11 +99,12 @@ def _object_problem(path: Path, *, required: bool) -> str | None:
 
 
 # The manifest fields readers use, and the JSON types fsscope writes them with.
-_MANIFEST_TYPES = {"job": str, "status": str, "started": str, "ended": str, "error": str, "pid": int,
+_JsonType = type | tuple[type, ...]  # what isinstance takes
+_MANIFEST_TYPES: dict[str, _JsonType] = {"job": str, "status": str, "started": str, "ended": str, "error": str, "pid": int,
                    "pid_start_ticks": int, "pid_start": (int, float), "target": dict, "recipe": dict, "machine": dict,
                    "spec": dict}
-_NESTED_TYPES = {("target", "spec"): dict, ("target", "commands"): list, ("recipe", "name"): str}
-_JSON_NAMES = {str: "text", int: "a whole number", dict: "an object", list: "a list", (int, float): "a number"}
+_NESTED_TYPES: dict[tuple[str, str], _JsonType] = {("target", "spec"): dict, ("target", "commands"): list, ("recipe", "name"): str}
+_JSON_NAMES: dict[_JsonType, str] = {str: "text", int: "a whole number", dict: "an object", list: "a list", (int, float): "a number"}
 
 
 def _manifest_problem(m: dict) -> str | None:
@@ -135,7 +137,7 @@ def reading(what: str) -> Iterator[None]:
 class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._events = None
+        self._events: TextIO | None = None
 
     @classmethod
     def create(cls, job: str, root: Path | None = None) -> RunDir:
