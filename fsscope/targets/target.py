@@ -175,7 +175,7 @@ class Target:
     def preflight(self) -> None:
         """Every check that can refuse this target, touching nothing: run it before anything
         is started or recorded. Raises FsscopeError/SafetyRefusal with one line."""
-        spec, recipe = self.spec, self.recipe
+        spec = self.spec
         if spec.kind == "dir":
             root = Path(spec.path)
             if not root.is_dir():
