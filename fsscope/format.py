@@ -78,7 +78,7 @@ def format_ns(value_ns: float | None) -> str:
 
 # how a comparison row's values print (see fsscope.report.compare): ns → µs, bytes, fraction → %,
 # integers, p-values, plain numbers, or text
-def format_cell(value, kind: str) -> str:
+def format_cell(value: object, kind: str) -> str:
     if value is None:
         return "-"
     if kind == "text" or not isinstance(value, (int, float)):

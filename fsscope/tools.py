@@ -103,7 +103,7 @@ def capture(*argv: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float | Non
     return record
 
 
-def _kill_and_reap(proc) -> None:
+def _kill_and_reap(proc: sh.RunningCommand) -> None:
     try:
         proc.kill()
         proc.wait()

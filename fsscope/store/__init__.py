@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TextIO
 
 import numpy as np
+import numpy.typing as npt
 import psutil
 
 from fsscope import paths, proctree
@@ -179,7 +180,7 @@ class RunDir:
             raise FsscopeError(f"run {self.id} cannot be read: {why}")
         return self
 
-    def update_manifest(self, **fields) -> dict:
+    def update_manifest(self, **fields: object) -> dict:
         data = self.manifest() | fields
         _write_json(self.path / "manifest.json", data)
         return data
@@ -215,7 +216,8 @@ class RunDir:
             self._events = None
 
     # -- arrays and report ------------------------------------------------------------------
-    def open_array(self, name: str, shape: tuple[int, ...], dtype=np.int64, fill=-1) -> np.memmap:
+    def open_array(self, name: str, shape: tuple[int, ...], dtype: npt.DTypeLike = np.int64,
+                   fill: float = -1) -> np.memmap:
         """A memory-mapped .npy filled with ``fill`` (= not measured) that jobs write into."""
         path = self.path / f"{name}.npy"
         arr = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)

@@ -157,7 +157,7 @@ class Target:
         self.open()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _record(self, rec: tools.CommandRecord) -> None:
