@@ -9,9 +9,11 @@ event. Event names are used without their system ("xfs_dir2_sf_to_block").
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from fsscope.trace import catalog
 from fsscope.trace.decode import RWBS_FLUSH, RWBS_FUA, RWBS_READ, RWBS_SYNC, RWBS_WRITE
@@ -93,7 +95,8 @@ def attribute_run(events: np.ndarray, names: list[str], start_ns: np.ndarray,
     return out
 
 
-def _off_cpu(events, short_names, idx, pid, comms, out: RunCalls) -> None:
+def _off_cpu(events: np.ndarray, short_names: list[str], idx: np.ndarray, pid: int, comms: dict[int, str],
+             out: RunCalls) -> None:
     """Pair each switch-out of ``pid`` inside a call with its next switch-in."""
     switch_code = short_names.index(SWITCH) if SWITCH in short_names else -1
     if switch_code < 0:
@@ -267,7 +270,7 @@ def window_counts(events: np.ndarray, names: list[str], start_ns: int, window_ns
     k = (events["ts_ns"] - start_ns) // max(window_ns, 1)
     inside = (k >= 0) & (k < windows)
 
-    def count(name: str, mask=None) -> np.ndarray:
+    def count(name: str, mask: np.ndarray | None = None) -> np.ndarray:
         if name not in short_names:
             return np.zeros(windows, np.int64)
         sel = inside & (events["code"] == short_names.index(name))
@@ -300,7 +303,7 @@ def per_call_io(events: np.ndarray, names: list[str], start_ns: np.ndarray,
         return out
     starts, lats = np.asarray(start_ns)[reached], np.asarray(latency_ns)[reached]
 
-    def per_call(selected: np.ndarray, weights=None) -> np.ndarray:
+    def per_call(selected: np.ndarray, weights: npt.ArrayLike | None = None) -> np.ndarray:
         idx = call_index(selected["ts_ns"], starts, lats)
         ok = idx >= 0
         w = None if weights is None else np.asarray(weights, dtype=float)[ok]
@@ -331,7 +334,7 @@ def _prediction_indices(p: dict) -> list[int]:
     return [i for i in (p.get("index_low"), p.get("index_high")) if i is not None]
 
 
-def _near(i: int, candidates, tolerance: int) -> bool:
+def _near(i: int, candidates: Iterable[int], tolerance: int) -> bool:
     return any(abs(i - c) <= tolerance for c in candidates)
 
 

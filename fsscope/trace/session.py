@@ -22,6 +22,7 @@ from typing import IO
 import numpy as np
 
 from fsscope.errors import FsscopeError
+from fsscope.targets.journal import Journal
 from fsscope.trace import catalog
 from fsscope.trace.decode import decode_files
 from fsscope.trace.tracefs import Instance, TraceUnavailable
@@ -93,7 +94,7 @@ class Tracer:
     """Trace ``events_for(fs, job)`` while the ``with`` body runs (see module docstring)."""
 
     def __init__(self, raw_dir: Path, *, fs: str, job: str, pid: int | None,
-                 device: str | None, avoid_cpu: int | None = None, journal=None,
+                 device: str | None, avoid_cpu: int | None = None, journal: Journal | None = None,
                  events: tuple[catalog.CatalogEvent, ...] | None = None):
         self.raw_dir = Path(raw_dir)
         self.entries = list(events if events is not None else catalog.events_for(fs, job))
@@ -171,7 +172,7 @@ class Tracer:
                 self.instance.remove()
                 self.instance = None
 
-    def __exit__(self, exc_type, *exc) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         instance = self.instance
         if instance is None:  # aborted already
             return
