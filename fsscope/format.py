@@ -7,6 +7,7 @@ markup, which both the CLI's tables and the TUI's render)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 MISSING = "–"
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
@@ -88,7 +89,7 @@ def format_us(value_ns: float | None, missing: str = "-") -> str:
 SPARK_GLYPHS = "▁▂▃▄▅▆▇█"
 
 
-def spark(values, lo: float | None = None, hi: float | None = None, *, log: bool = False) -> str:
+def spark(values: Iterable[float | None], lo: float | None = None, hi: float | None = None, *, log: bool = False) -> str:
     """A sparkline, one glyph per value: ▁ at ``lo`` to █ at ``hi`` (by default the finite
     values' range; a flat series is all ▁); None or nan is a space; "" when nothing is finite.
     ``log``: on a log10 scale. Rows that share ``lo``/``hi`` share a scale."""
@@ -108,7 +109,7 @@ def spark(values, lo: float | None = None, hi: float | None = None, *, log: bool
 
 # how a comparison row's values print (see fsscope.report.compare): ns → µs, bytes, fraction → %,
 # integers, p-values, plain numbers, or text
-def format_cell(value, kind: str) -> str:
+def format_cell(value: object, kind: str) -> str:
     if value is None:
         return "-"
     if kind == "text" or not isinstance(value, (int, float)):

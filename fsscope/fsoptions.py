@@ -95,17 +95,17 @@ def check_mkfs(fs: str, opts: tuple[str, ...] | list[str], where: str) -> None:
             _check_value(where, f"--{name}", value, kind, fs)
             continue
         for pos, letter in enumerate(arg[1:], start=1):  # a cluster: -Fq, -b4096
-            kind = shorts.get(letter)
-            if kind is None:
+            short = shorts.get(letter)
+            if short is None:
                 raise _refuse(where, f"-{letter}", f"is not a {fs} mkfs option fsscope knows")
-            if kind == FLAG:
+            if short == FLAG:
                 continue
             value = arg[pos + 1:]
             if not value:
                 if i >= len(args):  # else fsscope's own device argument would become its value
                     raise RecipeError(f"{where}: -{letter} needs a value")
                 value, i = args[i], i + 1
-            _check_value(where, f"-{letter}", value, kind, fs)
+            _check_value(where, f"-{letter}", value, short, fs)
             break
 
 

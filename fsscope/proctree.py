@@ -153,13 +153,12 @@ def kill_job(cgroup: Path | None, pgid: int | None, timeout_s: float = 5.0,
     and wait until they are gone. Returns what was running ('mkfs.ext4 (pid 12)', ...).
     A caller inside the cgroup (the job cleaning up after itself) first moves to ``home``."""
     me = os.getpid()
-    inside = cgroup is not None and me in cgroup_pids(cgroup)
-    if inside:
+    inside = False
+    if cgroup is not None and me in cgroup_pids(cgroup):
         try:
             _write((home or cgroup.parent) / "cgroup.procs", str(me))
-            inside = False
         except OSError:
-            pass  # then cgroup.kill would kill us too: signal the others one by one
+            inside = True  # then cgroup.kill would kill us too: signal the others one by one
     victims = set(cgroup_pids(cgroup) if cgroup is not None else [])
     if pgid is not None and pgid != os.getpgid(0):
         victims |= set(group_members(pgid, session=True))
@@ -168,7 +167,7 @@ def kill_job(cgroup: Path | None, pgid: int | None, timeout_s: float = 5.0,
     deadline = time.monotonic() + timeout_s
     while True:
         left = cgroup_pids(cgroup) if cgroup is not None and cgroup.is_dir() else []
-        if left:
+        if cgroup is not None and left:
             try:
                 if inside:
                     raise OSError
@@ -274,7 +273,8 @@ def name_semaphores_after_job() -> None:
     (``semprefix`` is the knob multiprocessing reads for the names; no public setter exists.)"""
     import multiprocessing.process
 
-    multiprocessing.process.current_process()._config["semprefix"] = f"/fsscope-{os.getpid()}"  # names: PREFIX-RANDOM
+    # names: PREFIX-RANDOM; _config is private (and so not in the typeshed stubs)
+    multiprocessing.process.current_process()._config["semprefix"] = f"/fsscope-{os.getpid()}"  # type: ignore[attr-defined]
 
 
 def job_semaphores() -> list[tuple[int, Path]]:

@@ -81,9 +81,9 @@ def capture(*argv: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float | Non
     cmd = sh.Command(require(argv[0]))
     t0 = time.monotonic()
     try:
-        extra = ({"_timeout": timeout_s} if timeout_s else {}) | ({"_new_group": True} if own_group else {})
         proc = cmd(*argv[1:], _return_cmd=True, _tty_out=False, _ok_code=list(ok_codes),
-                   _in=input_text, _bg=True, _bg_exc=False, _env=os.environ | _UNTRANSLATED, **extra)
+                   _in=input_text, _bg=True, _bg_exc=False, _env=os.environ | _UNTRANSLATED,
+                   _timeout=timeout_s or None, _new_group=own_group)
         try:
             proc.wait()
         except (KeyboardInterrupt, SystemExit):  # a job interrupted while it waits: the tool
@@ -103,7 +103,7 @@ def capture(*argv: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float | Non
     return record
 
 
-def _kill_and_reap(proc) -> None:
+def _kill_and_reap(proc: sh.RunningCommand) -> None:
     try:
         proc.kill()
         proc.wait()

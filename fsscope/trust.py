@@ -197,7 +197,7 @@ def check_input_file(path: str | os.PathLike, what: str) -> None:
                             "crafted it); copy it somewhere only you can change, as yourself")
 
 
-def _refuse_existing_output(st: os.stat_result, place: Place, path, what: str, owners: frozenset[int]) -> None:
+def _refuse_existing_output(st: os.stat_result, place: Place, path: str | os.PathLike, what: str, owners: frozenset[int]) -> None:
     if stat.S_ISLNK(st.st_mode):
         raise SafetyRefusal(f"{what} {path} is a symbolic link in {place.parent}, which is {place.shared}: "
                             "not followed (fsscope runs as root)")

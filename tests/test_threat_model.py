@@ -117,7 +117,7 @@ def test_the_sidecar_counts_only_without_xattrs_root_owned_and_naming_the_inode(
         where.chmod(0o1777)
         mine = where / "mine.img"
         fd = image.new_file(mine)  # as create_image makes it (ramfs reports no free space)
-        image.mark(fd, mine)
+        image.mark(mine, fd)
         os.close(fd)
         assert (where / "mine.img.fsscope").exists() and image.is_fsscope_image(mine)
         victim, _ = _victim_file(where, 4096)

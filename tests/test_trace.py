@@ -24,7 +24,18 @@ from fsscope.engine import runner
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal
 from fsscope.trace import attribute
-from fsscope.trace.decode import EVENT_DTYPE, RWBS_FLUSH, RWBS_FUA, RWBS_READ, RWBS_SYNC, RWBS_WRITE, rwbs_bits
+from fsscope.trace.catalog import BLOCK
+from fsscope.trace.decode import (
+    EVENT_DTYPE,
+    RWBS_FLUSH,
+    RWBS_FUA,
+    RWBS_READ,
+    RWBS_SYNC,
+    RWBS_WRITE,
+    layouts,
+    parse_format,
+    rwbs_bits,
+)
 from fsscope.trace.tracefs import fsscope_instances
 
 XFS_FORMAT_CHANGES = {"xfs-dir-shortform-to-block": "xfs_dir2_sf_to_block",
@@ -142,6 +153,24 @@ def test_rwbs_flags_parse_like_blk_fill_rwbs():
     assert rwbs_bits("RM") & RWBS_READ and not rwbs_bits("RM") & RWBS_WRITE
     assert rwbs_bits("FF") == RWBS_FLUSH  # a preflush-only flush request
     assert rwbs_bits("F") == RWBS_FLUSH
+
+
+def test_an_events_format_file_without_an_id_is_skipped_not_a_crash(tmp_path):
+    """A format file the kernel never wrote (no ``ID:`` line) leaves its event undecoded;
+    the events whose format files are real still decode."""
+    issue, complete = BLOCK
+    real = Path("/sys/kernel/tracing/events") / complete.event / "format"
+    if not real.is_file():
+        pytest.skip("tracefs is not mounted at /sys/kernel/tracing")
+    (tmp_path / complete.event).mkdir(parents=True)
+    (tmp_path / complete.event / "format").write_text(real.read_text())
+    (tmp_path / issue.event).mkdir(parents=True)
+    (tmp_path / issue.event / "format").write_text("name: block_rq_issue\nformat:\n")
+    with pytest.raises(ValueError, match="ID"):
+        parse_format("name: block_rq_issue\nformat:\n")
+    table = layouts(tmp_path, [issue, complete])
+    assert [layout.entry.event for layout in table.values()] == [complete.event]
+    assert list(table) == [int((real.parent / "id").read_text())]
 
 
 def test_events_are_placed_in_the_call_whose_interval_holds_them():

@@ -35,7 +35,7 @@ def t_quantile(confidence: float, dof: int) -> float:
     return float(stats.t.ppf(0.5 + confidence / 2.0, dof))
 
 
-def runs_needed(cv: float, precision: float, confidence: float = 0.95, minimum: int = 2) -> int | None:
+def runs_needed(cv: float | None, precision: float, confidence: float = 0.95, minimum: int = 2) -> int | None:
     """Smallest n with ``n >= (t(confidence, n-1) · cv / precision)²`` (Student-t, iterated).
 
     ``cv`` and ``precision`` are fractions (0.05 = 5 %); the interval is mean ± precision·mean.
@@ -65,7 +65,7 @@ def runs_needed(cv: float, precision: float, confidence: float = 0.95, minimum: 
     return hi
 
 
-def runs_needed_normal(cv: float, precision: float, confidence: float = 0.95) -> int | None:
+def runs_needed_normal(cv: float | None, precision: float, confidence: float = 0.95) -> int | None:
     """The normal-approximation answer ``ceil((z · cv / e)²)``, for comparison only."""
     if cv is None or not math.isfinite(cv) or not precision > 0:
         return None
@@ -81,7 +81,7 @@ def ci_relative_halfwidth(values: Sequence[float], confidence: float = 0.95) -> 
     return float(t_quantile(confidence, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size) / x.mean())
 
 
-def cv_upper(cv: float, runs: int, confidence: float = 0.95) -> float | None:
+def cv_upper(cv: float | None, runs: int, confidence: float = 0.95) -> float | None:
     """One-sided upper confidence bound of the CV from ``runs`` samples (chi-squared bound on
     the standard deviation): a few calibration runs can underestimate the spread."""
     if cv is None or not math.isfinite(cv) or runs < 2:

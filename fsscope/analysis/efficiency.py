@@ -220,7 +220,7 @@ def analyze(stats: Sequence[SizeStats], resamples: int = BOOTSTRAP, seed: int = 
 def _confidence(a: Analysis, est: Estimate) -> str:
     if est.resamples == 0:
         return "too few repetitions (< 3 per size) for a confidence statement"
-    if est.low_index is None:
+    if est.low_index is None or est.high_index is None:
         return f"{est.agreement:.0%} of {est.resamples} bootstrap resamples of the repetitions agree"
     lo, hi = format_bytes(a.sizes[est.low_index].buffer_bytes), format_bytes(a.sizes[est.high_index].buffer_bytes)
     span = lo if lo == hi else f"{lo}–{hi}"
@@ -278,10 +278,11 @@ def _estimate_dict(a: Analysis, est: Estimate) -> dict[str, Any]:
 
 
 def recommendation(a: Analysis) -> str:
-    best = a.size_at(a.best_ratio)
-    if best is None:
+    index = a.best_ratio.index
+    if index is None:
         return "nothing measured: no recommendation"
-    s = a.sizes[a.best_ratio.index]
+    s = a.sizes[index]
+    best = s.buffer_bytes
     text = (f"Use {format_bytes(best)} buffers: the most throughput per unit of latency here "
             f"({s.throughput_mean / 1e6:,.1f} MB/s at {s.latency_mean_ns / 1e6:,.3g} ms per write). Larger "
             "buffers add more latency than throughput; smaller ones leave throughput unused.")

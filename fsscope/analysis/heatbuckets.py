@@ -64,7 +64,7 @@ def bucket_mask(mask: np.ndarray, zoom: int) -> np.ndarray:
     cols = -(-mask.size // zoom)
     padded = np.zeros(cols * zoom, dtype=bool)
     padded[: mask.size] = mask
-    return padded.reshape(cols, zoom).any(axis=1)
+    return np.asarray(padded.reshape(cols, zoom).any(axis=1))
 
 
 def levels(values: np.ndarray, scale: tuple[float, float], n_levels: int) -> np.ndarray:

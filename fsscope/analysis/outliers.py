@@ -565,9 +565,9 @@ def analyze(
         curve_ns = median_curve_ns(latency_matrix)
     else:
         outliers, weak, noise_count, curve_ns = [], [], 0, np.full(files, np.nan)
-    use_ratio = series_ratio is not None and runs >= SERIES_MIN_RUNS
-    candidates = median_ratio_candidates(curve_ns, series_ratio, block_files) if use_ratio else []
-    series = _tiered_series([o.index for o in outliers], curve_ns, candidates if use_ratio else None,
+    ratio = series_ratio if runs >= SERIES_MIN_RUNS else None  # too few runs for a median to judge
+    candidates = median_ratio_candidates(curve_ns, ratio, block_files) if ratio is not None else None
+    series = _tiered_series([o.index for o in outliers], curve_ns, candidates,
                             factor=factor, block_files=block_files, min_count=series_min_count,
                             n_files=files, alpha=series_alpha)
     # The outliers are reported on their own; masking them keeps a slow file right at a
@@ -590,7 +590,7 @@ def analyze(
         "series_min_count": series_min_count,
         "series_alpha": series_alpha,
         "series_factor": series_factor if runs >= SERIES_MIN_RUNS and series_factor < factor else None,
-        "series_ratio": series_ratio if use_ratio else None,
+        "series_ratio": ratio,
         "shift_min_ratio": shift_min_ratio,
         "growth_min_ratio": growth_min_ratio,
         "min_z": min_z,

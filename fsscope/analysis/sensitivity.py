@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
 
 ALPHA = 0.05
@@ -63,7 +64,7 @@ def _conditional_variance(groups: np.ndarray, y: np.ndarray) -> float:
     return between - (levels - 1) / n * within
 
 
-def first_order(codes: np.ndarray, y) -> np.ndarray:
+def first_order(codes: np.ndarray, y: npt.ArrayLike) -> np.ndarray:
     """S_i = V(E[Y|X_i]) / V(Y) per column of ``codes`` (0 where Y does not vary). The bias
     correction can go below 0 for a factor that does nothing; that is shown as 0."""
     y = np.asarray(y, dtype=float)
@@ -78,7 +79,7 @@ def _pair_codes(codes: np.ndarray, i: int, j: int) -> np.ndarray:
     return codes[:, i] * (int(codes[:, j].max()) + 1) + codes[:, j]
 
 
-def interactions(codes: np.ndarray, y) -> np.ndarray:
+def interactions(codes: np.ndarray, y: npt.ArrayLike) -> np.ndarray:
     """(k, k) symmetric matrix of pairwise interactions V(E[Y|Xi,Xj])/V(Y) - S_i - S_j."""
     y = np.asarray(y, dtype=float)
     k = codes.shape[1]
@@ -92,14 +93,14 @@ def interactions(codes: np.ndarray, y) -> np.ndarray:
     return out
 
 
-def top_interactions(codes: np.ndarray, y, n: int = 10) -> list[tuple[tuple[int, int], float]]:
+def top_interactions(codes: np.ndarray, y: npt.ArrayLike, n: int = 10) -> list[tuple[tuple[int, int], float]]:
     m = interactions(codes, y)
     pairs = [((i, j), float(m[i, j])) for i, j in itertools.combinations(range(codes.shape[1]), 2)
              if np.isfinite(m[i, j])]
     return sorted(pairs, key=lambda p: -p[1])[:n]
 
 
-def salib_first_order(x_unit: np.ndarray, y, names: list[str], seed: int = 1) -> np.ndarray:
+def salib_first_order(x_unit: np.ndarray, y: npt.ArrayLike, names: list[str], seed: int = 1) -> np.ndarray:
     """SALib's RBD-FAST first-order indices on given samples ``x_unit`` (n, k) in [0, 1]."""
     from SALib.analyze import rbd_fast
 
@@ -123,7 +124,7 @@ class TailMap:
     levels: list[dict]
 
 
-def factor_mapping(codes: np.ndarray, y, quantile: float = 0.9) -> TailMap:
+def factor_mapping(codes: np.ndarray, y: npt.ArrayLike, quantile: float = 0.9) -> TailMap:
     y = np.asarray(y, dtype=float)
     threshold = float(np.quantile(y, quantile))
     in_tail = y >= threshold
@@ -163,7 +164,7 @@ def runs_to_decide_share(share: float, overall: float, alpha: float, most: int =
     return hi
 
 
-def tail_heatmap(codes: np.ndarray, y, i: int, j: int, quantile: float = 0.9) -> np.ndarray:
+def tail_heatmap(codes: np.ndarray, y: npt.ArrayLike, i: int, j: int, quantile: float = 0.9) -> np.ndarray:
     """(levels of i, levels of j) share of runs in the tail (NaN where no run)."""
     y = np.asarray(y, dtype=float)
     in_tail = y >= np.quantile(y, quantile)
@@ -174,7 +175,7 @@ def tail_heatmap(codes: np.ndarray, y, i: int, j: int, quantile: float = 0.9) ->
     return out
 
 
-def ecdf(values, max_points: int = 200) -> list[list[float]]:
+def ecdf(values: npt.ArrayLike, max_points: int = 200) -> list[list[float]]:
     """[[x, F(x)], ...] of the empirical CDF, at most ``max_points`` points."""
     v = np.sort(np.asarray(values, dtype=float))
     if len(v) == 0:
@@ -198,7 +199,7 @@ def nondeterminism(runs: list[tuple], factors_by_key: dict, names: list[str], mi
     changed = diffs > 0
     share = float(changed.mean())
     codes, values = encode([factors_by_key[k] for k, _, _ in pairs], names)
-    concentrated = []
+    concentrated: list[dict] = []
     if share > 0:
         varied = [j for j in range(len(names)) if len(values[j]) > 1]  # a fixed factor explains nothing
         for i, j in itertools.combinations(varied, 2):

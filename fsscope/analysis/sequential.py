@@ -318,9 +318,9 @@ class Settling:
             every, _ = repeatable_outliers(np.where(np.isnan(self.latency), -1, self.latency), min_runs=1)
             kept += [o for o in every if o.index in wanted]
         return replace(analysis, outliers=tuple(sorted(kept, key=lambda o: o.index)),
-                       level_shifts=self._settled_shifts(analysis))
+                       level_shifts=self._settled_shifts(analysis, self.latency))
 
-    def _settled_shifts(self, analysis) -> tuple:
+    def _settled_shifts(self, analysis, latency: NDArray[np.float64]) -> tuple:
         """The analysis' level shifts, plus each predicted shift decided up-stepping run by run
         that the median curve's segmentation missed (a loaded run or two can flatten a median
         of five): at the cut within the tolerance that best splits the per-file medians around
@@ -329,9 +329,9 @@ class Settling:
         would blur the levels of a median of a few runs."""
 
         shifts = list(analysis.level_shifts)
-        files = self.latency.shape[1]
+        files = latency.shape[1]
         with np.errstate(divide="ignore", invalid="ignore"):
-            log_latency = np.log(np.maximum(self.latency, 1.0))
+            log_latency = np.log(np.maximum(latency, 1.0))
         run_level = nanmedian_last_axis(log_latency)
         log_curve = nanmedian_last_axis((log_latency - run_level[:, None]).T) + float(np.nanmedian(run_level))
         for d in self.decisions:

@@ -53,8 +53,8 @@ def predict(g: Geometry, op: str, L: int, files: int, *, symlink_target_bytes: i
             write_bytes: int) -> list[Prediction]:
     if op not in CREATING_OPS or g.btrfs_fs_tree_level != 0:
         return []
-    free = g.btrfs_fs_tree_leaf_free_bytes
-    if free is None or not g.node_size_bytes:
+    free, node_bytes = g.btrfs_fs_tree_leaf_free_bytes, g.node_size_bytes
+    if free is None or not node_bytes:
         return []
     per_file, in_call, items = btrfs_file_items(
         L, op, symlink_target_bytes=symlink_target_bytes, write_bytes=write_bytes,
@@ -62,7 +62,7 @@ def predict(g: Geometry, op: str, L: int, files: int, *, symlink_target_bytes: i
         sector_bytes=g.btrfs_sector_size_bytes or 4096)
     out = [_btrfs_first_split(g, op, free, per_file, in_call, items)]
     if g.btrfs_tree_includes_dir:
-        out += [_btrfs_later_split(g, free, per_file, in_call, items, k) for k in (2, 3)]
+        out += [_btrfs_later_split(node_bytes, free, per_file, in_call, items, k) for k in (2, 3)]
     return out
 
 
@@ -71,9 +71,9 @@ def predict(g: Geometry, op: str, L: int, files: int, *, symlink_target_bytes: i
 BTRFS_PACKED_SPLITS = 3
 
 
-def _btrfs_later_split(g: Geometry, free: int, per_file: int, in_call: int, items: str,
+def _btrfs_later_split(node_bytes: int, free: int, per_file: int, in_call: int, items: str,
                        k: int) -> Prediction:
-    leaf = g.node_size_bytes - BTRFS_HEADER_BYTES
+    leaf = node_bytes - BTRFS_HEADER_BYTES
     total = free + (k - 1) * leaf
     fit = total // per_file
     left = total - fit * per_file
@@ -83,7 +83,7 @@ def _btrfs_later_split(g: Geometry, free: int, per_file: int, in_call: int, item
         structure=f"btrfs-fs-tree-leaf-split-{k}", kind="level_shift", index=index,
         arithmetic=(f"{items}; before the split to {k + 1} leaves the {k} leaves are packed "
                     f"(split_leaf first pushes items into the neighbour leaves): free {free} B "
-                    f"+ {k - 1} x leaf ({g.node_size_bytes} - {BTRFS_HEADER_BYTES} = {leaf} B) "
+                    f"+ {k - 1} x leaf ({node_bytes} - {BTRFS_HEADER_BYTES} = {leaf} B) "
                     f"= {total} B; {total} // {per_file} = {fit} files, {left} B left "
                     f"-> file {index}"),
         tolerance_files=tol,

@@ -16,6 +16,7 @@ creates are left before one pays the change. Pure: names and geometry in, a verd
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from fsscope.explain.ext4 import ext4_rec_len
 from fsscope.explain.geometry import Geometry
@@ -90,32 +91,37 @@ def ext4_shape(g: Geometry, name_lengths: list[int], *, size_bytes: int | None =
     return DirShape("htree", needed, None, data_blocks=leaves, depth=depth)
 
 
-def shape(g: Geometry, name_lengths: list[int], **kw) -> DirShape | None:
-    """The structure of a directory with these names on this file system; None: no rules."""
+def shape(g: Geometry, name_lengths: list[int], *, ino8: bool = False, fork_bytes: int | None = None,
+          size_bytes: int | None = None) -> DirShape | None:
+    """The structure of a directory with these names on this file system; None: no rules.
+    ``ino8``, ``fork_bytes``: xfs's (64-bit inode numbers, attribute fork offset);
+    ``size_bytes``: ext4's (the directory's st_size)."""
     if g.fs == "xfs" and g.xfs_literal_area_bytes:
-        return xfs_shape(g, name_lengths, ino8=kw.get("ino8", False), fork_bytes=kw.get("fork_bytes"))
+        return xfs_shape(g, name_lengths, ino8=ino8, fork_bytes=fork_bytes)
     if g.fs in ("ext4", "ext3", "ext2") and g.block_size_bytes:
         if not g.features or "inline_data" in g.features:  # superblock not read / no rule
             return None
-        return ext4_shape(g, name_lengths, size_bytes=kw.get("size_bytes"))
+        return ext4_shape(g, name_lengths, size_bytes=size_bytes)
     if g.fs == "btrfs":
         return DirShape("items", 2 * sum(name_lengths), None)
     return None
 
 
 def creates_until_change(g: Geometry, name_lengths: list[int], *, next_name_length: int,
-                         limit: int = 64, **kw) -> tuple[int, str] | None:
+                         limit: int = 64, ino8: bool = False, fork_bytes: int | None = None,
+                         size_bytes: int | None = None) -> tuple[int, str] | None:
     """(k, new structure): the k-th create of a ``next_name_length`` name from now changes
     the structure (1 = the very next one). None when nothing changes within ``limit``
     creates (or there are no rules). An htree's later changes (leaf splits) depend on the
-    hash of each name, so only its depth is followed."""
-    now = shape(g, name_lengths, **kw)
+    hash of each name, so only its depth is followed. The keywords are :func:`shape`'s."""
+    shape_of = partial(shape, g, ino8=ino8, fork_bytes=fork_bytes, size_bytes=size_bytes)
+    now = shape_of(name_lengths)
     if now is None or now.structure == "items":
         return None
     names = list(name_lengths)
     for k in range(1, limit + 1):
         names.append(next_name_length)
-        later = shape(g, names, **kw)
+        later = shape_of(names)
         if later is None:
             return None
         if later.structure != now.structure or later.depth != now.depth:

@@ -20,7 +20,9 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -197,17 +199,19 @@ def _read_existing(fs: str, device: str | None, mountpoint: str, probe_dir: Any,
     if fs in ("xfs", "ext4", "ext3", "ext2", "btrfs"):
         if sync:
             syncfs(mountpoint)
-        if device is None and fs != "xfs":
+        read: Callable[[], Geometry] | None = None
+        if fs == "xfs":  # xfs_info reads a mounted xfs without its device
+            read = partial(_read_xfs, device, mountpoint, probe_dir, device_reads=sync)
+        elif device is None:
             unread.append(f"{fs} geometry: the mount's source is not a block device here, so "
                           f"its superblock cannot be read")
+        elif fs == "btrfs":
+            read = partial(_read_btrfs, device, mountpoint, probe_dir)
         else:
+            read = partial(_read_ext4, fs, device, mountpoint, probe_dir, native=True)
+        if read is not None:
             try:
-                if fs == "xfs":
-                    found = _read_xfs(device, mountpoint, probe_dir, device_reads=sync)
-                elif fs == "btrfs":
-                    found = _read_btrfs(device, mountpoint, probe_dir)
-                else:
-                    found = _read_ext4(fs, device, mountpoint, probe_dir, native=True)
+                found = read()
                 unread += [f"{fs}: {e}" for e in found.raw.get("errors", [])]
                 return replace(found, existing=True, unread=tuple(unread), mount_options=options)
             except (FsscopeError, OSError) as exc:

@@ -238,14 +238,11 @@ def account(rec: DirRecord, g: Geometry, device: str | None) -> dict:
             return {"structure": None, "how": "FS_IOC_GETFLAGS refused"}
         out = {"structure": "htree" if rec.indexed else "linear",
                "how": "EXT4_INDEX_FL (FS_IOC_GETFLAGS), st_size", "blocks": rec.size_bytes // (g.block_size_bytes or 4096)}
-        if rec.indexed:
-            depth = ext4_htree_depth(rec.path, device)
-            out["depth"] = depth
-            if depth is None:
-                out["how"] += "; depth not read (the device needs root)"
-            else:
-                out["how"] += "; depth from the dx_root on the device"
-        return out
+        if not rec.indexed:
+            return out
+        depth = ext4_htree_depth(rec.path, device)
+        how = "depth not read (the device needs root)" if depth is None else "depth from the dx_root on the device"
+        return out | {"how": f"{out['how']}; {how}", "depth": depth}
     if g.fs == "btrfs":
         return {"structure": "items", "how": "st_size = 2 x name bytes", "size_bytes": rec.size_bytes}
     return {"structure": None, "how": f"{g.fs}: no on-disk directory structure fsscope knows"}
@@ -261,10 +258,11 @@ def _fork_bytes(rec: DirRecord, g: Geometry) -> int | None:
 def judge(rec: DirRecord, g: Geometry, device: str | None) -> dict:
     """One directory: the structure its names give, the file system's account, agreement,
     and how many creates until the next structural change."""
-    kw = {"ino8": rec.ino8, "fork_bytes": _fork_bytes(rec, g), "size_bytes": rec.size_bytes}
-    shape = dirs.shape(g, rec.name_lengths, **kw)
+    fork_bytes = _fork_bytes(rec, g)
+    shape = dirs.shape(g, rec.name_lengths, ino8=rec.ino8, fork_bytes=fork_bytes, size_bytes=rec.size_bytes)
+    name_bytes_median = int(np.median(rec.name_lengths)) if rec.name_lengths else 0
     out = {"path": rec.path, "entries": rec.entries, "size_bytes": rec.size_bytes,
-           "name_bytes_median": int(np.median(rec.name_lengths)) if rec.name_lengths else 0,
+           "name_bytes_median": name_bytes_median,
            "structure": shape.structure if shape else None,
            "bytes_needed": shape.bytes_needed if shape else None,
            "limit_bytes": shape.limit_bytes if shape else None,
@@ -278,8 +276,9 @@ def judge(rec: DirRecord, g: Geometry, device: str | None) -> dict:
     out |= {"account": said, "agrees": agrees, "why": why}
     ahead = None
     if agrees:
-        next_len = out["name_bytes_median"] or 8
-        found = dirs.creates_until_change(g, rec.name_lengths, next_name_length=next_len, **kw)
+        next_len = name_bytes_median or 8
+        found = dirs.creates_until_change(g, rec.name_lengths, next_name_length=next_len, ino8=rec.ino8,
+                                          fork_bytes=fork_bytes, size_bytes=rec.size_bytes)
         if found is not None:
             ahead = {"creates": found[0], "becomes": found[1], "name_bytes": next_len}
     out["creates_until_change"] = ahead

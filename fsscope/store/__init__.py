@@ -26,8 +26,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
+import numpy.typing as npt
 import psutil
 
 from fsscope import paths, proctree, tools
@@ -98,11 +100,12 @@ def _object_problem(path: Path, *, required: bool) -> str | None:
 
 
 # The manifest fields readers use, and the JSON types fsscope writes them with.
-_MANIFEST_TYPES = {"job": str, "status": str, "started": str, "ended": str, "error": str, "pid": int,
+_JsonType = type | tuple[type, ...]  # what isinstance takes
+_MANIFEST_TYPES: dict[str, _JsonType] = {"job": str, "status": str, "started": str, "ended": str, "error": str, "pid": int,
                    "pid_start_ticks": int, "pid_start": (int, float), "target": dict, "recipe": dict, "machine": dict,
                    "spec": dict}
-_NESTED_TYPES = {("target", "spec"): dict, ("target", "commands"): list, ("recipe", "name"): str}
-_JSON_NAMES = {str: "text", int: "a whole number", dict: "an object", list: "a list", (int, float): "a number"}
+_NESTED_TYPES: dict[tuple[str, str], _JsonType] = {("target", "spec"): dict, ("target", "commands"): list, ("recipe", "name"): str}
+_JSON_NAMES: dict[_JsonType, str] = {str: "text", int: "a whole number", dict: "an object", list: "a list", (int, float): "a number"}
 
 
 def _manifest_problem(m: dict) -> str | None:
@@ -135,7 +138,7 @@ def reading(what: str) -> Iterator[None]:
 class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._events = None
+        self._events: TextIO | None = None
 
     @classmethod
     def create(cls, job: str, root: Path | None = None) -> RunDir:
@@ -177,7 +180,7 @@ class RunDir:
             raise FsscopeError(f"run {self.id} cannot be read: {why}")
         return self
 
-    def update_manifest(self, **fields) -> dict:
+    def update_manifest(self, **fields: object) -> dict:
         data = self.manifest() | fields
         _write_json(self.path / "manifest.json", data)
         return data
@@ -213,7 +216,8 @@ class RunDir:
             self._events = None
 
     # -- arrays and report ------------------------------------------------------------------
-    def open_array(self, name: str, shape: tuple[int, ...], dtype=np.int64, fill=-1) -> np.memmap:
+    def open_array(self, name: str, shape: tuple[int, ...], dtype: npt.DTypeLike = np.int64,
+                   fill: float = -1) -> np.memmap:
         """A memory-mapped .npy filled with ``fill`` (= not measured) that jobs write into."""
         path = self.path / f"{name}.npy"
         arr = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)

@@ -57,7 +57,7 @@ def create_image(path: Path, size_bytes: int, *, journal: Journal | None = None,
     fd = new_journalled(path, journal, group) if journal is not None else new_file(path)
     try:
         os.ftruncate(fd, size_bytes)
-        mark(fd, path)
+        mark(path, fd)
     except BaseException:
         os.close(fd)
         raise
@@ -74,12 +74,13 @@ def new_journalled(path: Path, journal: Journal, group: str) -> int:
     return fd
 
 
-def mark(fd_or_path: int | Path, path: Path | None = None) -> None:
+def mark(path: Path, fd: int | None = None) -> None:
     """Mark a file fsscope made (an image, a snapshot) as its own to format or overwrite: the
     xattr, or where this file system has no user xattrs a root-owned ``.fsscope`` sidecar
-    that names the file's inode."""
-    fd = fd_or_path if isinstance(fd_or_path, int) else os.open(fd_or_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    path = path or Path(fd_or_path)
+    that names the file's inode. ``fd``: the file already open (else ``path`` is opened)."""
+    own = fd is None
+    if fd is None:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         os.setxattr(fd, MARK_XATTR, b"1")
     except OSError as exc:
@@ -95,7 +96,7 @@ def mark(fd_or_path: int | Path, path: Path | None = None) -> None:
             os.close(side)
         os.replace(tmp, sidecar)
     finally:
-        if fd is not fd_or_path:
+        if own:
             os.close(fd)
 
 
@@ -158,7 +159,7 @@ def fd_path(fd: int) -> str:
     return f"/proc/{os.getpid()}/fd/{fd}"
 
 
-def attach(image: Path, journal: Journal, group: str, fd: int | None = None) -> tuple[str, bool, int]:
+def attach(image: Path, journal: Journal, group: str, fd: int | None = None) -> tuple[str, bool, int | None]:
     """Attach ``image`` to a free loop device; returns (device, direct_io_on, diskseq).
 
     The loop device is attached from the open file ``fd`` (or ``image`` opened now without
@@ -167,7 +168,7 @@ def attach(image: Path, journal: Journal, group: str, fd: int | None = None) -> 
     before the attach and the device with its diskseq right after, so cleanup can tell this
     attachment from any later one."""
     own = fd is None
-    if own:
+    if fd is None:
         fd = os.open(image, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)

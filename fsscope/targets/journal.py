@@ -73,7 +73,7 @@ class Journal:
             paths.check_home()  # root undoes what this directory names: only root may write it
         self.directory = directory or paths.state_dir() / "journal"
 
-    def record(self, kind: str, group: str, *, persistent: bool = False, **fields) -> Entry:
+    def record(self, kind: str, group: str, *, persistent: bool = False, **fields: object) -> Entry:
         self.directory.mkdir(parents=True, exist_ok=True)
         if not persistent:  # the start time tells a reused pid from the real owner
             fields = fields | {"owner_start_ticks": proctree.start_ticks(os.getpid())}
@@ -82,7 +82,7 @@ class Journal:
         _fsync_write(self.directory / f"{entry.id}.json", json.dumps(entry.to_dict()))
         return entry
 
-    def complete(self, entry: Entry, **fields) -> Entry:
+    def complete(self, entry: Entry, **fields: object) -> Entry:
         """Add what is known only after the action (the loop device, the mount id)."""
         done = Entry(entry.id, entry.kind, entry.group, entry.owner_pid, entry.fields | fields)
         _fsync_write(self.directory / f"{entry.id}.json", json.dumps(done.to_dict()))
@@ -105,7 +105,8 @@ class Journal:
     def read(self) -> tuple[list[Entry], list[str]]:
         """Every entry, and one line per file that is not one (garbage, ``[]``, a field of the
         wrong type): skipped, never fatal -- ``fsscope cleanup`` reports them."""
-        out, bad = [], []
+        out: list[Entry] = []
+        bad: list[str] = []
         if not self.directory.is_dir():
             return out, bad
         for path in sorted(self.directory.glob("*.json")):
@@ -125,7 +126,7 @@ OPTIONAL = {"home": str, "source": str, "device": str, "majmin": str, "path": st
             "backing": list, "ident": list, "paths": list, "idents": list}
 
 
-def parse_entry(data) -> Entry:
+def parse_entry(data: object) -> Entry:
     """An Entry from a journal file's JSON; ValueError naming what is wrong with its shape."""
     if not isinstance(data, dict):
         raise ValueError(f"a JSON {type(data).__name__}, not an object")

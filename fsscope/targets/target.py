@@ -38,7 +38,7 @@ from fsscope.format import format_bytes
 from fsscope.recipes import Recipe
 from fsscope.targets import devices, filesystem, identity, image
 from fsscope.targets.existing import ExistingFS, existing_fs
-from fsscope.targets.journal import Journal, undo_group
+from fsscope.targets.journal import Entry, Journal, undo_group
 
 TARGET_KINDS = ("device", "image", "ram", "dir")
 DEFAULT_SIZE_BYTES = 2 * 2**30
@@ -120,7 +120,7 @@ class Target:
         self.device_seq: int | None = None  # the device's diskseq when we took it
         self.device_rdev: str | None = None
         self.backing: tuple[int, int] | None = None  # the image's (st_dev, st_ino)
-        self._mount_entry = None
+        self._mount_entry: Entry | None = None
         self.direct_io: bool | None = None
         self.image_path: Path | None = None
         self.image_fd: int | None = None  # the image, opened once: attached, locked and restored through it
@@ -130,12 +130,34 @@ class Target:
         self.formats = 0
         self.restores: list[dict] = []  # one per snapshot restore: how, and inodes in use after
 
+    @property
+    def fs_recipe(self) -> Recipe:
+        """The recipe of a target fsscope formats (every kind but a directory, which __init__
+        lets go without one)."""
+        if self.recipe is None:
+            raise FsscopeError(f"a {self.spec.kind} target has no recipe: nothing to format or mount")
+        return self.recipe
+
+    @property
+    def held_device(self) -> str:
+        """The block device this target holds (set once it is opened or attached)."""
+        if self.device is None:
+            raise FsscopeError(f"{self.spec.describe()}: no device attached")
+        return self.device
+
+    @property
+    def held_image(self) -> tuple[Path, int]:
+        """The image file this target holds open (image and RAM targets, once opened)."""
+        if self.image_path is None or self.image_fd is None:
+            raise FsscopeError(f"{self.spec.describe()}: no image opened")
+        return self.image_path, self.image_fd
+
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> Target:
         self.open()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _record(self, rec: tools.CommandRecord) -> None:
@@ -153,7 +175,7 @@ class Target:
     def preflight(self) -> None:
         """Every check that can refuse this target, touching nothing: run it before anything
         is started or recorded. Raises FsscopeError/SafetyRefusal with one line."""
-        spec, recipe = self.spec, self.recipe
+        spec = self.spec
         if spec.kind == "dir":
             root = Path(spec.path)
             if not root.is_dir():
@@ -162,6 +184,7 @@ class Target:
                 raise FsscopeError(f"--dir {root}: not writable by this user")
             trust.check_work_dir(root, "--dir")
             return
+        recipe = self.fs_recipe
         filesystem.check_supported(recipe)
         if os.geteuid() != 0:
             raise FsscopeError(f"formatting a {spec.kind} target needs root; without root use --dir PATH")
@@ -188,14 +211,14 @@ class Target:
         then holds the lock), so a second job on the image is refused here, in one line,
         before it has a run record. None for other targets."""
         self.preflight()
-        if self.spec.kind != "image" or self.recipe.fs == "tmpfs":
+        if self.spec.kind != "image" or self.fs_recipe.fs == "tmpfs":
             return None
         return self._image()[1]
 
     def _open(self) -> None:
-        spec, recipe = self.spec, self.recipe
+        spec = self.spec
         self.preflight()
-        if spec.kind == "dir" or recipe.fs == "tmpfs":
+        if spec.kind == "dir" or self.fs_recipe.fs == "tmpfs":
             return
         if spec.kind == "device":
             self.device = spec.path
@@ -209,24 +232,25 @@ class Target:
                 self._attach()
 
     def _attach(self) -> None:
-        self.device, self.direct_io, self.device_seq = image.attach(self.image_path, self.journal, self.group,
-                                                                   fd=self.image_fd)
+        path, fd = self.held_image
+        self.device, self.direct_io, self.device_seq = image.attach(path, self.journal, self.group, fd=fd)
         self._set_scheduler()
 
     def _set_scheduler(self) -> None:
         """Switch the device's I/O scheduler, journalled first so that normal exit and
         'fsscope cleanup' after a kill both put the previous one back."""
-        wanted = self.recipe.prep.io_scheduler
-        queue = filesystem.scheduler_queue(self.device) if wanted else None
+        wanted = self.fs_recipe.prep.io_scheduler
+        device = self.held_device
+        queue = filesystem.scheduler_queue(device) if wanted else None
         if queue is None:
             return
         active, offered = filesystem.read_scheduler(queue)
         if active == wanted:
             return
         if wanted not in offered:
-            raise FsscopeError(f"{self.device}: I/O scheduler '{wanted}' not offered (has: {', '.join(offered)})")
-        self.journal.record("scheduler", self.group, device=self.device, queue=str(queue), previous=active,
-                            diskseq=identity.diskseq(self.device))
+            raise FsscopeError(f"{device}: I/O scheduler '{wanted}' not offered (has: {', '.join(offered)})")
+        self.journal.record("scheduler", self.group, device=device, queue=str(queue), previous=active,
+                            diskseq=identity.diskseq(device))
         queue.write_text(wanted)
 
     def _check_still_held(self, action: str) -> None:
@@ -285,7 +309,8 @@ class Target:
     def _check_snapshot(self) -> None:
         """Refuse, before anything is touched, a snapshot that is missing or not the recipe's fs."""
         snap = Path(self.spec.snapshot)
-        if self.recipe.fs == "tmpfs":
+        recipe = self.fs_recipe
+        if recipe.fs == "tmpfs":
             raise FsscopeError("--from-snapshot: the tmpfs recipe has no image to restore; "
                                "use the recipe the snapshot was aged with")
         if not snap.is_file():
@@ -296,10 +321,10 @@ class Target:
             raise FsscopeError(f"--from-snapshot {snap} is the target image itself: "
                                "restore it into another --image")
         found = devices._signature(str(snap))  # noqa: SLF001 - the same blkid probe
-        if found != self.recipe.fs:
+        if found != recipe.fs:
             what = f"holds {found}" if found else "carries no file-system signature"
-            raise FsscopeError(f"--from-snapshot {snap} {what}, but recipe {self.recipe.name} "
-                               f"is {self.recipe.fs}: pass the recipe it was aged with")
+            raise FsscopeError(f"--from-snapshot {snap} {what}, but recipe {recipe.name} "
+                               f"is {recipe.fs}: pass the recipe it was aged with")
 
     def _image(self) -> tuple[Path, int]:
         """The image, opened once (created with O_EXCL if new) and locked for this target's
@@ -340,16 +365,16 @@ class Target:
     def mount_existing(self) -> MountedFS:
         """Mount the file system the target already holds, without mkfs (e.g. to resume aging
         a kept image). Refuses when it holds no file system of the recipe's type."""
-        if self.spec.kind == "dir" or self.recipe.fs == "tmpfs":
+        if self.spec.kind == "dir" or self.fs_recipe.fs == "tmpfs":
             raise FsscopeError(f"a {self.spec.kind if self.spec.kind == 'dir' else 'tmpfs'} target "
                                "keeps no file system between runs: nothing to mount again")
         if self.device is None and self.image_path is not None:
             self._attach()
         self._check_still_held("probing it")
-        found = devices._signature(self.device)  # noqa: SLF001 - the same blkid probe
-        if found != self.recipe.fs:
+        found = devices._signature(self.held_device)  # noqa: SLF001 - the same blkid probe
+        if found != self.fs_recipe.fs:
             what = f"holds {found}" if found else "holds no file system"
-            raise FsscopeError(f"{self.spec.path or self.device} {what}, not {self.recipe.fs}: "
+            raise FsscopeError(f"{self.spec.path or self.device} {what}, not {self.fs_recipe.fs}: "
                                "nothing to mount again (age it first, or pass its recipe)")
         return self._mount(make_fs=False)
 
@@ -359,11 +384,11 @@ class Target:
         snap = Path(self.spec.snapshot)
         if self.spec.kind == "device":
             self._check_still_held("writing the snapshot onto it")
-            method = image.write_onto_device(snap, self.device)
+            method = image.write_onto_device(snap, self.held_device)
         else:
             undo_group(self.journal, self.group, kinds=("scheduler", "loop"))
             self.device = None
-            method = image.copy_image(snap, Path(image.fd_path(self.image_fd)))
+            method = image.copy_image(snap, Path(image.fd_path(self.held_image[1])))
             self._attach()
         self.restores.append({"snapshot": str(snap), "method": method})
 
@@ -380,7 +405,7 @@ class Target:
             self.mounted = MountedFS(found.fs, found.device, found.mountpoint, workdir,
                                      list(found.mount_options), found=found)
             return self.mounted
-        recipe = self.recipe
+        recipe = self.fs_recipe
         mountpoint, missing = _mountpoint_place(self.spec.mountpoint or paths.state_dir() / "mnt" / self.group)
         if missing:  # deepest first: undo removes the parents it made too (each by identity)
             entry = self.journal.record("mountdir", self.group, paths=[str(p) for p in missing])
@@ -393,7 +418,7 @@ class Target:
             self._restore_snapshot()
         elif make_fs and recipe.fs != "tmpfs":
             self._check_still_held("mkfs")
-            filesystem.mkfs(recipe, self.device)
+            filesystem.mkfs(recipe, self.held_device)
         if not identity.still_names(mountpoint, checked):  # mkfs or a restore took a while
             raise SafetyRefusal(f"--mountpoint {mountpoint} changed since fsscope checked it: not mounted")
         self._mount_fs(str(mountpoint))
@@ -407,10 +432,11 @@ class Target:
 
     def remount(self) -> None:
         """Unmount and mount again (recipe hygiene after populating a data set)."""
-        if self.mounted is None or self.spec.kind == "dir" or self.recipe.fs == "tmpfs":
+        if self.mounted is None or self.spec.kind == "dir" or self.fs_recipe.fs == "tmpfs":
             return
         # Until the new mount id is journalled, cleanup knows the mount by its source device.
-        self._mount_entry = self.journal.complete(self._mount_entry, mount_id=None, majmin=None)
+        if self._mount_entry is not None:
+            self._mount_entry = self.journal.complete(self._mount_entry, mount_id=None, majmin=None)
         filesystem.umount(self.mounted.mountpoint)
         self._mount_fs(self.mounted.mountpoint, record=False)
 
@@ -422,9 +448,9 @@ class Target:
                 "mount", self.group, mountpoint=mountpoint, source=source,
                 source_diskseq=self.device_seq if self.device else None)
         self._check_still_held("mount")
-        filesystem.mount(self.recipe, source, mountpoint, self.spec.size_bytes)
+        filesystem.mount(self.fs_recipe, source, mountpoint, self.spec.size_bytes)
         top = identity.top_mount(mountpoint)
-        if top is not None:
+        if top is not None and self._mount_entry is not None:
             self._mount_entry = self.journal.complete(self._mount_entry, mount_id=top.mount_id, majmin=top.majmin)
 
     def unmount(self) -> None:

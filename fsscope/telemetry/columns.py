@@ -4,6 +4,9 @@ counter deltas (device IOPS and bytes/s, CPU busy %), in one place."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 TELEMETRY_COLUMNS = ("t_s", "disk_read_bytes", "disk_write_bytes", "disk_read_ops", "disk_write_ops",
@@ -12,7 +15,7 @@ TELEMETRY_COLUMNS = ("t_s", "disk_read_bytes", "disk_write_bytes", "disk_read_op
                      "proc_read_bytes", "proc_write_bytes", "blkio_delay_ns", "cpu_delay_ns")
 
 
-def telemetry_matrix(samples) -> np.ndarray:
+def telemetry_matrix(samples: Sequence[Any]) -> np.ndarray:
     """The matrix of a sampler's samples (attributes named as the columns; per-disk ones summed)."""
     cols = []
     for name in TELEMETRY_COLUMNS:

@@ -90,6 +90,7 @@ class TaskStatsReader:
         except ImportError as exc:                      # pragma: no cover - declared dependency
             self.notes.append(f"pyroute2 is not importable ({exc}): no per-task delays")
             return self
+        sock = None
         try:
             sock = TaskStats()
             sock.bind()
@@ -102,7 +103,8 @@ class TaskStatsReader:
             else:
                 self.notes.append(f"taskstats is not available here ({exc}): no per-task delays")
             try:
-                sock.close()
+                if sock is not None:  # TaskStats() itself may have failed
+                    sock.close()
             except Exception:
                 pass
         note = delayacct_note()

@@ -9,9 +9,11 @@ event. Event names are used without their system ("xfs_dir2_sf_to_block").
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from fsscope.trace import catalog
 from fsscope.trace.decode import RWBS_FLUSH, RWBS_FUA, RWBS_READ, RWBS_SYNC, RWBS_WRITE
@@ -59,7 +61,7 @@ class RunCalls:
 
     run: int
     latency_ns: np.ndarray
-    events: dict[int, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    events: dict[int, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     io_requests: Counter = field(default_factory=Counter)
     io_bytes: Counter = field(default_factory=Counter)
     io_flags: dict[int, int] = field(default_factory=lambda: defaultdict(int))
@@ -93,7 +95,8 @@ def attribute_run(events: np.ndarray, names: list[str], start_ns: np.ndarray,
     return out
 
 
-def _off_cpu(events, short_names, idx, pid, comms, out: RunCalls) -> None:
+def _off_cpu(events: np.ndarray, short_names: list[str], idx: np.ndarray, pid: int, comms: dict[int, str],
+             out: RunCalls) -> None:
     """Pair each switch-out of ``pid`` inside a call with its next switch-in."""
     switch_code = short_names.index(SWITCH) if SWITCH in short_names else -1
     if switch_code < 0:
@@ -134,7 +137,7 @@ def kernel_evidence(runs: list[RunCalls], indices: list[int]) -> dict:
     members: Counter = Counter()
     requests, nbytes, causes = [], [], []
     for rc in runs:
-        names = set()
+        names: set[str] = set()
         for i in indices:
             names.update(rc.events.get(i, {}))
         seen.update(names)
@@ -224,7 +227,7 @@ def call_cause(rc: RunCalls, index: int) -> str:
         causes.append(f"waited on I/O ({rc.io_requests[index]} block request"
                       f"{'s' if rc.io_requests[index] != 1 else ''}, {rc.io_bytes[index] / 1024:.0f} KiB"
                       f"{', ' + flag_words(rc.io_flags[index]) if flag_words(rc.io_flags[index]) else ''})")
-    names = rc.events.get(index, {})
+    names = rc.events.get(index, Counter())
     if any(name in names for name in COMMIT_EVENTS):
         causes.append("a journal commit ran during it")
     fs_events = [n for n in names if n not in (ISSUE, BLOCK_READ, *COMMIT_EVENTS)]
@@ -240,7 +243,7 @@ def flag_words(bits: int) -> str:
 
 def noise(runs: list[RunCalls], flagged: set[int], *, factor: float = 5.0, limit: int = 10) -> list[dict]:
     """One-off slow calls of the traced runs (not at a flagged index), with their cause."""
-    out = []
+    out: list[dict] = []
     for rc in runs:
         lat = rc.latency_ns
         reached = lat[lat >= 0]
@@ -267,7 +270,7 @@ def window_counts(events: np.ndarray, names: list[str], start_ns: int, window_ns
     k = (events["ts_ns"] - start_ns) // max(window_ns, 1)
     inside = (k >= 0) & (k < windows)
 
-    def count(name: str, mask=None) -> np.ndarray:
+    def count(name: str, mask: np.ndarray | None = None) -> np.ndarray:
         if name not in short_names:
             return np.zeros(windows, np.int64)
         sel = inside & (events["code"] == short_names.index(name))
@@ -300,7 +303,7 @@ def per_call_io(events: np.ndarray, names: list[str], start_ns: np.ndarray,
         return out
     starts, lats = np.asarray(start_ns)[reached], np.asarray(latency_ns)[reached]
 
-    def per_call(selected: np.ndarray, weights=None) -> np.ndarray:
+    def per_call(selected: np.ndarray, weights: npt.ArrayLike | None = None) -> np.ndarray:
         idx = call_index(selected["ts_ns"], starts, lats)
         ok = idx >= 0
         w = None if weights is None else np.asarray(weights, dtype=float)[ok]
@@ -331,7 +334,7 @@ def _prediction_indices(p: dict) -> list[int]:
     return [i for i in (p.get("index_low"), p.get("index_high")) if i is not None]
 
 
-def _near(i: int, candidates, tolerance: int) -> bool:
+def _near(i: int, candidates: Iterable[int], tolerance: int) -> bool:
     return any(abs(i - c) <= tolerance for c in candidates)
 
 
@@ -481,8 +484,7 @@ def annotate_dips(ops_per_s: np.ndarray, kernel: dict[str, list[int]], window_s:
         return []
     median = float(np.median(ops_per_s))
     out = []
-    for k in np.flatnonzero(ops_per_s < median * (1 - threshold)):
-        k = int(k)
+    for k in map(int, np.flatnonzero(ops_per_s < median * (1 - threshold))):
         counts = {name: values[k] for name, values in kernel.items() if k < len(values)}
         parts = []
         if counts.get("journal_commits"):

@@ -69,8 +69,12 @@ _FIELD_RE = re.compile(r"field:(?P<decl>[^;]+);\s*offset:(?P<off>\d+);\s*size:(?
 
 
 def parse_format(text: str) -> tuple[int, dict[str, Field]]:
-    """(event id, {field name: Field}) from an ``events/SYS/EVENT/format`` file."""
-    event_id = int(re.search(r"^ID:\s*(\d+)", text, re.M).group(1))
+    """(event id, {field name: Field}) from an ``events/SYS/EVENT/format`` file; ValueError
+    when the text has no ``ID:`` line (not a format file)."""
+    found = re.search(r"^ID:\s*(\d+)", text, re.M)
+    if found is None:
+        raise ValueError("no 'ID:' line: not an event format file")
+    event_id = int(found.group(1))
     fields = {}
     for m in _FIELD_RE.finditer(text):
         decl = m.group("decl").strip()
@@ -90,14 +94,13 @@ class EventLayout:
 
 def layouts(events_dir: Path, entries: list[CatalogEvent]) -> dict[int, EventLayout]:
     """Event id -> how to decode it, for the catalog entries (``code`` = position in
-    ``entries``). Entries whose format file is missing are skipped."""
+    ``entries``). Entries whose format file is missing or unreadable are skipped."""
     out = {}
     for code, entry in enumerate(entries):
         try:
-            text = (Path(events_dir) / entry.event / "format").read_text()
-        except OSError:
+            event_id, fields = parse_format((Path(events_dir) / entry.event / "format").read_text())
+        except (OSError, ValueError):
             continue
-        event_id, fields = parse_format(text)
         cols = tuple((col, fields[name]) for col, name in entry.columns.items() if name in fields)
         out[event_id] = EventLayout(code, entry, cols, fields.get("next_comm"))
     return out
@@ -176,7 +179,8 @@ def decode_pages(raw: bytes, cpu: int, table: dict[int, EventLayout], *, page_by
     raw_u8 = np.frombuffer(raw, dtype=np.uint8)
     starts = np.asarray(starts_list, dtype=np.int64)
     types = _gather(raw_u8, starts, Field(0, 2, False, False))
-    parts, comms = [], {}
+    parts: list[np.ndarray] = []
+    comms: dict[int, str] = {}
     for event_id, layout in table.items():
         rows = np.flatnonzero(types == event_id)
         if len(rows) == 0:

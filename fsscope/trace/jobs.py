@@ -122,6 +122,8 @@ class JobTrace:
 class ProbeTrace(JobTrace):
     """Collects the traced runs of one probe job and turns them into report fields."""
 
+    pid: int  # the probe traces its own process
+
     def __init__(self, ctx, mode: str, op: str):
         super().__init__(ctx, mode != "off", "probe", pid=os.getpid())
         self.mode = mode
@@ -130,7 +132,9 @@ class ProbeTrace(JobTrace):
         self.calls: list[attribute.RunCalls] = []  # the traced runs' calls, once attributed
 
     @contextmanager
-    def run(self, fs, run: int, latency_row: np.ndarray, start_row: np.ndarray) -> Iterator[None]:
+    def run_calls(self, fs, run: int, latency_row: np.ndarray, start_row: np.ndarray) -> Iterator[None]:
+        """Trace one run (:meth:`run`), keeping its calls' latencies and starts to attribute
+        the events to (the rows fill in while the body runs)."""
         self.rows[run] = (latency_row, start_row)
         with super().run(fs, run):
             yield

@@ -17,13 +17,15 @@ import os
 import select
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 POLL_S = 0.02
 PAGE_BYTES = 4096
 
 
-def _drain(fds: dict[int, int], outs: dict[int, object]) -> int:
+def _drain(fds: dict[int, int], outs: Mapping[int, BinaryIO]) -> int:
     """Copy every readable page of every CPU; return how many pages moved."""
     moved = 0
     for cpu, fd in fds.items():

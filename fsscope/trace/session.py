@@ -17,10 +17,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
 from fsscope.errors import FsscopeError
+from fsscope.targets.journal import Journal
 from fsscope.trace import catalog
 from fsscope.trace.decode import decode_files
 from fsscope.trace.tracefs import Instance, TraceUnavailable
@@ -81,11 +83,18 @@ def filter_for(entry: catalog.CatalogEvent, pid: int | None, dev: tuple[int, int
     return ""
 
 
+def _piped(stream: IO[bytes] | None) -> IO[bytes]:
+    """A stream Popen was asked to pipe: never None then, though its type cannot say so."""
+    if stream is None:
+        raise FsscopeError("the trace reader was started without its pipes")
+    return stream
+
+
 class Tracer:
     """Trace ``events_for(fs, job)`` while the ``with`` body runs (see module docstring)."""
 
     def __init__(self, raw_dir: Path, *, fs: str, job: str, pid: int | None,
-                 device: str | None, avoid_cpu: int | None = None, journal=None,
+                 device: str | None, avoid_cpu: int | None = None, journal: Journal | None = None,
                  events: tuple[catalog.CatalogEvent, ...] | None = None):
         self.raw_dir = Path(raw_dir)
         self.entries = list(events if events is not None else catalog.events_for(fs, job))
@@ -94,31 +103,31 @@ class Tracer:
         self.avoid_cpu = avoid_cpu
         self.journal = journal
         self.instance: Instance | None = None
-        self.reader: subprocess.Popen | None = None
+        self.reader: subprocess.Popen[bytes] | None = None
         self.result: TraceResult | None = None
         self._t0 = 0.0
 
     def __enter__(self) -> Tracer:
-        self.instance = Instance.create(journal=self.journal)
+        instance = self.instance = Instance.create(journal=self.journal)
         try:
             for entry in self.entries:
                 expr = filter_for(entry, self.pid, self.dev)
                 if expr is not None:
-                    self.instance.enable(entry.event, expr)
-            if not self.instance.enabled:
+                    instance.enable(entry.event, expr)
+            if not instance.enabled:
                 raise TraceUnavailable("none of the catalog's events exists on this kernel: "
-                                       + ", ".join(self.instance.missing))
-            self._start_reader()
-            self.instance.start()
+                                       + ", ".join(instance.missing))
+            self._start_reader(instance)
+            instance.start()
             self._t0 = time.monotonic()
         except BaseException:
             self._abort()
             raise
         return self
 
-    def _start_reader(self) -> None:
+    def _start_reader(self, instance: Instance) -> None:
         self.raw_dir.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "fsscope.trace.reader", str(self.instance.path), str(self.raw_dir)]
+        argv = [sys.executable, "-m", "fsscope.trace.reader", str(instance.path), str(self.raw_dir)]
         if self.avoid_cpu is not None:
             argv += ["--avoid-cpu", str(self.avoid_cpu)]
         # Its own session: a cancel signals the job's process group, and the reader must get
@@ -126,28 +135,30 @@ class Tracer:
         # job never leaves it behind.
         self.reader = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, start_new_session=True)
-        line = self.reader.stdout.readline()
+        line = _piped(self.reader.stdout).readline()
         if line.strip() != b"ready":
-            err = self.reader.stderr.read().decode(errors="replace").strip().splitlines()
+            err = _piped(self.reader.stderr).read().decode(errors="replace").strip().splitlines()
             raise FsscopeError("the trace reader did not start: " + (err[-1] if err else "no output"))
 
     def _stop_reader(self) -> None:
-        if self.reader is None:
+        reader = self.reader
+        if reader is None:
             return
+        stdin, stdout, stderr = _piped(reader.stdin), _piped(reader.stdout), _piped(reader.stderr)
         try:
-            self.reader.stdin.write(b"stop\n")
-            self.reader.stdin.close()
+            stdin.write(b"stop\n")
+            stdin.close()
         except (BrokenPipeError, ValueError):
             pass
         try:
-            self.reader.wait(timeout=30)
+            reader.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            self.reader.kill()
-            self.reader.wait()
-        err = self.reader.stderr.read().decode(errors="replace").strip()
-        self.reader.stdout.close()
-        self.reader.stderr.close()
-        code, self.reader = self.reader.returncode, None
+            reader.kill()
+            reader.wait()
+        err = stderr.read().decode(errors="replace").strip()
+        stdout.close()
+        stderr.close()
+        code, self.reader = reader.returncode, None
         if code != 0:
             raise FsscopeError(f"the trace reader failed (exit {code}): {err.splitlines()[-1] if err else ''}")
 
@@ -161,8 +172,10 @@ class Tracer:
                 self.instance.remove()
                 self.instance = None
 
-    def __exit__(self, exc_type, *exc) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         instance = self.instance
+        if instance is None:  # aborted already
+            return
         duration_s = time.monotonic() - self._t0
         try:
             instance.stop()

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from fsscope import paths, tools
 from fsscope.errors import FsscopeError
+from fsscope.targets.journal import Entry, Journal
 
 #: Where tracefs is found (or mounted, if nothing is).
 TRACEFS_MOUNTPOINT = Path("/sys/kernel/tracing")
@@ -161,7 +162,7 @@ def parse_stats(cpu: int, text: str) -> CpuStats:
 class Instance:
     """One tracefs instance owned by this process. Use :meth:`create` (journals it first)."""
 
-    def __init__(self, path: Path, journal=None, entry=None):
+    def __init__(self, path: Path, journal: Journal | None = None, entry: Entry | None = None):
         self.path = Path(path)
         self.journal = journal
         self.entry = entry
@@ -170,7 +171,7 @@ class Instance:
         self.filter_errors: list[str] = []
 
     @classmethod
-    def create(cls, *, journal=None, buffer_kb: int = DEFAULT_BUFFER_KB) -> Instance:
+    def create(cls, *, journal: Journal | None = None, buffer_kb: int = DEFAULT_BUFFER_KB) -> Instance:
         root = tracefs_root()
         name = f"{INSTANCE_PREFIX}{home_tag()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         path = root / "instances" / name
@@ -180,7 +181,7 @@ class Instance:
         try:
             path.mkdir()
         except OSError as exc:
-            if journal is not None:
+            if journal is not None and entry is not None:
                 journal.forget(entry)
             raise TraceUnavailable(f"cannot make tracefs instance {path}: {exc.strerror}") from None
         instance = cls(path, journal, entry)
@@ -234,5 +235,5 @@ class Instance:
     def __enter__(self) -> Instance:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.remove()

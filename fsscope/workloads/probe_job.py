@@ -178,7 +178,7 @@ def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explaine
             if explained.geometry is not None:
                 ctx.data("geometry", geometry=_geometry_json(explained.geometry),
                          predictions=plain(explained.predictions))
-        with trace.run(fs, r, latency_ns[r], start_ns[r]) if spec.trace == "all" else nullcontext():
+        with trace.run_calls(fs, r, latency_ns[r], start_ns[r]) if spec.trace == "all" else nullcontext():
             _measure(ctx, spec, r, probe_dir, latency_ns[r], start_ns[r], wait_ns[r])
     if (blocked := trace.waited_on_others_ns(r)) is not None:  # --trace all: the kernel saw it
         wait_ns[r] += blocked  # blocked on another process: a disturbance like a CPU wait
@@ -217,7 +217,7 @@ def _attribution_run(ctx, spec: ProbeSpec, trace, run: int) -> None:
     with ctx.run_fs(spec.fresh_fs) as fs:
         probe_dir = probe_dir_of(ctx, fs, spec, PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.traced")
         _sync_dir(spec, probe_dir)
-        with trace.run(fs, run, latency_row[0], start_row[0]):
+        with trace.run_calls(fs, run, latency_row[0], start_row[0]):
             measure_run(probe_dir, spec, cancelled=lambda: ctx.cancelled, out=latency_row[0],
                         start_out=start_row[0])
     latency_row.flush()
