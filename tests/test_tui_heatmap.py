@@ -135,10 +135,10 @@ async def test_a_live_batch_redraws_as_a_full_redraw_would():
 
 
 async def test_data_is_bucketed_once_per_change_and_strips_are_kept_by_content(monkeypatch):
-    """Frames without new data bucket nothing; switching the aggregate back and forth buckets
-    each once; a batch that widens the colour scale patches its columns (no full bucketing) and
+    """Frames without new data bucket nothing; after the first frame the next aggregate of the
+    cycle is bucketed ahead, so switching to it and back buckets nothing more; a batch that widens the colour scale patches its columns (no full bucketing) and
     still draws what a full redraw would; lines whose cells did not change keep their strips."""
-    from fsscope.tui.widgets import heatmap as heatmap_module
+    from fsscope.analysis import heatbuckets
 
     calls = []
 
@@ -146,7 +146,7 @@ async def test_data_is_bucketed_once_per_change_and_strips_are_kept_by_content(m
         calls.append((values.shape, aggregate))
         return bucket(values, zoom, aggregate)
 
-    monkeypatch.setattr(heatmap_module, "bucket", counted)
+    monkeypatch.setattr(heatbuckets, "bucket", counted)
     values = matrix(3, 20_000)
     app = HeatApp()
     async with app.run_test(size=SIZE) as pilot:
@@ -156,10 +156,11 @@ async def test_data_is_bucketed_once_per_change_and_strips_are_kept_by_content(m
         await pilot.pause()
         lines = heat.scrollable_content_region.height
         first = [heat.render_line(y) for y in range(lines)]
-        assert len(calls) == 1
+        await until(pilot, lambda: len(calls) == 2, "the next aggregate bucketed after the frame")
+        assert [a for _, a in calls] == ["max", "p99"]
         heat._invalidate()  # noqa: SLF001 - a frame that must draw every line anew
         again = [heat.render_line(y) for y in range(lines)]
-        assert len(calls) == 1
+        assert len(calls) == 2
         kept = [y for y in range(HEADER_LINES, lines) if (y - HEADER_LINES) // heat.row_height != heat.cursor_run
                 and (y - HEADER_LINES) // heat.row_height < 3]
         assert kept and all(again[y] is first[y] for y in kept)  # the same content, the same strip
