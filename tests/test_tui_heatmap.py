@@ -182,6 +182,30 @@ async def test_data_is_bucketed_once_per_change_and_strips_are_kept_by_content(m
         assert_cells_match(heat, live.values, set())
 
 
+async def test_the_aggregate_bucketed_ahead_follows_live_batches():
+    """The next aggregate, bucketed after a frame, is patched by each live batch too: switching
+    to it then shows what a full bucketing of the new data shows."""
+    values = matrix(3, 20_000)
+    app = HeatApp()
+    async with app.run_test(size=SIZE) as pilot:
+        heat = app.query_one(Heatmap)
+        live = LatencyMatrix.from_array(np.where(np.arange(20_000) < 15_000, values, -1))
+        heat.set_matrix(live)
+        version = live.version
+        await until(pilot, lambda: heat._bucketings.has(version, live.values, heat.effective_zoom, "p99"),  # noqa: SLF001
+                    "p99 bucketed ahead")
+        live.put(0, 15_000, values[0, 15_000:].tolist())
+        heat.samples_added(0, 15_000, 20_000)
+        assert heat._bucketings.has(live.version, live.values, heat.effective_zoom, "p99")  # noqa: SLF001
+        heat.action_cycle_aggregate()
+        assert heat.aggregate == "p99"
+        lines = heat.scrollable_content_region.height
+        shown = [screen_cells(heat, y) for y in range(lines)]
+        heat._invalidate(buckets=True)  # noqa: SLF001 - the full bucketing to compare with
+        assert shown == [screen_cells(heat, y) for y in range(lines)]
+        assert_cells_match(heat, live.values, set())
+
+
 @pytest.mark.parametrize("native_ansi", [False, True])
 async def test_ansi_theme_looks_as_textuals_own_conversion_would(native_ansi):
     """ansi_color=False: Textual would convert each ANSI colour to truecolor; the heatmap
