@@ -358,8 +358,18 @@ class Heatmap(ScrollView, can_focus=True):
             if matrix is None or matrix.files == 0:
                 return
             following = AGGREGATES[(AGGREGATES.index(self.aggregate) + 1) % len(AGGREGATES)]
-            self._bucketings.get(matrix.version, matrix.values, self.effective_zoom, self.aggregate)
-            self._bucketings.get(matrix.version, matrix.values, self.effective_zoom, following)
+            zoom = self.effective_zoom
+            self._bucketings.get(matrix.version, matrix.values, zoom, self.aggregate)
+            buckets = self._bucketings.get(matrix.version, matrix.values, zoom, following)
+            drawn = self._strips_key
+            if drawn is None or self._geometry[1] != zoom or self._styles is None:
+                return
+            # its lines too, as the last frame's window would show them (the content caches)
+            scroll_x, width, h = drawn[0], drawn[1], self._geometry[0]
+            for run in range(min(matrix.runs, buckets.shape[0])):
+                cells = self._cells(buckets, run, scroll_x, max(0, width - GUTTER))
+                for label in (f"run {run + 1}", "")[: min(h, 2)]:
+                    self._content_strip(label, *cells, width)
 
         self.call_after_refresh(prepare)
 
@@ -441,12 +451,15 @@ class Heatmap(ScrollView, can_focus=True):
         run, sub = divmod(line - HEADER_LINES, h)
         if run >= self.runs:
             return Strip.blank(width, self._style("base"))
-        label = f"run {run + 1}" if sub == 0 else ""
         # the lines of one run (row_height of them) share their cells: build them once
         cached = self._run_cells.get(run)
         if cached is None:
-            cached = self._run_cells[run] = self._cells(run, scroll_x, view)
-        content, cells, cells_width = cached
+            cached = self._run_cells[run] = self._cells(self._bucketed(), run, scroll_x, view)
+        return self._content_strip(f"run {run + 1}" if sub == 0 else "", *cached, width)
+
+    def _content_strip(self, label: str, content: bytes, cells: list[Segment], cells_width: int,
+                       width: int) -> Strip:
+        """A run's line: its gutter label and cells, made once per content."""
         key = (label, content, width)
         strip = self._content_strips.get(key)
         if strip is None:
@@ -460,10 +473,9 @@ class Heatmap(ScrollView, can_focus=True):
             self._content_strips[key] = strip
         return strip
 
-    def _cells(self, run: int, scroll_x: int, view: int) -> tuple[bytes, list[Segment], int]:
-        """One run's visible cells: their content (one code per cell), as run-length-encoded
-        segments (made once per content), and their width."""
-        buckets = self._bucketed()
+    def _cells(self, buckets: np.ndarray, run: int, scroll_x: int, view: int) -> tuple[bytes, list[Segment], int]:
+        """One run's visible cells of ``buckets``: their content (one code per cell), as
+        run-length-encoded segments (made once per content), and their width."""
         _, zoom, cw = self._geometry
         c0, c1 = scroll_x // cw, -(-(scroll_x + view) // cw)
         levels = self.levels(buckets[run, c0:c1])
