@@ -19,13 +19,13 @@ CPU time (user + system, kernel-accounted: the ager's process, the replayer chil
 ager's includes its setup and final state file, outside its timed span) gives ops per
 CPU-second: on a loaded machine a pass's wall time is mostly waiting for a CPU, which
 moves a single pass by +-30 %, so the ratio of those is printed as evidence (no target of its
-own) and the default is 5 passes a side. ``--op-loop python`` times the ager's reference
+own) and the default is 7 passes a side. ``--op-loop python`` times the ager's reference
 Python loop instead of its C loop.
 
 Stopping it (Ctrl-C, SIGTERM) removes its directories, unmounts and detaches the image.
 
     .venv/bin/python bench/aging_rate.py [--profile small] [--max-ops 200000]
-        [--capacity-mib 64] [--reps 5] [--fallocate] [--dir PATH ...] [--op-loop auto|python]
+        [--capacity-mib 64] [--reps 7] [--fallocate] [--dir PATH ...] [--op-loop auto|python]
         [--loop-recipe ext4-default ...] [--image-dir /var/tmp] [--no-loop]
 """
 
@@ -167,7 +167,7 @@ def main() -> int:
     parser.add_argument("--max-ops", type=int, default=200_000)
     parser.add_argument("--capacity-mib", type=int, default=64)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--reps", type=int, default=5, help="timed passes of each side per target")
+    parser.add_argument("--reps", type=int, default=7, help="timed passes of each side per target")
     parser.add_argument("--fallocate", action="store_true")
     parser.add_argument("--op-loop", choices=["auto", "python"], default="auto",
                         help="the ager's op loop: auto (C when it builds) or python (the reference)")
