@@ -9,7 +9,9 @@ Runs a headless Textual app holding only the latency heatmap at a terminal size 
 outliers, a level shift) and times the frames of a live run, each as Textual's driver makes
 it: the whole screen composited and encoded to the escape codes it writes
 (``render_update(full=True)`` + ``render_segments``). In each mode the first frame is the
-switch to it (the data bucketed for the new zoom or aggregate, every line drawn); each of the
+switch to it (every line drawn; the data bucketed for the new zoom, while the p99 aggregate,
+the next of the ``a`` cycle, was bucketed and its lines built by the widget between frames,
+after the default view's first frame, as it does in the app); each of the
 next ``--frames`` follows a batch of new samples (``--batch`` files of one run, the runs in
 turn, put into the matrix and handed to ``samples_added``: that run's columns bucketed anew,
 its lines redrawn). ``--rebucket-every-frame`` makes every frame bucket everything and draw

@@ -141,10 +141,10 @@ async def test_a_live_batch_redraws_as_a_full_redraw_would():
 
 
 async def test_data_is_bucketed_once_per_change_and_strips_are_kept_by_content(monkeypatch):
-    """Frames without new data bucket nothing; switching the aggregate back and forth buckets
-    each once; a batch that widens the colour scale patches its columns (no full bucketing) and
+    """Frames without new data bucket nothing; after the first frame the next aggregate of the
+    cycle is bucketed ahead, so switching to it and back buckets nothing more; a batch that widens the colour scale patches its columns (no full bucketing) and
     still draws what a full redraw would; lines whose cells did not change keep their strips."""
-    from fsscope.tui.widgets import heatmap as heatmap_module
+    from fsscope.analysis import heatbuckets
 
     calls = []
 
@@ -152,16 +152,17 @@ async def test_data_is_bucketed_once_per_change_and_strips_are_kept_by_content(m
         calls.append((values.shape, aggregate))
         return bucket(values, zoom, aggregate)
 
-    monkeypatch.setattr(heatmap_module, "bucket", counted)
+    monkeypatch.setattr(heatbuckets, "bucket", counted)
     values = matrix(3, 20_000)
     app = HeatApp()
     async with app.run_test(size=SIZE) as pilot:
         heat, live, lines = await show_runs_in_progress(pilot, app, values, 15_000)
         first = [heat.render_line(y) for y in range(lines)]
-        assert len(calls) == 1
+        await until(pilot, lambda: len(calls) == 2, "the next aggregate bucketed after the frame")
+        assert [a for _, a in calls] == ["max", "p99"]
         heat._invalidate()  # noqa: SLF001 - a frame that must draw every line anew
         again = [heat.render_line(y) for y in range(lines)]
-        assert len(calls) == 1
+        assert len(calls) == 2
         kept = [y for y in range(HEADER_LINES, lines) if (y - HEADER_LINES) // heat.row_height != heat.cursor_run
                 and (y - HEADER_LINES) // heat.row_height < 3]
         assert kept and all(again[y] is first[y] for y in kept)  # the same content, the same strip
@@ -180,6 +181,30 @@ async def test_data_is_bucketed_once_per_change_and_strips_are_kept_by_content(m
         assert calls[-1][0][0] == 1  # one run's columns
         heat._invalidate(buckets=True)  # noqa: SLF001 - the full redraw to compare with
         assert patched == [screen_cells(heat, y) for y in range(lines)]
+        assert_cells_match(heat, live.values, set())
+
+
+async def test_the_aggregate_bucketed_ahead_follows_live_batches():
+    """The next aggregate, bucketed after a frame, is patched by each live batch too: switching
+    to it then shows what a full bucketing of the new data shows."""
+    values = matrix(3, 20_000)
+    app = HeatApp()
+    async with app.run_test(size=SIZE) as pilot:
+        heat = app.query_one(Heatmap)
+        live = LatencyMatrix.from_array(np.where(np.arange(20_000) < 15_000, values, -1))
+        heat.set_matrix(live)
+        version = live.version
+        await until(pilot, lambda: heat._bucketings.has(version, live.values, heat.effective_zoom, "p99"),  # noqa: SLF001
+                    "p99 bucketed ahead")
+        live.put(0, 15_000, values[0, 15_000:].tolist())
+        heat.samples_added(0, 15_000, 20_000)
+        assert heat._bucketings.has(live.version, live.values, heat.effective_zoom, "p99")  # noqa: SLF001
+        heat.action_cycle_aggregate()
+        assert heat.aggregate == "p99"
+        lines = heat.scrollable_content_region.height
+        shown = [screen_cells(heat, y) for y in range(lines)]
+        heat._invalidate(buckets=True)  # noqa: SLF001 - the full bucketing to compare with
+        assert shown == [screen_cells(heat, y) for y in range(lines)]
         assert_cells_match(heat, live.values, set())
 
 

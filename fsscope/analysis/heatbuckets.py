@@ -75,3 +75,57 @@ def levels(values: np.ndarray, scale: tuple[float, float], n_levels: int) -> np.
     out = np.clip(np.rint(scaled), 0, n_levels - 1).astype(np.int64)
     out[values < 0] = -1
     return out
+
+
+class Bucketings:
+    """The bucketings of one matrix by (zoom, aggregate), kept for one data version: each is
+    made once per data change, a live batch patches only its own columns in every one held, so
+    switching back and forth buckets nothing twice, and one made ahead (off the frame path, see
+    the heatmap widget) costs the frame that switches to it nothing.
+
+    One file per column (zoom 1) is the values themselves: nothing to make or patch."""
+
+    def __init__(self, limit: int = 8):
+        self.limit = limit  # bucketings held at once (a zoom walk makes one per step)
+        self._made: dict[tuple[int, str], np.ndarray] = {}
+        self._data: tuple[int, int, int] | None = None  # (version, runs, files) of _made
+
+    def clear(self) -> None:
+        self._made.clear()
+        self._data = None
+
+    def has(self, version: int, values: np.ndarray, zoom: int, aggregate: str) -> bool:
+        return zoom <= 1 or (self._data == (version, *values.shape) and (zoom, aggregate) in self._made)
+
+    def get(self, version: int, values: np.ndarray, zoom: int, aggregate: str) -> np.ndarray:
+        """runs x columns of ``values`` (data version ``version``): made now unless held."""
+        if zoom <= 1:
+            return values
+        data = (version, *values.shape)
+        if self._data != data or len(self._made) >= self.limit:
+            self._made.clear()
+            self._data = data
+        made = self._made.get((zoom, aggregate))
+        if made is None:
+            made = self._made[(zoom, aggregate)] = bucket(values, zoom, aggregate)
+        return made
+
+    def patch(self, version: int, values: np.ndarray, run: int, start: int, stop: int) -> bool:
+        """Version ``version`` is version - 1 with files [start, stop) of run ``run`` new:
+        bucket those columns anew in every bucketing held. False (and nothing held any more)
+        when what is held is of other data than version - 1 with the same runs."""
+        runs, files = values.shape
+        if self._data is None or self._data[:2] != (version - 1, runs):
+            self.clear()
+            return False
+        for (zoom, aggregate), made in list(self._made.items()):
+            columns = -(-files // zoom)
+            if made.shape[1] < columns:  # the files grew: new buckets, not measured yet
+                grown = np.full((runs, columns), -1, dtype=np.int64)
+                grown[:, : made.shape[1]] = made
+                made = self._made[(zoom, aggregate)] = grown
+            c0, c1 = start // zoom, -(-stop // zoom)
+            part = bucket(values[run:run + 1, c0 * zoom: min(files, c1 * zoom)], zoom, aggregate)
+            made[run, c0:c0 + part.shape[1]] = part[0]
+        self._data = (version, runs, files)
+        return True

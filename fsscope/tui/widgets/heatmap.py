@@ -8,6 +8,8 @@ Line API: a ScrollView whose ``render_line`` returns one Strip per screen line. 
 values (numpy: max / a percentile / the mean of each bucket of ``zoom`` files) are computed
 once per data version, zoom and aggregate; strips are cached per screen line for the current
 horizontal window; a batch of new samples recomputes only its own run's columns and lines.
+After a frame that bucketed the data, the next aggregate of the cycle is bucketed too, between
+frames: pressing ``a`` then draws without bucketing anything.
 
 Screen lines: 0 = file-index axis, 1 = flag markers (``!`` a flagged file, ``▼`` the selected
 flag's files), then ``row_height`` lines per run. A fixed gutter on the left names the runs.
@@ -27,7 +29,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from fsscope.analysis.heatbuckets import AGGREGATES, bucket, bucket_mask, levels
+from fsscope.analysis.heatbuckets import AGGREGATES, Bucketings, bucket_mask, levels
 from fsscope.tui.messages import HeatCursorMoved
 from fsscope.tui.model import LatencyMatrix
 
@@ -86,9 +88,11 @@ class Heatmap(ScrollView, can_focus=True):
         self.cursor_run = 0
         self._selected = np.zeros(0, dtype=bool)  # files of the selected flag
         self._flagged = np.zeros(0, dtype=bool)  # files of any flag
-        # bucketings of the current data version by (version, zoom, aggregate, runs, files):
-        # made once per data change, kept while the user switches zoom or aggregate
-        self._bucketings: dict[tuple, np.ndarray] = {}
+        # bucketings of the current data version by (zoom, aggregate): made once per data
+        # change, patched by live batches, kept while the user switches zoom or aggregate
+        self._bucketings = Bucketings()
+        self._drawn_data: tuple | None = None  # (version, zoom, aggregate, runs, files) the strips show
+        self._prepare_pending = False
         self._selected_cols = np.zeros(0, dtype=bool)
         self._flagged_cols = np.zeros(0, dtype=bool)
         self._cols_key: tuple | None = None
@@ -142,20 +146,12 @@ class Heatmap(ScrollView, can_focus=True):
         if scale_changed:
             self._scale_changed()
         zoom = self.effective_zoom
-        fresh = (matrix.version, zoom, self.aggregate, matrix.runs, matrix.files)
-        buckets = next((b for key, b in self._bucketings.items()
-                        if key[:3] == (matrix.version - 1, zoom, self.aggregate)), None)
-        patched = buckets is not None and buckets.shape[0] == matrix.runs
+        drawn = self._drawn_data
+        patched = (self._bucketings.patch(matrix.version, matrix.values, run, start, stop)
+                   or zoom == 1) and drawn is not None and drawn[:4] == (matrix.version - 1, zoom, self.aggregate,
+                                                                          matrix.runs)
         if patched:
-            cols = self.columns
-            if buckets.shape[1] < cols:
-                grown = np.full((buckets.shape[0], cols), -1, dtype=np.int64)
-                grown[:, : buckets.shape[1]] = buckets
-                buckets = grown
-            c0, c1 = start // zoom, -(-stop // zoom)
-            part = bucket(matrix.values[run:run + 1, c0 * zoom: min(matrix.files, c1 * zoom)], zoom, self.aggregate)
-            buckets[run, c0:c0 + part.shape[1]] = part[0]
-            self._bucketings = {fresh: buckets}  # the other bucketings are of older data
+            self._drawn_data = (matrix.version, zoom, self.aggregate, matrix.runs, matrix.files)
             if scale_changed:  # the same buckets in other colours: every line, no bucketing
                 self._invalidate()
             else:
@@ -318,6 +314,7 @@ class Heatmap(ScrollView, can_focus=True):
         ``buckets``: bucket the data anew too (a new matrix)."""
         if buckets:
             self._bucketings.clear()
+            self._drawn_data = None
             self._cols_key = None
         self._clear_strips()
         self._strips_key = None
@@ -340,14 +337,41 @@ class Heatmap(ScrollView, can_focus=True):
     def _bucketed(self) -> np.ndarray:
         matrix = self.matrix
         assert matrix is not None
-        key = (matrix.version, self.effective_zoom, self.aggregate, matrix.runs, matrix.files)
-        buckets = self._bucketings.get(key)
-        if buckets is None:
-            if any(k[0] != matrix.version for k in self._bucketings) or len(self._bucketings) >= 8:
-                self._bucketings.clear()
-            buckets = self._bucketings[key] = bucket(matrix.values, self.effective_zoom, self.aggregate)
+        zoom = self.effective_zoom
+        data = (matrix.version, zoom, self.aggregate, matrix.runs, matrix.files)
+        if data != self._drawn_data:  # other data than the strips show: draw every line anew
             self._clear_strips()
-        return buckets
+            self._drawn_data = data
+            self._prepare_next()
+        return self._bucketings.get(matrix.version, matrix.values, zoom, self.aggregate)
+
+    def _prepare_next(self) -> None:
+        """Bucket the data for the next aggregate of the cycle once the frame is drawn (``a``
+        then switches without bucketing); a live batch patches it along with the shown one."""
+        if self._prepare_pending or not self.is_attached:
+            return
+        self._prepare_pending = True
+
+        def prepare() -> None:
+            self._prepare_pending = False
+            matrix = self.matrix
+            if matrix is None or matrix.files == 0:
+                return
+            following = AGGREGATES[(AGGREGATES.index(self.aggregate) + 1) % len(AGGREGATES)]
+            zoom = self.effective_zoom
+            self._bucketings.get(matrix.version, matrix.values, zoom, self.aggregate)
+            buckets = self._bucketings.get(matrix.version, matrix.values, zoom, following)
+            drawn = self._strips_key
+            if drawn is None or self._geometry[1] != zoom or self._styles is None:
+                return
+            # its lines too, as the last frame's window would show them (the content caches)
+            scroll_x, width, h = drawn[0], drawn[1], self._geometry[0]
+            for run in range(min(matrix.runs, buckets.shape[0])):
+                cells = self._cells(buckets, run, scroll_x, max(0, width - GUTTER))
+                for label in (f"run {run + 1}", "")[: min(h, 2)]:
+                    self._content_strip(label, *cells, width)
+
+        self.call_after_refresh(prepare)
 
     def _mark_columns(self) -> tuple[np.ndarray, np.ndarray]:
         zoom = self.effective_zoom
@@ -427,12 +451,15 @@ class Heatmap(ScrollView, can_focus=True):
         run, sub = divmod(line - HEADER_LINES, h)
         if run >= self.runs:
             return Strip.blank(width, self._style("base"))
-        label = f"run {run + 1}" if sub == 0 else ""
         # the lines of one run (row_height of them) share their cells: build them once
         cached = self._run_cells.get(run)
         if cached is None:
-            cached = self._run_cells[run] = self._cells(run, scroll_x, view)
-        content, cells, cells_width = cached
+            cached = self._run_cells[run] = self._cells(self._bucketed(), run, scroll_x, view)
+        return self._content_strip(f"run {run + 1}" if sub == 0 else "", *cached, width)
+
+    def _content_strip(self, label: str, content: bytes, cells: list[Segment], cells_width: int,
+                       width: int) -> Strip:
+        """A run's line: its gutter label and cells, made once per content."""
         key = (label, content, width)
         strip = self._content_strips.get(key)
         if strip is None:
@@ -446,10 +473,9 @@ class Heatmap(ScrollView, can_focus=True):
             self._content_strips[key] = strip
         return strip
 
-    def _cells(self, run: int, scroll_x: int, view: int) -> tuple[bytes, list[Segment], int]:
-        """One run's visible cells: their content (one code per cell), as run-length-encoded
-        segments (made once per content), and their width."""
-        buckets = self._bucketed()
+    def _cells(self, buckets: np.ndarray, run: int, scroll_x: int, view: int) -> tuple[bytes, list[Segment], int]:
+        """One run's visible cells of ``buckets``: their content (one code per cell), as
+        run-length-encoded segments (made once per content), and their width."""
         _, zoom, cw = self._geometry
         c0, c1 = scroll_x // cw, -(-(scroll_x + view) // cw)
         levels = self.levels(buckets[run, c0:c1])
@@ -603,6 +629,7 @@ class Heatmap(ScrollView, can_focus=True):
         self._invalidate()  # the aggregate is in the bucketing key
         self.refresh()
         self._post_cursor()
+        self._prepare_next()
         self.notify(f"buckets show the {self.aggregate} of their files", timeout=2)
 
     def on_click(self, event) -> None:
