@@ -20,6 +20,7 @@ import pytest
 
 from fsscope import recipes, store
 from fsscope.engine import runner
+from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal
 from fsscope.trace import attribute
@@ -103,8 +104,8 @@ def _wait_for(condition, timeout_s: float = 60) -> bool:
 
 
 def _start_long_traced_probe():
-    return runner.start("probe", {"op": "write-fsync", "files": 20000, "runs": 1, "trace": "all",
-                                  "sync_before": "none"},
+    return runner.start("probe", spec_from_data("probe", {"op": "write-fsync", "files": 20000, "runs": 1, "trace": "all",
+                                  "sync_before": "none"}),
                         TargetSpec("ram", size_bytes=400 * 2**20), recipes.load("ext4-default"))
 
 
@@ -174,8 +175,8 @@ def test_per_call_io_counts_requests_bytes_flush_and_fua():
 
 @pytest.mark.privileged
 def test_a_forced_sync_shows_its_journal_commit_in_its_bench_window():
-    handle = runner.start("bench", {"personality": "webserver", "runs": 1, "duration_s": 4,
-                                    "window_sizes_s": [1], "nfiles": 100},
+    handle = runner.start("bench", spec_from_data("bench", {"personality": "webserver", "runs": 1, "duration_s": 4,
+                                    "window_sizes_s": [1], "nfiles": 100}),
                           TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
     synced = []
     for event in handle.events():

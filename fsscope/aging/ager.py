@@ -92,6 +92,7 @@ from fsscope.aging.profile import AGING_STATE_FILE, Profile, load_profile, profi
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
 from fsscope.layout.freespace import syncfs
+from fsscope.records import Record
 
 STATE_FILE = AGING_STATE_FILE
 STATE_VERSION = 1
@@ -109,8 +110,7 @@ class AgingError(FsscopeError):
     """Bad aging parameters or a target that cannot be aged; the message says which."""
 
 
-@dataclass(frozen=True)
-class AgingSpec:
+class AgingSpec(Record, frozen=True):
     """What to age and when to stop. ``profile`` is a Profile, a shipped name or a path."""
 
     profile: Profile | str
@@ -124,25 +124,6 @@ class AgingSpec:
     workers: int = 1                      # processes that execute the operations (CLI --jobs)
     capacity_bytes: int | None = None     # plain directory target: the capacity to fill
     fit_every: int | None = None          # ops between confidence checks (default from K)
-
-    def to_dict(self) -> dict:
-        data = dataclasses.asdict(self) if not isinstance(self.profile, Profile) else {
-            f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        if isinstance(self.profile, Profile):
-            data["profile"] = self.profile.source or self.profile.name
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict) -> AgingSpec:
-        names = {f.name for f in dataclasses.fields(cls)}
-        if "jobs" in data and "workers" not in data:  # its name before it said what it counts
-            data = {("workers" if k == "jobs" else k): v for k, v in data.items()}
-        unknown = set(data) - names
-        if unknown:
-            raise AgingError(f"aging: unknown parameter(s): {', '.join(sorted(unknown))}")
-        if "profile" not in data:
-            raise AgingError("aging: profile: missing (a shipped name or a .toml path)")
-        return cls(**data)
 
 
 @dataclass(frozen=True)

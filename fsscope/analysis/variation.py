@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fsscope.jsonsafe import plain
+from fsscope.records import plain
 
 # ---------------------------------------------------------------------------------------------
 # Log-bucketed latency histogram grid

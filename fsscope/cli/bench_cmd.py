@@ -29,6 +29,7 @@ from fsscope.cli.ladder_cmd import cmd_ladder  # also registers the ladder's rep
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes, format_pct
+from fsscope.records import build
 
 PERSONALITIES = ("fileserver", "webserver", "varmail")
 
@@ -349,7 +350,7 @@ def _bench_spec(args):
     from fsscope.workloads.bench_job import Spec
 
     auto = args.duration == "auto"
-    return Spec(personality=args.personality, runs=args.runs, duration_s=args.duration_max if auto else args.duration,
+    return build(Spec, personality=args.personality, runs=args.runs, duration_s=args.duration_max if auto else args.duration,
                 duration_auto=auto, workers=args.workers,
                 nfiles=args.files, mean_file_size_bytes=args.mean_file_size, mem_limit_bytes=args.mem_limit,
                 window_sizes_s=tuple(dict.fromkeys(args.window or [])), threshold=args.threshold,

@@ -15,6 +15,7 @@ from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
+from fsscope.records import build
 from fsscope.targets import TargetSpec
 
 DESCRIPTION = """\
@@ -130,7 +131,7 @@ def resolve_study_run(text: str, job: str = "explore") -> str:
 def cmd_explore(args) -> int:
     from fsscope.study import explore  # numpy, scipy, dask: only when exploring
 
-    spec = explore.Spec(space=args.space, factors=tuple(args.factor), treatments=args.treatments,
+    spec = build(explore.Spec, space=args.space, factors=tuple(args.factor), treatments=args.treatments,
                         seed=args.seed, recipes=tuple(r.strip() for r in args.recipes.split(",") if r.strip()),
                         repeat=args.repeat, workers=args.workers, scheduler=args.scheduler or "",
                         resume=resolve_study_run(args.resume) if args.resume else "",

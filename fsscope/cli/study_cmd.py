@@ -15,6 +15,7 @@ from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
 from fsscope.cli.render import RENDERERS
 from fsscope.format import format_bytes, format_pct
+from fsscope.records import build
 from fsscope.targets import TargetSpec
 
 DESCRIPTION = """\
@@ -142,7 +143,7 @@ def cmd_variation(args) -> int:
     from fsscope.study.plan import Plan
 
     paper = variation.PAPER if args.paper else {}
-    spec = variation.Spec(space=args.space or paper.get("space", "cao-small"), factors=tuple(args.factor),
+    spec = build(variation.Spec, space=args.space or paper.get("space", "cao-small"), factors=tuple(args.factor),
                           configurations=args.configurations or paper.get("configurations", 12),
                           seed=args.seed, file_systems=_names(args.file_systems or ""),
                           personalities=_names(args.personalities or ""), runs=args.runs or 0,

@@ -126,7 +126,7 @@ def main(run_path: str) -> int:
             threading.Thread(target=stop.watch_parent, args=(event_fd,), name="fsscope-parent-watch",
                              daemon=True).start()
         module = registry.load(job_file["job"])
-        spec = registry.spec_from_dict(module, job_file["spec"])
+        spec = registry.spec_from_data(job_file["job"], job_file["spec"])
         recipe = Recipe.from_dict(job_file["recipe"]) if job_file.get("recipe") else None
         target = Target(TargetSpec.from_dict(job_file["target"]), recipe)
         ctx = stop.ctx = JobContext(run_dir, target, event_fd)

@@ -154,11 +154,11 @@ class BenchModel:
             return event.run is not None and self.start_run(event.run)
         if not isinstance(event, Data):
             return False
-        if event.kind == "samples" and isinstance(event.get("window"), dict):
-            self.add_window(int(event.get("run") or 0), event["window"])
+        if event.kind == "samples" and isinstance(event.fields.get("window"), dict):
+            self.add_window(int(event.fields.get("run") or 0), event.fields["window"])
             return True
-        if event.kind == "kernel" and event.get("run") is not None and isinstance(event.get("windows"), dict):
-            self._run(int(event["run"])).kernel = event["windows"]
+        if event.kind == "kernel" and event.fields.get("run") is not None and isinstance(event.fields.get("windows"), dict):
+            self._run(int(event.fields["run"])).kernel = event.fields["windows"]
             self.version += 1
             return True
         return False

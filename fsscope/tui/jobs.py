@@ -21,6 +21,7 @@ from textual.worker import get_current_worker
 
 from fsscope.engine import runner
 from fsscope.engine.events import Data, Error, Finding, Log, Phase, Progress, Result, Samples
+from fsscope.records import SpecRecord
 from fsscope.tui import messages as msg
 from fsscope.tui.config import RunPlan
 from fsscope.tui.telemetry import Sampler, job_device
@@ -54,10 +55,10 @@ def restore_ui_cpus() -> None:
         _set_process_affinity(ALL_CPUS)
 
 
-def job_cpu(spec: dict) -> int:
+def job_cpu(spec: SpecRecord) -> int:
     """The CPU a job pins itself to: its ``cpu`` parameter, else the last CPU it may use
     (the probe's default, see fsscope.workloads.probe.default_cpu)."""
-    cpu = spec.get("cpu")
+    cpu = getattr(spec, "cpu", None)
     return int(cpu) if isinstance(cpu, int) else max(ALL_CPUS)
 
 

@@ -38,18 +38,18 @@ import dataclasses
 import math
 import os
 import shutil
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
+import msgspec
 import numpy as np
 
 from fsscope.analysis import generator, variation
 from fsscope.engine.events import Error, Finding
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
-from fsscope.jsonsafe import plain
-from fsscope.specs import checked_fields
+from fsscope.records import SpecRecord, force_setattr, plain
 from fsscope.trace.attribute import annotate_dips
 from fsscope.trace.jobs import BenchTrace
 from fsscope.workloads import personalities as P
@@ -63,8 +63,11 @@ TELEMETRY_COLUMNS = ("t_s", "disk_read_bytes", "disk_write_bytes", "disk_read_op
                      "proc_read_bytes", "proc_write_bytes", "blkio_delay_ns", "cpu_delay_ns")
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(SpecRecord, frozen=True):
+    job: ClassVar[str] = "bench"
+    parsers: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "window_sizes_s": lambda value: number_list(value, "window_sizes_s")}
+
     personality: Literal["fileserver", "webserver", "varmail"] = "fileserver"
     runs: int = 3
     duration_s: float = 30.0
@@ -98,23 +101,12 @@ class Spec:
             if w > self.duration_s:
                 raise FsscopeError(f"bench: a Throughput-{w:g} window does not fit in a {self.duration_s:g} s "
                                    f"run: pick windows no longer than the run (--window), or longer runs")
-        object.__setattr__(self, "window_sizes_s", windows)
+        force_setattr(self, "window_sizes_s", windows)
         if not isinstance(self.trace, bool):
             raise FsscopeError(f"bench: trace must be true or false, not {self.trace!r}")
         if not 0 <= self.threshold <= 10:
             raise FsscopeError(f"bench: threshold is a fraction (0.1 = 10 %), got {self.threshold!r}")
 
-    def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["window_sizes_s"] = list(self.window_sizes_s)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Spec:
-        data = checked_fields(cls, data, "bench")
-        if "window_sizes_s" in data:
-            data["window_sizes_s"] = number_list(data["window_sizes_s"], "window_sizes_s")
-        return cls(**data)
 
 
 def number_list(value: Any, name: str) -> tuple[float, ...]:
@@ -393,7 +385,7 @@ def run(ctx, spec: Spec) -> dict:
         "recipe": recipe.name if recipe is not None else None,
         "fs": fs_name,
         "target": ctx.target.spec.to_dict() | {"describe": ctx.target.spec.describe()},
-        "spec": spec.to_dict(),
+        "spec": plain(spec),
         "workload": dataclasses.asdict(pspec) if pspec is not None else None,
         "bin_s": BIN_S,
         "runs_requested": spec.runs,
@@ -467,7 +459,7 @@ def _calibrate_duration(ctx, spec: Spec) -> tuple[Spec, dict[str, Any]]:
     info = {"auto": True, "chosen_s": chosen, "settled": bool(settled), "cap_s": spec.duration_s,
             "criterion": runlength.criterion(), "calibration_ops_per_s": per_bin}
     ctx.log(f"run length: {chosen:g} s ({'cumulative throughput settled' if settled else 'never settled: the cap'})")
-    return dataclasses.replace(spec, duration_s=float(chosen), duration_auto=False,
+    return msgspec.structs.replace(spec, duration_s=float(chosen), duration_auto=False,
                                window_sizes_s=windows if len(windows) == len(spec.window_sizes_s) else ()), info
 
 

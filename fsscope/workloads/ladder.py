@@ -35,15 +35,14 @@ import os
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from fsscope import tools
 from fsscope.analysis import variation as V
 from fsscope.errors import FsscopeError
-from fsscope.jsonsafe import plain
 from fsscope.recipes import Recipe
-from fsscope.specs import checked_fields, with_tuples
+from fsscope.records import SpecRecord, plain
 from fsscope.study import diskstate
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
@@ -53,8 +52,9 @@ STEPS = ("baseline", "no_lazy", "umount", "alloc")
 BIN_S = 1.0
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(SpecRecord, frozen=True):
+    job: ClassVar[str] = "ladder"
+
     personality: str = "fileserver"
     runs: int = 3
     duration_s: float = 10.0
@@ -71,12 +71,6 @@ class Spec:
         if bad:
             raise FsscopeError(f"ladder: unknown step {bad[0]!r} (steps: {', '.join(STEPS)})")
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Spec:
-        return cls(**with_tuples(checked_fields(cls, data, "ladder"), ("steps",)))  # "a,b" splits
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self) | {"steps": list(self.steps)}
 
 
 def step_ops(ladder: list[dict]) -> list[tuple[str, list[float]]]:
@@ -257,6 +251,6 @@ def run(ctx, spec: Spec) -> dict:
                   "recipe": recipe.name, "fs": recipe.fs,
                   "dataset_sha256": dataset_sha256,
                   "target": target.spec.to_dict() | {"describe": target.spec.describe()},
-                  "spec": spec.to_dict(), "workload": dataclasses.asdict(pspec),
+                  "spec": plain(spec), "workload": dataclasses.asdict(pspec),
                   "monotone": verdict.monotone, "order": "interleaved",
                   "elapsed_s": round(time.monotonic() - t0, 2)})

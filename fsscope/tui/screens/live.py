@@ -23,7 +23,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header, Input
 
-from fsscope.engine.events import Event, Phase
+from fsscope.engine.events import Data, Event, Phase
+from fsscope.records import plain
 from fsscope.telemetry.machine import busy, machine_line
 from fsscope.tui import exports
 from fsscope.tui import messages as msg
@@ -185,7 +186,7 @@ class LiveScreen(Screen):
         self.plan_finished = False
         self.control = control = PlanControl()
         self.app.plan_controls.append(control)
-        self.jobs = [JobState(i, req.job, dict(req.spec)) for i, req in enumerate(plan.jobs)]
+        self.jobs = [JobState(i, req.job, plain(req.spec)) for i, req in enumerate(plan.jobs)]
         self.views = {}
         self.shown = None
         self._job_telemetry_s = None
@@ -511,12 +512,12 @@ class LiveScreen(Screen):
         if last is None or time.monotonic() - last >= JOB_TELEMETRY_FRESH_S:
             self._add_telemetry(message.iops, message.bytes_per_s, message.cpu_percent, message.device)
 
-    def _job_telemetry(self, event: Event) -> None:
+    def _job_telemetry(self, event: Data) -> None:
         """A ``telemetry`` event of the job: disk deltas per device since its last sample."""
-        sample = event.get("sample")
+        sample = event.fields.get("sample")
         if not isinstance(sample, dict):
             return
-        run = int(event.get("run") or 0)
+        run = int(event.fields.get("run") or 0)
         t_s = float(sample.get("t_s") or 0.0)
         last = self._last_job_telemetry.get(run, 0.0)
         self._last_job_telemetry[run] = t_s
