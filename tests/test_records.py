@@ -85,3 +85,24 @@ def test_a_spec_is_frozen_and_the_runner_takes_only_the_jobs_spec(scratch):
     with pytest.raises(TypeError, match="probe needs a ProbeSpec record, not dict"):
         runner.start("probe", {"files": 10}, TargetSpec("dir", str(scratch)), None)  # type: ignore[arg-type]
     assert msgspec.structs.replace(spec, runs=2).runs == 2
+
+
+def test_a_bench_window_is_one_record_from_the_aggregator_to_the_view():
+    from fsscope.workloads.bench_job import WindowSample
+    from fsscope.workloads.personalities import LiveSample
+    from fsscope.workloads.personalities.aggregate import OpWindow
+
+    # what the previous release streamed decodes to the bench's own record
+    lines = [line for line in (OLD / "bench" / "wire.ndjson").read_text().splitlines() if '"kind": "samples"' in line]
+    windows = [registry.decode_event("bench", line) for line in lines]
+    assert windows and all(isinstance(w, WindowSample) and isinstance(w.window, LiveSample) for w in windows)
+    assert [w.window.bin_index for w in windows] == list(range(len(windows)))
+    assert all(op.ops_per_s >= 0 for w in windows for op in w.window.ops.values())
+    # the record the job emits comes back as the same record, field for field
+    sample = LiveSample(bin_index=3, t_s=4.0, ops_per_s=10.0, complete=True,
+                        ops={"create": OpWindow(ops_per_s=10.0, p50_ns=900.0, p99_ns=None)})
+    event = WindowSample(t=1.5, run=2, window=sample)
+    assert registry.decode_event("bench", events.encode(event)) == event
+    assert json.loads(events.encode(event))["window"]["bin"] == 3  # the wire keeps its names
+    # without the job, the line is still read (as Data)
+    assert isinstance(events.decode(events.encode(event)), events.Data)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsscope.engine import events
+from fsscope.engine import events, registry
 from fsscope.engine.events import Error, Finding, Log, Phase, Progress, Result
 from fsscope.errors import FsscopeError
 from fsscope.store import RunDir
@@ -66,7 +66,8 @@ def load_run(run: RunDir) -> RunRecord:
     flags: list[Flag] = []
     log_lines: list[str] = []
     last_t = 0.0
-    for event in events.read_run(run):
+    kinds = registry.data_kinds(job.job) if job.job in registry.JOBS else None
+    for event in events.read_run(run, kinds):
         last_t = max(last_t, event.t)
         if isinstance(event, Phase):
             job.phase = event.name

@@ -6,7 +6,7 @@ recipe's hygiene (:meth:`JobContext.after_populate`: remount or sync, drop cache
 workers run for ``duration_s`` while a telemetry sampler records the device, CPU and memory
 beside them. Live numbers stream as events:
 
-- ``samples``   ``{"run": r, "window": LiveSample.to_dict()}`` once per 1-s bin
+- ``samples``   :class:`WindowSample` (``{"run": r, "window": LiveSample}``) once per 1-s bin
 - ``telemetry`` ``{"run": r, "sample": {...}}`` about once a second (device/CPU/memory deltas)
 - ``progress``  seconds measured of ``runs * duration_s``
 - ``finding``   a variation flag as soon as the runs so far show it (title, note, flag=kind)
@@ -46,7 +46,7 @@ import msgspec
 import numpy as np
 
 from fsscope.analysis import generator, variation
-from fsscope.engine.events import Error, Finding
+from fsscope.engine.events import DataRecord, Error, Finding
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
 from fsscope.records import SpecRecord, force_setattr, plain
@@ -61,6 +61,16 @@ TELEMETRY_COLUMNS = ("t_s", "disk_read_bytes", "disk_write_bytes", "disk_read_op
                      "disk_busy_ms", "cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct", "cpu_idle_pct",
                      "mem_available_bytes", "mem_cached_bytes", "mem_dirty_bytes", "mem_writeback_bytes",
                      "proc_read_bytes", "proc_write_bytes", "blkio_delay_ns", "cpu_delay_ns")
+
+
+class WindowSample(DataRecord, frozen=True, kw_only=True, tag="samples"):
+    """One 1-s bin of run ``run`` as it is measured (the live view's bars and sparklines)."""
+
+    run: int
+    window: P.LiveSample
+
+
+DATA = (WindowSample,)  # the bench's own event kinds (registry.decode_event reads them)
 
 
 class Spec(SpecRecord, frozen=True):
@@ -487,7 +497,7 @@ def _measure(ctx, spec: Spec, pspec: P.PersonalitySpec, root: Path, fs, r: int, 
         ctx.data("telemetry", run=r, sample=sample)
 
     def on_window(sample: P.LiveSample) -> None:
-        ctx.data("samples", run=r, window=sample.to_dict())
+        ctx.emit(WindowSample(run=r, window=sample))
         done = r * spec.duration_s + min(sample.t_s, spec.duration_s)
         ctx.progress(round(done, 3), total_s, unit="s",
                      info=f"run {r + 1}/{spec.runs}  {sample.ops_per_s:,.0f} ops/s")

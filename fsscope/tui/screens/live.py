@@ -512,12 +512,13 @@ class LiveScreen(Screen):
         if last is None or time.monotonic() - last >= JOB_TELEMETRY_FRESH_S:
             self._add_telemetry(message.iops, message.bytes_per_s, message.cpu_percent, message.device)
 
-    def _job_telemetry(self, event: Data) -> None:
+    def _job_telemetry(self, event: Event) -> None:
         """A ``telemetry`` event of the job: disk deltas per device since its last sample."""
-        sample = event.fields.get("sample")
+        fields = event.fields if isinstance(event, Data) else {}
+        sample = fields.get("sample")
         if not isinstance(sample, dict):
             return
-        run = int(event.fields.get("run") or 0)
+        run = int(fields.get("run") or 0)
         t_s = float(sample.get("t_s") or 0.0)
         last = self._last_job_telemetry.get(run, 0.0)
         self._last_job_telemetry[run] = t_s
