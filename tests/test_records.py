@@ -33,6 +33,8 @@ def test_old_run_directories_still_decode(job):
     job_file = json.loads((OLD / job / "job.json").read_text())
     spec = registry.spec_from_data(job_file["job"], job_file["spec"])
     assert json.loads(records.dumps(spec)) == job_file["spec"]
+    target = records.convert(job_file["target"], TargetSpec)
+    assert target.kind == "dir" and json.loads(records.dumps(target)) == job_file["target"]
     lines = (OLD / job / "events.ndjson").read_text().splitlines()
     decoded = [registry.decode_event(job, line) for line in lines]
     assert len(decoded) == len(lines) and not any(isinstance(e, events.Data) and e.kind in events.KINDS

@@ -38,7 +38,7 @@ import msgspec
 
 from fsscope import trust
 from fsscope.aging.ager import AgingError, AgingSpec, _check_spec, age, read_state
-from fsscope.records import SpecRecord
+from fsscope.records import SpecRecord, plain
 
 PROGRESS_FIELDS = ("phase", "fullness", "ops", "ops_per_s", "overwrites", "p_values")
 
@@ -242,7 +242,7 @@ def run(ctx, spec: Spec) -> dict:
     report["inodes_used"] = (aged or {}).get("space", {}).get("inodes_used")
     report["recipe"] = ctx.recipe.name if ctx.recipe is not None else None
     report["fs"] = ctx.recipe.fs if ctx.recipe is not None else None
-    report["target"] = target.spec.to_dict() | {"describe": target.spec.describe()}
+    report["target"] = plain(target.spec) | {"describe": target.spec.describe()}
     report["image"] = str(target.image_path) if target.image_path else None
     report["restores"] = list(target.restores)
     report["snapshot"] = _snapshot(ctx, spec, target)

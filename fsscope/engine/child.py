@@ -38,6 +38,7 @@ from fsscope.engine.context import JobContext
 from fsscope.engine.events import Error, Result
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.recipes import Recipe
+from fsscope.records import convert
 from fsscope.targets import Target, TargetSpec
 from fsscope.targets.journal import Journal, undo_entries
 from fsscope.telemetry.machine import MachineLoad
@@ -129,7 +130,7 @@ def main(run_path: str) -> int:
         module = registry.load(job_file["job"])
         spec = registry.spec_from_data(job_file["job"], job_file["spec"])
         recipe = Recipe.from_dict(job_file["recipe"]) if job_file.get("recipe") else None
-        target = Target(TargetSpec.from_dict(job_file["target"]), recipe)
+        target = Target(convert(job_file["target"], TargetSpec), recipe)
         ctx = stop.ctx = JobContext(run_dir, target, event_fd)
         if stop.hits:  # a signal came while we were starting
             raise KeyboardInterrupt

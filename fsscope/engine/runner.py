@@ -160,7 +160,7 @@ def _start(module, job: str, spec, target: TargetSpec, recipe: Recipe | None, cl
            runs_root: Path | None) -> JobHandle:
     check_room(getattr(module, "record_bytes", lambda spec: 0)(spec), runs_root)
     run_dir = RunDir.create(job, runs_root)
-    job_file = {"job": job, "spec": spec, "target": target.to_dict(),
+    job_file = {"job": job, "spec": spec, "target": target,
                 "recipe": recipe.to_dict() if recipe else None}
     (run_dir.path / "job.json").write_text(dumps(job_file, indent=2))
     run_dir.update_manifest(status="starting", events_version=events.VERSION, **job_file)

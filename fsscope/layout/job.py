@@ -89,6 +89,6 @@ def run(ctx, spec: Spec) -> dict:
     target = ctx.target
     # a --dir target: the histogram is of the whole file system holding it, as found (used)
     return {"fs": fs.fs, "recipe": ctx.recipe.name if ctx.recipe is not None else None,
-            "target": target.spec.to_dict() | {"describe": target.spec.describe()},
+            "target": plain(target.spec) | {"describe": target.spec.describe()},
             "snapshot": target.spec.snapshot or None, "restores": list(target.restores),
             "spec": plain(spec), **measurement}

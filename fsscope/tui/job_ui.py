@@ -10,8 +10,8 @@ view (per-file latencies) and no model (the latency matrix alone) are the defaul
 given as "module:Class" (imported on first use, so this module and the models stay free of
 Textual: replay and the CLI use the models without it) or as the class itself.
 
-A model has ``version``, ``notes``, ``telemetry``, ``feed(event: dict) -> changed`` (the job's
-wire events), ``finish(report)`` and a classmethod ``from_run(run_dir, spec, report)``.
+A model has ``version``, ``notes``, ``telemetry``, ``feed(event: Event) -> changed`` (the job's
+events as records: its own DataRecord kinds, or Data), ``finish(report)`` and a classmethod ``from_run(run_dir, spec, report)``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
+
+from fsscope.engine.events import Event
 
 DEFAULT_PANEL = "fsscope.tui.widgets.job_params:JobParams"
 DEFAULT_VIEW = "fsscope.tui.widgets.heat_view:HeatView"
@@ -29,7 +31,7 @@ class JobModel(Protocol):
     notes: list[str]
     telemetry: list[tuple[float, float, float]]
 
-    def feed(self, event: dict) -> bool: ...
+    def feed(self, event: Event) -> bool: ...
 
     def finish(self, report: dict | None) -> None: ...
 

@@ -3,6 +3,8 @@ while it runs, the report when it ends, the same from a recorded run."""
 
 from __future__ import annotations
 
+from fsscope.engine.events import Event
+
 
 class ReportModel:
     kind = "report"
@@ -13,7 +15,7 @@ class ReportModel:
         self.version = 0
         self.telemetry: list[tuple[float, float, float]] = []
 
-    def feed(self, event: dict) -> bool:
+    def feed(self, event: Event) -> bool:
         return False
 
     def finish(self, report: dict | None) -> None:

@@ -394,7 +394,7 @@ def run(ctx, spec: Spec) -> dict:
         "run_id": ctx.run_dir.id,
         "recipe": recipe.name if recipe is not None else None,
         "fs": fs_name,
-        "target": ctx.target.spec.to_dict() | {"describe": ctx.target.spec.describe()},
+        "target": plain(ctx.target.spec) | {"describe": ctx.target.spec.describe()},
         "spec": plain(spec),
         "workload": dataclasses.asdict(pspec) if pspec is not None else None,
         "bin_s": BIN_S,

@@ -250,7 +250,7 @@ def run(ctx, spec: Spec) -> dict:
                   "personality": spec.personality,
                   "recipe": recipe.name, "fs": recipe.fs,
                   "dataset_sha256": dataset_sha256,
-                  "target": target.spec.to_dict() | {"describe": target.spec.describe()},
+                  "target": plain(target.spec) | {"describe": target.spec.describe()},
                   "spec": plain(spec), "workload": dataclasses.asdict(pspec),
                   "monotone": verdict.monotone, "order": "interleaved",
                   "elapsed_s": round(time.monotonic() - t0, 2)})

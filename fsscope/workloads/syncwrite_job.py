@@ -169,7 +169,7 @@ def run(ctx, spec: Spec) -> dict:
         "mode": spec.mode,
         "recipe": recipe.name if recipe is not None else None,
         "fs": fs_name,
-        "target": ctx.target.spec.to_dict() | {"describe": ctx.target.spec.describe()},
+        "target": plain(ctx.target.spec) | {"describe": ctx.target.spec.describe()},
         "spec": plain(spec),
         "file_setup": file_setup(spec.preallocate),
         "points_completed": end.points_done,
