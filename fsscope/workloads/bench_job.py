@@ -396,7 +396,7 @@ def run(ctx, spec: Spec) -> dict:
         "fs": fs_name,
         "target": plain(ctx.target.spec) | {"describe": ctx.target.spec.describe()},
         "spec": plain(spec),
-        "workload": dataclasses.asdict(pspec) if pspec is not None else None,
+        "workload": plain(pspec) if pspec is not None else None,
         "bin_s": BIN_S,
         "runs_requested": spec.runs,
         "runs_completed": len(results),

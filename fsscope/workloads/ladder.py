@@ -29,7 +29,6 @@ each step change what it claims. Every image, loop and mount is journalled (owne
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import time
@@ -251,6 +250,6 @@ def run(ctx, spec: Spec) -> dict:
                   "recipe": recipe.name, "fs": recipe.fs,
                   "dataset_sha256": dataset_sha256,
                   "target": plain(target.spec) | {"describe": target.spec.describe()},
-                  "spec": plain(spec), "workload": dataclasses.asdict(pspec),
+                  "spec": plain(spec), "workload": plain(pspec),
                   "monotone": verdict.monotone, "order": "interleaved",
                   "elapsed_s": round(time.monotonic() - t0, 2)})

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from fsscope.errors import FsscopeError
@@ -71,7 +72,7 @@ def run(root: str | os.PathLike, spec: PersonalitySpec, duration_s: float | None
     Must not be called from a daemonic process (those cannot have children)."""
     from fsscope.workloads.cgroup import MemoryCgroup
 
-    spec = replace(spec, **{k: v for k, v in (("duration_s", duration_s), ("workers", workers))
+    spec = msgspec.structs.replace(spec, **{k: v for k, v in (("duration_s", duration_s), ("workers", workers))
                             if v is not None})
     root = Path(root)
     fileset = load_fileset(root, spec)
