@@ -106,6 +106,7 @@ def job_rates(duration_s: float, capacity_bytes: int, recipe_name: str = LOOP_RE
     """The same loop-image runs through the engine: the ``bench`` job in its child process."""
     from fsscope import recipes
     from fsscope.engine import runner
+    from fsscope.engine.registry import spec_from_data
     from fsscope.targets import TargetSpec
 
     rates = {}
@@ -113,7 +114,7 @@ def job_rates(duration_s: float, capacity_bytes: int, recipe_name: str = LOOP_RE
     try:
         for name in P.PERSONALITIES:
             spec = {"personality": name, "runs": 1, "duration_s": duration_s, "window_sizes_s": [10], "seed": 1}
-            handle = runner.start("bench", spec, TargetSpec("ram", size_bytes=capacity_bytes),
+            handle = runner.start("bench", spec_from_data("bench", spec), TargetSpec("ram", size_bytes=capacity_bytes),
                                   recipes.load(recipe_name), runs_root=runs_root)
             samples = 0
             for event in handle.events():

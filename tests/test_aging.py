@@ -23,8 +23,10 @@ from scipy import stats
 from fsscope.aging import fit, session
 from fsscope.aging import profile as prof
 from fsscope.aging.ager import STATE_FILE, AgingError, AgingSpec, age, read_state
+from fsscope.aging.job import Spec as AgingJobSpec
 from fsscope.aging.profile import ProfileError, load_profile
 from fsscope.errors import FsscopeError
+from fsscope.records import convert, dumps
 
 PUBLISHED = ["agrawal", "dabre", "douceur", "grundman", "meyer", "pramod", "wang-lanl", "wang-os"]
 # (size buckets, total size weight, age buckets, total age weight, dir buckets, total dir weight)
@@ -534,9 +536,9 @@ def test_resume_needs_state_and_plain_dirs_need_capacity(ram_dir):
 
 def test_spec_round_trips_through_a_dict():
     spec = AgingSpec(profile="agrawal", seed=9, confidence=0.9, workers=2)
-    assert AgingSpec.from_dict(spec.to_dict()) == spec
-    with pytest.raises(AgingError, match="unknown parameter"):
-        AgingSpec.from_dict({"profile": "small", "speed": 3})
+    assert convert(json.loads(dumps(spec)), AgingSpec) == spec
+    with pytest.raises(FsscopeError, match="age spec field 'speed' is unknown"):
+        convert({"profile": "small", "speed": 3}, AgingJobSpec)
 
 
 @pytest.mark.privileged

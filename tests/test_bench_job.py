@@ -17,6 +17,7 @@ from fsscope.analysis import generator
 from fsscope.analysis.variation.grid import bucket_mid_ns
 from fsscope.analysis.variation.stats import welch
 from fsscope.engine import runner
+from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 from fsscope.targets.existing import existing_fs
 from fsscope.targets.journal import Journal
@@ -115,7 +116,7 @@ def test_bench_on_a_directory_json_contract_and_arrays(cli, scratch):
 @pytest.mark.privileged
 def test_bench_on_ext4_ram_image_streams_samples_and_formats_per_run():
     spec = {"personality": "fileserver", **SMALL_SPEC, "window_sizes_s": [1]}
-    handle = runner.start("bench", spec, TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
+    handle = runner.start("bench", spec_from_data("bench", spec), TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
     samples, telemetry, findings = [], [], []
     for event in handle.events():
         if event["kind"] == "samples":
@@ -209,7 +210,7 @@ def test_recipes_comparison(cli, scratch):
 @pytest.mark.privileged
 def test_cancel_stops_the_running_bench_and_cleans_up():
     spec = {"personality": "varmail", "runs": 3, "duration_s": 60, "nfiles": 60, "workers": 2}
-    handle = runner.start("bench", spec, TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
+    handle = runner.start("bench", spec_from_data("bench", spec), TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
     for event in handle.events():
         if event["kind"] == "samples" and event["window"]["bin"] >= 1:
             handle.cancel()

@@ -15,6 +15,7 @@ from pilot_wait import wait_for
 
 from fsscope import recipes, store
 from fsscope.engine import runner
+from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal
 
@@ -25,7 +26,7 @@ def _journal_has_mount():
 
 
 def test_directory_target_needs_no_root_and_leaves_nothing(scratch):
-    handle = runner.start("smoke", {"duration_s": 0.3}, TargetSpec("dir", str(scratch)), None)
+    handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 0.3}), TargetSpec("dir", str(scratch)), None)
     events = list(handle.events())
     assert handle.returncode == 0
     kinds = [e["kind"] for e in events]
@@ -42,7 +43,7 @@ def test_directory_target_needs_no_root_and_leaves_nothing(scratch):
 
 @pytest.mark.privileged
 def test_job_on_a_ram_image_records_commands_and_cleans_up():
-    handle = runner.start("smoke", {"duration_s": 0.3}, TargetSpec("ram", size_bytes=400 * 2**20),
+    handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 0.3}), TargetSpec("ram", size_bytes=400 * 2**20),
                           recipes.load("xfs-default"))
     logs = [e["line"] for e in handle.events() if e["kind"] == "log"]
     assert handle.returncode == 0, (handle.run_dir.path / "child.log").read_text()
@@ -56,7 +57,7 @@ def test_job_on_a_ram_image_records_commands_and_cleans_up():
 
 @pytest.mark.privileged
 def test_cancel_stops_the_job_keeps_data_and_cleans_up():
-    handle = runner.start("smoke", {"duration_s": 60}, TargetSpec("ram", size_bytes=256 * 2**20),
+    handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 60}), TargetSpec("ram", size_bytes=256 * 2**20),
                           recipes.load("ext4-default"))
     assert wait_for(_journal_has_mount)
     records = handle.records()
@@ -72,7 +73,7 @@ def test_cancel_stops_the_job_keeps_data_and_cleans_up():
 
 @pytest.mark.privileged
 def test_sigkill_of_the_job_child_is_cleaned_up_by_the_parent():
-    handle = runner.start("smoke", {"duration_s": 60}, TargetSpec("ram", size_bytes=256 * 2**20),
+    handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 60}), TargetSpec("ram", size_bytes=256 * 2**20),
                           recipes.load("btrfs-default"))
     assert wait_for(_journal_has_mount)
     handle.kill()
@@ -153,12 +154,13 @@ def test_sigint_to_the_headless_cli_cancels_cleanly(scratch):
 STARTER = """
 import sys, threading
 from fsscope.engine import runner
+from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 handles = []
 # started from a thread that ends at once (as a TUI worker may): PR_SET_PDEATHSIG would kill the
 # job right here; the job must live as long as this PROCESS does, and stop when it dies
 starter = threading.Thread(target=lambda: handles.append(
-    runner.start("smoke", {"seconds": 120}, TargetSpec("dir", sys.argv[1]), None)))
+    runner.start("smoke", spec_from_data("smoke", {"seconds": 120}), TargetSpec("dir", sys.argv[1]), None)))
 starter.start()
 starter.join()
 print(handles[0].run_dir.path, flush=True)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from fsscope import jsonsafe
-from fsscope.engine import events, runner
+from fsscope import records
+from fsscope.engine import events, runner, smoke
 from fsscope.engine.events import Data, Error, Finding, Log, Phase, Progress, Result, Samples, decode
 from fsscope.targets import TargetSpec
 
@@ -49,9 +49,9 @@ def test_the_wire_form_is_what_older_readers_and_records_expect():
 
 def test_kinds_a_job_invents_are_data_and_keep_their_fields():
     window = events.decode({"t": 1.0, "kind": "samples", "run": 0, "window": {"ops_per_s": 5.0}})
-    assert isinstance(window, Data) and window.kind == "samples" and window.get("window") == {"ops_per_s": 5.0}
+    assert isinstance(window, Data) and window.kind == "samples" and window.fields["window"] == {"ops_per_s": 5.0}
     point = events.make("point", buffer_bytes=4096)
-    assert isinstance(point, Data) and point.to_json() == {"t": 0.0, "kind": "point", "buffer_bytes": 4096}
+    assert isinstance(point, Data) and json.loads(events.encode(point)) == {"t": 0.0, "kind": "point", "buffer_bytes": 4096}
     assert isinstance(events.make("finding", flag="outlier", index=3), Finding)
 
 
@@ -62,13 +62,14 @@ def test_one_sanitizer_for_numpy_and_non_finite_numbers():
 
     value = {"i": np.int64(7), "f": np.float32(0.5), "nan": float("nan"), "inf": np.float64("inf"),
              "arr": np.array([1.0, np.nan]), "ok": np.bool_(True), "dc": Point(np.nan), 3: {1, 2}}
-    out = json.loads(jsonsafe.dumps(value))
+    out = json.loads(records.dumps(value))
     assert out == {"i": 7, "f": 0.5, "nan": None, "inf": None, "arr": [1.0, None], "ok": True,
                    "dc": {"x": None}, "3": [1, 2]}
-    assert jsonsafe.plain(value) == out
-    # the fast path (no NaN) gives the same text as json itself
-    assert jsonsafe.dumps({"a": [1, 2, 3]}) == json.dumps({"a": [1, 2, 3]})
-    assert not math.isnan(json.loads(jsonsafe.dumps([np.float64(1.0)]))[0])
+    assert records.plain(value) == out
+    assert json.loads(records.dumps({"a": [1, 2, 3]})) == {"a": [1, 2, 3]}
+    assert not math.isnan(json.loads(records.dumps([np.float64(1.0)]))[0])
+    # files people read stay readable: job.json and reports are indented
+    assert records.dumps({"a": [1]}, indent=2) == '{\n  "a": [\n    1\n  ]\n}'
 
 
 def test_findings_from_a_probe_report_take_their_numbers_from_the_analysis_lists():
@@ -77,15 +78,15 @@ def test_findings_from_a_probe_report_take_their_numbers_from_the_analysis_lists
               "flags": [{"flag": "outlier", "index": 253, "structure": None, "note": "n1", "title": "t1"},
                         {"flag": "series", "index": 64, "structure": "xfs-inode-chunk-alloc", "note": "n2"}]}
     outlier, series = events.findings_from_report(report)
-    assert (outlier.flag, outlier.get("runs_flagged"), outlier.title) == ("outlier", 5, "t1")
-    assert (series.flag, series.get("stride"), series.get("count"), series.title) == ("series", 64, 3, "series")
+    assert (outlier.flag, outlier.fields["runs_flagged"], outlier.title) == ("outlier", 5, "t1")
+    assert (series.flag, series.fields["stride"], series.fields["count"], series.title) == ("series", 64, 3, "series")
     variation = events.findings_from_report({"flags": [{"kind": "variation", "rsd": 0.2, "note": "n"}]})
     assert variation == [Finding(flag="variation", title="variation", note="n", fields={"rsd": 0.2})]
     assert events.findings_from_report({"op": "creat"}) is None and events.findings_from_report(None) is None
 
 
 def test_a_real_job_speaks_the_contract_on_the_pipe_and_in_its_record(scratch):
-    handle = runner.start("smoke", {"duration_s": 0.3}, TargetSpec("dir", str(scratch)), None)
+    handle = runner.start("smoke", smoke.Spec(duration_s=0.3), TargetSpec("dir", str(scratch)), None)
     streamed = list(handle.records())
     assert handle.returncode == 0
     assert isinstance(streamed[0], Phase) and Phase(name="write+fsync") in [

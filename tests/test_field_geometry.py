@@ -25,6 +25,7 @@ import fsscope.layout.fiemap  # noqa: F401
 import fsscope.layout.freespace  # noqa: F401
 from fsscope.cli.render.probe import render_probe
 from fsscope.engine import runner
+from fsscope.engine.registry import spec_from_data
 from fsscope.explain.geometry import read_geometry
 from fsscope.explain.rules import predict
 from fsscope.scan import scan
@@ -51,8 +52,8 @@ def hand_made(loop_device, scratch):
 
 
 def _probe_dir(where: Path, files: int, runs: int = 3) -> dict:
-    handle = runner.start("probe", {"files": files, "runs": runs, "name_length": NAME_LENGTH,
-                                    "trace": "attribute"}, TargetSpec("dir", str(where)), None)
+    handle = runner.start("probe", spec_from_data("probe", {"files": files, "runs": runs, "name_length": NAME_LENGTH,
+                                    "trace": "attribute"}), TargetSpec("dir", str(where)), None)
     for _ in handle.events():
         pass
     assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
@@ -183,7 +184,7 @@ def test_probe_dir_on_tmpfs_names_it_and_says_why_no_structure_is_predicted(tmp_
 
     where = Path(tempfile.mkdtemp(dir=RAM_DIR))  # the session's RAM dir: tmpfs, no device
     found = existing_fs(where)
-    handle = runner.start("probe", {"files": 30, "runs": 2, "trace": "off"}, TargetSpec("dir", str(where)), None)
+    handle = runner.start("probe", spec_from_data("probe", {"files": 30, "runs": 2, "trace": "off"}), TargetSpec("dir", str(where)), None)
     for _ in handle.events():
         pass
     report = handle.run_dir.report()

@@ -26,6 +26,7 @@ import pytest
 
 from fsscope import recipes
 from fsscope.engine import runner
+from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 from fsscope.workloads.probe import ProbeSpec, measure_run, pin_cpu
 
@@ -43,7 +44,7 @@ CONFIGS = {
 
 def _probe(config: str, **spec) -> dict:
     recipe, mkfs_opts, files, _ = CONFIGS[config]
-    handle = runner.start("probe", {"files": files, "runs": 5, "trace": "off", **spec},
+    handle = runner.start("probe", spec_from_data("probe", {"files": files, "runs": 5, "trace": "off", **spec}),
                           TargetSpec("ram", size_bytes=SIZE_BYTES), recipes.load(recipe).with_extra(mkfs_opts, ""))
     for _ in handle.events():
         pass
@@ -154,7 +155,7 @@ def test_syncfs_does_not_wait_on_another_devices_writeback_as_sync_does(device_w
     # quiet machine a writer that syncs itself leaves sync() little to wait for)
     with device_writer(loop_device("256M"), fsync_every_mib=0):
         for scope in ("fs", "global"):
-            handle = runner.start("probe", {"files": 40, "runs": 2, "max_runs": 2, "trace": "off", "sync_scope": scope},
+            handle = runner.start("probe", spec_from_data("probe", {"files": 40, "runs": 2, "max_runs": 2, "trace": "off", "sync_scope": scope}),
                                   TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
             for _ in handle.events():
                 pass

@@ -9,6 +9,7 @@ import pytest
 
 from fsscope import recipes, store
 from fsscope.engine import runner
+from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal
 
@@ -62,7 +63,7 @@ def test_probe_on_a_directory_without_formatting(cli, scratch):
 
 @pytest.mark.privileged
 def test_cancelled_probe_keeps_measured_rows_and_cleans_up():
-    handle = runner.start("probe", {"files": 20000, "runs": 3}, TargetSpec("ram", size_bytes=256 * 2**20),
+    handle = runner.start("probe", spec_from_data("probe", {"files": 20000, "runs": 3}), TargetSpec("ram", size_bytes=256 * 2**20),
                           recipes.load("ext4-default"))
     samples = 0
     for event in handle.events():

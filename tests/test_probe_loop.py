@@ -18,6 +18,7 @@ import pytest
 
 from fsscope import tools
 from fsscope.errors import FsscopeError, ToolError
+from fsscope.records import convert, dumps
 from fsscope.workloads.probe import (
     NOT_REACHED_NS,
     OPS,
@@ -288,7 +289,7 @@ def test_enospc_in_the_populate_step_names_it(tiny_tmpfs: Path) -> None:
     ({"files": 1001, "name_length": 3},
      "name_length 3 is too short for 1001 files: names 0..1000 need 4 digits"),
     ({"name_length": 0}, "probe name_length must be at least 1"),
-    ({"name_length": 300}, "name_length 300 is too long"),
+    ({"name_length": 300}, "probe name_length must be at most 255, not 300"),
     ({"sync_before": "sometimes"}, "sync_before 'sometimes' is unknown: choose one of each, none"),
     ({"fresh_fs": "yes"}, "'fresh_fs' must be true or false, not 'yes'"),
     ({"cpu": -1}, "probe cpu must be at least 0"),
@@ -297,7 +298,7 @@ def test_enospc_in_the_populate_step_names_it(tiny_tmpfs: Path) -> None:
 ])
 def test_bad_specs_give_clear_errors(settings: dict[str, object], message: str) -> None:
     with pytest.raises(FsscopeError) as caught:
-        ProbeSpec.from_dict(settings)
+        convert(settings, ProbeSpec)
     assert message in str(caught.value)
 
 
@@ -307,15 +308,15 @@ def test_spec_defaults_and_json_round_trip() -> None:
             spec.cpu, spec.write_bytes, spec.fallocate_bytes) == (
         "creat", 1024, 5, 7, "each", True, None, 4096, 1 << 20)
     custom = ProbeSpec(op="rename", files=1000, name_length=3, sync_before="none", cpu=0)
-    assert ProbeSpec.from_dict(json.loads(json.dumps(custom.to_dict()))) == custom
+    assert convert(json.loads(dumps(custom)), ProbeSpec) == custom
     assert ProbeSpec(files=1000, name_length=3).files == 1000
 
 
-def test_from_dict_refuses_unknown_fields() -> None:
+def test_convert_refuses_unknown_fields() -> None:
     with pytest.raises(FsscopeError, match="field 'file' is unknown: known fields are op, files"):
-        ProbeSpec.from_dict({"file": 10})
+        convert({"file": 10}, ProbeSpec)
     with pytest.raises(FsscopeError, match="must be a JSON object"):
-        ProbeSpec.from_dict([1, 2])  # type: ignore[arg-type]
+        convert([1, 2], ProbeSpec)
 
 
 # --- CPU pinning and imports -----------------------------------------------------------------

@@ -17,6 +17,7 @@ import pytest
 
 from fsscope import recipes
 from fsscope.engine import runner
+from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 
 pytestmark = pytest.mark.privileged
@@ -27,7 +28,7 @@ SIZE_BYTES = 400 * 2**20
 def probe(recipe: str, files: int, runs: int, *, mkfs_opts: str = "", in_root: bool = False,
           trace: str = "off") -> dict:
     spec = {"files": files, "runs": runs, "trace": trace} | ({"in_root": True} if in_root else {})
-    handle = runner.start("probe", spec,
+    handle = runner.start("probe", spec_from_data("probe", spec),
                           TargetSpec("ram", size_bytes=SIZE_BYTES),
                           recipes.load(recipe).with_extra(mkfs_opts, ""))
     for _ in handle.events():

@@ -33,6 +33,7 @@ import pytest
 
 from fsscope import recipes
 from fsscope.engine import runner
+from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 
 pytestmark = pytest.mark.privileged
@@ -57,7 +58,7 @@ _reports: dict[str, list[dict]] = {}
 
 def _probe(config: str) -> dict:
     recipe, mkfs_opts, files, name_length = CONFIGS[config]
-    handle = runner.start("probe", {"files": files, "runs": RUNS, "name_length": name_length, "trace": "off"},
+    handle = runner.start("probe", spec_from_data("probe", {"files": files, "runs": RUNS, "name_length": name_length, "trace": "off"}),
                           TargetSpec("ram", size_bytes=SIZE_BYTES),
                           recipes.load(recipe).with_extra(mkfs_opts, ""))
     for _ in handle.events():

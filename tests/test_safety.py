@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from fsscope import paths
+from fsscope.engine.registry import spec_from_data
 from fsscope.targets import filesystem, identity
 from fsscope.targets.journal import Journal
 
@@ -135,7 +136,7 @@ def test_cleanup_leaves_a_live_job_alone_after_the_clock_steps(cli):
     from fsscope.engine import runner
     from fsscope.targets import TargetSpec
 
-    handle = runner.start("smoke", {"duration_s": 120}, TargetSpec("ram", size_bytes=256 * 2**20),
+    handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 120}), TargetSpec("ram", size_bytes=256 * 2**20),
                           recipes.load("ext4-default"))
     records = handle.records()
     next(e for e in records if e.kind == "progress")             # mounted, writing files

@@ -17,6 +17,7 @@ from scipy import stats as st
 from fsscope import store
 from fsscope.analysis import efficiency
 from fsscope.engine import runner
+from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 from fsscope.workloads import syncwrite as sw
 
@@ -165,7 +166,7 @@ def test_a_preallocation_that_finds_the_disk_full_leaves_no_file(scratch):
 
 def test_a_killed_sweep_keeps_every_measured_write_and_report_shows_them(cli, scratch):
     spec = {"buffer_sizes_bytes": [4096, 16384], "file_size_bytes": 256 << 10, "mode": "fdatasync", "repeats": 200}
-    handle = runner.start("syncwrite", spec, TargetSpec("dir", str(scratch)), None)
+    handle = runner.start("syncwrite", spec_from_data("syncwrite", spec), TargetSpec("dir", str(scratch)), None)
     seen = 0
     for event in handle.events():
         if event.get("kind") == "samples":

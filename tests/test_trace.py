@@ -21,6 +21,7 @@ from pilot_wait import wait_for
 
 from fsscope import recipes, store
 from fsscope.engine import runner
+from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal
 from fsscope.trace import attribute
@@ -106,8 +107,8 @@ def test_ext4_htree_conversion_allocates_its_block_in_the_predicted_call(cli, sc
 
 
 def _start_long_traced_probe():
-    return runner.start("probe", {"op": "write-fsync", "files": 20000, "runs": 1, "trace": "all",
-                                  "sync_before": "none"},
+    return runner.start("probe", spec_from_data("probe", {"op": "write-fsync", "files": 20000, "runs": 1, "trace": "all",
+                                  "sync_before": "none"}),
                         TargetSpec("ram", size_bytes=400 * 2**20), recipes.load("ext4-default"))
 
 
@@ -195,8 +196,8 @@ def test_per_call_io_counts_requests_bytes_flush_and_fua():
 
 @pytest.mark.privileged
 def test_a_forced_sync_shows_its_journal_commit_in_its_bench_window():
-    handle = runner.start("bench", {"personality": "webserver", "runs": 1, "duration_s": 4,
-                                    "window_sizes_s": [1], "nfiles": 100},
+    handle = runner.start("bench", spec_from_data("bench", {"personality": "webserver", "runs": 1, "duration_s": 4,
+                                    "window_sizes_s": [1], "nfiles": 100}),
                           TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
     synced = []
     for event in handle.events():

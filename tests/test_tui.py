@@ -19,6 +19,7 @@ from textual.command import CommandList, CommandPalette
 
 from fsscope import paths, recipes
 from fsscope.engine import events
+from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 from fsscope.targets.existing import existing_fs
 from fsscope.targets.journal import Journal, loops_backing
@@ -330,7 +331,7 @@ async def test_runs_screen_replays_and_compares(scratch):
     from fsscope.targets import TargetSpec
 
     for _ in range(2):
-        handle = runner.start("probe", {"files": 200, "runs": 2, "max_runs": 2}, TargetSpec("ram", size_bytes=400 * 2**20),
+        handle = runner.start("probe", spec_from_data("probe", {"files": 200, "runs": 2, "max_runs": 2}), TargetSpec("ram", size_bytes=400 * 2**20),
                               recipes.load("xfs-default"))
         for _event in handle.events():
             pass

@@ -98,8 +98,8 @@ async def test_age_panel_profile_select_and_minutes():
         await set_param(pilot, app, "param-age-max_seconds", "0.5")
         await set_param(pilot, app, "param-age-fullness", "0.5")
         panel = app.screen.query_one("#params-age")
-        data = panel.validated()
-        assert data["max_seconds"] == 30.0 and data["fullness"] == 0.5 and data["profile"] == "small"
+        spec = panel.validated()  # the job's Spec record, built once here
+        assert spec.max_seconds == 30.0 and spec.fullness == 0.5 and spec.profile == "small"
 
 
 @pytest.mark.privileged

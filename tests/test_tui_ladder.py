@@ -9,7 +9,7 @@ from pilot_wait import until
 from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
 
 from fsscope import recipes
-from fsscope.engine.events import decode
+from fsscope.engine.events import Progress, decode
 from fsscope.format import format_pct
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -59,8 +59,10 @@ async def test_ladder_live_and_replayed():
         steps = job.report["ladder"]
         # live: every run's ops/s reached the view before the job's end
         seen = list({id(m): m for m in messages}.values())
-        order = [m.event.get("step") if isinstance(m, msg.JobEvent) else "end" for m in seen
-                 if isinstance(m, msg.JobEvent) and m.event.get("step") or isinstance(m, msg.JobFinished)]
+        def step(m) -> str | None:  # a run's numbers ride on a progress event's detail
+            return m.event.detail.get("step") if isinstance(m, msg.JobEvent) and isinstance(m.event, Progress) else None
+
+        order = [step(m) or "end" for m in seen if step(m) or isinstance(m, msg.JobFinished)]
         assert order == ["baseline", "alloc", "baseline", "alloc", "end"]  # the steps interleave
 
         def text(screen) -> str:

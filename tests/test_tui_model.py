@@ -10,6 +10,7 @@ import pytest
 from fsscope import paths
 from fsscope.analysis.heatbuckets import bucket, bucket_mask
 from fsscope.engine.events import decode
+from fsscope.engine.registry import decode_event
 from fsscope.format import format_ns
 from fsscope.tui.bench_model import BenchModel
 from fsscope.tui.model import (
@@ -25,6 +26,7 @@ from fsscope.tui.model import (
 from fsscope.tui.syncwrite_model import SyncWriteModel
 from fsscope.tui.themes import FSSCOPE_THEMES, ThemeFileError, load_themes, parse_theme
 from fsscope.tui.widgets.throughput_chart import nice_ceiling, nice_floor, resample
+from fsscope.workloads.bench_job import WindowSample
 
 
 def test_bucket_max_percentile_mean_ignore_unmeasured():
@@ -157,16 +159,23 @@ def window(b: int, ops_per_s: float, p99_ns: float = 50_000.0) -> dict:
                     "stat": {"ops_per_s": ops_per_s / 2, "p50_ns": 2_000.0, "p99_ns": None}}}
 
 
+def bench_event(wire: dict):
+    """A bench event as the TUI gets it: decoded by (job, kind), a window to its own record."""
+    event = decode_event("bench", wire)
+    assert isinstance(event, WindowSample) and event.window.ops["stat"].p99_ns is None
+    return event
+
+
 def test_bench_model_live_band_variation_and_report():
     model = BenchModel({"runs": 3, "duration_s": 4, "window_sizes_s": [2]})
     assert model.default_window() == 1  # 4 s holds fewer than three 2-s windows
     for b, rate in enumerate([100.0, 120.0, 110.0, 130.0]):
-        assert model.feed(decode({"kind": "samples", "run": 0, "window": window(b, rate)}))
+        assert model.feed(bench_event({"kind": "samples", "run": 0, "window": window(b, rate)}))
     assert model.variation()["runs"] == 0 and not model.runs[0].finished
     assert model.feed(decode({"kind": "phase", "name": "run 2 of 3", "run": 1}))
     assert model.runs[0].finished and model.runs[0].ops_per_s == pytest.approx(115.0)
     for b, rate in enumerate([80.0, 90.0]):
-        model.feed(decode({"kind": "samples", "run": 1, "window": window(b, rate, p99_ns=70_000.0)}))
+        model.feed(bench_event({"kind": "samples", "run": 1, "window": window(b, rate, p99_ns=70_000.0)}))
     chart = model.chart()
     assert chart.run == 1 and chart.band_runs == (0,)
     assert chart.current == [80.0, 90.0, None, None] and chart.band_high == [100.0, 120.0, 110.0, 130.0]
@@ -175,8 +184,8 @@ def test_bench_model_live_band_variation_and_report():
     rows, covers = model.op_rows()
     assert [r.op for r in rows] == ["create", "stat"] and rows[0].p99_ns == 70_000.0 and "run 2" in covers
     assert list(model.worst_p99_ns)[-1] == 70_000.0 and model.worst_p99_op == "create"
-    model.feed(decode({"kind": "samples", "run": 1, "window": window(2, 100.0)}))
-    model.feed(decode({"kind": "samples", "run": 1, "window": window(3, 90.0)}))
+    model.feed(bench_event({"kind": "samples", "run": 1, "window": window(2, 100.0)}))
+    model.feed(bench_event({"kind": "samples", "run": 1, "window": window(3, 90.0)}))
     model.feed(decode({"kind": "phase", "name": "run 3 of 3", "run": 2}))
     v = model.variation()  # live: estimates from the bins (115 and 90)
     assert v["runs"] == 2 and not v["exact"]

@@ -13,6 +13,7 @@ from pilot_wait import until
 from test_tui import live_app
 
 from fsscope.engine import events
+from fsscope.engine.registry import spec_from_data
 from fsscope.format import format_ns
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui import messages as msg
@@ -93,7 +94,7 @@ def record_smoke_runs(scratch, count: int) -> list[str]:
 
     ids = []
     for _ in range(count):
-        handle = runner.start("smoke", {"duration_s": 0.2}, TargetSpec("dir", path=str(scratch)), None)
+        handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 0.2}), TargetSpec("dir", path=str(scratch)), None)
         for _event in handle.events():
             pass
         ids.append(handle.run_dir.id)

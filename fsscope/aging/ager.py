@@ -89,12 +89,12 @@ from fsscope.aging.profile import Profile, load_profile, profile_from_dict
 from fsscope.aging.session import Session, Start
 from fsscope.aging.state import STATE_FILE, read_state, reserve_state_file, state_path
 from fsscope.aging.tree import measure, walk_aged_tree
+from fsscope.records import Record
 
 __all__ = ["STATE_FILE", "AgingError", "AgingResult", "AgingSpec", "age", "read_state"]
 
 
-@dataclass(frozen=True)
-class AgingSpec:
+class AgingSpec(Record, frozen=True):
     """What to age and when to stop. ``profile`` is a Profile, a shipped name or a path."""
 
     profile: Profile | str
@@ -108,25 +108,6 @@ class AgingSpec:
     workers: int = 1                      # processes that execute the operations (CLI --jobs)
     capacity_bytes: int | None = None     # plain directory target: the capacity to fill
     fit_every: int | None = None          # ops between confidence checks (default from K)
-
-    def to_dict(self) -> dict:
-        data = dataclasses.asdict(self) if not isinstance(self.profile, Profile) else {
-            f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        if isinstance(self.profile, Profile):
-            data["profile"] = self.profile.source or self.profile.name
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict) -> AgingSpec:
-        names = {f.name for f in dataclasses.fields(cls)}
-        if "jobs" in data and "workers" not in data:  # its name before it said what it counts
-            data = {("workers" if k == "jobs" else k): v for k, v in data.items()}
-        unknown = set(data) - names
-        if unknown:
-            raise AgingError(f"aging: unknown parameter(s): {', '.join(sorted(unknown))}")
-        if "profile" not in data:
-            raise AgingError("aging: profile: missing (a shipped name or a .toml path)")
-        return cls(**data)
 
 
 @dataclass(frozen=True)

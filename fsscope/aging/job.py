@@ -28,26 +28,30 @@ A directory target (no file system of its own) is aged in a fresh subdirectory a
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
+
+import msgspec
 
 from fsscope import store, trust
 from fsscope.aging.ager import AgingError, AgingSpec, _check_spec, age, read_state
 from fsscope.aging.profile import load_profile
 from fsscope.format import format_bytes
 from fsscope.layout.job import auto_test_file_bytes, measure_fragmentation, space_of
+from fsscope.records import SpecRecord, plain
 from fsscope.targets import image
 
 PROGRESS_FIELDS = ("phase", "fullness", "ops", "ops_per_s", "overwrites", "p_values")
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(SpecRecord, frozen=True):
     """:class:`AgingSpec`'s fields (same names and meaning) plus what the job adds."""
+
+    job: ClassVar[str] = "age"
+    renamed: ClassVar[dict[str, str]] = {"jobs": "workers"}  # before it said what it counts
 
     profile: str = "small"                # shipped name or .toml path ("" with resume: as recorded)
     fullness: float | None = None
@@ -66,30 +70,13 @@ class Spec:
     test_file_bytes: int | None = None    # fragmentation test file (None: auto, see frag)
 
     def aging_spec(self, profile: str | None = None) -> AgingSpec:
-        names = {f.name for f in dataclasses.fields(AgingSpec)}
-        data = {k: v for k, v in dataclasses.asdict(self).items() if k in names}
+        names = {f.name for f in msgspec.structs.fields(AgingSpec)}
+        data = {k: getattr(self, k) for k in names}
         if profile is not None:
             data["profile"] = profile
         return AgingSpec(**data)
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Spec:
-        names = [f.name for f in dataclasses.fields(cls)]
-        if not isinstance(data, dict):
-            raise AgingError("age spec must be a JSON object")
-        if "jobs" in data and "workers" not in data:  # its name before it said what it counts
-            data = {("workers" if k == "jobs" else k): v for k, v in data.items()}
-        unknown = sorted(set(data) - set(names))
-        if unknown:
-            raise AgingError(f"age spec field {unknown[0]!r} is unknown: known fields are {', '.join(names)}")
-        spec = cls(**data)
-        spec.validate()
-        return spec
-
-    def validate(self) -> None:
+    def __post_init__(self) -> None:
         """The checks that need no target: parameter ranges, and that the profile loads."""
 
         if not self.profile and not self.resume:
@@ -256,7 +243,7 @@ def run(ctx, spec: Spec) -> dict:
     report["inodes_used"] = (aged or {}).get("space", {}).get("inodes_used")
     report["recipe"] = ctx.recipe.name if ctx.recipe is not None else None
     report["fs"] = ctx.recipe.fs if ctx.recipe is not None else None
-    report["target"] = target.spec.to_dict() | {"describe": target.spec.describe()}
+    report["target"] = plain(target.spec) | {"describe": target.spec.describe()}
     report["image"] = str(target.image_path) if target.image_path else None
     report["restores"] = list(target.restores)
     report["snapshot"] = _snapshot(ctx, spec, target)

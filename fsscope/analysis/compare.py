@@ -17,8 +17,8 @@ import numpy as np
 from fsscope.analysis.efficiency import compare_per_size
 from fsscope.analysis.variation.temporal import compare_recipes
 from fsscope.format import format_bytes
-from fsscope.jsonsafe import plain
 from fsscope.layout.summary import FRAG_ROWS, summary_rows
+from fsscope.records import plain
 
 # how a row's values print: ns → µs, bytes, fraction → %, plain numbers, or text
 KINDS = ("us", "bytes", "pct", "int", "num", "p", "text")

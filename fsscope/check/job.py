@@ -18,8 +18,7 @@ import dataclasses
 import math
 import os
 import time
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -29,8 +28,8 @@ from fsscope.check.findings import Finding
 from fsscope.check.target import locate
 from fsscope.check.verdict import decide
 from fsscope.errors import FsscopeError
-from fsscope.jsonsafe import plain as _jsonable
-from fsscope.specs import checked_fields
+from fsscope.records import SpecRecord
+from fsscope.records import plain as _jsonable
 from fsscope.workloads import PERSONALITIES
 from fsscope.workloads import personalities as P
 
@@ -42,8 +41,9 @@ STARTUP_S = 4.0   # the command's own start and the job process's, outside this 
 RUN_OVERHEAD_S = {True: 4.0, False: 2.0}  # first guess of formatting (True) + populating per run
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(SpecRecord, frozen=True):
+    job: ClassVar[str] = "check"
+
     personality: Literal["fileserver", "webserver", "varmail"] = "fileserver"
     precision: float = 0.05           # CI half-width, fraction of the mean
     confidence: float = 0.95
@@ -68,9 +68,6 @@ class Spec:
         if self.dataset_bytes is not None and (not isinstance(self.dataset_bytes, int) or self.dataset_bytes < 1):
             raise FsscopeError(f"check: dataset_bytes must be a positive whole number, got {self.dataset_bytes!r}")
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Spec:
-        return cls(**checked_fields(cls, data, "check"))
 
 
 def least_s(spec: Spec, formats: bool = True) -> float:
@@ -226,11 +223,11 @@ def _report(ctx, spec: Spec, findings: list[Finding], calibration: dict | None, 
         "fix_first": list(verdict.fix_first),
         "findings": [f.to_dict() for f in findings],
         "calibration": calibration,
-        "target": ctx.target.spec.to_dict() | {"describe": ctx.target.spec.describe()},
+        "target": _jsonable(ctx.target.spec) | {"describe": ctx.target.spec.describe()},
         "checked": {"path": info.path, "mountpoint": info.mountpoint, "fs": info.fs, "source": info.source,
                     "disks": info.disks, "loop_backing": info.loop_backing},
         "recipe": ctx.recipe.name if ctx.recipe is not None else None,
-        "spec": dataclasses.asdict(spec),
+        "spec": _jsonable(spec),
         "elapsed_s": time.monotonic() - t_start,
         "notes": notes,
         "flags": [{"kind": "verdict", "flag": "verdict", "title": verdict.headline,

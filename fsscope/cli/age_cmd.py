@@ -27,6 +27,7 @@ from fsscope.cli.render.age import render_age, render_profile
 from fsscope.cli.render.frag import render_frag
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
+from fsscope.records import build
 from fsscope.targets import image
 
 AGE_DESCRIPTION = """\
@@ -145,12 +146,11 @@ def cmd_age(args) -> int:
     if snapshot:  # the snapshot replaces whatever is there: only fsscope's own, or what is named
         image.check_not_foreign(Path(snapshot), args.yes_destroy, "overwrite")
         trust.output_place(snapshot, "--snapshot")  # as --json: not where another user can swap it
-    spec = Spec(profile=profile, fullness=args.fullness, seed=args.seed,
+    spec = build(Spec, profile=profile, fullness=args.fullness, seed=args.seed,
                 max_seconds=args.max_minutes * 60 if args.max_minutes else None,
                 confidence=args.confidence, max_overwrites=args.max_overwrites, fallocate=args.fallocate,
                 workers=args.jobs, capacity_bytes=args.capacity, resume=args.resume, snapshot_path=snapshot,
                 test_file_bytes=args.test_file)
-    spec.validate()
     capacity = args.capacity if target.kind == "dir" else target.size_bytes if target.kind != "device" else None
     if profile and capacity:  # a device's size is known only once opened; the ager stops at ENOSPC there
         from fsscope.aging.profile import check_fits, load_profile
@@ -165,7 +165,7 @@ def cmd_frag(args) -> int:
 
     target = target_from_args(args, default_kind="ram")
     recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
-    spec = Spec(test_file_bytes=args.test_file)
+    spec = build(Spec, test_file_bytes=args.test_file)
     return run_job("frag", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_frag)
 
 

@@ -26,6 +26,7 @@ from fsscope.cli.headless import run_job
 from fsscope.cli.ladder_cmd import cmd_ladder
 from fsscope.cli.render.bench import render_bench, render_comparison
 from fsscope.errors import FsscopeError
+from fsscope.records import build
 
 BENCH_DESCRIPTION = """\
 Run a Filebench-like throughput personality R times, each run on a freshly formatted file
@@ -108,7 +109,7 @@ def _bench_spec(args):
     from fsscope.workloads.bench_job import Spec
 
     auto = args.duration == "auto"
-    return Spec(personality=args.personality, runs=args.runs, duration_s=args.duration_max if auto else args.duration,
+    return build(Spec, personality=args.personality, runs=args.runs, duration_s=args.duration_max if auto else args.duration,
                 duration_auto=auto, workers=args.workers,
                 nfiles=args.files, mean_file_size_bytes=args.mean_file_size, mem_limit_bytes=args.mem_limit,
                 window_sizes_s=tuple(dict.fromkeys(args.window or [])), threshold=args.threshold,

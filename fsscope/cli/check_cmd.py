@@ -21,6 +21,7 @@ from fsscope.cli.common import (
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.check import render_check
 from fsscope.errors import FsscopeError
+from fsscope.records import build
 
 DESCRIPTION = """\
 Before a storage benchmark: what on this machine will distort it, and how many runs of what
@@ -97,7 +98,7 @@ def cmd_check(args) -> int:
     budget = args.budget or (QUICK_BUDGET_S if args.quick else DEFAULT_BUDGET_S)
     # the budget is the whole command's: what this process's start-up took is spent already
     spent_s = max(0.0, time.time() - psutil.Process().create_time())
-    spec = Spec(personality=args.personality, precision=args.precision, confidence=args.confidence,
+    spec = build(Spec, personality=args.personality, precision=args.precision, confidence=args.confidence,
                 budget_s=max(budget - spent_s, min(budget, 10.0)), sample_s=args.sample or (2.0 if budget <= 90 else 5.0),
                 dataset_bytes=args.dataset, runs=args.runs, calibrate=not args.audit_only)
     target = target_from_args(args)

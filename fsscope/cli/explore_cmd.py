@@ -9,6 +9,7 @@ from fsscope import paths
 from fsscope.cli.common import output_path, positive_float, positive_int, resolve_study_run
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.explore import render_explore
+from fsscope.records import build
 from fsscope.targets import TargetSpec
 
 DESCRIPTION = """\
@@ -44,7 +45,7 @@ each worker host (see README)."""
 def cmd_explore(args) -> int:
     from fsscope.study import explore  # numpy, scipy, dask: only when exploring
 
-    spec = explore.Spec(space=args.space, factors=tuple(args.factor), treatments=args.treatments,
+    spec = build(explore.Spec, space=args.space, factors=tuple(args.factor), treatments=args.treatments,
                         seed=args.seed, recipes=tuple(r.strip() for r in args.recipes.split(",") if r.strip()),
                         repeat=args.repeat, workers=args.workers, scheduler=args.scheduler or "",
                         resume=resolve_study_run(args.resume) if args.resume else "",

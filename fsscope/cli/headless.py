@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from fsscope.cli.common import out_console, write_json
 from fsscope.cli.render import render_machine
 from fsscope.engine import events as ev
-from fsscope.engine import runner
+from fsscope.engine import registry, runner
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
 from fsscope.targets import TargetSpec
@@ -73,7 +73,7 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
             interrupts.progress = progress
             interrupts.show(job)
             while (data := handle.next_event()) is not None:
-                event = ev.decode(data)
+                event = registry.decode_event(job, data)
                 if isinstance(event, ev.Phase):
                     interrupts.show(f"{job}: {event.name}")
                 elif isinstance(event, ev.Progress):

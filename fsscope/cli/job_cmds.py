@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
+
+import msgspec
 
 from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
 from fsscope.cli.headless import run_job
@@ -22,7 +23,7 @@ def _value(text: str):
 def cmd_run(args) -> int:
     module = registry.load(args.job)
     if "help=1" in args.param:
-        for f in dataclasses.fields(module.Spec):
+        for f in msgspec.structs.fields(module.Spec):
             print(f"{f.name} = {f.default!r}")
         return 0
     params = {}
@@ -31,7 +32,7 @@ def cmd_run(args) -> int:
             raise FsscopeError(f"-p {item}: expected KEY=VALUE")
         key, value = item.split("=", 1)
         params[key] = _value(value)
-    spec = registry.spec_from_dict(module, params)
+    spec = registry.spec_from_data(args.job, params)
     target = target_from_args(args, default_kind="ram")
     recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
     return run_job(args.job, spec, target, recipe, json_path=args.json, verbose=args.verbose)

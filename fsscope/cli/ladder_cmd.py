@@ -7,6 +7,7 @@ from fsscope.cli.common import recipe_from_args, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.ladder import render_ladder
 from fsscope.errors import FsscopeError
+from fsscope.records import build
 
 
 def cmd_ladder(args) -> int:
@@ -22,7 +23,7 @@ def cmd_ladder(args) -> int:
     if target.kind == "dir":
         raise FsscopeError("--ladder formats its target at every step: give --ram, --image PATH or --device DEV, "
                            "not --dir")
-    spec = ladder.Spec(personality=args.personality, runs=args.runs, duration_s=args.duration, nfiles=args.files,
+    spec = build(ladder.Spec, personality=args.personality, runs=args.runs, duration_s=args.duration, nfiles=args.files,
                        workers=args.workers, image_size_bytes=target.size_bytes, seed=args.seed)
     recipe = recipe_from_args(args, default="ext4-default")
     if recipe.fs == "tmpfs":

@@ -8,6 +8,7 @@ from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.probe import render_probe
 from fsscope.errors import FsscopeError
+from fsscope.records import build
 from fsscope.workloads.probe import DEFAULT_RUN_CAP_FACTOR, OPS, SYNC_SCOPES, TRACE_MODES, ProbeSpec
 
 DESCRIPTION = """\
@@ -48,7 +49,7 @@ def cmd_probe(args) -> int:
     if args.in_root and target.kind == "dir":
         raise FsscopeError(f"--in-root: {target.path} is a directory fsscope did not make; the files can "
                            f"go into the root of a file system fsscope makes (--ram, --image, --device)")
-    spec = ProbeSpec(op=args.op, files=args.files, runs=args.runs, name_length=args.name_length,
+    spec = build(ProbeSpec, op=args.op, files=args.files, runs=args.runs, name_length=args.name_length,
                      sync_before=args.sync_before, fresh_fs=not args.same_fs, cpu=args.cpu,
                      trace=args.trace, sync_scope=args.sync, max_runs=args.max_runs, in_root=args.in_root)
     recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")

@@ -11,6 +11,7 @@ from fsscope.cli.common import output_path, parse_size, positive_float, positive
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.variation import print_cost, render_variation
+from fsscope.records import build
 from fsscope.targets import TargetSpec
 
 DESCRIPTION = """\
@@ -69,7 +70,7 @@ def cmd_variation(args) -> int:
     from fsscope.study.plan import Plan
 
     paper = variation.PAPER if args.paper else {}
-    spec = variation.Spec(space=args.space or paper.get("space", "cao-small"), factors=tuple(args.factor),
+    spec = build(variation.Spec, space=args.space or paper.get("space", "cao-small"), factors=tuple(args.factor),
                           configurations=args.configurations or paper.get("configurations", 12),
                           seed=args.seed, file_systems=_names(args.file_systems or ""),
                           personalities=_names(args.personalities or ""), runs=args.runs or 0,

@@ -24,7 +24,7 @@ from fsscope.cli.headless import run_job
 from fsscope.cli.render.syncwrite import render_syncwrite, render_tests
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
-from fsscope.jsonsafe import plain
+from fsscope.records import build, plain
 from fsscope.units import list_items
 from fsscope.workloads import syncwrite as sw
 
@@ -185,7 +185,7 @@ def cmd_syncwrite(args) -> int:
     if args.bytes_per_point:
         kw["file_size_bytes"] = args.bytes_per_point
     repeats = args.repeats or (sw.QUICK_REPEATS if args.quick else sw.DEFAULT_REPEATS)
-    spec = Spec(mode=args.mode, repeats=repeats, duration_s=args.duration, seed=args.seed,
+    spec = build(Spec, mode=args.mode, repeats=repeats, duration_s=args.duration, seed=args.seed,
                 preallocate=not args.no_preallocate, trace=args.trace, **kw)
     _check_array_space(spec)
     target = target_from_args(args, default_kind="ram")

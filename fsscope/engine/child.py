@@ -38,6 +38,7 @@ from fsscope.engine.context import JobContext
 from fsscope.engine.events import Error, Result
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.recipes import Recipe
+from fsscope.records import convert
 from fsscope.targets import Target, TargetSpec
 from fsscope.targets.journal import Journal, undo_entries
 from fsscope.telemetry.machine import MachineLoad
@@ -80,6 +81,7 @@ class Stopper:
             pass
         self.parent_gone = True
         main = threading.main_thread().ident
+        assert main is not None  # the main thread has started: it started us
         me = os.getpid()
         with self._stopping_tools:
             if self.closing:  # the job has ended: its cleanup finishes on its own
@@ -126,9 +128,9 @@ def main(run_path: str) -> int:
             threading.Thread(target=stop.watch_parent, args=(event_fd,), name="fsscope-parent-watch",
                              daemon=True).start()
         module = registry.load(job_file["job"])
-        spec = registry.spec_from_dict(module, job_file["spec"])
+        spec = registry.spec_from_data(job_file["job"], job_file["spec"])
         recipe = Recipe.from_dict(job_file["recipe"]) if job_file.get("recipe") else None
-        target = Target(TargetSpec.from_dict(job_file["target"]), recipe)
+        target = Target(convert(job_file["target"], TargetSpec), recipe)
         ctx = stop.ctx = JobContext(run_dir, target, event_fd)
         if stop.hits:  # a signal came while we were starting
             raise KeyboardInterrupt
@@ -161,7 +163,7 @@ def main(run_path: str) -> int:
         error = os_error_line(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
     finally:
         stop.begin_cleanup()
-        ctx = stop.ctx
+        live = stop.ctx  # None when the job never started
         try:
             undone = target.close() if target is not None else []
         except (FsscopeError, OSError) as exc:  # what failed stays journalled: `fsscope cleanup` retries it
@@ -170,14 +172,14 @@ def main(run_path: str) -> int:
             line = f"cleanup failed, run `fsscope cleanup`: {exc}"
             error = f"{error}; {line}" if error else line
         try:  # a full or read-only run disk must not stop the undo below
-            if error and ctx is not None:
+            if error and live is not None:
                 if status == "failed":
-                    ctx.emit(Error(message=error))
+                    live.emit(Error(message=error))
                 else:
-                    ctx.log(error)
-            if ctx is not None:
+                    live.log(error)
+            if live is not None:
                 for line in undone:
-                    ctx.log(f"cleanup: {line}")
+                    live.log(f"cleanup: {line}")
             run_dir.update_manifest(status=status, error=error, ended=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                     target=target.describe() if target is not None else None,
                                     machine=load.stop() if load.started else None)

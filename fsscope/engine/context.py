@@ -12,7 +12,7 @@ talks to the world only through the context:
 - ``ctx.after_populate()`` applies the recipe's hygiene between populating a data set and
   measuring: unmount+mount (remount_after_populate) or sync, then drop caches.
 - ``ctx.emit(event)`` streams a typed event (:mod:`fsscope.engine.events`: Phase, Progress,
-  Samples, Finding, Log, Result, Error, or Data for a job's own kinds) to the parent and
+  Samples, Finding, Log, Result, Error, a job's own DataRecord kind, or Data) to the parent and
   (except ``samples``) appends it to the run's ``events.ndjson``. Short forms:
   ``ctx.phase(name)``, ``ctx.progress(done, total)``, ``ctx.log(line)``,
   ``ctx.finding(flag, title, note, **fields)``, ``ctx.data(kind, **fields)``.
@@ -28,8 +28,9 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from fsscope.engine import events
 from fsscope.engine.events import UNLOGGED_KINDS, Data, Event, Finding, Log, Phase, Progress
@@ -79,7 +80,8 @@ class JobContext:
         self.emit(Finding(flag=flag, title=title, note=note, fields=fields))
 
     def data(self, kind: str, **fields: Any) -> None:
-        """A job's own event kind (its view model reads it)."""
+        """An undeclared event kind (its view model reads ``fields``); a declared one is a
+        DataRecord: ``ctx.emit(WindowSample(...))``."""
         self.emit(Data(kind=kind, fields=fields))
 
     def _said(self, mounted: MountedFS) -> MountedFS:

@@ -4,15 +4,21 @@ A job emits these through its context (``ctx.emit(Phase(name="populate"))``, or 
 forms ``ctx.phase(...)``, ``ctx.progress(...)``, ``ctx.log(...)``, ``ctx.finding(...)``,
 ``ctx.data(kind, ...)``); the engine writes them to the event pipe and ``events.ndjson``;
 the headless CLI, the TUI, replay, ``report``/``compare`` and the tests read them back with
-:func:`decode`. On the wire an event is one JSON object per line::
+:func:`decode` (or ``registry.decode_event(job, …)``, which knows the job's own kinds). On the
+wire an event is one JSON object per line::
 
     {"t": 1.25, "kind": "phase", "name": "run 1 of 5", "run": 0, "runs": 5}
 
-``t`` is seconds since the job started; ``kind`` picks the record; the other keys are the
-record's fields (a record's ``detail``/``fields`` mapping is spread beside them). Kinds this
-module does not know (a job's own: bench windows, sync-write points, telemetry, geometry…)
-decode to :class:`Data`, so a new job needs no change here. The run's manifest records
-``events_version`` (:data:`VERSION`); a reader seeing a newer one still decodes what it knows.
+``t`` is seconds since the job started; ``kind`` picks the record (a msgspec tagged union on
+"kind"); the other keys are the record's fields. The mapping of a :attr:`Event.spread` kind
+(Phase/Progress ``detail``, Finding ``fields``, Data ``fields``) is spread beside them, and a
+key the record does not name is read back into it, so lines of any earlier release decode.
+
+A job's own kinds are :class:`DataRecord` subclasses declared in its module (``DATA``, see
+:mod:`fsscope.engine.registry`): ``class WindowSample(DataRecord, tag="samples")``; they
+decode to that type. Kinds no job declares decode to :class:`Data`. The run's manifest
+records ``events_version`` (:data:`VERSION`); a reader seeing a newer one still decodes what
+it knows.
 
 Findings also appear in reports (``report["flags"]``, the final analysis of all runs):
 :func:`findings_from_report` reads them into the same :class:`Finding` records.
@@ -20,164 +26,130 @@ Findings also appear in reports (``report["flags"]``, the final analysis of all 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from fsscope.jsonsafe import dumps, plain
+import msgspec
+
+from fsscope.records import Record, dumps, loads
+from fsscope.records import encode as encode_json
 
 VERSION = 1
 """Bumped when a field changes meaning or goes away (adding a field or a kind is compatible)."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Event:
+class Event(Record, frozen=True, omit_defaults=True, tag_field="kind"):
     """Fields common to every event. ``t``: seconds since the job started (the context sets it)."""
 
-    kind: ClassVar[str] = ""
+    spread: ClassVar[str] = ""  # the mapping field whose keys sit beside the others on the wire
+
     t: float = 0.0
+
+    @property
+    def kind(self) -> str:
+        return str(type(self).__struct_config__.tag)
 
     def wire(self) -> dict[str, Any]:
         """The wire form, values as the record holds them (numpy etc. left to the encoder)."""
-        return {"t": self.t, "kind": self.kind, **self._fields()}
-
-    def to_json(self) -> dict[str, Any]:
-        """The wire form in plain JSON values."""
-        return plain(self.wire())
-
-    def _fields(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    # Read like its wire dict (``event.get("kind")``, ``event["run"]``), for code written
-    # against the dicts; new readers use the attributes.
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.wire().get(key, default)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.wire()[key]
+        out: dict[str, Any] = {"t": self.t, "kind": self.kind}
+        extra: Mapping[str, Any] = {}
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if name == self.spread:
+                extra = value
+            elif name not in out and value is not None and value != "":
+                out[name] = value
+        return {**extra, **out} if extra else out
 
 
-@dataclass(frozen=True, kw_only=True)
-class Phase(Event):
+class Phase(Event, frozen=True, tag="phase"):
     """The job entered a stage (shown as the job's current activity). ``run``/``runs``: which
     of a repeated measurement; ``detail``: anything else worth recording (the target…)."""
 
-    kind: ClassVar[str] = "phase"
-    name: str
+    spread: ClassVar[str] = "detail"
+    name: str = ""
     run: int | None = None
     runs: int | None = None
-    detail: Mapping[str, Any] = field(default_factory=dict)
-
-    def _fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name}
-        if self.run is not None:
-            out["run"] = self.run
-        if self.runs is not None:
-            out["runs"] = self.runs
-        return {**self.detail, **out}
+    detail: dict[str, Any] = {}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Progress(Event):
+class Progress(Event, frozen=True, tag="progress"):
     """How far the job is (a gauge: only the latest matters). ``detail``: a job's own numbers
     beside it (the ager's phase, fit p-values…) that its view reads."""
 
-    kind: ClassVar[str] = "progress"
-    done: float
+    spread: ClassVar[str] = "detail"
+    done: float = 0.0
     total: float | None = None
     unit: str = ""
     info: str = ""
-    detail: Mapping[str, Any] = field(default_factory=dict)
-
-    def _fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"done": self.done, "total": self.total}
-        if self.unit:
-            out["unit"] = self.unit
-        if self.info:
-            out["info"] = self.info
-        return {**self.detail, **out}
+    detail: dict[str, Any] = {}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Samples(Event):
-    """A batch of per-file latencies of one run, files ``start``… (never written to
+class Samples(Event, frozen=True, tag="samples"):
+    """A batch of per-file latencies of one probe run, files ``start``… (never written to
     events.ndjson: the run's latency array holds them)."""
 
-    kind: ClassVar[str] = "samples"
-    run: int
-    start: int
-    latency_ns: list[int]
-
-    def _fields(self) -> dict[str, Any]:
-        return {"run": self.run, "start": self.start, "latency_ns": self.latency_ns}
+    run: int = 0
+    start: int = 0
+    latency_ns: list[int] = []
 
 
-@dataclass(frozen=True, kw_only=True)
-class Finding(Event):
+class Finding(Event, frozen=True, kw_only=True, tag="finding"):
     """A flag: something the analysis found, with the note that explains it.
 
     ``flag`` is its kind ("outlier", "series", "levelshift", "lineargrowth", "variation",
     "stopped"…); ``fields`` what locates and measures it (``index``; ``start``/``stride``/
     ``count``; ``start``/``end``; ``indices``; ``window_s``; ``structure``…)."""
 
-    kind: ClassVar[str] = "finding"
+    spread: ClassVar[str] = "fields"
     flag: str
     title: str = ""
     note: str = ""
-    fields: Mapping[str, Any] = field(default_factory=dict)
+    fields: dict[str, Any] = {}
 
-    def _fields(self) -> dict[str, Any]:
-        return {**self.fields, "flag": self.flag, "title": self.title or self.flag, "note": self.note}
+    def wire(self) -> dict[str, Any]:
+        return super().wire() | {"title": self.title or self.flag, "note": self.note}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Log(Event):
+class Log(Event, frozen=True, tag="log"):
     """A line for the log panel (a tool's command line and its stderr…)."""
 
-    kind: ClassVar[str] = "log"
-    line: str
+    line: str = ""
     stderr: str = ""
 
-    def _fields(self) -> dict[str, Any]:
-        return {"line": self.line, **({"stderr": self.stderr} if self.stderr else {})}
 
-
-@dataclass(frozen=True, kw_only=True)
-class Result(Event):
+class Result(Event, frozen=True, tag="result"):
     """The job's report (also written to report.json)."""
 
-    kind: ClassVar[str] = "result"
-    report: Mapping[str, Any]
-
-    def _fields(self) -> dict[str, Any]:
-        return {"report": self.report}
+    report: dict[str, Any] = {}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Error(Event):
+class Error(Event, frozen=True, tag="error"):
     """What stopped the job (or one of its runs), in one line."""
 
-    kind: ClassVar[str] = "error"
-    message: str
-
-    def _fields(self) -> dict[str, Any]:
-        return {"message": self.message}
+    message: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Data(Event):
-    """A job's own event, read by its own view model: ``kind`` names it (bench "samples" with
-    a ``window``, syncwrite "samples" with a ``point``, "telemetry", "geometry"…)."""
+class DataRecord(Event, frozen=True):
+    """Base of a job's own event kinds: ``class WindowSample(DataRecord, tag="samples")`` in
+    the job's module, listed in its ``DATA``. Encoded field by field (no spread)."""
 
-    kind: str  # type: ignore[misc]  # an instance field here, a class constant elsewhere
-    fields: Mapping[str, Any] = field(default_factory=dict)
-
-    def _fields(self) -> dict[str, Any]:
-        return dict(self.fields)
+    @classmethod
+    def kind_name(cls) -> str:
+        return str(cls.__struct_config__.tag)
 
 
-KINDS: dict[str, type[Event]] = {cls.kind: cls for cls in (Phase, Progress, Samples, Finding, Log, Result, Error)}
+class Data(Event, frozen=True, tag=False):
+    """A kind no job declares (yet), read by its own view model from ``fields``: ``kind``
+    names it (syncwrite "samples" with a ``point``, "telemetry", "geometry"…)."""
+
+    spread: ClassVar[str] = "fields"
+    kind: str = ""  # a field here, the tag elsewhere
+    fields: dict[str, Any] = {}
+
+
+KINDS: dict[str, type[Event]] = {cls.__struct_config__.tag: cls  # type: ignore[misc]
+                                 for cls in (Phase, Progress, Samples, Finding, Log, Result, Error)}
 UNLOGGED_KINDS = frozenset({"samples", "variation_row"})
 """Not written to events.ndjson: bulk data that the run's arrays (or a study's
 treatments.ndjson) already hold."""
@@ -188,48 +160,41 @@ def make(kind: str, t: float = 0.0, **fields: Any) -> Event:
     return decode({"t": t, "kind": kind, **fields})
 
 
-def _split(data: dict[str, Any], known: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    known = set(known)
-    return ({k: v for k, v in data.items() if k in known}, {k: v for k, v in data.items() if k not in known})
-
-
-def decode(data: Mapping[str, Any] | str | bytes) -> Event:
-    """The record a wire event (a dict or one JSON line) stands for. Unknown kinds, and
-    "samples" that carry no per-file latencies, are :class:`Data`."""
+def decode(data: Mapping[str, Any] | str | bytes, kinds: Mapping[str, type[Event]] | None = None) -> Event:
+    """The record a wire event (a dict or one JSON line) stands for: a job's own kind from
+    ``kinds`` (see ``registry.decode_event``), a common kind, else :class:`Data` (as is a
+    "samples" without per-file latencies, or a line whose fields do not fit its kind)."""
     if isinstance(data, (str, bytes)):
-        data = json.loads(data)
+        data = loads(data)
     if not isinstance(data, Mapping):
         raise ValueError(f"an event is a JSON object, not {type(data).__name__}")
-    body = {k: v for k, v in data.items() if k not in ("t", "kind")}
-    t = float(data.get("t") or 0.0)
     kind = str(data.get("kind") or "")
-    if kind == "phase":
-        known, detail = _split(body, ("name", "run", "runs"))
-        return Phase(t=t, name=str(known.get("name", "")), run=_int_or_none(known.get("run")),
-                     runs=_int_or_none(known.get("runs")), detail=detail)
-    if kind == "progress":
-        known, detail = _split(body, ("done", "total", "unit", "info"))
-        total = known.get("total")
-        return Progress(t=t, done=float(known.get("done") or 0.0), total=float(total) if total else None,
-                        unit=str(known.get("unit") or ""), info=str(known.get("info") or ""), detail=detail)
-    if kind == "samples" and "latency_ns" in body:
-        return Samples(t=t, run=int(body.get("run") or 0), start=int(body.get("start") or 0),
-                       latency_ns=list(body.get("latency_ns") or []))
-    if kind == "finding":
-        return finding_from_dict(body, t=t)
-    if kind == "log":
-        return Log(t=t, line=str(body.get("line", "")), stderr=str(body.get("stderr") or ""))
-    if kind == "result":
-        report = body.get("report")
-        return Result(t=t, report=report if isinstance(report, Mapping) else {})
-    if kind == "error":
-        return Error(t=t, message=str(body.get("message", "")))
+    body = {k: v for k, v in data.items() if k != "kind"}
+    cls = (kinds or {}).get(kind) or KINDS.get(kind)
+    if cls is Samples and "latency_ns" not in body:
+        cls = None
+    if cls is Finding:
+        return finding_from_dict(body, t=_seconds(body.get("t")))
+    if cls is not None:
+        if cls.spread:  # keys the record does not name go into its spread mapping
+            names = set(cls.__struct_fields__)
+            extra = {k: body.pop(k) for k in list(body) if k not in names}
+            body[cls.spread] = {**(body.get(cls.spread) or {}), **extra}
+        try:
+            return msgspec.convert(body, cls, strict=False)
+        except msgspec.ValidationError:
+            pass  # a line that does not fit its kind: still shown, as Data
+    t = _seconds(body.pop("t", None))
     return Data(t=t, kind=kind, fields=body)
+
+
+def _seconds(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 def finding_from_dict(data: Mapping[str, Any], *, t: float = 0.0) -> Finding:
     """A finding from its dict form (an event's fields, or an entry of a report's flags)."""
-    body = dict(data)
+    body = {k: v for k, v in data.items() if k != "t"}
     flag = body.pop("flag", None)
     if not flag:
         flag = "threshold" if body.get("structure") else "flag"
@@ -237,18 +202,14 @@ def finding_from_dict(data: Mapping[str, Any], *, t: float = 0.0) -> Finding:
     return Finding(t=t, flag=str(flag), title=str(title or flag), note=str(note or ""), fields=body)
 
 
-def read_run(run_dir) -> list[Event]:
+def read_run(run_dir, kinds: Mapping[str, type[Event]] | None = None) -> list[Event]:
     """The events a run directory recorded (a torn last line of a killed job is left out)."""
-    return [decode(data) for data in run_dir.events()]
+    return [decode(data, kinds) for data in run_dir.events()]
 
 
 def encode(event: Event) -> str:
     """One line of JSON (no newline): the wire and events.ndjson form."""
-    return dumps(event.wire())
-
-
-def _int_or_none(value: Any) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return dumps(event.wire()) if event.spread else encode_json(event).decode()
 
 
 # --------------------------------------------------------------------------------------------

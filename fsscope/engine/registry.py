@@ -1,21 +1,28 @@
-"""The jobs fsscope can run. Each is a module exposing:
+"""The jobs fsscope can run, and the typed contract between a job and its consumers.
 
-    Spec: a frozen dataclass              the job's parameters (from_dict/to_dict optional)
+Each job is a module exposing:
+
+    Spec: a SpecRecord (msgspec Struct)   the job's parameters; job.json holds it
     run(ctx: JobContext, spec) -> dict    does the work in the job child, returns the report
+    DATA: tuple of DataRecord types       optional: the job's own event kinds (bench "samples"…),
+                                          decoded to these types; kinds not declared are Data
+    Report: a Record type                 optional: the report's type (None until converted)
     record_bytes(spec) -> int             optional: bytes of arrays it will write to the run
                                           record (checked against free space before it starts)
 
-Modules are imported only when a job is used, so listing jobs stays cheap.
+Modules are imported only when a job is used, so listing jobs stays cheap; the lookups below
+give the types, and :func:`decode_event` reads a job's wire events into them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 from types import ModuleType
+from typing import Any
 
+from fsscope.engine import events
 from fsscope.errors import FsscopeError
-from fsscope.specs import checked_fields
+from fsscope.records import Record, SpecRecord, convert
 
 # name -> (module, one-line summary); the summary lives here so listing imports nothing.
 JOBS: dict[str, tuple[str, str]] = {
@@ -39,12 +46,25 @@ def load(name: str) -> ModuleType:
     return importlib.import_module(JOBS[name][0])
 
 
-def spec_from_dict(module: ModuleType, data: dict):
-    spec_type = module.Spec
-    if hasattr(spec_type, "from_dict"):
-        return spec_type.from_dict(data)
-    return spec_type(**checked_fields(spec_type, data, module.__name__.rsplit(".", 1)[-1]))
+def spec_type(name: str) -> type[SpecRecord]:
+    return load(name).Spec
 
 
-def spec_to_dict(spec) -> dict:
-    return spec.to_dict() if hasattr(spec, "to_dict") else dataclasses.asdict(spec)
+def report_type(name: str) -> type[Record] | None:
+    return getattr(load(name), "Report", None)
+
+
+def data_kinds(name: str) -> dict[str, type[events.DataRecord]]:
+    """The job's own event kinds by their wire ``kind``."""
+    return {cls.kind_name(): cls for cls in getattr(load(name), "DATA", ())}
+
+
+def spec_from_data(name: str, data: Any) -> SpecRecord:
+    """A job's spec from plain data (job.json's "spec", ``-p KEY=VALUE``); one line on error."""
+    return convert(data, spec_type(name))
+
+
+def decode_event(name: str | None, data: Any) -> events.Event:
+    """A wire event (a dict or one JSON line) of job ``name`` as its record: the common kinds,
+    the job's declared data kinds, or :class:`~fsscope.engine.events.Data`."""
+    return events.decode(data, data_kinds(name) if name in JOBS else None)

@@ -1,8 +1,9 @@
 """Start a job in a child process and read its event stream.
 
-    handle = start("probe", spec, target_spec, recipe)
-    for event in handle.records():     # typed events (fsscope.engine.events); blocks;
-        ...                            # ends when the child exits (events(): the raw dicts)
+    handle = start("probe", ProbeSpec(...), target_spec, recipe)   # the job's Spec record
+    for event in handle.records():     # typed events (fsscope.engine.events and the job's
+        ...                            # DATA kinds); blocks; ends when the child exits
+                                       # (events(): the raw wire dicts)
     handle.returncode, handle.run_dir.status()
 
 The child runs in its own session and its own cgroup (see :mod:`fsscope.proctree`):
@@ -26,6 +27,7 @@ from fsscope import proctree
 from fsscope.engine import events, registry
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
+from fsscope.records import SpecRecord, dumps
 from fsscope.store import RunDir, check_room
 from fsscope.targets import Target, TargetSpec
 from fsscope.targets.journal import Journal, cleanup
@@ -35,7 +37,8 @@ CHILD_MAIN = "import sys; from fsscope.engine.child import main; sys.exit(main(s
 
 
 class JobHandle:
-    def __init__(self, run_dir: RunDir, proc: subprocess.Popen, read_fd: int):
+    def __init__(self, run_dir: RunDir, proc: subprocess.Popen, read_fd: int, job: str | None = None):
+        self.job = job
         self.run_dir = run_dir
         self.proc = proc
         self._fd = read_fd
@@ -76,7 +79,7 @@ class JobHandle:
     def records(self) -> Iterator[events.Event]:
         """The job's events as typed records (see :mod:`fsscope.engine.events`)."""
         for data in self.events():
-            yield events.decode(data)
+            yield registry.decode_event(self.job, data)
 
     def events(self) -> Iterator[dict]:
         """The job's events in their wire form (one dict per line)."""
@@ -138,11 +141,12 @@ class JobHandle:
         return None
 
 
-def start(job: str, spec, target: TargetSpec, recipe: Recipe | None, *,
+def start(job: str, spec: SpecRecord, target: TargetSpec, recipe: Recipe | None, *,
           runs_root: Path | None = None, pin_cpu: int | None = None) -> JobHandle:
+    """Start ``job`` with its ``spec`` (an instance of the job's Spec, built once by the caller)."""
     module = registry.load(job)
-    if isinstance(spec, dict):
-        spec = registry.spec_from_dict(module, spec)
+    if type(spec) is not module.Spec:
+        raise TypeError(f"{job} needs a {module.Spec.__qualname__} record, not {type(spec).__name__}")
     # A refusal is the user's message, not a failed run record; an image is locked from here on.
     claimed = Target(target, recipe).claim()
     try:
@@ -156,9 +160,9 @@ def _start(module, job: str, spec, target: TargetSpec, recipe: Recipe | None, cl
            runs_root: Path | None) -> JobHandle:
     check_room(getattr(module, "record_bytes", lambda spec: 0)(spec), runs_root)
     run_dir = RunDir.create(job, runs_root)
-    job_file = {"job": job, "spec": registry.spec_to_dict(spec), "target": target.to_dict(),
+    job_file = {"job": job, "spec": spec, "target": target,
                 "recipe": recipe.to_dict() if recipe else None}
-    (run_dir.path / "job.json").write_text(json.dumps(job_file, indent=2))
+    (run_dir.path / "job.json").write_text(dumps(job_file, indent=2))
     run_dir.update_manifest(status="starting", events_version=events.VERSION, **job_file)
     read_fd, write_fd = os.pipe()
     env = os.environ | {"FSSCOPE_EVENT_FD": str(write_fd)}
@@ -175,4 +179,4 @@ def _start(module, job: str, spec, target: TargetSpec, recipe: Recipe | None, cl
     finally:
         os.close(write_fd)
         log.close()
-    return JobHandle(run_dir, proc, read_fd)
+    return JobHandle(run_dir, proc, read_fd, job)

@@ -5,22 +5,17 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from typing import ClassVar
 
-from fsscope.specs import checked_fields
+from fsscope.records import SpecRecord
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(SpecRecord, frozen=True):
+    job: ClassVar[str] = "smoke"
+    renamed: ClassVar[dict[str, str]] = {"seconds": "duration_s"}  # before units were spelled out
+
     duration_s: float = 2.0
     file_bytes: int = 4096
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Spec:
-        data = dict(data) if isinstance(data, dict) else data
-        if isinstance(data, dict) and "seconds" in data:  # its name before units were spelled out
-            data.setdefault("duration_s", data.pop("seconds"))
-        return cls(**checked_fields(cls, data, "smoke"))
 
 
 def run(ctx, spec: Spec) -> dict:

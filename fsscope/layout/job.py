@@ -11,36 +11,26 @@ of a ``frag`` run, a fresh file system and an aged one line up.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, ClassVar
+
+from msgspec import Meta
 
 from fsscope.errors import FsscopeError
 from fsscope.layout.freespace import free_space_of
 from fsscope.layout.probe_file import probe_file_layout
-from fsscope.specs import checked_fields
+from fsscope.records import SpecRecord, plain
 
 MIB = 2**20
 MAX_AUTO_TEST_FILE_BYTES = 256 * MIB
 
 
-@dataclass(frozen=True)
-class Spec:
-    test_file_bytes: int | None = None  # None: a quarter of the free space, 1..256 MiB
-    chunk_bytes: int = MIB              # write size of the test file
+class Spec(SpecRecord, frozen=True):
+    job: ClassVar[str] = "frag"
+
+    test_file_bytes: Annotated[int, Meta(ge=4096)] | None = None  # None: a quarter of the free space, 1..256 MiB
+    chunk_bytes: Annotated[int, Meta(ge=512)] = MIB               # write size of the test file
     free_space: bool = True             # the free-extent histogram (needs ext4/xfs/btrfs)
-
-    def to_dict(self) -> dict:
-        return {"test_file_bytes": self.test_file_bytes, "chunk_bytes": self.chunk_bytes,
-                "free_space": self.free_space}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Spec:
-        spec = cls(**checked_fields(cls, data, "frag"))
-        if spec.test_file_bytes is not None and spec.test_file_bytes < 4096:
-            raise FsscopeError(f"frag: test_file_bytes must be >= 4096, got {spec.test_file_bytes}")
-        if spec.chunk_bytes < 512:
-            raise FsscopeError(f"frag: chunk_bytes must be >= 512, got {spec.chunk_bytes}")
-        return spec
 
 
 def auto_test_file_bytes(free_bytes: float) -> int:
@@ -98,6 +88,6 @@ def run(ctx, spec: Spec) -> dict:
     target = ctx.target
     # a --dir target: the histogram is of the whole file system holding it, as found (used)
     return {"fs": fs.fs, "recipe": ctx.recipe.name if ctx.recipe is not None else None,
-            "target": target.spec.to_dict() | {"describe": target.spec.describe()},
+            "target": plain(target.spec) | {"describe": target.spec.describe()},
             "snapshot": target.spec.snapshot or None, "restores": list(target.restores),
-            "spec": spec.to_dict(), **measurement}
+            "spec": plain(spec), **measurement}

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from fsscope.errors import FsscopeError
-from fsscope.jsonsafe import plain
+from fsscope.records import plain
 from fsscope.replicate.base import Finding
 
 #: name -> module

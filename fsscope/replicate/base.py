@@ -27,8 +27,10 @@ from fsscope.analysis.latency import median_curve_ns
 from fsscope.analysis.outliers import local_ratio
 from fsscope.engine import events as ev
 from fsscope.engine import runner
+from fsscope.engine.registry import spec_from_data
 from fsscope.errors import FsscopeError
 from fsscope.paths import disk_dir
+from fsscope.records import SpecRecord
 from fsscope.targets import TargetSpec
 
 VERDICTS = ("agree", "disagree", "inconclusive")
@@ -139,14 +141,13 @@ def private_image(name: str):
         shutil.rmtree(image_dir, ignore_errors=True)
 
 
-def run_engine_job(job: str, spec: dict, target: TargetSpec, recipe, *, label: str,
+def run_engine_job(job: str, spec: SpecRecord, target: TargetSpec, recipe, *, label: str,
                    progress: Callable[[str], None] = lambda line: None):
     """Run one job headless through the engine (as ``fsscope run`` does) and return its run
     directory once it ended ok; a job that did not is an error naming its record."""
     handle = runner.start(job, spec, target, recipe)
     progress(f"{label} ({handle.run_dir.path})")
-    for data in handle.events():
-        event = ev.decode(data)
+    for event in handle.records():
         if isinstance(event, ev.Phase):
             progress(f"{label.split(':')[0]}: {event.name}")
     status = handle.run_dir.status()
@@ -170,7 +171,7 @@ def run_probe(probe: ProbeRun, *, progress: Callable[[str], None] = lambda line:
             target = TargetSpec("image", str(image), probe.size_bytes)
         else:
             target = TargetSpec("ram", size_bytes=probe.size_bytes)
-        run_dir = run_engine_job("probe", spec, target, recipe, label=f"{probe.key}: {probe.describe()}",
+        run_dir = run_engine_job("probe", spec_from_data("probe", spec), target, recipe, label=f"{probe.key}: {probe.describe()}",
                                  progress=progress)
     latency = np.load(run_dir.path / "latency_ns.npy")
     return ProbeResult(probe, run_dir.report(), latency, str(run_dir.path))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fsscope.engine.registry import spec_from_data
 from fsscope.paths import ram_dir
 from fsscope.replicate.base import Finding, JobResult, run_engine_job
 from fsscope.targets import TargetSpec
@@ -54,7 +55,7 @@ class ExploreRun:
 
     def execute(self, *, progress: Callable[[str], None] = lambda line: None):
         spec = {"space": "chopper", "treatments": self.treatments, "recipes": ["ext4-default", "xfs-default"]}
-        run_dir = run_engine_job("explore", spec, TargetSpec("dir", str(ram_dir())), None,
+        run_dir = run_engine_job("explore", spec_from_data("explore", spec), TargetSpec("dir", str(ram_dir())), None,
                                  label=f"{self.key}: {self.describe()}", progress=progress)
         return ExploreResult.of(self, run_dir)
 

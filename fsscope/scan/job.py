@@ -4,30 +4,22 @@ the target for a file system, so no scratch directory is created there."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Annotated, ClassVar
+
+from msgspec import Meta
 
 from fsscope.errors import FsscopeError
+from fsscope.records import SpecRecord
 from fsscope.scan import scan
-from fsscope.specs import checked_fields
 
 
-@dataclass(frozen=True)
-class Spec:
-    near: int = 4              # list directories at most this many creates from a change
-    largest: int = 10          # and the largest this many
+class Spec(SpecRecord, frozen=True):
+    job: ClassVar[str] = "scan"
+
+    near: Annotated[int, Meta(ge=1)] = 4      # list directories at most this many creates from a change
+    largest: Annotated[int, Meta(ge=1)] = 10  # and the largest this many
     free_space: bool = True    # the free-space histogram (GETFSMAP)
     aging: bool = True         # the tree's profile against the shipped ones
-
-    def to_dict(self) -> dict:
-        return {"near": self.near, "largest": self.largest, "free_space": self.free_space,
-                "aging": self.aging}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Spec:
-        spec = cls(**checked_fields(cls, data, "scan"))
-        if spec.near < 1 or spec.largest < 1:
-            raise FsscopeError(f"scan: near and largest must be at least 1, got {spec.near}, {spec.largest}")
-        return spec
 
 
 def run(ctx, spec: Spec) -> dict:

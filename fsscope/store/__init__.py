@@ -35,7 +35,7 @@ import psutil
 from fsscope import paths, proctree, tools
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
-from fsscope.jsonsafe import dumps
+from fsscope.records import dumps
 
 FINAL_STATUSES = ("ok", "failed", "interrupted", "cancelled")
 

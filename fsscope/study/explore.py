@@ -21,6 +21,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from fsscope import paths, recipes
 from fsscope.analysis import sensitivity
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
-from fsscope.specs import checked_fields, tuples_as_lists, with_tuples
+from fsscope.records import SpecRecord
 from fsscope.study import diskstate, player
 from fsscope.study import space as spaces
 from fsscope.study.execute import (
@@ -85,8 +86,9 @@ class ExploreTreatment:
         shutil.rmtree(self.cache_dir(), ignore_errors=True)
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(SpecRecord, frozen=True):
+    job: ClassVar[str] = "explore"
+
     space: str = "small"
     factors: tuple[str, ...] = ()  # level overrides, "NAME=L1,L2"
     treatments: int = 24
@@ -99,12 +101,6 @@ class Spec:
     tail_quantile: float = 0.9
     hold_path: str = ""
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Spec:
-        return cls(**with_tuples(checked_fields(cls, data, "explore"), ("factors", "recipes")))
-
-    def to_dict(self) -> dict:
-        return tuples_as_lists(self)
 
 
 MAX_DIR_DEPTH = 12  # a binary tree: 2^13 - 1 directories made per treatment

@@ -26,6 +26,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -37,7 +38,7 @@ from fsscope.analysis.variation.stats import pearson
 from fsscope.errors import FsscopeError
 from fsscope.layout.placement import dataset_placement
 from fsscope.recipes import Recipe
-from fsscope.specs import checked_fields, tuples_as_lists, with_tuples
+from fsscope.records import SpecRecord
 from fsscope.study import diskstate
 from fsscope.study import space as spaces
 from fsscope.study.execute import (
@@ -218,8 +219,9 @@ class VariationTreatment:
                             "runs": runs, "host": socket.gethostname()}
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(SpecRecord, frozen=True):
+    job: ClassVar[str] = "variation"
+
     space: str = "cao-small"
     factors: tuple[str, ...] = ()
     configurations: int = 12
@@ -238,13 +240,6 @@ class Spec:
     mem_limit_bytes: int = 0             # workers' memory cgroup (0: none; --paper: 4 GiB)
     paper: bool = False                  # the paper's runs, run lengths and dataset scale (PAPER)
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Spec:
-        return cls(**with_tuples(checked_fields(cls, data, "variation"),
-                                 ("factors", "file_systems", "personalities", "window_sizes_s")))
-
-    def to_dict(self) -> dict:
-        return tuples_as_lists(self)
 
 
 def make_plan(spec: Spec) -> Plan:

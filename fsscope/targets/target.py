@@ -36,6 +36,7 @@ from fsscope import paths, tools, trust
 from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.format import format_bytes
 from fsscope.recipes import Recipe
+from fsscope.records import Record, plain
 from fsscope.targets import devices, filesystem, identity, image
 from fsscope.targets.existing import ExistingFS, existing_fs
 from fsscope.targets.journal import Entry, Journal, undo_group
@@ -46,10 +47,10 @@ INHERITED_IMAGE_FD = "FSSCOPE_IMAGE_FD"  # the image a job's parent claimed (ope
 RAM_DIR = paths.ram_dir(checked=False)  # checked where an image is made in it
 
 
-@dataclass(frozen=True)
-class TargetSpec:
+class TargetSpec(Record, frozen=True, kw_only=False):
     """Where to measure. ``kind`` device | image | ram | dir; ``path`` is the device node,
-    the image file or the directory (ram: chosen by fsscope)."""
+    the image file or the directory (ram: chosen by fsscope). job.json's "target" holds it
+    (read back with ``records.convert(data, TargetSpec)``)."""
 
     kind: str
     path: str = ""
@@ -76,14 +77,6 @@ class TargetSpec:
             text = f"{self.kind} {self.path}"
         return f"{text} from snapshot {self.snapshot}" if self.snapshot else text
 
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "path": self.path, "size_bytes": self.size_bytes,
-                "mountpoint": self.mountpoint, "yes_destroy": self.yes_destroy,
-                "snapshot": self.snapshot}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> TargetSpec:
-        return cls(**data)
 
 
 @dataclass
@@ -473,7 +466,7 @@ class Target:
 
     def describe(self) -> dict:
         """What went into this target, for the run manifest."""
-        return {"spec": self.spec.to_dict(),
+        return {"spec": plain(self.spec),
                 "recipe": self.recipe.to_dict() if self.recipe else None,
                 "device": self.device, "direct_io": self.direct_io, "restores": self.restores,
                 "image": str(self.image_path) if self.image_path else None,

@@ -21,6 +21,8 @@ from fsscope.analysis.variation.metrics import variation_summary
 from fsscope.engine.events import Data, Event, Phase
 from fsscope.telemetry.columns import TELEMETRY_COLUMNS, cpu_busy_pct, device_rates, named_columns
 from fsscope.tui.model import SPARK_POINTS, number
+from fsscope.workloads.bench_job import WindowSample
+from fsscope.workloads.personalities import LiveSample
 
 BIN_S = 1.0
 
@@ -145,13 +147,13 @@ class BenchModel:
         """Take one job event; True if something the view shows changed."""
         if isinstance(event, Phase):
             return event.run is not None and self.start_run(event.run)
+        if isinstance(event, WindowSample):
+            self.add_window(event.run, event.window)
+            return True
         if not isinstance(event, Data):
             return False
-        if event.kind == "samples" and isinstance(event.get("window"), dict):
-            self.add_window(int(event.get("run") or 0), event["window"])
-            return True
-        if event.kind == "kernel" and event.get("run") is not None and isinstance(event.get("windows"), dict):
-            self._run(int(event["run"])).kernel = event["windows"]
+        if event.kind == "kernel" and event.fields.get("run") is not None and isinstance(event.fields.get("windows"), dict):
+            self._run(int(event.fields["run"])).kernel = event.fields["windows"]
             self.version += 1
             return True
         return False
@@ -176,27 +178,23 @@ class BenchModel:
             self.version += 1
         return changed
 
-    def add_window(self, index: int, window: dict) -> None:
-        """One 1-s bin of run ``index`` (a LiveSample as a dict)."""
+    def add_window(self, index: int, window: LiveSample) -> None:
+        """One 1-s bin of run ``index``, as the aggregator made it."""
         if self.current is None or index > self.current:
             self.start_run(index)
         run = self._run(index)
-        b = int(window.get("bin", len(run.bins)))
+        b = window.bin_index
         while len(run.bins) <= b:
             run.bins.append(None)
-        rate = number(window.get("ops_per_s"))
-        run.bins[b] = rate
-        if rate is not None:
-            self.rate.append(rate)
+        run.bins[b] = window.ops_per_s
+        self.rate.append(window.ops_per_s)
         worst50: tuple[float, str] | None = None
         worst99: tuple[float, str] | None = None
-        for op, entry in (window.get("ops") or {}).items():
+        for op, entry in window.ops.items():
             if op not in self.op_names:
                 self.op_names.append(op)
-            if not isinstance(entry, dict):
-                continue
-            run.op_ops_per_s[op] = number(entry.get("ops_per_s")) or 0.0
-            p50, p99 = number(entry.get("p50_ns")), number(entry.get("p99_ns"))
+            run.op_ops_per_s[op] = entry.ops_per_s
+            p50, p99 = entry.p50_ns, entry.p99_ns
             run.op_p50_ns[op], run.op_p99_ns[op] = p50, p99
             if p50 is not None and (worst50 is None or p50 > worst50[0]):
                 worst50 = (p50, op)

@@ -32,13 +32,13 @@ class CheckModel(FromReport):
     def feed(self, event: Event) -> bool:
         if not isinstance(event, Data) or event.kind != "check":
             return False
-        if isinstance(event.get("finding"), dict):
-            self.findings.append(event["finding"])
-        run = event.get("calibration_run")
+        if isinstance(event.fields.get("finding"), dict):
+            self.findings.append(event.fields["finding"])
+        run = event.fields.get("calibration_run")
         if isinstance(run, dict):
             self.run_ops_per_s.append(float(run.get("ops_per_s") or 0.0))
             self.run_series.append([float(x) for x in run.get("series") or []])
-            self.estimate = dict(event.get("estimate") or {})
+            self.estimate = dict(event.fields.get("estimate") or {})
             if len(self.run_ops_per_s) >= 2:
                 self.runs_needed.append(self.estimate.get("runs_needed"))
         self.version += 1

@@ -16,6 +16,7 @@ from pathlib import Path
 from fsscope import paths, recipes
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
+from fsscope.records import SpecRecord, plain
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec, image
 
 DEFAULT_RECIPE = "ext4-default"
@@ -47,10 +48,11 @@ def recipe_label(job: str, spec: dict, setup_recipe: str) -> str:
 
 @dataclass(frozen=True)
 class JobRequest:
-    """One job of a plan: its registry name and its parameters (the job's Spec as a dict)."""
+    """One job of a plan: its registry name and its parameters (the job's Spec record, built
+    once from the setup panel and handed to the runner as it is)."""
 
     job: str
-    spec: dict
+    spec: SpecRecord
 
 
 LARGE_PROBE_CALLS = 5_000_000  # about an hour of creat calls on a fast RAM image
@@ -72,7 +74,7 @@ class RunPlan:
     def recipe_label(self) -> str:
         """What the plan's jobs ran with (one label each, repeats once)."""
         setup = self.recipe.name if self.recipe else "no recipe"
-        labels = [recipe_label(req.job, req.spec, setup) for req in self.jobs] or [setup]
+        labels = [recipe_label(req.job, plain(req.spec), setup) for req in self.jobs] or [setup]
         return " · ".join(dict.fromkeys(labels))
 
     def large_parts(self) -> list[str]:
@@ -81,14 +83,14 @@ class RunPlan:
         shorter than the least they take, in words."""
         out = []
         for req in self.jobs:
-            spec = req.spec
+            spec = plain(req.spec)
             if req.job == "probe":
                 calls = _num(spec.get("files")) * _num(spec.get("runs"))
                 if calls > LARGE_PROBE_CALLS:
                     out.append(f"probe: {_num(spec.get('files')):,.0f} files × {_num(spec.get('runs')):,.0f} "
                                f"runs = {calls:,.0f} timed calls")
             if req.job == "check":
-                out += _check_floor(spec, self.target.kind != "dir")
+                out += _check_floor(req.spec, self.target.kind != "dir")
             seconds = _num(spec.get("runs"), 1) * _num(spec.get("duration_s")) or _num(spec.get("max_seconds"))
             if seconds > LARGE_JOB_S:
                 out.append(f"{req.job}: at least {seconds / 3600:,.1f} hours of measuring")
@@ -102,14 +104,10 @@ class RunPlan:
             self.target.kind == "image" and bool(image.foreign_reason(Path(self.target.path))))
 
 
-def _check_floor(spec: dict, formats: bool) -> list[str]:
+def _check_floor(check, formats: bool) -> list[str]:
     """A check budget too short for what the check always does, said before it starts."""
-    from fsscope.check.job import MIN_RUN_S, Spec, least_s  # scipy (~600 modules): only for a check
+    from fsscope.check.job import MIN_RUN_S, least_s
 
-    try:
-        check = Spec.from_dict(spec)
-    except FsscopeError:
-        return []  # the setup screen names a wrong field itself
     floor = least_s(check, formats)
     if check.budget_s >= floor:
         return []

@@ -33,11 +33,11 @@ class ExploreModel(FromReport):
     def feed(self, event: Event) -> bool:
         if not isinstance(event, Data) or event.kind != "treatment":
             return False
-        if event.get("error") or event.get("d_span_bytes") is None:
+        if event.fields.get("error") or event.fields.get("d_span_bytes") is None:
             self.failed += 1
         else:
-            self.rows.append({"fs": str(event.get("fs", "")), "factors": dict(event.get("factors") or {}),
-                              "d_span_bytes": float(event["d_span_bytes"])})
+            self.rows.append({"fs": str(event.fields.get("fs", "")), "factors": dict(event.fields.get("factors") or {}),
+                              "d_span_bytes": float(event.fields["d_span_bytes"])})
         self.version += 1
         return True
 

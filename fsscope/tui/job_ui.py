@@ -6,13 +6,16 @@ The model classes are imported on first use: the study jobs' models import dask 
 TUI's start nor the replay of another job needs. This module stays free of Textual: replay
 and the CLI use the models without it.
 
-A model has ``version``, ``notes``, ``telemetry``, ``feed(event) -> changed`` (the job's
-wire events), ``finish(report)`` and a classmethod ``from_run(run_dir, spec, report)``.
+A model has ``version``, ``notes``, ``telemetry``, ``feed(event: Event) -> changed`` (the job's
+events as records: its own DataRecord kinds, or Data), ``finish(report)`` and a classmethod
+``from_run(run_dir, spec, report)``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
+
+from fsscope.engine.events import Event
 
 #: Every job the TUI shows (tests check each engine job is here).
 JOBS = ("probe", "smoke", "bench", "syncwrite", "age", "scan", "frag", "check", "variation", "ladder", "explore")
@@ -23,7 +26,7 @@ class JobModel(Protocol):
     notes: list[str]
     telemetry: list[tuple[float, float, float]]
 
-    def feed(self, event: dict) -> bool: ...
+    def feed(self, event: Event) -> bool: ...
 
     def finish(self, report: dict | None) -> None: ...
 

@@ -20,7 +20,8 @@ from textual.message_pump import MessagePump
 from textual.worker import get_current_worker
 
 from fsscope.engine import runner
-from fsscope.engine.events import Data, Error, Finding, Log, Phase, Progress, Result, Samples
+from fsscope.engine.events import Data, DataRecord, Error, Finding, Log, Phase, Progress, Result, Samples
+from fsscope.records import SpecRecord
 from fsscope.tui import messages as msg
 from fsscope.tui.config import RunPlan
 from fsscope.tui.telemetry import Sampler, job_device
@@ -54,10 +55,10 @@ def restore_ui_cpus() -> None:
         _set_process_affinity(ALL_CPUS)
 
 
-def job_cpu(spec: dict) -> int:
+def job_cpu(spec: SpecRecord) -> int:
     """The CPU a job pins itself to: its ``cpu`` parameter, else the last CPU it may use
     (the probe's default, see fsscope.workloads.probe.default_cpu)."""
-    cpu = spec.get("cpu")
+    cpu = getattr(spec, "cpu", None)
     return int(cpu) if isinstance(cpu, int) else max(ALL_CPUS)
 
 
@@ -146,7 +147,7 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
                         report = dict(event.report)
                     elif isinstance(event, Error):
                         error = event.message
-                    elif isinstance(event, Data) and event.kind:
+                    elif isinstance(event, (Data, DataRecord)) and event.kind:
                         # bench windows, sync-write points, telemetry…: the job's view reads them
                         post(msg.JobEvent(index, event.kind, event))
             finally:

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsscope.engine import events
+from fsscope.engine import events, registry
 from fsscope.engine.events import Error, Finding, Log, Phase, Progress, Result
 from fsscope.errors import FsscopeError
+from fsscope.records import convert
 from fsscope.store import RunDir
 from fsscope.targets import TargetSpec
 from fsscope.tui.config import recipe_label
@@ -45,7 +46,7 @@ def describe_target(manifest: dict) -> str:
         return "?"
     if "size_bytes" in spec:  # a full spec: named as the live screen names it (one name per target)
         try:
-            return TargetSpec.from_dict(spec).describe()
+            return convert(spec, TargetSpec).describe()
         except (TypeError, FsscopeError):
             pass
     return f"{spec.get('kind', '?')} {spec.get('path', '')}".strip()
@@ -66,7 +67,8 @@ def load_run(run: RunDir) -> RunRecord:
     flags: list[Flag] = []
     log_lines: list[str] = []
     last_t = 0.0
-    for event in events.read_run(run):
+    kinds = registry.data_kinds(job.job) if job.job in registry.JOBS else None
+    for event in events.read_run(run, kinds):
         last_t = max(last_t, event.t)
         if isinstance(event, Phase):
             job.phase = event.name

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Self
 
+from fsscope.engine.events import Event
+
 
 class FromReport:
     """A model a recorded run rebuilds from its report alone (``finish``)."""
@@ -29,7 +31,7 @@ class ReportModel(FromReport):
         self.version = 0
         self.telemetry: list[tuple[float, float, float]] = []
 
-    def feed(self, event: dict) -> bool:
+    def feed(self, event: Event) -> bool:
         return False
 
     def finish(self, report: dict | None) -> None:

@@ -104,8 +104,8 @@ class SyncWriteModel:
         self._live: tuple[int, list[SizeRow], dict] | None = None
 
     def feed(self, event: Event) -> bool:
-        if isinstance(event, Data) and event.kind == "samples" and isinstance(event.get("point"), dict):
-            self.add_point(event["point"])
+        if isinstance(event, Data) and event.kind == "samples" and isinstance(event.fields.get("point"), dict):
+            self.add_point(event.fields["point"])
             return True
         return False
 

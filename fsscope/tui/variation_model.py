@@ -123,9 +123,9 @@ class VariationModel:
 
     # -- rows in -------------------------------------------------------------------------------
     def feed(self, event: Event) -> bool:
-        if not isinstance(event, Data) or event.kind != "variation_row" or not isinstance(event.get("row"), dict):
+        if not isinstance(event, Data) or event.kind != "variation_row" or not isinstance(event.fields.get("row"), dict):
             return False
-        return self.add_row(event["row"])
+        return self.add_row(event.fields["row"])
 
     def add_row(self, row: dict) -> bool:
         """One study row (a treatment's record); the same row twice counts once."""

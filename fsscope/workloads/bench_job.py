@@ -6,7 +6,7 @@ recipe's hygiene (:meth:`JobContext.after_populate`: remount or sync, drop cache
 workers run for ``duration_s`` while a telemetry sampler records the device, CPU and memory
 beside them. Live numbers stream as events:
 
-- ``samples``   ``{"run": r, "window": LiveSample.to_dict()}`` once per 1-s bin
+- ``samples``   :class:`WindowSample` (``{"run": r, "window": LiveSample}``) once per 1-s bin
 - ``telemetry`` ``{"run": r, "sample": {...}}`` about once a second (device/CPU/memory deltas)
 - ``progress``  seconds measured of ``runs * duration_s``
 - ``finding``   a variation flag as soon as the runs so far show it (title, note, flag=kind)
@@ -38,21 +38,21 @@ import dataclasses
 import math
 import os
 import shutil
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
+import msgspec
 import numpy as np
 
 from fsscope.analysis import generator
 from fsscope.analysis.variation.report import variation_report
 from fsscope.analysis.variation.stats import pearson
-from fsscope.engine.events import Error, Finding
+from fsscope.engine.events import DataRecord, Error, Finding
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
-from fsscope.jsonsafe import plain
 from fsscope.layout.placement import dataset_placement
-from fsscope.specs import checked_fields
+from fsscope.records import SpecRecord, force_setattr, plain
 from fsscope.telemetry.columns import TELEMETRY_COLUMNS, named_columns, telemetry_matrix
 from fsscope.telemetry.sampler import TelemetrySampler, dirty_writeback_intervals
 from fsscope.telemetry.taskstats import delayacct_note
@@ -62,8 +62,22 @@ from fsscope.workloads import personalities as P
 
 BIN_S = 1.0
 
-@dataclass(frozen=True)
-class Spec:
+
+class WindowSample(DataRecord, frozen=True, kw_only=True, tag="samples"):
+    """One 1-s bin of run ``run`` as it is measured (the live view's bars and sparklines)."""
+
+    run: int
+    window: P.LiveSample
+
+
+DATA = (WindowSample,)  # the bench's own event kinds (registry.decode_event reads them)
+
+
+class Spec(SpecRecord, frozen=True):
+    job: ClassVar[str] = "bench"
+    parsers: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "window_sizes_s": lambda value: number_list(value, "window_sizes_s")}
+
     personality: Literal["fileserver", "webserver", "varmail"] = "fileserver"
     runs: int = 3
     duration_s: float = 30.0
@@ -97,23 +111,12 @@ class Spec:
             if w > self.duration_s:
                 raise FsscopeError(f"bench: a Throughput-{w:g} window does not fit in a {self.duration_s:g} s "
                                    f"run: pick windows no longer than the run (--window), or longer runs")
-        object.__setattr__(self, "window_sizes_s", windows)
+        force_setattr(self, "window_sizes_s", windows)
         if not isinstance(self.trace, bool):
             raise FsscopeError(f"bench: trace must be true or false, not {self.trace!r}")
         if not 0 <= self.threshold <= 10:
             raise FsscopeError(f"bench: threshold is a fraction (0.1 = 10 %), got {self.threshold!r}")
 
-    def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["window_sizes_s"] = list(self.window_sizes_s)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Spec:
-        data = checked_fields(cls, data, "bench")
-        if "window_sizes_s" in data:
-            data["window_sizes_s"] = number_list(data["window_sizes_s"], "window_sizes_s")
-        return cls(**data)
 
 
 def number_list(value: Any, name: str) -> tuple[float, ...]:
@@ -378,9 +381,9 @@ def run(ctx, spec: Spec) -> dict:
         "run_id": ctx.run_dir.id,
         "recipe": recipe.name if recipe is not None else None,
         "fs": fs_name,
-        "target": ctx.target.spec.to_dict() | {"describe": ctx.target.spec.describe()},
-        "spec": spec.to_dict(),
-        "workload": dataclasses.asdict(pspec) if pspec is not None else None,
+        "target": plain(ctx.target.spec) | {"describe": ctx.target.spec.describe()},
+        "spec": plain(spec),
+        "workload": plain(pspec) if pspec is not None else None,
         "bin_s": BIN_S,
         "runs_requested": spec.runs,
         "runs_completed": len(results),
@@ -453,7 +456,7 @@ def _calibrate_duration(ctx, spec: Spec) -> tuple[Spec, dict[str, Any]]:
     info = {"auto": True, "chosen_s": chosen, "settled": bool(settled), "cap_s": spec.duration_s,
             "criterion": runlength.criterion(), "calibration_ops_per_s": per_bin}
     ctx.log(f"run length: {chosen:g} s ({'cumulative throughput settled' if settled else 'never settled: the cap'})")
-    return dataclasses.replace(spec, duration_s=float(chosen), duration_auto=False,
+    return msgspec.structs.replace(spec, duration_s=float(chosen), duration_auto=False,
                                window_sizes_s=windows if len(windows) == len(spec.window_sizes_s) else ()), info
 
 
@@ -480,7 +483,7 @@ def _measure(ctx, spec: Spec, pspec: P.PersonalitySpec, root: Path, fs, r: int, 
         ctx.data("telemetry", run=r, sample=sample)
 
     def on_window(sample: P.LiveSample) -> None:
-        ctx.data("samples", run=r, window=sample.to_dict())
+        ctx.emit(WindowSample(run=r, window=sample))
         done = r * spec.duration_s + min(sample.t_s, spec.duration_s)
         ctx.progress(round(done, 3), total_s, unit="s",
                      info=f"run {r + 1}/{spec.runs}  {sample.ops_per_s:,.0f} ops/s")

@@ -29,22 +29,20 @@ each step change what it claims. Every image, loop and mount is journalled (owne
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from fsscope import paths, tools
 from fsscope.analysis.variation.metrics import relative_range, rsd
 from fsscope.analysis.variation.stats import ladder_verdict
 from fsscope.errors import FsscopeError
-from fsscope.jsonsafe import plain
 from fsscope.recipes import Recipe
-from fsscope.specs import checked_fields, with_tuples
+from fsscope.records import SpecRecord, plain
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
 from fsscope.workloads import personalities as P
@@ -53,8 +51,9 @@ STEPS = ("baseline", "no_lazy", "umount", "alloc")
 BIN_S = 1.0
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(SpecRecord, frozen=True):
+    job: ClassVar[str] = "ladder"
+
     personality: str = "fileserver"
     runs: int = 3
     duration_s: float = 10.0
@@ -71,12 +70,6 @@ class Spec:
         if bad:
             raise FsscopeError(f"ladder: unknown step {bad[0]!r} (steps: {', '.join(STEPS)})")
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Spec:
-        return cls(**with_tuples(checked_fields(cls, data, "ladder"), ("steps",)))  # "a,b" splits
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self) | {"steps": list(self.steps)}
 
 
 def step_ops(ladder: list[dict]) -> list[tuple[str, list[float]]]:
@@ -256,7 +249,7 @@ def run(ctx, spec: Spec) -> dict:
                   "personality": spec.personality,
                   "recipe": recipe.name, "fs": recipe.fs,
                   "dataset_sha256": dataset_sha256,
-                  "target": target.spec.to_dict() | {"describe": target.spec.describe()},
-                  "spec": spec.to_dict(), "workload": dataclasses.asdict(pspec),
+                  "target": plain(target.spec) | {"describe": target.spec.describe()},
+                  "spec": plain(spec), "workload": plain(pspec),
                   "monotone": verdict.monotone, "order": "interleaved",
                   "elapsed_s": round(time.monotonic() - t0, 2)})

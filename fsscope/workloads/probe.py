@@ -45,15 +45,15 @@ import errno as errno_codes
 import gc
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import numpy as np
+from msgspec import Meta
 
 from fsscope.errors import FsscopeError
-from fsscope.specs import checked_fields
+from fsscope.records import SpecRecord
 from fsscope.workloads.probe_loops import (
     CREATE_FLAGS,
     FILE_MODE,
@@ -112,8 +112,7 @@ _RENAME_FIRST_CHAR = bytes.maketrans(b"0123456789", b"abcdefghij")
 
 
 
-@dataclass(frozen=True)
-class ProbeSpec:
+class ProbeSpec(SpecRecord, frozen=True):
     """What one latency probe does; ``runs`` repetitions of ``files`` timed calls of ``op``.
 
     ``fresh_fs`` and ``runs`` are for the engine (a freshly made file system per run, or one
@@ -132,18 +131,20 @@ class ProbeSpec:
     lost+found).
     """
 
+    job: ClassVar[str] = "probe"
+
     op: Op = "creat"
-    files: int = 1024
-    runs: int = 5
-    name_length: int = 7
+    files: Annotated[int, Meta(ge=1)] = 1024
+    runs: Annotated[int, Meta(ge=1)] = 5
+    name_length: Annotated[int, Meta(ge=1, le=MAX_NAME_LENGTH)] = 7
     sync_before: SyncBefore = "each"
     fresh_fs: bool = True
-    cpu: int | None = None
-    write_bytes: int = 4096
-    fallocate_bytes: int = 1 << 20
+    cpu: Annotated[int, Meta(ge=0)] | None = None
+    write_bytes: Annotated[int, Meta(ge=0)] = 4096
+    fallocate_bytes: Annotated[int, Meta(ge=1)] = 1 << 20
     trace: TraceMode = "attribute"
     sync_scope: SyncScope = "fs"
-    max_runs: int | None = None
+    max_runs: Annotated[int, Meta(ge=1)] | None = None
     in_root: bool = False
 
     @property
@@ -155,58 +156,20 @@ class ProbeSpec:
         return self.runs if self.runs == 1 else DEFAULT_RUN_CAP_FACTOR * self.runs
 
     def __post_init__(self) -> None:
-        if self.op not in OPS:
-            raise FsscopeError(f"probe op {self.op!r} is unknown: choose one of {', '.join(OPS)}")
-        _check_int("files", self.files, minimum=1)
-        _check_int("runs", self.runs, minimum=1)
-        _check_int("name_length", self.name_length, minimum=1)
-        if self.name_length > MAX_NAME_LENGTH:
-            raise FsscopeError(f"probe name_length {self.name_length} is too long: file names "
-                               f"have at most {MAX_NAME_LENGTH} bytes")
+        """Checks across fields (each field's own type and range are in its annotation)."""
         if 10 ** self.name_length < self.files:
             need = len(str(self.files - 1))
             raise FsscopeError(f"probe name_length {self.name_length} is too short for "
                                f"{self.files} files: names 0..{self.files - 1} need {need} digits")
-        if self.sync_before not in SYNC_MODES:
-            raise FsscopeError(f"probe sync_before {self.sync_before!r} is unknown: choose one "
-                               f"of {', '.join(SYNC_MODES)}")
-        if self.sync_scope not in SYNC_SCOPES:
-            raise FsscopeError(f"probe sync_scope {self.sync_scope!r} is unknown: choose one "
-                               f"of {', '.join(SYNC_SCOPES)}")
-        if self.max_runs is not None:
-            _check_int("max_runs", self.max_runs, minimum=self.runs)
-        if not isinstance(self.fresh_fs, bool):
-            raise FsscopeError(f"probe fresh_fs must be true or false, not {self.fresh_fs!r}")
+        if self.max_runs is not None and self.max_runs < self.runs:
+            raise FsscopeError(f"probe max_runs must be at least {self.runs}, not {self.max_runs}")
         if self.cpu is not None:
-            _check_int("cpu", self.cpu, minimum=0)
             allowed = sorted(os.sched_getaffinity(0))
             if self.cpu not in allowed:
                 raise FsscopeError(f"probe cpu {self.cpu}: this process may run on CPUs {allowed} only")
-        _check_int("write_bytes", self.write_bytes, minimum=0)
-        _check_int("fallocate_bytes", self.fallocate_bytes, minimum=1)
-        if not isinstance(self.in_root, bool):
-            raise FsscopeError(f"probe in_root must be true or false, not {self.in_root!r}")
         if self.in_root and not self.fresh_fs:
             raise FsscopeError("probe in_root needs a fresh file system per run: with one file "
                                "system for all runs the root would hold the earlier runs' files")
-        if self.trace not in TRACE_MODES:
-            raise FsscopeError(f"probe trace {self.trace!r} is unknown: choose one of "
-                               f"{', '.join(TRACE_MODES)}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ProbeSpec:
-        """Build from JSON-like data; unknown fields are an error, not silently dropped."""
-        return cls(**checked_fields(cls, data, "probe"))
-
-
-def _check_int(field: str, value: object, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise FsscopeError(f"probe {field} must be an integer, not {value!r}")
-    if value < minimum:
-        raise FsscopeError(f"probe {field} must be at least {minimum}, not {value}")
 
 
 class ProbeRunError(FsscopeError):

@@ -29,7 +29,7 @@ from fsscope.explain.geometry import read_geometry
 from fsscope.explain.match import explain
 from fsscope.explain.names import plain as plain_words
 from fsscope.explain.rules import predict
-from fsscope.jsonsafe import plain
+from fsscope.records import plain
 from fsscope.trace.jobs import ProbeTrace
 from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu, sync_once
 from fsscope.workloads.probe_loops import native_call
@@ -140,7 +140,7 @@ def run(ctx, spec: ProbeSpec) -> dict:
     done_rows = [k for k in range(used) if (latency_ns[k] >= 0).any()]
     call, why = native_call()
     report = {"op": spec.op, "files": spec.files, "runs": spec.runs, "runs_completed": len(done_rows),
-              "spec": spec.to_dict(), "stopped_by": error, "sync": _sync_json(spec),
+              "spec": plain(spec), "stopped_by": error, "sync": _sync_json(spec),
               "where": "root directory" if spec.in_root else "fresh subdirectory",
               "timed_in": "native" if call is not None else f"python ({why})"}  # see probe_calls.c
     findings: list = []

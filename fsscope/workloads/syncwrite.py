@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from fsscope.errors import FsscopeError
+from fsscope.records import Record
 
 MODES = ("osync", "odsync", "fsync", "fdatasync", "direct+osync", "direct+odsync", "direct+fdatasync")
 MAX_WRITE_BYTES = 0x7FFFF000        # Linux transfers at most this much in one write() call
@@ -67,8 +68,7 @@ def is_direct(mode: str) -> bool:
     return mode.startswith("direct+")
 
 
-@dataclass(frozen=True)
-class SyncWriteSpec:
+class SyncWriteSpec(Record, frozen=True):
     buffer_sizes_bytes: tuple[int, ...] = _default_sizes()
     file_size_bytes: int = 16 << 20
     mode: str = "osync"

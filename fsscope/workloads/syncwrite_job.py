@@ -20,17 +20,15 @@ best-ratio recommendation; a full file system stops the sweep with an ``enospc``
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from fsscope.analysis import efficiency
 from fsscope.errors import FsscopeError
-from fsscope.jsonsafe import plain
-from fsscope.specs import checked_fields
+from fsscope.records import SpecRecord, plain
 from fsscope.trace.attribute import per_call_io
 from fsscope.trace.jobs import JobTrace
 from fsscope.units import list_items, parse_size_bytes
@@ -43,8 +41,10 @@ WRITE_IO_COLUMNS = ("requests", "bytes", "flush", "fua", "commits")
 Mode = Literal["osync", "odsync", "fsync", "fdatasync", "direct+osync", "direct+odsync", "direct+fdatasync"]
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(SpecRecord, frozen=True):
+    job: ClassVar[str] = "syncwrite"
+    parsers: ClassVar[dict[str, Callable[[Any], Any]]] = {"buffer_sizes_bytes": lambda v: size_list(v)}
+
     buffer_sizes_bytes: tuple[int, ...] = _DEFAULTS.buffer_sizes_bytes
     file_size_bytes: int = _DEFAULTS.file_size_bytes
     mode: Mode = "osync"
@@ -58,7 +58,6 @@ class Spec:
     trace: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "buffer_sizes_bytes", tuple(int(s) for s in self.buffer_sizes_bytes))
         if self.duration_s is not None and not self.duration_s > 0:
             raise FsscopeError(f"syncwrite: duration_s must be positive, got {self.duration_s!r}")
         if not isinstance(self.trace, bool):
@@ -70,17 +69,6 @@ class Spec:
                                 mode=self.mode, repeats=self.repeats, min_writes=self.min_writes, seed=self.seed,
                                 preallocate=self.preallocate)
 
-    def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["buffer_sizes_bytes"] = list(self.buffer_sizes_bytes)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Spec:
-        data = checked_fields(cls, data, "syncwrite")
-        if "buffer_sizes_bytes" in data:
-            data["buffer_sizes_bytes"] = size_list(data["buffer_sizes_bytes"])
-        return cls(**data)
 
 
 def size_list(value: Any) -> tuple[int, ...]:
@@ -180,8 +168,8 @@ def run(ctx, spec: Spec) -> dict:
         "mode": spec.mode,
         "recipe": recipe.name if recipe is not None else None,
         "fs": fs_name,
-        "target": ctx.target.spec.to_dict() | {"describe": ctx.target.spec.describe()},
-        "spec": spec.to_dict(),
+        "target": plain(ctx.target.spec) | {"describe": ctx.target.spec.describe()},
+        "spec": plain(spec),
         "file_setup": file_setup(spec.preallocate),
         "points_completed": end.points_done,
         "points_requested": total,

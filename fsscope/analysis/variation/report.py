@@ -22,7 +22,7 @@ from fsscope.analysis.variation.temporal import (
     flag_variation,
     flag_window_disagreement,
 )
-from fsscope.jsonsafe import plain
+from fsscope.records import plain
 
 
 class RunLike(Protocol):

@@ -14,7 +14,7 @@ import numpy as np
 
 from fsscope.analysis.variation.metrics import relative_range, run_matrix, throughput_bands, variation_summary
 from fsscope.analysis.variation.stats import WelchResult, welch
-from fsscope.jsonsafe import plain
+from fsscope.records import plain
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header, Input
 
-from fsscope.engine.events import Event, Phase
+from fsscope.engine.events import Data, Event, Phase
+from fsscope.records import plain
 from fsscope.store import RunDir
 from fsscope.telemetry.columns import cpu_busy_pct, device_rates
 from fsscope.telemetry.machine import busy, machine_line
@@ -188,7 +189,7 @@ class LiveScreen(Screen):
         self.plan_finished = False
         self.control = control = PlanControl()
         self.app.plan_controls.append(control)
-        self.jobs = [JobState(i, req.job, dict(req.spec)) for i, req in enumerate(plan.jobs)]
+        self.jobs = [JobState(i, req.job, plain(req.spec)) for i, req in enumerate(plan.jobs)]
         self.views = {}
         self.shown = None
         self._job_telemetry_s = None
@@ -515,10 +516,11 @@ class LiveScreen(Screen):
 
     def _job_telemetry(self, event: Event) -> None:
         """A ``telemetry`` event of the job: disk deltas per device since its last sample."""
-        sample = event.get("sample")
+        fields = event.fields if isinstance(event, Data) else {}
+        sample = fields.get("sample")
         if not isinstance(sample, dict):
             return
-        run = int(event.get("run") or 0)
+        run = int(fields.get("run") or 0)
         t_s = float(sample.get("t_s") or 0.0)
         last = self._last_job_telemetry.get(run, 0.0)
         self._last_job_telemetry[run] = t_s

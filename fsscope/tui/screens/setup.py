@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -39,7 +40,7 @@ def preflight(target: TargetSpec, recipe) -> None:
     """What the CLI refuses before it starts (RAM that is not there, a size too small, a
     mount point in use…), in the setup screen's words. Destroying a device or someone's image
     is asked next (the confirmation), so it is not refused here."""
-    asked = replace(target, yes_destroy=target.path) if target.kind in ("device", "image") else target
+    asked = msgspec.structs.replace(target, yes_destroy=target.path) if target.kind in ("device", "image") else target
     try:
         Target(asked, recipe).preflight()
     except FsscopeError as exc:
@@ -151,7 +152,7 @@ class SetupScreen(Screen):
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self.app.start_plan(replace(plan, target=replace(plan.target, yes_destroy=plan.target.path)))
+                self.app.start_plan(replace(plan, target=msgspec.structs.replace(plan.target, yes_destroy=plan.target.path)))
             else:
                 self.notify(f"{plan.target.path} was not touched.", timeout=4)
 

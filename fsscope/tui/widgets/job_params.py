@@ -11,17 +11,18 @@ Parameters given to the panel for fields it does not show (``job_defaults``) are
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import typing
 from typing import Any, ClassVar, Literal, get_args, get_origin
 
+import msgspec
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, Select, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
+from fsscope.records import SpecRecord
 from fsscope.tui.widgets.tick import Tick
 from fsscope.units import list_items, parse_size_bytes
 
@@ -92,10 +93,10 @@ class JobParams(Vertical):
         self.spec_type = module.Spec
         self.hints = typing.get_type_hints(self.spec_type)
         defaults = self.spec_type()
-        self.values = {f.name: getattr(defaults, f.name) for f in dataclasses.fields(self.spec_type)}
+        self.values = {f.name: getattr(defaults, f.name) for f in msgspec.structs.fields(self.spec_type)}
         self.values.update(self.DEFAULTS)
         self.values.update(initial or {})
-        names = [f.name for f in dataclasses.fields(self.spec_type)]
+        names = [f.name for f in msgspec.structs.fields(self.spec_type)]
         self.fields = [n for n in (self.FIELDS or names) if n in names]
         self.hidden = {k: v for k, v in {**self.DEFAULTS, **(initial or {})}.items()
                        if k in names and k not in self.fields}
@@ -202,15 +203,15 @@ class JobParams(Vertical):
             raise FsscopeError(f"{self.job}: {self._label(name)} needs a value")
         out[name] = self._parse_text(name, kind, text)
 
-    def validated(self) -> dict:
-        """spec_dict() checked by the job's own Spec (its errors are the user's message)."""
+    def validated(self) -> SpecRecord:
+        """The job's Spec from spec_dict(), checked (its errors are the user's message): built
+        once here, handed to the runner as it is."""
         data = self.spec_dict()
         try:
-            registry.spec_from_dict(registry.load(self.job), data)
+            return registry.spec_from_data(self.job, data)
         except FsscopeError as exc:
             # the Spec speaks of its attributes (duration_s); the user sees the labels
             message = str(exc)
             for name in sorted(self.fields, key=len, reverse=True):
                 message = re.sub(rf"\b{re.escape(name)}\b", self._label(name), message)
             raise FsscopeError(message if message.startswith(self.job) else f"{self.job}: {message}") from None
-        return data

@@ -8,31 +8,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from fsscope.analysis.variation.grid import N_BUCKETS, hist_percentile_ns
 from fsscope.analysis.variation.metrics import throughput_n
+from fsscope.records import Record
 from fsscope.workloads.personalities.spec import PersonalitySpec
 
 
-@dataclass(frozen=True)
-class LiveSample:
-    """One bin of live numbers for the UI (ops/s and latency percentiles per op type)."""
+class OpWindow(Record, frozen=True, kw_only=True):
+    """One op type in one bin: its rate and latency percentiles (None: no call ended in it)."""
 
-    bin_index: int
+    ops_per_s: float
+    p50_ns: float | None = None
+    p99_ns: float | None = None
+
+
+class LiveSample(Record, frozen=True, kw_only=True):
+    """One bin of live numbers for the UI (ops/s and latency percentiles per op type). The
+    same record goes from the aggregator through the bench job's ``samples`` event
+    (:class:`fsscope.workloads.bench_job.WindowSample`) to the bench view's sparklines."""
+
+    bin_index: int = msgspec.field(name="bin")
     t_s: float                              # end of the bin, seconds since the run started
     ops_per_s: float
-    op_ops_per_s: dict[str, float]
-    op_p50_ns: dict[str, float]
-    op_p99_ns: dict[str, float]
+    ops: dict[str, OpWindow]
     complete: bool                          # False: emitted before every worker reported
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"bin": self.bin_index, "t_s": self.t_s, "ops_per_s": self.ops_per_s,
-                "ops": {op: {"ops_per_s": self.op_ops_per_s[op],
-                             "p50_ns": _finite(self.op_p50_ns.get(op)),
-                             "p99_ns": _finite(self.op_p99_ns.get(op))} for op in self.op_ops_per_s},
-                "complete": self.complete}
 
 
 def _finite(x: float | None) -> float | None:
@@ -184,11 +186,12 @@ class Aggregator:
         counts = self.counts[:, b] if b < self.counts.shape[1] else np.zeros(self.n_ops, np.int64)
         names = spec.op_names
         return LiveSample(
-            b, (b + 1) * spec.bin_s, float(counts.sum() / spec.bin_s),
-            {n: float(counts[i] / spec.bin_s) for i, n in enumerate(names)},
-            {n: hist_percentile_ns(hists[i], 50) for i, n in enumerate(names)},
-            {n: hist_percentile_ns(hists[i], 99) for i, n in enumerate(names)},
-            complete)
+            bin_index=b, t_s=(b + 1) * spec.bin_s, ops_per_s=float(counts.sum() / spec.bin_s),
+            ops={n: OpWindow(ops_per_s=float(counts[i] / spec.bin_s),
+                             p50_ns=_finite(hist_percentile_ns(hists[i], 50)),
+                             p99_ns=_finite(hist_percentile_ns(hists[i], 99)))
+                 for i, n in enumerate(names)},
+            complete=complete)
 
     def window_hist(self) -> np.ndarray:
         self.compact(1 << 62)

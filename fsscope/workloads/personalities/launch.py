@@ -108,9 +108,9 @@ class _Launch:
 
     def __init__(self, root: Path, spec: PersonalitySpec, options: RunOptions):
         if options.duration_s is not None:
-            spec = replace(spec, duration_s=options.duration_s)
+            spec = msgspec.structs.replace(spec, duration_s=options.duration_s)
         if options.workers is not None:
-            spec = replace(spec, workers=options.workers)
+            spec = msgspec.structs.replace(spec, workers=options.workers)
         self.root, self.spec, self.options = root, spec, options
         self.fileset = load_fileset(root, spec)
         ctx = _context()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from fsscope.errors import FsscopeError
+from fsscope.records import Record
 from fsscope.workloads import PERSONALITIES
 
 # Op types per personality, in the order they appear in the flowop sequence.
@@ -27,8 +27,7 @@ MANIFEST_NAME = ".fsscope-fileset-{name}.npz"
 LOG_DIR = "logfiles"
 
 
-@dataclass(frozen=True)
-class PersonalitySpec:
+class PersonalitySpec(Record, frozen=True, kw_only=False):
     """Everything that defines a personality run. Sizes in bytes, times in seconds."""
 
     name: str
