@@ -18,6 +18,7 @@ from fsscope import store
 from fsscope.analysis.compare import compare_reports
 from fsscope.cli.common import out_console, output_path, write_json
 from fsscope.cli.render.compare import render_compare
+from fsscope.engine import registry
 from fsscope.errors import FsscopeError
 
 DESCRIPTION = """\
@@ -55,7 +56,7 @@ def cmd_compare(args) -> int:
                            "compare runs of the same job")
     reports = []
     for run in runs:
-        report = run.report()
+        report = registry.report_from_data(jobs[0], run.report())
         if report is None:
             raise FsscopeError(f"run {run.id} has no report (status {run.status()}): nothing to compare")
         reports.append(report)

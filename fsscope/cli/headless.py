@@ -84,7 +84,7 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
                     findings += 1
                     progress.update(interrupts.task, info=f"{findings} flag{'s' if findings > 1 else ''}")
                 elif isinstance(event, ev.Result):
-                    report = dict(event.report)
+                    report = event.report
                 elif isinstance(event, ev.Error):
                     error = event.message
             interrupts.progress = None
@@ -104,7 +104,7 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
         console.print(f"[red]fsscope:[/] {handle.cleanup_error}")
     status = handle.run_dir.status()
     if report is None:
-        report = handle.run_dir.report()
+        report = registry.report_from_data(job, handle.run_dir.report())
     if report is not None and render is not None:
         render(report, out_console())
     elif report is not None:

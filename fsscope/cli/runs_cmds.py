@@ -9,6 +9,7 @@ from rich.table import Table
 
 from fsscope import store
 from fsscope.cli.common import out_console, positive_int
+from fsscope.engine import registry
 
 console = out_console()
 
@@ -62,7 +63,7 @@ def _print_report(run: store.RunDir) -> None:
         console.print(f"[red]error:[/] {m['error']}")
     for cmd in (m.get("target") or {}).get("commands") or []:
         console.print(f"[dim]$ {' '.join(map(str, cmd['argv']))}  → exit {cmd.get('rc')}[/]")
-    report = run.report()
+    report = registry.report_from_data(m.get("job"), run.report())
     if report is None:
         report = _partial_report(m.get("job", ""), run)
     if report is None:
@@ -119,7 +120,6 @@ def _bench_ops(personality: str | None, n: int) -> tuple[str, ...]:
 def _partial_report(job: str, run) -> dict | None:
     """A job that did not finish, rebuilt from the arrays it kept (jobs offering
     ``partial_report(run_dir)``)."""
-    from fsscope.engine import registry
 
     if job not in registry.JOBS:
         return None

@@ -119,9 +119,10 @@ class Log(Event, frozen=True, tag="log"):
 
 
 class Result(Event, frozen=True, tag="result"):
-    """The job's report (also written to report.json)."""
+    """The job's report (also written to report.json): a dict on the wire, the job's ``Report``
+    record once ``registry.decode_event`` has read it (for a job that declares one)."""
 
-    report: dict[str, Any] = {}
+    report: Any = {}
 
 
 class Error(Event, frozen=True, tag="error"):

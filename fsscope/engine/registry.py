@@ -20,6 +20,8 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+import msgspec
+
 from fsscope.engine import events
 from fsscope.errors import FsscopeError
 from fsscope.records import Record, SpecRecord, convert
@@ -64,7 +66,21 @@ def spec_from_data(name: str, data: Any) -> SpecRecord:
     return convert(data, spec_type(name))
 
 
+def report_from_data(name: str | None, data: Any) -> Any:
+    """Job ``name``'s report as its ``Report`` record when the job declares one (a report.json
+    or a result event; an older report's missing fields take their defaults), else as it was
+    read (a dict; None stays None). A report that does not fit is one line, FsscopeError."""
+    kind = report_type(name) if name in JOBS else None
+    if kind is None or data is None or isinstance(data, kind):
+        return data
+    return convert(data, kind, f"{name} report")
+
+
 def decode_event(name: str | None, data: Any) -> events.Event:
     """A wire event (a dict or one JSON line) of job ``name`` as its record: the common kinds,
-    the job's declared data kinds, or :class:`~fsscope.engine.events.Data`."""
-    return events.decode(data, data_kinds(name) if name in JOBS else None)
+    the job's declared data kinds, or :class:`~fsscope.engine.events.Data`; a result carries
+    the job's report record (see :func:`report_from_data`)."""
+    event = events.decode(data, data_kinds(name) if name in JOBS else None)
+    if isinstance(event, events.Result) and name in JOBS and report_type(name) is not None:
+        return msgspec.structs.replace(event, report=report_from_data(name, event.report))
+    return event

@@ -144,7 +144,7 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
                     elif isinstance(event, Log):
                         post(msg.LogLine(index, event.line, event.stderr))
                     elif isinstance(event, Result):
-                        report = dict(event.report)
+                        report = event.report
                     elif isinstance(event, Error):
                         error = event.message
                     elif isinstance(event, (Data, DataRecord)) and event.kind:

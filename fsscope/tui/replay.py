@@ -80,12 +80,12 @@ def load_run(run: RunDir) -> RunRecord:
             log_lines.append(event.line)
             log_lines.extend("    " + ln for ln in event.stderr.splitlines())
         elif isinstance(event, Result):
-            job.report = dict(event.report)
+            job.report = event.report
         elif isinstance(event, Error):
             job.error = event.message
     job.status = run.status()
     job.error = job.error or manifest.get("error")
-    job.report = job.report or run.report()
+    job.report = job.report or registry.report_from_data(job.job, run.report())
     job.recorded_elapsed_s = last_t
     final = flags_from_report(job.report)
     if final is not None:
