@@ -23,11 +23,21 @@ from msgspec.structs import force_setattr
 from fsscope.errors import FsscopeError
 
 R = TypeVar("R")
-__all__ = ["Record", "SpecRecord", "convert", "build", "dumps", "encode", "loads", "plain", "force_setattr"]
+__all__ = ["Record", "ReportRecord", "SpecRecord", "convert", "build", "dumps", "encode", "loads", "plain", "force_setattr"]
 
 
 class Record(msgspec.Struct, frozen=True, kw_only=True):
     """A frozen typed record: fields by keyword, compared by value, encoded by :func:`dumps`."""
+
+
+class ReportRecord(Record, frozen=True, kw_only=True):
+    """A job's report (``Report`` in the job's module). Fields keep their wire names and have
+    defaults, so an older report.json still reads. ``machine``: how busy the machine was while
+    the job measured, and ``existing``: the file system measured in place (``--dir``), both
+    added by the engine to every report."""
+
+    machine: dict[str, Any] | None = None
+    existing: dict[str, Any] | None = None
 
 
 class SpecRecord(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -38,7 +38,7 @@ from fsscope.engine.context import JobContext
 from fsscope.engine.events import Error, Result
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.recipes import Recipe
-from fsscope.records import convert
+from fsscope.records import convert, plain
 from fsscope.targets import Target, TargetSpec
 from fsscope.targets.journal import Journal, undo_entries
 from fsscope.telemetry.machine import MachineLoad
@@ -139,11 +139,12 @@ def main(run_path: str) -> int:
         ctx.phase("setup", target=target.spec.describe())
         target.open()
         load.start()
-        result = module.run(ctx, spec)
-        if isinstance(result, dict) and "machine" not in result:  # how busy the machine was, with the result
-            result = result | {"machine": load.stop()}
-        if isinstance(result, dict) and target.found is not None:
-            result.setdefault("existing", target.found.to_dict())  # --dir: which fs was measured
+        # the job's Report record (or a dict) as report.json and the result event carry it
+        result = plain(module.run(ctx, spec))
+        if isinstance(result, dict) and result.get("machine") is None:  # how busy the machine was
+            result["machine"] = load.stop()
+        if isinstance(result, dict) and target.found is not None and result.get("existing") is None:
+            result["existing"] = target.found.to_dict()  # --dir: which fs was measured
         run_dir.write_report(result)
         ctx.emit(Result(report=result))
         if stop.parent_gone:

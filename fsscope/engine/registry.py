@@ -3,10 +3,11 @@
 Each job is a module exposing:
 
     Spec: a SpecRecord (msgspec Struct)   the job's parameters; job.json holds it
-    run(ctx: JobContext, spec) -> dict    does the work in the job child, returns the report
+    run(ctx: JobContext, spec)            does the work in the job child, returns the report
     DATA: tuple of DataRecord types       optional: the job's own event kinds (bench "samples"…),
                                           decoded to these types; kinds not declared are Data
-    Report: a Record type                 optional: the report's type (None until converted)
+    Report: a ReportRecord type           optional: the report's type (run returns one; readers
+                                          get it from report_from_data)
     record_bytes(spec) -> int             optional: bytes of arrays it will write to the run
                                           record (checked against free space before it starts)
 
@@ -24,7 +25,7 @@ import msgspec
 
 from fsscope.engine import events
 from fsscope.errors import FsscopeError
-from fsscope.records import Record, SpecRecord, convert
+from fsscope.records import ReportRecord, SpecRecord, convert
 
 # name -> (module, one-line summary); the summary lives here so listing imports nothing.
 JOBS: dict[str, tuple[str, str]] = {
@@ -52,7 +53,7 @@ def spec_type(name: str) -> type[SpecRecord]:
     return load(name).Spec
 
 
-def report_type(name: str) -> type[Record] | None:
+def report_type(name: str) -> type[ReportRecord] | None:
     return getattr(load(name), "Report", None)
 
 
