@@ -106,3 +106,33 @@ async def test_a_budget_shorter_than_the_check_says_so_before_it_starts(scratch)
         await pilot.press("n")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "back on setup")
         assert app.current_mode == "setup" and app.live.control is None  # nothing started
+
+
+async def test_a_short_budget_bounds_the_whole_check(scratch):
+    """Issue 27: told yes, a check whose budget cannot hold it stops at the budget with what it
+    has (the audit; no calibration run that would not fit) and says why in its notes, in the
+    log and in the verdict; it used to run two calibration runs past a 6-s budget (21 s)."""
+    app = make_app(AppConfig(is_root=False, target=TargetSpec("dir", str(scratch)), jobs=("check",),
+                             discover_devices=lambda: []))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        for field, text in (("budget_s", "6"), ("sample_s", "1")):
+            await set_param(pilot, app, f"param-check-{field}", text)
+            await until(pilot, lambda f=field, t=text: app.screen.query_one(f"#param-check-{f}").value == t, field)
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question before starting")
+        assert "it stops at the budget with what it has" in app.screen.body
+        await pilot.press("y")
+        live = live_of(app)
+        await until(pilot, lambda: plan_over(live), "the check", timeout_s=120)
+        job = live.jobs[0]
+        assert job.status == "ok", job.error
+        report = job.report
+        assert report["spec"]["budget_s"] == 6.0
+        assert report["elapsed_s"] <= 6.0, report["elapsed_s"]     # the job's own clock, start-up apart
+        assert report["calibration"]["runs"] == []
+        assert any("budget is shorter than the least it takes" in n for n in report["notes"]), report["notes"]
+        assert any("budget reached after 0 calibration run(s)" in n for n in report["notes"]), report["notes"]
+        assert any("raise --budget" in line for line in report["fix_first"]), report["fix_first"]
+        assert any("stops at the budget" in line for line in live.log_panel.lines_written)
+    assert not app.worker_errors
