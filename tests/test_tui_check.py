@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from pilot_wait import until
-from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, set_param
+from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, runs_listed, set_param
 
 from fsscope.engine.events import decode
 from fsscope.targets import TargetSpec
@@ -135,4 +135,61 @@ async def test_a_short_budget_bounds_the_whole_check(scratch):
         assert any("budget reached after 0 calibration run(s)" in n for n in report["notes"]), report["notes"]
         assert any("raise --budget" in line for line in report["fix_first"]), report["fix_first"]
         assert any("stops at the budget" in line for line in live.log_panel.lines_written)
+    assert not app.worker_errors
+
+
+async def test_tables_copy_and_save_as_csv_and_check_items_filter(scratch):
+    """Issue 27: any table copies (y) and saves (s) as CSV, the rows shown, into the exports
+    folder; '/' filters the check items. A real audit-only check on a directory."""
+    import csv
+    import io
+
+    from fsscope.tui import exports
+
+    app = make_app(AppConfig(is_root=False, target=TargetSpec("dir", str(scratch)), jobs=("check",),
+                             discover_devices=lambda: [],
+                             job_defaults={"check": {"calibrate": False, "sample_s": 0.5}}))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        await pilot.press("ctrl+r")
+        live = live_of(app)
+        await until(pilot, lambda: plan_over(live), "the check", timeout_s=120)
+        job = live.jobs[0]
+        assert job.status == "ok", job.error
+        findings = job.report["findings"]
+        table = live.job_view.table
+        table.focus()
+        await pilot.press("y")
+        await until(pilot, lambda: app.clipboard, "the clipboard")
+        rows = list(csv.reader(io.StringIO(app.clipboard)))
+        marks = {"ok": "✓", "warn": "!", "bad": "✗", "unknown": "?"}
+        assert rows[0] == ["", "item", "finding"]
+        assert rows[1:] == [[marks[f["severity"]], f["id"].replace("-", " ").replace("_", " "), f["title"]]
+                            for f in findings]
+        # / filters the items: only those with the words typed stay, and the copy follows
+        await pilot.press("slash")
+        await until(pilot, lambda: app.focused is not None and app.focused.id == "check-filter", "the filter")
+        await pilot.press(*"page cache")
+        await until(pilot, lambda: table.row_count == 1, "one item left")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.focused is table, "back on the table")
+        assert "page-cache-fit" in str(live.query_one("#check-detail").render()).replace("\n", "")
+        await pilot.press("s")
+        saved = exports.export_dir() / f"check-table-{job.run_id}.csv"
+        await until(pilot, saved.exists, "the saved CSV")
+        rows = list(csv.reader(io.StringIO(saved.read_text())))
+        assert [r[1] for r in rows[1:]] == ["page cache fit"]
+        live.query_one("#check-filter").action_clear()
+        await until(pilot, lambda: table.row_count == len(findings), "every item back")
+        # the flags list copies too
+        live.flags_panel.focus()
+        await pilot.press("y")
+        await until(pilot, lambda: app.clipboard.startswith("kind,flag,note"), "the flags as CSV")
+        assert job.report["headline"] in app.clipboard
+        # and the runs table
+        await pilot.press("f4")
+        await until(pilot, lambda: runs_listed(app, job.run_id), "the run listed")
+        app.screen.query_one("#runs-table").focus()
+        await pilot.press("y")
+        await until(pilot, lambda: job.run_id in app.clipboard, "the runs as CSV")
     assert not app.worker_errors
