@@ -28,7 +28,8 @@ def csv_text(header: Sequence[object], rows: Iterable[Sequence[object]]) -> str:
 class CsvExport:
     """``y`` copy as CSV, ``s`` save as CSV; the widget says what its rows are."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "copy_csv", "Copy CSV"), Binding("s", "save_csv", "Save CSV")]
+    BINDINGS: ClassVar[list[BindingType]] = [  # in ?, not the footer
+        Binding("y", "copy_csv", "Copy CSV", show=False), Binding("s", "save_csv", "Save CSV", show=False)]
 
     def csv_rows(self) -> tuple[Sequence[object], list[Sequence[object]]]:
         raise NotImplementedError
