@@ -16,6 +16,18 @@ from fsscope.tui.screens.confirm import ConfirmScreen
 from fsscope.tui.widgets.check_view import CheckView, strip
 
 
+async def start_as_set_up(pilot, app, what: str, timeout_s: float):
+    """Start from the setup screen with its parameters as they are; (live screen, the job) once
+    it ended well."""
+    await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+    await pilot.press("ctrl+r")
+    live = live_of(app)
+    await until(pilot, lambda: plan_over(live), what, timeout_s=timeout_s)
+    job = live.jobs[0]
+    assert job.status == "ok", job.error
+    return live, job
+
+
 def test_strip_scales_bars():
     assert strip([1.0, 2.0, 4.0]) == "▂▄█"
     assert strip([]) == "" and strip([None, 3.0]) == " █"
@@ -150,12 +162,7 @@ async def test_tables_copy_and_save_as_csv_and_check_items_filter(scratch):
                              discover_devices=lambda: [],
                              job_defaults={"check": {"calibrate": False, "sample_s": 0.5}}))
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
-        await pilot.press("ctrl+r")
-        live = live_of(app)
-        await until(pilot, lambda: plan_over(live), "the check", timeout_s=120)
-        job = live.jobs[0]
-        assert job.status == "ok", job.error
+        live, job = await start_as_set_up(pilot, app, "the check", 120)
         findings = job.report["findings"]
         table = live.job_view.table
         table.focus()
