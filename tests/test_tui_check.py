@@ -200,3 +200,20 @@ async def test_tables_copy_and_save_as_csv_and_check_items_filter(scratch):
         await pilot.press("y")
         await until(pilot, lambda: job.run_id in app.clipboard, "the runs as CSV")
     assert not app.worker_errors
+
+
+def test_the_cli_says_a_short_budget_first_and_keeps_to_it(scratch, cli):
+    """Issue 27, in the CLI too: 'check --budget 6' says why 6 s cannot hold the check before
+    it starts (stderr, first line), then stops at the budget with the audit: no calibration run."""
+    import json
+
+    out = scratch / "check.json"
+    work = scratch / "work"
+    work.mkdir()
+    done = cli("check", "--dir", str(work), "--budget", "6", "--sample", "1", "--json", str(out))
+    assert done.returncode in (0, 1, 2), done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first.startswith("check: its 6-s budget is shorter than the least it takes"), done.stderr
+    assert "it stops at the budget with what it has" in first
+    report = json.loads(out.read_text())
+    assert report["calibration"]["runs"] == [] and report["elapsed_s"] <= 6.0, report["elapsed_s"]
