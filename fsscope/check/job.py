@@ -211,10 +211,15 @@ def _calibrate(ctx, spec: Spec, pspec, runs: int, duration_s: float, overhead: f
     for r in range(runs):
         if ctx.cancelled:
             break
-        if time.monotonic() + duration_s + overhead > deadline:
+        # a run that no longer fits whole is shortened to what is left, down to MIN_RUN_S: the
+        # plan split the budget with a guessed overhead, and a loaded machine formats slower
+        run_s = min(duration_s, math.floor(deadline - time.monotonic() - overhead))
+        if run_s < MIN_RUN_S:
             notes.append(f"budget reached after {r} calibration run(s)")
             ctx.log(f"calibration: budget reached after {r} run(s)")
             break
+        if run_s < duration_s:
+            notes.append(f"calibration run {r + 1} shortened to {run_s:g} s to end within the budget")
         ctx.phase(f"calibration run {r + 1} of {runs}", run=r, runs=runs)
         run_start = time.monotonic()
         with ctx.run_fs(True) as fs:
@@ -226,7 +231,7 @@ def _calibrate(ctx, spec: Spec, pspec, runs: int, duration_s: float, overhead: f
                 ctx.progress(r * duration_s + min(sample.t_s, duration_s), runs * duration_s, unit="s",
                              info=f"run {r + 1}/{runs}  {sample.ops_per_s:,.0f} ops/s")
 
-            result = P.run(fs.workdir, pspec, on_window=on_window,
+            result = P.run(fs.workdir, pspec, duration_s=float(run_s), on_window=on_window,
                            cancelled=lambda: ctx.cancelled or time.monotonic() > deadline)
         if result.cancelled:
             if not ctx.cancelled:
