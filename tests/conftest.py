@@ -377,13 +377,13 @@ def fresh_fs():
 
 
 def run_to_end(job: str, spec: dict, where: Path) -> str:
-    """Run ``job`` on a directory target through the engine until it ends; its run id (the
-    run must have a report: the child's log tail says why not)."""
-    from fsscope.engine import runner
+    """Run ``job`` (its spec given as plain fields) on a directory target through the engine
+    until it ends; its run id (the run must have a report: the child's log tail says why not)."""
+    from fsscope.engine import registry, runner
     from fsscope.targets import TargetSpec
 
-    handle = runner.start(job, spec, TargetSpec("dir", str(where)), None)
-    for _event in handle.events():
+    handle = runner.start(job, registry.spec_from_data(job, spec), TargetSpec("dir", str(where)), None)
+    for _event in handle.records():
         pass
     assert handle.run_dir.report() is not None, (handle.run_dir.path / "child.log").read_text()[-2000:]
     return handle.run_dir.id
