@@ -25,6 +25,7 @@ from fsscope.aging.profile import Profile
 from fsscope.aging.state import STATE_VERSION, write_state
 from fsscope.aging.tree import measure, walk_aged_tree
 from fsscope.layout.freespace import syncfs
+from fsscope.records import Record
 
 if TYPE_CHECKING:
     from fsscope.aging.ager import AgingSpec
@@ -73,6 +74,25 @@ def initial_horizon(spec: AgingSpec, convergence: int, ops: int, written_bytes: 
     return horizon
 
 
+class AgerProgress(Record, frozen=True, kw_only=True):
+    """What the ager says about every ``PROGRESS_EVERY_S``: its phase, fullness against the
+    capacity, operations (and per second this session), capacity written, each distribution's
+    fit p-value (size/depth/age; None before it can be judged), the convergence bound, the op
+    count the age distribution is planned to fit at, live files, seconds this session. An
+    ``age`` job's Progress event carries these fields in its ``detail`` (:meth:`of` reads one)."""
+
+    phase: str = ""
+    fullness: float = 0.0
+    ops: int = 0
+    ops_per_s: float = 0.0
+    overwrites: float = 0.0
+    p_values: dict[str, float | None] = {}
+    convergence_ops: int | None = None
+    horizon_ops: int | None = None
+    live_files: int = 0
+    elapsed_s: float = 0.0
+
+
 class Session:
     """One aging session: the op loop and its state (counters, the op log, the executor).
 
@@ -87,7 +107,7 @@ class Session:
     at each planned fit point, and for the final fullness.
     """
 
-    def __init__(self, start: Start, spec: AgingSpec, on_progress: Callable[[dict], None] | None,
+    def __init__(self, start: Start, spec: AgingSpec, on_progress: Callable[[AgerProgress], None] | None,
                  cancelled: Callable[[], bool] | None, op_log_path: Path | None, op_loop: str = "auto"):
         self.start, self.spec = start, spec
         self.root, self.planner, self.profile = start.root, start.planner, start.profile
@@ -201,18 +221,16 @@ class Session:
                                            "op_log_sha256": self.hasher.hexdigest()}],
         })
 
-    def progress_event(self, now_s: float) -> dict:
+    def progress_event(self, now_s: float) -> AgerProgress:
         elapsed = now_s - self.t0
         fits = self.planner.fits(self.ops)
-        return {
-            "phase": self.phase, "fullness": round(self.live_bytes() / self.capacity_bytes, 6),
-            "ops": self.ops,
-            "ops_per_s": round((self.ops - self.ops_start) / elapsed, 1) if elapsed > 0 else 0.0,
-            "overwrites": self.written_bytes / self.capacity_bytes,
-            "p_values": {name: f.p_value for name, f in fits.items()},
-            "convergence_ops": self.convergence, "horizon_ops": self.planner.horizon_ops or None,
-            "live_files": self.planner.live_files, "elapsed_s": round(elapsed, 3),
-        }
+        return AgerProgress(
+            phase=self.phase, fullness=round(self.live_bytes() / self.capacity_bytes, 6), ops=self.ops,
+            ops_per_s=round((self.ops - self.ops_start) / elapsed, 1) if elapsed > 0 else 0.0,
+            overwrites=self.written_bytes / self.capacity_bytes,
+            p_values={name: f.p_value for name, f in fits.items()},
+            convergence_ops=self.convergence, horizon_ops=self.planner.horizon_ops or None,
+            live_files=self.planner.live_files, elapsed_s=round(elapsed, 3))
 
     # ---- phases
 
