@@ -253,6 +253,7 @@ def _open_session(root: Path, spec: AgingSpec, resume: bool) -> Start:
                    ops=0, phase="rapid", live_files_k=None, written_bytes=0, segments=[],
                    foreign=0)
     if resume:
+        assert state is not None  # read and checked in _open_session
         files, start.foreign, _ = walk_aged_tree(root, planner)
         max_born = max((f[0] for f in files), default=-1)
         start.ops = max(int(state["ops"]), max_born + 1)

@@ -246,7 +246,7 @@ class ProgressBar:
 
 
 def run(ctx, spec: Spec) -> Report:
-    target = getattr(ctx, "target", None)
+    target: Any = getattr(ctx, "target", None)
     dir_target = target is None or target.spec.kind == "dir"
     if spec.resume and dir_target:
         raise AgingError("aging: resume needs an --image or --device target: a directory target's "
@@ -315,7 +315,7 @@ def _measure_aged(ctx, fs, test_bytes: int | None) -> Measurement:
     of the directory: one block more), then a remount (ext4 holds inode and locality-group
     preallocations as used blocks until unmount, up to ~1 MiB here), then the histogram."""
     test = Measurement(test_file_error="skipped: the run was cancelled")
-    target = getattr(ctx, "target", None)
+    target: Any = getattr(ctx, "target", None)
     if not ctx.cancelled:
         ctx.phase("aged: test file")
         test = measure_fragmentation(fs, test_bytes, free_space=False)
@@ -341,7 +341,7 @@ def _report(result: AgingResult, notes: list[str], spec: Spec, elapsed_total_s: 
 @contextmanager
 def _filesystem(ctx, spec: Spec):
     """The file system to age: fresh (or restored from a snapshot), or the kept one (resume)."""
-    target = getattr(ctx, "target", None)
+    target: Any = getattr(ctx, "target", None)
     if not spec.resume or target.spec.snapshot:
         with ctx.fresh_fs() as fs:
             yield fs

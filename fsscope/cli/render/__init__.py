@@ -5,6 +5,7 @@ name (``fsscope report RUN`` and each job's command use the same renderer). The 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 
@@ -18,7 +19,7 @@ from fsscope.cli.render.probe import render_probe
 from fsscope.cli.render.syncwrite import render_syncwrite
 from fsscope.cli.render.variation import render_variation
 
-RENDERERS: dict[str, Callable[[dict, Console], None]] = {
+RENDERERS: dict[str, Callable[[Any, Console], None]] = {
     "age": render_age, "bench": render_bench, "check": render_check, "explore": render_explore,
     "frag": render_frag, "ladder": render_ladder, "probe": render_probe, "syncwrite": render_syncwrite,
     "variation": render_variation,
