@@ -18,6 +18,7 @@ from fsscope.cli.render.ladder import render_ladder
 from fsscope.cli.render.probe import render_probe
 from fsscope.cli.render.syncwrite import render_syncwrite
 from fsscope.cli.render.variation import render_variation
+from fsscope.records import plain
 
 RENDERERS: dict[str, Callable[[Any, Console], None]] = {
     "age": render_age, "bench": render_bench, "check": render_check, "explore": render_explore,
@@ -26,13 +27,14 @@ RENDERERS: dict[str, Callable[[Any, Console], None]] = {
 }
 
 
-def render_report(job: str, report: dict, console: Console, machine: dict | None = None) -> None:
+def render_report(job: str, report: Any, console: Console, machine: dict | None = None) -> None:
+    """A job's report (its Report record, or a dict for a job without one) and the machine line."""
     renderer = RENDERERS.get(job)
     if renderer is None:
-        console.print_json(data=report)
+        console.print_json(data=plain(report))
     else:
         renderer(report, console)
-    render_machine(report.get("machine") or machine, console)
+    render_machine(plain(report).get("machine") or machine, console)
 
 
 def render_machine(machine: dict | None, console: Console) -> None:
