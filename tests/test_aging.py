@@ -25,6 +25,7 @@ from fsscope.aging import profile as prof
 from fsscope.aging.ager import STATE_FILE, AgingError, AgingSpec, age, read_state
 from fsscope.aging.job import Spec as AgingJobSpec
 from fsscope.aging.profile import ProfileError, load_profile
+from fsscope.aging.session import AgerProgress
 from fsscope.errors import FsscopeError
 from fsscope.records import convert, dumps
 
@@ -328,9 +329,8 @@ def test_ages_to_fullness_and_stops_on_confidence(ram_dir):
         assert p_value >= 0.5, (name, counts, expected)
         assert result.fit[name].p_value == pytest.approx(p_value)
         assert result.fit[name].actual == pytest.approx(tuple(counts / counts.sum()))
-    assert events and {"phase", "fullness", "ops", "ops_per_s", "overwrites", "p_values"} <= set(
-        events[-1])
-    assert set(events[-1]["p_values"]) == {"size", "depth", "age"}
+    assert events and events[-1].phase == "stable" and events[-1].ops > 0
+    assert set(events[-1].p_values) == {"size", "depth", "age"}
     data = json.loads(json.dumps(result.to_json()))
     for key in ("profile", "seed", "ops", "ops_per_s", "fullness", "stop_reason",
                 "op_log_sha256", "fit"):
@@ -482,7 +482,7 @@ def test_cancel_stops_cleanly(ram_dir, op_loop):
     events = []
 
     def cancelled() -> bool:  # once the stable phase has begun: mid-run for either loop
-        return any(e["phase"] == "stable" for e in events)
+        return any(e.phase == "stable" for e in events)
 
     result = age(ram_dir, AgingSpec(profile="small", seed=3, capacity_bytes=4 * MIB),
                  on_progress=events.append, cancelled=cancelled, op_loop=op_loop)
@@ -583,7 +583,7 @@ def test_ends_within_tolerance_of_its_target_on_xfs(fresh_fs, workers):
     assert result.fullness == pytest.approx(settled, abs=1e-3)
     assert abs(settled - 0.5) <= FULLNESS_TOLERANCE, settled
     # what the progress bar showed stayed inside the band the stable phase holds
-    shown = [e["fullness"] for e in events]
+    shown = [e.fullness for e in events]
     assert shown and max(shown) <= 0.5 * (1 + session.FULLNESS_BAND) + session.SETTLE_GAP, shown
 
 
@@ -638,7 +638,7 @@ def test_job_runs_the_ager_in_a_job_context(ram_dir, tmp_path):
 
     ctx = _dir_job_context(ram_dir, tmp_path)
     report = job.run(ctx, job.Spec(profile="small", capacity_bytes=MIB, max_ops=600))
-    assert report["ops"] == 600 and report["stop_reason"] == "ops"
+    assert report.ops == 600 and report.stop_reason == "ops"
     recorded = read_run(ctx.run_dir)
     assert Phase(t=0.0, name="aging: rapid") in [replace(e, t=0.0) for e in recorded]
     assert any(isinstance(e, Progress) and e.total == 100 and e.detail["phase"] for e in recorded)
@@ -661,32 +661,34 @@ def test_progress_never_runs_backwards_and_says_what_it_is_based_on():
         {"phase": "stable", "fullness": 0.63, "ops": 9500, "horizon_ops": 90_000, "elapsed_s": 30},
         {"phase": "stable", "fullness": 0.67, "ops": 20_000, "horizon_ops": 90_000, "elapsed_s": 59},
     ]
-    shown = [bar.update(event) for event in stream]
+    shown = [bar.update(AgerProgress(**event)) for event in stream]
     percents = [p for p, _ in shown]
     assert percents == sorted(percents) and percents[0] > 0 and percents[-1] <= 100
     assert shown[-1][1] == "time limit" and shown[-1][0] == pytest.approx(100 * 59 / 60, abs=0.01)
     assert shown[0][1] == "fullness"
-    assert job.progress_fraction(stream[3], 0.5, job.Spec(profile="small"))[1] == "convergence bound"
+    assert job.progress_fraction(AgerProgress(**stream[3]), 0.5, job.Spec(profile="small"))[1] == "convergence bound"
 
 
 def test_outcome_notes_name_a_missed_fullness_and_a_poor_fit():
-    from fsscope.aging.job import outcome_notes
+    from fsscope.aging.job import Report, outcome_notes
+    from fsscope.records import convert
 
-    report = {"fullness": 0.779, "target_fullness": 0.5,
-              "fit": {"size": {"p_value": 0.010}, "depth": {"p_value": 0.9}, "age": {"p_value": 0.4}}}
+    report = convert({"fullness": 0.779, "target_fullness": 0.5,
+                      "fit": {"size": {"p_value": 0.010}, "depth": {"p_value": 0.9}, "age": {"p_value": 0.4}}},
+                     Report)
     notes = outcome_notes(report, None)
     assert len(notes) == 2
     assert "77.9% of the capacity" in notes[0] and "27.9 points over" in notes[0]
     assert "size distribution" in notes[1] and "p = 0.010 < 0.05" in notes[1]
     assert len(outcome_notes(report, 0.5)) == 3  # --confidence 0.5: age's p 0.4 is short of it too
-    assert outcome_notes({"fullness": 0.52, "target_fullness": 0.5, "fit": {"size": {"p_value": 0.3}}},
-                         None) == []
+    assert outcome_notes(convert({"fullness": 0.52, "target_fullness": 0.5, "fit": {"size": {"p_value": 0.3}}},
+                                 Report), None) == []
 
 
 def test_fallocate_run_counts_allocated_bytes_apart_from_written(ram_dir, tmp_path):
     from fsscope.aging import job
 
     report = job.run(_dir_job_context(ram_dir, tmp_path), job.Spec(profile="small", capacity_bytes=MIB, max_ops=400, fallocate=True))
-    assert report["fallocate"] and report["written_bytes"] == 0 and report["overwrites"] == 0.0
-    assert report["allocated_bytes"] > 0
-    assert report["allocated_capacity_turnover"] == pytest.approx(report["allocated_bytes"] / MIB)
+    assert report.fallocate and report.written_bytes == 0 and report.overwrites == 0.0
+    assert report.allocated_bytes and report.allocated_bytes > 0
+    assert report.allocated_capacity_turnover == pytest.approx(report.allocated_bytes / MIB)

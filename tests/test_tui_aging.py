@@ -8,6 +8,7 @@ from pilot_wait import until
 from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, set_param
 
 from fsscope import recipes
+from fsscope.engine import registry
 from fsscope.engine.events import decode
 from fsscope.layout.summary import FRAG_ROWS
 from fsscope.targets import TargetSpec
@@ -51,15 +52,15 @@ def test_aging_model_feed_finish_and_flags():
                                   "p_values": {"size": p, "depth": 1.0, "age": p}}))
     assert list(model.p_series["size"]) == [0.2, 0.6] and len(model.p_series["depth"]) == 3
     assert model.phase == "stable" and model.fullness == pytest.approx(0.6)
-    assert model.value("convergence_ops") == 4000 and model.p_value("age") == 0.6
+    assert model.convergence_ops == 4000 and model.p_value("age") == 0.6
     assert model.fits() == {} and model.frag_rows() == [] and model.final_flags() is None
     version = model.version
-    model.finish(REPORT)
+    model.finish(registry.report_from_data("age", REPORT))
     assert model.version > version and model.phase == "done (stable)"
     fits = model.fits()
     assert fits["size"].target == (0.5, 0.5) and fits["size"].actual == (0.4, 0.6) and fits["size"].final
     assert model.p_value("size") == 0.8 and model.p_value("age") == 0.3  # the report's, not the last event's
-    assert model.value("ops") == 5000 and model.fullness == 0.49
+    assert model.ops == 5000 and model.fullness == 0.49
     rows = {r[0]: r[1:] for r in model.frag_rows()}
     assert rows["free extents"] == ("4", "400", "100×")
     assert rows["test-file fragments"] == ("1", "9", "9×")
@@ -68,21 +69,22 @@ def test_aging_model_feed_finish_and_flags():
     assert flags is not None and flags[0].title == "stopped: time" and flags[0].note == "time limit of 3 s reached"
 
 
-def test_aging_model_live_fractions_and_missing_sections():
+def test_aging_model_missing_sections():
     model = AgingModel({"profile": "no-such-profile"})
     assert model.target_fullness is None
-    model.feed(decode({"kind": "progress", "phase": "stable", "p_values": {"size": 0.5},
-                       "fit": {"size": _fit([0.5, 0.5], [0.5, 0.5], 0.5)}}))
-    assert not model.fits()["size"].final and model.fits()["size"].actual == (0.5, 0.5)
-    model.finish({"stop_reason": "cancelled", "stop_note": "cancelled by the caller", "fit": {},
-                  "fresh": None, "aged": _measure(2, 4096, 8192, 3)})
+    assert model.feed(decode({"kind": "progress", "phase": "stable", "p_values": {"size": 0.5}}))
+    assert model.fits() == {} and model.p_value("size") == 0.5 and model.phase == "stable"
+    model.finish(registry.report_from_data("age", {
+        "stop_reason": "cancelled", "stop_note": "cancelled by the caller", "fit": {},
+        "fresh": None, "aged": _measure(2, 4096, 8192, 3)}))
     assert model.fits() == {}
     rows = {r[0]: r[1:] for r in model.frag_rows()}
     assert rows["free extents"] == ("–", "2", "–")
     assert frag_rows(None, None)[0][1:] == ("–", "–", "")  # fullness: no ratio
     frag = FragModel({})
-    frag.finish({"free_space": {"bucket_lower_bytes": [4096, 8192], "bucket_extent_counts": [3, 1],
-                                "bucket_free_bytes": [12288, 8192], "free_extent_count": 4}})
+    frag.finish(registry.report_from_data("frag", {
+        "free_space": {"bucket_lower_bytes": [4096, 8192], "bucket_extent_counts": [3, 1],
+                       "bucket_free_bytes": [12288, 8192], "free_extent_count": 4}}))
     assert frag.histogram() == [("4 KiB", 3, 12288), ("8 KiB", 1, 8192)]
     assert dict(frag.rows())["free extents"] == "4"
 
@@ -126,29 +128,29 @@ async def test_age_live_view_fit_and_fragmentation_and_replay(scratch):
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
         assert live.views[0].data.events > 0  # progress reached the model live
-        assert report["fs"] == "ext4" and report["fresh"] and report["aged"]
+        assert report.fs == "ext4" and report.fresh and report.aged
 
         def check(screen: LiveScreen) -> None:
             view = screen.job_view
             assert isinstance(view, AgingView)
             for name in ("size", "depth", "age"):
-                fit = report["fit"][name]
+                fit = report.fit[name]
                 text = view.fit_text(name)
-                assert f"{fit['target'][0]:5.1%}" in text and f"{fit['actual'][0]:5.1%}" in text
-                p = fit["p_value"]
+                assert f"{fit.target[0]:5.1%}" in text and f"{fit.actual[0]:5.1%}" in text
+                p = fit.p_value
                 assert view.query_one(f"#age-fit-{name}").border_title == f"{name}: p {'–' if p is None else f'{p:.3f}'}"
             table = view.frag_table
             assert table.row_count == len(FRAG_ROWS)
             rows = {table.get_row_at(i)[0]: table.get_row_at(i) for i in range(table.row_count)}
             extents = rows["free extents"]
-            assert extents[1] == f"{report['fresh']['free_space']['free_extent_count']:,}"
-            assert extents[2] == f"{report['aged']['free_space']['free_extent_count']:,}"
-            assert rows["test-file fragments"][2] == f"{report['aged']['test_file']['fragment_count']:,}"
-            assert f"stopped: {report['stop_reason']}" in view.status_text
+            assert extents[1] == f"{report.fresh.free_space.free_extent_count:,}"
+            assert extents[2] == f"{report.aged.free_space.free_extent_count:,}"
+            assert rows["test-file fragments"][2] == f"{report.aged.test_file.fragment_count:,}"
+            assert f"stopped: {report.stop_reason}" in view.status_text
             flags = screen.flags_panel.flags
-            assert flags[0].title == f"stopped: {report['stop_reason']}" and flags[0].note == report["stop_note"]
+            assert flags[0].title == f"stopped: {report.stop_reason}" and flags[0].note == report.stop_note
             assert screen.query_one("#spark-p50").data  # the size fit's p-value series
-            assert report["stop_note"][:40] in screen.notes.text  # shown without picking the flag
+            assert report.stop_note[:40] in screen.notes.text  # shown without picking the flag
 
         check(live)
         replay = await open_replay(pilot, app, job.run_id)
@@ -178,12 +180,12 @@ async def test_frag_view_shows_the_report(scratch):
         view = live.job_view
         assert isinstance(view, FragView)
         hist = view.query_one("#frag-hist")
-        assert hist.row_count == len(job.report["free_space"]["bucket_lower_bytes"])
+        assert hist.row_count == len(job.report.free_space.bucket_lower_bytes)
         summary = view.query_one("#frag-summary")
         rows = {summary.get_row_at(i)[0]: summary.get_row_at(i)[1] for i in range(summary.row_count)}
-        assert rows["free extents"] == f"{job.report['free_space']['free_extent_count']:,}"
+        assert rows["free extents"] == f"{job.report.free_space.free_extent_count:,}"
         assert rows["test file"] == "4 MiB"
-        assert rows["test-file fragments"] == f"{job.report['test_file']['fragment_count']:,}"
+        assert rows["test-file fragments"] == f"{job.report.test_file.fragment_count:,}"
     assert_clean()
     assert not app.worker_errors
 
@@ -203,7 +205,7 @@ async def test_age_time_left_is_continuous_across_the_phases(scratch):
             return False
         job = live.jobs[0]
         left = job.remaining_s()
-        phase = view.data.latest.get("phase")
+        phase = view.data.latest.phase if view.data.latest else None
         if left is not None and phase in ("rapid", "stable") and view.data.report is None:
             key = (phase, job.progress_elapsed_s or 0.0)
             if not samples or samples[-1][:2] != key:  # one sample per progress report

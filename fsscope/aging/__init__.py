@@ -4,7 +4,7 @@ Wiring for the engine/CLI::
 
     from fsscope.aging import AgingSpec, age, load_profile, capture, render_bars
     result = age(mounted_path, AgingSpec(profile="agrawal", seed=1, confidence=0.9),
-                 on_progress=lambda event: ctx.data("aging", **event),
+                 on_progress=lambda progress: print(progress.phase, progress.ops),
                  cancelled=lambda: ctx.cancelled)
     report = result.to_json()
 

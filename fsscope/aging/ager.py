@@ -86,7 +86,7 @@ from fsscope.aging import fit
 from fsscope.aging.errors import AgingError
 from fsscope.aging.planner import Planner
 from fsscope.aging.profile import Profile, load_profile, profile_from_dict
-from fsscope.aging.session import Session, Start
+from fsscope.aging.session import AgerProgress, Session, Start
 from fsscope.aging.state import STATE_FILE, read_state, reserve_state_file, state_path
 from fsscope.aging.tree import measure, walk_aged_tree
 from fsscope.records import Record
@@ -179,15 +179,16 @@ def _check_spec(spec: AgingSpec, fullness: float) -> None:
 
 
 def age(root: Path, spec: AgingSpec, *,
-        on_progress: Callable[[dict], None] | None = None,
+        on_progress: Callable[[AgerProgress], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
         resume: bool = False,
         op_log_path: Path | None = None,
         op_loop: str = "auto") -> AgingResult:
     """Age the tree at ``root`` (a mounted file system, or a directory with ``capacity_bytes``).
 
-    ``on_progress`` gets about every 0.5 s: phase, fullness, ops, ops_per_s, overwrites,
-    p_values {size, depth, age}, convergence_ops, horizon_ops, live_files, elapsed_s.
+    ``on_progress`` gets an :class:`AgerProgress` about every 0.5 s: phase, fullness, ops,
+    ops_per_s, overwrites, p_values {size, depth, age}, convergence_ops, horizon_ops,
+    live_files, elapsed_s.
     ``cancelled()`` returning True stops cleanly with the same summary. ``resume``
     continues the aging recorded in ``root``'s state file (its profile, seed, fullness,
     capacity and write mode) with this spec's stop conditions and workers. ``op_log_path``
@@ -252,6 +253,7 @@ def _open_session(root: Path, spec: AgingSpec, resume: bool) -> Start:
                    ops=0, phase="rapid", live_files_k=None, written_bytes=0, segments=[],
                    foreign=0)
     if resume:
+        assert state is not None  # read and checked in _open_session
         files, start.foreign, _ = walk_aged_tree(root, planner)
         max_born = max((f[0] for f in files), default=-1)
         start.ops = max(int(state["ops"]), max_born + 1)

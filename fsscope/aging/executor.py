@@ -21,6 +21,7 @@ import signal
 import threading
 from collections import deque
 from pathlib import Path
+from typing import Any
 
 from fsscope.errors import FsscopeError
 
@@ -141,7 +142,7 @@ class WorkerPool:
         # fork starts in milliseconds and needs no importable __main__; it is only safe
         # while this process has no other threads (a job child has its parent watcher: spawn)
         single_threaded = threading.active_count() == 1
-        ctx = multiprocessing.get_context("fork" if single_threaded else "spawn")
+        ctx: Any = multiprocessing.get_context("fork" if single_threaded else "spawn")
         self.jobs = jobs
         self.conns = []
         self.procs = []

@@ -7,8 +7,9 @@ On a device, image or RAM target (the engine's ``ctx``):
 2. **fresh**: the free-space histogram and the fragments of a large test file (written,
    mapped with FIEMAP, deleted) on the empty file system (:mod:`fsscope.layout.job`);
 3. **age** it (:func:`fsscope.aging.ager.age`): progress events every ~0.5 s carry the
-   ager's dict (phase, fullness, ops, ops_per_s, overwrites, p_values, convergence_ops,
-   horizon_ops) plus an ``info`` line for progress bars; during the rapid phase
+   ager's :class:`~fsscope.aging.session.AgerProgress` in their detail (phase, fullness, ops,
+   ops_per_s, overwrites, p_values, convergence_ops, horizon_ops) plus an ``info`` line for
+   progress bars; during the rapid phase
    ``done``/``total`` are fullness/target fullness, in the stable phase ops/planned horizon;
 4. **aged**: the same two measurements on the aged file system (the test file is deleted
    again, so the aged tree is what the ager left);
@@ -16,8 +17,9 @@ On a device, image or RAM target (the engine's ``ctx``):
    --sparse=always``; reflink or copy is recorded) so measurement jobs can restore it before
    every run (``--from-snapshot``). The image itself stays on disk, unmounted, for reuse.
 
-The report is :meth:`AgingResult.to_json` plus ``fresh``, ``aged``, ``snapshot``,
-``target``/``recipe``/``fs`` and ``inodes_used`` of the aged fs. A resumed run reuses the
+The :class:`Report` is :meth:`AgingResult.to_json` plus ``fresh``, ``aged`` (each a
+:class:`~fsscope.layout.records.Measurement`), ``snapshot``, ``target``/``recipe``/``fs``
+and ``inodes_used`` of the aged fs. A resumed run reuses the
 ``fresh`` section of the last run that aged the same image (``fresh.from_run``). Cancel
 (``ctx.cancelled``) stops the ager with the same summary; the aged measurement then skips
 the test file and no snapshot is taken (resume later). ENOSPC is a normal stop.
@@ -32,19 +34,20 @@ import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import msgspec
 
 from fsscope import store, trust
-from fsscope.aging.ager import AgingError, AgingSpec, _check_spec, age, read_state
+from fsscope.aging.ager import AgingError, AgingResult, AgingSpec, _check_spec, age, read_state
 from fsscope.aging.profile import load_profile
+from fsscope.aging.session import AgerProgress
+from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
 from fsscope.layout.job import auto_test_file_bytes, measure_fragmentation, space_of
-from fsscope.records import SpecRecord, plain
+from fsscope.layout.records import Measurement, Restore, TargetInfo
+from fsscope.records import Record, ReportRecord, SpecRecord, convert, force_setattr
 from fsscope.targets import image
-
-PROGRESS_FIELDS = ("phase", "fullness", "ops", "ops_per_s", "overwrites", "p_values")
 
 
 class Spec(SpecRecord, frozen=True):
@@ -89,37 +92,111 @@ class Spec(SpecRecord, frozen=True):
             raise AgingError(f"aging: test_file_bytes: must be >= 4096, got {self.test_file_bytes}")
 
 
-def progress_info(event: dict) -> str:
+class FitResult(Record, frozen=True, kw_only=True):
+    """One distribution's fit (:class:`fsscope.aging.fit.Fit`): per bucket its label, target
+    and actual share and file count; chi-squared and its p-value (None: not judged)."""
+
+    labels: list[str] = []
+    target: list[float] = []
+    actual: list[float | None] = []
+    counts: list[int] = []
+    chi2: float | None = None
+    p_value: float | None = None
+
+
+class Snapshot(Record, frozen=True, kw_only=True, omit_defaults=True):
+    """The copy of the aged image measurement jobs restore (or why there is none)."""
+
+    path: str = ""
+    method: str | None = None
+    size_bytes: int | None = None
+    allocated_bytes: int | None = None
+    seconds: float | None = None
+    skipped: str | None = None
+
+
+class Report(ReportRecord, frozen=True, kw_only=True):
+    """The ``age`` job's report: :class:`AgingResult`'s fields, the fresh and aged
+    fragmentation, where it ran and what stays on disk. A directory target has no
+    fragmentation, target or snapshot (null)."""
+
+    profile: str = ""
+    seed: int | None = None
+    ops: int = 0                    # over the whole aging history
+    session_ops: int = 0
+    elapsed_s: float = 0.0
+    ops_per_s: float = 0.0          # this session
+    fullness: float | None = None
+    target_fullness: float | None = None
+    stop_reason: str | None = None
+    stop_note: str = ""
+    op_log_sha256: str | None = None
+    convergence_ops: int | None = None
+    horizon_ops: int | None = None
+    live_files: int = 0
+    live_bytes: int = 0
+    written_bytes: int = 0
+    capacity_bytes: int | None = None
+    overwrites: float = 0.0
+    phase: str = ""
+    fit: dict[str, FitResult] = {}
+    workers: int = 1
+    jobs: int | msgspec.UnsetType = msgspec.UNSET  # "workers" in records made before it said what it counts
+    fallocate: bool = False
+    resumed: bool = False
+    foreign_files: int = 0
+    op_loop: str = ""
+    elapsed_total_s: float | None = None
+    allocated_bytes: int | None = None                # --fallocate: allocated, not written
+    allocated_capacity_turnover: float | None = None
+    notes: list[str] = []
+    fresh: Measurement | None = None
+    aged: Measurement | None = None
+    inodes_used: int | None = None
+    recipe: str | None = None
+    fs: str | None = None
+    target: TargetInfo | None = None
+    image: str | None = None
+    restores: list[Restore] = []
+    snapshot: Snapshot | None = None
+    run_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.jobs is not msgspec.UNSET:  # read as its name today
+            force_setattr(self, "workers", self.jobs)
+            force_setattr(self, "jobs", msgspec.UNSET)
+
+
+def progress_info(event: AgerProgress) -> str:
     """One line for a progress bar: phase, fullness, ops, ops/s, overwrites, p-values
     (size/depth/age), e.g. ``stable · 80.1% full · 123,456 ops · 25,010/s · 1.12× written ·
     p .93/.99/.51``."""
-    p = event.get("p_values") or {}
+    p = event.p_values
     fits = "/".join("-" if p.get(name) is None else f"{p[name]:.2f}".lstrip("0")
                     for name in ("size", "depth", "age"))
-    return (f"{event.get('phase', '')} · {event.get('fullness', 0):.1%} full · "
-            f"{event.get('ops', 0):,} ops · {event.get('ops_per_s', 0):,.0f}/s · "
-            f"{event.get('overwrites', 0):.2f}× written · p {fits}")
+    return (f"{event.phase} · {event.fullness:.1%} full · {event.ops:,} ops · "
+            f"{event.ops_per_s:,.0f}/s · {event.overwrites:.2f}× written · p {fits}")
 
 
 RAPID_SHARE = 0.25  # of the progress bar: the rapid phase (fill to the target fullness)
 
 
-def progress_fraction(event: dict, goal: float, spec: Spec) -> tuple[float, str]:
+def progress_fraction(event: AgerProgress, goal: float, spec: Spec) -> tuple[float, str]:
     """How far the run is (0..1) and what that is based on. The run ends at the first of its
     stop conditions, so the fraction is the largest of: the time limit used, the operation
     limit used, and the work done (the rapid phase up to the target fullness, then the
     operations up to the convergence bound / planned fit point). Callers keep the maximum
     seen, so a fullness that swings or a horizon that moves never runs the bar backwards."""
-    ops = float(event.get("ops") or 0)
-    if event.get("phase") == "rapid":
-        work = RAPID_SHARE * min(1.0, float(event.get("fullness") or 0) / goal) if goal > 0 else 0.0
+    ops = float(event.ops)
+    if event.phase == "rapid":
+        work = RAPID_SHARE * min(1.0, event.fullness / goal) if goal > 0 else 0.0
         candidates = {"fullness": work}
     else:
-        horizon = float(event.get("horizon_ops") or 0)
+        horizon = float(event.horizon_ops or 0)
         share = min(1.0, ops / horizon) if horizon > 0 else 0.0
         candidates = {"convergence bound": RAPID_SHARE + (1 - RAPID_SHARE) * share}
     if spec.max_seconds:
-        candidates["time limit"] = min(1.0, float(event.get("elapsed_s") or 0) / spec.max_seconds)
+        candidates["time limit"] = min(1.0, event.elapsed_s / spec.max_seconds)
     if spec.max_ops:
         candidates["operation limit"] = min(1.0, ops / spec.max_ops)
     basis = max(candidates, key=candidates.__getitem__)
@@ -130,15 +207,14 @@ FULLNESS_TOLERANCE = 0.05  # points of capacity off the target before a finished
 POOR_FIT_P = 0.05           # without --confidence: a p-value below this is a poor fit
 
 
-def outcome_notes(report: dict, confidence: float | None) -> list[str]:
+def outcome_notes(report: Report, confidence: float | None) -> list[str]:
     """What a finished run missed, in words: a fullness off its target, a distribution that
     does not fit the profile. Fullness is the share of the capacity in use as statvfs (df)
     counts it after a syncfs — the file system's own metadata and each file's last partial
     block included."""
     notes = []
-    fullness, target = report.get("fullness"), report.get("target_fullness")
-    if isinstance(fullness, (int, float)) and isinstance(target, (int, float)) \
-            and abs(fullness - target) > FULLNESS_TOLERANCE:
+    fullness, target = report.fullness, report.target_fullness
+    if fullness is not None and target is not None and abs(fullness - target) > FULLNESS_TOLERANCE:
         side = "over" if fullness > target else "under"
         why = ("the file system held more than the target before aging (other files, "
                "metadata), or its metadata grew after the last synced reading the ager steers by"
@@ -147,9 +223,9 @@ def outcome_notes(report: dict, confidence: float | None) -> list[str]:
                      f"end, the target was {target:.0%} ({abs(fullness - target) * 100:.1f} points "
                      f"{side}): {why}")
     threshold = confidence if confidence is not None else POOR_FIT_P
-    for name, fit in (report.get("fit") or {}).items():
-        p = fit.get("p_value") if isinstance(fit, dict) else None
-        if isinstance(p, (int, float)) and p < threshold:
+    for name, fit in report.fit.items():
+        p = fit.p_value
+        if p is not None and p < threshold:
             notes.append(f"fit: the {name} distribution does not match the profile (chi-squared "
                          f"p = {p:.3f} < {threshold:g}): age longer (--max-minutes, --resume) "
                          "before trusting this image as aged")
@@ -163,21 +239,20 @@ class ProgressBar:
     def __init__(self, goal: float, spec: Spec):
         self.goal, self.spec, self.fraction = goal, spec, 0.0
 
-    def update(self, event: dict) -> tuple[float, str]:
+    def update(self, event: AgerProgress) -> tuple[float, str]:
         fraction, basis = progress_fraction(event, self.goal, self.spec)
         self.fraction = max(self.fraction, fraction)
         return round(100 * self.fraction, 2), basis
 
 
-def run(ctx, spec: Spec) -> dict:
-    target = getattr(ctx, "target", None)
+def run(ctx, spec: Spec) -> Report:
+    target: Any = getattr(ctx, "target", None)
     dir_target = target is None or target.spec.kind == "dir"
     if spec.resume and dir_target:
         raise AgingError("aging: resume needs an --image or --device target: a directory target's "
                          "work directory is removed after each run")
     t0 = time.monotonic()
     fresh = aged = None
-    result = None
     with _filesystem(ctx, spec) as fs:
         is_dir = fs.found is not None  # a --dir target: a subdirectory of a file system in use
         if is_dir and spec.capacity_bytes is None:
@@ -199,62 +274,74 @@ def run(ctx, spec: Spec) -> dict:
             elif read_state(root) is None:
                 ctx.phase("fresh: free space + test file")
                 fresh = measure_fragmentation(fs, test_bytes)
-
-        phase = {"name": ""}
-        bar = ProgressBar(goal, spec)
-
-        def on_progress(event: dict) -> None:
-            if event["phase"] != phase["name"]:
-                phase["name"] = event["phase"]
-                ctx.phase(f"aging: {event['phase']}")
-            percent, basis = bar.update(event)
-            ctx.progress(percent, 100, unit="%", info=f"{progress_info(event)} · progress by {basis}",
-                         progress_basis=basis, **event)
-
-        ctx.phase("aging")
-        result = age(root, spec.aging_spec(profile), on_progress=on_progress,
-                     cancelled=lambda: ctx.cancelled, resume=spec.resume)
+        result = _age(ctx, spec, root, profile, goal)
         notes = _enospc_notes(root, result) if result.stop_reason == "enospc" and not is_dir else []
         if measure:
-            # The histogram must be what the snapshot, and every run restored from it, starts
-            # with. So the test file comes first (its name can split a full htree leaf of the
-            # directory: one block more), then a remount (ext4 holds inode and locality-group
-            # preallocations as used blocks until unmount, up to ~1 MiB here), then the histogram.
-            test_file = {"test_file_error": "skipped: the run was cancelled"}
-            if not ctx.cancelled:
-                ctx.phase("aged: test file")
-                test_file = measure_fragmentation(fs, test_bytes, free_space=False)
-                del test_file["space"]
-                if target is not None:
-                    ctx.phase("aged: remount (release preallocations)")
-                    target.remount()
-            ctx.phase("aged: free space")
-            aged = measure_fragmentation(fs, test_bytes, test_file=False) | test_file
-    report = result.to_json()
-    report["elapsed_total_s"] = round(time.monotonic() - t0, 3)
-    if report.get("fallocate"):
-        # blocks were allocated, not written: count them apart, so no one reads "260× written"
-        report["allocated_bytes"], report["written_bytes"] = report["written_bytes"], 0
-        report["allocated_capacity_turnover"], report["overwrites"] = report["overwrites"], 0.0
-    report["notes"] = notes + outcome_notes(report, spec.confidence)
+            aged = _measure_aged(ctx, fs, test_bytes)
+    report = _report(result, notes, spec, time.monotonic() - t0)
     if dir_target:
         return report
-    report["fresh"], report["aged"] = fresh, aged
-    report["inodes_used"] = (aged or {}).get("space", {}).get("inodes_used")
-    report["recipe"] = ctx.recipe.name if ctx.recipe is not None else None
-    report["fs"] = ctx.recipe.fs if ctx.recipe is not None else None
-    report["target"] = plain(target.spec) | {"describe": target.spec.describe()}
-    report["image"] = str(target.image_path) if target.image_path else None
-    report["restores"] = list(target.restores)
-    report["snapshot"] = _snapshot(ctx, spec, target)
-    report["run_id"] = ctx.run_dir.id
-    return report
+    return msgspec.structs.replace(
+        report, fresh=fresh, aged=aged, inodes_used=aged.space.inodes_used if aged and aged.space else None,
+        recipe=ctx.recipe.name if ctx.recipe is not None else None,
+        fs=ctx.recipe.fs if ctx.recipe is not None else None, target=TargetInfo.of(target.spec),
+        image=str(target.image_path) if target.image_path else None,
+        restores=convert(target.restores, list[Restore]), snapshot=_snapshot(ctx, spec, target),
+        run_id=ctx.run_dir.id)
+
+
+def _age(ctx, spec: Spec, root: Path, profile: str, goal: float) -> AgingResult:
+    """Age the tree at ``root``: a phase event when the ager's phase changes, a progress event
+    (the bar's percentage and the ager's numbers in its detail) whenever the ager reports."""
+    phase = {"name": ""}
+    bar = ProgressBar(goal, spec)
+
+    def on_progress(event: AgerProgress) -> None:
+        if event.phase != phase["name"]:
+            phase["name"] = event.phase
+            ctx.phase(f"aging: {event.phase}")
+        percent, basis = bar.update(event)
+        ctx.progress(percent, 100, unit="%", info=f"{progress_info(event)} · progress by {basis}",
+                     progress_basis=basis, **msgspec.structs.asdict(event))
+
+    ctx.phase("aging")
+    return age(root, spec.aging_spec(profile), on_progress=on_progress,
+               cancelled=lambda: ctx.cancelled, resume=spec.resume)
+
+
+def _measure_aged(ctx, fs, test_bytes: int | None) -> Measurement:
+    """The aged measurement. The histogram must be what the snapshot, and every run restored
+    from it, starts with. So the test file comes first (its name can split a full htree leaf
+    of the directory: one block more), then a remount (ext4 holds inode and locality-group
+    preallocations as used blocks until unmount, up to ~1 MiB here), then the histogram."""
+    test = Measurement(test_file_error="skipped: the run was cancelled")
+    target: Any = getattr(ctx, "target", None)
+    if not ctx.cancelled:
+        ctx.phase("aged: test file")
+        test = measure_fragmentation(fs, test_bytes, free_space=False)
+        if target is not None:
+            ctx.phase("aged: remount (release preallocations)")
+            target.remount()
+    ctx.phase("aged: free space")
+    free = measure_fragmentation(fs, test_bytes, test_file=False)
+    return msgspec.structs.replace(free, test_file=test.test_file, test_file_error=test.test_file_error,
+                                   test_file_bytes=test.test_file_bytes)
+
+
+def _report(result: AgingResult, notes: list[str], spec: Spec, elapsed_total_s: float) -> Report:
+    data: dict[str, Any] = result.to_json() | {"elapsed_total_s": round(elapsed_total_s, 3)}
+    if result.fallocate:
+        # blocks were allocated, not written: count them apart, so no one reads "260× written"
+        data |= {"allocated_bytes": data["written_bytes"], "written_bytes": 0,
+                 "allocated_capacity_turnover": data["overwrites"], "overwrites": 0.0}
+    report = convert(data, Report)
+    return msgspec.structs.replace(report, notes=notes + outcome_notes(report, spec.confidence))
 
 
 @contextmanager
 def _filesystem(ctx, spec: Spec):
     """The file system to age: fresh (or restored from a snapshot), or the kept one (resume)."""
-    target = getattr(ctx, "target", None)
+    target: Any = getattr(ctx, "target", None)
     if not spec.resume or target.spec.snapshot:
         with ctx.fresh_fs() as fs:
             yield fs
@@ -267,7 +354,7 @@ def _filesystem(ctx, spec: Spec):
         target.unmount()
 
 
-def _enospc_notes(root: Path, result) -> list[str]:
+def _enospc_notes(root: Path, result: AgingResult) -> list[str]:
     """Why the file system was full: out of inodes is a different story from out of blocks."""
     vfs = os.statvfs(root)
     if vfs.f_files and vfs.f_ffree <= max(16, vfs.f_files // 1000):
@@ -288,31 +375,34 @@ def _profile_fullness(profile: str, root: Path, resume: bool) -> float:
     return load_profile(profile).fullness
 
 
-def _previous_fresh(ctx) -> dict | None:
+def _previous_fresh(ctx) -> Measurement | None:
     """The fresh measurement of the newest earlier run that aged this image (or snapshot)."""
 
     spec = ctx.target.spec
     for run in reversed(store.list_runs(ctx.run_dir.path.parent)):
         if run.id == ctx.run_dir.id or run.problem() or run.manifest().get("job") != "age":
             continue  # another run, or a record that cannot be read (store.RunDir.problem)
-        report = run.report() or {}
-        if not isinstance(report.get("fresh"), dict):
+        try:
+            report = convert(run.report() or {}, Report)
+        except FsscopeError:
             continue
-        earlier, snap = (v if isinstance(v, dict) else {} for v in (report.get("target"), report.get("snapshot")))
-        same_image = spec.kind != "ram" and earlier.get("path") == spec.path and earlier.get("kind") == spec.kind
-        from_snapshot = spec.snapshot and snap.get("path") == spec.snapshot
+        if report.fresh is None:
+            continue
+        earlier, snap = report.target or TargetInfo(), report.snapshot or Snapshot()
+        same_image = spec.kind != "ram" and earlier.path == spec.path and earlier.kind == spec.kind
+        from_snapshot = spec.snapshot and snap.path == spec.snapshot
         if same_image or from_snapshot:
-            return report["fresh"] | {"from_run": run.id}
+            return msgspec.structs.replace(report.fresh, from_run=run.id)
     return None
 
 
-def _snapshot(ctx, spec: Spec, target) -> dict | None:
+def _snapshot(ctx, spec: Spec, target) -> Snapshot | None:
     """Copy the unmounted aged image to ``spec.snapshot_path`` (atomically: temp + rename)."""
     if not spec.snapshot_path:
         return None
     dest = Path(spec.snapshot_path)
     if ctx.cancelled:
-        return {"path": str(dest), "skipped": "the run was cancelled: resume it, then snapshot"}
+        return Snapshot(path=str(dest), skipped="the run was cancelled: resume it, then snapshot")
 
     source = target.image_path or Path(target.device)
     ctx.phase(f"snapshot → {dest}")
@@ -329,5 +419,5 @@ def _snapshot(ctx, spec: Spec, target) -> dict | None:
         tmp.unlink(missing_ok=True)
     image.mark(dest)  # fsscope's own: a later age may replace it without --yes-destroy
     st = os.stat(dest)
-    return {"path": str(dest), "method": method, "size_bytes": st.st_size,
-            "allocated_bytes": st.st_blocks * 512, "seconds": round(time.monotonic() - t0, 3)}
+    return Snapshot(path=str(dest), method=method, size_bytes=st.st_size, allocated_bytes=st.st_blocks * 512,
+                    seconds=round(time.monotonic() - t0, 3))

@@ -171,6 +171,7 @@ class Planner:
             cell = cells[base + i]
             if cell and depth_count[i] - q[i] * n > best_gap:
                 chosen, best_gap = cell, depth_count[i] - q[i] * n
+        assert chosen is not None  # a live file exists whenever one is deleted
         return chosen[int(self.rng.random() * len(chosen))]
 
     # ---- fit

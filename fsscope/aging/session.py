@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from fsscope.aging.profile import Profile
 from fsscope.aging.state import STATE_VERSION, write_state
 from fsscope.aging.tree import measure, walk_aged_tree
 from fsscope.layout.freespace import syncfs
+from fsscope.records import Record
 
 if TYPE_CHECKING:
     from fsscope.aging.ager import AgingSpec
@@ -73,6 +74,25 @@ def initial_horizon(spec: AgingSpec, convergence: int, ops: int, written_bytes: 
     return horizon
 
 
+class AgerProgress(Record, frozen=True, kw_only=True):
+    """What the ager says about every ``PROGRESS_EVERY_S``: its phase, fullness against the
+    capacity, operations (and per second this session), capacity written, each distribution's
+    fit p-value (size/depth/age; None before it can be judged), the convergence bound, the op
+    count the age distribution is planned to fit at, live files, seconds this session. An
+    ``age`` job's Progress event carries these fields in its ``detail`` (:meth:`of` reads one)."""
+
+    phase: str = ""
+    fullness: float = 0.0
+    ops: int = 0
+    ops_per_s: float = 0.0
+    overwrites: float = 0.0
+    p_values: dict[str, float | None] = {}
+    convergence_ops: int | None = None
+    horizon_ops: int | None = None
+    live_files: int = 0
+    elapsed_s: float = 0.0
+
+
 class Session:
     """One aging session: the op loop and its state (counters, the op log, the executor).
 
@@ -87,7 +107,7 @@ class Session:
     at each planned fit point, and for the final fullness.
     """
 
-    def __init__(self, start: Start, spec: AgingSpec, on_progress: Callable[[dict], None] | None,
+    def __init__(self, start: Start, spec: AgingSpec, on_progress: Callable[[AgerProgress], None] | None,
                  cancelled: Callable[[], bool] | None, op_log_path: Path | None, op_loop: str = "auto"):
         self.start, self.spec = start, spec
         self.root, self.planner, self.profile = start.root, start.planner, start.profile
@@ -120,7 +140,7 @@ class Session:
         self.next_fit_check = self.ops + self.fit_every if self.phase == "stable" else math.inf
         self.hasher = hashlib.sha256()
         self.op_log_path = op_log_path
-        self.log_file = None
+        self.log_file: BinaryIO | None = None
         self.log_lines: list[str] = []
         self.log_pending: list[tuple[int, str]] = []  # parallel mode: lines waiting for their op
         self.failed_create_bytes = 0
@@ -201,18 +221,16 @@ class Session:
                                            "op_log_sha256": self.hasher.hexdigest()}],
         })
 
-    def progress_event(self, now_s: float) -> dict:
+    def progress_event(self, now_s: float) -> AgerProgress:
         elapsed = now_s - self.t0
         fits = self.planner.fits(self.ops)
-        return {
-            "phase": self.phase, "fullness": round(self.live_bytes() / self.capacity_bytes, 6),
-            "ops": self.ops,
-            "ops_per_s": round((self.ops - self.ops_start) / elapsed, 1) if elapsed > 0 else 0.0,
-            "overwrites": self.written_bytes / self.capacity_bytes,
-            "p_values": {name: f.p_value for name, f in fits.items()},
-            "convergence_ops": self.convergence, "horizon_ops": self.planner.horizon_ops or None,
-            "live_files": self.planner.live_files, "elapsed_s": round(elapsed, 3),
-        }
+        return AgerProgress(
+            phase=self.phase, fullness=round(self.live_bytes() / self.capacity_bytes, 6), ops=self.ops,
+            ops_per_s=round((self.ops - self.ops_start) / elapsed, 1) if elapsed > 0 else 0.0,
+            overwrites=self.written_bytes / self.capacity_bytes,
+            p_values={name: f.p_value for name, f in fits.items()},
+            convergence_ops=self.convergence, horizon_ops=self.planner.horizon_ops or None,
+            live_files=self.planner.live_files, elapsed_s=round(elapsed, 3))
 
     # ---- phases
 
@@ -293,7 +311,7 @@ class Session:
         """Stable phase: the convergence bound, the confidence test, the time left at a
         planned fit point; past that point, plan the fit for twice as long a history."""
         spec, ops, planner = self.spec, self.ops, self.planner
-        if not self.any_stop and ops >= self.convergence:
+        if not self.any_stop and self.convergence is not None and ops >= self.convergence:
             self.stop_reason = "convergence_bound"
             self.stop_note = (f"reached the convergence bound T = {self.convergence} ops "
                               f"(K = {self.live_files_k} live files; no other stop "
@@ -358,7 +376,7 @@ class Session:
             at = min(at, self.planner.horizon_ops)
             if self.spec.confidence is not None:  # only then are fit points checked
                 at = min(at, self.next_fit_check)
-            if not self.any_stop:
+            if not self.any_stop and self.convergence is not None:
                 at = min(at, self.convergence)
         return at
 
@@ -404,6 +422,7 @@ class Session:
         if lib is None:
             self.op_loop = f"python ({why})"
             return
+        assert self.file_ops is not None  # made before the loop starts
         self.native = native.Loop(lib, self.planner, root_fd=self.file_ops.root_fd,
                                   fallocate=self.start.fallocate, pattern=pattern)
         self.op_loop = "native"
@@ -412,9 +431,11 @@ class Session:
         """:meth:`loop` with the ops between two events carried out in C: the same choices
         from the same seeded stream, so the same op log. Python keeps every check (at the same
         op counts; the clock's at least every NATIVE_POLL_S), the op log's hash and the state."""
-        run, max_seconds = self.native.run, self.spec.max_seconds
+        loop = self.native
+        assert loop is not None  # start_native made it
+        run, max_seconds = loop.run, self.spec.max_seconds
         end_s = math.inf if max_seconds is None else self.t0 + max_seconds
-        next_event = self.ops
+        next_event: float = self.ops
         while True:
             if self.ops >= next_event:
                 if self.stop_by_limits() or (self.phase == "stable" and self.stop_by_fit()):
@@ -436,7 +457,7 @@ class Session:
                 self.stop_no_room()
                 return
             elif status in (native.FULL, native.FAILED):
-                err, rel = self.native.error()
+                err, rel = loop.error()
                 if status == native.FAILED:
                     raise OSError(err, os.strerror(err), os.path.join(self.root, rel))
                 self.full_errno, self.full_path = err, rel
@@ -445,7 +466,8 @@ class Session:
     def loop(self) -> None:
         """Plan and carry out ops until a stop condition. The hot path (~10^4 ops/s) keeps
         the planner's methods in locals."""
-        planner, pool, file_ops = self.planner, self.pool, self.file_ops
+        planner, pool = self.planner, self.pool
+        file_ops = cast(FileOps, self.file_ops)  # None only with a worker pool, which then does the I/O
         rng_random = planner.rng.random
         add_file, remove_file = planner.add_file, planner.remove_file
         deficit_depth, victim, n_sib = planner.deficit_depth, planner.victim, planner.n_sib
@@ -453,7 +475,7 @@ class Session:
         root_fd = file_ops.root_fd if file_ops is not None else -1
         jobs = self.spec.workers
         log_lines, log_pending = self.log_lines, self.log_pending
-        next_event = self.ops  # the op at which the checks run next
+        next_event: float = self.ops  # the op at which the checks run next
         while True:
             ops = self.ops
             if ops >= next_event:

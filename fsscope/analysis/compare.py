@@ -197,8 +197,9 @@ COMPARERS = {"probe": _probe, "bench": _bench, "age": _age, "syncwrite": _syncwr
 
 
 def compare_reports(job: str, a: dict, b: dict) -> list[dict]:
-    """Sections of rows ``{metric, a, b, kind, ratio}`` (ratio = b / a where both are numbers)."""
-    return COMPARERS.get(job, _generic)(a, b)
+    """Sections of rows ``{metric, a, b, kind, ratio}`` (ratio = b / a where both are numbers);
+    a report record is read in its plain form."""
+    return COMPARERS.get(job, _generic)(plain(a), plain(b))
 
 
 # ---------------------------------------------------------------- recipes (bench --recipes)

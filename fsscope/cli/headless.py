@@ -15,6 +15,7 @@ from fsscope.engine import events as ev
 from fsscope.engine import registry, runner
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
+from fsscope.records import plain
 from fsscope.targets import TargetSpec
 
 console = Console(stderr=True, soft_wrap=True)  # a path in a line is never broken: it is copied and grepped
@@ -105,17 +106,18 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
     status = handle.run_dir.status()
     if report is None:
         report = registry.report_from_data(job, handle.run_dir.report())
+    data = plain(report) if report is not None else {}  # a Report record or (older jobs) a dict
     if report is not None and render is not None:
         render(report, out_console())
     elif report is not None:
-        Console().print_json(data=report)
-    render_machine((report or {}).get("machine") or handle.run_dir.manifest().get("machine"), Console())
+        Console().print_json(data=data)
+    render_machine(data.get("machine") or handle.run_dir.manifest().get("machine"), Console())
     if json_path and report is not None:
         write_json(json_path, report)
         console.print(f"[dim]wrote {json_path}[/]")
-    if report is not None and isinstance(report.get("existing"), dict):
-        console.print(f"measured on the file system holding it: {report['existing']['summary']}")
-        for gap in (report.get("geometry") or {}).get("unread") or []:  # said, never silent
+    if isinstance(data.get("existing"), dict):
+        console.print(f"measured on the file system holding it: {data['existing']['summary']}")
+        for gap in (data.get("geometry") or {}).get("unread") or []:  # said, never silent
             console.print(f"  [yellow]not read:[/] {gap}")
     console.print(f"[dim]recorded in {handle.run_dir.path} ({status})[/]")
     if status == "interrupted":

@@ -4,12 +4,12 @@ against the file system's own account, without writing (see :mod:`fsscope.scan`)
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
+from fsscope import records
 from fsscope.cli.common import output_path
 from fsscope.cli.render.scan import render_scan
 
@@ -37,14 +37,15 @@ examples:
 
 def cmd_scan(args) -> int:
     from fsscope.scan import scan
+    from fsscope.scan.job import Report
 
     chatter = Console(stderr=True, soft_wrap=True)
     with chatter.status(f"scanning {args.path} (read-only)…"):
-        report = scan(args.path, near=args.near, largest=args.largest,
-                      free_space=not args.no_free_space, aging=not args.no_aging)
+        report = Report.of(scan(args.path, near=args.near, largest=args.largest,
+                                free_space=not args.no_free_space, aging=not args.no_aging))
     render_scan(report, Console() if sys.stdout.isatty() else Console(width=160))
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2, default=str) + "\n")
+        Path(args.json).write_text(records.dumps(report, indent=2) + "\n")
         chatter.print(f"[dim]wrote {args.json}[/]")
     return 0
 

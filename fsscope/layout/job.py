@@ -14,12 +14,14 @@ import os
 from pathlib import Path
 from typing import Annotated, ClassVar
 
+import msgspec
 from msgspec import Meta
 
 from fsscope.errors import FsscopeError
 from fsscope.layout.freespace import free_space_of
 from fsscope.layout.probe_file import probe_file_layout
-from fsscope.records import SpecRecord, plain
+from fsscope.layout.records import Measurement, Restore, TargetInfo
+from fsscope.records import SpecRecord, convert
 
 MIB = 2**20
 MAX_AUTO_TEST_FILE_BYTES = 256 * MIB
@@ -31,6 +33,18 @@ class Spec(SpecRecord, frozen=True):
     test_file_bytes: Annotated[int, Meta(ge=4096)] | None = None  # None: a quarter of the free space, 1..256 MiB
     chunk_bytes: Annotated[int, Meta(ge=512)] = MIB               # write size of the test file
     free_space: bool = True             # the free-extent histogram (needs ext4/xfs/btrfs)
+
+
+class Report(Measurement, frozen=True, kw_only=True, omit_defaults=False):
+    """The ``frag`` job's report: where it measured, and the measurement (its error keys
+    are written as null when there is no error)."""
+
+    fs: str | None = None
+    recipe: str | None = None
+    target: TargetInfo | None = None
+    snapshot: str | None = None
+    restores: list[Restore] = []
+    spec: Spec | None = None
 
 
 def auto_test_file_bytes(free_bytes: float) -> int:
@@ -49,16 +63,17 @@ def space_of(path: str | os.PathLike) -> dict:
 
 def measure_fragmentation(mounted, test_file_bytes: int | None, *, chunk_bytes: int = MIB,
                           free_space: bool = True, test_file: bool = True,
-                          directory: Path | None = None) -> dict:
+                          directory: Path | None = None) -> Measurement:
     """Free-space histogram and test-file fragments of a mounted file system.
 
     The histogram is read first (the state as found), then the test file is written into
     ``directory`` (default: the work directory), mapped and deleted. A part that cannot be
     measured (no free-space tool for this fs, no room for the test file) becomes an
     ``*_error`` line instead of failing the whole measurement."""
-    out: dict = {"space": space_of(mounted.workdir)}
+    space = space_of(mounted.workdir)
+    out: dict = {"space": space}
     if test_file_bytes is None:
-        test_file_bytes = auto_test_file_bytes(out["space"]["free_bytes"])
+        test_file_bytes = auto_test_file_bytes(space["free_bytes"])
     if free_space:
         try:
             hist = free_space_of(mounted)
@@ -75,19 +90,18 @@ def measure_fragmentation(mounted, test_file_bytes: int | None, *, chunk_bytes: 
         except OSError as exc:  # e.g. ENOSPC creating it: no inode left
             out["test_file_error"] = f"could not create the {test_file_bytes}-byte test file: {exc.strerror}"
             out["test_file_bytes"] = test_file_bytes
-    after = space_of(mounted.workdir)  # the test file is gone again
-    out["space"]["inodes_used"] = after["inodes_used"]
-    return out
+    space["inodes_used"] = space_of(mounted.workdir)["inodes_used"]  # the test file is gone again
+    return convert(out, Measurement)
 
 
-def run(ctx, spec: Spec) -> dict:
+def run(ctx, spec: Spec) -> Report:
     with ctx.fresh_fs() as fs:
         ctx.phase("free space + test file")
         measurement = measure_fragmentation(fs, spec.test_file_bytes, chunk_bytes=spec.chunk_bytes,
                                             free_space=spec.free_space)
     target = ctx.target
     # a --dir target: the histogram is of the whole file system holding it, as found (used)
-    return {"fs": fs.fs, "recipe": ctx.recipe.name if ctx.recipe is not None else None,
-            "target": plain(target.spec) | {"describe": target.spec.describe()},
-            "snapshot": target.spec.snapshot or None, "restores": list(target.restores),
-            "spec": plain(spec), **measurement}
+    return Report(fs=fs.fs, recipe=ctx.recipe.name if ctx.recipe is not None else None,
+                  target=TargetInfo.of(target.spec), snapshot=target.spec.snapshot or None,
+                  restores=convert(target.restores, list[Restore]),
+                  spec=spec, **msgspec.structs.asdict(measurement))

@@ -4,7 +4,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fsscope.format import MISSING, format_bytes, format_count, format_pct, ratio_of
+from fsscope.layout.records import Measurement
+from fsscope.records import convert
 
 # (row label, key of summary_rows, kind of number: pct | bytes | int | num)
 FRAG_ROWS = (
@@ -21,23 +25,28 @@ FRAG_ROWS = (
 )
 
 
-def summary_rows(measurement: dict | None) -> dict[str, float | None]:
+def measurement_of(data: Measurement | dict[str, Any] | None) -> Measurement:
+    """A measurement record from a record (as it is) or plain data (a report read as JSON)."""
+    if isinstance(data, Measurement):
+        return data
+    return convert(data or {}, Measurement, "fragmentation measurement")
+
+
+def summary_rows(measurement: Measurement | dict[str, Any] | None) -> dict[str, float | None]:
     """The headline numbers of one measurement (for side-by-side tables and comparisons)."""
-    m = measurement if isinstance(measurement, dict) else {}
-    hist = m.get("free_space") or {}
-    test = m.get("test_file") or {}
-    space = m.get("space") or {}
+    m = measurement_of(measurement)
+    hist, test, space = m.free_space, m.test_file, m.space
     return {
-        "fullness": space.get("fullness"),
-        "free_bytes": space.get("free_bytes"),
-        "free_extents": hist.get("free_extent_count"),
-        "largest_free_extent_bytes": hist.get("largest_free_extent_bytes"),
-        "mean_free_extent_bytes": hist.get("mean_free_extent_bytes"),
-        "test_file_bytes": test.get("size_bytes", m.get("test_file_bytes")),
-        "test_file_fragments": test.get("fragment_count"),
-        "test_file_extents": test.get("extent_count"),
-        "test_file_d_span_bytes": test.get("d_span_bytes"),
-        "test_file_layout_index": test.get("layout_index"),
+        "fullness": space.fullness if space else None,
+        "free_bytes": space.free_bytes if space else None,
+        "free_extents": hist.free_extent_count if hist else None,
+        "largest_free_extent_bytes": hist.largest_free_extent_bytes if hist else None,
+        "mean_free_extent_bytes": hist.mean_free_extent_bytes if hist else None,
+        "test_file_bytes": test.size_bytes if test else m.test_file_bytes,
+        "test_file_fragments": test.fragment_count if test else None,
+        "test_file_extents": test.extent_count if test else None,
+        "test_file_d_span_bytes": test.d_span_bytes if test else None,
+        "test_file_layout_index": test.layout_index if test else None,
     }
 
 
@@ -51,7 +60,7 @@ def format_value(value: float | None, kind: str) -> str:
     return format_count(value)
 
 
-def frag_table(fresh: dict | None, aged: dict | None) -> list[tuple[str, str, str, str]]:
+def frag_table(fresh: Measurement | dict[str, Any] | None, aged: Measurement | dict[str, Any] | None) -> list[tuple[str, str, str, str]]:
     """Rows of (what, fresh, aged, aged/fresh as "1.5×"); the test file's size is the same
     on both sides, fullness and the layout index have no ratio."""
     a, b = summary_rows(fresh), summary_rows(aged)

@@ -3,30 +3,34 @@ while it runs, the report when it ends, the same from a recorded run."""
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Generic, Self, TypeVar
 
 from fsscope.engine.events import Event
+
+R = TypeVar("R")
 
 
 class FromReport:
     """A model a recorded run rebuilds from its report alone (``finish``)."""
 
-    def __init__(self, spec: dict | None = None): ...
+    def __init__(self, spec: Any = None): ...
 
-    def finish(self, report: dict | None) -> None: ...
+    def finish(self, report: Any) -> None: ...
 
     @classmethod
-    def from_run(cls, run_dir, spec: dict, report: dict | None) -> Self:
+    def from_run(cls, run_dir: Any, spec: Any, report: Any) -> Self:
         model = cls(spec)
         model.finish(report)
         return model
 
 
-class ReportModel(FromReport):
+class ReportModel(FromReport, Generic[R]):
+    """The job's ``Report`` record (``R``) once it ends, and its notes."""
+
     kind = "report"
 
-    def __init__(self, spec: dict | None = None):
-        self.report: dict | None = None
+    def __init__(self, spec: Any = None):
+        self.report: R | None = None
         self.notes: list[str] = []
         self.version = 0
         self.telemetry: list[tuple[float, float, float]] = []
@@ -34,11 +38,11 @@ class ReportModel(FromReport):
     def feed(self, event: Event) -> bool:
         return False
 
-    def finish(self, report: dict | None) -> None:
-        if isinstance(report, dict):
+    def finish(self, report: R | None) -> None:
+        if report is not None:
             self.report = report
             self.notes = self.notes_of(report)
         self.version += 1
 
-    def notes_of(self, report: dict) -> list[str]:
+    def notes_of(self, report: R) -> list[str]:
         return []

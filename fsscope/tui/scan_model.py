@@ -2,33 +2,33 @@
 
 from __future__ import annotations
 
+from fsscope.scan.job import Report
 from fsscope.tui.report_model import ReportModel
 
 
-class ScanModel(ReportModel):
+class ScanModel(ReportModel[Report]):
     kind = "scan"
 
-    def notes_of(self, report: dict) -> list[str]:
-        return [f"not read: {gap}" for gap in (report.get("geometry") or {}).get("unread") or []]
+    def notes_of(self, report: Report) -> list[str]:
+        return [f"not read: {gap}" for gap in report.unread]
 
     def summary(self) -> str:
         r = self.report
         if r is None:
             return "scanning… (shown when the job ends)"
-        counts = ", ".join(f"{n} {k}" for k, n in sorted(r["structures"].items()))
-        c = r["checked"]
-        text = (f"{r['path']} on {r['existing']['summary']}\n{r['directories']} directories, "
-                f"{r['files']} files: {counts}; checked against the file system: {c['agree']} agree, "
-                f"{c['disagree']} differ, {c['not_checked']} not checked. {r['read_only']['note']}.")
-        nearest = (r.get("aging") or {}).get("nearest") or []
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(r.structures.items()))
+        c = r.checked
+        text = (f"{r.path} on {r.summary}\n{r.directories} directories, "
+                f"{r.files} files: {counts}; checked against the file system: {c.agree} agree, "
+                f"{c.disagree} differ, {c.not_checked} not checked. {r.read_only.note}.")
+        nearest = r.aging.nearest if r.aging else []
         if nearest:
-            text += "\naging: nearest profiles " + ", ".join(
-                f"{n['profile']} ({n['distance']:.2f})" for n in nearest[:3])
-        if "free_space" in r:
-            fs = r["free_space"]
-            text += f"\nfree space: {fs['free_extent_count']} free extents, largest {fs['largest_free_extent_bytes']:,} B"
-        elif r.get("free_space_error"):
-            text += f"\nfree space: not read: {r['free_space_error']}"
+            text += "\naging: nearest profiles " + ", ".join(f"{n.profile} ({n.distance:.2f})" for n in nearest[:3])
+        if r.free_space is not None:
+            fs = r.free_space
+            text += f"\nfree space: {fs.free_extent_count} free extents, largest {fs.largest_free_extent_bytes:,} B"
+        elif r.free_space_error:
+            text += f"\nfree space: not read: {r.free_space_error}"
         return text
 
     def rows(self) -> list[tuple[str, str, str, str, str, str]]:
@@ -37,12 +37,12 @@ class ScanModel(ReportModel):
         if self.report is None:
             return []
         out = []
-        for section, dirs in (("near", self.report["near_change"]), ("largest", self.report["largest"])):
+        for section, dirs in (("near", self.report.near_change), ("largest", self.report.largest)):
             for d in dirs:
-                ahead = d.get("creates_until_change")
-                nxt = f"in {ahead['creates']} → {ahead['becomes']}" if ahead else "-"
-                said = ("agrees" if d["agrees"] else f"differs: {d.get('why', '')}" if d["agrees"] is False
+                ahead = d.creates_until_change
+                nxt = f"in {ahead.creates} → {ahead.becomes}" if ahead else "-"
+                said = ("agrees" if d.agrees else f"differs: {d.why or ''}" if d.agrees is False
                         else "not checked")
-                structure = str(d["structure"]) + (f" depth {d['depth']}" if d.get("depth") else "")
-                out.append((section, d["path"], str(d["entries"]), structure, nxt, said))
+                structure = str(d.structure) + (f" depth {d.depth}" if d.depth else "")
+                out.append((section, d.path, str(d.entries), structure, nxt, said))
         return out

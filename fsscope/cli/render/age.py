@@ -6,12 +6,16 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from fsscope.aging.job import FitResult, Report
 from fsscope.cli.render.frag import format_p, render_errors, render_histograms
 from fsscope.format import format_bytes, format_pct
+from fsscope.layout.records import Measurement
 from fsscope.layout.summary import frag_table
 
 BAR = "█"
 BAR_WIDTH = 30
+DISTRIBUTIONS = ("size", "depth", "age")
+TITLES = {"size": "file size", "depth": "directory depth", "age": "relative age (youngest first)"}
 
 
 def _bar(fraction: float, top: float, style: str) -> str:
@@ -29,99 +33,95 @@ def _fit_bar(target: float, actual: float, top: float) -> str:
     return "[cyan]" + "".join(cells).rstrip() + "[/]"
 
 
-def render_fit(name: str, fit: dict, console: Console) -> None:
+def render_fit(name: str, fit: FitResult, console: Console) -> None:
     """One distribution, target against actual, with bars."""
-    titles = {"size": "file size", "depth": "directory depth", "age": "relative age (youngest first)"}
-    table = Table(title=f"{titles.get(name, name)}: chi-squared p = {format_p(fit.get('p_value'))}",
+    table = Table(title=f"{TITLES.get(name, name)}: chi-squared p = {format_p(fit.p_value)}",
                   title_justify="left")
     for col in ("bucket", "target", "actual", "files"):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("actual █  target ┃", justify="left", no_wrap=True)
-    targets, actuals = fit.get("target") or [], fit.get("actual") or []
-    top = max([*targets, *actuals, 0.0])
-    counts = fit.get("counts") or [None] * len(targets)
-    for label, t, a, c in zip(fit.get("labels") or [], targets, actuals, counts):
+    actuals = [a or 0.0 for a in fit.actual]
+    top = max([*fit.target, *actuals, 0.0])
+    counts: list[int | None] = list(fit.counts) or [None] * len(fit.target)
+    for label, t, a, c in zip(fit.labels, fit.target, actuals, counts):
         table.add_row(str(label), format_pct(t, "-"), format_pct(a, "-"), "-" if c is None else f"{c:,}", _fit_bar(t, a, top))
     console.print(table)
 
 
-def render_age(report: dict, console: Console) -> None:
+def render_age(report: Report, console: Console) -> None:
     _render_head(report, console)
-    fits = report.get("fit") or {}
-    for name in ("size", "depth", "age"):
+    fits = report.fit
+    for name in DISTRIBUTIONS:
         if name in fits:
             render_fit(name, fits[name], console)
-    console.print("fit: " + ", ".join(f"{name} p = {format_p((fits.get(name) or {}).get('p_value'))}"
-                                      for name in ("size", "depth", "age")), highlight=False)
-    fresh, aged = report.get("fresh"), report.get("aged")
-    if fresh or aged:
-        _render_fresh_vs_aged(fresh, aged, console)
+    console.print("fit: " + ", ".join(f"{name} p = {format_p(fits[name].p_value if name in fits else None)}"
+                                      for name in DISTRIBUTIONS), highlight=False)
+    if report.fresh or report.aged:
+        _render_fresh_vs_aged(report.fresh, report.aged, console)
     _render_kept(report, console)
     _render_notes(report, console)
-    console.print(f"[dim]op log sha256 {report.get('op_log_sha256')}[/]")
+    console.print(f"[dim]op log sha256 {report.op_log_sha256}[/]")
 
 
-def _render_head(report: dict, console: Console) -> None:
+def _render_head(report: Report, console: Console) -> None:
     """Profile, seed and target; why it stopped; ops, fullness, overwrites, live files."""
-    where = report.get("recipe") or report.get("fs") or "a directory"
-    target = (report.get("target") or {}).get("describe", "")
-    resumed = " (resumed)" if report.get("resumed") else ""
-    console.print(f"[bold]aged[/] with profile [bold]{report.get('profile')}[/] (seed {report.get('seed')}) "
+    where = report.recipe or report.fs or "a directory"
+    target = report.target.describe if report.target else ""
+    resumed = " (resumed)" if report.resumed else ""
+    console.print(f"[bold]aged[/] with profile [bold]{report.profile}[/] (seed {report.seed}) "
                   f"on [bold]{where}[/] {target}{resumed}", highlight=False)
-    style = {"enospc": "yellow", "cancelled": "yellow", "no_room": "yellow"}.get(report.get("stop_reason") or "", "green")
-    console.print(f"stopped: [{style}]{report.get('stop_reason')}[/] — {report.get('stop_note')}", highlight=False)
-    bound = report.get("convergence_ops")
+    style = {"enospc": "yellow", "cancelled": "yellow", "no_room": "yellow"}.get(report.stop_reason or "", "green")
+    console.print(f"stopped: [{style}]{report.stop_reason}[/] — {report.stop_note}", highlight=False)
+    bound = report.convergence_ops
     console.print(
-        f"{report.get('ops', 0):,} ops ({report.get('session_ops', 0):,} this session) in "
-        f"{report.get('elapsed_s', 0):.1f} s = [bold]{report.get('ops_per_s', 0):,.0f}[/] ops/s · "
-        f"fullness [bold]{format_pct(report.get('fullness'), '-')}[/] (target {format_pct(report.get('target_fullness'), '-')}) · "
-        + (f"allocated {report.get('allocated_capacity_turnover', 0):.2f}× capacity (--fallocate: nothing "
-           "written) · " if report.get("fallocate") else f"overwrites {report.get('overwrites', 0):.2f}× · ")
-        + f"{report.get('live_files', 0):,} live files "
-        f"({format_bytes(report.get('live_bytes') or 0)})"
+        f"{report.ops:,} ops ({report.session_ops:,} this session) in "
+        f"{report.elapsed_s:.1f} s = [bold]{report.ops_per_s:,.0f}[/] ops/s · "
+        f"fullness [bold]{format_pct(report.fullness, '-')}[/] (target {format_pct(report.target_fullness, '-')}) · "
+        + (f"allocated {report.allocated_capacity_turnover or 0:.2f}× capacity (--fallocate: nothing "
+           "written) · " if report.fallocate else f"overwrites {report.overwrites:.2f}× · ")
+        + f"{report.live_files:,} live files ({format_bytes(report.live_bytes)})"
         + (f" · convergence bound T = {bound:,} ops" if bound else ""), highlight=False)
 
 
-def _render_fresh_vs_aged(fresh: dict | None, aged: dict | None, console: Console) -> None:
+def _render_fresh_vs_aged(fresh: Measurement | None, aged: Measurement | None, console: Console) -> None:
     table = Table(title="fragmentation: fresh vs aged", title_justify="left")
     for col in ("", "fresh", "aged", "aged / fresh"):
         table.add_column(col, justify="right", no_wrap=True)
     for row in frag_table(fresh, aged):
         table.add_row(*row)
     console.print(table)
-    if fresh and fresh.get("from_run"):
-        console.print(f"[dim]fresh numbers from run {fresh['from_run']} (this run resumed the aged image)[/]")
+    if fresh and fresh.from_run:
+        console.print(f"[dim]fresh numbers from run {fresh.from_run} (this run resumed the aged image)[/]")
     render_histograms([("fresh", fresh), ("aged", aged)], console, "free-space extent histogram")
     render_errors("fresh", fresh, console)
     render_errors("aged", aged, console)
 
 
-def _render_kept(report: dict, console: Console) -> None:
+def _render_kept(report: Report, console: Console) -> None:
     """What stays on disk: the snapshot (or why none), the aged image."""
-    snap = report.get("snapshot")
-    if snap and snap.get("method"):
-        console.print(f"snapshot: [bold]{snap['path']}[/] ({snap['method']}, {format_bytes(snap['size_bytes'])} "
-                      f"apparent, {format_bytes(snap['allocated_bytes'])} allocated, {snap['seconds']:.1f} s) — "
-                      f"measure on it with --from-snapshot {snap['path']}", highlight=False)
-    elif snap and snap.get("skipped"):
-        console.print(f"[yellow]no snapshot[/]: {snap['skipped']}")
-    if report.get("image") and (report.get("target") or {}).get("kind") == "image":
-        console.print(f"aged image kept (unmounted): {report['image']} — age further with --resume",
+    snap = report.snapshot
+    if snap and snap.method:
+        console.print(f"snapshot: [bold]{snap.path}[/] ({snap.method}, {format_bytes(snap.size_bytes)} "
+                      f"apparent, {format_bytes(snap.allocated_bytes)} allocated, {snap.seconds or 0:.1f} s) — "
+                      f"measure on it with --from-snapshot {snap.path}", highlight=False)
+    elif snap and snap.skipped:
+        console.print(f"[yellow]no snapshot[/]: {snap.skipped}")
+    if report.image and report.target and report.target.kind == "image":
+        console.print(f"aged image kept (unmounted): {report.image} — age further with --resume",
                       highlight=False)
 
 
-def _render_notes(report: dict, console: Console) -> None:
-    for note in report.get("notes") or []:
+def _render_notes(report: Report, console: Console) -> None:
+    for note in report.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
-    if report.get("stop_reason") == "enospc":
+    if report.stop_reason == "enospc":
         console.print("[yellow]note:[/] the file system filled up before the plan did — a normal outcome: some "
                       "file systems cannot sustain some profiles at some fullness (metadata, block rounding). "
                       "The aged tree is consistent and usable.", highlight=False)
-    workers = report.get("workers", report.get("jobs")) or 1  # "jobs" in records made before
-    if workers > 1:
-        console.print(f"[dim]note: {workers} workers ran the same seeded operation sequence (same op-log "
+    if report.workers > 1:
+        console.print(f"[dim]note: {report.workers} workers ran the same seeded operation sequence (same op-log "
                       "hash); their interleaving on disk differs between runs, so block placement may too[/]")
-    if report.get("fallocate"):
+    if report.fallocate:
         console.print("[dim]note: --fallocate allocated blocks without writing data: unwritten extents, no delayed "
                       "allocation or writeback merging; copy-on-write/log-structured layouts not exercised as by "
                       "writes[/]")
@@ -135,9 +135,8 @@ def render_profile(profile, console: Console) -> None:
         console.print(f"  {profile.description}", highlight=False)
     if profile.provenance:
         console.print(f"  [dim]{profile.provenance}[/]", highlight=False)
-    titles = {"size": "file size", "depth": "directory depth", "age": "relative age (youngest first)"}
     for key, rows in distributions(profile).items():
-        table = Table(title=titles[key], title_justify="left")
+        table = Table(title=TITLES[key], title_justify="left")
         table.add_column("bucket", justify="right", no_wrap=True)
         table.add_column("share", justify="right", no_wrap=True)
         if key == "depth":

@@ -7,23 +7,26 @@ from rich.console import Console
 from rich.table import Table
 
 from fsscope.format import format_bytes, format_pct
+from fsscope.layout.job import Report
+from fsscope.layout.records import Measurement
 from fsscope.layout.summary import summary_rows
 
 
-def format_p(x) -> str:
+def format_p(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def _size(value) -> str:
+def _size(value: float | None) -> str:
     return format_bytes(value, "-")
 
 
-def render_histograms(named: list[tuple[str, dict | None]], console: Console, title: str) -> None:
+def render_histograms(named: list[tuple[str, Measurement | None]], console: Console, title: str) -> None:
     """Free-extent histograms side by side on their shared power-of-two grid."""
-    hists = [(name, (m or {}).get("free_space")) for name, m in named]
+    hists = [(name, {lo: (n, free) for lo, n, free in m.free_space.buckets()} if m and m.free_space else None)
+             for name, m in named]
     if not any(h for _, h in hists):
         return
-    lowers = sorted({lo for _, h in hists if h for lo in h.get("bucket_lower_bytes", [])})
+    lowers = sorted({lo for _, h in hists if h for lo in h})
     table = Table(title=title, title_justify="left")
     table.add_column("extent size", justify="right", no_wrap=True)
     for name, _ in hists:
@@ -32,25 +35,20 @@ def render_histograms(named: list[tuple[str, dict | None]], console: Console, ti
     for lo in lowers:
         row = [f"{_size(lo)}–{_size(lo * 2)}"]
         for _, h in hists:
-            if not h or lo not in h.get("bucket_lower_bytes", []):
-                row += ["-", "-"]
-                continue
-            i = h["bucket_lower_bytes"].index(lo)
-            row += [f"{h['bucket_extent_counts'][i]:,}", _size(h["bucket_free_bytes"][i])]
+            n, free = h.get(lo, (None, None)) if h else (None, None)
+            row += ["-", "-"] if n is None else [f"{n:,}", _size(free)]
         table.add_row(*row)
     console.print(table)
 
 
-def render_errors(label: str, m: dict | None, console: Console) -> None:
-    for key in ("free_space_error", "test_file_error"):
-        if m and m.get(key):
-            console.print(f"[dim]{label} {key.replace('_error', '').replace('_', ' ')}: {m[key]}[/]",
-                          highlight=False)
+def render_errors(label: str, m: Measurement | None, console: Console) -> None:
+    for what, error in m.errors() if m else []:
+        console.print(f"[dim]{label} {what}: {error}[/]", highlight=False)
 
 
-def render_frag(report: dict, console: Console) -> None:
-    where = report.get("recipe") or report.get("fs") or "?"
-    target = (report.get("target") or {}).get("describe", "")
+def render_frag(report: Report, console: Console) -> None:
+    where = report.recipe or report.fs or "?"
+    target = report.target.describe if report.target else ""
     console.print(f"[bold]fragmentation[/] of {where} on {target}", highlight=False)
     rows = summary_rows(report)
     table = Table(show_header=False)
@@ -69,6 +67,6 @@ def render_frag(report: dict, console: Console) -> None:
     console.print(table)
     render_histograms([("", report)], console, "free-space extent histogram")
     render_errors("", report, console)
-    for restore in report.get("restores") or []:
-        console.print(f"[dim]restored {restore.get('snapshot')} ({restore.get('method')}): "
-                      f"{restore.get('inodes_used')} inodes in use[/]", highlight=False)
+    for restore in report.restores:
+        console.print(f"[dim]restored {restore.snapshot} ({restore.method}): "
+                      f"{restore.inodes_used} inodes in use[/]", highlight=False)

@@ -6,63 +6,50 @@ from rich.console import Console
 from rich.table import Table
 
 from fsscope.format import format_bytes
+from fsscope.scan.job import Dir, Report
 
 
-def _structure(d: dict) -> str:
-    text = str(d["structure"])
-    if d.get("depth"):
-        text += f" (depth {d['depth']})"
-    return text
-
-
-def _verdict(d: dict) -> str:
-    if d["agrees"] is None:
-        return "not checked" + (f": {d['account']['how']}" if d.get("account") else "")
-    return "agrees" if d["agrees"] else f"differs: {d.get('why', '')}"
-
-
-def render_scan(report: dict, console: Console) -> None:
-    ex = report["existing"]
-    console.print(f"[bold]{report['path']}[/] on {ex['summary']}", highlight=False)
-    for gap in report["geometry"].get("unread") or []:
+def render_scan(report: Report, console: Console) -> None:
+    console.print(f"[bold]{report.path}[/] on {report.summary}", highlight=False)
+    for gap in report.unread:
         console.print(f"  [yellow]not read:[/] {gap}", highlight=False)
-    counts = ", ".join(f"{n} {k}" for k, n in sorted(report["structures"].items()))
-    c = report["checked"]
-    console.print(f"{report['directories']} directories, {report['files']} files: {counts}. "
-                  f"Checked against the file system: {c['agree']} agree, {c['disagree']} differ, "
-                  f"{c['not_checked']} not checked. {report['read_only']['note']}.", highlight=False)
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(report.structures.items()))
+    c = report.checked
+    console.print(f"{report.directories} directories, {report.files} files: {counts}. "
+                  f"Checked against the file system: {c.agree} agree, {c.disagree} differ, "
+                  f"{c.not_checked} not checked. {report.read_only.note}.", highlight=False)
 
-    def table(title: str, rows: list[dict]) -> None:
+    def table(title: str, rows: list[Dir]) -> None:
         if not rows:
             return
         t = Table(title=title, title_justify="left")
         for col in ("directory", "entries", "structure", "next change", "file system says"):
             t.add_column(col, overflow="fold")
         for d in rows:
-            ahead = d.get("creates_until_change")
-            nxt = (f"in {ahead['creates']} create{'s' if ahead['creates'] > 1 else ''} → {ahead['becomes']}"
+            ahead = d.creates_until_change
+            nxt = (f"in {ahead.creates} create{'s' if ahead.creates > 1 else ''} → {ahead.becomes}"
                    if ahead else "-")
-            t.add_row(d["path"], str(d["entries"]), _structure(d), nxt, _verdict(d))
+            t.add_row(d.path, str(d.entries), d.structure_text, nxt, d.verdict)
         console.print(t)
 
-    table(f"within {report['near_entries']} creates of a structural change (the next create pays it)",
-          report["near_change"])
-    table("largest directories", report["largest"])
-    table("where the names and the file system disagree", report["disagreements"][:20])
-    if "free_space" in report:
-        fs = report["free_space"]
-        console.print(f"free space: {format_bytes(fs['total_free_bytes'])} in {fs['free_extent_count']} "
-                      f"free extents, largest {format_bytes(fs['largest_free_extent_bytes'])}, mean "
-                      f"{format_bytes(int(fs['mean_free_extent_bytes']))} ({fs['source']})", highlight=False)
-    elif "free_space_error" in report:
-        console.print(f"free space: not read: {report['free_space_error']}", highlight=False)
-    aging = report.get("aging") or {}
-    if aging.get("nearest"):
-        near = ", ".join(f"{r['profile']} ({r['distance']:.2f})" for r in aging["nearest"][:4])
+    table(f"within {report.near_entries} creates of a structural change (the next create pays it)",
+          report.near_change)
+    table("largest directories", report.largest)
+    table("where the names and the file system disagree", report.disagreements[:20])
+    fs = report.free_space
+    if fs is not None:
+        console.print(f"free space: {format_bytes(fs.total_free_bytes)} in {fs.free_extent_count} "
+                      f"free extents, largest {format_bytes(fs.largest_free_extent_bytes)}, mean "
+                      f"{format_bytes(int(fs.mean_free_extent_bytes or 0))} ({fs.source})", highlight=False)
+    elif report.free_space_error:
+        console.print(f"free space: not read: {report.free_space_error}", highlight=False)
+    aging = report.aging
+    if aging and aging.nearest:
+        near = ", ".join(f"{r.profile} ({r.distance:.2f})" for r in aging.nearest[:4])
         console.print(f"aging: this tree's profile is nearest to {near} "
                       f"(distance: size W1 in log2 bytes + depth W1 + 4 x fullness)", highlight=False)
-    elif aging.get("error"):
-        console.print(f"aging: {aging['error']}", highlight=False)
-    if report["errors_count"]:
-        console.print(f"[yellow]{report['errors_count']} entries could not be read[/] "
-                      f"(first: {report['errors'][0]})", highlight=False)
+    elif aging and aging.error:
+        console.print(f"aging: {aging.error}", highlight=False)
+    if report.errors_count:
+        console.print(f"[yellow]{report.errors_count} entries could not be read[/] "
+                      f"(first: {report.errors[0]})", highlight=False)

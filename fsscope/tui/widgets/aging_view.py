@@ -139,7 +139,7 @@ class AgingView(LiveView):
             table.border_subtitle = "measured before and after aging: shown when the run ends"
         else:
             errors = model.frag_errors()
-            table.border_subtitle = "; ".join(errors)[:120] if errors else f"fs {model.report.get('fs') or '-'}"
+            table.border_subtitle = "; ".join(errors)[:120] if errors else f"fs {model.report.fs or '-'}"
 
     def _status(self, model: AgingModel) -> Text:
         text = Text()
@@ -149,28 +149,24 @@ class AgingView(LiveView):
         text.append("\nfullness ")
         text.append_text(fullness_text(model.fullness, model.target_fullness))
         text.append("\n")
-        ops = model.value("ops")
-        rate = model.value("ops_per_s")
-        over = model.value("allocated_capacity_turnover" if model.fallocate and model.report else "overwrites")
-        bound = model.value("convergence_ops")
-        horizon = model.value("horizon_ops")
-        text.append(f"ops {'–' if ops is None else f'{int(ops):,}'} · "
-                    f"{'–' if rate is None else f'{float(rate):,.0f}'} ops/s · "
-                    + (f"{'–' if over is None else f'{float(over):.2f}'}× capacity "
+        ops, rate, over = model.ops, model.rate, model.turnover
+        bound, horizon = model.convergence_ops, model.horizon_ops
+        text.append(f"ops {'–' if ops is None else f'{ops:,}'} · "
+                    f"{'–' if rate is None else f'{rate:,.0f}'} ops/s · "
+                    + (f"{'–' if over is None else f'{over:.2f}'}× capacity "
                        + ("allocated (fallocate)" if model.fallocate else "written")) + "\n")
-        text.append(f"convergence bound T {'–' if bound is None else f'{int(bound):,}'} ops"
-                    + (f" · fit planned at op {int(horizon):,}" if horizon else ""))
-        live_files = model.value("live_files")
-        if live_files is not None:
-            text.append(f" · {int(live_files):,} files")
+        text.append(f"convergence bound T {'–' if bound is None else f'{bound:,}'} ops"
+                    + (f" · fit planned at op {horizon:,}" if horizon else ""))
+        if model.live_files is not None:
+            text.append(f" · {model.live_files:,} files")
         if model.stop_reason:
             text.append(f"\nstopped: {model.stop_reason}", style="bold yellow")
             if model.stop_note:
                 text.append(f" — {model.stop_note}", style="yellow")
-        snapshot = (model.report or {}).get("snapshot")
-        if isinstance(snapshot, dict) and snapshot.get("path"):
-            text.append(f"\nsnapshot {snapshot['path']}" + (f" ({snapshot['method']})" if snapshot.get("method") else "")
-                        + (f" — {snapshot['skipped']}" if snapshot.get("skipped") else ""), style="dim")
+        snapshot = model.snapshot
+        if snapshot is not None and snapshot.path:
+            text.append(f"\nsnapshot {snapshot.path}" + (f" ({snapshot.method})" if snapshot.method else "")
+                        + (f" — {snapshot.skipped}" if snapshot.skipped else ""), style="dim")
         return text
 
     def spark_rows(self, view: JobView, live: bool = True) -> list[SparkRow]:
@@ -225,12 +221,13 @@ class FragView(LiveView):
         top_b = max((b for _, _, b in buckets), default=0) or 1
         for label, n, free in buckets:
             hist.add_row(label, f"{n:,}", bar(n / top_n, 12), format_bytes(free), bar(free / top_b, 12, style="bold"))
-        hist.border_subtitle = str((model.report.get("free_space") or {}).get("source")
-                                   or model.report.get("free_space_error") or "")[:100]
+        report = model.report
+        hist.border_subtitle = ((report.free_space.source if report.free_space else "")
+                                or report.free_space_error or "")[:100]
         for label, value in model.rows():
             summary.add_row(label, value)
-        if model.report.get("test_file_error"):
-            summary.add_row("test file error", str(model.report["test_file_error"])[:80])
+        if report.test_file_error:
+            summary.add_row("test file error", report.test_file_error[:80])
 
     def update_view(self, view: JobView) -> None:
         self.show(view)
