@@ -15,10 +15,10 @@ from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
 from fsscope import records
 from fsscope.engine.registry import decode_event
 from fsscope.format import format_pct
+from fsscope.study.variation import Report, RowDone, VariationRow
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui import messages as msg
-from fsscope.study.variation import Report, RowDone, VariationRow
 from fsscope.tui.variation_model import FIGURE_TITLES, FIGURES, VariationModel, quantile_at
 from fsscope.tui.widgets.variation_view import VariationView, short_level
 
