@@ -13,12 +13,13 @@ import numpy as np
 
 from fsscope.analysis import sensitivity
 from fsscope.engine.events import Event
-from fsscope.study.explore import Analysis, Nondeterminism, Report, TreatmentDone
+from fsscope.study.explore import Analysis, Nondeterminism, Report, Spec, TreatmentDone
 from fsscope.study.space import Level
 from fsscope.tui.model import Flag, note_flags
-from fsscope.tui.report_model import FromReport
+from fsscope.tui.report_model import FromReport, spec_of
 
 MIN_ROWS = 8  # fewer runs than this: no shares yet
+
 
 
 @dataclass(frozen=True)
@@ -33,15 +34,15 @@ class Row:
 class ExploreModel(FromReport):
     kind = "explore"
 
-    def __init__(self, spec: dict[str, Any] | None = None):
-        self.spec = dict(spec or {})
+    def __init__(self, spec: Spec | dict[str, Any] | None = None):
+        self.spec = spec_of(Spec, spec)
         self.rows: list[Row] = []
         self.failed = 0
         self.report: Report | None = None
         self.notes: list[str] = []
         self.version = 0
         self.telemetry: list[tuple[float, float, float]] = []
-        self.quantile = float(self.spec.get("tail_quantile") or 0.9)
+        self.quantile = self.spec.tail_quantile
         self.pair_index = 0  # which factor pair the heatmap shows
 
     def feed(self, event: Event) -> bool:

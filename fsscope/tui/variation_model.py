@@ -43,8 +43,9 @@ from fsscope.format import format_pct
 from fsscope.study.execute import load_rows
 from fsscope.study.plan import Failed
 from fsscope.study.space import Level
-from fsscope.study.variation import BIN_S, Report, RowDone, TreatmentDone, VariationRow, configuration_stats
-from fsscope.tui.model import Flag, note_flags, number
+from fsscope.study.variation import BIN_S, Report, RowDone, Spec, TreatmentDone, VariationRow, configuration_stats
+from fsscope.tui.model import Flag, note_flags
+from fsscope.tui.report_model import spec_of
 
 FIGURES = ("1", "2", "6", "7", "8", "9", "k")
 FIGURE_TITLES = {  # short enough for the ~60-column body beside the flags
@@ -59,6 +60,7 @@ FIGURE_TITLES = {  # short enough for the ~60-column body beside the flags
 WINDOWS_S = (1, 2, 5, 10, 30, 60, 120, 400)  # Throughput-N sizes shown when they fit the runs
 QUANTILES = np.linspace(0.0, 1.0, 41)  # the latency CDF of a run, kept as quantiles (every 2.5 %)
 STRONG_PCC = 0.7  # the paper's line for a strong correlation
+
 
 
 @dataclass
@@ -108,9 +110,9 @@ def quantile_at(quantiles_ns: list[float], fraction: float) -> float:
 class VariationModel:
     kind = "variation"
 
-    def __init__(self, spec: dict[str, Any] | None = None):
-        self.spec = dict(spec or {})
-        self.threshold = number(self.spec.get("threshold")) or 0.10
+    def __init__(self, spec: Spec | dict[str, Any] | None = None):
+        self.spec = spec_of(Spec, spec)
+        self.threshold = self.spec.threshold
         self.configs: list[Configuration] = []
         self.failed: list[tuple[str, str]] = []
         self.report: Report | None = None
@@ -268,7 +270,7 @@ class VariationModel:
         (workloads may run for different times: the paper's varmail 2,000 s, others 800 s)."""
         bins = min((len(r) for c in self.configs if personality in (None, c.personality)
                     for r in c.counts_per_bin), default=0)
-        given = tuple(float(w) for w in self.spec.get("window_sizes_s") or () if number(w))
+        given = tuple(float(w) for w in self.spec.window_sizes_s if w > 0)
         return tuple(w for w in given or WINDOWS_S if w * 1.0 <= bins * BIN_S)
 
     def window_cdfs(self) -> list[tuple[str, str, int, dict[float, np.ndarray]]]:
