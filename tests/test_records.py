@@ -128,6 +128,7 @@ def test_old_study_runs_decode_to_their_records_and_render(job, tmp_path):
     from fsscope.study.execute import load_rows, order_rows
     from fsscope.study.plan import Failed, Plan
     from fsscope.tui.job_ui import model_from_run
+    from fsscope.tui.replay import load_run
 
     module = {"explore": explore, "variation": variation}[job]
     run = tmp_path / job
@@ -166,6 +167,9 @@ def test_old_study_runs_decode_to_their_records_and_render(job, tmp_path):
     render_report(job, report, console)
     text = console.export_text()
     assert f"{report.completed} of {report.planned} treatments" in text and "machine: load" in text
+    replayed = load_run(RunDir(run))  # the TUI's replay: from the events' result, as recorded
+    assert isinstance(replayed.job.report, module.Report) and replayed.data is not None
+    assert replayed.data.report == replayed.job.report
     report = msgspec.structs.replace(report, study_dir=str(run))  # the rows where the copy is
     model = model_from_run(job, RunDir(run), job_file["spec"], report)
     assert model is not None and model.report is report and model.notes
