@@ -348,3 +348,25 @@ def test_files_spread_over_directory_span(tmp_path):
     assert player.file_dirs(tree, 4, 2, 1, 1) == [level2[0]]
     assert player.file_dirs(tree, 4, 2, 5, 1) == [level2[4]]
     assert player.file_dirs(tree, 4, 2, 12, 2) == [level2[0], level2[11]]
+
+
+def test_rows_read_back_as_records_older_ones_too(tmp_path):
+    """treatments.ndjson reads back into the study's row type with the one decoder: a failed
+    treatment's row as Failed, a row Python's json wrote with NaN (before the one encoder),
+    and a torn last line from a kill ends the rows."""
+    from fsscope.study.execute import ROWS_FILE, load_rows
+    from fsscope.study.plan import Failed
+
+    t = {"row": 0, "recipe": "ext4-default", "repeat": 0, "factors": {"FileSize": 8192}}
+    lines = [json.dumps(t | {"id": "a", "fs": "ext4", "d_span_bytes": 4096, "d_span_ideal_ratio": float("nan")}),
+             records.dumps(t | {"id": "b", "error": "RecipeError: mkfs failed"}),
+             json.dumps({"id": 7}),  # no row of this study: its treatment runs again
+             '{"id": "c", "row": 0, "rec']
+    (tmp_path / ROWS_FILE).write_text("\n".join(lines))
+    a, b = load_rows(tmp_path, explore.ExploreRow)
+    assert isinstance(a, explore.ExploreRow) and a.d_span_bytes == 4096 and a.fs == "ext4"
+    assert a.d_span_ideal_ratio is not None and np.isnan(a.d_span_ideal_ratio)
+    assert isinstance(b, Failed) and b.error.startswith("RecipeError")
+    # written back by the one encoder: NaN is null, and reads back as None
+    (tmp_path / ROWS_FILE).write_text(records.dumps(a) + "\n")
+    assert load_rows(tmp_path, explore.ExploreRow)[0].d_span_ideal_ratio is None
