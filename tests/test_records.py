@@ -154,3 +154,72 @@ def test_old_age_frag_and_scan_runs_read_as_their_reports_and_show(job):
         assert report.restores and report.restores[0].snapshot  # measured on an aged snapshot
     else:
         assert report.path in text and report.path in model.summary() and model.rows()
+
+
+# --- the studies: explore (Chopper) and variation (Cao): rows, events, reports ----------------
+
+@pytest.mark.parametrize("job", ["explore", "variation"])
+def test_old_study_runs_decode_to_their_records_and_render(job, tmp_path):
+    """An explore and a variation run recorded before their reports and rows were records:
+    job.json, events.ndjson, report.json and treatments.ndjson decode to the job's records, say
+    what they said when written back, and render in the CLI and in the TUI's models."""
+    import shutil
+
+    import msgspec
+    from rich.console import Console
+
+    from fsscope.cli.render import render_report
+    from fsscope.store import RunDir
+    from fsscope.study import explore, variation
+    from fsscope.study.execute import load_rows, order_rows
+    from fsscope.study.plan import Failed, Plan
+    from fsscope.tui.job_ui import model_from_run
+    from fsscope.tui.replay import load_run
+
+    module = {"explore": explore, "variation": variation}[job]
+    run = tmp_path / job
+    shutil.copytree(OLD / job, run)
+    job_file = json.loads((run / "job.json").read_text())
+    spec = registry.spec_from_data(job, job_file["spec"])
+    assert json.loads(records.dumps(spec)) == job_file["spec"]
+    # the events: each treatment is the job's own record, the result its Report
+    lines = (run / "events.ndjson").read_text().splitlines()
+    decoded = [registry.decode_event(job, line) for line in lines]
+    done = [e for e in decoded if isinstance(e, module.TreatmentDone)]
+    assert len(done) == sum('"kind":"treatment"' in line for line in lines) > 0
+    assert not any(isinstance(e, events.Data) for e in decoded)
+    for line, event in zip(lines, decoded):
+        if not isinstance(event, events.Result):
+            assert said(json.loads(events.encode(event))) == said(json.loads(line))
+    result = decoded[-1]
+    assert isinstance(result, events.Result) and isinstance(result.report, module.Report)
+    # the report: every key it had, each value as it was (the engine adds `existing` to every report)
+    data = json.loads((run / "report.json").read_text())
+    report = registry.report_from_data(job, data)
+    assert isinstance(report, module.Report) and report.completed == data["completed"] > 0
+    assert {k: v for k, v in json.loads(records.dumps(report)).items() if k != "existing"} == data
+    # the rows, read with the one decoder; a failed treatment's as Failed
+    rows = load_rows(run, module.ExploreRow if job == "explore" else module.VariationRow)
+    assert rows and all(isinstance(r, (Failed, module.ExploreRow if job == "explore" else module.VariationRow))
+                        for r in rows)
+    if job == "explore":  # the report recomputed from the rows alone is the one recorded
+        again = explore.report(Plan.load(run), order_rows(Plan.load(run), rows), elapsed_s=data["elapsed_s"],
+                               study_dir=data["study_dir"])
+        assert json.loads(records.dumps(msgspec.structs.replace(again, machine=report.machine))) == \
+            json.loads(records.dumps(report))
+        assert [r.id for r in rows if isinstance(r, Failed)] == [f.id for f in report.failed]
+    # the CLI's renderer and the TUI's model (a replay) take the record
+    console = Console(record=True, width=160)
+    render_report(job, report, console)
+    text = console.export_text()
+    assert f"{report.completed} of {report.planned} treatments" in text and "machine: load" in text
+    replayed = load_run(RunDir(run))  # the TUI's replay: from the events' result, as recorded
+    assert isinstance(replayed.job.report, module.Report) and replayed.data is not None
+    assert replayed.data.report == replayed.job.report
+    report = msgspec.structs.replace(report, study_dir=str(run))  # the rows where the copy is
+    model = model_from_run(job, RunDir(run), job_file["spec"], report)
+    assert model is not None and model.report is report and model.notes
+    if job == "variation":  # the two rows the fixture kept
+        assert sorted(c.id for c in model.configs) == sorted(r.id for r in rows)
+    else:
+        assert len(model.rows) == report.completed

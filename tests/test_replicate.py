@@ -106,10 +106,19 @@ def test_comparisons_without_the_papers_direction_never_agree():
     assert mingardi._knees("k", result).verdict == "disagree"
 
     explore = chopper.ExploreRun("explore", 10)
-    across_files_only = {"treatments": [{"fs": fs, "d_span_bytes": 10**9 if fs == "ext4" else 10**3}
-                                        for fs in ("ext4", "xfs") for _ in range(10)]}
+
+    def treatment(fs: str, i: int, **fields) -> dict:
+        return {"id": f"{fs}-{i}", "row": i, "recipe": f"{fs}-default", "repeat": 0, "factors": {}, "fs": fs, **fields}
+
+    # a report from before issue 24: d_span_bytes spanned a treatment's files, no per-file rows
+    across_files_only = {"treatments": [treatment(fs, i, d_span_bytes=10**9 if fs == "ext4" else 10**3)
+                                        for fs in ("ext4", "xfs") for i in range(10)]}
     found = chopper._tail(chopper.ExploreResult(explore, across_files_only, ""))
     assert found.verdict == "inconclusive" and "per-file" in found.why
-    xfs_wider = {"treatments": [{"fs": fs, "files": [{"d_span_bytes": (10**3 if fs == "ext4" else 10**9) + i}]}
+    xfs_wider = {"treatments": [treatment(fs, i, files=[{"d_span_bytes": (10**3 if fs == "ext4" else 10**9) + i}])
                                 for fs in ("ext4", "xfs") for i in range(10)]}
     assert chopper._tail(chopper.ExploreResult(explore, xfs_wider, "")).verdict == "disagree"
+    # today's report: the per-file response beside the span over all files, without the files
+    per_file = {"treatments": [treatment(fs, i, d_span_bytes=(10**9 if fs == "ext4" else 10**3) + i,
+                                         dspan_all_files_bytes=10**10) for fs in ("ext4", "xfs") for i in range(10)]}
+    assert chopper._tail(chopper.ExploreResult(explore, per_file, "")).verdict == "agree"

@@ -9,20 +9,22 @@ for the free-space histogram read back with e2freefrag.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
-from fsscope import paths, recipes
+from fsscope import paths, recipes, records
 from fsscope.analysis import sensitivity
 from fsscope.errors import FsscopeError
 from fsscope.layout import freespace
 from fsscope.study import diskstate, explore, player
 from fsscope.study import space as spaces
-from fsscope.study.plan import Plan, balanced_lhs
+from fsscope.study.plan import Plan, Treatment, balanced_lhs
 from fsscope.targets.journal import loops_backing
 
 TABLE1_LEVELS = {"DiskSize": 7, "UsedRatio": 4, "FreeSpaceLayout": 6, "CPUCount": 2, "FileSize": 32,
@@ -94,22 +96,22 @@ def test_plan_round_trips_and_names_treatments(tmp_path):
     assert len(ids) == 24 == len(set(ids)) and ids[0] == "ext4-default-0-r0" and ids[1] == "ext4-default-0-r1"
     plan.save(tmp_path)
     again = Plan.load(tmp_path)
-    assert [t.to_dict() for t in again.treatments()] == [t.to_dict() for t in plan.treatments()]
+    assert again.treatments() == plan.treatments()
     with pytest.raises(FsscopeError, match="no plan.json"):
         Plan.load(tmp_path / "nothing")
 
 
 # --- the explore report: the paper's d-span, per file system ---------------------------------
 
-def _row(t, fs: str, spans: list[int], between: int) -> dict:
+def _row(t: Treatment, fs: str, spans: list[int], between: int) -> explore.ExploreRow:
     """A treatment's row as a worker returns it: files of the given d-spans, ``between``
     bytes apart on disk (what the span over all files sees)."""
-    files = [{"path": f"file{i}", "size_bytes": 8192, "d_span_bytes": s, "extents": 1, "fragments": 1,
-              "mapped_bytes": 8192, "layout_score": 1.0, "d_span_ideal_ratio": s / 8192}
+    files = [player.FileLayout(path=f"file{i}", size_bytes=8192, d_span_bytes=s, extents=1, fragments=1,
+                               mapped_bytes=8192, layout_score=1.0, d_span_ideal_ratio=s / 8192)
              for i, s in enumerate(spans)]
-    return t.to_dict() | {"fs": fs, "files": files, "d_span_bytes": max(spans), "extents": len(spans),
-                          "layout_score": 1.0, "d_span_ideal_ratio": max(spans) / 8192,
-                          "dspan_all_files_bytes": between + spans[-1], "layout_score_all_files": 9.0}
+    return explore.ExploreRow(**msgspec.structs.asdict(t), fs=fs, files=files, d_span_bytes=max(spans),
+                              extents=len(spans), layout_score=1.0, d_span_ideal_ratio=max(spans) / 8192,
+                              dspan_all_files_bytes=between + spans[-1], layout_score_all_files=9.0)
 
 
 def test_explore_report_uses_per_file_dspan_and_ranks_each_fs():
@@ -130,31 +132,32 @@ def test_explore_report_uses_per_file_dspan_and_ranks_each_fs():
         else:  # xfs: each file compact; two files 1 GiB apart
             rows.append(_row(t, "xfs", [8192] * f["FileCount"], (1 << 30) * (f["FileCount"] - 1)))
     rep = explore.report(plan, rows)
-    xfs = [t for t in rep["treatments"] if t["fs"] == "xfs"]
-    assert all(t["d_span_bytes"] == 8192 for t in xfs)
-    assert max(t["dspan_all_files_bytes"] for t in xfs) > 1 << 30
-    assert set(rep["by_fs"]) == {"ext4", "xfs"}
-    for part in rep["by_fs"].values():
-        assert {"prioritization", "tail", "nondeterminism"} <= set(part)
-        assert part["completed"] == 32
-    ext4, xfs_part = rep["by_fs"]["ext4"], rep["by_fs"]["xfs"]
-    assert ext4["prioritization"][0]["factor"] == "FileSize"
-    assert all(p["first_order"] in (0, None) for p in xfs_part["prioritization"])  # nothing varies per file
-    assert xfs_part["nondeterminism"]["changed_share"] == 0
-    assert ext4["nondeterminism"]["changed_share"] == pytest.approx(0.5)
-    assert rep["nondeterminism"]["changed_share"] == pytest.approx(0.25)  # pooled: half of each
+    xfs = [t for t in rep.treatments if t.fs == "xfs"]
+    assert all(t.d_span_bytes == 8192 for t in xfs)
+    assert max(t.dspan_all_files_bytes or 0 for t in xfs) > 1 << 30
+    assert set(rep.by_fs) == {"ext4", "xfs"}
+    for part in rep.by_fs.values():
+        assert part.prioritization and part.tail.levels and part.completed == 32
+    ext4, xfs_part = rep.by_fs["ext4"], rep.by_fs["xfs"]
+    assert ext4.prioritization[0].factor == "FileSize"
+    assert all(p.first_order in (0, None) for p in xfs_part.prioritization)  # nothing varies per file
+    assert xfs_part.nondeterminism.changed_share == 0
+    assert ext4.nondeterminism.changed_share == pytest.approx(0.5)
+    assert rep.nondeterminism.changed_share == pytest.approx(0.25)  # pooled: half of each
     # the notes name each file system's own top factor, and explain the between-files span as what it is
-    notes = " ".join(rep["notes"])
+    notes = " ".join(rep.notes)
     assert "On ext4: FileSize drives the d-span most" in notes
     assert "FileCount drives" not in notes and "dspan_all_files_bytes" in notes
-    # an undecided tail level says how many of its runs would decide it
-    undecided = [lv for lv in rep["tail"]["levels"] if not lv["significant"]]
+    # an undecided tail level says how many of its runs would decide it; a decided one has no such key
+    wire = json.loads(records.dumps(rep))
+    undecided = [lv for lv in wire["tail"]["levels"] if not lv["significant"]]
     assert undecided and all("runs_to_decide" in lv for lv in undecided)
+    assert all("runs_to_decide" not in lv for lv in wire["tail"]["levels"] if lv["significant"])
     # a row recorded before the response was per file (its d_span_bytes spanned both files)
-    old = {k: v for k, v in rows[-1].items() if k not in ("dspan_all_files_bytes", "layout_score_all_files")}
-    old["d_span_bytes"] = 1 << 30
+    old = msgspec.structs.replace(rows[-1], dspan_all_files_bytes=None, layout_score_all_files=None,
+                                  d_span_bytes=1 << 30)
     fixed = explore.per_file_response(old)
-    assert fixed["d_span_bytes"] == max(f["d_span_bytes"] for f in old["files"]) and fixed["dspan_all_files_bytes"] == 1 << 30
+    assert fixed.d_span_bytes == max(f.d_span_bytes for f in old.files) and fixed.dspan_all_files_bytes == 1 << 30
 
 
 def test_runs_to_decide_a_tail_share():
@@ -300,18 +303,18 @@ def test_known_layouts_agree_with_filefrag(tmp_path, recipe):
     }
     for name, factors in cases.items():
         with diskstate.clone(base, r, {}) as mnt:
-            result = player.play(mnt, factors, {"dir_depth": 2, "start_level": 1})
+            result, _ = player.play(mnt, factors, {"dir_depth": 2, "start_level": 1})
             files = sorted(mnt.glob("tree/**/file*"))
             assert len(files) == factors["FileCount"]
-            for path, measured in zip(files, sorted(result["files"], key=lambda f: f["path"])):
+            for path, measured in zip(files, sorted(result["files"], key=lambda f: f.path)):
                 extents, span = _filefrag(path)
-                assert (measured["extents"], measured["d_span_bytes"]) == (extents, span), (name, path)
+                assert (measured.extents, measured.d_span_bytes) == (extents, span), (name, path)
             if name == "backwards":
-                assert result["files"][0]["fragments"] > 1  # not one piece: the pattern shows
+                assert result["files"][0].fragments > 1  # not one piece: the pattern shows
             else:
                 # Chopper's d-span is per file: the treatment's is its largest file's; the span
                 # over the pair (which covers both files) is a metric of its own
-                assert result["d_span_bytes"] == max(f["d_span_bytes"] for f in result["files"])
+                assert result["d_span_bytes"] == max(f.d_span_bytes for f in result["files"])
                 assert result["dspan_all_files_bytes"] >= max(2 * 32 * 1024, result["d_span_bytes"])
 
 
@@ -345,3 +348,25 @@ def test_files_spread_over_directory_span(tmp_path):
     assert player.file_dirs(tree, 4, 2, 1, 1) == [level2[0]]
     assert player.file_dirs(tree, 4, 2, 5, 1) == [level2[4]]
     assert player.file_dirs(tree, 4, 2, 12, 2) == [level2[0], level2[11]]
+
+
+def test_rows_read_back_as_records_older_ones_too(tmp_path):
+    """treatments.ndjson reads back into the study's row type with the one decoder: a failed
+    treatment's row as Failed, a row Python's json wrote with NaN (before the one encoder),
+    and a torn last line from a kill ends the rows."""
+    from fsscope.study.execute import ROWS_FILE, load_rows
+    from fsscope.study.plan import Failed
+
+    t = {"row": 0, "recipe": "ext4-default", "repeat": 0, "factors": {"FileSize": 8192}}
+    lines = [json.dumps(t | {"id": "a", "fs": "ext4", "d_span_bytes": 4096, "d_span_ideal_ratio": float("nan")}),
+             records.dumps(t | {"id": "b", "error": "RecipeError: mkfs failed"}),
+             json.dumps({"id": 7}),  # no row of this study: its treatment runs again
+             '{"id": "c", "row": 0, "rec']
+    (tmp_path / ROWS_FILE).write_text("\n".join(lines))
+    a, b = load_rows(tmp_path, explore.ExploreRow)
+    assert isinstance(a, explore.ExploreRow) and a.d_span_bytes == 4096 and a.fs == "ext4"
+    assert a.d_span_ideal_ratio is not None and np.isnan(a.d_span_ideal_ratio)
+    assert isinstance(b, Failed) and b.error.startswith("RecipeError")
+    # written back by the one encoder: NaN is null, and reads back as None
+    (tmp_path / ROWS_FILE).write_text(records.dumps(a) + "\n")
+    assert load_rows(tmp_path, explore.ExploreRow)[0].d_span_ideal_ratio is None

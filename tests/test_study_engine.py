@@ -20,13 +20,14 @@ import threading
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from fsscope import paths, recipes
 from fsscope.study import execute, player
 from fsscope.study import space as spaces
-from fsscope.study.explore import ExploreTreatment
-from fsscope.study.plan import Plan
+from fsscope.study.explore import ExploreRow, ExploreTreatment
+from fsscope.study.plan import Failed, Plan
 from fsscope.targets.journal import Journal
 
 pytestmark = pytest.mark.privileged
@@ -46,10 +47,11 @@ def treatment_fn(plan: Plan, cache: str, hold: str = "") -> ExploreTreatment:
                             dict(plan.space.settings), cache, hold)
 
 
-def comparable(rows: list[dict]) -> list[tuple]:
-    """What the plan decides about a row, and which metrics it has."""
-    return [(r["id"], r["recipe"], r["row"], r["repeat"], json.dumps(r["factors"], sort_keys=True),
-             sorted(k for k in r if k not in ("pid", "host")), len(r.get("files", [])), r.get("error"))
+def comparable(rows: list[ExploreRow | Failed]) -> list[tuple]:
+    """What the plan decides about a row, which metrics it has, and whether it failed."""
+    return [(r.id, r.recipe, r.row, r.repeat, json.dumps(r.factors, sort_keys=True),
+             sorted(k for k, v in msgspec.structs.asdict(r).items() if v is not None and k not in ("pid", "host")),
+             len(r.files) if isinstance(r, ExploreRow) else 0, r.error if isinstance(r, Failed) else None)
             for r in rows]
 
 
@@ -74,15 +76,16 @@ def uninterrupted(tmp_path_factory):
     plan = small_plan()
     study = tmp_path_factory.mktemp("whole")
     fn = treatment_fn(plan, "fsscope-study-whole")
-    rows = execute.run_study(plan, fn, study, workers=2, teardown=fn.drop_cache)
+    rows = execute.run_study(plan, fn, study, ExploreRow, workers=2, teardown=fn.drop_cache)
     return plan, rows
 
 
 def test_local_study_gives_every_row(uninterrupted):
     plan, rows = uninterrupted
-    assert [r["id"] for r in rows] == [t.id for t in plan.treatments()]
-    assert all("error" not in r and r["d_span_bytes"] > 0 for r in rows), rows
-    assert all(set(r["timing_s"]) >= {"clone_s", "mount_s", "play_s", "fiemap_s", "release_s"} for r in rows)
+    assert [r.id for r in rows] == [t.id for t in plan.treatments()]
+    assert all(isinstance(r, ExploreRow) and r.d_span_bytes > 0 for r in rows), rows
+    assert all(set(r.timing_s) >= {"clone_s", "mount_s", "play_s", "fiemap_s", "release_s"} for r in rows
+               if isinstance(r, ExploreRow))
     assert study_leftovers() == []
     assert not list(Path(os.environ["FSSCOPE_RAM_DIR"]).glob("fsscope-study-whole"))  # cache dropped
 
@@ -91,15 +94,15 @@ def test_resumed_study_gives_the_same_table(uninterrupted, tmp_path):
     plan, whole = uninterrupted
     fn = treatment_fn(plan, "fsscope-study-resume")
     seen = []
-    first = execute.run_study(plan, fn, tmp_path, workers=1, cancelled=lambda: len(seen) >= 2,
-                              on_row=lambda row, done, total: seen.append(row["id"]), teardown=fn.drop_cache)
+    first = execute.run_study(plan, fn, tmp_path, ExploreRow, workers=1, cancelled=lambda: len(seen) >= 2,
+                              on_row=lambda row, done, total: seen.append(row.id), teardown=fn.drop_cache)
     assert 2 <= len(first) < N  # stopped early, the rest not run
-    recorded = execute.load_rows(tmp_path)
+    recorded = execute.load_rows(tmp_path, ExploreRow)
     assert len(recorded) == len(first)
-    again = execute.run_study(Plan.load(tmp_path), fn, tmp_path, workers=1, teardown=fn.drop_cache)
+    again = execute.run_study(Plan.load(tmp_path), fn, tmp_path, ExploreRow, workers=1, teardown=fn.drop_cache)
     assert comparable(again) == comparable(whole)
-    kept = {r["id"]: r for r in again}
-    assert all(kept[r["id"]] == r for r in recorded)  # rows measured before the stop are not run again
+    kept = {r.id: r for r in again}
+    assert all(kept[r.id] == r for r in recorded)  # rows measured before the stop are not run again
     assert study_leftovers() == []
 
 
@@ -160,7 +163,7 @@ def test_dask_worker_killed_mid_treatment(uninterrupted, dask_cluster, tmp_path)
     hold.write_text("treatments wait here, mounted, while this file exists\n")
     fn = treatment_fn(plan, "fsscope-study-dask", str(hold))
     (tmp_path / "study").mkdir()
-    driver, result = drive_study(plan, fn, tmp_path / "study", scheduler=address, teardown=fn.drop_cache)
+    driver, result = drive_study(plan, fn, tmp_path / "study", ExploreRow, scheduler=address, teardown=fn.drop_cache)
     deadline = time.monotonic() + 120
     owners: set[int] = set()
     while len(owners) < 2 and time.monotonic() < deadline:  # both workers mid-treatment, mounted
@@ -175,7 +178,7 @@ def test_dask_worker_killed_mid_treatment(uninterrupted, dask_cluster, tmp_path)
     assert not driver.is_alive() and "error" not in result, result
     rows = result["rows"]
     assert comparable(rows) == comparable(whole)  # the Dask path gives the local path's rows
-    assert {r["pid"] for r in rows} == worker_pids - {victim}  # every row from the survivor in the end
+    assert {r.pid for r in rows if isinstance(r, ExploreRow)} == worker_pids - {victim}  # the survivor's, in the end
     assert study_leftovers() == []
 
 
@@ -277,7 +280,7 @@ def test_explore_cli_cancel_stops_promptly_and_cleans_up():
         rows: list[dict] = []
         while time.monotonic() < deadline and not rows:
             new = set(paths.runs_dir().glob("*-explore*")) - before if paths.runs_dir().is_dir() else set()
-            rows = execute.load_rows(next(iter(new))) if new else []
+            rows = execute.load_rows(next(iter(new)), ExploreRow) if new else []
             time.sleep(0.2)
         assert rows, "no treatment finished"
         proc.send_signal(signal.SIGTERM)
@@ -288,5 +291,5 @@ def test_explore_cli_cancel_stops_promptly_and_cleans_up():
             proc.wait()
     run = next(iter(set(paths.runs_dir().glob("*-explore*")) - before))
     assert json.loads((run / "manifest.json").read_text())["status"] == "cancelled"
-    assert 0 < len(execute.load_rows(run)) < 30
+    assert 0 < len(execute.load_rows(run, ExploreRow)) < 30
     assert study_leftovers() == []

@@ -8,7 +8,9 @@ import pytest
 from pilot_wait import until
 from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
 
-from fsscope.engine.events import decode
+from fsscope import records
+from fsscope.engine.registry import decode_event
+from fsscope.study.explore import Report
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.explore_model import ExploreModel
@@ -21,9 +23,9 @@ def test_explore_model_from_report_rows():
     """Rows in, shares/tail/heatmap out, without Textual (pure model)."""
     model = ExploreModel({"tail_quantile": 0.9})
     for i in range(20):
-        model.feed(decode({"kind": "treatment", "fs": "ext4", "factors": {"A": i % 2, "B": (i // 2) % 4},
+        model.feed(decode_event("explore", {"kind": "treatment", "fs": "ext4", "factors": {"A": i % 2, "B": (i // 2) % 4},
                            "d_span_bytes": 4096 * (1 + 100 * (i % 2))}))
-    model.feed(decode({"kind": "treatment", "fs": "ext4", "factors": {"A": 0, "B": 0}, "error": "boom"}))
+    model.feed(decode_event("explore", {"kind": "treatment", "fs": "ext4", "factors": {"A": 0, "B": 0}, "error": "boom"}))
     assert len(model.rows) == 20 and model.failed == 1
     shares = dict(model.shares())
     assert shares["A"] == pytest.approx(1.0, abs=0.01) and abs(shares["B"]) < 0.1
@@ -44,17 +46,17 @@ def test_explore_model_ranks_each_file_system():
     model = ExploreModel({"tail_quantile": 0.9})
     for i in range(32):
         a, b = i % 2, (i // 2) % 2
-        model.feed(decode({"kind": "treatment", "fs": "ext4", "factors": {"A": a, "B": b},
+        model.feed(decode_event("explore", {"kind": "treatment", "fs": "ext4", "factors": {"A": a, "B": b},
                            "d_span_bytes": 4096 * (1 + 100 * a)}))
-        model.feed(decode({"kind": "treatment", "fs": "xfs", "factors": {"A": a, "B": b},
+        model.feed(decode_event("explore", {"kind": "treatment", "fs": "xfs", "factors": {"A": a, "B": b},
                            "d_span_bytes": 4096 * (1 + 100 * b)}))
     assert dict(model.shares("ext4"))["A"] == pytest.approx(1.0, abs=0.01)
     assert dict(model.shares("xfs"))["B"] == pytest.approx(1.0, abs=0.01)
     assert dict(model.shares("xfs"))["A"] < 0.05
     assert [s for _, s, _ in dict(model.tail_levels("xfs"))["B"]] == [0.0, 1.0]
-    model.finish({"notes": [], "by_fs": {"ext4": {"nondeterminism": {"pairs": 10, "changed_share": 0.2}},
-                                         "xfs": {"nondeterminism": {"pairs": 10, "changed_share": 0.0}}},
-                  "nondeterminism": {"pairs": 20, "changed_share": 0.1}})
+    model.finish(records.convert({"notes": [], "by_fs": {"ext4": {"nondeterminism": {"pairs": 10, "changed_share": 0.2}},
+                                                         "xfs": {"nondeterminism": {"pairs": 10, "changed_share": 0.0}}},
+                                  "nondeterminism": {"pairs": 20, "changed_share": 0.1}}, Report))
     text = ExploreView.render_model(model).plain
     header = next(line for line in text.splitlines() if "pooled" in line and "ext4" in line)
     assert header.split() == ["pooled", "ext4", "xfs"]
@@ -88,8 +90,9 @@ async def test_explore_job_live_and_replayed(tmp_path):
             await until(pilot, lambda: "2 treatments final" in text(), "the final view", 10)
             text = text()
             assert "ext4" in text
-            assert "factor prioritization" in text and job.report["prioritization"][0]["factor"] in text
-            assert job.report["notes"][0][:30] in text
+            assert isinstance(job.report, Report)
+            assert "factor prioritization" in text and job.report.prioritization[0].factor in text
+            assert job.report.notes[0][:30] in text
 
         await check(live)
         await check(await open_replay(pilot, app, job.run_id))

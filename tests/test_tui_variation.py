@@ -5,7 +5,6 @@ when the run is replayed from treatments.ndjson."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -13,8 +12,10 @@ import pytest
 from pilot_wait import until
 from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
 
-from fsscope.engine.events import decode
+from fsscope import records
+from fsscope.engine.registry import decode_event
 from fsscope.format import format_pct
+from fsscope.study.variation import Report, RowDone, VariationRow
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui import messages as msg
@@ -22,9 +23,13 @@ from fsscope.tui.variation_model import FIGURE_TITLES, FIGURES, VariationModel, 
 from fsscope.tui.widgets.variation_view import VariationView, short_level
 
 
-def _row(id_, row, ops, hists, knobs, personality="varmail", fs="ext4", bins=4):
+def _row(id_, row, ops, hists, knobs, personality="varmail", fs="ext4", bins=4) -> VariationRow:
     """A study row as treatments.ndjson holds it: per run ops/s, ops per 1-s bin (flat at the
     run's rate), one op's sparse latency histogram [[bucket, count], ...]."""
+    return records.convert(_wire(id_, row, ops, hists, knobs, personality, fs, bins), VariationRow)
+
+
+def _wire(id_, row, ops, hists, knobs, personality="varmail", fs="ext4", bins=4) -> dict:
     return {"id": id_, "recipe": f"{fs}:{personality}", "row": row, "repeat": 0, "factors": knobs, "fs": fs,
             "personality": personality, "knobs": knobs, "mkfs_opts": ["-b", "4096"], "mount_opts": [],
             "runs": [{"ops_per_s": o, "elapsed_s": float(bins), "counts_per_bin": [o] * bins, "op_names": ["read"],
@@ -45,9 +50,9 @@ ROWS = [
 def test_variation_model_known_answers():
     model = VariationModel({"threshold": 0.1})
     for row in ROWS:
-        assert model.feed(decode({"kind": "variation_row", "row": row}))
-    assert not model.feed(decode({"kind": "variation_row", "row": ROWS[0]}))  # the same row again: once
-    model.feed(decode({"kind": "variation_row", "row": {"id": "ext4:varmail-3-r0", "error": "mkfs failed"}}))
+        assert model.feed(decode_event("variation", {"kind": "variation_row", "row": records.plain(row)}))
+    assert not model.feed(RowDone(row=ROWS[0]))  # the same row again: once
+    model.feed(decode_event("variation", {"kind": "treatment", "id": "ext4:varmail-3-r0", "error": "mkfs failed"}))
     assert len(model.configs) == 4 and model.failed == [("ext4:varmail-3-r0", "mkfs failed")]
     by_id = {c.id: c for c in model.configs}
     assert [by_id[f"ext4:varmail-{i}-r0"].relative_range for i in range(3)] == pytest.approx([0, 0.2, 0.4])
@@ -109,7 +114,7 @@ def test_variation_model_known_answers():
     # picking one shows it in the figures
     assert model.final_flags() is None  # until the report; live_flags meanwhile
     live_titles = [f.title for f in model.live_flags()]
-    model.finish({"planned": 5, "completed": 4})
+    model.finish(Report(planned=5, completed=4))
     flags = model.final_flags()
     assert [f.title for f in flags] == live_titles
     assert [f.title for f in flags[:2]] == ["ext4-2 varmail varies 40.0%", "ext4-1 varmail varies 20.0%"]
@@ -135,11 +140,11 @@ def test_selection_stays_on_its_configuration_as_rows_arrive():
 def test_resumed_study_reads_the_earlier_rows(tmp_path):
     """A resumed study streams only the rows it ran; at its end the model reads the ones the
     interrupted run recorded from the study directory, as the replay does."""
-    (tmp_path / "treatments.ndjson").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    (tmp_path / "treatments.ndjson").write_text("".join(records.dumps(r) + "\n" for r in ROWS))
     model = VariationModel({})
-    model.feed(decode({"kind": "variation_row", "row": ROWS[2]}))
-    model.finish({"completed": 4, "planned": 4, "study_dir": str(tmp_path)})
-    assert sorted(c.id for c in model.configs) == sorted(r["id"] for r in ROWS)
+    model.feed(RowDone(row=ROWS[2]))
+    model.finish(Report(completed=4, planned=4, study_dir=str(tmp_path)))
+    assert sorted(c.id for c in model.configs) == sorted(r.id for r in ROWS)
 
 
 def figure_text(view: VariationView) -> str:
@@ -178,7 +183,7 @@ async def test_variation_study_live_and_replayed(tmp_path):
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
-        assert report["completed"] == 2
+        assert isinstance(report, Report) and report.completed == 2
         assert flagged_while_running, "the flags panel stayed empty until the study ended"
         # live: each row reached the view as it was recorded, before the job's end
         seen = list({id(m): m for m in messages}.values())  # the hook sees a message at each node it reaches
@@ -190,16 +195,16 @@ async def test_variation_study_live_and_replayed(tmp_path):
         await until(pilot, lambda: "2 configurations final of 2 planned" in figure_text(view), "the final view", 10)
         # Fig. 1: both configurations with the report's relative range
         text = figure_text(view)
-        for c in report["configurations"]:
-            assert f"{c['fs']}-{c['row']}" in text and format_pct(c["relative_range"]) in text
-        first = min(report["configurations"], key=lambda c: c["id"])
-        assert first["id"] in side_text(view)
-        assert f"block_size  {short_level(first['knobs']['ext4_block_size'])}\n" in side_text(view)
+        for c in report.configurations:
+            assert f"{c.fs}-{c.row}" in text and format_pct(c.relative_range) in text
+        first = min(report.configurations, key=lambda c: c.id)
+        assert first.id in side_text(view)
+        assert f"block_size  {short_level(first.knobs['ext4_block_size'])}\n" in side_text(view)
         # the flags: every configuration above the threshold, the most variable first, then the notes
         titles = [f.title for f in live.flags_panel.flags]
-        flagged = sorted(report["flagged"], key=lambda c: -c["relative_range"])
-        assert titles[:len(flagged)] == [f"{c['fs']}-{c['id'].split('-')[-2]} varmail varies "
-                                         f"{format_pct(c['relative_range'])}" for c in flagged]
+        flagged = sorted(report.flagged, key=lambda c: -(c.relative_range or 0.0))
+        assert titles[:len(flagged)] == [f"{c.fs}-{c.id.split('-')[-2]} varmail varies "
+                                         f"{format_pct(c.relative_range)}" for c in flagged]
         assert len(titles) > len(flagged)  # the notes follow
         # the keys switch the figure and the configuration
         assert view in app.focused.ancestors_with_self  # the keys work without tabbing into the view first
@@ -210,19 +215,19 @@ async def test_variation_study_live_and_replayed(tmp_path):
             screens[figure] = figure_text(view)
         assert "T-1" in screens["6"] and "whole run" in screens["6"]
         assert "run 1" in screens["7"] and "run 2" in screens["7"]
-        ks = first["ks_range_per_op"]
+        ks = first.ks_range_per_op
         assert all(op in screens["8"] for op in ks) and "K-S range" in screens["8"]
         assert "PCC: needs 3 configurations" in screens["9"]  # two points give no correlation
-        assert f"{len(report['flagged'])} of 2 above the 0% threshold" in screens["k"]
+        assert f"{len(report.flagged)} of 2 above the 0% threshold" in screens["k"]
         await pilot.press("right_square_bracket")
-        second = max(report["configurations"], key=lambda c: c["id"])
-        await until(pilot, lambda: second["id"] in side_text(view), "the next configuration", 10)
+        second = max(report.configurations, key=lambda c: c.id)
+        await until(pilot, lambda: second.id in side_text(view), "the next configuration", 10)
         live_model = view.model_of(live.views[0])
         if flagged:  # picking a flagged configuration in the flags panel shows it beside the figures
             live.flags_panel.focus()
             live.flags_panel.highlighted = None
             await pilot.press("down")
-            await until(pilot, lambda: flagged[0]["id"] in side_text(view), "the flagged configuration", 10)
+            await until(pilot, lambda: flagged[0].id in side_text(view), "the flagged configuration", 10)
 
         replay = await open_replay(pilot, app, job.run_id)
         again = replay.job_view

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from test_study_engine import dask_cluster  # noqa: F401 - the real scheduler + workers fixture
 
-from fsscope import paths
+from fsscope import paths, records
 from fsscope.analysis.variation.metrics import relative_range
 from fsscope.analysis.variation.stats import range_change
 from fsscope.errors import FsscopeError
 from fsscope.study import space as spaces
 from fsscope.study import variation as study
 from fsscope.study.execute import load_rows
-from fsscope.study.plan import Plan
+from fsscope.study.plan import Plan, Treatment
 
 GIB = 1 << 30
 
@@ -64,11 +64,14 @@ def test_plan_crosses_file_systems_and_personalities():
     assert plan.space.settings["runs"] == 2
 
 
-def _row(id_, ops, hists, knobs, fs="ext4", row=0):
-    return {"id": id_, "recipe": f"{fs}:varmail", "row": row, "repeat": 0, "factors": knobs, "fs": fs,
+def _row(id_, ops, hists, knobs, fs="ext4", row=0, starts=None) -> study.VariationRow:
+    data = {"id": id_, "recipe": f"{fs}:varmail", "row": row, "repeat": 0, "factors": knobs, "fs": fs,
             "personality": "varmail", "knobs": knobs,
             "runs": [{"ops_per_s": o, "elapsed_s": 4.0, "counts_per_bin": [o] * 4, "op_names": ["read"],
                       "latency_hist": [h]} for o, h in zip(ops, hists)]}
+    for run, start in zip(data["runs"], starts or ()):
+        run["placement"] = {"available": True, "first_byte_median": start}
+    return records.convert(data, study.VariationRow)
 
 
 def test_report_statistics_on_known_rows():
@@ -78,21 +81,22 @@ def test_report_statistics_on_known_rows():
     rows = [_row("a", [100, 100, 100], [same, same, same], {"atime": "noatime"}),
             _row("b", [90, 100, 110], [[[10, 5]], [[10, 5], [20, 5]], [[20, 5]]], {"atime": "relatime"}, row=1)]
     rep = study.report(plan, rows, threshold=0.1, windows=(1, 2))
-    a, b = rep["configurations"]
-    assert a["relative_range"] == 0 and a["ks_range"] == 0
-    assert math.isclose(b["relative_range"], 0.2) and math.isclose(b["ks_range"], 1.0)
-    assert [f["id"] for f in rep["flagged"]] == ["b"]
-    shared = [lv for lv in rep["flagged_levels"] if lv["shared"]]
-    assert shared == [{"fs": "ext4", "knob": "atime", "level": "relatime", "flagged": 1, "configurations": 1,
-                       "flagged_share": 1.0, "shared": True}]
+    a, b = rep.configurations
+    assert a.relative_range == 0 and a.ks_range == 0
+    assert b.relative_range is not None and b.ks_range is not None
+    assert math.isclose(b.relative_range, 0.2) and math.isclose(b.ks_range, 1.0)
+    assert [f.id for f in rep.flagged] == ["b"]
+    shared = [lv for lv in rep.flagged_levels if lv.shared]
+    assert shared == [study.FlaggedLevel(fs="ext4", knob="atime", level="relatime", flagged=1, configurations=1,
+                                         flagged_share=1.0, shared=True)]
     # Throughput-1 windows: config a has 4 windows of range 0, b 4 of range 0.2
-    cdf = rep["relative_range_cdf"]["1"]
+    cdf = rep.relative_range_cdf["1"]
     assert [x for x, _ in cdf] == pytest.approx([0] * 4 + [0.2] * 4) and cdf[-1][1] == 1.0
-    assert a["placement_pcc"] is None                       # no placement recorded in these rows
+    assert a.placement_pcc is None                       # no placement recorded in these rows
     # Fig. 4: datasets starting further into the device, slower runs -> r = -1
-    for run, start in zip(rows[1]["runs"], (3e8, 2e8, 1e8)):
-        run["placement"] = {"available": True, "first_byte_median": start}
-    assert study.configuration_stats(rows[1])["placement_pcc"] == pytest.approx(-1.0)
+    placed = _row("b", [90, 100, 110], [[[10, 5]], [[10, 5], [20, 5]], [[20, 5]]], {"atime": "relatime"}, row=1,
+                  starts=(3e8, 2e8, 1e8))
+    assert study.configuration_stats(placed).placement_pcc == pytest.approx(-1.0)
 
 
 @pytest.mark.privileged
@@ -111,16 +115,16 @@ def test_study_cli_end_to_end_and_resume(tmp_path, cli):
         assert c["fs"] == "ext4" and "ext4_block_size" in c["knobs"]
     # the statistics again, from the saved rows alone
     study_dir = rep["study_dir"]
-    rows = load_rows(study_dir)
+    rows = load_rows(study_dir, study.VariationRow)
     again = study.report(Plan.load(study_dir), rows, threshold=rep["threshold"])
-    by_id = {d["id"]: d for d in again["configurations"]}
+    by_id = {d.id: d for d in again.configurations}
     for c in rep["configurations"]:
         d = by_id[c["id"]]
         ops = [r["ops_per_s"] for r in c["runs"]]
-        assert d["relative_range"] == pytest.approx(relative_range(ops)) == pytest.approx(c["relative_range"])
-        assert d["ks_range"] == pytest.approx(c["ks_range"])
-        row = next(r for r in rows if r["id"] == c["id"])
-        assert np.sum(row["runs"][0]["counts_per_bin"]) > 0
+        assert d.relative_range == pytest.approx(relative_range(ops)) == pytest.approx(c["relative_range"])
+        assert d.ks_range == pytest.approx(c["ks_range"])
+        row = next(r for r in rows if r.id == c["id"])
+        assert isinstance(row, study.VariationRow) and np.sum(row.runs[0].counts_per_bin) > 0
     # a finished study resumed runs nothing and reports the same
     out2 = tmp_path / "again.json"
     proc = cli("study", "variation", "--resume", study_dir, "--json", str(out2), timeout_s=120)
@@ -219,7 +223,7 @@ def test_bad_study_input_is_one_line(cli, argv, says):
 
 
 def test_paper_preset_is_the_papers_scale_and_its_cost_adds_up():
-    plan = study.make_plan(study.Spec(space=study.PAPER["space"], configurations=study.PAPER["configurations"],
+    plan = study.make_plan(study.Spec(space=study.PAPER.space, configurations=study.PAPER.configurations,
                                       paper=True))
     s = plan.space.settings
     assert s["runs"] == 10 and s["mem_limit_bytes"] == 4 * GIB
@@ -228,13 +232,13 @@ def test_paper_preset_is_the_papers_scale_and_its_cost_adds_up():
     assert s["nfiles_per_personality"] == {"fileserver": 81920, "webserver": 655360, "varmail": 655360}
     assert plan.n * len(s["file_systems"]) == 108                                           # ~ its 107
     cost = study.cost(plan)
-    assert cost["treatments"] == 108 * 3 and cost["runs"] == 3240
-    assert cost["measure_s"] == 108 * 10 * (800 + 800 + 2000)
+    assert cost.treatments == 108 * 3 and cost.runs == 3240
+    assert cost.measure_s == 108 * 10 * (800 + 800 + 2000)
     # explicit options win over the preset
     mine = study.make_plan(study.Spec(space="cao-small", configurations=2, paper=True, runs=2, duration_s=3,
                                       mem_limit_bytes=GIB, file_systems=("ext4",), personalities=("varmail",)))
     assert mine.space.settings["runs"] == 2 and "durations_s" not in mine.space.settings
-    assert study.cost(mine)["measure_s"] == 2 * 2 * 3
+    assert study.cost(mine).measure_s == 2 * 2 * 3
     assert mine.space.settings["nfiles_per_personality"]["varmail"] == math.ceil(2.5 * GIB / (16 << 10))
 
 
@@ -248,25 +252,24 @@ def test_paper_dry_run_prints_the_cost_and_runs_nothing(cli):
 
 @pytest.mark.privileged
 def test_a_treatment_runs_its_personalitys_own_length_under_the_memory_limit():
-    settings = {"runs": 1, "duration_s": 3, "durations_s": {"varmail": 1.0}, "image_size": "256M",
-                "nfiles_per_personality": {"varmail": 40}, "mem_limit_bytes": 64 << 20, "seed": 1}
-    row = study.VariationTreatment(settings)({"id": "t", "row": 0, "recipe": "ext4:varmail", "repeat": 0,
-                                              "factors": {}})
-    run = row["runs"][0]
-    assert run["elapsed_s"] == pytest.approx(1.0, abs=0.05) and run["ops_per_s"] > 0
-    assert run["cgroup"]["limit_bytes"] == 64 << 20
-    placed = run["placement"]                     # Fig. 4: where this run's dataset landed
-    assert placed["available"] and placed["unit"] == "block_group"
-    assert sum(count for _, count in placed["groups"]) == placed["files_placed"] > 0
+    settings = study.Settings(runs=1, duration_s=3, durations_s={"varmail": 1.0}, image_size="256M",
+                              nfiles_per_personality={"varmail": 40}, mem_limit_bytes=64 << 20, seed=1)
+    row = study.VariationTreatment(settings)(Treatment(id="t", row=0, recipe="ext4:varmail", repeat=0, factors={}))
+    run = row.runs[0]
+    assert run.elapsed_s == pytest.approx(1.0, abs=0.05) and run.ops_per_s > 0
+    assert run.cgroup is not None and run.cgroup["limit_bytes"] == 64 << 20
+    placed = run.placement                     # Fig. 4: where this run's dataset landed
+    assert placed is not None and placed.available and placed.unit == "block_group"
+    assert sum(count for _, count in placed.groups or []) == placed.files_placed > 0
 
 
 @pytest.mark.privileged
 @pytest.mark.parametrize("device", ["ram", "disk"])
 def test_the_device_knob_puts_the_image_in_ram_or_on_disk(device):
-    settings = {"runs": 1, "duration_s": 1, "image_size": "256M", "nfiles": 40, "seed": 1}
-    row = study.VariationTreatment(settings)({"id": "t", "row": 0, "recipe": "ext4:varmail", "repeat": 0,
-                                              "factors": {"device": device, "atime": "noatime"}})
-    run = row["runs"][0]
+    settings = study.Settings(runs=1, duration_s=1, image_size="256M", nfiles=40, seed=1)
+    row = study.VariationTreatment(settings)(Treatment(id="t", row=0, recipe="ext4:varmail", repeat=0,
+                                                       factors={"device": device, "atime": "noatime"}))
+    run = row.runs[0]
     where = paths.disk_dir() if device == "disk" else paths.ram_dir()
-    assert row["knobs"]["device"] == device and run["ops_per_s"] > 0
-    assert Path(run["image"]).parent == where and not Path(run["image"]).exists()  # removed after its run
+    assert row.knobs["device"] == device and run.ops_per_s > 0
+    assert Path(run.image).parent == where and not Path(run.image).exists()  # removed after its run

@@ -11,6 +11,7 @@ numbers both reports share.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -186,8 +187,8 @@ def _numbers(d, prefix: str = "", depth: int = 0) -> dict[str, float]:
     return out
 
 
-def _generic(a: dict, b: dict) -> list[dict]:
-    na, nb = _numbers(a), _numbers(b)
+def _generic(a: Any, b: Any) -> list[dict]:
+    na, nb = _numbers(plain(a)), _numbers(plain(b))  # a Report record or a dict: its numbers
     rows = [row(k, na[k], nb[k], "num") for k in na if k in nb]
     return [{"title": "numbers both reports hold", "rows": rows}]
 

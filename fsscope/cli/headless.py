@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -57,7 +58,7 @@ class _Interrupts:
 
 def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_path: str | None = None,
             verbose: bool = False, runs_root: Path | None = None,
-            render: Callable[[dict, Console], None] | None = None) -> int:
+            render: Callable[[Any, Console], None] | None = None) -> int:
     """Start the job, follow it, print its report. Ctrl-C/SIGTERM cancel it cleanly; a second
     one kills it and every process it started, then undoes what it left (mounts, loops)."""
     interrupts = _Interrupts(job)
@@ -113,7 +114,7 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
         Console().print_json(data=data)
     render_machine(data.get("machine") or handle.run_dir.manifest().get("machine"), Console())
     if json_path and report is not None:
-        write_json(json_path, report)
+        write_json(json_path, data)
         console.print(f"[dim]wrote {json_path}[/]")
     if isinstance(data.get("existing"), dict):
         console.print(f"measured on the file system holding it: {data['existing']['summary']}")

@@ -64,14 +64,14 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in text.split(",") if n.strip())
 
 
-def cmd_variation(args) -> int:
+def cmd_variation(args: argparse.Namespace) -> int:
     from fsscope.study import variation
     from fsscope.study.execute import require_root
     from fsscope.study.plan import Plan
 
-    paper = variation.PAPER if args.paper else {}
-    spec = build(variation.Spec, space=args.space or paper.get("space", "cao-small"), factors=tuple(args.factor),
-                          configurations=args.configurations or paper.get("configurations", 12),
+    paper = variation.PAPER if args.paper else None
+    spec = build(variation.Spec, space=args.space or (paper.space if paper else "cao-small"), factors=tuple(args.factor),
+                          configurations=args.configurations or (paper.configurations if paper else 12),
                           seed=args.seed, file_systems=_names(args.file_systems or ""),
                           personalities=_names(args.personalities or ""), runs=args.runs or 0,
                           duration_s=args.duration or 0.0, image_size=args.image_size or "",
@@ -81,7 +81,7 @@ def cmd_variation(args) -> int:
                           paper=args.paper)
     variation.check_spec(spec)
     plan = Plan.load(Path(spec.resume)) if spec.resume else variation.make_plan(spec)
-    print_cost(variation.cost(plan), plan.space.settings, err_console)
+    print_cost(variation.cost(plan), variation.settings_of(plan), err_console)
     if args.dry_run:
         return 0
     require_root("study variation", spec.scheduler)
@@ -90,7 +90,7 @@ def cmd_variation(args) -> int:
     return run_job("variation", spec, target, None, json_path=args.json, verbose=args.verbose, render=render_variation)
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("study", help="studies on the plan/treatment engine (variation: Cao et al.)",
                        description=STUDY_DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     studies = p.add_subparsers(dest="study", metavar="STUDY", required=True)

@@ -8,22 +8,27 @@ and last physical block OF A FILE (a treatment's response: the largest of its fi
 headline (figure 3): ext4 has a long tail, XFS nearly none -- P90 d-span 10 GB vs 2 MB, P95
 20 GB vs 4 MB, max 63 GB vs 6 GB.
 
-The per-file d-span is read from the report: the explore job's own per-file key when it has
-one, else its treatments' per-file rows (``files[].d_span_bytes``); without either the finding
-is inconclusive -- a span across a treatment's files is not the paper's metric (issue 24).
+The per-file d-span is read from the explore Report: its treatments' per-file rows
+(``files[].d_span_bytes``), else a treatment's response where the report says it is per file
+(``dspan_all_files_bytes`` beside it); without either the finding is inconclusive -- a span
+across a treatment's files is not the paper's metric (issue 24).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fsscope.engine.registry import spec_from_data
+from fsscope.engine.registry import report_from_data, spec_from_data
 from fsscope.paths import ram_dir
 from fsscope.replicate.base import Finding, JobResult, run_engine_job
 from fsscope.targets import TargetSpec
+
+if TYPE_CHECKING:
+    from fsscope.study.explore import ExploreResult as Treated
 
 NAME = "chopper"
 TITLE = "Chopper: ext4's d-span tail above XFS's"
@@ -38,8 +43,6 @@ SETUP = [
 
 #: one-sided Mann-Whitney U test level for "ext4's d-spans are larger"
 ALPHA = 0.01
-#: the explore job's per-file d-span keys this scenario knows (newest first)
-PER_FILE_KEYS = ("d_span_per_file_bytes", "d_span_file_max_bytes", "file_d_span_bytes")
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class ExploreRun:
     def cost_s(self) -> float:
         return 20.0 + self.treatments * 2 * 7.0  # measured: ~7 s a treatment on this 2-core machine
 
-    def execute(self, *, progress: Callable[[str], None] = lambda line: None):
+    def execute(self, *, progress: Callable[[str], None] = lambda line: None) -> ExploreResult:
         spec = {"space": "chopper", "treatments": self.treatments, "recipes": ["ext4-default", "xfs-default"]}
         run_dir = run_engine_job("explore", spec_from_data("explore", spec), TargetSpec("dir", str(ram_dir())), None,
                                  label=f"{self.key}: {self.describe()}", progress=progress)
@@ -89,15 +92,13 @@ CLAIMS = {
 }
 
 
-def per_file_d_span(treatment: dict) -> tuple[float | None, str]:
+def per_file_d_span(treatment: Treated) -> tuple[float | None, str]:
     """A treatment's response as the paper defines it (the largest of its files' d-spans) and
     where it came from; None when the report has no per-file d-span."""
-    for key in PER_FILE_KEYS:
-        if treatment.get(key) is not None:
-            return float(treatment[key]), key
-    spans = [f.get("d_span_bytes") for f in treatment.get("files") or []]
-    if spans and all(s is not None for s in spans):
-        return float(max(spans)), "files[].d_span_bytes"
+    if treatment.files:
+        return float(max(f.d_span_bytes for f in treatment.files)), "files[].d_span_bytes"
+    if treatment.dspan_all_files_bytes is not None:  # its d_span_bytes is the per-file response
+        return float(treatment.d_span_bytes), "d_span_bytes"
     return None, ""
 
 
@@ -114,10 +115,10 @@ def _tail(result: ExploreResult) -> Finding:
     setup = result.run.describe()
     by_fs: dict[str, list[float]] = {"ext4": [], "xfs": []}
     sources = set()
-    for t in result.report.get("treatments") or []:
+    for t in report_from_data("explore", result.report).treatments:
         span, source = per_file_d_span(t)
-        if span is not None and t.get("fs") in by_fs:
-            by_fs[t["fs"]].append(span)
+        if span is not None and t.fs in by_fs:
+            by_fs[t.fs].append(span)
             sources.add(source)
     ext4, xfs = np.array(by_fs["ext4"]), np.array(by_fs["xfs"])
     if ext4.size < 5 or xfs.size < 5:

@@ -3,10 +3,11 @@
     run_study(plan, treatment_fn, study_dir, workers=2)              # a LocalCluster here
     run_study(plan, treatment_fn, study_dir, scheduler="tcp://h:8786")  # workers elsewhere
 
-``treatment_fn(treatment: dict) -> dict`` is pluggable: explore's writes files on a cloned
+``treatment_fn(treatment: Treatment) -> Row`` is pluggable: explore's writes files on a cloned
 disk state and reads FIEMAP; the variation study's (#15) runs a benchmark on a configuration.
 It must be importable on the workers (a module-level function or a picklable object from an
-installed package), and return a JSON-ready row.
+installed package), and return its study's row record (a :class:`~fsscope.study.plan.Treatment`
+with the measurements); ``treatments.ndjson`` reads back into that type.
 
 Here the work goes to a ``distributed.LocalCluster`` of worker *processes* on loopback (one
 thread each: a treatment owns its CPU affinity); with ``scheduler`` to a real cluster whose
@@ -20,7 +21,8 @@ workers run as root with fsscope installed. Either way:
   what the dead worker had mounted or attached is undone from its host's journal
   (:func:`cleanup_study_leftovers`, run by every treatment before it starts and on every
   worker at the end);
-- a treatment that still fails gives a row with ``error`` instead of metrics.
+- a treatment that still fails gives a :class:`~fsscope.study.plan.Failed` row (``error``
+  instead of metrics).
 """
 
 from __future__ import annotations
@@ -29,16 +31,21 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import msgspec
 
 from fsscope.errors import FsscopeError
-from fsscope.study.plan import Plan
+from fsscope.records import convert, dumps, loads
+from fsscope.study.plan import Failed, Plan, Treatment
 from fsscope.targets.journal import Journal, owner_alive, undo_entries
 
 ROWS_FILE = "treatments.ndjson"
 POLL_S = 0.5  # how often a running study looks at its cancel flag
 STUDY_GROUP_PREFIX = "study-"
+Row = TypeVar("Row", bound=Treatment)
 
 
 def cleanup_study_leftovers() -> list[str]:
@@ -57,46 +64,65 @@ def require_root(job: str, scheduler: str) -> None:
                            "(run it as root, or give --scheduler tcp://HOST:PORT whose workers run as root)")
 
 
-def check_some_finished(rows: list[dict]) -> None:
+def check_some_finished(rows: Sequence[Treatment]) -> None:
     """A study in which every treatment failed measured nothing: a failure, never "ok"."""
-    failed = [r for r in rows if "error" in r]
+    failed = [r for r in rows if isinstance(r, Failed)]
     if rows and len(failed) == len(rows):
         first = failed[0]
         raise FsscopeError(f"every treatment failed ({len(rows)} of {len(rows)}); "
-                           f"the first, {first.get('id')}: {first['error']}")
+                           f"the first, {first.id}: {first.error}")
 
 
-def load_rows(study_dir: Path) -> list[dict]:
-    """Rows recorded so far (a torn last line from a kill is skipped)."""
-    rows = []
+def load_rows(study_dir: Path | str, row_type: type[Row]) -> list[Row | Failed]:
+    """Rows recorded so far, as ``row_type`` records (a failed treatment's as :class:`Failed`).
+    A torn last line from a kill ends the rows; a line that is no row of this study is left
+    out (its treatment runs again)."""
+    rows: list[Row | Failed] = []
     try:
-        with open(Path(study_dir) / ROWS_FILE) as fh:
+        with open(Path(study_dir) / ROWS_FILE, "rb") as fh:
             for line in fh:
                 try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
+                    data = _line(line)
+                except ValueError:
                     break
-                if isinstance(row, dict) and isinstance(row.get("id"), str):
-                    rows.append(row)  # anything else is no row: its treatment runs again
+                row = _row(data, row_type)
+                if row is not None:
+                    rows.append(row)
     except FileNotFoundError:
         pass
     return rows
 
 
-def _append_row(fh, row: dict) -> None:
-    fh.write(json.dumps(row, default=float) + "\n")
+def _line(line: bytes) -> Any:
+    try:
+        return loads(line)
+    except msgspec.DecodeError:
+        return json.loads(line)  # rows written before the one encoder may hold NaN; torn: ValueError
+
+
+def _row(data: Any, row_type: type[Row]) -> Row | Failed | None:
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+        return None
+    try:
+        return convert(data, Failed) if data.get("error") else convert(data, row_type)
+    except FsscopeError:
+        return None
+
+
+def _append_row(fh: IO[str], row: Treatment) -> None:
+    fh.write(dumps(row) + "\n")
     fh.flush()
     os.fsync(fh.fileno())
 
 
-def order_rows(plan: Plan, rows: list[dict]) -> list[dict]:
+def order_rows(plan: Plan, rows: Sequence[Row | Failed]) -> list[Row | Failed]:
     """Rows in plan order (recipe, design row, repeat), one per treatment (the first recorded)."""
     rank = {t.id: i for i, t in enumerate(plan.treatments())}
-    seen: dict[str, dict] = {}
+    seen: dict[str, Row | Failed] = {}
     for row in rows:
-        if row.get("id") in rank and row["id"] not in seen:
-            seen[row["id"]] = row
-    return sorted(seen.values(), key=lambda r: rank[r["id"]])
+        if row.id in rank and row.id not in seen:
+            seen[row.id] = row
+    return sorted(seen.values(), key=lambda r: rank[r.id])
 
 
 class Cluster:
@@ -131,8 +157,8 @@ class Cluster:
                 self.local.close()
 
 
-def _collect(futures: dict, study_dir: Path, done_rows: list[dict], total: int,
-             on_row: Callable[[dict, int, int], None] | None, cancelled: Callable[[], bool]) -> None:
+def _collect(futures: dict[Any, Treatment], study_dir: Path, done_rows: list[Any], total: int,
+             on_row: Callable[[Any, int, int], None] | None, cancelled: Callable[[], bool]) -> None:
     """Append each treatment's row as it finishes (or its error), until all are done or the
     study is cancelled (the rest are dropped then)."""
     from distributed import wait
@@ -154,7 +180,8 @@ def _collect(futures: dict, study_dir: Path, done_rows: list[dict], total: int,
                     row = future.result()
                 else:
                     exc = future.exception()
-                    row = t.to_dict() | {"error": f"{type(exc).__name__}: {exc}"}
+                    row = Failed(id=t.id, row=t.row, recipe=t.recipe, repeat=t.repeat, factors=t.factors,
+                                 error=f"{type(exc).__name__}: {exc}")
                 _append_row(fh, row)
                 done_rows.append(row)
                 done += 1
@@ -164,7 +191,7 @@ def _collect(futures: dict, study_dir: Path, done_rows: list[dict], total: int,
             future.cancel()
 
 
-def _scheduler_lost(client, exc: Exception) -> bool:
+def _scheduler_lost(client: Any, exc: Exception) -> bool:
     """Whether ``exc`` means the remote scheduler went away (its futures cancelled with the
     connection, a closed stream) rather than a fault here (a full disk for the rows)."""
     from concurrent.futures import CancelledError
@@ -176,20 +203,21 @@ def _scheduler_lost(client, exc: Exception) -> bool:
     return isinstance(exc, (OSError, TimeoutError)) and client.status != "running"
 
 
-def run_study(plan: Plan, treatment_fn: Callable[[dict], dict], study_dir: Path, *,
+def run_study(plan: Plan, treatment_fn: Callable[[Treatment], Row], study_dir: Path | str, row_type: type[Row], *,
               workers: int = 2, scheduler: str = "", retries: int = 2,
-              on_row: Callable[[dict, int, int], None] | None = None,
+              on_row: Callable[[Row | Failed, int, int], None] | None = None,
               cancelled: Callable[[], bool] = lambda: False,
-              teardown: Callable[[], object] | None = None) -> list[dict]:
-    """Run every treatment of ``plan`` without a row in ``study_dir``; return all rows in plan
-    order. ``on_row(row, done, total)`` is called as rows arrive; ``cancelled()`` is polled
-    between them (pending treatments are dropped, the record stays resumable);
-    ``teardown()`` runs on every worker at the end (e.g. drop the disk-state cache)."""
+              teardown: Callable[[], object] | None = None) -> list[Row | Failed]:
+    """Run every treatment of ``plan`` without a row in ``study_dir``; return all rows
+    (``row_type`` records, or :class:`Failed`) in plan order. ``on_row(row, done, total)`` is
+    called as rows arrive; ``cancelled()`` is polled between them (pending treatments are
+    dropped, the record stays resumable); ``teardown()`` runs on every worker at the end
+    (e.g. drop the disk-state cache)."""
     study_dir = Path(study_dir)
     if not (study_dir / "plan.json").exists():
         plan.save(study_dir)
-    done_rows = load_rows(study_dir)
-    done_ids = {r.get("id") for r in done_rows}
+    done_rows = load_rows(study_dir, row_type)
+    done_ids = {r.id for r in done_rows}
     todo = [t for t in plan.treatments() if t.id not in done_ids]
     total = len(plan.treatments())
     if not todo:
@@ -197,7 +225,7 @@ def run_study(plan: Plan, treatment_fn: Callable[[dict], dict], study_dir: Path,
     cluster = Cluster(workers=workers, scheduler=scheduler)
     tag = uuid.uuid4().hex[:8]
     try:
-        futures = {cluster.client.submit(treatment_fn, t.to_dict(), key=f"treatment-{t.id}-{tag}",
+        futures = {cluster.client.submit(treatment_fn, t, key=f"treatment-{t.id}-{tag}",
                                          pure=False, retries=retries): t for t in todo}
         try:
             _collect(futures, study_dir, done_rows, total, on_row, cancelled)

@@ -14,6 +14,7 @@ and reports the table with the sensitivity analysis of :mod:`fsscope.analysis.se
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import socket
@@ -21,15 +22,17 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import msgspec
 import numpy as np
 
 from fsscope import paths, recipes
 from fsscope.analysis import sensitivity
+from fsscope.engine.events import DataRecord
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
-from fsscope.records import SpecRecord
+from fsscope.records import Record, ReportRecord, SpecRecord, convert, plain
 from fsscope.study import diskstate, player
 from fsscope.study import space as spaces
 from fsscope.study.execute import (
@@ -40,12 +43,156 @@ from fsscope.study.execute import (
     require_root,
     run_study,
 )
-from fsscope.study.plan import Plan, check_plan, plan_or_resume
+from fsscope.study.plan import Failed, Failure, Plan, Treatment, check_plan, plan_or_resume
+from fsscope.study.player import FileLayout
+from fsscope.study.space import Level
 from fsscope.study.table import save_table
 from fsscope.targets.journal import Journal
 
 METRICS = ("d_span_bytes", "extents", "layout_score", "d_span_ideal_ratio", "dspan_all_files_bytes",
            "layout_score_all_files")
+
+
+class ExploreResult(Treatment, frozen=True, kw_only=True):
+    """A finished treatment as the report lists it: its file system, where each file lies, the
+    treatment's response (the largest per-file d-span; ``dspan_all_files_bytes`` spans all its
+    files) and where the time went. A row recorded before the response was per file has no
+    ``dspan_all_files_bytes`` (see :func:`per_file_response`)."""
+
+    fs: str = ""
+    files: list[FileLayout] = []
+    d_span_bytes: int = 0
+    extents: int = 0
+    layout_score: float | None = None
+    d_span_ideal_ratio: float | None = None
+    dspan_all_files_bytes: int | None = None
+    layout_score_all_files: float | None = None
+    timing_s: dict[str, float] = {}
+    host: str = ""
+
+
+class ExploreRow(ExploreResult, frozen=True, kw_only=True):
+    """A finished treatment's row in ``treatments.ndjson`` (also the worker's pid)."""
+
+    pid: int | None = None
+
+    def result(self) -> ExploreResult:
+        return msgspec.convert(self, ExploreResult, from_attributes=True)
+
+
+class TreatmentDone(DataRecord, frozen=True, kw_only=True, tag="treatment"):
+    """A treatment's row as it arrives (the live view's d-span per treatment); ``error``: it
+    failed, and why."""
+
+    id: str = ""
+    recipe: str = ""
+    fs: str = ""
+    factors: dict[str, Level] = {}
+    d_span_bytes: float | None = None
+    dspan_all_files_bytes: float | None = None
+    error: str | None = None
+
+
+DATA = (TreatmentDone,)
+
+
+class Prioritized(Record, frozen=True, kw_only=True):
+    """A factor's first-order share of the d-span variance (None: too few runs per level)."""
+
+    factor: str
+    first_order: float | None = None
+    first_order_salib_rbd_fast: float | None = None
+    levels: int = 0
+
+
+class Interaction(Record, frozen=True, kw_only=True):
+    factors: list[str]
+    interaction: float
+
+
+class TailLevel(Record, frozen=True, kw_only=True):
+    """How often a factor level put runs in the d-span tail; ``runs_to_decide`` only when
+    undecided (the runs of it that would decide its share, if it held; None: no excess to
+    decide), UNSET (no key) when decided."""
+
+    factor: str
+    level: Level
+    tail_share: float
+    runs: int
+    p_value: float
+    significant: bool
+    runs_to_decide: int | None | msgspec.UnsetType = msgspec.UNSET
+
+
+class Tail(Record, frozen=True, kw_only=True):
+    quantile: float = 0.9
+    threshold_bytes: float | None = None
+    share: float | None = None
+    levels: list[TailLevel] = []
+
+
+class Concentration(Record, frozen=True, kw_only=True):
+    """Where the repeats' changes concentrate: a factor pair's level combination."""
+
+    factors: list[str]
+    levels: list[Level]
+    changed_share: float
+    runs: int
+    lift: float
+
+
+class Nondeterminism(Record, frozen=True, kw_only=True):
+    """Repeats 0 and 1 of the same treatment: how many pairs, the share that changed."""
+
+    pairs: int = 0
+    changed_share: float | None = None
+    abs_diff_cdf: list[list[float]] = []
+    median_abs_diff_bytes: float | None = None
+    concentrated: list[Concentration] = []
+
+
+class Analysis(Record, frozen=True, kw_only=True):
+    """Prioritization, interactions, the tail and nondeterminism of some rows: pooled, or one
+    file system's (``by_fs``)."""
+
+    completed: int = 0
+    prioritization: list[Prioritized] = []
+    interactions: list[Interaction] = []
+    tail: Tail = msgspec.field(default_factory=Tail)
+    nondeterminism: Nondeterminism = msgspec.field(default_factory=Nondeterminism)
+
+
+class Report(ReportRecord, frozen=True, kw_only=True):
+    """The explore report. The pooled analysis sits at the top level (the issue's keys), the
+    same per file system under ``by_fs``; :attr:`pooled` gives it as one :class:`Analysis`."""
+
+    study_dir: str = ""
+    space: str = ""
+    seed: int = 0
+    recipes: list[str] = []
+    repeat: int = 1
+    planned: int = 0
+    completed: int = 0
+    failed: list[Failure] = []
+    treatments: list[ExploreResult] = []
+    response: str = ""
+    elapsed_s: float | None = None
+    treatments_per_min: float | None = None
+    # the pooled Analysis' fields (a record has one base with fields)
+    prioritization: list[Prioritized] = []
+    interactions: list[Interaction] = []
+    tail: Tail = msgspec.field(default_factory=Tail)
+    nondeterminism: Nondeterminism = msgspec.field(default_factory=Nondeterminism)
+    by_fs: dict[str, Analysis] = {}
+    d_span_cdf: dict[str, list[list[float]]] = {}
+    dspan_all_files_cdf: dict[str, list[list[float]]] = {}
+    time_per_treatment_s: dict[str, float] = {}
+    notes: list[str] = []
+
+    @property
+    def pooled(self) -> Analysis:
+        return Analysis(completed=self.completed, prioritization=self.prioritization,
+                        interactions=self.interactions, tail=self.tail, nondeterminism=self.nondeterminism)
 
 
 @dataclass(frozen=True)
@@ -55,8 +202,8 @@ class ExploreTreatment:
     ``hold_path``: while that file exists, a treatment waits after playing, with its clone
     still mounted -- lets a test kill a worker mid-treatment. Empty in real studies."""
 
-    recipes: dict  # name -> Recipe.to_dict(), so remote workers use the driver's recipes
-    settings: dict = field(default_factory=dict)
+    recipes: dict[str, dict]  # name -> Recipe.to_dict(), so remote workers use the driver's recipes
+    settings: dict[str, Any] = field(default_factory=dict)
     cache_name: str = "fsscope-study-cache"
     hold_path: str = ""
 
@@ -65,21 +212,22 @@ class ExploreTreatment:
         :func:`diskstate.private_dir`) whose name no other user can guess."""
         return paths.ram_dir() / self.cache_name
 
-    def __call__(self, treatment: dict) -> dict:
+    def __call__(self, treatment: Treatment) -> ExploreRow:
         cleanup_study_leftovers()  # a worker killed before us on this host
-        recipe = Recipe.from_dict(self.recipes[treatment["recipe"]])
-        f = player.DEFAULTS | treatment["factors"]
+        recipe = Recipe.from_dict(self.recipes[treatment.recipe])
+        f = player.DEFAULTS | treatment.factors
         state = diskstate.DiskState(recipe, int(f["DiskSize"]), float(f["UsedRatio"]), int(f["FreeSpaceLayout"]))
         t0 = time.monotonic()
         base = diskstate.base_image(state, self.cache_dir())
         timing = {"state_s": time.monotonic() - t0}
         with diskstate.clone(base, recipe, timing) as mnt:
-            measured = player.play(mnt, f, self.settings)
+            measured, played = player.play(mnt, f, self.settings)
             while self.hold_path and os.path.exists(self.hold_path):
                 time.sleep(0.05)
-        timing |= measured.pop("timing_s")
-        return treatment | {"fs": recipe.fs, **measured, "host": socket.gethostname(), "pid": os.getpid(),
-                            "timing_s": {k: round(v, 6) for k, v in timing.items()}}
+        timing |= played
+        return ExploreRow(**msgspec.structs.asdict(treatment), fs=recipe.fs, **measured,
+                          host=socket.gethostname(), pid=os.getpid(),
+                          timing_s={k: round(v, 6) for k, v in timing.items()})
 
     def drop_cache(self) -> None:
         """Remove this study's base images on this host (run on every worker at the end)."""
@@ -102,11 +250,10 @@ class Spec(SpecRecord, frozen=True):
     hold_path: str = ""
 
 
-
 MAX_DIR_DEPTH = 12  # a binary tree: 2^13 - 1 directories made per treatment
 
 
-def check_settings(settings: dict, where: str) -> None:
+def check_settings(settings: dict[str, Any], where: str) -> None:
     """The explore [settings] (a binary directory tree's depth, where DirectorySpan starts) in
     range: a depth of 40 would make 2^41 directories per treatment."""
     depth = settings.get("dir_depth", 4)
@@ -126,7 +273,7 @@ def make_plan(spec: Spec) -> Plan:
     return Plan.make(space, spec.treatments, spec.seed, tuple(spec.recipes), spec.repeat)
 
 
-def run(ctx, spec: Spec) -> dict:
+def run(ctx: Any, spec: Spec) -> Report:
     """The explore job: plan (or resume), run, save the table, analyse."""
     study_dir, plan = plan_or_resume(ctx, spec.resume, lambda: make_plan(spec))
     treatment = ExploreTreatment({name: recipes.load(name).to_dict() for name in plan.recipes},
@@ -137,10 +284,8 @@ def run(ctx, spec: Spec) -> dict:
     ctx.phase(f"explore: {total} treatments on {', '.join(plan.recipes)}")
     t0 = time.monotonic()
 
-    def on_row(row: dict, done: int, total: int) -> None:
-        ctx.data("treatment", id=row["id"], recipe=row["recipe"], fs=row.get("fs", ""),
-                 factors=row["factors"], d_span_bytes=row.get("d_span_bytes"),
-                 dspan_all_files_bytes=row.get("dspan_all_files_bytes"), error=row.get("error"))
+    def on_row(row: ExploreRow | Failed, done: int, total: int) -> None:
+        ctx.emit(treatment_done(row))
         rate = done / max(time.monotonic() - t0, 1e-9)
         ctx.progress(done, total, unit="treatments", info=f"{rate * 60:.0f}/min")
 
@@ -150,106 +295,107 @@ def run(ctx, spec: Spec) -> dict:
     cache_entry = journal.record("workdir", f"{STUDY_GROUP_PREFIX}cache-{uuid.uuid4().hex[:8]}",
                                  path=str(treatment.cache_dir()))
     try:
-        rows = run_study(plan, treatment, study_dir, workers=spec.workers, scheduler=spec.scheduler,
+        rows = run_study(plan, treatment, study_dir, ExploreRow, workers=spec.workers, scheduler=spec.scheduler,
                          on_row=on_row, cancelled=lambda: ctx.cancelled, teardown=treatment.drop_cache)
     finally:
         treatment.drop_cache()
         journal.forget(cache_entry)
-    rows = [per_file_response(r) for r in order_rows(plan, rows)]
+    rows = [r if isinstance(r, Failed) else per_file_response(r) for r in order_rows(plan, rows)]
     save_table(plan, rows, study_dir)
     if Path(study_dir) != ctx.run_dir.path:
         save_table(plan, rows, ctx.run_dir.path)
     out = report(plan, rows, study_dir=str(study_dir), quantile=spec.tail_quantile,
                  elapsed_s=time.monotonic() - t0)
-    ctx.run_dir.write_report(out)  # kept, with each treatment's error, when the check below fails
+    ctx.run_dir.write_report(plain(out))  # kept, with each treatment's error, when the check below fails
     check_some_finished(rows)
     return out
 
 
-def report(plan: Plan, rows: list[dict], *, study_dir: str = "", quantile: float = 0.9,
-           elapsed_s: float | None = None) -> dict:
+def treatment_done(row: ExploreRow | Failed) -> TreatmentDone:
+    """The live event of a row."""
+    if isinstance(row, Failed):
+        return TreatmentDone(id=row.id, recipe=row.recipe, factors=row.factors, error=row.error)
+    return TreatmentDone(id=row.id, recipe=row.recipe, fs=row.fs, factors=row.factors, d_span_bytes=row.d_span_bytes,
+                         dspan_all_files_bytes=row.dspan_all_files_bytes)
+
+
+def report(plan: Plan, rows: list[ExploreRow | Failed], *, study_dir: str = "", quantile: float = 0.9,
+           elapsed_s: float | None = None) -> Report:
     """The explore report: the issue's keys (treatments, prioritization, tail,
     nondeterminism) pooled over every file system, the same per file system under ``by_fs``
     (the paper ranks each file system on its own: pooled, one file system's tail can hide
     another's), and more (per-fs CDFs, notes, timing)."""
-    ok = [per_file_response(r) for r in rows if "error" not in r]
+    ok = [per_file_response(r) for r in rows if isinstance(r, ExploreRow)]
     names = list(plan.space.names)
-    out: dict = {
-        "study_dir": study_dir, "space": plan.space.name, "seed": plan.seed, "recipes": list(plan.recipes),
-        "repeat": plan.repeat, "planned": len(plan.treatments()), "completed": len(ok),
-        "failed": [{"id": r["id"], "error": r["error"]} for r in rows if "error" in r],
-        "treatments": [{k: r.get(k) for k in ("id", "recipe", "fs", "row", "repeat", "factors", "files",
-                                              *METRICS, "timing_s", "host")} for r in ok],
-        "response": "d_span_bytes: the largest d-span of a treatment's files (Chopper's d-span is per "
-                    "file); dspan_all_files_bytes spans all of them together",
-    }
-    if elapsed_s is not None:
-        out["elapsed_s"] = round(elapsed_s, 3)
-        out["treatments_per_min"] = round(len(ok) / max(elapsed_s, 1e-9) * 60, 2)
+    out = Report(
+        study_dir=study_dir, space=plan.space.name, seed=plan.seed, recipes=list(plan.recipes),
+        repeat=plan.repeat, planned=len(plan.treatments()), completed=len(ok),
+        failed=[Failure(id=r.id, error=r.error) for r in rows if isinstance(r, Failed)],
+        treatments=[r.result() for r in ok],
+        response="d_span_bytes: the largest d-span of a treatment's files (Chopper's d-span is per "
+                 "file); dspan_all_files_bytes spans all of them together",
+        elapsed_s=None if elapsed_s is None else round(elapsed_s, 3),
+        treatments_per_min=None if elapsed_s is None else round(len(ok) / max(elapsed_s, 1e-9) * 60, 2))
+    pooled = _analyse(ok, names, quantile)
+    out = msgspec.structs.replace(out, prioritization=pooled.prioritization, interactions=pooled.interactions,
+                                  tail=pooled.tail, nondeterminism=pooled.nondeterminism)
     if not ok:
-        out |= _analyse([], names, quantile) | {"by_fs": {}, "notes": ["no treatment finished"]}
-        return out
-    out |= _analyse(ok, names, quantile)
-    fss = sorted({r["fs"] for r in ok})
-    out["by_fs"] = {fs: _analyse([r for r in ok if r["fs"] == fs], names, quantile) for fs in fss}
-    out["d_span_cdf"] = {fs: sensitivity.ecdf([r["d_span_bytes"] for r in ok if r["fs"] == fs]) for fs in fss}
-    out["dspan_all_files_cdf"] = {fs: sensitivity.ecdf([r["dspan_all_files_bytes"] for r in ok if r["fs"] == fs])
-                                  for fs in fss}
-    timing = [r.get("timing_s", {}) for r in ok]
+        return msgspec.structs.replace(out, notes=["no treatment finished"])
+    fss = sorted({r.fs for r in ok})
+    timing = [r.timing_s for r in ok]
     keys = sorted({k for t in timing for k in t})
-    out["time_per_treatment_s"] = {k: round(float(np.mean([t.get(k, 0.0) for t in timing])), 4) for k in keys}
-    out["notes"] = sensitivity.notes(out)
-    return out
+    out = msgspec.structs.replace(
+        out, by_fs={fs: _analyse([r for r in ok if r.fs == fs], names, quantile) for fs in fss},
+        d_span_cdf={fs: sensitivity.ecdf([r.d_span_bytes for r in ok if r.fs == fs]) for fs in fss},
+        dspan_all_files_cdf={fs: sensitivity.ecdf([r.dspan_all_files_bytes or 0 for r in ok if r.fs == fs])
+                             for fs in fss},
+        time_per_treatment_s={k: round(float(np.mean([t.get(k, 0.0) for t in timing])), 4) for k in keys})
+    return msgspec.structs.replace(out, notes=sensitivity.notes(plain(out)))
 
 
-def per_file_response(row: dict) -> dict:
+def per_file_response(row: ExploreRow) -> ExploreRow:
     """A row with Chopper's per-file d-span as its response. Rows recorded before the
     response was per file (their ``d_span_bytes`` spanned all files) are recomputed from
     their per-file metrics, so resuming an older study reports the paper's metric too."""
-    if "error" in row or "dspan_all_files_bytes" in row or not row.get("files"):
+    if row.dspan_all_files_bytes is not None or not row.files:
         return row
-    return row | {"dspan_all_files_bytes": row.get("d_span_bytes"),
-                  "layout_score_all_files": row.get("layout_score"), **player.worst_file(row["files"])}
+    return msgspec.structs.replace(row, dspan_all_files_bytes=row.d_span_bytes,
+                                   layout_score_all_files=row.layout_score, **player.worst_file(row.files))
 
 
-def _analyse(ok: list[dict], names: list[str], quantile: float) -> dict:
+def _analyse(ok: list[ExploreRow], names: list[str], quantile: float) -> Analysis:
     """Prioritization, interactions, the tail and nondeterminism of some rows (all, or one
     file system's)."""
     if not ok:
-        return {"completed": 0, "prioritization": [], "interactions": [],
-                "tail": {"quantile": quantile, "threshold_bytes": None, "levels": []},
-                "nondeterminism": {"pairs": 0, "changed_share": None}}
-    codes, values = sensitivity.encode([r["factors"] for r in ok], names)
-    y = np.array([r["d_span_bytes"] for r in ok], dtype=float)
+        return Analysis(tail=Tail(quantile=quantile))
+    codes, values = sensitivity.encode([r.factors for r in ok], names)
+    y = np.array([r.d_span_bytes for r in ok], dtype=float)
     first = sensitivity.first_order(codes, y)
     cross = _rbd_fast(codes, values, y, names)
-    out: dict = {"completed": len(ok)}
-    out["prioritization"] = sorted(
-        ({"factor": n, "first_order": round(float(first[j]), 6) if np.isfinite(first[j]) else None,
-          "first_order_salib_rbd_fast": cross[j], "levels": len(values[j])} for j, n in enumerate(names)),
-        key=lambda d: -d["first_order"] if d["first_order"] is not None else np.inf)
-    out["interactions"] = [{"factors": [names[i], names[j]], "interaction": round(v, 6)}
-                           for (i, j), v in sensitivity.top_interactions(codes, y, 10)]
+    prioritization = sorted(
+        (Prioritized(factor=n, first_order=round(float(first[j]), 6) if np.isfinite(first[j]) else None,
+                     first_order_salib_rbd_fast=cross[j], levels=len(values[j])) for j, n in enumerate(names)),
+        key=lambda p: -p.first_order if p.first_order is not None else math.inf)
+    interactions = [Interaction(factors=[names[i], names[j]], interaction=round(v, 6))
+                    for (i, j), v in sensitivity.top_interactions(codes, y, 10)]
     tail = sensitivity.factor_mapping(codes, y, quantile)
     alpha = sensitivity.ALPHA / max(sum(len(lv) for lv in tail.levels), 1)  # Bonferroni, as the test
 
-    def level(j: int, code: int, share: float, n: int, p: float, sig: bool) -> dict:
-        out = {"factor": names[j], "level": values[j][code], "tail_share": round(share, 6), "runs": n,
-               "p_value": p, "significant": sig}
-        if not sig:  # undecided: the runs of this level that would decide its share, if it held
-            out["runs_to_decide"] = sensitivity.runs_to_decide_share(share, tail.tail_share, alpha)
-        return out
+    def level(j: int, code: int, share: float, n: int, p: float, sig: bool) -> TailLevel:
+        # undecided: the runs of this level that would decide its share, if it held
+        decide = msgspec.UNSET if sig else sensitivity.runs_to_decide_share(share, tail.tail_share, alpha)
+        return TailLevel(factor=names[j], level=values[j][code], tail_share=round(share, 6), runs=n,
+                         p_value=p, significant=sig, runs_to_decide=decide)
 
-    out["tail"] = {"quantile": quantile, "threshold_bytes": tail.threshold, "share": tail.tail_share,
-                   "levels": [level(j, code, *entry) for j in range(len(names))
-                              for code, entry in sorted(tail.levels[j].items())]}
-    out["nondeterminism"] = sensitivity.nondeterminism(
-        [(r["recipe"], r["row"], r["repeat"], r["d_span_bytes"]) for r in ok],
-        {(r["recipe"], r["row"]): r["factors"] for r in ok}, names)
-    return out
+    levels = [level(j, code, *entry) for j in range(len(names)) for code, entry in sorted(tail.levels[j].items())]
+    nondeterminism = sensitivity.nondeterminism(
+        [(r.recipe, r.row, r.repeat, r.d_span_bytes) for r in ok], {(r.recipe, r.row): r.factors for r in ok}, names)
+    return Analysis(completed=len(ok), prioritization=prioritization, interactions=interactions,
+                    tail=Tail(quantile=quantile, threshold_bytes=tail.threshold, share=tail.tail_share, levels=levels),
+                    nondeterminism=convert(nondeterminism, Nondeterminism))
 
 
-def _rbd_fast(codes: np.ndarray, values: list, y: np.ndarray, names: list[str]) -> list[float | None]:
+def _rbd_fast(codes: np.ndarray, values: list[list[Any]], y: np.ndarray, names: list[str]) -> list[float | None]:
     """SALib's RBD-FAST first-order estimate per factor, as a cross-check (it reads levels as
     ordered positions, which suits sizes and ratios more than orders or bitmaps)."""
     if len(y) < 2 * len(names) or float(np.var(y)) == 0.0:

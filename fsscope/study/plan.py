@@ -13,14 +13,17 @@ be resumed (``--resume RUN``) and its table rebuilt from the record alone.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.stats import qmc
 
 from fsscope.errors import FsscopeError
-from fsscope.study.space import Space
+from fsscope.records import Record
+from fsscope.study.space import Level, Space
 
 PLAN_FILE = "plan.json"
 
@@ -35,19 +38,28 @@ def balanced_lhs(n: int, level_counts: list[int], seed: int) -> np.ndarray:
     return (ranks * np.asarray(level_counts, dtype=np.int64)) // n
 
 
-@dataclass(frozen=True)
-class Treatment:
-    """One run: a design row on one file system (recipe), one repeat."""
+class Treatment(Record, frozen=True, kw_only=True):
+    """One run: a design row on one file system (recipe), one repeat. What a worker is given,
+    and the first keys of its row in ``treatments.ndjson`` (a study's row type extends it)."""
 
     id: str
     row: int  # index into the plan's design
     recipe: str
     repeat: int
-    factors: dict
+    factors: dict[str, Level]
 
-    def to_dict(self) -> dict:
-        return {"id": self.id, "row": self.row, "recipe": self.recipe, "repeat": self.repeat,
-                "factors": dict(self.factors)}
+
+class Failed(Treatment, frozen=True, kw_only=True):
+    """The row of a treatment that still failed after its retries: what stopped it."""
+
+    error: str
+
+
+class Failure(Record, frozen=True, kw_only=True):
+    """A failed treatment as a report lists it."""
+
+    id: str
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,13 +82,14 @@ class Plan:
     def n(self) -> int:
         return int(self.design.shape[0])
 
-    def factors_of(self, row: int) -> dict:
+    def factors_of(self, row: int) -> dict[str, Level]:
         return {f.name: f.levels[int(self.design[row, j])] for j, f in enumerate(self.space.factors)}
 
     def treatments(self) -> list[Treatment]:
         """Every treatment, recipe by recipe, row by row, repeats adjacent."""
         width = len(str(max(self.n - 1, 0)))
-        return [Treatment(f"{recipe}-{row:0{width}d}-r{rep}", row, recipe, rep, self.factors_of(row))
+        return [Treatment(id=f"{recipe}-{row:0{width}d}-r{rep}", row=row, recipe=recipe, repeat=rep,
+                          factors=self.factors_of(row))
                 for recipe in self.recipes for row in range(self.n) for rep in range(self.repeat)]
 
     def to_dict(self) -> dict:
@@ -107,7 +120,8 @@ class Plan:
             raise FsscopeError(f"{path}: not a readable plan ({exc})") from None
 
 
-def check_plan(resume: str, workers: int, make, check_settings) -> None:
+def check_plan(resume: str, workers: int, make: Callable[[], Plan],
+               check_settings: Callable[[dict, str], None]) -> None:
     """A study spec, before any run record: the plan it would resume (its settings checked by
     ``check_settings``) or the one ``make()`` makes, and at least one worker."""
     if resume:
@@ -118,7 +132,7 @@ def check_plan(resume: str, workers: int, make, check_settings) -> None:
         raise FsscopeError(f"--workers must be at least 1, got {workers}")
 
 
-def plan_or_resume(ctx, resume: str, make) -> tuple[Path, Plan]:
+def plan_or_resume(ctx: Any, resume: str, make: Callable[[], Plan]) -> tuple[Path, Plan]:
     """The study's directory and plan: the one saved in ``resume`` (an interrupted study), or
     ``make()`` saved into this run's directory before anything runs. Either way the manifest
     says where the study lives and its seed."""

@@ -26,22 +26,40 @@ The syncs are ``syncfs`` of the treatment's own file system, never a machine-wid
 
 from __future__ import annotations
 
+import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from fsscope.errors import FsscopeError
 from fsscope.layout import fiemap
 from fsscope.layout.freespace import syncfs
+from fsscope.records import Record
 from fsscope.study.space import Level, Schema
 from fsscope.units import parse_size_bytes
 
+
+class FileLayout(Record, frozen=True, kw_only=True):
+    """Where one of a treatment's files lies (FIEMAP after the pattern was played). NaN (no
+    mapped byte) is null on the wire, None when read back."""
+
+    path: str = ""
+    size_bytes: int = 0
+    d_span_bytes: int = 0
+    extents: int = 0
+    fragments: int = 0
+    mapped_bytes: int = 0
+    layout_score: float | None = None
+    d_span_ideal_ratio: float | None = None
+
 # --- the explore factors' schema: each normaliser reads TOML or --factor text ---------------
 
-def _int(lo: int, hi: int | None = None):
-    def norm(value, where: str) -> int:
+def _int(lo: int, hi: int | None = None) -> Callable[[Any, str], Level]:
+    def norm(value: Any, where: str) -> int:
         try:
             v = int(str(value)) if not isinstance(value, float) or value.is_integer() else None
         except ValueError:
@@ -53,7 +71,7 @@ def _int(lo: int, hi: int | None = None):
     return norm
 
 
-def _size(value, where: str) -> int:
+def _size(value: Any, where: str) -> int:
     if isinstance(value, float):
         raise FsscopeError(f"{where}: expected a size like 64K or 1G, got {value!r}")
     size = parse_size_bytes(value, where)
@@ -62,8 +80,9 @@ def _size(value, where: str) -> int:
     return size
 
 
-def _ratio(lo: float, hi: float, *, hi_open: bool = False):
-    def norm(value, where: str) -> float:
+def _ratio(lo: float, hi: float, *, hi_open: bool = False) -> Callable[[Any, str], float]:
+    def norm(value: Any, where: str) -> float:
+        v: float | None
         try:
             v = float(value)
         except (TypeError, ValueError):
@@ -74,21 +93,21 @@ def _ratio(lo: float, hi: float, *, hi_open: bool = False):
     return norm
 
 
-def _order(value, where: str) -> str:
+def _order(value: Any, where: str) -> str:
     text = str(value)
     if not text.isdigit() or sorted(text) != [str(i) for i in range(len(text))]:
         raise FsscopeError(f"{where}: expected a chunk order such as '3120' (a permutation of 0..n-1), got {value!r}")
     return text
 
 
-def _bitmap(value, where: str) -> str:
+def _bitmap(value: Any, where: str) -> str:
     text = str(value)
     if not text or set(text) - {"0", "1"}:
         raise FsscopeError(f"{where}: expected a bitmap such as '0101', got {value!r}")
     return text
 
 
-def _density(value, where: str) -> float:
+def _density(value: Any, where: str) -> float:
     v = _ratio(0.0, 64.0)(value, where)
     if v <= 0:
         raise FsscopeError(f"{where}: InternalDensity must be above 0, got {value!r}")
@@ -158,8 +177,10 @@ def file_dirs(tree: list[Path], depth: int, start_level: int, span: int, count: 
     return [candidates[round(f * (span - 1) / (count - 1))] for f in range(count)]
 
 
-def play(root: Path, factors: dict, settings: dict | None = None) -> dict:
-    """Write the treatment's files under ``root`` (a mounted file system) and measure them."""
+def play(root: Path, factors: dict[str, Level], settings: dict[str, Any] | None = None
+         ) -> tuple[dict[str, Any], dict[str, float]]:
+    """Write the treatment's files under ``root`` (a mounted file system) and measure them:
+    the layout fields of its row (:func:`measure`) and where the time went."""
     settings = settings or {}
     f = DEFAULTS | factors
     depth, start = int(settings.get("dir_depth", 4)), int(settings.get("start_level", 2))
@@ -178,14 +199,15 @@ def play(root: Path, factors: dict, settings: dict | None = None) -> dict:
             for i in range(count):
                 os.sched_setaffinity(0, {cpus[n_ops % len(cpus)]})
                 n_ops += 1
-                if fds[i] is None:
-                    fds[i] = os.open(paths[i], os.O_CREAT | os.O_RDWR, 0o666)
-                os.pwrite(fds[i], payload[:length], offset)
+                fd = fds[i]
+                if fd is None:
+                    fd = fds[i] = os.open(paths[i], os.O_CREAT | os.O_RDWR, 0o666)
+                os.pwrite(fd, payload[:length], offset)
                 if _bit(str(f["Fsync"]), pos):
-                    os.fsync(fds[i])
+                    os.fsync(fd)
                 last = pos == int(f["ChunkCount"]) - 1
                 if _bit(str(f["Sync"]), pos) or last:
-                    os.close(fds[i])
+                    os.close(fd)
                     fds[i] = None
                     syncfs(str(root))
     finally:
@@ -199,18 +221,18 @@ def play(root: Path, factors: dict, settings: dict | None = None) -> dict:
     sync_s = time.monotonic() - t0
     t0 = time.monotonic()
     measured = measure(paths)
-    measured["timing_s"] = {"play_s": play_s, "sync_s": sync_s, "fiemap_s": time.monotonic() - t0}
-    return measured
+    return measured, {"play_s": play_s, "sync_s": sync_s, "fiemap_s": time.monotonic() - t0}
 
 
-def measure(paths: list[Path]) -> dict:
+def measure(paths: list[Path]) -> dict[str, Any]:
     """Per file, and the treatment's response as Chopper defines it: d-span is the distance
     between the first and last physical block OF A FILE, and a treatment of several files
     reports the largest of its files' d-spans (He et al., Sec. 3.1, Fig. 3). The layout score
     and d-span / ideal follow the same worst-file rule. The span over all
     files together -- which grows with the distance BETWEEN files, e.g. two directories in two
     XFS allocation groups -- is kept under its own names (``dspan_all_files_bytes``,
-    ``layout_score_all_files``): it is not the paper's d-span."""
+    ``layout_score_all_files``): it is not the paper's d-span. The layout fields of the
+    treatment's row, by name."""
     files, all_extents = [], []
     for path in paths:
         exts = fiemap.extents(path)
@@ -218,23 +240,23 @@ def measure(paths: list[Path]) -> dict:
         placed = fiemap.placed(exts)
         mapped = int(placed["length_bytes"].sum())
         span = fiemap.d_span_bytes(exts)
-        files.append({"path": path.name, "size_bytes": os.stat(path).st_size,
-                      "d_span_bytes": span, "extents": int(len(exts)),
-                      "fragments": fiemap.fragments(exts), "mapped_bytes": mapped,
-                      "layout_score": fiemap.layout_index(exts),
-                      "d_span_ideal_ratio": span / mapped if mapped else float("nan")})
+        files.append(FileLayout(path=path.name, size_bytes=os.stat(path).st_size, d_span_bytes=int(span),
+                                extents=int(len(exts)), fragments=int(fiemap.fragments(exts)), mapped_bytes=mapped,
+                                layout_score=fiemap.layout_index(exts),
+                                d_span_ideal_ratio=span / mapped if mapped else math.nan))
     every = fiemap.concat(all_extents)
-    return {"files": files, **worst_file(files), "extents": sum(fl["extents"] for fl in files),
-            "dspan_all_files_bytes": fiemap.d_span_bytes(every),
+    return {"files": files, **worst_file(files), "extents": sum(fl.extents for fl in files),
+            "dspan_all_files_bytes": int(fiemap.d_span_bytes(every)),
             "layout_score_all_files": fiemap.layout_index(every)}
 
 
-def worst_file(files: list[dict]) -> dict:
+def worst_file(files: list[FileLayout]) -> dict[str, Any]:
     """The treatment's per-file responses: the largest d-span, layout score (larger is worse)
-    and d-span / ideal of its files."""
-    def worst(key: str) -> float:
-        values = [f[key] for f in files if f.get(key) is not None and not np.isnan(f[key])]
-        return max(values) if values else float("nan")
+    and d-span / ideal of its files (NaN, null on the wire, when none has one)."""
+    def worst(values: list[float | None]) -> float:
+        known = [v for v in values if v is not None and not math.isnan(v)]
+        return max(known) if known else math.nan
 
-    return {"d_span_bytes": int(max((f["d_span_bytes"] for f in files), default=0)),
-            "layout_score": worst("layout_score"), "d_span_ideal_ratio": worst("d_span_ideal_ratio")}
+    return {"d_span_bytes": int(max((f.d_span_bytes for f in files), default=0)),
+            "layout_score": worst([f.layout_score for f in files]),
+            "d_span_ideal_ratio": worst([f.d_span_ideal_ratio for f in files])}

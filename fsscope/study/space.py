@@ -72,7 +72,7 @@ class Space:
 
     def with_levels(self, overrides: dict[str, str], schema: Schema | None = None) -> Space:
         """This space with some factors' levels replaced (``--factor NAME=L1,L2``)."""
-        raw = {f.name: list(f.levels) for f in self.factors}
+        raw: dict[str, Any] = {f.name: list(f.levels) for f in self.factors}
         for name, text in overrides.items():
             if name not in raw:
                 raise FsscopeError(f"--factor {name}: no such factor in space {self.name} "

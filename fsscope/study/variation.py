@@ -24,10 +24,12 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, cast
 
+import msgspec
 import numpy as np
 
 from fsscope import paths
@@ -35,10 +37,11 @@ from fsscope.analysis.levels import knob_levels, pearson_with_p
 from fsscope.analysis.variation.grid import N_BUCKETS
 from fsscope.analysis.variation.metrics import ks_range, relative_range, relative_range_cdf, rsd
 from fsscope.analysis.variation.stats import pearson
+from fsscope.engine.events import DataRecord
 from fsscope.errors import FsscopeError
 from fsscope.layout.placement import dataset_placement
 from fsscope.recipes import Recipe
-from fsscope.records import SpecRecord
+from fsscope.records import Record, ReportRecord, SpecRecord, convert, plain
 from fsscope.study import diskstate
 from fsscope.study import space as spaces
 from fsscope.study.execute import (
@@ -48,7 +51,8 @@ from fsscope.study.execute import (
     order_rows,
     run_study,
 )
-from fsscope.study.plan import Plan, check_plan, plan_or_resume
+from fsscope.study.plan import Failed, Failure, Plan, Treatment, check_plan, plan_or_resume
+from fsscope.study.space import Level
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
 from fsscope.units import parse_size_bytes
@@ -63,22 +67,31 @@ GIB = 1 << 30
 # until the dataset is 2.5x the RAM (10 GB over 4 GB; Filebench's mean file sizes kept); the
 # expert space of Table 2 sampled down to 107 configurations (here 36 LHS rows, each run on
 # ext4, XFS and btrfs: 108). The RAM limit is the workers' memory cgroup (--mem-limit).
-PAPER = {"space": "cao-expert", "configurations": 36, "runs": 10,
-         "durations_s": {"webserver": 800.0, "fileserver": 800.0, "varmail": 2000.0},
-         "mem_limit_bytes": 4 * GIB, "dataset_per_memory": 2.5}
+class PaperScale(Record, frozen=True, kw_only=True):
+    space: str
+    configurations: int
+    runs: int
+    durations_s: dict[str, float]
+    mem_limit_bytes: int
+    dataset_per_memory: float
+
+
+PAPER = PaperScale(space="cao-expert", configurations=36, runs=10,
+                   durations_s={"webserver": 800.0, "fileserver": 800.0, "varmail": 2000.0},
+                   mem_limit_bytes=4 * GIB, dataset_per_memory=2.5)
 XFS_BYTES_PER_AG = 128 * MIB  # mkfs.xfs: the 64 MiB log must fit in one AG
 XFS_MIN_INODE = 512  # v5 (CRC) XFS; the paper's 256 needs the deprecated -m crc=0
 
 
-def _int(v, where):
+def _int(v: Any, where: str) -> int:
     try:
         return int(v)
     except (TypeError, ValueError):
         raise FsscopeError(f"{where}: expected a whole number, got {v!r}") from None
 
 
-def _one_of(*choices):
-    def check(v, where):
+def _one_of(*choices: str) -> Callable[[Any, str], Level]:
+    def check(v: Any, where: str) -> str:
         if v not in choices:
             raise FsscopeError(f"{where}: {v!r} is not one of {', '.join(choices)}")
         return v
@@ -98,13 +111,196 @@ SHARED_KNOBS = ("atime", "scheduler", "device")
 FILE_SYSTEMS = ("ext4", "xfs", "btrfs")
 
 
-def configure(fs: str, factors: dict, image_bytes: int) -> tuple[Recipe, dict]:
+# ---------------------------------------------------------------------------------------------
+# The records: a treatment's row (treatments.ndjson), its events, the report
+# ---------------------------------------------------------------------------------------------
+
+class Settings(Record, frozen=True, kw_only=True, omit_defaults=True):
+    """A plan's [settings] as the study runs them (the space's, the command line's over them;
+    checked by :func:`check_settings`); a setting not given is left out."""
+
+    file_systems: list[str] | None = None
+    personalities: list[str] | None = None
+    runs: int | None = None
+    duration_s: float | None = None
+    durations_s: dict[str, float] | None = None   # per personality (--paper)
+    image_size: str | int | None = None
+    nfiles: int | None = None
+    nfiles_per_personality: dict[str, int] | None = None
+    workers: int | None = None
+    seed: int | None = None
+    mem_limit_bytes: int | None = None
+    paper: bool | None = None
+
+    @property
+    def image_bytes(self) -> int:
+        return parse_size_bytes(str(self.image_size or "1G"), "image_size")
+
+    def duration_of(self, personality: str) -> float:
+        """A personality's run length: its own (--paper: 800 s or 2,000 s) or the study's."""
+        return float((self.durations_s or {}).get(personality, self.duration_s or 5))
+
+    def nfiles_of(self, personality: str) -> int | None:
+        return (self.nfiles_per_personality or {}).get(personality) or self.nfiles
+
+
+def settings_of(plan: Plan) -> Settings:
+    return convert(plan.space.settings, Settings, "variation settings")
+
+
+class Placement(Record, frozen=True, kw_only=True, omit_defaults=True):
+    """Where a run's dataset landed (Fig. 4: block groups / AGs), or why that is unknown."""
+
+    available: bool
+    why: str | None = None
+    unit: str | None = None
+    unit_bytes: int | None = None
+    files: int | None = None
+    files_placed: int | None = None
+    first_byte_min: int | None = None
+    first_byte_median: float | None = None
+    first_byte_max: int | None = None
+    groups: list[list[int]] | None = None
+    device_bytes: int | None = None
+
+
+class Run(Record, frozen=True, kw_only=True):
+    """One run of a treatment: throughput, ops per 1-s bin, sparse per-op latency histograms
+    ([[bucket, count], ...] on the grid of :mod:`fsscope.analysis.variation`)."""
+
+    ops_per_s: float
+    elapsed_s: float = 0.0
+    counts_per_bin: list[int] = []
+    op_names: list[str] = []
+    latency_hist: list[list[list[int]]] = []
+    populate_s: float = 0.0
+    image: str = ""                      # where it lived (removed after the run)
+    cgroup: dict[str, Any] | None = None  # the workers' memory cgroup (with a memory limit)
+    placement: Placement | None = None
+    timing_s: dict[str, float] = {}
+
+
+class VariationRow(Treatment, frozen=True, kw_only=True):
+    """A configuration x personality's row: the knobs that really applied and its R runs."""
+
+    fs: str = ""
+    personality: str = ""
+    knobs: dict[str, Level] = {}
+    mkfs_opts: list[str] = []
+    mount_opts: list[str] = []
+    runs: list[Run] = []
+    host: str = ""
+
+
+class TreatmentDone(DataRecord, frozen=True, kw_only=True, tag="treatment"):
+    """A treatment as it ends (the log): its relative range, or ``error``."""
+
+    id: str = ""
+    fs: str = ""
+    personality: str = ""
+    knobs: dict[str, Level] = {}
+    relative_range: float | None = None
+    error: str | None = None
+
+
+class RowDone(DataRecord, frozen=True, kw_only=True, tag="variation_row"):
+    """A finished treatment's whole row, for the live view's figures (not logged: the study's
+    treatments.ndjson holds it)."""
+
+    row: VariationRow
+
+
+DATA = (TreatmentDone, RowDone)
+
+
+class RunSummary(Record, frozen=True, kw_only=True):
+    ops_per_s: float
+    elapsed_s: float = 0.0
+    timing_s: dict[str, float] = {}
+    placement: Placement | None = None
+
+
+class ConfigurationStats(Record, frozen=True, kw_only=True):
+    """One configuration x personality: runs' ops/s, relative range, K-S range per op (the
+    largest over ops is the configuration's ``ks_range``), and Fig. 4's placement PCC."""
+
+    id: str
+    configuration: str = ""
+    fs: str = ""
+    row: int = 0
+    knobs: dict[str, Level] = {}
+    personality: str = ""
+    runs: list[RunSummary] = []
+    mean_ops_per_s: float = 0.0
+    relative_range: float | None = None
+    rsd: float | None = None
+    ks_range: float | None = None
+    ks_range_per_op: dict[str, float | None] = {}
+    placement_pcc: float | None = None
+
+
+class Pcc(Record, frozen=True, kw_only=True):
+    r: float | None = None
+    p: float | None = None
+    configurations: int = 0
+
+
+class Flagged(Record, frozen=True, kw_only=True):
+    id: str
+    fs: str = ""
+    personality: str = ""
+    relative_range: float | None = None
+    knobs: dict[str, Level] = {}
+
+
+class FlaggedLevel(Record, frozen=True, kw_only=True):
+    """A knob level with a flagged configuration; ``shared``: every flagged configuration of
+    its file system has it (where the knob varied)."""
+
+    fs: str
+    knob: str
+    level: Level
+    flagged: int
+    configurations: int
+    flagged_share: float
+    shared: bool
+
+
+class TimeShare(Record, frozen=True, kw_only=True):
+    prepare: float | None = None
+    measure: float | None = None
+
+
+class Report(ReportRecord, frozen=True, kw_only=True):
+    """The variation study's report (recomputed from ``treatments.ndjson`` alone).
+    ``settings``: the space's [settings] as the study ran them (runs, duration_s, …)."""
+
+    study_dir: str = ""
+    space: str = ""
+    seed: int = 0
+    settings: Settings = msgspec.field(default_factory=Settings)
+    planned: int = 0
+    completed: int = 0
+    failed: list[Failure] = []
+    threshold: float = 0.10
+    configurations: list[ConfigurationStats] = []
+    relative_range_cdf: dict[str, list[list[float]]] = {}
+    pcc: Pcc = msgspec.field(default_factory=Pcc)
+    flagged: list[Flagged] = []
+    flagged_levels: list[FlaggedLevel] = []
+    time_share: TimeShare = msgspec.field(default_factory=TimeShare)
+    elapsed_s: float | None = None
+    configurations_per_hour: float | None = None
+
+
+def configure(fs: str, factors: dict[str, Level], image_bytes: int) -> tuple[Recipe, dict[str, Level]]:
     """The recipe of one configuration on ``fs`` and the knobs it really applies (levels
     capped to what mkfs accepts on this image, so the table says what ran)."""
     prep = {"no_lazy_init": fs == "ext4", "null_hash_seed": fs == "ext4", "drop_caches": True,
             "remount_after_populate": True, "atime": factors.get("atime", "relatime")}
     knobs = {k: factors[k] for k in factors if k.startswith(fs + "_") or k in SHARED_KNOBS}
-    mkfs, mount = [], []
+    mkfs: list[str] = []
+    mount: list[str] = []
     if fs == "ext4":
         block = int(knobs.get("ext4_block_size", 4096))
         inode = min(int(knobs.get("ext4_inode_size", 256)), block)
@@ -119,7 +315,7 @@ def configure(fs: str, factors: dict, image_bytes: int) -> tuple[Recipe, dict]:
         mkfs = ["-b", f"size={block}", "-i", f"size={inode}", "-d", f"agcount={ags}"]
     elif fs == "btrfs":
         mkfs = ["-n", str(int(knobs.get("btrfs_node_size", 16384)))]
-        data = knobs.get("btrfs_data", "default")
+        data = str(knobs.get("btrfs_data", "default"))
         mount = [] if data == "default" else [data]
     else:
         raise FsscopeError(f"study variation: file system {fs!r} has no knobs here (use {', '.join(FILE_SYSTEMS)})")
@@ -149,14 +345,14 @@ def _set_scheduler(dev: str, wanted: str) -> None:
         queue.write_text(wanted)
 
 
-def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes: int, seed: int,
-             mem_limit_bytes: int | None = None) -> dict:
+def run_once(recipe: Recipe, knobs: dict[str, Level], pspec: P.PersonalitySpec, image_bytes: int, seed: int,
+             mem_limit_bytes: int | None = None) -> Run:
     """One run: fresh fs on a loop image (in RAM, or on disk for ``device = "disk"``),
     populate, hygiene, measure. Everything journalled."""
     journal, group = Journal(), STUDY_GROUP_PREFIX + uuid.uuid4().hex[:10]
     where = paths.disk_dir() if knobs.get("device") == "disk" else paths.ram_dir()
     img = where / f"fsscope-{group}.img"
-    timing: dict = {}
+    timing: dict[str, float] = {}
     try:
         t = time.monotonic()
         os.close(image.create_image(img, image_bytes, journal=journal, group=group))
@@ -164,7 +360,7 @@ def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes:
             dev = _source_of(mnt)
             scheduler = knobs.get("scheduler")
             if scheduler:
-                _set_scheduler(dev, scheduler)
+                _set_scheduler(dev, str(scheduler))
             populated = P.populate(mnt, pspec, seed=seed, evict_cache=True)
             filesystem.umount(str(mnt))  # hygiene: a cold cache and a clean journal
             filesystem.mount(recipe, dev, str(mnt))
@@ -178,45 +374,40 @@ def run_once(recipe: Recipe, knobs: dict, pspec: P.PersonalitySpec, image_bytes:
     finally:
         undo_group(journal, group)
     hist = np.asarray(result.latency_hist)
-    return {"ops_per_s": result.ops_per_s, "elapsed_s": result.elapsed_s,
-            "counts_per_bin": np.asarray(result.counts).sum(axis=0).astype(int).tolist(),
-            "op_names": list(result.op_names),
-            # sparse per-op histograms: [[bucket, count], ...] (the grid of analysis.variation)
-            "latency_hist": [np.column_stack([np.nonzero(h)[0], h[np.nonzero(h)[0]]]).tolist() for h in hist],
-            "populate_s": round(populated.elapsed_s, 3),
-            "image": str(img),                 # where it lived (removed after the run)
-            "cgroup": result.cgroup,           # the workers' memory cgroup (with a memory limit)
-            "placement": placement,
-            "timing_s": {k: round(v, 4) for k, v in timing.items()}}
+    return Run(ops_per_s=result.ops_per_s, elapsed_s=result.elapsed_s,
+               counts_per_bin=np.asarray(result.counts).sum(axis=0).astype(int).tolist(),
+               op_names=list(result.op_names),
+               latency_hist=[np.column_stack([np.nonzero(h)[0], h[np.nonzero(h)[0]]]).tolist() for h in hist],
+               populate_s=round(populated.elapsed_s, 3), image=str(img), cgroup=result.cgroup,
+               placement=convert(placement, Placement), timing_s={k: round(v, 4) for k, v in timing.items()})
 
 
 @dataclass(frozen=True)
 class VariationTreatment:
     """A configuration x personality, R runs. Picklable to Dask workers."""
 
-    settings: dict = field(default_factory=dict)
+    settings: Settings = field(default_factory=Settings)
 
-    def __call__(self, treatment: dict) -> dict:
+    def __call__(self, treatment: Treatment) -> VariationRow:
         cleanup_study_leftovers()
-        fs, personality = treatment["recipe"].split(":", 1)
+        fs, personality = treatment.recipe.split(":", 1)
         s = self.settings
-        image_bytes = parse_size_bytes(str(s.get("image_size", "1G")), "image_size")
-        recipe, knobs = configure(fs, treatment["factors"], image_bytes)
-        duration_s = duration_of(s, personality)
-        overrides = {"duration_s": duration_s, "seed": int(s.get("seed", 1)),
-                     "bin_s": BIN_S, "latency_window_s": float(min(duration_s, 10))}
-        nfiles = (s.get("nfiles_per_personality") or {}).get(personality) or s.get("nfiles")
-        if nfiles:
-            overrides["nfiles"] = int(nfiles)
-        if s.get("workers"):
-            overrides["workers"] = int(s["workers"])
+        image_bytes = s.image_bytes
+        recipe, knobs = configure(fs, treatment.factors, image_bytes)
+        duration_s = s.duration_of(personality)
+        seed = 1 if s.seed is None else s.seed
+        overrides: dict[str, Any] = {"duration_s": duration_s, "seed": seed,
+                                     "bin_s": BIN_S, "latency_window_s": float(min(duration_s, 10))}
+        if nfiles := s.nfiles_of(personality):
+            overrides["nfiles"] = nfiles
+        if s.workers:
+            overrides["workers"] = s.workers
         pspec = P.default_spec(personality, capacity_bytes=image_bytes, **overrides)
-        runs = [run_once(recipe, knobs, pspec, image_bytes, int(s.get("seed", 1)),
-                         int(s["mem_limit_bytes"]) if s.get("mem_limit_bytes") else None)
-                for _ in range(int(s.get("runs", 3)))]
-        return treatment | {"fs": fs, "personality": personality, "knobs": knobs,
-                            "mkfs_opts": list(recipe.mkfs_opts), "mount_opts": recipe.effective_mount_opts(),
-                            "runs": runs, "host": socket.gethostname()}
+        runs = [run_once(recipe, knobs, pspec, image_bytes, seed, s.mem_limit_bytes or None)
+                for _ in range(s.runs or 3)]
+        return VariationRow(**msgspec.structs.asdict(treatment), fs=fs, personality=personality, knobs=knobs,
+                            mkfs_opts=list(recipe.mkfs_opts), mount_opts=list(recipe.effective_mount_opts()),
+                            runs=runs, host=socket.gethostname())
 
 
 class Spec(SpecRecord, frozen=True):
@@ -247,7 +438,7 @@ def make_plan(spec: Spec) -> Plan:
     if spec.factors:
         space = space.with_levels(spaces.parse_overrides(list(spec.factors)), SCHEMA)
     check_settings(dict(space.settings), space.source or space.name)
-    s = dict(space.settings)
+    s: dict[str, Any] = dict(space.settings)
     for key in ("runs", "duration_s", "image_size", "nfiles"):
         if getattr(spec, key):
             s[key] = getattr(spec, key)
@@ -280,9 +471,9 @@ SETTING_RANGES = {"runs": (int, 1, 10_000), "duration_s": (float, 0.1, 86_400.0)
 PER_PERSONALITY = {"durations_s": "duration_s", "nfiles_per_personality": "nfiles"}
 
 
-def check_settings(settings: dict, where: str) -> None:
+def check_settings(settings: dict[str, Any], where: str) -> None:
     """Refuse a [settings] value outside its range, in one line naming it."""
-    def check(key: str, value, kind_key: str) -> None:
+    def check(key: str, value: Any, kind_key: str) -> None:
         kind, lo, hi = SETTING_RANGES[kind_key]
         ok_type = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
         if not ok_type or not lo <= value <= hi:
@@ -302,20 +493,15 @@ def check_settings(settings: dict, where: str) -> None:
             raise FsscopeError(f"{where}: settings.{key}: expected a list of names, got {value!r}")
 
 
-def duration_of(settings: dict, personality: str) -> float:
-    """A personality's run length: its own (--paper: 800 s or 2,000 s) or the study's."""
-    return float((settings.get("durations_s") or {}).get(personality, settings.get("duration_s", 5)))
-
-
-def paper_settings(spec: Spec) -> dict:
+def paper_settings(spec: Spec) -> dict[str, Any]:
     """The settings --paper sets; options given explicitly (runs, duration, files, image size,
     memory limit) keep their values."""
-    mem = spec.mem_limit_bytes or PAPER["mem_limit_bytes"]
-    out: dict = {"runs": spec.runs or PAPER["runs"], "mem_limit_bytes": mem, "paper": True}
+    mem = spec.mem_limit_bytes or PAPER.mem_limit_bytes
+    out: dict[str, Any] = {"runs": spec.runs or PAPER.runs, "mem_limit_bytes": mem, "paper": True}
     if not spec.duration_s:
-        out["durations_s"] = dict(PAPER["durations_s"])
-        out["duration_s"] = min(PAPER["durations_s"].values())
-    dataset_bytes = int(PAPER["dataset_per_memory"] * mem)
+        out["durations_s"] = dict(PAPER.durations_s)
+        out["duration_s"] = min(PAPER.durations_s.values())
+    dataset_bytes = int(PAPER.dataset_per_memory * mem)
     if not spec.nfiles:
         out["nfiles_per_personality"] = {p: math.ceil(dataset_bytes / P.default_spec(p).mean_file_size_bytes)
                                          for p in P.PERSONALITIES}
@@ -325,46 +511,58 @@ def paper_settings(spec: Spec) -> dict:
     return out
 
 
-def cost(plan: Plan) -> dict:
+class Cost(Record, frozen=True, kw_only=True):
+    """What a plan will take (printed before it starts)."""
+
+    treatments: int
+    configurations: int
+    runs: int
+    measure_s: float
+    populate_bytes: int
+    image_bytes: int
+    mem_limit_bytes: int | None = None
+
+
+def cost(plan: Plan) -> Cost:
     """What a plan will take: treatments, runs, measured seconds (exact: the run lengths) and
     the bytes every run populates (its preparation; mkfs, remount and restore come on top)."""
-    s = plan.space.settings
-    runs = int(s.get("runs", 3))
-    image_bytes = parse_size_bytes(str(s.get("image_size", "1G")), "image_size")
+    s = settings_of(plan)
+    runs = s.runs or 3
     measure_s = populate_bytes = 0.0
     treatments = plan.treatments()
     for t in treatments:
         personality = t.recipe.split(":", 1)[1]
-        nfiles = (s.get("nfiles_per_personality") or {}).get(personality) or s.get("nfiles")
-        pspec = P.default_spec(personality, capacity_bytes=image_bytes, **({"nfiles": int(nfiles)} if nfiles else {}))
-        measure_s += runs * duration_of(s, personality)
+        nfiles = s.nfiles_of(personality)
+        pspec = P.default_spec(personality, capacity_bytes=s.image_bytes, **({"nfiles": nfiles} if nfiles else {}))
+        measure_s += runs * s.duration_of(personality)
         populate_bytes += runs * pspec.fileset_bytes * pspec.prealloc_pct / 100
-    return {"treatments": len(treatments), "configurations": plan.n, "runs": runs * len(treatments),
-            "measure_s": measure_s, "populate_bytes": int(populate_bytes), "image_bytes": image_bytes,
-            "mem_limit_bytes": s.get("mem_limit_bytes")}
+    return Cost(treatments=len(treatments), configurations=plan.n, runs=runs * len(treatments), measure_s=measure_s,
+                populate_bytes=int(populate_bytes), image_bytes=s.image_bytes, mem_limit_bytes=s.mem_limit_bytes)
 
 
-def run(ctx, spec: Spec) -> dict:
+def run(ctx: Any, spec: Spec) -> Report:
     """The variation job: plan (or resume), run the treatments, report."""
     study_dir, plan = plan_or_resume(ctx, spec.resume, lambda: make_plan(spec))
-    s = plan.space.settings
-    ctx.phase(f"variation: {plan.n} configurations x {', '.join(plan.recipes)}, {s.get('runs')} runs each")
+    settings = settings_of(plan)
+    ctx.phase(f"variation: {plan.n} configurations x {', '.join(plan.recipes)}, {settings.runs} runs each")
     t0 = time.monotonic()
 
-    def on_row(row: dict, done: int, total: int) -> None:
-        ops = [r["ops_per_s"] for r in row.get("runs", [])]
-        ctx.data("treatment", id=row["id"], fs=row.get("fs", ""), personality=row.get("personality", ""),
-                 knobs=row.get("knobs", {}), relative_range=relative_range(ops) if ops else None,
-                 error=row.get("error"))
-        ctx.data("variation_row", row=row)  # the whole row, for the TUI's figures (not logged)
+    def on_row(row: VariationRow | Failed, done: int, total: int) -> None:
+        if isinstance(row, Failed):
+            ctx.emit(TreatmentDone(id=row.id, error=row.error))
+        else:
+            ops = [r.ops_per_s for r in row.runs]
+            ctx.emit(TreatmentDone(id=row.id, fs=row.fs, personality=row.personality, knobs=row.knobs,
+                                   relative_range=relative_range(ops) if ops else None))
+            ctx.emit(RowDone(row=row))  # the whole row, for the TUI's figures (not logged)
         ctx.progress(done, total, unit="treatments")
 
-    rows = run_study(plan, VariationTreatment(dict(s)), study_dir, workers=spec.workers,
+    rows = run_study(plan, VariationTreatment(settings), study_dir, VariationRow, workers=spec.workers,
                      scheduler=spec.scheduler, on_row=on_row, cancelled=lambda: ctx.cancelled)
     rows = order_rows(plan, rows)
     out = report(plan, rows, threshold=spec.threshold, windows=spec.window_sizes_s,
                  study_dir=str(study_dir), elapsed_s=time.monotonic() - t0)
-    ctx.run_dir.write_report(out)  # kept, with each treatment's error, when the check below fails
+    ctx.run_dir.write_report(plain(out))  # kept, with each treatment's error, when the check below fails
     check_some_finished(rows)
     return out
 
@@ -373,7 +571,7 @@ def run(ctx, spec: Spec) -> dict:
 # The report: pure functions of the rows
 # ---------------------------------------------------------------------------------------------
 
-def dense_hist(sparse: list) -> np.ndarray:
+def dense_hist(sparse: list[list[int]]) -> np.ndarray:
     out = np.zeros(N_BUCKETS, dtype=np.int64)
     if sparse:
         a = np.asarray(sparse, dtype=np.int64)
@@ -381,85 +579,82 @@ def dense_hist(sparse: list) -> np.ndarray:
     return out
 
 
-def configuration_stats(row: dict) -> dict:
+def configuration_stats(row: VariationRow) -> ConfigurationStats:
     """One configuration x personality: runs' ops/s, relative range, K-S range per op (the
     largest over ops is the configuration's ``ks_range``)."""
-    runs = row["runs"]
-    ops = [r["ops_per_s"] for r in runs]
-    ks_per_op = {}
+    runs = row.runs
+    ops = [r.ops_per_s for r in runs]
+    ks_per_op: dict[str, float | None] = {}
     if len(runs) > 1:
-        for i, op in enumerate(runs[0]["op_names"]):
-            ks = ks_range([dense_hist(r["latency_hist"][i]) for r in runs])
+        for i, op in enumerate(runs[0].op_names):
+            ks = ks_range([dense_hist(r.latency_hist[i]) for r in runs])
             ks_per_op[op] = None if np.isnan(ks) else ks
     finite = [v for v in ks_per_op.values() if v is not None]
     rr = relative_range(ops)
     # Fig. 4: did the runs whose dataset started further into the device run slower?
-    placed = [(r["placement"]["first_byte_median"], r["ops_per_s"]) for r in runs
-              if (r.get("placement") or {}).get("available")]
+    placed = [(r.placement.first_byte_median, r.ops_per_s) for r in runs
+              if r.placement is not None and r.placement.available and r.placement.first_byte_median is not None]
     placement_r = pearson([x for x, _ in placed], [y for _, y in placed]) if placed else math.nan
-    return {"id": row["id"], "configuration": f"{row['fs']}-{row['row']}", "fs": row["fs"], "row": row["row"],
-            "knobs": row["knobs"], "personality": row["personality"],
-            "runs": [{"ops_per_s": r["ops_per_s"], "elapsed_s": r["elapsed_s"], "timing_s": r.get("timing_s", {}),
-                      "placement": r.get("placement")} for r in runs],
-            "mean_ops_per_s": float(np.mean(ops)), "relative_range": None if np.isnan(rr) else rr,
-            "rsd": None if len(ops) < 2 else rsd(ops),
-            "ks_range": max(finite) if finite else None, "ks_range_per_op": ks_per_op,
-            "placement_pcc": None if math.isnan(placement_r) else placement_r}
+    return ConfigurationStats(
+        id=row.id, configuration=f"{row.fs}-{row.row}", fs=row.fs, row=row.row, knobs=row.knobs,
+        personality=row.personality,
+        runs=[RunSummary(ops_per_s=r.ops_per_s, elapsed_s=r.elapsed_s, timing_s=r.timing_s, placement=r.placement)
+              for r in runs],
+        mean_ops_per_s=float(np.mean(ops)), relative_range=None if np.isnan(rr) else rr,
+        rsd=None if len(ops) < 2 else rsd(ops), ks_range=max(finite) if finite else None,
+        ks_range_per_op=ks_per_op, placement_pcc=None if math.isnan(placement_r) else placement_r)
 
 
-def shared_levels(configs: list[dict], flagged_ids: set) -> list[dict]:
+def shared_levels(configs: list[ConfigurationStats], flagged_ids: set[str]) -> list[FlaggedLevel]:
     """Factor mapping of the flagged configurations: per knob level with a flagged
     configuration, the share flagged; levels every flagged configuration of a file system
     shares (where the knob varied) are marked ``shared``."""
-    table = knob_levels([(c["fs"], c["knobs"], c["relative_range"], c["id"] in flagged_ids) for c in configs])
-    return [{"fs": lv.fs, "knob": lv.knob, "level": lv.level, "flagged": lv.flagged,
-             "configurations": lv.configurations, "flagged_share": lv.flagged / lv.configurations,
-             "shared": lv.shared} for lv in table if lv.flagged]
+    table = knob_levels([(c.fs, c.knobs, c.relative_range, c.id in flagged_ids) for c in configs])
+    return [FlaggedLevel(fs=lv.fs, knob=lv.knob, level=cast(Level, lv.level), flagged=lv.flagged,
+                         configurations=lv.configurations, flagged_share=lv.flagged / lv.configurations,
+                         shared=lv.shared) for lv in table if lv.flagged]
 
 
-def report(plan: Plan, rows: list[dict], *, threshold: float = 0.10, windows=(), study_dir: str = "",
-           elapsed_s: float | None = None) -> dict:
-    ok = [r for r in rows if "error" not in r and r.get("runs")]
+def report(plan: Plan, rows: Sequence[VariationRow | Failed], *, threshold: float = 0.10,
+           windows: Sequence[float] = (), study_dir: str = "", elapsed_s: float | None = None) -> Report:
+    ok = [r for r in rows if isinstance(r, VariationRow) and r.runs]
     configs = [configuration_stats(r) for r in ok]
-    duration = float(plan.space.settings.get("duration_s", 5))
+    settings = settings_of(plan)
+    duration = settings.duration_s or 5.0
     windows = tuple(windows) or tuple(w for w in (1, 2, 5, 10) if w <= duration)
-    counts = [[np.asarray(run["counts_per_bin"], dtype=np.float64) for run in r["runs"]] for r in ok]
+    counts = [[np.asarray(run.counts_per_bin, dtype=np.float64) for run in r.runs] for r in ok]
     cdf = relative_range_cdf(counts, BIN_S, windows)
-    flagged_ids = {c["id"] for c in configs if (c["relative_range"] or 0) > threshold}
-    out = {"study_dir": study_dir, "space": plan.space.name, "seed": plan.seed,
-           "settings": dict(plan.space.settings), "planned": len(plan.treatments()), "completed": len(ok),
-           "failed": [{"id": r["id"], "error": r.get("error")} for r in rows if r not in ok],
-           "threshold": threshold, "configurations": configs,
-           "relative_range_cdf": {f"{w:g}": np.column_stack(cdf[w]).tolist() if cdf[w][0].size else []
-                                  for w in windows},
-           "pcc": _latency_throughput_pcc(configs),
-           "flagged": [{"id": c["id"], "fs": c["fs"], "personality": c["personality"],
-                        "relative_range": c["relative_range"], "knobs": c["knobs"]}
-                       for c in configs if c["id"] in flagged_ids],
-           "flagged_levels": shared_levels(configs, flagged_ids),
-           "time_share": _time_share(ok)}
-    if elapsed_s is not None:
-        out["elapsed_s"] = round(elapsed_s, 2)
-        out["configurations_per_hour"] = round(len(ok) / max(elapsed_s, 1e-9) * 3600, 1)
-    return out
+    flagged_ids = {c.id for c in configs if (c.relative_range or 0) > threshold}
+    return Report(
+        study_dir=study_dir, space=plan.space.name, seed=plan.seed, settings=settings,
+        planned=len(plan.treatments()), completed=len(ok),
+        failed=[Failure(id=r.id, error=r.error if isinstance(r, Failed) else None) for r in rows if r not in ok],
+        threshold=threshold, configurations=configs,
+        relative_range_cdf={f"{w:g}": np.column_stack(cdf[w]).tolist() if cdf[w][0].size else [] for w in windows},
+        pcc=_latency_throughput_pcc(configs),
+        flagged=[Flagged(id=c.id, fs=c.fs, personality=c.personality, relative_range=c.relative_range, knobs=c.knobs)
+                 for c in configs if c.id in flagged_ids],
+        flagged_levels=shared_levels(configs, flagged_ids), time_share=_time_share(ok),
+        elapsed_s=None if elapsed_s is None else round(elapsed_s, 2),
+        configurations_per_hour=None if elapsed_s is None else round(len(ok) / max(elapsed_s, 1e-9) * 3600, 1))
 
 
-def _latency_throughput_pcc(configs: list[dict]) -> dict:
+def _latency_throughput_pcc(configs: list[ConfigurationStats]) -> Pcc:
     """Pearson's r (and p) between the configurations' throughput relative range and latency
     K-S range, over those that have both (None below 3, or when either is constant)."""
-    pairs = [(c["relative_range"], c["ks_range"]) for c in configs
-             if c["relative_range"] is not None and c["ks_range"] is not None]
+    pairs = [(c.relative_range, c.ks_range) for c in configs if c.relative_range is not None and c.ks_range is not None]
     r, p = pearson_with_p([a for a, _ in pairs], [b for _, b in pairs])
-    return {"r": r, "p": p, "configurations": len(pairs)}
+    return Pcc(r=r, p=p, configurations=len(pairs))
 
 
-def _time_share(ok: list[dict]) -> dict:
+def _time_share(ok: list[VariationRow]) -> TimeShare:
     """The share of the runs' time spent preparing (mkfs, populate…) and measuring."""
-    timing = [run.get("timing_s", {}) for r in ok for run in r["runs"]]
+    timing = [run.timing_s for r in ok for run in r.runs]
     prep = sum(t.get("prepare_s", 0) for t in timing)
     meas = sum(t.get("measure_s", 0) for t in timing)
-    return {"prepare": prep / (prep + meas) if prep + meas else None,
-            "measure": meas / (prep + meas) if prep + meas else None}
+    if not prep + meas:
+        return TimeShare()
+    return TimeShare(prepare=prep / (prep + meas), measure=meas / (prep + meas))
 
 
 def check_spec(spec: Spec) -> None:

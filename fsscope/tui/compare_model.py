@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ class Side:
     fs: str = "-"
     target: str = "?"
     personality: str = ""
-    report: dict | None = None
+    report: Any = None  # the job's Report record, or a dict (a job without one)
 
 
 @dataclass
@@ -53,7 +54,7 @@ def side_of(run, job: str, status: str) -> Side:
     personality = personality or str((m.get("spec") or {}).get("personality") or "")
     return Side(id=run.id, job=job, status=status, recipe=recipe.get("name", "-") or "-",
                 fs=recipe.get("fs", "-") or "-", target=where, personality=personality,
-                report=report if isinstance(report, dict) else None)
+                report=report)  # the job's Report record, or a dict
 
 
 def _ops_per_s(report: dict) -> list[float]:

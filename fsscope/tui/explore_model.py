@@ -6,51 +6,69 @@ Live rows fill it as treatments finish; the report replaces the estimates when t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from fsscope.analysis import sensitivity
-from fsscope.engine.events import Data, Event
+from fsscope.engine.events import Event
+from fsscope.study.explore import Analysis, Nondeterminism, Report, Spec, TreatmentDone
+from fsscope.study.space import Level
 from fsscope.tui.model import Flag, note_flags
-from fsscope.tui.report_model import FromReport
+from fsscope.tui.report_model import FromReport, spec_of
 
 MIN_ROWS = 8  # fewer runs than this: no shares yet
+
+
+
+@dataclass(frozen=True)
+class Row:
+    """A finished treatment as the view plots it."""
+
+    fs: str
+    factors: dict[str, Level]
+    d_span_bytes: float
 
 
 class ExploreModel(FromReport):
     kind = "explore"
 
-    def __init__(self, spec: dict | None = None):
-        self.spec = dict(spec or {})
-        self.rows: list[dict] = []
+    def __init__(self, spec: Spec | dict[str, Any] | None = None):
+        self.spec = spec_of(Spec, spec)
+        self.rows: list[Row] = []
         self.failed = 0
-        self.report: dict | None = None
+        self.report: Report | None = None
         self.notes: list[str] = []
         self.version = 0
         self.telemetry: list[tuple[float, float, float]] = []
-        self.quantile = float(self.spec.get("tail_quantile") or 0.9)
+        self.quantile = self.spec.tail_quantile
         self.pair_index = 0  # which factor pair the heatmap shows
 
     def feed(self, event: Event) -> bool:
-        if not isinstance(event, Data) or event.kind != "treatment":
+        if not isinstance(event, TreatmentDone):
             return False
-        if event.fields.get("error") or event.fields.get("d_span_bytes") is None:
+        if event.error or event.d_span_bytes is None:
             self.failed += 1
         else:
-            self.rows.append({"fs": str(event.fields.get("fs", "")), "factors": dict(event.fields.get("factors") or {}),
-                              "d_span_bytes": float(event.fields["d_span_bytes"])})
+            self.rows.append(Row(event.fs, dict(event.factors), float(event.d_span_bytes)))
         self.version += 1
         return True
 
-    def finish(self, report: dict | None) -> None:
-        if isinstance(report, dict):
+    def finish(self, report: Report | None) -> None:
+        if report is not None:
             self.report = report
-            self.notes = [str(n) for n in report.get("notes") or []]
-            self.quantile = float((report.get("tail") or {}).get("quantile") or self.quantile)
+            self.notes = list(report.notes)
+            self.quantile = report.tail.quantile or self.quantile
             if not self.rows:
-                self.rows = [{"fs": t.get("fs", ""), "factors": t.get("factors") or {},
-                              "d_span_bytes": float(t["d_span_bytes"])}
-                             for t in report.get("treatments") or [] if t.get("d_span_bytes") is not None]
+                self.rows = [Row(t.fs, dict(t.factors), float(t.d_span_bytes)) for t in report.treatments]
         self.version += 1
+
+    def _part(self, fs: str | None) -> Analysis | None:
+        """The report's analysis, pooled or of one file system (None before the report)."""
+        if self.report is None:
+            return None
+        return self.report.pooled if fs is None else self.report.by_fs.get(fs)
 
     def final_flags(self) -> list[Flag] | None:
         """The study's conclusions (which factor drives the d-span, …) as flags with notes."""
@@ -59,55 +77,55 @@ class ExploreModel(FromReport):
     # -- what the view draws ------------------------------------------------------------------
     @property
     def names(self) -> list[str]:
-        return list(self.rows[0]["factors"]) if self.rows else []
+        return list(self.rows[0].factors) if self.rows else []
 
-    def _encoded(self):
-        codes, values = sensitivity.encode([r["factors"] for r in self.rows], self.names)
-        return codes, values, np.array([r["d_span_bytes"] for r in self.rows])
+    def _encoded(self) -> tuple[np.ndarray, list[list[Any]], np.ndarray]:
+        codes, values = sensitivity.encode([r.factors for r in self.rows], self.names)
+        return codes, values, np.array([r.d_span_bytes for r in self.rows])
 
     def quantiles(self, points: int = 24) -> dict[str, list[float]]:
         """Per file system, the d-span at ``points`` evenly spaced quantiles (the CDF turned
         on its side: a rising line)."""
         out = {}
-        for fs in sorted({r["fs"] for r in self.rows}):
-            y = np.array([r["d_span_bytes"] for r in self.rows if r["fs"] == fs])
+        for fs in sorted({r.fs for r in self.rows}):
+            y = np.array([r.d_span_bytes for r in self.rows if r.fs == fs])
             out[fs] = [float(v) for v in np.quantile(y, np.linspace(0, 1, points))]
         return out
 
     def file_systems(self) -> list[str]:
-        return sorted({r["fs"] for r in self.rows})
+        return sorted({r.fs for r in self.rows})
 
     def shares(self, fs: str | None = None) -> list[tuple[str, float | None]]:
         """(factor, first-order share), largest first, pooled or of one file system: the
         report's, else estimated live."""
-        part = self.report if fs is None else ((self.report or {}).get("by_fs") or {}).get(fs)
-        if part is not None and part.get("prioritization"):
-            return [(p["factor"], p["first_order"]) for p in part["prioritization"]]
-        rows = self.rows if fs is None else [r for r in self.rows if r["fs"] == fs]
+        part = self._part(fs)
+        if part is not None and part.prioritization:
+            return [(p.factor, p.first_order) for p in part.prioritization]
+        rows = self.rows if fs is None else [r for r in self.rows if r.fs == fs]
         if len(rows) < MIN_ROWS:
             return []
-        codes, _ = sensitivity.encode([r["factors"] for r in rows], self.names)
-        s = sensitivity.first_order(codes, np.array([r["d_span_bytes"] for r in rows]))
+        codes, _ = sensitivity.encode([r.factors for r in rows], self.names)
+        s = sensitivity.first_order(codes, np.array([r.d_span_bytes for r in rows]))
         pairs = [(n, None if not np.isfinite(v) else float(v)) for n, v in zip(self.names, s)]
         return sorted(pairs, key=lambda p: -(p[1] if p[1] is not None else -1.0))
 
     def tail_levels(self, fs: str | None = None) -> list[tuple[str, list[tuple[object, float, bool]]]]:
         """Per factor: (level, share of its runs in the tail, significant), pooled or of one
         file system (its own tail threshold)."""
-        rows = self.rows if fs is None else [r for r in self.rows if r["fs"] == fs]
+        rows = self.rows if fs is None else [r for r in self.rows if r.fs == fs]
         if len(rows) < MIN_ROWS:
             return []
-        codes, values = sensitivity.encode([r["factors"] for r in rows], self.names)
-        tail = sensitivity.factor_mapping(codes, np.array([r["d_span_bytes"] for r in rows]), self.quantile)
+        codes, values = sensitivity.encode([r.factors for r in rows], self.names)
+        tail = sensitivity.factor_mapping(codes, np.array([r.d_span_bytes for r in rows]), self.quantile)
         return [(name, [(values[j][c], share, sig) for c, (share, _, _, sig) in sorted(tail.levels[j].items())])
                 for j, name in enumerate(self.names)]
 
     def changed_share(self, fs: str | None = None) -> tuple[float, int] | None:
         """(share of repeated treatments whose d-span changed, pairs), pooled or of one file
         system; from the report (None before it, or without --repeat 2)."""
-        part = self.report if fs is None else ((self.report or {}).get("by_fs") or {}).get(fs)
-        nd = (part or {}).get("nondeterminism") or {}
-        return None if nd.get("changed_share") is None else (float(nd["changed_share"]), int(nd["pairs"]))
+        part = self._part(fs)
+        nd = part.nondeterminism if part is not None else Nondeterminism()
+        return None if nd.changed_share is None else (nd.changed_share, nd.pairs)
 
     def pairs(self) -> list[tuple[str, str]]:
         """Factor pairs among the four with the largest shares, the top pair first."""
@@ -119,7 +137,7 @@ class ExploreModel(FromReport):
         self.pair_index += 1
         self.version += 1
 
-    def pair_heatmap(self) -> tuple[str, str, list, list, np.ndarray] | None:
+    def pair_heatmap(self) -> tuple[str, str, list[Any], list[Any], np.ndarray] | None:
         """Tail share for the chosen factor pair (the top two until ``next_pair``):
         (name i, name j, levels i, levels j, matrix)."""
         pairs = self.pairs()

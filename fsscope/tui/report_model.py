@@ -6,6 +6,21 @@ from __future__ import annotations
 from typing import Any, Generic, Self, TypeVar
 
 from fsscope.engine.events import Event
+from fsscope.errors import FsscopeError
+from fsscope.records import SpecRecord, convert
+
+S = TypeVar("S", bound=SpecRecord)
+
+
+def spec_of(type_: type[S], spec: S | dict[str, Any] | None) -> S:
+    """A model's job spec as its record (a manifest's dict is read once); one that does not
+    read gives the defaults: a view must still show what the run recorded."""
+    if isinstance(spec, type_):
+        return spec
+    try:
+        return convert(spec or {}, type_)
+    except FsscopeError:
+        return type_()
 
 R = TypeVar("R")
 

@@ -22,8 +22,10 @@ figure is a function of the rows alone, so a replay shows what the live view sho
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,11 +38,14 @@ from fsscope.analysis.variation.metrics import (
     throughput_n,
     window_relative_ranges,
 )
-from fsscope.engine.events import Data, Event
+from fsscope.engine.events import Event
 from fsscope.format import format_pct
 from fsscope.study.execute import load_rows
-from fsscope.study.variation import BIN_S, configuration_stats
-from fsscope.tui.model import Flag, note_flags, number
+from fsscope.study.plan import Failed
+from fsscope.study.space import Level
+from fsscope.study.variation import BIN_S, Report, RowDone, Spec, TreatmentDone, VariationRow, configuration_stats
+from fsscope.tui.model import Flag, note_flags
+from fsscope.tui.report_model import spec_of
 
 FIGURES = ("1", "2", "6", "7", "8", "9", "k")
 FIGURE_TITLES = {  # short enough for the ~60-column body beside the flags
@@ -57,6 +62,7 @@ QUANTILES = np.linspace(0.0, 1.0, 41)  # the latency CDF of a run, kept as quant
 STRONG_PCC = 0.7  # the paper's line for a strong correlation
 
 
+
 @dataclass
 class Configuration:
     """One configuration x personality (a study row), with its statistics."""
@@ -65,7 +71,7 @@ class Configuration:
     label: str           # fs-row: the same configuration under every personality
     fs: str
     personality: str
-    knobs: dict
+    knobs: dict[str, Level]
     ops_per_s: list[float]                      # per run (cumulative throughput)
     mean_ops_per_s: float
     relative_range: float | None
@@ -85,7 +91,7 @@ class Configuration:
         return f"{self.fs} configuration {shown} under {self.personality}"
 
 
-def hist_quantiles_ns(sparse: list, quantiles=QUANTILES) -> list[float]:
+def hist_quantiles_ns(sparse: list[list[int]], quantiles: Sequence[float] | np.ndarray = QUANTILES) -> list[float]:
     """Latency (bucket middle) at each quantile of a sparse histogram on the shared grid
     ([[bucket, count], ...] in bucket order, as the rows keep it)."""
     pairs = np.asarray(sparse, dtype=np.int64).reshape(-1, 2)
@@ -104,17 +110,17 @@ def quantile_at(quantiles_ns: list[float], fraction: float) -> float:
 class VariationModel:
     kind = "variation"
 
-    def __init__(self, spec: dict | None = None):
-        self.spec = dict(spec or {})
-        self.threshold = number(self.spec.get("threshold")) or 0.10
+    def __init__(self, spec: Spec | dict[str, Any] | None = None):
+        self.spec = spec_of(Spec, spec)
+        self.threshold = self.spec.threshold
         self.configs: list[Configuration] = []
         self.failed: list[tuple[str, str]] = []
-        self.report: dict | None = None
+        self.report: Report | None = None
         self.notes: list[str] = []
         self.version = 0
         self.telemetry: list[tuple[float, float, float]] = []
         self._seen: set[str] = set()
-        self._cdfs: tuple[int, list] | None = None
+        self._cdfs: tuple[int, list[tuple[str, str, int, dict[float, np.ndarray]]]] | None = None
         # what the view shows: the figure, the configuration, the window (Fig. 7), the op (Fig. 8)
         self.figure = "1"
         self.selected_id: str | None = None  # by id: rows arriving live must not move it (None: the first)
@@ -123,17 +129,19 @@ class VariationModel:
 
     # -- rows in -------------------------------------------------------------------------------
     def feed(self, event: Event) -> bool:
-        if not isinstance(event, Data) or event.kind != "variation_row" or not isinstance(event.fields.get("row"), dict):
-            return False
-        return self.add_row(event.fields["row"])
+        if isinstance(event, RowDone):
+            return self.add_row(event.row)
+        if isinstance(event, TreatmentDone) and event.error is not None:
+            return self.add_row(Failed(id=event.id, row=0, recipe="", repeat=0, factors={}, error=event.error))
+        return False
 
-    def add_row(self, row: dict) -> bool:
+    def add_row(self, row: VariationRow | Failed) -> bool:
         """One study row (a treatment's record); the same row twice counts once."""
-        if row.get("id") in self._seen:
+        if row.id in self._seen:
             return False
-        self._seen.add(row.get("id"))
-        if row.get("error") or not row.get("runs"):
-            self.failed.append((str(row.get("id")), str(row.get("error") or "no runs")))
+        self._seen.add(row.id)
+        if isinstance(row, Failed) or not row.runs:
+            self.failed.append((row.id, row.error if isinstance(row, Failed) else "no runs"))
         else:
             self.configs.append(self._configuration(row))
             self.configs.sort(key=lambda c: c.id)
@@ -142,41 +150,40 @@ class VariationModel:
         return True
 
     @staticmethod
-    def _configuration(row: dict) -> Configuration:
+    def _configuration(row: VariationRow) -> Configuration:
         stats = configuration_stats(row)
-        runs = row["runs"]
-        quantiles: dict[str, list[list[float]]] = {}
-        for i, op in enumerate(runs[0].get("op_names") or []):
-            quantiles[op] = [hist_quantiles_ns(r["latency_hist"][i]) for r in runs]
+        runs = row.runs
+        quantiles = {op: [hist_quantiles_ns(r.latency_hist[i]) for r in runs] for i, op in enumerate(runs[0].op_names)}
         return Configuration(
-            id=stats["id"], label=stats["configuration"], fs=stats["fs"], personality=stats["personality"],
-            knobs=dict(stats["knobs"]), ops_per_s=[float(r["ops_per_s"]) for r in runs],
-            mean_ops_per_s=stats["mean_ops_per_s"], relative_range=stats["relative_range"],
-            ks_range=stats["ks_range"], ks_range_per_op=dict(stats["ks_range_per_op"]),
-            counts_per_bin=[np.asarray(r.get("counts_per_bin") or [], dtype=np.float64) for r in runs],
-            latency_quantiles_ns=quantiles, mkfs_opts=list(row.get("mkfs_opts") or []),
-            mount_opts=list(row.get("mount_opts") or []))
+            id=stats.id, label=stats.configuration, fs=stats.fs, personality=stats.personality,
+            knobs=dict(stats.knobs), ops_per_s=[r.ops_per_s for r in runs],
+            mean_ops_per_s=stats.mean_ops_per_s, relative_range=stats.relative_range,
+            ks_range=stats.ks_range, ks_range_per_op=dict(stats.ks_range_per_op),
+            counts_per_bin=[np.asarray(r.counts_per_bin, dtype=np.float64) for r in runs],
+            latency_quantiles_ns=quantiles, mkfs_opts=list(row.mkfs_opts), mount_opts=list(row.mount_opts))
 
-    def finish(self, report: dict | None) -> None:
+    def finish(self, report: Report | None) -> None:
         """The job's report: kept for its totals (planned, time share). A resumed study's
         earlier rows were recorded by another run: read them from its study directory."""
-        if isinstance(report, dict):
+        if report is not None:
             self.report = report
-            study_dir = report.get("study_dir")
-            if study_dir and int(report.get("completed") or 0) > len(self.configs):
-                for row in load_rows(Path(study_dir)):
-                    self.add_row(row)
+            if report.study_dir and report.completed > len(self.configs):
+                self.add_rows(report.study_dir)
         self._update_notes()
         self.version += 1
 
+    def add_rows(self, study_dir: str) -> None:
+        """The rows a study directory recorded (``treatments.ndjson``)."""
+        for row in load_rows(Path(study_dir), VariationRow):
+            self.add_row(row)
+
     @classmethod
-    def from_run(cls, run_dir, spec: dict, report: dict | None) -> VariationModel:
+    def from_run(cls, run_dir: Any, spec: dict[str, Any], report: Report | None) -> VariationModel:
         """A recorded study: its rows from the study directory (the run's own, or the one it
         resumed)."""
         model = cls(spec)
-        study_dir = (report or {}).get("study_dir") or run_dir.manifest().get("study_dir") or str(run_dir.path)
-        for row in load_rows(Path(study_dir)):
-            model.add_row(row)
+        model.add_rows((report.study_dir if report is not None else "") or run_dir.manifest().get("study_dir")
+                       or str(run_dir.path))
         model.finish(report)
         return model
 
@@ -263,7 +270,7 @@ class VariationModel:
         (workloads may run for different times: the paper's varmail 2,000 s, others 800 s)."""
         bins = min((len(r) for c in self.configs if personality in (None, c.personality)
                     for r in c.counts_per_bin), default=0)
-        given = tuple(float(w) for w in self.spec.get("window_sizes_s") or () if number(w))
+        given = tuple(float(w) for w in self.spec.window_sizes_s if w > 0)
         return tuple(w for w in given or WINDOWS_S if w * 1.0 <= bins * BIN_S)
 
     def window_cdfs(self) -> list[tuple[str, str, int, dict[float, np.ndarray]]]:
@@ -272,7 +279,7 @@ class VariationModel:
         F = rank / count). Also the number of configurations."""
         if self._cdfs is not None and self._cdfs[0] == len(self.configs):
             return self._cdfs[1]  # rows only ever arrive: the same count is the same answer
-        out = []
+        out: list[tuple[str, str, int, dict[float, np.ndarray]]] = []
         for p in self.personalities():
             windows = self.windows_s(p)
             for fs in self.file_systems():
@@ -309,14 +316,14 @@ class VariationModel:
     def pcc_table(self) -> list[tuple[str, str, str, int, float | None, float | None]]:
         """Fig. 9: (personality, fs, op, configurations, r, p) -- the PCC across
         configurations of the op's K-S range with the throughput relative range."""
-        out = []
+        out: list[tuple[str, str, str, int, float | None, float | None]] = []
         for p in self.personalities():
             for fs in self.file_systems():
                 mine = [c for c in self.configs if c.personality == p and c.fs == fs and c.relative_range is not None]
                 ops = sorted({op for c in mine for op in c.ks_range_per_op})
                 for op in ops:
-                    pairs = [(c.relative_range, c.ks_range_per_op[op]) for c in mine
-                             if c.ks_range_per_op.get(op) is not None]
+                    pairs = [(rr, ks) for c in mine if (rr := c.relative_range) is not None
+                             and (ks := c.ks_range_per_op.get(op)) is not None]
                     r, pv = pearson_with_p([a for a, _ in pairs], [b for _, b in pairs])
                     out.append((p, fs, op, len(pairs), r, pv))
         return out

@@ -45,10 +45,11 @@ class ExploreView(ModelView):
     BINDINGS = [Binding("p", "next_pair", "Factor pair")]
 
     def action_next_pair(self) -> None:
-        model = self.model_of(self._view)
-        if model is not None:
+        view = self._view
+        model = self.model_of(view)
+        if view is not None and model is not None:
             model.next_pair()
-            self.update_view(self._view)
+            self.update_view(view)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="explore-body"):
@@ -88,11 +89,12 @@ class ExploreView(ModelView):
                     text.append_text(bar(share, 10 if several else 20, "bold"))
                     text.append(" too few " if share is None else f" {share * 100:5.1f}%")
                 text.append("\n")
-        for fs in ([None] + fss if several else [None]):
-            levels = model.tail_levels(fs)
+        parts: list[str | None] = [None, *fss] if several else [None]
+        for part in parts:
+            levels = model.tail_levels(part)
             if not levels:
                 continue
-            where = ", pooled" if fs is None and several else f" on {fs}" if fs else ""
+            where = ", pooled" if part is None and several else f" on {part}" if part else ""
             text.append(f"\ntail share per level{where} (tail = d-span ≥ "
                         f"P{model.quantile * 100:.0f}; {SHADES[1:]} = more; * significant)\n", style="bold")
             for name, cells in levels:
@@ -101,7 +103,7 @@ class ExploreView(ModelView):
                     text.append(shade(share), style="bold red" if sig else "")
                 hot = [level_text(lv) for lv, _, sig in cells if sig]
                 text.append(f"  {'* ' + ', '.join(hot[:4]) if hot else ''}\n")
-        changed = [(fs, model.changed_share(fs)) for fs in ([None] + fss if several else [None])]
+        changed = [(part, model.changed_share(part)) for part in parts]
         if any(c is not None for _, c in changed):
             text.append("\nrepeats that landed differently: ", style="bold")
             text.append(", ".join(f"{fs or ('pooled' if several else 'all')} {c[0] * 100:.0f}% of {c[1]}"

@@ -8,6 +8,7 @@ Glyphs follow the paper: ■ ext4, ● XFS, ▲ btrfs; red = above the flag thre
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from rich.text import Text
@@ -87,18 +88,17 @@ def scatter(points: list[tuple[float, float, str, str]], *, x_log: bool = False,
     return text
 
 
-def usable(values, log: bool = False) -> np.ndarray:
+def usable(values: Sequence[float] | np.ndarray, log: bool = False) -> np.ndarray:
     """The finite values (positive ones on a log axis), sorted."""
     arr = np.asarray(values, dtype=np.float64)
     return np.sort(arr[np.isfinite(arr) & ((arr > 0) if log else True)])
 
 
-def cdf_plot(series: list[tuple[str, list[float]]], *, log: bool = False, pct: bool = True,
-             width: int = PLOT_W, height: int = PLOT_H, fmt=None) -> Text:
+def cdf_plot(given: Sequence[tuple[str, Sequence[float] | np.ndarray]], *, log: bool = False, pct: bool = True,
+             width: int = PLOT_W, height: int = PLOT_H, fmt: Callable[[float], str] | None = None) -> Text:
     """Empirical CDFs on one text plot: per series (label, values), the fraction of values
     <= x drawn with its own glyph (x shared, y = F from 0 to 1)."""
-    series = [(label, usable(values, log)) for label, values in series]
-    series = [(label, values) for label, values in series if values.size]
+    series = [(label, xs) for label, values in given if (xs := usable(values, log)).size]
     if not series:
         return Text("  (no values yet)\n", style="dim")
     lo = min(v[0] for _, v in series)
@@ -195,11 +195,12 @@ class VariationView(ModelView):
         self.query_one("#variation-side").border_title = "Configuration"
 
     # -- keys ----------------------------------------------------------------------------------
-    def _act(self, change) -> None:
-        model = self.model_of(self._view)
-        if model is not None:
+    def _act(self, change: Callable[[VariationModel], object]) -> None:
+        view = self._view
+        model = self.model_of(view)
+        if view is not None and model is not None:
             change(model)
-            self.update_view(self._view)
+            self.update_view(view)
 
     def action_figure(self, delta: int) -> None:
         self._act(lambda m: m.next_figure(delta))
@@ -245,7 +246,7 @@ class VariationView(ModelView):
     def render_figure(cls, model: VariationModel) -> Text:
         text = Text()
         state = "final" if model.report is not None else "so far"
-        planned = (model.report or {}).get("planned")
+        planned = model.report.planned if model.report is not None else None
         text.append(f"{len(model.configs)} configurations {state}"
                     + (f" of {planned} planned" if planned else ""), style="bold")
         if model.failed:
@@ -310,7 +311,7 @@ class VariationView(ModelView):
         for p, fs, n, cdf in model.window_cdfs():
             text.append(f"\n{p} · {fs}", style="bold")
             text.append(f"  {n} configurations; every window's relative range\n", style="dim")
-            series = [(f"T-{w:g}", values) for w, values in cdf.items()]
+            series: list[tuple[str, Sequence[float] | np.ndarray]] = [(f"T-{w:g}", v) for w, v in cdf.items()]
             whole = [c.relative_range for c in model.configs
                      if c.personality == p and c.fs == fs and c.relative_range is not None]
             series.append(("whole run", whole))
@@ -345,10 +346,10 @@ class VariationView(ModelView):
         if band.mean.size:
             lo, hi = float(band.min.min()), float(band.max.max())
             text.append(f"\n  Throughput-{w:g} across the runs, ops/s on one scale (the paper's Fig. 5)\n", style="bold")
-            for name, series in (("max", band.max), ("mean", band.mean), ("min", band.min)):
+            for name, values in (("max", band.max), ("mean", band.mean), ("min", band.min)):
                 text.append(f"    {name:8s} ")
-                text.append(spark(fit([float(v) for v in series]), lo, hi), style="cyan")
-                text.append(f"  {compact_number(float(series.min()))} … {compact_number(float(series.max()))}\n")
+                text.append(spark(fit([float(v) for v in values]), lo, hi), style="cyan")
+                text.append(f"  {compact_number(float(values.min()))} … {compact_number(float(values.max()))}\n")
 
     @staticmethod
     def _fig8(model: VariationModel, text: Text) -> None:
