@@ -108,3 +108,38 @@ def test_a_bench_window_is_one_record_from_the_aggregator_to_the_view():
     assert json.loads(events.encode(event))["window"]["bin"] == 3  # the wire keeps its names
     # without the job, the line is still read (as Data)
     assert isinstance(events.decode(events.encode(event)), events.Data)
+
+
+@pytest.mark.parametrize("run", ["check", "check_audit"])
+def test_old_check_runs_read_as_the_checks_records_and_render(run):
+    import io
+
+    from rich.console import Console
+
+    from fsscope.check.findings import Finding
+    from fsscope.check.job import CheckEvent, Report
+    from fsscope.cli.render import render_report
+    from fsscope.tui.check_model import CheckModel
+
+    old = json.loads((OLD / run / "report.json").read_text())
+    report = registry.report_from_data("check", old)
+    assert isinstance(report, Report) and report.verdict == old["verdict"] and report.headline == old["headline"]
+    assert all(isinstance(f, Finding) for f in report.findings) and len(report.findings) == len(old["findings"])
+    assert (report.calibration is None) == (old["calibration"] is None)
+    assert report.target.described == old["target"]["describe"] and report.machine == old["machine"]
+    # every key the release before wrote is written back, with the same values
+    assert json.loads(records.dumps(report)) == old
+    lines = (OLD / run / "events.ndjson").read_text().splitlines()
+    decoded = [registry.decode_event("check", line) for line in lines]
+    checks = [e for e in decoded if isinstance(e, CheckEvent)]
+    assert len(checks) == sum('"kind":"check"' in line for line in lines) > 0
+    model = CheckModel(json.loads((OLD / run / "job.json").read_text())["spec"])
+    for event in decoded:
+        model.feed(event)
+    assert len(model.findings) == len(old["findings"])
+    assert len(model.run_ops_per_s) == len((old["calibration"] or {}).get("runs") or [])
+    model = CheckModel.from_run(None, {}, report)
+    assert model.verdict == old["verdict"] and [f.id for f in model.rows()] == [f["id"] for f in old["findings"]]
+    out = io.StringIO()
+    render_report("check", report, Console(file=out, width=200))
+    assert old["headline"] in out.getvalue() and "machine: load" in out.getvalue()

@@ -8,7 +8,7 @@ import pytest
 from pilot_wait import until
 from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, set_param
 
-from fsscope.engine.events import decode
+from fsscope.engine import registry
 from fsscope.format import spark
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -23,19 +23,24 @@ def test_strip_scales_bars():
     assert spark([1.0, 10.0, 100.0, 1000.0], log=True) == "▁▃▆█" and spark([2.0, 2.0]) == "▁▁"
 
 
+def decode_check(wire: dict):
+    return registry.decode_event("check", wire)
+
+
 def test_model_fills_in_live_then_takes_the_report():
     model = CheckModel({"precision": 0.05})
-    assert model.feed(decode({"kind": "check", "finding": {"id": "thp", "severity": "ok", "title": "t"}}))
-    assert model.feed(decode({"kind": "check", "finding": {"id": "load", "severity": "bad", "title": "busy"}}))
-    assert [f["id"] for f in model.rows()] == ["load", "thp"]          # worst first while live
+    assert model.feed(decode_check({"kind": "check", "finding": {"id": "thp", "severity": "ok", "title": "t"}}))
+    assert model.feed(decode_check({"kind": "check", "finding": {"id": "load", "severity": "bad", "title": "busy"}}))
+    assert [f.id for f in model.rows()] == ["load", "thp"]          # worst first while live
     for r, ops in enumerate((100.0, 110.0, 90.0)):
-        model.feed(decode({"kind": "check", "calibration_run": {"run": r, "ops_per_s": ops, "series": [ops]},
+        model.feed(decode_check({"kind": "check", "calibration_run": {"run": r, "ops_per_s": ops, "series": [ops]},
                            "estimate": {"cv": 0.1, "runs_needed": 20 - r}}))
     assert model.run_ops_per_s == [100.0, 110.0, 90.0] and model.runs_needed == [19, 18]
-    assert not model.feed(decode({"kind": "telemetry"}))
-    model.finish({"verdict": "caution", "headline": "caution: x", "findings": [{"id": "swap", "severity": "ok"}],
-                  "calibration": {"precision": 0.02, "runs": [], "runs_needed_history": [{"runs_needed": 7}]}})
-    assert model.verdict == "caution" and [f["id"] for f in model.rows()] == ["swap"] and model.runs_needed == [7]
+    assert not model.feed(decode_check({"kind": "telemetry"}))
+    model.finish(registry.report_from_data("check", {
+        "verdict": "caution", "headline": "caution: x", "findings": [{"id": "swap", "severity": "ok"}],
+        "calibration": {"precision": 0.02, "runs": [], "runs_needed_history": [{"runs_needed": 7}]}}))
+    assert model.verdict == "caution" and [f.id for f in model.rows()] == ["swap"] and model.runs_needed == [7]
 
 
 @pytest.mark.privileged
@@ -56,35 +61,35 @@ async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
-        cache = next(f for f in report["findings"] if f["id"] == "page-cache-fit")
-        assert cache["severity"] == "bad" and "1 MiB" in cache["title"]   # typed as a size in the panel
+        cache = next(f for f in report.findings if f.id == "page-cache-fit")
+        assert cache.severity == "bad" and "1 MiB" in cache.title   # typed as a size in the panel
 
         async def check(screen) -> None:
             view = screen.job_view
             assert isinstance(view, CheckView)
             table = view.table
-            assert table.row_count == len(report["findings"]) >= 22
+            assert table.row_count == len(report.findings) >= 22
             # items in words, marks that read without colour (issue 27)
             assert [str(table.get_row_at(r)[1]) for r in range(table.row_count)] == \
-                [f["id"].replace("-", " ").replace("_", " ") for f in report["findings"]]
+                [f.id.replace("-", " ").replace("_", " ") for f in report.findings]
             marks = {"ok": "✓", "warn": "!", "bad": "✗", "unknown": "?"}
             assert [str(table.get_row_at(r)[0]) for r in range(table.row_count)] == \
-                [marks[f["severity"]] for f in report["findings"]]
+                [marks[f.severity] for f in report.findings]
             flags = screen.views[0].flags
-            assert flags[0].kind == "verdict" and flags[0].title == report["headline"]
+            assert flags[0].kind == "verdict" and flags[0].title == report.headline
             table.focus()
             table.move_cursor(row=0)
             detail = view.query_one("#check-detail")
-            await until(pilot, lambda: report["findings"][0]["evidence"][:40] in str(detail.render()).replace("\n", ""),
+            await until(pilot, lambda: report.findings[0].evidence[:40] in str(detail.render()).replace("\n", ""),
                         "the first row's evidence")
             await pilot.press("down")
-            await until(pilot, lambda: report["findings"][1]["id"] in str(detail.render()), "the second row's detail")
+            await until(pilot, lambda: report.findings[1].id in str(detail.render()), "the second row's detail")
             cal = str(view.query_one("#check-cal").render())
-            assert report["headline"] in cal and "throughput per run" in cal and "runs needed after each run" in cal
+            assert report.headline in cal and "throughput per run" in cal and "runs needed after each run" in cal
 
         await check(live)
         model = live.views[0].data
-        assert len(model.run_ops_per_s) == len(report["calibration"]["runs"]) == 2
+        assert len(model.run_ops_per_s) == len(report.calibration.runs) == 2
         assert len(model.run_series) == 2 and all(model.run_series)   # only the live events carry these
         await check(await open_replay(pilot, app, job.run_id))
     assert_clean()

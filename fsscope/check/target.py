@@ -15,6 +15,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fsscope.check.findings import Finding, unknown
 from fsscope.check.system import REAL_ROOT, Root, throttle_counts, try_read, vmstat
@@ -461,7 +462,7 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
         rates[name] = (ios / dt, sectors * 512 / dt)
     if not rates:
         return unknown("other-io", "other I/O", f"{', '.join(t.disks)} not in /proc/diskstats", effect)
-    procs = []
+    procs: list[dict[str, Any]] = []
     for pid, (comm, rb, wb, _, _) in after.procs.items():
         if pid in own_pids or pid not in before.procs:
             continue

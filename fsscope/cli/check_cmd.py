@@ -89,8 +89,8 @@ def _confidence(text: str) -> float:
     return fraction
 
 
-def cmd_check(args) -> int:
-    from fsscope.check.job import DEFAULT_BUDGET_S, QUICK_BUDGET_S, Spec
+def cmd_check(args: argparse.Namespace) -> int:
+    from fsscope.check.job import DEFAULT_BUDGET_S, QUICK_BUDGET_S, Report, Spec
     from fsscope.check.verdict import EXIT_STATUS
 
     if args.quick and args.budget:
@@ -108,16 +108,16 @@ def cmd_check(args) -> int:
         raise FsscopeError(f"--dir {target.path}: not writable by this user (the check works in a scratch "
                            "subdirectory there; pass a writable directory on the same file system)")
     recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
-    captured: list[dict] = []
+    captured: list[Report] = []
 
-    def render(report: dict, console: Console) -> None:
+    def render(report: Report, console: Console) -> None:
         captured.append(report)
         render_check(report, console)
 
     status = run_job("check", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render)
     if status != 0 or not captured:
         return status
-    return EXIT_STATUS.get(captured[-1].get("verdict"), 2)
+    return EXIT_STATUS.get(captured[-1].verdict, 2)
 
 
 def add_parser(sub) -> None:
