@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from fsscope.analysis.compare import compare_reports, row
 from fsscope.analysis.variation.temporal import compare_recipes
 from fsscope.engine import registry
+from fsscope.records import plain
 from fsscope.tui.syncwrite_model import curves_of, rows_of_report
+from fsscope.workloads.syncwrite_records import Report
 
 JOBS_WITH_TABLES = ("bench", "age", "frag", "syncwrite")
 
@@ -26,7 +29,7 @@ class Side:
     fs: str = "-"
     target: str = "?"
     personality: str = ""
-    report: dict | None = None
+    report: Any = None  # the job's Report record, or the report dict of a job without one
 
 
 @dataclass
@@ -52,7 +55,7 @@ def side_of(run, job: str, status: str) -> Side:
     personality = personality or str((m.get("spec") or {}).get("personality") or "")
     return Side(id=run.id, job=job, status=status, recipe=recipe.get("name", "-") or "-",
                 fs=recipe.get("fs", "-") or "-", target=where, personality=personality,
-                report=report if isinstance(report, dict) else None)
+                report=report)
 
 
 def _ops_per_s(report: dict) -> list[float]:
@@ -102,7 +105,7 @@ def compare(a: Side, b: Side) -> Comparison:
     if missing:
         s = missing[0]
         return Comparison(f"Run {s.id} has no report (status {s.status}): nothing to compare.")
-    sections = compare_reports(a.job, a.report, b.report)
+    sections = compare_reports(a.job, plain(a.report), plain(b.report))
     if a.job == "syncwrite":
         return Comparison(syncwrite_verdict(sections), sections=sections)
     if a.job != "bench":
@@ -142,6 +145,7 @@ def syncwrite_verdict(sections: list[dict]) -> str:
 def syncwrite_curves(a: Side, b: Side) -> list:
     """Both runs' log–log curves for one chart."""
 
-    return [curves_of(f"{label} {side.recipe}", rows_of_report(side.report or {}), (side.report or {}).get("knees"),
-                      (side.report or {}).get("recommended_bytes")) for label, side in (("A", a), ("B", b))]
+    return [curves_of(f"{label} {side.recipe}", rows_of_report(side.report), side.report.knees,
+                      side.report.recommended_bytes)
+            for label, side in (("A", a), ("B", b)) if isinstance(side.report, Report)]
 

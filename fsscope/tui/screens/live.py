@@ -464,7 +464,7 @@ class LiveScreen(Screen):
                             style="bold red" if message.status == "failed" else "bold")
         for note in getattr(view.data, "notes", None) or []:
             self.log_panel.note(f"note: {note}", style="yellow")
-        machine = message.report.get("machine") if isinstance(message.report, dict) else None
+        machine = (plain(message.report) or {}).get("machine")  # a Report record or a report dict
         if machine:  # how busy the machine was while the job ran: a noisy result says so
             self.log_panel.note(machine_line(machine), style="yellow" if busy(machine) else "dim")
         for line in message.leftovers:
