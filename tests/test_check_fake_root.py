@@ -13,8 +13,8 @@ from msgspec.structs import replace
 from fsscope.check import system as S
 from fsscope.check import target as T
 from fsscope.check.findings import Finding, rank
-from fsscope.check.system import Root
 from fsscope.check.job import Report
+from fsscope.check.system import Root
 from fsscope.check.verdict import Calibration, CalibrationRunFigures, decide
 
 

@@ -120,7 +120,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_STATUS.get(captured[-1].verdict, 2)
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="pre-benchmark sanity check: what distorts results here, and runs needed",
                        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--personality", choices=PERSONALITIES, default="fileserver",

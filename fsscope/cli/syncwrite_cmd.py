@@ -31,6 +31,8 @@ from fsscope.units import list_items
 from fsscope.workloads import syncwrite as sw
 
 if TYPE_CHECKING:
+    from fsscope.recipes import Recipe
+    from fsscope.targets import TargetSpec
     from fsscope.workloads.syncwrite_records import Choice, Report, SizeTest, Spec
 
 DESCRIPTION = """\
@@ -153,7 +155,7 @@ def _choices(report: Report, args: argparse.Namespace) -> list[Choice]:
                    buffer_bytes=choice.buffer_bytes, note=choice.note)]
 
 
-def _check_mode(args, target, recipe) -> None:
+def _check_mode(args: argparse.Namespace, target: TargetSpec, recipe: Recipe | None) -> None:
     """Refuse a mode the file system will refuse, before anything is formatted or recorded."""
     if not sw.is_direct(args.mode):
         return
@@ -253,7 +255,7 @@ def cmd_syncwrite(args: argparse.Namespace) -> int:
     return status
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("syncwrite", help="synchronous-write buffer sweep: throughput, latency, knees, best buffer",
                        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=sw.MODES, default="osync",

@@ -14,17 +14,17 @@ if TYPE_CHECKING:  # the job module brings the workloads; the renderer only read
     from fsscope.workloads.syncwrite_records import Report, SizeTest
 
 
-def _size_label(n) -> str:
+def _size_label(n: int | None) -> str:
     return format_bytes(n, missing="-")
 
 
-def _ms(ns) -> str:
+def _ms(ns: float | None) -> str:
     if ns is None or (isinstance(ns, float) and not math.isfinite(ns)):
         return "-"
     return f"{ns / 1e6:,.3f}" if ns < 1e9 else f"{ns / 1e6:,.0f}"
 
 
-def _mb(bps) -> str:
+def _mb(bps: float | None) -> str:
     return "-" if bps is None else f"{bps / 1e6:,.1f}"
 
 
