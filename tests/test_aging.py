@@ -631,7 +631,7 @@ def _dir_job_context(ram_dir, tmp_path):
 
 
 def test_job_runs_the_ager_in_a_job_context(ram_dir, tmp_path):
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from fsscope.aging import job
     from fsscope.engine.events import Phase, Progress, read_run

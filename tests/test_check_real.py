@@ -143,7 +143,7 @@ def test_dataset_larger_than_ram_is_ok_and_partly_cached_warns():
 def _e2e(cli, tmp: Path, *args: str) -> tuple[dict, subprocess.CompletedProcess, float]:
     path = tmp / "check.json"
     t0 = time.monotonic()
-    run = cli("check", *args, "--budget", "20", "--sample", "1", "--json", str(path), timeout_s=240)
+    run = cli("check", *args, "--budget", "40", "--sample", "1", "--json", str(path), timeout_s=240)
     wall = time.monotonic() - t0
     report = json.loads(path.read_text())
     return report, run, wall

@@ -9,11 +9,11 @@ import json
 import os
 import subprocess
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from msgspec.structs import replace
 
 from fsscope import store
 from fsscope.cli import main

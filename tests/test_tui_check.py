@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from pilot_wait import until
-from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, set_param
+from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, runs_listed, set_param
 
 from fsscope.engine import registry
 from fsscope.format import spark
@@ -15,6 +15,18 @@ from fsscope.tui import AppConfig, make_app
 from fsscope.tui.check_model import CheckModel
 from fsscope.tui.screens.confirm import ConfirmScreen
 from fsscope.tui.widgets.check_view import CheckView
+
+
+async def start_as_set_up(pilot, app, what: str, timeout_s: float):
+    """Start from the setup screen with its parameters as they are; (live screen, the job) once
+    it ended well."""
+    await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+    await pilot.press("ctrl+r")
+    live = live_of(app)
+    await until(pilot, lambda: plan_over(live), what, timeout_s=timeout_s)
+    job = live.jobs[0]
+    assert job.status == "ok", job.error
+    return live, job
 
 
 def test_strip_scales_bars():
@@ -49,13 +61,10 @@ async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
         assert app.screen.query_one("#job-picker").selected == ["check"]
-        for field, text in (("budget_s", "12"), ("sample_s", "0.5"), ("runs", "2"), ("dataset_bytes", "1M")):
+        # 30 s hold the audit and two runs (a shorter budget stops before them: issue 27)
+        for field, text in (("budget_s", "30"), ("sample_s", "0.5"), ("runs", "2"), ("dataset_bytes", "1M")):
             await set_param(pilot, app, f"param-check-{field}", text)
         await pilot.press("ctrl+r")
-        # 12 s cannot hold the audit and two runs: the setup says so first (issue 27)
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the budget question")
-        assert "shorter than the least it takes" in app.screen.body
-        await pilot.press("y")
         live = live_of(app)
         await until(pilot, lambda: plan_over(live), "the check", timeout_s=180)
         job = live.jobs[0]
@@ -113,3 +122,101 @@ async def test_a_budget_shorter_than_the_check_says_so_before_it_starts(scratch)
         await pilot.press("n")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "back on setup")
         assert app.current_mode == "setup" and app.live.control is None  # nothing started
+
+
+async def test_a_short_budget_bounds_the_whole_check(scratch):
+    """Issue 27: told yes, a check whose budget cannot hold it stops at the budget with what it
+    has (the audit; no calibration run that would not fit) and says why in its notes, in the
+    log and in the verdict; it used to run two calibration runs past a 6-s budget (21 s)."""
+    app = make_app(AppConfig(is_root=False, target=TargetSpec("dir", str(scratch)), jobs=("check",),
+                             discover_devices=lambda: []))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        for field, text in (("budget_s", "6"), ("sample_s", "1")):
+            await set_param(pilot, app, f"param-check-{field}", text)
+            await until(pilot, lambda f=field, t=text: app.screen.query_one(f"#param-check-{f}").value == t, field)
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question before starting")
+        assert "it stops at the budget with what it has" in app.screen.body
+        await pilot.press("y")
+        live = live_of(app)
+        await until(pilot, lambda: plan_over(live), "the check", timeout_s=120)
+        job = live.jobs[0]
+        assert job.status == "ok", job.error
+        report = job.report
+        assert report.spec.budget_s == 6.0
+        assert report.elapsed_s <= 6.0, report.elapsed_s     # the job's own clock, start-up apart
+        assert report.calibration.runs == []
+        assert any("budget is shorter than the least it takes" in n for n in report.notes), report.notes
+        assert any("budget reached after 0 calibration run(s)" in n for n in report.notes), report.notes
+        assert any("raise --budget" in line for line in report.fix_first), report.fix_first
+        assert any("stops at the budget" in line for line in live.log_panel.lines_written)
+    assert not app.worker_errors
+
+
+async def test_tables_copy_and_save_as_csv_and_check_items_filter(scratch):
+    """Issue 27: any table copies (y) and saves (s) as CSV, the rows shown, into the exports
+    folder; '/' filters the check items. A real audit-only check on a directory."""
+    import csv
+    import io
+
+    from fsscope.tui import exports
+
+    app = make_app(AppConfig(is_root=False, target=TargetSpec("dir", str(scratch)), jobs=("check",),
+                             discover_devices=lambda: [],
+                             job_defaults={"check": {"calibrate": False, "sample_s": 0.5}}))
+    async with app.run_test(size=SIZE) as pilot:
+        live, job = await start_as_set_up(pilot, app, "the check", 120)
+        findings = job.report.findings
+        table = live.job_view.table
+        table.focus()
+        await pilot.press("y")
+        await until(pilot, lambda: app.clipboard, "the clipboard")
+        rows = list(csv.reader(io.StringIO(app.clipboard)))
+        marks = {"ok": "✓", "warn": "!", "bad": "✗", "unknown": "?"}
+        assert rows[0] == ["", "item", "finding"]
+        assert rows[1:] == [[marks[f.severity], f.id.replace("-", " ").replace("_", " "), f.title] for f in findings]
+        # / filters the items: only those with the words typed stay, and the copy follows
+        await pilot.press("slash")
+        await until(pilot, lambda: app.focused is not None and app.focused.id == "check-filter", "the filter")
+        await pilot.press(*"page cache")
+        await until(pilot, lambda: table.row_count == 1, "one item left")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.focused is table, "back on the table")
+        assert "page-cache-fit" in str(live.query_one("#check-detail").render()).replace("\n", "")
+        await pilot.press("s")
+        saved = exports.export_dir() / f"check-table-{job.run_id}.csv"
+        await until(pilot, saved.exists, "the saved CSV")
+        rows = list(csv.reader(io.StringIO(saved.read_text())))
+        assert [r[1] for r in rows[1:]] == ["page cache fit"]
+        live.query_one("#check-filter").action_clear()
+        await until(pilot, lambda: table.row_count == len(findings), "every item back")
+        # the flags list copies too
+        live.flags_panel.focus()
+        await pilot.press("y")
+        await until(pilot, lambda: app.clipboard.startswith("kind,flag,note"), "the flags as CSV")
+        assert job.report.headline in app.clipboard
+        # and the runs table
+        await pilot.press("f4")
+        await until(pilot, lambda: runs_listed(app, job.run_id), "the run listed")
+        app.screen.query_one("#runs-table").focus()
+        await pilot.press("y")
+        await until(pilot, lambda: job.run_id in app.clipboard, "the runs as CSV")
+    assert not app.worker_errors
+
+
+def test_the_cli_says_a_short_budget_first_and_keeps_to_it(scratch, cli):
+    """Issue 27, in the CLI too: 'check --budget 6' says why 6 s cannot hold the check before
+    it starts (stderr, first line), then stops at the budget with the audit: no calibration run."""
+    import json
+
+    out = scratch / "check.json"
+    work = scratch / "work"
+    work.mkdir()
+    done = cli("check", "--dir", str(work), "--budget", "6", "--sample", "1", "--json", str(out))
+    assert done.returncode in (0, 1, 2), done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first.startswith("check: its 6-s budget is shorter than the least it takes"), done.stderr
+    assert "it stops at the budget with what it has" in first
+    report = json.loads(out.read_text())
+    assert report["calibration"]["runs"] == [] and report["elapsed_s"] <= 6.0, report["elapsed_s"]

@@ -306,3 +306,23 @@ def test_view_at_walk_sizes(snap_compare, snapshot_home, view, size):
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 def test_replay_bench_at_walk_sizes(snap_compare, bench_snapshot_home, size):
     assert snap_compare(app_for(start_screen="runs"), terminal_size=size, run_before=replay_newest)
+
+
+# -- every job's view, replayed from a real recorded run (tests/fixtures/snapshot_runs: recorded
+# once by the CLI on a --dir target; the pictures are stable because the record is) -----------
+RECORDED = Path(__file__).parent / "fixtures" / "snapshot_runs"
+JOB_RUNS = {path.name.rsplit("-", 1)[1]: path for path in sorted(RECORDED.iterdir())}
+
+
+@pytest.fixture
+def recorded_home(monkeypatch, request):
+    with own_home():
+        monkeypatch.setenv("FSSCOPE_HOME", str(HOME))
+        shutil.copytree(JOB_RUNS[request.param], HOME / "runs" / JOB_RUNS[request.param].name)
+        yield HOME
+
+
+@pytest.mark.parametrize("recorded_home", sorted(JOB_RUNS), indirect=True)
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_job_view_at_walk_sizes(snap_compare, recorded_home, size):
+    assert snap_compare(app_for(start_screen="runs"), terminal_size=size, run_before=replay_newest)

@@ -90,6 +90,18 @@ def least_s(spec: Spec, formats: bool = True) -> float:
     return STARTUP_S + spec.sample_s + (spec.runs or 2) * (MIN_RUN_S + RUN_OVERHEAD_S[formats])
 
 
+def shortfall(spec: Spec, formats: bool = True) -> str | None:
+    """Why this budget cannot hold the whole check, in words (None: it can). The job still runs
+    and stops at the budget with what it has: the audit, and the calibration runs that fit."""
+    floor = least_s(spec, formats)
+    if spec.budget_s >= floor:
+        return None
+    runs = f" and {spec.runs or 2} calibration runs of at least {MIN_RUN_S:g} s, each on a fresh " \
+           f"{'file system' if formats else 'directory'}" if spec.calibrate else ""
+    return (f"its {spec.budget_s:g}-s budget is shorter than the least it takes, about {floor:.0f} s "
+            f"(start-up, {spec.sample_s:g} s watching the device{runs})")
+
+
 def plan(spec: Spec, left_s: float, overhead_s: float) -> tuple[int, float]:
     """(runs, seconds per run) that fit ``left_s``: several short runs beat few long ones for
     the CV, but each run needs MIN_RUN_S for the stabilisation test to mean anything."""
@@ -199,8 +211,14 @@ def calibration_figures(spec: Spec, counts: list[np.ndarray], elapsed: list[floa
 
 def run(ctx: Any, spec: Spec) -> Report:
     t_start = time.monotonic()
+    # the budget bounds the whole check's wall time, the command's start-up included
+    deadline = t_start + spec.budget_s - STARTUP_S
     kind = ctx.target.spec.kind
     notes: list[str] = []
+    short = shortfall(spec, kind != "dir")
+    if short:
+        ctx.log(f"check: {short}; it stops at the budget with what it has")
+        notes.append(f"{short}: stopped at the budget with what it had")
     ctx.phase("audit")
     with ctx.fresh_fs() as fs:
         info = locate(str(fs.workdir), formatted_by_fsscope=kind != "dir")
@@ -219,7 +237,7 @@ def run(ctx: Any, spec: Spec) -> Report:
     calibration = None
     duration_s = 0.0
     if spec.calibrate and not ctx.cancelled:
-        left = spec.budget_s - (time.monotonic() - t_start) - STARTUP_S
+        left = deadline - time.monotonic()
         overhead = RUN_OVERHEAD_S[kind != "dir"]
         runs, duration_s = plan(spec, left, overhead)
         # a small file set: populating it must not eat the budget (the report names it)
@@ -231,7 +249,7 @@ def run(ctx: Any, spec: Spec) -> Report:
         ctx.log(f"calibration: {runs} runs × {duration_s:g} s of {pspec.name} "
                 f"({pspec.nfiles} files, {pspec.workers} workers), fresh {'directory' if kind == 'dir' else 'file system'} each")
         try:
-            _calibrate(ctx, spec, pspec, runs, duration_s, overhead, t_start, counts, elapsed, notes)
+            _calibrate(ctx, spec, pspec, runs, duration_s, overhead, deadline, counts, elapsed, notes)
         except FsscopeError as exc:  # a run failed (no space, mkfs…): judge from the runs that finished
             notes.append(f"calibration stopped after {len(counts)} run(s): {exc}")
             ctx.log(f"calibration stopped: {exc}")
@@ -242,17 +260,25 @@ def run(ctx: Any, spec: Spec) -> Report:
     return _report(ctx, spec, findings, calibration, info, notes, t_start)
 
 
-def _calibrate(ctx: Any, spec: Spec, pspec: P.PersonalitySpec, runs: int, duration_s: float, overhead: float, t_start: float,
+def _calibrate(ctx: Any, spec: Spec, pspec: P.PersonalitySpec, runs: int, duration_s: float, overhead: float,
+               deadline: float,
                counts: list[np.ndarray], elapsed: list[float], notes: list[str]) -> None:
-    """The calibration runs; appends each finished run's counts and length as it goes."""
+    """The calibration runs that fit before ``deadline``; appends each finished run's counts
+    and length as it goes. A run the deadline cuts short is left out (a partial run would
+    bias the CV)."""
 
     for r in range(runs):
         if ctx.cancelled:
             break
-        used = time.monotonic() - t_start
-        if r >= 2 and used + duration_s + overhead > spec.budget_s - STARTUP_S:  # keep two runs at least
-            notes.append(f"budget reached after {r} calibration runs")
+        # a run that no longer fits whole is shortened to what is left, down to MIN_RUN_S: the
+        # plan split the budget with a guessed overhead, and a loaded machine formats slower
+        run_s = min(duration_s, math.floor(deadline - time.monotonic() - overhead))
+        if run_s < MIN_RUN_S:
+            notes.append(f"budget reached after {r} calibration run(s)")
+            ctx.log(f"calibration: budget reached after {r} run(s)")
             break
+        if run_s < duration_s:
+            notes.append(f"calibration run {r + 1} shortened to {run_s:g} s to end within the budget")
         ctx.phase(f"calibration run {r + 1} of {runs}", run=r, runs=runs)
         run_start = time.monotonic()
         with ctx.run_fs(True) as fs:
@@ -264,8 +290,13 @@ def _calibrate(ctx: Any, spec: Spec, pspec: P.PersonalitySpec, runs: int, durati
                 ctx.progress(r * duration_s + min(sample.t_s, duration_s), runs * duration_s, unit="s",
                              info=f"run {r + 1}/{runs}  {sample.ops_per_s:,.0f} ops/s")
 
-            result = P.run(fs.workdir, pspec, P.RunOptions(on_window=on_window, cancelled=lambda: ctx.cancelled))
+            result = P.run(fs.workdir, pspec, P.RunOptions(
+                duration_s=float(run_s), on_window=on_window,
+                cancelled=lambda: ctx.cancelled or time.monotonic() > deadline))
         if result.cancelled:
+            if not ctx.cancelled:
+                notes.append(f"budget reached during calibration run {r + 1} (left out)")
+                ctx.log(f"calibration: budget reached during run {r + 1}; it is left out")
             break
         c = result.counts.sum(axis=0)
         counts.append(c)

@@ -90,7 +90,7 @@ def _confidence(text: str) -> float:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from fsscope.check.job import DEFAULT_BUDGET_S, QUICK_BUDGET_S, Report, Spec
+    from fsscope.check.job import DEFAULT_BUDGET_S, QUICK_BUDGET_S, Report, Spec, shortfall
     from fsscope.check.verdict import EXIT_STATUS
 
     if args.quick and args.budget:
@@ -108,6 +108,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise FsscopeError(f"--dir {target.path}: not writable by this user (the check works in a scratch "
                            "subdirectory there; pass a writable directory on the same file system)")
     recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    short = shortfall(spec, target.kind != "dir")
+    if short:  # said before anything starts; the job then stops at the budget with what it has
+        Console(stderr=True, soft_wrap=True).print(f"check: {short}; it stops at the budget with what it has",
+                                                   style="yellow", highlight=False, markup=False)
     captured: list[Report] = []
 
     def render(report: Report, console: Console) -> None:

@@ -10,7 +10,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from fsscope.aging import load_profile
+import numpy as np
+
+from fsscope.aging import fit, load_profile
 from fsscope.engine import events
 from fsscope.engine.events import Event, Progress
 from fsscope.format import format_bytes
@@ -63,11 +65,18 @@ class AgingModel:
         self.profile = str(spec.get("profile") or "")
         self.fallocate = bool(spec.get("fallocate"))  # blocks allocated, not written
         self.target_fullness = number(spec.get("fullness"))
-        if self.target_fullness is None and self.profile:
+        self.max_seconds = number(spec.get("max_seconds"))
+        self.max_ops = number(spec.get("max_ops"))
+        self.age_shape: tuple[np.ndarray, np.ndarray] | None = None  # the profile's age weights, cutoffs
+        if self.profile:
             try:
-                self.target_fullness = float(load_profile(self.profile).fullness)
+                loaded = load_profile(self.profile)
+                if self.target_fullness is None:
+                    self.target_fullness = float(loaded.fullness)
+                self.age_shape = (np.array(loaded.age_weights), np.array(loaded.age_cutoffs))
             except Exception:  # noqa: BLE001 - a profile that does not load: the report says
-                self.target_fullness = None
+                pass
+        self.rapid_start: dict | None = None  # the first rapid reading: the rapid phase's pace from there
         self.latest: dict = {}
         self.p_series: dict[str, deque[float]] = {n: deque(maxlen=SPARK_POINTS) for n in DISTRIBUTIONS}
         self.ops_per_s: deque[float] = deque(maxlen=SPARK_POINTS)
@@ -84,6 +93,8 @@ class AgingModel:
         if not isinstance(event, Progress) or "p_values" not in event.detail:
             return False
         fields = self.latest = dict(event.detail)
+        if fields.get("phase") == "rapid" and self.rapid_start is None:
+            self.rapid_start = fields
         p_values = fields.get("p_values") or {}
         for name in DISTRIBUTIONS:
             value = number(p_values.get(name)) if isinstance(p_values, dict) else None
@@ -141,6 +152,42 @@ class AgingModel:
         if self.report is not None:
             return f"done ({self.report.get('phase', '')})"
         return str(self.latest.get("phase") or "waiting")
+
+    def remaining_s(self) -> float | None:
+        """Seconds of aging left: the operations still expected at the measured ops/s. In the
+        rapid phase those are the rest of it (scaled from the fullness gained so far) and then
+        the stable phase up to the convergence bound the ager will plan for the live files the
+        rapid phase will leave; in the stable phase, up to its planned fit point. One estimate
+        across the phases (the bar's fixed share for the rapid phase made it jump when that
+        ended). None while nothing can be said."""
+        if self.report is not None:
+            return 0.0
+        now = self.latest
+        ops, rate = number(now.get("ops")) or 0.0, number(now.get("ops_per_s"))
+        if not rate or rate <= 0:
+            return None
+        if now.get("phase") == "rapid":
+            first, goal = self.rapid_start or {}, self.target_fullness
+            full, full0 = number(now.get("fullness")) or 0.0, number(first.get("fullness")) or 0.0
+            if goal is None or full <= full0:
+                return None
+            scale = max(0.0, goal - full) / (full - full0)
+            rapid_end_ops = ops + (ops - (number(first.get("ops")) or 0.0)) * scale
+            live = number(now.get("live_files")) or 0.0
+            live_end = live + (live - (number(first.get("live_files")) or 0.0)) * scale
+            bound = (fit.convergence_ops(int(live_end), *self.age_shape) if self.age_shape is not None
+                     else rapid_end_ops)
+            total = max(float(bound), rapid_end_ops + 1)
+        else:
+            total = number(now.get("horizon_ops")) or number(now.get("convergence_ops")) or 0.0
+            if not total:
+                return None
+        if self.max_ops:
+            total = min(total, self.max_ops)
+        left = max(0.0, total - ops) / rate
+        if self.max_seconds:
+            left = min(left, max(0.0, self.max_seconds - (number(now.get("elapsed_s")) or 0.0)))
+        return left
 
     @property
     def fullness(self) -> float | None:

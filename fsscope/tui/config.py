@@ -106,15 +106,10 @@ class RunPlan:
 
 def _check_floor(check, formats: bool) -> list[str]:
     """A check budget too short for what the check always does, said before it starts."""
-    from fsscope.check.job import MIN_RUN_S, least_s
+    from fsscope.check.job import shortfall
 
-    floor = least_s(check, formats)
-    if check.budget_s >= floor:
-        return []
-    runs = f" and {check.runs or 2} calibration runs of at least {MIN_RUN_S:g} s, each on a fresh " \
-           f"{'file system' if formats else 'directory'}" if check.calibrate else ""
-    return [f"check: its {check.budget_s:g}-s budget is shorter than the least it takes, about {floor:.0f} s "
-            f"(start-up, {check.sample_s:g} s watching the device{runs})"]
+    short = shortfall(check, formats)
+    return [f"check: {short}; it stops at the budget with what it has"] if short else []
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Where the investigator's exports go, and the flags of a run as Markdown.
 
-Every export (``ctrl+s``/``x`` for the screen as SVG, ``m`` for the flags as Markdown) lands in
+Every export (``ctrl+s``/``x`` for the screen as SVG, ``m`` for the flags as Markdown, ``s`` on a
+table for its rows as CSV) lands in
 one folder, ``<fsscope home>/exports``, whatever the screen; the file name carries the run id
 so exports of several runs sit side by side."""
 
@@ -27,6 +28,13 @@ def stamped(stem: str, suffix: str) -> str:
 def write_flags(flags, run_id: str, context: list[str], error: str | None = None) -> Path:
     path = export_dir() / f"flags-{run_id or 'run'}.md"
     path.write_text(flags_markdown(flags, heading=f"fsscope flags — {run_id}", context=context, error=error))
+    return path
+
+
+def write_csv(name: str, run_id: str, text: str) -> Path:
+    """A table's rows (``name``: the table's id) of a run, or stamped when no run is on screen."""
+    path = export_dir() / (f"{name}-{run_id}.csv" if run_id else stamped(name, ".csv"))
+    path.write_text(text)
     return path
 
 

@@ -55,6 +55,7 @@ class JobState:
     ended_s: float | None = None
     recorded_elapsed_s: float | None = None  # replay: from the event times
     progress_elapsed_s: float | None = None  # elapsed when the fraction last moved (the estimate's basis)
+    estimate: tuple[float, float] | None = None  # (seconds left, elapsed then): the job's model's own
 
     @property
     def finished(self) -> bool:
@@ -89,12 +90,20 @@ class JobState:
         if moved:
             self.progress_elapsed_s = self.elapsed_s(now_s)
 
+    def set_estimate(self, remaining_s: float, now_s: float | None = None) -> None:
+        """The job's model knows better than the bar's fraction (the ager: ops left at its rate)."""
+        self.estimate = (remaining_s, self.elapsed_s(now_s))
+
     def remaining_s(self, now_s: float | None = None) -> float | None:
-        """Linear estimate from progress so far; None when nothing can be said yet. Between
-        two progress reports it counts down from the last estimate (recomputed from the
-        clock, it grew while a coarse bar sat at 50 %); 0.0 once past it."""
+        """The job model's estimate when it gave one, else a linear estimate from progress so
+        far; None when nothing can be said yet. Between two reports it counts down from the
+        last estimate (recomputed from the clock, it grew while a coarse bar sat at 50 %);
+        0.0 once past it."""
         if self.finished:
             return 0.0
+        if self.estimate is not None:
+            left, at = self.estimate
+            return max(0.0, left - (self.elapsed_s(now_s) - at))
         frac = self.fraction
         if frac is None or frac <= 0.0:
             return None

@@ -27,6 +27,8 @@ background process, records every run, and points at what is interesting.
 | t | next theme (dark → light → high contrast); the command palette (ctrl+p) lists all |
 | ctrl+s (or x outside a text field) | save the current screen as an SVG picture in `exports/` |
 | m | write the flags of the run on screen (with their notes) as Markdown in `exports/` |
+| y / s (on a table or the flags) | copy the rows shown as CSV / save them as CSV in `exports/` |
+| / (on runs, flags, check items) | filter: rows not containing the text hide (Esc clears) |
 | ctrl+p | command palette: every action by name |
 | tab / shift+tab | next / previous field or list (a field takes what you type right after it, however fast) |
 | ctrl+q | quit; with a job running it asks first (quitting cancels it; it cleans up) |

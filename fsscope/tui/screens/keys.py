@@ -47,9 +47,13 @@ def key_sections(screen: Screen) -> list[tuple[str, list[tuple[str, str]]]]:
     sections = [(f"This screen ({name})", _key_rows(screen))]
     focused = screen.focused
     shown: set[int] = set()
+    kinds: set[type] = set()
     for widget in screen.query(Widget):
         if widget.display and _own_bindings(widget):
             shown.add(id(widget))
+            if type(widget) in kinds:  # several tables: their keys once
+                continue
+            kinds.add(type(widget))
             sections.append((f"{type(widget).__name__} (when focused)", _key_rows(widget)))
     if focused is not None and id(focused) not in shown:
         sections.append((f"The focused {type(focused).__name__}", _key_rows(focused)))

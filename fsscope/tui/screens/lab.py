@@ -23,6 +23,7 @@ from fsscope import replicate, store
 from fsscope.errors import FsscopeError
 from fsscope.tui.replay import load_run
 from fsscope.tui.screens.live import LiveScreen
+from fsscope.tui.widgets.table_export import Table
 
 VERDICT_STYLE = {"agree": "bold green", "disagree": "bold red", "inconclusive": "bold yellow"}
 
@@ -76,7 +77,7 @@ class LabScreen(Screen):
                 with VerticalScroll(id="lab-text"):
                     yield Markdown(id="lab-lesson")
                 yield Log(id="lab-log", auto_scroll=True)
-                table: DataTable = DataTable(id="lab-verdicts", cursor_type="row", zebra_stripes=True)
+                table: DataTable = Table(id="lab-verdicts", cursor_type="row", zebra_stripes=True)
                 yield table
         yield Footer()
 

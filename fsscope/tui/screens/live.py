@@ -389,6 +389,9 @@ class LiveScreen(Screen):
         view = self._view_for(index)
         if view.data is None or not view.data.feed(event):
             return
+        estimate = getattr(view.data, "remaining_s", None)  # a model that knows the time left itself
+        if callable(estimate) and (left := estimate()) is not None:
+            self.jobs[index].set_estimate(left)
         live_flags = getattr(view.data, "live_flags", None)  # a model that flags as data arrives
         if callable(live_flags) and (flags := live_flags()) is not None:
             self._replace_flags(index, flags)

@@ -21,6 +21,7 @@ from fsscope.tui import messages as msg
 from fsscope.tui.replay import describe_recipe, describe_target, load_run
 from fsscope.tui.screens.compare import CompareScreen
 from fsscope.tui.screens.live import LiveScreen
+from fsscope.tui.widgets.table_export import Table
 from fsscope.tui.widgets.table_filter import TableFilter, matches
 
 COLUMNS = ("run", "job", "status", "target", "recipe", "started")
@@ -51,7 +52,7 @@ class RunsScreen(Screen):
         yield Static("Every job records a run directory. Enter replays one in the live views; "
                      "space marks up to two runs and c compares them side by side.", id="runs-help")
         yield TableFilter("runs-table", id="runs-filter")
-        yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        yield Table(id="runs-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:

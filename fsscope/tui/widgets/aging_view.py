@@ -17,6 +17,7 @@ from fsscope.tui.aging_model import DISTRIBUTIONS, AgingModel, FitHistogram, Fra
 from fsscope.tui.model import JobView
 from fsscope.tui.widgets.live_view import LiveView, SparkRow
 from fsscope.tui.widgets.syncwrite_view import bar
+from fsscope.tui.widgets.table_export import Table
 
 FULL_BAR = 30
 HIST_BAR = 10
@@ -85,7 +86,7 @@ class AgingView(LiveView):
         with Horizontal(id="age-fits"):
             for name in DISTRIBUTIONS:
                 yield Static("", id=f"age-fit-{name}", classes="age-fit")
-        yield DataTable(id="age-frag", show_cursor=False, zebra_stripes=True)
+        yield Table(id="age-frag", show_cursor=False, zebra_stripes=True)
 
     def on_mount(self) -> None:
         table = self.frag_table
@@ -191,8 +192,8 @@ class FragView(LiveView):
     """
 
     def compose(self) -> ComposeResult:
-        yield DataTable(id="frag-hist", show_cursor=False, zebra_stripes=True)
-        yield DataTable(id="frag-summary", show_cursor=False)
+        yield Table(id="frag-hist", show_cursor=False, zebra_stripes=True)
+        yield Table(id="frag-summary", show_cursor=False)
 
     def on_mount(self) -> None:
         hist = self.query_one("#frag-hist", DataTable)

@@ -19,6 +19,7 @@ from fsscope.tui.bench_model import BenchModel
 from fsscope.tui.model import JobView, WindowStats
 from fsscope.tui.widgets.kernel_strip import KernelStrip
 from fsscope.tui.widgets.live_view import LiveView, SparkRow
+from fsscope.tui.widgets.table_export import Table
 from fsscope.tui.widgets.throughput_chart import ThroughputChart
 
 
@@ -56,9 +57,9 @@ class BenchView(LiveView):
         yield ThroughputChart(id="throughput")
         yield KernelStrip(id="kernel-strip")
         with Horizontal(id="bench-tables"):
-            yield DataTable(id="bench-ops", show_cursor=False, zebra_stripes=True)
+            yield Table(id="bench-ops", show_cursor=False, zebra_stripes=True)
             with Vertical(id="bench-variation-box"):
-                yield DataTable(id="bench-variation", show_cursor=False, zebra_stripes=True)
+                yield Table(id="bench-variation", show_cursor=False, zebra_stripes=True)
                 yield Static("", id="bench-summary")
 
     def on_mount(self) -> None:

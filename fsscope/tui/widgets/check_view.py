@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import DataTable, Static
+from textual.binding import Binding
+from textual.widgets import DataTable, Input, Static
 
+from fsscope.check.findings import Finding
 from fsscope.format import spark
 from fsscope.tui.check_model import CheckModel
 from fsscope.tui.model import JobView
 from fsscope.tui.widgets.live_view import ModelView, SparkRow
+from fsscope.tui.widgets.table_export import Table
+from fsscope.tui.widgets.table_filter import TableFilter, matches
 
 # a mark per verdict that reads without colour (ok and bad were both "●", told apart by colour)
 LIGHT = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "bad": ("✗", "bold red"), "unknown": ("?", "dim")}
@@ -26,6 +30,7 @@ def item_words(item_id: str) -> str:
 class CheckView(ModelView):
     VIEW_ID = "check-view"
     MODEL = CheckModel
+    BINDINGS = [Binding("slash", "filter", "Filter items")]
 
     DEFAULT_CSS = """
     CheckView #check-table { height: 1fr; border: round $panel; }
@@ -34,7 +39,8 @@ class CheckView(ModelView):
     """
 
     def compose(self) -> ComposeResult:
-        yield DataTable(id="check-table", cursor_type="row", zebra_stripes=True)
+        yield TableFilter("check-table", id="check-filter")
+        yield Table(id="check-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="check-detail")
         yield Static("", id="check-cal")
 
@@ -53,11 +59,26 @@ class CheckView(ModelView):
     def draw_empty(self) -> None:
         self.table.clear()
 
+    def action_filter(self) -> None:
+        self.query_one("#check-filter", TableFilter).open()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "check-filter":
+            event.stop()
+            model = self.model_of(self._view)
+            if model is not None:
+                self.draw(model)
+
+    def shown_rows(self, model: CheckModel) -> list[Finding]:
+        """The items the filter lets through (any of mark, words, verdict, title, code name)."""
+        needle = self.query_one("#check-filter", TableFilter).value
+        return [f for f in model.rows() if matches(needle, f.severity, item_words(f.id), f.title, f.id)]
+
     def draw(self, model: CheckModel) -> None:
         table = self.table
         row = table.cursor_row
         table.clear()
-        for f in model.rows():
+        for f in self.shown_rows(model):
             mark, style = LIGHT.get(f.severity, ("?", ""))
             table.add_row(Text(mark, style=style), item_words(f.id), Text(f.title, style=style), key=f.id)
         if table.row_count:
@@ -71,7 +92,7 @@ class CheckView(ModelView):
             self._show_detail(model, event.cursor_row)
 
     def _show_detail(self, model: CheckModel, row: int) -> None:
-        rows = model.rows()
+        rows = self.shown_rows(model)
         detail = self.query_one("#check-detail", Static)
         if not rows or not 0 <= row < len(rows):
             detail.update(Text("waiting for the audit…", style="dim"))

@@ -4,12 +4,17 @@ filters them (:meth:`FlagsPanel.set_filter`): positions stay those of the full l
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import ClassVar
+
 from rich.text import Text
+from textual.binding import BindingType
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from fsscope.tui.messages import FlagSelected
 from fsscope.tui.model import Flag
+from fsscope.tui.widgets.table_export import CsvExport
 from fsscope.tui.widgets.table_filter import matches
 
 KIND_MARK = {"outlier": "!", "series": "⋮", "levelshift": "↕", "lineargrowth": "↗", "threshold": "◆",
@@ -19,7 +24,8 @@ KIND_MARK = {"outlier": "!", "series": "⋮", "levelshift": "↕", "lineargrowth
              "stop": "■", "note": "i"}
 
 
-class FlagsPanel(OptionList):
+class FlagsPanel(CsvExport, OptionList):
+    BINDINGS: ClassVar[list[BindingType]] = CsvExport.BINDINGS
     DEFAULT_CSS = """
     FlagsPanel { height: 1fr; }
     """
@@ -45,6 +51,14 @@ class FlagsPanel(OptionList):
 
     def _matches(self, flag: Flag) -> bool:
         return matches(self.needle, flag.title, flag.kind, flag.withdrawn or "")
+
+    def csv_rows(self) -> tuple[Sequence[object], list[Sequence[object]]]:
+        """The flags listed (the filter's), as the export and the notes panel word them."""
+        return (("kind", "flag", "note", "withdrawn"),
+                [(f.kind, f.title, f.note, f.withdrawn or "") for f in (self.flags[i] for i in self.shown)])
+
+    def csv_name(self) -> str:
+        return "flags"
 
     @property
     def position(self) -> int | None:

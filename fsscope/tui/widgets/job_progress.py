@@ -55,8 +55,8 @@ class JobProgress(Widget):
         table.add_column(width=12, no_wrap=True)
         for job in self.jobs:
             frac = job.fraction
-            if frac is None and job.status == "ok":
-                frac = 1.0  # a job without a measure of progress that ended well is done
+            if job.status == "ok":
+                frac = 1.0  # a job that ended well is done (aging's bar stopped at 80 %: measuring came after)
             pct = f" {frac * 100:3.0f}%" if frac is not None else ""
             # a finished job says how it ended, not the phase it was last in (the first
             # phase of a probe's last run read as if it were still formatting)

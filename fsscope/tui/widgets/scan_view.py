@@ -9,6 +9,7 @@ from textual.widgets import DataTable, Static
 from fsscope.tui.model import JobView
 from fsscope.tui.scan_model import ScanModel
 from fsscope.tui.widgets.live_view import LiveView
+from fsscope.tui.widgets.table_export import Table
 
 
 class ScanView(LiveView):
@@ -21,7 +22,7 @@ class ScanView(LiveView):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="scan-summary")
-        yield DataTable(id="scan-dirs", show_cursor=False, zebra_stripes=True)
+        yield Table(id="scan-dirs", show_cursor=False, zebra_stripes=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#scan-dirs", DataTable)

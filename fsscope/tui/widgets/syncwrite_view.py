@@ -17,6 +17,7 @@ from fsscope.tui.model import JobView, WindowStats
 from fsscope.tui.syncwrite_model import SyncWriteModel, size_label
 from fsscope.tui.widgets.live_view import ModelView, SparkRow
 from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
+from fsscope.tui.widgets.table_export import Table
 
 BAR = 12
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -46,7 +47,7 @@ class SyncWriteView(ModelView):
         with Horizontal(id="sync-charts"):
             yield SyncWriteChart("throughput", id="sync-chart-throughput")
             yield SyncWriteChart("latency", id="sync-chart-latency")
-        yield DataTable(id="sync-table", show_cursor=False, zebra_stripes=True)
+        yield Table(id="sync-table", show_cursor=False, zebra_stripes=True)
         yield Static("", id="sync-summary")
 
     def on_mount(self) -> None:

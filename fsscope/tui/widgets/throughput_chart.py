@@ -160,7 +160,10 @@ class ThroughputChart(Widget, can_focus=True):
         def eighths(v: float | None) -> int | None:
             return None if v is None else max(0, int(round((v - y_min) * eighths_per_unit)))
 
-        cur_e = [eighths(v) for v in current]
+        # a measured second above the floor is never drawn as nothing: a last second far below
+        # the rest (a run stopped early) rounded to no eighth, while the table's 1 s min was it
+        cur_e = [None if e is None else max(e, 1) if v is not None and v > y_min else e
+                 for v, e in ((v, eighths(v)) for v in current)]
         low_e = [eighths(v) for v in low]
         high_e = [eighths(v) for v in high]
         mean_e = [eighths(v) for v in mean]
