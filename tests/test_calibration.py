@@ -84,14 +84,14 @@ def test_calibration_figures_from_synthetic_runs():
     # three runs: a 10-s ramp, then a plateau; levels 1000, 1050, 950 ops/s
     counts = [np.r_[np.linspace(0.5, 1.0, 10), np.ones(50)] * level for level in (1000, 1050, 950)]
     figures = calibration_figures(Spec(precision=0.05), counts, [60.0] * 3, 60)
-    assert [round(r["ops_per_s"]) for r in figures["runs"]] == [round(c.sum() / 60) for c in counts]
-    assert figures["cv"] == pytest.approx(0.05, rel=1e-6)
-    n = figures["runs_needed"]
-    assert n == C.runs_needed(figures["cv"], 0.05)
+    assert [round(r.ops_per_s) for r in figures.runs] == [round(c.sum() / 60) for c in counts]
+    assert figures.cv == pytest.approx(0.05, rel=1e-6)
+    n = figures.runs_needed
+    assert n == C.runs_needed(figures.cv, 0.05)
     # CV = precision: the smallest n with n >= t(n-1)^2
     assert n >= C.t_quantile(0.95, n - 1) ** 2 and n - 1 < C.t_quantile(0.95, n - 2) ** 2
-    assert figures["duration_s_needed"] > 10 and figures["window_s_needed"] is None  # levels differ by 10 %
-    assert [h["after_runs"] for h in figures["runs_needed_history"]] == [2, 3]
+    assert figures.duration_s_needed > 10 and figures.window_s_needed is None  # levels differ by 10 %
+    assert [h.after_runs for h in figures.runs_needed_history] == [2, 3]
     runs, seconds = plan(Spec(budget_s=60), 50, 4)
     assert runs * (seconds + 4) <= 50 and seconds >= 5
 

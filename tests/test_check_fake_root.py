@@ -8,12 +8,14 @@ import os
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from fsscope.check import system as S
 from fsscope.check import target as T
 from fsscope.check.findings import Finding, rank
+from fsscope.check.job import Report
 from fsscope.check.system import Root
-from fsscope.check.verdict import decide
+from fsscope.check.verdict import Calibration, CalibrationRunFigures, decide
 
 
 def fake_root(tmp_path: Path, files: dict[str, str]) -> Root:
@@ -184,8 +186,8 @@ def test_fake_fullness():
 def test_verdict_ranks_and_blocks():
     def finding(id, sev, **values):
         return Finding(id, sev, id, "ev", "effect", f"fix {id}", values)
-    cal = {"runs": [{"ops_per_s": 1}] * 3, "runs_needed": 8, "cv": 0.04, "precision": 0.05,
-           "duration_s_needed": 12.0, "window_s_needed": 20.0, "run_s": 30}
+    cal = Calibration(runs=[CalibrationRunFigures(ops_per_s=1)] * 3, runs_needed=8, cv=0.04, precision=0.05,
+                      duration_s_needed=12.0, window_s_needed=20.0, run_s=30)
     assert decide([finding("load", "ok")], cal).verdict == "fit"
     assert decide([finding("load", "ok")], cal).headline == "fit: benchmark with ≥ 8 runs of ≥ 20 s each"
     caution = decide([finding("thp", "bad"), finding("load", "bad")], cal)
@@ -193,9 +195,9 @@ def test_verdict_ranks_and_blocks():
     assert decide([finding("other-io", "bad")], cal).verdict == "unfit"
     assert decide([finding("other-io", "bad", kernel_only=True)], cal).verdict == "caution"
     assert decide([finding("ext4-lazy-init", "bad")], cal).verdict == "caution"   # ends by itself; a recipe avoids it
-    assert decide([], cal | {"runs_needed": 500, "cv": 0.5}).verdict == "unfit"
-    assert decide([], cal | {"duration_s_needed": None}).verdict == "caution"
-    both = decide([], cal | {"duration_s_needed": None, "runs_needed": 40, "cv": 0.15})
+    assert decide([], replace(cal, runs_needed=500, cv=0.5)).verdict == "unfit"
+    assert decide([], replace(cal, duration_s_needed=None)).verdict == "caution"
+    both = decide([], replace(cal, duration_s_needed=None, runs_needed=40, cv=0.15))
     assert both.verdict == "caution" and len(both.fix_first) == 2 and "±5 %" in both.fix_first[0]
     assert decide([finding("load", "warn")], None).headline.startswith("fit: no bad findings (calibration skipped")
     assert sorted([finding("thp", "warn"), finding("swap", "bad")], key=rank)[0].id == "swap"
@@ -221,14 +223,14 @@ def test_render_of_a_fit_report_lists_the_warnings_worth_a_look():
     from fsscope.cli.render.check import render_check
 
     warn = Finding("thp", "warn", "transparent huge pages: always", "/sys/kernel/mm/... = [always]", "stalls", "echo madvise")
-    cal = {"personality": "fileserver", "runs": [{"ops_per_s": 1000.0, "stable_after_s": 12.0}] * 3, "cv": 0.02,
-           "precision": 0.05, "confidence": 0.95, "runs_needed": 3, "duration_s_needed": 12.0, "window_s_needed": 10.0,
-           "run_s": 30, "criterion": "c", "window_criterion": "w", "window_curve": [], "runs_needed_method": "t"}
+    cal = Calibration(personality="fileserver", runs=[CalibrationRunFigures(ops_per_s=1000.0, stable_after_s=12.0)] * 3,
+                      cv=0.02, precision=0.05, confidence=0.95, runs_needed=3, duration_s_needed=12.0,
+                      window_s_needed=10.0, run_s=30, criterion="c", window_criterion="w", runs_needed_method="t")
     verdict = decide([warn], cal)
     assert verdict.verdict == "fit"
     out = io.StringIO()
-    render_check({"verdict": verdict.verdict, "headline": verdict.headline, "fix_first": list(verdict.fix_first),
-                  "findings": [warn.to_dict()], "calibration": cal}, Console(file=out, width=200))
+    render_check(Report(verdict=verdict.verdict, headline=verdict.headline, fix_first=list(verdict.fix_first),
+                        findings=[warn], calibration=cal), Console(file=out, width=200))
     text = out.getvalue()
     assert "fit: benchmark with ≥ 3 runs of ≥ 12 s each" in text and "worth a look" in text
     assert "[thp] transparent huge pages: always" in text and "settled per run: 12 s, 12 s, 12 s" in text

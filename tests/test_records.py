@@ -223,3 +223,75 @@ def test_old_study_runs_decode_to_their_records_and_render(job, tmp_path):
         assert sorted(c.id for c in model.configs) == sorted(r.id for r in rows)
     else:
         assert len(model.rows) == report.completed
+
+
+@pytest.mark.parametrize("run", ["check", "check_audit"])
+def test_old_check_runs_read_as_the_checks_records_and_render(run):
+    import io
+
+    from rich.console import Console
+
+    from fsscope.check.findings import Finding
+    from fsscope.check.job import CheckEvent, Report
+    from fsscope.cli.render import render_report
+    from fsscope.tui.check_model import CheckModel
+
+    old = json.loads((OLD / run / "report.json").read_text())
+    report = registry.report_from_data("check", old)
+    assert isinstance(report, Report) and report.verdict == old["verdict"] and report.headline == old["headline"]
+    assert all(isinstance(f, Finding) for f in report.findings) and len(report.findings) == len(old["findings"])
+    assert (report.calibration is None) == (old["calibration"] is None)
+    assert report.target.described == old["target"]["describe"] and report.machine == old["machine"]
+    # every key the release before wrote is written back, with the same values
+    assert json.loads(records.dumps(report)) == old
+    lines = (OLD / run / "events.ndjson").read_text().splitlines()
+    decoded = [registry.decode_event("check", line) for line in lines]
+    checks = [e for e in decoded if isinstance(e, CheckEvent)]
+    assert len(checks) == sum('"kind":"check"' in line for line in lines) > 0
+    model = CheckModel(json.loads((OLD / run / "job.json").read_text())["spec"])
+    for event in decoded:
+        model.feed(event)
+    assert len(model.findings) == len(old["findings"])
+    assert len(model.run_ops_per_s) == len((old["calibration"] or {}).get("runs") or [])
+    model = CheckModel.from_run(None, {}, report)
+    assert model.verdict == old["verdict"] and [f.id for f in model.rows()] == [f["id"] for f in old["findings"]]
+    out = io.StringIO()
+    render_report("check", report, Console(file=out, width=200))
+    assert old["headline"] in out.getvalue() and "machine: load" in out.getvalue()
+
+
+def test_an_old_syncwrite_run_reads_as_the_sweeps_records_and_renders():
+    import io
+
+    from rich.console import Console
+
+    from fsscope.cli.render import render_report
+    from fsscope.tui.syncwrite_model import SyncWriteModel
+    from fsscope.workloads.syncwrite_job import Report
+    from fsscope.workloads.syncwrite_records import Point, PointSample
+
+    old = json.loads((OLD / "syncwrite" / "report.json").read_text())
+    report = registry.report_from_data("syncwrite", old)
+    assert isinstance(report, Report) and report.recommended_bytes == old["recommended_bytes"]
+    assert [s.buffer_bytes for s in report.sizes] == [s["buffer_bytes"] for s in old["sizes"]]
+    assert all(isinstance(p, Point) for p in report.raw_points) and report.knees.latency_rise is not None
+    # every key the release before wrote is written back, with the same values (new ones have defaults)
+    again = json.loads(records.dumps(report))
+    assert {k: again[k] for k in old} == old
+    assert {k: again[k] for k in set(again) - set(old)} == {"kernel_by_size": [], "partial": False, "choices": []}
+    # the live points: "samples" with a point, from the wire the previous release wrote
+    lines = (OLD / "syncwrite" / "wire.ndjson").read_text().splitlines()
+    samples = [e for e in (registry.decode_event("syncwrite", line) for line in lines) if isinstance(e, PointSample)]
+    assert len(samples) == sum('"kind": "samples"' in line for line in lines) == 4
+    assert json.loads(events.encode(samples[0])) == json.loads(lines[[i for i, ln in enumerate(lines)
+                                                                      if '"samples"' in ln][0]])
+    live = SyncWriteModel(json.loads((OLD / "syncwrite" / "job.json").read_text())["spec"])
+    for event in samples:
+        assert live.feed(event)
+    assert live.repetitions_done() == 2 and {r.buffer_bytes for r in live.rows()} == {4096, 65536}
+    model = SyncWriteModel.from_run(None, {}, report)
+    assert model.best_buffer_bytes == old["recommended_bytes"] and len(model.points) == len(old["raw_points"])
+    assert [r.buffer_bytes for r in model.rows()] == [s["buffer_bytes"] for s in old["sizes"]]
+    out = io.StringIO()
+    render_report("syncwrite", report, Console(file=out, width=200))
+    assert old["recommendation"][:60] in out.getvalue() and "machine: load" in out.getvalue()

@@ -506,17 +506,17 @@ async def test_syncwrite_view_table_per_buffer_size(scratch):
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
-        assert [p["buffer_bytes"] for p in report["sizes"]] == [4096, 65536]
+        assert [p.buffer_bytes for p in report.sizes] == [4096, 65536]
 
         def check(screen: LiveScreen) -> None:
             view = screen.job_view
             assert isinstance(view, SyncWriteView)
             table = view.table
             assert table.row_count == 2
-            for r, point in enumerate(report["sizes"]):
+            for r, point in enumerate(report.sizes):
                 row = table.get_row_at(r)
-                assert row[2].startswith(f"{point['throughput_mean'] / 1e6:,.1f} ±")
-                assert ("★" in str(row[0])) == (point["buffer_bytes"] == report["recommended_bytes"])
+                assert row[2].startswith(f"{point.throughput_mean / 1e6:,.1f} ±")
+                assert ("★" in str(row[0])) == (point.buffer_bytes == report.recommended_bytes)
             charts = {c.metric: str(c.content) for c in view.query(SyncWriteChart)}
             assert set(charts) == {"throughput", "latency"}
             for text in charts.values():

@@ -8,7 +8,7 @@ import pytest
 from pilot_wait import until
 from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, runs_listed, set_param
 
-from fsscope.engine.events import decode
+from fsscope.engine import registry
 from fsscope.format import spark
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -35,19 +35,24 @@ def test_strip_scales_bars():
     assert spark([1.0, 10.0, 100.0, 1000.0], log=True) == "▁▃▆█" and spark([2.0, 2.0]) == "▁▁"
 
 
+def decode_check(wire: dict):
+    return registry.decode_event("check", wire)
+
+
 def test_model_fills_in_live_then_takes_the_report():
     model = CheckModel({"precision": 0.05})
-    assert model.feed(decode({"kind": "check", "finding": {"id": "thp", "severity": "ok", "title": "t"}}))
-    assert model.feed(decode({"kind": "check", "finding": {"id": "load", "severity": "bad", "title": "busy"}}))
-    assert [f["id"] for f in model.rows()] == ["load", "thp"]          # worst first while live
+    assert model.feed(decode_check({"kind": "check", "finding": {"id": "thp", "severity": "ok", "title": "t"}}))
+    assert model.feed(decode_check({"kind": "check", "finding": {"id": "load", "severity": "bad", "title": "busy"}}))
+    assert [f.id for f in model.rows()] == ["load", "thp"]          # worst first while live
     for r, ops in enumerate((100.0, 110.0, 90.0)):
-        model.feed(decode({"kind": "check", "calibration_run": {"run": r, "ops_per_s": ops, "series": [ops]},
+        model.feed(decode_check({"kind": "check", "calibration_run": {"run": r, "ops_per_s": ops, "series": [ops]},
                            "estimate": {"cv": 0.1, "runs_needed": 20 - r}}))
     assert model.run_ops_per_s == [100.0, 110.0, 90.0] and model.runs_needed == [19, 18]
-    assert not model.feed(decode({"kind": "telemetry"}))
-    model.finish({"verdict": "caution", "headline": "caution: x", "findings": [{"id": "swap", "severity": "ok"}],
-                  "calibration": {"precision": 0.02, "runs": [], "runs_needed_history": [{"runs_needed": 7}]}})
-    assert model.verdict == "caution" and [f["id"] for f in model.rows()] == ["swap"] and model.runs_needed == [7]
+    assert not model.feed(decode_check({"kind": "telemetry"}))
+    model.finish(registry.report_from_data("check", {
+        "verdict": "caution", "headline": "caution: x", "findings": [{"id": "swap", "severity": "ok"}],
+        "calibration": {"precision": 0.02, "runs": [], "runs_needed_history": [{"runs_needed": 7}]}}))
+    assert model.verdict == "caution" and [f.id for f in model.rows()] == ["swap"] and model.runs_needed == [7]
 
 
 @pytest.mark.privileged
@@ -65,35 +70,35 @@ async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
         report = job.report
-        cache = next(f for f in report["findings"] if f["id"] == "page-cache-fit")
-        assert cache["severity"] == "bad" and "1 MiB" in cache["title"]   # typed as a size in the panel
+        cache = next(f for f in report.findings if f.id == "page-cache-fit")
+        assert cache.severity == "bad" and "1 MiB" in cache.title   # typed as a size in the panel
 
         async def check(screen) -> None:
             view = screen.job_view
             assert isinstance(view, CheckView)
             table = view.table
-            assert table.row_count == len(report["findings"]) >= 22
+            assert table.row_count == len(report.findings) >= 22
             # items in words, marks that read without colour (issue 27)
             assert [str(table.get_row_at(r)[1]) for r in range(table.row_count)] == \
-                [f["id"].replace("-", " ").replace("_", " ") for f in report["findings"]]
+                [f.id.replace("-", " ").replace("_", " ") for f in report.findings]
             marks = {"ok": "✓", "warn": "!", "bad": "✗", "unknown": "?"}
             assert [str(table.get_row_at(r)[0]) for r in range(table.row_count)] == \
-                [marks[f["severity"]] for f in report["findings"]]
+                [marks[f.severity] for f in report.findings]
             flags = screen.views[0].flags
-            assert flags[0].kind == "verdict" and flags[0].title == report["headline"]
+            assert flags[0].kind == "verdict" and flags[0].title == report.headline
             table.focus()
             table.move_cursor(row=0)
             detail = view.query_one("#check-detail")
-            await until(pilot, lambda: report["findings"][0]["evidence"][:40] in str(detail.render()).replace("\n", ""),
+            await until(pilot, lambda: report.findings[0].evidence[:40] in str(detail.render()).replace("\n", ""),
                         "the first row's evidence")
             await pilot.press("down")
-            await until(pilot, lambda: report["findings"][1]["id"] in str(detail.render()), "the second row's detail")
+            await until(pilot, lambda: report.findings[1].id in str(detail.render()), "the second row's detail")
             cal = str(view.query_one("#check-cal").render())
-            assert report["headline"] in cal and "throughput per run" in cal and "runs needed after each run" in cal
+            assert report.headline in cal and "throughput per run" in cal and "runs needed after each run" in cal
 
         await check(live)
         model = live.views[0].data
-        assert len(model.run_ops_per_s) == len(report["calibration"]["runs"]) == 2
+        assert len(model.run_ops_per_s) == len(report.calibration.runs) == 2
         assert len(model.run_series) == 2 and all(model.run_series)   # only the live events carry these
         await check(await open_replay(pilot, app, job.run_id))
     assert_clean()
@@ -139,12 +144,12 @@ async def test_a_short_budget_bounds_the_whole_check(scratch):
         job = live.jobs[0]
         assert job.status == "ok", job.error
         report = job.report
-        assert report["spec"]["budget_s"] == 6.0
-        assert report["elapsed_s"] <= 6.0, report["elapsed_s"]     # the job's own clock, start-up apart
-        assert report["calibration"]["runs"] == []
-        assert any("budget is shorter than the least it takes" in n for n in report["notes"]), report["notes"]
-        assert any("budget reached after 0 calibration run(s)" in n for n in report["notes"]), report["notes"]
-        assert any("raise --budget" in line for line in report["fix_first"]), report["fix_first"]
+        assert report.spec.budget_s == 6.0
+        assert report.elapsed_s <= 6.0, report.elapsed_s     # the job's own clock, start-up apart
+        assert report.calibration.runs == []
+        assert any("budget is shorter than the least it takes" in n for n in report.notes), report.notes
+        assert any("budget reached after 0 calibration run(s)" in n for n in report.notes), report.notes
+        assert any("raise --budget" in line for line in report.fix_first), report.fix_first
         assert any("stops at the budget" in line for line in live.log_panel.lines_written)
     assert not app.worker_errors
 
@@ -162,7 +167,7 @@ async def test_tables_copy_and_save_as_csv_and_check_items_filter(scratch):
                              job_defaults={"check": {"calibrate": False, "sample_s": 0.5}}))
     async with app.run_test(size=SIZE) as pilot:
         live, job = await start_as_set_up(pilot, app, "the check", 120)
-        findings = job.report["findings"]
+        findings = job.report.findings
         table = live.job_view.table
         table.focus()
         await pilot.press("y")
@@ -170,8 +175,7 @@ async def test_tables_copy_and_save_as_csv_and_check_items_filter(scratch):
         rows = list(csv.reader(io.StringIO(app.clipboard)))
         marks = {"ok": "✓", "warn": "!", "bad": "✗", "unknown": "?"}
         assert rows[0] == ["", "item", "finding"]
-        assert rows[1:] == [[marks[f["severity"]], f["id"].replace("-", " ").replace("_", " "), f["title"]]
-                            for f in findings]
+        assert rows[1:] == [[marks[f.severity], f.id.replace("-", " ").replace("_", " "), f.title] for f in findings]
         # / filters the items: only those with the words typed stay, and the copy follows
         await pilot.press("slash")
         await until(pilot, lambda: app.focused is not None and app.focused.id == "check-filter", "the filter")
@@ -191,7 +195,7 @@ async def test_tables_copy_and_save_as_csv_and_check_items_filter(scratch):
         live.flags_panel.focus()
         await pilot.press("y")
         await until(pilot, lambda: app.clipboard.startswith("kind,flag,note"), "the flags as CSV")
-        assert job.report["headline"] in app.clipboard
+        assert job.report.headline in app.clipboard
         # and the runs table
         await pilot.press("f4")
         await until(pilot, lambda: runs_listed(app, job.run_id), "the run listed")

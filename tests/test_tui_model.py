@@ -10,7 +10,7 @@ import pytest
 from fsscope import paths
 from fsscope.analysis.heatbuckets import bucket, bucket_mask
 from fsscope.engine.events import decode
-from fsscope.engine.registry import decode_event
+from fsscope.engine.registry import decode_event, report_from_data
 from fsscope.format import format_ns
 from fsscope.tui.bench_model import BenchModel
 from fsscope.tui.model import (
@@ -208,7 +208,9 @@ def test_bench_model_live_band_variation_and_report():
 def test_syncwrite_model_rows_live_then_report():
     model = SyncWriteModel({"mode": "fsync", "repeats": 2})
     for size, repeat, bps, mean in ((4096, 0, 4e6, 1e6), (65536, 0, 40e6, 1.6e6), (4096, 1, 6e6, 0.8e6)):
-        assert model.feed(decode({"kind": "samples", "point": {"buffer_bytes": size, "repeat": repeat, "writes": 100,
+        assert model.feed(decode_event("syncwrite", {"kind": "samples", "point": {
+                                                              "buffer_bytes": size, "repeat": repeat, "writes": 100,
+                                                              "order": 0, "bytes_written": 400 << 10, "elapsed_s": 0.1,
                                                        "bytes_per_s": bps, "mean_ns": mean, "p50_ns": mean,
                                                               "p99_ns": mean * 3, "ended": True}}))
     rows = model.rows()
@@ -220,11 +222,12 @@ def test_syncwrite_model_rows_live_then_report():
     assert model.repetitions_done() == 1 and list(model.mb_per_s) == [4.0, 40.0, 6.0]
     curves = model.curves()
     assert curves.sizes == [4096, 65536] and curves.throughput[1] == (40e6, 40e6, 40e6)  # one repetition: no band
-    model.finish({"mode": "fsync", "recommended_bytes": 65536, "notes": ["cut short"], "recipe": "xfs-default",
-                  "knees": {"latency_rise_bytes": 4096, "throughput_saturation_bytes": 65536},
-                  "flags": [{"kind": "enospc", "title": "file system full", "note": "stopped"}],
-                  "sizes": [{"buffer_bytes": 4096, "repeats": 2, "throughput_mean": 5e6, "throughput_ci95": 1e6,
-                             "latency_mean_ns": 0.9e6, "latency_ci95_ns": 1e5, "latency_p99_ns": 2.5e6}]})
+    model.finish(report_from_data("syncwrite", {
+        "mode": "fsync", "recommended_bytes": 65536, "notes": ["cut short"], "recipe": "xfs-default",
+        "knees": {"latency_rise_bytes": 4096, "throughput_saturation_bytes": 65536},
+        "flags": [{"kind": "enospc", "title": "file system full", "note": "stopped"}],
+        "sizes": [{"buffer_bytes": 4096, "repeats": 2, "throughput_mean": 5e6, "throughput_ci95": 1e6,
+                   "latency_mean_ns": 0.9e6, "latency_ci95_ns": 1e5, "latency_p99_ns": 2.5e6}]}))
     rows = model.rows()
     assert [(r.buffer_bytes, r.exact, r.latency_p99_ns) for r in rows] == [(4096, True, 2.5e6)]
     assert model.best_buffer_bytes == 65536 and model.notes == ["cut short", "file system full: stopped"]

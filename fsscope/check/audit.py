@@ -47,7 +47,7 @@ def _last_line(exc: Exception) -> str:
     return (lines[-1] if lines else type(exc).__name__)[:200]
 
 
-def _free_space(t: TargetInfo):
+def _free_space(t: TargetInfo) -> tuple[freespace.FreeSpaceHistogram | None, str]:
     if t.fs in ("tmpfs", "ramfs"):
         return None, ""
     device = t.source if t.source.startswith("/dev/") else None

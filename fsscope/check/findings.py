@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from fsscope.records import Record
 
 SEVERITIES = ("ok", "warn", "bad", "unknown")
 
@@ -21,27 +22,21 @@ EFFECT_RANK = ("other-io", "swap", "page-cache-fit", "cgroup-io-limit", "ext4-la
 BLOCKING = frozenset({"other-io", "swap", "cgroup-io-limit"})
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Record, frozen=True, kw_only=False):
+    """One audit item: the check's own events and its report list these (the readers make
+    them positionally, tests and the report by keyword)."""
+
     id: str                     # stable kebab-case name (EFFECT_RANK lists them)
     severity: str               # ok | warn | bad | unknown
-    title: str
-    evidence: str               # the paths and values read ("path = value; ...")
-    effect: str                 # what it does to results
-    fix: str                    # the command that fixes it ("" when nothing to do)
-    values: dict[str, Any] = field(default_factory=dict)
+    title: str = ""
+    evidence: str = ""          # the paths and values read ("path = value; ...")
+    effect: str = ""            # what it does to results
+    fix: str = ""               # the command that fixes it ("" when nothing to do)
+    values: dict[str, Any] = {}
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"finding {self.id}: severity {self.severity!r} not in {SEVERITIES}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Finding:
-        return cls(**{k: data[k] for k in ("id", "severity", "title", "evidence", "effect", "fix")},
-                   values=dict(data.get("values") or {}))
 
 
 def unknown(id: str, title: str, why: str, effect: str, fix: str = "") -> Finding:

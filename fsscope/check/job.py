@@ -1,11 +1,13 @@
 """The ``check`` job: the audit, then short repeated runs of a personality, then a verdict.
 
-Events (besides phase/progress/log):
+Events (besides phase/progress/log), one kind :class:`CheckEvent` (``check``):
 
-- ``check`` ``{"finding": Finding.to_dict()}`` once per audit item, ranked
-- ``check`` ``{"calibration_run": {"run", "ops_per_s", "elapsed_s", "series"}, "estimate": {...}}``
-  after each calibration run: its cumulative throughput, its ops/s per second, and the runs
-  needed as estimated from the runs so far (the live runs-needed curve)
+- ``{"finding": Finding}`` once per audit item, ranked
+- ``{"calibration_run": CalibrationRun, "estimate": Estimate}`` after each calibration run: its
+  cumulative throughput, its ops/s per second, and the runs needed as estimated from the runs
+  so far (the live runs-needed curve)
+
+The report is a :class:`Report` (verdict, headline, fix_first, findings, calibration…).
 
 Calibration runs go on a fresh file system each (device/image/RAM targets: mkfs per run) or
 in a fresh scratch subdirectory of ``--dir`` (removed afterwards). Their per-second counts are
@@ -20,16 +22,26 @@ import os
 import time
 from typing import Any, ClassVar, Literal
 
+import msgspec
 import numpy as np
 
 from fsscope.analysis import calibration as C
 from fsscope.check import audit
 from fsscope.check.findings import Finding
-from fsscope.check.target import locate
-from fsscope.check.verdict import decide
+from fsscope.check.target import TargetInfo, locate
+from fsscope.check.verdict import (
+    Calibration,
+    CalibrationRunFigures,
+    Estimate,
+    HistoryEntry,
+    WindowPoint,
+    Workload,
+    decide,
+)
+from fsscope.engine.events import DataRecord
 from fsscope.errors import FsscopeError
-from fsscope.records import SpecRecord
-from fsscope.records import plain as _jsonable
+from fsscope.records import Record, ReportRecord, SpecRecord, plain
+from fsscope.targets import ReportTarget
 from fsscope.workloads import PERSONALITIES
 from fsscope.workloads import personalities as P
 
@@ -101,50 +113,103 @@ def plan(spec: Spec, left_s: float, overhead_s: float) -> tuple[int, float]:
     return runs, max(MIN_RUN_S, math.floor(duration))
 
 
+class CalibrationRun(Record, frozen=True, kw_only=True):
+    """A calibration run as it ends: cumulative throughput, length, ops/s per 1-s bin."""
+
+    run: int = 0
+    ops_per_s: float | None = None
+    elapsed_s: float | None = None
+    series: list[float] = []
+
+
+class CheckEvent(DataRecord, frozen=True, kw_only=True, tag="check"):
+    """An audit item (``finding``), or a calibration run with the estimate after it."""
+
+    finding: Finding | None = None
+    calibration_run: CalibrationRun | None = None
+    estimate: Estimate | None = None
+
+
+DATA = (CheckEvent,)  # the check's own event kind (registry.decode_event reads it)
+
+
+class Checked(Record, frozen=True, kw_only=True):
+    """The file system the audit read and the disks behind it."""
+
+    path: str = ""
+    mountpoint: str = ""
+    fs: str = ""
+    source: str = ""
+    disks: list[str] = []
+    loop_backing: str | None = None
+
+
+class Report(ReportRecord, frozen=True, kw_only=True):
+    """The check's report: the verdict first, then what it rests on. ``flags`` are the verdict
+    and each bad finding as the TUI's flag list shows them; ``counts`` findings per severity."""
+
+    verdict: str = ""
+    headline: str = ""
+    fix_first: list[str] = []
+    findings: list[Finding] = []
+    calibration: Calibration | None = None
+    target: ReportTarget | None = None
+    checked: Checked | None = None
+    recipe: str | None = None
+    spec: Spec | None = None
+    elapsed_s: float | None = None
+    notes: list[str] = []
+    flags: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
+
+
+def _finite(x: Any) -> float | None:
+    """A figure for the report: None where the runs do not give one (NaN, infinity)."""
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
 def calibration_figures(spec: Spec, counts: list[np.ndarray], elapsed: list[float], duration_s: float,
-                        workload: dict | None = None) -> dict[str, Any]:
-    """The report's calibration dict from the runs' per-second op counts."""
+                        workload: Workload | None = None) -> Calibration:
+    """The report's calibration from the runs' per-second op counts."""
     ops = [float(c.sum() / e) if e > 0 else math.nan for c, e in zip(counts, elapsed)]
-    cv = C.coefficient_of_variation(ops) if len(ops) >= 2 else None
+    cv = _finite(C.coefficient_of_variation(ops)) if len(ops) >= 2 else None
     band = spec.precision / 2
     stable = [C.stable_after_s(c, BIN_S, band) for c in counts]
     curve = C.window_curve(counts, BIN_S)
-    n = C.runs_needed(cv, spec.precision, spec.confidence) if cv is not None else None
+    normal = C.runs_needed_normal(cv, spec.precision, spec.confidence) if cv is not None else None
     history = []
     for k in range(2, len(ops) + 1):
         cv_k = C.coefficient_of_variation(ops[:k])
-        history.append({"after_runs": k, "cv": cv_k, "runs_needed": C.runs_needed(cv_k, spec.precision, spec.confidence)})
-    return _jsonable({
-        "personality": spec.personality,
-        "runs": [{"ops_per_s": o, "elapsed_s": e, "stable_after_s": s} for o, e, s in zip(ops, elapsed, stable)],
-        "cv": cv,
-        "cv_upper": C.cv_upper(cv, len(ops), spec.confidence) if cv is not None else None,
-        "relative_range": C.cumulative_relative_range(ops) if len(ops) >= 2 else None,
-        "precision": spec.precision,
-        "confidence": spec.confidence,
-        "runs_needed": n,
-        "runs_needed_normal": C.runs_needed_normal(cv, spec.precision, spec.confidence) if cv is not None else None,
-        "runs_needed_method": (f"Student-t, iterated: smallest n with n ≥ (t({spec.confidence:g}, n−1) · CV / "
-                               f"{spec.precision:g})²; the normal approximation (z) would say "
-                               f"{C.runs_needed_normal(cv, spec.precision, spec.confidence) if cv is not None else '–'}"),
-        "runs_needed_history": history,
-        "ci_halfwidth_now": C.ci_relative_halfwidth(ops, spec.confidence),
-        "duration_s_needed": None if any(s is None for s in stable) or not stable else max(stable),
-        "window_s_needed": C.window_needed_s(curve, spec.precision),
-        "window_curve": [{"window_s": w, "median_relative_range": rr} for w, rr in curve],
-        "criterion": C.criterion_text(band, BIN_S),
-        "window_criterion": ("Throughput-N window: the smallest N from which on the median, over the windows, of the "
-                             f"relative range (max−min)/mean across runs stays below {spec.precision:.0%}"),
-        "run_s": duration_s,
-        "workload": workload,
-    })
+        history.append(HistoryEntry(after_runs=k, cv=_finite(cv_k),
+                                    runs_needed=C.runs_needed(cv_k, spec.precision, spec.confidence)))
+    return Calibration(
+        personality=spec.personality,
+        runs=[CalibrationRunFigures(ops_per_s=_finite(o), elapsed_s=e, stable_after_s=s)
+              for o, e, s in zip(ops, elapsed, stable)],
+        cv=cv,
+        cv_upper=_finite(C.cv_upper(cv, len(ops), spec.confidence)) if cv is not None else None,
+        relative_range=_finite(C.cumulative_relative_range(ops)) if len(ops) >= 2 else None,
+        precision=spec.precision,
+        confidence=spec.confidence,
+        runs_needed=C.runs_needed(cv, spec.precision, spec.confidence) if cv is not None else None,
+        runs_needed_normal=normal,
+        runs_needed_method=(f"Student-t, iterated: smallest n with n ≥ (t({spec.confidence:g}, n−1) · CV / "
+                            f"{spec.precision:g})²; the normal approximation (z) would say "
+                            f"{normal if normal is not None else '–'}"),
+        runs_needed_history=history,
+        ci_halfwidth_now=_finite(C.ci_relative_halfwidth(ops, spec.confidence)),
+        duration_s_needed=None if any(s is None for s in stable) or not stable else max(s for s in stable if s is not None),
+        window_s_needed=C.window_needed_s(curve, spec.precision),
+        window_curve=[WindowPoint(window_s=w, median_relative_range=_finite(rr)) for w, rr in curve],
+        criterion=C.criterion_text(band, BIN_S),
+        window_criterion=("Throughput-N window: the smallest N from which on the median, over the windows, of the "
+                          f"relative range (max−min)/mean across runs stays below {spec.precision:.0%}"),
+        run_s=duration_s,
+        workload=workload,
+    )
 
 
-def _emit_finding(ctx, f: Finding) -> None:
-    ctx.data("check", finding=_jsonable(f.to_dict()))
-
-
-def run(ctx, spec: Spec) -> dict:
+def run(ctx: Any, spec: Spec) -> Report:
     t_start = time.monotonic()
     # the budget bounds the whole check's wall time, the command's start-up included
     deadline = t_start + spec.budget_s - STARTUP_S
@@ -165,12 +230,11 @@ def run(ctx, spec: Spec) -> dict:
         if kind == "dir":
             capacity = min(capacity, os.statvfs(fs.workdir).f_bavail * os.statvfs(fs.workdir).f_frsize)
     for f in findings:
-        _emit_finding(ctx, f)
+        ctx.emit(CheckEvent(finding=f))
 
     counts: list[np.ndarray] = []
     elapsed: list[float] = []
     calibration = None
-    workload = None
     duration_s = 0.0
     if spec.calibrate and not ctx.cancelled:
         left = deadline - time.monotonic()
@@ -180,8 +244,8 @@ def run(ctx, spec: Spec) -> dict:
         pspec = P.default_spec(spec.personality, capacity_bytes=min(capacity, 256 << 20 if spec.budget_s > 90 else 96 << 20),
                                duration_s=float(duration_s), seed=1, bin_s=BIN_S,
                                latency_window_s=float(duration_s))
-        workload = {"personality": pspec.name, "nfiles": pspec.nfiles, "workers": pspec.workers,
-                    "mean_file_size_bytes": pspec.mean_file_size_bytes, "duration_s": duration_s, "runs": runs}
+        workload = Workload(personality=pspec.name, nfiles=pspec.nfiles, workers=pspec.workers,
+                            mean_file_size_bytes=pspec.mean_file_size_bytes, duration_s=duration_s, runs=runs)
         ctx.log(f"calibration: {runs} runs × {duration_s:g} s of {pspec.name} "
                 f"({pspec.nfiles} files, {pspec.workers} workers), fresh {'directory' if kind == 'dir' else 'file system'} each")
         try:
@@ -196,7 +260,8 @@ def run(ctx, spec: Spec) -> dict:
     return _report(ctx, spec, findings, calibration, info, notes, t_start)
 
 
-def _calibrate(ctx, spec: Spec, pspec, runs: int, duration_s: float, overhead: float, deadline: float,
+def _calibrate(ctx: Any, spec: Spec, pspec: P.PersonalitySpec, runs: int, duration_s: float, overhead: float,
+               deadline: float,
                counts: list[np.ndarray], elapsed: list[float], notes: list[str]) -> None:
     """The calibration runs that fit before ``deadline``; appends each finished run's counts
     and length as it goes. A run the deadline cuts short is left out (a partial run would
@@ -238,32 +303,26 @@ def _calibrate(ctx, spec: Spec, pspec, runs: int, duration_s: float, overhead: f
         elapsed.append(result.elapsed_s)
         ctx.run_dir.save_array(f"run{r}_counts", result.counts)
         figures = calibration_figures(spec, counts, elapsed, duration_s)
-        ctx.data("check", calibration_run={"run": r, "ops_per_s": result.ops_per_s, "elapsed_s": result.elapsed_s,
-                                           "series": [float(x) / BIN_S for x in c]},
-                 estimate={k: figures[k] for k in ("cv", "runs_needed", "duration_s_needed", "window_s_needed")})
+        done = CalibrationRun(run=r, ops_per_s=_finite(result.ops_per_s), elapsed_s=result.elapsed_s,
+                              series=[float(x) / BIN_S for x in c])
+        ctx.emit(CheckEvent(calibration_run=done, estimate=figures.estimate()))
 
 
-def _report(ctx, spec: Spec, findings: list[Finding], calibration: dict | None, info, notes: list[str],
-            t_start: float) -> dict:
+def _report(ctx: Any, spec: Spec, findings: list[Finding], calibration: Calibration | None, info: TargetInfo,
+            notes: list[str], t_start: float) -> Report:
     verdict = decide(findings, calibration)
-    by_id = {f.id: f for f in findings}
-    report = {
-        "verdict": verdict.verdict,
-        "headline": verdict.headline,
-        "fix_first": list(verdict.fix_first),
-        "findings": [f.to_dict() for f in findings],
-        "calibration": calibration,
-        "target": _jsonable(ctx.target.spec) | {"describe": ctx.target.spec.describe()},
-        "checked": {"path": info.path, "mountpoint": info.mountpoint, "fs": info.fs, "source": info.source,
-                    "disks": info.disks, "loop_backing": info.loop_backing},
-        "recipe": ctx.recipe.name if ctx.recipe is not None else None,
-        "spec": _jsonable(spec),
-        "elapsed_s": time.monotonic() - t_start,
-        "notes": notes,
-        "flags": [{"kind": "verdict", "flag": "verdict", "title": verdict.headline,
-                   "note": "\n".join(verdict.fix_first) or "nothing to fix"}]
-        + [{"kind": f.id, "flag": f.id, "title": f"{f.severity}: {f.title}", "note": f"{f.evidence}\n{f.effect}"
-            + (f"\nfix: {f.fix}" if f.fix else "")} for f in findings if f.severity == "bad"],
-        "counts": {s: sum(1 for f in by_id.values() if f.severity == s) for s in ("bad", "warn", "unknown", "ok")},
-    }
-    return _jsonable(report)
+    flags = [{"kind": "verdict", "flag": "verdict", "title": verdict.headline,
+              "note": "\n".join(verdict.fix_first) or "nothing to fix"}]
+    flags += [{"kind": f.id, "flag": f.id, "title": f"{f.severity}: {f.title}",
+               "note": f"{f.evidence}\n{f.effect}" + (f"\nfix: {f.fix}" if f.fix else "")}
+              for f in findings if f.severity == "bad"]
+    return Report(
+        verdict=verdict.verdict, headline=verdict.headline, fix_first=list(verdict.fix_first),
+        findings=[msgspec.structs.replace(f, values=plain(f.values)) for f in findings],
+        calibration=calibration,
+        target=ctx.target.spec.reported(),
+        checked=Checked(path=info.path, mountpoint=info.mountpoint, fs=info.fs, source=info.source,
+                        disks=list(info.disks), loop_backing=info.loop_backing),
+        recipe=ctx.recipe.name if ctx.recipe is not None else None,
+        spec=spec, elapsed_s=time.monotonic() - t_start, notes=notes, flags=flags,
+        counts={s: sum(1 for f in findings if f.severity == s) for s in ("bad", "warn", "unknown", "ok")})

@@ -15,10 +15,14 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fsscope.check.findings import Finding, unknown
 from fsscope.check.system import REAL_ROOT, Root, throttle_counts, try_read, vmstat
 from fsscope.format import format_bytes
+
+if TYPE_CHECKING:
+    from fsscope.layout.freespace import FreeSpaceHistogram
 
 
 @dataclass(frozen=True)
@@ -314,7 +318,7 @@ def fullness(t: TargetInfo, statvfs: os.statvfs_result | None) -> Finding:
 SMALL_EXTENT_BYTES = 1 << 20
 
 
-def free_space_fragmentation(t: TargetInfo, histogram=None, why_not: str = "") -> Finding:
+def free_space_fragmentation(t: TargetInfo, histogram: FreeSpaceHistogram | None = None, why_not: str = "") -> Finding:
     """``histogram``: a :class:`fsscope.layout.freespace.FreeSpaceHistogram` of the target."""
     effect = ("chopped-up free space makes new files fragment: an aged file system reads and writes slower "
               "than a fresh one, and file systems rank differently aged vs fresh")
@@ -461,7 +465,7 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
         rates[name] = (ios / dt, sectors * 512 / dt)
     if not rates:
         return unknown("other-io", "other I/O", f"{', '.join(t.disks)} not in /proc/diskstats", effect)
-    procs = []
+    procs: list[dict[str, Any]] = []
     for pid, (comm, rb, wb, _, _) in after.procs.items():
         if pid in own_pids or pid not in before.procs:
             continue

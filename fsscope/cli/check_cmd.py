@@ -89,8 +89,8 @@ def _confidence(text: str) -> float:
     return fraction
 
 
-def cmd_check(args) -> int:
-    from fsscope.check.job import DEFAULT_BUDGET_S, QUICK_BUDGET_S, Spec, shortfall
+def cmd_check(args: argparse.Namespace) -> int:
+    from fsscope.check.job import DEFAULT_BUDGET_S, QUICK_BUDGET_S, Report, Spec, shortfall
     from fsscope.check.verdict import EXIT_STATUS
 
     if args.quick and args.budget:
@@ -112,19 +112,19 @@ def cmd_check(args) -> int:
     if short:  # said before anything starts; the job then stops at the budget with what it has
         Console(stderr=True, soft_wrap=True).print(f"check: {short}; it stops at the budget with what it has",
                                                    style="yellow", highlight=False, markup=False)
-    captured: list[dict] = []
+    captured: list[Report] = []
 
-    def render(report: dict, console: Console) -> None:
+    def render(report: Report, console: Console) -> None:
         captured.append(report)
         render_check(report, console)
 
     status = run_job("check", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render)
     if status != 0 or not captured:
         return status
-    return EXIT_STATUS.get(captured[-1].get("verdict"), 2)
+    return EXIT_STATUS.get(captured[-1].verdict, 2)
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="pre-benchmark sanity check: what distorts results here, and runs needed",
                        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--personality", choices=PERSONALITIES, default="fileserver",

@@ -20,6 +20,7 @@ from fsscope.cli.common import out_console, output_path, write_json
 from fsscope.cli.render.compare import render_compare
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
+from fsscope.records import plain
 
 DESCRIPTION = """\
 Compare two recorded runs of the same job side by side, with the ratio B/A for every
@@ -61,7 +62,7 @@ def cmd_compare(args) -> int:
             raise FsscopeError(f"run {run.id} has no report (status {run.status()}): nothing to compare")
         reports.append(report)
     with store.reading(f"the report of run {runs[0].id} or of run {runs[1].id}"):
-        doc = {"job": jobs[0], "sections": compare_reports(jobs[0], reports[0], reports[1])}
+        doc = {"job": jobs[0], "sections": compare_reports(jobs[0], plain(reports[0]), plain(reports[1]))}
     for label, run in zip(("a", "b"), runs):
         recipe, where = _describe(run)
         doc[label] = {"id": run.id, "path": str(run.path), "status": run.status(), "recipe": recipe, "target": where}

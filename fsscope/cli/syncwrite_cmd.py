@@ -6,7 +6,9 @@ import argparse
 import math
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import msgspec
 from rich.console import Console
 
 from fsscope.cli.common import (
@@ -24,9 +26,14 @@ from fsscope.cli.headless import run_job
 from fsscope.cli.render.syncwrite import render_syncwrite, render_tests
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
-from fsscope.records import build, plain
+from fsscope.records import build, convert, plain
 from fsscope.units import list_items
 from fsscope.workloads import syncwrite as sw
+
+if TYPE_CHECKING:
+    from fsscope.recipes import Recipe
+    from fsscope.targets import TargetSpec
+    from fsscope.workloads.syncwrite_records import Choice, Report, SizeTest, Spec
 
 DESCRIPTION = """\
 Synchronous-write buffer sweep (Mingardi & Vieira, "Characterizing Synchronous Writes in
@@ -125,22 +132,30 @@ def _duration_ns(text: str) -> float:
 # command
 # ---------------------------------------------------------------------------------------------
 
-def _choices(report: dict, args) -> list[dict]:
+def _choices(report: Report, args: argparse.Namespace) -> list[Choice]:
     """--target-throughput / --max-latency applied to a finished report."""
     from fsscope.analysis import efficiency
+    from fsscope.workloads.syncwrite_records import Choice
 
     if args.target_throughput is None and args.max_latency is None:
         return []
-    stats = [efficiency.SizeStats(**{k: (math.nan if v is None else v) for k, v in row.items()
-                                     if k in efficiency.SizeStats.__dataclass_fields__})
-             for row in report.get("sizes") or []]
+
+    def value(x: float | None) -> float:
+        return math.nan if x is None else x
+
+    stats = [efficiency.SizeStats(row.buffer_bytes, row.repeats, row.writes, value(row.throughput_mean),
+                                  value(row.throughput_sd), value(row.throughput_ci95), value(row.latency_mean_ns),
+                                  value(row.latency_sd_ns), value(row.latency_ci95_ns), value(row.latency_p50_ns),
+                                  value(row.latency_p99_ns), tuple(map(value, row.throughput_runs)),
+                                  tuple(map(value, row.latency_mean_runs_ns)))
+             for row in report.sizes]
     analysis = efficiency.analyze(stats, resamples=0)
     choice = efficiency.choose(analysis, args.target_throughput, args.max_latency)
-    return [{"target_throughput": args.target_throughput, "max_latency_ns": args.max_latency,
-             "buffer_bytes": choice.buffer_bytes, "note": choice.note}]
+    return [Choice(target_throughput=args.target_throughput, max_latency_ns=args.max_latency,
+                   buffer_bytes=choice.buffer_bytes, note=choice.note)]
 
 
-def _check_mode(args, target, recipe) -> None:
+def _check_mode(args: argparse.Namespace, target: TargetSpec, recipe: Recipe | None) -> None:
     """Refuse a mode the file system will refuse, before anything is formatted or recorded."""
     if not sw.is_direct(args.mode):
         return
@@ -157,7 +172,7 @@ def _check_mode(args, target, recipe) -> None:
                            "use osync, odsync, fsync or fdatasync")
 
 
-def _check_array_space(spec) -> None:
+def _check_array_space(spec: Spec) -> None:
     """Every write's latency is kept (8 bytes each, on disk from the start): refuse a plan whose
     arrays would not fit comfortably in the run directory's file system."""
     import shutil
@@ -176,8 +191,8 @@ def _check_array_space(spec) -> None:
                            "smaller --bytes-per-point or fewer repetitions")
 
 
-def cmd_syncwrite(args) -> int:
-    from fsscope.workloads.syncwrite_job import Spec
+def cmd_syncwrite(args: argparse.Namespace) -> int:
+    from fsscope.workloads.syncwrite_records import Spec
 
     kw = {}
     if args.sizes:
@@ -204,31 +219,32 @@ def cmd_syncwrite(args) -> int:
     for _, recipe in chosen:
         _check_mode(args, target, recipe)
 
-    reports: dict[str, dict] = {}
+    reports: dict[str, Report] = {}
     status = 0
     for name, recipe in chosen:
         if len(chosen) > 1:
             err_console.rule(f"[bold]{name}[/]")
-        captured: list[dict] = []
+        captured: list[Report] = []
 
-        def render(report, console, captured=captured):
-            report["choices"] = _choices(report, args)
+        def render(report: Report, console: Console, captured: list[Report] = captured) -> None:
+            report = msgspec.structs.replace(report, choices=_choices(report, args))
             captured.append(report)
             render_syncwrite(report, console)
 
         status = run_job("syncwrite", spec, target, recipe, verbose=args.verbose, render=render)
         if captured:
-            key = name if recipe is not None else (captured[-1].get("fs") or name)
+            key = name if recipe is not None else (captured[-1].fs or name)
             reports[key] = captured[-1]
         if status != 0:
             break
-    tests: list[dict] = []
+    tests: list[SizeTest] = []
     if len(reports) >= 2:
         from fsscope.analysis.efficiency import compare_per_size
+        from fsscope.workloads.syncwrite_records import SizeTest
 
-        runs = {name: {row["buffer_bytes"]: row.get("throughput_runs") or [] for row in r.get("sizes") or []}
+        runs = {name: {row.buffer_bytes: [x for x in row.throughput_runs if x is not None] for row in r.sizes}
                 for name, r in reports.items()}
-        tests = plain(compare_per_size(runs))
+        tests = [convert(t, SizeTest) for t in plain(compare_per_size(runs))]
         out = Console()
         out.rule("[bold]comparison[/]")
         render_tests(tests, out)
@@ -239,7 +255,7 @@ def cmd_syncwrite(args) -> int:
     return status
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("syncwrite", help="synchronous-write buffer sweep: throughput, latency, knees, best buffer",
                        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=sw.MODES, default="osync",

@@ -6,9 +6,9 @@ Public API: :class:`TargetSpec`, :class:`Target`, :class:`MountedFS`, :func:`rel
 
 from fsscope.errors import FsscopeError
 from fsscope.targets.journal import Journal, cleanup, owner_alive, triage, undo_group
-from fsscope.targets.target import DEFAULT_SIZE_BYTES, MountedFS, Target, TargetSpec
+from fsscope.targets.target import DEFAULT_SIZE_BYTES, MountedFS, ReportTarget, Target, TargetSpec
 
-__all__ = ["DEFAULT_SIZE_BYTES", "Journal", "MountedFS", "Target", "TargetSpec", "cleanup", "release", "triage"]
+__all__ = ["DEFAULT_SIZE_BYTES", "Journal", "MountedFS", "ReportTarget", "Target", "TargetSpec", "cleanup", "release", "triage"]
 
 
 def release(mountpoint: str, journal: Journal | None = None) -> list[str]:

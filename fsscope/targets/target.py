@@ -32,6 +32,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from fsscope import paths, tools, trust
 from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.format import format_bytes
@@ -76,6 +78,16 @@ class TargetSpec(Record, frozen=True, kw_only=False):
         else:
             text = f"{self.kind} {self.path}"
         return f"{text} from snapshot {self.snapshot}" if self.snapshot else text
+
+    def reported(self) -> ReportTarget:
+        """This target as a report holds it: the spec and how it reads."""
+        return ReportTarget(**msgspec.structs.asdict(self), described=self.describe())
+
+
+class ReportTarget(TargetSpec, frozen=True, kw_only=True):
+    """A report's "target": the spec, and ``describe`` as the run said it."""
+
+    described: str = msgspec.field(default="", name="describe")
 
 
 

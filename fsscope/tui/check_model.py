@@ -7,7 +7,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from fsscope.engine.events import Data, Event
+from fsscope.check.findings import Finding
+from fsscope.check.job import CheckEvent, Report
+from fsscope.check.verdict import Estimate
+from fsscope.engine.events import Event
 from fsscope.tui.report_model import FromReport
 
 SEVERITY_ORDER = {"bad": 0, "warn": 1, "unknown": 2, "ok": 3}
@@ -16,62 +19,62 @@ SEVERITY_ORDER = {"bad": 0, "warn": 1, "unknown": 2, "ok": 3}
 class CheckModel(FromReport):
     kind = "check"
 
-    def __init__(self, spec: dict | None = None):
-        spec = spec or {}
-        self.precision = float(spec.get("precision") or 0.05)
-        self.findings: list[dict[str, Any]] = []
+    def __init__(self, spec: dict[str, Any] | None = None):
+        precision = (spec or {}).get("precision")
+        self.precision = float(precision) if isinstance(precision, (int, float)) and precision else 0.05
+        self.findings: list[Finding] = []
         self.run_ops_per_s: list[float] = []
         self.run_series: list[list[float]] = []
         self.runs_needed: list[int | None] = []   # after 2, 3, … runs (the live curve)
-        self.estimate: dict[str, Any] = {}
-        self.report: dict | None = None
+        self.estimate = Estimate()
+        self.report: Report | None = None
         self.notes: list[str] = []
         self.telemetry: list[tuple[float, float, float]] = []
         self.version = 0
 
     def feed(self, event: Event) -> bool:
-        if not isinstance(event, Data) or event.kind != "check":
+        if not isinstance(event, CheckEvent):
             return False
-        if isinstance(event.fields.get("finding"), dict):
-            self.findings.append(event.fields["finding"])
-        run = event.fields.get("calibration_run")
-        if isinstance(run, dict):
-            self.run_ops_per_s.append(float(run.get("ops_per_s") or 0.0))
-            self.run_series.append([float(x) for x in run.get("series") or []])
-            self.estimate = dict(event.fields.get("estimate") or {})
+        if event.finding is not None:
+            self.findings.append(event.finding)
+        run = event.calibration_run
+        if run is not None:
+            self.run_ops_per_s.append(run.ops_per_s or 0.0)
+            self.run_series.append(list(run.series))
+            self.estimate = event.estimate or Estimate()
             if len(self.run_ops_per_s) >= 2:
-                self.runs_needed.append(self.estimate.get("runs_needed"))
+                self.runs_needed.append(self.estimate.runs_needed)
         self.version += 1
         return True
 
-    def finish(self, report: dict | None) -> None:
-        if isinstance(report, dict) and isinstance(report.get("findings"), list):
+    def finish(self, report: Report | None) -> None:
+        if report is not None:
             self.report = report
-            self.findings = [f for f in report["findings"] if isinstance(f, dict)]
-            cal = report.get("calibration") or {}
-            if cal:
-                self.precision = float(cal.get("precision") or self.precision)
+            self.findings = list(report.findings)
+            cal = report.calibration
+            if cal is not None:
+                self.precision = cal.precision
                 if not self.run_ops_per_s:
-                    self.run_ops_per_s = [float(r.get("ops_per_s") or 0.0) for r in cal.get("runs") or []]
-                self.runs_needed = [h.get("runs_needed") for h in cal.get("runs_needed_history") or []]
-                self.estimate = {k: cal.get(k) for k in ("cv", "runs_needed", "duration_s_needed", "window_s_needed")}
-            self.notes = [str(n) for n in report.get("notes") or []]
+                    self.run_ops_per_s = [r.ops_per_s or 0.0 for r in cal.runs]
+                self.runs_needed = [h.runs_needed for h in cal.runs_needed_history]
+                self.estimate = cal.estimate()
+            self.notes = list(report.notes)
         self.version += 1
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[Finding]:
         """Findings worst first (the report's order once it is in)."""
         if self.report is not None:
             return list(self.findings)
-        return sorted(self.findings, key=lambda f: SEVERITY_ORDER.get(f.get("severity"), 4))
+        return sorted(self.findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 4))
 
     @property
     def verdict(self) -> str | None:
-        return self.report.get("verdict") if self.report else None
+        return self.report.verdict if self.report else None
 
     @property
     def headline(self) -> str:
         if self.report:
-            return str(self.report.get("headline") or self.report.get("verdict"))
+            return self.report.headline or self.report.verdict
         if self.run_ops_per_s:
             return f"calibrating: {len(self.run_ops_per_s)} run(s) done"
         return "auditing…" if not self.findings else "audit done; calibrating…"
@@ -79,13 +82,12 @@ class CheckModel(FromReport):
     def summary_lines(self) -> list[str]:
         est = self.estimate
         out = []
-        cv = est.get("cv")
-        if cv is not None and math.isfinite(cv):
-            out.append(f"CV {cv:.1%} → runs needed for ±{self.precision:.0%} (95 %, Student-t): {est.get('runs_needed')}")
-        if est.get("duration_s_needed") is not None:
-            out.append(f"run length: ≥ {est['duration_s_needed']:g} s (cumulative throughput settled)")
+        if est.cv is not None and math.isfinite(est.cv):
+            out.append(f"CV {est.cv:.1%} → runs needed for ±{self.precision:.0%} (95 %, Student-t): {est.runs_needed}")
+        if est.duration_s_needed is not None:
+            out.append(f"run length: ≥ {est.duration_s_needed:g} s (cumulative throughput settled)")
         elif self.run_ops_per_s:
             out.append("run length: not settled within the calibration runs")
-        if est.get("window_s_needed") is not None:
-            out.append(f"Throughput-N window: {est['window_s_needed']:g} s")
+        if est.window_s_needed is not None:
+            out.append(f"Throughput-N window: {est.window_s_needed:g} s")
         return out

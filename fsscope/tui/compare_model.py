@@ -15,6 +15,7 @@ from fsscope.analysis.variation.temporal import compare_recipes
 from fsscope.engine import registry
 from fsscope.records import plain
 from fsscope.tui.syncwrite_model import curves_of, rows_of_report
+from fsscope.workloads.syncwrite_records import Report
 
 JOBS_WITH_TABLES = ("bench", "age", "frag", "syncwrite")
 
@@ -104,7 +105,7 @@ def compare(a: Side, b: Side) -> Comparison:
     if missing:
         s = missing[0]
         return Comparison(f"Run {s.id} has no report (status {s.status}): nothing to compare.")
-    sections = compare_reports(a.job, a.report, b.report)
+    sections = compare_reports(a.job, plain(a.report), plain(b.report))
     if a.job == "syncwrite":
         return Comparison(syncwrite_verdict(sections), sections=sections)
     if a.job != "bench":
@@ -144,6 +145,7 @@ def syncwrite_verdict(sections: list[dict]) -> str:
 def syncwrite_curves(a: Side, b: Side) -> list:
     """Both runs' log–log curves for one chart."""
 
-    return [curves_of(f"{label} {side.recipe}", rows_of_report(side.report or {}), (side.report or {}).get("knees"),
-                      (side.report or {}).get("recommended_bytes")) for label, side in (("A", a), ("B", b))]
+    return [curves_of(f"{label} {side.recipe}", rows_of_report(side.report), side.report.knees,
+                      side.report.recommended_bytes)
+            for label, side in (("A", a), ("B", b)) if isinstance(side.report, Report)]
 

@@ -350,7 +350,7 @@ def note_flags(notes: Iterable[str]) -> list[Flag]:
     return out
 
 
-def flags_from_report(report: dict | None) -> list[Flag] | None:
+def flags_from_report(report: Any) -> list[Flag] | None:
     """The FINAL flags of a job's report, or None if it has none (see
     :func:`fsscope.engine.events.findings_from_report`)."""
     findings = findings_from_report(report)

@@ -6,14 +6,17 @@ ends. :func:`curves_of` gives the chart's log–log curves, also for the compare
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from fsscope.analysis import efficiency
-from fsscope.engine.events import Data, Event
-from fsscope.tui.model import SPARK_POINTS, number
+from fsscope.engine.events import Event
+from fsscope.tui.model import SPARK_POINTS
+from fsscope.workloads.syncwrite_records import Knees, Point, PointSample, Report
 
 
 def size_label(n: int) -> str:
@@ -66,20 +69,17 @@ def _band(mean: float | None, ci: float | None) -> tuple[float, float, float] | 
     return (mean, max(mean - half, mean * 0.01), mean + half)
 
 
-def rows_of_report(report: dict) -> list[SizeRow]:
-    return [SizeRow(int(r["buffer_bytes"]), int(r.get("repeats") or 0), number(r.get("throughput_mean")),
-                    number(r.get("throughput_ci95")), number(r.get("latency_mean_ns")),
-                    number(r.get("latency_ci95_ns")), number(r.get("latency_p50_ns")),
-                    number(r.get("latency_p99_ns")), True)
-            for r in report.get("sizes") or [] if isinstance(r, dict) and r.get("buffer_bytes")]
+def rows_of_report(report: Report) -> list[SizeRow]:
+    return [SizeRow(r.buffer_bytes, r.repeats, r.throughput_mean, r.throughput_ci95, r.latency_mean_ns,
+                    r.latency_ci95_ns, r.latency_p50_ns, r.latency_p99_ns, True)
+            for r in report.sizes if r.buffer_bytes]
 
 
-def curves_of(label: str, rows: list[SizeRow], knees: dict | None, best: int | None) -> Curves:
-    knees = knees or {}
+def curves_of(label: str, rows: list[SizeRow], knees: Knees, best: int | None) -> Curves:
     return Curves(label, [r.buffer_bytes for r in rows],
                   [_band(r.bytes_per_s, r.bytes_per_s_ci95) for r in rows],
                   [_band(r.latency_mean_ns, r.latency_ci95_ns) for r in rows],
-                  knees.get("latency_rise_bytes"), knees.get("throughput_saturation_bytes"), best)
+                  knees.latency_rise_bytes, knees.throughput_saturation_bytes, best)
 
 
 class SyncWriteModel:
@@ -87,56 +87,51 @@ class SyncWriteModel:
 
     kind = "syncwrite"
 
-    def __init__(self, spec: dict | None = None):
+    def __init__(self, spec: dict[str, Any] | None = None):
         spec = spec or {}
-        self.mode = str(spec.get("mode") or "osync")
-        repeats = number(spec.get("repeats"))
-        self.repeats_requested = int(repeats) if repeats else None
+        mode, repeats = spec.get("mode"), spec.get("repeats")
+        self.mode = mode if isinstance(mode, str) and mode else "osync"
+        self.repeats_requested = repeats if isinstance(repeats, int) and repeats > 0 else None
         self.label = "this run"
-        self.points: list[dict] = []
-        self.report: dict | None = None
+        self.points: list[Point] = []
+        self.report: Report | None = None
         self.notes: list[str] = []
         self.version = 0
         self.p50_ns: deque[float] = deque(maxlen=SPARK_POINTS)
         self.p99_ns: deque[float] = deque(maxlen=SPARK_POINTS)
         self.mb_per_s: deque[float] = deque(maxlen=SPARK_POINTS)
         self.telemetry: list[tuple[float, float, float]] = []
-        self._live: tuple[int, list[SizeRow], dict] | None = None
+        self._live: tuple[int, list[SizeRow], Knees, int | None] | None = None
 
     def feed(self, event: Event) -> bool:
-        if isinstance(event, Data) and event.kind == "samples" and isinstance(event.fields.get("point"), dict):
-            self.add_point(event.fields["point"])
+        if isinstance(event, PointSample):
+            self.add_point(event.point)
             return True
         return False
 
-    def add_point(self, point: dict) -> None:
-        self.points.append(dict(point))
-        for series, key, scale in ((self.p50_ns, "p50_ns", 1.0), (self.p99_ns, "p99_ns", 1.0),
-                                   (self.mb_per_s, "bytes_per_s", 1e-6)):
-            value = number(point.get(key))
+    def add_point(self, point: Point) -> None:
+        self.points.append(point)
+        for series, value, scale in ((self.p50_ns, point.p50_ns, 1.0), (self.p99_ns, point.p99_ns, 1.0),
+                                     (self.mb_per_s, point.bytes_per_s, 1e-6)):
             if value is not None:
                 series.append(value * scale)
         self.version += 1
 
-    def finish(self, report: dict | None) -> None:
-        if isinstance(report, dict) and isinstance(report.get("sizes"), list):
+    def finish(self, report: Report | None) -> None:
+        if report is not None:
             self.report = report
-            self.notes = [str(n) for n in report.get("notes") or []]
-            self.notes += [f"{f.get('title')}: {f.get('note')}" for f in report.get("flags") or [] if isinstance(f, dict)]
-            self.mode = str(report.get("mode") or self.mode)
-            self.label = str(report.get("recipe") or report.get("fs") or self.label)
+            self.notes = list(report.notes) + [f"{f.title}: {f.note}" for f in report.flags]
+            self.mode = report.mode or self.mode
+            self.label = report.recipe or report.fs or self.label
             if not self.points:
-                for point in report.get("raw_points") or []:
-                    if isinstance(point, dict):
-                        self.add_point(point)
+                for point in report.raw_points:
+                    self.add_point(point)
         self.version += 1
 
     @classmethod
-    def from_run(cls, run_dir, spec: dict, report: dict | None) -> SyncWriteModel:
+    def from_run(cls, run_dir: Any, spec: dict[str, Any], report: Report | None) -> SyncWriteModel:
         model = cls(spec)
         if report is None and run_dir is not None:  # a killed run: rebuilt from its kept arrays
-            # here, not at the top: the job module brings scipy (via bench_job), and the TUI
-            # imports this model at start (the compare screen)
             from fsscope.workloads.syncwrite_job import partial_report
 
             report = partial_report(run_dir)
@@ -144,60 +139,65 @@ class SyncWriteModel:
         return model
 
     # -- live statistics from the points so far ------------------------------------------------
-    def _live_rows(self) -> tuple[list[SizeRow], dict]:
+    def _live_rows(self) -> tuple[list[SizeRow], Knees, int | None]:
         if self._live is not None and self._live[0] == self.version:
-            return self._live[1], self._live[2]
+            return self._live[1], self._live[2], self._live[3]
         by_size: dict[int, dict[str, list]] = {}
         for p in self.points:
-            size = int(p.get("buffer_bytes") or 0)
-            entry = by_size.setdefault(size, {"t": [], "lat": [], "p99": [], "p50": []})
-            if p.get("ended", True) and number(p.get("bytes_per_s")) is not None:
-                entry["t"].append(float(p["bytes_per_s"]))
-            if number(p.get("mean_ns")) is not None:
-                entry["lat"].append(np.array([float(p["mean_ns"])]))
-            for key in ("p99", "p50"):
-                if number(p.get(f"{key}_ns")) is not None:
-                    entry[key].append(float(p[f"{key}_ns"]))
+            entry = by_size.setdefault(p.buffer_bytes, {"t": [], "lat": [], "p99": [], "p50": []})
+            if p.ended and p.bytes_per_s is not None:
+                entry["t"].append(p.bytes_per_s)
+            if p.mean_ns is not None:
+                entry["lat"].append(np.array([p.mean_ns]))
+            if p.p99_ns is not None:
+                entry["p99"].append(p.p99_ns)
+            if p.p50_ns is not None:
+                entry["p50"].append(p.p50_ns)
         rows, stats = [], []
         for size in sorted(by_size):
             e = by_size[size]
             s = efficiency.size_stats(size, e["t"], e["lat"])
             stats.append(s)
-            rows.append(SizeRow(size, s.repeats, number(s.throughput_mean), number(s.throughput_ci95),
-                                number(s.latency_mean_ns), number(s.latency_ci95_ns),
+            rows.append(SizeRow(size, s.repeats, _finite(s.throughput_mean), _finite(s.throughput_ci95),
+                                _finite(s.latency_mean_ns), _finite(s.latency_ci95_ns),
                                 float(np.median(e["p50"])) if e["p50"] else None,
                                 max(e["p99"]) if e["p99"] else None, False))
         analysis = efficiency.analyze(stats, resamples=0)
-        knees = efficiency.knees_dict(analysis) | {"best": analysis.size_at(analysis.best_ratio)}
-        self._live = (self.version, rows, knees)
-        return rows, knees
+        knees = Knees(latency_rise_bytes=analysis.size_at(analysis.latency_rise),
+                      throughput_saturation_bytes=analysis.size_at(analysis.saturation))
+        best = analysis.size_at(analysis.best_ratio)
+        self._live = (self.version, rows, knees, best)
+        return rows, knees, best
 
     def rows(self) -> list[SizeRow]:
         """Per buffer size, smallest first: the report's numbers, else the points so far."""
-        if self.report is not None and self.report.get("sizes"):
+        if self.report is not None and self.report.sizes:
             return rows_of_report(self.report)
         return self._live_rows()[0]
 
     @property
-    def knees(self) -> dict:
+    def knees(self) -> Knees:
         if self.report is not None:
-            return self.report.get("knees") or {}
+            return self.report.knees
         return self._live_rows()[1]
 
     @property
     def best_buffer_bytes(self) -> int | None:
         if self.report is not None:
-            best = self.report.get("recommended_bytes")
-            return int(best) if best is not None else None
-        return self._live_rows()[1].get("best")
+            return self.report.recommended_bytes
+        return self._live_rows()[2]
 
     def curves(self) -> Curves:
         return curves_of(self.label, self.rows(), self.knees, self.best_buffer_bytes)
 
     def repetitions_done(self) -> int:
         """Repetitions with every size measured."""
-        sizes = {int(p.get("buffer_bytes") or 0) for p in self.points}
-        per_rep: dict[int, set] = {}
+        sizes = {p.buffer_bytes for p in self.points}
+        per_rep: dict[int, set[int]] = {}
         for p in self.points:
-            per_rep.setdefault(int(p.get("repeat") or 0), set()).add(int(p.get("buffer_bytes") or 0))
+            per_rep.setdefault(p.repeat, set()).add(p.buffer_bytes)
         return sum(1 for got in per_rep.values() if got == sizes)
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None

@@ -31,7 +31,7 @@ from fsscope.errors import FsscopeError
 from fsscope.proctree import cgroup_dir as _under
 from fsscope.proctree import mountinfo as _mountinfo
 from fsscope.proctree import own_cgroups as _own_cgroups
-from fsscope.targets.journal import Journal
+from fsscope.targets.journal import Entry, Journal
 
 
 class CgroupUnavailable(FsscopeError):
@@ -132,15 +132,16 @@ class MemoryCgroup:
                 "with the cgroup v1 memory hierarchy or cgroup v2 with the memory controller "
                 "enabled, or drop --mem-limit.")
         self.version = self.support.version
+        self.parent: Path = self.support.parent  # known to exist from here on
         self.name = name or f"fsscope-{os.getpid()}-{time.monotonic_ns() % 10**9}"
-        self.path = self.support.parent / self.name
+        self.path = self.parent / self.name
         self._home = self._own_dir()
         self._created = False
-        self._entry = None
+        self._entry: Entry | None = None
 
     def _own_dir(self) -> Path:
         """The creator's own cgroup directory (where stragglers are moved back to)."""
-        return self.support.parent if self.version == 1 else self._v2_own()
+        return self.parent if self.version == 1 else self._v2_own()
 
     def _v2_own(self) -> Path:
         own = _own_cgroups().get("", "/")
@@ -149,7 +150,7 @@ class MemoryCgroup:
                 where = _under(root, point, own)
                 if where is not None:
                     return where
-        return self.support.parent  # pragma: no cover
+        return self.parent  # pragma: no cover
 
     # -- lifecycle ------------------------------------------------------------------------------
     def create(self) -> MemoryCgroup:
@@ -158,7 +159,7 @@ class MemoryCgroup:
         self._entry = Journal().record("cgroup", f"cgroup-{self.name}", path=str(self.path), home=str(self._home))
         try:
             if self.version == 2:
-                subtree = self.support.parent / "cgroup.subtree_control"
+                subtree = self.parent / "cgroup.subtree_control"
                 if "memory" not in subtree.read_text().split():
                     _write(subtree, "+memory")
             self.path.mkdir()

@@ -12,8 +12,9 @@ With ``trace`` (root + tracefs): also ``start_ns.npy`` (each write's start, CLOC
 and, per write, what reached the device inside it -- ``write_io.npy`` (int64 rows, columns
 :data:`WRITE_IO_COLUMNS`: block requests, bytes, FLUSH and FUA requests, journal commits) --
 summed per point (``raw_points[i]["kernel"]``) and per buffer size (``kernel_by_size``).
-Events: ``samples`` with ``{"point": {...}}`` per finished point, ``progress`` in points.
-Report (:func:`report_from_arrays`, also for a killed run's arrays): per buffer size the
+Events: :class:`PointSample` (``samples`` with ``{"point": Point}``) per finished point,
+``progress`` in points. The :class:`Report` (:func:`report_from_arrays`, also for a killed
+run's arrays): per buffer size the
 throughput and latency statistics, both knees with a confidence statement, the phases, the
 best-ratio recommendation; a full file system stops the sweep with an ``enospc`` flag.
 """
@@ -21,69 +22,24 @@ best-ratio recommendation; a full file system stops the sweep with an ``enospc``
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import Any
 
 import numpy as np
 
 from fsscope.analysis import efficiency
 from fsscope.errors import FsscopeError
-from fsscope.records import SpecRecord, plain
+from fsscope.records import convert, plain
+from fsscope.store import RunDir
 from fsscope.trace.attribute import per_call_io
 from fsscope.trace.jobs import JobTrace
-from fsscope.units import list_items, parse_size_bytes
 from fsscope.workloads import syncwrite as sw
 from fsscope.workloads.bench_job import block_disks
+from fsscope.workloads.syncwrite_records import DATA, Point, PointSample, Report, Spec, size_list
 
-_DEFAULTS = sw.SyncWriteSpec()
+__all__ = ["DATA", "Report", "Spec", "partial_report", "report_from_arrays", "run", "size_list"]
+
 POINT_COLUMNS = sw.POINT_COLUMNS
 WRITE_IO_COLUMNS = ("requests", "bytes", "flush", "fua", "commits")
-Mode = Literal["osync", "odsync", "fsync", "fdatasync", "direct+osync", "direct+odsync", "direct+fdatasync"]
-
-
-class Spec(SpecRecord, frozen=True):
-    job: ClassVar[str] = "syncwrite"
-    parsers: ClassVar[dict[str, Callable[[Any], Any]]] = {"buffer_sizes_bytes": lambda v: size_list(v)}
-
-    buffer_sizes_bytes: tuple[int, ...] = _DEFAULTS.buffer_sizes_bytes
-    file_size_bytes: int = _DEFAULTS.file_size_bytes
-    mode: Mode = "osync"
-    repeats: int = _DEFAULTS.repeats
-    min_writes: int = _DEFAULTS.min_writes
-    duration_s: float | None = None        # per point; None: bounded by file_size_bytes only
-    seed: int = _DEFAULTS.seed
-    preallocate: bool = _DEFAULTS.preallocate
-    # Kernel events (root + tracefs): per write, the device requests, bytes, flushes and journal
-    # commits inside it. Off by default: the tracer's own work shifts µs-scale latencies.
-    trace: bool = False
-
-    def __post_init__(self) -> None:
-        if self.duration_s is not None and not self.duration_s > 0:
-            raise FsscopeError(f"syncwrite: duration_s must be positive, got {self.duration_s!r}")
-        if not isinstance(self.trace, bool):
-            raise FsscopeError(f"syncwrite: trace must be true or false, not {self.trace!r}")
-        self.sweep_spec()  # the workload's own checks (mode, sizes, counts)
-
-    def sweep_spec(self) -> sw.SyncWriteSpec:
-        return sw.SyncWriteSpec(buffer_sizes_bytes=self.buffer_sizes_bytes, file_size_bytes=self.file_size_bytes,
-                                mode=self.mode, repeats=self.repeats, min_writes=self.min_writes, seed=self.seed,
-                                preallocate=self.preallocate)
-
-
-
-def size_list(value: Any) -> tuple[int, ...]:
-    """Buffer sizes from JSON (list or number) or text such as "4K,64K,1M" or "(4096, 8192)"."""
-    if isinstance(value, str):
-        parts = list_items(value)
-        try:
-            return tuple(parse_size_bytes(p) for p in parts)
-        except FsscopeError:
-            raise FsscopeError(f"syncwrite: buffer sizes must be sizes such as 4K,64K,1M, not {value!r}") from None
-    if isinstance(value, int):
-        return (value,)
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) for v in value):
-        raise FsscopeError(f"syncwrite: buffer_sizes_bytes must be a list of byte counts, not {value!r}")
-    return tuple(value)
 
 
 def report_from_arrays(points: np.ndarray, latency: np.ndarray, *, resamples: int = efficiency.BOOTSTRAP,
@@ -109,7 +65,7 @@ def report_from_arrays(points: np.ndarray, latency: np.ndarray, *, resamples: in
     }
 
 
-def run(ctx, spec: Spec) -> dict:
+def run(ctx: Any, spec: Spec) -> Report:
     sweep_spec = spec.sweep_spec()
     latency, points = sw.new_arrays(sweep_spec, lambda name, shape, dtype, fill:
                                     ctx.run_dir.open_array(name, shape, dtype=dtype, fill=fill))
@@ -121,13 +77,15 @@ def run(ctx, spec: Spec) -> dict:
 
     def on_point(row: int, lat: np.ndarray) -> None:
         done[0] += 1
-        point = sw.point_dict(points, row, lat)
-        ctx.data("samples", point=point)
-        rate = point["bytes_per_s"] or 0.0
+        point = convert(sw.point_dict(points, row, lat), Point)
+        ctx.emit(PointSample(point=point))
+        rate = point.bytes_per_s or 0.0
         ctx.progress(done[0], total, unit="points",
-                     info=f"rep {point['repeat'] + 1}, {point['buffer_bytes'] >> 10} KiB: {rate / 1e6:.1f} MB/s")
+                     info=f"rep {point.repeat + 1}, {point.buffer_bytes >> 10} KiB: {rate / 1e6:.1f} MB/s")
 
-    fs_name, disks, end = None, (), sw.SweepEnd(0, None)
+    fs_name: str | None = None
+    disks: tuple[str, ...] = ()
+    end = sw.SweepEnd(0, None)
     with ctx.fresh_fs() as fs:
         fs_name, disks = fs.fs, block_disks(fs)
         refused = sw.refused_mode(fs.workdir, spec.mode)
@@ -139,12 +97,13 @@ def run(ctx, spec: Spec) -> dict:
         with trace.run(fs, 0):
             end = sw.sweep(fs.workdir, sweep_spec, latency, points, on_point=on_point,
                            cancelled=lambda: ctx.cancelled, point_limit_s=spec.duration_s, start_ns=start_ns)
-    latency.flush()
-    points.flush()
+    for array in (latency, points):
+        if isinstance(array, np.memmap):
+            array.flush()
 
     report = report_from_arrays(points, latency, seed=spec.seed)
     report["trace"] = trace.summary()
-    if trace.results:
+    if trace.results and start_ns is not None:
         result = trace.results[0][1]
         ctx.run_dir.save_array("trace_events", result.events)
         io = write_io(result.events, result.names, start_ns, latency)
@@ -178,7 +137,7 @@ def run(ctx, spec: Spec) -> dict:
         "flags": flags,
         "notes": notes,
     })
-    return plain(report)
+    return convert(plain(report), Report, "syncwrite report")
 
 
 def file_setup(preallocate: bool) -> dict[str, Any]:
@@ -207,13 +166,13 @@ def _io_summary(rows: np.ndarray, writes: int) -> dict[str, Any]:
                                           for c in WRITE_IO_COLUMNS}
 
 
-def add_kernel(report: dict, points: np.ndarray, io: np.ndarray) -> None:
+def add_kernel(report: dict[str, Any], points: np.ndarray, io: np.ndarray) -> None:
     """Per point (``raw_points[i]["kernel"]``) and per buffer size (``kernel_by_size``): the
     block requests, bytes, FLUSH/FUA requests and journal commits inside its measured writes;
     ``device_bytes_per_byte`` is what reached the device per byte the application wrote."""
     col = sw.COL
     by_size: dict[int, list[np.ndarray]] = {}
-    rows_of_point = {}
+    rows_of_point: dict[tuple[int, int], np.ndarray] = {}
     for row in range(points.shape[0]):
         r = points[row]
         written = r[col["writes"]]
@@ -224,9 +183,9 @@ def add_kernel(report: dict, points: np.ndarray, io: np.ndarray) -> None:
         rows_of_point[(int(r[col["repeat"]]), int(r[col["buffer_bytes"]]))] = rows
         by_size.setdefault(int(r[col["buffer_bytes"]]), []).append(rows)
     for point in report["raw_points"]:
-        rows = rows_of_point.get((point["repeat"], point["buffer_bytes"]))
-        if rows is not None:
-            point["kernel"] = _io_summary(rows, len(rows))
+        kept = rows_of_point.get((point["repeat"], point["buffer_bytes"]))
+        if kept is not None:
+            point["kernel"] = _io_summary(kept, len(kept))
     out = []
     for size, parts in sorted(by_size.items()):
         rows = np.concatenate(parts)
@@ -236,19 +195,19 @@ def add_kernel(report: dict, points: np.ndarray, io: np.ndarray) -> None:
     report["kernel_by_size"] = out
 
 
-def partial_report(run_dir) -> dict | None:
+def partial_report(run_dir: RunDir) -> Report | None:
     """The report of a run that did not finish (killed), from the arrays it kept."""
     names = run_dir.arrays()
     if "points" not in names or "latency_ns" not in names:
         return None
-    spec = (run_dir.manifest().get("spec") or {})
+    spec = convert(run_dir.manifest().get("spec") or {}, Spec)
     report = report_from_arrays(run_dir.load_array("points", mmap=False), run_dir.load_array("latency_ns", mmap=False),
-                                seed=int(spec.get("seed") or 1))
-    report.update({"run_id": run_dir.id, "mode": spec.get("mode"), "spec": spec, "partial": True,
+                                seed=spec.seed)
+    setup = file_setup(spec.preallocate)
+    report.update({"run_id": run_dir.id, "mode": spec.mode, "spec": spec, "partial": True,
                    "points_completed": sum(1 for p in report["raw_points"] if p["ended"]),
                    "points_requested": int(run_dir.load_array("points").shape[0]),
-                   "file_setup": file_setup(bool(spec.get("preallocate", True))),
+                   "file_setup": setup,
                    "notes": [f"the job did not finish: {report['writes_measured']} writes measured before it "
-                             "stopped, rebuilt from its arrays",
-                             file_setup(bool(spec.get("preallocate", True)))["note"]]})
-    return plain(report)
+                             "stopped, rebuilt from its arrays", setup["note"]]})
+    return convert(plain(report), Report, "syncwrite report")

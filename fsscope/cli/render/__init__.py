@@ -34,7 +34,7 @@ def render_report(job: str, report: Any, console: Console, machine: dict | None 
         console.print_json(data=plain(report))
     else:
         renderer(report, console)
-    render_machine(plain(report).get("machine") or machine, console)
+    render_machine((plain(report) or {}).get("machine") or machine, console)
 
 
 def render_machine(machine: dict | None, console: Console) -> None:

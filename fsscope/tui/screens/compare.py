@@ -93,7 +93,7 @@ class CompareScreen(Screen):
             what += f" · {side.personality}"
         text.append(what + "\n", style="dim")
         text.append(f"{side.target} · {side.status}", style="dim")
-        variation = (side.report or {}).get("variation") or {} if side.job == "bench" else {}
+        variation = ((side.report or {}).get("variation") or {}) if side.job == "bench" else {}
         if variation:
             ops = variation.get("mean_ops_per_s")
             text.append(f"\nmean {ops:,.0f} ops/s" if isinstance(ops, (int, float)) else "\nmean - ops/s")

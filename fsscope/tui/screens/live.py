@@ -24,7 +24,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header, Input
 
 from fsscope.engine.events import Data, Event, Phase
-from fsscope.records import ReportRecord, plain
+from fsscope.records import plain
 from fsscope.store import RunDir
 from fsscope.telemetry.columns import cpu_busy_pct, device_rates
 from fsscope.telemetry.machine import busy, machine_line
@@ -467,9 +467,7 @@ class LiveScreen(Screen):
                             style="bold red" if message.status == "failed" else "bold")
         for note in getattr(view.data, "notes", None) or []:
             self.log_panel.note(f"note: {note}", style="yellow")
-        report = message.report  # the job's Report record, or a dict (a job without one)
-        machine = report.machine if isinstance(report, ReportRecord) else (
-            report.get("machine") if isinstance(report, dict) else None)
+        machine = (plain(message.report) or {}).get("machine")  # a Report record or a report dict
         if machine:  # how busy the machine was while the job ran: a noisy result says so
             self.log_panel.note(machine_line(machine), style="yellow" if busy(machine) else "dim")
         for line in message.leftovers:

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Input, Static
 
+from fsscope.check.findings import Finding
 from fsscope.format import spark
 from fsscope.tui.check_model import CheckModel
 from fsscope.tui.model import JobView
@@ -68,21 +69,18 @@ class CheckView(ModelView):
             if model is not None:
                 self.draw(model)
 
-    def shown_rows(self, model: CheckModel) -> list[dict]:
+    def shown_rows(self, model: CheckModel) -> list[Finding]:
         """The items the filter lets through (any of mark, words, verdict, title, code name)."""
         needle = self.query_one("#check-filter", TableFilter).value
-        return [f for f in model.rows()
-                if matches(needle, f.get("severity"), item_words(str(f.get("id", ""))), f.get("title"), f.get("id"))]
+        return [f for f in model.rows() if matches(needle, f.severity, item_words(f.id), f.title, f.id)]
 
     def draw(self, model: CheckModel) -> None:
         table = self.table
         row = table.cursor_row
         table.clear()
         for f in self.shown_rows(model):
-            mark, style = LIGHT.get(f.get("severity"), ("?", ""))
-            table.add_row(Text(mark, style=style), item_words(str(f.get("id", ""))),
-                          Text(str(f.get("title", "")), style=style),
-                          key=f.get("id"))
+            mark, style = LIGHT.get(f.severity, ("?", ""))
+            table.add_row(Text(mark, style=style), item_words(f.id), Text(f.title, style=style), key=f.id)
         if table.row_count:
             table.move_cursor(row=min(max(row, 0), table.row_count - 1))
         self._show_detail(model, table.cursor_row)
@@ -100,13 +98,13 @@ class CheckView(ModelView):
             detail.update(Text("waiting for the audit…", style="dim"))
             return
         f = rows[row]
-        mark, style = LIGHT.get(f.get("severity"), ("?", ""))
-        text = Text.assemble((f"{mark} {item_words(str(f.get('id')))} ({f.get('severity')}): ", style),
-                             str(f.get("title", "")), (f"  [code name {f.get('id')}]", "dim"))
-        text.append(f"\nevidence: {f.get('evidence', '')}")
-        text.append(f"\neffect:   {f.get('effect', '')}", style="dim")
-        if f.get("fix"):
-            text.append(f"\nfix:      {f['fix']}", style="bold")
+        mark, style = LIGHT.get(f.severity, ("?", ""))
+        text = Text.assemble((f"{mark} {item_words(f.id)} ({f.severity}): ", style),
+                             f.title, (f"  [code name {f.id}]", "dim"))
+        text.append(f"\nevidence: {f.evidence}")
+        text.append(f"\neffect:   {f.effect}", style="dim")
+        if f.fix:
+            text.append(f"\nfix:      {f.fix}", style="bold")
         detail.update(text)
 
     def _show_calibration(self, model: CheckModel) -> None:

@@ -109,18 +109,17 @@ class SyncWriteView(ModelView):
         else:
             summary.append("waiting for the first point…", style="dim")
         knees = model.knees
-        for key in ("latency_rise", "throughput_saturation"):
-            note = (knees.get(key) or {}).get("note")
-            if note:
-                summary.append(f"\n{key.replace('_', ' ')}: {note}")
+        for key, knee in (("latency rise", knees.latency_rise), ("throughput saturation", knees.throughput_saturation)):
+            if knee is not None and knee.note:
+                summary.append(f"\n{key}: {knee.note}")
         if model.report is None and rows:
             summary.append("\nlive: CIs over the repetitions so far, p99 the worst repetition's (≤); "
                            "the report has every write's", style="dim")
-        kernel = (model.report or {}).get("kernel_by_size") or []
+        kernel = model.report.kernel_by_size if model.report is not None else []
         if kernel:  # traced: what reached the device per write
             summary.append("\nper write on the device: " + " · ".join(
-                f"{size_label(k['buffer_bytes'])} {k['requests_per_write']:.1f} requests, "
-                f"{k['bytes_per_write'] / 1024:,.0f} KiB, {k['commits_per_write']:.2f} commits" for k in kernel))
+                f"{size_label(k.buffer_bytes)} {k.requests_per_write or 0:.1f} requests, "
+                f"{(k.bytes_per_write or 0) / 1024:,.0f} KiB, {k.commits_per_write or 0:.2f} commits" for k in kernel))
         for note in model.notes:
             summary.append(f"\n{note}", style="yellow")
         self.query_one("#sync-summary", Static).update(summary)
