@@ -20,6 +20,7 @@ from fsscope.cli.common import out_console, output_path, write_json
 from fsscope.cli.render.compare import render_compare
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
+from fsscope.records import plain
 
 DESCRIPTION = """\
 Compare two recorded runs of the same job side by side, with the ratio B/A for every
@@ -56,7 +57,7 @@ def cmd_compare(args) -> int:
                            "compare runs of the same job")
     reports = []
     for run in runs:
-        report = registry.report_from_data(jobs[0], run.report())
+        report = plain(registry.report_from_data(jobs[0], run.report()))  # compared in its written form
         if report is None:
             raise FsscopeError(f"run {run.id} has no report (status {run.status()}): nothing to compare")
         reports.append(report)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -56,7 +57,7 @@ class _Interrupts:
 
 def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_path: str | None = None,
             verbose: bool = False, runs_root: Path | None = None,
-            render: Callable[[dict, Console], None] | None = None) -> int:
+            render: Callable[[Any, Console], None] | None = None) -> int:
     """Start the job, follow it, print its report. Ctrl-C/SIGTERM cancel it cleanly; a second
     one kills it and every process it started, then undoes what it left (mounts, loops)."""
     interrupts = _Interrupts(job)
@@ -109,7 +110,8 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
         render(report, out_console())
     elif report is not None:
         Console().print_json(data=report)
-    render_machine((report or {}).get("machine") or handle.run_dir.manifest().get("machine"), Console())
+    own = report.get("machine") if isinstance(report, dict) else getattr(report, "machine", None)  # a Report declares it
+    render_machine(own or handle.run_dir.manifest().get("machine"), Console())
     if json_path and report is not None:
         write_json(json_path, report)
         console.print(f"[dim]wrote {json_path}[/]")

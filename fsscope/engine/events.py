@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from fsscope.records import Record, dumps, loads
+from fsscope.records import Record, dumps, loads, plain
 from fsscope.records import encode as encode_json
 
 VERSION = 1
@@ -221,13 +221,15 @@ _FINDING_LISTS = (("outliers", "outlier"), ("series", "series"), ("level_shifts"
                   ("linear_growth", "lineargrowth"))
 
 
-def findings_from_report(report: Mapping[str, Any] | None) -> list[Finding] | None:
+def findings_from_report(report: Mapping[str, Any] | Record | None) -> list[Finding] | None:
     """The FINAL findings of a job's report (``report["flags"]``), or None if it has none.
 
     Findings stream while a job runs, each from the runs so far; the report's list is the
     analysis of all runs and replaces them. A probe report's flags carry only where and why;
     the finding's own fields (stride, count, end, ratio…) come from its analysis lists, which
     the flags follow in order. Variation flags name their kind ``kind``."""
+    if isinstance(report, Record):  # a job's Report record: its flags as they are written
+        report = plain(report)
     if not isinstance(report, Mapping) or not isinstance(report.get("flags"), list):
         return None
     flags = [f for f in report["flags"] if isinstance(f, Mapping)]

@@ -12,6 +12,7 @@ import numpy as np
 from fsscope.analysis.compare import compare_reports, row
 from fsscope.analysis.variation.temporal import compare_recipes
 from fsscope.engine import registry
+from fsscope.records import plain
 from fsscope.tui.syncwrite_model import curves_of, rows_of_report
 
 JOBS_WITH_TABLES = ("bench", "age", "frag", "syncwrite")
@@ -45,7 +46,7 @@ def side_of(run, job: str, status: str) -> Side:
     spec = target.get("spec", target) if isinstance(target, dict) else {}
     spec = spec if isinstance(spec, dict) else {}
     where = f"{spec.get('kind', '?')} {spec.get('path', '')}".strip()
-    report = registry.report_from_data(m.get("job"), run.report())
+    report = plain(registry.report_from_data(m.get("job"), run.report()))  # compared in its written form
     personality = ""
     if isinstance(report, dict):
         personality = str(report.get("personality") or "")

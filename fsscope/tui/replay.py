@@ -80,7 +80,7 @@ def load_run(run: RunDir) -> RunRecord:
             log_lines.append(event.line)
             log_lines.extend("    " + ln for ln in event.stderr.splitlines())
         elif isinstance(event, Result):
-            job.report = event.report
+            job.report = registry.report_from_data(job.job, event.report)  # the job's Report record
         elif isinstance(event, Error):
             job.error = event.message
     job.status = run.status()

@@ -3,7 +3,7 @@ while it runs, the report when it ends, the same from a recorded run."""
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Self
 
 from fsscope.engine.events import Event
 
@@ -13,7 +13,7 @@ class FromReport:
 
     def __init__(self, spec: dict | None = None): ...
 
-    def finish(self, report: dict | None) -> None: ...
+    def finish(self, report: Any) -> None: ...  # the job's Report record (a dict until it has one)
 
     @classmethod
     def from_run(cls, run_dir, spec: dict, report: dict | None) -> Self:
