@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from fsscope.analysis.compare import compare_recipe_reports
+from fsscope.analysis.compare import RecipeComparison, compare_recipe_reports
 from fsscope.cli.check_pointer import point_at_check
 from fsscope.cli.common import (
     PERSONALITIES,
@@ -171,7 +171,7 @@ def _cmd_recipes(args, spec, target) -> int:
     return status
 
 
-def _compare(reports: dict[str, dict], status: int) -> dict | None:
+def _compare(reports: dict[str, dict], status: int) -> RecipeComparison | None:
     """The recipes' comparison, printed (None when fewer than two finished)."""
     out = out_console()
     if len(reports) < 2:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
 
 from rich.console import Console
 
-from fsscope import paths, recipes, trust
+from fsscope import paths, recipes, records, trust
 from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.recipes import Recipe
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
@@ -130,10 +129,10 @@ def output_path(text: str) -> str:
 def write_json(path: str, doc) -> None:
     """Write a report where --json asked, checked again now (see :func:`fsscope.trust.write_output`)."""
     if path in STDOUT_NAMES:  # the process's own stdout: no path to trust or refuse
-        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        sys.stdout.write(records.dumps(doc, indent=2) + "\n")
         sys.stdout.flush()
         return
-    trust.write_output(path, json.dumps(doc, indent=2, default=str) + "\n", "--json")
+    trust.write_output(path, records.dumps(doc, indent=2) + "\n", "--json")
 
 
 def add_job_args(parser: argparse.ArgumentParser) -> None:

@@ -16,6 +16,7 @@ from fsscope.engine import events as ev
 from fsscope.engine import registry, runner
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
+from fsscope.records import plain
 from fsscope.targets import TargetSpec
 
 console = Console(stderr=True, soft_wrap=True)  # a path in a line is never broken: it is copied and grepped
@@ -110,14 +111,14 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
         render(report, out_console())
     elif report is not None:
         Console().print_json(data=report)
-    own = report.get("machine") if isinstance(report, dict) else getattr(report, "machine", None)  # a Report declares it
-    render_machine(own or handle.run_dir.manifest().get("machine"), Console())
+    written = plain(report) or {}  # what every report says alike, read from its written form (record or dict)
+    render_machine(written.get("machine") or handle.run_dir.manifest().get("machine"), Console())
     if json_path and report is not None:
         write_json(json_path, report)
         console.print(f"[dim]wrote {json_path}[/]")
-    if report is not None and isinstance(report.get("existing"), dict):
-        console.print(f"measured on the file system holding it: {report['existing']['summary']}")
-        for gap in (report.get("geometry") or {}).get("unread") or []:  # said, never silent
+    if isinstance(written.get("existing"), dict):
+        console.print(f"measured on the file system holding it: {written['existing']['summary']}")
+        for gap in (written.get("geometry") or {}).get("unread") or []:  # said, never silent
             console.print(f"  [yellow]not read:[/] {gap}")
     console.print(f"[dim]recorded in {handle.run_dir.path} ({status})[/]")
     if status == "interrupted":

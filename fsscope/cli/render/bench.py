@@ -17,6 +17,7 @@ from fsscope.format import spark as format_spark
 from fsscope.workloads.bench_records import BenchRun, PlacementVsThroughput, Report
 
 if TYPE_CHECKING:  # the records' modules bring numpy and the workloads: not for every CLI start
+    from fsscope.analysis.compare import RecipeComparison
     from fsscope.analysis.variation.report import Band, OpLatency, Variation
     from fsscope.workloads.bench_records import BenchRun, PlacementVsThroughput, Report
 
@@ -213,39 +214,36 @@ def _render_notes(report: Report, console: Console) -> None:
         console.print(f"[dim]note: {note}[/]", highlight=False)
 
 
-def render_comparison(comparison: dict[str, Any], console: Console) -> None:
-    table = Table(title=f"recipes compared ({comparison.get('personality')}, cumulative throughput)",
+def render_comparison(comparison: RecipeComparison, console: Console) -> None:
+    table = Table(title=f"recipes compared ({comparison.personality}, cumulative throughput)",
                   title_justify="left")
     for col in ("recipe", "runs", "mean ops/s", "min..max", "rel. range", "RSD"):
         table.add_column(col, justify="right", no_wrap=True)
-    for entry in comparison.get("recipes", []):
-        runs = entry.get("ops_per_s_runs") or []
-        table.add_row(entry["recipe"], str(len(runs)), "-" if entry.get("mean_ops_per_s") is None else
-                      f"{entry['mean_ops_per_s']:,.0f}",
+    for entry in comparison.recipes:
+        runs = entry.ops_per_s_runs
+        table.add_row(entry.recipe, str(len(runs)), "-" if entry.mean_ops_per_s is None else
+                      f"{entry.mean_ops_per_s:,.0f}",
                       f"{min(runs):,.0f}..{max(runs):,.0f}" if runs else "-",
-                      format_pct(entry.get("relative_range"), '-'), format_pct(entry.get("rsd"), '-'))
+                      format_pct(entry.relative_range, '-'), format_pct(entry.rsd, '-'))
     console.print(table)
-    pairs = Table(title=f"Welch t-test per pair (a winner only when p < {comparison.get('alpha', 0.05):g})",
+    pairs = Table(title=f"Welch t-test per pair (a winner only when p < {comparison.alpha:g})",
                   title_justify="left")
     for col in ("a vs b", "a / b", "t", "p", "verdict"):
         pairs.add_column(col, justify="right", no_wrap=True)
-    for pair in comparison.get("pairs", []):
-        ratio = (pair["mean_a"] / pair["mean_b"]) if pair.get("mean_a") and pair.get("mean_b") else None
-        pairs.add_row(f"{pair['a']} vs {pair['b']}", "-" if ratio is None else f"{ratio:.2f}",
-                      "-" if pair.get("t") is None else f"{pair['t']:.2f}",
-                      "-" if pair.get("p") is None else f"{pair['p']:.3g}",
-                      f"[bold green]{pair['winner']} wins[/]" if pair.get("winner") else "[dim]not significant[/]")
+    for pair in comparison.pairs:
+        ratio = (pair.mean_a / pair.mean_b) if pair.mean_a and pair.mean_b else None
+        pairs.add_row(f"{pair.a} vs {pair.b}", "-" if ratio is None else f"{ratio:.2f}",
+                      "-" if pair.t is None else f"{pair.t:.2f}",
+                      "-" if pair.p is None else f"{pair.p:.3g}",
+                      f"[bold green]{pair.winner} wins[/]" if pair.winner else "[dim]not significant[/]")
     console.print(pairs)
-    for pair in comparison.get("pairs", []):
-        flag = pair.get("window_flag")
-        if flag:
-            console.print(f"[bold yellow]▲[/] {flag['note']}", highlight=False)
-    best = comparison.get("best")
-    if best:
-        console.print(f"[bold green]{best}[/] is significantly faster than every other recipe here")
+    for pair in comparison.pairs:
+        if pair.window_flag:
+            console.print(f"[bold yellow]▲[/] {pair.window_flag['note']}", highlight=False)
+    if comparison.best:
+        console.print(f"[bold green]{comparison.best}[/] is significantly faster than every other recipe here")
     else:
         console.print("no recipe is significantly faster than all the others at these run counts "
                       "(more runs narrow the test)")
-    for entry in comparison.get("recipes", []):
-        console.print(f"[dim]{entry['recipe']}: run {entry.get('run_id') or '-'}[/]", highlight=False)
-
+    for entry in comparison.recipes:
+        console.print(f"[dim]{entry.recipe}: run {entry.run_id or '-'}[/]", highlight=False)
