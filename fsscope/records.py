@@ -89,8 +89,8 @@ def plain(value: Any) -> Any:
     """``value`` as plain JSON-ready Python (dict, list, str, int, float, bool, None)."""
     if value is None or isinstance(value, (str, bool, int)) and not isinstance(value, np.generic):
         return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
+    if isinstance(value, float):  # numpy.float64 is a float too: plain means a float
+        return float(value) if math.isfinite(value) else None
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -128,7 +128,7 @@ def test_a_dir_target_that_fills_during_populate_is_one_clear_line(tmp_path, cap
 def test_a_run_that_measured_nothing_is_flagged(tmp_path):
     """Workers the OOM killer ends (a limit below the refusal's minimum, bypassing the CLI)
     measure 0 ops: the bench flags that run instead of reporting 0 ops/s as a result."""
-    from fsscope.workloads.bench_job import _nothing_flag
+    from fsscope.workloads.bench_flags import nothing_flag as _nothing_flag
 
     spec = P.default_spec("fileserver", capacity_bytes=64 << 20, workers=2, duration_s=1.0)
     with tmpfs(tmp_path / "fs", "size=64M") as root:

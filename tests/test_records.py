@@ -48,8 +48,14 @@ def test_old_run_directories_still_decode(job):
         assert said(json.loads(events.encode(event))) == said(json.loads(line))
 
 
-def said(wire: dict) -> dict:
-    return {k: v for k, v in wire.items() if v not in (None, "")}
+def said(wire):
+    """What a line says: null or empty fields left out, at any depth (a typed report names
+    every field an older one may have left out)."""
+    if isinstance(wire, dict):
+        return {k: said(v) for k, v in wire.items() if v not in (None, "", [], {})}
+    if isinstance(wire, list):
+        return [said(v) for v in wire]
+    return wire
 
 
 def test_specs_refuse_bad_input_in_one_line():
@@ -295,3 +301,43 @@ def test_an_old_syncwrite_run_reads_as_the_sweeps_records_and_renders():
     out = io.StringIO()
     render_report("syncwrite", report, Console(file=out, width=200))
     assert old["recommendation"][:60] in out.getvalue() and "machine: load" in out.getvalue()
+
+
+@pytest.mark.parametrize("job,directory", [("bench", "bench_ram"), ("ladder", "ladder")])
+def test_an_old_report_reads_as_the_jobs_record_renders_and_replays(job, directory, tmp_path):
+    """report.json and events of the release before the reports were records (a traced bench
+    of 2 runs on a RAM image, a ladder of 4 steps) read as the job's Report, write back every
+    key they had, and the CLI renderer and the TUI model take them."""
+    import io
+    import shutil
+
+    from rich.console import Console
+
+    from fsscope.cli.render import render_report
+    from fsscope.store import RunDir
+    from fsscope.tui.job_ui import model_from_run
+
+    old = json.loads((OLD / directory / "report.json").read_text())
+    report = registry.report_from_data(job, old)
+    assert type(report) is registry.report_type(job)
+    assert said(json.loads(records.dumps(report))) == said(old)  # every key kept, none renamed
+    lines = (OLD / directory / "events.ndjson").read_text().splitlines()
+    decoded = [registry.decode_event(job, line) for line in lines]
+    assert not any(isinstance(e, events.Data) for e in decoded)  # every kind the job emits has its record
+    (result,) = [e for e in decoded if isinstance(e, events.Result)]
+    assert result.report == report
+    out = io.StringIO()
+    render_report(job, report, Console(file=out, width=160), None)
+    text = out.getvalue()
+    assert f"{report.personality} on" in text
+    run_dir = tmp_path / directory
+    shutil.copytree(OLD / directory, run_dir)
+    model = model_from_run(job, RunDir(run_dir), json.loads((OLD / directory / "job.json").read_text())["spec"], report)
+    assert model is not None and model.report is report
+    if job == "bench":
+        assert [round(r.ops_per_s) for r in model.runs.values()] == [round(r.ops_per_s) for r in report.runs]
+        assert all(r.kernel is not None for r in model.runs.values())  # traced: the kernel strip has its counts
+        assert "kernel, run 1" in text and "dip" in text
+    else:
+        assert [s for s, _ in model.relative_ranges()] == [s.step for s in report.ladder]
+        assert "hygiene ladder" in text

@@ -461,17 +461,18 @@ async def test_bench_live_view_variation_table_and_replay(scratch):
             assert isinstance(view, BenchView)
             table = view.variation_table
             assert table.row_count == 2
-            for r, run in enumerate(report["runs"]):
-                assert table.get_row_at(r)[1] == f"{run['ops_per_s']:,.0f}"
-            assert f"relative range {report['variation']['relative_range']:.1%}" in view.summary_text
-            assert view.ops_table.row_count == len(report["runs"][0]["ops"])
+            for r, run in enumerate(report.runs):
+                assert table.get_row_at(r)[1] == f"{run.ops_per_s:,.0f}"
+            assert f"relative range {report.variation.relative_range:.1%}" in view.summary_text
+            assert view.ops_table.row_count == len(report.runs[0].ops)
             data = view.chart.data
             assert data is not None and not data.empty and data.run == 1 and data.band_runs == (0,)
             assert sum(v is not None for v in data.current) == 3
-            assert [f.title for f in screen.flags_panel.flags] == [f["title"] for f in report["flags"]]
+            assert [f.title for f in screen.flags_panel.flags] == [f["title"] for f in report.flags]
             assert screen.query_one("#spark-rate").data
-            if report["trace"]["active"]:  # the kernel's events of the drawn run under the chart
-                commits = sum(report["runs"][1]["kernel_windows"]["journal_commits"])
+            kernel = report.runs[1].kernel_windows
+            if kernel is not None:  # traced: the kernel's events of the drawn run under the chart
+                commits = sum(kernel.journal_commits)
                 assert ("J" in view.kernel_strip.text) == (commits > 0), view.kernel_strip.text
                 assert "written" in view.kernel_strip.text
 

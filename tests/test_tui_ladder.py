@@ -10,6 +10,7 @@ from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
 
 from fsscope import recipes
 from fsscope.engine.events import Progress, decode
+from fsscope.engine.registry import report_from_data
 from fsscope.format import format_pct
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -26,10 +27,10 @@ def test_ladder_model_live_then_report():
     assert dict(model.relative_ranges()) == {"baseline": pytest.approx(0.4), "alloc": None}  # one alloc run yet
     text = LadderView.render_model(model).plain
     assert "3 runs so far" in text and "40.0%" in text
-    model.finish({"ladder": [
+    model.finish(report_from_data("ladder", {"ladder": [
         {"step": "baseline", "runs": [{"ops_per_s": 80.0, "image_sha256": "a"}, {"ops_per_s": 120.0, "image_sha256": "b"}]},
         {"step": "alloc", "runs": [{"ops_per_s": 99.0, "image_sha256": "c"}, {"ops_per_s": 101.0, "image_sha256": "c"}]},
-    ]})
+    ]}))
     assert dict(model.relative_ranges()) == {"baseline": pytest.approx(0.4), "alloc": pytest.approx(0.02)}
     assert model.images == {"baseline": 2, "alloc": 1}
     # 2 runs a step decide nothing: the comparison with the paper says so, and what would decide it
@@ -56,7 +57,7 @@ async def test_ladder_live_and_replayed():
         await until(pilot, lambda: plan_over(live), "the ladder", 300)
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
-        steps = job.report["ladder"]
+        steps = job.report.ladder
         # live: every run's ops/s reached the view before the job's end
         seen = list({id(m): m for m in messages}.values())
         def step(m) -> str | None:  # a run's numbers ride on a progress event's detail
@@ -72,7 +73,7 @@ async def test_ladder_live_and_replayed():
             assert isinstance(screen.job_view, LadderView)
             await until(pilot, lambda s=screen: "4 runs final" in text(s), "the final ladder", 10)
             for step in steps:
-                assert step["step"] in text(screen) and format_pct(step["relative_range"]) in text(screen)
+                assert step.step in text(screen) and format_pct(step.relative_range) in text(screen)
             assert "1 image checksum at" in text(screen)  # alloc: every run from the same bytes
     assert_clean()
     assert not app.worker_errors

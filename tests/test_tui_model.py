@@ -11,6 +11,7 @@ from fsscope import paths
 from fsscope.analysis.heatbuckets import bucket, bucket_mask
 from fsscope.engine.events import decode
 from fsscope.engine.registry import decode_event, report_from_data
+from fsscope.engine.registry import report_from_data as decode_report
 from fsscope.format import format_ns
 from fsscope.tui.bench_model import BenchModel
 from fsscope.tui.model import (
@@ -197,7 +198,7 @@ def test_bench_model_live_band_variation_and_report():
                        {"ops_per_s": 91.0, "ops": {"create": {"ops_per_s": 45, "p50_ns": 1e4, "p99_ns": 7e4}}}],
               "variation": {"runs": 2, "relative_range": 0.224, "rsd": 0.16, "mean_ops_per_s": 102.5},
               "notes": ["with 2 runs the relative range and RSD are rough"], "bin_s": 1.0}
-    model.finish(report)
+    model.finish(decode_report("bench", report))
     assert model.runs[0].exact and model.runs[0].ops_per_s == 114.0
     assert model.variation() == {"runs": 2, "relative_range": 0.224, "rsd": 0.16, "mean": 102.5, "exact": True}
     rows, covers = model.op_rows()

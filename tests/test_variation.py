@@ -49,6 +49,7 @@ from fsscope.analysis.variation.temporal import (
     flag_variation,
     flag_window_disagreement,
 )
+from fsscope.records import dumps
 
 # -- histogram grid ------------------------------------------------------------------------------
 
@@ -272,9 +273,11 @@ def _fake_run(level: int, seed: int) -> FakeRun:
 
 def test_variation_report_follows_the_json_contract():
     runs = [_fake_run(1000, 1), _fake_run(1300, 2)]
-    report = variation_report("fileserver", runs, window_sizes_s=(10, 30),
-                                dirty_expire_centisecs=3000, dirty_writeback_centisecs=500)
+    record = variation_report("fileserver", runs, window_sizes_s=(10, 30),
+                              dirty_expire_centisecs=3000, dirty_writeback_centisecs=500)
+    report = json.loads(dumps(record))  # the record's wire form: the keys the contract names
     json.dumps(report, allow_nan=False)
+    assert record.runs[0].ops["read"].count == 60_000 and record.variation.runs == 2
     assert report["personality"] == "fileserver"
     first = report["runs"][0]
     assert first["ops_per_s"] == pytest.approx(1500.0)

@@ -19,7 +19,7 @@ from fsscope.analysis.efficiency import compare_per_size
 from fsscope.analysis.variation.temporal import compare_recipes
 from fsscope.format import format_bytes
 from fsscope.layout.summary import FRAG_ROWS, summary_rows
-from fsscope.records import plain
+from fsscope.records import Record, convert, plain
 
 # how a row's values print: ns → µs, bytes, fraction → %, plain numbers, or text
 KINDS = ("us", "bytes", "pct", "int", "num", "p", "text")
@@ -205,7 +205,42 @@ def compare_reports(job: str, a: dict, b: dict) -> list[dict]:
 
 # ---------------------------------------------------------------- recipes (bench --recipes)
 
-def compare_recipe_reports(reports: dict[str, dict], alpha: float = 0.05) -> dict:
+class RecipeRuns(Record, frozen=True, kw_only=True):
+    """One recipe's bench: its runs' cumulative throughput and their variation."""
+
+    recipe: str = ""
+    run_id: str | None = None
+    ops_per_s_runs: list[float] = []
+    mean_ops_per_s: float | None = None
+    relative_range: float | None = None
+    rsd: float | None = None
+
+
+class RecipePair(Record, frozen=True, kw_only=True):
+    """Welch's t-test of two recipes' runs (a winner only where significant)."""
+
+    a: str = ""
+    b: str = ""
+    t: float | None = None
+    p: float | None = None
+    df: float | None = None
+    mean_a: float | None = None
+    mean_b: float | None = None
+    winner: str | None = None
+    note: str = ""
+    window_flag: dict[str, Any] | None = None  # the Throughput-N windows disagree with the verdict
+
+
+class RecipeComparison(Record, frozen=True, kw_only=True):
+    personality: str | None = None
+    alpha: float = 0.05
+    window_s: float = 10.0
+    recipes: list[RecipeRuns] = []
+    pairs: list[RecipePair] = []
+    best: str | None = None  # significantly faster than every other recipe
+
+
+def compare_recipe_reports(reports: dict[str, dict], alpha: float = 0.05) -> RecipeComparison:
     """Welch t-tests on cumulative throughput for every pair of recipes' bench reports
     (winner only where significant), plus the Throughput-N window flag of
     :func:`fsscope.analysis.compare_recipes`."""
@@ -239,5 +274,5 @@ def compare_recipe_reports(reports: dict[str, dict], alpha: float = 0.05) -> dic
                           "mean_a": verdict.mean_a, "mean_b": verdict.mean_b, "winner": verdict.winner,
                           "note": verdict.note, "window_flag": flag.to_dict() if flag else None})
     best = next((n for n, w in wins.items() if w == len(names) - 1), None)
-    return plain({"personality": first.get("personality"), "alpha": alpha, "window_s": window_s,
-                  "recipes": entries, "pairs": pairs, "best": best})
+    return convert(plain({"personality": first.get("personality"), "alpha": alpha, "window_s": window_s,
+                          "recipes": entries, "pairs": pairs, "best": best}), RecipeComparison)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from fsscope.analysis.compare import compare_recipe_reports
+from fsscope.analysis.compare import RecipeComparison, compare_recipe_reports
 from fsscope.cli.check_pointer import point_at_check
 from fsscope.cli.common import (
     PERSONALITIES,
@@ -26,7 +26,7 @@ from fsscope.cli.headless import run_job
 from fsscope.cli.ladder_cmd import cmd_ladder
 from fsscope.cli.render.bench import render_bench, render_comparison
 from fsscope.errors import FsscopeError
-from fsscope.records import build
+from fsscope.records import build, plain
 
 BENCH_DESCRIPTION = """\
 Run a Filebench-like throughput personality R times, each run on a freshly formatted file
@@ -159,7 +159,7 @@ def _cmd_recipes(args, spec, target) -> int:
 
         status = run_job("bench", spec, target, recipe, verbose=args.verbose, render=render)
         if captured:
-            reports[name] = captured[-1]
+            reports[name] = plain(captured[-1])  # compared (and written by --json) in its written form
         if status != 0:
             break
     comparison = _compare(reports, status)
@@ -171,7 +171,7 @@ def _cmd_recipes(args, spec, target) -> int:
     return status
 
 
-def _compare(reports: dict[str, dict], status: int) -> dict | None:
+def _compare(reports: dict[str, dict], status: int) -> RecipeComparison | None:
     """The recipes' comparison, printed (None when fewer than two finished)."""
     out = out_console()
     if len(reports) < 2:

@@ -57,7 +57,7 @@ def cmd_compare(args) -> int:
                            "compare runs of the same job")
     reports = []
     for run in runs:
-        report = registry.report_from_data(jobs[0], run.report())
+        report = plain(registry.report_from_data(jobs[0], run.report()))  # compared in its written form
         if report is None:
             raise FsscopeError(f"run {run.id} has no report (status {run.status()}): nothing to compare")
         reports.append(report)

@@ -26,6 +26,6 @@ def cmd_ladder(args) -> int:
     spec = build(ladder.Spec, personality=args.personality, runs=args.runs, duration_s=args.duration, nfiles=args.files,
                        workers=args.workers, image_size_bytes=target.size_bytes, seed=args.seed)
     recipe = recipe_from_args(args, default="ext4-default")
-    if recipe.fs == "tmpfs":
+    if recipe is None or recipe.fs == "tmpfs":
         raise FsscopeError("--ladder needs a file system fsscope formats, not tmpfs")
     return run_job("ladder", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_ladder)

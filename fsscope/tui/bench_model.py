@@ -18,30 +18,27 @@ from typing import Any
 import numpy as np
 
 from fsscope.analysis.variation.metrics import variation_summary
-from fsscope.engine.events import Data, Event, Phase
+from fsscope.engine.events import Event, Phase
+from fsscope.errors import FsscopeError
+from fsscope.records import convert
 from fsscope.telemetry.columns import TELEMETRY_COLUMNS, cpu_busy_pct, device_rates, named_columns
 from fsscope.tui.model import SPARK_POINTS, number
-from fsscope.workloads.bench_job import WindowSample
+from fsscope.workloads.bench_records import BenchRun as ReportRun
+from fsscope.workloads.bench_records import KernelCounts, KernelWindows, Report, WindowSample
+from fsscope.workloads.bench_spec import Spec
 from fsscope.workloads.personalities import LiveSample
 
 BIN_S = 1.0
 
 
-def _window_sizes(value: Any) -> tuple[int, ...]:
-    """The spec's window sizes in whole seconds (the bench insists on whole seconds)."""
-    if isinstance(value, str):
-        value = [p for p in value.strip().strip("()[]").replace(",", " ").split() if p]
-    if isinstance(value, (int, float)):
-        value = [value]
-    out = []
-    for v in value or ():
-        try:
-            w = int(round(float(v)))
-        except (TypeError, ValueError):
-            continue
-        if w >= 1:
-            out.append(w)
-    return tuple(out) or (10,)
+def _spec_of(spec: Spec | dict | None) -> Spec:
+    """The bench's spec from a form or a recorded job.json (the defaults where it does not read)."""
+    if isinstance(spec, Spec):
+        return spec
+    try:
+        return convert(spec or {}, Spec)
+    except FsscopeError:
+        return Spec()
 
 
 @dataclass
@@ -55,7 +52,7 @@ class BenchRun:
     op_p99_ns: dict[str, float | None] = field(default_factory=dict)
     finished: bool = False
     ops_per_s_exact: float | None = None  # the report's cumulative throughput
-    kernel: dict | None = None  # traced: per-window journal commits, writeback starts, bytes written
+    kernel: KernelWindows | None = None  # traced: per-window journal commits, writeback starts, bytes written
 
     @property
     def ops_per_s(self) -> float | None:
@@ -121,16 +118,16 @@ class BenchModel:
 
     kind = "bench"
 
-    def __init__(self, spec: dict | None = None):
-        spec = spec or {}
-        self.duration_s = number(spec.get("duration_s")) or 30.0
-        self.runs_requested = max(1, int(number(spec.get("runs")) or 1))
-        self.window_sizes_s = _window_sizes(spec.get("window_sizes_s", (10,)))
+    def __init__(self, spec: Spec | dict | None = None):
+        bench = _spec_of(spec)
+        self.duration_s = bench.duration_s
+        self.runs_requested = bench.runs
+        self.window_sizes_s = tuple(max(1, int(round(w))) for w in bench.window_sizes_s)
         self.bin_s = BIN_S
         self.runs: dict[int, BenchRun] = {}
         self.current: int | None = None
         self.op_names: list[str] = []
-        self.report: dict | None = None
+        self.report: Report | None = None
         self.notes: list[str] = []
         self.version = 0
         # the worst op's latency and the ops/s of every bin, in arrival order (spark panel)
@@ -150,10 +147,8 @@ class BenchModel:
         if isinstance(event, WindowSample):
             self.add_window(event.run, event.window)
             return True
-        if not isinstance(event, Data):
-            return False
-        if event.kind == "kernel" and event.fields.get("run") is not None and isinstance(event.fields.get("windows"), dict):
-            self._run(int(event.fields["run"])).kernel = event.fields["windows"]
+        if isinstance(event, KernelCounts):
+            self._run(event.run).kernel = event.windows
             self.version += 1
             return True
         return False
@@ -208,36 +203,33 @@ class BenchModel:
             self.worst_p99_op = worst99[1]
         self.version += 1
 
-    def finish(self, report: dict | None) -> None:
+    def finish(self, report: Report | None) -> None:
         """The job ended: its runs are finished; the report (if any) has the exact numbers."""
         for run in self.runs.values():
             run.finished = True
-        if isinstance(report, dict) and isinstance(report.get("runs"), list):
+        if report is not None:
             self.report = report
-            self.notes = [str(n) for n in report.get("notes") or []]
-            for r, entry in enumerate(report["runs"]):
+            self.notes = list(report.notes)
+            for r, entry in enumerate(report.runs):
                 run = self._run(r)
                 run.finished = True
-                run.ops_per_s_exact = number(entry.get("ops_per_s"))
-                if isinstance(entry.get("kernel_windows"), dict):
-                    run.kernel = entry["kernel_windows"]
-                for op in entry.get("ops") or {}:
-                    if op not in self.op_names:
-                        self.op_names.append(op)
-            if report.get("bin_s"):
-                self.bin_s = float(report["bin_s"])
+                run.ops_per_s_exact = entry.ops_per_s
+                if entry.kernel_windows is not None:
+                    run.kernel = entry.kernel_windows
+                self.op_names += [op for op in entry.ops if op not in self.op_names]
+            self.bin_s = report.bin_s or self.bin_s
             if self.runs and self.current is None:
                 self.current = max(self.runs)
         self.version += 1
 
     # -- replay -------------------------------------------------------------------------------
     @classmethod
-    def from_run(cls, run_dir, spec: dict, report: dict | None) -> BenchModel:
+    def from_run(cls, run_dir, spec: Spec | dict | None, report: Report | None) -> BenchModel:
         """A recorded bench run: 1-s bins from ``run{r}_counts.npy``, device counters from
         ``run{r}_telemetry.npy``, everything else from the report."""
         model = cls(spec)
-        if isinstance(report, dict) and report.get("bin_s"):
-            model.bin_s = float(report["bin_s"])
+        if report is not None and report.bin_s:
+            model.bin_s = report.bin_s
         arrays = run_dir.arrays()
         r = 0
         while f"run{r}_counts" in arrays:
@@ -247,8 +239,9 @@ class BenchModel:
                 break
             per_bin = counts.sum(axis=0) if counts.ndim == 2 else counts
             run = model._run(r)
-            run.bins = (per_bin / model.bin_s).astype(float).tolist()
-            model.rate.extend(run.bins)
+            rates: list[float] = (per_bin / model.bin_s).astype(float).tolist()
+            run.bins = list(rates)
+            model.rate.extend(rates)
             run.finished = True
             model._load_telemetry(run_dir, r, arrays)
             r += 1
@@ -303,26 +296,20 @@ class BenchModel:
         mean: list[float | None] = []
         high: list[float | None] = []
         for s in range(n):
-            values = [v[s] for v in series if v[s] is not None]
+            values = [x for x in (v[s] for v in series) if x is not None]
             low.append(min(values) if values else None)
             high.append(max(values) if values else None)
-            mean.append(sum(values) / len(values) if values else None)  # type: ignore[arg-type]
+            mean.append(sum(values) / len(values) if values else None)
         return ChartData(current, low, mean, high, span, window_s, index, tuple(r.index for r in others))
 
     def op_rows(self) -> tuple[list[OpRow], str]:
         """Per-op ops/s and p50/p99, and what they cover: the latest 1-s bin while running,
         the whole runs (median across runs) once the report is in."""
-        if self.report is not None and self.report.get("runs"):
-            rows = []
-            for op in self.op_names:
-                entries = [e["ops"][op] for e in self.report["runs"] if op in (e.get("ops") or {})]
-
-                def median(key: str, entries: list = entries) -> float | None:
-                    values = [v for v in (number(e.get(key)) for e in entries) if v is not None]
-                    return float(np.median(values)) if values else None
-                rows.append(OpRow(op, median("ops_per_s"), median("p50_ns"), median("p99_ns")))
-            n = len(self.report["runs"])
-            return rows, f"whole run, median of {n} run{'s' if n != 1 else ''}"
+        if self.report is not None and self.report.runs:
+            runs = self.report.runs
+            rows = [OpRow(op, _median(runs, op, "ops_per_s"), _median(runs, op, "p50_ns"), _median(runs, op, "p99_ns"))
+                    for op in self.op_names]
+            return rows, f"whole run, median of {len(runs)} run{'s' if len(runs) != 1 else ''}"
         run = self.runs.get(self.current) if self.current is not None else None
         if run is None:
             return [], "waiting for the first second"
@@ -348,10 +335,10 @@ class BenchModel:
     def variation(self) -> dict[str, Any]:
         """Relative range and RSD of the finished runs' cumulative throughput (the report's
         when it is in), and whether they are estimates."""
-        if self.report is not None and isinstance(self.report.get("variation"), dict):
-            v = self.report["variation"]
-            return {"runs": int(v.get("runs") or 0), "relative_range": number(v.get("relative_range")),
-                    "rsd": number(v.get("rsd")), "mean": number(v.get("mean_ops_per_s")), "exact": True}
+        if self.report is not None:
+            v = self.report.variation
+            return {"runs": v.runs, "relative_range": number(v.relative_range),
+                    "rsd": number(v.rsd), "mean": number(v.mean_ops_per_s), "exact": True}
         done = [r.ops_per_s for r in self.runs.values() if r.finished and r.ops_per_s is not None]
         s = variation_summary(done)
         return {"runs": s.runs, "relative_range": number(s.relative_range) if s.runs > 1 else None,
@@ -362,3 +349,9 @@ class BenchModel:
         at least three of them, else 1-s bins."""
         w = min(self.window_sizes_s)
         return w if self.duration_s >= 3 * w else 1
+
+
+def _median(runs: list[ReportRun], op: str, field_name: str) -> float | None:
+    """The median of one op's figure across the report's runs (None: no run has it)."""
+    values = [v for v in (number(getattr(run.ops[op], field_name)) for run in runs if op in run.ops) if v is not None]
+    return float(np.median(values)) if values else None

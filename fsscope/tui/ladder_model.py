@@ -10,7 +10,7 @@ from fsscope.analysis.variation.metrics import relative_range
 from fsscope.analysis.variation.stats import ladder_verdict
 from fsscope.engine.events import Event, Progress
 from fsscope.tui.report_model import FromReport
-from fsscope.workloads.ladder import STEPS, step_ops
+from fsscope.workloads.ladder import STEPS, Report, step_ops
 
 WHAT = {"baseline": "mkfs, populate, sync, drop caches", "no_lazy": "+ inode tables and journal written at mkfs",
         "umount": "+ unmount and mount after populating", "alloc": "+ every run restores one populated image"}
@@ -23,7 +23,7 @@ class LadderModel(FromReport):
         self.spec = dict(spec or {})
         self.steps: dict[str, list[float]] = {s: [] for s in self.spec.get("steps") or STEPS}
         self.images: dict[str, int] = {}  # step -> distinct image checksums at the runs' start
-        self.report: dict | None = None
+        self.report: Report | None = None
         self.notes: list[str] = []
         self.version = 0
         self.telemetry: list[tuple[float, float, float]] = []
@@ -38,12 +38,11 @@ class LadderModel(FromReport):
         self.version += 1
         return True
 
-    def finish(self, report: dict | None) -> None:
-        if isinstance(report, dict) and report.get("ladder"):
+    def finish(self, report: Report | None) -> None:
+        if report is not None and report.ladder:
             self.report = report
-            self.steps = dict(step_ops(report["ladder"]))
-            self.images = {s["step"]: len({r.get("image_sha256") for r in s.get("runs") or []})
-                           for s in report["ladder"]}
+            self.steps = dict(step_ops(report.ladder))
+            self.images = {s.step: len({r.image_sha256 for r in s.runs}) for s in report.ladder}
         verdict = ladder_verdict(list(self.steps.items()))
         self.notes = [verdict.text] if len(verdict.ranges) > 1 else []
         self.version += 1

@@ -35,14 +35,14 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from fsscope import paths, tools
 from fsscope.analysis.variation.metrics import relative_range, rsd
 from fsscope.analysis.variation.stats import ladder_verdict
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
-from fsscope.records import SpecRecord, plain
+from fsscope.records import Record, ReportRecord, SpecRecord, convert, plain
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
 from fsscope.workloads import personalities as P
@@ -72,9 +72,65 @@ class Spec(SpecRecord, frozen=True):
 
 
 
-def step_ops(ladder: list[dict]) -> list[tuple[str, list[float]]]:
+class LadderRun(Record, frozen=True, kw_only=True):
+    """One measured run of a step, with the evidence that the step did what it claims."""
+
+    step: str = ""
+    round: int = 0
+    restore: str | None = None  # alloc: how the dataset image went back onto the device
+    image_sha256: str | None = None  # the device's bytes as the measured run starts
+    mount_count: int | None = None  # ext4's superblock mount count
+    mkfs_argv: list[str] = []
+    device: str | None = None
+    ops_per_s: float | None = None
+    elapsed_s: float = 0.0
+    counts_per_bin: list[int] = []
+    cancelled: bool = False
+
+
+class StepChange(Record, frozen=True, kw_only=True):
+    """How a step's relative range compares with the step before it (a permutation test)."""
+
+    step: str = ""  # the step before
+    p: float | None = None
+    grew: bool | None = None
+    note: str = ""
+    verdict: str | None = None
+    p_fell: float | None = None
+    runs_to_decide: int | None = None
+
+
+class LadderStep(Record, frozen=True, kw_only=True):
+    step: str = ""
+    relative_range: float | None = None
+    rsd: float | None = None
+    mean_ops_per_s: float | None = None
+    runs: list[LadderRun] = []
+    vs_previous: StepChange | None = None
+
+
+class Report(ReportRecord, frozen=True, kw_only=True):
+    """The ladder: per step its runs and their relative range, and the verdict against the paper."""
+
+    ladder: list[LadderStep] = []
+    paper_direction: bool | None = None  # True / False only when the test decides it
+    paper_comparison: dict[str, Any] = {}  # verdict (agree | disagree | inconclusive), why, runs to decide it
+    verdict: str = ""
+    personality: str = ""
+    recipe: str | None = None
+    fs: str | None = None
+    dataset_sha256: str | None = None
+    target: dict[str, Any] = {}
+    spec: Spec = Spec()
+    workload: P.PersonalitySpec | None = None
+    monotone: bool | None = None
+    order: str = "interleaved"
+    elapsed_s: float | None = None
+
+
+def step_ops(ladder: list[LadderStep]) -> list[tuple[str, list[float]]]:
     """(step, its completed runs' ops/s) of a report's ``ladder`` rows, in ladder order."""
-    return [(s["step"], [float(r["ops_per_s"]) for r in s.get("runs") or [] if not r.get("cancelled")])
+    return [(s.step, [float(r.ops_per_s) for r in s.runs if not r.cancelled and r.ops_per_s is not None])
             for s in ladder]
 
 
@@ -163,7 +219,7 @@ def populate_snapshot(target, pspec: P.PersonalitySpec, dest: Path, seed: int) -
     return {"files": populated.files, "bytes_written": populated.bytes_written}
 
 
-def one_run(target, step: str, pspec: P.PersonalitySpec, seed: int, snapshot: Path | None, cancelled) -> dict:
+def one_run(target, step: str, pspec: P.PersonalitySpec, seed: int, snapshot: Path, cancelled) -> dict:
     """One measured run of ``step`` on the job's target (its recipe already the step's)."""
     facts: dict = {"step": step}
     recipe = target.recipe
@@ -194,12 +250,12 @@ def one_run(target, step: str, pspec: P.PersonalitySpec, seed: int, snapshot: Pa
                     "counts_per_bin": result.counts.sum(axis=0).tolist(), "cancelled": result.cancelled}
 
 
-def run(ctx, spec: Spec) -> dict:
+def run(ctx, spec: Spec) -> Report:
     recipe, target = ctx.recipe, ctx.target
     if recipe is None or recipe.fs in ("tmpfs",) or target.spec.kind == "dir":
         raise FsscopeError("--ladder needs a file-system recipe fsscope formats (e.g. --recipe ext4-default) "
                            "on a target it formats (--ram, --image or --device)")
-    overrides = {"duration_s": float(spec.duration_s), "seed": spec.seed, "bin_s": BIN_S,
+    overrides: dict[str, Any] = {"duration_s": float(spec.duration_s), "seed": spec.seed, "bin_s": BIN_S,
                  "latency_window_s": float(min(spec.duration_s, 10))}
     overrides |= {k: getattr(spec, k) for k in ("nfiles", "workers") if getattr(spec, k)}
     pspec = P.default_spec(spec.personality, capacity_bytes=_capacity_bytes(target), **overrides)
@@ -232,8 +288,8 @@ def run(ctx, spec: Spec) -> dict:
                              step=step, ops_per_s=facts["ops_per_s"])  # the TUI's ladder view reads them
     finally:
         undo_group(journal, keep)
-    ops_of = step_ops([{"step": step, "runs": step_runs} for step, step_runs in runs.items()])
-    by_step = {step: {"step": step, "relative_range": relative_range(ops) if ops else None,
+    ops_of = [(step, [float(r["ops_per_s"]) for r in step_runs if not r["cancelled"]]) for step, step_runs in runs.items()]
+    by_step: dict[str, dict[str, Any]] = {step: {"step": step, "relative_range": relative_range(ops) if ops else None,
                       "rsd": rsd(ops) if len(ops) > 1 else None,
                       "mean_ops_per_s": sum(ops) / len(ops) if ops else None, "runs": runs[step]}
                for step, ops in ops_of}
@@ -244,7 +300,7 @@ def run(ctx, spec: Spec) -> dict:
                                         "runs_to_decide": change.runs_to_decide}
     # paper_direction: True / False only when the test decides it (None: undecided);
     # paper_comparison: agree | disagree | inconclusive, why, and the runs that would decide it
-    return plain({"ladder": list(by_step.values()), "paper_direction": verdict.paper_direction,
+    return convert(plain({"ladder": list(by_step.values()), "paper_direction": verdict.paper_direction,
                   "paper_comparison": verdict.paper, "verdict": verdict.text,
                   "personality": spec.personality,
                   "recipe": recipe.name, "fs": recipe.fs,
@@ -252,4 +308,4 @@ def run(ctx, spec: Spec) -> dict:
                   "target": plain(target.spec) | {"describe": target.spec.describe()},
                   "spec": plain(spec), "workload": plain(pspec),
                   "monotone": verdict.monotone, "order": "interleaved",
-                  "elapsed_s": round(time.monotonic() - t0, 2)})
+                  "elapsed_s": round(time.monotonic() - t0, 2)}), Report)

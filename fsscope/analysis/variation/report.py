@@ -1,4 +1,4 @@
-"""The ``--json`` variation document for R runs of one personality."""
+"""The variation document (a record) for R runs of one personality."""
 
 from __future__ import annotations
 
@@ -22,17 +22,85 @@ from fsscope.analysis.variation.temporal import (
     flag_variation,
     flag_window_disagreement,
 )
-from fsscope.records import plain
+from fsscope.records import Record, convert, plain
+
+
+class OpStats(Record, frozen=True, kw_only=True):
+    """One op's numbers over one run (None: the run had no such number)."""
+
+    count: int = 0
+    p50_ns: float | None = None
+    p99_ns: float | None = None
+    ops_per_s: float | None = None
+    mean_ns: float | None = None
+    bytes: int | None = None
+    bytes_per_s: float | None = None
+    mean_bytes: float | None = None
+    errors: int | None = None
+
+
+class RunVariation(Record, frozen=True, kw_only=True):
+    """One run: cumulative ops/s, its Throughput-N series per window size ("10"), per op."""
+
+    ops_per_s: float | None = None
+    elapsed_s: float = 0.0
+    windows: dict[str, list[float | None]] = {}
+    ops: dict[str, OpStats] = {}
+
+
+class Band(Record, frozen=True, kw_only=True):
+    """Throughput-N across runs, per window: slowest, mean and fastest run, relative range."""
+
+    min: list[float | None] = []
+    mean: list[float | None] = []
+    max: list[float | None] = []
+    relative_range: list[float | None] = []
+
+
+class Variation(Record, frozen=True, kw_only=True):
+    """Cumulative throughput across runs, and the Throughput-N bands per window size."""
+
+    relative_range: float | None = None
+    rsd: float | None = None
+    mean_ops_per_s: float | None = None
+    min_ops_per_s: float | None = None
+    max_ops_per_s: float | None = None
+    runs: int = 0
+    windows: dict[str, Band] = {}
+
+
+class OpLatency(Record, frozen=True, kw_only=True):
+    ks_range: float | None = None  # K-S distance range of the runs' latency distributions
+
+
+class VariationReport(Record, frozen=True, kw_only=True):
+    """The variation document for R runs of one personality. A flag is its kind, note and
+    its own numbers (they differ per kind), so flags stay plain mappings."""
+
+    personality: str = ""
+    runs: list[RunVariation] = []
+    variation: Variation = Variation()
+    latency: dict[str, OpLatency] = {}
+    flags: list[dict[str, Any]] = []
 
 
 class RunLike(Protocol):
     """What the report needs from a run (``fsscope.workloads.personalities.RunResult``)."""
 
-    op_names: tuple[str, ...]
-    counts: np.ndarray            # op types x bins, completions per bin
-    bin_s: float
-    elapsed_s: float
-    latency_hist: np.ndarray      # op types x N_BUCKETS, whole run
+    @property
+    def op_names(self) -> tuple[str, ...]: ...
+
+    @property
+    def counts(self) -> np.ndarray: ...  # op types x bins, completions per bin
+
+    @property
+    def bin_s(self) -> float: ...
+
+    @property
+    def elapsed_s(self) -> float: ...
+
+    @property
+    def latency_hist(self) -> np.ndarray: ...  # op types x N_BUCKETS, whole run
 
 
 def run_ops_per_s(run: RunLike) -> float:
@@ -43,7 +111,7 @@ def variation_report(personality: str, runs: Sequence[RunLike],
                      window_sizes_s: Sequence[float] = (10,), threshold: float = 0.10,
                      dirty_expire_centisecs: int | None = None,
                      dirty_writeback_centisecs: int | None = None,
-                     extra_flags: Iterable[Flag] = ()) -> dict[str, Any]:
+                     extra_flags: Iterable[Flag] = ()) -> VariationReport:
     """The ``--json`` document for R runs of one personality (keys beyond the contract are
     additions: per-op mean latency, ops/s and bytes moved (total, per second, per op),
     per-window bands, per-op K-S ranges)."""
@@ -106,5 +174,5 @@ def variation_report(personality: str, runs: Sequence[RunLike],
                      flag_window_disagreement(tn[key], w, ops_per_s, threshold)):
             if flag:
                 flags.append(flag)
-    return plain({"personality": personality, "runs": json_runs, "variation": variation,
-                      "latency": latency, "flags": [fl.to_dict() for fl in flags]})
+    return convert(plain({"personality": personality, "runs": json_runs, "variation": variation,
+                          "latency": latency, "flags": [fl.to_dict() for fl in flags]}), VariationReport)

@@ -23,7 +23,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header, Input
 
-from fsscope.engine.events import Data, Event, Phase
+from fsscope.engine.events import Event, Phase
 from fsscope.records import plain
 from fsscope.store import RunDir
 from fsscope.telemetry.columns import cpu_busy_pct, device_rates
@@ -518,29 +518,20 @@ class LiveScreen(Screen):
             self._add_telemetry(message.iops, message.bytes_per_s, message.cpu_percent, message.device)
 
     def _job_telemetry(self, event: Event) -> None:
-        """A ``telemetry`` event of the job: disk deltas per device since its last sample."""
-        fields = event.fields if isinstance(event, Data) else {}
-        sample = fields.get("sample")
-        if not isinstance(sample, dict):
+        """A bench's ``telemetry`` event: disk deltas per device since its last sample."""
+        from fsscope.workloads.bench_records import TelemetrySample  # loaded with the bench's model
+
+        if not isinstance(event, TelemetrySample):
             return
-        run = int(fields.get("run") or 0)
-        t_s = float(sample.get("t_s") or 0.0)
-        last = self._last_job_telemetry.get(run, 0.0)
-        self._last_job_telemetry[run] = t_s
-        dt = t_s - last if t_s > last else 1.0
-
-        def total(key: str) -> float:
-            value = sample.get(key)
-            if isinstance(value, dict):
-                return float(sum(v for v in value.values() if isinstance(v, (int, float))))
-            return float(value) if isinstance(value, (int, float)) else 0.0
-
-        disks = sample.get("disk_read_count")
-        device = (",".join(disks) or "no device") if isinstance(disks, dict) else ""
-        iops, bps = device_rates(dt, total("disk_read_count") + total("disk_write_count"),
-                                 total("disk_read_bytes") + total("disk_write_bytes"))
-        idle = sample.get("cpu_idle_pct")
-        cpu = float(cpu_busy_pct(idle if isinstance(idle, (int, float)) else 100.0))
+        sample = event.sample
+        last = self._last_job_telemetry.get(event.run, 0.0)
+        self._last_job_telemetry[event.run] = sample.t_s
+        dt = sample.t_s - last if sample.t_s > last else 1.0
+        device = ",".join(sample.disk_read_count) or "no device"
+        iops, bps = device_rates(dt, sum(sample.disk_read_count.values()) + sum(sample.disk_write_count.values()),
+                                 sum(sample.disk_read_bytes.values()) + sum(sample.disk_write_bytes.values()))
+        idle = sample.cpu_idle_pct
+        cpu = float(cpu_busy_pct(idle if idle is not None else 100.0))
         self._job_telemetry_s = time.monotonic()
         self._add_telemetry(iops, bps, cpu, device)
 

@@ -13,6 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import ColumnKey
 
 from fsscope.format import format_ns, format_pct
 from fsscope.tui.bench_model import BenchModel
@@ -157,7 +158,7 @@ class BenchView(LiveView):
                     if row.window_min is not None else "–")
             table.add_row(f"{row.run + 1}", ("" if row.exact else "≈") + _rate(row.ops_per_s), span,
                           Text(status, style="dim" if not row.exact else ""))
-        table.columns["windows"].label = Text(f"T-{window} min..max" if window > 1 else "1 s min..max")
+        table.columns[ColumnKey("windows")].label = Text(f"T-{window} min..max" if window > 1 else "1 s min..max")
         v = model.variation()
         text = Text()
         if v["runs"] >= 2:

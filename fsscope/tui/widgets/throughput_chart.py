@@ -144,11 +144,11 @@ class ThroughputChart(Widget, can_focus=True):
         data = self.data
         if data is None or data.empty:
             message = "waiting for the first second of the run…" if data is not None else "no bench data"
-            lines = [Strip.blank(width, self.rich_style) for _ in range(height)]
+            blank = [Strip.blank(width, self.rich_style) for _ in range(height)]
             if height:
                 text = Segment(message[:width].center(width), styles["axis"])
-                lines[height // 2 if height > 1 else 0] = Strip([text], width)
-            return lines
+                blank[height // 2 if height > 1 else 0] = Strip([text], width)
+            return blank
         y_min = 0.0 if self.zero_based else nice_floor(data.y_min * 0.98)
         y_max = nice_ceiling(data.y_max * 1.05) if self.zero_based else data.y_max + (data.y_max - y_min) * 0.05
         if y_max <= y_min:
