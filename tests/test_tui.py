@@ -152,7 +152,7 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
         # the flags include the directory-format threshold; select it and read its note
         flags = live.flags_panel.flags
         assert flags, "the probe raised no flags"
-        structures = [f.raw.get("structure") for f in flags]
+        structures = [f.finding.structure for f in flags]
         assert "xfs-dir-shortform-to-block" in structures, structures
         position = structures.index("xfs-dir-shortform-to-block")
         live.flags_panel.focus()

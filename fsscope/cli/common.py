@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -13,6 +12,7 @@ from rich.console import Console
 from fsscope import paths, recipes, trust
 from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.recipes import Recipe
+from fsscope.records import dumps
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
 from fsscope.units import parse_size_bytes
 from fsscope.workloads import PERSONALITIES  # noqa: F401 - --personality of bench and check (a light module)
@@ -130,10 +130,10 @@ def output_path(text: str) -> str:
 def write_json(path: str, doc) -> None:
     """Write a report where --json asked, checked again now (see :func:`fsscope.trust.write_output`)."""
     if path in STDOUT_NAMES:  # the process's own stdout: no path to trust or refuse
-        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        sys.stdout.write(dumps(doc, indent=2) + "\n")
         sys.stdout.flush()
         return
-    trust.write_output(path, json.dumps(doc, indent=2, default=str) + "\n", "--json")
+    trust.write_output(path, dumps(doc, indent=2) + "\n", "--json")
 
 
 def add_job_args(parser: argparse.ArgumentParser) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -15,6 +16,7 @@ from fsscope.engine import events as ev
 from fsscope.engine import registry, runner
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
+from fsscope.records import plain, report_part
 from fsscope.targets import TargetSpec
 
 console = Console(stderr=True, soft_wrap=True)  # a path in a line is never broken: it is copied and grepped
@@ -56,7 +58,7 @@ class _Interrupts:
 
 def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_path: str | None = None,
             verbose: bool = False, runs_root: Path | None = None,
-            render: Callable[[dict, Console], None] | None = None) -> int:
+            render: Callable[[Any, Console], None] | None = None) -> int:
     """Start the job, follow it, print its report. Ctrl-C/SIGTERM cancel it cleanly; a second
     one kills it and every process it started, then undoes what it left (mounts, loops)."""
     interrupts = _Interrupts(job)
@@ -108,14 +110,14 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
     if report is not None and render is not None:
         render(report, out_console())
     elif report is not None:
-        Console().print_json(data=report)
-    render_machine((report or {}).get("machine") or handle.run_dir.manifest().get("machine"), Console())
+        Console().print_json(data=plain(report))
+    render_machine(report_part(report, "machine") or handle.run_dir.manifest().get("machine"), Console())
     if json_path and report is not None:
         write_json(json_path, report)
         console.print(f"[dim]wrote {json_path}[/]")
-    if report is not None and isinstance(report.get("existing"), dict):
-        console.print(f"measured on the file system holding it: {report['existing']['summary']}")
-        for gap in (report.get("geometry") or {}).get("unread") or []:  # said, never silent
+    if isinstance(existing := report_part(report, "existing"), dict):
+        console.print(f"measured on the file system holding it: {existing['summary']}")
+        for gap in (report_part(report, "geometry") or {}).get("unread") or []:  # said, never silent
             console.print(f"  [yellow]not read:[/] {gap}")
     console.print(f"[dim]recorded in {handle.run_dir.path} ({status})[/]")
     if status == "interrupted":

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from fsscope.analysis.compare import compare_reports, row
+from fsscope.analysis.compare import Row, Section, compare_reports, row
 from fsscope.analysis.variation.temporal import compare_recipes
 from fsscope.engine import registry
+from fsscope.records import report_part
 from fsscope.tui.syncwrite_model import curves_of, rows_of_report
 
 JOBS_WITH_TABLES = ("bench", "age", "frag", "syncwrite")
@@ -26,14 +28,14 @@ class Side:
     fs: str = "-"
     target: str = "?"
     personality: str = ""
-    report: dict | None = None
+    report: Any = None  # the job's report record (a dict for a job not typed yet)
 
 
 @dataclass
 class Comparison:
     message: str                       # the one-line verdict (or why there is nothing to compare)
     winner: str | None = None          # "A" / "B" when significant
-    sections: list[dict] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -46,13 +48,9 @@ def side_of(run, job: str, status: str) -> Side:
     spec = spec if isinstance(spec, dict) else {}
     where = f"{spec.get('kind', '?')} {spec.get('path', '')}".strip()
     report = registry.report_from_data(m.get("job"), run.report())
-    personality = ""
-    if isinstance(report, dict):
-        personality = str(report.get("personality") or "")
-    personality = personality or str((m.get("spec") or {}).get("personality") or "")
+    personality = str(report_part(report, "personality") or (m.get("spec") or {}).get("personality") or "")
     return Side(id=run.id, job=job, status=status, recipe=recipe.get("name", "-") or "-",
-                fs=recipe.get("fs", "-") or "-", target=where, personality=personality,
-                report=report if isinstance(report, dict) else None)
+                fs=recipe.get("fs", "-") or "-", target=where, personality=personality, report=report)
 
 
 def _ops_per_s(report: dict) -> list[float]:
@@ -69,7 +67,7 @@ def _window_series(report: dict, key: str) -> list[np.ndarray]:
             for run in report.get("runs") or []]
 
 
-def _band_rows(a: dict, b: dict) -> list[dict]:
+def _band_rows(a: dict, b: dict) -> list[Row]:
     """Throughput-N bands, summarised: windows, mean of the mean band, lowest min, highest max,
     median relative range across runs."""
     wa = (a.get("variation") or {}).get("windows") or {}
@@ -116,7 +114,7 @@ def compare(a: Side, b: Side) -> Comparison:
                                     float(key) if key else 10.0, labels=("A", "B"))
     bands = _band_rows(a.report, b.report)
     if bands:
-        sections.insert(1, {"title": "Throughput-N bands across runs", "rows": bands})
+        sections.insert(1, Section(title="Throughput-N bands across runs", rows=bands))
     if verdict.winner is not None:
         win = a if verdict.winner == "A" else b
         lead = (max(verdict.mean_a, verdict.mean_b) / min(verdict.mean_a, verdict.mean_b)
@@ -129,9 +127,9 @@ def compare(a: Side, b: Side) -> Comparison:
     return Comparison(message, winner=verdict.winner, sections=sections, notes=notes)
 
 
-def syncwrite_verdict(sections: list[dict]) -> str:
+def syncwrite_verdict(sections: list[Section]) -> str:
     """How many buffer sizes each side wins on throughput (Welch, p < 0.001)."""
-    verdicts = [r["a"] for sec in sections for r in sec["rows"] if r["metric"].endswith("verdict (p < 0.001)")]
+    verdicts = [r.a for sec in sections for r in sec.rows if r.metric.endswith("verdict (p < 0.001)")]
     if not verdicts:
         return "syncwrite runs compared: B / A for every figure (no sizes in common for a t-test)."
     a, b = verdicts.count("A faster"), verdicts.count("B faster")

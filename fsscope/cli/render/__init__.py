@@ -5,6 +5,7 @@ name (``fsscope report RUN`` and each job's command use the same renderer). The 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 
@@ -17,21 +18,23 @@ from fsscope.cli.render.ladder import render_ladder
 from fsscope.cli.render.probe import render_probe
 from fsscope.cli.render.syncwrite import render_syncwrite
 from fsscope.cli.render.variation import render_variation
+from fsscope.records import plain, report_part
 
-RENDERERS: dict[str, Callable[[dict, Console], None]] = {
+RENDERERS: dict[str, Callable[[Any, Console], None]] = {
     "age": render_age, "bench": render_bench, "check": render_check, "explore": render_explore,
     "frag": render_frag, "ladder": render_ladder, "probe": render_probe, "syncwrite": render_syncwrite,
     "variation": render_variation,
 }
 
 
-def render_report(job: str, report: dict, console: Console, machine: dict | None = None) -> None:
+def render_report(job: str, report: Any, console: Console, machine: dict | None = None) -> None:
     renderer = RENDERERS.get(job)
     if renderer is None:
-        console.print_json(data=report)
+        console.print_json(data=plain(report))
     else:
         renderer(report, console)
-    render_machine(report.get("machine") or machine, console)
+    render_machine(report_part(report, "machine") or machine, console)
+
 
 
 def render_machine(machine: dict | None, console: Console) -> None:
