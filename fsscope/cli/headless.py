@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from fsscope.cli.common import out_console, write_json
 from fsscope.cli.render import render_machine
@@ -31,7 +31,7 @@ class _Interrupts:
         self.count = 0
         self.handle: runner.JobHandle | None = None
         self.progress: Progress | None = None
-        self.task = None
+        self.task = TaskID(0)  # the progress bar's task, once it is shown
         self.phase = job
 
     def __call__(self, signum, frame) -> None:

@@ -35,7 +35,7 @@ class ReportModel(FromReport):
         return False
 
     def finish(self, report: dict | None) -> None:
-        if isinstance(report, dict):
+        if report is not None:
             self.report = report
             self.notes = self.notes_of(report)
         self.version += 1
