@@ -51,7 +51,7 @@ class JobState:
     unit: str = ""
     status: str = "waiting"  # waiting | running | ok | failed | cancelled | interrupted
     error: str | None = None
-    report: dict | None = None
+    report: Any = None  # its Report record (a dict for a job whose report is not typed yet)
     started_s: float | None = None  # time.monotonic() in the UI process
     ended_s: float | None = None
     recorded_elapsed_s: float | None = None  # replay: from the event times
