@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 MISSING = "–"
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
@@ -127,11 +128,12 @@ def format_cell(value: object, kind: str) -> str:
     return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
-def ratio_cell(row: dict) -> str:
-    """The B / A cell of a comparison row; more than 10% apart stands out (bold)."""
-    if row["kind"] == "text":
-        return "" if row["a"] == row["b"] else "[yellow]differs[/]"
-    r = row["ratio"]
+def ratio_cell(row: Any) -> str:
+    """The B / A cell of a comparison row (``analysis.compare.Row``); more than 10% apart
+    stands out (bold)."""
+    if row.kind == "text":
+        return "" if row.a == row.b else "[yellow]differs[/]"
+    r = row.ratio
     if r is None:
         return "-"
     text = format_ratio(r)

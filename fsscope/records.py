@@ -23,7 +23,7 @@ from msgspec.structs import force_setattr
 from fsscope.errors import FsscopeError
 
 R = TypeVar("R")
-__all__ = ["Record", "ReportRecord", "SpecRecord", "convert", "build", "dumps", "encode", "loads", "plain", "force_setattr"]
+__all__ = ["Record", "ReportRecord", "SpecRecord", "convert", "build", "dumps", "encode", "loads", "plain", "report_part", "force_setattr"]
 
 
 class Record(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,6 +83,14 @@ def dumps(value: Any, indent: int | None = None) -> str:
 def loads(text: str | bytes) -> Any:
     """Plain Python from JSON text (dicts, lists, numbers, str, bool, None)."""
     return _decoder.decode(text)
+
+
+def report_part(report: Any, name: str) -> Any:
+    """A section of a report: a record's attribute (a job whose report is typed) or a dict's
+    key (a job whose report is not yet); None when it has none."""
+    if isinstance(report, Record):
+        return getattr(report, name, None)
+    return report.get(name) if isinstance(report, dict) else None
 
 
 def plain(value: Any) -> Any:

@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from fsscope.analysis.compare import compare_reports
+from fsscope.analysis.compare import Section, compare_reports
+from fsscope.engine import registry
+from fsscope.records import convert, plain
+from fsscope.workloads.probe_records import Report
 
 
-def rows(sections: list[dict]) -> dict[str, dict]:
-    return {f"{s['title']}: {r['metric']}": r for s in sections for r in s["rows"]}
+def rows(sections: list[Section]) -> dict[str, dict]:
+    return {f"{s.title}: {r.metric}": plain(r) for s in sections for r in s.rows}
 
 
 def recorded(stderr: str) -> str:
@@ -21,11 +24,12 @@ def recorded(stderr: str) -> str:
     return Path(match.group(1)).name
 
 
-def probe_report(mean_ns: float, structures: list[tuple[str, int]]) -> dict:
+def probe_report(mean_ns: float, structures: list[tuple[str, int]]) -> Report:
     stats = {"count": 100, "mean_ns": mean_ns, "sd_ns": 5.0, "min_ns": 1.0, "p50_ns": mean_ns, "p95_ns": 2 * mean_ns,
              "p99_ns": 3 * mean_ns, "max_ns": 9 * mean_ns, "rsd": 0.1}
     flags = [{"index": i, "structure": s, "title": s} for s, i in structures] + [{"index": 5, "structure": None}]
-    return {"op": "creat", "runs_completed": 3, "noise_count": 2, "stats": {"overall": stats}, "flags": flags}
+    return registry.report_from_data("probe", {"op": "creat", "runs_completed": 3, "noise_count": 2,
+                                                "stats": {"overall": stats}, "flags": flags})
 
 
 def test_probe_comparison_has_stats_ratios_and_structures():
@@ -85,7 +89,7 @@ def test_compare_two_probe_runs_prints_both_columns(cli, tmp_path):
     assert ids[0] in proc.stdout and ids[1] in proc.stdout and "B / A" in proc.stdout
     doc = json.loads(out.read_text())
     assert doc["job"] == "probe" and doc["a"]["id"] == ids[0] and doc["b"]["id"] == ids[1]
-    count = rows(doc["sections"])["latency of creat (µs): count"]
+    count = rows(convert(doc["sections"], list[Section]))["latency of creat (µs): count"]
     assert (count["a"], count["b"]) == (120, 180) and count["ratio"] == pytest.approx(1.5)
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from fsscope import records
-from fsscope.engine import events, runner, smoke
-from fsscope.engine.events import Data, Error, Finding, Log, Phase, Progress, Result, Samples, decode
+from fsscope.engine import events, registry, runner, smoke
+from fsscope.engine.events import Data, Error, Finding, KernelEvidence, Log, Phase, Progress, Result, decode
 from fsscope.targets import TargetSpec
 
 
@@ -24,9 +24,10 @@ def roundtrip(event: events.Event) -> events.Event:
     Phase(t=1.5, name="run 1 of 3", run=0, runs=3, detail={"target": "dir /tmp/x"}),
     Progress(t=2.0, done=10.0, total=100.0, unit="s", info="run 1/3", detail={"phase": "rapid"}),
     Progress(t=2.0, done=3.0),
-    Samples(t=0.5, run=1, start=4096, latency_ns=[1200, 1300, -1]),
-    Finding(t=3.0, flag="series", title="every 64 files", note="chunk allocation",
-            fields={"index": 64, "start": 64, "stride": 64, "count": 8, "structure": "xfs-inode-chunk-alloc"}),
+    Finding(t=3.0, flag="series", title="every 64 files", note="chunk allocation", index=64, start=64, stride=64,
+            count=8, structure="xfs-inode-chunk-alloc", fields={"chance": 1e-6}),
+    Finding(t=3.0, flag="outlier", title="file 12", index=12, kernel=KernelEvidence(events={"xfs_dir2_sf_to_block": 1},
+                                                                                 runs_traced=1)),
     Log(t=0.1, line="$ mkfs.xfs -f /dev/loop7", stderr="meta-data=..."),
     Result(t=9.0, report={"files": 3, "flags": []}),
     Error(t=9.0, message="ENOSPC at file 812"),
@@ -37,10 +38,17 @@ def test_every_record_survives_its_encoding(event):
 
 
 def test_the_wire_form_is_what_older_readers_and_records_expect():
-    wire = json.loads(events.encode(Finding(t=3.1, flag="outlier", title="file 12 slow", note="why",
-                                            fields={"index": 12, "structure": None})))
+    wire = json.loads(events.encode(Finding(t=3.1, flag="outlier", title="file 12 slow", note="why", index=12,
+                                            fields={"ratio": 2.5})))
     assert wire == {"t": 3.1, "kind": "finding", "flag": "outlier", "title": "file 12 slow", "note": "why",
-                    "index": 12, "structure": None}
+                    "index": 12, "ratio": 2.5}
+    # where a finding is reads back into its typed fields, whatever line wrote it
+    old = events.decode('{"t": 1, "kind": "finding", "flag": "series", "title": "every 64", "note": "", '
+                        '"index": 64, "start": 64, "stride": 64, "count": 3, "structure": null, "missing": 0}')
+    assert isinstance(old, Finding) and (old.start, old.stride, old.count, old.structure) == (64, 64, 3, None)
+    assert old.file_indices() == (64, 128, 192) and old.fields == {"missing": 0}
+    odd = events.decode('{"kind": "finding", "flag": "x", "index": "somewhere"}')  # a value of another type
+    assert isinstance(odd, Finding) and odd.index is None and odd.fields == {"index": "somewhere"}
     assert json.loads(events.encode(Phase(name="setup"))) == {"t": 0.0, "kind": "phase", "name": "setup"}
     # a hand-written line of an older run decodes to the same record
     assert events.decode('{"t": 2.5, "kind": "phase", "name": "run 3 of 3", "run": 2}') == \
@@ -73,16 +81,29 @@ def test_one_sanitizer_for_numpy_and_non_finite_numbers():
 
 
 def test_findings_from_a_probe_report_take_their_numbers_from_the_analysis_lists():
-    report = {"outliers": [{"index": 253, "runs_flagged": 5, "runs": 5}],
-              "series": [{"start": 64, "stride": 64, "count": 3}],
-              "flags": [{"flag": "outlier", "index": 253, "structure": None, "note": "n1", "title": "t1"},
-                        {"flag": "series", "index": 64, "structure": "xfs-inode-chunk-alloc", "note": "n2"}]}
-    outlier, series = events.findings_from_report(report)
-    assert (outlier.flag, outlier.fields["runs_flagged"], outlier.title) == ("outlier", 5, "t1")
-    assert (series.flag, series.fields["stride"], series.fields["count"], series.title) == ("series", 64, 3, "series")
+    report = registry.report_from_data("probe", {
+        "outliers": [{"index": 253, "runs_flagged": 5, "runs": 5}],
+        "series": [{"start": 64, "stride": 64, "count": 3}],
+        "flags": [{"flag": "outlier", "index": 253, "structure": None, "note": "n1", "title": "t1"},
+                  {"flag": "series", "index": 64, "structure": "xfs-inode-chunk-alloc", "note": "n2"},
+                  {"flag": "stopped", "index": 300, "run": 2, "errno": 28, "note": "ENOSPC", "title": "stopped"}]})
+    outlier, series, stopped = events.findings_from_report(report)
+    assert (outlier.flag, outlier.index, outlier.fields["runs_flagged"], outlier.title) == ("outlier", 253, 5, "t1")
+    assert (series.flag, series.start, series.stride, series.count, series.title) == ("series", 64, 64, 3, "series")
+    assert series.file_indices() == (64, 128, 192) and series.structure == "xfs-inode-chunk-alloc"
+    assert (stopped.flag, stopped.index, stopped.fields["errno"]) == ("stopped", 300, 28)
     variation = events.findings_from_report({"flags": [{"kind": "variation", "rsd": 0.2, "note": "n"}]})
     assert variation == [Finding(flag="variation", title="variation", note="n", fields={"rsd": 0.2})]
     assert events.findings_from_report({"op": "creat"}) is None and events.findings_from_report(None) is None
+    assert events.findings_from_report(registry.report_from_data("probe", {"op": "creat"})) == []
+
+
+def test_the_probes_samples_are_its_own_kind():
+    from fsscope.workloads.probe_records import Samples
+
+    batch = Samples(t=0.5, run=1, start=4096, latency_ns=[1200, 1300, -1])
+    assert registry.decode_event("probe", events.encode(batch)) == batch
+    assert isinstance(events.decode(events.encode(batch)), Data)  # without the job: read, as Data
 
 
 def test_a_real_job_speaks_the_contract_on_the_pipe_and_in_its_record(scratch):

@@ -24,7 +24,7 @@ import fsscope.explain.xfs  # noqa: F401
 import fsscope.layout.fiemap  # noqa: F401
 import fsscope.layout.freespace  # noqa: F401
 from fsscope.cli.render.probe import render_probe
-from fsscope.engine import runner
+from fsscope.engine import registry, runner
 from fsscope.engine.registry import spec_from_data
 from fsscope.explain.geometry import read_geometry
 from fsscope.explain.rules import predict
@@ -152,7 +152,7 @@ def test_probe_dir_on_hand_made_xfs_8k_dir_blocks_finds_every_format_change(hand
             assert not row["verdict"].startswith("contradicted"), (threshold, row)
     # the CLI shows each kernel-only threshold with its latency label
     console = Console(record=True, width=400)
-    render_probe(report, console)
+    render_probe(registry.report_from_data("probe", report), console)
     text = console.export_text()
     for threshold in [t for t in report["thresholds"] if t["evidence"] == "kernel"]:
         assert f"file {threshold['index']} — " in text and f"latency: {threshold['latency']}" in text, text

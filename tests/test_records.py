@@ -341,3 +341,60 @@ def test_an_old_report_reads_as_the_jobs_record_renders_and_replays(job, directo
     else:
         assert [s for s, _ in model.relative_ranges()] == [s.step for s in report.ladder]
         assert "hygiene ladder" in text
+
+
+def keys_and_values(data, path=""):
+    """Every leaf of a JSON document by its path (what a reader of report.json can look up)."""
+    if isinstance(data, dict):
+        return {k: v for key, value in data.items() for k, v in keys_and_values(value, f"{path}.{key}").items()}
+    if isinstance(data, list):
+        return {k: v for n, value in enumerate(data) for k, v in keys_and_values(value, f"{path}[{n}]").items()}
+    return {path: data}
+
+
+@pytest.mark.parametrize("run", ["probe", "probe_findings", "probe_stopped"])
+def test_old_probe_runs_read_as_the_probes_records_and_render(run):
+    from rich.console import Console
+
+    from fsscope.cli.render.probe import render_probe
+    from fsscope.tui.model import flags_from_report, flags_markdown
+    from fsscope.tui.widgets.notes_panel import kernel_text
+    from fsscope.workloads.probe_records import GeometryData, KernelData, Report
+
+    lines = (OLD / run / "events.ndjson").read_text().splitlines()
+    decoded = [registry.decode_event("probe", line) for line in lines]
+    for line, event in zip(lines, decoded):  # the wire written back says all the line said
+        said_then, said_now = keys_and_values(said(json.loads(line))), keys_and_values(json.loads(events.encode(event)))
+        assert {k: said_now.get(k, "missing") for k in said_then} == said_then
+    assert not any(isinstance(e, events.Data) for e in decoded)  # every kind the probe says is its record
+    (result,) = [e for e in decoded if isinstance(e, events.Result)]
+    path = OLD / run / "report.json"
+    old = json.loads(path.read_text()) if path.exists() else json.loads(lines[-1])["report"]
+    report = registry.report_from_data("probe", old)
+    assert isinstance(report, Report) and report == result.report
+    # every key and value the old report.json held is in the record's JSON (null fields may be added)
+    written = keys_and_values(json.loads(records.dumps(report)))
+    assert {k: written.get(k, "missing") for k in keys_and_values(old)} == keys_and_values(old)
+    # the findings: each flag with where it is, from its analysis list
+    findings = events.findings_from_report(report)
+    assert [f.title for f in findings] == [f.title for f in report.flags]
+    for finding, row in zip(findings, [*report.outliers, *report.series]):
+        assert finding.file_indices()[0] == (row.index if finding.flag == "outlier" else row.start)
+    # the CLI's report, the TUI's flags, their export and the kernel's side of a note
+    console = Console(record=True, width=200)
+    render_probe(report, console)
+    text = console.export_text()
+    assert f"{report.op} × {report.files} files" in text
+    flags = flags_from_report(report) or []
+    assert len(flags) == len(report.flags) and all(f.title in text for f in flags if f.finding.structure)
+    assert flags_markdown(flags).count("## ") == len(flags)
+    for flag in flags:
+        if flag.finding.kernel is not None:
+            assert "Kernel events inside" in kernel_text(flag.finding.kernel).plain
+    if run == "probe_findings":
+        assert {type(e) for e in decoded} >= {GeometryData, KernelData}
+        assert report.series and findings[len(report.outliers)].stride == report.series[0].stride
+        assert any(f.finding.kernel is not None for f in flags) and "structures: geometry vs kernel" in text
+    if run == "probe_stopped":
+        assert findings[-1].flag == "stopped" and findings[-1].fields["errno"] == 28
+        assert "stopped early" in text

@@ -152,7 +152,7 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
         # the flags include the directory-format threshold; select it and read its note
         flags = live.flags_panel.flags
         assert flags, "the probe raised no flags"
-        structures = [f.raw.get("structure") for f in flags]
+        structures = [f.finding.structure for f in flags]
         assert "xfs-dir-shortform-to-block" in structures, structures
         position = structures.index("xfs-dir-shortform-to-block")
         live.flags_panel.focus()
@@ -365,7 +365,7 @@ async def test_probe_final_flags_are_the_reports(scratch):
         await until(pilot, lambda: plan_over(live), "the probe", 120)
         job = live.jobs[0]
         assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
-        final = [f["title"] for f in job.report["flags"]]
+        final = [f.title for f in job.report.flags]
         assert final, "the probe raised no flags"
         # the report's list, then any streamed flag it did not keep, marked withdrawn (issue 27)
         assert [f.title for f in live.flags_panel.flags if not f.withdrawn] == final
@@ -407,7 +407,7 @@ async def test_final_flags_replace_interim_ones_and_keep_the_selection():
         report = probe_report()
         live.post_message(msg.JobFinished(0, "ok", None, report, 0))
         await until(pilot, lambda: live.jobs[0].report is report, "the report handled")
-        assert [f.title for f in live.flags_panel.flags if not f.withdrawn] == [f["title"] for f in report["flags"]]
+        assert [f.title for f in live.flags_panel.flags if not f.withdrawn] == [f.title for f in report.flags]
         # the level shift at 28 the report does not keep stays, struck through, saying why
         (gone,) = [f for f in live.flags_panel.flags if f.withdrawn]
         assert gone.indices == (28,) and "noise after 5 runs" in gone.withdrawn

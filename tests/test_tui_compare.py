@@ -29,9 +29,9 @@ async def test_compare_two_bench_runs(scratch, recorded_run):
             ops = side.report["variation"]["mean_ops_per_s"]
             assert f"mean {ops:,.0f} ops/s" in head and "varmail" in head, head
             assert re.search(r"RSD \d", head)
-        titles = [s["title"] for s in screen.comparison.sections]
+        titles = [s.title for s in screen.comparison.sections]
         assert any(t.startswith("throughput") for t in titles) and any("bands" in t for t in titles)
-        per_op = next(s for s in screen.comparison.sections if s["title"].startswith("per op"))
-        assert any(r["metric"].endswith("p99") and r["ratio"] for r in per_op["rows"])
+        per_op = next(s for s in screen.comparison.sections if s.title.startswith("per op"))
+        assert any(r.metric.endswith("p99") and r.ratio for r in per_op.rows)
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, CompareScreen), "the compare screen closed")

@@ -9,6 +9,7 @@ import pytest
 
 from fsscope import paths
 from fsscope.analysis.heatbuckets import bucket, bucket_mask
+from fsscope.engine import registry
 from fsscope.engine.events import decode
 from fsscope.engine.registry import decode_event, report_from_data
 from fsscope.engine.registry import report_from_data as decode_report
@@ -19,7 +20,6 @@ from fsscope.tui.model import (
     LatencyMatrix,
     WindowStats,
     flag_from_event,
-    flag_indices,
     flag_key,
     flags_from_report,
     flags_markdown,
@@ -28,6 +28,7 @@ from fsscope.tui.syncwrite_model import SyncWriteModel
 from fsscope.tui.themes import FSSCOPE_THEMES, ThemeFileError, load_themes, parse_theme
 from fsscope.tui.widgets.throughput_chart import nice_ceiling, nice_floor, resample
 from fsscope.workloads.bench_job import WindowSample
+from fsscope.workloads.probe_records import Report
 
 
 def test_bucket_max_percentile_mean_ignore_unmeasured():
@@ -75,14 +76,15 @@ def test_window_stats_percentiles_and_rate():
 def test_flags_from_probe_findings():
     outlier = flag_from_event({"t": 1, "kind": "finding", "flag": "outlier", "index": 22, "title": "file 22",
                                "note": "short-form limit", "structure": "xfs-dir-shortform-to-block"})
-    assert outlier.kind == "outlier" and outlier.indices == (22,) and outlier.raw["structure"]
+    assert outlier.kind == "outlier" and outlier.indices == (22,) and outlier.finding.structure
     series = flag_from_event({"kind": "finding", "flag": "series", "index": 64, "start": 64, "stride": 64,
                               "count": 3, "title": "every 64", "note": "inode chunks"})
     assert series.indices == (64, 128, 192)
     growth = flag_from_event({"kind": "finding", "flag": "lineargrowth", "index": 10, "start": 10, "end": 13,
                               "title": "growth", "note": ""})
     assert growth.indices == (10, 11, 12)
-    assert flag_indices({"indices": [1, 2]}) == (1, 2) and flag_indices({"title": "x"}) == ()
+    assert flag_from_event({"flag": "x", "indices": [1, 2]}).indices == (1, 2)
+    assert flag_from_event({"title": "x"}).indices == ()
     md = flags_markdown([outlier, series], heading="run X", context=["job: probe"])
     assert md.startswith("# run X") and "## 1. file 22" in md and "short-form limit" in md
     assert "| structure | xfs-dir-shortform-to-block |" in md
@@ -110,9 +112,9 @@ def test_theme_files_parse_into_textual_themes():
         parse_theme("/* name: broken */\n$background: #000;", source="broken.tcss")
 
 
-def probe_report() -> dict:
+def probe_report() -> Report:
     """A probe report as probe_job writes it: flags follow outliers, series, level shifts."""
-    return {
+    return registry.report_from_data("probe", {
         "outliers": [{"kind": "outlier", "index": 253, "runs_flagged": 5, "runs": 5, "median_ns": 90_000,
                       "typical_ns": 9_000, "ratio": 10.0}],
         "series": [{"kind": "series", "start": 64, "stride": 64, "count": 3, "missing": 0}],
@@ -126,16 +128,16 @@ def probe_report() -> dict:
             {"index": 27, "predicted_index": None, "structure": None, "note": "steps up",
              "flag": "levelshift", "title": "level shift at file 27: 9.0 → 18.0 µs — repeatable, unexplained"},
         ],
-    }
+    })
 
 
 def test_final_flags_from_a_probe_report_carry_their_findings():
     report = probe_report()
     flags = flags_from_report(report)
-    assert [f.title for f in flags] == [f["title"] for f in report["flags"]]
+    assert [f.title for f in flags] == [f.title for f in report.flags]
     assert [f.kind for f in flags] == ["outlier", "series", "levelshift"]
     assert flags[1].indices == (64, 128, 192)  # stride and count come from the series list
-    assert flags[0].raw["runs_flagged"] == 5 and flags[2].raw["after_ns"] == 18_000
+    assert flags[0].finding.fields["runs_flagged"] == 5 and flags[2].finding.fields["after_ns"] == 18_000
     # the same finding streamed from fewer runs has another title but the same key
     interim = flag_from_event({"kind": "finding", "flag": "outlier", "index": 253, "structure": None,
                                "title": "file 253 slow in 2/2 runs", "note": "", "runs_flagged": 2})
@@ -151,7 +153,7 @@ def test_final_flags_from_a_bench_report_name_their_kind():
     flags = flags_from_report(report)
     assert [f.kind for f in flags] == ["variation", "periodic"]
     assert [f.title for f in flags] == [f["title"] for f in report["flags"]]
-    assert flags[0].indices == () and flags[0].raw["rsd"] == 0.17
+    assert flags[0].indices == () and flags[0].finding.fields["rsd"] == 0.17
 
 
 def window(b: int, ops_per_s: float, p99_ns: float = 50_000.0) -> dict:

@@ -119,7 +119,7 @@ def test_variation_model_known_answers():
     assert [f.title for f in flags] == live_titles
     assert [f.title for f in flags[:2]] == ["ext4-2 varmail varies 40.0%", "ext4-1 varmail varies 20.0%"]
     assert [f.note for f in flags[2:]] == model.notes
-    model.select_id(flags[0].raw["id"])
+    model.select_id(flags[0].finding.id)
     assert model.current.id == "ext4:varmail-2-r0"
     assert "4 configurations final of 5 planned" in VariationView.render_figure(model).plain
 

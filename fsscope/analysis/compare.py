@@ -1,6 +1,6 @@
-"""Two recorded runs' reports side by side: rows of {metric, a, b, kind, ratio=b/a}.
+"""Two recorded runs' reports side by side: sections of rows (metric, a, b, kind, ratio = b/a).
 
-Pure functions on report dicts, shared by ``fsscope compare`` and the TUI's compare screen.
+Pure functions on reports (a job's report record, or a dict for jobs not typed yet), shared by ``fsscope compare`` and the TUI's compare screen.
 What is compared depends on the job: probe → latency statistics, flag counts and the
 structural thresholds found in each; bench → throughput, its variation and per-op p50/p99;
 age → ops, ops/s, fullness, fit p-values and fragmentation fresh and aged; frag →
@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from fsscope.analysis.efficiency import compare_per_size
@@ -25,12 +26,28 @@ from fsscope.records import Record, convert, plain
 KINDS = ("us", "bytes", "pct", "int", "num", "p", "text")
 
 
-def row(metric: str, a, b, kind: str = "num") -> dict:
+class Row(Record, frozen=True, kw_only=True):
+    """One figure of both runs: ``a``, ``b`` and ``ratio`` = b / a where both are numbers;
+    ``kind`` how the values print (one of :data:`KINDS`)."""
+
+    metric: str
+    a: Any = None
+    b: Any = None
+    kind: str = "num"
+    ratio: float | None = None
+
+
+class Section(Record, frozen=True, kw_only=True):
+    title: str
+    rows: list[Row] = []
+
+
+def row(metric: str, a, b, kind: str = "num") -> Row:
     ratio = None
     if kind != "text" and isinstance(a, (int, float)) and isinstance(b, (int, float)) and a and \
             math.isfinite(a) and math.isfinite(b):
         ratio = b / a
-    return {"metric": metric, "a": a, "b": b, "kind": kind, "ratio": ratio}
+    return Row(metric=metric, a=a, b=b, kind=kind, ratio=ratio)
 
 
 def _get(d: dict | None, *keys):
@@ -48,33 +65,33 @@ def _mean(values):
 
 # ---------------------------------------------------------------- per job
 
-def _probe(a: dict, b: dict) -> list[dict]:
+def _probe(a: Any, b: Any) -> list[Section]:
+    """Two probe ``Report`` records (fsscope.workloads.probe_records; read by attribute, as
+    analysis imports no job module)."""
     stats = [("count", "count", "int"), ("mean", "mean_ns", "us"), ("sd", "sd_ns", "us"), ("min", "min_ns", "us"),
              ("p50", "p50_ns", "us"), ("p95", "p95_ns", "us"), ("p99", "p99_ns", "us"), ("max", "max_ns", "us"),
              ("rsd", "rsd", "num")]
-    latency = [row(label, _get(a, "stats", "overall", key), _get(b, "stats", "overall", key), kind)
+    latency = [row(label, getattr(a.stats.overall, key), getattr(b.stats.overall, key), kind)
                for label, key, kind in stats]
     for group in ("low", "high"):
-        latency.append(row(f"{group} group mean", _get(a, "stats", "low_high", group, "mean_ns"),
-                            _get(b, "stats", "low_high", group, "mean_ns"), "us"))
-        latency.append(row(f"{group} group count", _get(a, "stats", "low_high", group, "count"),
-                            _get(b, "stats", "low_high", group, "count"), "int"))
+        ga, gb = getattr(a.stats.low_high, group), getattr(b.stats.low_high, group)
+        latency.append(row(f"{group} group mean", ga.mean_ns, gb.mean_ns, "us"))
+        latency.append(row(f"{group} group count", ga.count, gb.count, "int"))
 
-    def explained(r):
-        return [f for f in r.get("flags") or [] if f.get("structure")]
+    def explained(r) -> list:
+        return [f for f in r.flags if f.structure]
 
     flags = [
-        row("runs completed", a.get("runs_completed"), b.get("runs_completed"), "int"),
-        row("flags", len(a.get("flags") or []), len(b.get("flags") or []), "int"),
+        row("runs completed", a.runs_completed, b.runs_completed, "int"),
+        row("flags", len(a.flags), len(b.flags), "int"),
         row("flags explained by a structure", len(explained(a)), len(explained(b)), "int"),
-        row("noise files", a.get("noise_count"), b.get("noise_count"), "int"),
+        row("noise files", a.noise_count, b.noise_count, "int"),
     ]
 
-    def where(r):
+    def where(r) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for f in explained(r):
-            at = f.get("index", f.get("start"))
-            out.setdefault(f["structure"], []).append(f"file {at}" if at is not None else "?")
+            out.setdefault(f.structure, []).append(f"file {f.index}" if f.index is not None else "?")
         return out
 
     wa, wb = where(a), where(b)
@@ -82,12 +99,12 @@ def _probe(a: dict, b: dict) -> list[dict]:
     for name in sorted(set(wa) | set(wb)):
         structure.append(row(name, ", ".join(wa.get(name, [])[:6]) or "—",
                               ", ".join(wb.get(name, [])[:6]) or "—", "text"))
-    return [{"title": f"latency of {a.get('op')} (µs)", "rows": latency},
-            {"title": "flags", "rows": flags},
-            {"title": "structural thresholds found (where)", "rows": structure}]
+    return [Section(title=f"latency of {a.op} (µs)", rows=latency),
+            Section(title="flags", rows=flags),
+            Section(title="structural thresholds found (where)", rows=structure)]
 
 
-def _bench(a: dict, b: dict) -> list[dict]:
+def _bench(a: dict, b: dict) -> list[Section]:
     var = [("mean ops/s", "mean_ops_per_s", "num"), ("min ops/s", "min_ops_per_s", "num"),
            ("max ops/s", "max_ops_per_s", "num"), ("relative range", "relative_range", "pct"),
            ("RSD", "rsd", "pct"), ("runs", "runs", "int")]
@@ -107,17 +124,17 @@ def _bench(a: dict, b: dict) -> list[dict]:
         per.append(row(f"{op} p50", per_op(a, op, "p50_ns"), per_op(b, op, "p50_ns"), "us"))
         per.append(row(f"{op} p99", per_op(a, op, "p99_ns"), per_op(b, op, "p99_ns"), "us"))
     flags = [row("flags", len(a.get("flags") or []), len(b.get("flags") or []), "int")]
-    return [{"title": f"throughput ({a.get('personality')})", "rows": throughput},
-            {"title": "per op (mean over runs; latency in µs)", "rows": per},
-            {"title": "flags", "rows": flags}]
+    return [Section(title=f"throughput ({a.get('personality')})", rows=throughput),
+            Section(title="per op (mean over runs; latency in µs)", rows=per),
+            Section(title="flags", rows=flags)]
 
 
-def _frag_section(title: str, a: dict | None, b: dict | None) -> dict:
+def _frag_section(title: str, a: dict | None, b: dict | None) -> Section:
     ra, rb = summary_rows(a), summary_rows(b)
-    return {"title": title, "rows": [row(label, ra[key], rb[key], kind) for label, key, kind in FRAG_ROWS]}
+    return Section(title=title, rows=[row(label, ra[key], rb[key], kind) for label, key, kind in FRAG_ROWS])
 
 
-def _age(a: dict, b: dict) -> list[dict]:
+def _age(a: dict, b: dict) -> list[Section]:
     aging = [
         row("profile", a.get("profile"), b.get("profile"), "text"),
         row("seed", a.get("seed"), b.get("seed"), "text"),
@@ -134,12 +151,12 @@ def _age(a: dict, b: dict) -> list[dict]:
     ]
     fit = [row(f"{name} p-value", _get(a, "fit", name, "p_value"), _get(b, "fit", name, "p_value"), "p")
            for name in ("size", "depth", "age")]
-    return [{"title": "aging", "rows": aging}, {"title": "fit (chi-squared p)", "rows": fit},
+    return [Section(title="aging", rows=aging), Section(title="fit (chi-squared p)", rows=fit),
             _frag_section("fragmentation, aged", a.get("aged"), b.get("aged")),
             _frag_section("fragmentation, fresh", a.get("fresh"), b.get("fresh"))]
 
 
-def _syncwrite(a: dict, b: dict) -> list[dict]:
+def _syncwrite(a: dict, b: dict) -> list[Section]:
     """Per buffer size: mean throughput and latency, p99, and a Welch t-test on the
     repetitions' throughput at the paper's p < 0.001; then both knees and the recommendation."""
 
@@ -161,15 +178,15 @@ def _syncwrite(a: dict, b: dict) -> list[dict]:
         test = verdicts.get(size)
         if test is not None:
             p = test["p"] if isinstance(test["p"], float) and math.isfinite(test["p"]) else None
-            rows.append(row(f"{label} Welch p (throughput)", p, p, "p") | {"ratio": None})
+            rows.append(msgspec.structs.replace(row(f"{label} Welch p (throughput)", p, p, "p"), ratio=None))
             rows.append(row(f"{label} verdict (p < 0.001)", test["verdict"], test["verdict"], "text"))
     summary = [row("latency rises after", _get(a, "knees", "latency_rise_bytes"),
                    _get(b, "knees", "latency_rise_bytes"), "bytes"),
                row("throughput saturates at", _get(a, "knees", "throughput_saturation_bytes"),
                    _get(b, "knees", "throughput_saturation_bytes"), "bytes"),
                row("recommended buffer", a.get("recommended_bytes"), b.get("recommended_bytes"), "bytes")]
-    return [{"title": f"synchronous writes ({a.get('mode')})", "rows": rows},
-            {"title": "knees and recommendation", "rows": summary}]
+    return [Section(title=f"synchronous writes ({a.get('mode')})", rows=rows),
+            Section(title="knees and recommendation", rows=summary)]
 
 
 def _numbers(d, prefix: str = "", depth: int = 0) -> dict[str, float]:
@@ -187,19 +204,21 @@ def _numbers(d, prefix: str = "", depth: int = 0) -> dict[str, float]:
     return out
 
 
-def _generic(a: Any, b: Any) -> list[dict]:
-    na, nb = _numbers(plain(a)), _numbers(plain(b))  # a Report record or a dict: its numbers
+def _generic(a: dict, b: dict) -> list[Section]:
+    na, nb = _numbers(a), _numbers(b)
     rows = [row(k, na[k], nb[k], "num") for k in na if k in nb]
-    return [{"title": "numbers both reports hold", "rows": rows}]
+    return [Section(title="numbers both reports hold", rows=rows)]
 
 
 COMPARERS = {"probe": _probe, "bench": _bench, "age": _age, "syncwrite": _syncwrite,
              "frag": lambda a, b: [_frag_section("fragmentation", a, b)]}
 
 
-def compare_reports(job: str, a: dict, b: dict) -> list[dict]:
-    """Sections of rows ``{metric, a, b, kind, ratio}`` (ratio = b / a where both are numbers);
-    a report record is read in its plain form."""
+def compare_reports(job: str, a: Any, b: Any) -> list[Section]:
+    """Sections of :class:`Row` (ratio = b / a where both are numbers). The probe's comparer
+    reads its Report record; the others read a report's written form."""
+    if job == "probe":
+        return _probe(a, b)
     return COMPARERS.get(job, _generic)(plain(a), plain(b))
 
 

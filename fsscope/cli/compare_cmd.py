@@ -11,6 +11,7 @@ and on an aged snapshot (B, ``--from-snapshot``).
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rich.console import Console
 
@@ -51,7 +52,7 @@ def _describe(run: store.RunDir) -> tuple[str, str]:
 
 def cmd_compare(args) -> int:
     runs = [store.find_run(args.run_a).check(), store.find_run(args.run_b).check()]
-    jobs = [r.manifest().get("job") for r in runs]
+    jobs = [str(r.manifest().get("job")) for r in runs]
     if jobs[0] != jobs[1]:
         raise FsscopeError(f"cannot compare a {jobs[0]} run ({runs[0].id}) with a {jobs[1]} run ({runs[1].id}): "
                            "compare runs of the same job")
@@ -62,7 +63,7 @@ def cmd_compare(args) -> int:
             raise FsscopeError(f"run {run.id} has no report (status {run.status()}): nothing to compare")
         reports.append(report)
     with store.reading(f"the report of run {runs[0].id} or of run {runs[1].id}"):
-        doc = {"job": jobs[0], "sections": compare_reports(jobs[0], plain(reports[0]), plain(reports[1]))}
+        doc: dict[str, Any] = {"job": jobs[0], "sections": compare_reports(jobs[0], reports[0], reports[1])}
     for label, run in zip(("a", "b"), runs):
         recipe, where = _describe(run)
         doc[label] = {"id": run.id, "path": str(run.path), "status": run.status(), "recipe": recipe, "target": where}

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from fsscope.cli.common import out_console, write_json
 from fsscope.cli.render import render_machine
@@ -16,7 +16,7 @@ from fsscope.engine import events as ev
 from fsscope.engine import registry, runner
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
-from fsscope.records import plain
+from fsscope.records import plain, report_part
 from fsscope.targets import TargetSpec
 
 console = Console(stderr=True, soft_wrap=True)  # a path in a line is never broken: it is copied and grepped
@@ -31,7 +31,7 @@ class _Interrupts:
         self.count = 0
         self.handle: runner.JobHandle | None = None
         self.progress: Progress | None = None
-        self.task = None
+        self.task = TaskID(0)  # the progress bar's task, once it is shown
         self.phase = job
 
     def __call__(self, signum, frame) -> None:
@@ -111,14 +111,14 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
     if report is not None and render is not None:
         render(report, out_console())
     elif report is not None:
-        Console().print_json(data=data)
-    render_machine(data.get("machine") or handle.run_dir.manifest().get("machine"), Console())
+        Console().print_json(data=plain(report))
+    render_machine(report_part(report, "machine") or handle.run_dir.manifest().get("machine"), Console())
     if json_path and report is not None:
         write_json(json_path, data)
         console.print(f"[dim]wrote {json_path}[/]")
-    if isinstance(data.get("existing"), dict):
-        console.print(f"measured on the file system holding it: {data['existing']['summary']}")
-        for gap in (data.get("geometry") or {}).get("unread") or []:  # said, never silent
+    if isinstance(existing := report_part(report, "existing"), dict):
+        console.print(f"measured on the file system holding it: {existing['summary']}")
+        for gap in (report_part(report, "geometry") or {}).get("unread") or []:  # said, never silent
             console.print(f"  [yellow]not read:[/] {gap}")
     console.print(f"[dim]recorded in {handle.run_dir.path} ({status})[/]")
     if status == "interrupted":

@@ -12,7 +12,7 @@ talks to the world only through the context:
 - ``ctx.after_populate()`` applies the recipe's hygiene between populating a data set and
   measuring: unmount+mount (remount_after_populate) or sync, then drop caches.
 - ``ctx.emit(event)`` streams a typed event (:mod:`fsscope.engine.events`: Phase, Progress,
-  Samples, Finding, Log, Result, Error, a job's own DataRecord kind, or Data) to the parent and
+  Finding, Log, Result, Error, a job's own DataRecord kind, or Data) to the parent and
   (except ``samples``) appends it to the run's ``events.ndjson``. Short forms:
   ``ctx.phase(name)``, ``ctx.progress(done, total)``, ``ctx.log(line)``,
   ``ctx.finding(flag, title, note, **fields)``, ``ctx.data(kind, **fields)``.

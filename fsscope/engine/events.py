@@ -20,14 +20,14 @@ decode to that type. Kinds no job declares decode to :class:`Data`. The run's ma
 records ``events_version`` (:data:`VERSION`); a reader seeing a newer one still decodes what
 it knows.
 
-Findings also appear in reports (``report["flags"]``, the final analysis of all runs):
-:func:`findings_from_report` reads them into the same :class:`Finding` records.
+Findings also appear in reports (the final analysis of all runs): :func:`findings_from_report`
+gives them as the same :class:`Finding` records.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import msgspec
 
@@ -85,30 +85,70 @@ class Progress(Event, frozen=True, tag="progress"):
     detail: dict[str, Any] = {}
 
 
-class Samples(Event, frozen=True, tag="samples"):
-    """A batch of per-file latencies of one probe run, files ``start``… (never written to
-    events.ndjson: the run's latency array holds them)."""
+MAX_FLAG_INDICES = 200_000
+"""The most file indices a finding lists (a series over millions of files is drawn in part)."""
 
-    run: int = 0
-    start: int = 0
-    latency_ns: list[int] = []
+
+class KernelEvidence(Record, frozen=True, kw_only=True):
+    """The kernel's side of a finding (a traced job): in how many traced runs each event fired
+    inside the call(s), the block I/O issued, what kept the call off the CPU; for a series,
+    in how many of its ``calls`` each event fired (``members``)."""
+
+    events: dict[str, int] = {}
+    io_requests: int = 0
+    io_bytes: int = 0
+    runs_traced: int = 0
+    off_cpu: list[str] = []
+    members: dict[str, int] | None = None
+    calls: int | None = None
 
 
 class Finding(Event, frozen=True, kw_only=True, tag="finding"):
     """A flag: something the analysis found, with the note that explains it.
 
     ``flag`` is its kind ("outlier", "series", "levelshift", "lineargrowth", "variation",
-    "stopped"…); ``fields`` what locates and measures it (``index``; ``start``/``stride``/
-    ``count``; ``start``/``end``; ``indices``; ``window_s``; ``structure``…)."""
+    "stopped"…). Where it is: ``index`` (one file); ``start``/``stride``/``count`` (a series);
+    ``start``/``end`` (a range: linear growth); ``indices`` (a list); ``window_s`` (a
+    throughput window); ``structure`` (what it is, when explained); ``id`` (what it names: a
+    study's configuration); ``kernel`` (the kernel's side). ``fields``: its other numbers."""
 
     spread: ClassVar[str] = "fields"
     flag: str
     title: str = ""
     note: str = ""
+    index: int | None = None
+    start: int | None = None
+    stride: int | None = None
+    count: int | None = None
+    end: int | None = None
+    indices: list[int] | None = None
+    window_s: float | None = None
+    structure: str | None = None
+    id: str | None = None
+    kernel: KernelEvidence | None = None
     fields: dict[str, Any] = {}
 
     def wire(self) -> dict[str, Any]:
         return super().wire() | {"title": self.title or self.flag, "note": self.note}
+
+    def file_indices(self) -> tuple[int, ...]:
+        """The file indices it is about: its ``indices``, a series' members by stride, a
+        range's files, or its one ``index``."""
+        if self.indices is not None:
+            return tuple(self.indices[:MAX_FLAG_INDICES])
+        if self.start is not None and self.stride is not None:
+            count = min(self.count if self.count is not None else 1, MAX_FLAG_INDICES)
+            return tuple(self.start + k * max(1, self.stride) for k in range(count))
+        if self.start is not None and self.end is not None:
+            return tuple(range(self.start, min(self.end, self.start + MAX_FLAG_INDICES)))
+        return () if self.index is None else (self.index,)
+
+
+#: A finding's typed fields (where it is), read from the wire beside the rest.
+_PLACE_TYPES: dict[str, Any] = {"index": int, "start": int, "stride": int, "count": int, "end": int,
+                                "indices": list[int], "window_s": float, "structure": str, "id": str,
+                                "kernel": KernelEvidence}
+_PLACE = tuple(_PLACE_TYPES)
 
 
 class Log(Event, frozen=True, tag="log"):
@@ -150,7 +190,7 @@ class Data(Event, frozen=True, tag=False):
 
 
 KINDS: dict[str, type[Event]] = {cls.__struct_config__.tag: cls  # type: ignore[misc]
-                                 for cls in (Phase, Progress, Samples, Finding, Log, Result, Error)}
+                                 for cls in (Phase, Progress, Finding, Log, Result, Error)}
 UNLOGGED_KINDS = frozenset({"samples", "variation_row"})
 """Not written to events.ndjson: bulk data that the run's arrays (or a study's
 treatments.ndjson) already hold."""
@@ -164,7 +204,7 @@ def make(kind: str, t: float = 0.0, **fields: Any) -> Event:
 def decode(data: Mapping[str, Any] | str | bytes, kinds: Mapping[str, type[Event]] | None = None) -> Event:
     """The record a wire event (a dict or one JSON line) stands for: a job's own kind from
     ``kinds`` (see ``registry.decode_event``), a common kind, else :class:`Data` (as is a
-    "samples" without per-file latencies, or a line whose fields do not fit its kind)."""
+    line whose fields do not fit its kind)."""
     if isinstance(data, (str, bytes)):
         data = loads(data)
     if not isinstance(data, Mapping):
@@ -172,8 +212,6 @@ def decode(data: Mapping[str, Any] | str | bytes, kinds: Mapping[str, type[Event
     kind = str(data.get("kind") or "")
     body = {k: v for k, v in data.items() if k != "kind"}
     cls = (kinds or {}).get(kind) or KINDS.get(kind)
-    if cls is Samples and "latency_ns" not in body:
-        cls = None
     if cls is Finding:
         return finding_from_dict(body, t=_seconds(body.get("t")))
     if cls is not None:
@@ -194,13 +232,26 @@ def _seconds(value: Any) -> float:
 
 
 def finding_from_dict(data: Mapping[str, Any], *, t: float = 0.0) -> Finding:
-    """A finding from its dict form (an event's fields, or an entry of a report's flags)."""
+    """A finding from its dict form (an event's fields, or an entry of a report's flags): the
+    keys that say where it is become its typed fields (a value of another type stays in
+    ``fields``, as an older line wrote it)."""
     body = {k: v for k, v in data.items() if k != "t"}
     flag = body.pop("flag", None)
     if not flag:
         flag = "threshold" if body.get("structure") else "flag"
     title, note = body.pop("title", None), body.pop("note", None)
-    return Finding(t=t, flag=str(flag), title=str(title or flag), note=str(note or ""), fields=body)
+    place: dict[str, Any] = {}
+    for name in _PLACE:
+        if body.get(name) is None:
+            body.pop(name, None)
+            continue
+        try:
+            place[name] = msgspec.convert(body[name], _PLACE_TYPES[name],
+                                          strict=False)
+        except msgspec.ValidationError:
+            continue
+        del body[name]
+    return Finding(t=t, flag=str(flag), title=str(title or flag), note=str(note or ""), fields=body, **place)
 
 
 def read_run(run_dir, kinds: Mapping[str, type[Event]] | None = None) -> list[Event]:
@@ -216,36 +267,32 @@ def encode(event: Event) -> str:
 # --------------------------------------------------------------------------------------------
 # Findings in reports
 
-#: The probe report's analysis lists, in the order its ``flags`` list follows them.
-_FINDING_LISTS = (("outliers", "outlier"), ("series", "series"), ("level_shifts", "levelshift"),
-                  ("linear_growth", "lineargrowth"))
+
+@runtime_checkable
+class WithFindings(Protocol):
+    """A job's report record that says its own findings (the probe's ``Report``)."""
+
+    def findings(self) -> list[Finding]: ...
 
 
-def findings_from_report(report: Mapping[str, Any] | msgspec.Struct | None) -> list[Finding] | None:
-    """The FINAL findings of a job's report (``report["flags"]``), or None if it has none.
+def findings_from_report(report: Any) -> list[Finding] | None:
+    """The FINAL findings of a job's report, or None if it has none.
 
     Findings stream while a job runs, each from the runs so far; the report's list is the
-    analysis of all runs and replaces them. A probe report's flags carry only where and why;
-    the finding's own fields (stride, count, end, ratio…) come from its analysis lists, which
-    the flags follow in order. Variation flags name their kind ``kind``."""
-    if isinstance(report, msgspec.Struct):  # a job's Report record: its flags as written
+    analysis of all runs and replaces them. A report record says them itself
+    (:class:`WithFindings`: the probe's, each flag with its analysis numbers); a report still
+    a dict lists them in ``flags`` (a variation flag names its kind ``kind``)."""
+    if isinstance(report, WithFindings):
+        return report.findings()
+    if isinstance(report, msgspec.Struct):  # another job's Report record: its flags as written
         report = plain(report)
     if not isinstance(report, Mapping) or not isinstance(report.get("flags"), list):
         return None
-    flags = [f for f in report["flags"] if isinstance(f, Mapping)]
-    analysed: list[dict] = []
-    for key, kind in _FINDING_LISTS:
-        analysed += [{**f, "kind": kind} for f in report.get(key) or [] if isinstance(f, Mapping)]
-    # a job may append flags of its own after the analysis ones (a probe's "stopped")
-    aligned = len(analysed) <= len(flags) and all(
-        finding.get("kind") == flag.get("flag") for finding, flag in zip(analysed, flags))
     out = []
-    for n, flag in enumerate(flags):
-        entry = dict(flag)
-        if "flag" not in entry and "kind" in entry:
-            entry["flag"] = entry.pop("kind")
-        if aligned and n < len(analysed):
-            entry |= {k: v for k, v in analysed[n].items() if k != "kind" and k not in entry}
-        entry.pop("kind", None)
-        out.append(finding_from_dict(entry))
+    for flag in report["flags"]:
+        if isinstance(flag, Mapping):
+            entry = dict(flag)
+            kind = entry.pop("kind", None)
+            entry.setdefault("flag", kind)
+            out.append(finding_from_dict(entry))
     return out

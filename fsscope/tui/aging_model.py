@@ -267,7 +267,8 @@ class AgingModel:
         if self.report is None or not self.stop_reason:
             return None
         flags = [Flag(title=f"stopped: {self.stop_reason}", note=self.stop_note or "(no note)",
-                      kind="stop", indices=(), raw={"stop_reason": self.stop_reason})]
+                      kind="stop", indices=(),
+                      finding=events.Finding(flag="stop", fields={"stop_reason": self.stop_reason}))]
         return flags + note_flags(self.notes)
 
 

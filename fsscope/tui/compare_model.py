@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from fsscope.analysis.compare import compare_reports, row
+from fsscope.analysis.compare import Row, Section, compare_reports, row
 from fsscope.analysis.variation.temporal import compare_recipes
 from fsscope.engine import registry
-from fsscope.records import plain
+from fsscope.records import plain, report_part
 from fsscope.tui.syncwrite_model import curves_of, rows_of_report
 from fsscope.workloads.syncwrite_records import Report
 
@@ -29,14 +29,14 @@ class Side:
     fs: str = "-"
     target: str = "?"
     personality: str = ""
-    report: Any = None  # the job's Report record, or a dict (a job without one)
+    report: Any = None  # the job's report record (a dict for a job not typed yet)
 
 
 @dataclass
 class Comparison:
     message: str                       # the one-line verdict (or why there is nothing to compare)
     winner: str | None = None          # "A" / "B" when significant
-    sections: list[dict] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -48,14 +48,10 @@ def side_of(run, job: str, status: str) -> Side:
     spec = target.get("spec", target) if isinstance(target, dict) else {}
     spec = spec if isinstance(spec, dict) else {}
     where = f"{spec.get('kind', '?')} {spec.get('path', '')}".strip()
-    report = plain(registry.report_from_data(m.get("job"), run.report()))  # compare_reports reads plain data
-    personality = ""
-    if isinstance(report, dict):
-        personality = str(report.get("personality") or "")
-    personality = personality or str((m.get("spec") or {}).get("personality") or "")
+    report = registry.report_from_data(m.get("job"), run.report())
+    personality = str(report_part(report, "personality") or (m.get("spec") or {}).get("personality") or "")
     return Side(id=run.id, job=job, status=status, recipe=recipe.get("name", "-") or "-",
-                fs=recipe.get("fs", "-") or "-", target=where, personality=personality,
-                report=report)  # the job's Report record, or a dict
+                fs=recipe.get("fs", "-") or "-", target=where, personality=personality, report=report)
 
 
 def _ops_per_s(report: dict) -> list[float]:
@@ -72,7 +68,7 @@ def _window_series(report: dict, key: str) -> list[np.ndarray]:
             for run in report.get("runs") or []]
 
 
-def _band_rows(a: dict, b: dict) -> list[dict]:
+def _band_rows(a: dict, b: dict) -> list[Row]:
     """Throughput-N bands, summarised: windows, mean of the mean band, lowest min, highest max,
     median relative range across runs."""
     wa = (a.get("variation") or {}).get("windows") or {}
@@ -105,21 +101,22 @@ def compare(a: Side, b: Side) -> Comparison:
     if missing:
         s = missing[0]
         return Comparison(f"Run {s.id} has no report (status {s.status}): nothing to compare.")
-    sections = compare_reports(a.job, plain(a.report), plain(b.report))
+    sections = compare_reports(a.job, a.report, b.report)
     if a.job == "syncwrite":
         return Comparison(syncwrite_verdict(sections), sections=sections)
     if a.job != "bench":
         return Comparison(f"{a.job} runs compared: B / A for every figure.", sections=sections)
 
-    windows = (a.report.get("variation") or {}).get("windows") or {}
+    ra, rb = plain(a.report), plain(b.report)  # the bench verdict reads the written form
+    windows = (ra.get("variation") or {}).get("windows") or {}
     key = sorted(windows, key=float)[0] if windows else None
-    tn_a = _window_series(a.report, key) if key else []
-    tn_b = _window_series(b.report, key) if key else []
-    verdict, flag = compare_recipes(_ops_per_s(a.report), _ops_per_s(b.report), tn_a, tn_b,
+    tn_a = _window_series(ra, key) if key else []
+    tn_b = _window_series(rb, key) if key else []
+    verdict, flag = compare_recipes(_ops_per_s(ra), _ops_per_s(rb), tn_a, tn_b,
                                     float(key) if key else 10.0, labels=("A", "B"))
-    bands = _band_rows(a.report, b.report)
+    bands = _band_rows(ra, rb)
     if bands:
-        sections.insert(1, {"title": "Throughput-N bands across runs", "rows": bands})
+        sections.insert(1, Section(title="Throughput-N bands across runs", rows=bands))
     if verdict.winner is not None:
         win = a if verdict.winner == "A" else b
         lead = (max(verdict.mean_a, verdict.mean_b) / min(verdict.mean_a, verdict.mean_b)
@@ -132,9 +129,9 @@ def compare(a: Side, b: Side) -> Comparison:
     return Comparison(message, winner=verdict.winner, sections=sections, notes=notes)
 
 
-def syncwrite_verdict(sections: list[dict]) -> str:
+def syncwrite_verdict(sections: list[Section]) -> str:
     """How many buffer sizes each side wins on throughput (Welch, p < 0.001)."""
-    verdicts = [r["a"] for sec in sections for r in sec["rows"] if r["metric"].endswith("verdict (p < 0.001)")]
+    verdicts = [r.a for sec in sections for r in sec.rows if r.metric.endswith("verdict (p < 0.001)")]
     if not verdicts:
         return "syncwrite runs compared: B / A for every figure (no sizes in common for a t-test)."
     a, b = verdicts.count("A faster"), verdicts.count("B faster")

@@ -20,11 +20,12 @@ from textual.message_pump import MessagePump
 from textual.worker import get_current_worker
 
 from fsscope.engine import runner
-from fsscope.engine.events import Data, DataRecord, Error, Finding, Log, Phase, Progress, Result, Samples
+from fsscope.engine.events import Data, DataRecord, Error, Finding, Log, Phase, Progress, Result
 from fsscope.records import SpecRecord
 from fsscope.tui import messages as msg
 from fsscope.tui.config import RunPlan
 from fsscope.tui.telemetry import Sampler, job_device
+from fsscope.workloads.probe_records import Samples
 
 KILL_AFTER_S = 20.0  # a cancelled child that has not exited by then is killed
 

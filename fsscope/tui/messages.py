@@ -8,6 +8,7 @@ one worthless. Sample batches, findings and log lines are never dropped.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from textual.message import Message
 
@@ -87,7 +88,7 @@ class JobFinished(Message):
     index: int
     status: str
     error: str | None
-    report: dict | None
+    report: Any  # the job's Report record (a dict for a job not typed yet), or None
     returncode: int | None
     leftovers: list[str] = field(default_factory=list)
 

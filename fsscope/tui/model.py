@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from fsscope.engine.events import Finding, finding_from_dict, findings_from_report
+from fsscope.records import plain
 
 NOT_MEASURED = -1
 SPARK_POINTS = 240  # points kept per sparkline
@@ -50,7 +51,7 @@ class JobState:
     unit: str = ""
     status: str = "waiting"  # waiting | running | ok | failed | cancelled | interrupted
     error: str | None = None
-    report: dict | None = None
+    report: Any = None  # its Report record (a dict for a job whose report is not typed yet)
     started_s: float | None = None  # time.monotonic() in the UI process
     ended_s: float | None = None
     recorded_elapsed_s: float | None = None  # replay: from the event times
@@ -256,13 +257,14 @@ class Series:
 
 @dataclass(frozen=True)
 class Flag:
-    """A finding as the flags panel shows it: what, where (file indices) and why (note)."""
+    """A finding as the flags panel shows it: what, where (file indices) and why (note);
+    ``finding`` the record it came from (its structure, kernel side, numbers)."""
 
     title: str
     note: str
     kind: str
     indices: tuple[int, ...]
-    raw: dict
+    finding: Finding
     withdrawn: str = ""
     """Why a flag raised while the job ran did not survive its final test (empty: it stands)."""
 
@@ -277,49 +279,22 @@ class Flag:
         return f"files {self.indices[0]}…{self.indices[-1]} ({len(self.indices)})"
 
 
-MAX_FLAG_INDICES = 200_000
-
-
-def flag_indices(finding: dict) -> tuple[int, ...]:
-    """The file indices a finding is about, whatever shape it has.
-
-    Accepts ``indices`` (a list), a series (``start``, ``stride``, ``count``), a range
-    (``start``, ``end``: linear growth), or a single ``index`` (outlier, level shift, a
-    predicted threshold)."""
-    if isinstance(finding.get("indices"), list):
-        return tuple(int(i) for i in finding["indices"][:MAX_FLAG_INDICES])
-    if "stride" in finding and "start" in finding:
-        start, stride = int(finding["start"]), max(1, int(finding["stride"]))
-        count = int(finding.get("count", 1))
-        return tuple(start + k * stride for k in range(min(count, MAX_FLAG_INDICES)))
-    if "start" in finding and "end" in finding:
-        start, end = int(finding["start"]), int(finding["end"])
-        return tuple(range(start, min(end, start + MAX_FLAG_INDICES)))
-    if finding.get("index") is not None:
-        try:
-            return (int(finding["index"]),)
-        except (TypeError, ValueError):
-            return ()
-    return ()
-
-
 def flag_from_event(event: Finding | Mapping[str, Any]) -> Flag:
     """The flags panel's entry for a finding (a record, or its wire dict)."""
     if not isinstance(event, Finding):
         event = finding_from_dict({k: v for k, v in event.items() if k not in ("t", "kind")})
-    raw = {"flag": event.flag, "title": event.title, "note": event.note, **event.fields}
     title, note = event.title, event.note
-    before, after = raw.get("before_ns"), raw.get("after_ns")
-    if event.flag == "levelshift" and isinstance(before, (int, float)) and isinstance(after, (int, float)) \
-            and 0 < after < before and not raw.get("structure"):
+    before, after = number(event.fields.get("before_ns")), number(event.fields.get("after_ns"))
+    if event.flag == "levelshift" and before is not None and after is not None and 0 < after < before \
+            and not event.structure:
         # calls got faster: no slowdown to explain ("repeatable, unexplained" read as a problem)
-        title = (f"calls {(1 - after / before):.0%} faster from file {raw.get('index')} on: "
+        title = (f"calls {(1 - after / before):.0%} faster from file {event.index} on: "
                  f"{before / 1e3:.1f} → {after / 1e3:.1f} µs — a speed-up, not a slowdown")
         note = ("From this file on, every run's calls are faster than before it: a step down in "
                 "latency, repeatable across runs. Nothing here is slow; a cache or a data structure "
                 "that warmed up (or a faster path the file system took) is the usual reason."
                 + (f" ({note})" if note and note != "repeatable, unexplained" else ""))
-    return Flag(title=title, note=note, kind=event.flag, indices=flag_indices(raw), raw=raw)
+    return Flag(title=title, note=note, kind=event.flag, indices=event.file_indices(), finding=event)
 
 
 def with_withdrawn(streamed: list[Flag], final: list[Flag], why: str) -> list[Flag]:
@@ -334,9 +309,8 @@ def flag_key(flag: Flag) -> tuple:
     """What stays the same when a flag is recomputed with more runs (its title and numbers
     change): kind, where it starts, its stride, its window, its structure, what it names (``id``:
     a study's configuration)."""
-    raw = flag.raw
-    return (flag.kind, flag.indices[0] if flag.indices else None, raw.get("stride"), raw.get("window_s"),
-            raw.get("structure"), raw.get("id"))
+    f = flag.finding
+    return (flag.kind, flag.indices[0] if flag.indices else None, f.stride, f.window_s, f.structure, f.id)
 
 
 def note_flags(notes: Iterable[str]) -> list[Flag]:
@@ -346,7 +320,7 @@ def note_flags(notes: Iterable[str]) -> list[Flag]:
     for note in notes:
         head = note.split(":")[0].split(". ")[0]
         title = head if len(head) <= 70 else head[:69].rsplit(" ", 1)[0] + "…"
-        out.append(Flag(title=title, note=note, kind="note", indices=(), raw={}))
+        out.append(Flag(title=title, note=note, kind="note", indices=(), finding=Finding(flag="note", title=title, note=note)))
     return out
 
 
@@ -403,7 +377,7 @@ def flags_markdown(flags: list[Flag], *, heading: str = "fsscope flags", context
             lines.append(f"*{KIND_WORDS.get(flag.kind, flag.kind)}* — {flag.where}")
             lines.append("")
         lines.append(prose(flag.note) if flag.note else "(no note)")
-        extra = {k: v for k, v in flag.raw.items() if k not in ("title", "note", "indices")}
+        extra = {k: v for k, v in plain(flag.finding.wire()).items() if k not in ("t", "kind", "title", "note", "indices")}
         if extra:
             lines.append("")
             lines.append("| field | value |")

@@ -38,7 +38,7 @@ from fsscope.analysis.variation.metrics import (
     throughput_n,
     window_relative_ranges,
 )
-from fsscope.engine.events import Event
+from fsscope.engine.events import Event, Finding
 from fsscope.format import format_pct
 from fsscope.study.execute import load_rows
 from fsscope.study.plan import Failed
@@ -378,7 +378,8 @@ class VariationModel:
                       note="\n".join([f"{c.name} (code name {c.id}): "
                                       f"{', '.join(f'{k}={v}' for k, v in c.knobs.items())}",
                                       *self.config_notes(c)]),
-                      kind="variation", indices=(), raw={"id": c.id, "relative_range": c.relative_range})
+                      kind="variation", indices=(),
+                      finding=Finding(flag="variation", id=str(c.id), fields={"relative_range": c.relative_range}))
                  for c in sorted(self.configs, key=lambda c: -(c.relative_range or 0.0)) if self.flagged(c)]
         flags += note_flags(self.notes)
         return flags

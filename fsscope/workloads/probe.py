@@ -344,8 +344,8 @@ def measure_run(workdir: Path, spec: ProbeSpec, *,
     latency_ns = _prepare_output(out, spec.files)
     start_ns = _prepare_output(start_out, spec.files)
     wait_ns = _prepare_output(wait_out, spec.files)
-    sink: Any = memoryview(latency_ns) if latency_ns.flags.c_contiguous else latency_ns
-    starts: Any = memoryview(start_ns) if start_ns.flags.c_contiguous else start_ns
+    sink: Any = latency_ns.data if latency_ns.flags.c_contiguous else latency_ns  # .data: its memoryview
+    starts: Any = start_ns.data if start_ns.flags.c_contiguous else start_ns
     workdir = Path(workdir)
     dfd = _open_empty_dir(workdir, in_root=spec.in_root)
     gc_was_enabled = gc.isenabled()
@@ -386,6 +386,7 @@ def _feed(dfd: int, spec: ProbeSpec, sink: Any, starts: Any, latency_ns: np.ndar
     op, files = spec.op, spec.files
     loop: Callable[..., int]
     extra: tuple[Any, ...]
+    payload = b""
     if op == "creat":
         loop, extra = loop_open, (CREATE_FLAGS,)
     elif op == "open-existing":
@@ -401,11 +402,11 @@ def _feed(dfd: int, spec: ProbeSpec, sink: Any, starts: Any, latency_ns: np.ndar
     elif op == "symlink":
         loop, extra = loop_symlink, ()
     elif op == "write-fsync":
-        loop, extra = loop_write_fsync, (np.random.default_rng(0).bytes(spec.write_bytes),)
+        payload = np.random.default_rng(0).bytes(spec.write_bytes)
+        loop, extra = loop_write_fsync, (payload,)
     else:  # fallocate
         loop, extra = loop_fallocate, (spec.fallocate_bytes,)
     if call is not None:  # the same calls, timed in C
-        payload = extra[0] if op == "write-fsync" else b""
         size_bytes = spec.fallocate_bytes if op == "fallocate" else len(payload)
         scratch = tuple(np.empty(NAME_CHUNK, dtype=np.int64) for _ in range(3))
         loop, extra = loop_native, (call, op, sync_fd, payload, size_bytes, wait_ns, scratch)

@@ -23,18 +23,20 @@ import numpy as np
 from fsscope.analysis import sequential
 from fsscope.analysis.findings import Outlier
 from fsscope.analysis.outliers import analyze
-from fsscope.engine.events import Finding, Samples, finding_from_dict
+from fsscope.engine.events import Finding, finding_from_dict
 from fsscope.errors import FsscopeError
 from fsscope.explain.geometry import read_geometry
 from fsscope.explain.match import explain
 from fsscope.explain.names import plain as plain_words
 from fsscope.explain.rules import predict
-from fsscope.records import plain
+from fsscope.records import convert, plain
 from fsscope.trace.jobs import ProbeTrace
 from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu, sync_once
 from fsscope.workloads.probe_loops import native_call
+from fsscope.workloads.probe_records import GeometryData, KernelData, Report, Samples
 
 Spec = ProbeSpec
+DATA = (Samples, GeometryData, KernelData)
 PROBE_DIR = "probe.d"
 
 
@@ -105,7 +107,7 @@ class _Explained:
     predictions: list = field(default_factory=list)
 
 
-def run(ctx, spec: ProbeSpec) -> dict:
+def run(ctx, spec: ProbeSpec) -> Report:
     if spec.in_root and ctx.target.spec.kind == "dir":
         raise FsscopeError("--in-root needs a file system fsscope makes (--ram, --image, "
                            "--device): a --dir target's root is not fsscope's to fill")
@@ -115,7 +117,7 @@ def run(ctx, spec: ProbeSpec) -> dict:
     start_ns = ctx.run_dir.open_array("start_ns", (cap, spec.files))
     wait_ns = ctx.run_dir.open_array("wait_ns", (cap, spec.files))
     trace = ProbeTrace(ctx, spec.trace, spec.op)
-    explained, emitted = _Explained(), {}
+    explained, emitted = _Explained(), dict[tuple, str]()
     error, stop_flag, r = None, None, 0
     settling = sequential.Settling(spec.runs, cap)
     try:
@@ -160,7 +162,7 @@ def run(ctx, spec: ProbeSpec) -> dict:
     _kernel_on_decisions(report)
     if trace.results:
         _kernel_report(ctx, spec, trace, report, latency_ns, done_rows, used)
-    return report
+    return convert(report, Report)  # built as the analysis and the tracer give it, typed once
 
 
 def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explained, emitted: dict,
@@ -176,8 +178,8 @@ def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explaine
             explained.geometry, explained.predictions = _explainer(ctx, fs, probe_dir, spec)
             settling.predict(explained.predictions, spec.files)
             if explained.geometry is not None:
-                ctx.data("geometry", geometry=_geometry_json(explained.geometry),
-                         predictions=plain(explained.predictions))
+                ctx.emit(convert({"geometry": _geometry_json(explained.geometry),
+                                  "predictions": plain(explained.predictions)}, GeometryData))
         with trace.run_calls(fs, r, latency_ns[r], start_ns[r]) if spec.trace == "all" else nullcontext():
             _measure(ctx, spec, r, probe_dir, latency_ns[r], start_ns[r], wait_ns[r])
     if (blocked := trace.waited_on_others_ns(r)) is not None:  # --trace all: the kernel saw it
@@ -202,9 +204,10 @@ def _kernel_report(ctx, spec: ProbeSpec, trace, report: dict, latency_ns, done_r
         if (traced >= 0).any() and (measured >= 0).any():
             report["trace"]["median_ratio_vs_untraced"] = round(
                 float(np.median(traced[traced >= 0]) / np.median(measured[measured >= 0])), 3)
-    ctx.data("kernel", flags=[{"index": f.get("index"), "flag": f.get("flag"), "kernel": f.get("kernel"),
-                               "note": f.get("note")} for f in report.get("flags", [])],
-             structures=report["structures"], noise=report["noise"])
+    kernel = {"flags": [{"index": f.get("index"), "flag": f.get("flag"), "kernel": f.get("kernel"),
+                         "note": f.get("note")} for f in report.get("flags", [])],
+              "structures": report["structures"], "noise": report["noise"]}
+    ctx.emit(convert(kernel, KernelData))
 
 
 def _attribution_run(ctx, spec: ProbeSpec, trace, run: int) -> None:

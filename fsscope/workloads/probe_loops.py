@@ -320,7 +320,8 @@ def loop_native(names: NameBlock, i: int, sink: Any, starts: Any, deadline_ns: i
            "mkdir": 0o777}.get(op, 0)
     offset = names.pos * names.stride
     name_ptr = names.names[offset:] if offset else names.names
-    other = SYMLINK_TARGET if op == "symlink" else (names.others[offset:] if op == "rename" else None)
+    other = SYMLINK_TARGET if op == "symlink" else (
+        names.others[offset:] if op == "rename" and names.others is not None else None)
     lat, start, wait = scratch
     err = ctypes.c_int(0)
     p64 = ctypes.POINTER(ctypes.c_int64)

@@ -18,7 +18,7 @@ from fsscope.cli.render.ladder import render_ladder
 from fsscope.cli.render.probe import render_probe
 from fsscope.cli.render.syncwrite import render_syncwrite
 from fsscope.cli.render.variation import render_variation
-from fsscope.records import plain
+from fsscope.records import plain, report_part
 
 RENDERERS: dict[str, Callable[[Any, Console], None]] = {
     "age": render_age, "bench": render_bench, "check": render_check, "explore": render_explore,
@@ -34,7 +34,7 @@ def render_report(job: str, report: Any, console: Console, machine: dict | None 
         console.print_json(data=plain(report))
     else:
         renderer(report, console)
-    render_machine((plain(report) or {}).get("machine") or machine, console)
+    render_machine(report_part(report, "machine") or machine, console)
 
 
 def render_machine(machine: dict | None, console: Console) -> None:

@@ -17,13 +17,13 @@ def render_compare(doc: dict, out: Console) -> None:
         head.add_row(label.upper(), r["id"], r["status"], r["recipe"], r["target"])
     out.print(head)
     for section in doc["sections"]:
-        if not section["rows"]:
+        if not section.rows:
             continue
-        table = Table(title=section["title"], title_justify="left")
+        table = Table(title=section.title, title_justify="left")
         table.add_column("", no_wrap=True)
         table.add_column(f"A {doc['a']['id']}", justify="right", overflow="fold")
         table.add_column(f"B {doc['b']['id']}", justify="right", overflow="fold")
         table.add_column("B / A", justify="right", no_wrap=True)
-        for row in section["rows"]:
-            table.add_row(row["metric"], format_cell(row["a"], row["kind"]), format_cell(row["b"], row["kind"]), ratio_cell(row))
+        for row in section.rows:
+            table.add_row(row.metric, format_cell(row.a, row.kind), format_cell(row.b, row.kind), ratio_cell(row))
         out.print(table)

@@ -7,82 +7,83 @@ from rich.table import Table
 
 from fsscope.explain.names import plain as plain_words
 from fsscope.format import format_us
+from fsscope.workloads.probe_records import LatencySummary, Report
 
 MAX_FLAGS_SHOWN = 30
 
 
-def render_probe(report: dict, console: Console) -> None:
+def render_probe(report: Report, console: Console) -> None:
     _render_stats(report, console)
     _render_flags(report, console)
     render_kernel(report, console)
     render_decisions(report, console)
-    if report.get("stopped_by"):
-        console.print(f"[red]stopped early:[/] {report['stopped_by']}")
+    if report.stopped_by:
+        console.print(f"[red]stopped early:[/] {report.stopped_by}")
 
 
-def _render_stats(report: dict, console: Console) -> None:
+def _render_stats(report: Report, console: Console) -> None:
     """Latency statistics per run, over all runs, and of the low and high groups."""
-    stats = report.get("stats") or {}
-    table = Table(title=f"{report['op']} × {report['files']} files, {report.get('runs_completed', report['runs'])} "
-                  f"of {report['runs']} runs (latency in µs)", title_justify="left")
+    stats = report.stats
+    completed = report.runs_completed if report.runs_completed is not None else report.runs
+    table = Table(title=f"{report.op} × {report.files} files, {completed} of {report.runs} runs (latency in µs)",
+                  title_justify="left")
     for col in ("", "count", "mean", "sd", "min", "p50", "p95", "p99", "max", "rsd"):
         table.add_column(col, justify="right", no_wrap=True)
 
-    def row(label, s):
-        if not s or not s.get("count"):
+    def row(label: str, s: LatencySummary) -> None:
+        if not s.count:
             return
-        table.add_row(label, str(s["count"]), *(format_us(s.get(k)) for k in ("mean_ns", "sd_ns", "min_ns", "p50_ns",
-                                                                           "p95_ns", "p99_ns", "max_ns")),
-                      f"{s.get('rsd', 0):.2f}")
+        table.add_row(label, str(s.count), *(format_us(v) for v in (s.mean_ns, s.sd_ns, s.min_ns, s.p50_ns,
+                                                                      s.p95_ns, s.p99_ns, s.max_ns)),
+                      f"{s.rsd or 0:.2f}")
 
-    for i, s in enumerate(stats.get("per_run", [])):
+    for i, s in enumerate(stats.per_run):
         row(f"run {i + 1}", s)
-    row("all", stats.get("overall"))
-    low_high = stats.get("low_high") or {}
-    row("low group", low_high.get("low"))
-    row("high group", low_high.get("high"))
+    row("all", stats.overall)
+    row("low group", stats.low_high.low)
+    row("high group", stats.low_high.high)
     console.print(table)
 
 
-def _render_flags(report: dict, console: Console) -> None:
+def _render_flags(report: Report, console: Console) -> None:
     """The explained flags first, then unexplained ones up to MAX_FLAGS_SHOWN; kernel-only thresholds."""
-    flags = report.get("flags") or []
+    flags = report.flags
     if not flags:
         console.print("no repeatable outliers, series or level shifts")
-    if (report.get("settings") or {}).get("single_run"):
+    if report.settings.single_run:
         console.print("[yellow]one run cannot tell structure from noise: every slow file is listed; "
                       "use --runs 3 or more[/]")
-    explained = [f for f in flags if f.get("structure")]
-    shown = explained + [f for f in flags if not f.get("structure")][: max(0, MAX_FLAGS_SHOWN - len(explained))]
+    explained = [f for f in flags if f.structure]
+    shown = explained + [f for f in flags if not f.structure][: max(0, MAX_FLAGS_SHOWN - len(explained))]
     for flag in shown:
-        console.print(f"[bold yellow]▲[/] [bold]{flag['title']}[/]")
-        if flag.get("predicted_index") is not None:
-            console.print(f"    predicted at file {flag['predicted_index']}")
-        console.print(f"    {flag['note']}", highlight=False)
-    for threshold in [t for t in report.get("thresholds") or [] if t.get("evidence") == "kernel"]:
-        console.print(f"[bold cyan]●[/] [bold]file {threshold['index']} — {plain_words(threshold['structure'])}[/] "
-                      f"(kernel evidence; latency: {threshold['latency']})", highlight=False)
-        console.print(f"    {threshold['note']}", highlight=False)
+        console.print(f"[bold yellow]▲[/] [bold]{flag.title}[/]")
+        if flag.predicted_index is not None:
+            console.print(f"    predicted at file {flag.predicted_index}")
+        console.print(f"    {flag.note}", highlight=False)
+    for threshold in [t for t in report.thresholds if t.evidence == "kernel"]:
+        console.print(f"[bold cyan]●[/] [bold]file {threshold.index} — {plain_words(threshold.structure or '')}[/] "
+                      f"(kernel evidence; latency: {threshold.latency})", highlight=False)
+        console.print(f"    {threshold.note}", highlight=False)
     if len(flags) > len(shown):
         console.print(f"[dim]… and {len(flags) - len(shown)} more unexplained flags (all in --json and 'fsscope report')[/]")
-    if report.get("noise_count"):
-        console.print(f"[dim]{report['noise_count']} files were slow in too few runs to be structural (noise)[/]")
+    if report.noise_count:
+        console.print(f"[dim]{report.noise_count} files were slow in too few runs to be structural (noise)[/]")
 
 
-def render_decisions(report: dict, console: Console) -> None:
+def render_decisions(report: Report, console: Console) -> None:
     """How many runs the probe needed and why; calls the machine disturbed; the sync used."""
-    decisions = report.get("decisions") or {}
-    if decisions.get("why"):
-        undecided = [c["index"] for c in decisions.get("candidates", []) if c["verdict"] == "undecided"]
-        console.print(f"[dim]runs: {decisions['why']}"
+    decisions = report.decisions
+    if decisions is not None and decisions.why:
+        undecided = [c.index for c in decisions.candidates if c.verdict == "undecided"]
+        console.print(f"[dim]runs: {decisions.why}"
                       + (f"; undecided: files {_indices(undecided)}" if undecided else "") + "[/]", highlight=False)
-    disturbed = (report.get("settings") or {}).get("disturbed_calls_per_run")
+    disturbed = report.settings.disturbed_calls_per_run
     if disturbed and sum(disturbed):
         count = sum(disturbed)
         console.print(f"[dim]{count} call{' was' if count == 1 else 's were'} slow only because another task had the CPU "
                       f"(per run: {', '.join(map(str, disturbed))}); they did not vote[/]", highlight=False)
-    if report.get("sync"):
-        console.print(f"[dim]sync: {report['sync']['note']}[/]", highlight=False)
+    if report.sync is not None:
+        console.print(f"[dim]sync: {report.sync.note}[/]", highlight=False)
 
 
 def _indices(values: list[int], limit: int = 6) -> str:
@@ -92,42 +93,40 @@ def _indices(values: list[int], limit: int = 6) -> str:
     return text + (f", … ({len(values)})" if len(values) > limit else "")
 
 
-def render_kernel(report: dict, console: Console) -> None:
+def render_kernel(report: Report, console: Console) -> None:
     """The kernel's side: per structure predicted / seen / slow, and one-off noise causes."""
-    trace = report.get("trace") or {}
-    if not trace.get("active"):
-        if trace.get("reason") and trace.get("mode") != "off":
-            console.print(f"[dim]kernel tracing off: {trace['reason']}[/]", highlight=False)
+    trace = report.trace
+    if trace is None or not trace.active:
+        if trace is not None and trace.reason and trace.mode != "off":
+            console.print(f"[dim]kernel tracing off: {trace.reason}[/]", highlight=False)
         return
-    runs = trace.get("runs_traced") or []
+    runs = trace.runs_traced
     table = Table(title=f"structures: geometry vs kernel ({len(runs)} traced run{'s' if len(runs) != 1 else ''}) "
                         f"vs latency", title_justify="left")
     for col in ("structure", "predicted at", "kernel saw it at", "slow at", "verdict"):
         table.add_column(col, overflow="fold")
-    for row in report.get("structures") or []:
-        verdict = row["verdict"]
+    for row in report.structures:
+        verdict = row.verdict
         style = "green" if verdict.startswith("confirmed") and "contradicts" not in verdict else (
             "red" if verdict.startswith("contradicted") or "contradicts" in verdict else "dim")
-        if row.get("window"):
+        if row.window:
             style = "yellow"
-        predicted = (f"range {row['window'][0]}–{row['window'][1]}" if row.get("window")
-                     else _indices(row["predicted"]))
-        table.add_row(row["structure"], predicted, _indices(row["seen"]),
-                      _indices(row["slow"]), f"[{style}]{verdict}[/]")
+        predicted = f"range {row.window[0]}–{row.window[1]}" if row.window else _indices(row.predicted)
+        table.add_row(row.structure, predicted, _indices(row.seen), _indices(row.slow), f"[{style}]{verdict}[/]")
     console.print(table)
-    kernel_marked = {i for t in report.get("thresholds") or [] if t.get("evidence") == "kernel"
-                     for i in t.get("indices") or [t["index"]]}  # already shown as thresholds
-    quiet = [e for e in report.get("structural_events") or []
-             if not e["latency_outlier"] and e["event"].startswith(("xfs_dir2_", "ext4_allocate"))
-             and e["event"] != "xfs_dir2_grow_inode" and e["index"] not in kernel_marked]
+    kernel_marked = {i for t in report.thresholds if t.evidence == "kernel"
+                     for i in t.indices or ([] if t.index is None else [t.index])}  # already shown as thresholds
+    quiet = [e for e in report.structural_events
+             if not e.latency_outlier and e.event.startswith(("xfs_dir2_", "ext4_allocate"))
+             and e.event != "xfs_dir2_grow_inode" and e.index not in kernel_marked]
     for event in quiet[:10]:
-        console.print(f"[cyan]●[/] {event['event']} at file {event['index']} in {event['runs']}/{len(runs)} "
+        console.print(f"[cyan]●[/] {event.event} at file {event.index} in {event.runs}/{len(runs)} "
                       f"traced runs, not a latency outlier", highlight=False)
-    for item in (report.get("noise") or [])[:5]:
-        console.print(f"[dim]one-off: run {item['run'] + 1} file {item['index']} {item['latency_ns'] / 1e3:.0f} µs: "
-                      f"{item['cause']}[/]", highlight=False)
-    if trace.get("median_ratio_vs_untraced") is not None:
-        console.print(f"[dim]the traced run's median call took {trace['median_ratio_vs_untraced']:.2f}× the "
+    for item in report.noise[:5]:
+        console.print(f"[dim]one-off: run {item.run + 1} file {item.index} {item.latency_ns / 1e3:.0f} µs: "
+                      f"{item.cause}[/]", highlight=False)
+    if trace.median_ratio_vs_untraced is not None:
+        console.print(f"[dim]the traced run's median call took {trace.median_ratio_vs_untraced:.2f}× the "
                       f"untraced runs' (observer effect; the flags come from the untraced runs)[/]", highlight=False)
-    if not trace.get("complete", True):
-        console.print(f"[red]trace incomplete:[/] {trace.get('overrun', 0)} overrun, {trace.get('dropped', 0)} dropped")
+    if not trace.complete:
+        console.print(f"[red]trace incomplete:[/] {trace.overrun} overrun, {trace.dropped} dropped")

@@ -7,6 +7,7 @@ syncwrite both recipes' log–log curves on one chart and a Welch verdict per bu
 from __future__ import annotations
 
 import numpy as np
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -15,8 +16,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from fsscope.analysis.compare import Section
 from fsscope.analysis.variation.metrics import ks_distance
 from fsscope.format import format_cell, format_ns, format_ratio, ratio_cell
+from fsscope.records import plain
 from fsscope.tui import compare_model, exports
 from fsscope.tui import messages as msg
 from fsscope.tui.model import Summary
@@ -43,7 +46,8 @@ class CompareScreen(Screen):
         self.comparison: compare_model.Comparison | None = None
         jobs = [r.job.job for r in self.records]
         if not (jobs[0] == jobs[1] and (jobs[0] == "probe" or (left.matrix is not None and right.matrix is not None))):
-            self.sides = tuple(compare_model.side_of(r.run, r.job.job, r.job.status) for r in self.records)
+            self.sides = (compare_model.side_of(left.run, left.job.job, left.job.status),
+                          compare_model.side_of(right.run, right.job.job, right.job.status))
             self.comparison = compare_model.compare(*self.sides)
 
     def action_export_flags(self) -> None:
@@ -53,8 +57,8 @@ class CompareScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
-        if self.comparison is not None:
-            yield from self._compose_reports()
+        if self.sides is not None and self.comparison is not None:
+            yield from self._compose_reports(self.sides, self.comparison)
             yield Footer()
             return
         yield Static(self._verdict(), id="compare-verdict")
@@ -68,21 +72,21 @@ class CompareScreen(Screen):
                     yield FlagsPanel(id=f"flags-{side}")
         yield Footer()
 
-    def _compose_reports(self) -> ComposeResult:
-        c = self.comparison
+    def _compose_reports(self, sides: tuple[compare_model.Side, compare_model.Side],
+                         c: compare_model.Comparison) -> ComposeResult:
         verdict = Text(c.message, style="bold green" if c.winner else "bold")
         for note in c.notes:
             verdict.append(f"\n{note}", style="yellow")
         yield Static(verdict, id="compare-verdict")
         with VerticalScroll(id="compare-report"):
             with Horizontal(id="compare-heads"):
-                for label, side in zip("AB", self.sides):
+                for label, side in zip("AB", sides):
                     yield Static(self._side_text(label, side), classes="compare-summary compare-column")
-            if self.sides[0].job == "syncwrite":
+            if sides[0].job == "syncwrite":
                 with Horizontal(id="compare-sync-charts"):
                     yield SyncWriteChart("throughput", id="compare-chart-throughput")
                     yield SyncWriteChart("latency", id="compare-chart-latency")
-            yield Static(self._tables(), id="compare-tables")
+            yield Static(self._tables(sides, c.sections), id="compare-tables")
 
     @staticmethod
     def _side_text(label: str, side: compare_model.Side) -> Text:
@@ -93,7 +97,7 @@ class CompareScreen(Screen):
             what += f" · {side.personality}"
         text.append(what + "\n", style="dim")
         text.append(f"{side.target} · {side.status}", style="dim")
-        variation = ((side.report or {}).get("variation") or {}) if side.job == "bench" else {}
+        variation = ((plain(side.report) or {}).get("variation") or {}) if side.job == "bench" else {}
         if variation:
             ops = variation.get("mean_ops_per_s")
             text.append(f"\nmean {ops:,.0f} ops/s" if isinstance(ops, (int, float)) else "\nmean - ops/s")
@@ -105,29 +109,27 @@ class CompareScreen(Screen):
             text.append(f"  over {variation.get('runs', '?')} runs")
         return text
 
-    def _tables(self):
-        from rich.console import Group
-
-
-        a, b = self.sides
+    @staticmethod
+    def _tables(sides: tuple[compare_model.Side, compare_model.Side], sections: list[Section]) -> Group | Text:
+        a, b = sides
         tables = []
-        for section in self.comparison.sections:
-            if not section["rows"]:
+        for section in sections:
+            if not section.rows:
                 continue
-            table = Table(title=section["title"], title_justify="left", expand=True)
+            table = Table(title=section.title, title_justify="left", expand=True)
             table.add_column("", no_wrap=True)
             table.add_column(f"A {a.id}", justify="right", overflow="fold")
             table.add_column(f"B {b.id}", justify="right", overflow="fold")
             table.add_column("B / A", justify="right", no_wrap=True)
-            for row in section["rows"]:
-                table.add_row(row["metric"], format_cell(row["a"], row["kind"]), format_cell(row["b"], row["kind"]),
+            for row in section.rows:
+                table.add_row(row.metric, format_cell(row.a, row.kind), format_cell(row.b, row.kind),
                               ratio_cell(row))
             tables.append(table)
         return Group(*tables) if tables else Text("Nothing both reports hold.", style="dim")
 
     def on_mount(self) -> None:
         self.sub_title = "compare two runs"
-        if self.comparison is not None:
+        if self.sides is not None:
             if self.sides[0].job == "syncwrite":
                 curves = compare_model.syncwrite_curves(*self.sides)
                 for chart in self.query(SyncWriteChart):

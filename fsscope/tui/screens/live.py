@@ -24,7 +24,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header, Input
 
 from fsscope.engine.events import Event, Phase
-from fsscope.records import plain
+from fsscope.records import plain, report_part
 from fsscope.store import RunDir
 from fsscope.telemetry.columns import cpu_busy_pct, device_rates
 from fsscope.telemetry.machine import busy, machine_line
@@ -467,7 +467,7 @@ class LiveScreen(Screen):
                             style="bold red" if message.status == "failed" else "bold")
         for note in getattr(view.data, "notes", None) or []:
             self.log_panel.note(f"note: {note}", style="yellow")
-        machine = (plain(message.report) or {}).get("machine")  # a Report record or a report dict
+        machine = report_part(message.report, "machine")
         if machine:  # how busy the machine was while the job ran: a noisy result says so
             self.log_panel.note(machine_line(machine), style="yellow" if busy(machine) else "dim")
         for line in message.leftovers:

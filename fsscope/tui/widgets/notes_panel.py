@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from fsscope.engine.events import KernelEvidence
 from fsscope.trace.catalog import lookup
 from fsscope.tui.model import KIND_WORDS, Flag, prose
 
@@ -37,39 +38,36 @@ class NotesPanel(VerticalScroll):
             body.append(f"Withdrawn: {flag.withdrawn}. What follows is what the runs so far had shown.\n\n",
                         style="bold yellow")
         body.append(flag.title + "\n", style="bold")
-        structure = flag.raw.get("structure")
+        structure = flag.finding.structure
         detail = [KIND_WORDS.get(flag.kind, flag.kind), flag.where,
                   # the structure's code name, for searching docs and code (the title says it in words)
                   f"code name {structure}" if structure else ""]
         if flag.where:
             body.append(" · ".join(str(part) for part in detail if part) + "\n\n", style="dim")
         body.append(prose(flag.note) if flag.note else "(no note)")
-        kernel = flag.raw.get("kernel")
-        if isinstance(kernel, dict):
+        if flag.finding.kernel is not None:
             body.append("\n\n")
-            body.append_text(kernel_text(kernel))
+            body.append_text(kernel_text(flag.finding.kernel))
         static.update(body)
         self.scroll_home(animate=False)
 
 
-def kernel_text(kernel: dict) -> Text:
+def kernel_text(kernel: KernelEvidence) -> Text:
     """The kernel's side of one flag: each event with the runs it fired in and its meaning,
     the block I/O the call issued, and what kept it off the CPU."""
-    runs = kernel.get("runs_traced", 0)
-    members, calls = kernel.get("members") or {}, kernel.get("calls")
+    runs, members, calls = kernel.runs_traced, kernel.members or {}, kernel.calls
     where = f"these {calls} calls" if members else "this call"
     out = Text()
     out.append(f"Kernel events inside {where} ({runs} traced run{'s' if runs != 1 else ''})\n",
                style="bold")
-    events = kernel.get("events") or {}
-    if not events:
+    if not kernel.events:
         out.append("  none: the kernel did no traced work inside this call\n", style="dim")
 
     def order(item: tuple[str, int]) -> tuple:  # format changes first, then the most frequent
         entry = lookup(item[0])
         return (not (entry and entry.exclusive), -members.get(item[0], item[1]), item[0])
 
-    for name, seen in sorted(events.items(), key=order):
+    for name, seen in sorted(kernel.events.items(), key=order):
         entry = lookup(name)
         meaning = entry.meaning if entry else ("a block read (metadata not in memory)" if name == "block_read" else "")
         out.append(f"  {name}", style="bold cyan")
@@ -77,9 +75,9 @@ def kernel_text(kernel: dict) -> Text:
         if meaning:
             out.append(f"  {meaning}", style="dim")
         out.append("\n")
-    if kernel.get("io_requests"):
-        out.append(f"  block I/O: {kernel['io_requests']} request{'s' if kernel['io_requests'] != 1 else ''}, "
-                   f"{kernel.get('io_bytes', 0) / 1024:.0f} KiB\n")
-    for cause in kernel.get("off_cpu") or []:
+    if kernel.io_requests:
+        out.append(f"  block I/O: {kernel.io_requests} request{'s' if kernel.io_requests != 1 else ''}, "
+                   f"{kernel.io_bytes / 1024:.0f} KiB\n")
+    for cause in kernel.off_cpu:
         out.append(f"  {cause}\n")
     return out

@@ -220,8 +220,8 @@ class VariationView(ModelView):
     def select_flag(self, view: JobView, flag: Flag | None) -> None:
         """A flagged configuration picked in the flags panel: the figures show it."""
         model = self.model_of(view)
-        if model is not None and flag is not None and flag.raw.get("id"):
-            model.select_id(str(flag.raw["id"]))
+        if model is not None and flag is not None and flag.finding.id:
+            model.select_id(flag.finding.id)
             self.update_view(view)
 
     def spark_rows(self, view: JobView, live: bool = True) -> list[SparkRow]:
