@@ -333,8 +333,7 @@ async def test_runs_screen_replays_and_compares(scratch):
     for _ in range(2):
         handle = runner.start("probe", spec_from_data("probe", {"files": 200, "runs": 2, "max_runs": 2}), TargetSpec("ram", size_bytes=400 * 2**20),
                               recipes.load("xfs-default"))
-        for _event in handle.events():
-            pass
+        handle.drain()
     app = make_app(AppConfig(start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: runs_listed(app) and app.screen.query_one("#runs-table").row_count >= 2,

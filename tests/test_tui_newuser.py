@@ -95,8 +95,7 @@ def record_smoke_runs(scratch, count: int) -> list[str]:
     ids = []
     for _ in range(count):
         handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 0.2}), TargetSpec("dir", path=str(scratch)), None)
-        for _event in handle.events():
-            pass
+        handle.drain()
         ids.append(handle.run_dir.id)
     return ids
 
