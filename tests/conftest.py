@@ -379,10 +379,10 @@ def fresh_fs():
 def run_to_end(job: str, spec: dict, where: Path) -> str:
     """Run ``job`` on a directory target through the engine until it ends; its run id (the
     run must have a report: the child's log tail says why not)."""
-    from fsscope.engine import runner
+    from fsscope.engine import registry, runner
     from fsscope.targets import TargetSpec
 
-    handle = runner.start(job, spec, TargetSpec("dir", str(where)), None)
+    handle = runner.start(job, registry.spec_from_data(job, spec), TargetSpec("dir", str(where)), None)
     handle.drain()
     assert handle.run_dir.report() is not None, (handle.run_dir.path / "child.log").read_text()[-2000:]
     return handle.run_dir.id

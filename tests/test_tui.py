@@ -389,7 +389,7 @@ async def test_final_flags_replace_interim_ones_and_keep_the_selection():
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         live = live_of(app)
-        live.jobs = [JobState(0, "probe", {"files": 300, "runs": 5})]
+        live.jobs = [JobState(0, "probe", spec_from_data("probe", {"files": 300, "runs": 5}))]
         live.post_message(msg.JobStarted(0, "probe", "run-x", "/nonexistent-run", 1))
         interim = [
             {"flag": "outlier", "index": 253, "structure": None, "runs_flagged": 2, "runs": 2,

@@ -41,7 +41,7 @@ def dash_value(action: argparse.Action) -> argparse.Action:
     """Let this option's value start with '-' without the '=' form: mkfs options such as
     ``--mkfs-opts "-c"``, and sizes, so ``--size -5M`` is refused as negative instead of
     argparse's "expected one argument" (:class:`fsscope.cli.Parser` joins such pairs)."""
-    action.dash_value = True
+    action.dash_value = True  # type: ignore[attr-defined]  # read back by fsscope.cli.Parser
     return action
 
 

@@ -65,7 +65,7 @@ class LabScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="lab-body"):
-            tree: Tree = Tree("seed papers", id="lab-tree")
+            tree: Tree[tuple[str, str | None]] = Tree("seed papers", id="lab-tree")
             tree.show_root = False
             for name, lesson in self.lessons.items():
                 node = tree.root.add(f"{name}  (~{lesson['quick_cost_s'] / 60:.0f} min quick)",
@@ -87,7 +87,7 @@ class LabScreen(Screen):
         table.add_columns("finding", "paper", "expected today", "measured", "verdict", "why")
         tree = self.query_one("#lab-tree", Tree)
         tree.focus()
-        self._show(*tree.root.children[0].data)
+        self._show(*self.selected())
 
     # -- reading -----------------------------------------------------------------------------
     def selected(self) -> tuple[str, str | None]:
