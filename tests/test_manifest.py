@@ -76,3 +76,16 @@ def test_a_field_of_the_wrong_type_is_one_line_naming_it(tmp_path, change, says)
     (tmp_path / "manifest.json").write_text(json.dumps(good | change))
     run = RunDir(tmp_path)
     assert run.status() == "unreadable" and says in (run.problem() or "")
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)
+def test_a_replayed_job_holds_its_spec_record(path):
+    """The replay's JobState: the job's Spec record (as the live screen holds the one it
+    started), and the recorded data beside it for the view models."""
+    from fsscope.engine import registry
+    from fsscope.tui.replay import load_run
+
+    run = RunDir(path)
+    job = load_run(run).job
+    assert type(job.spec) is registry.spec_type(job.job) and job.spec_data == run.info().spec
+    assert job.spec == spec_from_data(job.job, job.spec_data)
