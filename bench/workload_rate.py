@@ -117,11 +117,11 @@ def job_rates(duration_s: float, capacity_bytes: int, recipe_name: str = LOOP_RE
             handle = runner.start("bench", spec_from_data("bench", spec), TargetSpec("ram", size_bytes=capacity_bytes),
                                   recipes.load(recipe_name), runs_root=runs_root)
             samples = 0
-            for event in handle.events():
-                samples += event.get("kind") == "samples"
+            for event in handle.records():
+                samples += event.kind == "samples"
             report = handle.run_dir.report() or {}
             if handle.run_dir.status() != "ok" or not report.get("runs"):
-                print(f"job       {name:10s} failed: {handle.run_dir.manifest().get('error')}")
+                print(f"job       {name:10s} failed: {handle.run_dir.info().error}")
                 continue
             rates[name] = report["runs"][0]["ops_per_s"]
             print(f"job       {name:10s} {rates[name]:10.0f} ops/s  ({samples} live samples streamed)", flush=True)

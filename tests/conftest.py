@@ -383,8 +383,7 @@ def run_to_end(job: str, spec: dict, where: Path) -> str:
     from fsscope.targets import TargetSpec
 
     handle = runner.start(job, registry.spec_from_data(job, spec), TargetSpec("dir", str(where)), None)
-    for _event in handle.records():
-        pass
+    handle.drain()
     assert handle.run_dir.report() is not None, (handle.run_dir.path / "child.log").read_text()[-2000:]
     return handle.run_dir.id
 

@@ -17,10 +17,13 @@ from fsscope.analysis import generator
 from fsscope.analysis.variation.grid import bucket_mid_ns
 from fsscope.analysis.variation.stats import welch
 from fsscope.engine import runner
+from fsscope.engine.events import Data, Finding
 from fsscope.engine.registry import spec_from_data
+from fsscope.records import plain
 from fsscope.targets import TargetSpec
 from fsscope.targets.existing import existing_fs
 from fsscope.targets.journal import Journal
+from fsscope.workloads.bench_job import WindowSample
 
 # small and short: 2 runs of 2 s, a few workers, a small file set
 SMALL = ["--runs", "2", "--duration", "2", "--files", "60", "--mean-file-size", "8K", "--workers", "2"]
@@ -118,16 +121,16 @@ def test_bench_on_ext4_ram_image_streams_samples_and_formats_per_run():
     spec = {"personality": "fileserver", **SMALL_SPEC, "window_sizes_s": [1]}
     handle = runner.start("bench", spec_from_data("bench", spec), TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
     samples, telemetry, findings = [], [], []
-    for event in handle.events():
-        if event["kind"] == "samples":
+    for event in handle.records():
+        if isinstance(event, WindowSample):
             samples.append(event)
-        elif event["kind"] == "telemetry":
-            telemetry.append(event)
-        elif event["kind"] == "finding":
+        elif isinstance(event, Data) and event.kind == "telemetry":
+            telemetry.append(event.fields)
+        elif isinstance(event, Finding):
             findings.append(event)
     assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
-    assert {e["run"] for e in samples} == {0, 1}
-    window = samples[0]["window"]
+    assert {e.run for e in samples} == {0, 1}
+    window = plain(samples[0].window)  # its wire form
     assert {"bin", "t_s", "ops_per_s", "ops", "complete"} <= set(window)
     assert set(window["ops"]) == {"create", "write", "close", "open", "append", "read", "delete", "stat"}
     assert telemetry and all(list(t["sample"]["disk_write_bytes"])[0].startswith("loop") for t in telemetry)
@@ -136,7 +139,7 @@ def test_bench_on_ext4_ram_image_streams_samples_and_formats_per_run():
     check_against_arrays(report, 1)
     assert report["fs"] == "ext4" and report["recipe"] == "ext4-default"
     assert all(run["telemetry"]["disks"][0].startswith("loop") for run in report["runs"])
-    assert {f["flag"] for f in findings} <= {f["kind"] for f in report["flags"]}
+    assert {f.flag for f in findings} <= {f["kind"] for f in report["flags"]}
     commands = handle.run_dir.manifest()["target"]["commands"]
     assert sum(c["argv"][0] == "mkfs.ext4" for c in commands) == 2  # a fresh file system per run
     assert Journal().entries() == []
@@ -211,8 +214,8 @@ def test_recipes_comparison(cli, scratch):
 def test_cancel_stops_the_running_bench_and_cleans_up():
     spec = {"personality": "varmail", "runs": 3, "duration_s": 60, "nfiles": 60, "workers": 2}
     handle = runner.start("bench", spec_from_data("bench", spec), TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
-    for event in handle.events():
-        if event["kind"] == "samples" and event["window"]["bin"] >= 1:
+    for event in handle.records():
+        if isinstance(event, WindowSample) and event.window.bin_index >= 1:
             handle.cancel()
     assert handle.run_dir.status() == "cancelled"
     report = handle.run_dir.report()

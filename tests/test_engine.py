@@ -15,6 +15,7 @@ from pilot_wait import wait_for
 
 from fsscope import recipes, store
 from fsscope.engine import runner
+from fsscope.engine.events import Log
 from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal
@@ -27,9 +28,9 @@ def _journal_has_mount():
 
 def test_directory_target_needs_no_root_and_leaves_nothing(scratch):
     handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 0.3}), TargetSpec("dir", str(scratch)), None)
-    events = list(handle.events())
+    events = list(handle.records())
     assert handle.returncode == 0
-    kinds = [e["kind"] for e in events]
+    kinds = [e.kind for e in events]
     assert kinds[0] == "phase" and "result" in kinds
     report = handle.run_dir.report()
     assert report["files"] > 0
@@ -45,7 +46,7 @@ def test_directory_target_needs_no_root_and_leaves_nothing(scratch):
 def test_job_on_a_ram_image_records_commands_and_cleans_up():
     handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 0.3}), TargetSpec("ram", size_bytes=400 * 2**20),
                           recipes.load("xfs-default"))
-    logs = [e["line"] for e in handle.events() if e["kind"] == "log"]
+    logs = [e.line for e in handle.records() if isinstance(e, Log)]
     assert handle.returncode == 0, (handle.run_dir.path / "child.log").read_text()
     assert any(line.startswith("$ mkfs.xfs") for line in logs)
     assert any(line.startswith("$ mount -t xfs") for line in logs)
@@ -77,7 +78,7 @@ def test_sigkill_of_the_job_child_is_cleaned_up_by_the_parent():
                           recipes.load("btrfs-default"))
     assert wait_for(_journal_has_mount)
     handle.kill()
-    list(handle.events())
+    handle.drain()
     assert handle.returncode == -signal.SIGKILL
     assert handle.run_dir.status() == "interrupted"
     assert any("unmounted" in line for line in handle.leftovers)
@@ -164,8 +165,8 @@ starter = threading.Thread(target=lambda: handles.append(
 starter.start()
 starter.join()
 print(handles[0].run_dir.path, flush=True)
-for event in handles[0].events():
-    print(event["kind"], flush=True)
+for event in handles[0].records():
+    print(event.kind, flush=True)
 """
 
 

@@ -54,8 +54,7 @@ def hand_made(loop_device, scratch):
 def _probe_dir(where: Path, files: int, runs: int = 3) -> dict:
     handle = runner.start("probe", spec_from_data("probe", {"files": files, "runs": runs, "name_length": NAME_LENGTH,
                                     "trace": "attribute"}), TargetSpec("dir", str(where)), None)
-    for _ in handle.events():
-        pass
+    handle.drain()
     assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
     return handle.run_dir.report()
 
@@ -185,8 +184,7 @@ def test_probe_dir_on_tmpfs_names_it_and_says_why_no_structure_is_predicted(tmp_
     where = Path(tempfile.mkdtemp(dir=RAM_DIR))  # the session's RAM dir: tmpfs, no device
     found = existing_fs(where)
     handle = runner.start("probe", spec_from_data("probe", {"files": 30, "runs": 2, "trace": "off"}), TargetSpec("dir", str(where)), None)
-    for _ in handle.events():
-        pass
+    handle.drain()
     report = handle.run_dir.report()
     geometry = report["geometry"]
     assert geometry["fs"] == found.fs == report["existing"]["fs"] and geometry["existing"]

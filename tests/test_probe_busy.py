@@ -46,8 +46,7 @@ def _probe(config: str, **spec) -> dict:
     recipe, mkfs_opts, files, _ = CONFIGS[config]
     handle = runner.start("probe", spec_from_data("probe", {"files": files, "runs": 5, "trace": "off", **spec}),
                           TargetSpec("ram", size_bytes=SIZE_BYTES), recipes.load(recipe).with_extra(mkfs_opts, ""))
-    for _ in handle.events():
-        pass
+    handle.drain()
     assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
     return handle.run_dir.report()
 
@@ -157,8 +156,7 @@ def test_syncfs_does_not_wait_on_another_devices_writeback_as_sync_does(device_w
         for scope in ("fs", "global"):
             handle = runner.start("probe", spec_from_data("probe", {"files": 40, "runs": 2, "max_runs": 2, "trace": "off", "sync_scope": scope}),
                                   TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
-            for _ in handle.events():
-                pass
+            handle.drain()
             assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
             assert handle.run_dir.report()["sync"]["scope"] == scope
             start, latency = handle.run_dir.load_array("start_ns"), handle.run_dir.load_array("latency_ns")

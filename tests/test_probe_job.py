@@ -9,6 +9,7 @@ import pytest
 
 from fsscope import recipes, store
 from fsscope.engine import runner
+from fsscope.engine.events import Samples
 from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal
@@ -66,9 +67,9 @@ def test_cancelled_probe_keeps_measured_rows_and_cleans_up():
     handle = runner.start("probe", spec_from_data("probe", {"files": 20000, "runs": 3}), TargetSpec("ram", size_bytes=256 * 2**20),
                           recipes.load("ext4-default"))
     samples = 0
-    for event in handle.events():
-        if event["kind"] == "samples":
-            samples += len(event["latency_ns"])
+    for event in handle.records():
+        if isinstance(event, Samples):
+            samples += len(event.latency_ns)
             if samples > 500:
                 handle.cancel()
     assert handle.run_dir.status() == "cancelled"

@@ -31,8 +31,7 @@ def probe(recipe: str, files: int, runs: int, *, mkfs_opts: str = "", in_root: b
     handle = runner.start("probe", spec_from_data("probe", spec),
                           TargetSpec("ram", size_bytes=SIZE_BYTES),
                           recipes.load(recipe).with_extra(mkfs_opts, ""))
-    for _ in handle.events():
-        pass
+    handle.drain()
     assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
     return handle.run_dir.report()
 

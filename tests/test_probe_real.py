@@ -61,8 +61,7 @@ def _probe(config: str) -> dict:
     handle = runner.start("probe", spec_from_data("probe", {"files": files, "runs": RUNS, "name_length": name_length, "trace": "off"}),
                           TargetSpec("ram", size_bytes=SIZE_BYTES),
                           recipes.load(recipe).with_extra(mkfs_opts, ""))
-    for _ in handle.events():
-        pass
+    handle.drain()
     assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
     report = handle.run_dir.report()
     assert report["runs_completed"] >= RUNS and report["geometry"] is not None  # more when the noise needs them

@@ -169,8 +169,8 @@ def test_a_killed_sweep_keeps_every_measured_write_and_report_shows_them(cli, sc
     spec = {"buffer_sizes_bytes": [4096, 16384], "file_size_bytes": 256 << 10, "mode": "fdatasync", "repeats": 200}
     handle = runner.start("syncwrite", spec_from_data("syncwrite", spec), TargetSpec("dir", str(scratch)), None)
     seen = 0
-    for event in handle.events():
-        if event.get("kind") == "samples":
+    for event in handle.records():
+        if event.kind == "samples":
             seen += 1
             if seen == 3:
                 handle.kill()

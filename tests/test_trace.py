@@ -119,7 +119,7 @@ def test_cancel_removes_the_tracefs_instance():
         assert wait_for(lambda: fsscope_instances() != []), "no instance appeared"
         assert any(e.kind == "tracefs" for e in Journal().entries())
         handle.cancel()
-        list(handle.events())
+        handle.drain()
     finally:
         handle.kill()
     assert handle.run_dir.status() == "cancelled"
@@ -200,8 +200,8 @@ def test_a_forced_sync_shows_its_journal_commit_in_its_bench_window():
                                     "window_sizes_s": [1], "nfiles": 100}),
                           TargetSpec("ram", size_bytes=256 * 2**20), recipes.load("ext4-default"))
     synced = []
-    for event in handle.events():
-        if event["kind"] == "samples" and not synced:  # the timed run is going: force a commit
+    for event in handle.records():
+        if event.kind == "samples" and not synced:  # the timed run is going: force a commit
             mountpoint = next(e.fields["mountpoint"] for e in Journal().entries() if e.kind == "mount")
             t0 = time.monotonic_ns()
             subprocess.run(["sync", "-f", mountpoint], check=True)  # syncfs(2) of this fs only

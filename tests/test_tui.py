@@ -333,8 +333,7 @@ async def test_runs_screen_replays_and_compares(scratch):
     for _ in range(2):
         handle = runner.start("probe", spec_from_data("probe", {"files": 200, "runs": 2, "max_runs": 2}), TargetSpec("ram", size_bytes=400 * 2**20),
                               recipes.load("xfs-default"))
-        for _event in handle.events():
-            pass
+        handle.drain()
     app = make_app(AppConfig(start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: runs_listed(app) and app.screen.query_one("#runs-table").row_count >= 2,
@@ -390,7 +389,7 @@ async def test_final_flags_replace_interim_ones_and_keep_the_selection():
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         live = live_of(app)
-        live.jobs = [JobState(0, "probe", {"files": 300, "runs": 5})]
+        live.jobs = [JobState(0, "probe", spec_from_data("probe", {"files": 300, "runs": 5}))]
         live.post_message(msg.JobStarted(0, "probe", "run-x", "/nonexistent-run", 1))
         interim = [
             {"flag": "outlier", "index": 253, "structure": None, "runs_flagged": 2, "runs": 2,

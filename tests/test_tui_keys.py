@@ -105,6 +105,7 @@ async def test_slash_filters_the_flags_and_keeps_their_positions():
     """On the live screen / filters the flags list; the flag picked in the filtered list is the
     one whose note shows (positions are the full list's); Escape lists them all again."""
     from fsscope.engine import events
+    from fsscope.engine.registry import spec_from_data
     from fsscope.tui import messages as msg
     from fsscope.tui.model import JobState
 
@@ -112,7 +113,7 @@ async def test_slash_filters_the_flags_and_keeps_their_positions():
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.current_mode == "live", "the live screen")
         live = app.screen
-        live.jobs = [JobState(0, "probe", {"files": 300, "runs": 5})]
+        live.jobs = [JobState(0, "probe", spec_from_data("probe", {"files": 300, "runs": 5}))]
         live.post_message(msg.JobStarted(0, "probe", "run-x", "/nonexistent-run", 1))
         findings = [{"flag": "outlier", "index": i, "structure": None, "runs_flagged": 2, "runs": 2,
                      "title": f"file {i} slow in 2/2 runs", "note": f"note of file {i}"} for i in (11, 22, 33)]

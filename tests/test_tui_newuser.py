@@ -37,7 +37,7 @@ def legend_line(app) -> str:
 
 
 def start_probe(live, index: int, files: int, runs: int, run_id: str) -> None:
-    live.jobs = [JobState(i, "probe", {"files": files, "runs": runs}) for i in range(index + 1)]
+    live.jobs = [JobState(i, "probe", spec_from_data("probe", {"files": files, "runs": runs})) for i in range(index + 1)]
     live.views = {}
     live.post_message(msg.JobStarted(index, "probe", run_id, "/nonexistent-run", 1))
 
@@ -95,8 +95,7 @@ def record_smoke_runs(scratch, count: int) -> list[str]:
     ids = []
     for _ in range(count):
         handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 0.2}), TargetSpec("dir", path=str(scratch)), None)
-        for _event in handle.events():
-            pass
+        handle.drain()
         ids.append(handle.run_dir.id)
     return ids
 

@@ -17,6 +17,7 @@ from textual import events
 from textual.widgets import Input
 
 from fsscope import recipes
+from fsscope.engine.registry import spec_from_data
 from fsscope.format import format_ns
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -188,7 +189,7 @@ async def test_aging_out_of_inodes_says_so_in_its_stop_note():
                                     "counted on. The tree is consistent (the failed create was undone); lower the "
                                     "fullness, or free space and resume."}
     async with live_app(SIZE) as (app, pilot, live):
-        live.jobs = [JobState(0, "age", {"profile": "small", "fullness": 0.8})]
+        live.jobs = [JobState(0, "age", spec_from_data("age", {"profile": "small", "fullness": 0.8}))]
         live.post_message(msg.JobStarted(0, "age", "run-age", "/nonexistent-run", 1))
         await until(pilot, lambda: live.shown == 0, "the aging view")
         live.post_message(msg.JobFinished(0, "ok", None, report, 0))
@@ -246,7 +247,7 @@ async def test_notes_speak_words_not_ids_or_ascii_arrows():
     from fsscope.engine import events
 
     async with live_app(SIZE) as (app, pilot, live):
-        live.jobs = [JobState(0, "probe", {"files": 300, "runs": 2})]
+        live.jobs = [JobState(0, "probe", spec_from_data("probe", {"files": 300, "runs": 2}))]
         live.post_message(msg.JobStarted(0, "probe", "run-words", "/nonexistent-run", 1))
         finding = {"flag": "levelshift", "index": 27, "structure": "xfs-dir-shortform-to-block",
                    "title": "calls get slower from file 27 on",
@@ -272,7 +273,7 @@ async def test_a_studys_conclusions_are_flags_with_notes():
                   "(first-order share), 41 % with its interactions")
     report = {"notes": [conclusion, "ChunkCount hardly matters: under 2 % of the variance"], "treatments": []}
     async with live_app(SIZE) as (app, pilot, live):
-        live.jobs = [JobState(0, "explore", {"treatments": 24, "recipes": "ext4-default"})]
+        live.jobs = [JobState(0, "explore", spec_from_data("explore", {"treatments": 24, "recipes": "ext4-default"}))]
         live.post_message(msg.JobStarted(0, "explore", "run-explore", "/nonexistent-run", 1))
         await until(pilot, lambda: live.shown == 0, "the explore view")
         live.post_message(msg.JobFinished(0, "ok", None, report, 0))
@@ -291,7 +292,7 @@ async def test_a_faster_level_is_called_a_speed_up():
     from fsscope.engine import events
 
     async with live_app(SIZE) as (app, pilot, live):
-        live.jobs = [JobState(0, "probe", {"files": 3000, "runs": 5})]
+        live.jobs = [JobState(0, "probe", spec_from_data("probe", {"files": 3000, "runs": 5}))]
         live.post_message(msg.JobStarted(0, "probe", "run-faster", "/nonexistent-run", 1))
         faster = {"flag": "levelshift", "index": 1200, "before_ns": 38_000.0, "after_ns": 34_200.0,
                   "structure": None, "title": "level shift at file 1200: 38.0 → 34.2 µs — repeatable, unexplained",
@@ -322,7 +323,7 @@ async def test_80x24_gives_the_data_the_room():
         await pilot.press("f3")
         live = app.live
         await until(pilot, lambda: live.is_mounted and app.screen is live, "the live screen")
-        live.jobs = [JobState(0, "probe", {"files": 300, "runs": 2})]
+        live.jobs = [JobState(0, "probe", spec_from_data("probe", {"files": 300, "runs": 2}))]
         live.post_message(msg.JobStarted(0, "probe", "run-small", "/nonexistent-run", 1))
         await until(pilot, lambda: live.shown == 0, "the job's view")
         for run in range(2):
@@ -346,7 +347,7 @@ async def test_a_coarse_bar_counts_down_instead_of_growing_its_estimate():
     says it is estimating (it showed "– left" for 32 s); sitting at 50 % its time left counts
     down from the last estimate (it grew with the clock), then says it is overdue."""
     async with live_app(SIZE) as (app, pilot, live):
-        job = JobState(0, "variation", {"configurations": 2})
+        job = JobState(0, "variation", spec_from_data("variation", {"configurations": 2}))
         job.start(now_s=1000.0)
         progress = live.query_one("#progress")
         progress.set_jobs([job], "a variation study")

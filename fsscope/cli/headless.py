@@ -16,10 +16,21 @@ from fsscope.engine import events as ev
 from fsscope.engine import registry, runner
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
-from fsscope.records import plain, report_part
+from fsscope.records import Record, ReportRecord, SpecRecord, convert, plain
 from fsscope.targets import TargetSpec
 
 console = Console(stderr=True, soft_wrap=True)  # a path in a line is never broken: it is copied and grepped
+
+
+class _Geometry(Record, frozen=True, kw_only=True):
+    unread: list[str] = []
+
+
+class _Said(ReportRecord, frozen=True, kw_only=True):
+    """What follows any job's report here: how busy the machine was, the file system measured
+    in place (``--dir``) and what of its geometry could not be read (never silent)."""
+
+    geometry: _Geometry | None = None
 
 
 class _Interrupts:
@@ -31,10 +42,10 @@ class _Interrupts:
         self.count = 0
         self.handle: runner.JobHandle | None = None
         self.progress: Progress | None = None
-        self.task = TaskID(0)  # the progress bar's task, once it is shown
+        self.task: TaskID | None = None
         self.phase = job
 
-    def __call__(self, signum, frame) -> None:
+    def __call__(self, signum: int, frame: object) -> None:
         self.count += 1
         if self.handle is None:
             return  # not started yet: run_job cancels it as soon as it has started
@@ -51,12 +62,12 @@ class _Interrupts:
 
     def show(self, phase: str) -> None:
         self.phase = phase
-        if self.progress is not None:
+        if self.progress is not None and self.task is not None:
             suffix = {0: "", 1: " (cancelling…)"}.get(self.count, " (killed; cleaning up…)")
             self.progress.update(self.task, description=phase + suffix)
 
 
-def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_path: str | None = None,
+def run_job(job: str, spec: SpecRecord, target: TargetSpec, recipe: Recipe | None, *, json_path: str | None = None,
             verbose: bool = False, runs_root: Path | None = None,
             render: Callable[[Any, Console], None] | None = None) -> int:
     """Start the job, follow it, print its report. Ctrl-C/SIGTERM cancel it cleanly; a second
@@ -71,7 +82,7 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
         console.print(f"[dim]run {handle.run_dir.path}[/]")
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                       TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True) as progress:
-            interrupts.task = progress.add_task(job, total=None, info="")
+            task = interrupts.task = progress.add_task(job, total=None, info="")
             interrupts.progress = progress
             interrupts.show(job)
             while (data := handle.next_event()) is not None:
@@ -79,12 +90,12 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
                 if isinstance(event, ev.Phase):
                     interrupts.show(f"{job}: {event.name}")
                 elif isinstance(event, ev.Progress):
-                    progress.update(interrupts.task, completed=event.done, total=event.total, info=event.info)
+                    progress.update(task, completed=event.done, total=event.total, info=event.info)
                 elif isinstance(event, ev.Log) and verbose:
                     progress.console.print(f"[dim]{event.line}[/]")
                 elif isinstance(event, ev.Finding):  # the report lists them all; here only a count
                     findings += 1
-                    progress.update(interrupts.task, info=f"{findings} flag{'s' if findings > 1 else ''}")
+                    progress.update(task, info=f"{findings} flag{'s' if findings > 1 else ''}")
                 elif isinstance(event, ev.Result):
                     report = event.report
                 elif isinstance(event, ev.Error):
@@ -95,8 +106,7 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
             handle = interrupts.handle  # leaving early (an error above): stop it cleanly, undo what it left
             if handle.proc.poll() is None:
                 handle.cancel()
-                for _ in handle.events():  # drain, so a child blocked on a full pipe can exit
-                    pass
+                handle.drain()
             handle.wait()
         for sig, before in previous.items():
             signal.signal(sig, before)
@@ -112,17 +122,19 @@ def run_job(job: str, spec, target: TargetSpec, recipe: Recipe | None, *, json_p
         render(report, out_console())
     elif report is not None:
         Console().print_json(data=plain(report))
-    render_machine(report_part(report, "machine") or handle.run_dir.manifest().get("machine"), Console())
+    said = convert(plain(report) or {}, _Said, f"{job} report")
+    manifest = handle.run_dir.info()
+    render_machine(said.machine or manifest.machine, Console())
     if json_path and report is not None:
         write_json(json_path, data)
         console.print(f"[dim]wrote {json_path}[/]")
-    if isinstance(existing := report_part(report, "existing"), dict):
-        console.print(f"measured on the file system holding it: {existing['summary']}")
-        for gap in (report_part(report, "geometry") or {}).get("unread") or []:  # said, never silent
+    if said.existing is not None:
+        console.print(f"measured on the file system holding it: {said.existing['summary']}")
+        for gap in said.geometry.unread if said.geometry is not None else []:  # said, never silent
             console.print(f"  [yellow]not read:[/] {gap}")
     console.print(f"[dim]recorded in {handle.run_dir.path} ({status})[/]")
     if status == "interrupted":
-        note = handle.run_dir.manifest().get("error") or "interrupted"
+        note = manifest.error or "interrupted"
         console.print(f"[yellow]interrupted:[/] {note}; what it measured is kept ('fsscope report "
                       f"{handle.run_dir.id}')")
         return 130

@@ -33,11 +33,10 @@ def cmd_runs(args) -> int:
         if why:  # one line for it below; the others are still listed
             unreadable.append(f"{run.id}: {why}")
             continue
-        m = run.manifest()
-        spec = (m.get("target") or {}).get("spec") or m.get("target") or {}
-        recipe = m.get("recipe") or {}
-        table.add_row(run.id, m.get("job", "?"), run.status(), f"{spec.get('kind', '?')} {spec.get('path', '')}".strip(),
-                      recipe.get("name", "-"), m.get("started", "-"))
+        m = run.info()
+        spec = m.target_spec  # the target's spec as recorded (plain data: the store is below the targets)
+        table.add_row(run.id, m.job or "?", run.status(), f"{spec.get('kind', '?')} {spec.get('path', '')}".strip(),
+                      m.recipe_name or "-", m.started or "-")
     console.print(table)
     warn = Console(stderr=True, soft_wrap=True, highlight=False)  # whole lines: scripts grep them
     for line in unreadable:
@@ -57,21 +56,22 @@ def cmd_report(args) -> int:
 def _print_report(run: store.RunDir) -> None:
     from fsscope.cli.render import render_report
 
-    m = run.manifest()
-    console.print(f"[bold]{run.id}[/]  job {m.get('job')}  status {run.status()}")
-    if m.get("error"):
-        console.print(f"[red]error:[/] {m['error']}")
-    for cmd in (m.get("target") or {}).get("commands") or []:
-        console.print(f"[dim]$ {' '.join(map(str, cmd['argv']))}  → exit {cmd.get('rc')}[/]")
-    report = registry.report_from_data(m.get("job"), run.report())
+    m = run.info()
+    job = m.job or ""
+    console.print(f"[bold]{run.id}[/]  job {m.job}  status {run.status()}")
+    if m.error:
+        console.print(f"[red]error:[/] {m.error}")
+    for cmd in m.target.commands if m.target is not None else []:
+        console.print(f"[dim]$ {' '.join(map(str, cmd.argv))}  → exit {cmd.rc}[/]")
+    report = registry.report_from_data(m.job, run.report())
     if report is None:
-        report = _partial_report(m.get("job", ""), run)
+        report = _partial_report(job, run)
     if report is None:
         console.print("no report (the job did not finish); what it measured before it stopped:")
         for line in kept_lines(run) or ["nothing: no array was recorded"]:
             console.print(f"  {line}")
         return
-    render_report(m.get("job", ""), report, console, m.get("machine"))
+    render_report(job, report, console, m.machine)
 
 
 def kept_lines(run: store.RunDir) -> list[str]:
@@ -79,7 +79,7 @@ def kept_lines(run: store.RunDir) -> list[str]:
     import numpy as np
 
     lines, others = [], []
-    spec = run.manifest().get("spec") or {}
+    spec = run.info().spec or {}
     for name in run.arrays():
         try:
             arr = run.load_array(name)

@@ -58,6 +58,7 @@ def cmd_recipes(args) -> int:
 def cmd_prepare(args) -> int:
     spec = target_from_args(args)
     recipe = recipe_from_args(args, default="ext4-default")
+    assert recipe is not None  # a default was given
     if spec.kind == "dir":
         console.print(f"{spec.path} is a directory: nothing to prepare; jobs take --dir {spec.path}")
         return 0

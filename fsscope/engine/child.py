@@ -20,7 +20,6 @@ gone.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
@@ -29,6 +28,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -38,12 +38,22 @@ from fsscope.engine.context import JobContext
 from fsscope.engine.events import Error, Result
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.recipes import Recipe
-from fsscope.records import convert, plain
+from fsscope.records import Record, convert, loads, plain
 from fsscope.targets import Target, TargetSpec
 from fsscope.targets.journal import Journal, undo_entries
 from fsscope.telemetry.machine import MachineLoad
 
 PARENT_GRACE_S = 5.0  # after the parent died, a job still running by then is interrupted
+
+
+class JobFile(Record, frozen=True, kw_only=True):
+    """RUN/job.json, as the runner writes it: the job, its spec (decoded by the job's own Spec
+    through the registry), the target and the recipe."""
+
+    job: str
+    spec: dict[str, Any]
+    target: TargetSpec
+    recipe: dict[str, Any] | None = None
 
 
 class Stopper:
@@ -108,7 +118,6 @@ def main(run_path: str) -> int:
     cgroup = proctree.enter_job_cgroup(journal)  # first, before anything can start a process
     proctree.name_semaphores_after_job()          # so what a kill leaves can be swept (runner.wait)
     run_dir = store.RunDir(Path(run_path))
-    job_file = json.loads((run_dir.path / "job.json").read_text())
     fd = os.environ.get("FSSCOPE_EVENT_FD")
     event_fd = int(fd) if fd else None
     me = psutil.Process()
@@ -127,10 +136,11 @@ def main(run_path: str) -> int:
         if event_fd is not None:
             threading.Thread(target=stop.watch_parent, args=(event_fd,), name="fsscope-parent-watch",
                              daemon=True).start()
-        module = registry.load(job_file["job"])
-        spec = registry.spec_from_data(job_file["job"], job_file["spec"])
-        recipe = Recipe.from_dict(job_file["recipe"]) if job_file.get("recipe") else None
-        target = Target(convert(job_file["target"], TargetSpec), recipe)
+        job_file = convert(loads((run_dir.path / "job.json").read_bytes()), JobFile, "job.json")
+        module = registry.load(job_file.job)
+        spec = registry.spec_from_data(job_file.job, job_file.spec)
+        recipe = Recipe.from_dict(job_file.recipe) if job_file.recipe else None
+        target = Target(job_file.target, recipe)
         ctx = stop.ctx = JobContext(run_dir, target, event_fd)
         if stop.hits:  # a signal came while we were starting
             raise KeyboardInterrupt

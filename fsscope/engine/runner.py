@@ -78,13 +78,14 @@ class JobHandle:
 
     def records(self) -> Iterator[events.Event]:
         """The job's events as typed records (see :mod:`fsscope.engine.events`)."""
-        for data in self.events():
+        while (data := self.next_event()) is not None:
             yield registry.decode_event(self.job, data)
 
-    def events(self) -> Iterator[dict]:
-        """The job's events in their wire form (one dict per line)."""
-        while (event := self.next_event()) is not None:
-            yield event
+    def drain(self) -> None:
+        """Follow the stream to its end without its events (the child is then waited for):
+        a caller leaving early, after cancel(), so a child blocked on a full pipe can exit."""
+        while self.next_event() is not None:
+            pass
 
     def wait(self, timeout_s: float | None = None) -> int:
         """Wait for the child; then kill whatever it left running and undo what it left."""
@@ -108,7 +109,7 @@ class JobHandle:
             if stragglers and not self.killed:
                 leftovers.insert(0, f"killed what the job left running: {', '.join(stragglers)}")
             self.leftovers = leftovers
-            if self.run_dir.manifest().get("status") in ("running", "starting"):
+            if self.run_dir.info().status in ("running", "starting"):
                 why = (f"job process killed (signal {-rc})" if rc < 0
                        else f"job process exited ({rc}) without recording its end")
                 self.run_dir.update_manifest(status="interrupted", error=self._kill_reason or why)

@@ -153,7 +153,7 @@ def run_engine_job(job: str, spec: SpecRecord, target: TargetSpec, recipe, *, la
     status = handle.run_dir.status()
     if status != "ok":
         raise FsscopeError(f"{job} for {label.split(':')[0]} ended {status}: "
-                           f"{handle.run_dir.manifest().get('error') or 'see ' + str(handle.run_dir.path)}")
+                           f"{handle.run_dir.info().error or 'see ' + str(handle.run_dir.path)}")
     return handle.run_dir
 
 

@@ -36,6 +36,7 @@ from fsscope import paths, proctree, tools
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
 from fsscope.records import dumps
+from fsscope.store.manifest import Manifest, decode_manifest
 
 FINAL_STATUSES = ("ok", "failed", "interrupted", "cancelled")
 
@@ -99,30 +100,6 @@ def _object_problem(path: Path, *, required: bool) -> str | None:
     return None if isinstance(data, dict) else f"{path.name} holds a JSON {type(data).__name__}, not an object"
 
 
-# The manifest fields readers use, and the JSON types fsscope writes them with.
-_JsonType = type | tuple[type, ...]  # what isinstance takes
-_MANIFEST_TYPES: dict[str, _JsonType] = {"job": str, "status": str, "started": str, "ended": str, "error": str, "pid": int,
-                   "pid_start_ticks": int, "pid_start": (int, float), "target": dict, "recipe": dict, "machine": dict,
-                   "spec": dict}
-_NESTED_TYPES: dict[tuple[str, str], _JsonType] = {("target", "spec"): dict, ("target", "commands"): list, ("recipe", "name"): str}
-_JSON_NAMES: dict[_JsonType, str] = {str: "text", int: "a whole number", dict: "an object", list: "a list", (int, float): "a number"}
-
-
-def _manifest_problem(m: dict) -> str | None:
-    for key, kind in _MANIFEST_TYPES.items():
-        value = m.get(key)
-        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-            return f"manifest.json: {key} is {type(value).__name__} {str(value)[:40]!r}, not {_JSON_NAMES[kind]}"
-    for (outer, key), kind in _NESTED_TYPES.items():
-        value = (m.get(outer) or {}).get(key)
-        if value is not None and not isinstance(value, kind):
-            return f"manifest.json: {outer}.{key} is {type(value).__name__}, not {_JSON_NAMES[kind]}"
-    for cmd in (m.get("target") or {}).get("commands") or []:
-        if not (isinstance(cmd, dict) and isinstance(cmd.get("argv"), list)):
-            return "manifest.json: target.commands holds an entry that is not a command"
-    return None
-
-
 @contextmanager
 def reading(what: str) -> Iterator[None]:
     """Around code that reads a record's contents: a record of the wrong shape (valid JSON,
@@ -163,14 +140,23 @@ class RunDir:
 
     # -- manifest ---------------------------------------------------------------------------
     def manifest(self) -> dict:
+        """The manifest as plain data ({} when unreadable); readers use :meth:`info`."""
         return _read_object(self.path / "manifest.json") or {}
+
+    def info(self) -> Manifest:
+        """The manifest as its record (an empty one when it is missing or not an object);
+        FsscopeError in one line when a field has the wrong type (:meth:`problem` says which)."""
+        return decode_manifest(self.manifest())
 
     def problem(self, *, report: bool = True) -> str | None:
         """Why this run record cannot be read (its manifest -- or, with ``report``, its report
         -- is not JSON, not an object, or a field has the wrong type), or None when it can."""
         why = _object_problem(self.path / "manifest.json", required=True)
         if why is None:
-            why = _manifest_problem(self.manifest())
+            try:
+                decode_manifest(self.manifest())
+            except FsscopeError as exc:
+                why = str(exc)
         return why or (_object_problem(self.path / "report.json", required=False) if report else None)
 
     def check(self) -> RunDir:
@@ -255,13 +241,14 @@ class RunDir:
 
     def status(self) -> str:
         """The manifest's status, with a dead 'running' job shown as 'interrupted'."""
-        m = self.manifest()
-        if _manifest_problem(m):
+        try:
+            m = self.info()
+        except FsscopeError:
             return "unreadable"
-        status = m.get("status", "unknown")
+        status = m.status or "unknown"
         if status == "running":
-            started = m.get("pid_start_ticks", m.get("pid_start"))  # the latter: an older record
-            if not proctree.same_process(m.get("pid"), started):
+            started = m.pid_start_ticks if m.pid_start_ticks is not None else m.pid_start  # the latter: an older record
+            if not proctree.same_process(m.pid, started):
                 return "interrupted"
         return status
 

@@ -17,6 +17,7 @@ from textual.worker import Worker, WorkerState
 
 from fsscope.tui import exports
 from fsscope.tui.config import AppConfig, RunPlan, resolve
+from fsscope.tui.jobs import PlanControl
 from fsscope.tui.key_order import OrderedInput
 from fsscope.tui.screens.confirm import ConfirmQuitScreen
 from fsscope.tui.screens.help import HelpScreen
@@ -64,7 +65,7 @@ class FsscopeApp(OrderedInput):
             self.register_theme(theme)  # here, not in on_mount: the CSS uses their variables
         wanted = self.config.theme
         self.theme = wanted if wanted in self.available_themes else FSSCOPE_THEMES[0]
-        self.plan_controls: list = []
+        self.plan_controls: list[PlanControl] = []
         """The PlanControl of every plan started (the live screen adds them)."""
         self.worker_errors: list[str] = []
         """Every worker failure, in order (also shown as a notification)."""

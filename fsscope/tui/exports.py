@@ -42,5 +42,5 @@ def write_record_flags(record: RunRecord) -> Path:
     """The flags of a recorded run (the runs and compare screens)."""
     job = record.job
     context = [f"run: {record.run.id}", f"target: {record.target}", f"recipe: {record.recipe}",
-               f"job: {job.job} ({spec_words(job.spec)})", f"status: {job.status}"]
+               f"job: {job.job} ({spec_words(job.spec_data)})", f"status: {job.status}"]
     return write_flags(record.flags, record.run.id, context, error=job.error if job.status == "failed" else None)

@@ -155,14 +155,13 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
                 stopped.set()
                 if handle.proc.poll() is None:  # we are leaving early (an exception): stop the child
                     handle.cancel()
-                    for _ in handle.events():  # drain, so a child blocked on a full pipe can exit
-                        pass
+                    handle.drain()
                 if handle.returncode is None:
                     handle.wait()
                 control.current_pid = None
             status = handle.run_dir.status()
             if error is None and status != "ok":  # failed before it could say so (e.g. a bad spec)
-                error = handle.run_dir.manifest().get("error")
+                error = handle.run_dir.info().error
             if handle.cleanup_error:
                 error = f"{error}; {handle.cleanup_error}" if error else handle.cleanup_error
             killed = [f"killed {', '.join(handle.killed)}"] if handle.killed else []  # what kill() found running

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from fsscope.engine.events import Finding, finding_from_dict, findings_from_report
-from fsscope.records import plain
+from fsscope.records import SpecRecord, plain
 
 NOT_MEASURED = -1
 SPARK_POINTS = 240  # points kept per sparkline
@@ -42,7 +42,8 @@ class JobState:
 
     index: int
     job: str
-    spec: dict = field(default_factory=dict)
+    spec: SpecRecord | None = None  # the job's Spec (None: a recorded spec that no longer decodes)
+    spec_data: dict = field(default_factory=dict)  # the same as plain data, for the models that read a dict
     run_id: str = ""
     run_path: str = ""
     phase: str = "waiting"
@@ -57,6 +58,10 @@ class JobState:
     recorded_elapsed_s: float | None = None  # replay: from the event times
     progress_elapsed_s: float | None = None  # elapsed when the fraction last moved (the estimate's basis)
     estimate: tuple[float, float] | None = None  # (seconds left, elapsed then): the job's model's own
+
+    def __post_init__(self) -> None:
+        if self.spec is not None and not self.spec_data:
+            self.spec_data = plain(self.spec)
 
     @property
     def finished(self) -> bool:

@@ -12,7 +12,7 @@ from fsscope.engine import events, registry
 from fsscope.engine.events import Error, Finding, Log, Phase, Progress, Result
 from fsscope.errors import FsscopeError
 from fsscope.records import convert
-from fsscope.store import RunDir
+from fsscope.store import Manifest, RunDir
 from fsscope.targets import TargetSpec
 from fsscope.tui.config import recipe_label
 from fsscope.tui.job_ui import model_from_run
@@ -39,11 +39,8 @@ class RunRecord:
         return f"{self.run.id}  ({self.job.job}, {self.job.status})"
 
 
-def describe_target(manifest: dict) -> str:
-    target = manifest.get("target") or {}
-    spec = target.get("spec", target) if isinstance(target, dict) else {}
-    if not isinstance(spec, dict):
-        return "?"
+def describe_target(manifest: Manifest) -> str:
+    spec = manifest.target_spec
     if "size_bytes" in spec:  # a full spec: named as the live screen names it (one name per target)
         try:
             return convert(spec, TargetSpec).describe()
@@ -52,18 +49,26 @@ def describe_target(manifest: dict) -> str:
     return f"{spec.get('kind', '?')} {spec.get('path', '')}".strip()
 
 
-def describe_recipe(manifest: dict) -> str:
+def describe_recipe(manifest: Manifest) -> str:
     """What the run ran with: a study's own recipes, else the target's recipe."""
-    recipe = manifest.get("recipe") or {}
-    setup = recipe.get("name", "-") if isinstance(recipe, dict) else "-"
-    spec = manifest.get("spec")
-    return recipe_label(str(manifest.get("job", "")), spec if isinstance(spec, dict) else {}, setup)
+    return recipe_label(manifest.job or "", manifest.spec or {}, manifest.recipe_name or "-")
+
+
+def job_state(run: RunDir, manifest: Manifest) -> JobState:
+    """The recorded job as the progress panel shows it: its Spec record when the recorded
+    spec still decodes (else None, and the plain data the models read)."""
+    name = manifest.job or "?"
+    try:
+        spec = registry.spec_from_data(name, manifest.spec or {}) if name in registry.JOBS else None
+    except FsscopeError:
+        spec = None
+    return JobState(index=0, job=name, spec=spec, spec_data=dict(manifest.spec or {}),
+                    run_id=run.id, run_path=str(run.path))
 
 
 def load_run(run: RunDir) -> RunRecord:
-    manifest = run.manifest()
-    job = JobState(index=0, job=str(manifest.get("job", "?")), spec=dict(manifest.get("spec") or {}),
-                   run_id=run.id, run_path=str(run.path))
+    manifest = run.info()
+    job = job_state(run, manifest)
     flags: list[Flag] = []
     log_lines: list[str] = []
     last_t = 0.0
@@ -84,13 +89,13 @@ def load_run(run: RunDir) -> RunRecord:
         elif isinstance(event, Error):
             job.error = event.message
     job.status = run.status()
-    job.error = job.error or manifest.get("error")
+    job.error = job.error or manifest.error
     job.report = job.report or registry.report_from_data(job.job, run.report())
     job.recorded_elapsed_s = last_t
     final = flags_from_report(job.report)
     if final is not None:
         flags = final
-    data = model_from_run(job.job, run, job.spec, job.report)
+    data = model_from_run(job.job, run, job.spec_data, job.report)
     own = getattr(data, "final_flags", None)
     if final is None and callable(own) and (own_flags := own()) is not None:
         flags = own_flags  # a job whose report has no flags of its own (age: the stop reason)

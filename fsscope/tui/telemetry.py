@@ -52,7 +52,7 @@ class Sampler:
 
     def __init__(self) -> None:
         self._last: tuple[float, int, int] | None = None
-        self._device = None
+        self._device: str | None = None
         psutil.cpu_percent(interval=None)
 
     def sample(self, device: str = "") -> Tick | None:

@@ -16,12 +16,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Log, Markdown, Tree
 
 from fsscope import replicate, store
 from fsscope.errors import FsscopeError
 from fsscope.tui.replay import load_run
+from fsscope.tui.screens.base import AppScreen
 from fsscope.tui.screens.live import LiveScreen
 from fsscope.tui.widgets.table_export import Table
 
@@ -36,7 +36,7 @@ def _short(value) -> str:
     return str(value)
 
 
-class LabScreen(Screen):
+class LabScreen(AppScreen):
     """Scenarios and findings; run one quick and see its verdict."""
 
     DEFAULT_CSS = """
@@ -65,7 +65,7 @@ class LabScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="lab-body"):
-            tree: Tree = Tree("seed papers", id="lab-tree")
+            tree: Tree[tuple[str, str | None]] = Tree("seed papers", id="lab-tree")
             tree.show_root = False
             for name, lesson in self.lessons.items():
                 node = tree.root.add(f"{name}  (~{lesson['quick_cost_s'] / 60:.0f} min quick)",
@@ -87,7 +87,7 @@ class LabScreen(Screen):
         table.add_columns("finding", "paper", "expected today", "measured", "verdict", "why")
         tree = self.query_one("#lab-tree", Tree)
         tree.focus()
-        self._show(*tree.root.children[0].data)
+        self._show(*self.selected())
 
     # -- reading -----------------------------------------------------------------------------
     def selected(self) -> tuple[str, str | None]:
@@ -115,7 +115,7 @@ class LabScreen(Screen):
         if self.running:
             self.notify(f"{self.running} is still running.", severity="warning", timeout=4)
             return
-        if any(not c.done.is_set() for c in getattr(self.app, "plan_controls", [])):
+        if any(not c.done.is_set() for c in self.fs_app.plan_controls):
             # two measured jobs at once on a small machine would each distort the other
             self.notify("A job is running on the live screen: let it end (or cancel it) first.",
                         severity="warning", timeout=5)

@@ -5,20 +5,22 @@ messages; the handlers fill the table or open the screens, so a slow disk never 
 
 from __future__ import annotations
 
+import msgspec
 from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 from textual.worker import get_current_worker
 
 from fsscope import store
 from fsscope.errors import FsscopeError
+from fsscope.records import loads
 from fsscope.tui import exports
 from fsscope.tui import messages as msg
 from fsscope.tui.replay import describe_recipe, describe_target, load_run
+from fsscope.tui.screens.base import AppScreen
 from fsscope.tui.screens.compare import CompareScreen
 from fsscope.tui.screens.live import LiveScreen
 from fsscope.tui.widgets.table_export import Table
@@ -27,7 +29,7 @@ from fsscope.tui.widgets.table_filter import TableFilter, matches
 COLUMNS = ("run", "job", "status", "target", "recipe", "started")
 
 
-class RunsScreen(Screen):
+class RunsScreen(AppScreen):
     BINDINGS = [
         Binding("enter,o", "open_run", "Open"),
         Binding("space", "mark", "Mark"),
@@ -70,14 +72,12 @@ class RunsScreen(Screen):
 
     @work(thread=True, exclusive=True, group="runs-list", description="reading the run directories")
     def _list_runs(self) -> None:
-        runs = list(reversed(store.list_runs(self.app.config.runs_root)))
-        rows = []
+        runs = list(reversed(store.list_runs(self.fs_app.config.runs_root)))
+        rows: list[tuple[str, ...]] = []
         for run in runs:
-            m = run.manifest()
-            if not m.get("target"):
-                m = m | {"target": self._job_file(run).get("target")}
-            rows.append((run.id, m.get("job", "?"), run.status(), describe_target(m), describe_recipe(m),
-                         m.get("started", "-")))
+            m = self._manifest(run)
+            rows.append((run.id, m.job or "?", run.status(), describe_target(m), describe_recipe(m),
+                         m.started or "-"))
         if not get_current_worker().is_cancelled:  # a newer listing replaced this one
             self.post_message(msg.RunsListed(runs, rows))
 
@@ -120,13 +120,19 @@ class RunsScreen(Screen):
         self._show_rows()
 
     @staticmethod
-    def _job_file(run: store.RunDir) -> dict:
-        import json
-
+    def _manifest(run: store.RunDir) -> store.Manifest:
+        """The run's manifest (an empty one when unreadable: its status says so); a manifest
+        without its target takes the one job.json names."""
         try:
-            return json.loads((run.path / "job.json").read_text())
-        except (OSError, ValueError):
-            return {}
+            m = run.info()
+        except FsscopeError:
+            return store.Manifest()
+        if m.target is None:
+            try:  # job.json holds the same keys
+                m = msgspec.structs.replace(m, target=store.decode_manifest(loads((run.path / "job.json").read_bytes())).target)
+            except (FsscopeError, OSError, ValueError):  # msgspec.DecodeError is a ValueError
+                pass
+        return m
 
     def _mark_text(self, run_id: str) -> Text:
         return Text("●", style="bold") if run_id in self.marked else Text(" ")
@@ -160,7 +166,12 @@ class RunsScreen(Screen):
         if run is None:
             self.notify("No run recorded yet.", timeout=3)
             return
-        path = exports.write_record_flags(load_run(run))
+        try:
+            with store.reading(f"the record of run {run.check().id}"):
+                path = exports.write_record_flags(load_run(run))
+        except FsscopeError as exc:
+            self.notify(str(exc), title="Unreadable run record", severity="error", timeout=8)
+            return
         self.notify(f"Flags of {run.id} written to {path}", title="Exported", timeout=6)
 
     def action_mark(self) -> None:

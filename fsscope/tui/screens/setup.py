@@ -9,13 +9,13 @@ import msgspec
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
 from fsscope.targets import Target, TargetSpec, image
 from fsscope.tui.config import RunPlan
+from fsscope.tui.screens.base import AppScreen
 from fsscope.tui.screens.confirm import ConfirmDestroyScreen, ConfirmScreen
 from fsscope.tui.widgets.job_picker import JobPicker
 from fsscope.tui.widgets.recipe_picker import RecipePicker
@@ -47,13 +47,14 @@ def preflight(target: TargetSpec, recipe) -> None:
         raise FsscopeError(in_setup_words(str(exc))) from None
 
 
-class SetupScreen(Screen):
+class SetupScreen(AppScreen):
     BINDINGS = [
         Binding("ctrl+r", "start", "Start", priority=True),
     ]
 
     def compose(self) -> ComposeResult:
-        config = self.app.config
+        config = self.fs_app.config
+        assert config.target is not None  # the app resolved it (config.resolve)
         yield Header(show_clock=False)
         if config.banner:
             yield Static(config.banner, id="banner")
@@ -140,7 +141,7 @@ class SetupScreen(Screen):
 
     def _start_checked(self, plan: RunPlan) -> None:
         if not plan.destructive:
-            self.app.start_plan(plan)
+            self.fs_app.start_plan(plan)
             return
         picker = self.query_one("#target-picker", TargetPicker)
         device = picker.devices.get(plan.target.path)
@@ -152,7 +153,7 @@ class SetupScreen(Screen):
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self.app.start_plan(replace(plan, target=msgspec.structs.replace(plan.target, yes_destroy=plan.target.path)))
+                self.fs_app.start_plan(replace(plan, target=msgspec.structs.replace(plan.target, yes_destroy=plan.target.path)))
             else:
                 self.notify(f"{plan.target.path} was not touched.", timeout=4)
 

@@ -511,7 +511,9 @@ class Heatmap(ScrollView, can_focus=True):
 
     def _cell_segment(self, code: int, width: int) -> Segment:
         level, selected = code // 2 - 1, code % 2
-        style = self._style("empty") if level < 0 else self._styles[level]
+        styles = self._styles
+        assert styles is not None  # _cell_styles() has run: the line being drawn asked it first
+        style = self._style("empty") if level < 0 else styles[level]
         if selected:
             return Segment("•" * width, style + Style(color=self._style("mark").color, bold=True))
         return Segment(" " * width, style)

@@ -7,7 +7,7 @@ Sparklines scale from the series' min to its max, so the latency rows get log10 
 
 from __future__ import annotations
 
-from collections.abc import Set as AbstractSet
+from collections.abc import Collection
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -48,7 +48,7 @@ class SparkPanel(Vertical):
         if label is not None:
             self.query_one(f"#spark-row-{key} .spark-label", Label).update(label)
 
-    def clear(self, *, exclude: AbstractSet[str] = frozenset(), job_rows_only: bool = False) -> None:
+    def clear(self, *, exclude: Collection[str] = frozenset(), job_rows_only: bool = False) -> None:
         """Empty rows (default labels, no value): a new job shows nothing of the last one's."""
         for key, label in ROWS:
             if key in exclude or (job_rows_only and key not in JOB_ROWS):

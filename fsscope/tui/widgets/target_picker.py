@@ -60,7 +60,7 @@ def found_text(path: str) -> str:
 
 @dataclass
 class DevicesFound(Message):
-    devices: list
+    devices: list[devices.Device]
     error: str = ""
 
 
@@ -86,7 +86,7 @@ class TargetPicker(Vertical):
         self.initial = initial
         self.is_root = is_root
         self.discover = discover
-        self.devices: dict[str, object] = {}
+        self.devices: dict[str, devices.Device] = {}
         self.choice = self._initial_choice()
         self._paths = {"image": str(paths.images_dir() / "probe.img"), "dir": str(scratch_dir())}
         if initial.kind in ("image", "dir") and self.choice != "default":
