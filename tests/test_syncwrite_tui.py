@@ -24,10 +24,10 @@ async def test_compare_two_syncwrite_runs(scratch, recorded_run):
         assert {s.id for s in screen.sides} == set(ids)
         verdict = str(screen.query_one("#compare-verdict").content)
         assert verdict.startswith("Throughput per buffer size (Welch, p < 0.001)") and "of 2 sizes" in verdict
-        rows = [r for sec in screen.comparison.sections for r in sec["rows"]]
-        verdicts = [r["a"] for r in rows if r["metric"].endswith("verdict (p < 0.001)")]
+        rows = [r for sec in screen.comparison.sections for r in sec.rows]
+        verdicts = [r.a for r in rows if r.metric.endswith("verdict (p < 0.001)")]
         assert len(verdicts) == 2 and all(v in ("A faster", "B faster", "no significant difference") for v in verdicts)
-        assert any(r["metric"] == "recommended buffer" for r in rows)
+        assert any(r.metric == "recommended buffer" for r in rows)
         charts = {c.metric: str(c.content) for c in screen.query(SyncWriteChart)}
         assert set(charts) == {"throughput", "latency"}
         for text in charts.values():

@@ -76,10 +76,11 @@ async def test_bench_chart_draws_every_second_the_table_counts(scratch):
 async def test_probe_sparklines_fill_in_during_a_run_on_a_loop_image(scratch, kind):
     """A real probe on a RAM image (a loop device, as fsscope's default target): during each
     of its runs every sparkline row (the probe's p50, p99, calls/s; the device's IOPS and
-    MB/s; CPU) shows a value at some point, not "–" the whole run."""
-    target = TargetSpec(kind, str(scratch / "probe.img") if kind == "image" else "", size_bytes=256 * 2**20)
+    MB/s; CPU) shows a value at some point, not "–" the whole run. The runs are long enough
+    (20,000 files, each call after a sync) for the screen's once-a-second sampler to see them."""
+    target = TargetSpec(kind, str(scratch / "probe.img") if kind == "image" else "", size_bytes=512 * 2**20)
     app = make_app(AppConfig(target=target, recipe=recipes.load("ext4-default"),
-                             jobs=("probe",), job_defaults={"probe": {"files": 3000, "runs": 2, "max_runs": 2}}))
+                             jobs=("probe",), job_defaults={"probe": {"files": 20000, "runs": 2, "max_runs": 2}}))
     seen: dict[tuple[str, str], set[str]] = {}  # (run phase, row) -> the values shown
 
     def look() -> bool:
@@ -101,7 +102,7 @@ async def test_probe_sparklines_fill_in_during_a_run_on_a_loop_image(scratch, ki
         assert job.status == "ok", job.error
     assert {run for run, _ in seen} >= {"run 1 of 2", "run 2 of 2"}, seen
     blank = [key for key, texts in seen.items() if not texts - {"–", ""}]
-    assert not blank, (blank, seen)
+    assert not blank, (blank, {k: v for k, v in seen.items()})
     assert_clean(scratch / "probe.img" if kind == "image" else None)
 
 

@@ -26,7 +26,7 @@ async def test_compare_two_bench_runs(scratch, recorded_run):
         heads = [str(w.content) for w in screen.query(".compare-summary")]
         assert len(heads) == 2
         for head, side in zip(heads, screen.sides):
-            ops = side.report["variation"]["mean_ops_per_s"]
+            ops = side.report.variation.mean_ops_per_s
             assert f"mean {ops:,.0f} ops/s" in head and "varmail" in head, head
             assert re.search(r"RSD \d", head)
         titles = [s.title for s in screen.comparison.sections]

@@ -21,7 +21,6 @@ from fsscope.cli.common import out_console, output_path, write_json
 from fsscope.cli.render.compare import render_compare
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
-from fsscope.records import plain
 
 DESCRIPTION = """\
 Compare two recorded runs of the same job side by side, with the ratio B/A for every
@@ -58,7 +57,7 @@ def cmd_compare(args) -> int:
                            "compare runs of the same job")
     reports = []
     for run in runs:
-        report = plain(registry.report_from_data(jobs[0], run.report()))  # compared in its written form
+        report = registry.report_from_data(jobs[0], run.report())
         if report is None:
             raise FsscopeError(f"run {run.id} has no report (status {run.status()}): nothing to compare")
         reports.append(report)
