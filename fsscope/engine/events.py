@@ -282,7 +282,7 @@ def findings_from_report(report: Any) -> list[Finding] | None:
     analysis of all runs and replaces them. A report record says them itself
     (:class:`WithFindings`: the probe's, each flag with its analysis numbers); a report still
     a dict lists them in ``flags`` (a variation flag names its kind ``kind``)."""
-    if isinstance(report, WithFindings):
+    if isinstance(report, WithFindings) and callable(report.findings):  # (a check's are a list)
         return report.findings()
     if isinstance(report, msgspec.Struct):  # another job's Report record: its flags as written
         report = plain(report)

@@ -40,7 +40,7 @@ from fsscope.analysis.variation.metrics import (
 )
 from fsscope.engine.events import Event, Finding
 from fsscope.format import format_pct
-from fsscope.study.execute import load_rows
+from fsscope.study.execute import ROWS_FILE, load_rows
 from fsscope.study.plan import Failed
 from fsscope.study.space import Level
 from fsscope.study.variation import BIN_S, Report, RowDone, Spec, TreatmentDone, VariationRow, configuration_stats
@@ -167,7 +167,7 @@ class VariationModel:
         earlier rows were recorded by another run: read them from its study directory."""
         if report is not None:
             self.report = report
-            if report.study_dir and report.completed > len(self.configs):
+            if report.study_dir and report.completed > len(self.configs) and Path(report.study_dir).is_dir():
                 self.add_rows(report.study_dir)
         self._update_notes()
         self.version += 1
@@ -179,11 +179,13 @@ class VariationModel:
 
     @classmethod
     def from_run(cls, run_dir: Any, spec: dict[str, Any], report: Report | None) -> VariationModel:
-        """A recorded study: its rows from the study directory (the run's own, or the one it
-        resumed)."""
+        """A recorded study: its rows from the run's own directory when it holds them (a run
+        directory copied or moved elsewhere still replays), else from the study directory it
+        recorded (the one it resumed)."""
         model = cls(spec)
-        model.add_rows((report.study_dir if report is not None else "") or run_dir.manifest().get("study_dir")
-                       or str(run_dir.path))
+        own = Path(run_dir.path)
+        recorded = (report.study_dir if report is not None else "") or run_dir.info().study_dir
+        model.add_rows(str(own) if (own / ROWS_FILE).exists() or not recorded else recorded)
         model.finish(report)
         return model
 
