@@ -21,6 +21,7 @@ from fsscope.cli.common import out_console, output_path, write_json
 from fsscope.cli.render.compare import render_compare
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
+from fsscope.tui.compare_model import where_of
 
 DESCRIPTION = """\
 Compare two recorded runs of the same job side by side, with the ratio B/A for every
@@ -39,19 +40,13 @@ console = out_console()
 
 
 def _describe(run: store.RunDir) -> tuple[str, str]:
-    m = run.manifest()
-    target = m.get("target") or {}
-    spec = target.get("spec", target) if isinstance(target, dict) else {}
-    recipe = (m.get("recipe") or {}).get("name", "-") if isinstance(m.get("recipe"), dict) else "-"
-    where = f"{spec.get('kind', '?')} {spec.get('path', '')}".strip()
-    if spec.get("snapshot"):
-        where += f" from snapshot {spec['snapshot']}"
-    return recipe, where
+    m = run.info()
+    return m.recipe_name or "-", where_of(m)
 
 
 def cmd_compare(args) -> int:
     runs = [store.find_run(args.run_a).check(), store.find_run(args.run_b).check()]
-    jobs = [str(r.manifest().get("job")) for r in runs]
+    jobs = [str(r.info().job) for r in runs]
     if jobs[0] != jobs[1]:
         raise FsscopeError(f"cannot compare a {jobs[0]} run ({runs[0].id}) with a {jobs[1]} run ({runs[1].id}): "
                            "compare runs of the same job")

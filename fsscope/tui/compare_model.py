@@ -13,7 +13,10 @@ import numpy as np
 from fsscope.analysis.compare import Row, Section, compare_reports, row
 from fsscope.analysis.variation.temporal import compare_recipes
 from fsscope.engine import registry
-from fsscope.records import plain, report_part
+from fsscope.errors import FsscopeError
+from fsscope.records import Record, convert, plain, report_part
+from fsscope.store.manifest import Manifest
+from fsscope.targets import TargetSpec
 from fsscope.tui.syncwrite_model import curves_of, rows_of_report
 from fsscope.workloads.syncwrite_records import Report
 
@@ -42,16 +45,33 @@ class Comparison:
 
 def side_of(run, job: str, status: str) -> Side:
     """Describe a ``RunDir`` (recipe, fs, target, personality) and load its report."""
-    m = run.manifest()
-    recipe = m.get("recipe") if isinstance(m.get("recipe"), dict) else {}
-    target = m.get("target") or {}
-    spec = target.get("spec", target) if isinstance(target, dict) else {}
-    spec = spec if isinstance(spec, dict) else {}
-    where = f"{spec.get('kind', '?')} {spec.get('path', '')}".strip()
-    report = registry.report_from_data(m.get("job"), run.report())
-    personality = str(report_part(report, "personality") or (m.get("spec") or {}).get("personality") or "")
-    return Side(id=run.id, job=job, status=status, recipe=recipe.get("name", "-") or "-",
-                fs=recipe.get("fs", "-") or "-", target=where, personality=personality, report=report)
+    m = run.info()
+    report = registry.report_from_data(m.job, run.report())
+    try:
+        asked = convert(m.spec or {}, _Asked)
+    except FsscopeError:  # a recorded spec that does not read: no personality to name
+        asked = _Asked()
+    personality = str(report_part(report, "personality") or asked.personality)
+    return Side(id=run.id, job=job, status=status, recipe=m.recipe_name or "-",
+                fs=(m.recipe.fs if m.recipe is not None else "") or "-", target=where_of(m, snapshot=False),
+                personality=personality, report=report)
+
+
+class _Asked(Record, frozen=True, kw_only=True):
+    """What a side's description needs of its recorded spec (a bench's personality)."""
+
+    personality: str = ""
+
+
+def where_of(manifest: Manifest, *, snapshot: bool = True) -> str:
+    """The run's target as "kind path" (and the snapshot it was restored from); "?" when the
+    manifest recorded none that reads."""
+    try:
+        target = convert(manifest.target_spec, TargetSpec, "the recorded target")
+    except FsscopeError:
+        return "?"
+    where = f"{target.kind} {target.path}".strip()
+    return where + (f" from snapshot {target.snapshot}" if snapshot and target.snapshot else "")
 
 
 def _ops_per_s(report: dict) -> list[float]:
