@@ -9,10 +9,10 @@ import pytest
 
 from fsscope import recipes, store
 from fsscope.engine import runner
-from fsscope.engine.events import Samples
 from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 from fsscope.targets.journal import Journal
+from fsscope.workloads.probe_records import Samples
 
 
 @pytest.mark.privileged
