@@ -82,6 +82,7 @@ class PythonLoops:
     """``--reference python``: today's engine with its Python worker loops (no C loop)."""
 
     populate = staticmethod(P.populate)
+    default_spec = staticmethod(P.default_spec)
 
     @staticmethod
     def run(root, spec):
@@ -102,16 +103,26 @@ def load_reference(commit: str, into: Path):
         text = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{PACKAGE}/{name}"],
                               check=True, capture_output=True, text=True).stdout
         (pkg / name).write_text(text.replace("fsscope.workloads.personalities", REF_NAME))
+    # its statistics module as of the same commit (the package imported it whole; it has since
+    # become a package of its own), beside it
+    variation = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:fsscope/analysis/variation.py"],
+                               check=True, capture_output=True, text=True).stdout
+    (pkg / "_variation.py").write_text(variation.replace("from fsscope.jsonsafe import plain",
+                                                         "from fsscope.records import plain"))
+    for path in pkg.glob("*.py"):
+        path.write_text(path.read_text().replace("from fsscope.analysis import variation",
+                                                 f"from {REF_NAME} import _variation as variation"))
     sys.path.insert(0, str(into))
     return importlib.import_module(REF_NAME)
 
 
-def spec_for(name: str, workers: int | None, duration_s: float, full: bool = False) -> P.PersonalitySpec:
+def spec_for(name: str, workers: int | None, duration_s: float, full: bool = False, engine=P):
     # small file sets, so the numbers are the generator's and the file system's, not the disk's;
-    # --full: Filebench's own file counts (its fileserver.f has 10,000)
+    # --full: Filebench's own file counts (its fileserver.f has 10,000). ``engine``: whose spec
+    # type (the reference's is its own)
     nfiles = {"fileserver": 10000 if full else 2000, "webserver": 1000, "varmail": 1000}[name]
-    return P.default_spec(name, nfiles=nfiles, duration_s=duration_s, seed=1,
-                          **({"workers": workers} if workers else {}))
+    return engine.default_spec(name, nfiles=nfiles, duration_s=duration_s, seed=1,
+                               **({"workers": workers} if workers else {}))
 
 
 def ours(engine, root: Path, spec: P.PersonalitySpec) -> dict:
@@ -209,6 +220,7 @@ def main() -> int:
               + (f" {'Filebench':>11} {'new/FB':>6}" if fb and workloads else ""))
         for name in names:
             spec = spec_for(name, args.workers, args.duration, args.full)
+            ref_spec = spec_for(name, args.workers, args.duration, args.full, engine=ref)  # its own spec type
             new_runs, old_runs, fb_runs = [], [], []
             for r in range(args.rounds):
                 # alternated: the shared machine's drift hits every engine alike
@@ -220,7 +232,8 @@ def main() -> int:
                     if label == "fb":
                         fb_runs.append(filebench(spec, root, workloads))  # None: no result this round
                     else:
-                        (new_runs if label == "new" else old_runs).append(ours(engine, root, spec))
+                        (new_runs if label == "new" else old_runs).append(
+                            ours(engine, root, spec if label == "new" else ref_spec))
                     shutil.rmtree(root)
 
             def stat(runs, key):
