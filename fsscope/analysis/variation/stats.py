@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -43,7 +43,7 @@ class WelchResult:
     note: str
 
 
-def welch(a: Sequence[float], b: Sequence[float], alpha: float = 0.05,
+def welch(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, alpha: float = 0.05,
           higher_is_better: bool = True, labels: tuple[str, str] = ("a", "b")) -> WelchResult:
     """Welch's unequal-variance t-test; names a winner only when the difference is significant."""
     from scipy import stats  # local: scipy import is slow and only needed here
@@ -165,7 +165,16 @@ def ladder_steps(steps: Sequence[tuple[str, Sequence[float]]], alpha: float = 0.
 
 #: Cao et al., Fig. 3 (Fileserver, Ext4-HDD): the relative range of 10 runs fell from 47 % at
 #: baseline to about 2 % with +alloc.
-PAPER_LADDER = {"first": ("baseline", 0.47), "last": ("alloc", 0.02), "runs": 10}
+class PaperLadder(NamedTuple):
+    """Cao et al.'s ladder (Fig. 3): the first and last step with their relative range, over
+    how many runs."""
+
+    first: tuple[str, float]
+    last: tuple[str, float]
+    runs: int
+
+
+PAPER_LADDER = PaperLadder(first=("baseline", 0.47), last=("alloc", 0.02), runs=10)
 #: "About 2 %": agree when the last step's expected relative range over the paper's 10 runs is
 #: surely below this multiple of it, disagree when surely above.
 PAPER_LEVEL_TOLERANCE = 2.0
@@ -272,23 +281,23 @@ def _paper_parts(kept: list[tuple[str, list[float]]], rose: bool, alpha: float) 
                  "disagree" if whole.verdict == "rose" or rose else "inconclusive",
                  "why": f"{first} -> {last}: {whole.note}", "runs_to_decide": whole.runs_to_decide}
     parts = {"direction": direction}
-    paper_last, paper_level = PAPER_LADDER["last"]
+    paper_last, paper_level = PAPER_LADDER.last
     if last == paper_last:
-        parts["level"] = level_vs_paper(ops_last, paper_level, PAPER_LADDER["runs"], alpha)
+        parts["level"] = level_vs_paper(ops_last, paper_level, PAPER_LADDER.runs, alpha)
     return parts
 
 
 def _paper_verdict(parts: dict[str, dict]) -> tuple[str, dict[str, Any], str]:
     """(verdict, the report's ``paper`` record, why in words) from the parts' verdicts."""
-    paper_last, paper_level = PAPER_LADDER["last"]
+    paper_last, paper_level = PAPER_LADDER.last
     verdicts = [p["verdict"] for p in parts.values()]
     verdict = ("disagree" if "disagree" in verdicts else "agree" if set(verdicts) == {"agree"}
                else "inconclusive")
     needed = [p["runs_to_decide"] for p in parts.values() if p["verdict"] == "inconclusive" and p["runs_to_decide"]]
     why = "; ".join(f"{name} {p['verdict']}: {p['why']}" for name, p in parts.items())
     paper = {"verdict": verdict, "why": why, "runs_to_decide": max(needed) if needed else None, **parts,
-             "paper": f"{PAPER_LADDER['first'][0]} {PAPER_LADDER['first'][1]:.0%} → {paper_last} "
-                      f"~{paper_level:.0%} over {PAPER_LADDER['runs']} runs (Cao et al., Fig. 3)"}
+             "paper": f"{PAPER_LADDER.first[0]} {PAPER_LADDER.first[1]:.0%} → {paper_last} "
+                      f"~{paper_level:.0%} over {PAPER_LADDER.runs} runs (Cao et al., Fig. 3)"}
     if verdict == "inconclusive":
         because = ", ".join(f"about {p['runs_to_decide']} runs a step would decide the {name}"
                             if p["runs_to_decide"] else f"no practical number of runs would decide the {name}"
