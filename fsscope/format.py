@@ -7,7 +7,7 @@ markup, which both the CLI's tables and the TUI's render)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 MISSING = "–"
@@ -45,6 +45,16 @@ def ratio_of(a: float | None, b: float | None, missing: str = MISSING) -> str:
     if a is None or b is None or not a:
         return missing
     return format_ratio(b / a, missing)
+
+
+def format_measure(value: object, missing: str = MISSING) -> str:
+    """A paper's number or a measurement as a scenario gives it: a mapping as "name value, …"
+    (one per run or setup), anything else as itself."""
+    if value is None:
+        return missing
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    return str(value)
 
 
 def format_pct(fraction: float | None, missing: str = MISSING, digits: int = 1) -> str:

@@ -5,13 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from fsscope.format import format_measure
+
 STYLE = {"agree": "green", "disagree": "red", "inconclusive": "yellow"}
-
-
-def _text(value) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {v}" for k, v in value.items())
-    return "–" if value is None else str(value)
 
 
 def render_replicate(result: dict, console: Console) -> None:
@@ -22,7 +18,7 @@ def render_replicate(result: dict, console: Console) -> None:
     for col in ("finding", "paper", "today's arithmetic", "measured", "verdict"):
         table.add_column(col, overflow="fold")
     for f in result["findings"]:
-        table.add_row(f["id"], _text(f["paper"]), _text(f["expected_today"]), _text(f["measured"]),
+        table.add_row(f["id"], format_measure(f["paper"]), format_measure(f["expected_today"]), format_measure(f["measured"]),
                       f"[{STYLE[f['verdict']]}]{f['verdict']}[/]")
     console.print(table)
     for f in result["findings"]:

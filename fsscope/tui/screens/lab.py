@@ -20,20 +20,13 @@ from textual.widgets import DataTable, Footer, Header, Log, Markdown, Tree
 
 from fsscope import replicate, store
 from fsscope.errors import FsscopeError
+from fsscope.format import format_measure
 from fsscope.tui.replay import load_run
 from fsscope.tui.screens.base import AppScreen
 from fsscope.tui.screens.live import LiveScreen
 from fsscope.tui.widgets.table_export import Table
 
 VERDICT_STYLE = {"agree": "bold green", "disagree": "bold red", "inconclusive": "bold yellow"}
-
-
-def _short(value) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {v}" for k, v in value.items())
-    return str(value)
 
 
 class LabScreen(AppScreen):
@@ -159,7 +152,7 @@ class LabScreen(AppScreen):
         self.running, self.result = None, result
         table = self.query_one("#lab-verdicts", DataTable)
         for f in result["findings"]:
-            table.add_row(f["id"], _short(f["paper"]), _short(f["expected_today"]), _short(f["measured"]),
+            table.add_row(f["id"], *(format_measure(f[key], "—") for key in ("paper", "expected_today", "measured")),
                           Text(f["verdict"], style=VERDICT_STYLE[f["verdict"]]), f["why"], key=f["id"])
         log = self.query_one("#lab-log", Log)
         for f in result["findings"]:
