@@ -17,13 +17,14 @@ from fsscope.analysis import generator
 from fsscope.analysis.variation.grid import bucket_mid_ns
 from fsscope.analysis.variation.stats import welch
 from fsscope.engine import runner
-from fsscope.engine.events import Data, Finding
+from fsscope.engine.events import Finding
 from fsscope.engine.registry import spec_from_data
 from fsscope.records import plain
 from fsscope.targets import TargetSpec
 from fsscope.targets.existing import existing_fs
 from fsscope.targets.journal import Journal
 from fsscope.workloads.bench_job import WindowSample
+from fsscope.workloads.bench_records import TelemetrySample
 
 # small and short: 2 runs of 2 s, a few workers, a small file set
 SMALL = ["--runs", "2", "--duration", "2", "--files", "60", "--mean-file-size", "8K", "--workers", "2"]
@@ -124,8 +125,8 @@ def test_bench_on_ext4_ram_image_streams_samples_and_formats_per_run():
     for event in handle.records():
         if isinstance(event, WindowSample):
             samples.append(event)
-        elif isinstance(event, Data) and event.kind == "telemetry":
-            telemetry.append(event.fields)
+        elif isinstance(event, TelemetrySample):
+            telemetry.append(event)
         elif isinstance(event, Finding):
             findings.append(event)
     assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
@@ -133,7 +134,7 @@ def test_bench_on_ext4_ram_image_streams_samples_and_formats_per_run():
     window = plain(samples[0].window)  # its wire form
     assert {"bin", "t_s", "ops_per_s", "ops", "complete"} <= set(window)
     assert set(window["ops"]) == {"create", "write", "close", "open", "append", "read", "delete", "stat"}
-    assert telemetry and all(list(t["sample"]["disk_write_bytes"])[0].startswith("loop") for t in telemetry)
+    assert telemetry and all(list(t.sample.disk_write_bytes)[0].startswith("loop") for t in telemetry)
     report = handle.run_dir.report()
     check_contract(report, "fileserver", 2, ("1",))
     check_against_arrays(report, 1)
