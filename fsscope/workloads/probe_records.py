@@ -223,6 +223,7 @@ class StructureRow(Record, frozen=True, kw_only=True):
     slow: list[int] = []
     verdict: str = ""
     window: list[int] | None = None
+    inside: list[str] | None = None  # no event marks it: the file-system events that fired in its calls
 
 
 class NoiseCause(Record, frozen=True, kw_only=True):
