@@ -167,11 +167,12 @@ def _one_line(message: str, data: Any, type_: type, what: str) -> str:
     path = where.rstrip("`").lstrip(".")
     name = path.split(".")[0].split("[")[0] if path else ""
     value = data.get(name) if isinstance(data, dict) else data
+    field = "spec field" if isinstance(type_, type) and issubclass(type_, SpecRecord) else "field"
     if m := re.match(r"Object contains unknown field `(.+)`", text):
         known = ", ".join(f.name for f in msgspec.structs.fields(type_))
-        return f"{what} spec field {m[1]!r} is unknown: known fields are {known}"
+        return f"{what} {field} {m[1]!r} is unknown: known fields are {known}"
     if m := re.match(r"Object missing required field `(.+)`", text):
-        return f"{what} spec field {m[1]!r} is missing"
+        return f"{what} {field} {m[1]!r} is missing"
     if re.match(r"Invalid enum value", text):
         choices = getattr(msgspec.structs.fields(type_)[_index(type_, name)].type, "__args__", ())
         return f"{what} {name} {value!r} is unknown: choose one of {', '.join(map(str, choices))}"
@@ -181,7 +182,7 @@ def _one_line(message: str, data: Any, type_: type, what: str) -> str:
         kinds = " or ".join(_KIND.get(k, k) for k in m[1].split(" | ") if k != "null")
         if not name:
             return f"{what} spec must be {kinds}, not {type(data).__name__}"
-        return f"{what} spec field {name!r} must be {kinds}, not {value!r}"
+        return f"{what} {field} {name!r} must be {kinds}, not {value!r}"
     return f"{what}: {text}" + (f" ({name})" if name else "")
 
 

@@ -27,6 +27,7 @@ from test_study_engine import (  # noqa: F401 - dask_cluster: a fixture
 import fsscope
 from fsscope import fsoptions, recipes
 from fsscope.errors import FsscopeError, RecipeError
+from fsscope.study.explore import ExploreRow
 
 REPO = Path(fsscope.__file__).resolve().parent.parent
 
@@ -300,7 +301,7 @@ def test_a_dead_dask_scheduler_is_named_with_the_way_to_resume(dask_cluster, tmp
     hold.write_text("treatments wait here, mounted, while this file exists\n")
     fn = treatment_fn(plan, "fsscope-study-deadsched", str(hold))
     (tmp_path / "study").mkdir()
-    driver, result = drive_study(plan, fn, tmp_path / "study", scheduler=address)
+    driver, result = drive_study(plan, fn, tmp_path / "study", ExploreRow, scheduler=address)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not any(
             e.kind == "mount" and e.group.startswith("study-") for e in Journal().entries()):

@@ -52,7 +52,10 @@ def cmd_compare(args) -> int:
                            "compare runs of the same job")
     reports = []
     for run in runs:
-        report = registry.report_from_data(jobs[0], run.report())
+        try:
+            report = registry.report_from_data(jobs[0], run.report())
+        except FsscopeError as exc:
+            raise FsscopeError(f"the report of run {runs[0].id} or of run {runs[1].id}: {exc}") from None
         if report is None:
             raise FsscopeError(f"run {run.id} has no report (status {run.status()}): nothing to compare")
         reports.append(report)

@@ -10,6 +10,7 @@ from rich.table import Table
 from fsscope import store
 from fsscope.cli.common import out_console, positive_int
 from fsscope.engine import registry
+from fsscope.errors import FsscopeError
 
 console = out_console()
 
@@ -63,7 +64,10 @@ def _print_report(run: store.RunDir) -> None:
         console.print(f"[red]error:[/] {m.error}")
     for cmd in m.target.commands if m.target is not None else []:
         console.print(f"[dim]$ {' '.join(map(str, cmd.argv))}  → exit {cmd.rc}[/]")
-    report = registry.report_from_data(m.job, run.report())
+    try:
+        report = registry.report_from_data(m.job, run.report())
+    except FsscopeError as exc:
+        raise FsscopeError(f"run {run.id}: {exc}") from None
     if report is None:
         report = _partial_report(job, run)
     if report is None:

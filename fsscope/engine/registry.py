@@ -74,7 +74,14 @@ def report_from_data(name: str | None, data: Any) -> Any:
     kind = report_type(name) if name in JOBS else None
     if kind is None or data is None or isinstance(data, kind):
         return data
-    return convert(data, kind, f"{name} report")
+    own = {f.encode_name for f in msgspec.structs.fields(kind)} - \
+        {f.encode_name for f in msgspec.structs.fields(ReportRecord)}
+    if isinstance(data, dict) and own and not own & data.keys():  # every field has a default: {} would pass
+        raise FsscopeError(f"{name} report is not in the shape fsscope writes (it has none of its fields)")
+    try:
+        return convert(data, kind, f"{name} report")
+    except FsscopeError as exc:
+        raise FsscopeError(f"{name} report is not in the shape fsscope writes ({exc})") from None
 
 
 def decode_event(name: str | None, data: Any) -> events.Event:
