@@ -17,7 +17,7 @@ from textual import events
 from textual.widgets import Input
 
 from fsscope import recipes
-from fsscope.engine.registry import spec_from_data
+from fsscope.engine.registry import report_from_data, spec_from_data
 from fsscope.format import format_ns
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -192,7 +192,7 @@ async def test_aging_out_of_inodes_says_so_in_its_stop_note():
         live.jobs = [JobState(0, "age", spec_from_data("age", {"profile": "small", "fullness": 0.8}))]
         live.post_message(msg.JobStarted(0, "age", "run-age", "/nonexistent-run", 1))
         await until(pilot, lambda: live.shown == 0, "the aging view")
-        live.post_message(msg.JobFinished(0, "ok", None, report, 0))
+        live.post_message(msg.JobFinished(0, "ok", None, report_from_data("age", report), 0))
         await until(pilot, lambda: live.flags_panel.flags, "the stop flag")
         stop = live.flags_panel.flags[0]
         assert stop.title == "stopped: enospc" and "out of inodes" in stop.note, stop.note
@@ -276,7 +276,7 @@ async def test_a_studys_conclusions_are_flags_with_notes():
         live.jobs = [JobState(0, "explore", spec_from_data("explore", {"treatments": 24, "recipes": "ext4-default"}))]
         live.post_message(msg.JobStarted(0, "explore", "run-explore", "/nonexistent-run", 1))
         await until(pilot, lambda: live.shown == 0, "the explore view")
-        live.post_message(msg.JobFinished(0, "ok", None, report, 0))
+        live.post_message(msg.JobFinished(0, "ok", None, report_from_data("explore", report), 0))
         await until(pilot, lambda: len(live.flags_panel.flags) == 2, "the conclusions as flags")
         first = live.flags_panel.flags[0]
         assert first.title == "FreeSpaceLayout drives the d-span most" and first.note == conclusion

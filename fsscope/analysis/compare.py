@@ -79,11 +79,11 @@ def _probe(a: Any, b: Any) -> list[Section]:
         latency.append(row(f"{group} group count", ga.count, gb.count, "int"))
 
     def explained(r) -> list:
-        return [f for f in r.flags if f.structure]
+        return [f for f in r.flags or [] if f.structure]
 
     flags = [
         row("runs completed", a.runs_completed, b.runs_completed, "int"),
-        row("flags", len(a.flags), len(b.flags), "int"),
+        row("flags", len(a.flags or []), len(b.flags or []), "int"),
         row("flags explained by a structure", len(explained(a)), len(explained(b)), "int"),
         row("noise files", a.noise_count, b.noise_count, "int"),
     ]

@@ -272,7 +272,7 @@ def encode(event: Event) -> str:
 class WithFindings(Protocol):
     """A job's report record that says its own findings (the probe's ``Report``)."""
 
-    def findings(self) -> list[Finding]: ...
+    def findings(self) -> list[Finding] | None: ...
 
 
 def findings_from_report(report: Any) -> list[Finding] | None:

@@ -279,7 +279,7 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     linear_growth: list[GrowthRow] = []
     settings: Settings = Settings()
     thresholds: list[Threshold] = []
-    flags: list[ReportFlag] = []
+    flags: list[ReportFlag] | None = None  # None: a report that says nothing of its flags (the live ones stand)
     decisions: Decisions | None = None
     geometry: dict[str, Any] | None = None
     predictions: list[dict[str, Any]] = []
@@ -288,10 +288,12 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     structures: list[StructureRow] = []
     noise: list[NoiseCause] = []
 
-    def findings(self) -> list[Finding]:
+    def findings(self) -> list[Finding] | None:
         """The final findings, each flag with where it is and its numbers from its analysis
         list (the flags follow outliers, series, level shifts, linear growth in order; a flag
-        of the job's own, "stopped", comes after them)."""
+        of the job's own, "stopped", comes after them); None when the report lists none."""
+        if self.flags is None:
+            return None
         rows: list[Record] = [row for name, _ in _FINDING_LISTS for row in getattr(self, name)]
         kinds = [kind for name, kind in _FINDING_LISTS for _ in getattr(self, name)]
         aligned = len(rows) <= len(self.flags) and all(k == f.flag for k, f in zip(kinds, self.flags))

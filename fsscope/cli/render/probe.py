@@ -47,7 +47,7 @@ def _render_stats(report: Report, console: Console) -> None:
 
 def _render_flags(report: Report, console: Console) -> None:
     """The explained flags first, then unexplained ones up to MAX_FLAGS_SHOWN; kernel-only thresholds."""
-    flags = report.flags
+    flags = report.flags or []
     if not flags:
         console.print("no repeatable outliers, series or level shifts")
     if report.settings.single_run:
