@@ -188,8 +188,9 @@ def test_a_kill_at_any_phase_leaves_nothing_and_keeps_what_was_measured(phase, k
         status = cli.run.status()
         assert rc == 130 or rc == 0 and status == "ok", cli.stderr  # ok: it ended before the signal
         if kill == "child-SIGKILL":
-            assert status == "interrupted"
-            assert "cleaned up after the killed job: " in cli.stderr, cli.stderr
+            assert status in {"interrupted"} | finished  # at unmount the job may have ended first
+            if status == "interrupted":
+                assert "cleaned up after the killed job: " in cli.stderr, cli.stderr
             assert "still in use" not in cli.stderr  # "detached" was true
         else:
             assert status in {"cancelled", "interrupted"} | finished, cli.stderr
