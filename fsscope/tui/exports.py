@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from fsscope import paths
+from fsscope import paths, trust
 from fsscope.tui.model import flags_markdown, spec_words
 from fsscope.tui.replay import RunRecord
 
@@ -25,17 +25,22 @@ def stamped(stem: str, suffix: str) -> str:
     return f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}{suffix}"
 
 
-def write_flags(flags, run_id: str, context: list[str], error: str | None = None) -> Path:
-    path = export_dir() / f"flags-{run_id or 'run'}.md"
-    path.write_text(flags_markdown(flags, heading=f"fsscope flags — {run_id}", context=context, error=error))
+def _write(name: str, text: str) -> Path:
+    """``text`` as export ``name``, through the checked descriptor every output goes through
+    (never through a link planted in its place)."""
+    path = export_dir() / name
+    trust.write_output(path, text, "the export")
     return path
+
+
+def write_flags(flags, run_id: str, context: list[str], error: str | None = None) -> Path:
+    return _write(f"flags-{run_id or 'run'}.md",
+                  flags_markdown(flags, heading=f"fsscope flags — {run_id}", context=context, error=error))
 
 
 def write_csv(name: str, run_id: str, text: str) -> Path:
     """A table's rows (``name``: the table's id) of a run, or stamped when no run is on screen."""
-    path = export_dir() / (f"{name}-{run_id}.csv" if run_id else stamped(name, ".csv"))
-    path.write_text(text)
-    return path
+    return _write(f"{name}-{run_id}.csv" if run_id else stamped(name, ".csv"), text)
 
 
 def write_record_flags(record: RunRecord) -> Path:
