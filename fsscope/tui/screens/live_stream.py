@@ -11,7 +11,7 @@ import numpy as np
 from textual import work
 
 from fsscope.engine.events import Event, Phase
-from fsscope.records import ReportRecord, convert, plain
+from fsscope.records import report_part
 from fsscope.store import RunDir
 from fsscope.telemetry.machine import busy, machine_line
 from fsscope.tui import messages as msg
@@ -125,7 +125,7 @@ class LiveStream(LiveTelemetry):
                             style="bold red" if message.status == "failed" else "bold")
         for note in getattr(view.data, "notes", None) or []:
             self.log_panel.note(f"note: {note}", style="yellow")
-        machine = convert(plain(message.report) or {}, ReportRecord, f"{job.job} report").machine  # every report has it
+        machine = report_part(message.report, "machine")  # every report has it
         if machine:  # how busy the machine was while the job ran: a noisy result says so
             self.log_panel.note(machine_line(machine), style="yellow" if busy(machine) else "dim")
         for line in message.leftovers:
