@@ -54,7 +54,7 @@ from fsscope.analysis.variation.stats import pearson
 from fsscope.engine.events import Error
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
-from fsscope.layout.placement import dataset_placement
+from fsscope.layout.placement import Placement, dataset_placement
 from fsscope.records import convert, plain
 from fsscope.telemetry.columns import TELEMETRY_COLUMNS, telemetry_matrix
 from fsscope.telemetry.sampler import dirty_writeback_intervals
@@ -241,7 +241,7 @@ def _notes(ctx, spec: Spec, done: _Runs) -> list[str]:
     return notes
 
 
-def _dataset_placement(fs, root: Path, pspec: P.PersonalitySpec) -> dict[str, Any] | None:
+def _dataset_placement(fs, root: Path, pspec: P.PersonalitySpec) -> Placement | None:
     """Where the populated dataset's files start (block groups / AGs), as the run begins."""
     if not fs.device:                      # a directory or tmpfs: no device to place it on
         return None
@@ -259,7 +259,7 @@ def placement_vs_throughput(runs: list[BenchRun]) -> PlacementVsThroughput | Non
     x = [float(p.first_byte_median or 0.0) for p, _ in placed]
     y = [ops for _, ops in placed]
     r = pearson(x, [math.nan if v is None else v for v in y])
-    groups = {tuple(g for g, _ in p.groups) for p, _ in placed}
+    groups = {tuple(g for g, _ in p.groups or ()) for p, _ in placed}
     return PlacementVsThroughput(runs=len(placed), first_byte_median=x, ops_per_s=y,
                                  pcc=None if math.isnan(r) else r, same_groups_every_run=len(groups) == 1)
 
