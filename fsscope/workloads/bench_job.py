@@ -55,7 +55,7 @@ from fsscope.engine.events import Error
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
 from fsscope.layout.placement import Placement, dataset_placement
-from fsscope.records import convert, plain
+from fsscope.records import convert, plain, typed
 from fsscope.telemetry.columns import TELEMETRY_COLUMNS, telemetry_matrix
 from fsscope.telemetry.sampler import dirty_writeback_intervals
 from fsscope.telemetry.taskstats import delayacct_note
@@ -175,7 +175,7 @@ def _one_run(ctx, spec: Spec, r: int, trace: BenchTrace, dirty: dict, done: _Run
                    "worker_loop": summary["worker_loop"], "cgroup": summary["cgroup"], "notes": summary["notes"],
                    "telemetry": telemetry, "generator": verdict, "placement": placed})
     if result.cancelled or result.stopped_by:
-        done.partial = convert({"run": r, "elapsed_s": result.elapsed_s, "ops_per_s": plain(result.ops_per_s),
+        done.partial = typed({"run": r, "elapsed_s": result.elapsed_s, "ops_per_s": plain(result.ops_per_s),
                                 **extra}, PartialRun)
         why = "was cancelled" if result.cancelled else f"stopped ({result.stopped_by})"
         done.notes.append(f"run {r + 1} {why} after {result.elapsed_s:.1f} s: its arrays are saved "
@@ -200,7 +200,7 @@ def _report(ctx, spec: Spec, done: _Runs, dirty: dict, duration: Duration, trace
         spec.personality, done.results, window_sizes_s=spec.window_sizes_s, threshold=spec.threshold,
         dirty_expire_centisecs=dirty.get("dirty_expire_centisecs"),
         dirty_writeback_centisecs=dirty.get("dirty_writeback_centisecs"))
-    runs = [convert(plain(entry) | extra, BenchRun) for entry, extra in zip(varied.runs, done.extras)]
+    runs = [typed(plain(entry) | extra, BenchRun) for entry, extra in zip(varied.runs, done.extras)]
     runs = _add_kernel_windows(runs, done.results, done.kernel, spec.threshold, ctx)
     for flag in done.flags:
         ctx.finding(flag["kind"], flag["title"], flag["note"], run=flag["run"])
