@@ -51,7 +51,7 @@ from fsscope.study.execute import (
     order_rows,
     run_study,
 )
-from fsscope.study.plan import Failed, Failure, Plan, Treatment, check_plan, plan_or_resume
+from fsscope.study.plan import Ended, Failed, Failure, Plan, Treatment, check_plan, plan_or_resume
 from fsscope.study.space import Level
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
@@ -176,15 +176,12 @@ class VariationRow(Treatment, frozen=True, kw_only=True):
     host: str = ""
 
 
-class TreatmentDone(DataRecord, frozen=True, kw_only=True, tag="treatment"):
-    """A treatment as it ends (the log): its relative range, or ``error``."""
+class TreatmentDone(Ended, frozen=True, kw_only=True, tag="treatment"):
+    """A treatment as it ends (the log): its relative range."""
 
-    id: str = ""
-    fs: str = ""
     personality: str = ""
     knobs: dict[str, Level] = {}
     relative_range: float | None = None
-    error: str | None = None
 
 
 class RowDone(DataRecord, frozen=True, kw_only=True, tag="variation_row"):
