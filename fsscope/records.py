@@ -155,6 +155,9 @@ def _dropped(built: Any, kept: Any, where: str = "") -> list[str]:
     of it has no field for (a field left out of the encoding as a default is declared)."""
     if isinstance(built, dict) and isinstance(kept, msgspec.Struct):
         fields = {f.encode_name: getattr(kept, f.name) for f in msgspec.structs.fields(kept)}
+        config = kept.__struct_config__
+        if config.tag_field is not None:  # a tagged record's kind is written, not a field
+            fields[config.tag_field] = config.tag
     elif isinstance(built, dict) and isinstance(kept, dict):
         fields = {str(k): v for k, v in kept.items()}
     elif isinstance(built, list) and isinstance(kept, (list, tuple)) and len(built) == len(kept):
