@@ -68,12 +68,13 @@ class Asked(Record, frozen=True, kw_only=True):
     max_ops: int | None = None
 
 
-class AgingModel:
+class AgingModel(ReportModel[Report]):
     """An ``age`` job's progress and report; ``version`` changes on every change."""
 
     kind = "age"
 
     def __init__(self, spec: Any = None):
+        super().__init__()
         asked = convert(plain(spec) or {}, Asked, "age spec")
         self.profile = asked.profile
         self.fallocate = asked.fallocate  # blocks allocated, not written
@@ -92,11 +93,7 @@ class AgingModel:
         self.latest: AgerProgress | None = None
         self.p_series: dict[str, deque[float]] = {n: deque(maxlen=SPARK_POINTS) for n in DISTRIBUTIONS}
         self.ops_per_s: deque[float] = deque(maxlen=SPARK_POINTS)
-        self.report: Report | None = None
-        self.notes: list[str] = []
         self.events = 0
-        self.version = 0
-        self.telemetry: list[tuple[float, float, float]] = []
 
     # -- feeding -----------------------------------------------------------------------------
     def feed(self, event: Event) -> bool:
@@ -118,19 +115,18 @@ class AgingModel:
         self.version += 1
         return True
 
-    def finish(self, report: Report | None) -> None:
-        if report is not None:
-            self.report = report
-            self.notes = list(report.notes)
-            if report.target_fullness is not None:
-                self.target_fullness = report.target_fullness
-            self.profile = report.profile or self.profile
-            if not self.p_series["size"]:  # nothing streamed (a replay without events): one point
-                for name in DISTRIBUTIONS:
-                    fit = report.fit.get(name)
-                    if fit is not None and fit.p_value is not None:
-                        self.p_series[name].append(fit.p_value)
-        self.version += 1
+    def notes_of(self, report: Report) -> list[str]:
+        return list(report.notes)
+
+    def took(self, report: Report) -> None:
+        if report.target_fullness is not None:
+            self.target_fullness = report.target_fullness
+        self.profile = report.profile or self.profile
+        if not self.p_series["size"]:  # nothing streamed (a replay without events): one point
+            for name in DISTRIBUTIONS:
+                fit = report.fit.get(name)
+                if fit is not None and fit.p_value is not None:
+                    self.p_series[name].append(fit.p_value)
 
     @classmethod
     def from_run(cls, run_dir, spec: Any, report: Report | None) -> AgingModel:

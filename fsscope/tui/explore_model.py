@@ -16,7 +16,7 @@ from fsscope.engine.events import Event
 from fsscope.study.explore import Analysis, Nondeterminism, Report, Spec, TreatmentDone
 from fsscope.study.space import Level
 from fsscope.tui.model import Flag, note_flags
-from fsscope.tui.report_model import FromReport, spec_of
+from fsscope.tui.report_model import ReportModel, spec_of
 
 MIN_ROWS = 8  # fewer runs than this: no shares yet
 
@@ -31,17 +31,14 @@ class Row:
     d_span_bytes: float
 
 
-class ExploreModel(FromReport):
+class ExploreModel(ReportModel[Report]):
     kind = "explore"
 
     def __init__(self, spec: Spec | dict[str, Any] | None = None):
+        super().__init__()
         self.spec = spec_of(Spec, spec)
         self.rows: list[Row] = []
         self.failed = 0
-        self.report: Report | None = None
-        self.notes: list[str] = []
-        self.version = 0
-        self.telemetry: list[tuple[float, float, float]] = []
         self.quantile = self.spec.tail_quantile
         self.pair_index = 0  # which factor pair the heatmap shows
 
@@ -55,14 +52,13 @@ class ExploreModel(FromReport):
         self.version += 1
         return True
 
-    def finish(self, report: Report | None) -> None:
-        if report is not None:
-            self.report = report
-            self.notes = list(report.notes)
-            self.quantile = report.tail.quantile or self.quantile
-            if not self.rows:
-                self.rows = [Row(t.fs, dict(t.factors), float(t.d_span_bytes)) for t in report.treatments]
-        self.version += 1
+    def notes_of(self, report: Report) -> list[str]:
+        return list(report.notes)
+
+    def took(self, report: Report) -> None:
+        self.quantile = report.tail.quantile or self.quantile
+        if not self.rows:  # a replay without events: the report's treatments
+            self.rows = [Row(t.fs, dict(t.factors), float(t.d_span_bytes)) for t in report.treatments]
 
     def _part(self, fs: str | None) -> Analysis | None:
         """The report's analysis, pooled or of one file system (None before the report)."""

@@ -40,7 +40,8 @@ class FromReport:
 
 
 class ReportModel(FromReport, Generic[R]):
-    """The job's ``Report`` record (``R``) once it ends, and its notes."""
+    """The job's ``Report`` record (``R``) once it ends, and its notes: a job's model keeps
+    what its events say and overrides ``notes_of`` and ``took`` for what its report adds."""
 
     kind = "report"
 
@@ -57,7 +58,11 @@ class ReportModel(FromReport, Generic[R]):
         if report is not None:
             self.report = report
             self.notes = self.notes_of(report)
+            self.took(report)
         self.version += 1
 
     def notes_of(self, report: R) -> list[str]:
         return []
+
+    def took(self, report: R) -> None:
+        """What the model reads from the report beyond the report itself (none by default)."""
