@@ -11,25 +11,22 @@ from fsscope.check.findings import Finding
 from fsscope.check.job import CheckEvent, Report, Spec
 from fsscope.check.verdict import Estimate
 from fsscope.engine.events import Event
-from fsscope.tui.report_model import FromReport, spec_of
+from fsscope.tui.report_model import ReportModel, spec_of
 
 SEVERITY_ORDER = {"bad": 0, "warn": 1, "unknown": 2, "ok": 3}
 
 
-class CheckModel(FromReport):
+class CheckModel(ReportModel[Report]):
     kind = "check"
 
     def __init__(self, spec: Spec | dict[str, Any] | None = None):
+        super().__init__()
         self.precision = spec_of(Spec, spec).precision
         self.findings: list[Finding] = []
         self.run_ops_per_s: list[float] = []
         self.run_series: list[list[float]] = []
         self.runs_needed: list[int | None] = []   # after 2, 3, … runs (the live curve)
         self.estimate = Estimate()
-        self.report: Report | None = None
-        self.notes: list[str] = []
-        self.telemetry: list[tuple[float, float, float]] = []
-        self.version = 0
 
     def feed(self, event: Event) -> bool:
         if not isinstance(event, CheckEvent):
@@ -46,19 +43,18 @@ class CheckModel(FromReport):
         self.version += 1
         return True
 
-    def finish(self, report: Report | None) -> None:
-        if report is not None:
-            self.report = report
-            self.findings = list(report.findings)
-            cal = report.calibration
-            if cal is not None:
-                self.precision = cal.precision
-                if not self.run_ops_per_s:
-                    self.run_ops_per_s = [r.ops_per_s or 0.0 for r in cal.runs]
-                self.runs_needed = [h.runs_needed for h in cal.runs_needed_history]
-                self.estimate = cal.estimate()
-            self.notes = list(report.notes)
-        self.version += 1
+    def notes_of(self, report: Report) -> list[str]:
+        return list(report.notes)
+
+    def took(self, report: Report) -> None:
+        self.findings = list(report.findings)
+        cal = report.calibration
+        if cal is not None:
+            self.precision = cal.precision
+            if not self.run_ops_per_s:
+                self.run_ops_per_s = [r.ops_per_s or 0.0 for r in cal.runs]
+            self.runs_needed = [h.runs_needed for h in cal.runs_needed_history]
+            self.estimate = cal.estimate()
 
     def rows(self) -> list[Finding]:
         """Findings worst first (the report's order once it is in)."""
