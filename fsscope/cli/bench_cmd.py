@@ -18,14 +18,14 @@ from fsscope.cli.common import (
     positive_int,
     recipe_from_args,
     recipe_list,
+    recipes_from_args,
     target_from_args,
     write_json,
 )
 from fsscope.cli.headless import console as err_console
-from fsscope.cli.headless import run_job
+from fsscope.cli.headless import run_each_recipe, run_job
 from fsscope.cli.ladder_cmd import cmd_ladder
 from fsscope.cli.render.bench import render_bench, render_comparison
-from fsscope.errors import FsscopeError
 from fsscope.records import build, plain
 
 BENCH_DESCRIPTION = """\
@@ -137,31 +137,14 @@ def cmd_bench(args) -> int:
 
 def _cmd_recipes(args, spec, target) -> int:
     """--recipes a,b,...: one bench job per recipe in sequence, then the Welch t-tests."""
-    if args.recipe:
-        raise FsscopeError("--recipe and --recipes: name one recipe, or several to compare, not both")
-    if target.kind == "dir":
-        raise FsscopeError("--recipes needs a target fsscope formats (--ram, --image or --device), not --dir")
-    chosen = []
-    for name in args.recipes:  # every recipe loads (and gets the extra options) before any run
-        args.recipe = name
-        chosen.append((name, recipe_from_args(args)))
-    args.recipe = None
+    chosen = recipes_from_args(args, target)
     point_at_check()
-    reports: dict[str, dict] = {}
-    status = 0
-    for name, recipe in chosen:
-        err_console.rule(f"[bold]{name}[/]")
-        captured: list[dict] = []
 
-        def render(report, console, captured=captured):
-            captured.append(report)
-            render_bench(report, console)
+    def render(report, console):
+        render_bench(report, console)
+        return plain(report)  # compared (and written by --json) in its written form
 
-        status = run_job("bench", spec, target, recipe, verbose=args.verbose, render=render)
-        if captured:
-            reports[name] = plain(captured[-1])  # compared (and written by --json) in its written form
-        if status != 0:
-            break
+    reports, status = run_each_recipe("bench", spec, target, chosen, verbose=args.verbose, render=render)
     comparison = _compare(reports, status)
     if args.json:
         doc = {"personality": spec.personality, "recipes": list(reports), "reports": reports,

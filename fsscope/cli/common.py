@@ -144,11 +144,24 @@ def add_job_args(parser: argparse.ArgumentParser) -> None:
 
 def recipe_from_args(args, *, default: str | None = None) -> Recipe | None:
     name = args.recipe or default
-    if name is None:
-        return None
+    return None if name is None else _recipe(name, args)
+
+
+def _recipe(name: str, args) -> Recipe:
+    """The recipe ``name`` with the options' extra mkfs/mount options and hygiene changes."""
     recipe = recipes.load(name).with_extra(args.mkfs_opts, args.mount_opts)
     changes = recipes.prep_changes(args.prep)
     return recipe.with_prep(**changes) if changes else recipe
+
+
+def recipes_from_args(args, target: TargetSpec) -> list[tuple[str, Recipe]]:
+    """--recipes a,b,...: every recipe loaded (with the extra options) before any job runs, so
+    a bad one is refused before anything is formatted."""
+    if args.recipe:
+        raise FsscopeError("--recipe and --recipes: name one recipe, or several to compare, not both")
+    if target.kind == "dir":
+        raise FsscopeError("--recipes needs a target fsscope formats (--ram, --image or --device), not --dir")
+    return [(name, _recipe(name, args)) for name in args.recipes]
 
 
 def target_from_args(args, *, default_kind: str | None = None) -> TargetSpec:
