@@ -169,8 +169,7 @@ def _compare(reports: dict[str, dict], status: int) -> RecipeComparison | None:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="throughput personalities (fileserver/webserver/varmail), run-to-run variation",
-                       description=BENCH_DESCRIPTION, epilog=BENCH_EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=BENCH_DESCRIPTION, epilog=BENCH_EPILOG)
     p.add_argument("--personality", choices=PERSONALITIES, default="fileserver",
                    help="the workload (default fileserver)")
     p.add_argument("--runs", type=positive_int, default=3, metavar="R",

@@ -126,7 +126,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="pre-benchmark sanity check: what distorts results here, and runs needed",
-                       description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--personality", choices=PERSONALITIES, default="fileserver",
                    help="workload of the calibration runs (default fileserver)")
     p.add_argument("--precision", type=_percent, default=0.05, metavar="E",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import msgspec
@@ -41,7 +40,6 @@ def cmd_run(args) -> int:
 def add_parser(sub) -> None:
     lines = [f"  {name:8s} {summary}" for name, (_, summary) in registry.JOBS.items()]
     p = sub.add_parser("run", help="run any job headless (parameters as -p KEY=VALUE)",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Run a registered job in a background process on a target, show its progress, "
                        "record it, and print its report. Default target: a RAM image with ext4-default.",
                        epilog="jobs:\n" + "\n".join(lines) + "\n\n'fsscope run JOB -p help=1' lists a job's parameters.\n\nexample:\n  fsscope run smoke -p duration_s=3 --recipe xfs-default --ram --size 512M")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.probe import render_probe
@@ -58,7 +56,7 @@ def cmd_probe(args) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("probe", help="per-syscall latency probe: repeatable outlier files, explained",
-                       description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--op", choices=OPS, default="creat", help="the timed syscall (default creat)")
     p.add_argument("--files", type=int, default=1024, metavar="N", help="files per run (default 1024)")
     p.add_argument("--runs", type=int, default=5, metavar="R", help="runs, each on a fresh file system (default 5)")
