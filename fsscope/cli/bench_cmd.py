@@ -22,7 +22,6 @@ from fsscope.cli.common import (
     target_from_args,
     write_json,
 )
-from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_each_recipe, run_job
 from fsscope.cli.ladder_cmd import cmd_ladder
 from fsscope.cli.render.bench import render_bench, render_comparison
@@ -150,7 +149,6 @@ def _cmd_recipes(args, spec, target) -> int:
         doc = {"personality": spec.personality, "recipes": list(reports), "reports": reports,
                "comparison": comparison}
         write_json(args.json, doc)
-        err_console.print(f"[dim]wrote {args.json}[/]")
     return status
 
 

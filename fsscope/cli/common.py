@@ -127,12 +127,14 @@ def output_path(text: str) -> str:
 
 
 def write_json(path: str, doc) -> None:
-    """Write a report where --json asked, checked again now (see :func:`fsscope.trust.write_output`)."""
+    """Write a report where --json asked, checked again now (see :func:`fsscope.trust.write_output`),
+    and say where on stderr."""
     if path in STDOUT_NAMES:  # the process's own stdout: no path to trust or refuse
         sys.stdout.write(records.dumps(doc, indent=2) + "\n")
         sys.stdout.flush()
         return
     trust.write_output(path, records.dumps(doc, indent=2) + "\n", "--json")
+    Console(stderr=True, soft_wrap=True).print(f"[dim]wrote {path}[/]")
 
 
 def add_job_args(parser: argparse.ArgumentParser) -> None:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-
 from fsscope import store
 from fsscope.analysis.compare import compare_reports
 from fsscope.cli.common import out_console, output_path, write_json
@@ -68,7 +66,6 @@ def cmd_compare(args) -> int:
     print(out.get(), end="")
     if args.json:
         write_json(args.json, doc)
-        Console(stderr=True, soft_wrap=True).print(f"[dim]wrote {args.json}[/]")
     return 0
 
 

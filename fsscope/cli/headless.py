@@ -127,7 +127,6 @@ def run_job(job: str, spec: SpecRecord, target: TargetSpec, recipe: Recipe | Non
     render_machine(said.machine or manifest.machine, Console())
     if json_path and report is not None:
         write_json(json_path, data)
-        console.print(f"[dim]wrote {json_path}[/]")
     if said.existing is not None:
         console.print(f"measured on the file system holding it: {said.existing['summary']}")
         for gap in said.geometry.unread if said.geometry is not None else []:  # said, never silent

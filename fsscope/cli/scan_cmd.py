@@ -4,12 +4,10 @@ against the file system's own account, without writing (see :mod:`fsscope.scan`)
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from rich.console import Console
 
-from fsscope import records
-from fsscope.cli.common import output_path
+from fsscope.cli.common import output_path, write_json
 from fsscope.cli.render.scan import render_scan
 
 DESCRIPTION = """\
@@ -44,8 +42,7 @@ def cmd_scan(args) -> int:
                                 free_space=not args.no_free_space, aging=not args.no_aging))
     render_scan(report, Console() if sys.stdout.isatty() else Console(width=160))
     if args.json:
-        Path(args.json).write_text(records.dumps(report, indent=2) + "\n")
-        chatter.print(f"[dim]wrote {args.json}[/]")
+        write_json(args.json, report)
     return 0
 
 

@@ -22,7 +22,6 @@ from fsscope.cli.common import (
     target_from_args,
     write_json,
 )
-from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_each_recipe
 from fsscope.cli.render.syncwrite import render_syncwrite, render_tests
 from fsscope.errors import FsscopeError
@@ -235,7 +234,6 @@ def cmd_syncwrite(args: argparse.Namespace) -> int:
     if args.json and reports:
         doc = {"mode": spec.mode, "recipes": reports, "tests": tests}
         write_json(args.json, doc)
-        err_console.print(f"[dim]wrote {args.json}[/]")
     return status
 
 
