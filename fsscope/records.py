@@ -23,7 +23,7 @@ from msgspec.structs import force_setattr
 from fsscope.errors import FsscopeError
 
 R = TypeVar("R")
-__all__ = ["Record", "ReportRecord", "SpecRecord", "convert", "build", "dumps", "encode", "loads", "plain", "report_part", "force_setattr"]
+__all__ = ["Record", "ReportRecord", "SpecRecord", "convert", "typed", "build", "dumps", "encode", "loads", "plain", "report_part", "force_setattr"]
 
 
 class Record(msgspec.Struct, frozen=True, kw_only=True):
@@ -136,6 +136,29 @@ def convert(data: Any, type_: type[R], what: str | None = None) -> R:
         return msgspec.convert(data, type_)
     except msgspec.ValidationError as exc:
         raise FsscopeError(_one_line(str(exc), data, type_, what)) from None
+
+
+def typed(data: Any, type_: type[R], what: str | None = None) -> R:
+    """What a job built (a dict from its analysis) as its ``type_`` record, keeping every key:
+    :func:`convert` reads outside data leniently and drops a key the record does not declare,
+    which for a job's own report would lose a finding without a word. A key it would drop is a
+    bug in fsscope: TypeError naming it (the suite runs every job)."""
+    record = convert(data, type_, what)
+    dropped = _dropped(plain(data), plain(record))
+    if dropped:
+        raise TypeError(f"{what or type_.__name__} declares no field for {', '.join(dropped)}")
+    return record
+
+
+def _dropped(built: Any, kept: Any, where: str = "") -> list[str]:
+    """Keys (dotted paths) of ``built`` with a value that ``kept`` does not carry."""
+    if isinstance(built, dict) and isinstance(kept, dict):
+        return [path for key, value in built.items() if value is not None
+                for path in ([where + str(key)] if key not in kept
+                             else _dropped(value, kept[key], f"{where}{key}."))]
+    if isinstance(built, list) and isinstance(kept, list) and len(built) == len(kept):
+        return [path for i, (b, k) in enumerate(zip(built, kept)) for path in _dropped(b, k, f"{where}{i}.")]
+    return []
 
 
 def _spec_data(data: dict, type_: type[SpecRecord]) -> dict:

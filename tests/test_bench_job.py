@@ -177,12 +177,13 @@ def test_dataset_placement_agrees_with_filefrag(fresh_fs):
                                   check=True).stdout
             first = next(line for line in text.splitlines() if line.strip().startswith("0:"))
             starts.append(int(first.split(":")[2].split("..")[0]) * 4096)
-        assert placed["first_byte_min"] == min(starts) and placed["first_byte_max"] == max(starts)
-        groups = {g: 0 for g in {s // placed["unit_bytes"] for s in starts}}
+        assert placed.first_byte_min == min(starts) and placed.first_byte_max == max(starts)
+        assert placed.unit_bytes is not None
+        groups = {g: 0 for g in {s // placed.unit_bytes for s in starts}}
         for s in starts:
-            groups[s // placed["unit_bytes"]] += 1
-        assert placed["groups"] == sorted([g, c] for g, c in groups.items())
-        assert placed["unit"] == ("block_group" if recipe.startswith("ext4") else "ag")
+            groups[s // placed.unit_bytes] += 1
+        assert placed.groups == sorted([g, c] for g, c in groups.items())
+        assert placed.unit == ("block_group" if recipe.startswith("ext4") else "ag")
 
 
 @pytest.mark.privileged

@@ -398,3 +398,17 @@ def test_old_probe_runs_read_as_the_probes_records_and_render(run):
     if run == "probe_stopped":
         assert findings[-1].flag == "stopped" and findings[-1].fields["errno"] == 28
         assert "stopped early" in text
+
+
+def test_a_job_building_its_report_cannot_drop_a_key_it_does_not_declare():
+    from fsscope.layout.placement import Placement
+    from fsscope.workloads.bench_records import BenchRun
+
+    built = {"workers": 2, "ops_per_s": 10.0, "placement": {"available": False, "why": "tmpfs"}}
+    assert records.typed(built, BenchRun).placement == Placement(available=False, why="tmpfs")
+    assert records.typed(built | {"cgroup": None}, BenchRun).ops_per_s == 10.0  # a null says nothing
+    # convert reads outside data leniently; what a job built must fit its record to the key
+    lenient = records.convert(built | {"extra_finding": 1}, BenchRun)
+    assert "extra_finding" not in records.plain(lenient)
+    with pytest.raises(TypeError, match=r"declares no field for placement\.guess, extra_finding$"):
+        records.typed(built | {"extra_finding": 1, "placement": {"available": False, "guess": 3}}, BenchRun)

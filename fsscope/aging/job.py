@@ -46,7 +46,7 @@ from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
 from fsscope.layout.job import auto_test_file_bytes, measure_fragmentation, space_of
 from fsscope.layout.records import Measurement, Restore, TargetInfo
-from fsscope.records import Record, ReportRecord, SpecRecord, convert, force_setattr
+from fsscope.records import Record, ReportRecord, SpecRecord, convert, force_setattr, typed
 from fsscope.targets import image
 
 
@@ -334,7 +334,7 @@ def _report(result: AgingResult, notes: list[str], spec: Spec, elapsed_total_s: 
         # blocks were allocated, not written: count them apart, so no one reads "260× written"
         data |= {"allocated_bytes": data["written_bytes"], "written_bytes": 0,
                  "allocated_capacity_turnover": data["overwrites"], "overwrites": 0.0}
-    report = convert(data, Report)
+    report = typed(data, Report, "age report")
     return msgspec.structs.replace(report, notes=notes + outcome_notes(report, spec.confidence))
 
 

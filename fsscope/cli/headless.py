@@ -16,21 +16,10 @@ from fsscope.engine import events as ev
 from fsscope.engine import registry, runner
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
-from fsscope.records import Record, ReportRecord, SpecRecord, convert, plain
+from fsscope.records import SpecRecord, plain, report_part
 from fsscope.targets import TargetSpec
 
 console = Console(stderr=True, soft_wrap=True)  # a path in a line is never broken: it is copied and grepped
-
-
-class _Geometry(Record, frozen=True, kw_only=True):
-    unread: list[str] = []
-
-
-class _Said(ReportRecord, frozen=True, kw_only=True):
-    """What follows any job's report here: how busy the machine was, the file system measured
-    in place (``--dir``) and what of its geometry could not be read (never silent)."""
-
-    geometry: _Geometry | None = None
 
 
 class _Interrupts:
@@ -121,15 +110,15 @@ def run_job(job: str, spec: SpecRecord, target: TargetSpec, recipe: Recipe | Non
     if report is not None and render is not None:
         render(report, out_console())
     elif report is not None:
-        Console().print_json(data=plain(report))
-    said = convert(plain(report) or {}, _Said, f"{job} report")
+        Console().print_json(data=data)
     manifest = handle.run_dir.info()
-    render_machine(said.machine or manifest.machine, Console())
+    render_machine(report_part(report, "machine") or manifest.machine, Console())
     if json_path and report is not None:
         write_json(json_path, data)
-    if said.existing is not None:
-        console.print(f"measured on the file system holding it: {said.existing['summary']}")
-        for gap in said.geometry.unread if said.geometry is not None else []:  # said, never silent
+    existing = report_part(report, "existing")
+    if existing is not None:  # --dir: which file system was measured, and what of it was not read
+        console.print(f"measured on the file system holding it: {existing['summary']}")
+        for gap in report_part(report_part(report, "geometry"), "unread") or []:  # said, never silent
             console.print(f"  [yellow]not read:[/] {gap}")
     console.print(f"[dim]recorded in {handle.run_dir.path} ({status})[/]")
     if status == "interrupted":

@@ -21,7 +21,7 @@ from fsscope.errors import FsscopeError
 from fsscope.layout.freespace import free_space_of
 from fsscope.layout.probe_file import probe_file_layout
 from fsscope.layout.records import Measurement, Restore, TargetInfo
-from fsscope.records import SpecRecord, convert
+from fsscope.records import SpecRecord, convert, typed
 
 MIB = 2**20
 MAX_AUTO_TEST_FILE_BYTES = 256 * MIB
@@ -91,7 +91,7 @@ def measure_fragmentation(mounted, test_file_bytes: int | None, *, chunk_bytes: 
             out["test_file_error"] = f"could not create the {test_file_bytes}-byte test file: {exc.strerror}"
             out["test_file_bytes"] = test_file_bytes
     space["inodes_used"] = space_of(mounted.workdir)["inodes_used"]  # the test file is gone again
-    return convert(out, Measurement)
+    return typed(out, Measurement)
 
 
 def run(ctx, spec: Spec) -> Report:

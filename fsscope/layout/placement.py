@@ -19,9 +19,28 @@ import numpy as np
 
 from fsscope.errors import FsscopeError
 from fsscope.layout import fiemap
+from fsscope.records import Record
 from fsscope.tools import run
 
 GIB = 1 << 30
+
+
+class Placement(Record, frozen=True, kw_only=True, omit_defaults=True):
+    """Where a dataset's files start on the device (Fig. 4: block groups / AGs), or why that is
+    unknown. ``groups`` is [[group, files], ...]; an unknown placement writes only ``available``
+    and ``why``, as the first releases did (hence ``omit_defaults``)."""
+
+    available: bool
+    why: str | None = None
+    unit: str | None = None
+    unit_bytes: int | None = None
+    files: int | None = None
+    files_placed: int | None = None
+    first_byte_min: int | None = None
+    first_byte_median: float | None = None
+    first_byte_max: int | None = None
+    groups: list[list[int]] | None = None
+    device_bytes: int | None = None
 
 
 def group_bytes(fs: str, device: str | None, mountpoint: str) -> tuple[str, int]:
@@ -56,25 +75,23 @@ def first_bytes(paths: Sequence[str]) -> np.ndarray:
 
 
 def dataset_placement(paths: Sequence[str], fs: str, device: str | None, mountpoint: str,
-                      max_files: int = 4000) -> dict:
-    """Per-group file counts of the dataset and where its first blocks lie (JSON-ready)."""
+                      max_files: int = 4000) -> Placement:
+    """Per-group file counts of the dataset and where its first blocks lie."""
     if len(paths) > max_files:
         paths = [paths[int(i)] for i in np.linspace(0, len(paths) - 1, max_files)]
     try:
         unit, unit_bytes = group_bytes(fs, device, mountpoint)
         starts = first_bytes(paths)
     except FsscopeError as exc:  # no FIEMAP (tmpfs) or the tool failed: say why, measure on
-        return {"available": False, "why": str(exc)}
+        return Placement(available=False, why=str(exc))
     placed = starts[starts >= 0]
     if placed.size == 0:
-        return {"available": False, "why": "no file of the dataset has a placed extent"}
+        return Placement(available=False, why="no file of the dataset has a placed extent")
     groups, counts = np.unique(placed // unit_bytes, return_counts=True)
-    return {"available": True, "unit": unit, "unit_bytes": unit_bytes, "files": int(len(paths)),
-            "files_placed": int(placed.size),
-            "first_byte_min": int(placed.min()), "first_byte_median": float(np.median(placed)),
-            "first_byte_max": int(placed.max()),
-            "groups": np.column_stack([groups, counts]).tolist(),
-            "device_bytes": _size_of(device)}
+    return Placement(available=True, unit=unit, unit_bytes=unit_bytes, files=len(paths),
+                     files_placed=int(placed.size), first_byte_min=int(placed.min()),
+                     first_byte_median=float(np.median(placed)), first_byte_max=int(placed.max()),
+                     groups=np.column_stack([groups, counts]).tolist(), device_bytes=_size_of(device))
 
 
 def _size_of(device: str | None) -> int | None:

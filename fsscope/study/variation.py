@@ -39,7 +39,7 @@ from fsscope.analysis.variation.metrics import ks_range, relative_range, relativ
 from fsscope.analysis.variation.stats import pearson
 from fsscope.engine.events import DataRecord
 from fsscope.errors import FsscopeError
-from fsscope.layout.placement import dataset_placement
+from fsscope.layout.placement import Placement, dataset_placement
 from fsscope.recipes import Recipe
 from fsscope.records import Record, ReportRecord, SpecRecord, convert, plain
 from fsscope.study import diskstate
@@ -146,22 +146,6 @@ class Settings(Record, frozen=True, kw_only=True, omit_defaults=True):
 
 def settings_of(plan: Plan) -> Settings:
     return convert(plan.space.settings, Settings, "variation settings")
-
-
-class Placement(Record, frozen=True, kw_only=True, omit_defaults=True):
-    """Where a run's dataset landed (Fig. 4: block groups / AGs), or why that is unknown."""
-
-    available: bool
-    why: str | None = None
-    unit: str | None = None
-    unit_bytes: int | None = None
-    files: int | None = None
-    files_placed: int | None = None
-    first_byte_min: int | None = None
-    first_byte_median: float | None = None
-    first_byte_max: int | None = None
-    groups: list[list[int]] | None = None
-    device_bytes: int | None = None
 
 
 class Run(Record, frozen=True, kw_only=True):
@@ -379,7 +363,7 @@ def run_once(recipe: Recipe, knobs: dict[str, Level], pspec: P.PersonalitySpec, 
                op_names=list(result.op_names),
                latency_hist=[np.column_stack([np.nonzero(h)[0], h[np.nonzero(h)[0]]]).tolist() for h in hist],
                populate_s=round(populated.elapsed_s, 3), image=str(img), cgroup=result.cgroup,
-               placement=convert(placement, Placement), timing_s={k: round(v, 4) for k, v in timing.items()})
+               placement=placement, timing_s={k: round(v, 4) for k, v in timing.items()})
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,8 @@ from fsscope.analysis.variation.stats import pearson
 from fsscope.engine.events import Error
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
-from fsscope.layout.placement import dataset_placement
-from fsscope.records import convert, plain
+from fsscope.layout.placement import Placement, dataset_placement
+from fsscope.records import convert, plain, typed
 from fsscope.telemetry.columns import TELEMETRY_COLUMNS, telemetry_matrix
 from fsscope.telemetry.sampler import dirty_writeback_intervals
 from fsscope.telemetry.taskstats import delayacct_note
@@ -175,7 +175,7 @@ def _one_run(ctx, spec: Spec, r: int, trace: BenchTrace, dirty: dict, done: _Run
                    "worker_loop": summary["worker_loop"], "cgroup": summary["cgroup"], "notes": summary["notes"],
                    "telemetry": telemetry, "generator": verdict, "placement": placed})
     if result.cancelled or result.stopped_by:
-        done.partial = convert({"run": r, "elapsed_s": result.elapsed_s, "ops_per_s": plain(result.ops_per_s),
+        done.partial = typed({"run": r, "elapsed_s": result.elapsed_s, "ops_per_s": plain(result.ops_per_s),
                                 **extra}, PartialRun)
         why = "was cancelled" if result.cancelled else f"stopped ({result.stopped_by})"
         done.notes.append(f"run {r + 1} {why} after {result.elapsed_s:.1f} s: its arrays are saved "
@@ -200,7 +200,7 @@ def _report(ctx, spec: Spec, done: _Runs, dirty: dict, duration: Duration, trace
         spec.personality, done.results, window_sizes_s=spec.window_sizes_s, threshold=spec.threshold,
         dirty_expire_centisecs=dirty.get("dirty_expire_centisecs"),
         dirty_writeback_centisecs=dirty.get("dirty_writeback_centisecs"))
-    runs = [convert(plain(entry) | extra, BenchRun) for entry, extra in zip(varied.runs, done.extras)]
+    runs = [typed(plain(entry) | extra, BenchRun) for entry, extra in zip(varied.runs, done.extras)]
     runs = _add_kernel_windows(runs, done.results, done.kernel, spec.threshold, ctx)
     for flag in done.flags:
         ctx.finding(flag["kind"], flag["title"], flag["note"], run=flag["run"])
@@ -241,7 +241,7 @@ def _notes(ctx, spec: Spec, done: _Runs) -> list[str]:
     return notes
 
 
-def _dataset_placement(fs, root: Path, pspec: P.PersonalitySpec) -> dict[str, Any] | None:
+def _dataset_placement(fs, root: Path, pspec: P.PersonalitySpec) -> Placement | None:
     """Where the populated dataset's files start (block groups / AGs), as the run begins."""
     if not fs.device:                      # a directory or tmpfs: no device to place it on
         return None
@@ -259,7 +259,7 @@ def placement_vs_throughput(runs: list[BenchRun]) -> PlacementVsThroughput | Non
     x = [float(p.first_byte_median or 0.0) for p, _ in placed]
     y = [ops for _, ops in placed]
     r = pearson(x, [math.nan if v is None else v for v in y])
-    groups = {tuple(g for g, _ in p.groups) for p, _ in placed}
+    groups = {tuple(g for g, _ in p.groups or ()) for p, _ in placed}
     return PlacementVsThroughput(runs=len(placed), first_byte_median=x, ops_per_s=y,
                                  pcc=None if math.isnan(r) else r, same_groups_every_run=len(groups) == 1)
 

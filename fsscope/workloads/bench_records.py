@@ -8,6 +8,7 @@ from typing import Any
 
 from fsscope.analysis.variation.report import OpLatency, RunVariation, Variation
 from fsscope.engine.events import DataRecord
+from fsscope.layout.placement import Placement
 from fsscope.records import Record, ReportRecord
 from fsscope.workloads import personalities as P
 from fsscope.workloads.bench_spec import Spec
@@ -119,22 +120,6 @@ class Generator(Record, frozen=True, kw_only=True):
     user_us_per_op: float | None = None
     device_busy: float | None = None
     criterion: str = ""
-
-
-class Placement(Record, frozen=True, kw_only=True):
-    """Where the run's dataset starts on the device (:func:`fsscope.layout.placement.dataset_placement`)."""
-
-    available: bool = False
-    why: str | None = None
-    unit: str | None = None
-    unit_bytes: int | None = None
-    files: int | None = None
-    files_placed: int | None = None
-    first_byte_min: int | None = None
-    first_byte_median: float | None = None
-    first_byte_max: int | None = None
-    groups: list[list[int]] = []
-    device_bytes: int | None = None
 
 
 class Dip(Record, frozen=True, kw_only=True):

@@ -42,7 +42,7 @@ from fsscope.analysis.variation.metrics import relative_range, rsd
 from fsscope.analysis.variation.stats import ladder_verdict
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
-from fsscope.records import Record, ReportRecord, SpecRecord, convert, plain
+from fsscope.records import Record, ReportRecord, SpecRecord, plain, typed
 from fsscope.targets import filesystem, image
 from fsscope.targets.journal import Journal, undo_group
 from fsscope.workloads import personalities as P
@@ -300,7 +300,7 @@ def run(ctx, spec: Spec) -> Report:
                                         "runs_to_decide": change.runs_to_decide}
     # paper_direction: True / False only when the test decides it (None: undecided);
     # paper_comparison: agree | disagree | inconclusive, why, and the runs that would decide it
-    return convert(plain({"ladder": list(by_step.values()), "paper_direction": verdict.paper_direction,
+    return typed(plain({"ladder": list(by_step.values()), "paper_direction": verdict.paper_direction,
                   "paper_comparison": verdict.paper, "verdict": verdict.text,
                   "personality": spec.personality,
                   "recipe": recipe.name, "fs": recipe.fs,

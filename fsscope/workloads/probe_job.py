@@ -29,7 +29,7 @@ from fsscope.explain.geometry import read_geometry
 from fsscope.explain.match import explain
 from fsscope.explain.names import plain as plain_words
 from fsscope.explain.rules import predict
-from fsscope.records import convert, plain
+from fsscope.records import convert, plain, typed
 from fsscope.trace.jobs import ProbeTrace
 from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu, sync_once
 from fsscope.workloads.probe_loops import native_call
@@ -162,7 +162,7 @@ def run(ctx, spec: ProbeSpec) -> Report:
     _kernel_on_decisions(report)
     if trace.results:
         _kernel_report(ctx, spec, trace, report, latency_ns, done_rows, used)
-    return convert(report, Report)  # built as the analysis and the tracer give it, typed once
+    return typed(report, Report, "probe report")  # built as the analysis and the tracer give it, typed once
 
 
 def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explained, emitted: dict,

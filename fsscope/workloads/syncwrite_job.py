@@ -28,7 +28,7 @@ import numpy as np
 
 from fsscope.analysis import efficiency
 from fsscope.errors import FsscopeError
-from fsscope.records import convert, plain
+from fsscope.records import convert, plain, typed
 from fsscope.store import RunDir
 from fsscope.trace.attribute import per_call_io
 from fsscope.trace.jobs import JobTrace
@@ -137,7 +137,7 @@ def run(ctx: Any, spec: Spec) -> Report:
         "flags": flags,
         "notes": notes,
     })
-    return convert(plain(report), Report, "syncwrite report")
+    return typed(plain(report), Report, "syncwrite report")
 
 
 def file_setup(preallocate: bool) -> dict[str, Any]:
@@ -210,4 +210,4 @@ def partial_report(run_dir: RunDir) -> Report | None:
                    "file_setup": setup,
                    "notes": [f"the job did not finish: {report['writes_measured']} writes measured before it "
                              "stopped, rebuilt from its arrays", setup["note"]]})
-    return convert(plain(report), Report, "syncwrite report")
+    return typed(plain(report), Report, "syncwrite report")

@@ -9,14 +9,11 @@ from __future__ import annotations
 import math
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.widgets import Static
 
 from fsscope.format import format_bytes, spark
 from fsscope.tui.explore_model import ExploreModel
-from fsscope.tui.widgets.live_view import ModelView
+from fsscope.tui.widgets.live_view import TextModelView
 from fsscope.tui.widgets.syncwrite_view import bar
 
 SHADES = " ░▒▓█"
@@ -34,13 +31,12 @@ def level_text(level) -> str:
     return str(level)
 
 
-class ExploreView(ModelView):
+class ExploreView(TextModelView):
     VIEW_ID = "explore-view"
     MODEL = ExploreModel
 
-    DEFAULT_CSS = """
-    ExploreView #explore-body { height: 1fr; border: round $panel; padding: 0 1; }
-    """
+    PART = "explore"
+    TITLE = "Layout exploration: d-span per treatment"
 
     BINDINGS = [Binding("p", "next_pair", "Factor pair")]
 
@@ -50,16 +46,6 @@ class ExploreView(ModelView):
         if view is not None and model is not None:
             model.next_pair()
             self.update_view(view)
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="explore-body"):
-            yield Static("", id="explore-text")
-
-    def on_mount(self) -> None:
-        self.query_one("#explore-body").border_title = "Layout exploration: d-span per treatment"
-
-    def draw(self, model: ExploreModel) -> None:
-        self.query_one("#explore-text", Static).update(self.render_model(model))
 
     @staticmethod
     def render_model(model: ExploreModel) -> Text:

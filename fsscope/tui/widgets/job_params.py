@@ -23,6 +23,7 @@ from textual.widgets import Input, Label, Select, Static
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
 from fsscope.records import SpecRecord
+from fsscope.tui.widgets.form import rows_css
 from fsscope.tui.widgets.tick import Tick
 from fsscope.units import list_items, parse_size_bytes
 
@@ -57,12 +58,8 @@ def _field_kind(annotation: Any) -> tuple[str, tuple]:
 class JobParams(Vertical):
     """Fields for one job's Spec; ``spec_dict()`` reads them back (FsscopeError if wrong)."""
 
-    DEFAULT_CSS = """
+    DEFAULT_CSS = rows_css("JobParams", 13) + """
     JobParams { height: auto; }
-    JobParams .param-row { height: auto; }
-    JobParams .param-row Label { width: 13; padding: 0; }
-    JobParams .param-row Input, JobParams .param-row Select { width: 1fr; }
-    JobParams Checkbox { border: none; padding: 0; height: 1; }
     JobParams .param-hint { color: $foreground 60%; padding: 0 0 0 13; }
     JobParams .job-summary { color: $foreground 70%; }
     """
@@ -151,7 +148,7 @@ class JobParams(Vertical):
             if kind == "bool":
                 yield Tick(label, value=bool(value), id=self._param_id(name), compact=True)
             else:
-                with Horizontal(classes="param-row"):
+                with Horizontal(classes="field-row"):
                     yield Label(label)
                     if kind == "choice":
                         yield Select([(str(c), c) for c in choices], value=value, allow_blank=False,

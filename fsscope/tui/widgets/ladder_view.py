@@ -5,35 +5,21 @@ run by run; the alloc step says whether its runs really started from one image."
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.widgets import Static
 
 from fsscope.format import format_pct
 from fsscope.tui.ladder_model import WHAT, LadderModel
-from fsscope.tui.widgets.live_view import ModelView
+from fsscope.tui.widgets.live_view import TextModelView
 from fsscope.tui.widgets.syncwrite_view import bar
 from fsscope.tui.widgets.throughput_chart import compact_number
 from fsscope.tui.widgets.variation_view import BAR_W, range_cells
 
 
-class LadderView(ModelView):
+class LadderView(TextModelView):
     VIEW_ID = "ladder-view"
     MODEL = LadderModel
 
-    DEFAULT_CSS = """
-    LadderView #ladder-body { height: 1fr; border: round $panel; padding: 0 1; }
-    """
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="ladder-body"):
-            yield Static("", id="ladder-text")
-
-    def on_mount(self) -> None:
-        self.query_one("#ladder-body").border_title = "Hygiene ladder: run-to-run variation per step"
-
-    def draw(self, model: LadderModel) -> None:
-        self.query_one("#ladder-text", Static).update(self.render_model(model))
+    PART = "ladder"
+    TITLE = "Hygiene ladder: run-to-run variation per step"
 
     @staticmethod
     def render_model(model: LadderModel) -> Text:

@@ -12,9 +12,12 @@ and shows the one for the job on screen. It calls, always on the app thread:
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from textual.containers import Vertical
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
 
 from fsscope.tui.model import Flag, JobView
 
@@ -91,3 +94,29 @@ class ModelView(LiveView):
 
     def draw_empty(self) -> None:
         """The job on screen has no model of this view's kind: by default, keep what is drawn."""
+
+
+class TextModelView(ModelView):
+    """A model view that is one scrolling text (``render_model(model)``) in a panel titled
+    ``TITLE``; its parts are ``#PART-body`` and ``#PART-text``."""
+
+    PART: ClassVar[str] = "text"
+    TITLE: ClassVar[str] = ""
+
+    DEFAULT_CSS = """
+    TextModelView > VerticalScroll { height: 1fr; border: round $panel; padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id=f"{self.PART}-body"):
+            yield Static("", id=f"{self.PART}-text")
+
+    def on_mount(self) -> None:
+        self.query_one(f"#{self.PART}-body").border_title = self.TITLE
+
+    def draw(self, model: Any) -> None:
+        self.query_one(f"#{self.PART}-text", Static).update(self.render_model(model))
+
+    @staticmethod
+    def render_model(model: Any) -> Text:
+        raise NotImplementedError

@@ -15,6 +15,7 @@ from fsscope import recipes
 from fsscope.errors import FsscopeError
 from fsscope.recipes import ATIME_MODES, Recipe
 from fsscope.targets import filesystem
+from fsscope.tui.widgets.form import rows_css
 from fsscope.tui.widgets.tick import Tick
 
 TOGGLES = (
@@ -27,12 +28,8 @@ EXT4_ONLY = ("no_lazy_init", "null_hash_seed")
 
 
 class RecipePicker(Vertical):
-    DEFAULT_CSS = """
+    DEFAULT_CSS = rows_css("RecipePicker", 10) + """
     RecipePicker { height: auto; }
-    RecipePicker .field-row { height: auto; }
-    RecipePicker .field-row Label { width: 10; padding: 0; }
-    RecipePicker .field-row Input, RecipePicker .field-row Select { width: 1fr; }
-    RecipePicker Checkbox { border: none; padding: 0; height: 1; }
     RecipePicker #recipe-description { color: $foreground 70%; padding: 0 1; }
     RecipePicker #recipe-preview { padding: 0 1; background: $panel; }
     """

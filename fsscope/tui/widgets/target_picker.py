@@ -22,6 +22,7 @@ from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec, devices
 from fsscope.targets.existing import existing_fs
 from fsscope.targets.target import RAM_DIR
 from fsscope.tui.config import default_image_path, scratch_dir
+from fsscope.tui.widgets.form import rows_css
 from fsscope.units import parse_size_bytes
 
 NOTES = {
@@ -67,13 +68,10 @@ class DevicesFound(Message):
 class TargetPicker(Vertical):
     """The choice is the highlighted option; path and size below apply to it."""
 
-    DEFAULT_CSS = """
+    DEFAULT_CSS = rows_css("TargetPicker", 6) + """
     TargetPicker { height: auto; }
     TargetPicker OptionList { height: auto; max-height: 14; padding: 0; }
     TargetPicker OptionList, TargetPicker OptionList:focus { border: none; }
-    TargetPicker .field-row { height: auto; }
-    TargetPicker .field-row Label { width: 6; padding: 0; }
-    TargetPicker .field-row Input { width: 1fr; }
     TargetPicker #target-size { width: 12; }
     TargetPicker #target-note { color: $foreground 70%; padding: 0 1; }
     """
