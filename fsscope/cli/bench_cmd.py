@@ -9,8 +9,8 @@ import argparse
 from fsscope.analysis.compare import RecipeComparison, compare_recipe_reports
 from fsscope.cli.check_pointer import point_at_check
 from fsscope.cli.common import (
-    PERSONALITIES,
     add_job_args,
+    add_personality_arg,
     dash_value,
     out_console,
     parse_size,
@@ -168,8 +168,7 @@ def _compare(reports: dict[str, dict], status: int) -> RecipeComparison | None:
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="throughput personalities (fileserver/webserver/varmail), run-to-run variation",
                        description=BENCH_DESCRIPTION, epilog=BENCH_EPILOG)
-    p.add_argument("--personality", choices=PERSONALITIES, default="fileserver",
-                   help="the workload (default fileserver)")
+    add_personality_arg(p, "the workload")
     p.add_argument("--runs", type=positive_int, default=3, metavar="R",
                    help="runs, each on a freshly formatted file system (default 3; the paper used 10+)")
     p.add_argument("--duration", type=_duration, default=30.0, metavar="S|auto",

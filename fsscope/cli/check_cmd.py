@@ -10,8 +10,8 @@ import psutil
 from rich.console import Console
 
 from fsscope.cli.common import (
-    PERSONALITIES,
     add_job_args,
+    add_personality_arg,
     parse_size,
     positive_float,
     positive_int,
@@ -127,8 +127,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="pre-benchmark sanity check: what distorts results here, and runs needed",
                        description=DESCRIPTION, epilog=EPILOG)
-    p.add_argument("--personality", choices=PERSONALITIES, default="fileserver",
-                   help="workload of the calibration runs (default fileserver)")
+    add_personality_arg(p, "workload of the calibration runs")
     p.add_argument("--precision", type=_percent, default=0.05, metavar="E",
                    help="wanted half-width of the 95%% confidence interval, in %% of the mean (default 5)")
     p.add_argument("--confidence", type=_confidence, default=0.95, metavar="C",

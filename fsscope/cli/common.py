@@ -14,7 +14,7 @@ from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.recipes import Recipe
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
 from fsscope.units import parse_size_bytes
-from fsscope.workloads import PERSONALITIES  # noqa: F401 - --personality of bench and check (a light module)
+from fsscope.workloads import PERSONALITIES  # a light module
 
 PIPE_WIDTH = 160
 """Columns of a report written into a pipe or a file: rich's default 80 cut numbers to "…"
@@ -34,6 +34,12 @@ def parse_size(text: str) -> int:
         return parse_size_bytes(text)
     except FsscopeError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a size (examples: 512M, 2G, 1GiB)") from None
+
+
+def add_personality_arg(parser: argparse.ArgumentParser, what: str) -> None:
+    """--personality of bench and check: a Filebench personality, fileserver unless named."""
+    parser.add_argument("--personality", choices=PERSONALITIES, default="fileserver",
+                        help=f"{what} (default fileserver)")
 
 
 def dash_value(action: argparse.Action) -> argparse.Action:
