@@ -19,7 +19,7 @@ from fsscope.cli.common import (
     parse_size,
     positive_float,
     positive_int,
-    recipe_from_args,
+    recipe_for,
     target_from_args,
 )
 from fsscope.cli.headless import run_job
@@ -114,7 +114,7 @@ def cmd_age(args) -> int:
     from fsscope.aging.job import Spec
 
     target = target_from_args(args, default_kind="ram")
-    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    recipe = recipe_for(args, target)
     if args.resume:
         if target.kind in ("ram", "dir") and not target.snapshot:
             raise FsscopeError(f"--resume needs the kept aged image (--image PATH or --device DEV): a {target.kind} "
@@ -164,7 +164,7 @@ def cmd_frag(args) -> int:
     from fsscope.layout.job import Spec
 
     target = target_from_args(args, default_kind="ram")
-    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    recipe = recipe_for(args, target)
     spec = build(Spec, test_file_bytes=args.test_file)
     return run_job("frag", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_frag)
 

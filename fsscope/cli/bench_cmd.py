@@ -16,7 +16,7 @@ from fsscope.cli.common import (
     parse_size,
     positive_float,
     positive_int,
-    recipe_from_args,
+    recipe_for,
     recipe_list,
     recipes_from_args,
     target_from_args,
@@ -126,7 +126,7 @@ def cmd_bench(args) -> int:
     bench_job.personality_spec(spec, target.size_bytes)
 
     if not args.recipes:
-        recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+        recipe = recipe_for(args, target)
         point_at_check()
         return run_job("bench", spec, target, recipe, json_path=args.json, verbose=args.verbose,
                        render=render_bench)

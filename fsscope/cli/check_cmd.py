@@ -15,7 +15,7 @@ from fsscope.cli.common import (
     parse_size,
     positive_float,
     positive_int,
-    recipe_from_args,
+    recipe_for,
     target_from_args,
 )
 from fsscope.cli.headless import run_job
@@ -107,7 +107,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if target.kind == "dir" and not os.access(target.path, os.W_OK | os.X_OK):
         raise FsscopeError(f"--dir {target.path}: not writable by this user (the check works in a scratch "
                            "subdirectory there; pass a writable directory on the same file system)")
-    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    recipe = recipe_for(args, target)
     short = shortfall(spec, target.kind != "dir")
     if short:  # said before anything starts; the job then stops at the budget with what it has
         Console(stderr=True, soft_wrap=True).print(f"check: {short}; it stops at the budget with what it has",

@@ -155,6 +155,12 @@ def recipe_from_args(args, *, default: str | None = None) -> Recipe | None:
     return None if name is None else _recipe(name, args)
 
 
+def recipe_for(args, target: TargetSpec) -> Recipe | None:
+    """The recipe a job on ``target`` uses: the one named, else ext4-default where fsscope
+    formats the target, else none (a --dir is measured as it is)."""
+    return recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+
+
 def _recipe(name: str, args) -> Recipe:
     """The recipe ``name`` with the options' extra mkfs/mount options and hygiene changes."""
     recipe = recipes.load(name).with_extra(args.mkfs_opts, args.mount_opts)

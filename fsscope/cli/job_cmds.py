@@ -6,7 +6,7 @@ import json
 
 import msgspec
 
-from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
+from fsscope.cli.common import add_job_args, recipe_for, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
@@ -33,7 +33,7 @@ def cmd_run(args) -> int:
         params[key] = _value(value)
     spec = registry.spec_from_data(args.job, params)
     target = target_from_args(args, default_kind="ram")
-    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    recipe = recipe_for(args, target)
     return run_job(args.job, spec, target, recipe, json_path=args.json, verbose=args.verbose)
 
 

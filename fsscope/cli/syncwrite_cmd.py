@@ -16,7 +16,7 @@ from fsscope.cli.common import (
     parse_size,
     positive_float,
     positive_int,
-    recipe_from_args,
+    recipe_for,
     recipe_list,
     recipes_from_args,
     target_from_args,
@@ -207,7 +207,7 @@ def cmd_syncwrite(args: argparse.Namespace) -> int:
     if args.recipes:
         chosen: list[tuple[str, Recipe | None]] = [*recipes_from_args(args, target)]
     else:
-        recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+        recipe = recipe_for(args, target)
         chosen = [(recipe.name if recipe is not None else "dir", recipe)]
     for _, recipe in chosen:
         _check_mode(args, target, recipe)
