@@ -144,21 +144,29 @@ def typed(data: Any, type_: type[R], what: str | None = None) -> R:
     which for a job's own report would lose a finding without a word. A key it would drop is a
     bug in fsscope: TypeError naming it (the suite runs every job)."""
     record = convert(data, type_, what)
-    dropped = _dropped(plain(data), plain(record))
+    dropped = _dropped(plain(data), record)
     if dropped:
         raise TypeError(f"{what or type_.__name__} declares no field for {', '.join(dropped)}")
     return record
 
 
 def _dropped(built: Any, kept: Any, where: str = "") -> list[str]:
-    """Keys (dotted paths) of ``built`` with a value that ``kept`` does not carry."""
-    if isinstance(built, dict) and isinstance(kept, dict):
-        return [path for key, value in built.items() if value is not None
-                for path in ([where + str(key)] if key not in kept
-                             else _dropped(value, kept[key], f"{where}{key}."))]
-    if isinstance(built, list) and isinstance(kept, list) and len(built) == len(kept):
+    """Keys (dotted paths) of ``built`` (plain data) with a value that the record ``kept`` made
+    of it has no field for (a field left out of the encoding as a default is declared)."""
+    if isinstance(built, dict) and isinstance(kept, msgspec.Struct):
+        fields = {f.encode_name: getattr(kept, f.name) for f in msgspec.structs.fields(kept)}
+        config = kept.__struct_config__
+        if config.tag_field is not None:  # a tagged record's kind is written, not a field
+            fields[config.tag_field] = config.tag
+    elif isinstance(built, dict) and isinstance(kept, dict):
+        fields = {str(k): v for k, v in kept.items()}
+    elif isinstance(built, list) and isinstance(kept, (list, tuple)) and len(built) == len(kept):
         return [path for i, (b, k) in enumerate(zip(built, kept)) for path in _dropped(b, k, f"{where}{i}.")]
-    return []
+    else:
+        return []
+    return [path for key, value in built.items() if value is not None
+            for path in ([where + str(key)] if key not in fields
+                         else _dropped(value, fields[key], f"{where}{key}."))]
 
 
 def _spec_data(data: dict, type_: type[SpecRecord]) -> dict:

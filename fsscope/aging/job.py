@@ -286,7 +286,7 @@ def run(ctx, spec: Spec) -> Report:
         recipe=ctx.recipe.name if ctx.recipe is not None else None,
         fs=ctx.recipe.fs if ctx.recipe is not None else None, target=TargetInfo.of(target.spec),
         image=str(target.image_path) if target.image_path else None,
-        restores=convert(target.restores, list[Restore]), snapshot=_snapshot(ctx, spec, target),
+        restores=typed(target.restores, list[Restore]), snapshot=_snapshot(ctx, spec, target),
         run_id=ctx.run_dir.id)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from fsscope.errors import FsscopeError, ToolError
 from fsscope.layout.freespace import syncfs
+from fsscope.targets import filesystem, identity
 from fsscope.tools import run
 
 #: XFS allocates inodes in chunks of this many (XFS_INODES_PER_CHUNK, fixed by the format).
@@ -195,7 +196,7 @@ def _read_existing(fs: str, device: str | None, mountpoint: str, probe_dir: Any,
     """A file system in use: its own tools first, then what the kernel shows without the
     device (statfs, sysfs); every gap is named in ``unread``."""
     unread: list[str] = []
-    options = tuple(_mount_options(mountpoint))
+    options = tuple(filesystem.mount_options(mountpoint))
     if fs in ("xfs", "ext4", "ext3", "ext2", "btrfs"):
         if sync:
             syncfs(mountpoint)
@@ -271,23 +272,11 @@ def _btrfs_from_sysfs(device: str | None) -> dict[str, Any]:
 
 def device_of(mountpoint: str) -> str | None:
     """Source device of the mount at ``mountpoint`` (the last mount there), or None."""
-    target = os.path.realpath(mountpoint)
-    found: str | None = None
     try:
-        with open("/proc/self/mountinfo", encoding="utf-8") as mountinfo:
-            for line in mountinfo:
-                left, _, right = line.partition(" - ")
-                parts = left.split()
-                if len(parts) > 4 and _unescape(parts[4]) == target:
-                    source = right.split()[1] if len(right.split()) > 1 else ""
-                    found = source if source.startswith("/dev/") else None
+        mount = identity.top_mount(mountpoint)
     except OSError:
         return None
-    return found
-
-
-def _unescape(path: str) -> str:
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
+    return mount.source if mount is not None and mount.source.startswith("/dev/") else None
 
 
 def _read_generic(fs: str, device: str | None, mountpoint: str) -> Geometry:
@@ -596,7 +585,7 @@ def _read_btrfs(device: str, mountpoint: str, probe_dir: Any) -> Geometry:
                 raw["fs_tree_leaf_items"] = int(head.group(3))
     # max_inline mount option (default 2048), as the kernel shows it in /proc/mounts
     max_inline = 2048
-    for option in _mount_options(mountpoint):
+    for option in filesystem.mount_options(mountpoint):
         if option.startswith("max_inline="):
             max_inline = _int(option.split("=", 1)[1]) or 0
     return Geometry(
@@ -604,19 +593,6 @@ def _read_btrfs(device: str, mountpoint: str, probe_dir: Any) -> Geometry:
         node_size_bytes=node_size, features=features, raw=raw, btrfs_sector_size_bytes=sector,
         btrfs_fs_tree_level=level, btrfs_fs_tree_leaf_free_bytes=leaf_free,
         btrfs_max_inline_bytes=max_inline, btrfs_tree_includes_dir=probe_dir is not None)
-
-
-def _mount_options(mountpoint: str) -> list[str]:
-    target = os.path.realpath(mountpoint)
-    options: list[str] = []
-    try:
-        for line in Path("/proc/self/mounts").read_text(encoding="utf-8").splitlines():
-            parts = line.split()
-            if len(parts) >= 4 and _unescape(parts[1]) == target:
-                options = parts[3].split(",")
-    except OSError:
-        pass
-    return options
 
 
 __all__ = ["Geometry", "read_geometry", "device_of", "xfs_geometry_from_info",

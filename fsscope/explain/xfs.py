@@ -169,15 +169,20 @@ def _xfs_sf_to_block(g: Geometry, lim: XfsDirLimits, source: str, cond: str,
 
 def _xfs_dir_blocks(g: Geometry, lim: XfsDirLimits, cond: str, files: int) -> list[Prediction]:
     blk = g.dir_block_size_bytes
+
+    def conversion(structure: str, index: int, step: str, note: str) -> Prediction:
+        """A one-off format change at file ``index``, by the limits' arithmetic of ``step``."""
+        return Prediction(structure=structure, kind="outlier", index=index,
+                          arithmetic=lim.arithmetic[step], condition=cond, note=note)
+
     out: list[Prediction] = []
     if lim.block_capacity > lim.sf_capacity:
-        out.append(Prediction(
-            structure="xfs-dir-block-to-leaf", kind="outlier", index=lim.block_capacity,
-            arithmetic=lim.arithmetic["block"], condition=cond,
-            note=(f"The single directory block held data entries and the hash leaf together; "
-                  f"at file {lim.block_capacity} it is full, so XFS moves the leaf into its "
-                  f"own block (leaf format): a block allocation and a rewrite of the hash "
-                  f"index in one call. Later lookups read two blocks instead of one.")))
+        out.append(conversion(
+            "xfs-dir-block-to-leaf", lim.block_capacity, "block",
+            f"The single directory block held data entries and the hash leaf together; "
+            f"at file {lim.block_capacity} it is full, so XFS moves the leaf into its "
+            f"own block (leaf format): a block allocation and a rewrite of the hash "
+            f"index in one call. Later lookups read two blocks instead of one."))
     out.append(Prediction(
         structure="xfs-dir-new-data-block", kind="series", index=lim.first_block_files,
         stride=lim.block_files,
@@ -187,14 +192,13 @@ def _xfs_dir_blocks(g: Geometry, lim: XfsDirLimits, cond: str, files: int) -> li
               f"{blk}-byte data block is allocated at file {lim.first_block_files} and then "
               f"every {lim.block_files} files (one extent added, free-space index "
               f"updated). Usually a small cost next to inode-chunk allocation.")))
-    out.append(Prediction(
-        structure="xfs-dir-leaf-to-node", kind="outlier", index=lim.node_index,
-        arithmetic=lim.arithmetic["node"], condition=cond,
-        note=(f"The leaf block indexes every name by hash; at file {lim.node_index} it is "
-              f"full, so XFS converts the directory to node format (a free-index block "
-              f"plus a B+tree of leaves): several blocks allocated and rewritten in one "
-              f"call. Later leaf splits depend on the names' hashes and are not "
-              f"predicted here.")))
+    out.append(conversion(
+        "xfs-dir-leaf-to-node", lim.node_index, "node",
+        f"The leaf block indexes every name by hash; at file {lim.node_index} it is "
+        f"full, so XFS converts the directory to node format (a free-index block "
+        f"plus a B+tree of leaves): several blocks allocated and rewritten in one "
+        f"call. Later leaf splits depend on the names' hashes and are not "
+        f"predicted here."))
     return out
 
 

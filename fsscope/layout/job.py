@@ -21,7 +21,7 @@ from fsscope.errors import FsscopeError
 from fsscope.layout.freespace import free_space_of
 from fsscope.layout.probe_file import probe_file_layout
 from fsscope.layout.records import Measurement, Restore, TargetInfo
-from fsscope.records import SpecRecord, convert, typed
+from fsscope.records import SpecRecord, typed
 
 MIB = 2**20
 MAX_AUTO_TEST_FILE_BYTES = 256 * MIB
@@ -103,5 +103,5 @@ def run(ctx, spec: Spec) -> Report:
     # a --dir target: the histogram is of the whole file system holding it, as found (used)
     return Report(fs=fs.fs, recipe=ctx.recipe.name if ctx.recipe is not None else None,
                   target=TargetInfo.of(target.spec), snapshot=target.spec.snapshot or None,
-                  restores=convert(target.restores, list[Restore]),
+                  restores=typed(target.restores, list[Restore]),
                   spec=spec, **msgspec.structs.asdict(measurement))

@@ -30,7 +30,6 @@ from fsscope.engine import runner
 from fsscope.engine.registry import spec_from_data
 from fsscope.errors import FsscopeError
 from fsscope.paths import disk_dir
-from fsscope.records import SpecRecord
 from fsscope.targets import TargetSpec
 
 VERDICTS = ("agree", "disagree", "inconclusive")
@@ -141,18 +140,19 @@ def private_image(name: str):
         shutil.rmtree(image_dir, ignore_errors=True)
 
 
-def run_engine_job(job: str, spec: SpecRecord, target: TargetSpec, recipe, *, label: str,
+def run_engine_job(run: Any, job: str, spec: dict[str, Any], target: TargetSpec, recipe, *,
                    progress: Callable[[str], None] = lambda line: None):
-    """Run one job headless through the engine (as ``fsscope run`` does) and return its run
-    directory once it ended ok; a job that did not is an error naming its record."""
-    handle = runner.start(job, spec, target, recipe)
-    progress(f"{label} ({handle.run_dir.path})")
+    """Run scenario run ``run``'s job headless through the engine (as ``fsscope run`` does),
+    ``spec`` as its data, and return its run directory once it ended ok; a job that did not is
+    an error naming its record."""
+    handle = runner.start(job, spec_from_data(job, spec), target, recipe)
+    progress(f"{run.key}: {run.describe()} ({handle.run_dir.path})")
     for event in handle.records():
         if isinstance(event, ev.Phase):
-            progress(f"{label.split(':')[0]}: {event.name}")
+            progress(f"{run.key}: {event.name}")
     status = handle.run_dir.status()
     if status != "ok":
-        raise FsscopeError(f"{job} for {label.split(':')[0]} ended {status}: "
+        raise FsscopeError(f"{job} for {run.key} ended {status}: "
                            f"{handle.run_dir.info().error or 'see ' + str(handle.run_dir.path)}")
     return handle.run_dir
 
@@ -171,8 +171,7 @@ def run_probe(probe: ProbeRun, *, progress: Callable[[str], None] = lambda line:
             target = TargetSpec("image", str(image), probe.size_bytes)
         else:
             target = TargetSpec("ram", size_bytes=probe.size_bytes)
-        run_dir = run_engine_job("probe", spec_from_data("probe", spec), target, recipe, label=f"{probe.key}: {probe.describe()}",
-                                 progress=progress)
+        run_dir = run_engine_job(probe, "probe", spec, target, recipe, progress=progress)
     latency = np.load(run_dir.path / "latency_ns.npy")
     return ProbeResult(probe, run_dir.report(), latency, str(run_dir.path))
 

@@ -20,7 +20,6 @@ import numpy as np
 
 from fsscope import recipes
 from fsscope.analysis.variation.metrics import relative_range
-from fsscope.engine.registry import spec_from_data
 from fsscope.replicate.base import Finding, JobResult, run_engine_job
 from fsscope.targets import TargetSpec
 
@@ -61,8 +60,7 @@ class BenchRun:
         if self.null_hash_seed:
             recipe = recipe.with_prep(null_hash_seed=True)
         spec = {"personality": "fileserver", "runs": self.runs, "duration_s": self.duration_s, "trace": False}
-        run_dir = run_engine_job("bench", spec_from_data("bench", spec), TargetSpec("ram", size_bytes=1 << 30), recipe,
-                                 label=f"{self.key}: {self.describe()}", progress=progress)
+        run_dir = run_engine_job(self, "bench", spec, TargetSpec("ram", size_bytes=1 << 30), recipe, progress=progress)
         return BenchResult.of(self, run_dir)
 
 

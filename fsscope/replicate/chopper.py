@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fsscope.engine.registry import report_from_data, spec_from_data
+from fsscope.engine.registry import report_from_data
 from fsscope.paths import ram_dir
 from fsscope.replicate.base import Finding, JobResult, run_engine_job
 from fsscope.targets import TargetSpec
@@ -58,8 +58,7 @@ class ExploreRun:
 
     def execute(self, *, progress: Callable[[str], None] = lambda line: None) -> ExploreResult:
         spec = {"space": "chopper", "treatments": self.treatments, "recipes": ["ext4-default", "xfs-default"]}
-        run_dir = run_engine_job("explore", spec_from_data("explore", spec), TargetSpec("dir", str(ram_dir())), None,
-                                 label=f"{self.key}: {self.describe()}", progress=progress)
+        run_dir = run_engine_job(self, "explore", spec, TargetSpec("dir", str(ram_dir())), None, progress=progress)
         return ExploreResult.of(self, run_dir)
 
 

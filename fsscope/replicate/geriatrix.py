@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fsscope import recipes
-from fsscope.engine.registry import spec_from_data
 from fsscope.format import format_pct
 from fsscope.layout.summary import summary_rows
 from fsscope.replicate.base import Finding, JobResult, run_engine_job
@@ -65,9 +64,8 @@ class AgeRun:
     def execute(self, *, progress: Callable[[str], None] = lambda line: None):
         spec = {"profile": self.profile, "fullness": self.fullness, "max_seconds": self.max_seconds,
                 "snapshot_path": "", "layout": True}
-        run_dir = run_engine_job("age", spec_from_data("age", spec), TargetSpec("ram", size_bytes=self.size_bytes),
-                                 recipes.load(self.recipe).with_extra(self.mkfs_opts, ""), label=f"{self.key}: {self.describe()}",
-                                 progress=progress)
+        recipe = recipes.load(self.recipe).with_extra(self.mkfs_opts, "")
+        run_dir = run_engine_job(self, "age", spec, TargetSpec("ram", size_bytes=self.size_bytes), recipe, progress=progress)
         return AgeResult.of(self, run_dir)
 
 

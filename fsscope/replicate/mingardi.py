@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from fsscope import recipes
 from fsscope.analysis.variation.stats import welch
-from fsscope.engine.registry import spec_from_data
 from fsscope.replicate.base import Finding, JobResult, private_image, run_engine_job
 from fsscope.targets import TargetSpec
 
@@ -59,9 +58,8 @@ class SyncRun:
         spec = {"buffer_sizes_bytes": list(SIZES_BYTES), "file_size_bytes": 16 << 20, "mode": "direct+osync",
                 "repeats": self.repeats, "preallocate": False}
         with private_image(self.key) as image:
-            run_dir = run_engine_job("syncwrite", spec_from_data("syncwrite", spec), TargetSpec("image", str(image), self.size_bytes),
-                                     recipes.load(self.recipe), label=f"{self.key}: {self.describe()}",
-                                     progress=progress)
+            run_dir = run_engine_job(self, "syncwrite", spec, TargetSpec("image", str(image), self.size_bytes),
+                                     recipes.load(self.recipe), progress=progress)
         return SyncResult.of(self, run_dir)
 
 

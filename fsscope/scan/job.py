@@ -11,7 +11,7 @@ from msgspec import Meta
 
 from fsscope.errors import FsscopeError
 from fsscope.layout.records import FreeSpace
-from fsscope.records import Record, ReportRecord, SpecRecord, convert
+from fsscope.records import Record, ReportRecord, SpecRecord, typed
 from fsscope.scan import scan
 
 
@@ -134,7 +134,7 @@ class Report(ReportRecord, frozen=True, kw_only=True):
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Report:
-        return convert(data, cls, "scan report")
+        return typed(data, cls, "scan report")
 
 
 def run(ctx, spec: Spec) -> Report:

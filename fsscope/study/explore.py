@@ -29,7 +29,6 @@ import numpy as np
 
 from fsscope import paths, recipes
 from fsscope.analysis import sensitivity
-from fsscope.engine.events import DataRecord
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
 from fsscope.records import Record, ReportRecord, SpecRecord, convert, plain
@@ -43,7 +42,7 @@ from fsscope.study.execute import (
     require_root,
     run_study,
 )
-from fsscope.study.plan import Failed, Failure, Plan, Treatment, check_plan, plan_or_resume
+from fsscope.study.plan import Ended, Failed, Failure, Plan, Treatment, check_plan, plan_or_resume
 from fsscope.study.player import FileLayout
 from fsscope.study.space import Level
 from fsscope.study.table import save_table
@@ -80,17 +79,13 @@ class ExploreRow(ExploreResult, frozen=True, kw_only=True):
         return msgspec.convert(self, ExploreResult, from_attributes=True)
 
 
-class TreatmentDone(DataRecord, frozen=True, kw_only=True, tag="treatment"):
-    """A treatment's row as it arrives (the live view's d-span per treatment); ``error``: it
-    failed, and why."""
+class TreatmentDone(Ended, frozen=True, kw_only=True, tag="treatment"):
+    """A treatment's row as it arrives (the live view's d-span per treatment)."""
 
-    id: str = ""
     recipe: str = ""
-    fs: str = ""
     factors: dict[str, Level] = {}
     d_span_bytes: float | None = None
     dspan_all_files_bytes: float | None = None
-    error: str | None = None
 
 
 DATA = (TreatmentDone,)

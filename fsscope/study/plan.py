@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import qmc
 
+from fsscope.engine.events import DataRecord
 from fsscope.errors import FsscopeError
 from fsscope.records import Record
 from fsscope.study.space import Level, Space
@@ -53,6 +54,15 @@ class Failed(Treatment, frozen=True, kw_only=True):
     """The row of a treatment that still failed after its retries: what stopped it."""
 
     error: str
+
+
+class Ended(DataRecord, frozen=True, kw_only=True, tag="treatment"):
+    """A treatment as it ends, live (each study's own kind adds its response): which one, on
+    which file system, or ``error``: it failed, and why."""
+
+    id: str = ""
+    fs: str = ""
+    error: str | None = None
 
 
 class Failure(Record, frozen=True, kw_only=True):

@@ -51,9 +51,9 @@ from fsscope.study.execute import (
     order_rows,
     run_study,
 )
-from fsscope.study.plan import Failed, Failure, Plan, Treatment, check_plan, plan_or_resume
+from fsscope.study.plan import Ended, Failed, Failure, Plan, Treatment, check_plan, plan_or_resume
 from fsscope.study.space import Level
-from fsscope.targets import filesystem, image
+from fsscope.targets import filesystem, identity, image
 from fsscope.targets.journal import Journal, undo_group
 from fsscope.units import parse_size_bytes
 from fsscope.workloads import personalities as P
@@ -176,15 +176,12 @@ class VariationRow(Treatment, frozen=True, kw_only=True):
     host: str = ""
 
 
-class TreatmentDone(DataRecord, frozen=True, kw_only=True, tag="treatment"):
-    """A treatment as it ends (the log): its relative range, or ``error``."""
+class TreatmentDone(Ended, frozen=True, kw_only=True, tag="treatment"):
+    """A treatment as it ends (the log): its relative range."""
 
-    id: str = ""
-    fs: str = ""
     personality: str = ""
     knobs: dict[str, Level] = {}
     relative_range: float | None = None
-    error: str | None = None
 
 
 class RowDone(DataRecord, frozen=True, kw_only=True, tag="variation_row"):
@@ -308,12 +305,10 @@ def configure(fs: str, factors: dict[str, Level], image_bytes: int) -> tuple[Rec
 
 
 def _source_of(mnt: Path) -> str:
-    target = os.path.realpath(mnt)
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        f = line.split()
-        if f[1] == target:
-            return f[0]
-    raise FsscopeError(f"{mnt}: not mounted")
+    mount = identity.top_mount(str(mnt))
+    if mount is None:
+        raise FsscopeError(f"{mnt}: not mounted")
+    return mount.source
 
 
 def _set_scheduler(dev: str, wanted: str) -> None:

@@ -100,10 +100,15 @@ def drop_caches() -> None:
 
 
 def mount_options(mountpoint: str) -> list[str]:
-    """The options the kernel actually applied, read back from /proc/mounts."""
+    """The options the kernel actually applied to the mount visible at ``mountpoint`` (the
+    last one there), read back from /proc/mounts; none when it cannot be read."""
     target = os.path.realpath(mountpoint)
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        fields = line.split()
-        if identity.unescape(fields[1]) == target:  # a space in the path reads \040
-            return fields[3].split(",")
-    return []
+    options: list[str] = []
+    try:
+        for line in Path("/proc/self/mounts").read_text(encoding="utf-8").splitlines():
+            fields = line.split()
+            if len(fields) >= 4 and identity.unescape(fields[1]) == target:  # a space reads \040
+                options = fields[3].split(",")
+    except OSError:
+        pass
+    return options

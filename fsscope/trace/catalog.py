@@ -48,6 +48,20 @@ def _xfs_dir(name: str, meaning: str, structure: str = "", exclusive: bool = Tru
                         (structure,) if structure else (), {"dev": "dev", "arg": "ino"}, exclusive)
 
 
+def _jbd2(name: str, meaning: str) -> CatalogEvent:
+    return CatalogEvent(f"jbd2/{name}", "journal", "dev", meaning,
+                        columns={"dev": "dev", "arg": "transaction", "flags": "sync_commit"})
+
+
+def _ext4_alloc(name: str, meaning: str, sector: str = "", size: str = "", flags: str = "",
+                structures: tuple[str, ...] = ()) -> CatalogEvent:
+    """An ext4 allocator event of the measured process: its inode, and the kernel fields of
+    where (``sector``), how much (``size``: the bytes column) and how (``flags``)."""
+    named = {"sector": sector, "bytes": size, "flags": flags}
+    return CatalogEvent(f"ext4/{name}", "alloc", "pid", meaning, structures,
+                        {"dev": "dev", "arg": "ino", **{k: v for k, v in named.items() if v}})
+
+
 BLOCK = (
     CatalogEvent("block/block_rq_issue", "io", "dev",
                  "a block request was issued to the device (sector, bytes, FLUSH/FUA/SYNC flags)",
@@ -68,12 +82,8 @@ WRITEBACK = (
                  columns={"dev": "sb_dev", "bytes": "nr_pages", "arg": "reason"}),
 )
 JBD2 = (
-    CatalogEvent("jbd2/jbd2_start_commit", "journal", "dev",
-                 "ext4's journal (jbd2) started committing a transaction",
-                 columns={"dev": "dev", "arg": "transaction", "flags": "sync_commit"}),
-    CatalogEvent("jbd2/jbd2_end_commit", "journal", "dev",
-                 "ext4's journal (jbd2) finished committing a transaction",
-                 columns={"dev": "dev", "arg": "transaction", "flags": "sync_commit"}),
+    _jbd2("jbd2_start_commit", "ext4's journal (jbd2) started committing a transaction"),
+    _jbd2("jbd2_end_commit", "ext4's journal (jbd2) finished committing a transaction"),
 )
 XFS = (
     _xfs_dir("xfs_dir2_sf_to_block", "the XFS directory outgrew its inode: short form became "
@@ -93,26 +103,18 @@ XFS = (
                  ("xfs-inode-chunk-alloc",), {"dev": "dev", "sector": "agbno", "bytes": "len"}),
 )
 EXT4 = (
-    CatalogEvent("ext4/ext4_allocate_blocks", "alloc", "pid",
-                 "ext4 allocated blocks for an inode (for creat: a new directory block)",
-                 ("ext4-dir-htree-conversion", "ext4-htree-first-leaf-split", "ext4-dir-new-linear-block"),
-                 {"dev": "dev", "arg": "ino", "sector": "block", "bytes": "len"}),
-    CatalogEvent("ext4/ext4_mballoc_alloc", "alloc", "pid",
-                 "ext4's multiblock allocator searched the buddy bitmaps (goal vs result)",
-                 columns={"dev": "dev", "arg": "ino", "sector": "result_start", "bytes": "result_len",
-                          "flags": "cr"}),
-    CatalogEvent("ext4/ext4_mballoc_prealloc", "alloc", "pid",
-                 "ext4 served an allocation from a preallocation (inode or locality group)",
-                 columns={"dev": "dev", "arg": "ino", "sector": "result_start", "bytes": "result_len"}),
-    CatalogEvent("ext4/ext4_mb_new_inode_pa", "alloc", "pid",
-                 "ext4 made a per-inode preallocation (a large or growing file)",
-                 columns={"dev": "dev", "arg": "ino", "sector": "pa_pstart", "bytes": "pa_len"}),
-    CatalogEvent("ext4/ext4_mb_new_group_pa", "alloc", "pid",
-                 "ext4 made a locality-group preallocation (small files share it per CPU)",
-                 columns={"dev": "dev", "arg": "ino", "sector": "pa_pstart", "bytes": "pa_len"}),
-    CatalogEvent("ext4/ext4_discard_preallocations", "alloc", "pid",
-                 "ext4 dropped an inode's unused preallocation",
-                 columns={"dev": "dev", "arg": "ino", "bytes": "len"}),
+    _ext4_alloc("ext4_allocate_blocks", "ext4 allocated blocks for an inode (for creat: a new directory block)",
+                "block", "len", structures=("ext4-dir-htree-conversion", "ext4-htree-first-leaf-split",
+                                            "ext4-dir-new-linear-block")),
+    _ext4_alloc("ext4_mballoc_alloc", "ext4's multiblock allocator searched the buddy bitmaps (goal vs result)",
+                "result_start", "result_len", "cr"),
+    _ext4_alloc("ext4_mballoc_prealloc", "ext4 served an allocation from a preallocation (inode or locality group)",
+                "result_start", "result_len"),
+    _ext4_alloc("ext4_mb_new_inode_pa", "ext4 made a per-inode preallocation (a large or growing file)",
+                "pa_pstart", "pa_len"),
+    _ext4_alloc("ext4_mb_new_group_pa", "ext4 made a locality-group preallocation (small files share it per CPU)",
+                "pa_pstart", "pa_len"),
+    _ext4_alloc("ext4_discard_preallocations", "ext4 dropped an inode's unused preallocation", size="len"),
     CatalogEvent("ext4/ext4_mballoc_discard", "alloc", "dev",
                  "ext4 discarded (TRIMmed) freed blocks",
                  columns={"dev": "dev", "sector": "result_start", "bytes": "result_len"}),

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from fsscope import paths, tools
 from fsscope.errors import FsscopeError
+from fsscope.targets import identity
 from fsscope.targets.journal import Entry, Journal
 
 #: Where tracefs is found (or mounted, if nothing is).
@@ -50,14 +51,10 @@ class TraceUnavailable(FsscopeError):
 def find_tracefs() -> Path | None:
     """The mount point of tracefs, or None when it is not mounted."""
     try:
-        lines = Path("/proc/self/mounts").read_text().splitlines()
+        found = [m.mountpoint for m in identity.mounts() if m.fstype == "tracefs"]
     except OSError:
         return None
-    for line in lines:
-        parts = line.split()
-        if len(parts) > 2 and parts[2] == "tracefs":
-            return Path(parts[1].replace("\\040", " "))
-    return None
+    return Path(found[0]) if found else None
 
 
 def tracefs_root(*, mount: bool = True) -> Path:

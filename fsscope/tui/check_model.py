@@ -8,10 +8,10 @@ import math
 from typing import Any
 
 from fsscope.check.findings import Finding
-from fsscope.check.job import CheckEvent, Report
+from fsscope.check.job import CheckEvent, Report, Spec
 from fsscope.check.verdict import Estimate
 from fsscope.engine.events import Event
-from fsscope.tui.report_model import FromReport
+from fsscope.tui.report_model import FromReport, spec_of
 
 SEVERITY_ORDER = {"bad": 0, "warn": 1, "unknown": 2, "ok": 3}
 
@@ -19,9 +19,8 @@ SEVERITY_ORDER = {"bad": 0, "warn": 1, "unknown": 2, "ok": 3}
 class CheckModel(FromReport):
     kind = "check"
 
-    def __init__(self, spec: dict[str, Any] | None = None):
-        precision = (spec or {}).get("precision")
-        self.precision = float(precision) if isinstance(precision, (int, float)) and precision else 0.05
+    def __init__(self, spec: Spec | dict[str, Any] | None = None):
+        self.precision = spec_of(Spec, spec).precision
         self.findings: list[Finding] = []
         self.run_ops_per_s: list[float] = []
         self.run_series: list[list[float]] = []

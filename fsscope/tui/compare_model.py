@@ -11,13 +11,15 @@ from typing import Any
 import numpy as np
 
 from fsscope.analysis.compare import Row, Section, compare_reports, row
+from fsscope.analysis.variation.report import Band
 from fsscope.analysis.variation.temporal import compare_recipes
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
-from fsscope.records import Record, convert, plain, report_part
+from fsscope.records import Record, convert, report_part
 from fsscope.store.manifest import Manifest
 from fsscope.targets import TargetSpec
 from fsscope.tui.syncwrite_model import curves_of, rows_of_report
+from fsscope.workloads.bench_records import Report as BenchReport
 from fsscope.workloads.syncwrite_records import Report
 
 JOBS_WITH_TABLES = ("bench", "age", "frag", "syncwrite")
@@ -74,37 +76,33 @@ def where_of(manifest: Manifest, *, snapshot: bool = True) -> str:
     return where + (f" from snapshot {target.snapshot}" if snapshot and target.snapshot else "")
 
 
-def _ops_per_s(report: dict) -> list[float]:
-    out = []
-    for run in report.get("runs") or []:
-        v = run.get("ops_per_s")
-        if isinstance(v, (int, float)) and math.isfinite(v):
-            out.append(float(v))
-    return out
+def _ops_per_s(report: BenchReport) -> list[float]:
+    return [float(run.ops_per_s) for run in report.runs
+            if run.ops_per_s is not None and math.isfinite(run.ops_per_s)]
 
 
-def _window_series(report: dict, key: str) -> list[np.ndarray]:
-    return [np.asarray((run.get("windows") or {}).get(key) or [], dtype=np.float64)
-            for run in report.get("runs") or []]
+def _window_series(report: BenchReport, key: str) -> list[np.ndarray]:
+    return [np.asarray([math.nan if v is None else v for v in run.windows.get(key) or []], dtype=np.float64)
+            for run in report.runs]
 
 
-def _band_rows(a: dict, b: dict) -> list[Row]:
-    """Throughput-N bands, summarised: windows, mean of the mean band, lowest min, highest max,
-    median relative range across runs."""
-    wa = (a.get("variation") or {}).get("windows") or {}
-    wb = (b.get("variation") or {}).get("windows") or {}
+def _band_stats(band: Band) -> tuple[int, float | None, float | None, float | None, float | None]:
+    """(windows, mean of the mean band, lowest min, highest max, median relative range)."""
+    def finite(values: list[float | None]) -> np.ndarray:
+        x = np.asarray([v for v in values if v is not None], dtype=np.float64)
+        return x[np.isfinite(x)]
+
+    mean, lo, hi, rr = finite(band.mean), finite(band.min), finite(band.max), finite(band.relative_range)
+    return (len(band.mean), float(mean.mean()) if mean.size else None, float(lo.min()) if lo.size else None,
+            float(hi.max()) if hi.size else None, float(np.median(rr)) if rr.size else None)
+
+
+def _band_rows(a: BenchReport, b: BenchReport) -> list[Row]:
+    """Throughput-N bands, summarised per window size shared by both runs."""
+    wa, wb = a.variation.windows, b.variation.windows
     rows = []
-    for key in sorted(set(wa) & set(wb), key=lambda k: float(k)):
-        def stats(band):
-            def arr(name):
-                x = np.asarray([v for v in band.get(name) or [] if v is not None], dtype=np.float64)
-                return x[np.isfinite(x)]
-            mean, lo, hi, rr = arr("mean"), arr("min"), arr("max"), arr("relative_range")
-            return (len(band.get("mean") or []), float(mean.mean()) if mean.size else None,
-                    float(lo.min()) if lo.size else None, float(hi.max()) if hi.size else None,
-                    float(np.median(rr)) if rr.size else None)
-
-        sa, sb = stats(wa[key]), stats(wb[key])
+    for key in sorted(set(wa) & set(wb), key=float):
+        sa, sb = _band_stats(wa[key]), _band_stats(wb[key])
         label = f"T-{key}"
         rows += [row(f"{label} windows", sa[0], sb[0], "int"),
                  row(f"{label} mean ops/s", sa[1], sb[1], "num"),
@@ -127,8 +125,10 @@ def compare(a: Side, b: Side) -> Comparison:
     if a.job != "bench":
         return Comparison(f"{a.job} runs compared: B / A for every figure.", sections=sections)
 
-    ra, rb = plain(a.report), plain(b.report)  # the bench verdict reads the written form
-    windows = (ra.get("variation") or {}).get("windows") or {}
+    ra, rb = a.report, b.report
+    if not isinstance(ra, BenchReport) or not isinstance(rb, BenchReport):
+        return Comparison("bench runs compared: B / A for every figure.", sections=sections)
+    windows = ra.variation.windows
     key = sorted(windows, key=float)[0] if windows else None
     tn_a = _window_series(ra, key) if key else []
     tn_b = _window_series(rb, key) if key else []

@@ -9,8 +9,8 @@ from __future__ import annotations
 from fsscope.analysis.variation.metrics import relative_range
 from fsscope.analysis.variation.stats import ladder_verdict
 from fsscope.engine.events import Event, Progress
-from fsscope.tui.report_model import FromReport
-from fsscope.workloads.ladder import STEPS, Report, step_ops
+from fsscope.tui.report_model import FromReport, spec_of
+from fsscope.workloads.ladder import STEPS, Report, Spec, step_ops
 
 WHAT = {"baseline": "mkfs, populate, sync, drop caches", "no_lazy": "+ inode tables and journal written at mkfs",
         "umount": "+ unmount and mount after populating", "alloc": "+ every run restores one populated image"}
@@ -19,9 +19,9 @@ WHAT = {"baseline": "mkfs, populate, sync, drop caches", "no_lazy": "+ inode tab
 class LadderModel(FromReport):
     kind = "ladder"
 
-    def __init__(self, spec: dict | None = None):
-        self.spec = dict(spec or {})
-        self.steps: dict[str, list[float]] = {s: [] for s in self.spec.get("steps") or STEPS}
+    def __init__(self, spec: Spec | dict | None = None):
+        self.spec = spec_of(Spec, spec)
+        self.steps: dict[str, list[float]] = {s: [] for s in self.spec.steps or STEPS}
         self.images: dict[str, int] = {}  # step -> distinct image checksums at the runs' start
         self.report: Report | None = None
         self.notes: list[str] = []

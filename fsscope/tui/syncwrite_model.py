@@ -16,7 +16,8 @@ import numpy as np
 from fsscope.analysis import efficiency
 from fsscope.engine.events import Event
 from fsscope.tui.model import SPARK_POINTS
-from fsscope.workloads.syncwrite_records import Knees, Point, PointSample, Report
+from fsscope.tui.report_model import spec_of
+from fsscope.workloads.syncwrite_records import Knees, Point, PointSample, Report, Spec
 
 
 def size_label(n: int) -> str:
@@ -87,11 +88,10 @@ class SyncWriteModel:
 
     kind = "syncwrite"
 
-    def __init__(self, spec: dict[str, Any] | None = None):
-        spec = spec or {}
-        mode, repeats = spec.get("mode"), spec.get("repeats")
-        self.mode = mode if isinstance(mode, str) and mode else "osync"
-        self.repeats_requested = repeats if isinstance(repeats, int) and repeats > 0 else None
+    def __init__(self, spec: Spec | dict[str, Any] | None = None):
+        asked = spec_of(Spec, spec)
+        self.mode: str = asked.mode
+        self.repeats_requested = asked.repeats
         self.label = "this run"
         self.points: list[Point] = []
         self.report: Report | None = None

@@ -55,7 +55,7 @@ from fsscope.engine.events import Error
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import format_bytes
 from fsscope.layout.placement import Placement, dataset_placement
-from fsscope.records import convert, plain, typed
+from fsscope.records import plain, typed
 from fsscope.telemetry.columns import TELEMETRY_COLUMNS, telemetry_matrix
 from fsscope.telemetry.sampler import dirty_writeback_intervals
 from fsscope.telemetry.taskstats import delayacct_note
@@ -156,7 +156,7 @@ def _one_run(ctx, spec: Spec, r: int, trace: BenchTrace, dirty: dict, done: _Run
     window_s = min(spec.window_sizes_s)
     counted = trace.windows(r, result.start_ns, window_s, len(result.throughput(window_s)))
     if counted is not None:
-        done.kernel[r] = convert(plain(counted), KernelWindows)
+        done.kernel[r] = typed(plain(counted), KernelWindows)
         ctx.emit(KernelCounts(run=r, windows=done.kernel[r]))
     done.taskstats_available = samples.taskstats_available
     done.telemetry_notes.extend(samples.notes)
@@ -307,7 +307,7 @@ def _add_kernel_windows(runs: list[BenchRun], results: list[P.RunResult], kernel
     for r, (entry, result) in enumerate(zip(runs, results)):
         counted = kernel.get(r)
         if counted is not None:
-            dips = convert(plain(annotate_dips(result.throughput(counted.window_s), counted.tracked(),
+            dips = typed(plain(annotate_dips(result.throughput(counted.window_s), counted.tracked(),
                                                counted.window_s, threshold=threshold)), list[Dip])
             for dip in dips:
                 ctx.log(f"run {r + 1} dip {dip.note}")

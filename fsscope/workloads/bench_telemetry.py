@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from fsscope.records import convert, plain
+from fsscope.records import plain, typed
 from fsscope.telemetry.columns import named_columns, telemetry_matrix
 from fsscope.telemetry.sampler import TelemetrySampler, TelemetrySamples
 from fsscope.workloads import personalities as P
@@ -64,7 +64,7 @@ def measure(ctx, spec: Spec, pspec: P.PersonalitySpec, root: Path, fs, r: int, t
     """One timed run with the telemetry sampler beside it."""
 
     def on_sample(sample: dict[str, Any]) -> None:
-        ctx.emit(TelemetrySample(run=r, sample=convert(plain(sample), TelemetryRow)))
+        ctx.emit(TelemetrySample(run=r, sample=typed(plain(sample), TelemetryRow)))
 
     def on_window(sample: P.LiveSample) -> None:
         ctx.emit(WindowSample(run=r, window=sample))

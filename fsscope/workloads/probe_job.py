@@ -29,7 +29,7 @@ from fsscope.explain.geometry import read_geometry
 from fsscope.explain.match import explain
 from fsscope.explain.names import plain as plain_words
 from fsscope.explain.rules import predict
-from fsscope.records import convert, plain, typed
+from fsscope.records import plain, typed
 from fsscope.trace.jobs import ProbeTrace
 from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu, sync_once
 from fsscope.workloads.probe_loops import native_call
@@ -178,7 +178,7 @@ def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explaine
             explained.geometry, explained.predictions = _explainer(ctx, fs, probe_dir, spec)
             settling.predict(explained.predictions, spec.files)
             if explained.geometry is not None:
-                ctx.emit(convert({"geometry": _geometry_json(explained.geometry),
+                ctx.emit(typed({"geometry": _geometry_json(explained.geometry),
                                   "predictions": plain(explained.predictions)}, GeometryData))
         with trace.run_calls(fs, r, latency_ns[r], start_ns[r]) if spec.trace == "all" else nullcontext():
             _measure(ctx, spec, r, probe_dir, latency_ns[r], start_ns[r], wait_ns[r])
@@ -207,7 +207,7 @@ def _kernel_report(ctx, spec: ProbeSpec, trace, report: dict, latency_ns, done_r
     kernel = {"flags": [{"index": f.get("index"), "flag": f.get("flag"), "kernel": f.get("kernel"),
                          "note": f.get("note")} for f in report.get("flags", [])],
               "structures": report["structures"], "noise": report["noise"]}
-    ctx.emit(convert(kernel, KernelData))
+    ctx.emit(typed(kernel, KernelData))
 
 
 def _attribution_run(ctx, spec: ProbeSpec, trace, run: int) -> None:

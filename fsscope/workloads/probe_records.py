@@ -67,8 +67,11 @@ class Stats(Record, frozen=True, kw_only=True):
     low_high_per_run: list[LowHigh] = []
 
 
-class OutlierRow(Record, frozen=True, kw_only=True):
-    kind: str = "outlier"
+class FindingRow(Record, frozen=True, kw_only=True, tag_field="kind"):
+    """A row of one of the analysis lists; its ``kind`` (the tag) is the flag it becomes."""
+
+
+class OutlierRow(FindingRow, frozen=True, kw_only=True, tag="outlier"):
     index: int = 0
     runs_flagged: int = 0
     runs: int = 0
@@ -77,8 +80,7 @@ class OutlierRow(Record, frozen=True, kw_only=True):
     ratio: float | None = None
 
 
-class SeriesRow(Record, frozen=True, kw_only=True):
-    kind: str = "series"
+class SeriesRow(FindingRow, frozen=True, kw_only=True, tag="series"):
     start: int = 0
     stride: int = 1
     count: int = 0
@@ -87,15 +89,13 @@ class SeriesRow(Record, frozen=True, kw_only=True):
     members: list[int] = []
 
 
-class LevelShiftRow(Record, frozen=True, kw_only=True):
-    kind: str = "levelshift"
+class LevelShiftRow(FindingRow, frozen=True, kw_only=True, tag="levelshift"):
     index: int = 0
     before_ns: Number = 0
     after_ns: Number = 0
 
 
-class GrowthRow(Record, frozen=True, kw_only=True):
-    kind: str = "lineargrowth"
+class GrowthRow(FindingRow, frozen=True, kw_only=True, tag="lineargrowth"):
     start: int = 0
     end: int = 0
     slope_ns_per_file: float = 0.0
@@ -252,9 +252,8 @@ class KernelData(DataRecord, frozen=True, kw_only=True, tag="kernel"):
 # --------------------------------------------------------------------------------------------
 # The report
 
-#: The analysis lists in the order the flags follow them, with each list's flag kind.
-_FINDING_LISTS = (("outliers", "outlier"), ("series", "series"), ("level_shifts", "levelshift"),
-                  ("linear_growth", "lineargrowth"))
+#: The analysis lists in the order the flags follow them.
+_FINDING_LISTS = ("outliers", "series", "level_shifts", "linear_growth")
 
 
 class Report(ReportRecord, frozen=True, kw_only=True):
@@ -294,17 +293,16 @@ class Report(ReportRecord, frozen=True, kw_only=True):
         of the job's own, "stopped", comes after them); None when the report lists none."""
         if self.flags is None:
             return None
-        rows: list[Record] = [row for name, _ in _FINDING_LISTS for row in getattr(self, name)]
-        kinds = [kind for name, kind in _FINDING_LISTS for _ in getattr(self, name)]
-        aligned = len(rows) <= len(self.flags) and all(k == f.flag for k, f in zip(kinds, self.flags))
+        rows: list[FindingRow] = [row for name in _FINDING_LISTS for row in getattr(self, name)]
+        aligned = len(rows) <= len(self.flags) and all(row.__struct_config__.tag == f.flag
+                                                       for row, f in zip(rows, self.flags))
         return [_finding(flag, rows[n] if aligned and n < len(rows) else None)
                 for n, flag in enumerate(self.flags)]
 
 
-def _finding(flag: ReportFlag, row: Record | None) -> Finding:
+def _finding(flag: ReportFlag, row: FindingRow | None) -> Finding:
     numbers = msgspec.structs.asdict(row) if row is not None else {}
     place = {k: numbers.pop(k) for k in ("start", "stride", "count", "end") if k in numbers}
-    numbers.pop("kind", None)
     numbers.pop("index", None)
     extra = {"predicted_index": flag.predicted_index, "kernel_verdict": flag.kernel_verdict,
              "run": flag.run, "errno": flag.errno}

@@ -77,7 +77,7 @@ def run(ctx: Any, spec: Spec) -> Report:
 
     def on_point(row: int, lat: np.ndarray) -> None:
         done[0] += 1
-        point = convert(sw.point_dict(points, row, lat), Point)
+        point = typed(sw.point_dict(points, row, lat), Point)
         ctx.emit(PointSample(point=point))
         rate = point.bytes_per_s or 0.0
         ctx.progress(done[0], total, unit="points",

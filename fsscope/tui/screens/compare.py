@@ -19,7 +19,6 @@ from textual.widgets import Footer, Header, Static
 from fsscope.analysis.compare import Section
 from fsscope.analysis.variation.metrics import ks_distance
 from fsscope.format import format_cell, format_ns, format_ratio, ratio_cell
-from fsscope.records import plain
 from fsscope.tui import compare_model, exports
 from fsscope.tui import messages as msg
 from fsscope.tui.model import Summary
@@ -28,6 +27,7 @@ from fsscope.tui.widgets.flags_panel import FlagsPanel
 from fsscope.tui.widgets.heat_legend import HeatLegend
 from fsscope.tui.widgets.heatmap import Heatmap
 from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
+from fsscope.workloads.bench_records import Report as BenchReport
 
 
 class CompareScreen(Screen):
@@ -97,16 +97,15 @@ class CompareScreen(Screen):
             what += f" · {side.personality}"
         text.append(what + "\n", style="dim")
         text.append(f"{side.target} · {side.status}", style="dim")
-        variation = ((plain(side.report) or {}).get("variation") or {}) if side.job == "bench" else {}
-        if variation:
-            ops = variation.get("mean_ops_per_s")
-            text.append(f"\nmean {ops:,.0f} ops/s" if isinstance(ops, (int, float)) else "\nmean - ops/s")
-            rr, rsd = variation.get("relative_range"), variation.get("rsd")
-            if isinstance(rr, (int, float)):
-                text.append(f"  range {rr * 100:.1f}%")
-            if isinstance(rsd, (int, float)):
-                text.append(f"  RSD {rsd * 100:.1f}%")
-            text.append(f"  over {variation.get('runs', '?')} runs")
+        if isinstance(side.report, BenchReport) and side.report.variation.runs:
+            variation = side.report.variation
+            ops = variation.mean_ops_per_s
+            text.append(f"\nmean {ops:,.0f} ops/s" if ops is not None else "\nmean - ops/s")
+            if variation.relative_range is not None:
+                text.append(f"  range {variation.relative_range * 100:.1f}%")
+            if variation.rsd is not None:
+                text.append(f"  RSD {variation.rsd * 100:.1f}%")
+            text.append(f"  over {variation.runs} runs")
         return text
 
     @staticmethod
