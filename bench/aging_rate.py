@@ -129,14 +129,6 @@ int main(int argc, char **argv) {
 """
 
 
-def build_replayer(workdir: Path) -> Path:
-    src = workdir / "replay.c"
-    exe = workdir / "replay"
-    src.write_text(C_SOURCE)
-    subprocess.run(["cc", "-O2", "-o", str(exe), str(src)], check=True)
-    return exe
-
-
 def empty_dir(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
@@ -188,7 +180,7 @@ def main() -> int:
     verdicts = []
     with tempfile.TemporaryDirectory(prefix="fsscope-aging-bench-") as work:
         workdir = Path(work)
-        exe = build_replayer(workdir)
+        exe = benchlib.build_c(C_SOURCE, workdir, "replay")
         log_path = workdir / "ops.log"
         for parent in parents:
             root = Path(tempfile.mkdtemp(prefix="fsscope-aging-bench-", dir=parent))

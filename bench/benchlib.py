@@ -7,14 +7,17 @@
 - ``load()``: the machine's load beside each figure (1-minute load average / CPUs).
 - ``alternate()``: the two sides of a comparison in A B / B A order, repetition by repetition, so
   drift on a shared machine hits both alike.
+- ``build_c()``: a baseline C program, compiled -O2 from its source text.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 
 def _stop(signum, _frame) -> None:
@@ -44,3 +47,12 @@ def alternate(sides: list, reps: int) -> Iterator[tuple[int, object]]:
         order = sides if rep % 2 == 0 else sides[::-1]
         for side in order:
             yield rep, side
+
+
+def build_c(source: str, workdir: Path, name: str) -> Path:
+    """The program ``name`` compiled -O2 in ``workdir`` from the C ``source`` text; its path."""
+    source_path = workdir / f"{name}.c"
+    source_path.write_text(source)
+    binary = workdir / name
+    subprocess.run(["cc", "-O2", "-o", str(binary), str(source_path)], check=True)
+    return binary

@@ -118,14 +118,6 @@ int main(int argc, char **argv) {
 """
 
 
-def build_c(workdir: Path) -> Path:
-    source = workdir / "creat_loop.c"
-    binary = workdir / "creat_loop"
-    source.write_text(C_SOURCE)
-    subprocess.run(["cc", "-O2", "-o", str(binary), str(source)], check=True)
-    return binary
-
-
 def run_c(binary: Path, run_dir: Path, files: int, sync: str, cpu: int,
           out_path: Path, limit_s: float) -> tuple[np.ndarray, int]:
     """C loop's latencies (the calls done within ``limit_s``) and its empty-region median (ns).
@@ -203,7 +195,7 @@ def main() -> int:
           f"on both sides; target: probe/C <= {TARGET} with sync_before=each")
     verdicts = []
     with tempfile.TemporaryDirectory(prefix="fsscope-bench-") as build_dir:
-        binary = build_c(Path(build_dir))
+        binary = benchlib.build_c(C_SOURCE, Path(build_dir), "creat_loop")
         out_path = Path(build_dir) / "lat.bin"
         c_empty: list[int] = []
         sides = ["C", "probe (timed loop in C)", "probe, Python-timed (reference)"]

@@ -9,6 +9,7 @@ that the table covers every command ``fsscope --help`` lists.
 from __future__ import annotations
 
 import argparse
+import shlex
 import subprocess
 import sys
 
@@ -17,80 +18,83 @@ import pytest
 from fsscope import paths
 from fsscope.cli import build_parser, main
 
-# (command words..., expected fragment of the one error line). "{name}" fields are files the
-# `files` fixture makes: bin (a binary file), broken (bad TOML), huge (a 90.9 TiB profile
-# bucket), big (a 4 GiB bucket), adir (an empty directory), run (a recorded run).
-CASES = [
-    (["devices", "--bogus"], "unrecognized arguments"),
-    (["devices", "extra"], "unrecognized arguments"),
-    (["recipes", "--bogus"], "unrecognized arguments"),
-    (["prepare", "--recipe", "ext4-default", "--ram", "--size", "-5M"], "cannot be negative"),
-    (["prepare", "--recipe", "ext4-default", "--ram", "--size", "12Q"], "is not a size"),
-    (["prepare", "--recipe", "{bin}", "--ram"], "not a text file"),
-    (["prepare", "--recipe", "{broken}", "--ram"], "not valid TOML"),
-    (["prepare", "--recipe", "no-such-recipe", "--ram"], "unknown recipe"),
-    (["prepare", "--image", "/tmp/x.img", "--ram"], "not allowed with"),
-    (["prepare", "--recipe", "ext4-default", "--size", "--ram"], "expected one argument"),
-    (["release"], "required: mountpoint"),
-    (["release", "/nonexistent/mnt"], "not a mount point fsscope made"),
-    (["cleanup", "--bogus"], "unrecognized arguments"),
-    (["runs", "--last", "-3"], "at least 1"),
-    (["runs", "--last", "abc"], "not a whole number"),
-    (["report", "no-such-run"], "no run 'no-such-run'"),
-    (["report"], "required: run"),
-    (["run", "nosuchjob"], "invalid choice"),
-    (["run", "smoke", "-p", "seconds=abc"], "must be a number"),
-    (["run", "smoke", "-p", "bogus=1"], "unknown"),
-    (["run", "probe", "-p", "fresh_fs=1"], "true or false"),
-    (["probe", "--files", "abc"], "invalid int value"),
-    (["probe", "--files", "0"], "at least 1"),
-    (["probe", "--cpu", "999"], "cpu 999"),
-    (["probe", "--json", "/nonexistent-dir/x.json"], "no such directory"),
-    (["probe", "--recipe", "{bin}"], "not a text file"),
-    (["probe", "--from-snapshot", "/nonexistent.img"], "no such file"),
-    (["probe", "--files", "100000000000", "--name-length", "12", "--runs", "5"], "not enough room"),
-    (["tui", "--bogus"], "unrecognized arguments"),
-    (["tui", "--theme", "nope"], "no such theme"),
-    (["tui", "--ram", "--size", "-1"], "cannot be negative"),
-    (["tui", "--ram", "--recipe", "{broken}"], "not valid TOML"),
-    (["bench", "--mem-limit", "1K"], "below the minimum"),
-    (["bench", "--mem-limit", "-1K"], "cannot be negative"),
-    (["bench", "--files", "1000000000"], "does not fit"),
-    (["bench", "--personality", "nope"], "invalid choice"),
-    (["bench", "--recipes", "ext4-default,{bin}"], "not a text file"),
-    (["syncwrite", "--mode", "nope"], "invalid choice"),
-    (["syncwrite", "--repeats", "0"], "at least 1"),
-    (["syncwrite", "--recipe", "{broken}"], "not valid TOML"),
-    (["age", "--profile", "{bin}"], "not a text file"),
-    (["age", "--profile", "{huge}"], "size.bytes: entry 1 is 90.9 TiB"),
-    (["age", "--profile", "{big}", "--ram", "--size", "1G"], "no such file fits"),
-    (["age", "--dir", "{adir}", "--capacity", "1000T"], "free in"),
-    (["age", "--capacity", "-3G"], "cannot be negative"),
-    (["age", "--fullness", "2"], "must be in (0, 1)"),
-    (["frag", "--test-file", "-1M"], "cannot be negative"),
-    (["frag", "--from-snapshot", "/nonexistent.img"], "no such file"),
-    (["profile"], "required"),
-    (["profile", "show", "{bin}"], "not a text file"),
-    (["profile", "show", "{huge}"], "sane maximum"),
-    (["profile", "capture", "/nonexistent"], "not a directory"),
-    (["check", "--precision", "abc"], "not a percentage"),
-    (["check", "--budget", "0"], "must be positive"),
-    (["check", "--json", "/nonexistent-dir/c.json"], "no such directory"),
-    (["check", "--recipe", "{bin}", "--ram"], "not a text file"),
-    (["explore", "--space", "{bin}"], "not a text file"),
-    (["explore", "--space", "/nonexistent.toml"], "no such file or space"),
-    (["explore", "--treatments", "0"], "at least 1"),
-    (["study", "nope"], "invalid choice"),
-    (["replicate", "nosuch"], "invalid choice: 'nosuch'"),
-    (["replicate"], "name a scenario"),
-    (["scan", "/nonexistent"], "No such file or directory"),
-    (["study", "variation", "--space", "/nonexistent.toml"], "no such file or space"),
-    (["study", "variation", "--space", "{bin}"], "not a text file"),
-    (["study", "variation", "--configurations", "0"], "at least 1"),
-    (["compare", "{run}"], "required: RUN_B"),
-    (["compare", "no-such-a", "no-such-b"], "no run"),
-    (["compare", "{run}", "{run}", "--json", "/nonexistent-dir/c.json"], "no such directory"),
-]
+# The words after `fsscope` (split as a shell would) → the fragment expected in the one error
+# line. "{name}" fields are files the `files` fixture makes: bin (a binary file), broken (bad
+# TOML), huge (a 90.9 TiB profile bucket), big (a 4 GiB bucket), adir (an empty directory),
+# run (a recorded run).
+TABLE = """\
+devices --bogus                                       → unrecognized arguments
+devices extra                                         → unrecognized arguments
+recipes --bogus                                       → unrecognized arguments
+prepare --recipe ext4-default --ram --size -5M        → cannot be negative
+prepare --recipe ext4-default --ram --size 12Q        → is not a size
+prepare --recipe {bin} --ram                          → not a text file
+prepare --recipe {broken} --ram                       → not valid TOML
+prepare --recipe no-such-recipe --ram                 → unknown recipe
+prepare --image /tmp/x.img --ram                      → not allowed with
+prepare --recipe ext4-default --size --ram            → expected one argument
+release                                               → required: mountpoint
+release /nonexistent/mnt                              → not a mount point fsscope made
+cleanup --bogus                                       → unrecognized arguments
+runs --last -3                                        → at least 1
+runs --last abc                                       → not a whole number
+report no-such-run                                    → no run 'no-such-run'
+report                                                → required: run
+run nosuchjob                                         → invalid choice
+run smoke -p seconds=abc                              → must be a number
+run smoke -p bogus=1                                  → unknown
+run probe -p fresh_fs=1                               → true or false
+probe --files abc                                     → invalid int value
+probe --files 0                                       → at least 1
+probe --cpu 999                                       → cpu 999
+probe --json /nonexistent-dir/x.json                  → no such directory
+probe --recipe {bin}                                  → not a text file
+probe --from-snapshot /nonexistent.img                → no such file
+probe --files 100000000000 --name-length 12 --runs 5  → not enough room
+tui --bogus                                           → unrecognized arguments
+tui --theme nope                                      → no such theme
+tui --ram --size -1                                   → cannot be negative
+tui --ram --recipe {broken}                           → not valid TOML
+bench --mem-limit 1K                                  → below the minimum
+bench --mem-limit -1K                                 → cannot be negative
+bench --files 1000000000                              → does not fit
+bench --personality nope                              → invalid choice
+bench --recipes ext4-default,{bin}                    → not a text file
+syncwrite --mode nope                                 → invalid choice
+syncwrite --repeats 0                                 → at least 1
+syncwrite --recipe {broken}                           → not valid TOML
+age --profile {bin}                                   → not a text file
+age --profile {huge}                                  → size.bytes: entry 1 is 90.9 TiB
+age --profile {big} --ram --size 1G                   → no such file fits
+age --dir {adir} --capacity 1000T                     → free in
+age --capacity -3G                                    → cannot be negative
+age --fullness 2                                      → must be in (0, 1)
+frag --test-file -1M                                  → cannot be negative
+frag --from-snapshot /nonexistent.img                 → no such file
+profile                                               → required
+profile show {bin}                                    → not a text file
+profile show {huge}                                   → sane maximum
+profile capture /nonexistent                          → not a directory
+check --precision abc                                 → not a percentage
+check --budget 0                                      → must be positive
+check --json /nonexistent-dir/c.json                  → no such directory
+check --recipe {bin} --ram                            → not a text file
+explore --space {bin}                                 → not a text file
+explore --space /nonexistent.toml                     → no such file or space
+explore --treatments 0                                → at least 1
+study nope                                            → invalid choice
+replicate nosuch                                      → invalid choice: 'nosuch'
+replicate                                             → name a scenario
+scan /nonexistent                                     → No such file or directory
+study variation --space /nonexistent.toml             → no such file or space
+study variation --space {bin}                         → not a text file
+study variation --configurations 0                    → at least 1
+compare {run}                                         → required: RUN_B
+compare no-such-a no-such-b                           → no run
+compare {run} {run} --json /nonexistent-dir/c.json    → no such directory
+"""
+CASES = [(shlex.split(words), expected) for words, expected in (row.split("  → ") for row in TABLE.splitlines())]
+
 
 PROFILE = """name = "p"
 fullness = 0.5

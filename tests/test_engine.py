@@ -26,6 +26,17 @@ def _journal_has_mount():
     return any(e.kind == "mount" and os.path.ismount(e.fields["mountpoint"]) for e in Journal().entries())
 
 
+def mounted_smoke(recipe: str) -> runner.JobHandle:
+    """A 60 s smoke job on a 256 MiB RAM image with ``recipe``, once its file system is mounted."""
+    handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 60}), TargetSpec("ram", size_bytes=256 * 2**20),
+                          recipes.load(recipe))
+    if not wait_for(_journal_has_mount):
+        handle.cancel()  # not left running for the leftover checks to find
+        handle.drain()
+        raise AssertionError("the smoke job never mounted its file system")
+    return handle
+
+
 def test_directory_target_needs_no_root_and_leaves_nothing(scratch):
     handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 0.3}), TargetSpec("dir", str(scratch)), None)
     events = list(handle.records())
@@ -58,9 +69,7 @@ def test_job_on_a_ram_image_records_commands_and_cleans_up():
 
 @pytest.mark.privileged
 def test_cancel_stops_the_job_keeps_data_and_cleans_up():
-    handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 60}), TargetSpec("ram", size_bytes=256 * 2**20),
-                          recipes.load("ext4-default"))
-    assert wait_for(_journal_has_mount)
+    handle = mounted_smoke("ext4-default")
     records = handle.records()
     next(e for e in records if e.kind == "progress")  # files are being written
     t0 = time.monotonic()
@@ -74,9 +83,7 @@ def test_cancel_stops_the_job_keeps_data_and_cleans_up():
 
 @pytest.mark.privileged
 def test_sigkill_of_the_job_child_is_cleaned_up_by_the_parent():
-    handle = runner.start("smoke", spec_from_data("smoke", {"duration_s": 60}), TargetSpec("ram", size_bytes=256 * 2**20),
-                          recipes.load("btrfs-default"))
-    assert wait_for(_journal_has_mount)
+    handle = mounted_smoke("btrfs-default")
     handle.kill()
     handle.drain()
     assert handle.returncode == -signal.SIGKILL

@@ -389,8 +389,7 @@ def test_scan_as_a_user_reads_what_it_may_and_says_what_it_cannot(local_user, ha
 # --- scan in the TUI -------------------------------------------------------------------------
 
 async def test_scan_job_in_the_tui_shows_the_near_threshold_directories(hand_made):
-    from pilot_wait import until
-    from test_tui import SIZE, assert_clean, live_of, plan_over
+    from test_tui import SIZE, assert_clean, job_view, run_plan
 
     from fsscope.tui import AppConfig, make_app
     from fsscope.tui.widgets.scan_view import ScanView
@@ -404,14 +403,8 @@ async def test_scan_job_in_the_tui_shows_the_near_threshold_directories(hand_mad
     before = _writes(dev)
     app = make_app(AppConfig(target=TargetSpec("dir", str(tree)), jobs=("scan",)))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pilot.press("ctrl+r")
-        live = live_of(app)
-        await until(pilot, lambda: plan_over(live), "scan", 120)
-        job = live.jobs[0]
-        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
-        view = live.job_view
-        assert isinstance(view, ScanView)
+        live, job = await run_plan(pilot, app, "scan", 120)
+        view = job_view(live, ScanView)
         table = view.query_one("#scan-dirs")
         rows = [tuple(table.get_row_at(i)) for i in range(table.row_count)]
         near = [r for r in rows if r[0] == "near"]

@@ -14,6 +14,7 @@ import itertools
 import os
 import re
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -101,65 +102,17 @@ def test_fiemap_on_tmpfs_says_not_supported():
 
 # --- parsers on real captured output -------------------------------------------------------
 
+TOOL_OUTPUT = Path(__file__).parent / "fixtures" / "tool_output"  # as the tools printed it, byte for byte
+
 # e2freefrag 1.47 on a 512 MiB ext4 after 400 files of 12 KiB were written and every other
 # one deleted (statvfs at that moment: 116882 free 4 KiB blocks).
-E2FREEFRAG_AGED = """\
-Device: /dev/loop3
-Blocksize: 4096 bytes
-Total blocks: 131072
-Free blocks: 116578 (88.9%)
-
-Min. free extent: 12 KB 
-Max. free extent: 130812 KB
-Avg. free extent: 2316 KB
-Num. free extent: 201
-
-HISTOGRAM OF FREE EXTENT SIZES:
-Extent Size Range :  Free extents   Free Blocks  Percent
-    8K...   16K-  :           186           558    0.48%
-   16K...   32K-  :             7            42    0.04%
-  256K...  512K-  :             1            80    0.07%
-  512K... 1024K-  :             2           333    0.29%
-    4M...    8M-  :             1          1024    0.88%
-   64M...  128M-  :             4        114541   98.25%
-"""
+E2FREEFRAG_AGED = (TOOL_OUTPUT / "e2freefrag-aged.txt").read_text()
 
 # e2freefrag on a fresh 64 MiB ext4 with 1 KiB blocks.
-E2FREEFRAG_1K = """\
-Device: e1k.img
-Blocksize: 1024 bytes
-Total blocks: 65536
-Free blocks: 56023 (85.5%)
-
-Min. free extent: 3808 KB 
-Max. free extent: 16126 KB
-Avg. free extent: 9337 KB
-Num. free extent: 6
-
-HISTOGRAM OF FREE EXTENT SIZES:
-Extent Size Range :  Free extents   Free Blocks  Percent
-    2M...    4M-  :             1          3808    6.80%
-    4M...    8M-  :             3         19963   35.63%
-    8M...   16M-  :             2         32252   57.57%
-"""
+E2FREEFRAG_1K = (TOOL_OUTPUT / "e2freefrag-1k-blocks.txt").read_text()
 
 # e2freefrag on a fresh 20 GiB ext4 (G units).
-E2FREEFRAG_20G_TAIL = """\
-Blocksize: 4096 bytes
-Free blocks: 5116558 (97.6%)
-Min. free extent: 94040 KB 
-Max. free extent: 2064256 KB
-Avg. free extent: 1023308 KB
-Num. free extent: 20
-
-HISTOGRAM OF FREE EXTENT SIZES:
-Extent Size Range :  Free extents   Free Blocks  Percent
-   64M...  128M-  :             3         72598    1.42%
-  128M...  256M-  :             5        322540    6.30%
-  256M...  512M-  :             1         97276    1.90%
-  512M... 1024M-  :             2        391160    7.64%
-    1G...    2G-  :             9       4232984   82.73%
-"""
+E2FREEFRAG_20G_TAIL = (TOOL_OUTPUT / "e2freefrag-20g-tail.txt").read_text()
 
 
 def test_parse_e2freefrag_aged():
@@ -191,54 +144,10 @@ def test_parse_e2freefrag_rejects_garbage():
 
 
 # xfs_spaceman 6.1 -c "freesp -s -d" on a fresh 512 MiB xfs (4 AGs).
-XFS_SPACEMAN_FRESH = """\
-       0       10        6
-       0       24    32744
-       1       10    32758
-       2    16394    16374
-       3       10    32758
-   from      to extents  blocks    pct
-      4       7       1       6   0.01
-   8192   16383       1   16374  14.28
-  16384   32768       3   98260  85.71
-total free extents 5
-total free blocks 114640
-average free extent size 22928
-"""
+XFS_SPACEMAN_FRESH = (TOOL_OUTPUT / "xfs_spaceman-freesp-fresh.txt").read_text()
 
 # xfs_db -r -c "freesp -s -d" on the same device (reads on-disk AGFs: AGFL blocks show up).
-XFS_DB_FRESH = """\
-    agno    agbno      len
-       0        6        1
-       0        7        1
-       0        8        1
-       0        9        1
-       0       10        6
-       0       24    32744
-       1        6        1
-       1        7        1
-       1        8        1
-       1        9        1
-       1       10    32758
-       2    16390        1
-       2    16391        1
-       2    16392        1
-       2    16393        1
-       2    16394    16374
-       3        6        1
-       3        7        1
-       3        8        1
-       3        9        1
-       3       10    32758
-   from      to extents  blocks    pct
-      1       1      16      16   0.01
-      4       7       1       6   0.01
-   8192   16383       1   16374  14.28
-  16384   32768       3   98260  85.70
-total free extents 21
-total free blocks 114656
-average free extent size 5459.81
-"""
+XFS_DB_FRESH = (TOOL_OUTPUT / "xfs_db-freesp-fresh.txt").read_text()
 
 
 def test_parse_xfs_freesp_spaceman_and_db():
@@ -259,62 +168,10 @@ def test_parse_xfs_freesp_refuses_summary_without_extent_list():
 
 
 # btrfs-progs 6.2 dump-tree -t chunk / -t extent of a fresh 256 MiB btrfs.
-BTRFS_CHUNK_FRESH = """\
-btrfs-progs v6.2
-chunk tree
-leaf 22036480 items 4 free space 15781 generation 6 owner CHUNK_TREE
-leaf 22036480 flags 0x1(WRITTEN) backref revision 1
-fs uuid ecebf00b-32b8-4317-aaf2-5d5038140c65
-chunk uuid a6d1ebf7-b4bd-4f0d-b0d0-55ffcebe247c
-	item 0 key (DEV_ITEMS DEV_ITEM 1) itemoff 16185 itemsize 98
-		devid 1 total_bytes 268435456 bytes_used 92274688
-		io_align 4096 io_width 4096 sector_size 4096 type 0
-		generation 0 start_offset 0 dev_group 0
-		seek_speed 0 bandwidth 0
-		uuid 51a20655-a6cc-4561-913d-7b1ed4430dc9
-		fsid ecebf00b-32b8-4317-aaf2-5d5038140c65
-	item 1 key (FIRST_CHUNK_TREE CHUNK_ITEM 13631488) itemoff 16105 itemsize 80
-		length 8388608 owner 2 stripe_len 65536 type DATA|single
-		io_align 65536 io_width 65536 sector_size 4096
-		num_stripes 1 sub_stripes 1
-			stripe 0 devid 1 offset 13631488
-			dev_uuid 51a20655-a6cc-4561-913d-7b1ed4430dc9
-	item 2 key (FIRST_CHUNK_TREE CHUNK_ITEM 22020096) itemoff 15993 itemsize 112
-		length 8388608 owner 2 stripe_len 65536 type SYSTEM|DUP
-		io_align 65536 io_width 65536 sector_size 4096
-		num_stripes 2 sub_stripes 1
-			stripe 0 devid 1 offset 22020096
-			dev_uuid 51a20655-a6cc-4561-913d-7b1ed4430dc9
-			stripe 1 devid 1 offset 30408704
-			dev_uuid 51a20655-a6cc-4561-913d-7b1ed4430dc9
-	item 3 key (FIRST_CHUNK_TREE CHUNK_ITEM 30408704) itemoff 15881 itemsize 112
-		length 33554432 owner 2 stripe_len 65536 type METADATA|DUP
-		io_align 65536 io_width 65536 sector_size 4096
-		num_stripes 2 sub_stripes 1
-			stripe 0 devid 1 offset 38797312
-			dev_uuid 51a20655-a6cc-4561-913d-7b1ed4430dc9
-			stripe 1 devid 1 offset 72351744
-			dev_uuid 51a20655-a6cc-4561-913d-7b1ed4430dc9
-"""
+BTRFS_CHUNK_FRESH = (TOOL_OUTPUT / "btrfs-dump-tree-chunk-fresh.txt").read_text()
 
 # The start of a real extent tree (a 512 MiB btrfs with 300 000-byte files), cut after item 4.
-BTRFS_EXTENT_HEAD = """\
-btrfs-progs v6.2
-extent tree key (EXTENT_TREE ROOT_ITEM 0) 
-leaf 35864576 items 80 free space 10457 generation 37 owner EXTENT_TREE
-	item 0 key (13631488 EXTENT_ITEM 303104) itemoff 16230 itemsize 53
-		refs 1 gen 9 flags DATA
-		extent data backref root FS_TREE objectid 257 offset 0 count 1
-	item 1 key (13631488 BLOCK_GROUP_ITEM 8388608) itemoff 16206 itemsize 24
-		block group used 7311360 chunk_objectid 256 flags DATA|single
-	item 2 key (13934592 EXTENT_ITEM 303104) itemoff 16153 itemsize 53
-		refs 1 gen 9 flags DATA
-		extent data backref root FS_TREE objectid 258 offset 0 count 1
-	item 3 key (22036480 METADATA_ITEM 0) itemoff 16202 itemsize 33
-		refs 1 gen 6 flags TREE_BLOCK
-		tree block skinny level 0
-	item 4 key (14540800 EXTENT_ITEM 303104) itemoff 16047 itemsize 53
-"""
+BTRFS_EXTENT_HEAD = (TOOL_OUTPUT / "btrfs-dump-tree-extent-head.txt").read_text()
 
 
 def test_parse_btrfs_chunk_tree_and_free_extents_of_fresh_fs():

@@ -5,7 +5,7 @@ at the paper's p < 0.001 — driven from the runs screen by keys."""
 from __future__ import annotations
 
 from pilot_wait import until
-from test_tui import open_compare
+from test_tui import compare_runs
 
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.screens.compare import CompareScreen
@@ -19,10 +19,7 @@ async def test_compare_two_syncwrite_runs(scratch, recorded_run):
     ids = [recorded_run("syncwrite", spec, scratch) for _ in range(2)]
     app = make_app(AppConfig(start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
-        screen = await open_compare(pilot, app, *ids)
-        assert screen.comparison is not None
-        assert {s.id for s in screen.sides} == set(ids)
-        verdict = str(screen.query_one("#compare-verdict").content)
+        screen, verdict = await compare_runs(pilot, app, *ids)
         assert verdict.startswith("Throughput per buffer size (Welch, p < 0.001)") and "of 2 sizes" in verdict
         rows = [r for sec in screen.comparison.sections for r in sec.rows]
         verdicts = [r.a for r in rows if r.metric.endswith("verdict (p < 0.001)")]

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -38,6 +40,7 @@ from fsscope.tui.widgets.heat_view import HeatView
 from fsscope.tui.widgets.heatmap import Heatmap
 
 SIZE = (140, 45)
+ViewT = TypeVar("ViewT")
 SMALL_PROBE = {"probe": {"files": 200, "runs": 2, "max_runs": 2}, "smoke": {"duration_s": 0.5}}
 
 
@@ -88,6 +91,31 @@ def live_of(app: FsscopeApp) -> LiveScreen:
     return app.live
 
 
+async def job_done(pilot, live: LiveScreen, what: str, timeout_s: float,
+                   over: Callable[[], object] | None = None) -> JobState:
+    """Await the plan's end (or ``over``); its one job, which must have succeeded."""
+    await until(pilot, over or (lambda: plan_over(live)), what, timeout_s)
+    job = live.jobs[0]
+    assert job.status == "ok", (job.status, job.error, live.log_panel.lines_written[-10:])
+    return job
+
+
+async def run_plan(pilot, app: FsscopeApp, what: str, timeout_s: float) -> tuple[LiveScreen, JobState]:
+    """Ctrl+R on the setup screen with its parameters as they are; when the plan has ended, the
+    live screen and its one job (succeeded)."""
+    await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+    await pilot.press("ctrl+r")
+    live = live_of(app)
+    return live, await job_done(pilot, live, what, timeout_s)
+
+
+def job_view(screen: LiveScreen, kind: type[ViewT]) -> ViewT:
+    """The job view the screen shows, which must be a ``kind``."""
+    view = screen.job_view
+    assert isinstance(view, kind), view
+    return view
+
+
 def runs_listed(app: FsscopeApp, *run_ids: str) -> bool:
     """The runs screen shows its table, listing these runs, and no listing is under way."""
     if not isinstance(app.screen, RunsScreen) or not app.screen.listed:
@@ -111,6 +139,15 @@ async def open_compare(pilot, app: FsscopeApp, *run_ids: str) -> CompareScreen:
     await until(pilot, lambda: runs_listed(app, *run_ids), "the runs listed")
     await pilot.press("space", "down", "space", "c")
     return await until_screen(pilot, app, CompareScreen)
+
+
+async def compare_runs(pilot, app: FsscopeApp, *run_ids: str) -> tuple[CompareScreen, str]:
+    """:func:`open_compare` on these runs: the compare screen, checked to compare exactly them,
+    and its verdict line."""
+    screen = await open_compare(pilot, app, *run_ids)
+    assert screen.comparison is not None
+    assert {s.id for s in screen.sides} == set(run_ids)
+    return screen, str(screen.query_one("#compare-verdict").content)
 
 
 async def open_replay(pilot, app: FsscopeApp, run_id: str):
@@ -140,9 +177,7 @@ async def test_whole_flow_image_xfs_probe_flags_and_note(scratch):
         await pilot.press("ctrl+r")
         live = live_of(app)
         await until(pilot, lambda: app.screen is live and live.control is not None, "the live screen", 10)
-        await until(pilot, lambda: plan_over(live), "the probe to end", 120)
-        job = live.jobs[0]
-        assert job.status == "ok", (job.status, job.error, live.log_panel.lines_written[-10:])
+        job = await job_done(pilot, live, "the probe to end", 120)
         assert job.fraction == 1.0
         view = live.views[0]
         assert view.matrix.values.shape == (2, 200) and (view.matrix.values > 0).all()
@@ -358,12 +393,7 @@ async def test_probe_final_flags_are_the_reports(scratch):
     app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=400 * 2**20), recipe=recipes.load("xfs-default"),
                              job_defaults={"probe": {"files": 300, "runs": 4}}))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pilot.press("ctrl+r")
-        live = live_of(app)
-        await until(pilot, lambda: plan_over(live), "the probe", 120)
-        job = live.jobs[0]
-        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        live, job = await run_plan(pilot, app, "the probe", 120)
         final = [f.title for f in job.report.flags]
         assert final, "the probe raised no flags"
         # the report's list, then any streamed flag it did not keep, marked withdrawn (issue 27)
@@ -442,22 +472,19 @@ async def test_bench_live_view_variation_table_and_replay(scratch):
         live = live_of(app)
         await until(pilot, lambda: live.control is not None and live.views.get(0) is not None
                        and live.views[0].data.runs.get(0) is not None and live.views[0].data.runs[0].bins, "the first second of run 1", 60)
-        bench = live.job_view
-        assert isinstance(bench, BenchView) and live.query_one("#job-view").current == "bench-view"
+        bench = job_view(live, BenchView)
+        assert live.query_one("#job-view").current == "bench-view"
         assert bench.chart.data is not None and not bench.chart.data.empty
         model = live.views[0].data
         await until(pilot, lambda: model.current == 1 or live.control.done.is_set(), "run 2", 60)
         if not live.control.done.is_set():  # between the runs: run 1 is in the table as an estimate
             assert bench.variation_table.row_count >= 1
             assert str(bench.variation_table.get_row_at(0)[1]).startswith("≈")
-        await until(pilot, lambda: plan_over(live), "the bench to end", 60)
-        job = live.jobs[0]
-        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        job = await job_done(pilot, live, "the bench to end", 60)
         report = job.report
 
         def check_view(screen: LiveScreen) -> None:
-            view = screen.job_view
-            assert isinstance(view, BenchView)
+            view = job_view(screen, BenchView)
             table = view.variation_table
             assert table.row_count == 2
             for r, run in enumerate(report.runs):
@@ -500,17 +527,12 @@ async def test_syncwrite_view_table_per_buffer_size(scratch):
         assert app.screen.query_one("#job-picker").selected == ["syncwrite"]  # the only job offered
         for field, text in (("buffer_sizes_bytes", "4K,64K"), ("file_size_bytes", "1M"), ("repeats", "3")):
             await set_param(pilot, app, f"param-syncwrite-{field}", text)
-        await pilot.press("ctrl+r")
-        live = live_of(app)
-        await until(pilot, lambda: plan_over(live), "the sweep", 60)
-        job = live.jobs[0]
-        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        live, job = await run_plan(pilot, app, "the sweep", 60)
         report = job.report
         assert [p.buffer_bytes for p in report.sizes] == [4096, 65536]
 
         def check(screen: LiveScreen) -> None:
-            view = screen.job_view
-            assert isinstance(view, SyncWriteView)
+            view = job_view(screen, SyncWriteView)
             table = view.table
             assert table.row_count == 2
             for r, point in enumerate(report.sizes):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from pilot_wait import until
-from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, set_param
+from test_tui import SIZE, assert_clean, job_done, job_view, live_of, open_replay, plan_over, run_plan, set_param
 
 from fsscope import recipes
 from fsscope.engine import registry
@@ -123,16 +123,13 @@ async def test_age_live_view_fit_and_fragmentation_and_replay(scratch):
         await until(pilot, lambda: live.control is not None and live.views.get(0) is not None
                        and live.views[0].data.events > 0 or (live.control is not None and live.control.done.is_set()), "the first progress event", 60)
         assert isinstance(live.job_view, AgingView) and live.query_one("#job-view").current == "aging-view"
-        await until(pilot, lambda: plan_over(live), "the aging to end", 90)
-        job = live.jobs[0]
-        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        job = await job_done(pilot, live, "the aging to end", 90)
         report = job.report
         assert live.views[0].data.events > 0  # progress reached the model live
         assert report.fs == "ext4" and report.fresh and report.aged
 
         def check(screen: LiveScreen) -> None:
-            view = screen.job_view
-            assert isinstance(view, AgingView)
+            view = job_view(screen, AgingView)
             for name in ("size", "depth", "age"):
                 fit = report.fit[name]
                 text = view.fit_text(name)
@@ -171,14 +168,8 @@ async def test_frag_view_shows_the_report(scratch):
     app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=64 * 2**20), recipe=recipes.load("ext4-default"),
                              jobs=("frag",), job_defaults={"frag": {"test_file_bytes": 4 << 20}}))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pilot.press("ctrl+r")
-        live = live_of(app)
-        await until(pilot, lambda: plan_over(live), "frag", 60)
-        job = live.jobs[0]
-        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
-        view = live.job_view
-        assert isinstance(view, FragView)
+        live, job = await run_plan(pilot, app, "frag", 60)
+        view = job_view(live, FragView)
         hist = view.query_one("#frag-hist")
         assert hist.row_count == len(job.report.free_space.bucket_lower_bytes)
         summary = view.query_one("#frag-summary")
@@ -218,9 +209,7 @@ async def test_age_time_left_is_continuous_across_the_phases(scratch):
         await set_param(pilot, app, "param-age-fullness", "0.6")
         await pilot.press("ctrl+r")
         live = live_of(app)
-        await until(pilot, sample, "the aging to end", 300)
-        job = live.jobs[0]
-        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        await job_done(pilot, live, "the aging to end", 300, over=sample)
     rapid = [s for s in samples if s[0] == "rapid"]
     stable = [s for s in samples if s[0] == "stable"]
     assert rapid and stable, samples

@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from pilot_wait import until
-from test_tui import SIZE, assert_clean, live_of, plan_over
-from test_tui_check import start_as_set_up
+from test_tui import SIZE, assert_clean, job_view, live_of, plan_over, run_plan
 from textual.widgets import Label
 
 from fsscope import recipes
@@ -51,13 +50,12 @@ async def test_bench_chart_draws_every_second_the_table_counts(scratch):
     app = make_app(AppConfig(is_root=False, target=TargetSpec("dir", str(scratch)), jobs=("bench",),
                              discover_devices=lambda: [], job_defaults={"bench": bench}))
     async with app.run_test(size=SIZE) as pilot:
-        live, job = await start_as_set_up(pilot, app, "the bench", 180)
+        live, job = await run_plan(pilot, app, "the bench", 180)
         model = live.views[0].data
         for r in range(2):
             recorded = np.load(Path(job.run_path) / f"run{r}_counts.npy").sum(axis=0) / model.bin_s
             assert model.runs[r].bins == recorded.tolist(), (r, model.runs[r].bins, recorded)
-        view = live.job_view
-        assert isinstance(view, BenchView)
+        view = job_view(live, BenchView)
         for r in range(2):
             view.run_choice = r
             view.window_s = 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from pilot_wait import until
-from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over, runs_listed, set_param
+from test_tui import SIZE, assert_clean, job_view, live_of, open_replay, plan_over, run_plan, runs_listed, set_param
 
 from fsscope.engine import registry
 from fsscope.format import spark
@@ -15,18 +15,6 @@ from fsscope.tui import AppConfig, make_app
 from fsscope.tui.check_model import CheckModel
 from fsscope.tui.screens.confirm import ConfirmScreen
 from fsscope.tui.widgets.check_view import CheckView
-
-
-async def start_as_set_up(pilot, app, what: str, timeout_s: float):
-    """Start from the setup screen with its parameters as they are; (live screen, the job) once
-    it ended well."""
-    await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
-    await pilot.press("ctrl+r")
-    live = live_of(app)
-    await until(pilot, lambda: plan_over(live), what, timeout_s=timeout_s)
-    job = live.jobs[0]
-    assert job.status == "ok", job.error
-    return live, job
 
 
 def test_strip_scales_bars():
@@ -64,18 +52,13 @@ async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch
         # 30 s hold the audit and two runs (a shorter budget stops before them: issue 27)
         for field, text in (("budget_s", "30"), ("sample_s", "0.5"), ("runs", "2"), ("dataset_bytes", "1M")):
             await set_param(pilot, app, f"param-check-{field}", text)
-        await pilot.press("ctrl+r")
-        live = live_of(app)
-        await until(pilot, lambda: plan_over(live), "the check", timeout_s=180)
-        job = live.jobs[0]
-        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        live, job = await run_plan(pilot, app, "the check", 180)
         report = job.report
         cache = next(f for f in report.findings if f.id == "page-cache-fit")
         assert cache.severity == "bad" and "1 MiB" in cache.title   # typed as a size in the panel
 
         async def check(screen) -> None:
-            view = screen.job_view
-            assert isinstance(view, CheckView)
+            view = job_view(screen, CheckView)
             table = view.table
             assert table.row_count == len(report.findings) >= 22
             # items in words, marks that read without colour (issue 27)
@@ -166,7 +149,7 @@ async def test_tables_copy_and_save_as_csv_and_check_items_filter(scratch):
                              discover_devices=lambda: [],
                              job_defaults={"check": {"calibrate": False, "sample_s": 0.5}}))
     async with app.run_test(size=SIZE) as pilot:
-        live, job = await start_as_set_up(pilot, app, "the check", 120)
+        live, job = await run_plan(pilot, app, "the check", 120)
         findings = job.report.findings
         table = live.job_view.table
         table.focus()

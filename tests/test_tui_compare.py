@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from pilot_wait import until
-from test_tui import open_compare
+from test_tui import compare_runs
 
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.screens.compare import CompareScreen
@@ -18,10 +18,7 @@ async def test_compare_two_bench_runs(scratch, recorded_run):
     ids = [recorded_run("bench", {"personality": "varmail", "runs": 2, "duration_s": 2}, scratch) for _ in range(2)]
     app = make_app(AppConfig(start_screen="runs"))
     async with app.run_test(size=SIZE) as pilot:
-        screen = await open_compare(pilot, app, *ids)
-        assert screen.comparison is not None
-        assert {s.id for s in screen.sides} == set(ids)
-        verdict = str(screen.query_one("#compare-verdict").content)
+        screen, verdict = await compare_runs(pilot, app, *ids)
         assert verdict.startswith(("Winner: ", "No winner: ")) and "Welch" in verdict, verdict
         heads = [str(w.content) for w in screen.query(".compare-summary")]
         assert len(heads) == 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from pilot_wait import until
-from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
+from test_tui import SIZE, assert_clean, job_view, open_replay, run_plan
 
 from fsscope import records
 from fsscope.engine.registry import decode_event
@@ -71,18 +71,13 @@ async def test_explore_job_live_and_replayed(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert app.screen.query_one("#job-picker").selected == ["explore"]
-        await pilot.press("ctrl+r")
-        live = live_of(app)
-        await until(pilot, lambda: plan_over(live), "the study", 180)
-        job = live.jobs[0]
-        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        live, job = await run_plan(pilot, app, "the study", 180)
         assert job.fraction == 1.0
         # how busy the machine was, in the log as the CLI prints it
         assert any(line.startswith("machine: load") for line in live.log_panel.lines_written)
 
         async def check(screen) -> None:
-            view = screen.job_view
-            assert isinstance(view, ExploreView)
+            view = job_view(screen, ExploreView)
 
             def text() -> str:
                 return str(view.query_one("#explore-text").content)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from pilot_wait import until
-from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
+from test_tui import SIZE, assert_clean, open_replay, run_plan
 
 from fsscope import recipes
 from fsscope.engine.events import Progress, decode
@@ -52,11 +52,7 @@ async def test_ladder_live_and_replayed():
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await pilot.pause()
         assert app.screen.query_one("#param-ladder-steps").value == "baseline,alloc"
-        await pilot.press("ctrl+r")
-        live = live_of(app)
-        await until(pilot, lambda: plan_over(live), "the ladder", 300)
-        job = live.jobs[0]
-        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        live, job = await run_plan(pilot, app, "the ladder", 300)
         steps = job.report.ladder
         # live: every run's ops/s reached the view before the job's end
         seen = list({id(m): m for m in messages}.values())

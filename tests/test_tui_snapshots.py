@@ -46,8 +46,13 @@ def fake_devices() -> list[Device]:
             device("sdc", 50, "USB stick", signature="ext4")]
 
 
-def record(name: str, manifest: dict, recorded: list[events.Event], arrays: dict[str, np.ndarray]) -> Path:
-    """A finished run written through the real run-record code (store + event encoding)."""
+def record(name: str, spec: dict, recipe: str, started: str, recorded: list[events.Event],
+           arrays: dict[str, np.ndarray]) -> Path:
+    """A finished run of the job its name ends with (20250101-120000-probe) on the demo image,
+    written through the real run-record code (store + event encoding)."""
+    manifest = {"job": name.rsplit("-", 1)[1], "spec": spec, "status": "ok", "started": started,
+                "target": {"spec": {"kind": "image", "path": "/var/tmp/demo.img"}},
+                "recipe": {"name": recipe, "fs": recipe.split("-")[0]}}
     run = RunDir(HOME / "runs" / name)
     run.path.mkdir(parents=True)
     run.update_manifest(events_version=events.VERSION, **manifest)
@@ -67,9 +72,6 @@ def write_run(name: str, seed: int, *, shift: float = 1.0) -> Path:
     latency[:, 12] *= 12
     latency[:, 64::64] *= 3
     spec = {"op": "creat", "files": files, "runs": runs, "name_length": 7, "sync_before": "each"}
-    manifest = {"job": "probe", "spec": spec, "status": "ok", "started": "2025-01-01T12:00:00+0000",
-                "target": {"spec": {"kind": "image", "path": "/var/tmp/demo.img"}},
-                "recipe": {"name": "xfs-default", "fs": "xfs"}}
     recorded = [
         Phase(t=0.0, name="setup"),
         Log(t=0.1, line="$ losetup --find --show --direct-io=on /var/tmp/demo.img  → exit 0 (0.02 s)"),
@@ -90,7 +92,7 @@ def write_run(name: str, seed: int, *, shift: float = 1.0) -> Path:
                 note="The typical latency doubles from file 300 on, in every run."),
         Result(t=3.3, report={"op": "creat"}),
     ]
-    return record(name, manifest, recorded, {"latency_ns": latency.astype(np.int64)})
+    return record(name, spec, "xfs-default", "2025-01-01T12:00:00+0000", recorded, {"latency_ns": latency.astype(np.int64)})
 
 
 OPS = ("create", "write", "close", "open", "append", "read", "delete", "stat")
@@ -136,9 +138,6 @@ def write_bench_run(name: str, seed: int) -> Path:
               "variation": {"relative_range": float(np.ptp(x) / x.mean()), "rsd": float(x.std(ddof=1) / x.mean()),
                             "mean_ops_per_s": float(x.mean()), "runs": runs},
               "notes": ["no --mem-limit: a file set that fits in RAM is served from the page cache"]}
-    manifest = {"job": "bench", "spec": spec, "status": "ok", "started": "2025-01-01T14:00:00+0000",
-                "target": {"spec": {"kind": "image", "path": "/var/tmp/demo.img"}},
-                "recipe": {"name": "ext4-default", "fs": "ext4"}}
     recorded = [
         Phase(t=0.0, name="setup"),
         Log(t=0.2, line="$ mkfs.ext4 -F -q /dev/loop7  → exit 0 (0.05 s)"),
@@ -148,7 +147,7 @@ def write_bench_run(name: str, seed: int) -> Path:
         Finding(t=42.1, flag="variation", title="an interim flag the report replaces", note="interim"),
         Result(t=42.2, report=report),
     ]
-    return record(name, manifest, recorded, arrays)
+    return record(name, spec, "ext4-default", "2025-01-01T14:00:00+0000", recorded, arrays)
 
 
 @contextmanager

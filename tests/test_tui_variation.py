@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 from pilot_wait import until
-from test_tui import SIZE, assert_clean, live_of, open_replay, plan_over
+from test_tui import SIZE, assert_clean, job_done, job_view, live_of, open_replay, plan_over
 
 from fsscope import records
 from fsscope.engine.registry import decode_event
@@ -179,9 +179,7 @@ async def test_variation_study_live_and_replayed(tmp_path):
                 flagged_while_running.append(len(live.flags_panel.flags))
             return plan_over(live)
 
-        await until(pilot, over, "the study", 300)
-        job = live.jobs[0]
-        assert job.status == "ok", (job.error, live.log_panel.lines_written[-10:])
+        job = await job_done(pilot, live, "the study", 300, over=over)
         report = job.report
         assert isinstance(report, Report) and report.completed == 2
         assert flagged_while_running, "the flags panel stayed empty until the study ended"
@@ -190,8 +188,7 @@ async def test_variation_study_live_and_replayed(tmp_path):
         order = [m.kind if isinstance(m, msg.JobEvent) else "end" for m in seen
                  if isinstance(m, msg.JobEvent) and m.kind == "variation_row" or isinstance(m, msg.JobFinished)]
         assert order == ["variation_row", "variation_row", "end"]
-        view = live.job_view
-        assert isinstance(view, VariationView)
+        view = job_view(live, VariationView)
         await until(pilot, lambda: "2 configurations final of 2 planned" in figure_text(view), "the final view", 10)
         # Fig. 1: both configurations with the report's relative range
         text = figure_text(view)
@@ -230,8 +227,7 @@ async def test_variation_study_live_and_replayed(tmp_path):
             await until(pilot, lambda: flagged[0].id in side_text(view), "the flagged configuration", 10)
 
         replay = await open_replay(pilot, app, job.run_id)
-        again = replay.job_view
-        assert isinstance(again, VariationView)
+        again = job_view(replay, VariationView)
         await until(pilot, lambda: "2 configurations final of 2 planned" in figure_text(again), "the replay", 10)
         replay_model = again.model_of(replay.views[0])
         assert replay_model is not live_model

@@ -39,8 +39,13 @@ examples:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (the message and where to read more, no usage dump), and
-    options whose value may start with '-' (see :func:`fsscope.cli.common.dash_value`)."""
+    """argparse with one-line errors (the message and where to read more, no usage dump),
+    options whose value may start with '-' (see :func:`fsscope.cli.common.dash_value`), and
+    descriptions and epilogs printed as written (their examples keep their lines)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
@@ -64,8 +69,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="fsscope", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog="fsscope", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"fsscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name in COMMAND_MODULES:

@@ -19,7 +19,7 @@ from fsscope.cli.common import (
     parse_size,
     positive_float,
     positive_int,
-    recipe_from_args,
+    recipe_for,
     target_from_args,
 )
 from fsscope.cli.headless import run_job
@@ -114,7 +114,7 @@ def cmd_age(args) -> int:
     from fsscope.aging.job import Spec
 
     target = target_from_args(args, default_kind="ram")
-    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    recipe = recipe_for(args, target)
     if args.resume:
         if target.kind in ("ram", "dir") and not target.snapshot:
             raise FsscopeError(f"--resume needs the kept aged image (--image PATH or --device DEV): a {target.kind} "
@@ -164,7 +164,7 @@ def cmd_frag(args) -> int:
     from fsscope.layout.job import Spec
 
     target = target_from_args(args, default_kind="ram")
-    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    recipe = recipe_for(args, target)
     spec = build(Spec, test_file_bytes=args.test_file)
     return run_job("frag", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_frag)
 
@@ -221,8 +221,7 @@ def cmd_profile_capture(args) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("age", help="age a target to a profile (Geriatrix); fresh vs aged fragmentation; snapshot",
-                       description=AGE_DESCRIPTION, epilog=AGE_EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=AGE_DESCRIPTION, epilog=AGE_EPILOG)
     p.add_argument("--profile", metavar="NAME|PATH",
                    help="aging profile: a shipped name (see 'fsscope profile list') or a .toml (default small)")
     p.add_argument("--fullness", type=_fraction, metavar="F", help="fraction to fill, in (0, 1) (default: the profile's)")
@@ -250,15 +249,14 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_age)
 
     p = sub.add_parser("frag", help="free-space histogram and a test file's fragments (fresh or --from-snapshot)",
-                       description=FRAG_DESCRIPTION, epilog=FRAG_EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=FRAG_DESCRIPTION, epilog=FRAG_EPILOG)
     dash_value(p.add_argument("--test-file", type=parse_size, metavar="SIZE",
                    help="test file size (default: a quarter of the free space, 1M..256M)"))
     add_job_args(p)
     p.set_defaults(func=cmd_frag)
 
     p = sub.add_parser("profile", help="aging profiles: list, show, capture from a real tree",
-                       description=PROFILE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description=PROFILE_DESCRIPTION,
                        epilog="examples:\n  fsscope profile list\n  fsscope profile show agrawal\n"
                        "  fsscope profile capture /home -o home.toml")
     psub = p.add_subparsers(dest="profile_command", metavar="ACTION", required=True,

@@ -9,23 +9,22 @@ import argparse
 from fsscope.analysis.compare import RecipeComparison, compare_recipe_reports
 from fsscope.cli.check_pointer import point_at_check
 from fsscope.cli.common import (
-    PERSONALITIES,
     add_job_args,
+    add_personality_arg,
     dash_value,
     out_console,
     parse_size,
     positive_float,
     positive_int,
-    recipe_from_args,
+    recipe_for,
     recipe_list,
+    recipes_from_args,
     target_from_args,
     write_json,
 )
-from fsscope.cli.headless import console as err_console
-from fsscope.cli.headless import run_job
+from fsscope.cli.headless import run_each_recipe, run_job
 from fsscope.cli.ladder_cmd import cmd_ladder
 from fsscope.cli.render.bench import render_bench, render_comparison
-from fsscope.errors import FsscopeError
 from fsscope.records import build, plain
 
 BENCH_DESCRIPTION = """\
@@ -127,7 +126,7 @@ def cmd_bench(args) -> int:
     bench_job.personality_spec(spec, target.size_bytes)
 
     if not args.recipes:
-        recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+        recipe = recipe_for(args, target)
         point_at_check()
         return run_job("bench", spec, target, recipe, json_path=args.json, verbose=args.verbose,
                        render=render_bench)
@@ -137,37 +136,19 @@ def cmd_bench(args) -> int:
 
 def _cmd_recipes(args, spec, target) -> int:
     """--recipes a,b,...: one bench job per recipe in sequence, then the Welch t-tests."""
-    if args.recipe:
-        raise FsscopeError("--recipe and --recipes: name one recipe, or several to compare, not both")
-    if target.kind == "dir":
-        raise FsscopeError("--recipes needs a target fsscope formats (--ram, --image or --device), not --dir")
-    chosen = []
-    for name in args.recipes:  # every recipe loads (and gets the extra options) before any run
-        args.recipe = name
-        chosen.append((name, recipe_from_args(args)))
-    args.recipe = None
+    chosen = recipes_from_args(args, target)
     point_at_check()
-    reports: dict[str, dict] = {}
-    status = 0
-    for name, recipe in chosen:
-        err_console.rule(f"[bold]{name}[/]")
-        captured: list[dict] = []
 
-        def render(report, console, captured=captured):
-            captured.append(report)
-            render_bench(report, console)
+    def render(report, console):
+        render_bench(report, console)
+        return plain(report)  # compared (and written by --json) in its written form
 
-        status = run_job("bench", spec, target, recipe, verbose=args.verbose, render=render)
-        if captured:
-            reports[name] = plain(captured[-1])  # compared (and written by --json) in its written form
-        if status != 0:
-            break
+    reports, status = run_each_recipe("bench", spec, target, chosen, verbose=args.verbose, render=render)
     comparison = _compare(reports, status)
     if args.json:
         doc = {"personality": spec.personality, "recipes": list(reports), "reports": reports,
                "comparison": comparison}
         write_json(args.json, doc)
-        err_console.print(f"[dim]wrote {args.json}[/]")
     return status
 
 
@@ -186,10 +167,8 @@ def _compare(reports: dict[str, dict], status: int) -> RecipeComparison | None:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="throughput personalities (fileserver/webserver/varmail), run-to-run variation",
-                       description=BENCH_DESCRIPTION, epilog=BENCH_EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--personality", choices=PERSONALITIES, default="fileserver",
-                   help="the workload (default fileserver)")
+                       description=BENCH_DESCRIPTION, epilog=BENCH_EPILOG)
+    add_personality_arg(p, "the workload")
     p.add_argument("--runs", type=positive_int, default=3, metavar="R",
                    help="runs, each on a freshly formatted file system (default 3; the paper used 10+)")
     p.add_argument("--duration", type=_duration, default=30.0, metavar="S|auto",

@@ -10,12 +10,12 @@ import psutil
 from rich.console import Console
 
 from fsscope.cli.common import (
-    PERSONALITIES,
     add_job_args,
+    add_personality_arg,
     parse_size,
     positive_float,
     positive_int,
-    recipe_from_args,
+    recipe_for,
     target_from_args,
 )
 from fsscope.cli.headless import run_job
@@ -107,7 +107,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if target.kind == "dir" and not os.access(target.path, os.W_OK | os.X_OK):
         raise FsscopeError(f"--dir {target.path}: not writable by this user (the check works in a scratch "
                            "subdirectory there; pass a writable directory on the same file system)")
-    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    recipe = recipe_for(args, target)
     short = shortfall(spec, target.kind != "dir")
     if short:  # said before anything starts; the job then stops at the budget with what it has
         Console(stderr=True, soft_wrap=True).print(f"check: {short}; it stops at the budget with what it has",
@@ -126,9 +126,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="pre-benchmark sanity check: what distorts results here, and runs needed",
-                       description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--personality", choices=PERSONALITIES, default="fileserver",
-                   help="workload of the calibration runs (default fileserver)")
+                       description=DESCRIPTION, epilog=EPILOG)
+    add_personality_arg(p, "workload of the calibration runs")
     p.add_argument("--precision", type=_percent, default=0.05, metavar="E",
                    help="wanted half-width of the 95%% confidence interval, in %% of the mean (default 5)")
     p.add_argument("--confidence", type=_confidence, default=0.95, metavar="C",

@@ -14,7 +14,7 @@ from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.recipes import Recipe
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
 from fsscope.units import parse_size_bytes
-from fsscope.workloads import PERSONALITIES  # noqa: F401 - --personality of bench and check (a light module)
+from fsscope.workloads import PERSONALITIES  # a light module
 
 PIPE_WIDTH = 160
 """Columns of a report written into a pipe or a file: rich's default 80 cut numbers to "…"
@@ -34,6 +34,12 @@ def parse_size(text: str) -> int:
         return parse_size_bytes(text)
     except FsscopeError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a size (examples: 512M, 2G, 1GiB)") from None
+
+
+def add_personality_arg(parser: argparse.ArgumentParser, what: str) -> None:
+    """--personality of bench and check: a Filebench personality, fileserver unless named."""
+    parser.add_argument("--personality", choices=PERSONALITIES, default="fileserver",
+                        help=f"{what} (default fileserver)")
 
 
 def dash_value(action: argparse.Action) -> argparse.Action:
@@ -127,12 +133,14 @@ def output_path(text: str) -> str:
 
 
 def write_json(path: str, doc) -> None:
-    """Write a report where --json asked, checked again now (see :func:`fsscope.trust.write_output`)."""
+    """Write a report where --json asked, checked again now (see :func:`fsscope.trust.write_output`),
+    and say where on stderr."""
     if path in STDOUT_NAMES:  # the process's own stdout: no path to trust or refuse
         sys.stdout.write(records.dumps(doc, indent=2) + "\n")
         sys.stdout.flush()
         return
     trust.write_output(path, records.dumps(doc, indent=2) + "\n", "--json")
+    Console(stderr=True, soft_wrap=True).print(f"[dim]wrote {path}[/]")
 
 
 def add_job_args(parser: argparse.ArgumentParser) -> None:
@@ -144,11 +152,30 @@ def add_job_args(parser: argparse.ArgumentParser) -> None:
 
 def recipe_from_args(args, *, default: str | None = None) -> Recipe | None:
     name = args.recipe or default
-    if name is None:
-        return None
+    return None if name is None else _recipe(name, args)
+
+
+def recipe_for(args, target: TargetSpec) -> Recipe | None:
+    """The recipe a job on ``target`` uses: the one named, else ext4-default where fsscope
+    formats the target, else none (a --dir is measured as it is)."""
+    return recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+
+
+def _recipe(name: str, args) -> Recipe:
+    """The recipe ``name`` with the options' extra mkfs/mount options and hygiene changes."""
     recipe = recipes.load(name).with_extra(args.mkfs_opts, args.mount_opts)
     changes = recipes.prep_changes(args.prep)
     return recipe.with_prep(**changes) if changes else recipe
+
+
+def recipes_from_args(args, target: TargetSpec) -> list[tuple[str, Recipe]]:
+    """--recipes a,b,...: every recipe loaded (with the extra options) before any job runs, so
+    a bad one is refused before anything is formatted."""
+    if args.recipe:
+        raise FsscopeError("--recipe and --recipes: name one recipe, or several to compare, not both")
+    if target.kind == "dir":
+        raise FsscopeError("--recipes needs a target fsscope formats (--ram, --image or --device), not --dir")
+    return [(name, _recipe(name, args)) for name in args.recipes]
 
 
 def target_from_args(args, *, default_kind: str | None = None) -> TargetSpec:

@@ -10,10 +10,7 @@ and on an aged snapshot (B, ``--from-snapshot``).
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
-
-from rich.console import Console
 
 from fsscope import store
 from fsscope.analysis.compare import compare_reports
@@ -69,13 +66,12 @@ def cmd_compare(args) -> int:
     print(out.get(), end="")
     if args.json:
         write_json(args.json, doc)
-        Console(stderr=True, soft_wrap=True).print(f"[dim]wrote {args.json}[/]")
     return 0
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("compare", help="two recorded runs of one job side by side, with ratios B/A",
-                       description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("run_a", metavar="RUN_A")
     p.add_argument("run_b", metavar="RUN_B")
     p.add_argument("--json", type=output_path, metavar="PATH", help="also write the comparison as JSON")

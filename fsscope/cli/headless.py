@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +115,6 @@ def run_job(job: str, spec: SpecRecord, target: TargetSpec, recipe: Recipe | Non
     render_machine(report_part(report, "machine") or manifest.machine, Console())
     if json_path and report is not None:
         write_json(json_path, data)
-        console.print(f"[dim]wrote {json_path}[/]")
     existing = report_part(report, "existing")
     if existing is not None:  # --dir: which file system was measured, and what of it was not read
         console.print(f"measured on the file system holding it: {existing['summary']}")
@@ -132,3 +131,28 @@ def run_job(job: str, spec: SpecRecord, target: TargetSpec, recipe: Recipe | Non
     if status == "cancelled" or interrupts.count:
         return 130
     return 0 if status == "ok" else 1
+
+
+def run_each_recipe(job: str, spec: SpecRecord, target: TargetSpec, chosen: Sequence[tuple[str, Recipe | None]],
+                    *, verbose: bool, render: Callable[[Any, Console], Any]) -> tuple[dict[str, Any], int]:
+    """One job per (name, recipe) in sequence, a rule naming each when there are several,
+    stopping at the first that does not succeed. ``render`` prints a report and returns what
+    to keep of it; what was kept by name (a failed job's too, if it made a report), and the
+    last job's exit status."""
+    kept: dict[str, Any] = {}
+    shown: list[Any] = []  # what render kept of the running job's report
+
+    def keep(report: Any, out: Console) -> None:
+        shown.append(render(report, out))
+
+    status = 0
+    for name, recipe in chosen:
+        if len(chosen) > 1:
+            console.rule(f"[bold]{name}[/]")
+        shown.clear()
+        status = run_job(job, spec, target, recipe, verbose=verbose, render=keep)
+        if shown:
+            kept[name] = shown[-1]
+        if status != 0:
+            break
+    return kept, status

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import msgspec
 
-from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
+from fsscope.cli.common import add_job_args, recipe_for, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
@@ -34,14 +33,13 @@ def cmd_run(args) -> int:
         params[key] = _value(value)
     spec = registry.spec_from_data(args.job, params)
     target = target_from_args(args, default_kind="ram")
-    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    recipe = recipe_for(args, target)
     return run_job(args.job, spec, target, recipe, json_path=args.json, verbose=args.verbose)
 
 
 def add_parser(sub) -> None:
     lines = [f"  {name:8s} {summary}" for name, (_, summary) in registry.JOBS.items()]
     p = sub.add_parser("run", help="run any job headless (parameters as -p KEY=VALUE)",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Run a registered job in a background process on a target, show its progress, "
                        "record it, and print its report. Default target: a RAM image with ext4-default.",
                        epilog="jobs:\n" + "\n".join(lines) + "\n\n'fsscope run JOB -p help=1' lists a job's parameters.\n\nexample:\n  fsscope run smoke -p duration_s=3 --recipe xfs-default --ram --size 512M")

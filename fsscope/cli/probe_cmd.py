@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
-
-from fsscope.cli.common import add_job_args, recipe_from_args, target_from_args
+from fsscope.cli.common import add_job_args, recipe_for, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.probe import render_probe
 from fsscope.errors import FsscopeError
@@ -52,13 +50,13 @@ def cmd_probe(args) -> int:
     spec = build(ProbeSpec, op=args.op, files=args.files, runs=args.runs, name_length=args.name_length,
                      sync_before=args.sync_before, fresh_fs=not args.same_fs, cpu=args.cpu,
                      trace=args.trace, sync_scope=args.sync, max_runs=args.max_runs, in_root=args.in_root)
-    recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+    recipe = recipe_for(args, target)
     return run_job("probe", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_probe)
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("probe", help="per-syscall latency probe: repeatable outlier files, explained",
-                       description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--op", choices=OPS, default="creat", help="the timed syscall (default creat)")
     p.add_argument("--files", type=int, default=1024, metavar="N", help="files per run (default 1024)")
     p.add_argument("--runs", type=int, default=5, metavar="R", help="runs, each on a fresh file system (default 5)")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 from rich.console import Console
 from rich.table import Table
 
@@ -132,7 +130,7 @@ def _partial_report(job: str, run) -> dict | None:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("runs", help="list recorded runs", formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = sub.add_parser("runs", help="list recorded runs",
                        description="List the recorded runs, newest last: job, status (ok, failed, cancelled, "
                        "interrupted), target and recipe. Each run is a directory with manifest.json, "
                        "events.ndjson, *.npy arrays and report.json.",
@@ -140,7 +138,6 @@ def add_parser(sub) -> None:
     p.add_argument("--last", type=positive_int, default=30, metavar="N", help="show the last N (default 30)")
     p.set_defaults(func=cmd_runs)
     p = sub.add_parser("report", help="print a recorded run's report again",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="examples:\n  fsscope report latest\n  fsscope report 20261122-0215\n"
                        "  fsscope compare RUN_A RUN_B      (two runs side by side)",
                        description="Print a recorded run again: status, the commands it ran, its report. "

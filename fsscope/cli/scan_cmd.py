@@ -3,14 +3,11 @@ against the file system's own account, without writing (see :mod:`fsscope.scan`)
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
 from rich.console import Console
 
-from fsscope import records
-from fsscope.cli.common import output_path
+from fsscope.cli.common import output_path, write_json
 from fsscope.cli.render.scan import render_scan
 
 DESCRIPTION = """\
@@ -45,16 +42,14 @@ def cmd_scan(args) -> int:
                                 free_space=not args.no_free_space, aging=not args.no_aging))
     render_scan(report, Console() if sys.stdout.isatty() else Console(width=160))
     if args.json:
-        Path(args.json).write_text(records.dumps(report, indent=2) + "\n")
-        chatter.print(f"[dim]wrote {args.json}[/]")
+        write_json(args.json, report)
     return 0
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("scan", help="read-only: each directory's on-disk structure, checked; near-threshold "
                                     "and largest directories; free-space fragmentation; how aged",
-                       description=DESCRIPTION, epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("path", metavar="PATH", help="the tree to scan (not crossing into other mounts)")
     p.add_argument("--near", type=int, default=4, metavar="N",
                    help="list directories at most N creates from a structural change (default 4)")

@@ -92,10 +92,10 @@ def cmd_variation(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("study", help="studies on the plan/treatment engine (variation: Cao et al.)",
-                       description=STUDY_DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=STUDY_DESCRIPTION, epilog=EPILOG)
     studies = p.add_subparsers(dest="study", metavar="STUDY", required=True)
     v = studies.add_parser("variation", help="run-to-run variation across sampled storage-stack configurations",
-                           description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                           description=DESCRIPTION, epilog=EPILOG)
     v.add_argument("--space", metavar="NAME|PATH",
                    help="configuration space (default cao-small; cao-expert = the paper's Table 2)")
     v.add_argument("--paper", action="store_true",

@@ -16,13 +16,13 @@ from fsscope.cli.common import (
     parse_size,
     positive_float,
     positive_int,
-    recipe_from_args,
+    recipe_for,
     recipe_list,
+    recipes_from_args,
     target_from_args,
     write_json,
 )
-from fsscope.cli.headless import console as err_console
-from fsscope.cli.headless import run_job
+from fsscope.cli.headless import run_each_recipe
 from fsscope.cli.render.syncwrite import render_syncwrite, render_tests
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
@@ -205,38 +205,21 @@ def cmd_syncwrite(args: argparse.Namespace) -> int:
     _check_array_space(spec)
     target = target_from_args(args, default_kind="ram")
     if args.recipes:
-        if args.recipe:
-            raise FsscopeError("--recipe and --recipes: name one recipe, or several to compare, not both")
-        if target.kind == "dir":
-            raise FsscopeError("--recipes needs a target fsscope formats (--ram, --image or --device), not --dir")
-        chosen = []
-        for name in args.recipes:  # every recipe loads before any run
-            args.recipe = name
-            chosen.append((name, recipe_from_args(args)))
+        chosen: list[tuple[str, Recipe | None]] = [*recipes_from_args(args, target)]
     else:
-        recipe = recipe_from_args(args, default=None if target.kind == "dir" else "ext4-default")
+        recipe = recipe_for(args, target)
         chosen = [(recipe.name if recipe is not None else "dir", recipe)]
     for _, recipe in chosen:
         _check_mode(args, target, recipe)
 
-    reports: dict[str, Report] = {}
-    status = 0
-    for name, recipe in chosen:
-        if len(chosen) > 1:
-            err_console.rule(f"[bold]{name}[/]")
-        captured: list[Report] = []
+    def render(report: Report, console: Console) -> Report:
+        report = msgspec.structs.replace(report, choices=_choices(report, args))
+        render_syncwrite(report, console)
+        return report
 
-        def render(report: Report, console: Console, captured: list[Report] = captured) -> None:
-            report = msgspec.structs.replace(report, choices=_choices(report, args))
-            captured.append(report)
-            render_syncwrite(report, console)
-
-        status = run_job("syncwrite", spec, target, recipe, verbose=args.verbose, render=render)
-        if captured:
-            key = name if recipe is not None else (captured[-1].fs or name)
-            reports[key] = captured[-1]
-        if status != 0:
-            break
+    reports, status = run_each_recipe("syncwrite", spec, target, chosen, verbose=args.verbose, render=render)
+    if chosen[0][1] is None:  # --dir: the file system found there names the report
+        reports = {report.fs or name: report for name, report in reports.items()}
     tests: list[SizeTest] = []
     if len(reports) >= 2:
         from fsscope.analysis.efficiency import compare_per_size
@@ -251,13 +234,12 @@ def cmd_syncwrite(args: argparse.Namespace) -> int:
     if args.json and reports:
         doc = {"mode": spec.mode, "recipes": reports, "tests": tests}
         write_json(args.json, doc)
-        err_console.print(f"[dim]wrote {args.json}[/]")
     return status
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("syncwrite", help="synchronous-write buffer sweep: throughput, latency, knees, best buffer",
-                       description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--mode", choices=sw.MODES, default="osync",
                    help="how each write is made durable (default osync = O_SYNC)")
     p.add_argument("--sizes", type=_sizes, metavar="S1,S2,...", help="buffer sizes (default 4K..16M, doubling)")

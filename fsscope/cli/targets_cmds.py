@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from rich.console import Console
@@ -18,6 +17,86 @@ from fsscope.targets.journal import undo_entries
 # Piped output (scripts, logs) gets wide lines instead of columns folded to 80.
 console = Console() if sys.stdout.isatty() else Console(width=200)
 chatter = Console(stderr=True, soft_wrap=True)  # paths stay whole; so that stdout carries only what scripts read
+
+DEVICES_DESCRIPTION = """\
+List block devices (from /sys/block and psutil): size, model, rotational, I/O scheduler,
+partitions, mount points, signature, and whether fsscope would format it.
+"""
+
+DEVICES_EPILOG = """\
+A device is refused when it is mounted (itself or a partition), holds / or /boot, is swap, is held by
+device-mapper/md/LVM, or is read-only (e.g. losetup -r); one that carries a file-system or
+partition-table signature is formatted only with --yes-destroy naming it.
+Images fsscope creates (--image NEW_PATH, --ram) are always allowed; an existing file it did not create
+(a text file, an archive, someone's image) is used only with --yes-destroy naming that file.
+
+example:
+  fsscope devices
+"""
+
+RECIPES_DESCRIPTION = """\
+List the shipped recipes (fsscope/data/recipes/, or $FSSCOPE_RECIPES): file system, mkfs and
+mount options, hygiene steps.
+"""
+
+RECIPES_EPILOG = """\
+Use one with --recipe NAME, or --recipe ./mine.toml for your own file. One run can add options
+(--mkfs-opts "-i size=1024", --mount-opts noatime) or switch a hygiene step (--prep drop_caches=false).
+Hygiene steps: no_lazy_init, null_hash_seed (ext4), drop_caches, remount_after_populate,
+io_scheduler, atime. A file system missing from the kernel is marked.
+
+example:
+  fsscope recipes
+"""
+
+PREPARE_DESCRIPTION = """\
+Format and mount a target with a recipe's options and hygiene (default recipe: ext4-default),
+and print the mount point. It stays mounted until 'fsscope release MOUNTPOINT': a plain
+'fsscope cleanup' leaves it alone. An existing --image file fsscope did not create is refused
+unless --yes-destroy names it; --ram needs its whole --size free in the RAM dir.
+"""
+
+PREPARE_EPILOG = """\
+examples:
+  fsscope prepare --ram --size 256M                 (ext4-default)
+  fsscope prepare --recipe xfs-default --ram --size 1G
+  fsscope prepare --recipe ext4-bench --image /var/tmp/t.img --mkfs-opts '-b 1024'
+  fsscope prepare --recipe btrfs-default --device /dev/sdb --yes-destroy /dev/sdb
+"""
+
+RELEASE_DESCRIPTION = """\
+Undo one 'fsscope prepare': unmount, detach its loop device, restore the I/O scheduler, remove
+a RAM image and the mount point (and the parent directories) fsscope made. An image file you
+named stays on disk. A running job's mount point is refused: the job cleans up after itself.
+"""
+
+RELEASE_EPILOG = """\
+example:
+  mp=$(fsscope prepare --recipe xfs-default --ram --size 1G)
+  ...
+  fsscope release "$mp"
+"""
+
+CLEANUP_DESCRIPTION = """\
+Read fsscope's state journal and undo what crashed or killed jobs left: unmount, restore I/O
+schedulers, detach loop devices, remove RAM images, scratch directories, the jobs' tracefs
+instances and the named semaphores (/dev/shm/sem.fsscope-PID-*) of dead jobs.
+"""
+
+CLEANUP_EPILOG = """\
+What it never touches (it says so, one 'left:' line each):
+  - what a running fsscope job holds (owner pid + start time alive); --force undoes it anyway
+  - targets kept on purpose by 'fsscope prepare': 'fsscope release MOUNTPOINT' removes one,
+    --prepared removes them all
+  - a dead job's leftovers that a live job may now hold (same image, same mount point)
+It undoes only the exact resource the journal names: the same loop attachment (device,
+diskseq, backing inode) and the same mount (mount id, device, mount point), never whatever
+sits at that path now.
+
+examples:
+  fsscope cleanup
+  fsscope cleanup --prepared      also release every prepared target
+"""
 
 
 def cmd_devices(args) -> int:
@@ -108,65 +187,25 @@ def cmd_cleanup(args) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("devices", help="list block devices and whether fsscope would format them",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="List block devices (from /sys/block and psutil): size, model, rotational, "
-                       "I/O scheduler, partitions, mount points, signature, and whether fsscope would format it.",
-                       epilog="A device is refused when it is mounted (itself or a partition), holds / or /boot, "
-                       "is swap, is held by\ndevice-mapper/md/LVM, or is read-only (e.g. losetup -r); one that carries a "
-                       "file-system or\npartition-table signature is formatted only with --yes-destroy naming it.\n"
-                       "Images fsscope creates (--image NEW_PATH, --ram) are always allowed; an existing file it did not "
-                       "create\n(a text file, an archive, someone's image) is used only with --yes-destroy naming that "
-                       "file.\n\nexample:\n  fsscope devices")
+                       description=DEVICES_DESCRIPTION, epilog=DEVICES_EPILOG)
     p.set_defaults(func=cmd_devices)
 
     p = sub.add_parser("recipes", help="list the file-system recipes",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="List the shipped recipes (fsscope/data/recipes/, or $FSSCOPE_RECIPES): file system, mkfs and mount options, hygiene steps.",
-                       epilog="Use one with --recipe NAME, or --recipe ./mine.toml for your own file. One run can add "
-                       "options\n(--mkfs-opts \"-i size=1024\", --mount-opts noatime) or switch a hygiene step "
-                       "(--prep drop_caches=false).\nHygiene steps: no_lazy_init, null_hash_seed (ext4), drop_caches, "
-                       "remount_after_populate,\nio_scheduler, atime. A file system missing from the kernel is marked.\n\n"
-                       "example:\n  fsscope recipes")
+                       description=RECIPES_DESCRIPTION, epilog=RECIPES_EPILOG)
     p.set_defaults(func=cmd_recipes)
 
     p = sub.add_parser("prepare", help="format and mount a target with a recipe; print the mount point",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Format and mount a target with a recipe's options and hygiene (default recipe: "
-                       "ext4-default), and print the mount point. It stays mounted until 'fsscope release MOUNTPOINT': "
-                       "a plain 'fsscope cleanup' leaves it alone. An existing --image file fsscope did not create is "
-                       "refused unless --yes-destroy names it; --ram needs its whole --size free in the RAM dir.",
-                       epilog="examples:\n  fsscope prepare --ram --size 256M                 (ext4-default)\n"
-                       "  fsscope prepare --recipe xfs-default --ram --size 1G\n"
-                       "  fsscope prepare --recipe ext4-bench --image /var/tmp/t.img --mkfs-opts '-b 1024'\n"
-                       "  fsscope prepare --recipe btrfs-default --device /dev/sdb --yes-destroy /dev/sdb")
+                       description=PREPARE_DESCRIPTION, epilog=PREPARE_EPILOG)
     add_target_args(p, dir_allowed=False)
     p.set_defaults(func=cmd_prepare)
 
     p = sub.add_parser("release", help="unmount a prepared target and detach/remove what fsscope made",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Undo one 'fsscope prepare': unmount, detach its loop device, restore the I/O "
-                       "scheduler, remove a RAM image and the mount point (and the parent directories) fsscope made. "
-                       "An image file you named stays on disk. A running job's mount point is refused: the job "
-                       "cleans up after itself.",
-                       epilog="example:\n  mp=$(fsscope prepare --recipe xfs-default --ram --size 1G)\n  ...\n"
-                       "  fsscope release \"$mp\"")
+                       description=RELEASE_DESCRIPTION, epilog=RELEASE_EPILOG)
     p.add_argument("mountpoint")
     p.set_defaults(func=cmd_release)
 
     p = sub.add_parser("cleanup", help="undo the mounts and loop devices that killed fsscope jobs left behind",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Read fsscope's state journal and undo what crashed or killed jobs left: unmount, "
-                       "restore I/O schedulers, detach loop devices, remove RAM images, scratch directories, the "
-                       "jobs' tracefs instances and the named semaphores (/dev/shm/sem.fsscope-PID-*) of dead jobs.",
-                       epilog="What it never touches (it says so, one 'left:' line each):\n"
-                       "  - what a running fsscope job holds (owner pid + start time alive); --force undoes it anyway\n"
-                       "  - targets kept on purpose by 'fsscope prepare': 'fsscope release MOUNTPOINT' removes one,\n"
-                       "    --prepared removes them all\n"
-                       "  - a dead job's leftovers that a live job may now hold (same image, same mount point)\n"
-                       "It undoes only the exact resource the journal names: the same loop attachment (device,\n"
-                       "diskseq, backing inode) and the same mount (mount id, device, mount point), never whatever\n"
-                       "sits at that path now.\n\n"
-                       "examples:\n  fsscope cleanup\n  fsscope cleanup --prepared      also release every prepared target")
+                       description=CLEANUP_DESCRIPTION, epilog=CLEANUP_EPILOG)
     p.add_argument("--force", action="store_true", help="also undo what running fsscope jobs hold (they fail)")
     p.add_argument("--prepared", action="store_true",
                    help="also undo the targets 'fsscope prepare' kept (same as 'fsscope release' on each)")

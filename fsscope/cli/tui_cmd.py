@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
 from fsscope.errors import FsscopeError
 
@@ -27,7 +25,6 @@ def cmd_tui(args) -> int:
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "tui", help="open the terminal investigator (what plain 'fsscope' does)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Open the investigator. The setup screen picks a target (a disk, an image file, a RAM "
         "image or a directory), a recipe (file system + mkfs/mount options + hygiene) and the jobs; Start "
         "runs them in background processes while the live screen shows progress, a per-file latency "
