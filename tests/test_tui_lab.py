@@ -68,13 +68,14 @@ async def test_lab_runs_a_finding_and_shows_its_verdict():
         await until(pilot, lambda: any("btrfs-ram" in line for line in log.lines), "the run's progress lines")
         await until(pilot, lambda: screen.running is None, "the run's end", timeout_s=240)
         assert screen.error is None
-        (finding,) = screen.result["findings"]
-        assert finding["id"] == "btrfs-first-leaf-full" and finding["paper"] == 45
+        assert screen.result is not None
+        (finding,) = screen.result.findings
+        assert finding.id == "btrfs-first-leaf-full" and finding.paper == 45
         table = screen.query_one("#lab-verdicts", DataTable)
         row = [str(cell) for cell in table.get_row("btrfs-first-leaf-full")]
-        assert row[4] == finding["verdict"] in ("agree", "disagree", "inconclusive")
-        assert row[5] == finding["why"] and row[1] == "45"
-        assert any(line.startswith(f"btrfs-first-leaf-full: {finding['verdict']}") for line in log.lines)
+        assert row[4] == finding.verdict in ("agree", "disagree", "inconclusive")
+        assert row[5] == finding.why and row[1] == "45"
+        assert any(line.startswith(f"btrfs-first-leaf-full: {finding.verdict}") for line in log.lines)
         # the recorded run opens in the usual replay view
         (run_dir,) = screen.run_dirs()
         await pilot.press("o")

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from rich.console import Console
 from rich.table import Table
 
 from fsscope import replicate
-from fsscope.cli.common import output_path
+from fsscope.cli.common import output_path, write_json
 from fsscope.cli.headless import console as err
 from fsscope.cli.render.replicate import render_replicate
 from fsscope.errors import FsscopeError
@@ -56,8 +53,7 @@ def cmd_replicate(args) -> int:
                            progress=lambda line: err.print(f"[dim]{line}[/]", highlight=False))
     render_replicate(result, Console())
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2, default=str) + "\n")
-        err.print(f"[dim]wrote {args.json}[/]")
+        write_json(args.json, result)
     return 0
 
 

@@ -16,8 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from fsscope.errors import FsscopeError
-from fsscope.records import plain
-from fsscope.replicate.base import Finding
+from fsscope.replicate.base import Finding, Result, RunDone
 
 #: name -> module
 SCENARIOS: dict[str, str] = {
@@ -76,8 +75,8 @@ def planned(module: ModuleType, *, quick: bool, only: list[str] | None = None) -
 
 
 def run(name: str, *, quick: bool, only: list[str] | None = None,
-        progress: Callable[[str], None] = lambda line: None) -> dict:
-    """Run scenario ``name`` and judge it: ``{"scenario", "findings": [...], ...}``."""
+        progress: Callable[[str], None] = lambda line: None) -> Result:
+    """Run scenario ``name`` and judge it."""
     module = load(name)
     probes = planned(module, quick=quick, only=only)
     results: dict[str, Any] = {}
@@ -86,10 +85,9 @@ def run(name: str, *, quick: bool, only: list[str] | None = None,
     findings: list[Finding] = module.judge(results, quick)
     if only:
         findings = [f for f in findings if f.id in only]
-    return plain({"scenario": name, "title": module.TITLE, "paper": module.PAPER, "quick": quick,
-            "setup": module.SETUP, "runs": {p.key: {"setup": p.describe(), "run_dir": results[p.key].run_dir}
-                                            for p in probes},
-            "findings": [f.to_json() for f in findings]})
+    return Result(scenario=name, title=module.TITLE, paper=module.PAPER, quick=quick, setup=list(module.SETUP),
+                  runs={p.key: RunDone(setup=p.describe(), run_dir=results[p.key].run_dir) for p in probes},
+                  findings=findings)
 
 
 __all__ = ["SCENARIOS", "Finding", "load", "listing", "lessons", "run", "cost_s", "planned"]

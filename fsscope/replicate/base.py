@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
@@ -30,6 +30,7 @@ from fsscope.engine import runner
 from fsscope.engine.registry import spec_from_data
 from fsscope.errors import FsscopeError
 from fsscope.paths import disk_dir
+from fsscope.records import Record
 from fsscope.targets import TargetSpec
 
 VERDICTS = ("agree", "disagree", "inconclusive")
@@ -44,8 +45,7 @@ SERIES_MEMBER_SHARE = 0.875
 SERIES_ALPHA = 0.01
 
 
-@dataclass
-class Finding:
+class Finding(Record, frozen=True, kw_only=False):
     """One headline finding of a paper, held to a measurement."""
 
     id: str
@@ -54,15 +54,31 @@ class Finding:
     measured: Any             # what fsscope measured
     verdict: str              # agree | disagree | inconclusive
     why: str                  # the statistic that decided it, in words
-    statistic: dict = field(default_factory=dict)
+    statistic: dict[str, Any] = {}
     setup: str = ""           # which run(s) measured it
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
 
-    def to_json(self) -> dict:
-        return asdict(self)
+
+class RunDone(Record, frozen=True, kw_only=True):
+    """A run a scenario made: its setup in words and where it is recorded."""
+
+    setup: str
+    run_dir: str
+
+
+class Result(Record, frozen=True, kw_only=True):
+    """A scenario run and judged (``fsscope replicate``'s ``--json``, the Lab's table)."""
+
+    scenario: str
+    title: str
+    paper: str
+    quick: bool
+    setup: list[str]
+    runs: dict[str, RunDone]
+    findings: list[Finding]
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import msgspec
+
 from fsscope import recipes
 from fsscope.format import format_pct
 from fsscope.layout.summary import summary_rows
@@ -125,11 +127,12 @@ def _unfinished(report: dict) -> str:
 def _short_of_aged(finding: Finding, unfinished: str) -> Finding:
     """A 'disagree' from an image that did not finish aging is not the paper's state: it is
     inconclusive. An 'agree' stands: more aging only fragments further."""
+    statistic = finding.statistic | {"aging_unfinished": unfinished or None}
     if unfinished and finding.verdict == "disagree":
-        finding.verdict = "inconclusive"
-        finding.why += f" — but {unfinished}, so this is not yet the paper's aged state: age longer (full scenario)"
-    finding.statistic["aging_unfinished"] = unfinished or None
-    return finding
+        return msgspec.structs.replace(
+            finding, verdict="inconclusive", statistic=statistic,
+            why=finding.why + f" — but {unfinished}, so this is not yet the paper's aged state: age longer (full scenario)")
+    return msgspec.structs.replace(finding, statistic=statistic)
 
 
 def _free_space(fresh: dict, aged: dict, setup: str) -> Finding:

@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Footer, Header, Log, Markdown, Tree
 from fsscope import replicate, store
 from fsscope.errors import FsscopeError
 from fsscope.format import format_measure
+from fsscope.replicate.base import Result
 from fsscope.tui.replay import load_run
 from fsscope.tui.screens.base import AppScreen
 from fsscope.tui.screens.live import LiveScreen
@@ -51,7 +52,7 @@ class LabScreen(AppScreen):
         self.lessons = {s["name"]: s for s in replicate.lessons()}
         self.running: str | None = None
         """What is running (a scenario or scenario/finding), None when idle."""
-        self.result: dict | None = None
+        self.result: Result | None = None
         """The last run's result, as ``fsscope replicate --json`` writes it."""
         self.error: str | None = None
 
@@ -148,20 +149,20 @@ class LabScreen(AppScreen):
         self.query_one("#lab-log", Log).write_line(f"error: {error}")
         self.notify(error, title="Lab run failed", severity="error", timeout=8)
 
-    def _finished(self, result: dict) -> None:
+    def _finished(self, result: Result) -> None:
         self.running, self.result = None, result
         table = self.query_one("#lab-verdicts", DataTable)
-        for f in result["findings"]:
-            table.add_row(f["id"], *(format_measure(f[key], "—") for key in ("paper", "expected_today", "measured")),
-                          Text(f["verdict"], style=VERDICT_STYLE[f["verdict"]]), f["why"], key=f["id"])
+        for f in result.findings:
+            table.add_row(f.id, *(format_measure(v, "—") for v in (f.paper, f.expected_today, f.measured)),
+                          Text(f.verdict, style=VERDICT_STYLE[f.verdict]), f.why, key=f.id)
         log = self.query_one("#lab-log", Log)
-        for f in result["findings"]:
-            log.write_line(f"{f['id']}: {f['verdict']} — {f['why']}")
+        for f in result.findings:
+            log.write_line(f"{f.id}: {f.verdict} — {f.why}")
         log.write_line("done: o replays the recorded runs (heatmap, flags)")
 
     # -- replaying -----------------------------------------------------------------------------
     def run_dirs(self) -> list[str]:
-        return [r["run_dir"] for r in (self.result or {}).get("runs", {}).values() if r.get("run_dir")]
+        return [r.run_dir for r in self.result.runs.values() if r.run_dir] if self.result else []
 
     def action_open_runs(self) -> None:
         dirs = self.run_dirs()
