@@ -14,6 +14,7 @@ from typing import Any
 
 from fsscope import fsoptions, paths, tomlsafe
 from fsscope.errors import RecipeError
+from fsscope.records import convert
 
 FILE_SYSTEMS = ("ext4", "xfs", "btrfs", "f2fs", "tmpfs")
 ATIME_MODES = ("noatime", "relatime", "strictatime", "keep")
@@ -91,16 +92,9 @@ class Recipe:
 
     @classmethod
     def from_dict(cls, data: dict) -> Recipe:
-        """The inverse of to_dict (the job child gets its recipe this way, not from files)."""
-        return cls(name=data["name"], fs=data["fs"], description=data.get("description", ""),
-                   mkfs_opts=tuple(data.get("mkfs_opts", ())), mount_opts=tuple(data.get("mount_opts", ())),
-                   prep=Prep(**data.get("prep", {})), source=data.get("source", ""))
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "fs": self.fs, "description": self.description,
-                "mkfs_opts": list(self.mkfs_opts), "mount_opts": list(self.mount_opts),
-                "prep": {f.name: getattr(self.prep, f.name) for f in fields(Prep)},
-                "source": self.source}
+        """A recipe as a job.json or a study treatment carries it (``records.plain(recipe)``):
+        the job child gets its recipe this way, not from files, and checks it again."""
+        return convert(data, cls, "recipe")
 
 
 def _check_type(where: str, value: Any, expected: type | tuple[type, ...]) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from fsscope import recipes
+from fsscope import recipes, records
 from fsscope.errors import RecipeError
 
 SHIPPED = ["ext4-default", "ext4-bench", "ext4-journal", "ext4-1k", "xfs-default", "xfs-agcount",
@@ -54,7 +56,7 @@ def test_unknown_recipe_lists_known_ones():
 
 def test_recipe_round_trips_through_the_job_file():
     r = recipes.load("ext4-bench").with_extra("-I 512", "")
-    assert recipes.Recipe.from_dict(r.to_dict()) == r
+    assert recipes.Recipe.from_dict(json.loads(records.dumps(r))) == r
 
 
 @pytest.mark.parametrize("items, message", [

@@ -24,6 +24,7 @@ import msgspec
 import pytest
 
 from fsscope import paths, recipes
+from fsscope.records import plain
 from fsscope.study import execute, player
 from fsscope.study import space as spaces
 from fsscope.study.explore import ExploreRow, ExploreTreatment
@@ -43,7 +44,7 @@ def small_plan() -> Plan:
 
 
 def treatment_fn(plan: Plan, cache: str, hold: str = "") -> ExploreTreatment:
-    return ExploreTreatment({"ext4-default": recipes.load("ext4-default").to_dict()},
+    return ExploreTreatment({"ext4-default": plain(recipes.load("ext4-default"))},
                             dict(plan.space.settings), cache, hold)
 
 

@@ -18,6 +18,7 @@ from local_user import USER_PYTHON
 
 from fsscope import recipes
 from fsscope.errors import FsscopeError, SafetyRefusal
+from fsscope.records import plain
 from fsscope.study import diskstate
 from fsscope.targets import Journal, Target, TargetSpec, identity, image
 
@@ -83,7 +84,7 @@ def test_the_disk_state_cache_is_private_and_its_name_unguessable(scratch):
     for _ in range(2):  # the name explore gives its cache: the run id and a random part
         spec = explore.Spec(space="small", treatments=2)
         plan = explore.make_plan(spec)
-        treatment = explore.ExploreTreatment({n: recipes.load(n).to_dict() for n in plan.recipes}, {},
+        treatment = explore.ExploreTreatment({n: plain(recipes.load(n)) for n in plan.recipes}, {},
                                              f"fsscope-study-run-{os.urandom(16).hex()}")
         names.add(treatment.cache_name)
     assert len(names) == 2

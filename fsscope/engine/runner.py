@@ -27,7 +27,7 @@ from fsscope import proctree
 from fsscope.engine import events, registry
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
-from fsscope.records import SpecRecord, dumps
+from fsscope.records import SpecRecord, dumps, plain
 from fsscope.store import RunDir, check_room
 from fsscope.targets import Target, TargetSpec
 from fsscope.targets.journal import Journal, cleanup
@@ -162,7 +162,7 @@ def _start(module, job: str, spec, target: TargetSpec, recipe: Recipe | None, cl
     check_room(getattr(module, "record_bytes", lambda spec: 0)(spec), runs_root)
     run_dir = RunDir.create(job, runs_root)
     job_file = {"job": job, "spec": spec, "target": target,
-                "recipe": recipe.to_dict() if recipe else None}
+                "recipe": plain(recipe)}
     (run_dir.path / "job.json").write_text(dumps(job_file, indent=2))
     run_dir.update_manifest(status="starting", events_version=events.VERSION, **job_file)
     read_fd, write_fd = os.pipe()

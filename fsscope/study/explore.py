@@ -197,7 +197,7 @@ class ExploreTreatment:
     ``hold_path``: while that file exists, a treatment waits after playing, with its clone
     still mounted -- lets a test kill a worker mid-treatment. Empty in real studies."""
 
-    recipes: dict[str, dict]  # name -> Recipe.to_dict(), so remote workers use the driver's recipes
+    recipes: dict[str, dict]  # name -> plain(Recipe), so remote workers use the driver's recipes
     settings: dict[str, Any] = field(default_factory=dict)
     cache_name: str = "fsscope-study-cache"
     hold_path: str = ""
@@ -271,7 +271,7 @@ def make_plan(spec: Spec) -> Plan:
 def run(ctx: Any, spec: Spec) -> Report:
     """The explore job: plan (or resume), run, save the table, analyse."""
     study_dir, plan = plan_or_resume(ctx, spec.resume, lambda: make_plan(spec))
-    treatment = ExploreTreatment({name: recipes.load(name).to_dict() for name in plan.recipes},
+    treatment = ExploreTreatment({name: plain(recipes.load(name)) for name in plan.recipes},
                                  dict(plan.space.settings),
                                  f"fsscope-study-{Path(study_dir).name}-{uuid.uuid4().hex}",  # unguessable
                                  spec.hold_path)

@@ -479,7 +479,7 @@ class Target:
     def describe(self) -> dict:
         """What went into this target, for the run manifest."""
         return {"spec": plain(self.spec),
-                "recipe": self.recipe.to_dict() if self.recipe else None,
+                "recipe": plain(self.recipe),
                 "device": self.device, "direct_io": self.direct_io, "restores": self.restores,
                 "image": str(self.image_path) if self.image_path else None,
                 "mounted": self.mounted.to_dict() if self.mounted else None,
