@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from fsscope.errors import FsscopeError
+from fsscope.records import convert, plain
 from fsscope.replicate.base import Finding, Result, RunDone
 
 #: name -> module
@@ -87,7 +88,9 @@ def run(name: str, *, quick: bool, only: list[str] | None = None,
         findings = [f for f in findings if f.id in only]
     return Result(scenario=name, title=module.TITLE, paper=module.PAPER, quick=quick, setup=list(module.SETUP),
                   runs={p.key: RunDone(setup=p.describe(), run_dir=results[p.key].run_dir) for p in probes},
-                  findings=findings)
+                  # numbers as plain Python (numpy scalars to numbers, NaN to None): what the CLI,
+                  # the Lab and --json show is the same value
+                  findings=convert(plain(findings), list[Finding], "replication findings"))
 
 
 __all__ = ["SCENARIOS", "Finding", "load", "listing", "lessons", "run", "cost_s", "planned"]
