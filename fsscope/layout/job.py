@@ -21,7 +21,7 @@ from fsscope.errors import FsscopeError
 from fsscope.layout.freespace import free_space_of
 from fsscope.layout.probe_file import probe_file_layout
 from fsscope.layout.records import Measurement, Restore, TargetInfo
-from fsscope.records import SpecRecord, typed
+from fsscope.records import SpecRecord, plain, typed
 
 MIB = 2**20
 MAX_AUTO_TEST_FILE_BYTES = 256 * MIB
@@ -82,8 +82,8 @@ def measure_fragmentation(mounted, test_file_bytes: int | None, *, chunk_bytes: 
             out["free_space_error"] = str(exc)
     if test_file:
         try:
-            out["test_file"] = probe_file_layout(directory or mounted.workdir, test_file_bytes,
-                                                 chunk_bytes).to_dict()
+            out["test_file"] = plain(probe_file_layout(directory or mounted.workdir, test_file_bytes,
+                                                       chunk_bytes))
         except FsscopeError as exc:
             out["test_file_error"] = str(exc)
             out["test_file_bytes"] = test_file_bytes

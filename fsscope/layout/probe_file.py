@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from fsscope.errors import FsscopeError
@@ -68,11 +68,6 @@ class ProbeFileLayout:
     layout_index: float
     #: the physically contiguous runs' lengths, largest first (how big the pieces are)
     run_lengths_bytes: tuple[int, ...]
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["run_lengths_bytes"] = list(self.run_lengths_bytes)
-        return out
 
 
 def probe_file_layout(directory: str | os.PathLike, size_bytes: int, chunk_bytes: int = 2**20, *,
