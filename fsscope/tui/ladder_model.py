@@ -9,8 +9,10 @@ from __future__ import annotations
 from fsscope.analysis.variation.metrics import relative_range
 from fsscope.analysis.variation.stats import ladder_verdict
 from fsscope.engine.events import Event, Progress
+from fsscope.errors import FsscopeError
+from fsscope.records import convert
 from fsscope.tui.report_model import FromReport, spec_of
-from fsscope.workloads.ladder import STEPS, Report, Spec, step_ops
+from fsscope.workloads.ladder import STEPS, Report, Spec, StepProgress, step_ops
 
 WHAT = {"baseline": "mkfs, populate, sync, drop caches", "no_lazy": "+ inode tables and journal written at mkfs",
         "umount": "+ unmount and mount after populating", "alloc": "+ every run restores one populated image"}
@@ -31,10 +33,11 @@ class LadderModel(FromReport):
     def feed(self, event: Event) -> bool:
         if not isinstance(event, Progress):
             return False
-        step, ops = event.detail.get("step"), event.detail.get("ops_per_s")
-        if step is None or ops is None:
+        try:
+            run = convert(event.detail, StepProgress, "ladder progress")
+        except FsscopeError:  # a progress line without a step (none is sent today)
             return False
-        self.steps.setdefault(str(step), []).append(float(ops))
+        self.steps.setdefault(run.step, []).append(run.ops_per_s)
         self.version += 1
         return True
 

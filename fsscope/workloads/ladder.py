@@ -72,6 +72,14 @@ class Spec(SpecRecord, frozen=True):
 
 
 
+class StepProgress(Record, frozen=True, kw_only=True):
+    """What the ladder's Progress events carry beside the count (spread in their ``detail``):
+    the step a run just measured and its ops/s, for the TUI's ladder view."""
+
+    step: str
+    ops_per_s: float
+
+
 class LadderRun(Record, frozen=True, kw_only=True):
     """One measured run of a step, with the evidence that the step did what it claims."""
 
@@ -285,7 +293,7 @@ def run(ctx, spec: Spec) -> Report:
                 runs[step].append(facts | {"round": r})
                 done += 1
                 ctx.progress(done, total, unit="runs", info=f"{step} {facts['ops_per_s']:,.0f} ops/s",
-                             step=step, ops_per_s=facts["ops_per_s"])  # the TUI's ladder view reads them
+                             **plain(StepProgress(step=step, ops_per_s=facts["ops_per_s"])))
     finally:
         undo_group(journal, keep)
     ops_of = [(step, [float(r["ops_per_s"]) for r in step_runs if not r["cancelled"]]) for step, step_runs in runs.items()]
