@@ -208,6 +208,13 @@ def test_bench_model_live_band_variation_and_report():
     assert model.notes == report["notes"]
 
 
+def test_syncwrite_model_shows_a_recorded_spec_that_no_longer_validates():
+    assert (SyncWriteModel({"mode": "fsync", "repeats": 3, "duration_s": -1}).mode,
+            SyncWriteModel({"mode": "fsync", "repeats": 3, "duration_s": -1}).repeats_requested) == ("fsync", 3)
+    assert SyncWriteModel(None).repeats_requested is None and SyncWriteModel(None).mode == "osync"
+    assert SyncWriteModel({"repeats": "many"}).mode == "osync"  # a field of the wrong type: the defaults
+
+
 def test_syncwrite_model_rows_live_then_report():
     model = SyncWriteModel({"mode": "fsync", "repeats": 2})
     for size, repeat, bps, mean in ((4096, 0, 4e6, 1e6), (65536, 0, 40e6, 1.6e6), (4096, 1, 6e6, 0.8e6)):

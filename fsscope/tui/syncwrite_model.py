@@ -15,8 +15,9 @@ import numpy as np
 
 from fsscope.analysis import efficiency
 from fsscope.engine.events import Event
+from fsscope.errors import FsscopeError
+from fsscope.records import Record, convert, plain
 from fsscope.tui.model import SPARK_POINTS
-from fsscope.tui.report_model import spec_of
 from fsscope.workloads.syncwrite_records import Knees, Point, PointSample, Report, Spec
 
 
@@ -83,15 +84,26 @@ def curves_of(label: str, rows: list[SizeRow], knees: Knees, best: int | None) -
                   knees.latency_rise_bytes, knees.throughput_saturation_bytes, best)
 
 
+class Asked(Record, frozen=True, kw_only=True):
+    """What the view needs of a syncwrite spec, read without the spec's checks: a recorded
+    spec that no longer validates still shows its own mode and repetitions."""
+
+    mode: str = "osync"
+    repeats: int | None = None
+
+
 class SyncWriteModel:
     """A syncwrite job's points; ``version`` changes on every change."""
 
     kind = "syncwrite"
 
     def __init__(self, spec: Spec | dict[str, Any] | None = None):
-        asked = spec_of(Spec, spec)
-        self.mode: str = asked.mode
-        self.repeats_requested = asked.repeats
+        try:
+            asked = convert(plain(spec) or {}, Asked, "syncwrite spec")
+        except FsscopeError:  # a field of the wrong type: the defaults
+            asked = Asked()
+        self.mode = asked.mode
+        self.repeats_requested = asked.repeats if asked.repeats and asked.repeats > 0 else None
         self.label = "this run"
         self.points: list[Point] = []
         self.report: Report | None = None
