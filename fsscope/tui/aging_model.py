@@ -22,9 +22,9 @@ from fsscope.format import format_bytes
 from fsscope.layout import job as frag_job
 from fsscope.layout.records import Measurement
 from fsscope.layout.summary import FRAG_ROWS, format_value, frag_table, summary_rows
-from fsscope.records import Record, convert, plain
+from fsscope.records import Record, convert
 from fsscope.tui.model import SPARK_POINTS, Flag, note_flags
-from fsscope.tui.report_model import ReportModel
+from fsscope.tui.report_model import ReportModel, spec_of
 
 DISTRIBUTIONS = ("size", "depth", "age")
 
@@ -75,7 +75,7 @@ class AgingModel(ReportModel[Report]):
 
     def __init__(self, spec: Any = None):
         super().__init__()
-        asked = convert(plain(spec) or {}, Asked, "age spec")
+        asked = spec_of(Asked, spec)
         self.profile = asked.profile
         self.fallocate = asked.fallocate  # blocks allocated, not written
         self.target_fullness = asked.fullness

@@ -7,18 +7,19 @@ from typing import Any, Generic, Self, TypeVar
 
 from fsscope.engine.events import Event
 from fsscope.errors import FsscopeError
-from fsscope.records import SpecRecord, convert
+from fsscope.records import Record, convert, plain
 
-S = TypeVar("S", bound=SpecRecord)
+S = TypeVar("S", bound=Record)
 
 
-def spec_of(type_: type[S], spec: S | dict[str, Any] | None) -> S:
-    """A model's job spec as its record (a manifest's dict is read once); one that does not
-    read gives the defaults: a view must still show what the run recorded."""
+def spec_of(type_: type[S], spec: Any) -> S:
+    """A model's job spec as ``type_``: the job's Spec, or a view's lenient record of the few
+    fields it shows (a spec record or a manifest's dict is read once); one that does not read
+    gives the defaults: a view must still show what the run recorded."""
     if isinstance(spec, type_):
         return spec
     try:
-        return convert(spec or {}, type_)
+        return convert(plain(spec) or {}, type_)
     except FsscopeError:
         return type_()
 

@@ -15,9 +15,9 @@ import numpy as np
 
 from fsscope.analysis import efficiency
 from fsscope.engine.events import Event
-from fsscope.errors import FsscopeError
-from fsscope.records import Record, convert, plain
+from fsscope.records import Record
 from fsscope.tui.model import SPARK_POINTS
+from fsscope.tui.report_model import spec_of
 from fsscope.workloads.syncwrite_records import Knees, Point, PointSample, Report, Spec
 
 
@@ -98,10 +98,7 @@ class SyncWriteModel:
     kind = "syncwrite"
 
     def __init__(self, spec: Spec | dict[str, Any] | None = None):
-        try:
-            asked = convert(plain(spec) or {}, Asked, "syncwrite spec")
-        except FsscopeError:  # a field of the wrong type: the defaults
-            asked = Asked()
+        asked = spec_of(Asked, spec)
         self.mode = asked.mode
         self.repeats_requested = asked.repeats if asked.repeats and asked.repeats > 0 else None
         self.label = "this run"
