@@ -150,6 +150,28 @@ def add_job_args(parser: argparse.ArgumentParser) -> None:
     add_target_args(parser)
 
 
+def add_scheduler_args(parser: argparse.ArgumentParser) -> None:
+    """A study's Dask cluster: --scheduler tls://… with --security FILE, or --insecure-scheduler."""
+    parser.add_argument("--scheduler", metavar="tls://HOST:PORT",
+                        help="run on this Dask scheduler's workers instead (mutual TLS: needs --security)")
+    parser.add_argument("--security", metavar="FILE",
+                        help="TOML naming the cluster's CA and this client's certificate and key "
+                             "(ca = , cert = , key = ; paths relative to the file; see README)")
+    parser.add_argument("--insecure-scheduler", action="store_true",
+                        help="allow a plain tcp:// scheduler: anyone reaching its port runs code as root on the workers")
+
+
+def scheduler_fields(args) -> dict[str, object]:
+    """The spec's scheduler fields from :func:`add_scheduler_args`' options; says on stderr what
+    --insecure-scheduler means when it is used."""
+    if args.insecure_scheduler and args.scheduler:
+        from fsscope.study.credentials import INSECURE_NOTE
+
+        Console(stderr=True, soft_wrap=True, highlight=False).print(f"[yellow]warning:[/] {INSECURE_NOTE}", markup=True)
+    return {"scheduler": args.scheduler or "", "security": os.path.abspath(args.security) if args.security else "",
+            "insecure_scheduler": bool(args.insecure_scheduler)}
+
+
 def recipe_from_args(args, *, default: str | None = None) -> Recipe | None:
     name = args.recipe or default
     return None if name is None else _recipe(name, args)

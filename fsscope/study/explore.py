@@ -34,6 +34,7 @@ from fsscope.recipes import Recipe
 from fsscope.records import Record, ReportRecord, SpecRecord, convert, plain
 from fsscope.study import diskstate, player
 from fsscope.study import space as spaces
+from fsscope.study.credentials import check_scheduler
 from fsscope.study.execute import (
     STUDY_GROUP_PREFIX,
     check_some_finished,
@@ -240,6 +241,8 @@ class Spec(SpecRecord, frozen=True):
     repeat: int = 1
     workers: int = 2
     scheduler: str = ""
+    security: str = ""                   # --security FILE: the TLS credentials for the scheduler
+    insecure_scheduler: bool = False     # a plain tcp:// scheduler, said out loud
     resume: str = ""  # a study run directory to continue
     tail_quantile: float = 0.9
     hold_path: str = ""
@@ -291,6 +294,7 @@ def run(ctx: Any, spec: Spec) -> Report:
                                  path=str(treatment.cache_dir()))
     try:
         rows = run_study(plan, treatment, study_dir, ExploreRow, workers=spec.workers, scheduler=spec.scheduler,
+                         security=spec.security, insecure=spec.insecure_scheduler,
                          on_row=on_row, cancelled=lambda: ctx.cancelled, teardown=treatment.drop_cache)
     finally:
         treatment.drop_cache()
@@ -405,6 +409,7 @@ def _rbd_fast(codes: np.ndarray, values: list[list[Any]], y: np.ndarray, names: 
 
 def check_spec(spec: Spec) -> None:
     """Refuse a bad spec before a run record exists (the CLI calls it)."""
+    check_scheduler(spec.scheduler, spec.security, spec.insecure_scheduler)
     require_root("explore", spec.scheduler)
     check_plan(spec.resume, spec.workers, lambda: make_plan(spec), check_settings)
     if not 0 < spec.tail_quantile < 1:
