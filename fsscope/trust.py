@@ -239,6 +239,32 @@ def write_output(path: str | os.PathLike, text: str, what: str) -> None:
         fh.write(text)
 
 
+def trusted_program(path: str | os.PathLike, what: str) -> str:
+    """The real path of the program ``path`` names (its links followed), when no user but root
+    and the one fsscope runs as could have put it there: every directory on the way and every
+    link theirs and writable by no one else, the file theirs, a regular file writable by no
+    one else. Raises SafetyRefusal (one line: which, whose) otherwise. A compiler found so is
+    the one fsscope may run to build code it then loads as root."""
+    owners, links = frozenset({0, os.geteuid()}), 0
+    fix = "not run (fsscope runs as root); install it where only root can change it"
+    while True:
+        place = locate(path, what, owners, fix)
+        if len(place.missing) > 1:
+            raise SafetyRefusal(f"{what} {path}: {os.path.join(place.parent, place.missing[0])}: no such directory")
+        if place.shared:
+            raise SafetyRefusal(f"{what} {path}: its directory {place.parent} is {place.shared}; {fix}")
+        full = os.path.join(place.parent, place.name)
+        st = os.lstat(full)
+        if stat.S_ISLNK(st.st_mode) and links < MAX_LINKS:
+            links += 1
+            path = os.path.join(place.parent, os.readlink(full))
+            continue
+        why = "not a regular file" if not stat.S_ISREG(st.st_mode) else others_may_write(st, owners)
+        if why:
+            raise SafetyRefusal(f"{what} {full} is {why}; {fix}")
+        return full
+
+
 # --- walking a tree another user can change ---------------------------------------------------
 
 #: directories held open at once (one per level): deeper levels are not walked, and the walk says so

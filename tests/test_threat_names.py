@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -199,3 +200,77 @@ def test_csv_cells_a_spreadsheet_would_run_are_guarded():
         assert shown[0] not in "=+-@\t\r", (cell, shown)
     assert got[-len(plain):] == plain
     assert "\x1b" not in "".join(got)
+
+
+# --- item 6: the compiler, the semaphore sweep, a journal entry without identity -----------------
+
+def _plant_compilers(user, marker: Path) -> Path:
+    """``cc`` and ``gcc`` of the user's, first on root's PATH: each leaves ``marker`` if run."""
+    user.python("import os\n"
+                "os.mkdir('bin')\n"
+                "for name in ('cc', 'gcc'):\n"
+                f"    open('bin/' + name, 'w').write('#!/bin/sh\\ntouch {marker}\\nexit 1\\n')\n"
+                "    os.chmod('bin/' + name, 0o755)\n")
+    return user.home / "bin"
+
+
+def _c_source(scratch: Path, token: str) -> Path:
+    """C code no earlier build cached (fsscope names a build by its source's hash)."""
+    source = scratch / f"answer_{token}.c"
+    source.write_text(f"/* {token} {os.urandom(8).hex()} */\nint fsscope_test_answer(void) {{ return 42; }}\n")
+    return source
+
+
+def test_a_compiler_planted_on_path_or_named_by_cc_is_never_run(local_user, scratch, monkeypatch):
+    from fsscope import native
+
+    marker = local_user.home / "ran-as-root"
+    user_bin = _plant_compilers(local_user, marker)
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", f"{user_bin}:/usr/local/bin:/usr/bin:/bin")
+    lib, how = native.library_path(_c_source(scratch, "path"), "the test library")
+    assert not marker.exists()  # passed over for the system's compiler, later on PATH
+    assert lib is not None, how
+    assert native.load(lib, "the test library").fsscope_test_answer() == 42
+    monkeypatch.setenv("CC", str(user_bin / "cc"))
+    lib, how = native.library_path(_c_source(scratch, "cc"), "the test library")
+    assert lib is None and not marker.exists()
+    assert len(how.splitlines()) == 1 and str(user_bin / "cc") in how and f"uid {local_user.uid}" in how, how
+
+
+def test_cleanup_sweeps_only_fsscopes_own_semaphores(local_user, cli):
+    """A file in /dev/shm named as a dead job's semaphore but another user's is not fsscope's:
+    kept. Root's own of the same dead job is swept."""
+    from fsscope import proctree
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a dead pid
+    planted = proctree.SEM_DIR / f"sem.fsscope-{gone.pid}-usr0001"
+    own = proctree.SEM_DIR / f"sem.fsscope-{gone.pid}-own0001"
+    try:
+        local_user.python(f"open({str(planted)!r}, 'w').close()")
+        own.write_bytes(b"")
+        out = cli("cleanup")
+        assert out.returncode == 0, out.stderr
+        assert planted.exists() and os.lstat(planted).st_uid == local_user.uid  # not fsscope's: kept
+        assert not own.exists()  # root's, of a dead job: swept
+    finally:
+        for path in (planted, own):
+            path.unlink(missing_ok=True)
+
+
+def test_a_journal_entry_without_identity_is_listed_by_cleanup_never_removed(scratch, cli):
+    from fsscope.targets import Journal
+
+    roots = scratch / "roots-own-dir"
+    (roots / "inside").mkdir(parents=True)
+    (roots / "inside" / "data").write_text("root's data")
+    entry = Journal().record("workdir", "fsscope-test-noident", persistent=True, path=str(roots))
+    try:
+        out = cli("cleanup", "--prepared")
+        assert out.returncode == 0, out.stderr
+        assert (roots / "inside" / "data").read_text() == "root's data"
+        lines = [line for line in out.stdout.splitlines() if str(roots) in line]
+        assert len(lines) == 1 and "left" in lines[0] and "no identity" in lines[0], out.stdout
+    finally:
+        Journal().forget(entry)
