@@ -72,7 +72,7 @@ def run_job(job: str, spec: SpecRecord, target: TargetSpec, recipe: Recipe | Non
         if interrupts.count:
             handle.cancel()
         report, error, findings = None, None, 0
-        console.print(f"[dim]run {handle.run_dir.path}[/]")
+        console.print(Text(f"run {visible(handle.run_dir.path)}", style="dim"))
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                       TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True) as progress:
             task = interrupts.task = progress.add_task(job, total=None, info="")
@@ -124,7 +124,7 @@ def run_job(job: str, spec: SpecRecord, target: TargetSpec, recipe: Recipe | Non
         console.print(Text(f"measured on the file system holding it: {visible(existing['summary'])}"))
         for gap in report_part(report_part(report, "geometry"), "unread") or []:  # said, never silent
             console.print(Text.assemble("  ", ("not read:", "yellow"), f" {visible(gap)}"))
-    console.print(f"[dim]recorded in {handle.run_dir.path} ({status})[/]")
+    console.print(Text(f"recorded in {visible(handle.run_dir.path)} ({status})", style="dim"))
     if status == "interrupted":
         note = manifest.error or "interrupted"
         console.print(Text.assemble(("interrupted:", "yellow"), f" {visible(note)}; what it measured is kept "
