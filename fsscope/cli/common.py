@@ -8,9 +8,11 @@ import os
 import sys
 
 from rich.console import Console
+from rich.text import Text
 
 from fsscope import paths, recipes, records, trust
 from fsscope.errors import FsscopeError, SafetyRefusal
+from fsscope.format import visible
 from fsscope.recipes import Recipe
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
 from fsscope.units import parse_size_bytes
@@ -140,7 +142,7 @@ def write_json(path: str, doc) -> None:
         sys.stdout.flush()
         return
     trust.write_output(path, records.dumps(doc, indent=2) + "\n", "--json")
-    Console(stderr=True, soft_wrap=True).print(f"[dim]wrote {path}[/]")
+    Console(stderr=True, soft_wrap=True).print(Text(f"wrote {visible(path)}", style="dim"))
 
 
 def add_job_args(parser: argparse.ArgumentParser) -> None:

@@ -47,6 +47,7 @@ from fsscope.study.plan import Ended, Failed, Failure, Plan, Treatment, check_pl
 from fsscope.study.player import FileLayout
 from fsscope.study.space import Level
 from fsscope.study.table import save_table
+from fsscope.targets import identity
 from fsscope.targets.journal import Journal
 
 METRICS = ("d_span_bytes", "extents", "layout_score", "d_span_ideal_ratio", "dspan_all_files_bytes",
@@ -292,6 +293,9 @@ def run(ctx: Any, spec: Spec) -> Report:
     journal = Journal()
     cache_entry = journal.record("workdir", f"{STUDY_GROUP_PREFIX}cache-{uuid.uuid4().hex[:8]}",
                                  path=str(treatment.cache_dir()))
+    # made now, so the journal names it by identity (cleanup removes no directory it cannot name)
+    diskstate.private_dir(treatment.cache_dir())
+    journal.complete(cache_entry, ident=identity.path_id(treatment.cache_dir()))
     try:
         rows = run_study(plan, treatment, study_dir, ExploreRow, workers=spec.workers, scheduler=spec.scheduler,
                          security=spec.security, insecure=spec.insecure_scheduler,

@@ -13,6 +13,7 @@ from textual.widgets import Button, Footer, Header, Input, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
+from fsscope.format import visible
 from fsscope.targets import Target, TargetSpec, image
 from fsscope.tui.config import RunPlan
 from fsscope.tui.screens.base import AppScreen
@@ -121,8 +122,9 @@ class SetupScreen(AppScreen):
             plan = self.build_plan()
         except FsscopeError as exc:
             count = len(str(exc).splitlines())
-            self.notify(str(exc), title="Cannot start" + (f": {count} problems" if count > 1 else ""),
-                        severity="error", timeout=10)
+            self.notify("\n".join(visible(line) for line in str(exc).splitlines()),  # paths are text
+                        title="Cannot start" + (f": {count} problems" if count > 1 else ""),
+                        severity="error", timeout=10, markup=False)
             return
         large = plan.large_parts()
         if large:
