@@ -37,7 +37,7 @@ from fsscope.explain.geometry import Geometry, read_geometry
 from fsscope.explain.xfs import xfs_attr_fork_offset_bytes
 from fsscope.layout.fiemap import extents
 from fsscope.layout.freespace import free_space_live
-from fsscope.targets.existing import existing_fs
+from fsscope.targets.existing import df_fullness, existing_fs
 
 FS_IOC_GETFLAGS = 0x80086601
 EXT4_INDEX_FL = 0x1000
@@ -359,8 +359,10 @@ def _aging(walk: Walk, root: str, now_s: float) -> dict:
 
 
 def _fullness(root: str) -> float:
-    vfs = os.statvfs(root)
-    return (vfs.f_blocks - vfs.f_bfree) / vfs.f_blocks if vfs.f_blocks else 0.0
+    """The profile's fullness: df's Use% as a fraction (blocks reserved for root are neither
+    used nor free to the tree's writers)."""
+    use = df_fullness(os.statvfs(root)).use_percent
+    return (use or 0) / 100
 
 
 # --- the scan --------------------------------------------------------------------------------
@@ -418,7 +420,10 @@ def scan(path: str | os.PathLike, *, near: int = dirs.NEAR_ENTRIES, largest: int
 def _count(judged: list[dict]) -> dict:
     counts: dict[str, int] = {}
     for d in judged:
-        key = str(d["structure"]) + (f" depth {d['depth']}" if d.get("depth") else "")
+        if d["structure"] is None:
+            key = "not classified"
+        else:
+            key = str(d["structure"]) + (f" depth {d['depth']}" if d.get("depth") else "")
         counts[key] = counts.get(key, 0) + 1
     return counts
 
