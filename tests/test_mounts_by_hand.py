@@ -152,3 +152,93 @@ def test_fullness_is_dfs_everywhere_it_is_shown(hand_made, cli, tmp_path, fs, ar
     assert f"{full.use_percent}% used as df counts" in " ".join(got.stdout.split())
     scanned = json.loads(scan_out.read_text())
     assert abs(scanned["existing"]["fullness"]["use_percent"] - df_use) <= 1
+
+
+# --- a device the kernel will not open, even for root -----------------------------------------
+
+DEVICES_V1 = Path("/sys/fs/cgroup/devices")
+
+
+@pytest.fixture
+def denied_device():
+    """Factory: a cgroup (v1 devices controller) whose processes the kernel refuses ``dev``
+    with EPERM, as a container's device cgroup refuses the root disk; ``run(args)`` runs a
+    command inside it. Removed afterwards (its processes have exited by then)."""
+    if not (DEVICES_V1 / "devices.deny").exists():
+        pytest.skip("no cgroup v1 devices controller here (cgroup v2 device control needs a BPF program)")
+    made: list[Path] = []
+
+    def make(dev: str):
+        rdev = os.stat(dev).st_rdev
+        group = DEVICES_V1 / f"fsscope-test-deny-{os.getpid()}-{len(made)}"
+        group.mkdir()
+        made.append(group)
+        (group / "devices.deny").write_text(f"b {os.major(rdev)}:{os.minor(rdev)} rwm")
+
+        def run(args: list[str], **kw) -> subprocess.CompletedProcess:
+            def enter() -> None:   # in the child, before exec: "0" moves the writer itself
+                (group / "cgroup.procs").write_text("0")
+            return subprocess.run(args, preexec_fn=enter, capture_output=True, text=True, timeout=600, **kw)
+        return run
+
+    yield make
+    for group in made:
+        group.rmdir()
+
+
+def _lsattr_indexed(paths: list[str]) -> dict[str, bool]:
+    """ext4's indexed flag as lsattr shows it ('I'), for many directories in one call."""
+    out = subprocess.run(["lsattr", "-d", *paths], capture_output=True, text=True, check=True).stdout
+    flags = {}
+    for line in out.splitlines():
+        attrs, path = line.split(None, 1)
+        flags[path] = "I" in attrs
+    return flags
+
+
+def test_scan_classifies_ext4_directories_when_the_device_is_refused(hand_made, denied_device, tmp_path):
+    import random
+    import sys
+
+    dev, mnt = hand_made("ext4", "-q", "-b", "1024", "-N", "40000",
+                         "-E", "lazy_itable_init=0,lazy_journal_init=0", size="300M")
+    tree = mnt / "tree"
+    tree.mkdir()
+    rng = random.Random(35)
+    for d in range(160):   # names of every length, counts on both sides of one block
+        where = tree / f"d{d:03d}"
+        where.mkdir()
+        length = rng.choice((4, 8, 13, 20, 33, 60))
+        for i in range(rng.randrange(0, 90)):
+            (where / f"{i:0{length}d}").touch()
+    shrunk = tree / "shrunk"   # 300 names then 295 removed: htree on disk, 5 names
+    shrunk.mkdir()
+    for i in range(300):
+        (shrunk / f"{i:020d}").touch()
+    for i in range(5, 300):
+        (shrunk / f"{i:020d}").unlink()
+    subprocess.run(["sync", "-f", str(mnt)], check=True)
+    run = denied_device(dev)
+    refused = run([sys.executable, "-c", f"import os; os.open({dev!r}, os.O_RDONLY)"])
+    assert "PermissionError" in refused.stderr and "Operation not permitted" in refused.stderr
+    out = tmp_path / "scan.json"
+    got = run([sys.executable, "-m", "fsscope", "scan", str(tree), "--json", str(out)], stdin=subprocess.DEVNULL)
+    assert got.returncode == 0, got.stderr
+    report = json.loads(out.read_text())
+    unread = report["geometry"]["unread"]
+    assert [u for u in unread if "Operation not permitted" in u and dev in u], unread   # said once, with why
+    assert "None" not in got.stdout and "None" not in json.dumps(report["structures"])
+    dirs = [d for d in report["dirs"] if d["path"] != str(tree)]
+    truth = _lsattr_indexed([d["path"] for d in dirs])
+    # the file system's own account is the kernel's flag: every directory
+    assert all(d["account"]["structure"] == ("htree" if truth[d["path"]] else "linear") for d in dirs)
+    right = sum(d["structure"] == ("htree" if truth[d["path"]] else "linear") for d in dirs)
+    assert right >= 0.95 * len(dirs), (right, len(dirs))
+    # the header counts are the file system's: the shrunk directory counts as htree
+    indexed = sum(truth.values()) + bool(_lsattr_indexed([str(tree)])[str(tree)])
+    assert sum(n for k, n in report["structures"].items() if k.startswith("htree")) == indexed
+    (s,) = [d for d in dirs if d["path"] == str(shrunk)]
+    assert s["agrees"] is False and "never shrink" in s["why"]
+    # the names are checked wherever metadata_csum (unreadable) cannot change the answer
+    assert sum(d["agrees"] is True for d in dirs) >= 0.8 * len(dirs)
+    assert all("never shrink" in d["why"] for d in dirs if d["agrees"] is False)

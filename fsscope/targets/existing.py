@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsscope.errors import FsscopeError
+from fsscope.format import format_bytes
 from fsscope.targets.identity import rdev, unescape
 
 #: btrfs: the inode number of every subvolume's root directory (BTRFS_FIRST_FREE_OBJECTID).
@@ -53,16 +54,15 @@ class Fullness:
 
     @property
     def text(self) -> str:
-        """'18% used as df counts (1.2 GiB of 7.0 GiB; 0.3 GiB reserved for root); inodes 3% used'."""
+        """'18% used as df counts (1.2 GiB of 7 GiB; 358.4 MiB reserved for root); inodes 3% used'."""
         if self.use_percent is None:
             return "size not reported (statfs gives no blocks)"
-        gib = 2**30
-        reserved = (f"; {self.reserved_bytes / gib:.1f} GiB reserved for root"
+        reserved = (f"; {format_bytes(self.reserved_bytes)} reserved for root"
                     if self.reserved_bytes > 0 else "")
         inodes = (f"; inodes {self.inodes_use_percent}% used" if self.inodes_use_percent is not None
                   else "; inodes: not counted by this file system")
-        return (f"{self.use_percent}% used as df counts ({self.used_bytes / gib:.1f} GiB of "
-                f"{self.size_bytes / gib:.1f} GiB{reserved}){inodes}")
+        return (f"{self.use_percent}% used as df counts ({format_bytes(self.used_bytes)} of "
+                f"{format_bytes(self.size_bytes)}{reserved}){inodes}")
 
     def to_dict(self) -> dict:
         return {"size_bytes": self.size_bytes, "used_bytes": self.used_bytes,
@@ -137,7 +137,7 @@ class ExistingFS:
         return self.upper if self.upper is not None else self
 
     def summary(self) -> str:
-        """One line: 'ext4 on /dev/loop3 at /mnt (rw,relatime), 1.9 GiB, 12% used as df counts …'."""
+        """One line: 'ext4 on /dev/loop3 at /mnt (rw,relatime), 12% used as df counts (…)'."""
         where = f"on {self.source} " if self.source and self.source != self.fs else ""
         opts = ",".join(self.mount_options)
         text = f"{self.fs} {where}at {self.mountpoint} ({opts})"
@@ -153,8 +153,9 @@ class ExistingFS:
                 text += f", upper directory {self.upperdir} (its file system not found)"
             else:
                 text += ", read-only (no upper directory)"
-        full = self.fullness.text if self.fullness is not None else "fullness not read"
-        return f"{text}, {self.size_bytes / 2**30:.1f} GiB, {full}"
+        if self.fullness is None:
+            return f"{text}, {format_bytes(self.size_bytes)}, fullness not read"
+        return f"{text}, {self.fullness.text}"
 
     def to_dict(self) -> dict:
         return {"path": self.path, "fs": self.fs, "source": self.source, "device": self.device,
