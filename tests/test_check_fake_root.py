@@ -191,6 +191,23 @@ def test_fake_fullness():
     assert f.title == "inodes 95% used; blocks 30% (df)" and f.severity == "bad"
 
 
+def test_fake_other_io_never_gives_a_process_more_than_its_device_moved(tmp_path):
+    """/proc/PID/io counts a buffered write when it is dirtied; the device moves it at
+    writeback: over one interval a writer can count 10x what the device did."""
+    root = fake_root(tmp_path, {})
+    idle = (0,) * 11
+    busy = (0, 0, 0, 0, 100, 0, 19_531, 0, 0, 0, 0)   # 10 MB written in the second
+    before = T.Snapshot(0.0, {"sdz1": idle, "sdz": idle}, {4242: ("writer", 0, 0, 0, 0)}, {}, {}, [], 3)
+    after = T.Snapshot(1.0, {"sdz1": busy, "sdz": busy}, {4242: ("writer", 0, 100_000_000, 0, 0)}, {}, {}, [], 3)
+    f = T.other_io(root, _target(), before, after)
+    (writer,) = f.values["processes"]
+    device = f.values["disks"]["sdz1"]["bytes_per_s"]
+    assert writer["bytes_per_s"] <= device < writer["counted_bytes_per_s"]
+    assert "counted 100.00 MB/s, dirtied ahead of writeback" in f.evidence
+    if os.geteuid() == 0:   # root is not told to run as root
+        assert "run as root" not in f.evidence and "even to root" in f.evidence
+
+
 def test_verdict_ranks_and_blocks():
     def finding(id, sev, **values):
         return Finding(id, sev, id, "ev", "effect", f"fix {id}", values)

@@ -242,3 +242,22 @@ def test_scan_classifies_ext4_directories_when_the_device_is_refused(hand_made, 
     # the names are checked wherever metadata_csum (unreadable) cannot change the answer
     assert sum(d["agrees"] is True for d in dirs) >= 0.8 * len(dirs)
     assert all("never shrink" in d["why"] for d in dirs if d["agrees"] is False)
+
+
+def test_check_reads_what_the_kernel_tells_when_the_device_is_refused(hand_made, denied_device, tmp_path):
+    import sys
+
+    dev, mnt = hand_made("ext4", "-q", "-b", "4096", "-I", "512", "-E", "lazy_itable_init=0,lazy_journal_init=0",
+                         size="300M")
+    run = denied_device(dev)
+    out = tmp_path / "check.json"
+    got = run([sys.executable, "-m", "fsscope", "check", "--audit-only", "--sample", "1", "--dir", str(mnt),
+               "--json", str(out)], stdin=subprocess.DEVNULL)
+    assert out.exists(), got.stderr
+    report = json.loads(out.read_text())
+    free = _finding(report, "free-space-fragmentation")
+    assert free["severity"] != "unknown" and "GETFSMAP" in free["evidence"]   # read live, as scan reads it
+    lazy = _finding(report, "ext4-lazy-init")
+    assert "Operation not permitted" in lazy["evidence"], lazy          # why, not dumpe2fs's version banner
+    assert "dumpe2fs 1." not in lazy["evidence"]
+    assert "None" not in got.stdout

@@ -98,7 +98,7 @@ def run_audit(t: TargetInfo, *, root: Root = REAL_ROOT, sample_s: float = 3.0, d
     findings += [T.other_io(root, t, before, after, own),
                  S.swap(root, before.vm, after.t_s - before.t_s),
                  S.thermal(root, before.throttle),
-                 T.ext4_lazy_init(root, t, text, why, before.lazyinit + after.lazyinit)]
+                 T.ext4_lazy_init(root, t.data, text, why, before.lazyinit + after.lazyinit)]
     say("free-space fragmentation")
     hist, why = _free_space(t)  # after the sample: it syncs the file system
     findings.append(T.free_space_fragmentation(t, hist, why))

@@ -121,8 +121,13 @@ def _queue(root: Root, disk: str, name: str) -> str | None:
     return try_read(root, f"sys/block/{disk}/queue/{name}")
 
 
+def _what(t: TargetInfo) -> str:
+    """The file system's type, and for an overlay the one under its upper directory."""
+    return f"{t.fs} over {t.under.fs}" if t.under is not None else t.fs
+
+
 def _no_device(id: str, title: str, t: TargetInfo, effect: str) -> Finding:
-    return Finding(id, "ok", f"{title}: not applicable ({t.fs} has no block device)",
+    return Finding(id, "ok", f"{title}: not applicable ({_what(t)} has no block device)",
                    f"{t.mountpoint}: {t.fs} from {t.source}", effect, "")
 
 
@@ -189,13 +194,13 @@ def rotational(root: Root, t: TargetInfo) -> Finding:
               "seeks: Cao et al. saw 16-19 % variation from ext4's random placement alone (fix: a null "
               "directory hash seed, as the ext4-bench recipe does); zoned devices rewrite in zones")
     disk = t.backing_disk if t.block and t.block.startswith("loop") else t.disk
-    in_ram = t.backing_fs in ("tmpfs", "ramfs") if t.loop_backing else t.fs in ("tmpfs", "ramfs")
+    in_ram = t.backing_fs in ("tmpfs", "ramfs") if t.loop_backing else t.data.fs in ("tmpfs", "ramfs")
     if not disk and not in_ram:
         under = f" backed by {t.loop_backing}" if t.loop_backing else ""
         return unknown("rotational", "rotational/zoned", f"{t.mountpoint}: {t.fs} from {t.source}{under}: no "
                        "block device found under it", effect)
     if not disk:
-        what = "a loop device over RAM (tmpfs)" if t.loop_backing else f"{t.fs} in RAM"
+        what = "a loop device over RAM (tmpfs)" if t.loop_backing else f"{_what(t)} in RAM"
         return Finding("rotational", "ok", f"rotational: no ({what})", f"{t.mountpoint}: {t.source}"
                        + (f" backed by {t.loop_backing}" if t.loop_backing else ""), effect, "")
     rot, zoned = _queue(root, disk, "rotational"), _queue(root, disk, "zoned")
@@ -355,8 +360,8 @@ def free_space_fragmentation(t: TargetInfo, histogram: FreeSpaceHistogram | None
     effect = ("chopped-up free space makes new files fragment: an aged file system reads and writes slower "
               "than a fresh one, and file systems rank differently aged vs fresh")
     if histogram is None:
-        if t.fs in ("tmpfs", "ramfs"):
-            return Finding("free-space-fragmentation", "ok", f"free-space fragmentation: not applicable ({t.fs})",
+        if t.data.fs in ("tmpfs", "ramfs"):
+            return Finding("free-space-fragmentation", "ok", f"free-space fragmentation: not applicable ({_what(t)})",
                            f"{t.mountpoint}: {t.fs}", effect, "")
         return unknown("free-space-fragmentation", "free-space fragmentation", why_not or "not measured", effect)
     small = sum(b for b, upper in zip(histogram.bucket_free_bytes, histogram.bucket_upper_bytes)
@@ -488,7 +493,7 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
     fix_base = "stop or pause it for the benchmark (kill -STOP PID / systemctl stop UNIT), or use another device"
     dt = max(after.t_s - before.t_s, 1e-3)
     if not t.disks:
-        return Finding("other-io", "ok", f"other I/O: not applicable ({t.fs} has no block device)",
+        return Finding("other-io", "ok", f"other I/O: not applicable ({_what(t)} has no block device)",
                        f"{t.mountpoint}: {t.fs}", effect, "")
     rates = {}
     for name in t.disks:

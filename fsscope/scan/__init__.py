@@ -271,7 +271,8 @@ def judge(rec: DirRecord, g: Geometry, device: str | None) -> dict:
            "limit_bytes": shape.limit_bytes if shape else None,
            "depth": shape.depth if shape else None}
     if shape is None:  # why is said once, in the report's geometry.unread, not per directory
-        why = "the geometry it needs was not read" if g.unread else f"{g.fs}: no directory structure rules"
+        why = ("the geometry it needs was not read (see unread)" if g.fs in ("xfs", "btrfs", *EXT4_FAMILY)
+               else f"{g.fs}: no directory structure rules")
         return out | {"account": {"structure": None, "how": why}, "agrees": None,
                       "creates_until_change": None}
     said = account(rec, g, device)

@@ -238,7 +238,9 @@ def existing_fs(path: str | os.PathLike[str], *, _depth: int = 0) -> ExistingFS:
     upper: ExistingFS | None = None
     if m.fs == "overlay":
         upperdir, lowerdirs = overlay_dirs(m.super_options)
-        if upperdir and _depth < 4:  # an overlay whose upper is on an overlay: followed a few levels
+        if upperdir and not os.path.isabs(upperdir):  # as mounted, relative to a cwd we do not know
+            notes.append(f"overlay upper directory given as the relative path {upperdir!r}: not resolved")
+        elif upperdir and _depth < 4:  # an overlay whose upper is on an overlay: followed a few levels
             try:
                 upper = existing_fs(upperdir, _depth=_depth + 1)
                 block_devno = upper.block_devno
