@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import re
 
 
 class FsscopeError(Exception):
@@ -19,6 +20,10 @@ class SafetyRefusal(FsscopeError):
     """fsscope will not touch this device; the message says why."""
 
 
+#: a tool's version banner ("dumpe2fs 1.47.0 (5-Feb-2023)", "mke2fs 1.46.5 (30-Dec-2021)")
+_BANNER = re.compile(r"^[\w.+-]+ \d+(\.\d+)+(-\w+)? \([^)]*\)$")
+
+
 class ToolError(FsscopeError):
     """An external tool exited non-zero. Keeps the command line and its stderr."""
 
@@ -30,8 +35,9 @@ class ToolError(FsscopeError):
 
     @property
     def summary(self) -> str:
-        """The tool's first meaningful stderr line (usage text after it is noise)."""
-        lines = [ln.strip() for ln in self.stderr.splitlines() if ln.strip()]
+        """The tool's first meaningful stderr line (usage text after it is noise; a version
+        banner before it, as e2fsprogs prints, says nothing of what failed)."""
+        lines = [ln.strip() for ln in self.stderr.splitlines() if ln.strip() and not _BANNER.match(ln.strip())]
         return lines[0] if lines else "(no error output)"
 
 

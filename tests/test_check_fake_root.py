@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
 from msgspec.structs import replace
 
 from fsscope.check import system as S
@@ -180,7 +179,33 @@ def test_fake_lazy_init_states(tmp_path):
 def test_fake_fullness():
     vfs = os.statvfs_result((4096, 4096, 1000, 50, 50, 1000, 900, 900, 0, 255, 0))
     f = T.fullness(_target(), vfs)
-    assert f.severity == "bad" and f.values["used_fraction"] == pytest.approx(0.95)
+    assert f.severity == "bad" and f.values["use_percent"] == 95 and f.title == "95% full (blocks, as df counts)"
+    # df's Use%: blocks reserved for root are neither used nor available (100 x 600 / (600 + 300))
+    reserved = os.statvfs_result((4096, 4096, 1000, 400, 300, 1000, 900, 900, 0, 255, 0))
+    f = T.fullness(_target(), reserved)
+    assert f.values["use_percent"] == 67 and f.values["reserved_bytes"] == 100 * 4096 and f.severity == "ok"
+    assert "reserved for root" in f.evidence
+    # inode use is its own number, labelled, when it is the fuller one
+    inodes = os.statvfs_result((4096, 4096, 1000, 700, 700, 1000, 50, 50, 0, 255, 0))
+    f = T.fullness(_target(), inodes)
+    assert f.title == "inodes 95% used; blocks 30% (df)" and f.severity == "bad"
+
+
+def test_fake_other_io_never_gives_a_process_more_than_its_device_moved(tmp_path):
+    """/proc/PID/io counts a buffered write when it is dirtied; the device moves it at
+    writeback: over one interval a writer can count 10x what the device did."""
+    root = fake_root(tmp_path, {})
+    idle = (0,) * 11
+    busy = (0, 0, 0, 0, 100, 0, 19_531, 0, 0, 0, 0)   # 10 MB written in the second
+    before = T.Snapshot(0.0, {"sdz1": idle, "sdz": idle}, {4242: ("writer", 0, 0, 0, 0)}, {}, {}, [], 3)
+    after = T.Snapshot(1.0, {"sdz1": busy, "sdz": busy}, {4242: ("writer", 0, 100_000_000, 0, 0)}, {}, {}, [], 3)
+    f = T.other_io(root, _target(), before, after)
+    (writer,) = f.values["processes"]
+    device = f.values["disks"]["sdz1"]["bytes_per_s"]
+    assert writer["bytes_per_s"] <= device < writer["counted_bytes_per_s"]
+    assert "counted 100.00 MB/s, dirtied ahead of writeback" in f.evidence
+    if os.geteuid() == 0:   # root is not told to run as root
+        assert "run as root" not in f.evidence and "even to root" in f.evidence
 
 
 def test_verdict_ranks_and_blocks():

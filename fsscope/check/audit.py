@@ -31,6 +31,7 @@ def fast_audit(root: Root = REAL_ROOT) -> list[Finding]:
 
 
 def _dumpe2fs(t: TargetInfo) -> tuple[str | None, str]:
+    t = t.data  # overlay: the file system under its upper directory
     if t.fs != "ext4":
         return None, ""
     if not t.source.startswith("/dev/"):
@@ -48,13 +49,23 @@ def _last_line(exc: Exception) -> str:
 
 
 def _free_space(t: TargetInfo) -> tuple[freespace.FreeSpaceHistogram | None, str]:
+    """The target's free-space histogram: with the file system's tools on the device (after
+    a sync), else live through the mounted file system (GETFSMAP: no device open, as scan
+    reads it) -- a device the kernel will not open still has its free space read."""
+    t = t.data  # overlay: the file system under its upper directory
     if t.fs in ("tmpfs", "ramfs"):
         return None, ""
+    reasons = []
     device = t.source if t.source.startswith("/dev/") else None
     try:
         return freespace.free_space(t.fs, device=device, mountpoint=t.mountpoint), ""
-    except FsscopeError as exc:
-        return None, _last_line(exc)
+    except (FsscopeError, OSError) as exc:
+        reasons.append(f"{t.fs} tools: {_last_line(exc)}")
+    try:
+        return freespace.free_space_live(t.fs, t.mountpoint), ""
+    except (FsscopeError, OSError) as exc:
+        reasons.append(f"live: {_last_line(exc)}")
+    return None, "; ".join(reasons)
 
 
 def run_audit(t: TargetInfo, *, root: Root = REAL_ROOT, sample_s: float = 3.0, dataset_bytes: int | None = None,
@@ -75,7 +86,7 @@ def run_audit(t: TargetInfo, *, root: Root = REAL_ROOT, sample_s: float = 3.0, d
     findings += [T.io_scheduler(root, t), T.read_ahead(root, t), T.write_cache(root, t), T.rotational(root, t),
                  T.discard(t), T.atime(t), T.loop_direct_io(root, t)]
     try:
-        vfs = os.statvfs(t.mountpoint)
+        vfs = os.statvfs(t.data.mountpoint)
     except OSError:
         vfs = None
     findings.append(T.fullness(t, vfs))
@@ -87,7 +98,7 @@ def run_audit(t: TargetInfo, *, root: Root = REAL_ROOT, sample_s: float = 3.0, d
     findings += [T.other_io(root, t, before, after, own),
                  S.swap(root, before.vm, after.t_s - before.t_s),
                  S.thermal(root, before.throttle),
-                 T.ext4_lazy_init(root, t, text, why, before.lazyinit + after.lazyinit)]
+                 T.ext4_lazy_init(root, t.data, text, why, before.lazyinit + after.lazyinit)]
     say("free-space fragmentation")
     hist, why = _free_space(t)  # after the sample: it syncs the file system
     findings.append(T.free_space_fragmentation(t, hist, why))

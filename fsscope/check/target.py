@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from fsscope.check.findings import Finding, unknown
 from fsscope.check.system import REAL_ROOT, Root, throttle_counts, try_read, vmstat
+from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
+from fsscope.targets.existing import ExistingFS, df_fullness, existing_fs
 
 if TYPE_CHECKING:
     from fsscope.layout.freespace import FreeSpaceHistogram
@@ -42,6 +44,15 @@ class TargetInfo:
     backing_devno: str | None = None  # "MAJ:MIN" of the file system holding the backing file
     formatted_by_fsscope: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    fs_devno: str | None = None       # st_dev of the path ("MAJ:MIN"; btrfs, overlay: anonymous)
+    under: TargetInfo | None = None   # overlay: the file system under its upper directory
+    found: ExistingFS | None = None   # the mount account it was made from
+    backing_fs: str | None = None     # the file system type holding a loop device's backing file
+
+    @property
+    def data(self) -> TargetInfo:
+        """What holds the data written here: overlay's upper file system, else this one."""
+        return self.under if self.under is not None else self
 
     @property
     def disks(self) -> list[str]:
@@ -61,46 +72,62 @@ def _block_of(root: Root, devno: str) -> tuple[str | None, str | None]:
 
 
 def locate(path: str, root: Root = REAL_ROOT, *, formatted_by_fsscope: bool = False) -> TargetInfo:
-    """The mount holding ``path`` (longest mountpoint prefix with the same st_dev)."""
-    st = os.stat(path)
-    devno = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-    real = os.path.realpath(path)
-    best = None
-    for line in (try_read(root, "proc/self/mountinfo") or "").splitlines():
-        f = line.split()
-        if "-" not in f:
-            continue
-        sep = f.index("-")
-        mnt = f[4].replace("\\040", " ")
-        if f[2] != devno or not (real == mnt or real.startswith(mnt.rstrip("/") + "/")):
-            continue
-        if best is None or len(mnt) > len(best[0]):
-            best = (mnt, f[sep + 1], f[sep + 2], tuple(f[5].split(",")) + tuple(f[sep + 3].split(",")))
-    if best is None:
-        return TargetInfo(path, "?", "?", "?", (), None, None, None, notes=(f"{path}: no mount found for {devno}",))
-    mnt, fs, source, options = best
-    block, disk = _block_of(root, devno) if os.major(st.st_dev) != 0 else (None, None)
-    backing = backing_disk = backing_devno = None
+    """The file system holding ``path`` and the block devices behind it, from the one mount
+    account (:func:`fsscope.targets.existing.existing_fs`: btrfs subvolumes, bind mounts,
+    overlay's upper directory). An overlay is judged as the device under its upper directory:
+    that is where its new files go. Nothing found: a TargetInfo of '?' with the reason."""
+    try:
+        found = existing_fs(path)
+    except FsscopeError as exc:
+        return TargetInfo(path, "?", "?", "?", (), None, None, None, notes=(str(exc),))
+    return _info(path, found, root, formatted_by_fsscope)
+
+
+def _info(path: str, found: ExistingFS, root: Root, formatted_by_fsscope: bool) -> TargetInfo:
+    data = found.data   # overlay: the file system under its upper directory
+    devno = data.block_devno
+    block, disk = _block_of(root, devno) if devno else (None, None)
+    backing = backing_disk = backing_devno = backing_fs = None
     if block and block.startswith("loop"):
         backing = (try_read(root, f"sys/block/{block}/loop/backing_file") or "").removesuffix(" (deleted)") or None
         if backing:
             try:
                 bst = os.stat(backing)
                 backing_devno = f"{os.major(bst.st_dev)}:{os.minor(bst.st_dev)}"
-                backing_disk = _block_of(root, backing_devno)[1]
-            except OSError:
+                # the file system holding the image, by the same account (a btrfs image's
+                # st_dev is anonymous: its disk is the mount's device)
+                holder = existing_fs(os.path.dirname(backing)).data
+                backing_fs = holder.fs
+                if holder.block_devno:
+                    backing_disk = _block_of(root, holder.block_devno)[1]
+            except (OSError, FsscopeError):
                 pass
-    return TargetInfo(path, mnt, fs, source, tuple(dict.fromkeys(options)), devno if block else None,
-                      block, disk, backing, backing_disk, backing_devno if backing_disk else None,
-                      formatted_by_fsscope)
+    notes = list(found.notes)
+    under = None
+    if found.upper is not None:
+        under = _info(found.upper.path, found.upper, root, formatted_by_fsscope)
+        notes.append(f"overlay: new files go to {found.upperdir} on {found.upper.fs} {found.upper.source} at "
+                     f"{found.upper.mountpoint}; judged as that file system and its device")
+    elif found.fs == "overlay":
+        notes.append("overlay without an upper directory found: its device is not known")
+    options = found.mount_options + found.super_options
+    return TargetInfo(path, found.mountpoint, found.fs, found.source, tuple(dict.fromkeys(options)),
+                      devno if block else None, block, disk, backing, backing_disk,
+                      backing_devno if backing_disk else None, formatted_by_fsscope, tuple(notes),
+                      fs_devno=found.majmin, under=under, found=found, backing_fs=backing_fs)
 
 
 def _queue(root: Root, disk: str, name: str) -> str | None:
     return try_read(root, f"sys/block/{disk}/queue/{name}")
 
 
+def _what(t: TargetInfo) -> str:
+    """The file system's type, and for an overlay the one under its upper directory."""
+    return f"{t.fs} over {t.under.fs}" if t.under is not None else t.fs
+
+
 def _no_device(id: str, title: str, t: TargetInfo, effect: str) -> Finding:
-    return Finding(id, "ok", f"{title}: not applicable ({t.fs} has no block device)",
+    return Finding(id, "ok", f"{title}: not applicable ({_what(t)} has no block device)",
                    f"{t.mountpoint}: {t.fs} from {t.source}", effect, "")
 
 
@@ -167,8 +194,13 @@ def rotational(root: Root, t: TargetInfo) -> Finding:
               "seeks: Cao et al. saw 16-19 % variation from ext4's random placement alone (fix: a null "
               "directory hash seed, as the ext4-bench recipe does); zoned devices rewrite in zones")
     disk = t.backing_disk if t.block and t.block.startswith("loop") else t.disk
+    in_ram = t.backing_fs in ("tmpfs", "ramfs") if t.loop_backing else t.data.fs in ("tmpfs", "ramfs")
+    if not disk and not in_ram:
+        under = f" backed by {t.loop_backing}" if t.loop_backing else ""
+        return unknown("rotational", "rotational/zoned", f"{t.mountpoint}: {t.fs} from {t.source}{under}: no "
+                       "block device found under it", effect)
     if not disk:
-        what = "a loop device over RAM (tmpfs)" if t.loop_backing else f"{t.fs} in RAM"
+        what = "a loop device over RAM (tmpfs)" if t.loop_backing else f"{_what(t)} in RAM"
         return Finding("rotational", "ok", f"rotational: no ({what})", f"{t.mountpoint}: {t.source}"
                        + (f" backed by {t.loop_backing}" if t.loop_backing else ""), effect, "")
     rot, zoned = _queue(root, disk, "rotational"), _queue(root, disk, "zoned")
@@ -292,27 +324,32 @@ def ext4_lazy_init(root: Root, t: TargetInfo, dumpe2fs_text: str | None, why_not
 # ---------------------------------------------------------------------------------------------
 
 def fullness(t: TargetInfo, statvfs: os.statvfs_result | None) -> Finding:
+    """Blocks as ``df`` counts them (Use%: reserved blocks neither used nor available) and
+    inodes as ``df -i`` does, each labelled; the worse of the two sets the severity."""
     effect = ("a fuller file system allocates into smaller, scattered free extents: fresh and aged (or full) "
               "file systems give different throughput and can rank differently")
     if statvfs is None:
         return unknown("fullness", "fullness", f"statvfs({t.mountpoint}) failed", effect)
-    total = statvfs.f_blocks * statvfs.f_frsize
-    used = (statvfs.f_blocks - statvfs.f_bfree) * statvfs.f_frsize
-    frac = used / total if total else 0.0
-    inodes = 1 - statvfs.f_ffree / statvfs.f_files if statvfs.f_files else 0.0
-    ev = (f"statvfs({t.mountpoint}): {format_bytes(used)} of {format_bytes(total)} used ({frac:.0%}), "
-          f"inodes {inodes:.0%} used")
-    values = {"used_bytes": used, "total_bytes": total, "used_fraction": frac, "inodes_used_fraction": inodes}
-    worst = max(frac, inodes)
+    full = df_fullness(statvfs)
+    if full.use_percent is None:
+        return unknown("fullness", "fullness", f"statvfs({t.mountpoint}) reports no blocks ({t.fs})", effect)
+    ev = f"statvfs({t.mountpoint}): {full.text}"
+    values = {"used_bytes": full.used_bytes, "total_bytes": full.size_bytes,
+              "available_bytes": full.available_bytes, "reserved_bytes": full.reserved_bytes,
+              "use_percent": full.use_percent, "inodes_use_percent": full.inodes_use_percent}
+    blocks = f"{full.use_percent}% full (blocks, as df counts)"
+    inodes = full.inodes_use_percent or 0
+    title = blocks if inodes <= full.use_percent else f"inodes {inodes}% used; blocks {full.use_percent}% (df)"
     if t.formatted_by_fsscope:
         ev += " (fresh: fsscope formats it before each run)"
-    if worst >= 0.90:
-        return Finding("fullness", "bad", f"{worst:.0%} full", ev, effect,
+    worst = max(full.use_percent, inodes)
+    if worst >= 90:
+        return Finding("fullness", "bad", title, ev, effect,
                        "free space or use another target; or age on purpose and say so ('fsscope age')", values)
-    if worst >= 0.70:
-        return Finding("fullness", "warn", f"{worst:.0%} full", ev, effect,
+    if worst >= 70:
+        return Finding("fullness", "warn", title, ev, effect,
                        "report the fullness with the results, or benchmark a fresh file system too", values)
-    return Finding("fullness", "ok", f"{frac:.0%} full", ev, effect, "", values)
+    return Finding("fullness", "ok", title, ev, effect, "", values)
 
 
 SMALL_EXTENT_BYTES = 1 << 20
@@ -323,8 +360,8 @@ def free_space_fragmentation(t: TargetInfo, histogram: FreeSpaceHistogram | None
     effect = ("chopped-up free space makes new files fragment: an aged file system reads and writes slower "
               "than a fresh one, and file systems rank differently aged vs fresh")
     if histogram is None:
-        if t.fs in ("tmpfs", "ramfs"):
-            return Finding("free-space-fragmentation", "ok", f"free-space fragmentation: not applicable ({t.fs})",
+        if t.data.fs in ("tmpfs", "ramfs"):
+            return Finding("free-space-fragmentation", "ok", f"free-space fragmentation: not applicable ({_what(t)})",
                            f"{t.mountpoint}: {t.fs}", effect, "")
         return unknown("free-space-fragmentation", "free-space fragmentation", why_not or "not measured", effect)
     small = sum(b for b, upper in zip(histogram.bucket_free_bytes, histogram.bucket_upper_bytes)
@@ -420,8 +457,11 @@ def uses_device(root: Root, pid: int, t: TargetInfo) -> str | None:
     def devno(text: str | None) -> int | None:
         return os.makedev(*(int(x) for x in text.split(":"))) if text else None
 
-    target, backing = devno(t.devno), devno(t.backing_devno)
-    if target is None and backing is None:
+    # the device, and the file system's own st_dev (btrfs, overlay: an anonymous one)
+    targets = {d for d in (devno(t.devno), devno(t.fs_devno), devno(t.under.fs_devno) if t.under else None)
+               if d is not None}
+    backing = devno(t.backing_devno)
+    if not targets and backing is None:
         return None
     fds = root.p(f"proc/{pid}/fd")
     try:
@@ -434,7 +474,7 @@ def uses_device(root: Root, pid: int, t: TargetInfo) -> str | None:
             st = os.stat(fds / name)
         except OSError:
             continue
-        if target is not None and target in (st.st_dev, st.st_rdev):
+        if targets & {st.st_dev, st.st_rdev}:
             return "target"
         if backing is not None and backing in (st.st_dev, st.st_rdev):
             found = "backing"
@@ -453,7 +493,7 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
     fix_base = "stop or pause it for the benchmark (kill -STOP PID / systemctl stop UNIT), or use another device"
     dt = max(after.t_s - before.t_s, 1e-3)
     if not t.disks:
-        return Finding("other-io", "ok", f"other I/O: not applicable ({t.fs} has no block device)",
+        return Finding("other-io", "ok", f"other I/O: not applicable ({_what(t)} has no block device)",
                        f"{t.mountpoint}: {t.fs}", effect, "")
     rates = {}
     for name in t.disks:
@@ -466,6 +506,9 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
     if not rates:
         return unknown("other-io", "other I/O", f"{', '.join(t.disks)} not in /proc/diskstats", effect)
     procs: list[dict[str, Any]] = []
+    device_bytes_s = {"target": rates[t.block][1] if t.block in rates else None,
+                      "backing": rates[t.backing_disk][1] if t.backing_disk in rates else None}
+    most_s = max(r[1] for r in rates.values())
     for pid, (comm, rb, wb, _, _) in after.procs.items():
         if pid in own_pids or pid not in before.procs:
             continue
@@ -473,7 +516,13 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
         moved = (rb - rb0) + (wb - wb0)
         if moved > 0:
             where = uses_device(root, pid, t)
-            procs.append({"pid": pid, "name": comm, "bytes_per_s": moved / dt,
+            # /proc/PID/io counts a buffered write when the page is dirtied and the device
+            # when writeback sends it: over one interval a process may count more than its
+            # device moved. What it did ON the device is at most the device's own rate.
+            cap = device_bytes_s.get(where or "")
+            cap = most_s if cap is None else cap
+            procs.append({"pid": pid, "name": comm, "bytes_per_s": min(moved / dt, cap),
+                          "counted_bytes_per_s": moved / dt,
                           "read_bytes_per_s": (rb - rb0) / dt, "write_bytes_per_s": (wb - wb0) / dt,
                           "on_target": where == "target", "on_backing": where == "backing"})
     # who uses the target itself first, then the backing file's file system, then the rest
@@ -489,7 +538,10 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
     if procs:
         ev += "; /proc/PID/io: " + ", ".join(
             f"pid {p['pid']} ({p['name']}) {p['bytes_per_s'] / MB:,.2f} MB/s"
-            + (" on the target" if p["on_target"] else " beside the backing file" if p["on_backing"] else "")
+            + (f" (counted {p['counted_bytes_per_s'] / MB:,.2f} MB/s, dirtied ahead of writeback: at most "
+               "the device's)" if p["counted_bytes_per_s"] > p["bytes_per_s"] else "")
+            + (" on the target" if p["on_target"] else
+               f" on the file system holding {t.loop_backing}" if p["on_backing"] else "")
             for p in procs)
     values = {"disks": {k: {"ios_per_s": v[0], "bytes_per_s": v[1]} for k, v in rates.items()},
               "processes": procs, "seconds": dt}
@@ -503,8 +555,9 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
         fix = fix_base + " (iotop -o shows who; a fresh file system is busy for a few seconds after mount)"
         ev += "; no process with a file or the device open on the target moved bytes"
     if after.unreadable:
-        ev += (f"; {after.unreadable} processes' /proc/PID/io not readable by this user (run as root to "
-               "see every process)")
+        ev += (f"; {after.unreadable} processes' /proc/PID/io not readable " +
+               ("even to root (another PID namespace's, or a ptrace policy: Yama, an LSM)" if os.geteuid() == 0
+                else "by this user (run as root to see every process)"))
     values["kernel_only"] = who is None
     if bytes_s >= 10 * MB or ios_s >= 200:
         return Finding("other-io", "bad", f"other I/O on the device: {bytes_s / MB:,.1f} MB/s, {ios_s:,.0f} IO/s{name}",

@@ -227,7 +227,8 @@ def _read_existing(fs: str, device: str | None, mountpoint: str, probe_dir: Any,
                           "(dump-tree needs the device)")
     elif fs in ("ext4", "ext3", "ext2"):
         unread.append("ext4 features (dir_index, metadata_csum), inode size and inodes per "
-                      "group: only the superblock has them; block size is statfs's")
+                      "group: only the superblock has them; block size is statfs's; a "
+                      "directory's structure is the kernel's indexed flag and st_size")
         extra = {"dir_block_size_bytes": base.block_size_bytes}
         if probe_dir is not None:
             extra["ext4_dir_size_bytes"] = os.stat(probe_dir).st_size
@@ -246,6 +247,8 @@ def _why(exc: BaseException) -> str:
     line = next((t for t in reversed(text) if t.strip()), type(exc).__name__)
     if "ermission denied" in str(exc) and os.geteuid() != 0:
         line += " (reading the device needs root or its group)"
+    elif "ot permitted" in str(exc) and os.geteuid() == 0:
+        line += " (refused even to root: a device cgroup, a container or a security module)"
     return line[:300]
 
 

@@ -26,7 +26,8 @@ import os
 import stat
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from fsscope.explain.geometry import Geometry, read_geometry
 from fsscope.explain.xfs import xfs_attr_fork_offset_bytes
 from fsscope.layout.fiemap import extents_of_fd
 from fsscope.layout.freespace import free_space_live
-from fsscope.targets.existing import existing_fs
+from fsscope.targets.existing import df_fullness, existing_fs
 
 FS_IOC_GETFLAGS = 0x80086601
 EXT4_INDEX_FL = 0x1000
@@ -247,6 +248,8 @@ def _fork_bytes(rec: DirRecord, g: Geometry) -> int | None:
 def judge(rec: DirRecord, g: Geometry, device: str | None) -> dict:
     """One directory: the structure its names give, the file system's account, agreement,
     and how many creates until the next structural change."""
+    if g.fs in EXT4_FAMILY and g.existing and not g.features:
+        return judge_ext4_unread(rec, g)
     fork_bytes = _fork_bytes(rec, g)
     shape = dirs.shape(g, rec.name_lengths, ino8=rec.ino8, fork_bytes=fork_bytes, size_bytes=rec.size_bytes)
     name_bytes_median = int(np.median(rec.name_lengths)) if rec.name_lengths else 0
@@ -256,8 +259,9 @@ def judge(rec: DirRecord, g: Geometry, device: str | None) -> dict:
            "bytes_needed": shape.bytes_needed if shape else None,
            "limit_bytes": shape.limit_bytes if shape else None,
            "depth": shape.depth if shape else None}
-    if shape is None:
-        why = "; ".join(g.unread) or f"{g.fs}: no directory structure rules"
+    if shape is None:  # why is said once, in the report's geometry.unread, not per directory
+        why = ("the geometry it needs was not read (see unread)" if g.fs in ("xfs", "btrfs", *EXT4_FAMILY)
+               else f"{g.fs}: no directory structure rules")
         return out | {"account": {"structure": None, "how": why}, "agrees": None,
                       "creates_until_change": None}
     said = account(rec, g, device)
@@ -270,6 +274,59 @@ def judge(rec: DirRecord, g: Geometry, device: str | None) -> dict:
                                           fork_bytes=fork_bytes, size_bytes=rec.size_bytes)
         if found is not None:
             ahead = {"creates": found[0], "becomes": found[1], "name_bytes": next_len}
+    out["creates_until_change"] = ahead
+    return out
+
+
+EXT4_FAMILY = ("ext4", "ext3", "ext2")
+#: what an ext4 directory's classification rests on when its superblock cannot be read
+EXT4_BY_FLAG_HOW = "EXT4_INDEX_FL (FS_IOC_GETFLAGS), st_size; superblock not read (see unread)"
+
+
+def judge_ext4_unread(rec: DirRecord, g: Geometry) -> dict:
+    """An ext4 directory when the superblock cannot be read (the device refused, even to
+    root): the kernel still says whether it is indexed (EXT4_INDEX_FL) and how many blocks
+    it has (st_size), so that is its structure. The names are judged under both values of
+    the one unknown that matters, metadata_csum (a 12-byte tail in every block): where both
+    give the same structure the names are checked against the flag as usual; where they
+    differ the names cannot decide and the flag alone says. dir_index is known per
+    directory: an indexed one proves it on; one of several blocks without the flag, off."""
+    B = g.block_size_bytes or 4096
+    name_bytes_median = int(np.median(rec.name_lengths)) if rec.name_lengths else 0
+    out: dict = {"path": rec.path, "entries": rec.entries, "size_bytes": rec.size_bytes,
+                 "name_bytes_median": name_bytes_median}
+    if rec.indexed is None:
+        return out | {"structure": None, "bytes_needed": None, "limit_bytes": None, "depth": None,
+                      "account": {"structure": None, "how": "FS_IOC_GETFLAGS refused"}, "agrees": None,
+                      "creates_until_change": None}
+    features = frozenset({"dir_index"} if rec.indexed or rec.size_bytes <= B else ())
+    plain, csum = (replace(g, features=features | extra) for extra in (frozenset(), frozenset({"metadata_csum"})))
+    shapes = [dirs.ext4_shape(geo, rec.name_lengths, size_bytes=rec.size_bytes) for geo in (plain, csum)]
+    said: dict[str, Any] = {"structure": "htree" if rec.indexed else "linear", "how": EXT4_BY_FLAG_HOW,
+                            "blocks": rec.size_bytes // B}
+    decided = shapes[0].structure == shapes[1].structure and shapes[0].depth == shapes[1].depth
+    shape = shapes[1] if decided or rec.indexed else shapes[0]   # the one the flag's state agrees with
+    if rec.indexed:
+        said["depth"] = shape.depth   # from st_size: the blocks the root indexes (no dx_root read)
+    out |= {"structure": shape.structure if decided else said["structure"], "bytes_needed": shape.bytes_needed,
+            "limit_bytes": shape.limit_bytes, "depth": shape.depth if decided or rec.indexed else None,
+            "account": said}
+    if not decided:
+        return out | {"agrees": None, "creates_until_change": None,
+                      "why": (f"the names need {shapes[0].bytes_needed} B of a {B} B block: whether they fit "
+                              "depends on metadata_csum (12 B per block), which only the superblock says")}
+    agrees, why = _agreement(shape, said, rec, plain)
+    out |= {"agrees": agrees, "why": why}
+    ahead = None
+    if agrees:
+        next_len = name_bytes_median or 8
+        found = [dirs.creates_until_change(geo, rec.name_lengths, next_name_length=next_len,
+                                           size_bytes=rec.size_bytes) for geo in (plain, csum)]
+        if found[0] is not None and found[1] is not None:
+            (k_plain, becomes), (k_csum, _) = found[0], found[1]
+            if k_csum != k_plain:  # metadata_csum's tail takes room: the change comes sooner with it
+                becomes += f" ({k_csum} creates with metadata_csum, {k_plain} without: not readable)"
+            ahead = {"creates": min(k_plain, k_csum), "becomes": becomes, "name_bytes": next_len}
     out["creates_until_change"] = ahead
     return out
 
@@ -348,8 +405,10 @@ def _aging(walk: Walk, root: str, now_s: float) -> dict:
 
 
 def _fullness(root: str) -> float:
-    vfs = os.statvfs(root)
-    return (vfs.f_blocks - vfs.f_bfree) / vfs.f_blocks if vfs.f_blocks else 0.0
+    """The profile's fullness: df's Use% as a fraction (blocks reserved for root are neither
+    used nor free to the tree's writers)."""
+    use = df_fullness(os.statvfs(root)).use_percent
+    return (use or 0) / 100
 
 
 # --- the scan --------------------------------------------------------------------------------
@@ -406,9 +465,17 @@ def scan(path: str | os.PathLike, *, near: int = dirs.NEAR_ENTRIES, largest: int
 
 
 def _count(judged: list[dict]) -> dict:
+    """How many directories are in each structure, by the file system's own account where it
+    gave one (a directory that once held more names is what its blocks say), else by names."""
     counts: dict[str, int] = {}
     for d in judged:
-        key = str(d["structure"]) + (f" depth {d['depth']}" if d.get("depth") else "")
+        said = d.get("account") or {}
+        structure, depth = ((said["structure"], said.get("depth")) if said.get("structure") is not None
+                            else (d["structure"], d.get("depth")))
+        if structure is None:
+            key = "not classified"
+        else:
+            key = str(structure) + (f" depth {depth}" if depth else "")
         counts[key] = counts.get(key, 0) + 1
     return counts
 

@@ -61,12 +61,14 @@ class Dir(Record, frozen=True, kw_only=True, omit_defaults=True):
 
     @property
     def structure_text(self) -> str:
-        return str(self.structure) + (f" (depth {self.depth})" if self.depth else "")
+        if self.structure is None:
+            return "not classified"
+        return self.structure + (f" (depth {self.depth})" if self.depth else "")
 
     @property
     def verdict(self) -> str:
         if self.agrees is None:
-            return "not checked" + (f": {self.account.how}" if self.account else "")
+            return "not checked" + (f": {self.why}" if self.why else f": {self.account.how}" if self.account else "")
         return "agrees" if self.agrees else f"differs: {self.why or ''}"
 
 

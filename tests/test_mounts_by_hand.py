@@ -1,0 +1,263 @@
+"""The one account of "what is mounted here" (targets/existing.py) on file systems an admin
+made by hand, not through fsscope: btrfs at its top level and in a subvolume, a bind mount,
+an overlay whose upper directory is on an XFS loop image; and fullness as ``df`` counts it
+(ext4 with blocks reserved for root, XFS). check, scan and probe all read the one account."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from fsscope.check import target as T
+from fsscope.check.system import Root
+from fsscope.targets.existing import df_fullness, existing_fs
+
+pytestmark = pytest.mark.privileged
+
+
+@pytest.fixture
+def hand_made(loop_device, scratch):
+    """Factory: (device, mount point) of a file system made with ``mkfs`` and mounted by hand."""
+    def make(fs: str, *mkfs_args: str, size: str = "600M", opts: str = "") -> tuple[str, Path]:
+        dev = loop_device(size)
+        subprocess.run([f"mkfs.{fs}", *mkfs_args, dev], check=True, capture_output=True)
+        mnt = scratch / f"mnt-{Path(dev).name}"
+        mnt.mkdir()
+        subprocess.run(["mount", *(["-o", opts] if opts else []), dev, str(mnt)], check=True)
+        return dev, mnt
+
+    return make
+
+
+@contextmanager
+def mounted(*args: str, at: Path):
+    """A mount made by the test (bind, overlay, a subvolume), unmounted even on failure."""
+    at.mkdir(exist_ok=True)
+    subprocess.run(["mount", *args, str(at)], check=True)
+    try:
+        yield at
+    finally:
+        subprocess.run(["umount", str(at)], check=False)
+
+
+def _df(path: Path, column: str = "pcent") -> int:
+    """df's own Use% (``ipcent``: IUse%) of the file system holding ``path``."""
+    out = subprocess.run(["df", f"--output={column}", str(path)],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return int(out[-1].rstrip("%"))
+
+
+def _check_json(cli, where: Path, out: Path) -> dict:
+    got = cli("check", "--audit-only", "--sample", "1", "--dir", str(where), "--json", str(out))
+    assert got.returncode in (0, 1, 2) and out.exists(), got.stderr
+    assert "Traceback" not in got.stderr, got.stderr
+    return json.loads(out.read_text())
+
+
+def _finding(report: dict, fid: str) -> dict:
+    (f,) = [f for f in report["findings"] if f["id"] == fid]
+    return f
+
+
+def test_btrfs_top_level_and_subvolume_are_the_loop_device_for_check(hand_made, cli, tmp_path):
+    dev, mnt = hand_made("btrfs", "-q", "-f", "-n", "32768")
+    subprocess.run(["btrfs", "subvolume", "create", str(mnt / "sub")], check=True, capture_output=True)
+    (mnt / "sub" / "inner").mkdir()
+    loop = Path(dev).name
+    for where, subvolume in ((mnt, "/"), (mnt / "sub" / "inner", "/sub")):
+        assert os.stat(where).st_dev != os.stat(dev).st_rdev   # anonymous: not the disk's number
+        found = existing_fs(where)
+        assert (found.fs, found.source, found.mountpoint) == ("btrfs", dev, str(mnt))
+        assert found.subvolume == subvolume and not found.bind
+        assert found.block_devno == f"{os.major(os.stat(dev).st_rdev)}:{os.minor(os.stat(dev).st_rdev)}"
+        t = T.locate(str(where))
+        assert (t.fs, t.block, t.mountpoint) == ("btrfs", loop, str(mnt)) and t.loop_backing
+        assert loop in t.disks
+    # a subvolume mounted on its own (subvol=) is a subvolume, not a bind mount
+    with mounted("-o", "subvol=/sub", dev, at=tmp_path / "subvol") as sub:
+        found = existing_fs(sub / "inner")
+        assert found.mountpoint == str(sub) and found.subvolume == "/sub" and not found.bind
+        report = _check_json(cli, sub, tmp_path / "check.json")
+    assert report["checked"]["fs"] == "btrfs" and loop in report["checked"]["disks"]
+    assert _finding(report, "loop-direct-io")["severity"] == "warn"   # losetup without --direct-io
+    assert "not applicable" not in _finding(report, "other-io")["title"]
+
+
+def test_bind_mount_is_the_same_device_and_says_it_is_bound(hand_made, tmp_path):
+    dev, mnt = hand_made("ext4", "-q", "-b", "2048")
+    (mnt / "data" / "deep").mkdir(parents=True)
+    with mounted("--bind", str(mnt / "data"), at=tmp_path / "bound") as bound:
+        found = existing_fs(bound / "deep")
+        assert (found.fs, found.source, found.mountpoint) == ("ext4", dev, str(bound))
+        assert found.bind and found.mount_root == "/data" and "bind mount of its /data" in found.summary()
+        t = T.locate(str(bound / "deep"))
+        assert t.block == Path(dev).name and t.fs == "ext4" and t.mountpoint == str(bound)
+
+
+def test_overlay_is_judged_as_the_device_under_its_upper_directory(hand_made, cli, tmp_path):
+    dev, mnt = hand_made("xfs", "-q", "-n", "size=8192")
+    for d in ("lower", "upper", "work"):
+        (mnt / d).mkdir()
+    (mnt / "lower" / "old.txt").write_text("below")
+    opts = f"lowerdir={mnt / 'lower'},upperdir={mnt / 'upper'},workdir={mnt / 'work'}"
+    with mounted("-t", "overlay", "overlay", "-o", opts, at=tmp_path / "ovl") as ovl:
+        found = existing_fs(ovl)
+        assert found.fs == "overlay" and found.upperdir == str(mnt / "upper")
+        assert found.lowerdirs == (str(mnt / "lower"),)
+        assert found.upper is not None and (found.upper.fs, found.upper.source) == ("xfs", dev)
+        assert f"upper directory {mnt / 'upper'} on xfs {dev}" in found.summary()
+        t = T.locate(str(ovl))
+        assert t.fs == "overlay" and t.block == Path(dev).name and t.loop_backing
+        rot = T.rotational(Root(), t)
+        assert "in RAM" not in rot.title and (rot.severity == "unknown" or rot.values.get("rotational") is not None)
+        assert T.loop_direct_io(Root(), t).severity == "warn"   # the upper's loop device is buffered
+        report = _check_json(cli, ovl, tmp_path / "check.json")
+        assert "not applicable" not in _finding(report, "other-io")["title"]
+        assert _finding(report, "free-space-fragmentation")["severity"] != "unknown"   # the upper's xfs
+        scan_out = tmp_path / "scan.json"
+        got = cli("scan", str(ovl), "--json", str(scan_out))
+        assert got.returncode == 0, got.stderr
+        scanned = json.loads(scan_out.read_text())
+        assert scanned["existing"]["upper"]["fs"] == "xfs" and "None" not in json.dumps(scanned["structures"])
+
+
+@pytest.mark.parametrize("fs,args", [("ext4", ("-q", "-m", "5", "-b", "1024", "-N", "40000")),
+                                     ("xfs", ("-q", "-i", "size=512"))])
+def test_fullness_is_dfs_everywhere_it_is_shown(hand_made, cli, tmp_path, fs, args):
+    dev, mnt = hand_made(fs, *args, size="300M")
+    fill = mnt / "fill"
+    fill.mkdir()
+    with open(fill / "big", "wb") as out:   # about a third of the blocks
+        out.write(os.urandom(1 << 20) * 90)
+    for i in range(3000):                   # and some inodes
+        (fill / f"f{i}").touch()
+    subprocess.run(["sync", "-f", str(mnt)], check=True)
+    df_use, df_iuse = _df(mnt), _df(mnt, "ipcent")
+    full = df_fullness(os.statvfs(mnt))
+    assert abs(full.use_percent - df_use) <= 1 and abs(full.inodes_use_percent - df_iuse) <= 1
+    if fs == "ext4":
+        assert full.reserved_bytes > 0 and "reserved for root" in full.text
+    # check's finding, scan's header and the report every --dir job carries say the same number
+    f = T.fullness(T.locate(str(fill)), os.statvfs(fill))
+    assert abs(f.values["use_percent"] - df_use) <= 1 and f"{f.values['use_percent']}% " in f.evidence
+    assert f"{full.use_percent}% used as df counts" in existing_fs(fill).summary()
+    scan_out = tmp_path / "scan.json"
+    got = cli("scan", str(fill), "--json", str(scan_out))
+    assert got.returncode == 0, got.stderr
+    assert f"{full.use_percent}% used as df counts" in " ".join(got.stdout.split())
+    scanned = json.loads(scan_out.read_text())
+    assert abs(scanned["existing"]["fullness"]["use_percent"] - df_use) <= 1
+
+
+# --- a device the kernel will not open, even for root -----------------------------------------
+
+DEVICES_V1 = Path("/sys/fs/cgroup/devices")
+
+
+@pytest.fixture
+def denied_device():
+    """Factory: a cgroup (v1 devices controller) whose processes the kernel refuses ``dev``
+    with EPERM, as a container's device cgroup refuses the root disk; ``run(args)`` runs a
+    command inside it. Removed afterwards (its processes have exited by then)."""
+    if not (DEVICES_V1 / "devices.deny").exists():
+        pytest.skip("no cgroup v1 devices controller here (cgroup v2 device control needs a BPF program)")
+    made: list[Path] = []
+
+    def make(dev: str):
+        rdev = os.stat(dev).st_rdev
+        group = DEVICES_V1 / f"fsscope-test-deny-{os.getpid()}-{len(made)}"
+        group.mkdir()
+        made.append(group)
+        (group / "devices.deny").write_text(f"b {os.major(rdev)}:{os.minor(rdev)} rwm")
+
+        def run(args: list[str], **kw) -> subprocess.CompletedProcess:
+            def enter() -> None:   # in the child, before exec: "0" moves the writer itself
+                (group / "cgroup.procs").write_text("0")
+            return subprocess.run(args, preexec_fn=enter, capture_output=True, text=True, timeout=600, **kw)
+        return run
+
+    yield make
+    for group in made:
+        group.rmdir()
+
+
+def _lsattr_indexed(paths: list[str]) -> dict[str, bool]:
+    """ext4's indexed flag as lsattr shows it ('I'), for many directories in one call."""
+    out = subprocess.run(["lsattr", "-d", *paths], capture_output=True, text=True, check=True).stdout
+    flags = {}
+    for line in out.splitlines():
+        attrs, path = line.split(None, 1)
+        flags[path] = "I" in attrs
+    return flags
+
+
+def test_scan_classifies_ext4_directories_when_the_device_is_refused(hand_made, denied_device, tmp_path):
+    import random
+    import sys
+
+    dev, mnt = hand_made("ext4", "-q", "-b", "1024", "-N", "40000",
+                         "-E", "lazy_itable_init=0,lazy_journal_init=0", size="300M")
+    tree = mnt / "tree"
+    tree.mkdir()
+    rng = random.Random(35)
+    for d in range(160):   # names of every length, counts on both sides of one block
+        where = tree / f"d{d:03d}"
+        where.mkdir()
+        length = rng.choice((4, 8, 13, 20, 33, 60))
+        for i in range(rng.randrange(0, 90)):
+            (where / f"{i:0{length}d}").touch()
+    shrunk = tree / "shrunk"   # 300 names then 295 removed: htree on disk, 5 names
+    shrunk.mkdir()
+    for i in range(300):
+        (shrunk / f"{i:020d}").touch()
+    for i in range(5, 300):
+        (shrunk / f"{i:020d}").unlink()
+    subprocess.run(["sync", "-f", str(mnt)], check=True)
+    run = denied_device(dev)
+    refused = run([sys.executable, "-c", f"import os; os.open({dev!r}, os.O_RDONLY)"])
+    assert "PermissionError" in refused.stderr and "Operation not permitted" in refused.stderr
+    out = tmp_path / "scan.json"
+    got = run([sys.executable, "-m", "fsscope", "scan", str(tree), "--json", str(out)], stdin=subprocess.DEVNULL)
+    assert got.returncode == 0, got.stderr
+    report = json.loads(out.read_text())
+    unread = report["geometry"]["unread"]
+    assert [u for u in unread if "Operation not permitted" in u and dev in u], unread   # said once, with why
+    assert "None" not in got.stdout and "None" not in json.dumps(report["structures"])
+    dirs = [d for d in report["dirs"] if d["path"] != str(tree)]
+    truth = _lsattr_indexed([d["path"] for d in dirs])
+    # the file system's own account is the kernel's flag: every directory
+    assert all(d["account"]["structure"] == ("htree" if truth[d["path"]] else "linear") for d in dirs)
+    right = sum(d["structure"] == ("htree" if truth[d["path"]] else "linear") for d in dirs)
+    assert right >= 0.95 * len(dirs), (right, len(dirs))
+    # the header counts are the file system's: the shrunk directory counts as htree
+    indexed = sum(truth.values()) + bool(_lsattr_indexed([str(tree)])[str(tree)])
+    assert sum(n for k, n in report["structures"].items() if k.startswith("htree")) == indexed
+    (s,) = [d for d in dirs if d["path"] == str(shrunk)]
+    assert s["agrees"] is False and "never shrink" in s["why"]
+    # the names are checked wherever metadata_csum (unreadable) cannot change the answer
+    assert sum(d["agrees"] is True for d in dirs) >= 0.8 * len(dirs)
+    assert all("never shrink" in d["why"] for d in dirs if d["agrees"] is False)
+
+
+def test_check_reads_what_the_kernel_tells_when_the_device_is_refused(hand_made, denied_device, tmp_path):
+    import sys
+
+    dev, mnt = hand_made("ext4", "-q", "-b", "4096", "-I", "512", "-E", "lazy_itable_init=0,lazy_journal_init=0",
+                         size="300M")
+    run = denied_device(dev)
+    out = tmp_path / "check.json"
+    got = run([sys.executable, "-m", "fsscope", "check", "--audit-only", "--sample", "1", "--dir", str(mnt),
+               "--json", str(out)], stdin=subprocess.DEVNULL)
+    assert out.exists(), got.stderr
+    report = json.loads(out.read_text())
+    free = _finding(report, "free-space-fragmentation")
+    assert free["severity"] != "unknown" and "GETFSMAP" in free["evidence"]   # read live, as scan reads it
+    lazy = _finding(report, "ext4-lazy-init")
+    assert "Operation not permitted" in lazy["evidence"], lazy          # why, not dumpe2fs's version banner
+    assert "dumpe2fs 1." not in lazy["evidence"]
+    assert "None" not in got.stdout
