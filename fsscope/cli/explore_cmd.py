@@ -8,6 +8,7 @@ from fsscope import paths
 from fsscope.cli.common import output_path, positive_float, positive_int, resolve_study_run
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.explore import render_explore
+from fsscope.engine import registry
 from fsscope.records import build
 from fsscope.targets import TargetSpec
 
@@ -42,6 +43,7 @@ each worker host (see README)."""
 
 
 def cmd_explore(args) -> int:
+    registry.require_extra("explore")  # without Dask: one line saying how to add it
     from fsscope.study import explore  # numpy, scipy, dask: only when exploring
 
     spec = build(explore.Spec, space=args.space, factors=tuple(args.factor), treatments=args.treatments,

@@ -11,6 +11,7 @@ from fsscope.cli.common import output_path, parse_size, positive_float, positive
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.variation import print_cost, render_variation
+from fsscope.engine import registry
 from fsscope.records import build
 from fsscope.targets import TargetSpec
 
@@ -65,6 +66,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def cmd_variation(args: argparse.Namespace) -> int:
+    registry.require_extra("variation")  # without Dask and SALib: one line saying how to add them
     from fsscope.study import variation
     from fsscope.study.execute import require_root
     from fsscope.study.plan import Plan
