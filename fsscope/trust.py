@@ -84,6 +84,7 @@ def locate(path: str | os.PathLike, what: str, owners: frozenset[int] | None = N
         try:
             st = os.lstat(nxt)
         except FileNotFoundError:
+            todo.append(name)  # the first missing component is part of what is missing
             break
         why = others_may_write(here, owners)
         if why and here.st_mode & stat.S_ISVTX and st.st_uid not in owners:

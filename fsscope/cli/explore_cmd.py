@@ -15,6 +15,7 @@ from fsscope.cli.common import (
 )
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.explore import render_explore
+from fsscope.engine import registry
 from fsscope.records import build
 from fsscope.targets import TargetSpec
 
@@ -51,6 +52,7 @@ key = "client-key.pem" (see README: how to make them)."""
 
 
 def cmd_explore(args) -> int:
+    registry.require_extra("explore")  # without Dask: one line saying how to add it
     from fsscope.study import explore  # numpy, scipy, dask: only when exploring
 
     spec = build(explore.Spec, space=args.space, factors=tuple(args.factor), treatments=args.treatments,

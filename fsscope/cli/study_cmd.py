@@ -19,6 +19,7 @@ from fsscope.cli.common import (
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.variation import print_cost, render_variation
+from fsscope.engine import registry
 from fsscope.records import build
 from fsscope.targets import TargetSpec
 
@@ -73,6 +74,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def cmd_variation(args: argparse.Namespace) -> int:
+    registry.require_extra("variation")  # without Dask and SALib: one line saying how to add them
     from fsscope.study import variation
     from fsscope.study.execute import require_root
     from fsscope.study.plan import Plan

@@ -113,6 +113,7 @@ class SetupScreen(AppScreen):
         if target is not None and (recipe is not None or target.kind == "dir"):
             checked(lambda: preflight(target, recipe))
         jobs = checked(self.query_one("#job-picker", JobPicker).requests)
+        problems.extend(filter(None, (registry.missing_extra(r.job) for r in jobs or ())))  # explore without Dask
         if problems:
             raise FsscopeError("\n".join(problems))
         return RunPlan(target, recipe, jobs)
