@@ -84,8 +84,31 @@ def test_btrfs_top_level_and_subvolume_are_the_loop_device_for_check(hand_made, 
         assert found.mountpoint == str(sub) and found.subvolume == "/sub" and not found.bind
         report = _check_json(cli, sub, tmp_path / "check.json")
     assert report["checked"]["fs"] == "btrfs" and loop in report["checked"]["disks"]
+    assert _finding(report, "free-space-fragmentation")["severity"] != "unknown"
     assert _finding(report, "loop-direct-io")["severity"] == "warn"   # losetup without --direct-io
     assert "not applicable" not in _finding(report, "other-io")["title"]
+
+
+def test_btrfs_free_space_from_the_tree_search_equals_dump_tree(hand_made, cli, tmp_path):
+    from fsscope.layout.freespace import free_space, free_space_live
+
+    dev, mnt = hand_made("btrfs", "-q", "-f", "-n", "32768")
+    for i in range(40):   # files of many sizes, every other one removed: holes in the data chunk
+        (mnt / f"f{i}").write_bytes(os.urandom(4096 * (1 + 37 * i % 300)))
+    for i in range(0, 40, 2):
+        (mnt / f"f{i}").unlink()
+    subprocess.run(["sync", "-f", str(mnt)], check=True)   # the transaction committed: both see it
+    live = free_space_live("btrfs", str(mnt))
+    tools = free_space("btrfs", device=dev, mountpoint=str(mnt))   # btrfs inspect-internal dump-tree
+    assert live.free_extent_count > 2 and "TREE_SEARCH" in live.source
+    for name in ("free_extent_count", "total_free_bytes", "largest_free_extent_bytes", "unallocated_bytes",
+                 "bucket_free_bytes"):
+        assert getattr(live, name) == getattr(tools, name), name
+    out = tmp_path / "scan.json"
+    got = cli("scan", str(mnt), "--json", str(out))
+    assert got.returncode == 0, got.stderr
+    scanned = json.loads(out.read_text())
+    assert scanned["free_space"]["total_free_bytes"] == live.total_free_bytes
 
 
 def test_bind_mount_is_the_same_device_and_says_it_is_bound(hand_made, tmp_path):
