@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fsscope.errors import FsscopeError, ToolError
+from fsscope.layout.btrfs_tree import subvolume_id
 from fsscope.layout.freespace import syncfs
 from fsscope.targets import filesystem, identity
 from fsscope.tools import run
@@ -560,8 +561,11 @@ def btrfs_flag_names(text: str, key: str) -> list[str]:
     return re.findall(r"[A-Z][A-Z0-9_]+", match.group(1)) if match else []
 
 
-_FS_TREE_ROOT = re.compile(
-    r"key \(FS_TREE ROOT_ITEM 0\).*?\bbytenr (\d+)\b.*?\n\s+level (\d+)\b", re.S)
+def _fs_tree_root(tree_id: int) -> re.Pattern[str]:
+    """The root tree's ROOT_ITEM of a subvolume's tree (5, the top level, prints as FS_TREE;
+    a snapshot's key offset is its generation)."""
+    name = "FS_TREE" if tree_id == 5 else str(tree_id)
+    return re.compile(rf"key \({name} ROOT_ITEM \d+\).*?\bbytenr (\d+)\b.*?\n\s+level (\d+)\b", re.S)
 _BLOCK_HEAD = re.compile(r"^(leaf|node) \d+ (?:level (\d+) )?items (\d+) free space (\d+)", re.M)
 
 
@@ -575,8 +579,16 @@ def _read_btrfs(device: str, mountpoint: str, probe_dir: Any) -> Geometry:
     raw: dict[str, Any] = {"dump_super": fields}
     level = leaf_free = None
     # The root tree is small; it says where the fs tree's root block is and its level.
+    # the tree of the subvolume the files go in (a subvolume is a tree of its own)
+    try:
+        tree_id = subvolume_id(str(probe_dir if probe_dir is not None else mountpoint))
+    except OSError as exc:
+        tree_id = 5
+        raw.setdefault("errors", []).append(f"subvolume id (BTRFS_IOC_INO_LOOKUP): {exc.strerror}; "
+                                            "the top-level tree assumed")
+    raw["fs_tree_id"] = tree_id
     root_tree = run("btrfs", "inspect-internal", "dump-tree", "-t", "root", device)
-    found = _FS_TREE_ROOT.search(root_tree)
+    found = _fs_tree_root(tree_id).search(root_tree)
     if found:
         bytenr, level = int(found.group(1)), int(found.group(2))
         raw["fs_tree_root_bytenr"] = bytenr

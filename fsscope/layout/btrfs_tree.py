@@ -46,6 +46,23 @@ CHUNK_HEAD = "=4Q3I2H"            # struct btrfs_chunk before its stripes (48 by
 CHUNK_STRIPE = "=2Q16x"           # struct btrfs_stripe: devid, offset, dev_uuid
 
 
+#: _IOWR(0x94, 18, struct btrfs_ioctl_ino_lookup_args): treeid, objectid, name[4080]
+BTRFS_IOC_INO_LOOKUP = ((_IOC_READ | _IOC_WRITE) << 30) | (4096 << 16) | (BTRFS_IOCTL_MAGIC << 8) | 18
+BTRFS_FS_TREE_OBJECTID, BTRFS_FIRST_FREE_OBJECTID = 5, 256
+
+
+def subvolume_id(path: str) -> int:
+    """The id of the subvolume (its tree) holding ``path``: 5 for the top level. Asked with
+    BTRFS_IOC_INO_LOOKUP of treeid 0, which answers with the tree of the open file."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        buf = bytearray(struct.pack("=2Q", 0, BTRFS_FIRST_FREE_OBJECTID) + bytes(4080))
+        fcntl.ioctl(fd, BTRFS_IOC_INO_LOOKUP, buf)
+    finally:
+        os.close(fd)
+    return struct.unpack_from("=Q", buf, 0)[0]
+
+
 def fs_info(fd: int) -> tuple[int, int]:
     """(nodesize, sectorsize) from BTRFS_IOC_FS_INFO."""
     buf = bytearray(1024)
