@@ -7,10 +7,40 @@ markup, which both the CLI's tables and the TUI's render)."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 MISSING = "–"
+
+# control characters (C0, DEL, C1: ESC starts every terminal sequence, OSC 52 writes the
+# clipboard) and the Unicode format characters that hide text or reverse its order
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+# what a spreadsheet reads as a formula at the start of a cell (OWASP: CSV injection)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_SIGNED_NUMBER = re.compile(r"[-+]([\d.,]+([eE][-+]?\d+)?( ?[%a-zA-Zµ×]+)?)?")
+
+
+def visible(text: object) -> str:
+    """A string someone else may have chosen (a file or directory name, a path, a recipe,
+    profile or space name, a note quoting one) as text that shows what it holds: every control
+    or invisible format character as its escape (``\\x1b``, ``\\u202e``), so a name can neither
+    drive the terminal (clear it, move the cursor, write the clipboard) nor pass for other text.
+    Shown through Rich or Textual, the result still goes in as text (``Text``, ``Content``,
+    ``rich.markup.escape``), never as markup."""
+    return _INVISIBLE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}",
+                          str(text))
+
+
+def csv_cell(text: str) -> str:
+    """A CSV cell as a spreadsheet should read it: text, never a formula (a cell starting with
+    ``= + - @``, tab or CR gets a leading ``'``, as OWASP advises); control characters visible.
+    A signed number, with its unit (``-1.5``, ``-12.3%``, ``+2 ms``), and a lone ``-`` (a
+    missing value) stay as they are: no formula can hide in them."""
+    text = visible(text)
+    if text.startswith(_FORMULA_START) and not _SIGNED_NUMBER.fullmatch(text):
+        return "'" + text
+    return text
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from fsscope import paths, trust
+from fsscope.errors import SafetyRefusal
 
 # -ffp-contract=off: no fused multiply-add, so double arithmetic rounds as Python's does
 CFLAGS = ("-O2", "-shared", "-fPIC", "-ffp-contract=off")
@@ -35,9 +36,9 @@ def library_path(source: Path, what: str) -> tuple[Path | None, str]:
     if os.path.lexists(target):
         os.close(trust.open_owned_file(target, what))
         return target, "built"
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    compiler, why = find_compiler()
     if compiler is None:
-        return None, "no C compiler (cc/gcc) found: install gcc (scripts/setup does)"
+        return None, why
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=target.parent)
     os.close(fd)
@@ -52,6 +53,35 @@ def library_path(source: Path, what: str) -> tuple[Path | None, str]:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return target, "built"
+
+
+def find_compiler() -> tuple[str | None, str]:
+    """The C compiler to run (a real path), or None and why not, in one line: ``CC`` when it
+    names a program no other user could have changed (:func:`fsscope.trust.trusted_program`),
+    else the first ``cc`` or ``gcc`` on PATH that passes the same test -- a ``cc`` another
+    user planted in a directory on PATH is passed over, never run."""
+    cc = os.environ.get("CC")
+    if cc:
+        found = cc if "/" in cc else shutil.which(cc)
+        if found is None:
+            return None, f"CC={cc}: no such program"
+        try:
+            return trust.trusted_program(found, "the compiler CC"), ""
+        except (SafetyRefusal, OSError) as exc:
+            return None, str(exc)
+    refused: list[str] = []
+    for name in ("cc", "gcc"):
+        for directory in os.get_exec_path():
+            candidate = os.path.join(directory or ".", name)
+            if not os.path.isfile(candidate) or not os.access(candidate, os.X_OK):
+                continue
+            try:
+                return trust.trusted_program(candidate, "the C compiler"), ""
+            except (SafetyRefusal, OSError) as exc:
+                refused.append(str(exc))
+    if refused:
+        return None, refused[0]
+    return None, "no C compiler (cc/gcc) found: install gcc (scripts/setup does)"
 
 
 _LOADED: dict[tuple[int, int], ctypes.CDLL] = {}

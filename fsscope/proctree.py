@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import signal
+import stat
 import time
 from pathlib import Path
 
@@ -277,18 +279,31 @@ def name_semaphores_after_job() -> None:
     multiprocessing.process.current_process()._config["semprefix"] = f"/fsscope-{os.getpid()}"  # type: ignore[attr-defined]
 
 
+#: how a job's semaphores are named: sem.fsscope-PID-RANDOM (multiprocessing's random part)
+SEM_NAME = re.compile(r"sem\.fsscope-(\d+)-[A-Za-z0-9_]+")
+
+
 def job_semaphores() -> list[tuple[int, Path]]:
-    """(job pid, path) of every fsscope job's named semaphore."""
+    """(job pid, path) of every named semaphore that is fsscope's own: named as its jobs name
+    them and a regular file of this user's (/dev/shm is world-writable: another user may make
+    a file of any name there, never one owned by root; it is sticky, so no one else can rename
+    ours either)."""
     found = []
     for path in SEM_DIR.glob("sem.fsscope-*-*"):
-        pid = path.name.split("-")[1]
-        if pid.isdigit():
-            found.append((int(pid), path))
+        match = SEM_NAME.fullmatch(path.name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if match and stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+            found.append((int(match[1]), path))
     return found
 
 
 def sweep_semaphores(owner_pid: int | None = None) -> list[str]:
-    """Remove the named semaphores of job ``owner_pid`` (dead), or of every dead job."""
+    """Remove fsscope's own named semaphores (:func:`job_semaphores`: this user's, named as
+    its jobs name them) of job ``owner_pid`` (the runner's own child, dead), or of every job
+    no longer running."""
     removed = []
     for pid, path in job_semaphores():
         if (pid == owner_pid) if owner_pid else not _is_running(pid):

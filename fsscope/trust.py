@@ -14,7 +14,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from fsscope.errors import SafetyRefusal
 
@@ -83,6 +84,7 @@ def locate(path: str | os.PathLike, what: str, owners: frozenset[int] | None = N
         try:
             st = os.lstat(nxt)
         except FileNotFoundError:
+            todo.append(name)  # the first missing component is part of what is missing
             break
         why = others_may_write(here, owners)
         if why and here.st_mode & stat.S_ISVTX and st.st_uid not in owners:
@@ -236,3 +238,178 @@ def write_output(path: str | os.PathLike, text: str, what: str) -> None:
         os.close(dir_fd)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
+
+
+def trusted_program(path: str | os.PathLike, what: str) -> str:
+    """The real path of the program ``path`` names (its links followed), when no user but root
+    and the one fsscope runs as could have put it there: every directory on the way and every
+    link theirs and writable by no one else, the file theirs, a regular file writable by no
+    one else. Raises SafetyRefusal (one line: which, whose) otherwise. A compiler found so is
+    the one fsscope may run to build code it then loads as root."""
+    owners, links = frozenset({0, os.geteuid()}), 0
+    fix = "not run (fsscope runs as root); install it where only root can change it"
+    while True:
+        place = locate(path, what, owners, fix)
+        if len(place.missing) > 1:
+            raise SafetyRefusal(f"{what} {path}: {os.path.join(place.parent, place.missing[0])}: no such directory")
+        if place.shared:
+            raise SafetyRefusal(f"{what} {path}: its directory {place.parent} is {place.shared}; {fix}")
+        full = os.path.join(place.parent, place.name)
+        st = os.lstat(full)
+        if stat.S_ISLNK(st.st_mode) and links < MAX_LINKS:
+            links += 1
+            path = os.path.join(place.parent, os.readlink(full))
+            continue
+        why = "not a regular file" if not stat.S_ISREG(st.st_mode) else others_may_write(st, owners)
+        if why:
+            raise SafetyRefusal(f"{what} {full} is {why}; {fix}")
+        return full
+
+
+# --- walking a tree another user can change ---------------------------------------------------
+
+#: directories held open at once (one per level): deeper levels are not walked, and the walk says so
+MAX_WALK_DEPTH = 400
+
+
+@dataclass
+class Listed:
+    """One directory of a :class:`TreeWalk`, open (``fd``) while the walk's reader looks at it:
+    ``entries`` its names (scandir on ``fd``: an entry's stat asks ``fd``, never a path),
+    ``subdirs`` the ones the walk goes into next (on the tree's file system, not links)."""
+
+    path: str
+    depth: int
+    fd: int
+    st: os.stat_result
+    entries: list[os.DirEntry]
+    subdirs: list[tuple[str, os.stat_result]]
+
+
+@dataclass
+class TreeWalk:
+    """A walk of the tree at ``root`` no other user can redirect: every directory is opened
+    from its parent's descriptor (``openat``, ``O_NOFOLLOW|O_DIRECTORY``) and must be the inode
+    its parent listed (device and inode, from ``fstatat`` without following links), on the
+    root's file system. A directory swapped (for a link, another directory, a mount) between
+    its listing and its opening is not followed: ``swapped`` says so in one line each.
+    ``noatime``: open with O_NOATIME where allowed (the owner or root), counting refusals.
+    ``exclude``: names skipped anywhere."""
+
+    root: str
+    noatime: bool = True
+    exclude: frozenset[str] = frozenset()
+    limit_dirs: int | None = None
+    swapped: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    symlinks: int = 0
+    other_device: int = 0
+    noatime_refused: int = 0
+    root_dev: int = 0
+
+    def _open(self, name: str, dir_fd: int | None) -> int:
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        if self.noatime:
+            try:
+                return os.open(name, flags | os.O_NOATIME, dir_fd=dir_fd)
+            except PermissionError as exc:
+                if exc.errno != errno.EPERM:
+                    raise
+                self.noatime_refused += 1
+        return os.open(name, flags, dir_fd=dir_fd)
+
+    def _open_root(self) -> int:
+        """The root as asked (its own path resolved once), refused if it changed meanwhile."""
+        fd = self._open(self.root, None)
+        if os.readlink(f"/proc/self/fd/{fd}") != self.root:
+            os.close(fd)
+            raise SafetyRefusal(f"{self.root} changed while it was opened (a directory on the way "
+                                "was swapped): not walked")
+        return fd
+
+    def _list(self, fd: int, path: str, depth: int) -> Listed:
+        entries: list[os.DirEntry] = []
+        subdirs: list[tuple[str, os.stat_result]] = []
+        with os.scandir(fd) as it:
+            for entry in it:
+                if entry.name in self.exclude:
+                    continue
+                entries.append(entry)
+                try:
+                    if entry.is_symlink():
+                        self.symlinks += 1
+                    elif entry.is_dir(follow_symlinks=False):
+                        sub = entry.stat(follow_symlinks=False)
+                        if sub.st_dev != self.root_dev:
+                            self.other_device += 1
+                        else:
+                            subdirs.append((entry.name, sub))
+                except OSError as exc:
+                    self.errors.append(f"{path}/{entry.name}: {exc.strerror}")
+        return Listed(path, depth, fd, os.fstat(fd), entries, subdirs)
+
+    def _descend(self, parent: Listed, name: str, listed: os.stat_result) -> int | None:
+        """``name`` in ``parent`` opened from its descriptor, if it is still what was listed."""
+        path = os.path.join(parent.path, name)
+        try:
+            fd = self._open(name, parent.fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                self.swapped.append(f"{path}: a directory when listed, {'a symbolic link' if exc.errno == errno.ELOOP else 'not a directory'} "
+                                    "when opened (swapped during the walk): not followed")
+            else:
+                self.errors.append(f"{path}: {exc.strerror}")
+            return None
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (listed.st_dev, listed.st_ino):
+            os.close(fd)
+            self.swapped.append(f"{path}: replaced after it was listed (device {st.st_dev} inode {st.st_ino}, "
+                                f"listed {listed.st_dev} inode {listed.st_ino}): not followed")
+            return None
+        return fd
+
+    def __iter__(self) -> Iterator[Listed]:
+        """Each directory, depth first, its descriptor open until the next one is asked for."""
+        fd = self._open_root()
+        self.root_dev = os.fstat(fd).st_dev
+        stack: list[tuple[Listed, list[tuple[str, os.stat_result]]]] = []
+        walked = 0
+        try:
+            try:
+                top = self._list(fd, self.root, 0)
+            except OSError:
+                os.close(fd)
+                raise
+            stack.append((top, list(top.subdirs)))
+            walked = 1
+            yield top
+            while stack:
+                parent, todo = stack[-1]
+                if not todo:
+                    os.close(parent.fd)
+                    stack.pop()
+                    continue
+                name, listed = todo.pop()
+                if self.limit_dirs is not None and walked >= self.limit_dirs:
+                    self.errors.append(f"stopped after {self.limit_dirs} directories")
+                    return
+                if parent.depth + 1 >= MAX_WALK_DEPTH:
+                    self.errors.append(f"{os.path.join(parent.path, name)}: deeper than {MAX_WALK_DEPTH} "
+                                       "levels, not walked")
+                    continue
+                child_fd = self._descend(parent, name, listed)
+                if child_fd is None:
+                    continue
+                path = os.path.join(parent.path, name)
+                try:
+                    child = self._list(child_fd, path, parent.depth + 1)
+                except OSError as exc:
+                    os.close(child_fd)
+                    self.errors.append(f"{path}: {exc.strerror}")
+                    continue
+                stack.append((child, list(child.subdirs)))
+                walked += 1
+                yield child
+        finally:
+            for listed_dir, _ in stack:
+                os.close(listed_dir.fd)

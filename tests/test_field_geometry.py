@@ -414,7 +414,7 @@ async def test_scan_job_in_the_tui_shows_the_near_threshold_directories(hand_mad
         live, job = await run_plan(pilot, app, "scan", 120)
         view = job_view(live, ScanView)
         table = view.query_one("#scan-dirs")
-        rows = [tuple(table.get_row_at(i)) for i in range(table.row_count)]
+        rows = [tuple(str(cell) for cell in table.get_row_at(i)) for i in range(table.row_count)]  # Text cells
         near = [r for r in rows if r[0] == "near"]
         assert [(Path(r[1]).name, r[3], r[4], r[5]) for r in near] == [("d201", "block", "in 1 → leaf", "agrees")]
         assert ("largest", str(tree / "d1013"), "1013", "node", "-", "agrees") in rows

@@ -24,15 +24,21 @@ def run(*args, **kw) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> tuple[Path, Path]:
-    """(the fresh venv's fsscope script, a working directory outside the checkout)."""
-    base = tmp_path_factory.mktemp("install")
-    wheels = base / "wheels"
+def wheel(tmp_path_factory) -> Path:
+    """fsscope's wheel, built from this checkout."""
+    wheels = tmp_path_factory.mktemp("install") / "wheels"
     # build isolation: setuptools>=68 as pyproject.toml asks (from PyPI or pip's cache)
     built = run(sys.executable, "-m", "pip", "wheel", "--no-deps",
                 "--disable-pip-version-check", "-q", "-w", wheels, CHECKOUT)
     assert built.returncode == 0, built.stderr
-    (wheel,) = wheels.glob("fsscope-*.whl")
+    (found,) = wheels.glob("fsscope-*.whl")
+    return found
+
+
+@pytest.fixture(scope="module")
+def installed(wheel) -> tuple[Path, Path]:
+    """(the fresh venv's fsscope script, a working directory outside the checkout)."""
+    base = wheel.parent.parent
     venv = base / "venv"
     made = run(sys.executable, "-m", "venv", venv)  # pip from ensurepip: no network
     assert made.returncode == 0, made.stderr
@@ -59,8 +65,7 @@ def fsscope(installed, *args) -> subprocess.CompletedProcess:
     return run(script, *args, cwd=cwd, env=clean_env(cwd), stdin=subprocess.DEVNULL)
 
 
-def test_the_wheel_carries_recipes_profiles_spaces_and_themes(installed):
-    (wheel,) = (installed[1].parent / "wheels").glob("fsscope-*.whl")
+def test_the_wheel_carries_recipes_profiles_spaces_and_themes(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in ("fsscope/data/recipes/ext4-default.toml", "fsscope/data/recipes/aging/small.toml",
                  "fsscope/data/recipes/spaces/small.toml", "fsscope/data/themes/dark.tcss",
@@ -100,3 +105,65 @@ def test_setup_says_what_it_is_doing():
     lines = done.stdout.splitlines()
     assert lines and all(line.startswith("setup: ") for line in lines), done.stdout
     assert "checking the system tools" in lines[0] and ("already set up" in lines[-1] or "done" in lines[-1]), lines
+
+
+@pytest.fixture(scope="module")
+def core_installed(wheel, tmp_path_factory) -> tuple[Path, Path]:
+    """``pip install fsscope`` as a user does it (dependencies resolved from PyPI, pip's cache
+    warm): (that venv's fsscope script, a working directory outside the checkout)."""
+    base = tmp_path_factory.mktemp("core")
+    venv = base / "venv"
+    made = run(sys.executable, "-m", "venv", venv)
+    assert made.returncode == 0, made.stderr
+    put = run(venv / "bin" / "python", "-m", "pip", "install", "--disable-pip-version-check", "-q", wheel)
+    assert put.returncode == 0, put.stderr[-3000:]
+    outside = base / "elsewhere"
+    outside.mkdir()
+    return venv / "bin" / "fsscope", outside
+
+
+# What the TUI's setup screen says when the user starts explore without the study extra.
+TUI_START_EXPLORE = """
+import asyncio
+from fsscope.tui import AppConfig, make_app
+
+async def main():
+    app = make_app(AppConfig(is_root=False, jobs=("explore",)))
+    async with app.run_test(size=(140, 45), notifications=True) as pilot:
+        while app.focused is None:
+            await pilot.pause()
+        await pilot.press("ctrl+r")
+        while not app._notifications:
+            await pilot.pause()
+        print(app.current_mode)
+        print(*(n.message for n in app._notifications), sep="\\n")
+
+asyncio.run(main())
+"""
+
+
+def test_the_core_install_brings_no_study_engine_and_explore_says_how_to_add_it(core_installed):
+    """The core is what `pip install fsscope` brings (513 MB with Dask, SALib, pandas and
+    matplotlib before); explore and study variation, on the command line and in the TUI,
+    say in one line how to add the study extra, and nothing else is missing."""
+    script, cwd = core_installed
+    python = script.parent / "python"
+    listed = run(python, "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check")
+    names = {line.split("==")[0].lower() for line in listed.stdout.splitlines()}
+    assert not names & {"pandas", "matplotlib", "distributed", "dask", "salib"}, sorted(names)
+    assert {"textual", "rich", "psutil", "numpy", "scipy", "pyroute2", "sh", "msgspec"} <= names, sorted(names)
+    helped = fsscope(core_installed, "--help")
+    assert helped.returncode == 0 and "explore" in helped.stdout, helped.stderr
+    for args in (("explore",), ("study", "variation", "--configurations", "2")):
+        said = fsscope(core_installed, *args)
+        lines = said.stderr.strip().splitlines()
+        assert said.returncode == 2 and len(lines) == 1, (args, said.stdout, said.stderr)
+        assert "pip install 'fsscope[study]'" in lines[0] and "distributed, SALib" in lines[0], lines
+    tui = run(python, "-c", TUI_START_EXPLORE, cwd=cwd, env=clean_env(cwd))
+    assert tui.returncode == 0, tui.stderr[-3000:]
+    mode, *notice = tui.stdout.strip().splitlines()
+    assert mode == "setup" and any("pip install 'fsscope[study]'" in line for line in notice), tui.stdout
+    target = cwd / "target"
+    target.mkdir()
+    probe = fsscope(core_installed, "probe", "--dir", target, "--files", "50", "--runs", "2")
+    assert probe.returncode == 0, probe.stdout[-2000:] + probe.stderr[-2000:]

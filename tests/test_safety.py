@@ -123,6 +123,20 @@ def test_a_named_foreign_file_and_fsscope_images_are_used(cli, scratch):
         assert cli("release", out.stdout.strip()).returncode == 0
 
 
+def test_an_image_in_directories_not_made_yet_lands_at_its_path(cli, scratch):
+    """Every missing directory on the way is part of the path: the first one was dropped, so a
+    new image went one directory up (the first run on a new data directory then failed)."""
+    from fsscope import trust
+
+    place = trust.locate(scratch / "a" / "b" / "new.img", "--image")
+    assert (place.parent, place.missing) == (str(scratch), ("a", "b", "new.img"))
+    image = scratch / "a" / "b" / "new.img"
+    out = cli("prepare", "--recipe", "ext4-default", "--image", str(image), "--size", "32M")
+    assert out.returncode == 0, out.stderr
+    assert cli("release", out.stdout.strip()).returncode == 0
+    assert image.is_file() and not (scratch / "b").exists() and not (scratch / "new.img").exists()
+
+
 def _boot_time_s() -> int:
     return int(next(ln.split()[1] for ln in Path("/proc/stat").read_text().splitlines() if ln.startswith("btime")))
 

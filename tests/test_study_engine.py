@@ -109,11 +109,20 @@ def test_resumed_study_gives_the_same_table(uninterrupted, tmp_path):
 
 @pytest.fixture
 def dask_cluster(tmp_path):
-    """A real `dask scheduler` and two `dask worker` processes (no nanny) on 127.0.0.1."""
+    """A real `dask scheduler` and two `dask worker` processes (no nanny) on 127.0.0.1, over
+    mutual TLS with certificates made as the README says; yields (address, processes, the
+    ``--security`` file)."""
+    import dask_tls
+
     bin_dir = Path(sys.executable).parent
+    certs = tmp_path / "certs"
+    certs.mkdir(mode=0o700)
+    security = dask_tls.make_certs(certs)
+    tls = ["--tls-ca-file", str(certs / "ca.pem"), "--tls-cert", str(certs / "cert.pem"),
+           "--tls-key", str(certs / "key.pem")]
     sched_file = tmp_path / "scheduler.json"
-    procs = [subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
-                               "--no-dashboard", "--scheduler-file", str(sched_file)],
+    procs = [subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--protocol", "tls", "--host", "127.0.0.1",
+                               "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file), *tls],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
         deadline = time.monotonic() + 60
@@ -122,13 +131,15 @@ def dask_cluster(tmp_path):
         address = json.loads(sched_file.read_text())["address"]
         for _ in range(2):
             procs.append(subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1",
-                                           "--no-nanny", "--host", "127.0.0.1", "--no-dashboard"],
+                                           "--no-nanny", "--host", "127.0.0.1", "--no-dashboard", *tls],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         from distributed import Client
 
-        with Client(address, timeout="30s") as client:
+        from fsscope.study.credentials import load_security_file
+
+        with Client(address, timeout="30s", security=load_security_file(str(security)).security()) as client:
             client.wait_for_workers(2, timeout=60)
-        yield address, procs
+        yield address, procs, str(security)
     finally:
         for proc in reversed(procs):
             if proc.poll() is None:
@@ -158,13 +169,14 @@ def drive_study(*args, **kwargs) -> tuple[threading.Thread, dict]:
 
 def test_dask_worker_killed_mid_treatment(uninterrupted, dask_cluster, tmp_path):
     plan, whole = uninterrupted
-    address, procs = dask_cluster
+    address, procs, security = dask_cluster
     worker_pids = {p.pid for p in procs[1:]}
     hold = tmp_path / "hold"
     hold.write_text("treatments wait here, mounted, while this file exists\n")
     fn = treatment_fn(plan, "fsscope-study-dask", str(hold))
     (tmp_path / "study").mkdir()
-    driver, result = drive_study(plan, fn, tmp_path / "study", ExploreRow, scheduler=address, teardown=fn.drop_cache)
+    driver, result = drive_study(plan, fn, tmp_path / "study", ExploreRow, scheduler=address, security=security,
+                                 teardown=fn.drop_cache)
     deadline = time.monotonic() + 120
     owners: set[int] = set()
     while len(owners) < 2 and time.monotonic() < deadline:  # both workers mid-treatment, mounted

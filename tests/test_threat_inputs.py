@@ -295,13 +295,13 @@ def test_a_dead_dask_scheduler_is_named_with_the_way_to_resume(dask_cluster, tmp
     from fsscope.study import execute
     from fsscope.targets.journal import Journal
 
-    address, procs = dask_cluster
+    address, procs, security = dask_cluster
     plan = small_plan()
     hold = tmp_path / "hold"
     hold.write_text("treatments wait here, mounted, while this file exists\n")
     fn = treatment_fn(plan, "fsscope-study-deadsched", str(hold))
     (tmp_path / "study").mkdir()
-    driver, result = drive_study(plan, fn, tmp_path / "study", ExploreRow, scheduler=address)
+    driver, result = drive_study(plan, fn, tmp_path / "study", ExploreRow, scheduler=address, security=security)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not any(
             e.kind == "mount" and e.group.startswith("study-") for e in Journal().entries()):

@@ -7,8 +7,10 @@ screenshot), waiting on conditions (a message handled, a value reached), never o
 from __future__ import annotations
 
 import html
+import os
 import re
 
+import pytest
 from pilot_wait import until
 from test_tui import live_app
 
@@ -262,3 +264,33 @@ async def test_a_huge_plan_asks_before_it_starts(scratch):
         await until(pilot, lambda: app.current_mode == "setup" and type(app.screen).__name__ == "SetupScreen",
                        "setup again")
         assert len(store.list_runs()) == before and not app.live.running
+
+
+@pytest.mark.privileged
+async def test_first_run_on_an_empty_data_directory_probes_the_default_image(monkeypatch):
+    """The README's first command on a new machine: no data directory yet, ctrl+r on the embedded
+    default (Default image, ext4-default, probe). The image is made where the target says (it was
+    made one directory too high, and the job then refused it as "no longer the file fsscope
+    checked"), the probe finishes, and nothing stays attached or journalled."""
+    from conftest import BASE
+    from test_tui import job_done, mounts_under
+
+    from fsscope import paths
+    from fsscope.targets.journal import Journal, loops_backing
+    from fsscope.tui.config import default_image_path
+
+    home = BASE / f"new-machine-{os.getpid()}" / "fsscope"
+    assert not home.parent.exists()
+    monkeypatch.setenv("FSSCOPE_HOME", str(home))
+    app = make_app(AppConfig(job_defaults={"probe": {"files": 100, "runs": 1, "max_runs": 1}}))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-picker") and app.focused is not None, "the setup screen")
+        assert app.config.target.path == str(home / "images" / "default.img")
+        assert app.config.recipe is not None and app.config.recipe.name == "ext4-default"
+        assert app.screen.query_one("#job-picker").requests()[0].job == "probe"
+        await pilot.press("ctrl+r")
+        job = await job_done(pilot, app.live, "the first probe", timeout_s=240)
+        assert job.run_id and (home / "runs" / job.run_id).is_dir()
+    image = default_image_path()
+    assert image.is_file() and not (home.parent / "images").exists() and not (BASE / "images").exists()
+    assert loops_backing(str(image)) == [] and mounts_under(paths.home()) == [] and Journal().entries() == []

@@ -199,11 +199,11 @@ def test_bench_duration_auto_says_what_it_chose(tmp_path, cli):
 
 @pytest.mark.privileged
 def test_study_on_a_dask_cluster(tmp_path, cli, dask_cluster):  # noqa: F811 - the imported fixture
-    address, _ = dask_cluster  # `dask worker --no-nanny`: the worker may start the personality's processes
+    address, _, security = dask_cluster  # `dask worker --no-nanny`: the worker may start the personality's processes
     out = tmp_path / "v.json"
     proc = cli("study", "variation", "--configurations", "1", "--runs", "2", "--duration", "1", "--files", "40",
                "--file-systems", "ext4", "--personalities", "varmail,fileserver", "--scheduler", address,
-               "--json", str(out), timeout_s=400)
+               "--security", security, "--json", str(out), timeout_s=400)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rep = json.loads(out.read_text())
     assert rep["completed"] == 2 and not rep["failed"]

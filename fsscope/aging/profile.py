@@ -343,6 +343,7 @@ class TreeScan:
     symlinks_skipped: int
     other_device_skipped: int   # mount points below the root, not crossed
     now_s: float
+    swapped: tuple[str, ...] = ()  # directories swapped during the walk, not followed (one line each)
 
 
 def scan_tree(root: Path, *, now_s: float | None = None,
@@ -350,9 +351,11 @@ def scan_tree(root: Path, *, now_s: float | None = None,
     """Walk ``root`` on its own device without following symlinks; unreadable parts are counted.
 
     Iterative (no recursion limit on deep trees); ``exclude_names`` skips entries by name
-    anywhere (the ager uses it for its state file).
+    anywhere (the ager uses it for its state file). Never redirected: each directory is
+    opened from its parent's descriptor and must be the one listed
+    (:class:`fsscope.trust.TreeWalk`; a swapped one is named in ``swapped``, not followed).
     """
-    root = Path(root)
+    root = Path(os.path.realpath(root))
     now = time.time() if now_s is None else float(now_s)
     try:
         root_stat = os.stat(root)
@@ -360,44 +363,33 @@ def scan_tree(root: Path, *, now_s: float | None = None,
         raise ProfileError(f"{root}: cannot read: {exc.strerror}") from None
     if not stat.S_ISDIR(root_stat.st_mode):
         raise ProfileError(f"{root}: not a directory")
-    device = root_stat.st_dev
     sizes: list[int] = []
     depths: list[int] = []
     mtimes: list[float] = []
     dirs_per_depth = [1]
-    errors = symlinks = other_dev = 0
-    stack: list[tuple[str, int]] = [(str(root), 0)]
-    while stack:
-        dir_path, depth = stack.pop()
-        try:
-            with os.scandir(dir_path) as it:
-                entries = list(it)
-        except OSError:
-            errors += 1
-            continue
-        for entry in entries:
-            if entry.name in exclude_names:
-                continue
-            try:
-                if entry.is_symlink():
-                    symlinks += 1
-                    continue
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                errors += 1
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                if st.st_dev != device:
-                    other_dev += 1
-                    continue
+    errors = 0
+    tree = trust.TreeWalk(str(root), noatime=False, exclude=exclude_names)
+    try:
+        for listed in tree:
+            depth = listed.depth
+            if listed.subdirs:
                 while len(dirs_per_depth) <= depth + 1:
                     dirs_per_depth.append(0)
-                dirs_per_depth[depth + 1] += 1
-                stack.append((entry.path, depth + 1))
-            elif stat.S_ISREG(st.st_mode):
+                dirs_per_depth[depth + 1] += len(listed.subdirs)
+            for entry in listed.entries:
+                try:
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    errors += 1
+                    continue
                 sizes.append(st.st_size)
                 depths.append(depth)
                 mtimes.append(st.st_mtime)
+    except OSError as exc:
+        raise ProfileError(f"{root}: cannot read: {exc.strerror}") from None
+    errors += len(tree.errors)
     try:
         vfs = os.statvfs(root)
         fullness = (vfs.f_blocks - vfs.f_bfree) / vfs.f_blocks if vfs.f_blocks else 0.0
@@ -408,7 +400,8 @@ def scan_tree(root: Path, *, now_s: float | None = None,
         depth=np.array(depths, dtype=np.int64),
         age_s=np.maximum(0.0, now - np.array(mtimes, dtype=np.float64)),
         dirs_per_depth=tuple(dirs_per_depth), fullness=float(fullness), errors=errors,
-        symlinks_skipped=symlinks, other_device_skipped=other_dev, now_s=now,
+        symlinks_skipped=tree.symlinks, other_device_skipped=tree.other_device, now_s=now,
+        swapped=tuple(tree.swapped),
     )
 
 
@@ -456,7 +449,8 @@ def profile_from_scan(scan: TreeScan, *, name: str | None = None) -> Profile:
         f"captured by fsscope from {scan.root} at {when}: {len(scan.size_bytes)} files, "
         f"{sum(scan.dirs_per_depth) - 1} directories; {scan.errors} unreadable entries, "
         f"{scan.symlinks_skipped} symlinks not followed, {scan.other_device_skipped} mount points "
-        f"not crossed; file system {scan.fullness:.1%} full. Ages are seconds since mtime."
+        f"not crossed; {len(scan.swapped)} directories swapped during the walk not followed; "
+        f"file system {scan.fullness:.1%} full. Ages are seconds since mtime."
     )
     return Profile(
         name=name or Path(scan.root).resolve().name or "root",

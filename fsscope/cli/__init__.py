@@ -15,6 +15,7 @@ import sys
 
 from fsscope import __version__, paths
 from fsscope.errors import FsscopeError, os_error_line
+from fsscope.format import visible
 
 COMMAND_MODULES = ["targets_cmds", "runs_cmds", "job_cmds", "probe_cmd", "tui_cmd", "bench_cmd", "syncwrite_cmd", "age_cmd",
                    "compare_cmd", "check_cmd", "explore_cmd", "study_cmd", "replicate_cmd", "scan_cmd"]
@@ -77,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _lines(text: str) -> str:
+    """An error's text as it goes to the terminal: its lines kept, a path or name it quotes with
+    its control characters visible (``\\x1b``), never a terminal sequence."""
+    return "\n".join(visible(line) for line in text.split("\n"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -88,10 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         paths.check_home()
         return int(args.func(args) or 0)
     except FsscopeError as exc:
-        print(f"fsscope: error: {exc}", file=sys.stderr)
+        print(f"fsscope: error: {_lines(str(exc))}", file=sys.stderr)
         return exc.exit_status
     except OSError as exc:
-        print(f"fsscope: error: {os_error_line(exc)}", file=sys.stderr)
+        print(f"fsscope: error: {_lines(os_error_line(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("fsscope: interrupted", file=sys.stderr)

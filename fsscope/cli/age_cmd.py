@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from fsscope import trust
 from fsscope.cli import common
@@ -26,7 +27,7 @@ from fsscope.cli.headless import run_job
 from fsscope.cli.render.age import render_age, render_profile
 from fsscope.cli.render.frag import render_frag
 from fsscope.errors import FsscopeError
-from fsscope.format import format_bytes
+from fsscope.format import format_bytes, visible
 from fsscope.records import build
 from fsscope.targets import image
 
@@ -202,7 +203,7 @@ def cmd_profile_capture(args) -> int:
     root = Path(args.dir)
     if not root.is_dir():
         raise ProfileError(f"{root}: not a directory")
-    with chatter.status(f"walking {root} (one device, symlinks not followed)…"):
+    with chatter.status(Text(f"walking {visible(root)} (one device, symlinks not followed)…")):
         scan = scan_tree(root)
     name = args.name or root.resolve().name or "root"
     profile = profile_from_scan(scan, name=name)
@@ -215,7 +216,9 @@ def cmd_profile_capture(args) -> int:
                   f"{scan.errors} unreadable entries (permission or vanished) counted, {scan.symlinks_skipped} "
                   f"symlinks not followed, {scan.other_device_skipped} mount points not crossed; file system "
                   f"{scan.fullness:.1%} full", highlight=False)
-    print(f"wrote {dest}")
+    for line in scan.swapped:
+        chatter.print(Text.assemble(("swapped, not followed: ", "bold red"), visible(line)))
+    print(f"wrote {visible(dest)}")
     return 0
 
 

@@ -8,9 +8,11 @@ import os
 import sys
 
 from rich.console import Console
+from rich.text import Text
 
 from fsscope import paths, recipes, records, trust
 from fsscope.errors import FsscopeError, SafetyRefusal
+from fsscope.format import visible
 from fsscope.recipes import Recipe
 from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
 from fsscope.units import parse_size_bytes
@@ -140,7 +142,7 @@ def write_json(path: str, doc) -> None:
         sys.stdout.flush()
         return
     trust.write_output(path, records.dumps(doc, indent=2) + "\n", "--json")
-    Console(stderr=True, soft_wrap=True).print(f"[dim]wrote {path}[/]")
+    Console(stderr=True, soft_wrap=True).print(Text(f"wrote {visible(path)}", style="dim"))
 
 
 def add_job_args(parser: argparse.ArgumentParser) -> None:
@@ -148,6 +150,28 @@ def add_job_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=output_path, metavar="PATH", help="also write the report as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")
     add_target_args(parser)
+
+
+def add_scheduler_args(parser: argparse.ArgumentParser) -> None:
+    """A study's Dask cluster: --scheduler tls://… with --security FILE, or --insecure-scheduler."""
+    parser.add_argument("--scheduler", metavar="tls://HOST:PORT",
+                        help="run on this Dask scheduler's workers instead (mutual TLS: needs --security)")
+    parser.add_argument("--security", metavar="FILE",
+                        help="TOML naming the cluster's CA and this client's certificate and key "
+                             "(ca = , cert = , key = ; paths relative to the file; see README)")
+    parser.add_argument("--insecure-scheduler", action="store_true",
+                        help="allow a plain tcp:// scheduler: anyone reaching its port runs code as root on the workers")
+
+
+def scheduler_fields(args) -> dict[str, object]:
+    """The spec's scheduler fields from :func:`add_scheduler_args`' options; says on stderr what
+    --insecure-scheduler means when it is used."""
+    if args.insecure_scheduler and args.scheduler:
+        from fsscope.study.credentials import INSECURE_NOTE
+
+        Console(stderr=True, soft_wrap=True, highlight=False).print(f"[yellow]warning:[/] {INSECURE_NOTE}", markup=True)
+    return {"scheduler": args.scheduler or "", "security": os.path.abspath(args.security) if args.security else "",
+            "insecure_scheduler": bool(args.insecure_scheduler)}
 
 
 def recipe_from_args(args, *, default: str | None = None) -> Recipe | None:

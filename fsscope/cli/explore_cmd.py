@@ -5,9 +5,17 @@ from __future__ import annotations
 import os
 
 from fsscope import paths
-from fsscope.cli.common import output_path, positive_float, positive_int, resolve_study_run
+from fsscope.cli.common import (
+    add_scheduler_args,
+    output_path,
+    positive_float,
+    positive_int,
+    resolve_study_run,
+    scheduler_fields,
+)
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.explore import render_explore
+from fsscope.engine import registry
 from fsscope.records import build
 from fsscope.targets import TargetSpec
 
@@ -25,7 +33,8 @@ Then, per file system and pooled: which factors drive the d-span variance (first
 shares), which levels put runs in the tail (>= P90, with a significance test), and -- with
 --repeat 2 -- how often the same treatment lands differently. The plan is saved before anything runs; --resume continues an
 interrupted study. Treatments run in worker processes here (--workers) or on a Dask cluster
-(--scheduler tcp://HOST:8786; workers there must run as root with fsscope installed)."""
+(--scheduler tls://HOST:8786 --security FILE: mutual TLS; workers there must run as root with
+fsscope installed). A local study's cluster speaks mutual TLS with credentials made for the job."""
 
 EPILOG = """\
 examples:
@@ -34,19 +43,21 @@ examples:
   fsscope explore --factor DiskSize=1G --factor FileSize=8K,64K,256K --treatments 200
   fsscope explore --repeat 2 --treatments 100            how often does the same run land differently?
   fsscope explore --resume latest                         continue the last interrupted study
-  fsscope explore --scheduler tcp://10.0.0.5:8786 --treatments 5000 --json out.json
+  fsscope explore --scheduler tls://10.0.0.5:8786 --security dask.toml --treatments 5000
 
 the table: RUN/treatments.csv (pandas.read_csv), full rows in RUN/treatments.ndjson.
-a cluster: 'dask scheduler' on one host, 'dask worker tcp://HOST:8786 --nthreads 1' as root on
-each worker host (see README)."""
+a cluster: 'dask scheduler --tls-ca-file ...' on one host, 'dask worker tls://HOST:8786 --nthreads 1
+--tls-ca-file ...' as root on each worker host; dask.toml: ca = "ca.pem", cert = "client.pem",
+key = "client-key.pem" (see README: how to make them)."""
 
 
 def cmd_explore(args) -> int:
+    registry.require_extra("explore")  # without Dask: one line saying how to add it
     from fsscope.study import explore  # numpy, scipy, dask: only when exploring
 
     spec = build(explore.Spec, space=args.space, factors=tuple(args.factor), treatments=args.treatments,
                         seed=args.seed, recipes=tuple(r.strip() for r in args.recipes.split(",") if r.strip()),
-                        repeat=args.repeat, workers=args.workers, scheduler=args.scheduler or "",
+                        repeat=args.repeat, workers=args.workers, **scheduler_fields(args),
                         resume=resolve_study_run(args.resume) if args.resume else "",
                         tail_quantile=args.tail_quantile)
     explore.check_spec(spec)  # a bad space, factor or recipe: one line, before any run record
@@ -68,7 +79,7 @@ def add_parser(sub) -> None:
     p.add_argument("--repeat", type=positive_int, default=1, metavar="K", help="run every treatment K times (2: nondeterminism)")
     p.add_argument("--workers", type=positive_int, default=os.cpu_count() or 2, metavar="W",
                    help="local worker processes (default: one per CPU)")
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask scheduler's workers instead")
+    add_scheduler_args(p)
     p.add_argument("--resume", metavar="RUN", help="continue an interrupted study (run dir, id, or 'latest')")
     p.add_argument("--tail-quantile", type=positive_float, default=0.9, metavar="Q", help="tail = d-span >= this quantile (default 0.9)")
     p.add_argument("--json", type=output_path, metavar="PATH", help="also write the report as JSON")

@@ -8,13 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
 
 from fsscope.cli.common import out_console, write_json
 from fsscope.cli.render import render_machine
 from fsscope.engine import events as ev
 from fsscope.engine import registry, runner
 from fsscope.errors import FsscopeError
+from fsscope.format import visible
 from fsscope.recipes import Recipe
 from fsscope.records import SpecRecord, plain, report_part
 from fsscope.targets import TargetSpec
@@ -53,7 +56,8 @@ class _Interrupts:
         self.phase = phase
         if self.progress is not None and self.task is not None:
             suffix = {0: "", 1: " (cancelling…)"}.get(self.count, " (killed; cleaning up…)")
-            self.progress.update(self.task, description=phase + suffix)
+            # the column is markup: a phase quoting a path goes in escaped, controls visible
+            self.progress.update(self.task, description=escape(visible(phase)) + suffix)
 
 
 def run_job(job: str, spec: SpecRecord, target: TargetSpec, recipe: Recipe | None, *, json_path: str | None = None,
@@ -68,7 +72,7 @@ def run_job(job: str, spec: SpecRecord, target: TargetSpec, recipe: Recipe | Non
         if interrupts.count:
             handle.cancel()
         report, error, findings = None, None, 0
-        console.print(f"[dim]run {handle.run_dir.path}[/]")
+        console.print(Text(f"run {visible(handle.run_dir.path)}", style="dim"))
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                       TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True) as progress:
             task = interrupts.task = progress.add_task(job, total=None, info="")
@@ -79,9 +83,9 @@ def run_job(job: str, spec: SpecRecord, target: TargetSpec, recipe: Recipe | Non
                 if isinstance(event, ev.Phase):
                     interrupts.show(f"{job}: {event.name}")
                 elif isinstance(event, ev.Progress):
-                    progress.update(task, completed=event.done, total=event.total, info=event.info)
+                    progress.update(task, completed=event.done, total=event.total, info=escape(visible(event.info)))
                 elif isinstance(event, ev.Log) and verbose:
-                    progress.console.print(f"[dim]{event.line}[/]")
+                    progress.console.print(Text(visible(event.line), style="dim"))  # may quote names
                 elif isinstance(event, ev.Finding):  # the report lists them all; here only a count
                     findings += 1
                     progress.update(task, info=f"{findings} flag{'s' if findings > 1 else ''}")
@@ -100,31 +104,31 @@ def run_job(job: str, spec: SpecRecord, target: TargetSpec, recipe: Recipe | Non
         for sig, before in previous.items():
             signal.signal(sig, before)
     for line in handle.leftovers:
-        console.print(f"[yellow]cleaned up after the killed job:[/] {line}")
+        console.print(Text.assemble(("cleaned up after the killed job:", "yellow"), f" {visible(line)}"))
     if handle.cleanup_error:
-        console.print(f"[red]fsscope:[/] {handle.cleanup_error}")
+        console.print(Text.assemble(("fsscope:", "red"), f" {visible(handle.cleanup_error)}"))
     status = handle.run_dir.status()
     if report is None:
         report = registry.report_from_data(job, handle.run_dir.report())
     data = plain(report) if report is not None else {}  # a Report record or (older jobs) a dict
+    if json_path and report is not None:  # first: nothing shown below can lose the report
+        write_json(json_path, data)
     if report is not None and render is not None:
         render(report, out_console())
     elif report is not None:
         Console().print_json(data=data)
     manifest = handle.run_dir.info()
     render_machine(report_part(report, "machine") or manifest.machine, Console())
-    if json_path and report is not None:
-        write_json(json_path, data)
     existing = report_part(report, "existing")
     if existing is not None:  # --dir: which file system was measured, and what of it was not read
-        console.print(f"measured on the file system holding it: {existing['summary']}")
+        console.print(Text(f"measured on the file system holding it: {visible(existing['summary'])}"))
         for gap in report_part(report_part(report, "geometry"), "unread") or []:  # said, never silent
-            console.print(f"  [yellow]not read:[/] {gap}")
-    console.print(f"[dim]recorded in {handle.run_dir.path} ({status})[/]")
+            console.print(Text.assemble("  ", ("not read:", "yellow"), f" {visible(gap)}"))
+    console.print(Text(f"recorded in {visible(handle.run_dir.path)} ({status})", style="dim"))
     if status == "interrupted":
         note = manifest.error or "interrupted"
-        console.print(f"[yellow]interrupted:[/] {note}; what it measured is kept ('fsscope report "
-                      f"{handle.run_dir.id}')")
+        console.print(Text.assemble(("interrupted:", "yellow"), f" {visible(note)}; what it measured is kept "
+                                    f"('fsscope report {handle.run_dir.id}')"))
         return 130
     if error:
         raise FsscopeError(error)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
+from rich.text import Text
 
 from fsscope.cli.common import output_path, write_json
 from fsscope.cli.render.scan import render_scan
+from fsscope.format import visible
 
 DESCRIPTION = """\
 Walk a directory tree on a mounted file system WITHOUT WRITING to it, and say for every
@@ -37,12 +39,12 @@ def cmd_scan(args) -> int:
     from fsscope.scan.job import Report
 
     chatter = Console(stderr=True, soft_wrap=True)
-    with chatter.status(f"scanning {args.path} (read-only)…"):
+    with chatter.status(Text(f"scanning {visible(args.path)} (read-only)…")):
         report = Report.of(scan(args.path, near=args.near, largest=args.largest,
                                 free_space=not args.no_free_space, aging=not args.no_aging))
-    render_scan(report, Console() if sys.stdout.isatty() else Console(width=160))
-    if args.json:
+    if args.json:  # first: nothing the table shows can lose the report
         write_json(args.json, report)
+    render_scan(report, Console() if sys.stdout.isatty() else Console(width=160))
     return 0
 
 

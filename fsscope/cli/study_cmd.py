@@ -7,10 +7,19 @@ from pathlib import Path
 
 from fsscope import paths
 from fsscope.cli.check_pointer import point_at_check
-from fsscope.cli.common import output_path, parse_size, positive_float, positive_int, resolve_study_run
+from fsscope.cli.common import (
+    add_scheduler_args,
+    output_path,
+    parse_size,
+    positive_float,
+    positive_int,
+    resolve_study_run,
+    scheduler_fields,
+)
 from fsscope.cli.headless import console as err_console
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.variation import print_cost, render_variation
+from fsscope.engine import registry
 from fsscope.records import build
 from fsscope.targets import TargetSpec
 
@@ -48,7 +57,7 @@ EPILOG = """\
 examples:
   fsscope study variation                                    cao-small: 12 configurations, ext4 + XFS
   fsscope study variation --configurations 2 --runs 2 --duration 2 --json v.json
-  fsscope study variation --space cao-expert --configurations 40 --scheduler tcp://10.0.0.5:8786
+  fsscope study variation --space cao-expert --configurations 40 --scheduler tls://10.0.0.5:8786 --security dask.toml
   fsscope study variation --factor ext4_journal=journal --file-systems ext4 --personalities varmail
   fsscope study variation --factor device=ram,disk           RAM-backed vs disk-backed images
   fsscope study variation --resume latest
@@ -65,6 +74,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def cmd_variation(args: argparse.Namespace) -> int:
+    registry.require_extra("variation")  # without Dask and SALib: one line saying how to add them
     from fsscope.study import variation
     from fsscope.study.execute import require_root
     from fsscope.study.plan import Plan
@@ -75,7 +85,7 @@ def cmd_variation(args: argparse.Namespace) -> int:
                           seed=args.seed, file_systems=_names(args.file_systems or ""),
                           personalities=_names(args.personalities or ""), runs=args.runs or 0,
                           duration_s=args.duration or 0.0, image_size=args.image_size or "",
-                          nfiles=args.files or 0, workers=args.workers, scheduler=args.scheduler or "",
+                          nfiles=args.files or 0, workers=args.workers, **scheduler_fields(args),
                           resume=resolve_study_run(args.resume, "variation") if args.resume else "", threshold=args.threshold,
                           window_sizes_s=tuple(args.window or ()), mem_limit_bytes=args.mem_limit or 0,
                           paper=args.paper)
@@ -122,7 +132,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--workers", type=positive_int, default=1, metavar="W",
                    help="local worker processes (default 1: treatments running side by side on one host "
                         "perturb each other's throughput, which is what this study measures)")
-    v.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask scheduler's workers instead")
+    add_scheduler_args(v)
     v.add_argument("--resume", metavar="RUN", help="continue an interrupted study (run dir, id, or 'latest')")
     v.add_argument("--json", type=output_path, metavar="PATH", help="also write the report as JSON")
     v.add_argument("-v", "--verbose", action="store_true", help="show every external command as it runs")

@@ -18,6 +18,7 @@ give the types, and :func:`decode_event` reads a job's wire events into them.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 from typing import Any
 
@@ -41,6 +42,33 @@ JOBS: dict[str, tuple[str, str]] = {
     "scan": ("fsscope.scan.job", "read-only: each directory's on-disk structure (checked against the file system), near-threshold and largest dirs, free space, aging"),
     "frag": ("fsscope.layout.job", "free-space extent histogram and a large test file's fragments (fresh or --from-snapshot)"),
 }
+
+
+# The jobs whose packages are an extra, not the core install: name -> (extra, its modules).
+# `pip install fsscope` brings the core; the study engine's Dask and SALib (and, through them,
+# pandas and matplotlib) come with `pip install 'fsscope[study]'`, which scripts/setup installs.
+STUDY_EXTRA = ("study", ("distributed", "SALib"))
+EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {"explore": STUDY_EXTRA, "variation": STUDY_EXTRA}
+
+
+def missing_extra(name: str) -> str | None:
+    """One line saying how to add what job ``name`` needs beyond the core install, or None
+    when it is installed (or the job needs nothing more)."""
+    if name not in EXTRAS:
+        return None
+    extra, modules = EXTRAS[name]
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return (f"{name} needs fsscope's {extra} extra ({', '.join(missing)} not installed): "
+            f"pip install 'fsscope[{extra}]' (in a checkout: scripts/setup)")
+
+
+def require_extra(name: str) -> None:
+    """Refuse, in one line (exit 2), a job whose extra is not installed."""
+    problem = missing_extra(name)
+    if problem:
+        raise FsscopeError(problem)
 
 
 def load(name: str) -> ModuleType:

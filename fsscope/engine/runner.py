@@ -145,6 +145,7 @@ class JobHandle:
 def start(job: str, spec: SpecRecord, target: TargetSpec, recipe: Recipe | None, *,
           runs_root: Path | None = None, pin_cpu: int | None = None) -> JobHandle:
     """Start ``job`` with its ``spec`` (an instance of the job's Spec, built once by the caller)."""
+    registry.require_extra(job)
     module = registry.load(job)
     if type(spec) is not module.Spec:
         raise TypeError(f"{job} needs a {module.Spec.__qualname__} record, not {type(spec).__name__}")

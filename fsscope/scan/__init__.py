@@ -31,12 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from fsscope import trust
 from fsscope.aging import profile as P
 from fsscope.errors import FsscopeError
 from fsscope.explain import dirs
 from fsscope.explain.geometry import Geometry, read_geometry
 from fsscope.explain.xfs import xfs_attr_fork_offset_bytes
-from fsscope.layout.fiemap import extents
+from fsscope.layout.fiemap import extents_of_fd
 from fsscope.layout.freespace import free_space_live
 from fsscope.targets.existing import df_fullness, existing_fs
 
@@ -62,6 +63,12 @@ class DirRecord:
     ino8: bool = False
     has_attr: bool = False
     indexed: bool | None = None
+    #: what the file system maps, read from the walk's descriptor (never reopened by path):
+    #: XFS: the logical byte offsets of its mapped blocks; ext4 (indexed): where its first
+    #: block lies on the device; ``map_error`` why not
+    mapped_offsets: list[int] | None = None
+    first_block_bytes: int | None = None
+    map_error: str | None = None
 
 
 @dataclass
@@ -75,16 +82,7 @@ class Walk:
     noatime_refused: int = 0
     other_device_skipped: int = 0
     symlinks: int = 0
-
-
-def _open_dir(path: str, walk: Walk) -> int:
-    """O_NOATIME: reading a directory must not dirty its inode. Only the owner (or root) may
-    ask for it; otherwise the directory is read normally and the report counts it."""
-    try:
-        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOATIME | os.O_CLOEXEC)
-    except PermissionError:
-        walk.noatime_refused += 1
-        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    swapped: list[str] = field(default_factory=list)
 
 
 def _first_u32(fd: int, request: int, size: int) -> int | None:
@@ -107,94 +105,92 @@ def _flags(fd: int, fs: str) -> tuple[bool | None, bool]:
     return None, False
 
 
-def walk_tree(root: str, fs: str, *, limit_dirs: int = 200_000) -> Walk:
-    """Every directory under ``root`` on its device: names, sizes, flags; regular files' size,
-    depth and mtime (for the profile). Read-only."""
+def _mapping(rec: DirRecord, fd: int, fs: str, dir_block_bytes: int) -> None:
+    """Read what :func:`account` needs of the directory's blocks from its open descriptor."""
+    try:
+        if fs == "xfs" and rec.size_bytes >= dir_block_bytes:
+            rec.mapped_offsets = xfs_mapped_offsets(fd)
+        elif fs in ("ext4", "ext3", "ext2") and rec.indexed:
+            first = [e for e in extents_of_fd(fd, sync=False, label=rec.path) if e["logical_bytes"] == 0]
+            rec.first_block_bytes = int(first[0]["physical_bytes"]) if first else None
+    except OSError as exc:
+        rec.map_error = f"GETBMAP failed: {exc.strerror}"
+    except FsscopeError:
+        rec.first_block_bytes = None
+
+
+def walk_tree(root: str, fs: str, *, limit_dirs: int = 200_000, dir_block_bytes: int = 4096) -> Walk:
+    """Every directory under ``root`` on its device: names, sizes, flags, block maps; regular
+    files' size, depth and mtime (for the profile). Read-only, and never redirected: each
+    directory is opened from its parent's descriptor and must be the one listed
+    (:class:`fsscope.trust.TreeWalk`; a swapped one is named in ``swapped``)."""
     walk = Walk([], [], [], [], [1], [])
-    root_dev = os.stat(root).st_dev
-    stack: list[tuple[str, int]] = [(root, 0)]
-    while stack:
-        path, depth = stack.pop()
-        if len(walk.dirs) >= limit_dirs:
-            walk.errors.append(f"stopped after {limit_dirs} directories")
-            break
-        try:
-            fd = _open_dir(path, walk)
-        except OSError as exc:
-            walk.errors.append(f"{path}: {exc.strerror}")
-            continue
-        try:
-            st = os.fstat(fd)
+    tree = trust.TreeWalk(root, limit_dirs=limit_dirs)
+    try:
+        for listed in tree:
+            depth, fd, st = listed.depth, listed.fd, listed.st
             indexed, has_attr = _flags(fd, fs)
             names: list[int] = []
             ino8 = st.st_ino >= 2**32
-            with os.scandir(fd) as it:
-                for entry in it:
-                    names.append(len(os.fsencode(entry.name)))
-                    ino8 = ino8 or entry.inode() >= 2**32
-                    try:
-                        if entry.is_symlink():
-                            walk.symlinks += 1
-                        elif entry.is_dir(follow_symlinks=False):
-                            sub = entry.stat(follow_symlinks=False)
-                            if sub.st_dev != root_dev:
-                                walk.other_device_skipped += 1
-                                continue
-                            while len(walk.dirs_per_depth) <= depth + 1:
-                                walk.dirs_per_depth.append(0)
-                            walk.dirs_per_depth[depth + 1] += 1
-                            stack.append((os.path.join(path, entry.name), depth + 1))
-                        elif entry.is_file(follow_symlinks=False):
-                            fst = entry.stat(follow_symlinks=False)
-                            walk.file_sizes.append(fst.st_size)
-                            walk.file_depths.append(depth)
-                            walk.file_mtimes.append(fst.st_mtime)
-                    except OSError as exc:
-                        walk.errors.append(f"{path}/{entry.name}: {exc.strerror}")
-            walk.dirs.append(DirRecord(path, len(names), names, st.st_size, st.st_ino, ino8,
-                                       has_attr, indexed))
-        except OSError as exc:
-            walk.errors.append(f"{path}: {exc.strerror}")
-        finally:
-            os.close(fd)
+            for entry in listed.entries:
+                names.append(len(os.fsencode(entry.name)))
+                ino8 = ino8 or entry.inode() >= 2**32
+                try:
+                    if entry.is_file(follow_symlinks=False):
+                        fst = entry.stat(follow_symlinks=False)
+                        walk.file_sizes.append(fst.st_size)
+                        walk.file_depths.append(depth)
+                        walk.file_mtimes.append(fst.st_mtime)
+                except OSError as exc:
+                    walk.errors.append(f"{listed.path}/{entry.name}: {exc.strerror}")
+            if listed.subdirs:
+                while len(walk.dirs_per_depth) <= depth + 1:
+                    walk.dirs_per_depth.append(0)
+                walk.dirs_per_depth[depth + 1] += len(listed.subdirs)
+            rec = DirRecord(listed.path, len(names), names, st.st_size, st.st_ino, ino8, has_attr, indexed)
+            _mapping(rec, fd, fs, dir_block_bytes)
+            walk.dirs.append(rec)
+    except OSError as exc:
+        walk.errors.append(f"{root}: {exc.strerror}")
+    walk.errors[:0] = tree.errors
+    walk.noatime_refused, walk.other_device_skipped = tree.noatime_refused, tree.other_device
+    walk.symlinks, walk.swapped = tree.symlinks, tree.swapped
     return walk
 
 
 # --- what the file system says ------------------------------------------------------------
 
-def xfs_mapped_offsets(path: str) -> list[int]:
-    """Logical byte offsets of a directory's mapped blocks (XFS_IOC_GETBMAP, read-only)."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+def xfs_mapped_offsets(fd: int) -> list[int]:
+    """Logical byte offsets of an open directory's mapped blocks (XFS_IOC_GETBMAP, read-only)."""
     offsets: list[int] = []
-    try:
-        start = 0
-        while True:
-            buf = bytearray(32 * (GETBMAP_RECORDS + 1))
-            # an explicit length: -1 would stop at i_size, which covers only the data segment
-            struct.pack_into("=qqqii", buf, 0, start, 0, XFS_DIR_MAP_SECTORS - start,
-                             GETBMAP_RECORDS + 1, 0)
-            fcntl.ioctl(fd, XFS_IOC_GETBMAP, buf)
-            got = struct.unpack_from("=qqqii", buf, 0)[4]
-            last_end = start
-            for i in range(1, got + 1):
-                offset, block, length, _, _ = struct.unpack_from("=qqqii", buf, 32 * i)
-                if block != -1:  # -1: a hole
-                    offsets.append(offset * 512)
-                last_end = offset + length
-            if got < GETBMAP_RECORDS or last_end <= start or last_end >= XFS_DIR_MAP_SECTORS:
-                break
-            start = last_end
-    finally:
-        os.close(fd)
+    start = 0
+    while True:
+        buf = bytearray(32 * (GETBMAP_RECORDS + 1))
+        # an explicit length: -1 would stop at i_size, which covers only the data segment
+        struct.pack_into("=qqqii", buf, 0, start, 0, XFS_DIR_MAP_SECTORS - start,
+                         GETBMAP_RECORDS + 1, 0)
+        fcntl.ioctl(fd, XFS_IOC_GETBMAP, buf)
+        got = struct.unpack_from("=qqqii", buf, 0)[4]
+        last_end = start
+        for i in range(1, got + 1):
+            offset, block, length, _, _ = struct.unpack_from("=qqqii", buf, 32 * i)
+            if block != -1:  # -1: a hole
+                offsets.append(offset * 512)
+            last_end = offset + length
+        if got < GETBMAP_RECORDS or last_end <= start or last_end >= XFS_DIR_MAP_SECTORS:
+            break
+        start = last_end
     return offsets
 
 
 def xfs_account(rec: DirRecord, g: Geometry) -> str:
-    """The format XFS says the directory is in."""
+    """The format XFS says the directory is in (from its block map, read by the walk)."""
     B = g.dir_block_size_bytes or 4096
     if rec.size_bytes < B:
         return "shortform"
-    offsets = xfs_mapped_offsets(rec.path)
+    if rec.map_error:
+        raise FsscopeError(rec.map_error)
+    offsets = rec.mapped_offsets or []
     if any(o >= dirs.XFS_DIR2_FREE_OFFSET_BYTES for o in offsets):
         return "node"
     if any(o >= dirs.XFS_DIR2_LEAF_OFFSET_BYTES for o in offsets):
@@ -202,26 +198,19 @@ def xfs_account(rec: DirRecord, g: Geometry) -> str:
     return "block"
 
 
-def ext4_htree_depth(path: str, device: str | None) -> int | None:
+def ext4_htree_depth(first_block_bytes: int | None, device: str | None) -> int | None:
     """indirect_levels of an indexed ext4 directory, from its first block on the device (the
     device's page cache is where ext4 keeps directory blocks, so this is current). None
-    when the device cannot be opened."""
+    when the device cannot be opened or the block's place was not read."""
 
-    if device is None:
-        return None
-    try:
-        exts = extents(path, sync=False)
-    except FsscopeError:
-        return None
-    first = [e for e in exts if e["logical_bytes"] == 0]
-    if not first:
+    if device is None or first_block_bytes is None:
         return None
     try:
         dev_fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
-        raw = os.pread(dev_fd, 1, int(first[0]["physical_bytes"]) + EXT4_DX_ROOT_LEVELS_OFFSET)
+        raw = os.pread(dev_fd, 1, first_block_bytes + EXT4_DX_ROOT_LEVELS_OFFSET)
     finally:
         os.close(dev_fd)
     return raw[0] if raw else None
@@ -232,8 +221,8 @@ def account(rec: DirRecord, g: Geometry, device: str | None) -> dict:
     if g.fs == "xfs":
         try:
             return {"structure": xfs_account(rec, g), "how": "st_size, XFS_IOC_GETBMAP"}
-        except OSError as exc:
-            return {"structure": None, "how": f"GETBMAP failed: {exc.strerror}"}
+        except FsscopeError as exc:
+            return {"structure": None, "how": str(exc)}
     if g.fs in ("ext4", "ext3", "ext2"):
         if rec.indexed is None:
             return {"structure": None, "how": "FS_IOC_GETFLAGS refused"}
@@ -241,7 +230,7 @@ def account(rec: DirRecord, g: Geometry, device: str | None) -> dict:
                "how": "EXT4_INDEX_FL (FS_IOC_GETFLAGS), st_size", "blocks": rec.size_bytes // (g.block_size_bytes or 4096)}
         if not rec.indexed:
             return out
-        depth = ext4_htree_depth(rec.path, device)
+        depth = ext4_htree_depth(rec.first_block_bytes, device)
         how = "depth not read (the device needs root)" if depth is None else "depth from the dx_root on the device"
         return out | {"how": f"{out['how']}; {how}", "depth": depth}
     if g.fs == "btrfs":
@@ -437,7 +426,7 @@ def scan(path: str | os.PathLike, *, near: int = dirs.NEAR_ENTRIES, largest: int
     geometry = read_geometry(found.fs, found.device, found.mountpoint, existing=True, sync=False)
     now_s = time.time()
     t0 = time.monotonic()
-    walk = walk_tree(root, found.fs)
+    walk = walk_tree(root, found.fs, dir_block_bytes=geometry.dir_block_size_bytes or 4096)
     judged = [judge(rec, geometry, found.device) for rec in walk.dirs]
     known = [d for d in judged if d["agrees"] is not None]
     report = {
@@ -462,6 +451,7 @@ def scan(path: str | os.PathLike, *, near: int = dirs.NEAR_ENTRIES, largest: int
         "disagreements": [d for d in known if not d["agrees"]],
         "dirs": judged,
         "errors": walk.errors[:50], "errors_count": len(walk.errors),
+        "swapped": walk.swapped[:50], "swapped_count": len(walk.swapped),
         "near_entries": near,
     }
     if free_space:

@@ -119,6 +119,8 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     dirs: list[Dir] = []
     errors: list[str] = []
     errors_count: int = 0
+    swapped: list[str] = []    # directories swapped during the walk, not followed (one line each)
+    swapped_count: int = 0
     near_entries: int = 0
     free_space: FreeSpace | None = None
     free_space_error: str | None = None

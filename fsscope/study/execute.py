@@ -1,7 +1,7 @@
 """Running a plan's treatments: locally or on a Dask cluster, through one code path.
 
     run_study(plan, treatment_fn, study_dir, workers=2)              # a LocalCluster here
-    run_study(plan, treatment_fn, study_dir, scheduler="tcp://h:8786")  # workers elsewhere
+    run_study(plan, treatment_fn, study_dir, scheduler="tls://h:8786", security="dask.toml")  # elsewhere
 
 ``treatment_fn(treatment: Treatment) -> Row`` is pluggable: explore's writes files on a cloned
 disk state and reads FIEMAP; the variation study's (#15) runs a benchmark on a configuration.
@@ -11,7 +11,9 @@ with the measurements); ``treatments.ndjson`` reads back into that type.
 
 Here the work goes to a ``distributed.LocalCluster`` of worker *processes* on loopback (one
 thread each: a treatment owns its CPU affinity); with ``scheduler`` to a real cluster whose
-workers run as root with fsscope installed. Either way:
+workers run as root with fsscope installed. Either way the client connects by address over
+mutual TLS (:mod:`fsscope.study.credentials`: per-job credentials for the LocalCluster, the
+``--security`` file's for a real one), and:
 
 - the plan is saved in ``study_dir`` before anything runs; every row is appended to
   ``treatments.ndjson`` (flushed, fsync'd) as it arrives, so ``resume`` submits only the
@@ -39,6 +41,7 @@ import msgspec
 
 from fsscope.errors import FsscopeError
 from fsscope.records import convert, dumps, loads
+from fsscope.study.credentials import NO_HTTP, NoHttp, PrivateDir, check_scheduler, load_security_file, stop_http
 from fsscope.study.plan import Failed, Plan, Treatment
 from fsscope.targets.journal import Journal, owner_alive, undo_entries
 
@@ -61,7 +64,7 @@ def require_root(job: str, scheduler: str) -> None:
     would fail to attach its image, and the study would measure nothing."""
     if not scheduler and os.geteuid() != 0:
         raise FsscopeError(f"{job} attaches, formats and mounts disk images on this host: it needs root "
-                           "(run it as root, or give --scheduler tcp://HOST:PORT whose workers run as root)")
+                           "(run it as root, or give --scheduler tls://HOST:PORT --security FILE whose workers run as root)")
 
 
 def check_some_finished(rows: Sequence[Treatment]) -> None:
@@ -126,35 +129,63 @@ def order_rows(plan: Plan, rows: Sequence[Row | Failed]) -> list[Row | Failed]:
 
 
 class Cluster:
-    """A Dask client on a LocalCluster (``scheduler`` empty) or on a running scheduler."""
+    """A Dask client on a LocalCluster (``scheduler`` empty) or on a running scheduler, reached
+    the same way: by address, with the credentials that cluster's members hold (mutual TLS,
+    :mod:`fsscope.study.credentials`); a plain ``tcp://`` scheduler only when the user said
+    ``insecure``. The LocalCluster's credentials and its workers' scratch space live in a
+    private directory of this job's, removed on close."""
 
-    def __init__(self, *, workers: int = 2, scheduler: str = ""):
+    def __init__(self, *, workers: int = 2, scheduler: str = "", security: str = "", insecure: bool = False):
         from distributed import Client, LocalCluster
 
+        check_scheduler(scheduler, security, insecure)
         self.local = None
+        self.private: PrivateDir | None = None
         if scheduler:
-            try:
-                self.client = Client(scheduler, timeout="15s")
-            except (OSError, TimeoutError) as exc:
-                raise FsscopeError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
+            address = scheduler
+            tls = load_security_file(security).security() if security else None
         else:
             import dask
 
+            self.private = PrivateDir()
+            tls = self.private.credentials.security()
+            scratch = str(self.private.scratch)
             # non-daemonic workers: a treatment may start processes of its own (the bench
             # personalities' workers); daemonic processes may not have children. A remote
             # cluster's workers need the same: DASK_DISTRIBUTED__WORKER__DAEMON=False.
-            with dask.config.set({"distributed.worker.daemon": False}):
-                self.local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                          host="127.0.0.1", dashboard_address=None,
-                                          silence_logs=logging.ERROR)
-            self.client = Client(self.local)
+            # temporary-directory: the scheduler's scratch space too (Dask puts it on sys.path).
+            try:
+                with dask.config.set({"distributed.worker.daemon": False, "temporary-directory": scratch} | NO_HTTP):
+                    self.local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                              host="127.0.0.1", protocol="tls://", security=tls,
+                                              local_directory=scratch, dashboard_address=None,
+                                              worker_dashboard_address=None, silence_logs=logging.ERROR)
+                self.local.sync(stop_http, self.local.scheduler)
+            except BaseException:
+                self.private.remove()
+                raise
+            address = self.local.scheduler_address
+        try:
+            self.client = Client(address, security=tls, timeout="15s")
+        except (OSError, TimeoutError) as exc:
+            self._close_local()
+            raise FsscopeError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
+        if self.local is not None:
+            self.client.register_plugin(NoHttp())
 
     def close(self) -> None:
         try:
             self.client.close()
         finally:
+            self._close_local()
+
+    def _close_local(self) -> None:
+        try:
             if self.local is not None:
                 self.local.close()
+        finally:
+            if self.private is not None:
+                self.private.remove()
 
 
 def _collect(futures: dict[Any, Treatment], study_dir: Path, done_rows: list[Any], total: int,
@@ -204,7 +235,8 @@ def _scheduler_lost(client: Any, exc: Exception) -> bool:
 
 
 def run_study(plan: Plan, treatment_fn: Callable[[Treatment], Row], study_dir: Path | str, row_type: type[Row], *,
-              workers: int = 2, scheduler: str = "", retries: int = 2,
+              workers: int = 2, scheduler: str = "", security: str = "", insecure: bool = False,
+              retries: int = 2,
               on_row: Callable[[Row | Failed, int, int], None] | None = None,
               cancelled: Callable[[], bool] = lambda: False,
               teardown: Callable[[], object] | None = None) -> list[Row | Failed]:
@@ -222,7 +254,7 @@ def run_study(plan: Plan, treatment_fn: Callable[[Treatment], Row], study_dir: P
     total = len(plan.treatments())
     if not todo:
         return order_rows(plan, done_rows)
-    cluster = Cluster(workers=workers, scheduler=scheduler)
+    cluster = Cluster(workers=workers, scheduler=scheduler, security=security, insecure=insecure)
     tag = uuid.uuid4().hex[:8]
     try:
         futures = {cluster.client.submit(treatment_fn, t, key=f"treatment-{t.id}-{tag}",

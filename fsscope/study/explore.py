@@ -34,6 +34,7 @@ from fsscope.recipes import Recipe
 from fsscope.records import Record, ReportRecord, SpecRecord, convert, plain
 from fsscope.study import diskstate, player
 from fsscope.study import space as spaces
+from fsscope.study.credentials import check_scheduler
 from fsscope.study.execute import (
     STUDY_GROUP_PREFIX,
     check_some_finished,
@@ -46,6 +47,7 @@ from fsscope.study.plan import Ended, Failed, Failure, Plan, Treatment, check_pl
 from fsscope.study.player import FileLayout
 from fsscope.study.space import Level
 from fsscope.study.table import save_table
+from fsscope.targets import identity
 from fsscope.targets.journal import Journal
 
 METRICS = ("d_span_bytes", "extents", "layout_score", "d_span_ideal_ratio", "dspan_all_files_bytes",
@@ -240,6 +242,8 @@ class Spec(SpecRecord, frozen=True):
     repeat: int = 1
     workers: int = 2
     scheduler: str = ""
+    security: str = ""                   # --security FILE: the TLS credentials for the scheduler
+    insecure_scheduler: bool = False     # a plain tcp:// scheduler, said out loud
     resume: str = ""  # a study run directory to continue
     tail_quantile: float = 0.9
     hold_path: str = ""
@@ -289,8 +293,12 @@ def run(ctx: Any, spec: Spec) -> Report:
     journal = Journal()
     cache_entry = journal.record("workdir", f"{STUDY_GROUP_PREFIX}cache-{uuid.uuid4().hex[:8]}",
                                  path=str(treatment.cache_dir()))
+    # made now, so the journal names it by identity (cleanup removes no directory it cannot name)
+    diskstate.private_dir(treatment.cache_dir())
+    journal.complete(cache_entry, ident=identity.path_id(treatment.cache_dir()))
     try:
         rows = run_study(plan, treatment, study_dir, ExploreRow, workers=spec.workers, scheduler=spec.scheduler,
+                         security=spec.security, insecure=spec.insecure_scheduler,
                          on_row=on_row, cancelled=lambda: ctx.cancelled, teardown=treatment.drop_cache)
     finally:
         treatment.drop_cache()
@@ -405,6 +413,7 @@ def _rbd_fast(codes: np.ndarray, values: list[list[Any]], y: np.ndarray, names: 
 
 def check_spec(spec: Spec) -> None:
     """Refuse a bad spec before a run record exists (the CLI calls it)."""
+    check_scheduler(spec.scheduler, spec.security, spec.insecure_scheduler)
     require_root("explore", spec.scheduler)
     check_plan(spec.resume, spec.workers, lambda: make_plan(spec), check_settings)
     if not 0 < spec.tail_quantile < 1:

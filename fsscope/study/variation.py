@@ -44,6 +44,7 @@ from fsscope.recipes import Recipe
 from fsscope.records import Record, ReportRecord, SpecRecord, convert, plain
 from fsscope.study import diskstate
 from fsscope.study import space as spaces
+from fsscope.study.credentials import check_scheduler
 from fsscope.study.execute import (
     STUDY_GROUP_PREFIX,
     check_some_finished,
@@ -404,6 +405,8 @@ class Spec(SpecRecord, frozen=True):
     nfiles: int = 0
     workers: int = 1
     scheduler: str = ""
+    security: str = ""                   # --security FILE: the TLS credentials for the scheduler
+    insecure_scheduler: bool = False     # a plain tcp:// scheduler, said out loud
     resume: str = ""
     threshold: float = 0.10
     window_sizes_s: tuple[float, ...] = ()
@@ -537,7 +540,8 @@ def run(ctx: Any, spec: Spec) -> Report:
         ctx.progress(done, total, unit="treatments")
 
     rows = run_study(plan, VariationTreatment(settings), study_dir, VariationRow, workers=spec.workers,
-                     scheduler=spec.scheduler, on_row=on_row, cancelled=lambda: ctx.cancelled)
+                     scheduler=spec.scheduler, security=spec.security, insecure=spec.insecure_scheduler,
+                     on_row=on_row, cancelled=lambda: ctx.cancelled)
     rows = order_rows(plan, rows)
     out = report(plan, rows, threshold=spec.threshold, windows=spec.window_sizes_s,
                  study_dir=str(study_dir), elapsed_s=time.monotonic() - t0)
@@ -637,5 +641,6 @@ def _time_share(ok: list[VariationRow]) -> TimeShare:
 
 
 def check_spec(spec: Spec) -> None:
+    check_scheduler(spec.scheduler, spec.security, spec.insecure_scheduler)
     check_plan(spec.resume, spec.workers, lambda: make_plan(spec), check_settings)
 

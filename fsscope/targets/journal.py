@@ -362,6 +362,9 @@ def _undo_workdir(entry: Entry) -> str | None:
     f = entry.fields
     if not os.path.lexists(f["path"]):
         return None
+    if f.get("ident") is None:  # removed recursively only when it is the very directory made
+        return (f"left {f['path']} alone: fsscope recorded no identity for it (killed between "
+                "recording and making it?), so it cannot tell it made it; remove it yourself if it did")
     if not _still_ours(f["path"], f.get("ident")):
         return f"left {f['path']} alone: it is not the work directory fsscope made there"
     shutil.rmtree(f["path"], ignore_errors=True)

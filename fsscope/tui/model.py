@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from fsscope.engine.events import Finding, finding_from_dict, findings_from_report
+from fsscope.format import visible
 from fsscope.records import SpecRecord, plain
 
 NOT_MEASURED = -1
@@ -362,13 +363,13 @@ def flags_markdown(flags: list[Flag], *, heading: str = "fsscope flags", context
                    error: str | None = None) -> str:
     """The flags with their notes as Markdown (the 'export flags' action); a job that failed
     says so and why (its export read "No flags were raised." and nothing else)."""
-    lines = [f"# {heading}", ""]
-    for line in context or []:
-        lines.append(f"- {line}")
+    lines = [f"# {md_text(heading)}", ""]
+    for line in context or []:  # the run's target and recipe: names, shown as text
+        lines.append(f"- {md_text(line)}")
     if context:
         lines.append("")
     if error:
-        lines += [f"**The job failed:** {error}", ""]
+        lines += [f"**The job failed:** {md_text(error)}", ""]
     if not flags:
         lines.append("No flags were raised" + (" (it stopped before its analysis)." if error else "."))
         return "\n".join(lines) + "\n"
@@ -408,7 +409,17 @@ def _md_cell(value: Any) -> str:
     text = _md_value(value)
     if len(text) > 120:
         text = text[:117] + "…"
-    return text.replace("|", "\\|").replace("\n", " ")
+    return md_text(text.replace("\n", " "))
+
+
+_MD_ACTIVE = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#!~"})
+
+
+def md_text(text: object) -> str:
+    """Text that may quote a name someone else chose, as Markdown shows it literally: control
+    characters visible (``format.visible``), Markdown's own characters escaped (no link, no
+    HTML, no heading or table cell made by a name)."""
+    return visible(text).translate(_MD_ACTIVE)
 
 
 # --------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fsscope.format import visible
 from fsscope.scan.job import Report
 from fsscope.tui.report_model import ReportModel
 
@@ -10,7 +11,8 @@ class ScanModel(ReportModel[Report]):
     kind = "scan"
 
     def notes_of(self, report: Report) -> list[str]:
-        return [f"not read: {gap}" for gap in report.unread]
+        return ([f"not read: {visible(gap)}" for gap in report.unread]
+                + [f"swapped, not followed: {visible(line)}" for line in report.swapped])
 
     def summary(self) -> str:
         r = self.report
@@ -18,17 +20,21 @@ class ScanModel(ReportModel[Report]):
             return "scanning… (shown when the job ends)"
         counts = ", ".join(f"{n} {k}" for k, n in sorted(r.structures.items()))
         c = r.checked
-        text = (f"{r.path} on {r.summary}\n{r.directories} directories, "
+        # names are the tree owner's: control characters visible; the view shows this as text
+        text = (f"{visible(r.path)} on {visible(r.summary)}\n{r.directories} directories, "
                 f"{r.files} files: {counts}; checked against the file system: {c.agree} agree, "
                 f"{c.disagree} differ, {c.not_checked} not checked. {r.read_only.note}.")
         nearest = r.aging.nearest if r.aging else []
         if nearest:
-            text += "\naging: nearest profiles " + ", ".join(f"{n.profile} ({n.distance:.2f})" for n in nearest[:3])
+            text += "\naging: nearest profiles " + ", ".join(f"{visible(n.profile)} ({n.distance:.2f})"
+                                                          for n in nearest[:3])
         if r.free_space is not None:
             fs = r.free_space
             text += f"\nfree space: {fs.free_extent_count} free extents, largest {fs.largest_free_extent_bytes:,} B"
         elif r.free_space_error:
-            text += f"\nfree space: not read: {r.free_space_error}"
+            text += f"\nfree space: not read: {visible(r.free_space_error)}"
+        if r.swapped_count:
+            text += f"\n{r.swapped_count} directories swapped during the walk, not followed: {visible(r.swapped[0])}"
         return text
 
     def rows(self) -> list[tuple[str, str, str, str, str, str]]:
@@ -44,5 +50,5 @@ class ScanModel(ReportModel[Report]):
                 said = ("agrees" if d.agrees else f"differs: {d.why or ''}" if d.agrees is False
                         else "not checked")
                 structure = str(d.structure) + (f" depth {d.depth}" if d.depth else "")
-                out.append((section, d.path, str(d.entries), structure, nxt, said))
+                out.append((section, visible(d.path), str(d.entries), structure, nxt, visible(said)))
         return out

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from fsscope.aging.job import FitResult, Report
 from fsscope.cli.render.frag import format_p, render_errors, render_histograms
-from fsscope.format import format_bytes, format_pct
+from fsscope.format import format_bytes, format_pct, visible
 from fsscope.layout.records import Measurement
 from fsscope.layout.summary import frag_table
 
@@ -130,11 +131,13 @@ def _render_notes(report: Report, console: Console) -> None:
 def render_profile(profile, console: Console) -> None:
     from fsscope.aging.profile import distributions
 
-    console.print(f"[bold]profile {profile.name}[/]: default fullness {profile.fullness:.0%}", highlight=False)
+    # a profile's name, description and provenance may quote a captured tree's path: text
+    console.print(Text.assemble((f"profile {visible(profile.name)}", "bold"),
+                                f": default fullness {profile.fullness:.0%}"))
     if profile.description:
-        console.print(f"  {profile.description}", highlight=False)
+        console.print(Text(f"  {visible(profile.description)}"))
     if profile.provenance:
-        console.print(f"  [dim]{profile.provenance}[/]", highlight=False)
+        console.print(Text(f"  {visible(profile.provenance)}", style="dim"))
     for key, rows in distributions(profile).items():
         table = Table(title=TITLES[key], title_justify="left")
         table.add_column("bucket", justify="right", no_wrap=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from fsscope.format import format_bytes, format_pct
+from fsscope.format import format_bytes, format_pct, visible
 from fsscope.layout.job import Report
 from fsscope.layout.records import Measurement
 from fsscope.layout.summary import summary_rows
@@ -43,13 +44,13 @@ def render_histograms(named: list[tuple[str, Measurement | None]], console: Cons
 
 def render_errors(label: str, m: Measurement | None, console: Console) -> None:
     for what, error in m.errors() if m else []:
-        console.print(f"[dim]{label} {what}: {error}[/]", highlight=False)
+        console.print(Text(visible(f"{label} {what}: {error}"), style="dim"))
 
 
 def render_frag(report: Report, console: Console) -> None:
     where = report.recipe or report.fs or "?"
     target = report.target.describe if report.target else ""
-    console.print(f"[bold]fragmentation[/] of {where} on {target}", highlight=False)
+    console.print(Text.assemble(("fragmentation", "bold"), f" of {visible(where)} on {visible(target)}"))
     rows = summary_rows(report)
     table = Table(show_header=False)
     table.add_column(justify="right")

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from fsscope.format import format_bytes
+from fsscope.format import format_bytes, visible
 from fsscope.scan.job import Dir, Report
 
 
 def render_scan(report: Report, console: Console) -> None:
-    console.print(f"[bold]{report.path}[/] on {report.summary}", highlight=False)
+    # the tree's names are someone else's: each goes in as Text, its control characters visible
+    console.print(Text.assemble((visible(report.path), "bold"), f" on {visible(report.summary)}"))
     for gap in report.unread:
-        console.print(f"  [yellow]not read:[/] {gap}", highlight=False)
+        console.print(Text.assemble("  ", ("not read:", "yellow"), f" {visible(gap)}"))
     counts = ", ".join(f"{n} {k}" for k, n in sorted(report.structures.items()))
     c = report.checked
     console.print(f"{report.directories} directories, {report.files} files: {counts}. "
@@ -29,7 +31,7 @@ def render_scan(report: Report, console: Console) -> None:
             ahead = d.creates_until_change
             nxt = (f"in {ahead.creates} create{'s' if ahead.creates > 1 else ''} → {ahead.becomes}"
                    if ahead else "-")
-            t.add_row(d.path, str(d.entries), d.structure_text, nxt, d.verdict)
+            t.add_row(Text(visible(d.path)), str(d.entries), d.structure_text, nxt, Text(visible(d.verdict)))
         console.print(t)
 
     table(f"within {report.near_entries} creates of a structural change (the next create pays it)",
@@ -42,14 +44,18 @@ def render_scan(report: Report, console: Console) -> None:
                       f"free extents, largest {format_bytes(fs.largest_free_extent_bytes)}, mean "
                       f"{format_bytes(int(fs.mean_free_extent_bytes or 0))} ({fs.source})", highlight=False)
     elif report.free_space_error:
-        console.print(f"free space: not read: {report.free_space_error}", highlight=False)
+        console.print(Text(f"free space: not read: {visible(report.free_space_error)}"))
     aging = report.aging
     if aging and aging.nearest:
-        near = ", ".join(f"{r.profile} ({r.distance:.2f})" for r in aging.nearest[:4])
-        console.print(f"aging: this tree's profile is nearest to {near} "
-                      f"(distance: size W1 in log2 bytes + depth W1 + 4 x fullness)", highlight=False)
+        near = ", ".join(f"{visible(r.profile)} ({r.distance:.2f})" for r in aging.nearest[:4])
+        console.print(Text(f"aging: this tree's profile is nearest to {near} "
+                           "(distance: size W1 in log2 bytes + depth W1 + 4 x fullness)"))
     elif aging and aging.error:
-        console.print(f"aging: {aging.error}", highlight=False)
+        console.print(Text(f"aging: {visible(aging.error)}"))
     if report.errors_count:
-        console.print(f"[yellow]{report.errors_count} entries could not be read[/] "
-                      f"(first: {report.errors[0]})", highlight=False)
+        console.print(Text.assemble((f"{report.errors_count} entries could not be read", "yellow"),
+                                    f" (first: {visible(report.errors[0])})"))
+    for line in report.swapped:
+        console.print(Text.assemble(("swapped, not followed: ", "bold red"), visible(line)))
+    if report.swapped_count > len(report.swapped):
+        console.print(f"… and {report.swapped_count - len(report.swapped)} more swapped directories", highlight=False)

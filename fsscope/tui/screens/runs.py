@@ -16,6 +16,7 @@ from textual.worker import get_current_worker
 
 from fsscope import store
 from fsscope.errors import FsscopeError
+from fsscope.format import visible
 from fsscope.records import loads
 from fsscope.tui import exports
 from fsscope.tui import messages as msg
@@ -76,8 +77,9 @@ class RunsScreen(AppScreen):
         rows: list[tuple[str, ...]] = []
         for run in runs:
             m = self._manifest(run)
-            rows.append((run.id, m.job or "?", run.status(), describe_target(m), describe_recipe(m),
-                         m.started or "-"))
+            # a run's record may quote names someone else chose (a directory target): visible
+            rows.append(tuple(visible(cell) for cell in (run.id, m.job or "?", run.status(), describe_target(m),
+                                                         describe_recipe(m), m.started or "-")))
         if not get_current_worker().is_cancelled:  # a newer listing replaced this one
             self.post_message(msg.RunsListed(runs, rows))
 
@@ -104,7 +106,7 @@ class RunsScreen(AppScreen):
         self.runs = [run for run, _row in shown]
         self._columns(table, [row for _run, row in self.listing])  # widths do not jump as you type
         for _run, row in shown:
-            table.add_row(self._mark_text(row[0]), *row, key=row[0])
+            table.add_row(self._mark_text(row[0]), *(Text(cell) for cell in row), key=row[0])  # text, not markup
         ids = [run.id for run in self.runs]
         if self.runs:
             table.move_cursor(row=ids.index(current.id) if current is not None and current.id in ids
@@ -170,7 +172,7 @@ class RunsScreen(AppScreen):
             with store.reading(f"the record of run {run.check().id}"):
                 path = exports.write_record_flags(load_run(run))
         except FsscopeError as exc:
-            self.notify(str(exc), title="Unreadable run record", severity="error", timeout=8)
+            self.notify(visible(exc), title="Unreadable run record", severity="error", timeout=8, markup=False)
             return
         self.notify(f"Flags of {run.id} written to {path}", title="Exported", timeout=6)
 

@@ -13,6 +13,7 @@ from textual.widgets import Button, Footer, Header, Input, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
+from fsscope.format import visible
 from fsscope.targets import Target, TargetSpec, image
 from fsscope.tui.config import RunPlan
 from fsscope.tui.screens.base import AppScreen
@@ -112,6 +113,7 @@ class SetupScreen(AppScreen):
         if target is not None and (recipe is not None or target.kind == "dir"):
             checked(lambda: preflight(target, recipe))
         jobs = checked(self.query_one("#job-picker", JobPicker).requests)
+        problems.extend(filter(None, (registry.missing_extra(r.job) for r in jobs or ())))  # explore without Dask
         if problems:
             raise FsscopeError("\n".join(problems))
         return RunPlan(target, recipe, jobs)
@@ -121,8 +123,9 @@ class SetupScreen(AppScreen):
             plan = self.build_plan()
         except FsscopeError as exc:
             count = len(str(exc).splitlines())
-            self.notify(str(exc), title="Cannot start" + (f": {count} problems" if count > 1 else ""),
-                        severity="error", timeout=10)
+            self.notify("\n".join(visible(line) for line in str(exc).splitlines()),  # paths are text
+                        title="Cannot start" + (f": {count} problems" if count > 1 else ""),
+                        severity="error", timeout=10, markup=False)
             return
         large = plan.large_parts()
         if large:

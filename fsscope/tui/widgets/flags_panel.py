@@ -12,6 +12,7 @@ from textual.binding import BindingType
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from fsscope.format import visible
 from fsscope.tui.messages import FlagSelected
 from fsscope.tui.model import Flag
 from fsscope.tui.widgets.table_export import CsvExport
@@ -42,11 +43,11 @@ class FlagsPanel(CsvExport, OptionList):
         text = Text()
         if flag.withdrawn:  # raised while it ran, not kept by the final test: struck, and why
             text.append(f"{KIND_MARK.get(flag.kind, '•')} ", style="dim")
-            text.append(flag.title, style="dim strike")
+            text.append(visible(flag.title), style="dim strike")
             text.append(f"  withdrawn: {flag.withdrawn}", style="dim italic")
             return text
         text.append(f"{KIND_MARK.get(flag.kind, '•')} ", style="bold")
-        text.append(flag.title)
+        text.append(visible(flag.title))  # a title may quote a file's name: text, controls visible
         return text
 
     def _matches(self, flag: Flag) -> bool:

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widget import Widget
 
-from fsscope.format import format_duration
+from fsscope.format import format_duration, visible
 from fsscope.tui.model import JobState
 
 STATUS_STYLE = {"running": "bold", "ok": "green", "failed": "bold red", "cancelled": "yellow",
@@ -75,9 +75,9 @@ class JobProgress(Widget):
                 times = f"{elapsed} elapsed, overdue"  # past the estimate, still running
             else:
                 times = f"{elapsed} elapsed, {format_duration(remaining)} left"
-            table.add_row(Text(job.job, style="bold"), Text(phase, overflow="ellipsis", no_wrap=True),
+            table.add_row(Text(job.job, style="bold"), Text(visible(phase), overflow="ellipsis", no_wrap=True),
                           bar(frac) + Text(pct),
                           Text(times, style="dim"),
                           Text(job.status, style=STATUS_STYLE.get(job.status, "")))
-        headline = Text(self.headline, style="dim", overflow="ellipsis", no_wrap=True)
+        headline = Text(visible(self.headline), style="dim", overflow="ellipsis", no_wrap=True)
         return Group(headline, table) if self.jobs else Group(headline)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import RichLog
 
+from fsscope.format import visible
+
 
 class LogPanel(RichLog):
     DEFAULT_CSS = """
@@ -18,13 +20,14 @@ class LogPanel(RichLog):
 
     def command(self, line: str, stderr: str = "") -> None:
         failed = "→ exit " in line and "→ exit 0 " not in line and not line.rstrip().endswith("→ exit 0")
-        text = Text(line, style="bold red" if failed else "")
+        # a command line or message may quote a path someone else named: text, controls visible
+        text = Text(visible(line), style="bold red" if failed else "")
         self.lines_written.append(line)
         self.write(text)
         for err in stderr.splitlines()[-6:]:
             self.lines_written.append("    " + err)
-            self.write(Text("    " + err, style="dim red" if failed else "dim"))
+            self.write(Text("    " + visible(err), style="dim red" if failed else "dim"))
 
     def note(self, line: str, style: str = "dim") -> None:
         self.lines_written.append(line)
-        self.write(Text(line, style=style))
+        self.write(Text(visible(line), style=style))

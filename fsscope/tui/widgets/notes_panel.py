@@ -9,6 +9,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from fsscope.engine.events import KernelEvidence
+from fsscope.format import visible
 from fsscope.trace.catalog import lookup
 from fsscope.tui.model import KIND_WORDS, Flag, prose
 
@@ -37,13 +38,13 @@ class NotesPanel(VerticalScroll):
         if flag.withdrawn:
             body.append(f"Withdrawn: {flag.withdrawn}. What follows is what the runs so far had shown.\n\n",
                         style="bold yellow")
-        body.append(flag.title + "\n", style="bold")
+        body.append(visible(flag.title) + "\n", style="bold")
         structure = flag.finding.structure
         detail = [KIND_WORDS.get(flag.kind, flag.kind), flag.where,
                   # the structure's code name, for searching docs and code (the title says it in words)
                   f"code name {structure}" if structure else ""]
         if flag.where:
-            body.append(" · ".join(str(part) for part in detail if part) + "\n\n", style="dim")
+            body.append(" · ".join(visible(part) for part in detail if part) + "\n\n", style="dim")
         body.append(prose(flag.note) if flag.note else "(no note)")
         if flag.finding.kernel is not None:
             body.append("\n\n")

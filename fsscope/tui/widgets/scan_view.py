@@ -3,7 +3,9 @@ and the largest ones, each with the file system's own account."""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
+from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from fsscope.tui.model import JobView
@@ -34,8 +36,9 @@ class ScanView(LiveView):
 
     def show(self, view: JobView, live: bool = True) -> None:
         model = view.data if view is not None and isinstance(view.data, ScanModel) else None
-        self.query_one("#scan-summary", Static).update(model.summary() if model else "scanning…")
+        # the tree's names are text, never markup (the model made their control characters visible)
+        self.query_one("#scan-summary", Static).update(Content(model.summary() if model else "scanning…"))
         table = self.query_one("#scan-dirs", DataTable)
         table.clear()
         for row in model.rows() if model else []:
-            table.add_row(*row)
+            table.add_row(*(Text(cell) for cell in row))

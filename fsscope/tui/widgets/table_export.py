@@ -14,13 +14,16 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
+from fsscope.format import csv_cell
+
 
 def csv_text(header: Sequence[object], rows: Iterable[Sequence[object]]) -> str:
-    """The rows as CSV, each cell as it reads on screen (Rich text as its plain text)."""
+    """The rows as CSV, each cell as it reads on screen (Rich text as its plain text), guarded
+    so a spreadsheet reads a name as text, never as a formula (``format.csv_cell``)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     for row in (header, *rows):
-        writer.writerow([cell.plain if isinstance(cell, Text) else "" if cell is None else str(cell)
+        writer.writerow([csv_cell(cell.plain if isinstance(cell, Text) else "" if cell is None else str(cell))
                          for cell in row])
     return out.getvalue()
 

@@ -9,7 +9,7 @@ from fsscope.tui.widgets.job_params import JobParams
 
 class VariationParams(JobParams):
     FIELDS = ("space", "configurations", "file_systems", "personalities", "runs", "duration_s", "nfiles",
-              "workers", "scheduler", "threshold", "seed")
+              "workers", "scheduler", "security", "threshold", "seed")
     NAME_FIELDS = ("file_systems", "personalities")
     LABELS = {"configurations": "configs", "file_systems": "file systems", "personalities": "workloads",
               "duration_s": "run length s", "nfiles": "files"}
@@ -23,6 +23,7 @@ class VariationParams(JobParams):
         "runs": "runs per configuration and workload, each on a fresh file system",
         "nfiles": "files in each workload's file set (0 = the personality's default)",
         "workers": "local worker processes (1: side-by-side treatments perturb each other)",
-        "scheduler": "tcp://HOST:8786 runs on that Dask cluster's workers (empty: here)",
+        "scheduler": "tls://HOST:8786 runs on that Dask cluster's workers (empty: here)",
+        "security": "for tls://: a TOML naming the CA, cert and key (ca, cert, key; see README)",
         "threshold": "flag configurations whose relative range exceeds this",
     }
