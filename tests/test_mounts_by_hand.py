@@ -84,8 +84,31 @@ def test_btrfs_top_level_and_subvolume_are_the_loop_device_for_check(hand_made, 
         assert found.mountpoint == str(sub) and found.subvolume == "/sub" and not found.bind
         report = _check_json(cli, sub, tmp_path / "check.json")
     assert report["checked"]["fs"] == "btrfs" and loop in report["checked"]["disks"]
+    assert _finding(report, "free-space-fragmentation")["severity"] != "unknown"
     assert _finding(report, "loop-direct-io")["severity"] == "warn"   # losetup without --direct-io
     assert "not applicable" not in _finding(report, "other-io")["title"]
+
+
+def test_btrfs_free_space_from_the_tree_search_equals_dump_tree(hand_made, cli, tmp_path):
+    from fsscope.layout.freespace import free_space, free_space_live
+
+    dev, mnt = hand_made("btrfs", "-q", "-f", "-n", "32768")
+    for i in range(40):   # files of many sizes, every other one removed: holes in the data chunk
+        (mnt / f"f{i}").write_bytes(os.urandom(4096 * (1 + 37 * i % 300)))
+    for i in range(0, 40, 2):
+        (mnt / f"f{i}").unlink()
+    subprocess.run(["sync", "-f", str(mnt)], check=True)   # the transaction committed: both see it
+    live = free_space_live("btrfs", str(mnt))
+    tools = free_space("btrfs", device=dev, mountpoint=str(mnt))   # btrfs inspect-internal dump-tree
+    assert live.free_extent_count > 2 and "TREE_SEARCH" in live.source
+    for name in ("free_extent_count", "total_free_bytes", "largest_free_extent_bytes", "unallocated_bytes",
+                 "bucket_free_bytes"):
+        assert getattr(live, name) == getattr(tools, name), name
+    out = tmp_path / "scan.json"
+    got = cli("scan", str(mnt), "--json", str(out))
+    assert got.returncode == 0, got.stderr
+    scanned = json.loads(out.read_text())
+    assert scanned["free_space"]["total_free_bytes"] == live.total_free_bytes
 
 
 def test_bind_mount_is_the_same_device_and_says_it_is_bound(hand_made, tmp_path):
@@ -261,3 +284,61 @@ def test_check_reads_what_the_kernel_tells_when_the_device_is_refused(hand_made,
     assert "Operation not permitted" in lazy["evidence"], lazy          # why, not dumpe2fs's version banner
     assert "dumpe2fs 1." not in lazy["evidence"]
     assert "None" not in got.stdout
+
+
+# --- probe --dir on each of them: a report, and the file system named right -------------------
+
+PROBE = ["probe", "--files", "60", "--runs", "1", "--max-runs", "1", "--trace", "off"]
+
+
+def _probe(run_cli, where: Path, out: Path) -> dict:
+    got = run_cli([*PROBE, "--dir", str(where), "--json", str(out)])
+    assert got.returncode == 0 and out.exists(), got.stderr
+    assert "None" not in got.stdout and "Traceback" not in got.stderr, got.stdout
+    return json.loads(out.read_text())
+
+
+def test_probe_on_a_btrfs_subvolume_reads_that_subvolume_s_tree(hand_made, cli, tmp_path):
+    from fsscope.explain.geometry import read_geometry
+
+    dev, mnt = hand_made("btrfs", "-q", "-f", "-n", "16384")
+    subprocess.run(["btrfs", "subvolume", "create", str(mnt / "sub")], check=True, capture_output=True)
+    for i in range(30):   # the top level's tree differs from the subvolume's
+        (mnt / f"top{i:03d}").touch()
+    (mnt / "sub" / "srv").mkdir()
+    subprocess.run(["sync", "-f", str(mnt)], check=True)
+    tree_id = int(subprocess.run(["btrfs", "inspect-internal", "rootid", str(mnt / "sub")], capture_output=True,
+                                 text=True, check=True).stdout)
+    dump = subprocess.run(["btrfs", "inspect-internal", "dump-tree", "-t", str(tree_id), dev],
+                          capture_output=True, text=True, check=True).stdout
+    leaf_free = int(dump.split(" free space ")[1].split()[0])
+    g = read_geometry("btrfs", dev, str(mnt), probe_dir=mnt / "sub" / "srv")
+    assert g.raw["fs_tree_id"] == tree_id and g.btrfs_fs_tree_leaf_free_bytes == leaf_free
+    assert g.btrfs_fs_tree_level == 0
+    report = _probe(lambda args: cli(*args), mnt / "sub" / "srv", tmp_path / "probe.json")
+    assert report["existing"]["fs"] == "btrfs" and report["existing"]["subvolume"] == "/sub"
+    assert any(p["structure"] == "btrfs-fs-tree-leaf-split" for p in report["predictions"])
+
+
+def test_probe_finishes_on_a_bind_mount_an_overlay_and_a_refused_device(hand_made, denied_device, cli, tmp_path):
+    import sys
+
+    dev, mnt = hand_made("ext4", "-q", "-b", "2048", "-E", "lazy_itable_init=0,lazy_journal_init=0")
+    xdev, xmnt = hand_made("xfs", "-q", "-b", "size=2048", "-i", "size=1024", "-n", "size=16384")
+    (mnt / "data").mkdir()
+    for d in ("lower", "upper", "work"):
+        (xmnt / d).mkdir()
+    with mounted("--bind", str(mnt / "data"), at=tmp_path / "bound") as bound:
+        report = _probe(lambda args: cli(*args), bound, tmp_path / "bind.json")
+        assert report["existing"]["bind"] and report["geometry"]["fs"] == "ext4"
+        assert report["geometry"]["unread"] == [] and "dir_index" in report["geometry"]["features"]
+    opts = f"lowerdir={xmnt / 'lower'},upperdir={xmnt / 'upper'},workdir={xmnt / 'work'}"
+    with mounted("-t", "overlay", "overlay", "-o", opts, at=tmp_path / "ovl") as ovl:
+        report = _probe(lambda args: cli(*args), ovl, tmp_path / "ovl.json")
+        assert report["existing"]["fs"] == "overlay" and report["existing"]["upper"]["fs"] == "xfs"
+        assert report["existing"]["upper"]["source"] == xdev
+    run = denied_device(dev)
+    report = _probe(lambda args: run([sys.executable, "-m", "fsscope", *args], stdin=subprocess.DEVNULL),
+                    mnt / "data", tmp_path / "refused.json")
+    unread = " ".join(report["geometry"]["unread"])
+    assert "Operation not permitted" in unread and report["geometry"]["block_size_bytes"] == 2048

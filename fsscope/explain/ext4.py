@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fsscope.explain.ext4_htree import HASH_NAMES, dirhash, first_leaf_split
 from fsscope.explain.geometry import Geometry
 from fsscope.explain.prediction import CREATING_OPS, Prediction, round_up, series_count
 
@@ -102,25 +103,30 @@ def predict(g: Geometry, op: str, L: int, files: int, **_: int) -> list[Predicti
                   f"a new block, hashed and split into two leaves (3 blocks in all) -- two "
                   f"block allocations, a sort and a copy of every entry in one call, once per "
                   f"directory. Afterwards a lookup scans one leaf, not the whole directory.")))
-        out.append(Prediction(
-            structure="ext4-htree-first-leaf-split", kind="outlier", index=None,
-            index_low=lim.split_low, index_high=lim.split_high,
-            arithmetic=f"{lim.arithmetic['block']}; {lim.arithmetic['split']}",
-            tolerance_why="window from the hash split bounds: the exact index depends on the "
-                          "directory hash seed, which mkfs draws at random",
-            note=(f"After the conversion new names go to the leaf their hash selects; the "
-                  f"first leaf to fill is split in two (one block allocated, half the entries "
-                  f"moved) somewhere in files {lim.split_low}..{lim.split_high}. Where exactly "
-                  f"depends on the directory hash seed: "
-                  + ("it is null here (fixed), so the split repeats at the same file on every "
-                     "fresh file system, but fsscope does not compute the hashes -- only the "
-                     "window." if g.ext4_hash_seed_null else
-                     "mkfs draws it at random, so on fresh file systems the split moves from "
-                     "run to run and is rarely a repeatable outlier."))))
-        if lim.split_low > c0 + 1:
+        exact = _exact_split(g, L, lim)
+        if exact is not None:
+            out.append(exact)
+        else:
+            out.append(Prediction(
+                structure="ext4-htree-first-leaf-split", kind="outlier", index=None,
+                index_low=lim.split_low, index_high=lim.split_high,
+                arithmetic=f"{lim.arithmetic['block']}; {lim.arithmetic['split']}",
+                tolerance_why="window from the hash split bounds: the exact index depends on the "
+                              "directory hash seed, which mkfs draws at random",
+                note=(f"After the conversion new names go to the leaf their hash selects; the "
+                      f"first leaf to fill is split in two (one block allocated, half the entries "
+                      f"moved) somewhere in files {lim.split_low}..{lim.split_high}. Where exactly "
+                      f"depends on the directory hash seed: "
+                      + ("it is null here (fixed), so the split repeats at the same file on every "
+                         "fresh file system; fsscope computes it for the probe's own names in a fresh "
+                         "subdirectory, not beside entries already there." if g.ext4_hash_seed_null else
+                         "mkfs draws it at random, so on fresh file systems the split moves from "
+                         "run to run and is rarely a repeatable outlier."))))
+        scan_to = exact.index if exact is not None and exact.index is not None else lim.split_low
+        if scan_to > c0 + 1:
             out.append(Prediction(
                 structure="ext4-htree-leaf-scan", kind="linear", index=c0 + 1,
-                end=lim.split_low, arithmetic=lim.arithmetic["split"],
+                end=scan_to, arithmetic=lim.arithmetic["split"],
                 tolerance_why="range ends inside the hash-dependent split window; compared by "
                               "overlap",
                 note=("After the conversion a lookup hashes the name and scans one of two "
@@ -137,6 +143,39 @@ def predict(g: Geometry, op: str, L: int, files: int, **_: int) -> list[Predicti
                   f"appended, and every lookup scans all of them -- creation cost grows with "
                   f"directory size. Admin: enable dir_index (tune2fs -O dir_index; e2fsck -D).")))
     return out
+
+
+def _exact_split(g: Geometry, L: int, lim: Ext4DirLimits) -> Prediction | None:
+    """The first leaf split at its exact file, where the hash seed is the same in every run
+    (an existing file system's, or a null one) and the probe's directory starts empty: the
+    kernel's hash of each name the probe will create and do_split's arithmetic, replayed
+    (:mod:`fsscope.explain.ext4_htree`). None: the window stays."""
+    seed, version = g.ext4_hash_seed, g.ext4_hash_version
+    if seed is None or version is None or not (g.existing or g.ext4_hash_seed_null):
+        return None
+    if g.probe_dir_in_root is not False or "casefold" in g.features or "encrypt" in g.features:
+        return None   # the names already there (lost+found) or the hashed form are not known
+    B = g.block_size_bytes or 4096
+    names = (f"{i:0{L}d}".encode() for i in range(lim.split_high + 1))
+    index = first_leaf_split(names, block_bytes=B, csum=g.has_csum,
+                             hash_of=lambda name: dirhash(name, version, seed))
+    if index is None:
+        return None
+    seed_text = "null (MD4's initial words)" if not any(seed) else " ".join(f"{w:08x}" for w in seed)
+    why = "an existing file system keeps its seed" if g.existing else "the seed is null"
+    return Prediction(
+        structure="ext4-htree-first-leaf-split", kind="outlier", index=index,
+        arithmetic=(f"{lim.arithmetic['block']}; hash {HASH_NAMES.get(version, version)} with seed "
+                    f"{seed_text} of each name (fs/ext4/hash.c); conversion at file {lim.first_block_files} "
+                    f"splits block 1 by hash, then each name goes to the leaf whose index hash is "
+                    f"the largest at most its own; the first leaf to outgrow {B}"
+                    f"{' - 12' if g.has_csum else ''} B is split (do_split) by file {index} "
+                    f"(window without the hashes: {lim.split_low}..{lim.split_high})"),
+        tolerance_why=f"exact: {why}, so every run's names hash alike and split at the same file",
+        note=(f"After the conversion new names go to the leaf their hash selects; the first leaf to "
+              f"fill is split in two (one block allocated, half the entries moved) at file {index}. "
+              f"ext4's hash of the probe's names under this file system's seed puts it there in every "
+              f"run: {why}."))
 
 
 def limits(g: Geometry, op: str) -> list[str]:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fsscope.errors import FsscopeError, ToolError
+from fsscope.layout.btrfs_tree import subvolume_id
 from fsscope.layout.freespace import syncfs
 from fsscope.targets import filesystem, identity
 from fsscope.tools import run
@@ -107,6 +108,10 @@ class Geometry:
     #: directory hash seed is all zeros (recipe prep null_hash_seed): htree leaf splits then
     #: land at the same indices on every fresh file system.
     ext4_hash_seed_null: bool | None = None
+    #: the directory hash seed (s_hash_seed, four words) and the DX_HASH_* version new htrees
+    #: use (3-5: unsigned char): with both, htree leaf splits are computed, not bounded
+    ext4_hash_seed: tuple[int, int, int, int] | None = None
+    ext4_hash_version: int | None = None
 
     # --- btrfs -----------------------------------------------------------------------
     btrfs_sector_size_bytes: int | None = None
@@ -515,9 +520,34 @@ def ext4_superblock(device: str) -> dict[str, str]:
     names = [name for word, table in zip(words, EXT4_FEATURES)
              for bit, name in table.items() if word & bit]
     seed = sb[236:252].hex()
+    flags, = struct.unpack_from("<I", sb, 352)
     return {"Block size": str(1024 << log_block), "Inode size": str(inode_size),
             "Inodes per group": str(per_group), "Filesystem features": " ".join(names),
-            "Directory Hash Seed": f"{seed[:8]}-{seed[8:12]}-{seed[12:16]}-{seed[16:20]}-{seed[20:]}"}
+            "Directory Hash Seed": f"{seed[:8]}-{seed[8:12]}-{seed[12:16]}-{seed[16:20]}-{seed[20:]}",
+            "Default directory hash": EXT4_HASH_NAMES.get(sb[252], str(sb[252])),
+            "Filesystem flags": " ".join(name for bit, name in EXT4_SB_FLAGS.items() if flags & bit)}
+
+
+#: s_def_hash_version -> the name dumpe2fs prints; s_flags bits dumpe2fs names
+EXT4_HASH_NAMES = {0: "legacy", 1: "half_md4", 2: "tea"}
+EXT4_SB_FLAGS = {0x1: "signed_directory_hash", 0x2: "unsigned_directory_hash", 0x4: "test_filesystem"}
+
+
+def _hash_of(fields: dict[str, str]) -> tuple[tuple[int, int, int, int] | None, int | None]:
+    """(s_hash_seed as the kernel's four words, the DX_HASH_* version new htrees use: the
+    default hash, +3 where the file system hashes unsigned char)."""
+    import struct
+
+    seed_text = fields.get("Directory Hash Seed", "").replace("-", "")
+    try:
+        seed = struct.unpack("<4I", bytes.fromhex(seed_text)) if len(seed_text) == 32 else None
+    except ValueError:
+        seed = None
+    by_name = {v: k for k, v in EXT4_HASH_NAMES.items()}
+    version = by_name.get(fields.get("Default directory hash", "").strip())
+    if version is not None and "unsigned_directory_hash" in fields.get("Filesystem flags", ""):
+        version += 3
+    return (seed if seed is None else (seed[0], seed[1], seed[2], seed[3])), version
 
 
 def _read_ext4(fs: str, device: str, mountpoint: str, probe_dir: Any, *,
@@ -526,13 +556,15 @@ def _read_ext4(fs: str, device: str, mountpoint: str, probe_dir: Any, *,
     block_size = _int(fields.get("Block size"))
     features = frozenset(fields.get("Filesystem features", "").split())
     dir_size = os.stat(probe_dir).st_size if probe_dir is not None else None
+    seed, version = _hash_of(fields)
     return Geometry(
         fs=fs, mountpoint=mountpoint, device=device, block_size_bytes=block_size,
         inode_size_bytes=_int(fields.get("Inode size")),
         dir_block_size_bytes=block_size,  # ext4 directory blocks are file-system blocks
         features=features, raw={"dumpe2fs": fields},
         ext4_inodes_per_group=_int(fields.get("Inodes per group")),
-        ext4_dir_size_bytes=dir_size, ext4_hash_seed_null=_null_seed(fields))
+        ext4_dir_size_bytes=dir_size, ext4_hash_seed_null=_null_seed(fields),
+        ext4_hash_seed=seed, ext4_hash_version=version)
 
 
 def _null_seed(fields: dict[str, str]) -> bool | None:
@@ -560,8 +592,11 @@ def btrfs_flag_names(text: str, key: str) -> list[str]:
     return re.findall(r"[A-Z][A-Z0-9_]+", match.group(1)) if match else []
 
 
-_FS_TREE_ROOT = re.compile(
-    r"key \(FS_TREE ROOT_ITEM 0\).*?\bbytenr (\d+)\b.*?\n\s+level (\d+)\b", re.S)
+def _fs_tree_root(tree_id: int) -> re.Pattern[str]:
+    """The root tree's ROOT_ITEM of a subvolume's tree (5, the top level, prints as FS_TREE;
+    a snapshot's key offset is its generation)."""
+    name = "FS_TREE" if tree_id == 5 else str(tree_id)
+    return re.compile(rf"key \({name} ROOT_ITEM \d+\).*?\bbytenr (\d+)\b.*?\n\s+level (\d+)\b", re.S)
 _BLOCK_HEAD = re.compile(r"^(leaf|node) \d+ (?:level (\d+) )?items (\d+) free space (\d+)", re.M)
 
 
@@ -575,8 +610,16 @@ def _read_btrfs(device: str, mountpoint: str, probe_dir: Any) -> Geometry:
     raw: dict[str, Any] = {"dump_super": fields}
     level = leaf_free = None
     # The root tree is small; it says where the fs tree's root block is and its level.
+    # the tree of the subvolume the files go in (a subvolume is a tree of its own)
+    try:
+        tree_id = subvolume_id(str(probe_dir if probe_dir is not None else mountpoint))
+    except OSError as exc:
+        tree_id = 5
+        raw.setdefault("errors", []).append(f"subvolume id (BTRFS_IOC_INO_LOOKUP): {exc.strerror}; "
+                                            "the top-level tree assumed")
+    raw["fs_tree_id"] = tree_id
     root_tree = run("btrfs", "inspect-internal", "dump-tree", "-t", "root", device)
-    found = _FS_TREE_ROOT.search(root_tree)
+    found = _fs_tree_root(tree_id).search(root_tree)
     if found:
         bytenr, level = int(found.group(1)), int(found.group(2))
         raw["fs_tree_root_bytenr"] = bytenr

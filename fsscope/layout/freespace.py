@@ -404,10 +404,20 @@ def getfsmap_free_lengths(mountpoint: str) -> np.ndarray:
 
 
 def free_space_live(fs: str, mountpoint: str) -> FreeSpaceHistogram:
-    """The free-space histogram of a mounted ext4 or xfs, read-only and live (GETFSMAP), for
-    a look at a file system in use: no sync, no tool opening the device."""
+    """The free-space histogram of a mounted ext4 or xfs (GETFSMAP) or btrfs (its chunk and
+    extent trees through the tree-search ioctl), read-only and live, for a look at a file
+    system in use: no sync, no tool opening the device."""
+    if fs == "btrfs":
+        from fsscope.layout.btrfs_tree import space_account
+
+        chunks, devices, allocated, sector = space_account(mountpoint)
+        lengths, unallocated = btrfs_free_extents(chunks, devices, allocated)
+        return histogram_from_lengths(
+            "btrfs", lengths, sector, unallocated_bytes=unallocated, notes=(_btrfs_note(devices),),
+            source=f"BTRFS_IOC_TREE_SEARCH_V2 {mountpoint} (chunk and extent trees)")
     if fs not in ("ext4", "xfs"):
-        raise FsscopeError(f"a live read-only free-space histogram needs GETFSMAP (ext4, xfs), not {fs}")
+        raise FsscopeError(f"a live read-only free-space histogram needs GETFSMAP (ext4, xfs) or btrfs' "
+                           f"tree search, not {fs}")
     lengths = getfsmap_free_lengths(mountpoint)
     return histogram_from_lengths(fs, lengths, os.statvfs(mountpoint).f_bsize,
                                   source=f"FS_IOC_GETFSMAP {mountpoint}")
@@ -449,15 +459,17 @@ def free_space(fs: str, *, device: str | None, mountpoint: str | None = None) ->
         allocated = parse_btrfs_extent_tree(
             tools.run("btrfs", "inspect-internal", "dump-tree", "-t", "extent", dev), sizes["nodesize"])
         lengths, unallocated = btrfs_free_extents(chunks, devices, allocated)
-        if len(devices) > 1:
-            note = f"{len(devices)} devices: device holes of all devices are counted"
-        else:
-            note = "free = gaps in DATA chunks + unallocated device space; metadata chunks excluded"
         return histogram_from_lengths(
-            "btrfs", lengths, sizes["sectorsize"], unallocated_bytes=unallocated, notes=(note,),
+            "btrfs", lengths, sizes["sectorsize"], unallocated_bytes=unallocated, notes=(_btrfs_note(devices),),
             source=f"btrfs inspect-internal dump-tree -t chunk/-t extent {dev}")
     raise FsscopeError(f"a free-space histogram is not available for {fs} (fsscope reads ext4 "
                        "with e2freefrag, xfs with freesp and btrfs from its extent tree)")
+
+
+def _btrfs_note(devices: dict[int, int]) -> str:
+    if len(devices) > 1:
+        return f"{len(devices)} devices: device holes of all devices are counted"
+    return "free = gaps in DATA chunks + unallocated device space; metadata chunks excluded"
 
 
 def free_space_of(mounted: _MountedLike) -> FreeSpaceHistogram:
