@@ -47,7 +47,7 @@ PACKAGE_OF = {
     "btrfs": "btrfs-progs", "mkfs.f2fs": "f2fs-tools", "losetup": "util-linux",
     "mount": "mount", "umount": "mount", "blkid": "util-linux", "wipefs": "util-linux",
     "blkdiscard": "util-linux",
-    "fio": "fio",
+    "fio": "fio", "openssl": "openssl",
 }
 
 

@@ -166,7 +166,7 @@ def add_scheduler_args(parser: argparse.ArgumentParser) -> None:
 def scheduler_fields(args) -> dict[str, object]:
     """The spec's scheduler fields from :func:`add_scheduler_args`' options; says on stderr what
     --insecure-scheduler means when it is used."""
-    if args.insecure_scheduler and args.scheduler:
+    if args.insecure_scheduler and args.scheduler and not args.scheduler.startswith("tls://"):
         from fsscope.study.credentials import INSECURE_NOTE
 
         Console(stderr=True, soft_wrap=True, highlight=False).print(f"[yellow]warning:[/] {INSECURE_NOTE}", markup=True)

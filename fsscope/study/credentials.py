@@ -63,6 +63,8 @@ def check_scheduler(scheduler: str, security: str, insecure: bool) -> None:
         load_security_file(security)
         return
     if scheme == "tcp" and insecure:
+        if security:
+            raise FsscopeError(f"--security is for a tls:// scheduler, not {scheduler}")
         return
     if scheme == "tcp":
         raise FsscopeError(f"--scheduler {scheduler}: a plain tcp:// scheduler lets anyone who reaches its port "
