@@ -62,8 +62,8 @@ class _SwapOnOpen:
     hooked = False
     current: _SwapOnOpen | None = None
 
-    def __init__(self, user, tree: Path, target: Path):
-        self.user, self.tree, self.target, self.done = user, tree, target, False
+    def __init__(self, user, tree: Path, target: Path, *, link: bool = True):
+        self.user, self.tree, self.target, self.link, self.done = user, tree, target, link, False
 
     def __enter__(self) -> _SwapOnOpen:
         if not _SwapOnOpen.hooked:  # an audit hook stays for the process: install one, once
@@ -84,8 +84,9 @@ class _SwapOnOpen:
             return
         swap.done = True
         tree = str(swap.tree)
+        put = "os.symlink" if swap.link else "os.rename"  # a link, or another directory moved in
         swap.user.python(f"import os; os.rename({tree + '/victim'!r}, {tree + '/moved'!r}); "
-                         f"os.symlink({str(swap.target)!r}, {tree + '/victim'!r})")
+                         f"{put}({str(swap.target)!r}, {tree + '/victim'!r})")
 
 
 def test_scan_reports_a_directory_swapped_for_a_link_and_never_follows_it(local_user, root_only):
@@ -109,6 +110,20 @@ def test_scan_reports_a_directory_swapped_for_a_link_and_never_follows_it(local_
     render_scan(report, Console(file=out, width=200))
     lines = [line for line in out.getvalue().splitlines() if "swapped" in line]
     assert len(lines) == 1 and f"{tree}/victim" in lines[0], out.getvalue()
+
+
+def test_scan_reports_a_directory_replaced_by_another_and_does_not_walk_it(local_user):
+    """The user moves another directory of theirs in its place: not the inode listed, so not
+    walked (its name is swapped in the report), whatever it holds."""
+    from fsscope.scan import scan
+
+    tree = _users_tree(local_user)
+    local_user.python("import os; os.makedirs('elsewhere/decoy-dir')")
+    with _SwapOnOpen(local_user, tree, local_user.home / "elsewhere", link=False) as swap:
+        report = scan(tree, free_space=False, aging=False)
+    assert swap.done
+    assert not any("decoy" in d["path"] for d in report["dirs"])
+    assert report["swapped_count"] == 1 and "replaced after it was listed" in report["swapped"][0]
 
 
 def test_profile_capture_counts_no_file_of_a_swapped_in_directory(local_user, root_only):
