@@ -342,3 +342,31 @@ def test_probe_finishes_on_a_bind_mount_an_overlay_and_a_refused_device(hand_mad
                     mnt / "data", tmp_path / "refused.json")
     unread = " ".join(report["geometry"]["unread"])
     assert "Operation not permitted" in unread and report["geometry"]["block_size_bytes"] == 2048
+
+
+def test_scan_lists_the_larger_directories_near_a_change_and_counts_the_rest(hand_made, cli, tmp_path):
+    """A tree of many tiny XFS directories: each is a create or two from leaving short form.
+    The largest are listed; the rest are counted by what they become, none dropped."""
+    from fsscope.scan import NEAR_ROWS
+
+    dev, mnt = hand_made("xfs", "-q", "-n", "size=8192")
+    tree = mnt / "tree"
+    tree.mkdir()
+    for d in range(NEAR_ROWS + 15):          # 5 names of 20 B: one create from a block
+        (tree / f"tiny{d:03d}").mkdir()
+        for i in range(5):
+            (tree / f"tiny{d:03d}" / f"{i:020d}").touch()
+    (tree / "big").mkdir()                   # 201 names: one create from leaf format
+    for i in range(201):
+        (tree / "big" / f"{i:020d}").touch()
+    out = tmp_path / "scan.json"
+    got = cli("scan", str(tree), "--json", str(out))
+    assert got.returncode == 0, got.stderr
+    report = json.loads(out.read_text())
+    near = [d for d in report["dirs"] if d.get("creates_until_change") and d["creates_until_change"]["creates"] <= 4]
+    listed = report["near_change"]
+    assert len(listed) == NEAR_ROWS and Path(listed[0]["path"]).name == "big"   # the soonest, then larger
+    assert sum(report["near_change_more"].values()) + len(listed) == len(near)
+    assert report["near_change_more"] == {"block": len(near) - NEAR_ROWS}
+    assert f"and {len(near) - NEAR_ROWS} smaller directories as near: {len(near) - NEAR_ROWS} → block" \
+        in " ".join(got.stdout.split())
