@@ -370,3 +370,29 @@ def test_scan_lists_the_larger_directories_near_a_change_and_counts_the_rest(han
     assert report["near_change_more"] == {"block": len(near) - NEAR_ROWS}
     assert f"and {len(near) - NEAR_ROWS} smaller directories as near: {len(near) - NEAR_ROWS} → block" \
         in " ".join(got.stdout.split())
+
+
+def test_traced_probe_names_the_htree_conversion_when_the_device_is_refused(hand_made, denied_device, tmp_path):
+    """The kernel's block allocation at the conversion is named even without the superblock:
+    a window of two files (metadata_csum unknown) that holds the file where it happened."""
+    import sys
+
+    from fsscope.trace.tracefs import unavailable_reason
+
+    if unavailable_reason() is not None:
+        pytest.skip(f"tracefs: {unavailable_reason()}")
+    dev, mnt = hand_made("ext4", "-q", "-b", "2048", "-E", "lazy_itable_init=0,lazy_journal_init=0")
+    (mnt / "srv").mkdir()
+    run = denied_device(dev)
+    out = tmp_path / "probe.json"
+    got = run([sys.executable, "-m", "fsscope", "probe", "--files", "140", "--runs", "2", "--max-runs", "2",
+               "--trace", "attribute", "--dir", str(mnt / "srv"), "--json", str(out)], stdin=subprocess.DEVNULL)
+    assert got.returncode == 0 and out.exists(), got.stderr
+    report = json.loads(out.read_text())
+    assert "Operation not permitted" in " ".join(report["geometry"]["unread"])
+    (predicted,) = [p for p in report["predictions"] if p["structure"] == "ext4-dir-htree-conversion"]
+    # 2048 B blocks, 7-character names (16 B entries): (2048 - 12 - 24) // 16 = 125 with the
+    # csum tail mke2fs enables by default, 126 without it
+    assert (predicted["index_low"], predicted["index_high"]) == (125, 126) and predicted["condition"]
+    (row,) = [r for r in report["structures"] if r["structure"] == "ext4-dir-htree-conversion"]
+    assert 125 in row["seen"], row
