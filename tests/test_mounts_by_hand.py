@@ -396,3 +396,27 @@ def test_traced_probe_names_the_htree_conversion_when_the_device_is_refused(hand
     assert (predicted["index_low"], predicted["index_high"]) == (125, 126) and predicted["condition"]
     (row,) = [r for r in report["structures"] if r["structure"] == "ext4-dir-htree-conversion"]
     assert 125 in row["seen"], row
+
+
+def test_scan_xfs_with_the_device_refused_reads_the_geometry_ioctl(hand_made, denied_device, tmp_path):
+    """xfs_info asks the mounted file system (XFS_IOC_FSGEOMETRY), not the device: every
+    directory is still classified and checked against its block map."""
+    import sys
+
+    dev, mnt = hand_made("xfs", "-q", "-b", "size=2048", "-i", "size=1024", "-n", "size=16384")
+    tree = mnt / "tree"
+    tree.mkdir()
+    for n in (3, 30, 400, 2000):
+        (tree / f"d{n}").mkdir()
+        for i in range(n):
+            (tree / f"d{n}" / f"{i:020d}").touch()
+    run = denied_device(dev)
+    out = tmp_path / "scan.json"
+    got = run([sys.executable, "-m", "fsscope", "scan", str(tree), "--json", str(out)], stdin=subprocess.DEVNULL)
+    assert got.returncode == 0, got.stderr
+    report = json.loads(out.read_text())
+    g = report["geometry"]
+    assert (g["block_size_bytes"], g["inode_size_bytes"], g["dir_block_size_bytes"]) == (2048, 1024, 16384)
+    assert report["checked"]["disagree"] == 0 and report["checked"]["not_checked"] == 0
+    assert {Path(d["path"]).name: d["structure"] for d in report["dirs"]}["d2000"] in ("leaf", "node")
+    assert "None" not in got.stdout
