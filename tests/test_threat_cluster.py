@@ -59,7 +59,7 @@ def own_ca(user) -> dict[str, str]:
 
 
 ATTACK = r"""
-import asyncio, json, os, ssl, sys
+import asyncio, json, os, ssl, sys, threading, time
 sys.path.append(SITE)
 from distributed import Client
 from distributed.comm import connect
@@ -82,10 +82,13 @@ def connection_args(way):
 
 async def talk(port, way):
     scheme, kw = connection_args(way)
-    try:
+    async def ask():
         comm = await connect(f"{scheme}://127.0.0.1:{port}", timeout=4, **kw)
         await comm.write({"op": "identity", "reply": True})
-        return f"answered {str(await asyncio.wait_for(comm.read(), 4))[:60]}"
+        return await comm.read()
+
+    try:  # a TLS hello to a plain server can wait for ever: no answer in 15 s is none
+        return f"answered {str(await asyncio.wait_for(ask(), 15))[:60]}"
     except Exception as exc:
         return f"refused ({type(exc).__name__})"
 
@@ -101,18 +104,34 @@ def write_file(path):
     return os.getuid()
 
 
+def submit(port, way, out):
+    scheme, kw = connection_args(way)
+    try:
+        with Client(f"{scheme}://127.0.0.1:{port}", timeout=4, security=Secure(kw)) as client:
+            uid = client.submit(write_file, cfg["marker"], pure=False).result(timeout=20)
+        out[f"{port} {way}"] = f"ran as uid {uid}"
+    except Exception as exc:
+        out[f"{port} {way}"] = f"refused ({type(exc).__name__})"
+
+
+class Secure(Security):
+    def __init__(self, kw):
+        super().__init__()
+        self.kw = kw
+
+    def get_connection_args(self, role):
+        return self.kw
+
+
 out = {"talk": asyncio.run(talk_all()), "submit": {}}
-for port in cfg["ports"]:
-    for way in WAYS:
-        scheme, kw = connection_args(way)
-        Security.get_connection_args = lambda self, role, kw=kw: kw
-        try:
-            with Client(f"{scheme}://127.0.0.1:{port}", timeout=4, security=Security()) as client:
-                uid = client.submit(write_file, cfg["marker"], pure=False).result(timeout=20)
-            out["submit"][f"{port} {way}"] = f"ran as uid {uid}"
-        except Exception as exc:
-            out["submit"][f"{port} {way}"] = f"refused ({type(exc).__name__})"
-print(json.dumps(out))
+tries = [threading.Thread(target=submit, args=(p, w, out["submit"]), daemon=True) for p in cfg["ports"] for w in WAYS]
+for t in tries:
+    t.start()
+deadline = time.monotonic() + 90
+for t in tries:
+    t.join(max(0.0, deadline - time.monotonic()))
+print(json.dumps(out), flush=True)
+os._exit(0)  # a Client still trying does not keep the attack waiting
 """.replace("SITE", repr(SITE))
 
 
@@ -166,7 +185,8 @@ def test_no_port_of_a_running_study_takes_work_from_another_user(local_user, tmp
     assert attack.returncode == 0, attack.stderr[-3000:]
     out = json.loads(attack.stdout)
     assert all(v.startswith("refused") for v in out["talk"].values()), out["talk"]
-    assert all(v.startswith("refused") for v in out["submit"].values()), out["submit"]
+    assert len(out["submit"]) <= 3 * len(ports) and not any(v.startswith("ran") for v in out["submit"].values()), out
+    assert any(v.startswith("refused") for v in out["submit"].values()), out  # the attempts were made
     assert not marker.exists()
     assert not driver.is_alive() and "error" not in result, result
     assert all(isinstance(r, ExploreRow) for r in result["rows"]), result["rows"]  # the job still measured

@@ -276,3 +276,20 @@ def test_a_journal_entry_without_identity_is_listed_by_cleanup_never_removed(scr
         assert len(lines) == 1 and "left" in lines[0] and "no identity" in lines[0], out.stdout
     finally:
         Journal().forget(entry)
+
+
+def test_profile_capture_of_a_hostile_name_prints_text_and_saves_a_profile_that_loads(scratch, cli):
+    """The profile's name is the tree's (a directory name): shown as text, written as TOML that
+    reads back the same (a newline in it ended a comment line: the next line was TOML)."""
+    from fsscope.aging.profile import load_profile
+
+    tree = scratch / f"p{CLEAR}{CLOSE}\nname = 'evil'"
+    tree.mkdir(parents=True)
+    (tree / "f").write_bytes(b"x" * 100)
+    out_toml = scratch / "captured.toml"
+    out = cli("profile", "capture", str(tree), "-o", str(out_toml))
+    assert out.returncode == 0, out.stderr
+    assert "\x1b" not in out.stdout + out.stderr
+    assert out.stdout.startswith(f"profile {_shown(tree.name)}".replace("\n", "\\x0a")), out.stdout
+    profile = load_profile(out_toml)
+    assert profile.name == tree.name and profile.description == f"captured from {tree}"

@@ -31,7 +31,7 @@ import numpy as np
 from fsscope import paths, tomlsafe, trust
 from fsscope.aging import fit
 from fsscope.errors import FsscopeError
-from fsscope.format import format_bytes
+from fsscope.format import format_bytes, visible
 
 DEFAULT_FULLNESS = 0.8  # Geriatrix README: "Somewhere around 80% is reasonable"
 AGING_STATE_FILE = ".fsscope-aging.json"  # the ager's state file; walks skip it
@@ -284,9 +284,11 @@ def _weights(table: dict, section: str, n_buckets: int, fail) -> list[float]:
 def save_profile(profile: Profile, path: Path) -> None:
     """Write ``profile`` as TOML (comments for the provenance); it loads back equal. Root
     may write it into /tmp: through the checked descriptor (:func:`fsscope.trust.write_output`)."""
-    lines = [f"# fsscope aging profile '{profile.name}'"]
-    for text in profile.provenance.splitlines():
-        lines.append(f"# {text}")
+    # a captured profile's name and provenance quote a directory's name: no control character
+    # may end a comment line early (and inject keys) or make the file unreadable TOML
+    lines = [f"# fsscope aging profile '{visible(profile.name)}'"]
+    for text in profile.provenance.split("\n"):
+        lines.append(f"# {visible(text)}")
     lines += [
         f"name = {_toml_str(profile.name)}",
         f"description = {_toml_str(profile.description)}",
@@ -312,8 +314,9 @@ def save_profile(profile: Profile, path: Path) -> None:
 
 
 def _toml_str(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-    return f'"{escaped}"'
+    """A TOML basic string: quotes, backslashes and every control character escaped."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + "".join(f"\\u{ord(c):04x}" if ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 else c for c in escaped) + '"'
 
 
 def _toml_num(value: float | int) -> str:

@@ -9,6 +9,7 @@ import asyncio
 import time
 from collections.abc import Iterable
 
+from rich.text import Text
 from textual import on
 from textual.app import SystemCommand
 from textual.binding import Binding
@@ -88,8 +89,18 @@ class FsscopeApp(OrderedInput):
             self.notify("A job is still running: cancel it on the live screen (c) first.",
                         severity="warning", timeout=5)
             return False
+        lab = next((s for s in self._live_stack() if isinstance(s, LabScreen) and s.running), None)
+        if lab is not None:  # two measured jobs at once on a small machine would each distort the other
+            self.notify(f"The Lab is running {lab.running}: let it end first.", severity="warning", timeout=5)
+            return False
         self.switch_mode("live")
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, ModalScreen):
+            self.pop_screen()  # a replay or the Lab left over the live screen: the new job is what shows
         return live.begin(plan)
+
+    def _live_stack(self) -> list[Screen]:
+        """The screens of the live mode (its live screen, then what was opened over it)."""
+        return list(self._screen_stacks.get("live", []))
 
     async def action_quit(self) -> None:
         """Quit; with a job running, ask first (quitting cancels it: it cleans up, then exits)."""
@@ -102,10 +113,14 @@ class FsscopeApp(OrderedInput):
 
         async def answered(yes: bool | None) -> None:
             if yes:
-                self.notify("Cancelling the running job: it unmounts and detaches before fsscope exits…",
-                            timeout=30)
+                running = self.live.mark_stopping("cancelling")
+                what = ", ".join(running) or "the running job"
+                self.notify(f"Cancelling {what}: it unmounts and detaches before fsscope exits…", timeout=30)
                 await self.finish_jobs()
-                self.exit()
+                ended = [f"{j.job} run {j.run_id}: {j.status}" for j in self.live.jobs if j.run_id and j.stopping]
+                # said after the screen is gone (Text: a run's name is never markup)
+                self.exit(message=Text(f"fsscope: quit and cancelled what was running ({'; '.join(ended) or what}); "
+                                       "what it measured is kept: fsscope runs"))
 
         self.push_screen(ConfirmQuitScreen(), answered)
 

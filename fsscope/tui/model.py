@@ -59,6 +59,7 @@ class JobState:
     recorded_elapsed_s: float | None = None  # replay: from the event times
     progress_elapsed_s: float | None = None  # elapsed when the fraction last moved (the estimate's basis)
     estimate: tuple[float, float] | None = None  # (seconds left, elapsed then): the job's model's own
+    stopping: str = ""  # "cancelling" or "killing" once the user asked, until the job has ended
 
     def __post_init__(self) -> None:
         if self.spec is not None and not self.spec_data:

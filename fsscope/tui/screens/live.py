@@ -99,7 +99,7 @@ class LiveScreen(LiveStream):
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "cancel_job":
-            return True if self.running else (None if self.record is None else False)
+            return self.running  # a finished job or a replay has nothing to cancel: not offered
         if action == "back":
             return self.record is not None
         if action == "next_job":
@@ -153,13 +153,29 @@ class LiveScreen(LiveStream):
             return
         if self.control.cancel_requested.is_set():
             self.control.kill()
+            self.mark_stopping("killing")
             self.log_panel.note("kill requested: the job process is killed; fsscope undoes what its "
                                 "journal says it left mounted or attached", style="bold red")
             return
         self.control.cancel()
+        self.mark_stopping("cancelling")
         self.log_panel.note("cancel requested: the job stops, unmounts, detaches and keeps what it "
                             "measured (press c again to kill it)", style="bold yellow")
         self.notify("Cancelling: the job stops and cleans up. Press c again to kill it.", timeout=4)
+
+    def mark_stopping(self, how: str) -> list[str]:
+        """Say on the rows, at once, that the plan's jobs are being cancelled (or killed): the
+        running one stops and cleans up, the waiting ones will not start. What is running, as
+        "JOB (run ID)"."""
+        running = []
+        for job in self.jobs:
+            if not job.finished:
+                job.stopping = how
+                if job.status == "running":
+                    running.append(f"{job.job} (run {job.run_id})" if job.run_id else job.job)
+        self.query_one("#progress", JobProgress).refresh()
+        self.refresh_bindings()
+        return running
 
     def action_back(self) -> None:
         if self.record is not None:

@@ -72,6 +72,9 @@ class FlagsPanel(CsvExport, OptionList):
             self.highlighted = self.shown.index(position)
 
     def _title(self) -> None:
+        if not self.flags:
+            self.border_title = "Flags"  # none yet: no count at all, never the last job's
+            return
         withdrawn = sum(1 for f in self.flags if f.withdrawn)
         title = f"Flags ({len(self.flags) - withdrawn})" + (f" · {withdrawn} withdrawn" if withdrawn else "")
         if len(self.shown) < len(self.flags):
@@ -96,8 +99,10 @@ class FlagsPanel(CsvExport, OptionList):
     def set_flags(self, flags: list[Flag]) -> None:
         self.clear_options()
         self.flags, self.shown = [], []
+        self.border_subtitle = ""
         for flag in flags:
             self.add_flag(flag)
+        self._title()  # an empty list too: never the count of the job shown before
 
     def set_filter(self, needle: str) -> None:
         """List only the flags containing ``needle``; the highlighted one stays if still listed."""

@@ -12,7 +12,9 @@ from fsscope.format import format_duration, visible
 from fsscope.tui.model import JobState
 
 STATUS_STYLE = {"running": "bold", "ok": "green", "failed": "bold red", "cancelled": "yellow",
-                "interrupted": "red", "waiting": "dim"}
+                "interrupted": "red", "waiting": "dim", "cancelling…": "bold yellow", "killing…": "bold red"}
+STOPPING = {"cancelling": "cancelling… it stops, unmounts and keeps what it measured",
+            "killing": "killing… fsscope undoes what it left mounted or attached"}
 BAR_WIDTH = 24
 ENDED = {"ok": "finished", "failed": "failed", "cancelled": "cancelled: kept what it measured",
          "interrupted": "interrupted: kept what it measured"}
@@ -61,6 +63,10 @@ class JobProgress(Widget):
             # a finished job says how it ended, not the phase it was last in (the first
             # phase of a probe's last run read as if it were still formatting)
             phase = ENDED.get(job.status, job.phase) if job.finished else job.phase
+            status = job.status
+            if job.stopping and not job.finished:  # asked to stop: no more counting down
+                phase = STOPPING[job.stopping] if job.status == "running" else "not started: the plan was cancelled"
+                status = f"{job.stopping}…" if job.status == "running" else job.status
             if job.error:
                 phase = f"{phase}: {job.error}"
             elapsed = format_duration(job.elapsed_s(self.frozen_now))
@@ -68,7 +74,9 @@ class JobProgress(Widget):
             if job.finished:
                 times = f"{elapsed} in all"
             elif job.status == "waiting":
-                times = "not started"
+                times = "will not start" if job.stopping else "not started"
+            elif job.stopping:
+                times = f"{elapsed} elapsed, stopping"
             elif remaining is None:  # no progress reported yet: no estimate, not "– left"
                 times = f"{elapsed} elapsed, estimating"
             elif remaining <= 0.0:
@@ -78,6 +86,6 @@ class JobProgress(Widget):
             table.add_row(Text(job.job, style="bold"), Text(visible(phase), overflow="ellipsis", no_wrap=True),
                           bar(frac) + Text(pct),
                           Text(times, style="dim"),
-                          Text(job.status, style=STATUS_STYLE.get(job.status, "")))
+                          Text(status, style=STATUS_STYLE.get(status, "")))
         headline = Text(visible(self.headline), style="dim", overflow="ellipsis", no_wrap=True)
         return Group(headline, table) if self.jobs else Group(headline)
