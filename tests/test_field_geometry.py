@@ -370,7 +370,8 @@ def test_scan_as_a_user_reads_what_it_may_and_says_what_it_cannot(local_user, ha
     def work():
         geometry = read_geometry("ext4", dev, str(mnt), existing=True)  # what --dir reads
         return {"scan": scan(tree), "geometry": geometry.to_dict(),
-                "predicted": [p.structure for p in predict(geometry, "creat", NAME_LENGTH, 200)]}
+                "predicted": [(p.structure, p.index_low, p.index_high, p.condition)
+                              for p in predict(geometry, "creat", NAME_LENGTH, 200)]}
 
     got = _as_user(local_user, work)
     report = got["scan"]
@@ -387,10 +388,13 @@ def test_scan_as_a_user_reads_what_it_may_and_says_what_it_cannot(local_user, ha
     # 72 names of 20 B need 2040 B of a 2048 B block: they fit without metadata_csum's 12 B tail
     assert by_name["d72"]["structure"] == by_name["d72"]["account"]["structure"] == "htree"
     assert by_name["d72"]["agrees"] is None and "metadata_csum" in by_name["d72"]["why"]
-    # --dir without root: the same gap, said; no ext4 rule guesses the missing features
+    # --dir without root: the same gap, said; the conversion predicted with what is missing
+    # said as its condition (dir_index assumed; metadata_csum's 12 B tail: file 71 or 72)
     assert got["geometry"]["existing"] and "superblock" in " ".join(got["geometry"]["unread"])
     assert got["geometry"]["block_size_bytes"] == 2048  # statfs still knows this
-    assert got["predicted"] == ["first-call"]
+    (conversion,) = [p for p in got["predicted"] if p[0] == "ext4-dir-htree-conversion"]
+    assert conversion[1:3] == [71, 72] and "dir_index assumed" in conversion[3]
+    assert sorted(p[0] for p in got["predicted"]) == ["ext4-dir-htree-conversion", "first-call"]
     assert report["free_space"]["fs"] == "ext4"  # ext4's GETFSMAP needs no privilege (xfs': root)
 
 

@@ -342,3 +342,81 @@ def test_probe_finishes_on_a_bind_mount_an_overlay_and_a_refused_device(hand_mad
                     mnt / "data", tmp_path / "refused.json")
     unread = " ".join(report["geometry"]["unread"])
     assert "Operation not permitted" in unread and report["geometry"]["block_size_bytes"] == 2048
+
+
+def test_scan_lists_the_larger_directories_near_a_change_and_counts_the_rest(hand_made, cli, tmp_path):
+    """A tree of many tiny XFS directories: each is a create or two from leaving short form.
+    The largest are listed; the rest are counted by what they become, none dropped."""
+    from fsscope.scan import NEAR_ROWS
+
+    dev, mnt = hand_made("xfs", "-q", "-n", "size=8192")
+    tree = mnt / "tree"
+    tree.mkdir()
+    for d in range(NEAR_ROWS + 15):          # 5 names of 20 B: one create from a block
+        (tree / f"tiny{d:03d}").mkdir()
+        for i in range(5):
+            (tree / f"tiny{d:03d}" / f"{i:020d}").touch()
+    (tree / "big").mkdir()                   # 201 names: one create from leaf format
+    for i in range(201):
+        (tree / "big" / f"{i:020d}").touch()
+    out = tmp_path / "scan.json"
+    got = cli("scan", str(tree), "--json", str(out))
+    assert got.returncode == 0, got.stderr
+    report = json.loads(out.read_text())
+    near = [d for d in report["dirs"] if d.get("creates_until_change") and d["creates_until_change"]["creates"] <= 4]
+    listed = report["near_change"]
+    assert len(listed) == NEAR_ROWS and Path(listed[0]["path"]).name == "big"   # the soonest, then larger
+    assert sum(report["near_change_more"].values()) + len(listed) == len(near)
+    assert report["near_change_more"] == {"block": len(near) - NEAR_ROWS}
+    assert f"and {len(near) - NEAR_ROWS} smaller directories as near: {len(near) - NEAR_ROWS} → block" \
+        in " ".join(got.stdout.split())
+
+
+def test_traced_probe_names_the_htree_conversion_when_the_device_is_refused(hand_made, denied_device, tmp_path):
+    """The kernel's block allocation at the conversion is named even without the superblock:
+    a window of two files (metadata_csum unknown) that holds the file where it happened."""
+    import sys
+
+    from fsscope.trace.tracefs import unavailable_reason
+
+    if unavailable_reason() is not None:
+        pytest.skip(f"tracefs: {unavailable_reason()}")
+    dev, mnt = hand_made("ext4", "-q", "-b", "2048", "-E", "lazy_itable_init=0,lazy_journal_init=0")
+    (mnt / "srv").mkdir()
+    run = denied_device(dev)
+    out = tmp_path / "probe.json"
+    got = run([sys.executable, "-m", "fsscope", "probe", "--files", "140", "--runs", "2", "--max-runs", "2",
+               "--trace", "attribute", "--dir", str(mnt / "srv"), "--json", str(out)], stdin=subprocess.DEVNULL)
+    assert got.returncode == 0 and out.exists(), got.stderr
+    report = json.loads(out.read_text())
+    assert "Operation not permitted" in " ".join(report["geometry"]["unread"])
+    (predicted,) = [p for p in report["predictions"] if p["structure"] == "ext4-dir-htree-conversion"]
+    # 2048 B blocks, 7-character names (16 B entries): (2048 - 12 - 24) // 16 = 125 with the
+    # csum tail mke2fs enables by default, 126 without it
+    assert (predicted["index_low"], predicted["index_high"]) == (125, 126) and predicted["condition"]
+    (row,) = [r for r in report["structures"] if r["structure"] == "ext4-dir-htree-conversion"]
+    assert 125 in row["seen"], row
+
+
+def test_scan_xfs_with_the_device_refused_reads_the_geometry_ioctl(hand_made, denied_device, tmp_path):
+    """xfs_info asks the mounted file system (XFS_IOC_FSGEOMETRY), not the device: every
+    directory is still classified and checked against its block map."""
+    import sys
+
+    dev, mnt = hand_made("xfs", "-q", "-b", "size=2048", "-i", "size=1024", "-n", "size=16384")
+    tree = mnt / "tree"
+    tree.mkdir()
+    for n in (3, 30, 400, 2000):
+        (tree / f"d{n}").mkdir()
+        for i in range(n):
+            (tree / f"d{n}" / f"{i:020d}").touch()
+    run = denied_device(dev)
+    out = tmp_path / "scan.json"
+    got = run([sys.executable, "-m", "fsscope", "scan", str(tree), "--json", str(out)], stdin=subprocess.DEVNULL)
+    assert got.returncode == 0, got.stderr
+    report = json.loads(out.read_text())
+    g = report["geometry"]
+    assert (g["block_size_bytes"], g["inode_size_bytes"], g["dir_block_size_bytes"]) == (2048, 1024, 16384)
+    assert report["checked"]["disagree"] == 0 and report["checked"]["not_checked"] == 0
+    assert {Path(d["path"]).name: d["structure"] for d in report["dirs"]}["d2000"] in ("leaf", "node")
+    assert "None" not in got.stdout

@@ -70,7 +70,7 @@ def predict(g: Geometry, op: str, L: int, files: int, **_: int) -> list[Predicti
     if "inline_data" in g.features:
         return []  # directories start inline in the inode: different arithmetic, no rule
     if g.existing and not g.features:
-        return []  # the superblock was not read: dir_index and metadata_csum are unknown
+        return _unread_conversion(g, op, L)  # dir_index and metadata_csum unknown
     B = g.block_size_bytes
     if g.ext4_dir_size_bytes is not None and g.ext4_dir_size_bytes != B:
         return []  # not a fresh one-block directory
@@ -145,6 +145,33 @@ def predict(g: Geometry, op: str, L: int, files: int, **_: int) -> list[Predicti
     return out
 
 
+def _unread_conversion(g: Geometry, op: str, L: int) -> list[Prediction]:
+    """An existing ext4 whose superblock could not be read: the conversion to an htree where
+    block 0 is full, assuming dir_index (mke2fs's default since 2003), between the file
+    metadata_csum's 12-byte tail puts it at and the one without it."""
+    B = g.block_size_bytes or 4096
+    if g.ext4_dir_size_bytes is not None and g.ext4_dir_size_bytes != B:
+        return []
+    with_csum, plain = (ext4_dir_limits(block_bytes=B, name_length=L, csum=csum,
+                                        existing_name_bytes=g.probe_dir_entry_name_bytes)
+                        for csum in (True, False))
+    low, high = with_csum.first_block_files, plain.first_block_files
+    condition = ("the superblock was not read: dir_index assumed (mke2fs's default); "
+                 + ("metadata_csum unknown, and the 12-byte tail it adds to a block changes nothing here"
+                    if low == high else f"metadata_csum unknown: {low} with its 12-byte tail, {high} without"))
+    return [Prediction(
+        structure="ext4-dir-htree-conversion", kind="outlier", index=low if low == high else None,
+        index_low=None if low == high else low, index_high=None if low == high else high,
+        arithmetic=f"{g.files_where}with metadata_csum: {with_csum.arithmetic['first']}; without: "
+                   f"{plain.arithmetic['first']}; with dir_index the directory becomes an htree at that call",
+        condition=condition,
+        tolerance_why=("exact under the assumptions" if low == high else
+                       "a window of two files: whether metadata_csum is on is in the superblock"),
+        note=(f"Block 0 of the {op} directory is full after {low}{'' if low == high else f' or {high}'} names "
+              f"of {L} characters ({B}-byte blocks from statfs); the next create converts it into a hashed "
+              f"index: two block allocations, a sort and a copy of every entry in one call."))]
+
+
 def _exact_split(g: Geometry, L: int, lim: Ext4DirLimits) -> Prediction | None:
     """The first leaf split at its exact file, where the hash seed is the same in every run
     (an existing file system's, or a null one) and the probe's directory starts empty: the
@@ -182,6 +209,7 @@ def limits(g: Geometry, op: str) -> list[str]:
     """What :func:`predict` does not cover on ext4, one line each."""
     out = ["ext4 inline_data: directories start inside the inode; no rule"] if "inline_data" in g.features else []
     if g.existing and not g.features:
-        out.append("ext4 superblock not read (features unknown): no directory rules")
+        out.append("ext4 superblock not read (features unknown): only the htree conversion is predicted, "
+                   "assuming dir_index, as a window over metadata_csum")
     return out + ["ext4 htree leaf splits after the first one depend on the per-mkfs hash seed: not predicted",
                   "ext4 moving to the next block group's inodes is not predicted"]

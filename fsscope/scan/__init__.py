@@ -444,9 +444,7 @@ def scan(path: str | os.PathLike, *, near: int = dirs.NEAR_ENTRIES, largest: int
         "checked": {"agree": sum(1 for d in known if d["agrees"]),
                     "disagree": sum(1 for d in known if not d["agrees"]),
                     "not_checked": len(judged) - len(known)},
-        "near_change": sorted((d for d in judged if d["creates_until_change"]
-                               and d["creates_until_change"]["creates"] <= near),
-                              key=lambda d: d["creates_until_change"]["creates"]),
+        **_near_change(judged, near),
         "largest": sorted(judged, key=lambda d: -d["entries"])[:largest],
         "disagreements": [d for d in known if not d["agrees"]],
         "dirs": judged,
@@ -462,6 +460,24 @@ def scan(path: str | os.PathLike, *, near: int = dirs.NEAR_ENTRIES, largest: int
     if aging:
         report["aging"] = _aging(walk, root, now_s)
     return report
+
+
+#: the directories near a change listed by name; the rest are counted by what they become
+NEAR_ROWS = 20
+
+
+def _near_change(judged: list[dict], near: int) -> dict:
+    """The directories within ``near`` creates of a structural change: the NEAR_ROWS largest
+    listed (a change costs more the more entries it moves: a tree of tiny directories has
+    hundreds a create from a cheap one), soonest first; the others counted by what they become."""
+    close = [d for d in judged if d["creates_until_change"] and d["creates_until_change"]["creates"] <= near]
+    listed = sorted(close, key=lambda d: -d["entries"])[:NEAR_ROWS]
+    rest: dict[str, int] = {}
+    for d in sorted(close, key=lambda d: -d["entries"])[NEAR_ROWS:]:
+        becomes = d["creates_until_change"]["becomes"]
+        rest[becomes] = rest.get(becomes, 0) + 1
+    return {"near_change": sorted(listed, key=lambda d: (d["creates_until_change"]["creates"], -d["entries"])),
+            "near_change_more": rest}
 
 
 def _count(judged: list[dict]) -> dict:

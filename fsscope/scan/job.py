@@ -114,6 +114,8 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     structures: dict[str, int] = {}
     checked: Checked = Checked()
     near_change: list[Dir] = []
+    #: the directories near a change not listed (smaller than the listed ones), by what they become
+    near_change_more: dict[str, int] = {}
     largest: list[Dir] = []
     disagreements: list[Dir] = []
     dirs: list[Dir] = []

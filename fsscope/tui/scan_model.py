@@ -24,6 +24,9 @@ class ScanModel(ReportModel[Report]):
         text = (f"{visible(r.path)} on {visible(r.summary)}\n{r.directories} directories, "
                 f"{r.files} files: {counts}; checked against the file system: {c.agree} agree, "
                 f"{c.disagree} differ, {c.not_checked} not checked. {r.read_only.note}.")
+        if r.near_change_more:
+            text += (f"\nnear a change, not listed: {sum(r.near_change_more.values())} smaller directories ("
+                     + ", ".join(f"{n} → {visible(k)}" for k, n in r.near_change_more.items()) + ")")
         nearest = r.aging.nearest if r.aging else []
         if nearest:
             text += "\naging: nearest profiles " + ", ".join(f"{visible(n.profile)} ({n.distance:.2f})"
@@ -49,6 +52,7 @@ class ScanModel(ReportModel[Report]):
                 nxt = f"in {ahead.creates} → {ahead.becomes}" if ahead else "-"
                 said = ("agrees" if d.agrees else f"differs: {d.why or ''}" if d.agrees is False
                         else "not checked")
-                structure = str(d.structure) + (f" depth {d.depth}" if d.depth else "")
+                structure = ("not classified" if d.structure is None
+                             else d.structure + (f" depth {d.depth}" if d.depth else ""))
                 out.append((section, visible(d.path), str(d.entries), structure, nxt, visible(said)))
         return out

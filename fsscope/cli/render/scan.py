@@ -36,6 +36,11 @@ def render_scan(report: Report, console: Console) -> None:
 
     table(f"within {report.near_entries} creates of a structural change (the next create pays it)",
           report.near_change)
+    if report.near_change_more:
+        more = sum(report.near_change_more.values())
+        console.print(f"  and {more} smaller directories as near: " + ", ".join(
+            f"{n} → {visible(k)}" for k, n in sorted(report.near_change_more.items(), key=lambda kv: -kv[1]))
+            + " (every directory is in --json's dirs)", highlight=False)
     table("largest directories", report.largest)
     table("where the names and the file system disagree", report.disagreements[:20])
     fs = report.free_space
