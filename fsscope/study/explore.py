@@ -371,12 +371,13 @@ def _analyse(ok: list[ExploreRow], names: list[str], quantile: float) -> Analysi
     y = np.array([r.d_span_bytes for r in ok], dtype=float)
     first = sensitivity.first_order(codes, y)
     cross = _rbd_fast(codes, values, y, names)
-    chance = [sensitivity.first_order_chance(codes, y, j) if np.isfinite(first[j]) else (None, None)
-              for j in range(len(names))]
+    chance: list[tuple[float, float] | None] = [sensitivity.first_order_chance(codes, y, j)
+                                                if np.isfinite(first[j]) else None for j in range(len(names))]
     prioritization = sorted(
         (Prioritized(factor=n, first_order=round(float(first[j]), 6) if np.isfinite(first[j]) else None,
                      first_order_salib_rbd_fast=cross[j], levels=len(values[j]),
-                     chance=None if chance[j][0] is None else round(chance[j][0], 6), permutation_p=chance[j][1])
+                     chance=None if (c := chance[j]) is None else round(c[0], 6),
+                     permutation_p=None if c is None else c[1])
          for j, n in enumerate(names)),
         key=lambda p: -p.first_order if p.first_order is not None else math.inf)
     interactions = [Interaction(factors=[names[i], names[j]], interaction=round(v, 6))
