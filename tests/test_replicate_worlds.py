@@ -158,3 +158,29 @@ def test_cao_needs_its_baseline_and_says_when_the_machine_dominates():
     assert "more runs would decide" not in noisy.why
     quiet = 1000 * rng.lognormal(0, 0.005, 10)
     assert cao.judge_more_variable("v", ext4, xfs, quiet).verdict == "agree"
+
+
+def test_geriatrix_profile_fit_fails_on_a_mismatched_profile():
+    """The fit the judge reads can fail: a tree of 2,000 files whose sizes follow the profile
+    passes the chi-squared test against it, the same files sized as the profile's reverse do not,
+    and the judge then calls even a fragmented image inconclusive (aged to some other state)."""
+    from fsscope.aging import fit
+    from fsscope.aging.profile import load_profile
+
+    profile = load_profile("small")
+    rng = np.random.default_rng(9)
+    target = profile.size_fractions()
+    as_profile = rng.multinomial(2000, target)
+    mismatched = rng.multinomial(2000, target[::-1])
+    assert fit.chi2_fit(as_profile, target).p_value >= 0.05
+    rejected = fit.chi2_fit(mismatched, target)
+    assert rejected.p_value is not None and rejected.p_value < 1e-6
+    report = {"stop_reason": "done", "fit": {"size": rejected.to_json()}}
+    unfinished = geriatrix._unfinished(report)
+    assert "the fit rejects the profile's size" in unfinished
+    fresh = {"largest_free_extent_bytes": 128e6, "free_extents": 10, "test_file_fragments": 3,
+             "test_file_bytes": 64 << 20}
+    aged = {"largest_free_extent_bytes": 4e6, "free_extents": 4000, "test_file_fragments": 600,
+            "test_file_bytes": 64 << 20}
+    assert [f.verdict for f in geriatrix.judge_aged(fresh, aged, unfinished)] == ["inconclusive"] * 2
+    assert geriatrix._unfinished({"stop_reason": "done", "fit": {"size": fit.chi2_fit(as_profile, target).to_json()}}) == ""
