@@ -346,12 +346,14 @@ def test_a_top_factor_is_held_to_its_chance_share():
 
 
 def test_chunk_writes_follow_order_density_and_rounds():
-    # 4 chunks of 16 KiB written 3,1,2,0; half of each chunk
+    # 4 chunks of 16 KiB written 3,1,2,0; half of each chunk, its end (the paper: "only the
+    # 2KB at the end of each chunk"): the file's last byte is written
     writes = player.chunk_writes(64 * 1024, 4, 0.5, "3120")
-    assert writes == [(0, 48 * 1024, 8192), (1, 16 * 1024, 8192), (2, 32 * 1024, 8192), (3, 0, 8192)]
-    # density 1.5: the whole file once, then half of every chunk again (overwrite)
+    assert writes == [(0, 56 * 1024, 8192), (1, 24 * 1024, 8192), (2, 40 * 1024, 8192), (3, 8 * 1024, 8192)]
+    # density 1.5: the whole file once, then the last half of every chunk again (overwrite)
     again = player.chunk_writes(64 * 1024, 4, 1.5, "0123")
     assert [w[2] for w in again] == [16384] * 4 + [8192] * 4 and sum(w[2] for w in again) == 96 * 1024
+    assert [w[1] for w in again[4:]] == [8192, 24 * 1024, 40 * 1024, 56 * 1024]
     # a 4-chunk order serves 2 chunks: digits >= the count are skipped
     assert [w[1] for w in player.chunk_writes(8192, 2, 1.0, "3120")] == [4096, 0]
 

@@ -38,7 +38,8 @@ SETUP = [
     "RAM-backed loop device, ext4 and XFS of Linux 3.12; d-span per file",
     "here: fsscope explore with recipes/spaces/chopper.toml (Table 1) on RAM images, ext4 and XFS "
     "with today's kernel and mkfs defaults; 24 treatments per file system (--quick) or 400; the "
-    "paper's d-span per file (a treatment's largest)",
+    "paper's d-span per file (a treatment's largest); an InternalDensity below 1 writes each chunk's "
+    "end, as the paper's player does",
 ]
 
 #: one-sided level of Fisher's exact test on the tail shares (the self-test's false-agree
