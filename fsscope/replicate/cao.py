@@ -32,7 +32,9 @@ SETUP = [
     "here: fsscope bench fileserver on 1 GiB RAM images, a fresh file system per run, 5 runs of "
     "20 s (--quick) or the paper's 10 runs of 120 s; today's kernel and mkfs defaults; ext4 with "
     "and without a null hash seed (recipe prep null_hash_seed), XFS. RAM has no seek variation, "
-    "so the HDD's share of the variation is absent; a shared machine adds its own",
+    "so the HDD's share of the variation is absent; a shared machine adds its own, measured by a "
+    "same-configuration baseline in the same study: ext4 on one file system kept for every run "
+    "(no mkfs between runs: one hash seed for all, so what still varies is mostly the machine)",
 ]
 
 #: a permutation test over the runs (normalised by each side's mean) decides "varies more"
@@ -47,8 +49,9 @@ class BenchRun:
     runs: int
     duration_s: float
     null_hash_seed: bool = False
-    #: False: one file system made once and kept for every run -- the same layout each time,
-    #: so what still varies is the machine (the same-configuration baseline)
+    #: False: one file system made once and kept for every run (its file set populated again
+    #: each time) -- no mkfs between runs, one hash seed for all, so what still varies is
+    #: mostly the machine (the same-configuration baseline)
     fresh_fs: bool = True
 
     def describe(self) -> str:

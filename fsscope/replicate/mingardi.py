@@ -305,6 +305,6 @@ def judge_small_buffers(a, b, *, setup: str = "") -> Finding:
             need = math.ceil(2 * ((norm.ppf(1 - ALPHA / 2) + norm.ppf(0.8)) * spread / math.log(50127 / 45675)) ** 2)
             statistic["runs_for_80"] = need
             if need > min(len(a), len(b)):
-                why += (f"; at this spread (sd {spread:.0%}) the paper's 9.7 % needs about {need} repetitions a side "
-                        f"for 80 % power: it cannot be decided at this size")
+                why += (f"; at this spread (sd of log throughput {spread:.2f}) the paper's 9.7 % needs about {need} "
+                        f"repetitions a side for 80 % power: it cannot be decided at this size")
     return Finding("xfs-ahead-of-ext4-small-buffers", paper, expected, measured, verdict, why, statistic, setup)
