@@ -183,7 +183,7 @@ def sweep(rng: np.random.Generator, world: str, repetitions: int, noise: str, sp
         latency = cost_s * (1 + sizes / CROSSOVER_BYTES)
         throughput, noise_tput = sizes / latency, -noise_lat
     else:
-        latency = cost_s * (1 + sizes / (4 << 20))
+        latency = cost_s * (1 + (sizes / (4 << 20)) ** 2)  # a sharp rise, late: where a knee is unambiguous
         throughput, noise_tput = sizes / (cost_s * (1 + sizes / (16 << 10))), rng.normal(0.0, sd, shape)
     return sizes, latency / speed * np.exp(noise_lat), throughput * speed * np.exp(noise_tput)
 
