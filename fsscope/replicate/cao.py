@@ -198,5 +198,6 @@ def judge_more_variable(finding_id: str, a, b, baseline=None, *, labels: tuple[s
                        f"(p = {p_above:.3g})", statistic, setup)
     return Finding(finding_id, paper, expected, measured, "inconclusive",
                    f"{text}; {ka} is above the baseline (p = {p_above:.3g}) but not surely above {kb} "
-                   f"(p = {min(p_more, p_less):.3g} >= {ALPHA}): more runs (the paper's 10) would decide",
+                   f"(p = {min(p_more, p_less):.3g} >= {ALPHA}): more runs would decide ('fsscope replicate cao "
+                   f"--self-test' says how many the paper's effect needs)",
                    statistic, setup)

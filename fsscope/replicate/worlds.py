@@ -28,7 +28,7 @@ FALSE_AGREE_TARGET = 0.05
 POWER_TARGET = 0.8
 WORLDS = ("null", "effect", "reversed")
 
-#: (scenario, noise) -> what the noise level stands for
+#: (rng, world, runs, noise, mode) -> finding -> verdict: one draw judged
 Verdicts = Callable[[np.random.Generator, str, int, str, str], dict[str, str]]
 
 
