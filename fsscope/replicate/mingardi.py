@@ -243,8 +243,9 @@ def judge_knees(finding_id: str, sizes_bytes: np.ndarray, latency: np.ndarray, t
             missing.append(f"throughput does not level off (log-log slope over the three largest sizes "
                            f"{slope:.2f}, upper bound {slope_high:.2f} >= {SATURATED_SLOPE})")
         return Finding(finding_id, paper, expected, measured, "inconclusive",
-                       "; ".join(missing) + f": without both there is no knee to place ({reps} repetitions; "
-                       "this noise cannot decide at this size)", statistic, setup)
+                       "; ".join(missing) + f": without both there is no knee to place — the shape is absent, "
+                       f"or this noise hides it at {reps} repetitions ('fsscope replicate mingardi --self-test' "
+                       "says how many the paper's shape needs)", statistic, setup)
 
     def where(ci: list[int], at: int, paper_range: tuple[int, int]) -> str:
         as_paper = ci[0] <= paper_range[1] and ci[1] >= paper_range[0]
