@@ -87,22 +87,25 @@ def test_comparisons_without_the_papers_direction_never_agree():
     same = [cao.BenchResult(cao.BenchRun(k, "ext4-default", 10, 20.0),  # the same runs, shuffled
                             {"runs": [{"ops_per_s": v} for v in np.random.default_rng(i).permutation(spread)]}, "")
             for i, k in enumerate(("ext4", "xfs"))]
-    assert cao._more_variable("v", *same, paper={}, expected="").verdict == "inconclusive"
+    assert cao._more_variable("v", *same, None, paper={}, expected="").verdict == "inconclusive"
     steady = cao.BenchResult(cao.BenchRun("ext4", "ext4-default", 10, 20.0),
                              {"runs": [{"ops_per_s": 1000.0 + i} for i in range(10)]}, "")
     wild = cao.BenchResult(cao.BenchRun("xfs", "xfs-default", 10, 20.0),
                            {"runs": [{"ops_per_s": v} for v in (500.0, 1500.0) * 5]}, "")
-    assert cao._more_variable("v", steady, wild, paper={}, expected="").verdict == "disagree"
+    assert cao._more_variable("v", steady, wild, None, paper={}, expected="").verdict == "disagree"
 
     def sync(key: str, runs: list[float]) -> mingardi.SyncResult:
         return mingardi.SyncResult(mingardi.SyncRun(key, f"{key}-default", len(runs)),
                                    {"sizes": [{"buffer_bytes": 131072, "throughput_runs": runs}]}, "")
     slower_xfs = mingardi._small_buffers(sync("xfs", [90.0, 91, 89, 90, 92]), sync("ext4", [120.0, 121, 119, 122, 120]))
     assert slower_xfs.verdict == "disagree"
-    knees = {"knees": {"latency_rise": {"buffer_bytes": 8 << 20, "low_bytes": 4 << 20, "high_bytes": 16 << 20},
-                       "throughput_saturation": {"buffer_bytes": 64 << 10, "low_bytes": 32 << 10,
-                                                 "high_bytes": 128 << 10}}}
-    result = mingardi.SyncResult(mingardi.SyncRun("xfs", "xfs-default", 5), knees, "")
+    # throughput flat from 16 KiB, latency rising only from 4 MiB: the report's sizes, judged whole
+    sizes = np.array(mingardi.SIZES_BYTES, dtype=np.float64)
+    latency_s = 1e-3 * (1 + sizes / (4 << 20)) * np.exp(np.random.default_rng(4).normal(0, 0.05, (5, sizes.size)))
+    throughput = sizes / (1e-3 * (1 + sizes / (16 << 10)))
+    report = {"sizes": [{"buffer_bytes": int(b), "latency_mean_runs_ns": list(latency_s[:, j] * 1e9),
+                         "throughput_runs": [float(throughput[j])] * 5} for j, b in enumerate(sizes)]}
+    result = mingardi.SyncResult(mingardi.SyncRun("xfs", "xfs-default", 5), report, "")
     assert mingardi._knees("k", result).verdict == "disagree"
 
     explore = chopper.ExploreRun("explore", 10)

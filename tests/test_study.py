@@ -147,6 +147,8 @@ def test_explore_report_uses_per_file_dspan_and_ranks_each_fs():
     # the notes name each file system's own top factor, and explain the between-files span as what it is
     notes = " ".join(rep.notes)
     assert "On ext4: FileSize drives the d-span most" in notes
+    top = ext4.prioritization[0]
+    assert top.permutation_p is not None and top.permutation_p < 0.01 and "permutation p = " in notes
     assert "FileCount drives" not in notes and "dspan_all_files_bytes" in notes
     # an undecided tail level says how many of its runs would decide it; a decided one has no such key
     wire = json.loads(records.dumps(rep))
@@ -330,13 +332,28 @@ def test_first_order_is_not_fooled_by_one_run_per_level():
     assert abs(sensitivity.first_order(noise, rng.normal(size=2000))[0]) < 0.01
 
 
+def test_a_top_factor_is_held_to_its_chance_share():
+    """A 7-level factor in 24 runs takes a share of the variance by chance alone (the issue's
+    "DiskSize explains 26 %" was that): shuffled responses say how much, and the permutation
+    p is under 0.05 in about 5 % of null worlds and for a factor that really moves the response."""
+    rng = np.random.default_rng(11)
+    codes = np.column_stack([rng.integers(0, 7, 24), rng.integers(0, 3, 24)])
+    ps = [sensitivity.first_order_chance(codes, rng.lognormal(0, 2, 24), 0, permutations=199)[1] for _ in range(100)]
+    assert sum(p < 0.05 for p in ps) <= 9
+    driven = np.exp(codes[:, 0] + rng.normal(0, 0.3, 24))
+    chance, p = sensitivity.first_order_chance(codes, driven, 0, permutations=199)
+    assert p < 0.01 and chance < sensitivity.first_order(codes, driven)[0]
+
+
 def test_chunk_writes_follow_order_density_and_rounds():
-    # 4 chunks of 16 KiB written 3,1,2,0; half of each chunk
+    # 4 chunks of 16 KiB written 3,1,2,0; half of each chunk, its end (the paper: "only the
+    # 2KB at the end of each chunk"): the file's last byte is written
     writes = player.chunk_writes(64 * 1024, 4, 0.5, "3120")
-    assert writes == [(0, 48 * 1024, 8192), (1, 16 * 1024, 8192), (2, 32 * 1024, 8192), (3, 0, 8192)]
-    # density 1.5: the whole file once, then half of every chunk again (overwrite)
+    assert writes == [(0, 56 * 1024, 8192), (1, 24 * 1024, 8192), (2, 40 * 1024, 8192), (3, 8 * 1024, 8192)]
+    # density 1.5: the whole file once, then the last half of every chunk again (overwrite)
     again = player.chunk_writes(64 * 1024, 4, 1.5, "0123")
     assert [w[2] for w in again] == [16384] * 4 + [8192] * 4 and sum(w[2] for w in again) == 96 * 1024
+    assert [w[1] for w in again[4:]] == [8192, 24 * 1024, 40 * 1024, 56 * 1024]
     # a 4-chunk order serves 2 chunks: digits >= the count are skipped
     assert [w[1] for w in player.chunk_writes(8192, 2, 1.0, "3120")] == [4096, 0]
 

@@ -75,6 +75,22 @@ def first_order(codes: np.ndarray, y: npt.ArrayLike) -> np.ndarray:
                      for v in (_conditional_variance(codes[:, j], y) / var for j in range(codes.shape[1]))])
 
 
+def first_order_chance(codes: np.ndarray, y: npt.ArrayLike, j: int, *, permutations: int = 499,
+                       seed: int = 0) -> tuple[float, float]:
+    """What chance alone gives column ``j``'s first-order share here, and how surely the
+    measured one is above it: the runs' responses shuffled against the factor's levels
+    ``permutations`` times (seeded). Returns (mean share under shuffling, one-sided permutation
+    p). A k-level factor in n runs takes about (k - 1)/(n - 1) of the variance by chance before
+    any correction; the shuffles give the same for this estimator and these level counts."""
+    y = np.asarray(y, dtype=float)
+    column = codes[:, [j]]
+    observed = first_order(column, y)[0]
+    rng = np.random.default_rng(seed)
+    shuffled = np.array([first_order(column, rng.permutation(y))[0] for _ in range(permutations)])
+    shuffled = np.where(np.isfinite(shuffled), shuffled, 0.0)
+    return float(shuffled.mean()), float((1 + np.sum(shuffled >= observed)) / (1 + permutations))
+
+
 def _pair_codes(codes: np.ndarray, i: int, j: int) -> np.ndarray:
     return codes[:, i] * (int(codes[:, j].max()) + 1) + codes[:, j]
 
@@ -278,10 +294,16 @@ def _section_notes(part: dict, fs: str, prefix: str) -> list[str]:
         out.append(f"{prefix}no factor explains any of the d-span's variance across {part['completed']} runs.")
     elif prio:
         top = prio[0]
+        chance = ""
+        if top.get("permutation_p") is not None:
+            sure = top["permutation_p"] < ALPHA
+            chance = (f"; chance alone gives a {top.get('levels', '?')}-level factor about "
+                      f"{(top.get('chance') or 0) * 100:.0f}% here (permutation p = {top['permutation_p']:.2g}"
+                      + ("" if sure else ": not above chance, more treatments would decide") + ")")
         out.append(f"{prefix}{top['factor']} drives the d-span most: it alone explains "
                    f"{top['first_order'] * 100:.0f}% of the variance across {part['completed']} runs"
                    + (f" (next: {prio[1]['factor']}, {prio[1]['first_order'] * 100:.0f}%)" if len(prio) > 1 else "")
-                   + ".")
+                   + chance + ".")
         if fs and (fs, top["factor"]) in MECHANISMS:
             out.append(f"On {fs}: {MECHANISMS[(fs, top['factor'])]}.")
     unknown = [p for p in every if p["first_order"] is None]

@@ -24,6 +24,8 @@ examples:
   fsscope replicate aota-kono --quick --json aota.json
   fsscope replicate aota-kono --only xfs-shortform-limit,ext4-htree-start
   fsscope replicate chopper --quick
+  fsscope replicate --self-test --trials 200 --json judges.json
+  fsscope replicate mingardi --self-test
 
 scenarios: aota-kono (structural tail latency of creat), cao (variation across runs),
 chopper (d-span tails of ext4 vs XFS), geriatrix (aging and fragmentation), mingardi
@@ -31,6 +33,18 @@ chopper (d-span tails of ext4 vs XFS), geriatrix (aging and fragmentation), ming
 
 
 def cmd_replicate(args) -> int:
+    if args.self_test:
+        from fsscope.cli.render.replicate import render_self_test
+        from fsscope.replicate.worlds import self_test
+
+        if args.trials < 10:
+            raise FsscopeError(f"replicate --self-test: --trials must be at least 10, got {args.trials}")
+        checked = self_test(trials=args.trials, seed=args.seed, scenarios=(args.name,) if args.name else (),
+                            progress=lambda line: err.print(f"[dim]{line}[/]", highlight=False))
+        render_self_test(checked, Console())
+        if args.json:
+            write_json(args.json, checked)
+        return 0
     if args.list:
         table = Table(title="scenarios", title_justify="left")
         for col in ("name", "what", "quick", "full"):
@@ -65,7 +79,15 @@ def add_parser(sub) -> None:
     p.add_argument("--list", action="store_true", help="list the scenarios and what they cost")
     p.add_argument("--quick", action="store_true", help="fewer runs and files: minutes, not tens of minutes")
     p.add_argument("--only", metavar="ID[,ID]", help="only these findings (and the probes they need)")
+    p.add_argument("--self-test", action="store_true",
+                   help="try every judge on simulated worlds without the paper's effect, with it and with it "
+                        "reversed (no file system is touched; NAME: only its judges): false agree, power, reversed "
+                        "disagree, runs for 80 %%")
+    p.add_argument("--trials", type=int, default=100, metavar="N",
+                   help="--self-test: draws per world (the probe's judges take a fifth; default 100)")
+    p.add_argument("--seed", type=int, default=0, help="--self-test: the simulation's seed (default 0)")
     p.add_argument("--json", type=output_path, metavar="PATH",
                    help='write {"scenario", "findings": [{"id", "paper", "expected_today", "measured", '
-                        '"verdict", "why"}]} to PATH')
+                        '"verdict", "why"}]} to PATH; with --self-test {"judges": [{"scenario", "finding", '
+                        '"false_agree", "power", "reversed_disagree", "runs_for_80", "trials", ...}]}')
     p.set_defaults(func=cmd_replicate)

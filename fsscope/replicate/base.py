@@ -195,12 +195,13 @@ def run_probe(probe: ProbeRun, *, progress: Callable[[str], None] = lambda line:
 # --- verdicts ----------------------------------------------------------------------------
 
 
-def judge_index(finding_id: str, result: ProbeResult, *, structure: str, paper: int, paper_says: str
-                ) -> Finding:
+def judge_index(finding_id: str, result: ProbeResult, *, structure: str, paper: int, paper_says: str,
+                paper_ratio: float | None = None) -> Finding:
     """A structure the paper finds slow at one file: agree when today's arithmetic puts it at
     an index that is a repeatable outlier; disagree when that file is not slow (its median
     under :data:`NOT_SLOW_RATIO` x its neighbours) or the arithmetic is missing; else
-    inconclusive."""
+    inconclusive. The verdict is on the position; the magnitude stands beside it (its median
+    ratio against the paper's ``paper_ratio``, and in how many runs it was the slowest call)."""
     p = result.prediction(structure)
     setup = result.run.describe()
     if p is None or p.get("index") is None:
@@ -211,15 +212,21 @@ def judge_index(finding_id: str, result: ProbeResult, *, structure: str, paper: 
     ratio = float(result.ratio[expected]) if expected < result.latency_ns.shape[1] else math.nan
     outlier = result.outlier(expected)
     near = [o["index"] for o in result.report.get("outliers") or [] if 0 < abs(o["index"] - expected) <= 3]
+    runs = result.latency_ns.shape[0]
+    worst = (int(np.sum(np.argmax(result.latency_ns, axis=1) == expected))
+             if expected < result.latency_ns.shape[1] else 0)
     statistic = {"index": expected, "median_ratio": round(ratio, 2),
-                 "runs_flagged": outlier["runs_flagged"] if outlier else 0, "runs": result.latency_ns.shape[0]}
+                 "runs_flagged": outlier["runs_flagged"] if outlier else 0, "runs": runs,
+                 "runs_slowest_call": worst, "paper_ratio": paper_ratio}
     arithmetic = f"today's arithmetic: {p['arithmetic']}"
     vs_paper = "" if expected == paper else f" (the paper's {paper} differs: {paper_says})"
     if outlier is not None:
+        magnitude = (f"; position agrees, {ratio:.1f}x here, {paper_ratio:g}x in the paper" if paper_ratio else "")
         return Finding(finding_id, paper, expected, expected, "agree",
                        f"file {expected} is slow in {outlier['runs_flagged']}/{outlier['runs']} runs, its "
-                       f"median {ratio:.1f}x its neighbours' — where the paper's arithmetic puts it for "
-                       f"today's geometry{vs_paper}. {arithmetic}", statistic, setup)
+                       f"median {ratio:.1f}x its neighbours' and the slowest call in {worst}/{runs} runs — where "
+                       f"the paper's arithmetic puts it for today's geometry{vs_paper}{magnitude}. {arithmetic}",
+                       statistic, setup)
     if ratio < NOT_SLOW_RATIO or near:
         where = f"; the slow file is {near[0]}" if near else ""
         return Finding(finding_id, paper, expected, near[0] if near else None, "disagree",
@@ -273,10 +280,11 @@ def judge_series(finding_id: str, result: ProbeResult, *, structure: str, paper:
 
 
 def judge_level_shift(finding_id: str, result: ProbeResult, *, structure: str, paper: int,
-                      paper_says: str) -> Finding:
-    """A step up in latency after a structure fills: agree when a level shift is within the
-    rule's tolerance of the predicted file, disagree when the level shifts elsewhere and not
-    there, inconclusive when no shift is found."""
+                      paper_says: str, paper_ratio: float | None = None) -> Finding:
+    """A step UP in latency after a structure fills: agree when a level shift up is within the
+    rule's tolerance of the predicted file, disagree when the level steps down there or shifts
+    elsewhere and not there, inconclusive when no shift is found. The step's size stands
+    beside the paper's (``paper_ratio``, after / before)."""
     p = result.prediction(structure)
     setup = result.run.describe()
     if p is None or p.get("index") is None:
@@ -285,15 +293,23 @@ def judge_level_shift(finding_id: str, result: ProbeResult, *, structure: str, p
     expected, tolerance = int(p["index"]), int(p.get("tolerance_files") or 0)
     shifts = result.report.get("level_shifts") or []
     near = [s for s in shifts if abs(s["index"] - expected) <= tolerance]
-    statistic = {"tolerance_files": tolerance, "shifts": [(s["index"], round(s["after_ns"] / max(s["before_ns"], 1), 2))
-                                                         for s in shifts]}
+    statistic = {"tolerance_files": tolerance, "paper_ratio": paper_ratio,
+                 "shifts": [(s["index"], round(s["after_ns"] / max(s["before_ns"], 1), 2)) for s in shifts]}
     text = f"today's arithmetic: {p['arithmetic']}"
+    size = f"; {paper_ratio:g}x in the paper" if paper_ratio else ""
+    up = [s for s in near if s["after_ns"] > s["before_ns"]]
+    if up:
+        s = up[0]
+        step = s["after_ns"] / max(s["before_ns"], 1)
+        return Finding(finding_id, paper, expected, s["index"], "agree",
+                       f"latency steps up {s['before_ns'] / 1e3:.1f} → {s['after_ns'] / 1e3:.1f} µs ({step:.2f}x here"
+                       f"{size}) at file {s['index']}, within ±{tolerance} of {expected} (a shift must repeat run by "
+                       f"run). {text}", statistic, setup)
     if near:
         s = near[0]
-        return Finding(finding_id, paper, expected, s["index"], "agree",
-                       f"latency steps {s['before_ns'] / 1e3:.1f} → {s['after_ns'] / 1e3:.1f} µs at file "
-                       f"{s['index']}, within ±{tolerance} of {expected} (a shift must repeat run by run). {text}",
-                       statistic, setup)
+        return Finding(finding_id, paper, expected, s["index"], "disagree",
+                       f"latency steps DOWN {s['before_ns'] / 1e3:.1f} → {s['after_ns'] / 1e3:.1f} µs at file "
+                       f"{s['index']}: the paper's step is up (a second leaf to write). {text}", statistic, setup)
     if shifts:
         return Finding(finding_id, paper, expected, shifts[0]["index"], "disagree",
                        f"the level shifts at {[s['index'] for s in shifts]}, not within ±{tolerance} of "

@@ -107,7 +107,13 @@ def judge(results: dict, quick: bool) -> list[Finding]:
         return []
     fresh, aged = summary_rows(result.report.get("fresh")), summary_rows(result.report.get("aged"))
     setup = result.run.describe() + f"; reached {format_pct(aged['fullness'], '?', 0)} full"
-    unfinished = _unfinished(result.report)
+    return judge_aged(fresh, aged, _unfinished(result.report), setup)
+
+
+def judge_aged(fresh: dict, aged: dict, unfinished: str, setup: str = "") -> list[Finding]:
+    """Both findings from the fresh and aged measurements' headline numbers
+    (:func:`fsscope.layout.summary.summary_rows`) and why the aging is unfinished ("" when it
+    is not): what the scenario and the self-test both call."""
     return [_short_of_aged(f, unfinished) for f in (_free_space(fresh, aged, setup), _test_file(fresh, aged, setup))]
 
 
@@ -125,13 +131,15 @@ def _unfinished(report: dict) -> str:
 
 
 def _short_of_aged(finding: Finding, unfinished: str) -> Finding:
-    """A 'disagree' from an image that did not finish aging is not the paper's state: it is
-    inconclusive. An 'agree' stands: more aging only fragments further."""
+    """A verdict from an image that did not finish aging is not about the paper's state: any
+    verdict becomes inconclusive (an agree as much as a disagree -- a fit the profile rejects
+    means the image was aged to some other state), with what would decide it."""
     statistic = finding.statistic | {"aging_unfinished": unfinished or None}
-    if unfinished and finding.verdict == "disagree":
+    if unfinished and finding.verdict != "inconclusive":
         return msgspec.structs.replace(
-            finding, verdict="inconclusive", statistic=statistic,
-            why=finding.why + f" — but {unfinished}, so this is not yet the paper's aged state: age longer (full scenario)")
+            finding, verdict="inconclusive", statistic=statistic | {"verdict_before": finding.verdict},
+            why=finding.why + f" — it would be {finding.verdict}, but {unfinished}, so this is not yet the paper's "
+                              f"aged state: age to the end (the full scenario)")
     return msgspec.structs.replace(finding, statistic=statistic)
 
 

@@ -100,6 +100,10 @@ class Prioritized(Record, frozen=True, kw_only=True):
     first_order: float | None = None
     first_order_salib_rbd_fast: float | None = None
     levels: int = 0
+    #: what shuffling the runs against the factor's levels gives it (its chance share), and the
+    #: one-sided permutation p of the measured share against it
+    chance: float | None = None
+    permutation_p: float | None = None
 
 
 class Interaction(Record, frozen=True, kw_only=True):
@@ -375,9 +379,14 @@ def _analyse(ok: list[ExploreRow], names: list[str], quantile: float) -> Analysi
     y = np.array([r.d_span_bytes for r in ok], dtype=float)
     first = sensitivity.first_order(codes, y)
     cross = _rbd_fast(codes, values, y, names)
+    chance: list[tuple[float, float] | None] = [sensitivity.first_order_chance(codes, y, j)
+                                                if np.isfinite(first[j]) else None for j in range(len(names))]
     prioritization = sorted(
         (Prioritized(factor=n, first_order=round(float(first[j]), 6) if np.isfinite(first[j]) else None,
-                     first_order_salib_rbd_fast=cross[j], levels=len(values[j])) for j, n in enumerate(names)),
+                     first_order_salib_rbd_fast=cross[j], levels=len(values[j]),
+                     chance=None if (c := chance[j]) is None else round(c[0], 6),
+                     permutation_p=None if c is None else c[1])
+         for j, n in enumerate(names)),
         key=lambda p: -p.first_order if p.first_order is not None else math.inf)
     interactions = [Interaction(factors=[names[i], names[j]], interaction=round(v, 6))
                     for (i, j), v in sensitivity.top_interactions(codes, y, 10)]

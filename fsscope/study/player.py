@@ -4,9 +4,11 @@ where their data lies (FIEMAP) -- Chopper's workload generator, player and FS mo
 What the factors mean here (anchors §2.3):
 
 - FileSize bytes per file, cut into ChunkCount chunks of FileSize / ChunkCount bytes.
-- InternalDensity d: each chunk gets d x its size in writes, from its start: d < 1 leaves a
-  hole after each chunk's written part (sparse file); d > 1 writes the file again in rounds
-  (round r rewrites min(1, d - r) of each chunk) -- overwrites.
+- InternalDensity d: each chunk gets d x its size in writes, at its END, as the paper's
+  player does ("0.2 and chunk size 10KB: only the 2KB at the end of each chunk will be
+  written"): d < 1 leaves a hole before each chunk's written part (a sparse file whose last
+  byte is still the file's last); d > 1 writes the file again in rounds (round r rewrites the
+  last min(1, d - r) of each chunk) -- overwrites.
 - ChunkOrder: the order the chunks are written in, e.g. "3120" (digits >= ChunkCount are
   skipped, so a 4-chunk order serves smaller counts too).
 - Fsync bitmap: fsync after the i-th written chunk when bit i is 1. Sync bitmap: close the
@@ -153,7 +155,7 @@ def chunk_writes(file_size: int, chunk_count: int, density: float, order: str) -
         share = min(1.0, density - r)
         length = int(chunk * share) // 512 * 512 or min(chunk, 512)
         for pos, c in enumerate(chunks):
-            writes.append((pos, c * chunk, length))
+            writes.append((pos, c * chunk + chunk - length, length))  # the chunk's end, as the paper
     return writes
 
 

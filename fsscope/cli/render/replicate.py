@@ -7,6 +7,7 @@ from rich.table import Table
 
 from fsscope.format import format_measure
 from fsscope.replicate.base import Result
+from fsscope.replicate.worlds import FALSE_AGREE_TARGET, POWER_TARGET, SelfTest
 
 STYLE = {"agree": "green", "disagree": "red", "inconclusive": "yellow"}
 
@@ -24,3 +25,23 @@ def render_replicate(result: Result, console: Console) -> None:
     console.print(table)
     for f in result.findings:
         console.print(f"[{STYLE[f.verdict]}]{f.verdict}[/] [bold]{f.id}[/] ({f.setup}): {f.why}", highlight=False)
+
+
+def render_self_test(checked: SelfTest, console: Console) -> None:
+    """One row per judge, noise level and scenario size: the rates on the three worlds and the
+    runs 80 % power needs; a rate that misses its target is red."""
+    table = Table(title=f"judges on simulated worlds (seed {checked.seed}, {checked.elapsed_s:.0f} s)",
+                  title_justify="left")
+    table.add_column("judge", overflow="fold")
+    for col in ("machine", "runs", "false agree", "power", "reversed", "80 % at"):
+        table.add_column(col, no_wrap=True)
+    for j in checked.judges:
+        fa = f"[{'green' if j.false_agree <= FALSE_AGREE_TARGET else 'red'}]{j.false_agree:.0%}[/]"
+        power = f"[{'green' if j.power >= POWER_TARGET else 'yellow'}]{j.power:.0%}[/]"
+        need = (str(j.runs_for_80) if j.runs_for_80 is not None else f"> {max(j.runs_tried)}")
+        table.add_row(f"{j.scenario} {j.finding}", j.noise, f"{j.runs} ({j.mode})", fa, power,
+                      f"{j.reversed_disagree:.0%}", need)
+    console.print(table)
+    console.print(f"targets: false agree <= {FALSE_AGREE_TARGET:.0%}, power >= {POWER_TARGET:.0%} at the "
+                  f"scenario's runs; '80 % at' is the smallest run count tried that reaches it; "
+                  f"{checked.judges[0].trials if checked.judges else 0}+ draws a world", highlight=False)

@@ -1,0 +1,368 @@
+"""Every judge tried on worlds without the paper's effect, with it, and with it reversed
+(``fsscope replicate --self-test``).
+
+For each scenario a generator draws data shaped like the scenario's own records -- its run
+counts, sizes and noise, on a quiet and on a loaded machine -- in three worlds: ``null`` (the
+effect absent), ``effect`` (the paper's effect size) and ``reversed`` (the effect the other way
+round). The scenario's own judge (the same function ``fsscope replicate`` calls) decides each
+draw, and :func:`self_test` reports per judge the false-agree rate on the null world, the power
+(agree rate) on the effect world, the disagree rate on the reversed world, and the smallest run
+count at which the power reaches :data:`POWER_TARGET`.
+
+Targets: false agree <= :data:`FALSE_AGREE_TARGET`, power >= :data:`POWER_TARGET` at the
+scenario's run count; where the power needs more runs, ``runs_for_80`` names how many.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from fsscope.records import Record
+
+FALSE_AGREE_TARGET = 0.05
+POWER_TARGET = 0.8
+WORLDS = ("null", "effect", "reversed")
+
+#: (rng, world, runs, noise, mode) -> finding -> verdict: one draw judged
+Verdicts = Callable[[np.random.Generator, str, int, str, str], dict[str, str]]
+
+
+class JudgeCheck(Record, frozen=True, kw_only=True):
+    """One judge on one noise level and scenario size, over ``trials`` draws per world."""
+
+    scenario: str
+    finding: str
+    noise: str
+    mode: str                  # full | quick: which of the scenario's sizes
+    runs: int                  # the scenario's run count (repetitions, runs, treatments)
+    false_agree: float
+    power: float
+    reversed_disagree: float
+    runs_for_80: int | None    # the scenario's runs when its power is >= 0.8, else the smallest larger
+                               # run count tried that reaches it (None: none tried did)
+    runs_tried: list[int]
+    trials: int
+    target_met: bool           # false agree within target and power reached at the scenario's size
+    world: str                 # the worlds in words
+
+
+class SelfTest(Record, frozen=True, kw_only=True):
+    judges: list[JudgeCheck]
+    seed: int
+    trials: int
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class Group:
+    """The judges one draw feeds (the findings a scenario judges from the same records)."""
+
+    scenario: str
+    findings: tuple[str, ...]
+    modes: dict[str, int]                 # mode -> the scenario's run count
+    noises: tuple[str, ...]
+    candidates: tuple[int, ...]           # run counts tried for runs_for_80
+    verdicts: Verdicts                    # (rng, world, runs, noise, mode) -> finding -> verdict
+    world: str
+    cost: int = 1                         # trials are divided by this (the probe's detector is slow)
+    quick_differs: bool = True            # False: --quick measures what the full scenario does
+
+
+# --- Aota & Kono: a probe's latency matrix ---------------------------------------------------
+
+#: per call: sd of log latency, the share of calls a busy machine delays, and by how much (x)
+PROBE_NOISE = {"quiet": (0.15, 0.002, (2.0, 5.0)), "loaded": (0.4, 0.02, (2.0, 20.0))}
+PROBE_FILES = {"xfs": {"full": 1024, "quick": 1024},
+               "ext4-ram": {"full": 1024, "quick": 600}, "btrfs-ram": {"full": 1024, "quick": 200}}
+
+
+def probe_latency_ns(rng: np.random.Generator, runs: int, files: int, noise: str,
+                     scale: dict[int, float] | None = None, step: tuple[int, float] | None = None) -> np.ndarray:
+    """runs x files creat() latencies (ns): 50 µs x lognormal noise, a busy machine's delays,
+    ``scale`` {file: x} slow (or fast) files in every run, ``step`` (file, x) a level from there on."""
+    sd, share, (low, high) = PROBE_NOISE[noise]
+    base = np.full(files, 50_000.0)
+    for index, factor in (scale or {}).items():
+        if index < files:
+            base[index] *= factor
+    if step is not None:
+        base[step[0]:] *= step[1]
+    latency = base * rng.lognormal(0.0, sd, size=(runs, files))
+    delayed = rng.random((runs, files)) < share
+    latency[delayed] *= rng.uniform(low, high, size=int(delayed.sum()))
+    return latency.astype(np.int64)
+
+
+def _probe_verdicts(key: str) -> Verdicts:
+    def verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
+        from fsscope.analysis.outliers import analyze
+        from fsscope.replicate import aota_kono as ak
+        from fsscope.replicate.base import ProbeResult, ProbeRun, judge_index, judge_level_shift, judge_series
+
+        files = PROBE_FILES[key][mode]
+        ratio = ak.PAPER_RATIO
+        scale: dict[int, float] = {}
+        step = None
+        predictions: list[dict] = []
+        if key.startswith("xfs"):
+            chunk = range(61, files, 64)
+            predictions = [{"structure": "xfs-dir-shortform-to-block", "index": 22, "arithmetic": "6 + 15 x 22 = 336"},
+                           {"structure": "xfs-inode-chunk-alloc", "index": 61, "stride": 64,
+                            "arithmetic": "a chunk of 64 inodes every 64 files"}]
+            if world == "effect":
+                scale = {22: ratio["xfs-shortform-limit"], 0: ratio["xfs-first-call"]}
+                scale |= {i: ratio["xfs-inode-chunk-series"] for i in chunk}
+            elif world == "reversed":  # the slow file next door, the predicted ones fast
+                scale = {22: 0.5, 24: ratio["xfs-shortform-limit"], 0: 0.5} | {i: 0.6 for i in chunk}
+        elif key == "ext4-ram":
+            predictions = [{"structure": "ext4-dir-htree-conversion", "index": 252, "arithmetic": "4,096 B full"}]
+            if world == "effect":
+                scale = {252: ratio["ext4-htree-start"]}
+            elif world == "reversed":
+                scale = {252: 0.5, 254: ratio["ext4-htree-start"]}
+        else:
+            from fsscope.explain.btrfs import BTRFS_LEVEL_SHIFT_TOLERANCE_FILES
+
+            predictions = [{"structure": "btrfs-fs-tree-leaf-split", "index": 45, "arithmetic": "16,061 / 351 = 45",
+                            "tolerance_files": BTRFS_LEVEL_SHIFT_TOLERANCE_FILES}]
+            if world != "null":
+                step = (45, ratio["btrfs-first-leaf-full"] ** (1 if world == "effect" else -1))
+        latency = probe_latency_ns(rng, runs, files, noise, scale, step)
+        report = analyze(latency).to_json() | {"predictions": predictions}
+        result = ProbeResult(ProbeRun(key, "simulated", files, runs), report, latency, "")
+        if key == "xfs":
+            chunks = judge_series("c", result, structure="xfs-inode-chunk-alloc", paper=ak.CHUNK_PAPER,
+                                  paper_says="").verdict
+            return {"xfs-shortform-limit": judge_index("sf", result, structure="xfs-dir-shortform-to-block",
+                                                       paper=22, paper_says="").verdict,
+                    "xfs-inode-chunk-series-ram": chunks, "xfs-inode-chunk-series-disk": chunks,
+                    "xfs-first-call": ak._first_call(result).verdict}
+        if key == "ext4-ram":
+            return {"ext4-htree-start": judge_index("h", result, structure="ext4-dir-htree-conversion", paper=253,
+                                                    paper_says="").verdict}
+        return {"btrfs-first-leaf-full": judge_level_shift("b", result, structure="btrfs-fs-tree-leaf-split",
+                                                           paper=45, paper_says="").verdict}
+    return verdicts
+
+
+# --- Mingardi & Vieira: a sync-write sweep -----------------------------------------------------
+
+#: sd of log latency per repetition and size (the issue measured 0.3 here; 0.7 when busy)
+SWEEP_NOISE = {"quiet": 0.3, "loaded": 0.7}
+#: the paper's shape: a per-write cost c and a bandwidth B with c x B = 1 MiB put latency's rise
+#: at 512 KiB-1 MiB and throughput's plateau (90 % of B at 9 x c x B) at 4-8 MiB
+CROSSOVER_BYTES = 1 << 20
+#: the paper's small-buffer difference: 50,127 / 45,675 kB/s
+XFS_AHEAD = 50127 / 45675
+
+
+def sweep(rng: np.random.Generator, world: str, repetitions: int, noise: str, speed: float = 1.0
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """sizes, repetitions x sizes mean latency per write (s) and throughput (bytes/s).
+
+    null: latency flat, throughput growing with the buffer and never saturating (the issue's
+    null); effect: the paper's shape; reversed: throughput levels off by 128 KiB and latency
+    rises only from 4 MiB (throughput no longer buffer / latency). ``speed`` scales throughput
+    (and divides latency) for the small-buffer comparison."""
+    from fsscope.replicate.mingardi import SIZES_BYTES
+
+    sizes = np.array(SIZES_BYTES, dtype=np.float64)
+    cost_s = 1e-3
+    sd = SWEEP_NOISE[noise]
+    shape = (repetitions, sizes.size)
+    noise_lat = rng.normal(0.0, sd, shape)
+    if world == "null":
+        latency = np.full(sizes.size, cost_s)
+        throughput, noise_tput = sizes / latency, -noise_lat
+    elif world == "effect":
+        latency = cost_s * (1 + sizes / CROSSOVER_BYTES)
+        throughput, noise_tput = sizes / latency, -noise_lat
+    else:
+        latency = cost_s * (1 + (sizes / (4 << 20)) ** 2)  # a sharp rise, late: where a knee is unambiguous
+        throughput, noise_tput = sizes / (cost_s * (1 + sizes / (16 << 10))), rng.normal(0.0, sd, shape)
+    return sizes, latency / speed * np.exp(noise_lat), throughput * speed * np.exp(noise_tput)
+
+
+def _mingardi_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
+    from fsscope.replicate import mingardi as m
+
+    ahead = {"null": 1.0, "effect": XFS_AHEAD, "reversed": 1 / XFS_AHEAD}[world]
+    out = {}
+    columns = {}
+    for fs, speed in (("xfs", ahead), ("ext4", 1.0)):
+        sizes, latency, throughput = sweep(rng, world, runs, noise, speed)
+        out[f"{fs}-latency-rises-before-throughput-saturates"] = m.judge_knees("k", sizes, latency, throughput,
+                                                                               rng=rng).verdict
+        columns[fs] = throughput[:, list(sizes).index(m.SMALL_BUFFER_BYTES)]
+    out["xfs-ahead-of-ext4-small-buffers"] = m.judge_small_buffers(columns["xfs"], columns["ext4"]).verdict
+    return out
+
+
+# --- Cao et al.: throughput per run ------------------------------------------------------------
+
+#: the machine's run-to-run sd of throughput (relative): quiet, and busy
+BENCH_NOISE = {"quiet": 0.01, "loaded": 0.05}
+#: the file systems' own sd (relative), from the paper's relative ranges over 10 runs (range ~ 3.08 sd):
+#: ext4 16.6 %, XFS under 5 %, ext4 with a null hash seed 1.1 %
+EXT4_SD, XFS_SD, NULL_SEED_SD = 0.166 / 3.08, 0.05 / 3.08, 0.011 / 3.08
+
+
+def _cao_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
+    from fsscope.replicate.cao import judge_more_variable
+
+    own = {"null": {"ext4": XFS_SD, "xfs": XFS_SD, "null-seed": XFS_SD},
+           "effect": {"ext4": EXT4_SD, "xfs": XFS_SD, "null-seed": NULL_SEED_SD},
+           "reversed": {"ext4": XFS_SD, "xfs": EXT4_SD, "null-seed": EXT4_SD}}[world] | {"baseline": 0.0}
+    machine = BENCH_NOISE[noise]
+    ops = {k: 1000.0 * np.exp(rng.normal(0.0, math.hypot(sd, machine), runs)) for k, sd in own.items()}
+    return {"ext4-varies-more-than-xfs": judge_more_variable("v", ops["ext4"], ops["xfs"], ops["baseline"],
+                                                             rng=rng).verdict,
+            "null-hash-seed-reduces-ext4-variation": judge_more_variable("n", ops["ext4"], ops["null-seed"],
+                                                                         ops["baseline"], rng=rng).verdict}
+
+
+# --- Chopper: d-span per treatment -------------------------------------------------------------
+
+def d_spans(rng: np.random.Generator, treatments: int, tail_share: float, scale: float = 1.0) -> np.ndarray:
+    """Per treatment the largest file d-span (bytes): a body around 1 MiB (P90 ~2 MB, the
+    paper's XFS) and a ``tail_share`` of treatments spread over GiBs (the paper's ext4)."""
+    body = scale * (1 << 20) * rng.lognormal(0.0, 0.55, treatments)
+    tail = (2 << 30) * rng.lognormal(0.0, 1.5, treatments)
+    return np.where(rng.random(treatments) < tail_share, tail, body)
+
+
+#: the tail shares: ext4's a third of the treatments (8/24 measured here), XFS's a few percent
+EXT4_TAIL, XFS_TAIL = 0.3, 0.03
+
+
+def _chopper_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
+    from fsscope.replicate.chopper import judge_tail
+
+    if world == "null":  # the issue's null: ext4 twice XFS everywhere, no tail of its own
+        ext4, xfs = d_spans(rng, runs, XFS_TAIL, 2.0), d_spans(rng, runs, XFS_TAIL)
+    elif world == "effect":
+        ext4, xfs = d_spans(rng, runs, EXT4_TAIL), d_spans(rng, runs, XFS_TAIL)
+    else:
+        ext4, xfs = d_spans(rng, runs, XFS_TAIL), d_spans(rng, runs, EXT4_TAIL)
+    return {"ext4-tail-above-xfs": judge_tail(ext4, xfs).verdict}
+
+
+# --- Geriatrix: fresh and aged layout ------------------------------------------------------------
+
+#: loaded: a time-bounded aging on a busy machine stops before its plan ends this often
+AGING_UNFINISHED = {"quiet": 0.0, "loaded": 0.5}
+
+
+def _geriatrix_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
+    from fsscope.replicate.geriatrix import judge_aged
+
+    # the paper: largest free extent 1-2 GB -> ~100 MB (15x), a new file 763 fragments against a
+    # handful fresh; null: aging leaves both as they were; reversed: the aged image is the tidier
+    shrink, growth = {"null": (1.0, 1.0), "effect": (15.0, 150.0), "reversed": (1 / 3, 1 / 3)}[world]
+    fresh = {"largest_free_extent_bytes": 128e6 * rng.lognormal(0, 0.3), "free_extents": int(rng.integers(4, 40)),
+             "test_file_fragments": int(rng.integers(3, 8)), "test_file_bytes": 64 << 20}
+    aged = {"largest_free_extent_bytes": fresh["largest_free_extent_bytes"] / shrink * rng.lognormal(0, 0.3),
+            "free_extents": int(fresh["free_extents"] * shrink), "test_file_bytes": 64 << 20,
+            "test_file_fragments": max(1, int(fresh["test_file_fragments"] * growth * rng.lognormal(0, 0.3)))}
+    unfinished = "the aging stopped at its time bound" if rng.random() < AGING_UNFINISHED[noise] else ""
+    return {f.id: f.verdict for f in judge_aged(fresh, aged, unfinished)}
+
+
+GROUPS: tuple[Group, ...] = (
+    Group("aota-kono", ("xfs-shortform-limit", "xfs-inode-chunk-series-ram", "xfs-inode-chunk-series-disk",
+                        "xfs-first-call"),
+          {"full": 10, "quick": 10}, ("quiet", "loaded"), (3, 5, 10, 20), _probe_verdicts("xfs"),
+          "1,024 creat() per run, 50 µs x lognormal; effect: file 22 54x, every 64th from 61 2.4x, file 0 3.4x "
+          "(the paper's); reversed: the slow file at 24, the predicted ones 0.5-0.6x (the RAM and the disk "
+          "probe's chunk series judged on the same draw: the noise levels stand for both)", cost=5,
+          quick_differs=False),
+    Group("aota-kono", ("ext4-htree-start",), {"full": 10, "quick": 5}, ("quiet", "loaded"), (3, 5, 10, 20),
+          _probe_verdicts("ext4-ram"), "1,024 (quick 600) creat(); effect: file 252 8.5x; reversed: 254 slow, "
+          "252 0.5x", cost=5),
+    Group("aota-kono", ("btrfs-first-leaf-full",), {"full": 10, "quick": 5}, ("quiet", "loaded"), (3, 5, 10, 20),
+          _probe_verdicts("btrfs-ram"), "1,024 (quick 200) creat(); effect: a 1.3x step up from file 45; "
+          "reversed: a step down", cost=5),
+    Group("mingardi", ("xfs-latency-rises-before-throughput-saturates",
+                       "ext4-latency-rises-before-throughput-saturates", "xfs-ahead-of-ext4-small-buffers"),
+          {"full": 30, "quick": 5}, ("quiet", "loaded"), (5, 10, 20, 30, 50, 100, 300), _mingardi_verdicts,
+          "13 sizes 4 KiB-16 MiB; null: flat latency, no saturation, XFS = ext4; effect: per-write cost x "
+          "bandwidth = 1 MiB, XFS 1.10x ext4; reversed: throughput flat from 128 KiB, latency rising from "
+          "4 MiB, ext4 ahead"),
+    Group("cao", ("ext4-varies-more-than-xfs", "null-hash-seed-reduces-ext4-variation"), {"full": 10, "quick": 5},
+          ("quiet", "loaded"), (5, 10, 15, 20, 30, 50), _cao_verdicts,
+          "throughput per run, machine sd 1 % (quiet) / 5 % (loaded) beside each file system's own: effect "
+          "ext4 5.4 %, XFS 1.6 %, null seed 0.4 % (the paper's ranges), the baseline none; null: all 1.6 %; "
+          "reversed: XFS and the null seed 5.4 %"),
+    Group("chopper", ("ext4-tail-above-xfs",), {"full": 400, "quick": 24}, ("any",), (10, 24, 50, 100, 400),
+          _chopper_verdicts, "d-span per treatment, a body around 1 MiB; effect: 30 % of ext4's treatments in a "
+                             "GiB tail, 3 % of XFS's; null: ext4 twice XFS, no tail of its own; reversed: the "
+                             "tail on XFS (machine load does not move a d-span)"),
+    Group("geriatrix", ("free-space-fragmented", "new-file-fragmented"), {"full": 1, "quick": 1},
+          ("quiet", "loaded"), (1,), _geriatrix_verdicts,
+          "one aging: effect the paper's 15x smaller largest free extent and 150x the fragments; null: "
+          "unchanged; reversed: tidier; loaded: half the time-bounded agings stop before their plan ends",
+          quick_differs=False),
+)
+
+#: the scenarios the self-test tries, in its order
+SCENARIOS_TRIED = tuple(dict.fromkeys(g.scenario for g in GROUPS))
+
+
+def _rates(group: Group, rng: np.random.Generator, runs: int, noise: str, mode: str, trials: int,
+           worlds: tuple[str, ...] = WORLDS) -> dict[str, dict[str, dict[str, float]]]:
+    """finding -> world -> verdict -> share of ``trials`` draws."""
+    counts: dict[str, dict[str, dict[str, float]]] = {
+        f: {w: {"agree": 0, "disagree": 0, "inconclusive": 0} for w in worlds} for f in group.findings}
+    for world in worlds:
+        for _ in range(trials):
+            for finding, verdict in group.verdicts(rng, world, runs, noise, mode).items():
+                counts[finding][world][verdict] += 1 / trials
+    return counts
+
+
+def self_test(*, trials: int = 100, seed: int = 0, modes: tuple[str, ...] = ("full", "quick"),
+              scenarios: tuple[str, ...] = (), progress: Callable[[str], None] = lambda line: None) -> SelfTest:
+    """Every group's judges (of ``scenarios``, else all) on every noise level and scenario size
+    (a quick size the same as the full one is tried once)."""
+    started = time.monotonic()
+    out: list[JudgeCheck] = []
+    for g_index, group in enumerate(GROUPS):
+        if scenarios and group.scenario not in scenarios:
+            continue
+        n = max(10, trials // group.cost)
+        sizes = {mode: runs for mode, runs in group.modes.items() if mode in modes}
+        if "full" in sizes and not group.quick_differs:
+            sizes.pop("quick", None)
+        for n_index, noise in enumerate(group.noises):
+            for mode, runs in sizes.items():
+                rng = np.random.default_rng([seed, g_index, n_index, runs])
+                progress(f"{group.scenario}: {', '.join(group.findings)} ({noise}, {mode}: {runs} runs)")
+                rates = _rates(group, rng, runs, noise, mode, n)
+                found = {f: (runs if rates[f]["effect"]["agree"] >= POWER_TARGET else None) for f in group.findings}
+                tried = [runs]
+
+                # the smallest run count tried that reaches the target, upwards from the scenario's own
+                for count in sorted(c for c in group.candidates if c > runs):
+                    want = [f for f in group.findings if found[f] is None]
+                    if not want:
+                        break
+                    more = _rates(group, rng, count, noise, mode, max(10, n // 2), ("effect",))
+                    tried.append(count)
+                    for f in want:
+                        if more[f]["effect"]["agree"] >= POWER_TARGET:
+                            found[f] = count
+                for f in group.findings:
+                    false_agree, power = rates[f]["null"]["agree"], rates[f]["effect"]["agree"]
+                    out.append(JudgeCheck(
+                        scenario=group.scenario, finding=f, noise=noise, mode=mode, runs=runs,
+                        false_agree=round(false_agree, 3), power=round(power, 3),
+                        reversed_disagree=round(rates[f]["reversed"]["disagree"], 3), runs_for_80=found[f],
+                        runs_tried=sorted(tried), trials=n,
+                        target_met=bool(false_agree <= FALSE_AGREE_TARGET and power >= POWER_TARGET),
+                        world=group.world))
+    return SelfTest(judges=out, seed=seed, trials=trials, elapsed_s=round(time.monotonic() - started, 1))
