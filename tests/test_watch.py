@@ -7,6 +7,7 @@ detectors on simulated worlds with and without the effect."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +178,63 @@ def test_format_change_arithmetic_says_when_the_kernel_disagrees():
     at, _, ok = predicted(g, "ext4_allocate_blocks", 29, 90)  # a change where the rules put none
     assert (at, ok) == (101, False)
     assert predicted(None, "ext4_allocate_blocks", 29, 101)[2] is None  # no geometry: no verdict
+
+
+def start_held_writer(mnt: Path, messages: int, *extra: str) -> subprocess.Popen:
+    """The writer, waiting for a line on stdin before it delivers (the watch attaches first)."""
+    return subprocess.Popen([sys.executable, str(WRITER), str(mnt / "mail"), str(messages), "--wait", *extra],
+                            stdin=subprocess.PIPE, cwd=mnt)
+
+
+def until_watching(handle) -> None:
+    for event in handle.records():
+        if isinstance(event, ev.Phase) and event.name == "watching":
+            return
+    raise AssertionError((handle.run_dir.path / "child.log").read_text()[-2000:])
+
+
+def test_a_killed_watch_leaves_no_tracefs_instance(made_fs):
+    mnt = made_fs("ext4")
+    writer = start_held_writer(mnt, 10)
+    try:
+        spec = registry.spec_from_data("watch", {"pid": writer.pid, "duration_s": 300})
+        handle = runner.start("watch", spec, TargetSpec("dir", str(mnt.parent)), None)
+        until_watching(handle)
+        assert len(fsscope_instances()) == 2  # the tasks' and the device's
+        handle.kill("killed by the test")
+        handle.wait()
+        assert not fsscope_instances(), handle.leftovers
+        assert any("tracefs" in line for line in handle.leftovers), handle.leftovers
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+def test_watch_a_cgroup_until_it_is_empty(made_fs):
+    from fsscope import proctree
+
+    mnt = made_fs("xfs")
+    parent = proctree.job_cgroup_parent()
+    if parent is None:
+        pytest.fail("no cgroup v2 directory to make a test cgroup in")
+    group = parent / f"fsscope-{os.getpid()}-watchtest"
+    group.mkdir()
+    writer = start_held_writer(mnt, 100)
+    try:
+        (group / "cgroup.procs").write_text(str(writer.pid))
+        spec = registry.spec_from_data("watch", {"cgroup": str(group), "duration_s": 120})
+        handle = runner.start("watch", spec, TargetSpec("dir", str(mnt.parent)), None)
+        until_watching(handle)
+        writer.stdin.write(b"go\n")
+        writer.stdin.close()
+        assert writer.wait(60) == 0
+        handle.drain()
+        report = registry.report_from_data("watch", handle.run_dir.report())
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+        group.rmdir()
+    assert handle.run_dir.status() == "ok" and report.watched == f"cgroup {group}"
+    assert {o.op: o.calls for o in report.ops}["rename"] == 100
+    assert not fsscope_instances()

@@ -78,7 +78,12 @@ class _Tasks:
             return self.held.proc.poll() is None
         if spec.pid is not None:
             return os.path.exists(f"/proc/{spec.pid}")
-        return True
+        from fsscope.watch import tasks
+
+        try:
+            return bool(tasks.cgroup_pids(tasks.cgroup_dir(spec.cgroup)))  # a service that stopped: done
+        except FsscopeError:  # the cgroup itself is gone
+            return False
 
     def learn(self, instance: Path | None) -> int:
         """Note the tasks the kernel follows now (forks included): process and command, while

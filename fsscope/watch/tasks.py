@@ -62,21 +62,29 @@ def process_tids(pid: int, *, with_children: bool) -> list[int]:
     return sorted(set(tids))
 
 
-def cgroup_tids(path: str) -> list[int]:
-    """The threads of every process in the cgroup at ``path`` (a directory of the cgroup v2
-    hierarchy, given as a path under /sys/fs/cgroup or relative to it)."""
+def cgroup_dir(path: str) -> Path:
+    """The cgroup v2 directory ``path`` names (under /sys/fs/cgroup, or relative to it)."""
     given = Path(path)
-    where = given if given.is_absolute() else CGROUP_ROOT / given
-    where = Path(os.path.realpath(where))
+    where = Path(os.path.realpath(given if given.is_absolute() else CGROUP_ROOT / given))
     if not where.is_relative_to(CGROUP_ROOT) or not (where / "cgroup.procs").is_file():
         raise FsscopeError(f"--cgroup {path}: not a cgroup (no cgroup.procs under {CGROUP_ROOT})")
+    return where
+
+
+def cgroup_pids(where: Path) -> list[int]:
+    """The processes in cgroup ``where`` and below it now."""
     pids: list[int] = []
     for procs in [where / "cgroup.procs", *where.rglob("cgroup.procs")]:
         try:
             pids += [int(p) for p in procs.read_text().split()]
         except OSError:
             continue
-    tids = sorted({t for p in set(pids) for t in threads(p)})
+    return sorted(set(pids))
+
+
+def cgroup_tids(path: str) -> list[int]:
+    """The threads of every process in the cgroup at ``path`` (see :func:`cgroup_dir`)."""
+    tids = sorted({t for p in cgroup_pids(cgroup_dir(path)) for t in threads(p)})
     if not tids:
         raise FsscopeError(f"--cgroup {path}: no process in it")
     return tids
