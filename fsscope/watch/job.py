@@ -90,7 +90,7 @@ class _Tasks:
         if self.held is not None:
             return self.held.proc.poll() is None
         if spec.pid is not None:
-            return os.path.exists(f"/proc/{spec.pid}")
+            return _running(spec.pid)
         from fsscope.watch import tasks
 
         try:
@@ -115,6 +115,15 @@ class _Tasks:
                 self.tgid[tid] = tgid
                 self.comms[tid] = tasks.comm(tid) or self.comms.get(tid, "")  # after an exec: the new one
         return len(followed)
+
+
+def _running(pid: int) -> bool:
+    """The process exists and has not exited (a zombie its parent has not reaped has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
 
 
 def _cwd(pid: int) -> str:
