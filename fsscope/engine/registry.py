@@ -40,6 +40,7 @@ JOBS: dict[str, tuple[str, str]] = {
     "variation": ("fsscope.study.variation", "configuration-space variation study (Cao et al.): LHS configurations x personalities, R runs, relative range"),
     "ladder": ("fsscope.workloads.ladder", "hygiene ladder (Cao et al.): baseline, no_lazy, umount, alloc; relative range per step"),
     "scan": ("fsscope.scan.job", "read-only: each directory's on-disk structure (checked against the file system), near-threshold and largest dirs, free space, aging"),
+    "watch": ("fsscope.watch.job", "attach to a process, cgroup or command: its file-system calls, the slow ones and why, what repeats"),
     "frag": ("fsscope.layout.job", "free-space extent histogram and a large test file's fragments (fresh or --from-snapshot)"),
 }
 
@@ -69,6 +70,10 @@ def require_extra(name: str) -> None:
     problem = missing_extra(name)
     if problem:
         raise FsscopeError(problem)
+
+
+#: Jobs the TUI's Setup screen does not offer yet (run from the CLI; a recorded run replays).
+CLI_ONLY = frozenset({"watch"})
 
 
 def load(name: str) -> ModuleType:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Kind = Literal["structure", "alloc", "io", "journal", "writeback", "sched"]
+Kind = Literal["structure", "alloc", "io", "journal", "writeback", "sched", "syscall", "cache"]
 Scope = Literal["pid", "dev", "bdi", "switch", "none"]
 
 #: Kinds that change an on-disk structure inside the call that fires them.
@@ -37,6 +37,8 @@ class CatalogEvent:
 
     #: fires for nothing but its structure (a format change), so an unpredicted one counts
     exclusive: bool = False
+    #: record column -> kernel string field: the column holds its index in Decoded.texts
+    texts: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -12,13 +12,17 @@ with a u32 ``type_len:5 | time_delta:27``:
 
 An event's data starts with the common fields (``common_type`` u16 at 0, ``common_pid`` s32
 at 4), then its own fields at the offsets its ``format`` file gives. Only the fields the
-catalog maps to record columns are read, so a record is 48 bytes whatever the event.
+catalog maps to record columns are read, so a record is 48 bytes whatever the event. A string
+field the catalog names in ``texts`` (a ``char[N]`` such as a block request's ``comm``, or a
+``__data_loc`` string such as an XFS directory entry's name, whose u32 holds its length << 16
+| its offset in the event) is kept once in ``Decoded.texts``; the record's column holds its
+index there.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +66,7 @@ class Field:
     size: int
     signed: bool
     text: bool  # char[] (e.g. rwbs)
+    data_loc: bool = False  # __data_loc char[]: the u32 is (length << 16) | offset
 
 
 _FIELD_RE = re.compile(r"field:(?P<decl>[^;]+);\s*offset:(?P<off>\d+);\s*size:(?P<size>\d+);"
@@ -80,7 +85,8 @@ def parse_format(text: str) -> tuple[int, dict[str, Field]]:
         decl = m.group("decl").strip()
         name = re.sub(r"\[.*\]$", "", decl.split()[-1])
         fields[name] = Field(int(m.group("off")), int(m.group("size")), m.group("signed") == "1",
-                             "char" in decl and "[" in decl and "__data_loc" not in decl)
+                             "char" in decl and "[" in decl and "__data_loc" not in decl,
+                             "__data_loc" in decl)
     return event_id, fields
 
 
@@ -90,6 +96,7 @@ class EventLayout:
     entry: CatalogEvent
     columns: tuple[tuple[str, Field], ...]  # (record column, kernel field)
     comm: Field | None = None  # sched_switch's next_comm: who took the CPU
+    texts: tuple[tuple[str, Field], ...] = ()  # (record column, string field): index in Decoded.texts
 
 
 def layouts(events_dir: Path, entries: list[CatalogEvent]) -> dict[int, EventLayout]:
@@ -102,7 +109,8 @@ def layouts(events_dir: Path, entries: list[CatalogEvent]) -> dict[int, EventLay
         except (OSError, ValueError):
             continue
         cols = tuple((col, fields[name]) for col, name in entry.columns.items() if name in fields)
-        out[event_id] = EventLayout(code, entry, cols, fields.get("next_comm"))
+        texts = tuple((col, fields[name]) for col, name in entry.texts.items() if name in fields)
+        out[event_id] = EventLayout(code, entry, cols, fields.get("next_comm"), texts)
     return out
 
 
@@ -111,6 +119,7 @@ class Decoded:
     events: np.ndarray          # EVENT_DTYPE, time-sorted
     comms: dict[int, str]       # pid -> command name, from sched_switch
     pages_with_loss: int        # pages the kernel marked "events missed before this one"
+    texts: list[str] = field(default_factory=list)  # strings of ``texts`` columns, each once
 
 
 def _walk(raw: bytes, page_bytes: int) -> tuple[list[int], list[int], int]:
@@ -169,13 +178,29 @@ def _texts(chunk: np.ndarray) -> list[str]:
     return [bytes(row).split(b"\0", 1)[0].decode("ascii", "replace") for row in chunk]
 
 
+def _strings(raw_u8: np.ndarray, at: np.ndarray, f: Field) -> list[str]:
+    """A string field of the events starting at ``at``: a char[N] in place, or a __data_loc
+    string where its u32 points."""
+    if not f.data_loc:
+        return _texts(_gather(raw_u8, at, f))
+    locs = _gather(raw_u8, at, Field(f.offset, 4, False, False)).astype(np.int64)
+    out = []
+    for start, loc in zip(at.tolist(), locs.tolist()):
+        begin = start + (loc & 0xFFFF)
+        out.append(bytes(raw_u8[begin:begin + (loc >> 16)]).split(b"\0", 1)[0].decode("utf-8", "replace"))
+    return out
+
+
 def decode_pages(raw: bytes, cpu: int, table: dict[int, EventLayout], *, page_bytes: int = 4096,
-                 run: int = 0) -> Decoded:
+                 run: int = 0, texts: list[str] | None = None) -> Decoded:
     """Every event of ``raw`` (whole pages from one CPU's trace_pipe_raw) found in ``table``:
-    one serial walk over the headers, then each event type's fields gathered at once."""
+    one serial walk over the headers, then each event type's fields gathered at once.
+    ``texts``: the list string columns index into (shared by several calls; a new one if None)."""
+    texts = [] if texts is None else texts
+    interned = {text: i for i, text in enumerate(texts)}
     starts_list, stamps, lost = _walk(raw, page_bytes)
     if not starts_list:
-        return Decoded(np.zeros(0, EVENT_DTYPE), {}, lost)
+        return Decoded(np.zeros(0, EVENT_DTYPE), {}, lost, texts)
     raw_u8 = np.frombuffer(raw, dtype=np.uint8)
     starts = np.asarray(starts_list, dtype=np.int64)
     types = _gather(raw_u8, starts, Field(0, 2, False, False))
@@ -204,9 +229,12 @@ def decode_pages(raw: bytes, cpu: int, table: dict[int, EventLayout], *, page_by
             names = _texts(_gather(raw_u8, at, layout.comm))
             for pid, name in zip(out["arg"].tolist(), names):
                 comms.setdefault(int(pid), name)
+        for col, f in layout.texts:
+            out[col] = [interned.setdefault(text, len(interned)) for text in _strings(raw_u8, at, f)]
         parts.append(out)
+    texts[len(texts):] = list(interned)[len(texts):]
     events = np.concatenate(parts) if parts else np.zeros(0, EVENT_DTYPE)
-    return Decoded(events, comms, lost)
+    return Decoded(events, comms, lost, texts)
 
 
 def decode_files(paths: dict[int, Path], events_dir: Path, entries: list[CatalogEvent], *,
@@ -214,11 +242,12 @@ def decode_files(paths: dict[int, Path], events_dir: Path, entries: list[Catalog
     """Decode every CPU's raw file and merge them into one time-sorted record."""
     table = layouts(events_dir, entries)
     parts, comms, lost = [], {}, 0
+    texts: list[str] = []
     for cpu, path in sorted(paths.items()):
-        decoded = decode_pages(Path(path).read_bytes(), cpu, table, run=run)
+        decoded = decode_pages(Path(path).read_bytes(), cpu, table, run=run, texts=texts)
         parts.append(decoded.events)
         comms.update(decoded.comms)
         lost += decoded.pages_with_loss
     events = np.concatenate(parts) if parts else np.zeros(0, EVENT_DTYPE)
     events = events[np.argsort(events["ts_ns"], kind="stable")]
-    return Decoded(events, comms, lost)
+    return Decoded(events, comms, lost, texts)

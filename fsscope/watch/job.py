@@ -1,0 +1,397 @@
+"""The watch job: attach to running tasks (or start a command), record their file-system calls
+and the kernel's events for ``duration_s`` (or until they end or the job is cancelled), then
+name, judge, explain and find what repeats. See :mod:`fsscope.watch`.
+
+Root only (tracefs instances are): the CLI refuses in one line before the job starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+import numpy as np
+from msgspec import Meta
+
+from fsscope.engine.events import Finding
+from fsscope.errors import FsscopeError
+from fsscope.records import SpecRecord
+from fsscope.watch.records import CauseRow, FormatChange, Loss, OpSummary, Repeat, Report, SlowCall, WatchProgress
+
+DATA = (WatchProgress,)
+PROGRESS_EVERY_S = 1.0
+#: How often the tasks' descriptors are read while watching (names for files gone by the end).
+FD_POLL_S = 0.25
+
+
+class Spec(SpecRecord, frozen=True):
+    job: ClassVar[str] = "watch"
+
+    pid: Annotated[int, Meta(ge=1)] | None = None
+    children: bool = False
+    cgroup: str = ""
+    command: list[str] = []
+    cwd: str = ""                 # where the command runs (the CLI's directory)
+    tree: str = ""                # the tree whose inodes are mapped (default: the watched cwd)
+    duration_s: Annotated[float, Meta(gt=0)] | None = None
+    slow_factor: Annotated[float, Meta(gt=1)] = 4.0
+    slow_floor_us: Annotated[float, Meta(ge=0)] = 100.0
+    buffer_kb: Annotated[int, Meta(ge=4)] = 8192
+    show_slow: Annotated[int, Meta(ge=0)] = 50
+
+    def __post_init__(self) -> None:
+        given = [name for name, on in (("--pid", self.pid is not None), ("--cgroup", bool(self.cgroup)),
+                                       ("a command", bool(self.command))) if on]
+        if len(given) != 1:
+            raise FsscopeError("watch needs exactly one of --pid PID, --cgroup PATH or -- COMMAND"
+                               + (f" (given: {', '.join(given)})" if given else ""))
+        if self.children and self.pid is None:
+            raise FsscopeError("watch --children goes with --pid")
+
+
+class _Tasks:
+    """The watched tasks: resolved once, their commands and processes kept as they come."""
+
+    def __init__(self, spec: Spec):
+        from fsscope.watch import tasks
+
+        self.held = None
+        if spec.command:
+            self.held = tasks.HeldCommand(spec.command, cwd=spec.cwd or None)
+            self.tids = [self.held.pid]
+            self.label = "command " + " ".join(spec.command)
+            self.cwd = spec.cwd or os.getcwd()
+        elif spec.pid is not None:
+            self.tids = tasks.process_tids(spec.pid, with_children=spec.children)
+            self.label = f"pid {spec.pid} ({tasks.comm(spec.pid)})" + (" and its children" if spec.children else "")
+            self.cwd = _cwd(spec.pid)
+        else:
+            self.tids = tasks.cgroup_tids(spec.cgroup)
+            self.label = f"cgroup {spec.cgroup}"
+            self.cwd = _cwd(self.tids[0])
+        self.comms = {tid: tasks.comm(tid) for tid in self.tids}
+        self.tgid = {tid: _tgid(tid) or tid for tid in self.tids}
+        self.seen_files: dict[tasks.OpenFile, int] = {}  # what a descriptor named -> first seen (mono ns)
+
+    def poll_files(self) -> None:
+        """What the watched processes' descriptors name now, and when each was first seen."""
+        from fsscope.watch import tasks
+
+        now = time.monotonic_ns()
+        for pid in sorted(set(self.tgid.values())):
+            for f in tasks.open_files(pid):
+                self.seen_files.setdefault(dataclasses.replace(f, pid=0, fd=0), now)
+
+    def alive(self, spec: Spec) -> bool:
+        if self.held is not None:
+            return self.held.proc.poll() is None
+        if spec.pid is not None:
+            return _running(spec.pid)
+        from fsscope.watch import tasks
+
+        try:
+            return bool(tasks.cgroup_pids(tasks.cgroup_dir(spec.cgroup)))  # a service that stopped: done
+        except FsscopeError:  # the cgroup itself is gone
+            return False
+
+    def learn(self, instance: Path | None) -> int:
+        """Note the tasks the kernel follows now (forks included): process and command, while
+        they still exist. Returns how many are followed."""
+        from fsscope.watch import tasks
+
+        if instance is None:
+            return len(self.tids)
+        try:
+            followed = [int(t) for t in (instance / "set_event_pid").read_text().split()]
+        except (OSError, ValueError):
+            return len(self.tgid)
+        for tid in followed:
+            tgid = self.tgid.get(tid) or _tgid(tid)
+            if tgid:
+                self.tgid[tid] = tgid
+                self.comms[tid] = tasks.comm(tid) or self.comms.get(tid, "")  # after an exec: the new one
+        return len(followed)
+
+
+def _running(pid: int) -> bool:
+    """The process exists and has not exited (a zombie its parent has not reaped has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
+def _cwd(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError as exc:
+        raise FsscopeError(f"cannot read the working directory of pid {pid}: {exc.strerror}") from None
+
+
+def _tgid(tid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{tid}/status").read_text().splitlines():
+            if line.startswith("Tgid:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def run(ctx, spec: Spec) -> Report:
+    from fsscope.explain.geometry import read_geometry
+    from fsscope.targets.existing import existing_fs
+    from fsscope.trace.tracefs import tracefs_root
+    from fsscope.watch import tasks
+    from fsscope.watch.names import Tree
+    from fsscope.watch.session import WatchSession
+
+    tracefs_root()  # refuses in one line without root or tracefs (the CLI said so before)
+    ctx.phase("attach")
+    watched = _Tasks(spec)
+    try:
+        tree_root = os.path.realpath(spec.tree or watched.cwd)
+        found = existing_fs(tree_root)
+        notes: list[str] = []
+        try:
+            geometry = read_geometry(found.fs, found.device, found.mountpoint, existing=True, sync=False)
+            notes += [f"geometry not read: {gap}" for gap in geometry.unread]
+        except (FsscopeError, OSError) as exc:
+            geometry = None
+            notes.append(f"no geometry of {found.mountpoint} ({exc}): format changes come without arithmetic")
+        tree = Tree.walk(tree_root)
+        if tree.truncated:
+            notes.append(f"{tree_root} has more than {len(tree.paths)} entries: only those were mapped at attach")
+        open_files = [f for pid in sorted(set(watched.tgid.values())) for f in tasks.open_files(pid)]
+        session = WatchSession(Path(ctx.run_dir.path) / "trace-raw", fs=found.fs, device=found.device,
+                               tids=watched.tids, journal=getattr(ctx.target, "journal", None),
+                               buffer_kb=spec.buffer_kb)
+        session.open()
+        try:
+            session.begin()
+            if watched.held is not None:
+                watched.held.release()
+            ctx.phase("watching", tasks=len(watched.tids), tree=tree_root)
+            _watch(ctx, spec, watched, session)
+        except BaseException:
+            session.abort()
+            raise
+        exit_status = watched.held.stop() if watched.held is not None else None
+        ctx.phase("decode")
+        recorded = session.finish()
+    finally:
+        if watched.held is not None:
+            watched.held.stop()
+    end_tree = Tree.walk(tree_root)
+    ctx.phase("analyse")
+    return _analyse(ctx, spec, watched, recorded, tree, end_tree, open_files, found, geometry,
+                    notes, exit_status)
+
+
+def _watch(ctx, spec: Spec, watched: _Tasks, session) -> None:
+    """Until the time is up, the tasks are gone or the job is cancelled: progress every second."""
+    t0 = time.monotonic()
+    next_progress = next_poll = t0
+    instance = session.sides[0].instance.path if session.sides[0].instance is not None else None
+    while not ctx.cancelled and watched.alive(spec):
+        now = time.monotonic()
+        if spec.duration_s is not None and now - t0 >= spec.duration_s:
+            break
+        if now >= next_progress:
+            followed = watched.learn(instance)
+            raw = session.raw_bytes()
+            ctx.emit(WatchProgress(elapsed_s=round(now - t0, 2), raw_bytes=raw, tasks=followed))
+            ctx.progress(round(now - t0, 1), spec.duration_s, unit="s",
+                         info=f"{followed} task(s), {raw // 1024} KiB of events")
+            next_progress = now + PROGRESS_EVERY_S
+        if now >= next_poll:
+            watched.poll_files()
+            next_poll = now + FD_POLL_S
+        time.sleep(0.05)  # the job's own polling interval (what it waits for has no fd to wait on)
+    watched.learn(instance)
+
+
+def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, open_files, found, geometry,
+             notes: list[str], exit_status: int | None) -> Report:
+    from fsscope.watch import calls as calls_mod
+    from fsscope.watch import causes, slow
+    from fsscope.watch.names import name_calls, transferred
+    from fsscope.watch.syscalls import OPS
+
+    paired = calls_mod.pair(recorded.events, recorded.names)
+    calls = paired.calls
+    where = calls_mod.inside(calls, recorded.events)
+    named = name_calls(calls, recorded.events, where, recorded.names, recorded.texts, tree,
+                       open_files=open_files, tgid=watched.tgid, fs=found.fs, end_tree=end_tree,
+                       later_files=[(t, f) for f, t in watched.seen_files.items()])
+    group = slow.groups(calls, named.file, named.dir, named.created)
+    judged = slow.judge(calls, group, factor=spec.slow_factor, floor_ns=int(spec.slow_floor_us * 1000))
+    ctx.run_dir.save_array("calls", calls)
+    t0 = int(calls["start_ns"].min()) if len(calls) else 0
+    slow_idx = np.flatnonzero(judged.slow)
+    watched_tids = set(watched.tgid) | set(int(t) for t in np.unique(calls["tid"]))
+    wins = causes.windows(slow_idx, calls, recorded.events, where, recorded.names, recorded.texts,
+                          watched_tids, named.dirs)
+    comms = {**watched.comms, **recorded.comms, **_exec_comms(recorded)}  # what the kernel recorded first
+    moved = transferred(calls)
+    explained: dict[int, list[causes.Cause]] = {
+        i: causes.explain(w, int(calls["duration_ns"][i])) for i, w in wins.items()}
+    cause_count = Counter(c.kind for cs in explained.values() for c in cs)
+
+    def slow_row(i: int) -> SlowCall:
+        return SlowCall(index=int(i), tid=int(calls["tid"][i]), comm=comms.get(int(calls["tid"][i]), ""),
+                        op=OPS[calls["op"][i]], start_s=round((int(calls["start_ns"][i]) - t0) / 1e9, 6),
+                        duration_us=round(int(calls["duration_ns"][i]) / 1e3, 1),
+                        baseline_us=round(int(judged.baseline_ns[i]) / 1e3, 1),
+                        local_baseline=bool(judged.local[i]), result=int(calls["result"][i]),
+                        bytes=int(moved[i]), file=named.file_path(int(i)),
+                        dir=named.path(int(named.dir[i])),
+                        causes=[CauseRow(kind=c.kind, text=c.text) for c in explained[int(i)]])
+
+    by_duration = slow_idx[np.argsort(-calls["duration_ns"][slow_idx], kind="stable")]
+    changes = _format_changes(calls, recorded, where, named, judged, geometry, tree, end_tree)
+    reps = _repeats(calls, judged, named, explained)
+    unnamed = np.array([named.file_path(i) is None and named.path(int(named.dir[i])) is None
+                        for i in range(len(calls))], dtype=bool)
+    ops = []
+    for o in np.unique(calls["op"]):
+        rows = calls["op"] == o
+        d = calls["duration_ns"][rows] / 1e3
+        ops.append(OpSummary(op=OPS[o], calls=int(rows.sum()), p50_us=round(float(np.percentile(d, 50)), 1),
+                             p99_us=round(float(np.percentile(d, 99)), 1), max_us=round(float(d.max()), 1),
+                             slow=int(judged.slow[rows].sum()), bytes=int(moved[rows].sum()),
+                             unnamed=int(unnamed[rows].sum())))
+    lost = [Loss(instance=x.instance, overrun=x.overrun, dropped=x.dropped, pages_with_loss=x.pages_with_loss)
+            for x in recorded.lost]
+    lost_total = sum(x.total for x in recorded.lost)
+    if lost_total or any(x.pages_with_loss for x in recorded.lost):
+        notes.append(f"the ring buffer lost {lost_total} event(s): calls whose entry or exit was lost are "
+                     f"counted as unpaired, and a slow call may lack some of its kernel events "
+                     f"(a larger buffer_kb keeps more)")
+    if paired.unpaired_enters or paired.unpaired_exits:
+        notes.append(f"{paired.unpaired_enters} entr(ies) without exit and {paired.unpaired_exits} exit(s) "
+                     f"without entry (calls in progress at attach or detach, or lost events)")
+    if int(unnamed.sum()):
+        notes.append(f"{int(unnamed.sum())} call(s) could not be named: no kernel event inside them "
+                     f"named a file and their descriptor was not seen opening (uprobes are not used)")
+    if recorded.missing:
+        notes.append(f"{len(recorded.missing)} event(s) this kernel does not have were left out")
+    report = Report(
+        watched=watched.label, tids=watched.tids, comms={str(k): v for k, v in sorted(comms.items())
+                                                         if k in watched_tids},
+        fs=found.fs, device=found.device, tree=tree.root, duration_s=round(recorded.duration_s, 3),
+        exit_status=exit_status, calls=len(calls), unpaired_enters=paired.unpaired_enters,
+        unpaired_exits=paired.unpaired_exits, unnamed=int(unnamed.sum()), events=len(recorded.events),
+        ops=ops, slow_total=len(slow_idx), slow=[slow_row(i) for i in by_duration[:spec.show_slow]],
+        format_changes=changes, repeats=reps, lost=lost, lost_total=lost_total,
+        causes=dict(cause_count.most_common()), missing=recorded.missing, notes=notes)
+    _emit_findings(ctx, report)
+    return report
+
+
+def _exec_comms(recorded) -> dict[int, str]:
+    """Each task's command after its last exec (the kernel's comm: the program's file name,
+    15 bytes at most), from ``sched_process_exec``."""
+    code = next((c for c, n in enumerate(recorded.names) if n.endswith("/sched_process_exec")), -1)
+    out = {}
+    for row in recorded.events[recorded.events["code"] == code]:
+        out[int(row["arg"])] = os.path.basename(recorded.texts[int(row["sector"])])[:15]
+    return out
+
+
+def _format_changes(calls, recorded, where, named, judged, geometry, tree, end_tree) -> list[FormatChange]:
+    from fsscope.watch.causes import FORMAT_EVENTS
+    from fsscope.watch.repeats import predicted
+    from fsscope.watch.syscalls import OPS
+
+    short = [n.split("/", 1)[-1] for n in recorded.names]
+    out = []
+    seen: set[tuple[int, str]] = set()
+    conversions = [c for c, n in enumerate(short) if n in FORMAT_EVENTS and n != "xfs_dir2_grow_inode"]
+    converted = set(where[np.isin(recorded.events["code"], conversions) & (where >= 0)].tolist())
+    for k in np.flatnonzero(where >= 0):
+        ev = recorded.events[k]
+        name = short[int(ev["code"])]
+        d = int(ev["arg"])
+        if not (name in FORMAT_EVENTS or (name == "ext4_allocate_blocks" and d in named.dirs)):
+            continue
+        i = int(where[k])
+        if (i, name) in seen or (name == "xfs_dir2_grow_inode" and i in converted):
+            continue  # the block a conversion adds is part of it
+        seen.add((i, name))
+        lengths = end_tree.name_bytes.get(d) or tree.name_bytes.get(d) or []
+        name_bytes = int(np.median(lengths)) if lengths else 0
+        at: int | None
+        matches: bool | None
+        if OPS[calls["op"][i]] == "mkdir" and int(named.dir[i]) != d:  # the new directory itself
+            before, at, text, matches = 0, 0, "a new directory gets its first block", True
+        else:
+            before = int(named.entries_before[i]) if int(named.dir[i]) == d else -1
+            at, text, matches = predicted(geometry, name, name_bytes, before) if before >= 0 else (
+                None, "the names the directory held before this call are not known", None)
+        out.append(FormatChange(dir=named.path(d), event=name, call=i, op=OPS[calls["op"][i]],
+                                entries_before=before, name_bytes=name_bytes, predicted=at,
+                                matches=matches, arithmetic=text,
+                                duration_us=round(int(calls["duration_ns"][i]) / 1e3, 1),
+                                slow=bool(judged.slow[i])))
+    return out
+
+
+def _repeats(calls, judged, named, explained) -> list[Repeat]:
+    from fsscope.watch.repeats import stride
+    from fsscope.watch.syscalls import OPS
+
+    out = []
+    for o in np.unique(calls["op"]):
+        of_op = calls["op"] == o
+        for key in np.unique(judged.group[of_op]):
+            rows = np.flatnonzero(of_op & (judged.group == key))
+            ordinals = np.flatnonzero(judged.slow[rows])
+            found = stride(ordinals)
+            if found is None:
+                continue
+            gap, hits = found
+            kinds = Counter(_label(c, OPS[o]) for i in rows[ordinals] for c in explained.get(int(i), [])[:1])
+            cause = kinds.most_common(1)[0][0] if kinds else ""
+            where_ = named.path(int(key))
+            title = (f"{OPS[o]} calls {'in' if int(key) in named.dirs else 'on'} {where_ or 'an unnamed file'} "
+                     f"are slow every {gap} calls" + (f" — {cause}" if cause else ""))
+            out.append(Repeat(op=OPS[o], where=where_, calls=len(rows), slow=len(ordinals), stride=gap,
+                              hits=hits, cause=cause, title=title))
+    return out
+
+
+#: What a repeat's title says its calls share, by their first cause's kind.
+CAUSE_LABELS = {"format": "a directory format change", "alloc": "an allocation",
+                "journal": "a journal commit or log force", "writeback": "writeback throttling",
+                "cache-miss": "page-cache misses", "other-io": "other processes' I/O on the device",
+                "kernel-io": "the journal's or writeback's I/O on the device",
+                "cpu": "waiting for a CPU", "blocked": "blocked on something no traced event names",
+                "none": "nothing the kernel traced"}
+
+
+def _label(cause, op: str) -> str:
+    if cause.kind == "alloc" and op == "open" and "xfs_alloc_vextent_finish" in cause.text:
+        return "a new inode chunk (XFS allocated an extent inside the create)"
+    return CAUSE_LABELS.get(cause.kind, cause.kind)
+
+
+def _emit_findings(ctx, report: Report) -> None:
+    for r in report.repeats:
+        ctx.emit(Finding(flag="repeat", title=r.title, note=f"{r.slow} of {r.calls} {r.op} calls slow; {r.hits} "
+                                                            f"of the gaps between them are {r.stride} calls",
+                         stride=r.stride, count=r.slow))
+    for c in report.format_changes:
+        verdict = {True: "as the arithmetic predicts", False: f"the arithmetic predicts {c.predicted}",
+                   None: "no exact prediction"}[c.matches]
+        ctx.emit(Finding(flag="format-change", title=f"{c.dir or 'a directory'}: {c.event} at {c.op} with "
+                                                     f"{c.entries_before} names ({verdict})",
+                         note=c.arithmetic, index=c.call, structure=c.event))
+    if report.lost_total:
+        ctx.finding("lost-events", f"the ring buffer lost {report.lost_total} event(s)",
+                    "; ".join(f"{x.instance}: overrun {x.overrun}, dropped {x.dropped}" for x in report.lost))
