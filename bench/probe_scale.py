@@ -1,28 +1,36 @@
 #!/usr/bin/env python3
-"""Does the probe scale to 1,000,000 files in one run without growing per-file memory?
+"""Does the probe's analysis keep up with its measuring at 1,000,000 files x 10 runs?
 
-Runs ``measure_run`` (op=creat, one run) for ``--files`` files in a fresh directory on a RAM
-target (a tmpfs directory under /dev/shm by default), pinned to one CPU, with a cheap
-``on_batch`` consumer like a live view's. Prints the elapsed time, the share of it spent
-inside timed regions, latency percentiles, and the process's peak RSS (target: under
-300 MiB -- the result itself is an 8 MB int64 array, so anything near the limit means
-per-file Python objects are being kept). If ``fsscope.analysis.outliers.analyze`` is
-available it also times the analysis of the result. The files are removed afterwards
-(streamed by name, no listing held in memory).
+Measures a real probe on a RAM target (a tmpfs directory under /dev/shm by default): ``--runs``
+runs of ``measure_run`` (op=creat, a sync of the file system before each call as the probe
+does by default, pinned to one CPU, each run in a fresh directory), written into memory-mapped
+``latency_ns.npy`` / ``wait_ns.npy`` like a run directory's. Real tmpfs data, not a synthetic
+matrix: on this shared machine ~8-20 % of its files are series candidates, which is what made
+the old series search explode.
 
-``--sync-before none`` is the default: on tmpfs ``sync()`` writes nothing back for the
-target, but it is a global call whose cost depends on every other file system's dirty data
-(50-150 us on the shared development VM: ``each`` turned a 9 s run into 157 s); pass
-``--sync-before each`` to measure that too.
+Then, in a child process each (fresh interpreter, its own peak RSS from ``getrusage``), the
+analysis exactly as the probe job runs it: after every run from the second, ``analyze`` of the
+runs so far, the sequential decisions (``Settling.after_run``) and ``settled``; at the end the
+report's analysis. Timed as CPU seconds of the child (the measurement as wall seconds of the
+timed loops' runs). ``--reference-up-to N``: also with today's series search replaced by the
+old one (``fsscope.analysis.outliers_reference``) at N files and below, in the same run, and
+the findings of both compared one for one. A child that passes ``--child-timeout`` is stopped
+and reported unfinished.
 
-    .venv/bin/python bench/probe_scale.py [--files 1000000] [--sync-before none|each]
+Target (#38): analysis CPU <= 2 x measurement wall time and peak RSS <= 150 MiB at 1,000,000
+files x 10 runs. The statistic is that ratio, per size; the load is printed beside each.
+
+    .venv/bin/python bench/probe_scale.py [--files 10000 30000 100000 1000000] [--runs 10]
+    .venv/bin/python bench/probe_scale.py --smoke     # seconds: 2,000 files x 3 runs
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,100 +40,151 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fsscope.workloads.probe import ProbeSpec, measure_run, pin_cpu  # noqa: E402
+import benchlib  # noqa: E402
 
-RSS_LIMIT_MIB = 300
-
-
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+RATIO_TARGET = 2.0
+RSS_LIMIT_MIB = 150
 
 
-def current_rss_mib() -> float:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+def measure(workdir: Path, files: int, runs: int, sync_before: str) -> float:
+    """``runs`` real probe runs of ``files`` files into ``workdir``'s .npy files; wall seconds."""
+    from fsscope.workloads.probe import ProbeSpec, measure_run, pin_cpu
 
-
-def remove_probe_files(workdir: Path, files: int, name_length: int) -> None:
-    """Unlink by name (no directory listing of a million entries held in memory)."""
-    dfd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
+    spec = ProbeSpec(op="creat", files=files, runs=runs, sync_before=sync_before)
+    latency = np.lib.format.open_memmap(workdir / "latency_ns.npy", "w+", np.int64, (runs, files))
+    wait = np.lib.format.open_memmap(workdir / "wait_ns.npy", "w+", np.int64, (runs, files))
+    previous = pin_cpu(None)
+    seconds = 0.0
     try:
-        fmt = b"%0" + str(name_length).encode() + b"d"
-        for index in range(files):
-            try:
-                os.unlink(fmt % index, dir_fd=dfd)
-            except FileNotFoundError:
-                pass
+        for r in range(runs):
+            probe_dir = Path(tempfile.mkdtemp(prefix="probe.", dir=workdir))
+            row, wait_row = np.full(files, -1, dtype=np.int64), np.zeros(files, dtype=np.int64)
+            started = time.monotonic()
+            measure_run(probe_dir, spec, out=row, wait_out=wait_row)
+            seconds += time.monotonic() - started
+            latency[r], wait[r] = row, wait_row
+            shutil.rmtree(probe_dir)
     finally:
-        os.close(dfd)
-    os.rmdir(workdir)
+        os.sched_setaffinity(0, previous)
+        latency.flush()
+        wait.flush()
+    return seconds
+
+
+def replay_job_analysis(latency, wait) -> tuple:
+    """The probe job's analysis calls on ``runs`` x files (``probe_job._one_run`` after every
+    run from the second, then the report's): (settled final analysis, settling)."""
+    from fsscope.analysis import sequential
+    from fsscope.analysis.outliers import analyze
+
+    runs = latency.shape[0]
+    settling = sequential.Settling(runs, runs)  # --max-runs = --runs: a fixed number of runs
+    for r in range(1 if runs > 1 else 0, runs):
+        analysis = analyze(latency[: r + 1], wait_ns=wait[: r + 1])
+        settling.after_run(r, analysis, latency[: r + 1], wait[: r + 1])
+        settling.settled(analysis)
+    rows = list(range(runs))
+    return settling.settled(settling.final_analysis(latency, wait, rows)), settling
+
+
+def findings(analysis, settling) -> dict:
+    payload = analysis.to_json()
+    return {key: payload[key] for key in ("outliers", "noise_count", "weak_outliers", "series", "level_shifts",
+                                          "linear_growth")} | {"decisions": settling.to_json()["candidates"]}
+
+
+def child(workdir: Path, impl: str) -> None:
+    """Run in a fresh interpreter: analyse ``workdir``'s matrices; print one JSON line."""
+    if impl == "reference":
+        from fsscope.analysis import outliers, outliers_reference
+
+        outliers.periodic_series = outliers_reference.periodic_series  # the old series search
+    import fsscope.analysis.sequential  # noqa: F401  (imports are not the analysis)
+
+    latency = np.load(workdir / "latency_ns.npy", mmap_mode="r")
+    wait = np.load(workdir / "wait_ns.npy", mmap_mode="r")
+    before_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    started = time.process_time()
+    analysis, settling = replay_job_analysis(latency, wait)
+    cpu_s = time.process_time() - started
+    print(json.dumps({"cpu_s": cpu_s, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "rss_before_mib": before_mib, "findings": findings(analysis, settling)}))
+
+
+def run_child(workdir: Path, impl: str, timeout_s: float) -> dict | None:
+    try:
+        done = subprocess.run([sys.executable, __file__, "--child", str(workdir), "--impl", impl],
+                              capture_output=True, text=True, timeout=timeout_s, check=True)
+    except subprocess.TimeoutExpired:
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def count(f: dict) -> str:
+    return (f"{len(f['outliers'])} outliers, {len(f['series'])} series, {len(f['level_shifts'])} shifts, "
+            f"{len(f['decisions'])} decisions")
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=1_000_000)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     epilog=f"Target: analysis CPU <= {RATIO_TARGET:g} x measurement and peak "
+                                            f"RSS <= {RSS_LIMIT_MIB} MiB at 1,000,000 files x 10 runs.")
+    parser.add_argument("--files", type=int, nargs="+", default=[10_000, 30_000, 100_000, 1_000_000])
+    parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--dir", type=Path, default=Path("/dev/shm"))
-    parser.add_argument("--sync-before", choices=["none", "each"], default="none")
-    parser.add_argument("--op", default="creat")
-    parser.add_argument("--cpu", type=int, default=None, help="default: the last CPU")
-    parser.add_argument("--no-analysis", action="store_true")
+    parser.add_argument("--sync-before", choices=["none", "each"], default="each")
+    parser.add_argument("--reference-up-to", type=int, default=30_000,
+                        help="also time the old series search at this many files and below (default 30000)")
+    parser.add_argument("--child-timeout", type=float, default=600.0, help="seconds per analysis child")
+    parser.add_argument("--smoke", action="store_true", help="seconds: 2,000 files x 3 runs, reference included")
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--impl", choices=["new", "reference"], default="new", help=argparse.SUPPRESS)
     args = parser.parse_args()
-
-    previous_affinity = pin_cpu(args.cpu)
-    cpu = next(iter(os.sched_getaffinity(0)))
-    spec = ProbeSpec(op=args.op, files=args.files, runs=1, sync_before=args.sync_before)
-    fs_type = subprocess.run(["stat", "-f", "-c", "%T", str(args.dir)], capture_output=True,
-                             text=True).stdout.strip()
-    print(f"target: {args.dir} ({fs_type}), op={spec.op}, files={spec.files}, runs=1, "
-          f"sync_before={spec.sync_before}, cpu={cpu}")
-    baseline_peak_mib = peak_rss_mib()
-    print(f"peak RSS before the run (interpreter + numpy): {baseline_peak_mib:.1f} MiB")
-
-    batches = 0
-    slowest_ns = 0
-
-    def on_batch(start: int, latency_ns: np.ndarray) -> None:
-        nonlocal batches, slowest_ns
-        batches += 1
-        slowest_ns = max(slowest_ns, int(latency_ns.max()))
-
-    workdir = Path(tempfile.mkdtemp(prefix="fsscope-scale-", dir=args.dir))
-    try:
-        t0 = time.monotonic()
-        latency_ns = measure_run(workdir, spec, on_batch=on_batch)
-        elapsed_s = time.monotonic() - t0
-        probe_peak_mib = peak_rss_mib()
-        timed_s = latency_ns.sum() / 1e9
-        p50, p99, p999 = np.percentile(latency_ns, [50, 99, 99.9])
-        print(f"probe: {elapsed_s:.2f} s elapsed, {elapsed_s / spec.files * 1e6:.2f} us per file, "
-              f"{timed_s:.2f} s ({timed_s / elapsed_s:.0%}) inside timed regions, "
-              f"{batches} batches")
-        print(f"latency: median {p50:.0f} ns, p99 {p99:.0f} ns, p99.9 {p999:.0f} ns, "
-              f"max {latency_ns.max()} ns, all > 0: {bool((latency_ns > 0).all())}, "
-              f"batch max agrees: {slowest_ns == latency_ns.max()}")
-        print(f"peak RSS after the probe: {probe_peak_mib:.1f} MiB (+{probe_peak_mib - baseline_peak_mib:.1f}"
-              f" MiB over baseline; current {current_rss_mib():.1f} MiB; result array "
-              f"{latency_ns.nbytes / 2**20:.1f} MiB); limit {RSS_LIMIT_MIB} MiB: "
-              f"{'met' if probe_peak_mib < RSS_LIMIT_MIB else 'MISSED'}")
-    finally:
-        t_rm = time.monotonic()
-        remove_probe_files(workdir, spec.files, spec.name_length)
-        print(f"cleanup: {time.monotonic() - t_rm:.2f} s to remove {spec.files} files")
-
-    if not args.no_analysis:
+    if args.child is not None:
+        child(args.child, args.impl)
+        return 0
+    benchlib.start()
+    if args.smoke:
+        args.files, args.runs, args.reference_up_to = [2_000], 3, 2_000
+    print(f"target: analysis CPU <= {RATIO_TARGET:g} x measurement, peak RSS <= {RSS_LIMIT_MIB} MiB "
+          f"(1,000,000 files x 10 runs); {args.runs} runs, sync before each call: {args.sync_before}, "
+          f"on {args.dir}; {benchlib.load()}")
+    verdicts = []
+    for files in args.files:
+        workdir = Path(tempfile.mkdtemp(prefix="fsscope-scale-", dir=args.dir))
         try:
-            from fsscope.analysis.outliers import analyze
-        except ImportError as exc:
-            print(f"analysis: skipped (fsscope.analysis.outliers.analyze not available: {exc})")
-        else:
-            t_an = time.monotonic()
-            result = analyze(latency_ns[np.newaxis, :])
-            analysis_s = time.monotonic() - t_an
-            print(f"analysis (outliers.analyze, 1 x {spec.files}): {analysis_s:.2f} s, "
-                  f"{len(result.outliers)} outliers, {len(result.series)} series, "
-                  f"{len(result.level_shifts)} level shifts; peak RSS now {peak_rss_mib():.1f} MiB")
-    os.sched_setaffinity(0, previous_affinity)
+            measure_s = measure(workdir, files, args.runs, args.sync_before)
+            print(f"{files:>9,} files x {args.runs}: measured in {measure_s:.2f} s "
+                  f"({measure_s / files / args.runs * 1e6:.1f} us per call); {benchlib.load()}")
+            new = run_child(workdir, "new", args.child_timeout)
+            if new is None:
+                print(f"    analysis: unfinished after {args.child_timeout:.0f} s of wall time; {benchlib.load()}")
+                verdicts.append(False)
+                continue
+            ratio = new["cpu_s"] / measure_s
+            print(f"    analysis: {new['cpu_s']:.2f} s CPU = {ratio:.2f} x measurement, peak RSS "
+                  f"{new['peak_rss_mib']:.0f} MiB ({new['rss_before_mib']:.0f} before analysing); "
+                  f"{count(new['findings'])}; {benchlib.load()}")
+            if files == 1_000_000 or files == max(args.files):
+                verdicts.append(ratio <= RATIO_TARGET and new["peak_rss_mib"] <= RSS_LIMIT_MIB)
+            if files <= args.reference_up_to:
+                old = run_child(workdir, "reference", args.child_timeout)
+                if old is None:
+                    print(f"    reference (old series search): unfinished after {args.child_timeout:.0f} s; "
+                          f"{benchlib.load()}")
+                else:
+                    same = old["findings"] == new["findings"]
+                    print(f"    reference (old series search): {old['cpu_s']:.2f} s CPU = "
+                          f"{old['cpu_s'] / measure_s:.2f} x measurement, peak RSS {old['peak_rss_mib']:.0f} MiB; "
+                          f"new/old CPU {new['cpu_s'] / old['cpu_s']:.3f}; findings "
+                          f"{'identical' if same else 'DIFFER'}; {benchlib.load()}")
+                    verdicts.append(same)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(f"verdict: {'met' if all(verdicts) else 'MISSED'} (largest size: analysis/measurement <= "
+          f"{RATIO_TARGET:g} and peak RSS <= {RSS_LIMIT_MIB} MiB; reference findings identical)")
     return 0
 
 

@@ -43,7 +43,13 @@ from numpy.typing import NDArray
 
 from fsscope.analysis.findings import LevelShift
 from fsscope.analysis.latency import nanmedian_last_axis
-from fsscope.analysis.outliers import _local_baseline_ns, as_float_matrix, mask_disturbed, repeatable_outliers
+from fsscope.analysis.outliers import (
+    _local_baseline_ns,
+    analyze,
+    as_float_matrix,
+    mask_disturbed,
+    repeatable_outliers,
+)
 
 #: P(slow in a run) of a structural file: "slow in (nearly) every run".
 P_STRUCTURAL = 0.9
@@ -258,6 +264,7 @@ class Settling:
         self.decisions: list[Decision] = []
         self.runs_seen = 0
         self.latency: NDArray[np.float64] | None = None
+        self.last_analysis = None
 
     @property
     def sequential(self) -> bool:
@@ -276,6 +283,7 @@ class Settling:
 
     def after_run(self, run: int, analysis, latency_ns: NDArray, wait_ns: NDArray) -> None:
         self.runs_seen = run + 1
+        self.last_analysis = analysis  # of runs 0..run: the report's too when no run is left out
         for outlier in analysis.outliers:
             if outlier.index not in self.candidates:
                 self.candidates[outlier.index] = Candidate(outlier.index, "outlier", run + 1)
@@ -289,6 +297,14 @@ class Settling:
             + decide_shifts(self.latency, [c for c in ordered if c.kind == "shift"],
                             min_ratio=analysis.settings["shift_min_ratio"]),
             key=lambda d: d.index)
+
+    def final_analysis(self, latency_ns: NDArray, wait_ns: NDArray, rows: list[int]):
+        """The analysis of ``rows`` of the matrices: the one made after the last run when it
+        covered exactly these rows (a probe's analysis is not cheap at a million files), else
+        made now."""
+        if self.last_analysis is not None and rows == list(range(self.runs_seen)):
+            return self.last_analysis
+        return analyze(latency_ns[rows], wait_ns=wait_ns[rows])
 
     @property
     def undecided(self) -> list[Decision]:

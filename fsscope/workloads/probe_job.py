@@ -147,7 +147,7 @@ def run(ctx, spec: ProbeSpec) -> Report:
               "timed_in": "native" if call is not None else f"python ({why})"}  # see probe_calls.c
     findings: list = []
     if done_rows:
-        analysis = settling.settled(analyze(latency_ns[done_rows], wait_ns=wait_ns[done_rows]))
+        analysis = settling.settled(settling.final_analysis(latency_ns, wait_ns, done_rows))
         report |= analysis.to_json()
         findings = _findings(analysis)
         flags = _explain(findings, explained.predictions)
