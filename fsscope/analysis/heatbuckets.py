@@ -210,10 +210,12 @@ def _percentiles(values: np.ndarray, zoom: int, q: float, aggregate: str, summar
     out = np.empty((runs, columns), dtype=np.int64)
     valid = np.full((runs, columns), zoom, dtype=np.int64)
     top = summary.kinds.get("max")
+    low = summary.kinds.get("min")
+    blocks = files // BLOCK_FILES
     for run in range(runs):
         if whole:
             row = values[run, : whole * zoom]
-            if top is not None and top.shape == (runs, files // BLOCK_FILES):  # held: no pass for the bound
+            if top is not None and top.shape == (runs, blocks):  # held: no pass for the bound
                 high = max(int(top[run].max(initial=NOT_MEASURED)),
                            int(values[run, top.shape[1] * BLOCK_FILES:].max(initial=NOT_MEASURED)))
             else:
@@ -221,7 +223,11 @@ def _percentiles(values: np.ndarray, zoom: int, q: float, aggregate: str, summar
             scratch = summary.scratch_for(whole * zoom, np.int32 if high < 2**31 else np.int64)
             np.copyto(scratch, row, casting="unsafe")
             own = scratch.reshape(whole, zoom)
-            if scratch.min() < 0:  # unmeasured files: count them per bucket before the selection
+            if low is not None and low.shape == (runs, blocks):  # held: no pass to see unmeasured files
+                holes = low[run].min(initial=0) < 0 or values[run, blocks * BLOCK_FILES: whole * zoom].min(initial=0) < 0
+            else:
+                holes = scratch.min() < 0
+            if holes:  # unmeasured files: count them per bucket before the selection
                 valid[run, :whole] = (own >= 0).sum(axis=1)
             own.partition(full_rank, axis=1)  # in place, in the reused buffer
             out[run, :whole] = own[:, full_rank]
@@ -289,12 +295,15 @@ class Bucketings:
         data = (version, *values.shape)
         if self._data != data:
             self._summary.clear()
-        if self._data != data or len(self._made) >= self.limit:
+        if self._data != data:
             self._made.clear()
             self._data = data
-        made = self._made.get((zoom, aggregate))
+        made = self._made.pop((zoom, aggregate), None)
         if made is None:
-            made = self._made[(zoom, aggregate)] = bucket(values, zoom, aggregate, summary=self._summary)
+            while len(self._made) >= self.limit:  # the least recently asked for goes, not all of them
+                del self._made[next(iter(self._made))]
+            made = bucket(values, zoom, aggregate, summary=self._summary)
+        self._made[(zoom, aggregate)] = made  # (re)inserted: the most recently asked for
         return made
 
     def patch(self, version: int, values: np.ndarray, run: int, start: int, stop: int) -> bool:
