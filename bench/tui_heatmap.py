@@ -1,31 +1,31 @@
 #!/usr/bin/env python3
-"""How long does a heatmap frame take with 100,000 files x 10 runs on screen? Against a blank screen.
+"""How much does a heatmap frame cost the app at 1,000,000 files x 10 runs? Against a blank screen.
 
-Target (issue 28): median <= 16 ms (60 frames/s) and every frame <= 33 ms, in every mode, at
-200 x 60, wall time.
+Target (issue 28), measured as issue 38 asks: CPU time per frame median <= 16 ms (60 frames/s)
+and every frame <= 33 ms, at 200 x 60, in every mode, a full re-bucketing after a zoom or
+aggregate switch included. CPU time of the drawing thread judges (the machine is shared); wall
+time is printed beside it.
 
 Runs a headless Textual app holding only the latency heatmap at a terminal size (default
 200 x 60), fills it with a synthetic probe matrix (lognormal latencies, a few repeatable
-outliers, a level shift) and times the frames of a live run, each as Textual's driver makes
-it: the whole screen composited and encoded to the escape codes it writes
-(``render_update(full=True)`` + ``render_segments``). In each mode the first frame is the
-switch to it (every line drawn; the data bucketed for the new zoom, while the p99 aggregate,
-the next of the ``a`` cycle, was bucketed and its lines built by the widget between frames,
-after the default view's first frame, as it does in the app); each of the
-next ``--frames`` follows a batch of new samples (``--batch`` files of one run, the runs in
-turn, put into the matrix and handed to ``samples_added``: that run's columns bucketed anew,
-its lines redrawn). ``--rebucket-every-frame`` makes every frame bucket everything and draw
-every line anew (the worst case: a zoom or aggregate switch at every frame).
+outliers, a level shift) and times frames as Textual's driver makes them: the whole screen
+composited and encoded to the escape codes it writes (``render_update(full=True)`` +
+``render_segments``). A frame is timed from the key or batch that causes it to the end of the
+work the app then does on its thread (``call_after_refresh`` callbacks such as bucketing the
+next aggregate ahead: awaited and counted in the CPU time of the frame that scheduled them).
 
-Modes: the default view (all files fit: ~500 files per column, bucket max), the same with
-the p99 of each bucket (a partial sort per bucket), and zoomed in to one file per column in
-the middle of the files. The reference is a frame of the same size with a blank widget. Each
-round measures every side (reference and modes) in turn, the order reversed every round
-(``--rounds``, default 3), the load printed with each round; medians and worst frames are over
-all rounds. On a shared machine ``--cpu-time`` times the drawing thread's CPU only.
+Each round draws the default view once (untimed: loading the data), then alternates switches
+and live batches: ``a`` through every aggregate (p99, p90, p50, mean, back to max), then zoom
+in four steps from the fit and back to the fit, each switch followed by ``--frames`` frames
+of live batches (``--batch`` files of one run, the runs in turn, default 1 % of ``--files``,
+put into the matrix and handed to ``samples_added``). Switch frames bucket whatever the new
+view needs that is not held: the full re-bucketing is inside the timed frame.
+``--rebucket-every-frame`` makes every frame throw away everything bucketed (a new data set at
+every frame, the summaries included: the worst case). The reference is a blank widget's frame.
+Rounds alternate the order of the sides (``--rounds``, default 3), the load printed with each.
 
-    .venv/bin/python bench/tui_heatmap.py [--files 100000] [--runs 10] [--size 200x60]
-        [--frames 30] [--batch 5000] [--rounds 3] [--cpu-time] [--rebucket-every-frame]
+    .venv/bin/python bench/tui_heatmap.py [--files 1000000] [--runs 10] [--size 200x60]
+        [--frames 3] [--batch N] [--rounds 3] [--rebucket-every-frame] [--smoke]
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ from fsscope.tui.model import LatencyMatrix  # noqa: E402
 from fsscope.tui.themes import VARIABLE_DEFAULTS  # noqa: E402
 from fsscope.tui.widgets.heatmap import Heatmap  # noqa: E402
 
-BUDGET_MS = 16.0  # median per frame: 60 frames/s
-WORST_MS = 33.0  # any single frame: 30 frames/s
+BUDGET_MS = 16.0  # CPU median per frame: 60 frames/s
+WORST_MS = 33.0  # CPU of any single frame: 30 frames/s
 
 
 def synthetic_matrix(files: int, runs: int, seed: int = 0) -> np.ndarray:
@@ -85,115 +85,178 @@ def frame(app: App, console: Console) -> str:
     return update.render_segments(console)
 
 
-def zoom_to_middle(widget: Heatmap) -> None:
-    widget._set_zoom(1)  # noqa: SLF001 - as the zoom keys do
-    widget.move_to_file(widget.matrix.files // 2)
+def cycle_aggregate(widget: Heatmap) -> None:
+    widget.action_cycle_aggregate()  # as the ``a`` key does
 
 
-def p99_buckets(widget: Heatmap) -> None:
-    widget.aggregate = "p99"
-    widget._invalidate()  # noqa: SLF001 - as the aggregate key does
+def zoom_in(widget: Heatmap) -> None:
+    widget.action_zoom_in()  # as the ``+`` key does
 
 
-MODES = {"fit (bucket max)": None, "fit (bucket p99)": p99_buckets, "1 file per column, middle": zoom_to_middle}
+def zoom_fit(widget: Heatmap) -> None:
+    widget.action_zoom_fit()  # as the ``0`` key does
 
 
-async def measure(mode: str | None, matrix: np.ndarray | None, fresh: np.ndarray | None,
-                  args: argparse.Namespace) -> list[float]:
-    """Frame times (ms) of one side: the reference (mode None) or a heatmap mode."""
-    clock = time.thread_time if args.cpu_time else time.perf_counter
-    app = BenchApp(mode is None)
-    times = []
+# (name, action): a round's switches, in order; each buckets what its view needs and is not held
+SWITCHES = [*[(f"a -> {agg}", cycle_aggregate) for agg in ("p99", "p90", "p50", "mean", "max")],
+            *[(f"zoom in {k + 1}", zoom_in) for k in range(4)], ("zoom fit", zoom_fit)]
+
+
+class Frames:
+    """CPU and wall milliseconds of one side's frames, switch frames apart from batch frames."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, list[float]] = {"switch": [], "batch": []}
+        self.wall: dict[str, list[float]] = {"switch": [], "batch": []}
+        self.worst_switch = ("", 0.0)  # (switch, CPU ms) of the slowest switch frame
+        self.by_switch: dict[str, list[float]] = {}  # switch -> its frames' CPU ms
+
+    def all(self, clock: str) -> list[float]:
+        got = self.cpu if clock == "cpu" else self.wall
+        return got["switch"] + got["batch"]
+
+
+async def timed_frame(app: App, pilot, console: Console, cause) -> tuple[float, float]:
+    """(CPU ms, wall ms) of one frame: ``cause()``, the frame, then the app's after-frame work."""
+    c0, w0 = time.thread_time(), time.perf_counter()
+    cause()
+    frame(app, console)
+    wall = (time.perf_counter() - w0) * 1e3  # what the user waits for: cause and frame
+    await pilot.pause()  # call_after_refresh work (its CPU counted; the idle wait is not CPU)
+    return (time.thread_time() - c0) * 1e3, wall
+
+
+async def measure(blank: bool, matrix: np.ndarray, fresh: np.ndarray, args: argparse.Namespace) -> Frames:
+    """The frames of one side: the reference (blank) or the heatmap through every switch."""
+    app = BenchApp(blank)
+    out = Frames()
     async with app.run_test(size=args.dims) as pilot:
-        await pilot.pause(0.05)
+        await pilot.pause()
         widget = app.query_one("#w")
         console = Console(width=args.dims[0], height=args.dims[1], file=io.StringIO(), force_terminal=True,
                           color_system="truecolor", legacy_windows=False)
-        live = None
-        if mode is not None:
-            live = LatencyMatrix.from_array(matrix)
+        live = LatencyMatrix.from_array(matrix)
+        if not blank:
             widget.set_matrix(live)
-            await pilot.pause(0.05)
-            frame(app, console)  # the default view drawn once, as before any switch
-        for k in range(args.frames + 1):
-            t0 = clock()
-            if mode is None:
-                widget.refresh()
-            elif k == 0:  # the switch to this mode
-                if MODES[mode] is not None:
-                    MODES[mode](widget)
-                widget.refresh()
-            elif args.rebucket_every_frame:
-                widget._invalidate(buckets=True)  # noqa: SLF001
-                widget.refresh()
-            else:  # a batch of new samples, then its frame
-                run = k % live.runs
-                start = (k * args.batch) % max(1, live.files - args.batch)
-                live.put(run, start, fresh[run, start:start + args.batch])
-                widget.samples_added(run, start, start + args.batch)
-            frame(app, console)
-            times.append((clock() - t0) * 1e3)
-    return times
+        frame(app, console)  # the data loaded and drawn once, untimed
+        await pilot.pause()
+        k = 0
+        for name, switch in SWITCHES:
+            def cause_switch(switch=switch) -> None:
+                if blank:
+                    widget.refresh()
+                    return
+                if args.rebucket_every_frame:
+                    widget._invalidate(buckets=True)  # noqa: SLF001 - everything bucketed thrown away
+                switch(widget)
+            cpu, wall = await timed_frame(app, pilot, console, cause_switch)
+            out.cpu["switch"].append(cpu)
+            out.wall["switch"].append(wall)
+            out.by_switch.setdefault(name, []).append(cpu)
+            if cpu > out.worst_switch[1]:
+                out.worst_switch = (name, cpu)
+            for _ in range(args.frames):
+                k += 1
+
+                def cause_batch(k=k) -> None:
+                    run = k % live.runs
+                    start = (k * args.batch) % max(1, live.files - args.batch)
+                    live.put(run, start, fresh[run, start:start + args.batch])
+                    if blank:
+                        widget.refresh()
+                        return
+                    if args.rebucket_every_frame:
+                        widget._invalidate(buckets=True)  # noqa: SLF001
+                    widget.samples_added(run, start, start + args.batch)
+                cpu, wall = await timed_frame(app, pilot, console, cause_batch)
+                out.cpu["batch"].append(cpu)
+                out.wall["batch"].append(wall)
+    return out
+
+
+def ms(values: list[float]) -> str:
+    return f"median {statistics.median(values):6.2f} worst {max(values):6.2f}"
 
 
 async def main_async(args) -> int:
     matrix = synthetic_matrix(args.files, args.runs)
     fresh = synthetic_matrix(args.files, args.runs, seed=1)  # the live batches' new values
-    sides = ["reference", *MODES]
-    times: dict[str, list[float]] = {side: [] for side in sides}
-    first: dict[str, list[float]] = {side: [] for side in sides}
+    sides = {"reference": Frames(), "heatmap": Frames()}
     loads = []
     width, height = args.dims
     print(f"heatmap frames, {args.files:,} files x {args.runs} runs, terminal {width}x{height}, "
-          f"{args.rounds} rounds x {args.frames + 1} frames per side, "
-          f"{'every frame re-buckets everything' if args.rebucket_every_frame else f'a batch of {args.batch} files before each frame'}, "
-          f"{'CPU time of the drawing thread' if args.cpu_time else 'wall time'}; "
-          f"target: median <= {BUDGET_MS:.0f} ms and every frame <= {WORST_MS:.0f} ms in every mode")
+          f"{args.rounds} rounds of {len(SWITCHES)} switches each followed by {args.frames} live batches of "
+          f"{args.batch:,} files{' (every frame re-buckets everything)' if args.rebucket_every_frame else ''}; "
+          f"target: CPU per frame median <= {BUDGET_MS:.0f} ms and worst <= {WORST_MS:.0f} ms, "
+          f"switches (full re-bucketing) included")
     for rnd in range(args.rounds):
-        order = sides if rnd % 2 == 0 else sides[::-1]
-        load = benchlib.load_value()
+        order = list(sides) if rnd % 2 == 0 else list(sides)[::-1]
+        load = os.getloadavg()[0]
         loads.append(load)
-        medians = []
+        line = []
         for side in order:
-            got = await measure(None if side == "reference" else side, matrix, fresh, args)
+            got = await measure(side == "reference", matrix, fresh, args)
             gc.collect()  # the app just measured is garbage: not collected inside the next side's frames
-            times[side].extend(got)
-            first[side].append(got[0])
-            medians.append(f"{side.split(' (')[0] if side.startswith('fit') else side.split(',')[0]}"
-                           f"{' ' + side.split('(')[1].rstrip(')') if '(' in side else ''} "
-                           f"{statistics.median(got):.2f}")
-        print(f"  round {rnd + 1} (load {load:.1f}/{os.cpu_count()}): median ms  " + ", ".join(medians))
-    reference = statistics.median(times["reference"])
-    print(f"  reference: blank screen of the same size          {reference:7.2f} ms   "
-          f"(median load {statistics.median(loads):.1f}/{os.cpu_count()})")
-    ok = True
-    for mode in MODES:
-        median, worst = statistics.median(times[mode]), max(times[mode])
-        ok = ok and median <= BUDGET_MS and worst <= WORST_MS
-        over = sum(t > WORST_MS for t in times[mode])
-        print(f"  heatmap {mode:32s}  median {median:7.2f} ms ({median / reference:5.1f}x reference), "
-              f"worst {worst:6.2f} ms ({over} of {len(times[mode])} over {WORST_MS:.0f} ms), "
-              f"mode switch {statistics.median(first[mode]):6.2f} ms")
-    print(f"  target: median <= {BUDGET_MS:.0f} ms and every frame <= {WORST_MS:.0f} ms in every mode: "
-          f"{'met' if ok else 'NOT met'} (median load {statistics.median(loads):.1f}/{os.cpu_count()})")
+            for kind in ("switch", "batch"):
+                sides[side].cpu[kind].extend(got.cpu[kind])
+                sides[side].wall[kind].extend(got.wall[kind])
+            for name, cpus in got.by_switch.items():
+                sides[side].by_switch.setdefault(name, []).extend(cpus)
+            if got.worst_switch[1] > sides[side].worst_switch[1]:
+                sides[side].worst_switch = got.worst_switch
+            line.append(f"{side} CPU {ms(got.all('cpu'))}")
+        print(f"  round {rnd + 1} (load {load:.1f}/{os.cpu_count()} CPUs): " + "; ".join(line))
+    ref, heat = sides["reference"], sides["heatmap"]
+    median_load = statistics.median(loads)
+    reference = statistics.median(ref.all("cpu"))
+    print(f"  reference (blank screen)   CPU ms {ms(ref.all('cpu'))}   wall ms {ms(ref.all('wall'))}")
+    for kind in ("switch", "batch"):
+        print(f"  heatmap {kind + ' frames':17s}  CPU ms {ms(heat.cpu[kind])}   wall ms {ms(heat.wall[kind])}")
+    print("  heatmap switch frames, CPU ms median (worst) by switch: " + ", ".join(
+        f"{name} {statistics.median(cpus):.1f} ({max(cpus):.1f})" for name, cpus in heat.by_switch.items()))
+    cpu = heat.all("cpu")
+    median, worst = statistics.median(cpu), max(cpu)
+    ok = median <= BUDGET_MS and worst <= WORST_MS
+    print(f"  heatmap every frame        CPU ms {ms(cpu)}   wall ms {ms(heat.all('wall'))}   "
+          f"({median / reference:.1f}x the reference's CPU median; slowest switch: {heat.worst_switch[0]}, "
+          f"{sum(t > WORST_MS for t in cpu)} of {len(cpu)} frames over {WORST_MS:.0f} ms)")
+    print(f"  target: CPU per frame median <= {BUDGET_MS:.0f} ms and worst <= {WORST_MS:.0f} ms: "
+          f"{'met' if ok else 'NOT met'} (median {median:.2f}, worst {worst:.2f}; "
+          f"load {median_load:.1f}/{os.cpu_count()} CPUs)")
+    if args.smoke:
+        return 0  # the smoke run proves the bench runs, not the target
     return 0 if ok else 1
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--files", type=int, default=100_000)
+    parser.add_argument("--files", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--size", default="200x60", help="terminal WIDTHxHEIGHT")
-    parser.add_argument("--frames", type=int, default=30, help="frames after live batches, per side and round")
-    parser.add_argument("--batch", type=int, default=5000, help="files per live batch")
+    parser.add_argument("--frames", type=int, default=3, help="live-batch frames after each switch")
+    parser.add_argument("--batch", type=int, default=None, help="files per live batch (default: 1%% of --files)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rebucket-every-frame", action="store_true",
-                        help="every frame buckets everything and draws every line anew (the old measure)")
-    parser.add_argument("--cpu-time", action="store_true",
-                        help="time the drawing thread's CPU (thread_time) instead of the wall clock: "
-                             "steadier when other work shares the cores")
+                        help="every frame throws away everything bucketed (summaries too) and draws every line anew")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes, one round, seconds: proves the bench runs (the test suite runs it); "
+                             "exit 0 whatever the target")
     args = parser.parse_args()
-    args.dims = tuple(int(v) for v in args.size.lower().split("x"))
+    if args.smoke:
+        args.files, args.runs, args.size, args.frames, args.rounds = 3000, 3, "80x24", 1, 1
+    for name in ("files", "runs", "rounds"):
+        if getattr(args, name) < 1:
+            parser.exit(2, f"tui_heatmap: --{name} must be at least 1\n")
+    if args.frames < 0:
+        parser.exit(2, "tui_heatmap: --frames must be at least 0\n")
+    try:
+        args.dims = tuple(int(v) for v in args.size.lower().split("x"))
+        if len(args.dims) != 2 or min(args.dims) < 10:
+            raise ValueError
+    except ValueError:
+        parser.exit(2, f"tui_heatmap: --size {args.size!r} is not WIDTHxHEIGHT (each at least 10)\n")
+    args.batch = args.batch if args.batch is not None else max(1, args.files // 100)
+    args.batch = max(1, min(args.batch, args.files))
     benchlib.start()
     return asyncio.run(main_async(args))
 

@@ -148,9 +148,9 @@ async def test_data_is_bucketed_once_per_change_and_strips_are_kept_by_content(m
 
     calls = []
 
-    def counted(values, zoom, aggregate):
+    def counted(values, zoom, aggregate, summary=None):
         calls.append((values.shape, aggregate))
-        return bucket(values, zoom, aggregate)
+        return bucket(values, zoom, aggregate, summary=summary)
 
     monkeypatch.setattr(heatbuckets, "bucket", counted)
     values = matrix(3, 20_000)
