@@ -73,8 +73,8 @@ async def test_lab_runs_a_finding_and_shows_its_verdict():
         assert finding.id == "btrfs-first-leaf-full" and finding.paper == 45
         table = screen.query_one("#lab-verdicts", DataTable)
         row = [str(cell) for cell in table.get_row("btrfs-first-leaf-full")]
-        assert row[4] == finding.verdict in ("agree", "disagree", "inconclusive")
-        assert row[5] == finding.why and row[1] == "45"
+        assert row[0] == finding.verdict in ("agree", "disagree", "inconclusive")  # the first column
+        assert row[1] == "btrfs-first-leaf-full" and row[2] == finding.why and row[5] == "45"
         assert any(line.startswith(f"btrfs-first-leaf-full: {finding.verdict}") for line in log.lines)
         # the recorded run opens in the usual replay view
         (run_dir,) = screen.run_dirs()

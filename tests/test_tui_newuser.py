@@ -109,11 +109,12 @@ def exported(pattern: str) -> list:
 
 
 async def focus_a_parameter(pilot, app):
-    """Focus the setup screen's first parameter field (once the screen has a focus); return it."""
+    """Focus the setup screen's first parameter field that takes any text (an integer field
+    refuses letters) once the screen has a focus; return it."""
     from textual.widgets import Input
 
     await until(pilot, lambda: app.focused is not None, "the first focus")
-    field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-"))
+    field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-") and w.type == "text")
     field.focus()
     await until(pilot, lambda: app.focused is field, "the field's focus")
     return field

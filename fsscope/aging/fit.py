@@ -21,7 +21,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from fsscope.analysis import scipy_stats
 
 
 def size_bucket_index(size_bytes: np.ndarray, bucket_bytes: np.ndarray) -> np.ndarray:
@@ -146,7 +147,7 @@ def chi2_fit(observed_counts: np.ndarray, target_weights: np.ndarray,
             chi2, p_value = 0.0, 1.0
         else:
             expected = pooled_exp / pooled_exp.sum() * pooled_obs.sum()
-            result = stats.chisquare(pooled_obs, expected)
+            result = scipy_stats().chisquare(pooled_obs, expected)
             chi2, p_value = float(result.statistic), float(result.pvalue)
             if math.isnan(p_value):
                 p_value = 0.0

@@ -21,8 +21,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
+from fsscope.analysis import scipy_stats
 from fsscope.analysis.variation.metrics import relative_range, rsd, throughput_bands, throughput_n
 
 MAX_RUNS = 100_000
@@ -32,7 +32,7 @@ CANDIDATE_WINDOWS_S = (1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 400, 
 
 def t_quantile(confidence: float, dof: int) -> float:
     """Two-sided Student-t quantile: the ``t`` with P(|T| <= t) = confidence."""
-    return float(stats.t.ppf(0.5 + confidence / 2.0, dof))
+    return float(scipy_stats().t.ppf(0.5 + confidence / 2.0, dof))
 
 
 def runs_needed(cv: float | None, precision: float, confidence: float = 0.95, minimum: int = 2) -> int | None:
@@ -47,7 +47,7 @@ def runs_needed(cv: float | None, precision: float, confidence: float = 0.95, mi
     def enough(n: int) -> bool:
         return n >= (t_quantile(confidence, n - 1) * cv / precision) ** 2
 
-    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    z = float(scipy_stats().norm.ppf(0.5 + confidence / 2.0))
     lo = max(minimum, math.ceil((z * cv / precision) ** 2))  # t > z: never fewer than the z answer
     if enough(lo):
         return lo
@@ -69,7 +69,7 @@ def runs_needed_normal(cv: float | None, precision: float, confidence: float = 0
     """The normal-approximation answer ``ceil((z · cv / e)²)``, for comparison only."""
     if cv is None or not math.isfinite(cv) or not precision > 0:
         return None
-    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    z = float(scipy_stats().norm.ppf(0.5 + confidence / 2.0))
     return max(1, math.ceil((z * abs(cv) / precision) ** 2))
 
 
@@ -86,7 +86,7 @@ def cv_upper(cv: float | None, runs: int, confidence: float = 0.95) -> float | N
     the standard deviation): a few calibration runs can underestimate the spread."""
     if cv is None or not math.isfinite(cv) or runs < 2:
         return None
-    return float(abs(cv) * math.sqrt((runs - 1) / stats.chi2.ppf(1 - confidence, runs - 1)))
+    return float(abs(cv) * math.sqrt((runs - 1) / scipy_stats().chi2.ppf(1 - confidence, runs - 1)))
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float | None:

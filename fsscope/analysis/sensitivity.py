@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
+
+from fsscope.analysis import scipy_stats
 
 ALPHA = 0.05
 #: A variance share is estimated only with at least this many runs per level (per level
@@ -152,7 +153,7 @@ def factor_mapping(codes: np.ndarray, y: npt.ArrayLike, quantile: float = 0.9) -
         for code in np.unique(codes[:, j]).tolist():
             mask = codes[:, j] == code
             n, hits = int(mask.sum()), int(in_tail[mask].sum())
-            p = float(stats.binomtest(hits, n, overall, alternative="greater").pvalue) if 0 < overall < 1 else 1.0
+            p = float(scipy_stats().binomtest(hits, n, overall, alternative="greater").pvalue) if 0 < overall < 1 else 1.0
             per[code] = (hits / n, n, p, bool(p < ALPHA / max(tests, 1)))
         levels.append(per)
     return TailMap(quantile, threshold, overall, levels)
@@ -166,7 +167,7 @@ def runs_to_decide_share(share: float, overall: float, alpha: float, most: int =
         return None
 
     def decided(n: int) -> bool:
-        return stats.binomtest(round(share * n), n, overall, alternative="greater").pvalue < alpha
+        return scipy_stats().binomtest(round(share * n), n, overall, alternative="greater").pvalue < alpha
 
     hi = 2
     while not decided(hi):

@@ -13,13 +13,40 @@ import argparse
 import importlib
 import sys
 
-from fsscope import __version__, paths
+from fsscope import __version__
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import visible
 
-COMMAND_MODULES = ["targets_cmds", "runs_cmds", "job_cmds", "probe_cmd", "tui_cmd", "bench_cmd", "syncwrite_cmd", "age_cmd",
-                   "compare_cmd", "check_cmd", "explore_cmd", "study_cmd", "replicate_cmd", "scan_cmd",
-                   "watch_cmd"]
+# Every command: its module under fsscope/cli (whose ``add_parser(sub)`` adds it, with the other
+# commands of that module) and the line ``fsscope --help`` lists for it. Only the module of the
+# command given is imported: `fsscope --help` imports no command, `fsscope probe` only probe's
+# (a command module brings its job's models: scipy, numpy, seconds on a busy machine).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "devices": ("targets_cmds", "list block devices and whether fsscope would format them"),
+    "recipes": ("targets_cmds", "list the file-system recipes"),
+    "prepare": ("targets_cmds", "format and mount a target with a recipe; print the mount point"),
+    "release": ("targets_cmds", "unmount a prepared target and detach/remove what fsscope made"),
+    "cleanup": ("targets_cmds", "undo the mounts and loop devices that killed fsscope jobs left behind"),
+    "runs": ("runs_cmds", "list recorded runs"),
+    "report": ("runs_cmds", "print a recorded run's report again"),
+    "run": ("job_cmds", "run any job headless (parameters as -p KEY=VALUE)"),
+    "probe": ("probe_cmd", "per-syscall latency probe: repeatable outlier files, explained"),
+    "tui": ("tui_cmd", "open the terminal investigator (what plain 'fsscope' does)"),
+    "bench": ("bench_cmd", "throughput personalities (fileserver/webserver/varmail), run-to-run variation"),
+    "syncwrite": ("syncwrite_cmd", "synchronous-write buffer sweep: throughput, latency, knees, best buffer"),
+    "age": ("age_cmd", "age a target to a profile (Geriatrix); fresh vs aged fragmentation; snapshot"),
+    "frag": ("age_cmd", "free-space histogram and a test file's fragments (fresh or --from-snapshot)"),
+    "profile": ("age_cmd", "aging profiles: list, show, capture from a real tree"),
+    "compare": ("compare_cmd", "two recorded runs of one job side by side, with ratios B/A"),
+    "check": ("check_cmd", "pre-benchmark sanity check: what distorts results here, and runs needed"),
+    "explore": ("explore_cmd", "layout exploration (Chopper): which factors spread files on disk"),
+    "study": ("study_cmd", "studies on the plan/treatment engine (variation: Cao et al.)"),
+    "replicate": ("replicate_cmd", "run a seed paper's headline findings and judge each one"),
+    "scan": ("scan_cmd", "read-only: each directory's on-disk structure, checked; near-threshold and largest "
+                         "directories; free-space fragmentation; how aged"),
+    "watch": ("watch_cmd", "attach to a process, cgroup or command: its slow file-system calls, why, what repeats"),
+}
+COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
 DESCRIPTION = """\
 fsscope investigates Linux file-system performance. It formats and mounts a target safely
@@ -70,12 +97,29 @@ class Parser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class Commands(argparse._SubParsersAction):
+    """The subcommands: each one's line in ``fsscope --help`` is its entry in :data:`COMMANDS`."""
+
+    def add_parser(self, name, **kwargs):
+        if name in COMMANDS:
+            kwargs.setdefault("help", COMMANDS[name][1])
+        return super().add_parser(name, **kwargs)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command (``command`` None), or the one of ``command`` with the others
+    listed but not built ("": none built, for ``fsscope --help``): only the modules of the
+    commands built are imported."""
     parser = Parser(prog="fsscope", description=DESCRIPTION, epilog=EPILOG)
+    parser.register("action", "parsers", Commands)
     parser.add_argument("--version", action="version", version=f"fsscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for name in COMMAND_MODULES:
+    wanted = COMMAND_MODULES if command is None else [COMMANDS[command][0]] if command in COMMANDS else []
+    for name in wanted:
         importlib.import_module(f"fsscope.cli.{name}").add_parser(sub)
+    for name in COMMANDS:
+        if name not in sub.choices:
+            sub.add_parser(name)  # listed in the help; its module is not imported
     return parser
 
 
@@ -86,12 +130,14 @@ def _lines(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     # No subcommand: the investigator, with any options given (`fsscope --ram --recipe x`).
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["tui", *argv]
+    parser = build_parser("" if argv[0].startswith("-") else argv[0])
     args = parser.parse_args(argv)
+    from fsscope import paths  # after parsing: --help needs none of it
+
     try:
         paths.check_home()
         return int(args.func(args) or 0)

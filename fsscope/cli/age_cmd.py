@@ -223,8 +223,7 @@ def cmd_profile_capture(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("age", help="age a target to a profile (Geriatrix); fresh vs aged fragmentation; snapshot",
-                       description=AGE_DESCRIPTION, epilog=AGE_EPILOG)
+    p = sub.add_parser("age", description=AGE_DESCRIPTION, epilog=AGE_EPILOG)
     p.add_argument("--profile", metavar="NAME|PATH",
                    help="aging profile: a shipped name (see 'fsscope profile list') or a .toml (default small)")
     p.add_argument("--fullness", type=_fraction, metavar="F", help="fraction to fill, in (0, 1) (default: the profile's)")
@@ -251,15 +250,13 @@ def add_parser(sub) -> None:
     add_job_args(p)
     p.set_defaults(func=cmd_age)
 
-    p = sub.add_parser("frag", help="free-space histogram and a test file's fragments (fresh or --from-snapshot)",
-                       description=FRAG_DESCRIPTION, epilog=FRAG_EPILOG)
+    p = sub.add_parser("frag", description=FRAG_DESCRIPTION, epilog=FRAG_EPILOG)
     dash_value(p.add_argument("--test-file", type=parse_size, metavar="SIZE",
                    help="test file size (default: a quarter of the free space, 1M..256M)"))
     add_job_args(p)
     p.set_defaults(func=cmd_frag)
 
-    p = sub.add_parser("profile", help="aging profiles: list, show, capture from a real tree",
-                       description=PROFILE_DESCRIPTION,
+    p = sub.add_parser("profile", description=PROFILE_DESCRIPTION,
                        epilog="examples:\n  fsscope profile list\n  fsscope profile show agrawal\n"
                        "  fsscope profile capture /home -o home.toml")
     psub = p.add_subparsers(dest="profile_command", metavar="ACTION", required=True,

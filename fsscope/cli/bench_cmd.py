@@ -166,8 +166,7 @@ def _compare(reports: dict[str, dict], status: int) -> RecipeComparison | None:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("bench", help="throughput personalities (fileserver/webserver/varmail), run-to-run variation",
-                       description=BENCH_DESCRIPTION, epilog=BENCH_EPILOG)
+    p = sub.add_parser("bench", description=BENCH_DESCRIPTION, epilog=BENCH_EPILOG)
     add_personality_arg(p, "the workload")
     p.add_argument("--runs", type=positive_int, default=3, metavar="R",
                    help="runs, each on a freshly formatted file system (default 3; the paper used 10+)")

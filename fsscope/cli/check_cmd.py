@@ -125,8 +125,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("check", help="pre-benchmark sanity check: what distorts results here, and runs needed",
-                       description=DESCRIPTION, epilog=EPILOG)
+    p = sub.add_parser("check", description=DESCRIPTION, epilog=EPILOG)
     add_personality_arg(p, "workload of the calibration runs")
     p.add_argument("--precision", type=_percent, default=0.05, metavar="E",
                    help="wanted half-width of the 95%% confidence interval, in %% of the mean (default 5)")

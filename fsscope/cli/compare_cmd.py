@@ -70,8 +70,7 @@ def cmd_compare(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("compare", help="two recorded runs of one job side by side, with ratios B/A",
-                       description=DESCRIPTION, epilog=EPILOG)
+    p = sub.add_parser("compare", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("run_a", metavar="RUN_A")
     p.add_argument("run_b", metavar="RUN_B")
     p.add_argument("--json", type=output_path, metavar="PATH", help="also write the comparison as JSON")

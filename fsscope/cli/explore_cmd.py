@@ -66,8 +66,7 @@ def cmd_explore(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("explore", help="layout exploration (Chopper): which factors spread files on disk",
-                       description=DESCRIPTION, epilog=EPILOG)
+    p = sub.add_parser("explore", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--space", default="small", metavar="NAME|PATH",
                    help="factor space: a shipped name or a .toml path (default small; chopper = the paper's)")
     p.add_argument("--factor", action="append", default=[], metavar="NAME=L1,L2",

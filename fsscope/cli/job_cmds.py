@@ -39,7 +39,7 @@ def cmd_run(args) -> int:
 
 def add_parser(sub) -> None:
     lines = [f"  {name:8s} {summary}" for name, (_, summary) in registry.JOBS.items()]
-    p = sub.add_parser("run", help="run any job headless (parameters as -p KEY=VALUE)",
+    p = sub.add_parser("run",
                        description="Run a registered job in a background process on a target, show its progress, "
                        "record it, and print its report. Default target: a RAM image with ext4-default.",
                        epilog="jobs:\n" + "\n".join(lines) + "\n\n'fsscope run JOB -p help=1' lists a job's parameters.\n\nexample:\n  fsscope run smoke -p duration_s=3 --recipe xfs-default --ram --size 512M")

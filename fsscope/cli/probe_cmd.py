@@ -55,8 +55,7 @@ def cmd_probe(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("probe", help="per-syscall latency probe: repeatable outlier files, explained",
-                       description=DESCRIPTION, epilog=EPILOG)
+    p = sub.add_parser("probe", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--op", choices=OPS, default="creat", help="the timed syscall (default creat)")
     p.add_argument("--files", type=int, default=1024, metavar="N", help="files per run (default 1024)")
     p.add_argument("--runs", type=int, default=5, metavar="R", help="runs, each on a fresh file system (default 5)")

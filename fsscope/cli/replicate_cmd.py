@@ -72,8 +72,7 @@ def cmd_replicate(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("replicate", help="run a seed paper's headline findings and judge each one",
-                       description=DESCRIPTION, epilog=EPILOG)
+    p = sub.add_parser("replicate", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("name", nargs="?", choices=list(replicate.SCENARIOS), metavar="NAME",
                    help=f"the scenario: {', '.join(replicate.SCENARIOS)}")
     p.add_argument("--list", action="store_true", help="list the scenarios and what they cost")

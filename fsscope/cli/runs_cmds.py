@@ -130,15 +130,13 @@ def _partial_report(job: str, run) -> dict | None:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("runs", help="list recorded runs",
-                       description="List the recorded runs, newest last: job, status (ok, failed, cancelled, "
+    p = sub.add_parser("runs", description="List the recorded runs, newest last: job, status (ok, failed, cancelled, "
                        "interrupted), target and recipe. Each run is a directory with manifest.json, "
                        "events.ndjson, *.npy arrays and report.json.",
                        epilog="examples:\n  fsscope runs\n  fsscope runs --last 5\n  fsscope report latest")
     p.add_argument("--last", type=positive_int, default=30, metavar="N", help="show the last N (default 30)")
     p.set_defaults(func=cmd_runs)
-    p = sub.add_parser("report", help="print a recorded run's report again",
-                       epilog="examples:\n  fsscope report latest\n  fsscope report 20261122-0215\n"
+    p = sub.add_parser("report", epilog="examples:\n  fsscope report latest\n  fsscope report 20261122-0215\n"
                        "  fsscope compare RUN_A RUN_B      (two runs side by side)",
                        description="Print a recorded run again: status, the commands it ran, its report. "
                        "RUN is a run directory, its name, a unique part of it, or 'latest'.")

@@ -49,9 +49,7 @@ def cmd_scan(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("scan", help="read-only: each directory's on-disk structure, checked; near-threshold "
-                                    "and largest directories; free-space fragmentation; how aged",
-                       description=DESCRIPTION, epilog=EPILOG)
+    p = sub.add_parser("scan", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("path", metavar="PATH", help="the tree to scan (not crossing into other mounts)")
     p.add_argument("--near", type=int, default=4, metavar="N",
                    help="list directories at most N creates from a structural change (default 4)")

@@ -101,8 +101,7 @@ def cmd_variation(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("study", help="studies on the plan/treatment engine (variation: Cao et al.)",
-                       description=STUDY_DESCRIPTION, epilog=EPILOG)
+    p = sub.add_parser("study", description=STUDY_DESCRIPTION, epilog=EPILOG)
     studies = p.add_subparsers(dest="study", metavar="STUDY", required=True)
     v = studies.add_parser("variation", help="run-to-run variation across sampled storage-stack configurations",
                            description=DESCRIPTION, epilog=EPILOG)

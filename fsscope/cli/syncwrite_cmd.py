@@ -238,8 +238,7 @@ def cmd_syncwrite(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("syncwrite", help="synchronous-write buffer sweep: throughput, latency, knees, best buffer",
-                       description=DESCRIPTION, epilog=EPILOG)
+    p = sub.add_parser("syncwrite", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--mode", choices=sw.MODES, default="osync",
                    help="how each write is made durable (default osync = O_SYNC)")
     p.add_argument("--sizes", type=_sizes, metavar="S1,S2,...", help="buffer sizes (default 4K..16M, doubling)")

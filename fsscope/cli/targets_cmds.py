@@ -186,26 +186,21 @@ def cmd_cleanup(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("devices", help="list block devices and whether fsscope would format them",
-                       description=DEVICES_DESCRIPTION, epilog=DEVICES_EPILOG)
+    p = sub.add_parser("devices", description=DEVICES_DESCRIPTION, epilog=DEVICES_EPILOG)
     p.set_defaults(func=cmd_devices)
 
-    p = sub.add_parser("recipes", help="list the file-system recipes",
-                       description=RECIPES_DESCRIPTION, epilog=RECIPES_EPILOG)
+    p = sub.add_parser("recipes", description=RECIPES_DESCRIPTION, epilog=RECIPES_EPILOG)
     p.set_defaults(func=cmd_recipes)
 
-    p = sub.add_parser("prepare", help="format and mount a target with a recipe; print the mount point",
-                       description=PREPARE_DESCRIPTION, epilog=PREPARE_EPILOG)
+    p = sub.add_parser("prepare", description=PREPARE_DESCRIPTION, epilog=PREPARE_EPILOG)
     add_target_args(p, dir_allowed=False)
     p.set_defaults(func=cmd_prepare)
 
-    p = sub.add_parser("release", help="unmount a prepared target and detach/remove what fsscope made",
-                       description=RELEASE_DESCRIPTION, epilog=RELEASE_EPILOG)
+    p = sub.add_parser("release", description=RELEASE_DESCRIPTION, epilog=RELEASE_EPILOG)
     p.add_argument("mountpoint")
     p.set_defaults(func=cmd_release)
 
-    p = sub.add_parser("cleanup", help="undo the mounts and loop devices that killed fsscope jobs left behind",
-                       description=CLEANUP_DESCRIPTION, epilog=CLEANUP_EPILOG)
+    p = sub.add_parser("cleanup", description=CLEANUP_DESCRIPTION, epilog=CLEANUP_EPILOG)
     p.add_argument("--force", action="store_true", help="also undo what running fsscope jobs hold (they fail)")
     p.add_argument("--prepared", action="store_true",
                    help="also undo the targets 'fsscope prepare' kept (same as 'fsscope release' on each)")

@@ -24,7 +24,7 @@ def cmd_tui(args) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "tui", help="open the terminal investigator (what plain 'fsscope' does)",
+        "tui",
         description="Open the investigator. The setup screen picks a target (a disk, an image file, a RAM "
         "image or a directory), a recipe (file system + mkfs/mount options + hygiene) and the jobs; Start "
         "runs them in background processes while the live screen shows progress, a per-file latency "

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import qmc
 
+from fsscope.analysis import scipy_stats
 from fsscope.engine.events import DataRecord
 from fsscope.errors import FsscopeError
 from fsscope.records import Record
@@ -34,7 +34,7 @@ def balanced_lhs(n: int, level_counts: list[int], seed: int) -> np.ndarray:
     if n < 1:
         raise FsscopeError(f"--treatments must be at least 1, got {n}")
     k = len(level_counts)
-    u = qmc.LatinHypercube(d=k, seed=np.random.default_rng(seed)).random(n)
+    u = scipy_stats().qmc.LatinHypercube(d=k, seed=np.random.default_rng(seed)).random(n)
     ranks = np.argsort(np.argsort(u, axis=0, kind="stable"), axis=0, kind="stable")
     return (ranks * np.asarray(level_counts, dtype=np.int64)) // n
 

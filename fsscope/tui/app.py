@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -18,23 +19,36 @@ from textual.worker import Worker, WorkerState
 
 from fsscope.tui import exports
 from fsscope.tui.config import AppConfig, RunPlan, resolve
-from fsscope.tui.jobs import PlanControl
 from fsscope.tui.key_order import OrderedInput
 from fsscope.tui.screens.confirm import ConfirmQuitScreen
-from fsscope.tui.screens.help import HelpScreen
-from fsscope.tui.screens.keys import KeysScreen
-from fsscope.tui.screens.lab import LabScreen
-from fsscope.tui.screens.live import LiveScreen
-from fsscope.tui.screens.runs import RunsScreen
 from fsscope.tui.screens.setup import SetupScreen
 from fsscope.tui.themes import FSSCOPE_THEMES, VARIABLE_DEFAULTS, load_themes
-from fsscope.tui.widgets.heatmap import Heatmap
+
+if TYPE_CHECKING:
+    from fsscope.tui.jobs import PlanControl
+    from fsscope.tui.screens.live import LiveScreen
+
+# The screens other than Setup are imported when first opened: the live screen brings every
+# job's view and the heatmap, Runs the comparison, the Lab the papers' scenarios -- seconds of
+# imports before the first screen (bench/startup.py).
+
+
+def _live_screen() -> Screen:
+    from fsscope.tui.screens.live import LiveScreen
+
+    return LiveScreen()
+
+
+def _runs_screen() -> Screen:
+    from fsscope.tui.screens.runs import RunsScreen
+
+    return RunsScreen()
 
 
 class FsscopeApp(OrderedInput):
     TITLE = "fsscope"
     CSS_PATH = "app.tcss"
-    SCREENS = {"setup": SetupScreen, "live": LiveScreen, "runs": RunsScreen}
+    SCREENS = {"setup": SetupScreen, "live": _live_screen, "runs": _runs_screen}
     MODES = {"setup": "setup", "live": "live", "runs": "runs"}
     DEFAULT_MODE = "setup"
     # Screen classes by terminal size (app.tcss): 80×24 is a supported size, where the data
@@ -89,6 +103,8 @@ class FsscopeApp(OrderedInput):
             self.notify("A job is still running: cancel it on the live screen (c) first.",
                         severity="warning", timeout=5)
             return False
+        from fsscope.tui.screens.lab import LabScreen
+
         lab = next((s for s in self._live_stack() if isinstance(s, LabScreen) and s.running), None)
         if lab is not None:  # two measured jobs at once on a small machine would each distort the other
             self.notify(f"The Lab is running {lab.running}: let it end first.", severity="warning", timeout=5)
@@ -171,16 +187,22 @@ class FsscopeApp(OrderedInput):
 
     def action_lab(self) -> None:
         """The seed papers' findings as lessons: read one, run it, see its verdict."""
+        from fsscope.tui.screens.lab import LabScreen
+
         if not isinstance(self.screen, LabScreen):
             self.push_screen(LabScreen())
 
     def action_help(self) -> None:
+        from fsscope.tui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
     def action_keys(self) -> None:
         """The keys of the screen in front (its own, its views', the focused widget's, the app's)."""
         if not isinstance(self.screen, ModalScreen):
+            from fsscope.tui.screens.keys import KeysScreen
+
             self.push_screen(KeysScreen(self.screen))
 
     def action_next_theme(self) -> None:
@@ -192,6 +214,8 @@ class FsscopeApp(OrderedInput):
     def action_export_svg(self) -> str:
         screen = self.screen
         name = type(screen).__name__.removesuffix("Screen").lower() or "screen"
+        from fsscope.tui.screens.live import LiveScreen
+
         if isinstance(screen, LiveScreen) and screen.shown_job is not None and screen.shown_job.run_id:
             name += f"-{screen.shown_job.run_id}"
         path = self.save_screenshot(exports.stamped(name, ".svg"), str(exports.export_dir()))
@@ -209,12 +233,14 @@ class FsscopeApp(OrderedInput):
         export()
 
     def _on_live(self, action: str) -> None:
+        from fsscope.tui.screens.live import LiveScreen
+
         screen = self.screen if isinstance(self.screen, LiveScreen) else self.live
         getattr(screen, f"action_{action}")()
 
     def _on_heatmap(self, action: str) -> None:
         try:
-            heatmap = self.screen.query_one(Heatmap)
+            heatmap = self.screen.query_one("#heatmap")
         except Exception:  # noqa: BLE001
             self.notify("This screen has no heatmap.", timeout=3)
             return
@@ -225,6 +251,8 @@ class FsscopeApp(OrderedInput):
         self.get_screen("setup").action_start()  # type: ignore[attr-defined]
 
     def _on_runs(self, action: str) -> None:
+        from fsscope.tui.screens.runs import RunsScreen
+
         if not isinstance(self.screen, RunsScreen):
             self.switch_mode("runs")
         self.call_after_refresh(lambda: getattr(self.get_screen("runs"), f"action_{action}")())

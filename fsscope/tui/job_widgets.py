@@ -8,18 +8,21 @@ modules); the views on first use, since each imports its model (see job_ui: dask
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fsscope.tui.job_ui import JOBS
 from fsscope.tui.widgets.age_params import AgeParams
 from fsscope.tui.widgets.bench_params import BenchParams
 from fsscope.tui.widgets.check_params import CheckParams
 from fsscope.tui.widgets.explore_params import ExploreParams
-from fsscope.tui.widgets.heat_view import HeatView
 from fsscope.tui.widgets.job_params import JobParams
 from fsscope.tui.widgets.ladder_params import LadderParams
-from fsscope.tui.widgets.live_view import LiveView
 from fsscope.tui.widgets.probe_params import ProbeParams
 from fsscope.tui.widgets.syncwrite_params import SyncWriteParams
 from fsscope.tui.widgets.variation_params import VariationParams
+
+if TYPE_CHECKING:
+    from fsscope.tui.widgets.live_view import LiveView
 
 PANELS: dict[str, type[JobParams]] = {
     "probe": ProbeParams, "bench": BenchParams, "syncwrite": SyncWriteParams, "age": AgeParams,
@@ -37,6 +40,8 @@ def panel_for(job: str, initial: dict | None = None) -> JobParams:
 
 def view_class(job: str) -> type[LiveView]:
     """The live screen's main view of ``job``, imported now (see above)."""
+    from fsscope.tui.widgets.heat_view import HeatView
+
     match job:
         case "bench":
             from fsscope.tui.widgets.bench_view import BenchView
@@ -70,7 +75,7 @@ def view_class(job: str) -> type[LiveView]:
 
 def view_classes() -> list[type[LiveView]]:
     """Every distinct view class, the heatmap first (the live screen mounts one of each)."""
-    out: list[type[LiveView]] = [HeatView]
+    out: list[type[LiveView]] = [view_class("probe")]
     for job in JOBS:
         cls = view_class(job)
         if cls not in out:

@@ -4,37 +4,34 @@ name (``fsscope report RUN`` and each job's command use the same renderer). The 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
 from typing import Any
 
 from rich.console import Console
 
-from fsscope.cli.render.age import render_age
-from fsscope.cli.render.bench import render_bench
-from fsscope.cli.render.check import render_check
-from fsscope.cli.render.explore import render_explore
-from fsscope.cli.render.frag import render_frag
-from fsscope.cli.render.ladder import render_ladder
-from fsscope.cli.render.probe import render_probe
-from fsscope.cli.render.syncwrite import render_syncwrite
-from fsscope.cli.render.variation import render_variation
-from fsscope.cli.render.watch import render_watch
 from fsscope.records import plain, report_part
 
-RENDERERS: dict[str, Callable[[Any, Console], None]] = {
-    "age": render_age, "bench": render_bench, "check": render_check, "explore": render_explore,
-    "frag": render_frag, "ladder": render_ladder, "probe": render_probe, "syncwrite": render_syncwrite,
-    "variation": render_variation, "watch": render_watch,
-}
+# The jobs with a renderer: ``render_<job>`` in ``fsscope/cli/render/<job>.py``, imported when a
+# report of that job is printed (importing them all here pulled every job's model, scipy among
+# them, into `fsscope --help`).
+RENDERERS: tuple[str, ...] = ("age", "bench", "check", "explore", "frag", "ladder", "probe", "scan", "syncwrite",
+                              "variation", "watch")
+
+
+def renderer(job: str) -> Any:
+    """Job ``job``'s renderer ``(report, console) -> None``; None for a job without one."""
+    if job not in RENDERERS:
+        return None
+    return getattr(importlib.import_module(f"fsscope.cli.render.{job}"), f"render_{job}")
 
 
 def render_report(job: str, report: Any, console: Console, machine: dict | None = None) -> None:
     """A job's report (its Report record, or a dict for a job without one) and the machine line."""
-    renderer = RENDERERS.get(job)
-    if renderer is None:
+    render = renderer(job)
+    if render is None:
         console.print_json(data=plain(report))
     else:
-        renderer(report, console)
+        render(report, console)
     render_machine(report_part(report, "machine") or machine, console)
 
 

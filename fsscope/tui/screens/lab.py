@@ -78,7 +78,9 @@ class LabScreen(AppScreen):
     def on_mount(self) -> None:
         self.title = "fsscope — Lab: the seed papers' findings, checked here"
         table = self.query_one("#lab-verdicts", DataTable)
-        table.add_columns("finding", "paper", "expected today", "measured", "verdict", "why")
+        # the verdict first, and why beside it: the numbers behind it follow (off screen at 160
+        # columns, the verdict was what a reader missed)
+        table.add_columns("verdict", "finding", "why", "measured", "expected today", "paper")
         tree = self.query_one("#lab-tree", Tree)
         tree.focus()
         self._show(*self.selected())
@@ -153,8 +155,8 @@ class LabScreen(AppScreen):
         self.running, self.result = None, result
         table = self.query_one("#lab-verdicts", DataTable)
         for f in result.findings:
-            table.add_row(f.id, *(format_measure(v, "—") for v in (f.paper, f.expected_today, f.measured)),
-                          Text(f.verdict, style=VERDICT_STYLE[f.verdict]), f.why, key=f.id)
+            table.add_row(Text(f.verdict, style=VERDICT_STYLE[f.verdict]), f.id, f.why,
+                          *(format_measure(v, "—") for v in (f.measured, f.expected_today, f.paper)), key=f.id)
         log = self.query_one("#lab-log", Log)
         for f in result.findings:
             log.write_line(f"{f.id}: {f.verdict} — {f.why}")

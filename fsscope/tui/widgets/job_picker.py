@@ -53,8 +53,11 @@ class JobPicker(Vertical):
                                    for job in self.jobs], id="job-list")
         first = self.initially_selected[0] if self.initially_selected else (self.jobs[0] if self.jobs else None)
         with ContentSwitcher(initial=f"params-{first}" if first else None, id="job-panels"):
+            # the panels of the jobs that run, and the one shown; another's when it is first
+            # highlighted (each panel imports its job's module and adds a dozen widgets to style)
             for job in self.jobs:
-                yield panel_for(job, self.defaults.get(job))
+                if job == first or job in self.initially_selected:
+                    yield panel_for(job, self.defaults.get(job))
 
     def on_mount(self) -> None:
         self.border_title = "3 · Jobs"
@@ -65,7 +68,12 @@ class JobPicker(Vertical):
 
     def on_selection_list_selection_highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
         event.stop()
-        self.query_one("#job-panels", ContentSwitcher).current = f"params-{event.selection.value}"
+        job = event.selection.value
+        switcher = self.query_one("#job-panels", ContentSwitcher)
+        if not switcher.query_children(f"#params-{job}"):
+            # not awaited: a handler waiting here holds every message bubbling through (keys too)
+            switcher.mount(panel_for(job, self.defaults.get(job)))
+        switcher.current = f"params-{job}"
 
     def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
         event.stop()
@@ -81,7 +89,7 @@ class JobPicker(Vertical):
             raise FsscopeError("pick at least one job (space toggles a job in the list)")
         out, problems = [], []
         for job in jobs:
-            panel = self.query_one(f"#params-{job}", JobParams)
+            panel = self.query_one(f"#params-{job}", JobParams)  # a job is highlighted before it is picked
             try:
                 out.append(JobRequest(job, panel.validated()))
             except FsscopeError as exc:

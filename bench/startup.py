@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""How long does fsscope take to start? Two starts, each against a reference timed in the same run.
+
+Target (issue 33): ``fsscope --help`` <= 2x ``python -c "import argparse, rich"``, and the TUI to
+its first painted Setup screen <= 2x a minimal Textual app to its first painted screen.
+
+Each side is a fresh process (``sys.executable``, this venv), timed from its start to its exit by
+the wall clock here: the CLI prints its help and exits; a TUI side runs headless at 160x48 and
+exits once its first screen is mounted and a refresh has been painted after it (fsscope: the
+Setup screen as ``fsscope`` opens it, on the data directory of a fresh ``FSSCOPE_HOME``). The
+sides alternate (A B, B A, ...) for ``--rounds`` rounds (default 3), the load printed with each
+round; the figures are medians over the rounds. ``--smoke``: one round, every side must start
+and exit 0 (no target checked).
+
+    .venv/bin/python bench/startup.py [--rounds 3] [--smoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import benchlib  # noqa: E402
+
+TARGET_RATIO = 2.0
+SIZE = (160, 48)
+
+# A headless app that exits once its first screen is mounted and painted (``call_after_refresh``
+# runs after the next refresh of the screen, which the compositor has drawn by then).
+FIRST_PAINT = f"""
+from textual.app import App
+
+def first_paint(app: App, screen_type) -> None:
+    async def drive(pilot):
+        while not (isinstance(app.screen, screen_type) and app.screen.is_mounted):
+            await pilot.pause()
+        app.screen.call_after_refresh(app.exit)
+    app.run(headless=True, size={SIZE}, auto_pilot=drive)
+"""
+
+MINIMAL_TUI = FIRST_PAINT + """
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+class First(Screen):
+    def compose(self):
+        yield Header()
+        yield Static("a minimal Textual app: its first screen")
+        yield Footer()
+
+class Minimal(App):
+    def on_mount(self) -> None:
+        self.push_screen(First())
+
+first_paint(Minimal(), First)
+"""
+
+FSSCOPE_TUI = FIRST_PAINT + """
+from fsscope.tui import make_app
+from fsscope.tui.screens.setup import SetupScreen
+
+first_paint(make_app(), SetupScreen)
+"""
+
+SIDES = {
+    "python -c 'import argparse, rich'": [sys.executable, "-c", "import argparse, rich"],
+    "fsscope --help": [sys.executable, "-m", "fsscope", "--help"],
+    "minimal Textual app, first screen": [sys.executable, "-c", MINIMAL_TUI],
+    "fsscope TUI, first Setup screen": [sys.executable, "-c", FSSCOPE_TUI],
+}
+PAIRS = [("fsscope --help", "python -c 'import argparse, rich'"),
+         ("fsscope TUI, first Setup screen", "minimal Textual app, first screen")]
+
+
+def timed(argv: list[str], env: dict) -> float:
+    """Seconds from the process's start to its exit; fails if it did not exit 0."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{argv[:3]} exited {done.returncode}: {done.stderr[-2000:]}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3, help="alternated rounds (default 3)")
+    parser.add_argument("--smoke", action="store_true", help="one round; only check that every side runs")
+    args = parser.parse_args()
+    benchlib.start()
+    rounds = 1 if args.smoke else max(1, args.rounds)
+    home = Path(tempfile.mkdtemp(prefix="fsscope-startup-"))
+    env = os.environ | {"FSSCOPE_HOME": str(home / "fsscope")}
+    times: dict[str, list[float]] = {name: [] for name in SIDES}
+    try:
+        for side_a, side_b in PAIRS:
+            for rep, side in benchlib.alternate([side_a, side_b], rounds):
+                elapsed = timed(SIDES[side], env)
+                times[side].append(elapsed)
+                print(f"round {rep + 1}: {side:36s} {elapsed:6.2f} s  ({benchlib.load()})")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    if args.smoke:
+        print("smoke: every side started and exited 0")
+        return 0
+    met = True
+    print(f"\nmedians over {rounds} alternated rounds (target: each <= {TARGET_RATIO:g}x its reference)")
+    for side, reference in PAIRS:
+        ours, ref = statistics.median(times[side]), statistics.median(times[reference])
+        ratio = ours / ref
+        met &= ratio <= TARGET_RATIO
+        print(f"  {side:36s} {ours:6.2f} s / {reference} {ref:6.2f} s = {ratio:4.2f}x "
+              f"{'ok' if ratio <= TARGET_RATIO else 'OVER'}")
+    print(f"({benchlib.load()} at the end)")
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

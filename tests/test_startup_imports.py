@@ -1,0 +1,76 @@
+"""What starting fsscope imports (issue 33), as Harlequin tests it: in a fresh interpreter, the
+command line's parser with ``--help``, and the TUI to its first painted Setup screen, must not pull
+in scipy.stats, the study engine (distributed, SALib, pandas) or a job's TUI model -- `fsscope
+--help` took 7 s importing every job, the Setup screen 11 s. How long they take is measured in
+bench/startup.py against references; this test names what may not be loaded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from fsscope.engine.registry import JOBS
+
+HEAVY = ("scipy.stats", "distributed", "dask", "SALib", "pandas", "matplotlib")
+
+CLI_HELP = """
+import contextlib, io, json, sys
+import fsscope.cli
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    try:
+        fsscope.cli.main(["--help"])
+    except SystemExit:
+        pass
+assert "probe" in out.getvalue() and "explore" in out.getvalue(), out.getvalue()
+print(json.dumps(sorted(sys.modules)))
+"""
+
+SETUP_SCREEN = """
+import json, sys
+from fsscope.tui import AppConfig, make_app
+from fsscope.tui.screens.setup import SetupScreen
+
+app = make_app(AppConfig(is_root=False))
+
+async def drive(pilot):
+    while not (isinstance(app.screen, SetupScreen) and app.screen.is_mounted):
+        await pilot.pause()
+    await pilot.pause()
+    assert app.screen.query_one("#job-picker").selected == ["probe"]
+    app.exit(sorted(sys.modules))
+
+print(json.dumps(app.run(headless=True, size=(160, 48), auto_pilot=drive)))
+"""
+
+
+def modules_after(code: str, tmp_path) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                          env={"FSSCOPE_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def job_models(loaded: set[str]) -> list[str]:
+    """The TUI's per-job models (``fsscope/tui/*_model.py``) that are loaded."""
+    return sorted(m for m in loaded if m.startswith("fsscope.tui.") and m.endswith("_model"))
+
+
+def test_help_imports_no_job(tmp_path):
+    loaded = modules_after(CLI_HELP, tmp_path)
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+    jobs = sorted(loaded & {module for module, _ in JOBS.values()})
+    assert not jobs and not job_models(loaded), (jobs, job_models(loaded))
+    commands = sorted(m for m in loaded if m.startswith("fsscope.cli."))
+    assert not commands, commands  # the listing is cli.COMMANDS; no command module is imported
+
+
+def test_the_setup_screen_imports_no_heavy_module_and_only_the_shown_jobs_spec(tmp_path):
+    loaded = modules_after(SETUP_SCREEN, tmp_path)
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+    assert not job_models(loaded), job_models(loaded)
+    jobs = loaded & {module for module, _ in JOBS.values()}
+    # the probe's panel is shown (its Spec); the highlight passes over the first job listed
+    assert jobs <= {JOBS["probe"][0], JOBS["smoke"][0]}, sorted(jobs)
+    for screen in ("live", "runs", "lab", "compare", "help"):
+        assert f"fsscope.tui.screens.{screen}" not in loaded, screen
