@@ -141,6 +141,7 @@ def test_overlay_is_judged_as_the_device_under_its_upper_directory(hand_made, cl
         assert T.loop_direct_io(Root(), t).severity == "warn"   # the upper's loop device is buffered
         report = _check_json(cli, ovl, tmp_path / "check.json")
         assert "not applicable" not in _finding(report, "other-io")["title"]
+        assert any(f"new files go to {mnt / 'upper'} on xfs {dev}" in n for n in report["notes"]), report["notes"]
         assert _finding(report, "free-space-fragmentation")["severity"] != "unknown"   # the upper's xfs
         scan_out = tmp_path / "scan.json"
         got = cli("scan", str(ovl), "--json", str(scan_out))
