@@ -14,6 +14,7 @@ XFS, ext4, btrfs (and F2FS). Its headline findings:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ SETUP = [
     "paper: iozone -I -o (O_DIRECT + O_SYNC), a new 16 MB file per point written sequentially, "
     "buffers 4 KB..16 MB, 30 repetitions; HDD, SSD, SD card; XFS, ext4, btrfs, F2FS",
     "here: fsscope syncwrite --mode direct+osync --no-preallocate (a new file, as iozone wrote), "
-    "16 MiB per point, 4 KiB..16 MiB doubling, sizes visited in a seeded random order; 5 "
+    "16 MiB per point, 4 KiB..16 MiB doubling, sizes visited in a seeded random order; 10 "
     "repetitions (--quick) or the paper's 30; XFS and ext4 with today's mkfs defaults on a sparse "
     "image on this machine's virtual disk (a loop device: its cache and the host's disk stand in "
     "for the paper's devices, so absolute numbers differ; the shapes are what is compared)",
@@ -72,7 +73,8 @@ class SyncResult(JobResult):
 
 
 def runs(quick: bool) -> list[SyncRun]:
-    repeats = 5 if quick else 30
+    # --quick: 10, where the self-test gives the paper's shape 80 % power on a quiet machine (5: ~55 %)
+    repeats = 10 if quick else 30
     return [SyncRun("xfs", "xfs-default", repeats), SyncRun("ext4", "ext4-default", repeats)]
 
 
@@ -149,12 +151,29 @@ RESAMPLES = 200
 def _broken_stick_sse(y: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Least-squares residuals of a flat-then-rising fit of each row of ``y`` (rows x sizes)
     for a break at each size (rows x breaks)."""
-    sse = []
-    for xj in x:
-        design = np.column_stack([np.ones_like(x), np.maximum(0.0, x - xj)])
-        coef, *_ = np.linalg.lstsq(design, y.T, rcond=None)       # 2 x rows
-        sse.append(np.sum((y - (design @ coef).T) ** 2, axis=1))
-    return np.array(sse).T
+    resid = y[:, None, :] - np.einsum("rk,bik->rbi", y, _hats(tuple(float(v) for v in x)))
+    return np.sum(resid ** 2, axis=2)
+
+
+@functools.cache
+def _hats(x_values: tuple[float, ...]) -> np.ndarray:
+    """Per break, the projection of a flat-then-rising fit (breaks x sizes x sizes): the sizes
+    are the same for every sweep and every resample, so they are computed once."""
+    x = np.array(x_values)
+    designs = [np.column_stack([np.ones_like(x), np.maximum(0.0, x - xj)]) for xj in x]
+    return np.array([d @ np.linalg.pinv(d) for d in designs])
+
+
+def _non_decreasing(y: np.ndarray) -> np.ndarray:
+    """The least-squares non-decreasing fit of each row (isotonic regression), by the max-min
+    formula over every run of neighbouring sizes (a handful of sizes: all runs at once)."""
+    n = y.shape[1]
+    sums = np.concatenate([np.zeros((y.shape[0], 1)), np.cumsum(y, axis=1)], axis=1)
+    j, k = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    means = (sums[:, k + 1] - sums[:, j]) / np.maximum(k - j + 1, 1)
+    means = np.where(k >= j, means, np.inf)                       # runs j..k only
+    right_min = np.minimum.accumulate(means[:, :, ::-1], axis=2)[:, :, ::-1]  # min over k >= i
+    return np.max(np.where(j <= k, right_min, -np.inf), axis=1)   # max over j <= i
 
 
 def knee_indices(log_latency: np.ndarray, log_throughput: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -162,13 +181,11 @@ def knee_indices(log_latency: np.ndarray, log_throughput: np.ndarray, x: np.ndar
     the best flat-then-rising fit: the per-write cost meets the transfer time) and the
     throughput knee (the first size at which throughput, made non-decreasing, is within
     :data:`PLATEAU_SHARE` of its level over the three largest sizes). Indices into ``x``."""
-    from scipy.optimize import isotonic_regression
-
     lat_sse = _broken_stick_sse(log_latency, x)
     lat_knee = np.argmin(lat_sse[:, :-1], axis=1)          # a break at the last size is no rise
     # throughput made non-decreasing (pooled where noise makes it dip) so one noisy size at the
     # top neither lowers the plateau nor pushes the knee to the end
-    rising = np.array([isotonic_regression(row).x for row in log_throughput])
+    rising = _non_decreasing(log_throughput)
     # the plateau: the three largest sizes, where saturation is tested
     near = rising >= rising[:, -3:].mean(axis=1, keepdims=True) + np.log(PLATEAU_SHARE)
     tput_knee = np.argmax(near, axis=1)

@@ -289,7 +289,7 @@ GROUPS: tuple[Group, ...] = (
           "reversed: a step down", cost=5),
     Group("mingardi", ("xfs-latency-rises-before-throughput-saturates",
                        "ext4-latency-rises-before-throughput-saturates", "xfs-ahead-of-ext4-small-buffers"),
-          {"full": 30, "quick": 5}, ("quiet", "loaded"), (5, 10, 20, 30, 50, 100, 300), _mingardi_verdicts,
+          {"full": 30, "quick": 10}, ("quiet", "loaded"), (5, 10, 20, 30, 50, 100, 300), _mingardi_verdicts,
           "13 sizes 4 KiB-16 MiB; null: flat latency, no saturation, XFS = ext4; effect: per-write cost x "
           "bandwidth = 1 MiB, XFS 1.10x ext4; reversed: throughput flat from 128 KiB, latency rising from "
           "4 MiB, ext4 ahead"),
