@@ -141,6 +141,7 @@ def test_overlay_is_judged_as_the_device_under_its_upper_directory(hand_made, cl
         assert T.loop_direct_io(Root(), t).severity == "warn"   # the upper's loop device is buffered
         report = _check_json(cli, ovl, tmp_path / "check.json")
         assert "not applicable" not in _finding(report, "other-io")["title"]
+        assert any(f"new files go to {mnt / 'upper'} on xfs {dev}" in n for n in report["notes"]), report["notes"]
         assert _finding(report, "free-space-fragmentation")["severity"] != "unknown"   # the upper's xfs
         scan_out = tmp_path / "scan.json"
         got = cli("scan", str(ovl), "--json", str(scan_out))
@@ -420,3 +421,33 @@ def test_scan_xfs_with_the_device_refused_reads_the_geometry_ioctl(hand_made, de
     assert report["checked"]["disagree"] == 0 and report["checked"]["not_checked"] == 0
     assert {Path(d["path"]).name: d["structure"] for d in report["dirs"]}["d2000"] in ("leaf", "node")
     assert "None" not in got.stdout
+
+
+def test_scan_infers_metadata_csum_off_from_a_directory_when_the_device_is_refused(hand_made, denied_device,
+                                                                                    tmp_path):
+    import sys
+
+    dev, mnt = hand_made("ext4", "-q", "-b", "1024", "-O", "^metadata_csum", size="100M")
+    tree = mnt / "tree"
+    tree.mkdir()
+    proof = tree / "proof"      # 24 + 35 x 28 + 16 = 1020 B of names: one block only without the tail
+    proof.mkdir()
+    for i in range(35):
+        (proof / f"{i:020d}").touch()
+    (proof / "eightchr").touch()
+    edge = tree / "edge"        # 24 + 35 x 28 + 12 = 1016 B: the same question (a proof as well)
+    edge.mkdir()
+    for i in range(35):
+        (edge / f"{i:020d}").touch()
+    (edge / "four").touch()
+    assert os.stat(proof).st_size == 1024 and not _lsattr_indexed([str(proof)])[str(proof)]
+    run = denied_device(dev)
+    out = tmp_path / "scan.json"
+    got = run([sys.executable, "-m", "fsscope", "scan", str(tree), "--json", str(out)], stdin=subprocess.DEVNULL)
+    assert got.returncode == 0, got.stderr
+    report = json.loads(out.read_text())
+    (said,) = [u for u in report["geometry"]["unread"] if "metadata_csum: off, inferred" in u]
+    assert str(proof) in said or str(edge) in said   # whichever the walk met first
+    by_name = {Path(d["path"]).name: d for d in report["dirs"]}
+    for name in ("proof", "edge"):
+        assert by_name[name]["structure"] == "linear" and by_name[name]["agrees"] is True, by_name[name]

@@ -224,6 +224,7 @@ def run(ctx: Any, spec: Spec) -> Report:
         info = locate(str(fs.workdir), formatted_by_fsscope=kind != "dir")
         if kind == "dir":
             info = dataclasses.replace(info, path=ctx.target.spec.path)
+        notes += info.notes   # what the mount account adds: an overlay judged by its upper, …
         findings = audit.run_audit(info, sample_s=spec.sample_s, dataset_bytes=spec.dataset_bytes,
                                    progress=lambda what: ctx.phase(f"audit: {what}"))
         capacity = int(ctx.target.spec.size_bytes)

@@ -35,6 +35,8 @@ from fsscope import trust
 from fsscope.aging import profile as P
 from fsscope.errors import FsscopeError
 from fsscope.explain import dirs
+from fsscope.explain.ext4 import ext4_rec_len
+from fsscope.explain.ext4_htree import DIRENT_TAIL_BYTES, DOTS_BYTES
 from fsscope.explain.geometry import Geometry, read_geometry
 from fsscope.explain.xfs import xfs_attr_fork_offset_bytes
 from fsscope.layout.fiemap import extents_of_fd
@@ -283,6 +285,21 @@ EXT4_FAMILY = ("ext4", "ext3", "ext2")
 EXT4_BY_FLAG_HOW = "EXT4_INDEX_FL (FS_IOC_GETFLAGS), st_size; superblock not read (see unread)"
 
 
+def ext4_csum_from_dirs(recs: list[DirRecord], g: Geometry) -> Geometry:
+    """metadata_csum off, proven by a directory when the superblock cannot be read: one
+    whose names need more than a block less the 12-byte csum tail yet sit, unindexed, in one
+    block. (No directory proves it on: an index may outlive the names that made it.) The
+    proof is said in ``unread``; ``raw["ext4_csum_inferred"]`` carries it to the judging."""
+    B = g.block_size_bytes or 4096
+    for rec in recs:
+        needed = DOTS_BYTES + sum(ext4_rec_len(n) for n in rec.name_lengths)
+        if rec.indexed is False and rec.size_bytes <= B and B - DIRENT_TAIL_BYTES < needed <= B:
+            proof = (f"ext4 metadata_csum: off, inferred: {rec.path} holds names needing {needed} B in one "
+                     f"{B} B block without an index, which a {DIRENT_TAIL_BYTES} B csum tail would not leave room for")
+            return replace(g, unread=(*g.unread, proof), raw={**g.raw, "ext4_csum_inferred": False})
+    return g
+
+
 def judge_ext4_unread(rec: DirRecord, g: Geometry) -> dict:
     """An ext4 directory when the superblock cannot be read (the device refused, even to
     root): the kernel still says whether it is indexed (EXT4_INDEX_FL) and how many blocks
@@ -301,6 +318,8 @@ def judge_ext4_unread(rec: DirRecord, g: Geometry) -> dict:
                       "creates_until_change": None}
     features = frozenset({"dir_index"} if rec.indexed or rec.size_bytes <= B else ())
     plain, csum = (replace(g, features=features | extra) for extra in (frozenset(), frozenset({"metadata_csum"})))
+    if g.raw.get("ext4_csum_inferred") is False:   # a directory proved it off: one geometry
+        csum = plain
     shapes = [dirs.ext4_shape(geo, rec.name_lengths, size_bytes=rec.size_bytes) for geo in (plain, csum)]
     said: dict[str, Any] = {"structure": "htree" if rec.indexed else "linear", "how": EXT4_BY_FLAG_HOW,
                             "blocks": rec.size_bytes // B}
@@ -427,6 +446,8 @@ def scan(path: str | os.PathLike, *, near: int = dirs.NEAR_ENTRIES, largest: int
     now_s = time.time()
     t0 = time.monotonic()
     walk = walk_tree(root, found.fs, dir_block_bytes=geometry.dir_block_size_bytes or 4096)
+    if geometry.fs in EXT4_FAMILY and geometry.existing and not geometry.features:
+        geometry = ext4_csum_from_dirs(walk.dirs, geometry)
     judged = [judge(rec, geometry, found.device) for rec in walk.dirs]
     known = [d for d in judged if d["agrees"] is not None]
     report = {

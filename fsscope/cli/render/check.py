@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from fsscope.format import visible
+
 if TYPE_CHECKING:  # the job module brings the workloads; the renderer only reads its records
     from fsscope.check.findings import Finding
     from fsscope.check.job import Report
@@ -24,8 +26,8 @@ def render_check(report: Report, console: Console) -> None:
             _render_finding(f, console)
     if report.calibration is not None:
         _render_calibration(report.calibration, console)
-    for note in report.notes:
-        console.print(f"[dim]note: {note}[/]", highlight=False)
+    for note in report.notes:   # notes hold paths (an overlay's upper directory): text, not markup
+        console.print(Text(f"note: {visible(note)}", style="dim"))
     _render_verdict(report, console)
 
 
