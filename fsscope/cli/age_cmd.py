@@ -173,19 +173,20 @@ def cmd_frag(args) -> int:
 def cmd_profile_list(args) -> int:
     from fsscope.aging.profile import list_profiles, load_profile, profiles_dir
 
-    table = Table(title=f"Aging profiles in {profiles_dir()} (use --profile NAME, or a path to your own .toml)",
-                  title_justify="left")
+    table = Table(title=Text(f"Aging profiles in {visible(profiles_dir())} (use --profile NAME, or a path to your "
+                             "own .toml)"), title_justify="left")
     for col in ("name", "fullness", "sizes", "depths", "age buckets", "description"):
         table.add_column(col, overflow="fold")
     for name in list_profiles():
         try:
             p = load_profile(name)
         except FsscopeError as exc:
-            table.add_row(name, "-", "-", "-", "-", f"[red]{exc}[/]")
+            table.add_row(Text(visible(name)), "-", "-", "-", "-", Text(visible(exc), style="red"))
             continue
-        table.add_row(p.name, f"{p.fullness:.0%}",
+        # a captured profile is named after a tree's directory and describes it by its path: text
+        table.add_row(Text(visible(p.name)), f"{p.fullness:.0%}",
                       f"{len(p.size_bytes)}: {format_bytes(p.size_bytes[0])}–{format_bytes(p.size_bytes[-1])}",
-                      f"{p.depths[0]}–{p.depths[-1]}", str(len(p.age_cutoffs)), p.description)
+                      f"{p.depths[0]}–{p.depths[-1]}", str(len(p.age_cutoffs)), Text(visible(p.description)))
     out_console.print(table)
     return 0
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from fsscope import store
 from fsscope.cli.common import out_console, positive_int
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
+from fsscope.format import visible
 
 console = out_console()
 
@@ -34,12 +36,14 @@ def cmd_runs(args) -> int:
             continue
         m = run.info()
         spec = m.target_spec  # the target's spec as recorded (plain data: the store is below the targets)
-        table.add_row(run.id, m.job or "?", run.status(), f"{spec.get('kind', '?')} {spec.get('path', '')}".strip(),
-                      m.recipe_name or "-", m.started or "-")
+        # a target's path, a recipe's name: files someone may have named; text
+        table.add_row(Text(visible(run.id)), Text(visible(m.job or "?")), run.status(),
+                      Text(visible(f"{spec.get('kind', '?')} {spec.get('path', '')}".strip())),
+                      Text(visible(m.recipe_name or "-")), Text(visible(m.started or "-")))
     console.print(table)
     warn = Console(stderr=True, soft_wrap=True, highlight=False)  # whole lines: scripts grep them
     for line in unreadable:
-        warn.print(f"[yellow]unreadable run record[/] {line}")
+        warn.print(Text.assemble(("unreadable run record", "yellow"), f" {visible(line)}"))
     return 0
 
 
@@ -57,11 +61,11 @@ def _print_report(run: store.RunDir) -> None:
 
     m = run.info()
     job = m.job or ""
-    console.print(f"[bold]{run.id}[/]  job {m.job}  status {run.status()}")
-    if m.error:
-        console.print(f"[red]error:[/] {m.error}")
+    console.print(Text.assemble((visible(run.id), "bold"), f"  job {visible(m.job)}  status {run.status()}"))
+    if m.error:  # an error quotes paths and names as they are
+        console.print(Text.assemble(("error:", "red"), f" {visible(m.error)}"))
     for cmd in m.target.commands if m.target is not None else []:
-        console.print(f"[dim]$ {' '.join(map(str, cmd.argv))}  → exit {cmd.rc}[/]")
+        console.print(Text(f"$ {visible(' '.join(map(str, cmd.argv)))}  → exit {cmd.rc}", style="dim"))
     try:
         report = registry.report_from_data(m.job, run.report())
     except FsscopeError as exc:

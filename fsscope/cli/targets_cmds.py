@@ -6,10 +6,11 @@ import sys
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from fsscope import proctree, recipes
 from fsscope.cli.common import add_target_args, recipe_from_args, target_from_args
-from fsscope.format import format_bytes
+from fsscope.format import format_bytes, visible
 from fsscope.recipes import Prep
 from fsscope.targets import Journal, Target, devices, filesystem, release, triage
 from fsscope.targets.journal import undo_entries
@@ -105,14 +106,16 @@ def cmd_devices(args) -> int:
     for col in ("size", "model", "rot", "sched", "partitions", "mounted at", "signature", "fsscope would format it?"):
         table.add_column(col, overflow="fold")
     for d in devices.discover():
-        verdict = "[green]yes[/]" if d.usable else f"[red]no[/]: {d.verdict()}"
+        # a loop device's backing file, a mount point, a drive's model string: names someone
+        # else may have chosen (udisksctl loop-setup, a USB stick's firmware), shown as text
+        verdict = Text("yes", style="green") if d.usable else Text.assemble(("no", "red"), f": {visible(d.verdict())}")
         if d.usable is False and not d.hard_reasons():
-            verdict = f"[yellow]only with --yes-destroy {d.path}[/]: {d.verdict()}"
+            verdict = Text.assemble((f"only with --yes-destroy {visible(d.path)}", "yellow"), f": {visible(d.verdict())}")
         model = d.model or (f"loop → {d.backing_file}" if d.backing_file else "")
         rot = "" if d.rotational is None else ("hdd" if d.rotational else "ssd")
-        table.add_row(d.path, format_bytes(d.size_bytes), model, rot, d.scheduler or "-",
-                      " ".join(d.partitions) or "-", " ".join(d.mountpoints) or "-",
-                      d.signature or "-", verdict)
+        table.add_row(Text(visible(d.path)), format_bytes(d.size_bytes), Text(visible(model)), rot,
+                      Text(visible(d.scheduler or "-")), Text(visible(" ".join(d.partitions) or "-")),
+                      Text(visible(" ".join(d.mountpoints) or "-")), Text(visible(d.signature or "-")), verdict)
     console.print(table)
     console.print("Images fsscope creates (--image, --ram) are always allowed; an existing file it did not "
                   "create is used only with --yes-destroy PATH. Other devices are formatted only when unused, "
@@ -126,10 +129,12 @@ def cmd_recipes(args) -> int:
         table.add_column(col, overflow="fold")
     defaults = Prep()
     for r in recipes.available():
-        fs_note = "" if filesystem.kernel_has(r.fs) else " [red](not in this kernel)[/]"
+        fs_note = "" if filesystem.kernel_has(r.fs) else " (not in this kernel)"
         prep = [f"{k}={v}" for k, v in vars(r.prep).items() if v != getattr(defaults, k) or k == "drop_caches"]
-        table.add_row(r.name, r.fs + fs_note, r.description, " ".join(r.mkfs_opts) or "-",
-                      ",".join(r.effective_mount_opts()) or "-", " ".join(prep))
+        # a recipe is a file (FSSCOPE_RECIPES: a site's own set): its name and words are text
+        table.add_row(Text(visible(r.name)), Text.assemble(visible(r.fs), (fs_note, "red")), Text(visible(r.description)),
+                      Text(visible(" ".join(r.mkfs_opts) or "-")), Text(visible(",".join(r.effective_mount_opts()) or "-")),
+                      Text(visible(" ".join(prep))))
     console.print(table)
     return 0
 

@@ -69,8 +69,9 @@ def _render_head(report: Report, console: Console) -> None:
     where = report.recipe or report.fs or "a directory"
     target = report.target.describe if report.target else ""
     resumed = " (resumed)" if report.resumed else ""
-    console.print(f"[bold]aged[/] with profile [bold]{report.profile}[/] (seed {report.seed}) "
-                  f"on [bold]{where}[/] {target}{resumed}", highlight=False)
+    # the profile's name is a captured tree's directory name; recipe and target name files: text
+    console.print(Text.assemble(("aged", "bold"), " with profile ", (visible(report.profile), "bold"),
+                                f" (seed {report.seed}) on ", (visible(where), "bold"), f" {visible(target)}{resumed}"))
     style = {"enospc": "yellow", "cancelled": "yellow", "no_room": "yellow"}.get(report.stop_reason or "", "green")
     console.print(f"stopped: [{style}]{report.stop_reason}[/] — {report.stop_note}", highlight=False)
     bound = report.convergence_ops

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from fsscope.format import format_cell, ratio_cell
+from fsscope.format import format_cell, ratio_cell, visible
 
 
 def render_compare(doc: dict, out: Console) -> None:
@@ -14,7 +15,7 @@ def render_compare(doc: dict, out: Console) -> None:
         head.add_column(col, overflow="fold")
     for label in ("a", "b"):
         r = doc[label]
-        head.add_row(label.upper(), r["id"], r["status"], r["recipe"], r["target"])
+        head.add_row(label.upper(), *(Text(visible(r[key])) for key in ("id", "status", "recipe", "target")))
     out.print(head)
     for section in doc["sections"]:
         if not section.rows:

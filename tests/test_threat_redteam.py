@@ -1,0 +1,99 @@
+"""Issue 32's red-team pass, by someone who did not write the fixes: what still broke, as a
+real unprivileged user (``local_user``) against root's fsscope (``cli``). Names the user
+chooses -- a directory captured as an aging profile, a file a loop device is attached over --
+reached root's terminal through renderers the first round did not cover: ``profile list``
+(a MarkupError traceback, exit 1, from a description quoting ``big[/]x``), the age report's
+head (the profile's name, escapes intact) and ``devices`` (a backing file's path)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.privileged
+
+CLEAR = "\x1b[2J"
+OSC52 = "\x1b]52;c;aWQ+L3RtcC9wd24K\x07"
+
+
+def _shown(text: str) -> str:
+    from fsscope.format import visible
+
+    return visible(text)
+
+
+def _users_dir(user, *parts: str) -> Path:
+    """``parts`` made as directories by the user under their home, a file in the last."""
+    path = user.home.joinpath(*parts)
+    user.python(f"import os; os.makedirs({str(path)!r}); open({str(path / 'f')!r}, 'w').write('x' * 100)")
+    return path
+
+
+def _terminal_safe(out: subprocess.CompletedProcess) -> None:
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr and "MarkupError" not in out.stderr
+    assert "\x1b" not in out.stdout + out.stderr, out.stdout
+
+
+def test_profile_list_shows_a_profile_captured_from_a_users_tree_as_text(local_user, scratch, cli):
+    """The user's directory ``big[`` / ``]x<ESC>[2J``: root captures it into its profiles
+    (FSSCOPE_RECIPES/aging); the profile's description quotes the path, ``[/]`` and all."""
+    tree = _users_dir(local_user, "big[", f"]x{CLEAR}{OSC52}")
+    recipes = scratch / "recipes"
+    (recipes / "aging").mkdir(parents=True)
+    env = os.environ | {"FSSCOPE_RECIPES": str(recipes)}
+    out = cli("profile", "capture", str(tree), "-o", str(recipes / "aging" / "captured.toml"), env=env)
+    _terminal_safe(out)
+    out = cli("profile", "list", env=env | {"COLUMNS": "400"})
+    _terminal_safe(out)
+    assert _shown(tree.name) in out.stdout and _shown(str(tree)) in out.stdout, out.stdout
+
+
+def test_the_age_report_names_a_captured_profile_as_text(local_user, scratch, cli):
+    tree = _users_dir(local_user, f"e{CLEAR}x[link=x.example]click{OSC52}")
+    profile = scratch / "captured.toml"
+    _terminal_safe(cli("profile", "capture", str(tree), "-o", str(profile)))
+    out_json = scratch / "age.json"
+    out = cli("age", "--ram", "--size", "64M", "--profile", str(profile), "--max-minutes", "0.1",
+              "--json", str(out_json), env=os.environ | {"COLUMNS": "400"})
+    _terminal_safe(out)
+    assert out_json.exists()
+    head = out.stdout.splitlines()[0]
+    assert head.startswith(f"aged with profile {_shown(tree.name)} "), head
+
+
+def _cell(table: str, first: str, column: int) -> str:
+    """The cell of a printed Rich table in the row whose first cell is ``first``, its folded
+    lines joined."""
+    cells, inside = [], False
+    for line in table.splitlines():
+        parts = [p.strip() for p in line.split("│")]
+        if len(parts) <= column:
+            inside = False
+            continue
+        if parts[1] == first:
+            inside = True
+        elif parts[1]:
+            inside = False
+        if inside:
+            cells.append(parts[column])
+    return "".join(cells)
+
+
+def test_devices_lists_a_loop_device_over_a_users_file_as_text(local_user, cli):
+    """A loop device over the user's file (as ``udisksctl loop-setup`` makes for a desktop
+    user): its backing file's path is theirs, ``[/]``, escapes and all."""
+    image = local_user.home / f"o{OSC52}z[" / f"]x{CLEAR}.img"
+    local_user.python(f"import os\nos.mkdir({str(image.parent)!r})\nwith open({str(image)!r}, 'w') as fh:\n"
+                      "    fh.truncate(8 << 20)\n")
+    dev = subprocess.run(["losetup", "--find", "--show", str(image)], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    try:
+        out = cli("devices", env=os.environ | {"COLUMNS": "600"})
+        _terminal_safe(out)
+        assert _cell(out.stdout, dev, 3).endswith(_shown(str(image))), out.stdout
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
