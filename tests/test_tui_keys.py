@@ -4,6 +4,8 @@ read from the real bindings, and ? closes it again. Driven by keys on real recor
 
 from __future__ import annotations
 
+import re
+
 from pilot_wait import until, until_screen
 from test_tui import open_compare, runs_listed
 
@@ -31,6 +33,8 @@ async def keys_of(pilot, app, screen_type: type) -> dict[str, str]:
     keys = await until_screen(pilot, app, KeysScreen, f"the keys of the {screen_type.__name__}")
     headings = [heading for heading, _rows in keys.sections]
     assert headings[0].startswith("This screen") and headings[-1] == "Everywhere", headings
+    # widgets named in words ("Flags (when focused)", "The focused option list"), never by class
+    assert not any(re.search(r"[a-z][A-Z]", heading) for heading in headings), headings
     shown = listed(keys)
     await pilot.press("question_mark")
     await until(pilot, lambda: isinstance(app.screen, screen_type), f"back on the {screen_type.__name__}")

@@ -145,3 +145,21 @@ async def test_quitting_says_what_it_cancelled(scratch, capfd):
     said = " ".join(capfd.readouterr().err.split())  # printed once the screen is gone
     assert f"smoke run {run_id}: cancelled" in said and "kept" in said, said
     assert store.find_run(run_id).status() == "cancelled"
+
+
+async def test_setup_says_how_many_runs_the_probe_may_add():
+    """5 runs asked, 8 made, read as a miscount: Setup says the probe adds runs up to 3x those
+    asked until every candidate is decided, and follows the field as it is edited."""
+    from test_tui import set_param
+
+    app = make_app(AppConfig(is_root=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.focused is not None, "the setup screen")
+        hint = app.screen.query_one("#hint-probe-runs")
+        said = lambda: " ".join(str(hint.content).split())  # noqa: E731 - what the hint says now
+        await until(pilot, lambda: "5 runs, up to 15 until every candidate file is decided" in said(), "the runs' hint")
+        assert hint.region.height > 0  # on screen, under the field
+        await set_param(pilot, app, "param-probe-runs", "4")
+        await until(pilot, lambda: "4 runs, up to 12 until" in said(), "the hint for 4 runs")
+        await set_param(pilot, app, "param-probe-runs", "1")  # one run is a look: it stays one
+        await until(pilot, lambda: "up to" not in said(), "the hint for one run")

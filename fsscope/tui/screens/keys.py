@@ -4,6 +4,8 @@ keys really do. F1 is the full help."""
 
 from __future__ import annotations
 
+import re
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -35,6 +37,15 @@ def _key_rows(node: DOMNode) -> list[tuple[str, str]]:
     return [(" / ".join(keys), description) for (_action, description), keys in rows]
 
 
+def widget_name(widget: Widget) -> str:
+    """What the user calls ``widget``: its panel's title without its counts ("Flags" for
+    "Flags (25) · 10 withdrawn"), else its kind in words ("heat view"), never a class name."""
+    title = widget.border_title
+    if isinstance(title, str) and title.strip():
+        return re.split(r"\s*[(·]", title.strip(), maxsplit=1)[0]
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", type(widget).__name__).lower()
+
+
 def _own_bindings(widget: Widget) -> bool:
     """Widgets of fsscope that bind keys of their own (the views: heatmap, bench, variation…)."""
     return any(cls.__module__.startswith("fsscope.") and "BINDINGS" in cls.__dict__
@@ -54,9 +65,9 @@ def key_sections(screen: Screen) -> list[tuple[str, list[tuple[str, str]]]]:
             if type(widget) in kinds:  # several tables: their keys once
                 continue
             kinds.add(type(widget))
-            sections.append((f"{type(widget).__name__} (when focused)", _key_rows(widget)))
+            sections.append((f"{widget_name(widget).capitalize()} (when focused)", _key_rows(widget)))
     if focused is not None and id(focused) not in shown:
-        sections.append((f"The focused {type(focused).__name__}", _key_rows(focused)))
+        sections.append((f"The focused {widget_name(focused)}", _key_rows(focused)))
     sections.append(("Everywhere", _key_rows(screen.app)))
     return [(heading, rows) for heading, rows in sections if rows]
 
