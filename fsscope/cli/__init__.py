@@ -18,7 +18,7 @@ from fsscope.errors import FsscopeError, os_error_line
 
 COMMAND_MODULES = ["targets_cmds", "runs_cmds", "job_cmds", "probe_cmd", "tui_cmd", "bench_cmd", "syncwrite_cmd", "age_cmd",
                    "compare_cmd", "check_cmd", "explore_cmd", "study_cmd", "replicate_cmd", "scan_cmd",
-                   "watch_cmd"]
+                   "watch_cmd", "replay_cmd"]
 
 DESCRIPTION = """\
 fsscope investigates Linux file-system performance. It formats and mounts a target safely

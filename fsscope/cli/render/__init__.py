@@ -16,6 +16,7 @@ from fsscope.cli.render.explore import render_explore
 from fsscope.cli.render.frag import render_frag
 from fsscope.cli.render.ladder import render_ladder
 from fsscope.cli.render.probe import render_probe
+from fsscope.cli.render.replay import render_replay
 from fsscope.cli.render.syncwrite import render_syncwrite
 from fsscope.cli.render.variation import render_variation
 from fsscope.cli.render.watch import render_watch
@@ -24,7 +25,7 @@ from fsscope.records import plain, report_part
 RENDERERS: dict[str, Callable[[Any, Console], None]] = {
     "age": render_age, "bench": render_bench, "check": render_check, "explore": render_explore,
     "frag": render_frag, "ladder": render_ladder, "probe": render_probe, "syncwrite": render_syncwrite,
-    "variation": render_variation, "watch": render_watch,
+    "variation": render_variation, "watch": render_watch, "replay": render_replay,
 }
 
 

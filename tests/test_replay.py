@@ -1,0 +1,160 @@
+"""watch --capture and fsscope replay, for real: a maildir-like delivery watched on an XFS loop
+image made by hand, its op log replayed on ext4-default and xfs-default RAM targets (real
+mkfs, mounts, syscalls), the recipes compared per call type; an anonymized log keeps name
+lengths and directory sizes; a truncated or corrupted log is one line and exit 2."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsscope import oplog
+from fsscope.trace.tracefs import fsscope_instances
+
+WRITER = Path(__file__).with_name("maildir_writer.py")
+MESSAGES = 120
+
+
+@pytest.fixture
+def xfs_mount(loop_device, scratch):
+    """An XFS file system the test made and mounted by hand (the loop fixture undoes it)."""
+    dev = loop_device("512M")
+    subprocess.run(["mkfs.xfs", "-q", "-f", dev], check=True)
+    mnt = scratch / "mnt-xfs"
+    mnt.mkdir()
+    subprocess.run(["mount", dev, str(mnt)], check=True)
+    return mnt
+
+
+def capture(cli, mnt: Path, log: Path, *extra: str) -> dict:
+    # a few messages already there: the starting tree has entries of its own
+    (mnt / "mail" / "new").mkdir(parents=True)
+    for i in range(5):
+        (mnt / "mail" / "new" / f"old-message-{i:03d}").write_bytes(b"m" * (100 * (i + 1)))
+    out = log.with_suffix(".json")
+    proc = cli("watch", "--capture", str(log), "--json", str(out), *extra, "--", sys.executable, str(WRITER),
+               str(mnt / "mail"), str(MESSAGES), "--fsync", cwd=mnt)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert not fsscope_instances()
+    return json.loads(out.read_text())
+
+
+@pytest.mark.privileged
+def test_capture_on_xfs_and_replay_on_ext4_and_xfs(cli, xfs_mount, scratch):
+    log = scratch / "mail.oplog.gz"
+    watched = capture(cli, xfs_mount, log)
+    read = oplog.read(log)
+    assert read.header.fs == "xfs" and not read.header.anonymized and read.header.version == oplog.VERSION
+    ops = [o for o in read.ops if o.path and o.path.startswith("mail/")]
+    renames = [o for o in read.ops if o.op == "rename"]
+    assert len(renames) == MESSAGES
+    # each message is created in tmp/ and renamed from there into new/ under the same name
+    for r in renames:
+        assert r.path.startswith("mail/tmp/") and r.path2 == "mail/new/" + r.path.rsplit("/", 1)[1], r
+    creates = [o for o in read.ops if o.op == "open" and o.flags & 0o100 and o.path and o.path.startswith("mail/tmp/")]
+    assert len(creates) == MESSAGES and all(o.flags & 0o200 for o in creates)  # O_CREAT | O_EXCL as the writer asked
+    writes = [o for o in read.ops if o.op == "write" and o.path and o.path.startswith("mail/tmp/")]
+    assert len(writes) == MESSAGES and {o.size for o in writes} == {547}
+    assert ops and all(o.think_ns >= 0 and o.duration_ns > 0 for o in ops)
+    tree = {e.path: e for e in read.entries}
+    assert tree["mail/new/old-message-002"].size_bytes == 300 and tree["mail/new"].kind == "dir"
+    watched_ops = {o["op"]: o for o in watched["ops"]}
+    assert any("op log:" in n for n in watched["notes"])
+
+    out = scratch / "replay.json"
+    proc = cli("replay", str(log), "--recipes", "ext4-default,xfs-default", "--ram", "--size", "512M",
+               "--runs", "2", "--json", str(out), timeout_s=600)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    doc = json.loads(out.read_text())
+    assert doc["recipes"] == ["ext4-default", "xfs-default"]
+    for name, fs in (("ext4-default", "ext4"), ("xfs-default", "xfs")):
+        report = doc["reports"][name]
+        assert report["fs"] == fs and len(report["runs"]) == 2
+        by_op = {o["op"]: o for o in report["ops"]}
+        for op in ("open", "write", "fsync", "rename", "close"):
+            in_tree = [o for o in read.ops if o.op == op and o.path and o.path.startswith("mail/")]
+            assert by_op[op]["calls"] == 2 * len(in_tree) and by_op[op]["captured_calls"] == len(in_tree), op
+            assert len(in_tree) >= MESSAGES and watched_ops[op]["calls"] >= len(in_tree)
+            assert by_op[op]["failed"] == 0 and 0 < by_op[op]["p50_us"] <= by_op[op]["p99_us"]
+            assert by_op[op]["captured_p50_us"] is not None
+        assert by_op["write"]["bytes"] == 2 * MESSAGES * 547
+        assert all(r["differs"] == 0 and r["timeouts"] == 0 for r in report["runs"])
+        assert report["files"] and report["tree_entries"] == len(read.entries)
+    pairs = {(p["op"], p["a"], p["b"]): p for p in doc["comparison"]["pairs"]}
+    for op in ("open", "write", "fsync", "rename"):
+        pair = pairs[(op, "ext4-default", "xfs-default")]
+        assert pair["p"] is not None and ("Welch" in pair["note"])
+    assert "recipes compared per call type" in proc.stdout
+
+
+@pytest.mark.privileged
+def test_anonymized_log_keeps_name_lengths_and_directory_sizes(cli, xfs_mount, scratch):
+    plain_log, anon_log = scratch / "plain.oplog.gz", scratch / "anon.oplog.gz"
+    capture(cli, xfs_mount, anon_log, "--anonymize")
+    anon = oplog.read(anon_log)
+    assert anon.header.anonymized and anon.header.source == "" and anon.header.tree == ""
+    assert any("pseudonym" in d for d in anon.header.dropped) and any("contents" in d for d in anon.header.dropped)
+    assert all(c == "" for c in anon.header.threads.values())
+    # a second capture of the same delivery, names kept, to set beside it
+    subprocess.run(["rm", "-rf", str(xfs_mount / "mail")], check=True)
+    capture(cli, xfs_mount, plain_log)
+    named = oplog.read(plain_log)
+    assert any(o.path and o.path.split("/")[0] == "mail" for o in named.ops)
+    assert not any(part == "mail" for o in anon.ops for part in (o.path or "").split("/"))
+    lengths = sorted(tuple(len(p) for p in e.path.split("/")) for e in anon.entries)
+    assert lengths == sorted(tuple(len(p) for p in e.path.split("/")) for e in named.entries)
+    assert sorted(e.size_bytes for e in anon.entries if e.kind == "file") == \
+        sorted(e.size_bytes for e in named.entries if e.kind == "file")
+    renames = [o for o in anon.ops if o.op == "rename"]
+    assert len(renames) == MESSAGES
+    # the same name in tmp/ and new/ gets the same pseudonym; every name keeps its length (29 bytes)
+    for r in renames:
+        assert r.path.rsplit("/", 1)[1] == r.path2.rsplit("/", 1)[1] and len(r.path.rsplit("/", 1)[1]) == 29
+    # the directory new/ ends with as many names in both
+    ends = {o.path2.rsplit("/", 1)[0] for o in renames}
+    assert len(ends) == 1 and len({o.path2 for o in renames}) == MESSAGES
+
+
+def _log(tmp_path: Path) -> Path:
+    path = tmp_path / "small.oplog.gz"
+    ops = [oplog.Op(seq=0, tid=1, proc=1, op="open", syscall="openat", path="d/f", flags=0o101, result=3,
+                    start_ns=0, duration_ns=5000),
+           oplog.Op(seq=1, tid=1, proc=1, op="close", syscall="close", fd=3, start_ns=6000, duration_ns=1000)]
+    oplog.write(path, oplog.Header(fs="xfs"), [oplog.Entry(path="d", kind="dir")], ops)
+    return path
+
+
+def test_a_truncated_or_corrupted_log_is_one_line_and_exit_2(cli, tmp_path):
+    good = _log(tmp_path)
+    assert len(oplog.read(good).ops) == 2
+    data = good.read_bytes()
+    raw = gzip.decompress(data)
+    cases = {
+        "truncated-gzip": data[: len(data) // 2],
+        "truncated-records": gzip.compress(raw[:-12]),  # a whole gzip stream, the end record cut off
+        "corrupted": data[:12] + bytes(b ^ 0xFF for b in data[12:20]) + data[20:],
+        "not-a-log": b"hello, world\n",
+    }
+    for name, content in cases.items():
+        bad = tmp_path / f"{name}.oplog.gz"
+        bad.write_bytes(content)
+        with pytest.raises(oplog.OpLogError):
+            oplog.read(bad)
+        proc = cli("replay", str(bad), "--ram", "--size", "64M")
+        assert proc.returncode == 2, (name, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(bad) in lines[0], (name, proc.stderr)
+
+
+def test_a_log_naming_outside_its_tree_is_refused(tmp_path):
+    path = tmp_path / "escape.oplog.gz"
+    ops = [oplog.Op(seq=0, tid=1, proc=1, op="unlink", syscall="unlink", path="../../etc/x", start_ns=0,
+                    duration_ns=1)]
+    oplog.write(path, oplog.Header(), [], ops)
+    with pytest.raises(oplog.OpLogError, match="not a relative path"):
+        oplog.read(path)
