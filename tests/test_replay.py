@@ -158,3 +158,52 @@ def test_a_log_naming_outside_its_tree_is_refused(tmp_path):
     oplog.write(path, oplog.Header(), [], ops)
     with pytest.raises(oplog.OpLogError, match="not a relative path"):
         oplog.read(path)
+
+
+THREADED = """
+import os, queue, sys, threading
+root, count = sys.argv[1], int(sys.argv[2])
+for sub in ("tmp", "new"):
+    os.makedirs(os.path.join(root, sub), exist_ok=True)
+made = queue.Queue()
+def writer():
+    for i in range(count):
+        name = f"message-{i:05d}"
+        fd = os.open(os.path.join(root, "tmp", name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.pwrite(fd, b"y" * 300, 0)
+        os.close(fd)
+        made.put(name)
+    made.put(None)
+def mover():
+    while (name := made.get()) is not None:
+        os.rename(os.path.join(root, "tmp", name), os.path.join(root, "new", name))
+threads = [threading.Thread(target=writer), threading.Thread(target=mover)]
+for t in threads: t.start()
+for t in threads: t.join()
+"""
+
+
+@pytest.mark.privileged
+def test_a_rename_in_another_thread_waits_for_the_create_when_replayed(cli, xfs_mount, scratch):
+    log = scratch / "threads.oplog.gz"
+    script = scratch / "threaded_writer.py"
+    script.write_text(THREADED)
+    proc = cli("watch", "--capture", str(log), "--", sys.executable, str(script), str(xfs_mount / "q"), "40",
+               cwd=xfs_mount)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    read = oplog.read(log)
+    renames = [o for o in read.ops if o.op == "rename"]
+    creates = {o.path: o for o in read.ops if o.op == "open" and o.flags & 0o100}
+    assert len(renames) == 40 and len(read.threads()) >= 2
+    for r in renames:
+        made = creates[r.path]
+        assert made.tid != r.tid and r.after and max(r.after) >= made.seq, (r, made)  # waits for the create
+    writes = [o for o in read.ops if o.op == "write" and o.path and o.path.startswith("q/tmp/")]
+    assert len(writes) == 40 and all(o.syscall == "pwrite64" and o.offset == 0 and o.size == 300 for o in writes)
+    out = scratch / "threads.json"
+    proc = cli("replay", str(log), "--recipe", "ext4-default", "--ram", "--size", "256M", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    by_op = {o["op"]: o for o in report["ops"]}
+    assert by_op["rename"]["calls"] == 40 and by_op["rename"]["failed"] == 0
+    assert report["runs"][0]["differs"] == 0 and report["runs"][0]["timeouts"] == 0
