@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +32,8 @@ from fsscope.watch.syscalls import OPS
 DEPENDENCY_TIMEOUT_S = 30.0
 PATTERN = b"fsscope replay: file contents are not recorded\n"
 CHUNK_BYTES = 1 << 20
+#: A call ready to make: the function, its arguments, what to do with its result (None: as it is).
+Prepared = tuple[Callable[..., Any], tuple, Callable[[Any], int] | None]
 
 
 @dataclass
@@ -70,6 +73,21 @@ def recreate(root: Path, entries: list[Entry]) -> int:
     return written
 
 
+#: Think times shorter than this are waited out busy: a sleep (or a yield) that short
+#: oversleeps (timer slack) and gives the CPU away, which the captured thread, busy between
+#: its calls, did not -- both make the next call slower than it was. Another replay thread
+#: still gets the GIL at the interpreter's switch interval.
+SPIN_BELOW_NS = 2_000_000
+
+
+def think(ns: int) -> None:
+    deadline = time.perf_counter_ns() + ns
+    if ns > SPIN_BELOW_NS:
+        time.sleep((ns - SPIN_BELOW_NS) / 1e9)
+    while time.perf_counter_ns() < deadline:
+        pass
+
+
 class _Player:
     def __init__(self, root: Path, log: OpLog, pace: str, cancelled: Callable[[], bool]):
         self.root, self.log, self.pace, self.cancelled = root, log, pace, cancelled
@@ -85,10 +103,11 @@ class _Player:
         self.differs = self.timeouts = 0
         self.t0 = 0
 
-    def skip(self, why: str) -> int | None:
-        """Count a call not made (None: what :meth:`call` returns for it)."""
+    def skip(self, why: str) -> Prepared | None:
+        """Count a call not made (None: what :meth:`prepare` returns for it)."""
         with self.lock:
             self.skipped[why] = self.skipped.get(why, 0) + 1
+        return None
         return None
 
     def path(self, rel: str | None) -> str | None:
@@ -127,7 +146,7 @@ class _Player:
                         with self.lock:
                             self.timeouts += 1
                 if self.pace == "recorded" and op.think_ns > 0:
-                    time.sleep(op.think_ns / 1e9)
+                    think(op.think_ns)
                 self.one(op, view)
                 if op.seq in self.done:
                     self.done[op.seq].set()
@@ -139,14 +158,18 @@ class _Player:
             buf.close()
 
     def one(self, op: Op, view: memoryview) -> None:
+        """Make one call, timing the system call alone (what it needs is looked up before)."""
+        prepared = self.prepare(op, view)
+        if prepared is None:
+            return
+        fn, args, then = prepared
         start = time.perf_counter_ns()
         try:
-            result = self.call(op, view)
+            made = fn(*args)
         except OSError as exc:
-            result = -(exc.errno or 1)
+            made = -(exc.errno or 1)
         end = time.perf_counter_ns()
-        if result is None:
-            return
+        result = then(made) if then is not None else (0 if made is None else made)
         row = self.calls[op.seq]
         row["tid"], row["op"], row["code"] = op.tid, OPS.index(op.op) if op.op in OPS else -1, -1
         row["start_ns"], row["duration_ns"], row["result"] = start - self.t0, end - start, result
@@ -156,87 +179,79 @@ class _Player:
             with self.lock:
                 self.differs += 1
 
-    def call(self, op: Op, view: memoryview) -> int | None:
-        """The call, made: its result (a negative errno when it failed), or None: skipped."""
+    def opened(self, op: Op, fd: int) -> int:
+        """After an open: the new descriptor stands for the recorded one."""
+        if fd < 0:
+            return fd
+        if op.result < 0:  # it failed when captured: nothing later uses it
+            os.close(fd)
+            return fd
+        with self.lock:
+            old = self.fds.pop((op.proc, op.result), None)
+            self.fds[(op.proc, op.result)] = fd
+        if old is not None:
+            os.close(old)
+        return fd
+
+    def prepare(self, op: Op, view: memoryview) -> Prepared | None:
+        """The call to make (function, arguments, what to do with its result), or None: skipped."""
         kind = op.op
         path, path2 = self.path(op.path), self.path(op.path2)
         if kind == "open":
             if path is None:
                 return self.skip("open of a file outside the watched tree, or not named")
-            fd = os.open(path, op.flags | os.O_CLOEXEC, 0o644)
-            with self.lock:
-                old = self.fds.pop((op.proc, op.result), None) if op.result >= 0 else None
-                if op.result >= 0:
-                    self.fds[(op.proc, op.result)] = fd
-            if old is not None:
-                os.close(old)
-            if op.result < 0:
-                os.close(fd)
-            return fd
+            return os.open, (path, op.flags | os.O_CLOEXEC, 0o644), lambda fd: self.opened(op, fd)
         if kind in ("mkdir", "rmdir", "unlink", "rename") or (kind in ("stat", "truncate") and op.fd < 0):
             if path is None or (kind == "rename" and path2 is None):
                 return self.skip(f"{kind} of a name the log could not name")
             if kind == "mkdir":
-                os.mkdir(path, 0o755)
-            elif kind == "rmdir":
-                os.rmdir(path)
-            elif kind == "unlink":
-                os.unlink(path)
-            elif kind == "rename":
-                assert path2 is not None
-                os.rename(path, path2)
-            elif kind == "stat":
-                os.stat(path, follow_symlinks=op.syscall != "newlstat")
-            else:
-                os.truncate(path, op.size)
-            return 0
+                return os.mkdir, (path, 0o755), None
+            if kind == "rename":
+                return os.rename, (path, path2), None
+            if kind == "stat":
+                return (os.lstat if op.syscall == "newlstat" else os.stat), (path,), None
+            if kind == "truncate":
+                return os.truncate, (path, op.size), None
+            return (os.rmdir if kind == "rmdir" else os.unlink), (path,), None
         if kind == "close":
             with self.lock:
                 real = self.fds.pop((op.proc, op.fd), None)
                 self.listed.discard(real if real is not None else -1)
             if real is None:
                 return self.skip("close of a descriptor never opened here")
-            os.close(real)
-            return 0
+            return os.close, (real,), None
         real = self.fd_of(op)
         if real is None:
             return self.skip(f"{kind} on a descriptor of a file outside the watched tree, or not named")
         size = op.size or max(op.result, 0)
-        if kind == "read":
-            part = view[:size]
-            return os.preadv(real, [part], op.offset) if op.offset is not None else os.readv(real, [part])
-        if kind == "write":
-            part = view[:size]
-            return os.pwritev(real, [part], op.offset) if op.offset is not None else os.writev(real, [part])
-        if kind == "fsync":
-            os.fsync(real)
-        elif kind == "fdatasync":
-            os.fdatasync(real)
-        elif kind == "sync_file_range":
-            # its range and flags are not recorded, and Python has no sync_file_range: the
-            # file's data written and waited for, as the strongest form of it does
-            os.fdatasync(real)
-        elif kind == "fallocate":
+        if kind in ("read", "write"):
+            part = [view[:size]]
+            if op.offset is not None:
+                return (os.preadv if kind == "read" else os.pwritev), (real, part, op.offset), None
+            return (os.readv if kind == "read" else os.writev), (real, part), None
+        if kind in ("fsync", "fdatasync", "sync_file_range"):
+            # sync_file_range's range and flags are not recorded, and Python has no
+            # sync_file_range: the file's data written and waited for, as its strongest form does
+            return (os.fsync if kind == "fsync" else os.fdatasync), (real,), None
+        if kind == "fallocate":
             if size <= 0:
                 return self.skip("fallocate without a recorded length")
-            os.posix_fallocate(real, op.offset or 0, size)
-        elif kind == "truncate":
-            os.ftruncate(real, op.size)
-        elif kind == "stat":
-            os.fstat(real)
-        elif kind == "lseek":
-            return os.lseek(real, op.offset or 0, op.flags)
-        elif kind == "getdents":
+            return os.posix_fallocate, (real, op.offset or 0, size), None
+        if kind == "truncate":
+            return os.ftruncate, (real, op.size), None
+        if kind == "stat":
+            return os.fstat, (real,), lambda _: 0
+        if kind == "lseek":
+            return os.lseek, (real, op.offset or 0, op.flags), None
+        if kind == "getdents":
             # one listing per open directory: the later calls that read on (or found the end) are in it
             with self.lock:
                 first = real not in self.listed
                 self.listed.add(real)
             if not first:
                 return self.skip("getdents after the directory was listed")
-            return len(os.listdir(real))
-        else:
-            return self.skip(f"{kind}: not replayed")
-        return 0
+            return os.listdir, (real,), lambda names: names if isinstance(names, int) else len(names)
+        return self.skip(f"{kind}: not replayed")
 
     def close_all(self) -> None:
         for real in self.fds.values():
