@@ -238,3 +238,47 @@ def test_watch_a_cgroup_until_it_is_empty(made_fs):
     assert handle.run_dir.status() == "ok" and report.watched == f"cgroup {group}"
     assert {o.op: o.calls for o in report.ops}["rename"] == 100
     assert not fsscope_instances()
+
+
+def group_gone(pgid: int, timeout_s: float = 30.0) -> None:
+    """Until no process of group ``pgid`` is left (a killed dd may still be finishing its I/O)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process group {pgid} did not end")
+
+
+def test_slow_sqlite_commits_name_the_journal_commit_and_the_other_writer(cli, made_fs):
+    """SQLite in WAL mode with synchronous=FULL (an fdatasync per commit) beside a second
+    writer's synchronous direct writes on the same device: the slow commits say they waited
+    for a jbd2 commit and name the other writer by pid and command."""
+    import signal
+
+    mnt = made_fs("ext4")
+    other = subprocess.Popen(["bash", "-c", f"while :; do dd if=/dev/zero of={mnt / 'big'} bs=256K count=200 "
+                                            f"oflag=direct,dsync status=none; done"], start_new_session=True)
+    try:
+        out = mnt.parent / "sqlite.json"
+        proc = cli("watch", "--json", str(out), "--", sys.executable, str(WRITER.with_name("sqlite_writer.py")),
+                   str(mnt / "db"), "300", cwd=mnt)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    finally:
+        os.killpg(other.pid, signal.SIGKILL)
+        other.wait()
+        group_gone(other.pid)  # its dd too: the file system is unmounted after the test
+    report = json.loads(out.read_text())
+    syncs = [s for s in report["slow"] if s["op"] == "fdatasync"]
+    files = (str(mnt / "db-wal"), str(mnt / "db"), str(mnt / "db-journal"), str(mnt))  # + a directory's fsync
+    assert syncs and all(s["file"] in files for s in syncs), [(s["file"], s["start_s"]) for s in syncs]
+    commits = [s for s in syncs if s["file"] == str(mnt / "db-wal")]  # named, though deleted at close
+    kinds = [{c["kind"] for c in s["causes"]} for s in commits]
+    assert any("journal" in k for k in kinds), kinds
+    named_dd = [c["text"] for s in commits for c in s["causes"] if c["kind"] == "other-io" and "(dd)" in c["text"]]
+    assert named_dd and all("pid " in text for text in named_dd), [s["causes"] for s in commits]
+    assert not fsscope_instances()

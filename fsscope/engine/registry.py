@@ -45,6 +45,10 @@ JOBS: dict[str, tuple[str, str]] = {
 }
 
 
+#: Jobs the TUI's Setup screen does not offer yet (run from the CLI; a recorded run replays).
+CLI_ONLY = frozenset({"watch", "replay"})
+
+
 def load(name: str) -> ModuleType:
     if name not in JOBS:
         raise FsscopeError(f"unknown job '{name}' (known: {', '.join(JOBS)})")

@@ -18,7 +18,8 @@ from typing import Any, Protocol
 from fsscope.engine.events import Event
 
 #: Every job the TUI shows (tests check each engine job is here).
-JOBS = ("probe", "smoke", "bench", "syncwrite", "age", "scan", "frag", "check", "variation", "ladder", "explore")
+JOBS = ("probe", "smoke", "bench", "syncwrite", "age", "scan", "frag", "check", "variation", "ladder", "explore",
+        "watch", "replay")
 
 
 class JobModel(Protocol):

@@ -28,10 +28,22 @@ ALLOC_EVENTS = frozenset({"xfs_alloc_vextent_finish", "ext4_allocate_blocks", "e
                           "btrfs_chunk_alloc"})
 
 
+QUEUE = "block_bio_queue"
+SECTOR_BYTES = 512
+#: Block requests issued by these threads are the kernel's own work (jbd2's commit, the
+#: flusher's writeback, a completion worker), not another process's.
+KERNEL_THREADS = ("jbd2/", "kworker/", "xfsaild/", "xfs-", "ksoftirqd/", "flush-", "btrfs-")
+
+
 @dataclass
 class Cause:
-    kind: str    # format | alloc | journal | writeback | cache-miss | other-io | cpu | blocked | none
+    kind: str    # format | alloc | journal | writeback | cache-miss | other-io | kernel-io | cpu | blocked | none
     text: str
+
+
+#: An allocation event's meaning inside someone else's call (the catalog's speaks of the probe's creat).
+ALLOC_MEANING = {"ext4_allocate_blocks": "ext4 allocated blocks to a file: delayed allocation, done at fsync "
+                                         "or writeback"}
 
 
 @dataclass
@@ -70,14 +82,14 @@ def windows(indices: np.ndarray, calls: np.ndarray, events: np.ndarray, where: n
         w.own[name] += 1
         if name == "ext4_allocate_blocks" and int(ev["arg"]) in dirs:
             w.dirs_grown.append(int(ev["arg"]))
-        if name == "block_rq_issue":
+        if name == QUEUE:
             key = "read_bytes" if int(ev["flags"]) & RWBS_READ else "write_bytes"
-            setattr(w, key, getattr(w, key) + int(ev["bytes"]))
+            setattr(w, key, getattr(w, key) + int(ev["bytes"]) * SECTOR_BYTES)
         if name == "balance_dirty_pages":
             w.pause_ms += int(ev["arg"])
     ts = events["ts_ns"]
     codes = events["code"]
-    issue, commit = code_of.get("block_rq_issue", -1), code_of.get("jbd2_start_commit", -1)
+    issue, commit = code_of.get(QUEUE, -1), code_of.get("jbd2_start_commit", -1)
     switch, wakeup = code_of.get("sched_switch", -1), code_of.get("sched_wakeup", -1)
     io_rows = np.flatnonzero((codes == issue) & ~np.isin(events["pid"], list(watched)))
     commit_rows = np.flatnonzero(codes == commit)
@@ -92,7 +104,7 @@ def windows(indices: np.ndarray, calls: np.ndarray, events: np.ndarray, where: n
             ev = events[k]
             who = (int(ev["pid"]), texts[int(ev["arg"])] if 0 <= int(ev["arg"]) < len(texts) else "")
             w.others[who][0] += 1
-            w.others[who][1] += int(ev["bytes"])
+            w.others[who][1] += int(ev["bytes"]) * SECTOR_BYTES
         lo, hi = np.searchsorted(ts[commit_rows], [start, end])
         w.commits = [int(events[k]["arg"]) for k in commit_rows[lo:hi]]
         _off_cpu(w, events, switch_rows, wake_rows, tid, start, end)
@@ -139,7 +151,8 @@ def explain(w: Window, duration_ns: int, fs_label: str = "") -> list[Cause]:
                                    f"(ext4_allocate_blocks on its inode): it grew by a block"))
     alloc = sorted(n for n in w.own if n in ALLOC_EVENTS and not (n == "ext4_allocate_blocks" and w.dirs_grown))
     if alloc:
-        out.append(Cause("alloc", "allocation: " + ", ".join(f"{n} ×{w.own[n]} ({_meaning(n)})" for n in alloc)))
+        out.append(Cause("alloc", "allocation: " + ", ".join(f"{n} ×{w.own[n]} ({ALLOC_MEANING.get(n, _meaning(n))})"
+                                                            for n in alloc)))
     if w.own.get("xfs_log_force"):
         out.append(Cause("journal", f"it forced the XFS log ×{w.own['xfs_log_force']} (xfs_log_force) and "
                                     f"waited for the log write"))
@@ -156,10 +169,17 @@ def explain(w: Window, duration_ns: int, fs_label: str = "") -> list[Cause]:
     elif w.read_bytes:
         out.append(Cause("cache-miss", f"it read {w.read_bytes // 1024} KiB from the device (metadata or data "
                                        f"not in memory)"))
-    if w.others:
-        top = sorted(w.others.items(), key=lambda kv: -kv[1][1])[:3]
+    kernel = {who: v for who, v in w.others.items() if who[1].startswith(KERNEL_THREADS)}
+    users = {who: v for who, v in w.others.items() if who not in kernel}
+    if users:
+        top = sorted(users.items(), key=lambda kv: -kv[1][1])[:3]
         out.append(Cause("other-io", "other processes' I/O on the device meanwhile: " + ", ".join(
             f"pid {pid} ({comm or '?'}) {n} request(s) {b // 1024} KiB" for (pid, comm), (n, b) in top)))
+    if kernel:
+        top = sorted(kernel.items(), key=lambda kv: -kv[1][1])[:3]
+        out.append(Cause("kernel-io", "the kernel's own writers on the device meanwhile (journal, "
+                                      "writeback, completions): " + ", ".join(
+            f"{comm} (pid {pid}) {n} request(s) {b // 1024} KiB" for (pid, comm), (n, b) in top)))
     if w.runqueue_ns + w.preempted_ns >= duration_ns // 4 and w.runqueue_ns + w.preempted_ns:
         out.append(Cause("cpu", f"it waited for a CPU {_us(w.runqueue_ns + w.preempted_ns)} of "
                                 f"{_us(duration_ns)} (preempted {_us(w.preempted_ns)}, runnable after a "

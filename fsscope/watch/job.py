@@ -7,6 +7,7 @@ Root only (tracefs instances are): the CLI refuses in one line before the job st
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections import Counter
@@ -23,6 +24,8 @@ from fsscope.watch.records import CauseRow, FormatChange, Loss, OpSummary, Repea
 
 DATA = (WatchProgress,)
 PROGRESS_EVERY_S = 1.0
+#: How often the tasks' descriptors are read while watching (names for files gone by the end).
+FD_POLL_S = 0.25
 
 
 class Spec(SpecRecord, frozen=True):
@@ -74,12 +77,22 @@ class _Tasks:
             self.cwd = _cwd(self.tids[0])
         self.comms = {tid: tasks.comm(tid) for tid in self.tids}
         self.tgid = {tid: _tgid(tid) or tid for tid in self.tids}
+        self.seen_files: dict[tasks.OpenFile, int] = {}  # what a descriptor named -> first seen (mono ns)
+
+    def poll_files(self) -> None:
+        """What the watched processes' descriptors name now, and when each was first seen."""
+        from fsscope.watch import tasks
+
+        now = time.monotonic_ns()
+        for pid in sorted(set(self.tgid.values())):
+            for f in tasks.open_files(pid):
+                self.seen_files.setdefault(dataclasses.replace(f, pid=0, fd=0), now)
 
     def alive(self, spec: Spec) -> bool:
         if self.held is not None:
             return self.held.proc.poll() is None
         if spec.pid is not None:
-            return os.path.exists(f"/proc/{spec.pid}")
+            return _running(spec.pid)
         from fsscope.watch import tasks
 
         try:
@@ -104,6 +117,15 @@ class _Tasks:
                 self.tgid[tid] = tgid
                 self.comms[tid] = tasks.comm(tid) or self.comms.get(tid, "")  # after an exec: the new one
         return len(followed)
+
+
+def _running(pid: int) -> bool:
+    """The process exists and has not exited (a zombie its parent has not reaped has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
 
 
 def _cwd(pid: int) -> str:
@@ -176,7 +198,7 @@ def run(ctx, spec: Spec) -> Report:
 def _watch(ctx, spec: Spec, watched: _Tasks, session) -> None:
     """Until the time is up, the tasks are gone or the job is cancelled: progress every second."""
     t0 = time.monotonic()
-    next_progress = t0
+    next_progress = next_poll = t0
     instance = session.sides[0].instance.path if session.sides[0].instance is not None else None
     while not ctx.cancelled and watched.alive(spec):
         now = time.monotonic()
@@ -189,6 +211,9 @@ def _watch(ctx, spec: Spec, watched: _Tasks, session) -> None:
             ctx.progress(round(now - t0, 1), spec.duration_s, unit="s",
                          info=f"{followed} task(s), {raw // 1024} KiB of events")
             next_progress = now + PROGRESS_EVERY_S
+        if now >= next_poll:
+            watched.poll_files()
+            next_poll = now + FD_POLL_S
         time.sleep(0.05)  # the job's own polling interval (what it waits for has no fd to wait on)
     watched.learn(instance)
 
@@ -204,7 +229,8 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, open_fi
     calls = paired.calls
     where = calls_mod.inside(calls, recorded.events)
     named = name_calls(calls, recorded.events, where, recorded.names, recorded.texts, tree,
-                       open_files=open_files, tgid=watched.tgid, fs=found.fs, end_tree=end_tree)
+                       open_files=open_files, tgid=watched.tgid, fs=found.fs, end_tree=end_tree,
+                       later_files=[(t, f) for f, t in watched.seen_files.items()])
     if spec.capture:
         from fsscope.watch.capture import write_capture
 
@@ -217,7 +243,7 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, open_fi
     watched_tids = set(watched.tgid) | set(int(t) for t in np.unique(calls["tid"]))
     wins = causes.windows(slow_idx, calls, recorded.events, where, recorded.names, recorded.texts,
                           watched_tids, named.dirs)
-    comms = {**watched.comms, **recorded.comms}  # what the kernel recorded first
+    comms = {**watched.comms, **recorded.comms, **_exec_comms(recorded)}  # what the kernel recorded first
     moved = transferred(calls)
     explained: dict[int, list[causes.Cause]] = {
         i: causes.explain(w, int(calls["duration_ns"][i])) for i, w in wins.items()}
@@ -229,14 +255,15 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, open_fi
                         duration_us=round(int(calls["duration_ns"][i]) / 1e3, 1),
                         baseline_us=round(int(judged.baseline_ns[i]) / 1e3, 1),
                         local_baseline=bool(judged.local[i]), result=int(calls["result"][i]),
-                        bytes=int(moved[i]), file=named.path(int(named.file[i])),
+                        bytes=int(moved[i]), file=named.file_path(int(i)),
                         dir=named.path(int(named.dir[i])),
                         causes=[CauseRow(kind=c.kind, text=c.text) for c in explained[int(i)]])
 
     by_duration = slow_idx[np.argsort(-calls["duration_ns"][slow_idx], kind="stable")]
     changes = _format_changes(calls, recorded, where, named, judged, geometry, tree, end_tree)
     reps = _repeats(calls, judged, named, explained)
-    unnamed = (named.file == 0) & (named.dir == 0)
+    unnamed = np.array([named.file_path(i) is None and named.path(int(named.dir[i])) is None
+                        for i in range(len(calls))], dtype=bool)
     ops = []
     for o in np.unique(calls["op"]):
         rows = calls["op"] == o
@@ -271,6 +298,16 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, open_fi
         causes=dict(cause_count.most_common()), missing=recorded.missing, notes=notes)
     _emit_findings(ctx, report)
     return report
+
+
+def _exec_comms(recorded) -> dict[int, str]:
+    """Each task's command after its last exec (the kernel's comm: the program's file name,
+    15 bytes at most), from ``sched_process_exec``."""
+    code = next((c for c, n in enumerate(recorded.names) if n.endswith("/sched_process_exec")), -1)
+    out = {}
+    for row in recorded.events[recorded.events["code"] == code]:
+        out[int(row["arg"])] = os.path.basename(recorded.texts[int(row["sector"])])[:15]
+    return out
 
 
 def _format_changes(calls, recorded, where, named, judged, geometry, tree, end_tree) -> list[FormatChange]:
@@ -339,6 +376,7 @@ def _repeats(calls, judged, named, explained) -> list[Repeat]:
 CAUSE_LABELS = {"format": "a directory format change", "alloc": "an allocation",
                 "journal": "a journal commit or log force", "writeback": "writeback throttling",
                 "cache-miss": "page-cache misses", "other-io": "other processes' I/O on the device",
+                "kernel-io": "the journal's or writeback's I/O on the device",
                 "cpu": "waiting for a CPU", "blocked": "blocked on something no traced event names",
                 "none": "nothing the kernel traced"}
 

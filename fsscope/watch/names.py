@@ -10,7 +10,8 @@ The ``syscalls`` events carry no path, so a call is named from (in this order):
 - inode numbers mapped to paths by a read-only walk of the watched tree when watch attached
   (and again when it stopped, for files made meanwhile), kept current from the entry events;
 - descriptors: what ``/proc/PID/fd`` held at attach, then each open seen (its result is the
-  descriptor, its window names the file) until the close.
+  descriptor, its window names the file) until the close; ``/proc/PID/fd`` polled while
+  watching names inodes that were gone by the end (an SQLite WAL deleted at close).
 
 A call none of these name has no file (``file`` -1) and the report says so. Keys: an inode
 number, or for a name known only by directory + name (a lookup) a negative number.
@@ -96,8 +97,14 @@ class Named:
     paths: dict[int, str]             # key -> path (what the walks and events named)
     dirs: set[int]                    # keys that are directories
 
+    call_paths: dict[int, str] = field(default_factory=dict)  # call -> its file's name then (a reused inode)
+
     def path(self, key: int) -> str | None:
         return self.paths.get(key) if key else None
+
+    def file_path(self, call: int) -> str | None:
+        """The name of the file call ``call`` touched, as it was named at that time."""
+        return self.call_paths.get(call) or self.path(int(self.file[call]))
 
 
 def _short(names: list[str]) -> list[str]:
@@ -106,10 +113,14 @@ def _short(names: list[str]) -> list[str]:
 
 def name_calls(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: list[str],
                texts: list[str], tree: Tree, *, open_files: list[OpenFile], tgid: dict[int, int],
-               fs: str, end_tree: Tree | None = None) -> Named:
+               fs: str, end_tree: Tree | None = None,
+               later_files: list[tuple[int, OpenFile]] | None = None) -> Named:
     """Name every call (see the module docstring). ``where``: for each event, the call it fell
     inside (:func:`fsscope.watch.calls.inside`); ``tgid``: thread -> process (threads share a
-    descriptor table); ``end_tree``: the walk at detach."""
+    descriptor table); ``end_tree``: the walk at detach; ``later_files``: what the tasks'
+    descriptors named while they were watched (``/proc/PID/fd``, polled: when each name was
+    first seen, monotonic ns), for files gone by the end; an inode seen under several names
+    (deleted, its number reused) is named per call by the name it had then."""
     n = len(calls)
     file = np.zeros(n, np.int64)
     dirk = np.zeros(n, np.int64)
@@ -149,6 +160,7 @@ def name_calls(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: 
         seen_files: list[int] = []
         adds: list[tuple[int, int]] = []   # (dir, +1/-1) from the kernel's own entry events
         made = 0                           # the inode a name was added for (a create, a mkdir)
+        synced = 0                         # the inode an fsync/fdatasync synced
         for k in per_call.get(i, ()):
             ev = events[k]
             name, d, ino = short[int(ev["code"])], int(ev["arg"]), int(ev["bytes"])
@@ -187,7 +199,9 @@ def name_calls(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: 
                 seen_files.append(ino)
             elif name == "ext4_mark_inode_dirty":
                 (seen_dirs if ino in dirs else seen_files).append(ino)
-            elif name in ("ext4_sync_file_enter", "xfs_file_fsync", "xfs_file_buffered_read",
+            elif name in ("ext4_sync_file_enter", "xfs_file_fsync") and ino:
+                synced = synced or ino  # a file or a directory (fsync of a directory's descriptor)
+            elif name in ("xfs_file_buffered_read",
                           "xfs_file_buffered_write", "ext4_da_write_begin", "ext4_write_begin",
                           "mm_filemap_add_to_page_cache") and ino:
                 seen_files.append(ino)
@@ -215,7 +229,7 @@ def name_calls(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: 
         fd = int(calls["fd"][i])
         key = fds.get((proc, fd), 0) if fd >= 0 else 0
         if not key:
-            key = made or next((f for f in seen_files if f and f not in dirs), 0)
+            key = made or synced or next((f for f in seen_files if f and f not in dirs), 0)
         file[i] = key
         if not dirk[i]:
             dirk[i] = parent.get(key, 0) or next((d for d in seen_dirs if d), 0)
@@ -229,10 +243,22 @@ def name_calls(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: 
             paths.setdefault(ino, p)
         for ino in end_tree.entries:
             dirs.add(ino)
+    seen: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for t_ns, f in sorted(later_files or (), key=lambda tf: tf[0]):
+        if f.dev == tree.dev and f.path not in (p for _, p in seen[f.ino]):
+            seen[f.ino].append((t_ns, f.path))
+    call_paths: dict[int, str] = {}
+    for ino, names_then in seen.items():
+        paths.setdefault(ino, names_then[-1][1])
+        if len(names_then) > 1:  # the inode number was reused: the name each call's time had
+            times = np.array([t for t, _ in names_then])
+            for i in np.flatnonzero(file == ino).tolist():
+                end = int(calls["start_ns"][i] + calls["duration_ns"][i])
+                call_paths[i] = names_then[max(0, int(np.searchsorted(times, end, side="right")) - 1)][1]
     for (d, name), key in lookups.items():
         if key not in paths and d in paths:
             paths[key] = os.path.join(paths[d], name)
-    return Named(file, dirk, created, entries_before, paths, dirs)
+    return Named(file, dirk, created, entries_before, paths, dirs, call_paths)
 
 
 def _ext4_rename(dirs: list[int], files: list[int], parent: dict[int, int]) -> list[tuple[int, int]]:

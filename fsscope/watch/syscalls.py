@@ -116,6 +116,8 @@ NAMING = (
          "the task was throttled for dirtying pages faster than writeback cleans them "
          "(balance_dirty_pages)", {"arg": "pause", "bytes": "dirty"}),
     _pid("sched/sched_wakeup", "sched", "the task was woken (runnable, waiting for a CPU)", {"arg": "pid"}),
+    _pid("sched/sched_process_exec", "sched", "the task ran a new program (its command changed)",
+         {"arg": "pid"}, {"sector": "filename"}),
 )
 
 #: The directory-format and allocation events of each file system (the probe's catalog).
@@ -124,11 +126,13 @@ STRUCTURE = {fs: tuple(e for e in events if e.scope == "pid") for fs, events in 
 #: The device's events, whoever fires them (the jbd2 thread, an interrupt, another process):
 #: traced in a second instance, filtered by the device only.
 DEVICE = (
-    CatalogEvent("block/block_rq_issue", "io", "dev",
-                 "a block request was issued to the device (sector, bytes, FLUSH/FUA/SYNC flags)",
-                 columns={"dev": "dev", "sector": "sector", "bytes": "bytes", "flags": "rwbs"},
+    # queued in the submitter's own context (a process's direct or synchronous I/O, the
+    # flusher's writeback, the jbd2 thread), so its comm says who asked; a request's issue
+    # may run from a block-layer worker instead
+    CatalogEvent("block/block_bio_queue", "io", "dev",
+                 "a process submitted I/O to the device (sector, 512-byte sectors, READ/WRITE/SYNC flags)",
+                 columns={"dev": "dev", "sector": "sector", "bytes": "nr_sector", "flags": "rwbs"},
                  texts={"arg": "comm"}),
-    catalog.BLOCK[1],
     *catalog.JBD2,
     CatalogEvent("xfs/xfs_log_force", "journal", "dev", "XFS forced its log to disk (fsync, a sync "
                  "transaction, or the log worker)", columns={"dev": "dev", "sector": "lsn"}),
