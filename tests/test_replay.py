@@ -207,3 +207,39 @@ def test_a_rename_in_another_thread_waits_for_the_create_when_replayed(cli, xfs_
     by_op = {o["op"]: o for o in report["ops"]}
     assert by_op["rename"]["calls"] == 40 and by_op["rename"]["failed"] == 0
     assert report["runs"][0]["differs"] == 0 and report["runs"][0]["timeouts"] == 0
+
+
+def test_pseudonyms_keep_each_names_length_and_tell_names_apart():
+    from fsscope.watch.capture import Pseudonyms
+
+    names = [f"{i:0{width}d}" for width in (1, 2, 29) for i in range(min(10 ** width, 300))] + ["é" * 3, "a.b"]
+    fake = Pseudonyms()
+    out = [fake.name(n) for n in names]
+    assert [len(o.encode()) for o in out] == [len(n.encode()) for n in names]  # bytes, as directory formats count
+    assert len(set(out)) == len(names)                     # ten 1-byte names: all ten letters differ
+    assert [fake.name(n) for n in names] == out            # stable within a log
+    assert Pseudonyms().name("1700000000.M000000P00001.host") != fake.name("1700000000.M000000P00001.host")  # a new key
+    assert fake.path("a.b/01") == f"{fake.name('a.b')}/{fake.name('01')}" and fake.path(".") == "."
+
+
+def _replays(rng, mean_a: float, mean_b: float, ops: int, runs: int) -> dict:
+    def report(mean):
+        return {"ops": [{"op": f"op{k}"} for k in range(ops)],
+                "runs": [{"mean_us": {f"op{k}": float(rng.normal(mean, 0.1 * mean)) for k in range(ops)}}
+                         for _ in range(runs)]}
+    return {"a": report(mean_a), "b": report(mean_b)}
+
+
+def test_recipes_compared_per_call_type_name_a_winner_only_where_one_is_faster():
+    import numpy as np
+
+    from fsscope.replay.compare import compare_replays
+
+    rng = np.random.default_rng(37)
+    alike = compare_replays(_replays(rng, 50.0, 50.0, ops=60, runs=5))
+    winners = [p for p in alike.pairs if p.winner]
+    assert len(alike.pairs) == 60 and len(winners) <= 8   # alpha 0.05: about 3 of 60 by chance, never most
+    faster = compare_replays(_replays(rng, 50.0, 80.0, ops=20, runs=5))
+    assert all(p.winner == "a" and p.p < 0.05 for p in faster.pairs)
+    one_run = compare_replays(_replays(rng, 50.0, 80.0, ops=3, runs=1))
+    assert all(p.winner is None and "--runs 2" in p.note for p in one_run.pairs)  # no test: says what would decide
