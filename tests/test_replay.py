@@ -243,3 +243,31 @@ def test_recipes_compared_per_call_type_name_a_winner_only_where_one_is_faster()
     assert all(p.winner == "a" and p.p < 0.05 for p in faster.pairs)
     one_run = compare_replays(_replays(rng, 50.0, 80.0, ops=3, runs=1))
     assert all(p.winner is None and "--runs 2" in p.note for p in one_run.pairs)  # no test: says what would decide
+
+
+@pytest.mark.privileged
+def test_a_sqlite_wal_workload_replays_with_its_file_positions(cli, xfs_mount, scratch):
+    log = scratch / "sqlite.oplog.gz"
+    writer = Path(__file__).with_name("sqlite_writer.py")
+    proc = cli("watch", "--capture", str(log), "--", sys.executable, str(writer), str(xfs_mount / "db.sqlite"), "60",
+               cwd=xfs_mount)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    read = oplog.read(log)
+    in_tree = [o for o in read.ops if o.path and o.path.startswith("db.sqlite")]
+    writes = [o for o in in_tree if o.op == "write"]
+    syncs = [o for o in in_tree if o.op in ("fsync", "fdatasync")]
+    assert len(syncs) >= 60 and all(o.syscall == "pwrite64" and o.offset is not None for o in writes)
+    assert len({o.offset for o in writes}) > 10  # SQLite writes its pages and log frames where it means to
+    out = scratch / "sqlite.json"
+    proc = cli("replay", str(log), "--recipes", "ext4-default,xfs-default", "--ram", "--size", "512M", "--runs", "2",
+               "--json", str(out), timeout_s=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    for name in ("ext4-default", "xfs-default"):
+        report = doc["reports"][name]
+        by_op = {o["op"]: o for o in report["ops"]}
+        assert by_op["write"]["calls"] == 2 * len(writes) and by_op["write"]["failed"] == 0
+        assert by_op["write"]["bytes"] == 2 * sum(o.result for o in writes)
+        assert sum(by_op[o]["calls"] for o in ("fsync", "fdatasync") if o in by_op) == 2 * len(syncs)
+        assert all(r["differs"] == 0 for r in report["runs"])
+    assert {p["op"] for p in doc["comparison"]["pairs"]} >= {"write", syncs[0].op}
