@@ -20,15 +20,24 @@ WRITER = Path(__file__).with_name("maildir_writer.py")
 MESSAGES = 120
 
 
-@pytest.fixture
-def xfs_mount(loop_device, scratch):
-    """An XFS file system the test made and mounted by hand (the loop fixture undoes it)."""
+def _made(loop_device, scratch: Path, fs: str) -> Path:
+    """A file system the test made and mounted by hand (the loop fixture undoes it)."""
     dev = loop_device("512M")
-    subprocess.run(["mkfs.xfs", "-q", "-f", dev], check=True)
-    mnt = scratch / "mnt-xfs"
+    subprocess.run([f"mkfs.{fs}", "-q", *(["-f"] if fs == "xfs" else []), dev], check=True)
+    mnt = scratch / f"mnt-{fs}"
     mnt.mkdir()
     subprocess.run(["mount", dev, str(mnt)], check=True)
     return mnt
+
+
+@pytest.fixture
+def xfs_mount(loop_device, scratch):
+    return _made(loop_device, scratch, "xfs")
+
+
+@pytest.fixture
+def ext4_mount(loop_device, scratch):
+    return _made(loop_device, scratch, "ext4")
 
 
 def capture(cli, mnt: Path, log: Path, *extra: str) -> dict:
@@ -271,3 +280,22 @@ def test_a_sqlite_wal_workload_replays_with_its_file_positions(cli, xfs_mount, s
         assert sum(by_op[o]["calls"] for o in ("fsync", "fdatasync") if o in by_op) == 2 * len(syncs)
         assert all(r["differs"] == 0 for r in report["runs"])
     assert {p["op"] for p in doc["comparison"]["pairs"]} >= {"write", syncs[0].op}
+
+
+@pytest.mark.privileged
+def test_a_capture_on_ext4_names_creates_and_renames_by_the_directories_the_kernel_named(cli, ext4_mount, scratch):
+    log = scratch / "ext4.oplog.gz"
+    capture(cli, ext4_mount, log)
+    read = oplog.read(log)
+    renames = [o for o in read.ops if o.op == "rename"]
+    assert read.header.fs == "ext4" and len(renames) == MESSAGES
+    for r in renames:  # ext4 names no entry: the file's last name, in the directories ext4 named
+        assert r.path.startswith("mail/tmp/") and r.path2 == "mail/new/" + r.path.rsplit("/", 1)[1], r
+    assert any("ext4 records no names" in n for n in read.header.notes)
+    out = scratch / "ext4.json"
+    proc = cli("replay", str(log), "--recipe", "xfs-default", "--ram", "--size", "512M", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    by_op = {o["op"]: o for o in report["ops"]}
+    assert by_op["rename"]["calls"] == MESSAGES and by_op["rename"]["failed"] == 0
+    assert report["runs"][0]["differs"] == 0

@@ -4,9 +4,11 @@ replay`` plays again on other file systems.
 Each call gets the path it used *at the time* (the names module keeps only the last one):
 XFS's directory-entry events inside the call name what it added or removed, so a file made
 in ``tmp/`` and renamed into ``new/`` is opened as ``tmp/NAME`` and renamed from there; other
-calls use the path their file or descriptor had then. ext4 records no names: a file made and
-renamed during the watch is named where it ended, and the log's notes say how many calls
-were named that way. Dependencies between threads (ARTC's rule, Weiss et al. FAST '13): a
+calls use the path their file or descriptor had then. ext4 records no names, only the
+directory of a create (``ext4_allocate_inode``) and of a rename's target: such a call gets its
+file's name at the end of the watch in that directory (a maildir file keeps its name from
+``tmp/`` to ``new/``; one renamed to another name is not followed), and the log's notes say
+how many calls were named that way. Dependencies between threads (ARTC's rule, Weiss et al. FAST '13): a
 call waits for the last change another thread made to a name it uses (or to a directory
 above it), and for the last use of its descriptor by another thread.
 
@@ -123,7 +125,7 @@ def build(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: list[
         op, tid = OPS[int(c["op"])], int(c["tid"])
         proc = tgid.get(tid, tid)
         sc = syscall.get(int(c["code"]))
-        adds, removes, looks = [], [], []
+        adds, removes, looks, dirtied = [], [], [], []
         for k in per_call.get(i, ()):
             ev = events[k]
             name = short[int(ev["code"])]
@@ -133,20 +135,30 @@ def build(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: list[
                 removes.append((int(ev["arg"]), texts[int(ev["sector"])]))
             elif name == "xfs_lookup":
                 looks.append((int(ev["arg"]), texts[int(ev["sector"])]))
+            elif name == "ext4_mark_inode_dirty":
+                dirtied.append(int(ev["bytes"]))
         fd = int(c["fd"])
         key = int(named.file[i])
         if fd >= 0 and (proc, fd) in fds:
             key = fds[(proc, fd)]
         path = path2 = None
+        if op == "rename" and not removes and key not in cur:
+            # ext4: the moved file is among the inodes the rename changed; the one with a name
+            key = next((ino for ino in dirtied if ino in cur and ino not in named.dirs), key)
         if op == "rename":
             path = join(cur.get(removes[0][0]), removes[0][1]) if removes else cur.get(key)
             path2 = join(cur.get(adds[0][0]), adds[0][1]) if adds else None
             if path2 is None and key in final:
-                path2, late_names = final[key], late_names + 1
+                path2, late_names = _name_in(final.get(key), cur.get(int(named.dir[i]))) or final[key], late_names + 1
+            if path2 is not None and key:
+                cur[key] = path2
         elif adds and op in ("open", "mkdir"):
             path = join(cur.get(adds[0][0]), adds[0][1])
         elif removes and op in ("unlink", "rmdir"):
             path = join(cur.get(removes[0][0]), removes[0][1])
+        elif op in ("open", "mkdir") and bool(named.created[i]) and key not in cur and key in final:
+            path, late_names = _name_in(final.get(key), cur.get(int(named.dir[i]))) or final[key], late_names + 1
+            cur[key] = path
         else:
             path = cur.get(key) if key else None
             if path is None and looks:
@@ -198,8 +210,9 @@ def build(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: list[
     entries = _starting_tree(tree, ops, rel)
     notes = []
     if late_names:
-        notes.append(f"{late_names} call(s) named by where their file was when the watch ended (no directory-"
-                     f"entry event named it then: ext4 records no names)")
+        notes.append(f"{late_names} call(s) named by their file's name when the watch ended, in the directory "
+                     f"the kernel named at the call (ext4 records no names: a file renamed to another name "
+                     f"is not followed)")
     if unnamed:
         notes.append(f"{unnamed} call(s) without a path: replay skips those that need one")
     if tree.truncated:
@@ -221,6 +234,15 @@ def _offsets(calls: np.ndarray, events: np.ndarray, syscall: dict) -> dict[int, 
         if pos is not None:
             out[i] = pos - (1 << 64) if pos >= 1 << 63 else pos  # loff_t: signed
     return out
+
+
+def _name_in(last: str | None, directory: str | None) -> str | None:
+    """ext4 names no entry: a file's last name (at the end of the watch), in the directory the
+    kernel named at the call."""
+    if last is None or directory is None:
+        return last
+    name = last.rsplit("/", 1)[-1]
+    return name if directory == "." else f"{directory}/{name}"
 
 
 def _starting_tree(tree: Tree, ops: list[oplog.Op], rel) -> list[oplog.Entry]:
