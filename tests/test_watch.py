@@ -138,10 +138,14 @@ def test_watch_without_root_is_one_line_and_exit_2(local_user):
     one_line_refusal(as_user_fsscope(local_user, "watch", "--pid", "1"), "fsscope watch needs root")
 
 
-def test_watch_needs_one_thing_to_watch(cli):
-    proc = cli("watch", "--for", "1s")
-    assert proc.returncode == 2 and "exactly one of --pid PID, --cgroup PATH or -- COMMAND" in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1
+def test_watch_needs_one_thing_to_watch_and_that_it_exists(cli):
+    for argv, says in ((["--for", "1s"], "exactly one of --pid PID, --cgroup PATH or -- COMMAND"),
+                       (["--pid", "4194304"], "--pid 4194304: no such process"),
+                       (["--cgroup", "no/such/group"], "--cgroup no/such/group: not a cgroup"),
+                       (["--", "no-such-command-here"], "no-such-command-here: no such command")):
+        proc = cli("watch", *argv)
+        assert proc.returncode == 2 and says in proc.stderr, (argv, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and "run " not in proc.stderr  # no run record
 
 
 # ---------------------------------------------------------------- detectors on simulated worlds

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 
 from fsscope import paths
 from fsscope.cli.common import output_path, positive_float, positive_int
@@ -75,6 +76,19 @@ def refusal() -> str | None:
     return f"fsscope watch needs tracefs: {reason}" if reason else None
 
 
+def _check_watched(spec) -> None:
+    """What is to be watched exists: one line now, before a run record, if not."""
+    from fsscope.watch import tasks
+
+    if spec.pid is not None:
+        tasks.process_tids(spec.pid, with_children=False)
+    elif spec.cgroup:
+        tasks.cgroup_tids(spec.cgroup)
+    elif not (shutil.which(spec.command[0]) if "/" not in spec.command[0]
+              else os.access(spec.command[0], os.X_OK)):
+        raise FsscopeError(f"watch: {spec.command[0]}: no such command")
+
+
 def cmd_watch(args) -> int:
     from fsscope.watch.job import Spec
 
@@ -93,6 +107,7 @@ def cmd_watch(args) -> int:
         raise FsscopeError(why)
     if args.tree and not os.path.isdir(args.tree):
         raise FsscopeError(f"--tree {args.tree}: not a directory")
+    _check_watched(spec)
     target = TargetSpec("dir", str(paths.ram_dir(checked=False)))  # nothing is made there
     return run_job("watch", spec, target, None, json_path=args.json, verbose=args.verbose, render=render_watch)
 

@@ -13,6 +13,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fsscope.errors import FsscopeError
 
@@ -128,7 +129,7 @@ class HeldCommand:
     The job's own stdout/stderr (the run's child.log) take its output; stdin is /dev/null.
     It runs in the job's process group and cgroup, so a cancel reaches it and a kill takes it."""
 
-    def __init__(self, argv: list[str], cwd: str | None = None):
+    def __init__(self, argv: list[str], cwd: str | None = None, stdout: Any = None):
         if not argv:
             raise FsscopeError("watch: no command given after --")
         read_fd, self._go = os.pipe()
@@ -137,7 +138,7 @@ class HeldCommand:
         # for the exec). No line (we died): it exits without running the command.
         hold = ["/bin/sh", "-c", 'read _ || exit 125; exec "$@" </dev/null', "fsscope-watch", *argv]
         try:
-            self.proc = subprocess.Popen(hold, cwd=cwd, stdin=read_fd)
+            self.proc = subprocess.Popen(hold, cwd=cwd, stdin=read_fd, stdout=stdout)
         except OSError as exc:
             os.close(self._go)
             raise FsscopeError(f"watch: cannot start {argv[0]}: {exc.strerror}") from None
