@@ -9,7 +9,7 @@ import re
 import shutil
 
 from fsscope import paths
-from fsscope.cli.common import output_path, positive_float, positive_int
+from fsscope.cli.common import STDOUT_NAMES, output_path, positive_float, positive_int
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.watch import render_watch
 from fsscope.errors import FsscopeError
@@ -102,6 +102,8 @@ def cmd_watch(args) -> int:
                  anonymize=args.anonymize)
     if args.anonymize and not args.capture:
         raise FsscopeError("watch --anonymize goes with --capture LOG")
+    if args.capture in STDOUT_NAMES:
+        raise FsscopeError("watch --capture needs a file (the op log is binary; --json - prints the report)")
     why = refusal()
     if why:
         raise FsscopeError(why)

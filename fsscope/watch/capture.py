@@ -28,6 +28,7 @@ from collections import defaultdict
 import numpy as np
 
 from fsscope import oplog
+from fsscope.errors import FsscopeError
 from fsscope.watch.names import Named, Tree
 from fsscope.watch.syscalls import OPS, syscall_codes
 from fsscope.watch.tasks import OpenFile
@@ -319,8 +320,12 @@ def write_capture(ctx, spec, calls: np.ndarray, recorded, where: np.ndarray, nam
                   comms={t: watched.comms.get(t, "") for t in sorted({o.tid for o in ops})},
                   anonymize=spec.anonymize, notes=notes)
     data = oplog.to_bytes(head, entries, ops)
-    (Path(ctx.run_dir.path) / "oplog.gz").write_bytes(data)
-    trust.write_output(spec.capture, data, "--capture")
+    kept = Path(ctx.run_dir.path) / "oplog.gz"
+    kept.write_bytes(data)
+    try:
+        trust.write_output(spec.capture, data, "--capture")
+        written = spec.capture
+    except (FsscopeError, OSError) as exc:  # the report and the log are kept all the same
+        written = f"{kept} (not to {spec.capture}: {exc})"
     return (f"op log: {len(ops)} call(s) and a starting tree of {len(entries)} entries written to "
-            f"{spec.capture}" + (" (names anonymized)" if spec.anonymize else "")
-            + "".join(f"; {n}" for n in notes))
+            f"{written}" + (" (names anonymized)" if spec.anonymize else "") + "".join(f"; {n}" for n in notes))
