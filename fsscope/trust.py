@@ -211,7 +211,7 @@ def _refuse_existing_output(st: os.stat_result, place: Place, path: str | os.Pat
                             "not used (fsscope runs as root)")
 
 
-def write_output(path: str | os.PathLike, text: str, what: str) -> None:
+def write_output(path: str | os.PathLike, text: str | bytes, what: str) -> None:
     """Write ``text`` to the file ``path`` root was asked for, through the descriptor checked
     (see :func:`output_place`): never through a link another user planted, never into a file
     they chose."""
@@ -236,6 +236,10 @@ def write_output(path: str | os.PathLike, text: str, what: str) -> None:
             os.ftruncate(fd, 0)
     finally:
         os.close(dir_fd)
+    if isinstance(text, bytes):  # an op log (watch --capture)
+        with os.fdopen(fd, "wb") as out:
+            out.write(text)
+        return
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
 

@@ -92,6 +92,12 @@ study variation --configurations 0                    → at least 1
 compare {run}                                         → required: RUN_B
 compare no-such-a no-such-b                           → no run
 compare {run} {run} --json /nonexistent-dir/c.json    → no such directory
+replay /nonexistent.oplog.gz                          → cannot read it
+replay {bin}                                          → not an fsscope op log
+replay {bin} --runs 0                                 → at least 1
+replay {bin} --pace slow                              → invalid choice
+watch --anonymize -- true                             → goes with --capture LOG
+watch --capture - -- true                             → needs a file
 """
 CASES = [(shlex.split(words), expected) for words, expected in (row.split("  → ") for row in TABLE.splitlines())]
 

@@ -210,8 +210,23 @@ def _generic(a: dict, b: dict) -> list[Section]:
     return [Section(title="numbers both reports hold", rows=rows)]
 
 
+def _replay(a: dict, b: dict) -> list[Section]:
+    """Two replays (of one log on two file systems, say): per call type p50, p99 and calls/s."""
+    def ops(r: dict) -> dict[str, dict]:
+        return {o["op"]: o for o in r.get("ops") or []}
+
+    oa, ob = ops(a), ops(b)
+    per = [row(f"{op} {label}", oa[op].get(key), ob[op].get(key), "num")
+           for op in oa if op in ob
+           for label, key in (("p50 µs", "p50_us"), ("p99 µs", "p99_us"), ("calls/s", "calls_per_s"))]
+    whole = [row(label, a.get(key), b.get(key), "int") for label, key in
+             (("calls in the log", "calls"), ("slow calls", "slow_total"), ("threads", "threads"))]
+    return [Section(title=f"per call type (every run; {a.get('fs')} vs {b.get('fs')})", rows=per),
+            Section(title="replay", rows=whole)]
+
+
 COMPARERS = {"probe": _probe, "bench": _bench, "age": _age, "syncwrite": _syncwrite,
-             "frag": lambda a, b: [_frag_section("fragmentation", a, b)]}
+             "frag": lambda a, b: [_frag_section("fragmentation", a, b)], "replay": _replay}
 
 
 def compare_reports(job: str, a: Any, b: Any) -> list[Section]:

@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "scan": ("scan_cmd", "read-only: each directory's on-disk structure, checked; near-threshold and largest "
                          "directories; free-space fragmentation; how aged"),
     "watch": ("watch_cmd", "attach to a process, cgroup or command: its slow file-system calls, why, what repeats"),
+    "replay": ("replay_cmd", "play an op log (watch --capture) on the file systems recipes make; compare them"),
 }
 COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

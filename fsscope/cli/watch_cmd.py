@@ -9,7 +9,7 @@ import re
 import shutil
 
 from fsscope import paths
-from fsscope.cli.common import output_path, positive_float, positive_int
+from fsscope.cli.common import STDOUT_NAMES, output_path, positive_float, positive_int
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.watch import render_watch
 from fsscope.errors import FsscopeError
@@ -49,6 +49,7 @@ examples:
   fsscope watch --pid 1234 --children --tree /var/spool/mail
   fsscope watch --cgroup system.slice/postfix.service --for 1m --json w.json
   fsscope watch -- tar xf linux.tar                 a command from its first call to its exit
+  fsscope watch --capture mail.oplog.gz --anonymize --pid 1234 --for 1m   an op log for `fsscope replay`
 """
 
 _UNITS_S = {"": 1.0, "s": 1.0, "ms": 1e-3, "m": 60.0, "min": 60.0, "h": 3600.0}
@@ -97,7 +98,12 @@ def cmd_watch(args) -> int:
     spec = build(Spec, pid=args.pid, children=args.children, cgroup=args.cgroup or "", command=command,
                  cwd=os.getcwd() if command else "", tree=os.path.abspath(args.tree) if args.tree else "",
                  duration_s=args.duration_s, slow_factor=args.slow_factor, slow_floor_us=args.slow_floor_us,
-                 buffer_kb=args.buffer_kb)
+                 buffer_kb=args.buffer_kb, capture=os.path.abspath(args.capture) if args.capture else "",
+                 anonymize=args.anonymize)
+    if args.anonymize and not args.capture:
+        raise FsscopeError("watch --anonymize goes with --capture LOG")
+    if args.capture in STDOUT_NAMES:
+        raise FsscopeError("watch --capture needs a file (the op log is binary; --json - prints the report)")
     why = refusal()
     if why:
         raise FsscopeError(why)
@@ -127,6 +133,12 @@ def add_parser(sub) -> None:
                    help="slow: and at least US µs above it (default 100)")
     p.add_argument("--buffer-kb", type=positive_int, default=8192, metavar="KB",
                    help="ring buffer per CPU and instance (default 8192)")
+    p.add_argument("--capture", type=output_path, metavar="LOG",
+                   help="also write the calls as an op log (gzip; `fsscope replay LOG` plays it on other "
+                        "file systems; the format: pydoc fsscope.oplog)")
+    p.add_argument("--anonymize", action="store_true",
+                   help="with --capture: every name as a same-length pseudonym (keyed hash); no contents, "
+                        "commands or paths kept")
     p.add_argument("--json", type=output_path, metavar="PATH", help="also write the report as JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="show the job's log lines")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]",

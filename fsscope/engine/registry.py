@@ -41,6 +41,7 @@ JOBS: dict[str, tuple[str, str]] = {
     "ladder": ("fsscope.workloads.ladder", "hygiene ladder (Cao et al.): baseline, no_lazy, umount, alloc; relative range per step"),
     "scan": ("fsscope.scan.job", "read-only: each directory's on-disk structure (checked against the file system), near-threshold and largest dirs, free space, aging"),
     "watch": ("fsscope.watch.job", "attach to a process, cgroup or command: its file-system calls, the slow ones and why, what repeats"),
+    "replay": ("fsscope.replay.job", "play an op log (watch --capture) on a fresh file system: per call type and per file latency, throughput, what repeats"),
     "frag": ("fsscope.layout.job", "free-space extent histogram and a large test file's fragments (fresh or --from-snapshot)"),
 }
 
@@ -73,7 +74,7 @@ def require_extra(name: str) -> None:
 
 
 #: Jobs the TUI's Setup screen does not offer yet (run from the CLI; a recorded run replays).
-CLI_ONLY = frozenset({"watch"})
+CLI_ONLY = frozenset({"watch", "replay"})
 
 
 def load(name: str) -> ModuleType:

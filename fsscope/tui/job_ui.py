@@ -19,7 +19,7 @@ from fsscope.engine.events import Event
 
 #: Every job the TUI shows (tests check each engine job is here).
 JOBS = ("probe", "smoke", "bench", "syncwrite", "age", "scan", "frag", "check", "variation", "ladder", "explore",
-        "watch")
+        "watch", "replay")
 
 
 class JobModel(Protocol):

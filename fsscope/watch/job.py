@@ -42,6 +42,8 @@ class Spec(SpecRecord, frozen=True):
     slow_floor_us: Annotated[float, Meta(ge=0)] = 100.0
     buffer_kb: Annotated[int, Meta(ge=4)] = 8192
     show_slow: Annotated[int, Meta(ge=0)] = 50
+    capture: str = ""             # write an op log here (fsscope.oplog; `fsscope replay` plays it)
+    anonymize: bool = False       # the op log's names as same-length pseudonyms
 
     def __post_init__(self) -> None:
         given = [name for name, on in (("--pid", self.pid is not None), ("--cgroup", bool(self.cgroup)),
@@ -229,6 +231,10 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, open_fi
     named = name_calls(calls, recorded.events, where, recorded.names, recorded.texts, tree,
                        open_files=open_files, tgid=watched.tgid, fs=found.fs, end_tree=end_tree,
                        later_files=[(t, f) for f, t in watched.seen_files.items()])
+    if spec.capture:
+        from fsscope.watch.capture import write_capture
+
+        notes.append(write_capture(ctx, spec, calls, recorded, where, named, tree, watched, found.fs, open_files))
     group = slow.groups(calls, named.file, named.dir, named.created)
     judged = slow.judge(calls, group, factor=spec.slow_factor, floor_ns=int(spec.slow_floor_us * 1000))
     ctx.run_dir.save_array("calls", calls)

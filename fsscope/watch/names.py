@@ -43,6 +43,7 @@ class Tree:
     entries: dict[int, int] = field(default_factory=dict)           # dir inode -> names in it
     name_bytes: dict[int, list[int]] = field(default_factory=dict)  # dir inode -> its names' lengths
     parent: dict[int, int] = field(default_factory=dict)            # inode -> its directory's
+    sizes: dict[int, int] = field(default_factory=dict)             # inode -> st_size (the op log's starting tree)
     truncated: bool = False
 
     @classmethod
@@ -74,6 +75,7 @@ class Tree:
                     continue
                 tree.paths.setdefault(est.st_ino, entry.path)
                 tree.parent.setdefault(est.st_ino, ino)
+                tree.sizes.setdefault(est.st_ino, est.st_size)
                 if entry.is_dir(follow_symlinks=False):
                     todo.append((entry.path, est.st_ino))
         return tree

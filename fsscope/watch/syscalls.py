@@ -22,6 +22,7 @@ class Syscall:
     fd: str = ""     # the descriptor argument, if the call takes one
     size: str = ""   # the byte count argument
     flags: str = ""  # open flags
+    offset: str = ""  # the file position argument (kept in the event's ``sector`` column: the op log's offset)
 
 
 SYSCALLS = (
@@ -33,15 +34,19 @@ SYSCALLS = (
     Syscall("newstat", "stat"), Syscall("newlstat", "stat"), Syscall("newfstat", "stat", fd="fd"),
     Syscall("newfstatat", "stat"), Syscall("statx", "stat"),
     Syscall("getdents64", "getdents", fd="fd", size="count"),
-    Syscall("read", "read", fd="fd", size="count"), Syscall("pread64", "read", fd="fd", size="count"),
+    Syscall("read", "read", fd="fd", size="count"),
+    Syscall("pread64", "read", fd="fd", size="count", offset="pos"),
     Syscall("readv", "read", fd="fd"), Syscall("preadv", "read", fd="fd"),
-    Syscall("write", "write", fd="fd", size="count"), Syscall("pwrite64", "write", fd="fd", size="count"),
+    Syscall("write", "write", fd="fd", size="count"),
+    Syscall("pwrite64", "write", fd="fd", size="count", offset="pos"),
     Syscall("writev", "write", fd="fd"), Syscall("pwritev", "write", fd="fd"),
     Syscall("fsync", "fsync", fd="fd"), Syscall("fdatasync", "fdatasync", fd="fd"),
     Syscall("sync_file_range", "sync_file_range", fd="fd"),
-    Syscall("fallocate", "fallocate", fd="fd"),
-    Syscall("truncate", "truncate"), Syscall("ftruncate", "truncate", fd="fd"),
+    Syscall("fallocate", "fallocate", fd="fd", size="len", offset="offset"),
+    Syscall("truncate", "truncate", size="length"), Syscall("ftruncate", "truncate", fd="fd", size="length"),
     Syscall("close", "close", fd="fd"),
+    # last, so the ops before keep their indexes: the op log's file positions (whence in ``flags``)
+    Syscall("lseek", "lseek", fd="fd", flags="whence", offset="offset"),
 )
 
 #: Every op, in a fixed order: a call record's ``op`` indexes it.
@@ -58,7 +63,7 @@ O_CREAT = 0o100
 
 
 def enter_event(s: Syscall) -> CatalogEvent:
-    columns = {"arg": s.fd, "bytes": s.size, "flags": s.flags}
+    columns = {"arg": s.fd, "bytes": s.size, "flags": s.flags, "sector": s.offset}
     return CatalogEvent(f"syscalls/sys_enter_{s.name}", "syscall", "pid", f"{s.name}() entered",
                         columns={k: v for k, v in columns.items() if v})
 

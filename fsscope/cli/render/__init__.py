@@ -15,7 +15,7 @@ from fsscope.records import plain, report_part
 # report of that job is printed (importing them all here pulled every job's model, scipy among
 # them, into `fsscope --help`).
 RENDERERS: tuple[str, ...] = ("age", "bench", "check", "explore", "frag", "ladder", "probe", "scan", "syncwrite",
-                              "variation", "watch")
+                              "variation", "watch", "replay")
 
 
 def renderer(job: str) -> Any:

@@ -1,0 +1,100 @@
+"""``fsscope replay``: an op log from ``watch --capture`` played on file systems recipes make
+(see :mod:`fsscope.replay`)."""
+
+from __future__ import annotations
+
+import os
+
+from fsscope.cli.common import (
+    add_job_args,
+    out_console,
+    positive_float,
+    positive_int,
+    recipe_for,
+    recipe_list,
+    recipes_from_args,
+    target_from_args,
+    write_json,
+)
+from fsscope.cli.headless import run_each_recipe, run_job
+from fsscope.cli.render.replay import render_replay, render_replay_comparison
+from fsscope.records import build, plain
+
+DESCRIPTION = """\
+Play an op log captured by `fsscope watch --capture LOG` on a file system fsscope makes: the
+starting tree the log recorded (the directories the calls touched, with their names and
+sizes) is recreated, then each recorded thread's calls run in order on a thread of their own,
+keeping the dependencies between threads the log shows (a call waits for another thread's
+create, rename or unlink of a name it uses, and for another thread's use of its descriptor),
+as fast as possible (--pace asap) or with each call's recorded think time before it (--pace
+recorded). File contents are never recorded: writes write a fixed pattern of the recorded
+sizes.
+
+Reported per call type: latency p50/p99/mean/max, calls/s and MB/s, failures, calls slow
+against their own kind on their file or directory (watch's judge), and the captured
+latencies beside them; the files that took the most time; what repeats. Each of --runs R
+runs is on a freshly made file system. With --recipes a,b each recipe runs as its own job
+and the recipes are compared per call type with Welch's t-test on the runs' mean latency (a
+winner only where the difference is significant; --runs 2 or more).
+
+A log that is not whole (truncated, corrupted, not an op log) is refused in one line before
+anything is formatted."""
+
+EPILOG = """\
+examples:
+  fsscope watch --capture mail.oplog.gz --tree /var/spool/mail --pid 1234 --for 1m
+  fsscope replay mail.oplog.gz --recipes ext4-default,xfs-default --ram --size 1G --runs 3
+  fsscope replay mail.oplog.gz --recipe xfs-default --image /var/tmp/r.img --size 4G --pace recorded
+"""
+
+
+def cmd_replay(args) -> int:
+    from fsscope import oplog
+    from fsscope.replay.compare import compare_replays
+    from fsscope.replay.job import Spec
+
+    log = os.path.abspath(args.log)
+    read = oplog.read(log)  # one line, exit 2, before anything is formatted
+    spec = build(Spec, log=log, runs=args.runs, pace=args.pace, slow_factor=args.slow_factor,
+                 slow_floor_us=args.slow_floor_us)
+    target = target_from_args(args, default_kind="ram")
+    if not args.recipes:
+        return run_job("replay", spec, target, recipe_for(args, target), json_path=args.json, verbose=args.verbose,
+                       render=render_replay)
+    chosen = recipes_from_args(args, target)
+
+    def render(report, console):
+        render_replay(report, console)
+        return plain(report)
+
+    reports, status = run_each_recipe("replay", spec, target, chosen, verbose=args.verbose, render=render)
+    comparison = None
+    if len(reports) >= 2:
+        comparison = compare_replays(reports)
+        out = out_console()
+        out.rule("[bold]comparison[/]")
+        render_replay_comparison(comparison, out)
+    if args.json:
+        write_json(args.json, {"log": log, "calls": len(read.ops), "recipes": list(reports), "reports": reports,
+                               "comparison": comparison})
+    return status
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("replay", help="play an op log (watch --capture) on file systems recipes make; "
+                                      "compare recipes per call type",
+                       description=DESCRIPTION, epilog=EPILOG)
+    p.add_argument("log", metavar="LOG", help="an op log written by 'fsscope watch --capture LOG'")
+    p.add_argument("--runs", type=positive_int, default=1, metavar="R",
+                   help="replays, each on a freshly made file system (default 1; 2+ for a Welch test)")
+    p.add_argument("--pace", choices=("asap", "recorded"), default="asap",
+                   help="asap: each call as soon as the one before it (and what it depends on) returned; "
+                        "recorded: after its recorded think time (default asap)")
+    p.add_argument("--recipes", type=recipe_list, metavar="A,B,...",
+                   help="compare recipes: one job per recipe in sequence, then Welch t-tests per call type")
+    p.add_argument("--slow-factor", type=positive_float, default=4.0, metavar="X",
+                   help="slow: at least X times its local baseline (default 4)")
+    p.add_argument("--slow-floor-us", type=float, default=100.0, metavar="US",
+                   help="slow: and at least US µs above it (default 100)")
+    add_job_args(p)
+    p.set_defaults(func=cmd_replay)

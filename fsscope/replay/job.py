@@ -1,0 +1,205 @@
+"""The replay job: an op log (:mod:`fsscope.oplog`) played ``runs`` times, each on a file
+system the recipe makes fresh (the starting tree recreated, the recipe's hygiene after it),
+then per call type and per file the latency distributions and throughput, the calls watch's
+judge finds slow against their own kind, what repeats, and the captured latencies beside the
+replayed ones. See :mod:`fsscope.replay`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, ClassVar, Literal
+
+import numpy as np
+from msgspec import Meta
+
+from fsscope import oplog
+from fsscope.errors import FsscopeError
+from fsscope.records import SpecRecord
+from fsscope.replay.records import FileStats, OpStats, Repeat, Report, RunStats
+
+#: The files shown, the most time first.
+SHOW_FILES = 10
+#: A directory's key among file keys (a call judged by its directory).
+DIR_KEY_BASE = 1 << 40
+
+
+class Spec(SpecRecord, frozen=True):
+    job: ClassVar[str] = "replay"
+
+    log: str = ""                                # the op log (an absolute path)
+    runs: Annotated[int, Meta(ge=1)] = 1
+    pace: Literal["asap", "recorded"] = "asap"
+    slow_factor: Annotated[float, Meta(gt=1)] = 4.0
+    slow_floor_us: Annotated[float, Meta(ge=0)] = 100.0
+
+    def __post_init__(self) -> None:
+        if not self.log:
+            raise FsscopeError("replay needs an op log (written by 'fsscope watch --capture LOG')")
+
+
+def record_bytes(spec: Spec) -> int:
+    """The calls arrays each run keeps in the run record."""
+    try:
+        return os.path.getsize(spec.log) * 8 * spec.runs  # a call is ~10 compressed bytes, 48 in the array
+    except OSError:
+        return 0
+
+
+def run(ctx, spec: Spec) -> Report:
+    from fsscope.replay.play import play, recreate
+
+    log = oplog.read(spec.log)  # one line when it is not a whole log (the CLI read it before too)
+    ops = log.ops
+    played_runs = []
+    fs_name = ""
+    tree_bytes = 0
+    for r in range(spec.runs):
+        if ctx.cancelled:
+            break
+        with ctx.run_fs(True) as fs:
+            fs_name = fs.fs
+            root = Path(fs.workdir) / "replay"
+            root.mkdir()
+            ctx.phase("starting tree", run=r + 1, runs=spec.runs, entries=len(log.entries))
+            tree_bytes = recreate(root, log.entries)
+            ctx.after_populate()
+            ctx.phase("replay", run=r + 1, runs=spec.runs, calls=len(ops))
+            played = play(root, log, pace=spec.pace, cancelled=lambda: ctx.cancelled)
+        ctx.run_dir.save_array(f"calls-{r + 1}", played.calls[played.played])
+        ctx.progress(r + 1, spec.runs, unit="runs", info=f"run {r + 1}: {int(played.played.sum())} calls in "
+                                                          f"{played.elapsed_ns / 1e9:.2f} s")
+        played_runs.append(played)
+    return _report(ctx, spec, log, played_runs, fs_name, tree_bytes)
+
+
+def _keys(log: oplog.OpLog) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
+    """Per op: its file key, its directory key, whether it may create; key -> a path to show."""
+    n = len(log.ops)
+    file = np.zeros(n, np.int64)
+    dirk = np.zeros(n, np.int64)
+    created = np.zeros(n, bool)
+    dirs: dict[str, int] = {}
+    label: dict[int, str] = {}
+    for i, op in enumerate(log.ops):
+        where = op.path2 if op.op == "rename" and op.path2 else op.path
+        if op.file:
+            file[i] = op.file
+            if where is not None:
+                label[op.file] = where
+        if where is not None:
+            parent = where.rsplit("/", 1)[0] if "/" in where else "."
+            dirk[i] = DIR_KEY_BASE + dirs.setdefault(parent, len(dirs) + 1)
+            label[int(dirk[i])] = parent + "/"
+        created[i] = op.op == "open" and bool(op.flags & os.O_CREAT)
+    return file, dirk, created, label
+
+
+def _us(values_ns: np.ndarray, q: float) -> float:
+    return round(float(np.percentile(values_ns, q)) / 1e3, 1) if len(values_ns) else 0.0
+
+
+def _report(ctx, spec: Spec, log: oplog.OpLog, played_runs, fs_name: str, tree_bytes: int) -> Report:
+    from fsscope.watch import slow
+    from fsscope.watch.repeats import stride
+    from fsscope.watch.syscalls import BYTE_OPS, OPS
+
+    file, dirk, created, label = _keys(log)
+    # the captured latencies of the calls replayed (not of those skipped: outside the tree, unnamed)
+    made = played_runs[0].played if played_runs else np.zeros(len(log.ops), bool)
+    captured = {op: np.array([o.duration_ns for o, m in zip(log.ops, made, strict=True) if m and o.op == op],
+                             np.int64) for op in dict.fromkeys(o.op for o in log.ops)}
+    runs: list[RunStats] = []
+    skipped: dict[str, int] = {}
+    pooled: list[np.ndarray] = []
+    rows_of: list[np.ndarray] = []
+    slow_of: list[np.ndarray] = []
+    repeats: dict[tuple[str, str | None], Repeat] = {}
+    total_s = 0.0
+    for r, p in enumerate(played_runs):
+        rows = np.flatnonzero(p.played)
+        calls = p.calls[rows]
+        judged = slow.judge(calls, slow.groups(calls, file[rows], dirk[rows], created[rows]),
+                            factor=spec.slow_factor, floor_ns=int(spec.slow_floor_us * 1000))
+        for o in np.unique(calls["op"]):
+            of_op = calls["op"] == o
+            for key in np.unique(judged.group[of_op]):
+                mine = np.flatnonzero(of_op & (judged.group == key))
+                found = stride(np.flatnonzero(judged.slow[mine]))
+                where = label.get(int(key))
+                if found is not None and (OPS[o], where) not in repeats:
+                    repeats[(OPS[o], where)] = Repeat(op=OPS[o], where=where, calls=len(mine),
+                                                      slow=int(judged.slow[mine].sum()), stride=found[0],
+                                                      hits=found[1],
+                                                      title=f"{OPS[o]} calls on {where or 'an unnamed file'} "
+                                                            f"are slow every {found[0]} calls")
+        for why, n in p.skipped.items():
+            skipped[why] = skipped.get(why, 0) + n
+        total_s += p.elapsed_ns / 1e9
+        p50 = {OPS[o]: _us(calls["duration_ns"][calls["op"] == o], 50) for o in np.unique(calls["op"])}
+        mean = {OPS[o]: round(float(calls["duration_ns"][calls["op"] == o].mean()) / 1e3, 2)
+                for o in np.unique(calls["op"])}
+        runs.append(RunStats(run=r + 1, elapsed_s=round(p.elapsed_ns / 1e9, 4), played=len(rows),
+                             skipped=len(log.ops) - len(rows), differs=p.differs, timeouts=p.timeouts,
+                             p50_us=p50, mean_us=mean))
+        pooled.append(calls)
+        rows_of.append(rows)
+        slow_of.append(judged.slow)
+    calls = np.concatenate(pooled) if pooled else np.zeros(0, played_runs[0].calls.dtype if played_runs else None)
+    rows = np.concatenate(rows_of) if rows_of else np.zeros(0, np.int64)
+    is_slow = np.concatenate(slow_of) if slow_of else np.zeros(0, bool)
+    ops: list[OpStats] = []
+    for o in np.unique(calls["op"]) if len(calls) else []:
+        of_op = calls["op"] == o
+        d = calls["duration_ns"][of_op]
+        moved = calls["result"][of_op]
+        nbytes = int(moved[moved > 0].sum()) if OPS[o] in BYTE_OPS else 0
+        cap = captured.get(OPS[o], np.zeros(0, np.int64))
+        ops.append(OpStats(
+            op=OPS[o], calls=int(of_op.sum()), p50_us=_us(d, 50), p99_us=_us(d, 99),
+            mean_us=round(float(d.mean()) / 1e3, 2), max_us=round(float(d.max()) / 1e3, 1),
+            calls_per_s=round(float(of_op.sum()) / total_s, 1) if total_s else 0.0, bytes=nbytes,
+            mb_per_s=round(nbytes / total_s / 1e6, 3) if total_s else 0.0,
+            failed=int((calls["result"][of_op] < 0).sum()), slow=int(is_slow[of_op].sum()),
+            captured_calls=len(cap), captured_p50_us=_us(cap, 50) if len(cap) else None,
+            captured_p99_us=_us(cap, 99) if len(cap) else None))
+    files = _files(calls, rows, file, dirk, label)
+    notes = list(log.header.notes)
+    if skipped:
+        notes.append(f"{sum(skipped.values())} call(s) skipped over {len(played_runs)} run(s): "
+                     + "; ".join(f"{n} {why}" for why, n in skipped.items()))
+    differs = sum(r.differs for r in runs)
+    if differs:
+        notes.append(f"{differs} call(s) succeeded here where they failed when captured, or the reverse")
+    if any(r.timeouts for r in runs):
+        notes.append(f"{sum(r.timeouts for r in runs)} dependenc(ies) between threads were not met within "
+                     f"the timeout: those calls went ahead")
+    notes.append("captured latencies were measured under watch's tracepoints (each call a few µs longer); "
+                 "replayed ones are not traced")
+    report = Report(log=spec.log, source=log.header.source, captured_fs=log.header.fs,
+                    anonymized=log.header.anonymized, pace=spec.pace, fs=fs_name, threads=len(log.threads()),
+                    calls=len(log.ops), tree_entries=len(log.entries), tree_bytes=tree_bytes, runs=runs,
+                    ops=ops, files=files, slow_total=int(is_slow.sum()), repeats=list(repeats.values()),
+                    skipped=skipped, kept=log.header.kept, dropped=log.header.dropped, notes=notes)
+    for rep in report.repeats:
+        ctx.finding("repeat", rep.title,
+                    f"{rep.slow} of {rep.calls} slow; {rep.hits} of the gaps are {rep.stride} calls",
+                    stride=rep.stride, count=rep.slow)
+    return report
+
+
+def _files(calls: np.ndarray, rows: np.ndarray, file: np.ndarray, dirk: np.ndarray, label: dict[int, str]
+           ) -> list[FileStats]:
+    """The files (else directories) the calls spent the most time on, over every run."""
+    if not len(calls):
+        return []
+    keys = np.where(file[rows] != 0, file[rows], dirk[rows])
+    out = []
+    for key in np.unique(keys):
+        if not key:
+            continue
+        d = calls["duration_ns"][keys == key]
+        out.append(FileStats(path=label.get(int(key), "(not named)"), calls=len(d),
+                             total_ms=round(float(d.sum()) / 1e6, 3), p50_us=_us(d, 50), p99_us=_us(d, 99)))
+    return sorted(out, key=lambda f: -f.total_ms)[:SHOW_FILES]

@@ -1,0 +1,279 @@
+"""Play an op log's calls on a directory: the starting tree first, then a thread per recorded
+thread, each making its calls in order, waiting where the log says it depended on another
+thread (the ``after`` of :class:`fsscope.oplog.Op`), as fast as possible or after each call's
+recorded think time.
+
+Each call is timed around the system call alone (``perf_counter_ns``) into the record watch
+makes of a call (:data:`fsscope.watch.calls.CALL_DTYPE`), so watch's judges run on replayed
+calls as on watched ones. A call the log could not name (no path, a descriptor never seen
+opening and no path to open it by) is skipped and counted; a call whose success differs from
+the recorded one (it failed here and not there, or the reverse) is counted too.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fsscope.oplog import Entry, Op, OpLog
+from fsscope.watch.calls import CALL_DTYPE
+from fsscope.watch.syscalls import OPS
+
+#: How long a call waits for a call of another thread it depends on before going ahead (the
+#: other thread failed or the log's dependency was wrong): counted, never a hang.
+DEPENDENCY_TIMEOUT_S = 30.0
+PATTERN = b"fsscope replay: file contents are not recorded\n"
+CHUNK_BYTES = 1 << 20
+#: A call ready to make: the function, its arguments, what to do with its result (None: as it is).
+Prepared = tuple[Callable[..., Any], tuple, Callable[[Any], int] | None]
+
+
+@dataclass
+class Played:
+    calls: np.ndarray                     # CALL_DTYPE, one row per log op (by seq)
+    played: np.ndarray                    # bool per op: made here (else skipped)
+    elapsed_ns: int
+    skipped: dict[str, int] = field(default_factory=dict)   # why -> calls
+    differs: int = 0                      # succeeded here and failed there, or the reverse
+    timeouts: int = 0                     # dependencies not met in DEPENDENCY_TIMEOUT_S
+
+
+def _pattern_buffer(size: int) -> mmap.mmap:
+    """A page-aligned buffer (O_DIRECT calls need one) filled with the pattern."""
+    size = max(4096, -(-size // 4096) * 4096)
+    buf = mmap.mmap(-1, size)
+    buf.write((PATTERN * (size // len(PATTERN) + 1))[:size])
+    return buf
+
+
+def recreate(root: Path, entries: list[Entry]) -> int:
+    """The starting tree under ``root`` (directories, files of their sizes); bytes written."""
+    written = 0
+    chunk = (PATTERN * (CHUNK_BYTES // len(PATTERN) + 1))[:CHUNK_BYTES]
+    for e in sorted(entries, key=lambda e: e.path.count("/")):
+        path = root / e.path
+        if e.kind == "dir":
+            path.mkdir(parents=True, exist_ok=True)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:
+            left = e.size_bytes
+            while left > 0:
+                n = f.write(chunk[:min(left, CHUNK_BYTES)])
+                left -= n
+                written += n
+    return written
+
+
+#: Think times shorter than this are waited out busy: a sleep (or a yield) that short
+#: oversleeps (timer slack) and gives the CPU away, which the captured thread, busy between
+#: its calls, did not -- both make the next call slower than it was. Another replay thread
+#: still gets the GIL at the interpreter's switch interval.
+SPIN_BELOW_NS = 2_000_000
+
+
+def think(ns: int) -> None:
+    deadline = time.perf_counter_ns() + ns
+    if ns > SPIN_BELOW_NS:
+        time.sleep((ns - SPIN_BELOW_NS) / 1e9)
+    while time.perf_counter_ns() < deadline:
+        pass
+
+
+class _Player:
+    def __init__(self, root: Path, log: OpLog, pace: str, cancelled: Callable[[], bool]):
+        self.root, self.log, self.pace, self.cancelled = root, log, pace, cancelled
+        n = len(log.ops)
+        self.calls = np.zeros(n, CALL_DTYPE)
+        self.played = np.zeros(n, bool)
+        self.fds: dict[tuple[int, int], int] = {}
+        self.listed: set[int] = set()
+        self.lock = threading.Lock()
+        needed = {a for op in log.ops for a in op.after}
+        self.done = {seq: threading.Event() for seq in needed}
+        self.skipped: dict[str, int] = {}
+        self.differs = self.timeouts = 0
+        self.t0 = 0
+
+    def skip(self, why: str) -> Prepared | None:
+        """Count a call not made (None: what :meth:`prepare` returns for it)."""
+        with self.lock:
+            self.skipped[why] = self.skipped.get(why, 0) + 1
+        return None
+        return None
+
+    def path(self, rel: str | None) -> str | None:
+        return None if rel is None else str(self.root if rel == "." else self.root / rel)
+
+    def fd_of(self, op: Op) -> int | None:
+        """The descriptor standing for the recorded one; one held before the capture began is
+        opened by its path on first use."""
+        with self.lock:
+            real = self.fds.get((op.proc, op.fd))
+        if real is not None or op.path is None:
+            return real
+        path = self.path(op.path)
+        assert path is not None
+        try:
+            real = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            try:
+                real = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return None
+        with self.lock:
+            self.fds[(op.proc, op.fd)] = real
+        return real
+
+    def thread(self, ops: list[Op]) -> None:
+        buf = _pattern_buffer(max((o.size for o in ops if o.op in ("read", "write")), default=0)
+                              or max((o.result for o in ops if o.op in ("read", "write")), default=0))
+        view = memoryview(buf)
+        try:
+            for op in ops:
+                if self.cancelled():
+                    break
+                for a in op.after:
+                    if not self.done[a].wait(DEPENDENCY_TIMEOUT_S):
+                        with self.lock:
+                            self.timeouts += 1
+                if self.pace == "recorded" and op.think_ns > 0:
+                    think(op.think_ns)
+                self.one(op, view)
+                if op.seq in self.done:
+                    self.done[op.seq].set()
+        finally:
+            for op in ops:  # a thread that stopped early holds no other thread back
+                if op.seq in self.done:
+                    self.done[op.seq].set()
+            view.release()
+            buf.close()
+
+    def one(self, op: Op, view: memoryview) -> None:
+        """Make one call, timing the system call alone (what it needs is looked up before)."""
+        prepared = self.prepare(op, view)
+        if prepared is None:
+            return
+        fn, args, then = prepared
+        start = time.perf_counter_ns()
+        try:
+            made = fn(*args)
+        except OSError as exc:
+            made = -(exc.errno or 1)
+        end = time.perf_counter_ns()
+        result = then(made) if then is not None else (0 if made is None else made)
+        row = self.calls[op.seq]
+        row["tid"], row["op"], row["code"] = op.tid, OPS.index(op.op) if op.op in OPS else -1, -1
+        row["start_ns"], row["duration_ns"], row["result"] = start - self.t0, end - start, result
+        row["bytes"], row["fd"], row["flags"] = op.size, op.fd, op.flags
+        self.played[op.seq] = True
+        if (result < 0) != (op.result < 0):
+            with self.lock:
+                self.differs += 1
+
+    def opened(self, op: Op, fd: int) -> int:
+        """After an open: the new descriptor stands for the recorded one."""
+        if fd < 0:
+            return fd
+        if op.result < 0:  # it failed when captured: nothing later uses it
+            os.close(fd)
+            return fd
+        with self.lock:
+            old = self.fds.pop((op.proc, op.result), None)
+            self.fds[(op.proc, op.result)] = fd
+        if old is not None:
+            os.close(old)
+        return fd
+
+    def prepare(self, op: Op, view: memoryview) -> Prepared | None:
+        """The call to make (function, arguments, what to do with its result), or None: skipped."""
+        kind = op.op
+        path, path2 = self.path(op.path), self.path(op.path2)
+        if kind == "open":
+            if path is None:
+                return self.skip("open of a file outside the watched tree, or not named")
+            return os.open, (path, op.flags | os.O_CLOEXEC, 0o644), lambda fd: self.opened(op, fd)
+        if kind in ("mkdir", "rmdir", "unlink", "rename") or (kind in ("stat", "truncate") and op.fd < 0):
+            if path is None or (kind == "rename" and path2 is None):
+                return self.skip(f"{kind} of a name the log could not name")
+            if kind == "mkdir":
+                return os.mkdir, (path, 0o755), None
+            if kind == "rename":
+                return os.rename, (path, path2), None
+            if kind == "stat":
+                return (os.lstat if op.syscall == "newlstat" else os.stat), (path,), None
+            if kind == "truncate":
+                return os.truncate, (path, op.size), None
+            return (os.rmdir if kind == "rmdir" else os.unlink), (path,), None
+        if kind == "close":
+            with self.lock:
+                real = self.fds.pop((op.proc, op.fd), None)
+                self.listed.discard(real if real is not None else -1)
+            if real is None:
+                return self.skip("close of a descriptor never opened here")
+            return os.close, (real,), None
+        real = self.fd_of(op)
+        if real is None:
+            return self.skip(f"{kind} on a descriptor of a file outside the watched tree, or not named")
+        size = op.size or max(op.result, 0)
+        if kind in ("read", "write"):
+            part = [view[:size]]
+            if op.offset is not None:
+                return (os.preadv if kind == "read" else os.pwritev), (real, part, op.offset), None
+            return (os.readv if kind == "read" else os.writev), (real, part), None
+        if kind in ("fsync", "fdatasync", "sync_file_range"):
+            # sync_file_range's range and flags are not recorded, and Python has no
+            # sync_file_range: the file's data written and waited for, as its strongest form does
+            return (os.fsync if kind == "fsync" else os.fdatasync), (real,), None
+        if kind == "fallocate":
+            if size <= 0:
+                return self.skip("fallocate without a recorded length")
+            return os.posix_fallocate, (real, op.offset or 0, size), None
+        if kind == "truncate":
+            return os.ftruncate, (real, op.size), None
+        if kind == "stat":
+            return os.fstat, (real,), lambda _: 0
+        if kind == "lseek":
+            return os.lseek, (real, op.offset or 0, op.flags), None
+        if kind == "getdents":
+            # one listing per open directory: the later calls that read on (or found the end) are in it
+            with self.lock:
+                first = real not in self.listed
+                self.listed.add(real)
+            if not first:
+                return self.skip("getdents after the directory was listed")
+            return os.listdir, (real,), lambda names: names if isinstance(names, int) else len(names)
+        return self.skip(f"{kind}: not replayed")
+
+    def close_all(self) -> None:
+        for real in self.fds.values():
+            try:
+                os.close(real)
+            except OSError:
+                pass
+        self.fds.clear()
+
+
+def play(root: Path, log: OpLog, *, pace: str = "asap", cancelled: Callable[[], bool] = lambda: False) -> Played:
+    """Every thread's calls on ``root`` (the starting tree already made)."""
+    player = _Player(root, log, pace, cancelled)
+    threads = [threading.Thread(target=player.thread, args=(ops,), name=f"replay-{tid}", daemon=True)
+               for tid, ops in log.threads().items()]
+    player.t0 = time.perf_counter_ns()
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        player.close_all()
+    elapsed = time.perf_counter_ns() - player.t0
+    return Played(player.calls, player.played, elapsed, player.skipped, player.differs, player.timeouts)

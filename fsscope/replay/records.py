@@ -1,0 +1,69 @@
+"""The replay report: typed records (msgspec), light to import (the CLI's renderer reads them)."""
+
+from __future__ import annotations
+
+from fsscope.records import Record, ReportRecord
+from fsscope.watch.records import Repeat  # what repeats: watch's record, judged the same way
+
+
+class OpStats(Record, frozen=True, kw_only=True):
+    """One call type over every run: its latency distribution, throughput, and the captured
+    calls' latencies beside it (the same calls on the file system they were watched on)."""
+
+    op: str
+    calls: int
+    p50_us: float
+    p99_us: float
+    mean_us: float
+    max_us: float
+    calls_per_s: float            # calls of this type per second of replay (all threads)
+    bytes: int = 0
+    mb_per_s: float = 0.0
+    failed: int = 0
+    slow: int = 0                 # slow against its own kind on its file or directory (watch's judge)
+    captured_calls: int = 0
+    captured_p50_us: float | None = None
+    captured_p99_us: float | None = None
+
+
+class FileStats(Record, frozen=True, kw_only=True):
+    """The files (and directories) that took the most time."""
+
+    path: str
+    calls: int
+    total_ms: float
+    p50_us: float
+    p99_us: float
+
+
+class RunStats(Record, frozen=True, kw_only=True):
+    run: int
+    elapsed_s: float
+    played: int
+    skipped: int
+    differs: int = 0              # succeeded here and failed when captured, or the reverse
+    timeouts: int = 0             # dependencies not met in time
+    p50_us: dict[str, float] = {}    # per call type: this run's median
+    mean_us: dict[str, float] = {}
+
+
+class Report(ReportRecord, frozen=True, kw_only=True):
+    log: str = ""
+    source: str = ""              # what was captured ("" when anonymized)
+    captured_fs: str = ""
+    anonymized: bool = False
+    pace: str = "asap"
+    fs: str = ""                  # the file system replayed on
+    threads: int = 0
+    calls: int = 0                # in the log
+    tree_entries: int = 0
+    tree_bytes: int = 0
+    runs: list[RunStats] = []
+    ops: list[OpStats] = []
+    files: list[FileStats] = []
+    slow_total: int = 0
+    repeats: list[Repeat] = []
+    skipped: dict[str, int] = {}  # why -> calls, over every run
+    kept: list[str] = []          # what the log says it holds, and what not
+    dropped: list[str] = []
+    notes: list[str] = []

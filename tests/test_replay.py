@@ -1,0 +1,308 @@
+"""watch --capture and fsscope replay, for real: a maildir-like delivery watched on an XFS loop
+image made by hand, its op log replayed on ext4-default and xfs-default RAM targets (real
+mkfs, mounts, syscalls), the recipes compared per call type; an anonymized log keeps name
+lengths and directory sizes; a truncated or corrupted log is one line and exit 2."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsscope import oplog
+from fsscope.trace.tracefs import fsscope_instances
+
+WRITER = Path(__file__).with_name("maildir_writer.py")
+MESSAGES = 120
+
+
+def _made(loop_device, scratch: Path, fs: str) -> Path:
+    """A file system the test made and mounted by hand (the loop fixture undoes it)."""
+    dev = loop_device("512M")
+    subprocess.run([f"mkfs.{fs}", "-q", *(["-f"] if fs == "xfs" else []), dev], check=True)
+    mnt = scratch / f"mnt-{fs}"
+    mnt.mkdir()
+    subprocess.run(["mount", dev, str(mnt)], check=True)
+    return mnt
+
+
+@pytest.fixture
+def xfs_mount(loop_device, scratch):
+    return _made(loop_device, scratch, "xfs")
+
+
+@pytest.fixture
+def ext4_mount(loop_device, scratch):
+    return _made(loop_device, scratch, "ext4")
+
+
+def capture(cli, mnt: Path, log: Path, *extra: str) -> dict:
+    # a few messages already there: the starting tree has entries of its own
+    (mnt / "mail" / "new").mkdir(parents=True)
+    for i in range(5):
+        (mnt / "mail" / "new" / f"old-message-{i:03d}").write_bytes(b"m" * (100 * (i + 1)))
+    out = log.with_suffix(".json")
+    proc = cli("watch", "--capture", str(log), "--json", str(out), *extra, "--", sys.executable, str(WRITER),
+               str(mnt / "mail"), str(MESSAGES), "--fsync", cwd=mnt)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert not fsscope_instances()
+    return json.loads(out.read_text())
+
+
+@pytest.mark.privileged
+def test_capture_on_xfs_and_replay_on_ext4_and_xfs(cli, xfs_mount, scratch):
+    log = scratch / "mail.oplog.gz"
+    watched = capture(cli, xfs_mount, log)
+    read = oplog.read(log)
+    assert read.header.fs == "xfs" and not read.header.anonymized and read.header.version == oplog.VERSION
+    ops = [o for o in read.ops if o.path and o.path.startswith("mail/")]
+    renames = [o for o in read.ops if o.op == "rename"]
+    assert len(renames) == MESSAGES
+    # each message is created in tmp/ and renamed from there into new/ under the same name
+    for r in renames:
+        assert r.path.startswith("mail/tmp/") and r.path2 == "mail/new/" + r.path.rsplit("/", 1)[1], r
+    creates = [o for o in read.ops if o.op == "open" and o.flags & 0o100 and o.path and o.path.startswith("mail/tmp/")]
+    assert len(creates) == MESSAGES and all(o.flags & 0o200 for o in creates)  # O_CREAT | O_EXCL as the writer asked
+    writes = [o for o in read.ops if o.op == "write" and o.path and o.path.startswith("mail/tmp/")]
+    assert len(writes) == MESSAGES and {o.size for o in writes} == {547}
+    assert ops and all(o.think_ns >= 0 and o.duration_ns > 0 for o in ops)
+    tree = {e.path: e for e in read.entries}
+    assert tree["mail/new/old-message-002"].size_bytes == 300 and tree["mail/new"].kind == "dir"
+    watched_ops = {o["op"]: o for o in watched["ops"]}
+    assert any("op log:" in n for n in watched["notes"])
+
+    out = scratch / "replay.json"
+    proc = cli("replay", str(log), "--recipes", "ext4-default,xfs-default", "--ram", "--size", "512M",
+               "--runs", "2", "--json", str(out), timeout_s=600)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    doc = json.loads(out.read_text())
+    assert doc["recipes"] == ["ext4-default", "xfs-default"]
+    for name, fs in (("ext4-default", "ext4"), ("xfs-default", "xfs")):
+        report = doc["reports"][name]
+        assert report["fs"] == fs and len(report["runs"]) == 2
+        by_op = {o["op"]: o for o in report["ops"]}
+        for op in ("open", "write", "fsync", "rename", "close"):
+            in_tree = [o for o in read.ops if o.op == op and o.path and o.path.startswith("mail/")]
+            assert by_op[op]["calls"] == 2 * len(in_tree) and by_op[op]["captured_calls"] == len(in_tree), op
+            assert len(in_tree) >= MESSAGES and watched_ops[op]["calls"] >= len(in_tree)
+            assert by_op[op]["failed"] == 0 and 0 < by_op[op]["p50_us"] <= by_op[op]["p99_us"]
+            assert by_op[op]["captured_p50_us"] is not None
+        assert by_op["write"]["bytes"] == 2 * MESSAGES * 547
+        assert all(r["differs"] == 0 and r["timeouts"] == 0 for r in report["runs"])
+        assert report["files"] and report["tree_entries"] == len(read.entries)
+    pairs = {(p["op"], p["a"], p["b"]): p for p in doc["comparison"]["pairs"]}
+    for op in ("open", "write", "fsync", "rename"):
+        pair = pairs[(op, "ext4-default", "xfs-default")]
+        assert pair["p"] is not None and ("Welch" in pair["note"])
+    assert "recipes compared per call type" in proc.stdout
+    # fsscope compare on two replays: per call type, B / A
+    from fsscope.analysis.compare import compare_reports
+
+    per_type = compare_reports("replay", doc["reports"]["ext4-default"], doc["reports"]["xfs-default"])[0]
+    rows = {r.metric: r for r in per_type.rows}
+    ext4 = {o["op"]: o for o in doc["reports"]["ext4-default"]["ops"]}
+    assert rows["rename p50 µs"].a == ext4["rename"]["p50_us"] and rows["rename p50 µs"].ratio is not None
+
+
+@pytest.mark.privileged
+def test_anonymized_log_keeps_name_lengths_and_directory_sizes(cli, xfs_mount, scratch):
+    plain_log, anon_log = scratch / "plain.oplog.gz", scratch / "anon.oplog.gz"
+    capture(cli, xfs_mount, anon_log, "--anonymize")
+    anon = oplog.read(anon_log)
+    assert anon.header.anonymized and anon.header.source == "" and anon.header.tree == ""
+    assert any("pseudonym" in d for d in anon.header.dropped) and any("contents" in d for d in anon.header.dropped)
+    assert all(c == "" for c in anon.header.threads.values())
+    # a second capture of the same delivery, names kept, to set beside it
+    subprocess.run(["rm", "-rf", str(xfs_mount / "mail")], check=True)
+    capture(cli, xfs_mount, plain_log)
+    named = oplog.read(plain_log)
+    assert any(o.path and o.path.split("/")[0] == "mail" for o in named.ops)
+    assert not any(part == "mail" for o in anon.ops for part in (o.path or "").split("/"))
+    lengths = sorted(tuple(len(p) for p in e.path.split("/")) for e in anon.entries)
+    assert lengths == sorted(tuple(len(p) for p in e.path.split("/")) for e in named.entries)
+    assert sorted(e.size_bytes for e in anon.entries if e.kind == "file") == \
+        sorted(e.size_bytes for e in named.entries if e.kind == "file")
+    renames = [o for o in anon.ops if o.op == "rename"]
+    assert len(renames) == MESSAGES
+    # the same name in tmp/ and new/ gets the same pseudonym; every name keeps its length (29 bytes)
+    for r in renames:
+        assert r.path.rsplit("/", 1)[1] == r.path2.rsplit("/", 1)[1] and len(r.path.rsplit("/", 1)[1]) == 29
+    # the directory new/ ends with as many names in both
+    ends = {o.path2.rsplit("/", 1)[0] for o in renames}
+    assert len(ends) == 1 and len({o.path2 for o in renames}) == MESSAGES
+
+
+def _log(tmp_path: Path) -> Path:
+    path = tmp_path / "small.oplog.gz"
+    ops = [oplog.Op(seq=0, tid=1, proc=1, op="open", syscall="openat", path="d/f", flags=0o101, result=3,
+                    start_ns=0, duration_ns=5000),
+           oplog.Op(seq=1, tid=1, proc=1, op="close", syscall="close", fd=3, start_ns=6000, duration_ns=1000)]
+    oplog.write(path, oplog.Header(fs="xfs"), [oplog.Entry(path="d", kind="dir")], ops)
+    return path
+
+
+def test_a_truncated_or_corrupted_log_is_one_line_and_exit_2(cli, tmp_path):
+    good = _log(tmp_path)
+    assert len(oplog.read(good).ops) == 2
+    data = good.read_bytes()
+    raw = gzip.decompress(data)
+    cases = {
+        "truncated-gzip": data[: len(data) // 2],
+        "truncated-records": gzip.compress(raw[:-12]),  # a whole gzip stream, the end record cut off
+        "corrupted": data[:12] + bytes(b ^ 0xFF for b in data[12:20]) + data[20:],
+        "not-a-log": b"hello, world\n",
+    }
+    for name, content in cases.items():
+        bad = tmp_path / f"{name}.oplog.gz"
+        bad.write_bytes(content)
+        with pytest.raises(oplog.OpLogError):
+            oplog.read(bad)
+        proc = cli("replay", str(bad), "--ram", "--size", "64M")
+        assert proc.returncode == 2, (name, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(bad) in lines[0], (name, proc.stderr)
+
+
+def test_a_log_naming_outside_its_tree_is_refused(tmp_path):
+    path = tmp_path / "escape.oplog.gz"
+    ops = [oplog.Op(seq=0, tid=1, proc=1, op="unlink", syscall="unlink", path="../../etc/x", start_ns=0,
+                    duration_ns=1)]
+    oplog.write(path, oplog.Header(), [], ops)
+    with pytest.raises(oplog.OpLogError, match="not a relative path"):
+        oplog.read(path)
+
+
+THREADED = """
+import os, queue, sys, threading
+root, count = sys.argv[1], int(sys.argv[2])
+for sub in ("tmp", "new"):
+    os.makedirs(os.path.join(root, sub), exist_ok=True)
+made = queue.Queue()
+def writer():
+    for i in range(count):
+        name = f"message-{i:05d}"
+        fd = os.open(os.path.join(root, "tmp", name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.pwrite(fd, b"y" * 300, 0)
+        os.close(fd)
+        made.put(name)
+    made.put(None)
+def mover():
+    while (name := made.get()) is not None:
+        os.rename(os.path.join(root, "tmp", name), os.path.join(root, "new", name))
+threads = [threading.Thread(target=writer), threading.Thread(target=mover)]
+for t in threads: t.start()
+for t in threads: t.join()
+"""
+
+
+@pytest.mark.privileged
+def test_a_rename_in_another_thread_waits_for_the_create_when_replayed(cli, xfs_mount, scratch):
+    log = scratch / "threads.oplog.gz"
+    script = scratch / "threaded_writer.py"
+    script.write_text(THREADED)
+    proc = cli("watch", "--capture", str(log), "--", sys.executable, str(script), str(xfs_mount / "q"), "40",
+               cwd=xfs_mount)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    read = oplog.read(log)
+    renames = [o for o in read.ops if o.op == "rename"]
+    creates = {o.path: o for o in read.ops if o.op == "open" and o.flags & 0o100}
+    assert len(renames) == 40 and len(read.threads()) >= 2
+    for r in renames:
+        made = creates[r.path]
+        assert made.tid != r.tid and r.after and max(r.after) >= made.seq, (r, made)  # waits for the create
+    writes = [o for o in read.ops if o.op == "write" and o.path and o.path.startswith("q/tmp/")]
+    assert len(writes) == 40 and all(o.syscall == "pwrite64" and o.offset == 0 and o.size == 300 for o in writes)
+    out = scratch / "threads.json"
+    proc = cli("replay", str(log), "--recipe", "ext4-default", "--ram", "--size", "256M", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    by_op = {o["op"]: o for o in report["ops"]}
+    assert by_op["rename"]["calls"] == 40 and by_op["rename"]["failed"] == 0
+    assert report["runs"][0]["differs"] == 0 and report["runs"][0]["timeouts"] == 0
+
+
+def test_pseudonyms_keep_each_names_length_and_tell_names_apart():
+    from fsscope.watch.capture import Pseudonyms
+
+    names = [f"{i:0{width}d}" for width in (1, 2, 29) for i in range(min(10 ** width, 300))] + ["é" * 3, "a.b"]
+    fake = Pseudonyms()
+    out = [fake.name(n) for n in names]
+    assert [len(o.encode()) for o in out] == [len(n.encode()) for n in names]  # bytes, as directory formats count
+    assert len(set(out)) == len(names)                     # ten 1-byte names: all ten letters differ
+    assert [fake.name(n) for n in names] == out            # stable within a log
+    assert Pseudonyms().name("1700000000.M000000P00001.host") != fake.name("1700000000.M000000P00001.host")  # a new key
+    assert fake.path("a.b/01") == f"{fake.name('a.b')}/{fake.name('01')}" and fake.path(".") == "."
+
+
+def _replays(rng, mean_a: float, mean_b: float, ops: int, runs: int) -> dict:
+    def report(mean):
+        return {"ops": [{"op": f"op{k}"} for k in range(ops)],
+                "runs": [{"mean_us": {f"op{k}": float(rng.normal(mean, 0.1 * mean)) for k in range(ops)}}
+                         for _ in range(runs)]}
+    return {"a": report(mean_a), "b": report(mean_b)}
+
+
+def test_recipes_compared_per_call_type_name_a_winner_only_where_one_is_faster():
+    import numpy as np
+
+    from fsscope.replay.compare import compare_replays
+
+    rng = np.random.default_rng(37)
+    alike = compare_replays(_replays(rng, 50.0, 50.0, ops=60, runs=5))
+    winners = [p for p in alike.pairs if p.winner]
+    assert len(alike.pairs) == 60 and len(winners) <= 8   # alpha 0.05: about 3 of 60 by chance, never most
+    faster = compare_replays(_replays(rng, 50.0, 80.0, ops=20, runs=5))
+    assert all(p.winner == "a" and p.p < 0.05 for p in faster.pairs)
+    one_run = compare_replays(_replays(rng, 50.0, 80.0, ops=3, runs=1))
+    assert all(p.winner is None and "--runs 2" in p.note for p in one_run.pairs)  # no test: says what would decide
+
+
+@pytest.mark.privileged
+def test_a_sqlite_wal_workload_replays_with_its_file_positions(cli, xfs_mount, scratch):
+    log = scratch / "sqlite.oplog.gz"
+    writer = Path(__file__).with_name("sqlite_writer.py")
+    proc = cli("watch", "--capture", str(log), "--", sys.executable, str(writer), str(xfs_mount / "db.sqlite"), "60",
+               cwd=xfs_mount)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    read = oplog.read(log)
+    in_tree = [o for o in read.ops if o.path and o.path.startswith("db.sqlite")]
+    writes = [o for o in in_tree if o.op == "write"]
+    syncs = [o for o in in_tree if o.op in ("fsync", "fdatasync")]
+    assert len(syncs) >= 60 and all(o.syscall == "pwrite64" and o.offset is not None for o in writes)
+    assert len({o.offset for o in writes}) > 10  # SQLite writes its pages and log frames where it means to
+    out = scratch / "sqlite.json"
+    proc = cli("replay", str(log), "--recipes", "ext4-default,xfs-default", "--ram", "--size", "512M", "--runs", "2",
+               "--json", str(out), timeout_s=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    for name in ("ext4-default", "xfs-default"):
+        report = doc["reports"][name]
+        by_op = {o["op"]: o for o in report["ops"]}
+        assert by_op["write"]["calls"] == 2 * len(writes) and by_op["write"]["failed"] == 0
+        assert by_op["write"]["bytes"] == 2 * sum(o.result for o in writes)
+        assert sum(by_op[o]["calls"] for o in ("fsync", "fdatasync") if o in by_op) == 2 * len(syncs)
+        assert all(r["differs"] == 0 for r in report["runs"])
+    assert {p["op"] for p in doc["comparison"]["pairs"]} >= {"write", syncs[0].op}
+
+
+@pytest.mark.privileged
+def test_a_capture_on_ext4_names_creates_and_renames_by_the_directories_the_kernel_named(cli, ext4_mount, scratch):
+    log = scratch / "ext4.oplog.gz"
+    capture(cli, ext4_mount, log)
+    read = oplog.read(log)
+    renames = [o for o in read.ops if o.op == "rename"]
+    assert read.header.fs == "ext4" and len(renames) == MESSAGES
+    for r in renames:  # ext4 names no entry: the file's last name, in the directories ext4 named
+        assert r.path.startswith("mail/tmp/") and r.path2 == "mail/new/" + r.path.rsplit("/", 1)[1], r
+    assert any("ext4 records no names" in n for n in read.header.notes)
+    out = scratch / "ext4.json"
+    proc = cli("replay", str(log), "--recipe", "xfs-default", "--ram", "--size", "512M", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    by_op = {o["op"]: o for o in report["ops"]}
+    assert by_op["rename"]["calls"] == MESSAGES and by_op["rename"]["failed"] == 0
+    assert report["runs"][0]["differs"] == 0
