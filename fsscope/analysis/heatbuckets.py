@@ -120,15 +120,19 @@ class BlockSummary:
 
 
 def _block_summary(values: np.ndarray, kind: str, b0: int, b1: int) -> np.ndarray:
-    """runs x (b1 - b0): ``kind`` of each whole block of BLOCK_FILES files."""
-    blocks = values[:, b0 * BLOCK_FILES: b1 * BLOCK_FILES].reshape(values.shape[0], b1 - b0, BLOCK_FILES)
+    """runs x (b1 - b0): ``kind`` of each whole block of BLOCK_FILES files. reduceat over the
+    rows: as fast as one pass (a reshape reducing axes of 100 values takes twice as long)."""
+    if b1 <= b0:
+        return np.empty((values.shape[0], 0), dtype=np.int64)
+    rows = values[:, b0 * BLOCK_FILES: b1 * BLOCK_FILES]
+    starts = np.arange(0, (b1 - b0) * BLOCK_FILES, BLOCK_FILES)
     if kind == "max":
-        return blocks.max(axis=2)
+        return np.maximum.reduceat(rows, starts, axis=1)
     if kind == "min":
-        return blocks.min(axis=2)
+        return np.minimum.reduceat(rows, starts, axis=1)
     if kind == "sum":  # of the measured values
-        return np.where(blocks >= 0, blocks, 0).sum(axis=2)
-    return (blocks >= 0).sum(axis=2).astype(np.int64)
+        return np.add.reduceat(np.where(rows >= 0, rows, 0), starts, axis=1)
+    return np.add.reduceat((rows >= 0).astype(np.int64), starts, axis=1)
 
 
 def _measured_blocks(values: np.ndarray, summary: BlockSummary, kind: str) -> np.ndarray:
@@ -141,8 +145,9 @@ def _measured_blocks(values: np.ndarray, summary: BlockSummary, kind: str) -> np
     if kind == "count":
         made = np.full(low.shape, BLOCK_FILES, dtype=np.int64)
     else:
-        made = values[:, : low.shape[1] * BLOCK_FILES].reshape(*low.shape, BLOCK_FILES).sum(axis=2) \
-            if (low >= 0).all() else _block_summary(values, "sum", 0, low.shape[1])
+        made = np.add.reduceat(values[:, : low.shape[1] * BLOCK_FILES], np.arange(0, low.shape[1] * BLOCK_FILES,
+                                                                                   BLOCK_FILES), axis=1) \
+            if (low >= 0).all() and low.shape[1] else _block_summary(values, "sum", 0, low.shape[1])
     holes = np.argwhere(low < 0)
     if holes.size and kind == "count":
         rows = values[:, : low.shape[1] * BLOCK_FILES].reshape(*low.shape, BLOCK_FILES)[holes[:, 0], holes[:, 1]]
