@@ -103,8 +103,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fsscope import recipes, tools  # noqa: E402
 from fsscope.targets import Target, TargetSpec  # noqa: E402
-from fsscope.workloads import syncwrite as sw  # noqa: E402
 from fsscope.units import parse_size_bytes  # noqa: E402
+from fsscope.workloads import syncwrite as sw  # noqa: E402
 
 TARGET = (0.9, 1.1)
 # fio's buffer made the engine's: page-aligned (fio aligns buffered-I/O buffers only when asked;

@@ -43,8 +43,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fsscope.workloads import personalities as P  # noqa: E402
 from fsscope.units import parse_size_bytes  # noqa: E402
+from fsscope.workloads import personalities as P  # noqa: E402
 
 TARGET_SEQ_RATIO = 0.9
 LOOP_RECIPE = "ext4-default"
