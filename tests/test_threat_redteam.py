@@ -52,7 +52,16 @@ def test_profile_list_shows_a_profile_captured_from_a_users_tree_as_text(local_u
     assert _shown(tree.name) in out.stdout and _shown(str(tree)) in out.stdout, out.stdout
 
 
-def test_the_age_report_names_a_captured_profile_as_text(local_user, scratch, cli):
+async def test_the_age_report_names_a_captured_profile_as_text(local_user, scratch, cli):
+    """The profile's name is the user's directory name: the CLI's report and the TUI's replay
+    of the same run (its aging view's status line) show its escapes, send none."""
+    from pilot_wait import until
+    from test_tui import SIZE, assert_clean, job_view, open_replay
+
+    from fsscope import store
+    from fsscope.tui import AppConfig, make_app
+    from fsscope.tui.widgets.aging_view import AgingView
+
     tree = _users_dir(local_user, f"e{CLEAR}x[link=x.example]click{OSC52}")
     profile = scratch / "captured.toml"
     _terminal_safe(cli("profile", "capture", str(tree), "-o", str(profile)))
@@ -63,6 +72,17 @@ def test_the_age_report_names_a_captured_profile_as_text(local_user, scratch, cl
     assert out_json.exists()
     head = out.stdout.splitlines()[0]
     assert head.startswith(f"aged with profile {_shown(tree.name)} "), head
+    run_id = store.list_runs()[-1].id
+    app = make_app(AppConfig())
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        replay = await open_replay(pilot, app, run_id)
+        view = job_view(replay, AgingView)
+        await until(pilot, lambda: "profile" in view.status_text, "the aging view's status")
+        assert f"profile {_shown(tree.name)}" in view.status_text and "\x1b" not in view.status_text
+        await pilot.press("escape")
+    assert_clean()
+    assert not app.worker_errors
 
 
 def _cell(table: str, first: str, column: int) -> str:
