@@ -7,6 +7,7 @@ head (the profile's name, escapes intact) and ``devices`` (a backing file's path
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -117,3 +118,37 @@ def test_devices_lists_a_loop_device_over_a_users_file_as_text(local_user, cli):
         assert _cell(out.stdout, dev, 3).endswith(_shown(str(image))), out.stdout
     finally:
         subprocess.run(["losetup", "-d", dev], check=False)
+
+
+@pytest.fixture
+def root_only():
+    """A root-only directory (0700, like /root) with a directory inside."""
+    import shutil
+    import tempfile
+
+    where = Path(tempfile.mkdtemp(prefix="fsscope-private-", dir="/var/tmp"))
+    where.chmod(0o700)
+    (where / "root-secret-dir" / "inner").mkdir(parents=True)
+    (where / "root-secret-file").write_bytes(b"s" * 12345)
+    yield where
+    shutil.rmtree(where, ignore_errors=True)
+
+
+def test_a_tree_named_through_a_users_link_is_not_scanned_or_captured(local_user, root_only, scratch, cli):
+    """``~/tree`` is the user's link to a root-only directory: root scans (or captures) "the
+    user's tree" and must not read root's own instead. One line, exit 2, nothing written."""
+    local_user.python(f"import os; os.symlink({str(root_only)!r}, 'tree'); os.mkdir('real')")
+    tree = local_user.home / "tree"
+    out_json = scratch / "scan.json"
+    out = cli("scan", str(tree), "--no-free-space", "--json", str(out_json))
+    assert out.returncode == 2 and not out_json.exists(), out.stdout + out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert f"{tree} is a symbolic link of uid {local_user.uid}'s" in line and "secret" not in out.stdout + line
+    out = cli("profile", "capture", str(tree), "-o", str(scratch / "p.toml"))
+    assert out.returncode == 2 and not (scratch / "p.toml").exists(), out.stdout + out.stderr
+    assert "symbolic link" in out.stderr and "secret" not in out.stdout + out.stderr
+    # the user's own directory, and a link root made to it, are scanned as before
+    (scratch / "roots-link").symlink_to(local_user.home / "real")
+    out = cli("scan", str(scratch / "roots-link"), "--no-free-space", "--no-aging", "--json", str(out_json))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out_json.read_text())["path"] == str(local_user.home / "real")
