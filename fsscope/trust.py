@@ -272,6 +272,39 @@ def trusted_program(path: str | os.PathLike, what: str) -> str:
 
 # --- walking a tree another user can change ---------------------------------------------------
 
+def real_tree(path: str | os.PathLike, what: str) -> str:
+    """The real path of the tree root was asked to read (``scan``, ``profile capture``), its
+    symbolic links followed only when a trusted user made them: a link of another user's
+    (``~/tree`` -> ``/root``) says where *they* chose, so its tree is not the one named.
+    Raises SafetyRefusal (one line: which link, whose); FileNotFoundError when a part is missing."""
+    owners, links = trusted_uids(), 0
+    todo = [p for p in reversed(os.path.abspath(os.fspath(path)).split("/")) if p]
+    cur = "/"
+    while todo:
+        name = todo.pop()
+        if name == ".":
+            continue
+        if name == "..":
+            cur = os.path.dirname(cur)
+            continue
+        nxt = os.path.join(cur, name)
+        st = os.lstat(nxt)
+        if not stat.S_ISLNK(st.st_mode):
+            cur = nxt
+            continue
+        if st.st_uid not in owners:
+            raise SafetyRefusal(f"{what} {path}: {nxt} is a symbolic link of uid {st.st_uid}'s: not followed "
+                                "(fsscope runs as root; they chose where it leads); name the directory itself")
+        links += 1
+        if links > MAX_LINKS:
+            raise SafetyRefusal(f"{what} {path}: too many symbolic links")
+        target = os.readlink(nxt)
+        todo += [p for p in reversed(target.split("/")) if p]
+        if target.startswith("/"):
+            cur = "/"
+    return cur
+
+
 #: directories held open at once (one per level): deeper levels are not walked, and the walk says so
 MAX_WALK_DEPTH = 400
 

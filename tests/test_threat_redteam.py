@@ -7,6 +7,7 @@ head (the profile's name, escapes intact) and ``devices`` (a backing file's path
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -52,7 +53,16 @@ def test_profile_list_shows_a_profile_captured_from_a_users_tree_as_text(local_u
     assert _shown(tree.name) in out.stdout and _shown(str(tree)) in out.stdout, out.stdout
 
 
-def test_the_age_report_names_a_captured_profile_as_text(local_user, scratch, cli):
+async def test_the_age_report_names_a_captured_profile_as_text(local_user, scratch, cli):
+    """The profile's name is the user's directory name: the CLI's report and the TUI's replay
+    of the same run (its aging view's status line) show its escapes, send none."""
+    from pilot_wait import until
+    from test_tui import SIZE, assert_clean, job_view, open_replay
+
+    from fsscope import store
+    from fsscope.tui import AppConfig, make_app
+    from fsscope.tui.widgets.aging_view import AgingView
+
     tree = _users_dir(local_user, f"e{CLEAR}x[link=x.example]click{OSC52}")
     profile = scratch / "captured.toml"
     _terminal_safe(cli("profile", "capture", str(tree), "-o", str(profile)))
@@ -63,6 +73,17 @@ def test_the_age_report_names_a_captured_profile_as_text(local_user, scratch, cl
     assert out_json.exists()
     head = out.stdout.splitlines()[0]
     assert head.startswith(f"aged with profile {_shown(tree.name)} "), head
+    run_id = store.list_runs()[-1].id
+    app = make_app(AppConfig())
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        replay = await open_replay(pilot, app, run_id)
+        view = job_view(replay, AgingView)
+        await until(pilot, lambda: "profile" in view.status_text, "the aging view's status")
+        assert f"profile {_shown(tree.name)}" in view.status_text and "\x1b" not in view.status_text
+        await pilot.press("escape")
+    assert_clean()
+    assert not app.worker_errors
 
 
 def _cell(table: str, first: str, column: int) -> str:
@@ -97,3 +118,37 @@ def test_devices_lists_a_loop_device_over_a_users_file_as_text(local_user, cli):
         assert _cell(out.stdout, dev, 3).endswith(_shown(str(image))), out.stdout
     finally:
         subprocess.run(["losetup", "-d", dev], check=False)
+
+
+@pytest.fixture
+def root_only():
+    """A root-only directory (0700, like /root) with a directory inside."""
+    import shutil
+    import tempfile
+
+    where = Path(tempfile.mkdtemp(prefix="fsscope-private-", dir="/var/tmp"))
+    where.chmod(0o700)
+    (where / "root-secret-dir" / "inner").mkdir(parents=True)
+    (where / "root-secret-file").write_bytes(b"s" * 12345)
+    yield where
+    shutil.rmtree(where, ignore_errors=True)
+
+
+def test_a_tree_named_through_a_users_link_is_not_scanned_or_captured(local_user, root_only, scratch, cli):
+    """``~/tree`` is the user's link to a root-only directory: root scans (or captures) "the
+    user's tree" and must not read root's own instead. One line, exit 2, nothing written."""
+    local_user.python(f"import os; os.symlink({str(root_only)!r}, 'tree'); os.mkdir('real')")
+    tree = local_user.home / "tree"
+    out_json = scratch / "scan.json"
+    out = cli("scan", str(tree), "--no-free-space", "--json", str(out_json))
+    assert out.returncode == 2 and not out_json.exists(), out.stdout + out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert f"{tree} is a symbolic link of uid {local_user.uid}'s" in line and "secret" not in out.stdout + line
+    out = cli("profile", "capture", str(tree), "-o", str(scratch / "p.toml"))
+    assert out.returncode == 2 and not (scratch / "p.toml").exists(), out.stdout + out.stderr
+    assert "symbolic link" in out.stderr and "secret" not in out.stdout + out.stderr
+    # the user's own directory, and a link root made to it, are scanned as before
+    (scratch / "roots-link").symlink_to(local_user.home / "real")
+    out = cli("scan", str(scratch / "roots-link"), "--no-free-space", "--no-aging", "--json", str(out_json))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out_json.read_text())["path"] == str(local_user.home / "real")

@@ -358,9 +358,9 @@ def scan_tree(root: Path, *, now_s: float | None = None,
     opened from its parent's descriptor and must be the one listed
     (:class:`fsscope.trust.TreeWalk`; a swapped one is named in ``swapped``, not followed).
     """
-    root = Path(os.path.realpath(root))
     now = time.time() if now_s is None else float(now_s)
     try:
+        root = Path(trust.real_tree(root, "profile capture"))  # never through a link another user made
         root_stat = os.stat(root)
     except OSError as exc:
         raise ProfileError(f"{root}: cannot read: {exc.strerror}") from None

@@ -435,8 +435,8 @@ def _fullness(root: str) -> float:
 def scan(path: str | os.PathLike, *, near: int = dirs.NEAR_ENTRIES, largest: int = 10,
          free_space: bool = True, aging: bool = True) -> dict:
     """The read-only scan report of the tree at ``path`` (see the module docstring)."""
-    root = os.path.realpath(path)
     try:
+        root = trust.real_tree(path, "scan")  # never through a link another user made
         if not stat.S_ISDIR(os.stat(root).st_mode):
             raise FsscopeError(f"scan {path}: not a directory")
     except OSError as exc:

@@ -18,7 +18,7 @@ from textual.widgets import Footer, Header, Static
 
 from fsscope.analysis.compare import Section
 from fsscope.analysis.variation.metrics import ks_distance
-from fsscope.format import format_cell, format_ns, format_ratio, ratio_cell
+from fsscope.format import format_cell, format_ns, format_ratio, ratio_cell, visible
 from fsscope.tui import compare_model, exports
 from fsscope.tui import messages as msg
 from fsscope.tui.model import Summary
@@ -92,11 +92,11 @@ class CompareScreen(Screen):
     def _side_text(label: str, side: compare_model.Side) -> Text:
         text = Text()
         text.append(f"{label}  {side.id}\n", style="bold")
-        what = f"{side.job} · recipe {side.recipe} · fs {side.fs}"
+        what = f"{side.job} · recipe {visible(side.recipe)} · fs {side.fs}"
         if side.personality:
             what += f" · {side.personality}"
         text.append(what + "\n", style="dim")
-        text.append(f"{side.target} · {side.status}", style="dim")
+        text.append(f"{visible(side.target)} · {side.status}", style="dim")
         if isinstance(side.report, BenchReport) and side.report.variation.runs:
             variation = side.report.variation
             ops = variation.mean_ops_per_s
@@ -155,7 +155,7 @@ class CompareScreen(Screen):
         spec = m.get("spec") or {}
         settings = " · ".join(f"{k.replace('_', ' ')} {v}" for k, v in spec.items() if v not in (None, "", [], {}))
         text.append(f"{m.get('job', '?')}: {settings or 'defaults'}\n", style="dim")
-        text.append(f"{record.target} · {record.recipe} · {record.job.status}\n", style="dim")
+        text.append(f"{visible(record.target)} · {visible(record.recipe)} · {record.job.status}\n", style="dim")
         text.append(f"{s.measured:,} calls  median {format_ns(s.median_ns)}  p99 {format_ns(s.p99_ns)}  "
                     f"max {format_ns(s.max_ns)}  flags {len(record.flags)}")
         return text

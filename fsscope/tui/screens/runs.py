@@ -106,7 +106,7 @@ class RunsScreen(AppScreen):
         self.runs = [run for run, _row in shown]
         self._columns(table, [row for _run, row in self.listing])  # widths do not jump as you type
         for _run, row in shown:
-            table.add_row(self._mark_text(row[0]), *(Text(cell) for cell in row), key=row[0])  # text, not markup
+            table.add_row(self._mark_text(row[0]), *(Text(visible(cell)) for cell in row), key=row[0])  # text, not markup
         ids = [run.id for run in self.runs]
         if self.runs:
             table.move_cursor(row=ids.index(current.id) if current is not None and current.id in ids

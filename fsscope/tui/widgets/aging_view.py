@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
-from fsscope.format import format_bytes
+from fsscope.format import format_bytes, visible
 from fsscope.tui.aging_model import DISTRIBUTIONS, AgingModel, FitHistogram, FragModel
 from fsscope.tui.model import JobView
 from fsscope.tui.widgets.live_view import LiveView, SparkRow
@@ -145,7 +145,8 @@ class AgingView(LiveView):
         text = Text()
         text.append(f"{model.phase}", style="bold")
         if model.profile:
-            text.append(f" · profile {model.profile}", style="dim")
+            # a captured profile is named after someone's directory: its escapes shown, not sent
+            text.append(f" · profile {visible(model.profile)}", style="dim")
         text.append("\nfullness ")
         text.append_text(fullness_text(model.fullness, model.target_fullness))
         text.append("\n")
