@@ -1,9 +1,12 @@
 """Issue 32's red-team pass, by someone who did not write the fixes: what still broke, as a
 real unprivileged user (``local_user``) against root's fsscope (``cli``). Names the user
-chooses -- a directory captured as an aging profile, a file a loop device is attached over --
-reached root's terminal through renderers the first round did not cover: ``profile list``
-(a MarkupError traceback, exit 1, from a description quoting ``big[/]x``), the age report's
-head (the profile's name, escapes intact) and ``devices`` (a backing file's path)."""
+chooses -- a directory captured as an aging profile, a file a loop device is attached over, the
+name of a process writing on the checked device -- reached root's terminal through renderers
+the first round did not cover: ``profile list`` (a MarkupError traceback, exit 1, from a
+description quoting ``big[/]x``), the age report's head and the TUI's aging view (the
+profile's name, escapes intact), ``devices`` (a backing file's path) and ``check``'s other-I/O
+finding (/proc/PID/comm). And a user's link named as the tree to scan (``~/tree`` -> a
+root-only directory) had root scan and capture its own private tree."""
 
 from __future__ import annotations
 
