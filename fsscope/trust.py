@@ -61,6 +61,15 @@ class Place:
         return bool(os.stat(self.parent).st_mode & stat.S_ISVTX)
 
 
+def _follow(target: str, todo: list[str], links: int, where: str) -> int:
+    """Put the components of a link's ``target`` (read once) on ``todo`` (a stack, next on
+    top); the count of links followed so far, refused past the kernel's own limit."""
+    if links + 1 > MAX_LINKS:
+        raise SafetyRefusal(f"{where}: too many symbolic links")
+    todo += [p for p in reversed(target.split("/")) if p]
+    return links + 1
+
+
 def locate(path: str | os.PathLike, what: str, owners: frozenset[int] | None = None,
            fix: str = "use a path only root can change") -> Place:
     """Walk ``path``'s directories from /, following symbolic links on the way (each must sit
@@ -94,11 +103,8 @@ def locate(path: str | os.PathLike, what: str, owners: frozenset[int] | None = N
             raise SafetyRefusal(f"{what} {path}: directory {cur} is {why}, so another user could "
                                 f"change what {nxt} is; {fix}")
         if stat.S_ISLNK(st.st_mode):
-            links += 1
-            if links > MAX_LINKS:
-                raise SafetyRefusal(f"{what} {path}: too many symbolic links")
             target = os.readlink(nxt)
-            todo += [p for p in reversed(target.split("/")) if p]
+            links = _follow(target, todo, links, f"{what} {path}")
             if target.startswith("/"):
                 cur = "/"
         elif stat.S_ISDIR(st.st_mode):
@@ -295,11 +301,8 @@ def real_tree(path: str | os.PathLike, what: str) -> str:
         if st.st_uid not in owners:
             raise SafetyRefusal(f"{what} {path}: {nxt} is a symbolic link of uid {st.st_uid}'s: not followed "
                                 "(fsscope runs as root; they chose where it leads); name the directory itself")
-        links += 1
-        if links > MAX_LINKS:
-            raise SafetyRefusal(f"{what} {path}: too many symbolic links")
         target = os.readlink(nxt)
-        todo += [p for p in reversed(target.split("/")) if p]
+        links = _follow(target, todo, links, f"{what} {path}")
         if target.startswith("/"):
             cur = "/"
     return cur

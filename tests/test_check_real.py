@@ -52,20 +52,25 @@ while True:
 """
 
 
+def measure_other_io(pid: int, mnt: Path):
+    """(the target at ``mnt``, its other-I/O finding) once the writer ``pid`` has written."""
+    wait_for(lambda: S.try_read(Root(), f"proc/{pid}/io") and
+             T.proc_io(Root()).get(pid, ("", 0, 0))[2] > 0, what="the writer's first bytes")
+    t = T.locate(str(mnt))
+    before = T.snapshot(Root(), t.disks)
+    time.sleep(1.5)  # the measurement interval itself
+    after = T.snapshot(Root(), t.disks)
+    return t, T.other_io(Root(), t, before, after)
+
+
 @pytest.mark.privileged
 def test_other_io_names_the_writer_on_the_same_loop_device_and_buffered_loop_warns(mounted_loop):
     dev, mnt = mounted_loop()
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(mnt / "busy.dat")])
     try:
-        wait_for(lambda: S.try_read(Root(), f"proc/{writer.pid}/io") and
-                 T.proc_io(Root()).get(writer.pid, (0, 0, 0))[2] > 0, what="the writer's first bytes")
-        t = T.locate(str(mnt))
+        t, f = measure_other_io(writer.pid, mnt)
         assert t.block == Path(dev).name and t.fs == "ext4"
         assert t.loop_backing and t.backing_disk in t.disks   # the image's own disk is watched too
-        before = T.snapshot(Root(), t.disks)
-        time.sleep(1.5)  # the measurement interval itself
-        after = T.snapshot(Root(), t.disks)
-        f = T.other_io(Root(), t, before, after)
     finally:
         writer.kill()
         writer.wait()

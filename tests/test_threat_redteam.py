@@ -1,18 +1,23 @@
 """Issue 32's red-team pass, by someone who did not write the fixes: what still broke, as a
 real unprivileged user (``local_user``) against root's fsscope (``cli``). Names the user
-chooses -- a directory captured as an aging profile, a file a loop device is attached over --
-reached root's terminal through renderers the first round did not cover: ``profile list``
-(a MarkupError traceback, exit 1, from a description quoting ``big[/]x``), the age report's
-head (the profile's name, escapes intact) and ``devices`` (a backing file's path)."""
+chooses -- a directory captured as an aging profile, a file a loop device is attached over, the
+name of a process writing on the checked device -- reached root's terminal through renderers
+the first round did not cover: ``profile list`` (a MarkupError traceback, exit 1, from a
+description quoting ``big[/]x``), the age report's head and the TUI's aging view (the
+profile's name, escapes intact), ``devices`` (a backing file's path) and ``check``'s other-I/O
+finding (/proc/PID/comm). And a user's link named as the tree to scan (``~/tree`` -> a
+root-only directory) had root scan and capture its own private tree."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from local_user import USER_PYTHON
 
 pytestmark = pytest.mark.privileged
 
@@ -152,3 +157,42 @@ def test_a_tree_named_through_a_users_link_is_not_scanned_or_captured(local_user
     out = cli("scan", str(scratch / "roots-link"), "--no-free-space", "--no-aging", "--json", str(out_json))
     assert out.returncode == 0, out.stderr
     assert json.loads(out_json.read_text())["path"] == str(local_user.home / "real")
+
+
+def test_a_busy_process_the_check_names_is_text(local_user, loop_device, scratch):
+    """The user names their process (``/proc/self/comm``: an OSC 52 clipboard write) and
+    writes on the device root checks: the other-I/O finding names it, escapes shown."""
+    import shutil
+    import tempfile
+
+    from rich.console import Console
+    from test_check_real import WRITER, measure_other_io
+
+    from fsscope.cli.render.check import _render_finding
+
+    dev = loop_device("256M")
+    subprocess.run(["mkfs.ext4", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev], check=True)
+    where = Path(tempfile.mkdtemp(prefix="fsscope-check-", dir="/var/tmp"))  # root's, 0755: the user reaches it
+    where.chmod(0o755)
+    mnt = where / "m"
+    mnt.mkdir()
+    subprocess.run(["mount", dev, str(mnt)], check=True)
+    os.chown(mnt, local_user.uid, local_user.gid)
+    comm = "\x1b]52;c;aWQK\x07"
+    code = f"open('/proc/self/comm', 'w').write({comm!r})\n" + WRITER
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(local_user.home)}
+    writer = subprocess.Popen([USER_PYTHON, "-I", "-c", code, str(mnt / "busy.dat")], user=local_user.uid,
+                              group=local_user.gid, extra_groups=[], env=env, cwd=mnt)
+    try:
+        _, f = measure_other_io(writer.pid, mnt)
+    finally:
+        writer.kill()
+        writer.wait()
+        subprocess.run(["umount", str(mnt)], check=False)
+        shutil.rmtree(where, ignore_errors=True)
+    mine = [p for p in f.values["processes"] if p["pid"] == writer.pid]
+    assert mine and mine[0]["name"] == _shown(comm), f.values["processes"]
+    assert "\x1b" not in f.title + f.evidence + f.fix
+    out = io.StringIO()
+    _render_finding(f, Console(file=out, width=300))
+    assert "\x1b" not in out.getvalue() and _shown(comm) in out.getvalue()

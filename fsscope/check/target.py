@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from fsscope.check.findings import Finding, unknown
 from fsscope.check.system import REAL_ROOT, Root, throttle_counts, try_read, vmstat
 from fsscope.errors import FsscopeError
-from fsscope.format import format_bytes
+from fsscope.format import format_bytes, visible
 from fsscope.targets.existing import ExistingFS, df_fullness, existing_fs
 
 if TYPE_CHECKING:
@@ -432,7 +432,8 @@ def proc_io(root: Root, denied: list[int] | None = None) -> dict[int, tuple[str,
     for io in root.glob("proc/[0-9]*/io"):
         try:
             fields = dict(line.split(": ") for line in io.read_text().splitlines())
-            comm = (io.parent / "comm").read_text().strip()
+            # any user names their process (prctl, /proc/self/comm): its escapes shown, never sent
+            comm = visible((io.parent / "comm").read_text().strip())
         except PermissionError:
             if denied is not None:
                 denied.append(int(io.parent.name))
