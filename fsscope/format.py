@@ -32,6 +32,12 @@ def visible(text: object) -> str:
                           str(text))
 
 
+def visible_lines(text: object) -> str:
+    """:func:`visible` line by line: a message's own line breaks kept, every other control
+    character shown as its escape."""
+    return "\n".join(visible(line) for line in str(text).split("\n"))
+
+
 def csv_cell(text: str) -> str:
     """A CSV cell as a spreadsheet should read it: text, never a formula (a cell starting with
     ``= + - @``, tab or CR gets a leading ``'``, as OWASP advises); control characters visible.

@@ -196,3 +196,23 @@ def test_a_busy_process_the_check_names_is_text(local_user, loop_device, scratch
     out = io.StringIO()
     _render_finding(f, Console(file=out, width=300))
     assert "\x1b" not in out.getvalue() and _shown(comm) in out.getvalue()
+
+
+async def test_a_notification_quoting_a_name_is_text():
+    """Textual reads a notification as markup by default: a job's error quoting a user's name
+    ("big[/]x", "[link=…]", ESC) would raise MarkupError or draw a disguised link. The app's
+    notify shows it as text, its escapes visible, whichever screen or widget calls it."""
+    from pilot_wait import until
+
+    from fsscope.tui import AppConfig, make_app
+
+    app = make_app(AppConfig(is_root=False))
+    async with app.run_test(size=(160, 48)) as pilot:
+        name = f"/home/u/big[/]x{CLEAR}[link=https://x.example]click[/link]"
+        app.screen.notify(f"failed: {name}", title=f"probe {OSC52}", severity="error")
+        await until(pilot, lambda: len(app._notifications) == 1, "the notification")
+        (shown,) = list(app._notifications)
+        assert shown.message == "failed: /home/u/big[/]x\\x1b[2J[link=https://x.example]click[/link]"
+        assert "\x1b" not in shown.title and "\\x1b]52" in shown.title and not shown.markup
+        await pilot.pause()  # drawn without a MarkupError
+        assert not app.worker_errors

@@ -15,7 +15,7 @@ import sys
 
 from fsscope import __version__
 from fsscope.errors import FsscopeError, os_error_line
-from fsscope.format import visible
+from fsscope.format import visible_lines
 
 # Every command: its module under fsscope/cli (whose ``add_parser(sub)`` adds it, with the other
 # commands of that module) and the line ``fsscope --help`` lists for it. Only the module of the
@@ -124,12 +124,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _lines(text: str) -> str:
-    """An error's text as it goes to the terminal: its lines kept, a path or name it quotes with
-    its control characters visible (``\\x1b``), never a terminal sequence."""
-    return "\n".join(visible(line) for line in text.split("\n"))
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # No subcommand: the investigator, with any options given (`fsscope --ram --recipe x`).
@@ -143,10 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         paths.check_home()
         return int(args.func(args) or 0)
     except FsscopeError as exc:
-        print(f"fsscope: error: {_lines(str(exc))}", file=sys.stderr)
+        print(f"fsscope: error: {visible_lines(exc)}", file=sys.stderr)
         return exc.exit_status
     except OSError as exc:
-        print(f"fsscope: error: {_lines(os_error_line(exc))}", file=sys.stderr)
+        print(f"fsscope: error: {visible_lines(os_error_line(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("fsscope: interrupted", file=sys.stderr)

@@ -14,9 +14,11 @@ from rich.text import Text
 from textual import on
 from textual.app import SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
+from fsscope.format import visible_lines
 from fsscope.tui import exports
 from fsscope.tui.config import AppConfig, RunPlan, resolve
 from fsscope.tui.key_order import OrderedInput
@@ -84,6 +86,16 @@ class FsscopeApp(OrderedInput):
         """The PlanControl of every plan started (the live screen adds them)."""
         self.worker_errors: list[str] = []
         """Every worker failure, in order (also shown as a notification)."""
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """A notification is text, never markup, whatever the caller says (a widget's and a
+        screen's ``notify`` pass Textual's default, markup, on to this): a job's error or a path
+        it quotes may carry a name someone else chose ("big[/]x", "[link=…]"); its control
+        characters are shown visibly, as everywhere else."""
+        del markup
+        super().notify(visible_lines(message), title=visible_lines(title), severity=severity,
+                       timeout=timeout, markup=False)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)

@@ -13,7 +13,6 @@ from textual.widgets import Button, Footer, Header, Input, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
-from fsscope.format import visible
 from fsscope.targets import Target, TargetSpec, image
 from fsscope.tui.config import RunPlan
 from fsscope.tui.screens.base import AppScreen
@@ -123,7 +122,7 @@ class SetupScreen(AppScreen):
             plan = self.build_plan()
         except FsscopeError as exc:
             count = len(str(exc).splitlines())
-            self.notify("\n".join(visible(line) for line in str(exc).splitlines()),  # paths are text
+            self.notify(str(exc),  # paths are text (the app's notify shows every name visibly)
                         title="Cannot start" + (f": {count} problems" if count > 1 else ""),
                         severity="error", timeout=10, markup=False)
             return
