@@ -87,3 +87,19 @@ def test_no_writer_no_name(fresh_fs):
     assert report["writers"] == []
     assert not [f for f in report.get("flags") or [] if f["flag"] == "other-io"]
     assert "other processes' I/O" not in _printed(report)
+
+
+def test_a_rate_is_never_above_the_devices_and_a_quiet_device_names_nobody():
+    """/proc/PID/io counts buffered writes when dirtied: over one interval a process may count
+    more than its device moved; what it did on the device is at most the device's."""
+    from fsscope.telemetry.procio import IoSnapshot, movers
+
+    disk0 = (0,) * 11
+    before = IoSnapshot(0.0, {"loop9": disk0}, {7: ("w", 0, 0, 0, 0), 8: ("x", 0, 0, 0, 0)})
+    busy = (0, 0, 0, 0, 10, 0, 2 * 10**6, 0, 0, 0, 0)  # 10 writes, 1 GB (2e6 sectors)
+    after = IoSnapshot(1.0, {"loop9": busy}, {7: ("w", 0, 3 * 10**9, 0, 0), 8: ("x", 5 * 10**6, 0, 0, 0)})
+    got = movers(before, after, "loop9", lambda pid: pid == 7)
+    assert [(m.pid, m.comm) for m in got] == [(7, "w")]  # 8 is not on the device
+    assert got[0].bytes_per_s == got[0].device_bytes_per_s == 512 * 2e6 and got[0].counted_bytes_per_s == 3e9
+    quiet = IoSnapshot(1.0, {"loop9": disk0}, after.procs)
+    assert movers(before, quiet, "loop9", lambda pid: True) == []  # the device moved nothing

@@ -159,8 +159,8 @@ class DeviceWatch:
 
     def stop(self) -> list[Mover]:
         """The processes that moved bytes on the watched device since :meth:`start`, most first."""
-        if self.before is None:
-            return []
+        if self.before is None or self.disk is None:
+            return []  # no block device (tmpfs): /proc/PID/io's bytes are storage I/O, elsewhere
         after = io_snapshot(self.root, [self.disk] if self.disk else [])
         return movers(self.before, after, self.disk, lambda pid: bool(devices_open(self.root, pid) & self.devnos),
                       self.own_pids, self.min_bytes)
@@ -186,6 +186,8 @@ def movers(before: IoSnapshot, after: IoSnapshot, disk: str | None, on_device: C
         if moved <= min_bytes or not on_device(pid):
             continue
         counted = moved / dt
+        if device_s == 0:
+            continue  # the device moved nothing: its bytes went to another device
         out.append(Mover(pid, comm, rb - rb0, wb - wb0, dt, counted if device_s is None else min(counted, device_s),
                          counted, device_s))
     return sorted(out, key=lambda m: -m.bytes_per_s)
