@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 from fsscope.check.findings import Finding, unknown
 from fsscope.check.system import REAL_ROOT, Root, throttle_counts, try_read, vmstat
 from fsscope.errors import FsscopeError
-from fsscope.format import format_bytes, visible
+from fsscope.format import format_bytes
 from fsscope.targets.existing import ExistingFS, df_fullness, existing_fs
+from fsscope.telemetry import procio
 
 if TYPE_CHECKING:
     from fsscope.layout.freespace import FreeSpaceHistogram
@@ -417,32 +418,13 @@ class Snapshot:
 
 
 def diskstats(root: Root, names: list[str]) -> dict[str, tuple[int, ...]]:
-    out = {}
-    for line in (try_read(root, "proc/diskstats") or "").splitlines():
-        f = line.split()
-        if len(f) >= 14 and f[2] in names:
-            out[f[2]] = tuple(int(x) for x in f[3:])
-    return out
+    return procio.diskstats(root.path, names)
 
 
 def proc_io(root: Root, denied: list[int] | None = None) -> dict[int, tuple[str, int, int, int, int]]:
     """/proc/PID/io of every process; pids we may not read (another user's, without root) go
     to ``denied``."""
-    out = {}
-    for io in root.glob("proc/[0-9]*/io"):
-        try:
-            fields = dict(line.split(": ") for line in io.read_text().splitlines())
-            # any user names their process (prctl, /proc/self/comm): its escapes shown, never sent
-            comm = visible((io.parent / "comm").read_text().strip())
-        except PermissionError:
-            if denied is not None:
-                denied.append(int(io.parent.name))
-            continue
-        except (OSError, ValueError):
-            continue  # gone meanwhile
-        out[int(io.parent.name)] = (comm, int(fields.get("read_bytes", 0)), int(fields.get("write_bytes", 0)),
-                                    int(fields.get("rchar", 0)), int(fields.get("wchar", 0)))
-    return out
+    return procio.proc_io(root.path, denied)
 
 
 def snapshot(root: Root, disks: list[str]) -> Snapshot:
@@ -464,22 +446,10 @@ def uses_device(root: Root, pid: int, t: TargetInfo) -> str | None:
     backing = devno(t.backing_devno)
     if not targets and backing is None:
         return None
-    fds = root.p(f"proc/{pid}/fd")
-    try:
-        names = os.listdir(fds)
-    except OSError:
-        return None
-    found = None
-    for name in [*names, "../cwd"]:
-        try:
-            st = os.stat(fds / name)
-        except OSError:
-            continue
-        if targets & {st.st_dev, st.st_rdev}:
-            return "target"
-        if backing is not None and backing in (st.st_dev, st.st_rdev):
-            found = "backing"
-    return found
+    devices = procio.devices_open(root.path, pid)
+    if targets & devices:
+        return "target"
+    return "backing" if backing is not None and backing in devices else None
 
 
 MB = 1e6
@@ -501,9 +471,8 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
         a, b = before.disks.get(name), after.disks.get(name)
         if a is None or b is None:
             continue
-        ios = (b[0] - a[0]) + (b[4] - a[4])
-        sectors = (b[2] - a[2]) + (b[6] - a[6])
-        rates[name] = (ios / dt, sectors * 512 / dt)
+        ios, moved_bytes = procio.device_bytes(a, b)
+        rates[name] = (ios / dt, moved_bytes / dt)
     if not rates:
         return unknown("other-io", "other I/O", f"{', '.join(t.disks)} not in /proc/diskstats", effect)
     procs: list[dict[str, Any]] = []

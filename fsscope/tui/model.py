@@ -344,7 +344,8 @@ PROSE = ((" -> ", " → "), ("->", "→"), (" -- ", " — "), (" // ", " ÷ "), 
 KIND_WORDS = {"outlier": "repeatable outlier", "series": "series", "levelshift": "level shift",
               "lineargrowth": "linear growth", "threshold": "predicted threshold", "variation": "variation",
               "warmup": "warm-up", "periodic": "periodic", "window_disagrees": "windows disagree",
-              "stop": "why it stopped", "stopped": "why it stopped", "note": "note"}
+              "stop": "why it stopped", "stopped": "why it stopped", "note": "note",
+              "other-io": "another process's I/O"}
 """A flag's kind in words (the notes panel and exports showed the internal name: levelshift)."""
 
 

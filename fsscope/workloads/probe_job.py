@@ -34,6 +34,7 @@ from fsscope.trace.jobs import ProbeTrace
 from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu, sync_once
 from fsscope.workloads.probe_loops import native_call
 from fsscope.workloads.probe_records import GeometryData, KernelData, Report, Samples
+from fsscope.workloads.probe_writers import Writers
 
 Spec = ProbeSpec
 DATA = (Samples, GeometryData, KernelData)
@@ -117,14 +118,14 @@ def run(ctx, spec: ProbeSpec) -> Report:
     start_ns = ctx.run_dir.open_array("start_ns", (cap, spec.files))
     wait_ns = ctx.run_dir.open_array("wait_ns", (cap, spec.files))
     trace = ProbeTrace(ctx, spec.trace, spec.op)
-    explained, emitted = _Explained(), dict[tuple, str]()
+    explained, emitted, writers = _Explained(), dict[tuple, str](), Writers()
     error, stop_flag, r = None, None, 0
     settling = sequential.Settling(spec.runs, cap)
     try:
         for r in range(cap):
             if ctx.cancelled or settling.done:
                 break
-            _one_run(ctx, spec, r, trace, settling, explained, emitted, latency_ns, start_ns, wait_ns)
+            _one_run(ctx, spec, r, trace, settling, explained, emitted, latency_ns, start_ns, wait_ns, writers)
         used = sum(1 for k in range(cap) if (latency_ns[k] >= 0).any())
         if spec.trace == "attribute" and trace.active and not ctx.cancelled:
             _attribution_run(ctx, spec, trace, used)
@@ -156,6 +157,9 @@ def run(ctx, spec: ProbeSpec) -> Report:
         report["decisions"] = settling.to_json(ctx.cancelled or error is not None)
     if stop_flag is not None:  # last, so the analysis flags stay aligned with their lists
         report["flags"] = [*report.get("flags", []), stop_flag]
+    if (writer_flag := writers.flag()) is not None:
+        report["flags"] = [*report.get("flags", []), writer_flag]
+    report["writers"] = writers.to_json()
     report["geometry"] = _geometry_json(explained.geometry) if explained.geometry else None
     report["predictions"] = plain(explained.predictions)
     trace.attribute(report, findings, report.get("flags", []))
@@ -166,9 +170,10 @@ def run(ctx, spec: ProbeSpec) -> Report:
 
 
 def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explained, emitted: dict,
-             latency_ns, start_ns, wait_ns) -> None:
+             latency_ns, start_ns, wait_ns, writers: Writers) -> None:
     """Measured run ``r`` on its file system (the first also reads the geometry and predicts),
-    then the sequential decisions on the runs so far."""
+    watching who else moves bytes on its device meanwhile, then the sequential decisions on the
+    runs so far."""
     runs_label = f"{r + 1} of {spec.runs}" if r < spec.runs else f"{r + 1} (deciding; at most {spec.run_cap})"
     ctx.phase(f"run {runs_label}", run=r, runs=max(spec.runs, r + 1))
     with ctx.run_fs(spec.fresh_fs) as fs:
@@ -180,7 +185,8 @@ def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explaine
             if explained.geometry is not None:
                 ctx.emit(typed({"geometry": _geometry_json(explained.geometry),
                                   "predictions": plain(explained.predictions)}, GeometryData))
-        with trace.run_calls(fs, r, latency_ns[r], start_ns[r]) if spec.trace == "all" else nullcontext():
+        with trace.run_calls(fs, r, latency_ns[r], start_ns[r]) if spec.trace == "all" else nullcontext(), \
+                writers.watch(ctx, fs, r):
             _measure(ctx, spec, r, probe_dir, latency_ns[r], start_ns[r], wait_ns[r])
     if (blocked := trace.waited_on_others_ns(r)) is not None:  # --trace all: the kernel saw it
         wait_ns[r] += blocked  # blocked on another process: a disturbance like a CPU wait

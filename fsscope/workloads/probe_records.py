@@ -256,6 +256,21 @@ class KernelData(DataRecord, frozen=True, kw_only=True, tag="kernel"):
 _FINDING_LISTS = ("outliers", "series", "level_shifts", "linear_growth")
 
 
+class Writer(Record, frozen=True, kw_only=True):
+    """Another process that did I/O on the probed device or file system during runs (0-based):
+    /proc/PID/io between the start and the end of each run, its rate at most the device's over
+    the same run (``counted_bytes_per_s``: as /proc/PID/io counted it)."""
+
+    pid: int = 0
+    command: str = ""                   # its comm, as format.visible shows it (its owner chose it)
+    read_bytes: int = 0
+    write_bytes: int = 0
+    bytes_per_s: float = 0.0            # the highest of its runs, capped at the device's
+    counted_bytes_per_s: float = 0.0
+    device_bytes_per_s: float | None = None  # the device's in that run (None: no block device)
+    runs: list[int] = []
+
+
 class Report(ReportRecord, frozen=True, kw_only=True):
     """The probe's report: the statistics and findings of all runs, explained; how many runs
     and why; the geometry, its predictions and the kernel's side."""
@@ -286,6 +301,7 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     structural_events: list[StructuralEvent] = []
     structures: list[StructureRow] = []
     noise: list[NoiseCause] = []
+    writers: list[Writer] = []  # other processes' I/O on the probed device during the runs
 
     def findings(self) -> list[Finding] | None:
         """The final findings, each flag with where it is and its numbers from its analysis

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from fsscope.explain.names import plain as plain_words
-from fsscope.format import format_us
+from fsscope.format import format_bytes, format_us
 from fsscope.workloads.probe_records import LatencySummary, Report
 
 MAX_FLAGS_SHOWN = 30
@@ -15,6 +17,7 @@ MAX_FLAGS_SHOWN = 30
 def render_probe(report: Report, console: Console) -> None:
     _render_stats(report, console)
     _render_flags(report, console)
+    render_writers(report, console)
     render_kernel(report, console)
     render_decisions(report, console)
     if report.stopped_by:
@@ -47,7 +50,7 @@ def _render_stats(report: Report, console: Console) -> None:
 
 def _render_flags(report: Report, console: Console) -> None:
     """The explained flags first, then unexplained ones up to MAX_FLAGS_SHOWN; kernel-only thresholds."""
-    flags = report.flags or []
+    flags = [f for f in report.flags or [] if f.flag != "other-io"]  # render_writers shows that one
     if not flags:
         console.print("no repeatable outliers, series or level shifts")
     if report.settings.single_run:
@@ -68,6 +71,22 @@ def _render_flags(report: Report, console: Console) -> None:
         console.print(f"[dim]… and {len(flags) - len(shown)} more unexplained flags (all in --json and 'fsscope report')[/]")
     if report.noise_count:
         console.print(f"[dim]{report.noise_count} files were slow in too few runs to be structural (noise)[/]")
+
+
+def render_writers(report: Report, console: Console) -> None:
+    """Other processes that did I/O on the probed device during the runs, and what that means."""
+    for flag in [f for f in report.flags or [] if f.flag == "other-io"]:
+        console.print(f"[bold red]▲[/] [bold]{escape(flag.title)}[/]", highlight=False)
+        console.print(f"    {escape(flag.note)}", highlight=False)
+    if not report.writers:
+        return
+    table = Table(title="other processes' I/O on the probed device (/proc/PID/io, per run)", title_justify="left")
+    for col in ("pid", "command", "read", "written", "MB/s (≤ device's)", "runs"):
+        table.add_column(col, justify="left" if col == "command" else "right")
+    for w in report.writers:
+        table.add_row(str(w.pid), Text(w.command), format_bytes(w.read_bytes), format_bytes(w.write_bytes),
+                      f"{w.bytes_per_s / 1e6:,.1f}", _indices([r + 1 for r in w.runs]))
+    console.print(table)
 
 
 def render_decisions(report: Report, console: Console) -> None:

@@ -1,0 +1,105 @@
+"""A probe names the other processes that did I/O on the file system it measures (issue 35
+item 7): a real O_DIRECT writer on the same ext4 image during a real probe of a directory on
+it, and the null world, the same probe with no writer, which names none."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from rich.console import Console
+
+from fsscope.cli.render.probe import render_probe
+from fsscope.engine import runner
+from fsscope.engine.registry import spec_from_data
+from fsscope.records import typed
+from fsscope.targets import TargetSpec
+from fsscope.tui.model import flags_from_report
+from fsscope.workloads.probe_records import Report
+
+pytestmark = pytest.mark.privileged
+
+COMM = "odirect-writer"
+
+#: writes 1 MiB blocks with O_DIRECT round a 32 MiB file until killed (one process, one pid)
+WRITER = textwrap.dedent(f"""
+    import mmap, os, sys
+    with open("/proc/self/comm", "w") as f:
+        f.write({COMM!r})
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600)
+    block = mmap.mmap(-1, 1 << 20)  # page-aligned, as O_DIRECT needs
+    block.write(b"w" * (1 << 20))
+    n = 0
+    while True:
+        os.pwrite(fd, block, (n % 32) << 20)
+        n += 1
+        if n == 1:
+            print("ready", flush=True)
+""")
+
+
+def _probe(where) -> dict:
+    handle = runner.start("probe", spec_from_data("probe", {"files": 200, "runs": 3, "trace": "off"}),
+                          TargetSpec("dir", str(where)), None)
+    handle.drain()
+    assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
+    return handle.run_dir.report()
+
+
+def _printed(report: dict) -> str:
+    out = io.StringIO()
+    render_probe(typed(report, Report, "probe report"), Console(file=out, width=200))
+    return out.getvalue()
+
+
+def test_a_direct_writer_on_the_probed_file_system_is_named(fresh_fs):
+    mounted = fresh_fs("ext4-default")
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(mounted.workdir / "writer.bin")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        report = _probe(mounted.workdir)
+    finally:
+        writer.kill()
+        writer.wait()
+    named = [w for w in report["writers"] if w["pid"] == writer.pid]
+    assert named, report["writers"]
+    w = named[0]
+    assert w["command"] == COMM and w["write_bytes"] > 0 and w["runs"]
+    # its rate is its own over the runs it was seen in, never above the device's in that run
+    assert 0 < w["bytes_per_s"] <= w["device_bytes_per_s"]
+    flags = [f for f in report["flags"] if f["flag"] == "other-io"]
+    assert len(flags) == 1 and f"pid {writer.pid} ({COMM})" in flags[0]["title"]
+    assert "competes with the probe's calls" in flags[0]["note"]
+    # the TUI's flags list is the report's findings: the writer is one of them
+    flags_shown = flags_from_report(typed(report, Report, "probe report")) or []
+    assert [f.title for f in flags_shown if f.kind == "other-io"] == [flags[0]["title"]]
+    printed = _printed(report)
+    assert f"pid {writer.pid} ({COMM})" in printed and COMM in printed
+
+
+def test_no_writer_no_name(fresh_fs):
+    mounted = fresh_fs("ext4-default")
+    report = _probe(mounted.workdir)
+    assert report["writers"] == []
+    assert not [f for f in report.get("flags") or [] if f["flag"] == "other-io"]
+    assert "other processes' I/O" not in _printed(report)
+
+
+def test_a_rate_is_never_above_the_devices_and_a_quiet_device_names_nobody():
+    """/proc/PID/io counts buffered writes when dirtied: over one interval a process may count
+    more than its device moved; what it did on the device is at most the device's."""
+    from fsscope.telemetry.procio import IoSnapshot, movers
+
+    disk0 = (0,) * 11
+    before = IoSnapshot(0.0, {"loop9": disk0}, {7: ("w", 0, 0, 0, 0), 8: ("x", 0, 0, 0, 0)})
+    busy = (0, 0, 0, 0, 10, 0, 2 * 10**6, 0, 0, 0, 0)  # 10 writes, 1 GB (2e6 sectors)
+    after = IoSnapshot(1.0, {"loop9": busy}, {7: ("w", 0, 3 * 10**9, 0, 0), 8: ("x", 5 * 10**6, 0, 0, 0)})
+    got = movers(before, after, "loop9", lambda pid: pid == 7)
+    assert [(m.pid, m.comm) for m in got] == [(7, "w")]  # 8 is not on the device
+    assert got[0].bytes_per_s == got[0].device_bytes_per_s == 512 * 2e6 and got[0].counted_bytes_per_s == 3e9
+    quiet = IoSnapshot(1.0, {"loop9": disk0}, after.procs)
+    assert movers(before, quiet, "loop9", lambda pid: True) == []  # the device moved nothing
