@@ -41,13 +41,13 @@ def main() -> None:
     ap.add_argument("--dir", default="/var/tmp", help="directory target (default /var/tmp)")
     ap.add_argument("--recipe", default="ext4-default", help="recipe of the RAM target (default ext4-default)")
     ap.add_argument("--repeat", type=int, default=1, help="repetitions per target (default 1)")
-    benchlib.add_smoke(ap, "a 10-s budget, a 0.5-s audit sample")
+    benchlib.add_smoke(ap, "a 15-s budget, 2 runs, a 0.5-s audit sample")
     a = ap.parse_args()
     benchlib.start()
     benchlib.smoke(a, repeat=1)
     # --quick (a 60-s budget) is what the full run times; the smoke mode gives the same
-    # calibration a 10-s budget (check takes one or the other) and the audit a shorter sample
-    calibrate = ["--budget", "10"] if a.smoke else ["--quick"]
+    # calibration a 15-s budget and 2 runs (check takes --quick or --budget) and the audit a shorter sample
+    calibrate = ["--budget", "15", "--runs", "2"] if a.smoke else ["--quick"]
     extra = ["--sample", "0.5"] if a.smoke else []
     scratch = tempfile.mkdtemp(prefix="fsscope-check-time-", dir=a.dir)
     targets = [("dir", ["--dir", scratch])]

@@ -31,13 +31,13 @@ import benchlib
 
 
 def bare_cycle_s(recipe_name: str, disk: str, repeats: int) -> float:
-    from fsscope import recipes
+    from fsscope import paths, recipes
     from fsscope.study import diskstate
     from fsscope.units import parse_size_bytes
 
     recipe = recipes.load(recipe_name)
     state = diskstate.DiskState(recipe, parse_size_bytes(disk), 0.0, 6)
-    with tempfile.TemporaryDirectory(dir=diskstate.ram_dir()) as cache:
+    with tempfile.TemporaryDirectory(dir=paths.ram_dir()) as cache:
         base = diskstate.base_image(state, Path(cache))
         times = []
         for _ in range(repeats):

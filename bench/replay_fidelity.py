@@ -89,7 +89,7 @@ def measure(args: argparse.Namespace) -> int:
     print(f"after ({load()})")
     print(f"{'op':10} {'calls':>6} {'p50 replayed/captured µs':>26} {'ratio':>6} {'p99 replayed/captured µs':>26} "
           f"{'ratio':>6}  verdict")
-    met = True
+    met, judged = True, 0
     for o in report["ops"]:
         c50, c99 = o["captured_p50_us"], o["captured_p99_us"]
         r50 = o["p50_us"] / c50 if c50 else float("nan")
@@ -99,11 +99,14 @@ def measure(args: argparse.Namespace) -> int:
         else:
             ok = abs(r50 - 1) <= 0.10 and abs(r99 - 1) <= 0.25
             met &= ok
+            judged += 1
             verdict = "within bounds" if ok else "outside bounds"
         print(f"{o['op']:10} {o['captured_calls']:6d} {o['p50_us']:12.1f} / {c50:11.1f} {r50:6.2f} "
               f"{o['p99_us']:12.1f} / {c99:11.1f} {r99:6.2f}  {verdict}")
     kept = "" if args.smoke else f"; log and report in {work}"
-    print(f"target (p50 within 10 %, p99 within 25 % per call type): {'met' if met else 'NOT met'}{kept}")
+    verdict = ("inconclusive: no call type had --min-calls calls (more --messages would decide)" if not judged
+               else "met" if met else "NOT met")
+    print(f"target (p50 within 10 %, p99 within 25 % per call type): {verdict}{kept}")
     return 0
 
 

@@ -89,9 +89,9 @@ def main() -> int:
                                               runs=args.runs or 0, duration_s=args.duration or 0.0,
                                               personalities=tuple((args.personalities or "").split(",")) if args.personalities else ()))
     cost = variation.cost(full)
-    hours = cost["treatments"] / rate
-    print(f"full:  {args.full_configurations} configurations of {args.space} = {cost['treatments']} treatments: "
-          f"about {hours:.2f} h here at this rate ({cost['measure_s'] / 3600:.2f} h of it measuring)")
+    hours = cost.treatments / rate
+    print(f"full:  {args.full_configurations} configurations of {args.space} = {cost.treatments} treatments: "
+          f"about {hours:.2f} h here at this rate ({cost.measure_s / 3600:.2f} h of it measuring)")
     return 0
 
 
