@@ -115,7 +115,9 @@ def job_rates(duration_s: float, capacity_bytes: int, recipe_name: str = LOOP_RE
     runs_root = Path(tempfile.mkdtemp(prefix="fsscope-bench-runs-"))
     try:
         for name in P.PERSONALITIES:
-            spec = {"personality": name, "runs": 1, "duration_s": duration_s, "window_sizes_s": [10], "seed": 1}
+            spec = {"personality": name, "runs": 1, "duration_s": duration_s,
+                    # a 10-s window, or the whole run where shorter (a window must fit in the run)
+                    "window_sizes_s": [max(1, min(10, math.floor(duration_s)))], "seed": 1}
             handle = runner.start("bench", spec_from_data("bench", spec), TargetSpec("ram", size_bytes=capacity_bytes),
                                   recipes.load(recipe_name), runs_root=runs_root)
             samples = 0
