@@ -8,10 +8,14 @@
 - ``alternate()``: the two sides of a comparison in A B / B A order, repetition by repetition, so
   drift on a shared machine hits both alike.
 - ``build_c()``: a baseline C program, compiled -O2 from its source text.
+- ``add_smoke()`` / ``smoke()``: the ``--smoke`` mode every script has -- its own code path at
+  tiny sizes, seconds long, which tests/test_bench_smoke.py runs so an import error or a changed
+  API fails the suite, not the next measurement. Its figures judge nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -56,3 +60,24 @@ def build_c(source: str, workdir: Path, name: str) -> Path:
     binary = workdir / name
     subprocess.run(["cc", "-O2", "-o", str(binary), str(source_path)], check=True)
     return binary
+
+
+def add_smoke(parser: argparse.ArgumentParser, sizes: str) -> None:
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"seconds, tiny sizes ({sizes}): the same code path, run by the test "
+                             "suite so a broken import or API fails there; its figures judge nothing")
+
+
+def smoke(args: argparse.Namespace, **tiny: object) -> None:
+    """With ``--smoke``, the tiny sizes ``tiny`` (argument name -> value) replace the given ones,
+    and one line says so with the load."""
+    if not args.smoke:
+        return
+    for name, value in tiny.items():
+        setattr(args, name, value)
+    print(f"smoke: {', '.join(f'{k}={v}' for k, v in tiny.items())}; {load()}; figures judge nothing")
+
+
+def skipped(part: str, why: str) -> None:
+    """The one line a script prints when its reference part cannot run here."""
+    print(f"{part}: skipped, {why}")

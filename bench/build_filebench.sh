@@ -8,7 +8,8 @@
 # Installs its build tools with apt-get (autoconf automake libtool flex bison), builds in a
 # scratch copy (SRC_DIR is left as it was), installs `filebench` and its workloads under PREFIX.
 # Filebench 1.5-alpha3 predates GCC 10's -fno-common default, hence -fcommon.
-# Running it wants ASLR off: echo 0 > /proc/sys/kernel/randomize_va_space (put it back after).
+# Running it wants ASLR off for its processes: bench/workload_parity.py runs it under setarch -R
+# (the machine-wide setting stays as it is) and finds it under PREFIX with --filebench-prefix.
 set -euo pipefail
 src=${1:?usage: build_filebench.sh SRC_DIR [PREFIX]}
 prefix=${2:-/usr/local}

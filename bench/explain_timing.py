@@ -9,6 +9,7 @@ whether the analysis flagged and matched it. Flags no rule explains are listed a
 
     .venv/bin/python bench/explain_timing.py                  # all configurations
     .venv/bin/python bench/explain_timing.py --runs 10 --only xfs
+    .venv/bin/python bench/explain_timing.py --smoke          # seconds: one ext4, 200 files x 2
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import benchlib
 import numpy as np
 
 CONFIGS: list[tuple[str, str, int, int]] = [  # recipe, extra mkfs options, name length, files
@@ -92,14 +94,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", default="", help="only recipes containing this text")
+    benchlib.add_smoke(parser, "one ext4 image, 200 files x 2 runs")
     args = parser.parse_args()
-    for recipe, mkfs_opts, length, files in CONFIGS:
+    benchlib.start()
+    configs = CONFIGS
+    if args.smoke:
+        configs = [("ext4-default", "", 7, 200)]
+    benchlib.smoke(args, runs=2, only="")
+    for recipe, mkfs_opts, length, files in configs:
         if args.only not in recipe:
             continue
         report, latency_ns = probe(recipe, mkfs_opts, length, files, args.runs)
         median_ns = np.median(latency_ns, axis=0)
         print(f"\n== {recipe} {mkfs_opts or '(defaults)'}  names {length}  {files} files x "
-              f"{args.runs} runs  typical {np.median(median_ns) / 1e3:.1f} us")
+              f"{args.runs} runs  typical {np.median(median_ns) / 1e3:.1f} us  ({benchlib.load()})")
         matched = {}
         for flag in report.get("flags", []):
             if flag.get("structure"):

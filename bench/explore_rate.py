@@ -12,6 +12,7 @@ FreeSpaceLayout as in the paper -- then prints:
 
 Root only (loop devices). Example:
   sudo .venv/bin/python bench/explore_rate.py --treatments 1000 --recipes ext4-default
+  sudo .venv/bin/python bench/explore_rate.py --smoke   # seconds: 4 treatments on 256 MiB disks
 """
 
 from __future__ import annotations
@@ -26,15 +27,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import benchlib
+
 
 def bare_cycle_s(recipe_name: str, disk: str, repeats: int) -> float:
-    from fsscope import recipes
+    from fsscope import paths, recipes
     from fsscope.study import diskstate
     from fsscope.units import parse_size_bytes
 
     recipe = recipes.load(recipe_name)
     state = diskstate.DiskState(recipe, parse_size_bytes(disk), 0.0, 6)
-    with tempfile.TemporaryDirectory(dir=diskstate.ram_dir()) as cache:
+    with tempfile.TemporaryDirectory(dir=paths.ram_dir()) as cache:
         base = diskstate.base_image(state, Path(cache))
         times = []
         for _ in range(repeats):
@@ -53,7 +56,11 @@ def main() -> int:
     p.add_argument("--factor", action="append", default=None, help="default: DiskSize=1G")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     p.add_argument("--json", default="", help="keep the explore report here")
+    benchlib.add_smoke(p, "4 treatments on 256 MiB disks, 3 bare cycles")
     args = p.parse_args()
+    benchlib.start()
+    bare_repeats = 3 if args.smoke else 10
+    benchlib.smoke(args, treatments=4, factor=["DiskSize=256M"])
     factors = args.factor if args.factor is not None else ["DiskSize=1G"]
     out = Path(args.json or tempfile.mktemp(suffix=".json", prefix="explore-rate-"))
     cmd = [sys.executable, "-m", "fsscope", "explore", "--space", args.space, "--treatments", str(args.treatments),
@@ -67,8 +74,10 @@ def main() -> int:
         print(f"explore failed (exit {proc.returncode})")
         return 1
     report = json.loads(out.read_text())
+    if not args.json:
+        out.unlink()
     disk = next((f.split("=", 1)[1].split(",")[0] for f in factors if f.startswith("DiskSize=")), "1G")
-    bare_s = bare_cycle_s(args.recipes.split(",")[0], disk, 10)
+    bare_s = bare_cycle_s(args.recipes.split(",")[0], disk, bare_repeats)
     done = report["completed"]
     rate = done / wall_s * 60
     print(f"{done} of {report['planned']} treatments on {args.recipes} in {wall_s:.0f} s wall "
@@ -81,11 +90,12 @@ def main() -> int:
         print(f"  {name:10s} {value * 1000:8.1f} ms  {value / total * 100:5.1f}%")
     cycle = sum(steps.get(k, 0.0) for k in ("clone_s", "attach_s", "mount_s", "release_s"))
     print(f"reference: a bare clone+attach+mount+release cycle, alone on the machine, takes {bare_s * 1000:.0f} ms "
-          f"(median of 10); in the study ({args.workers} workers sharing the CPUs) the same steps took "
+          f"(median of {bare_repeats}); in the study ({args.workers} workers sharing the CPUs) the same steps took "
           f"{cycle * 1000:.0f} ms ({cycle / bare_s:.2f}x) and the whole treatment {total / bare_s:.2f}x")
     print(f"top factors: {', '.join(p['factor'] for p in report['prioritization'][:3])}")
     for note in report.get("notes", [])[:4]:
         print(f"  note: {note}")
+    print(benchlib.load())
     return 0
 
 

@@ -179,8 +179,10 @@ def main() -> int:
                         help="each side of the sync mode stops after this long (default 3)")
     parser.add_argument("--sync-reps", type=int, default=12,
                         help="repetitions of the sync mode (default 12; --reps is for the other)")
+    benchlib.add_smoke(parser, "500 files, 2 repetitions a mode, 0.5-s sides")
     args = parser.parse_args()
     benchlib.start()
+    benchlib.smoke(args, files=500, reps=2, sync_reps=2, side_limit_s=0.5, sync_limit_s=10.0)
 
     previous_affinity = pin_cpu(args.cpu)
     cpu = next(iter(os.sched_getaffinity(0)))

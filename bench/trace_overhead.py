@@ -31,6 +31,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import benchlib  # noqa: E402
+
 from fsscope import recipes  # noqa: E402
 from fsscope.targets import Target, TargetSpec  # noqa: E402
 from fsscope.trace import attribute, catalog  # noqa: E402
@@ -101,7 +103,10 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=4)
     parser.add_argument("--size", type=int, default=512, help="RAM image MiB (default 512)")
     parser.add_argument("--firehose-s", type=float, default=2.0, help="seconds per firehose level")
+    benchlib.add_smoke(parser, "200 files, 2 pairs, 0.3-s firehose levels")
     args = parser.parse_args()
+    benchlib.start()
+    benchlib.smoke(args, files=200, pairs=2, firehose_s=0.3)
     if os.geteuid() != 0:
         print("needs root (tracefs, loop images)", file=sys.stderr)
         return 2
@@ -125,7 +130,7 @@ def main() -> int:
             untraced, traced_all = np.concatenate(lat[False]), np.concatenate(lat[True])
             ratio = float(np.median(traced_all) / np.median(untraced))
             print(f"recipe {args.recipe}, creat x {args.files} files, {args.pairs} untraced + "
-                  f"{args.pairs} traced runs, alternating, CPU {next(iter(os.sched_getaffinity(0)))}")
+                  f"{args.pairs} traced runs, alternating, CPU {next(iter(os.sched_getaffinity(0)))}; {benchlib.load()}")
             print("\n1. observer effect (--trace all vs untraced)")
             print(f"   median per call: untraced {np.median(untraced) / 1e3:.1f} us, traced "
                   f"{np.median(traced_all) / 1e3:.1f} us -> ratio {ratio:.3f} (target <= 1.10: "

@@ -8,7 +8,7 @@ in the same process: ``fsscope.study.variation.report`` on the same rows -- what
 for its table -- so "model / report" says what the TUI adds; a figure is compared with a 60-Hz
 frame (16.7 ms; Fig. 6 is drawn once per new row, later draws reuse its CDFs).
 
-    .venv/bin/python bench/tui_variation.py [--configurations 40] [--runs 10] [--seconds 800]
+    .venv/bin/python bench/tui_variation.py [--configurations 40] [--runs 10] [--seconds 800] [--smoke]
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import time
 
+import benchlib
+import msgspec
 import numpy as np
 
 from fsscope.study import variation as study
@@ -27,7 +29,7 @@ PERSONALITIES = ("varmail", "fileserver", "webserver")
 FRAME_S = 1 / 60
 
 
-def synthetic_row(i: int, personality: str, runs: int, seconds: int, rng) -> dict:
+def synthetic_row(i: int, personality: str, runs: int, seconds: int, rng) -> study.VariationRow:
     fs = ("ext4", "xfs", "btrfs")[i % 3]
     run_rows = []
     for _ in range(runs):
@@ -40,8 +42,10 @@ def synthetic_row(i: int, personality: str, runs: int, seconds: int, rng) -> dic
                          "counts_per_bin": rng.poisson(rate, seconds).tolist(), "latency_hist": hists})
     knobs = {f"{fs}_block_size": (1024, 2048, 4096)[i % 3], "atime": ("noatime", "relatime")[i % 2],
              "scheduler": ("none", "bfq")[i // 2 % 2]}
-    return {"id": f"{fs}:{personality}-{i:03d}-r0", "row": i, "recipe": f"{fs}:{personality}", "fs": fs,
-            "personality": personality, "knobs": knobs, "factors": knobs, "runs": run_rows}
+    # typed as the study's rows are (report() and the model take VariationRow, not its JSON)
+    return msgspec.convert({"id": f"{fs}:{personality}-{i:03d}-r0", "row": i, "recipe": f"{fs}:{personality}",
+                            "repeat": 0, "fs": fs, "personality": personality, "knobs": knobs, "factors": knobs,
+                            "runs": run_rows}, study.VariationRow)
 
 
 def main() -> None:
@@ -49,7 +53,10 @@ def main() -> None:
     parser.add_argument("--configurations", type=int, default=40, help="per personality (default 40)")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--seconds", type=int, default=800, help="run length in 1-s bins")
+    benchlib.add_smoke(parser, "3 configurations x 2 runs x 30 s")
     args = parser.parse_args()
+    benchlib.start()
+    benchlib.smoke(args, configurations=3, runs=2, seconds=30)
     rng = np.random.default_rng(1)
     rows = [synthetic_row(i, p, args.runs, args.seconds, rng) for p in PERSONALITIES for i in range(args.configurations)]
     plan = study.make_plan(study.Spec(configurations=2, file_systems=("ext4",), personalities=("varmail",),
@@ -65,7 +72,7 @@ def main() -> None:
     model_s = time.perf_counter() - started
     print(f"{len(rows)} rows ({args.runs} runs x {args.seconds} s, {len(OPS)} ops): report() {report_s:.2f} s, "
           f"model {model_s:.2f} s ({model_s / len(rows) * 1e3:.0f} ms per row), model / report "
-          f"{model_s / report_s:.2f}")
+          f"{model_s / report_s:.2f}; {benchlib.load()}")
     for figure in FIGURES:
         model.show_figure(figure)
         times = []

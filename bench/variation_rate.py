@@ -14,6 +14,7 @@ by default with fewer configurations so it takes minutes), then prints:
 
 Root only (loop devices). Example:
   sudo .venv/bin/python bench/variation_rate.py --configurations 2 --runs 3 --duration 5
+  sudo .venv/bin/python bench/variation_rate.py --smoke   # 1 configuration, varmail, 2 runs of 1 s
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import benchlib  # noqa: E402
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -40,7 +43,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, help="runs per treatment (default: the space's)")
     parser.add_argument("--duration", type=float, help="seconds per run (default: the space's)")
     parser.add_argument("--personalities", help="e.g. varmail (default: the space's)")
+    benchlib.add_smoke(parser, "1 configuration, varmail, 2 runs of 1 s")
     args = parser.parse_args()
+    benchlib.start()
+    benchlib.smoke(args, configurations=1, personalities="varmail", runs=2, duration=1.0)
 
     from fsscope.study import variation
 
@@ -72,7 +78,7 @@ def main() -> int:
     ideal = done / measured_s * 3600 if measured_s else float("nan")
     print(f"study: {done} treatments ({args.configurations} configurations of {args.space}, "
           f"{report['settings'].get('runs')} runs of {report['settings'].get('duration_s')} s) in {elapsed_s:.0f} s "
-          f"({wall_s:.0f} s with the command's start and report)")
+          f"({wall_s:.0f} s with the command's start and report); {benchlib.load()}")
     print(f"rate:  {rate:,.1f} treatments/hour measured; {ideal:,.1f}/hour if preparing cost nothing "
           f"(the runs' own {measured_s:.0f} s) -> {rate / ideal:.2f} of the ideal")
     if prepare_s + measure_s:
@@ -83,9 +89,9 @@ def main() -> int:
                                               runs=args.runs or 0, duration_s=args.duration or 0.0,
                                               personalities=tuple((args.personalities or "").split(",")) if args.personalities else ()))
     cost = variation.cost(full)
-    hours = cost["treatments"] / rate
-    print(f"full:  {args.full_configurations} configurations of {args.space} = {cost['treatments']} treatments: "
-          f"about {hours:.2f} h here at this rate ({cost['measure_s'] / 3600:.2f} h of it measuring)")
+    hours = cost.treatments / rate
+    print(f"full:  {args.full_configurations} configurations of {args.space} = {cost.treatments} treatments: "
+          f"about {hours:.2f} h here at this rate ({cost.measure_s / 3600:.2f} h of it measuring)")
     return 0
 
 

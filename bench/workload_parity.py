@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Is the workload engine as fast as Filebench, and what did its speed-up buy? (issue 15)
 
-With Filebench installed (``filebench`` on PATH; there is no distribution package of it here:
-``sudo bench/build_filebench.sh SRC_DIR`` builds it from a source tree): per personality, Filebench's own workload file with the same
+With Filebench installed (``filebench`` under ``--filebench-prefix``, default the one on PATH,
+else /usr/local or /usr; there is no distribution package of it here:
+``sudo bench/build_filebench.sh SRC_DIR [PREFIX]`` builds it from a source tree): per personality, Filebench's own workload file with the same
 directory, file count, mean file size, directory width and worker count, run for the same
 duration alternately with ours, ``--rounds`` times; prints the median ops/s of each and the
-ratio ours/Filebench (target >= 1.0). Filebench wants ASLR off
-(``echo 0 > /proc/sys/kernel/randomize_va_space``), which this script does not change.
+ratio ours/Filebench (target >= 1.0). Filebench runs under ``setarch -R`` (ASLR off for it
+alone: with ASLR on, Filebench 1.5-alpha3's processes cannot map its shared memory and it hangs;
+its own switch only queries), so the machine's setting is left as it is.
 
 Always: the engine's throughput ceiling per personality on ``--dir`` (default a tmpfs
 directory under /dev/shm, where the storage costs least and the generator shows most), and the
@@ -19,6 +21,7 @@ the generator's own cost.
 
     .venv/bin/python bench/workload_parity.py [--duration 5] [--rounds 3] [--workers 2]
                                               [--dir /dev/shm/x] [--reference COMMIT]
+                                              [--filebench-prefix /usr/local] [--smoke]
 
 Measured (24 Nov 2026, quiet 2-CPU machine, a 4 GiB ext4 image on a RAM-backed loop device,
 --full --workers 16 --duration 30, Filebench 1.5-alpha3 built from its git tree, ASLR off):
@@ -57,6 +60,7 @@ import argparse
 import importlib
 import math
 import os
+import platform
 import re
 import resource
 import shutil
@@ -69,13 +73,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import benchlib  # noqa: E402
+
 from fsscope.workloads import personalities as P  # noqa: E402
 
 # the engine before the per-op speed-up (the package split; it already reports the workers' CPU)
 REFERENCE = "fbaca3b"
 PACKAGE = "fsscope/workloads/personalities"
 REF_NAME = "fsscope_ref_personalities"
-FILEBENCH_WORKLOADS = ("/usr/local/share/filebench/workloads", "/usr/share/filebench/workloads")
+FILEBENCH_PREFIXES = (Path("/usr/local"), Path("/usr"))
+
+
+def find_filebench(prefix: Path | None) -> tuple[Path, Path] | None:
+    """Filebench's binary and workload directory under ``prefix`` (build_filebench.sh's PREFIX
+    installs bin/filebench and share/filebench/workloads); without one, the filebench on PATH's
+    prefix, then /usr/local and /usr. None where none has both."""
+    on_path = shutil.which("filebench")
+    candidates = [prefix] if prefix else [
+        *([Path(on_path).resolve().parent.parent] if on_path else []), *FILEBENCH_PREFIXES]
+    for root in candidates:
+        binary, workloads = root / "bin" / "filebench", root / "share" / "filebench" / "workloads"
+        if binary.is_file() and os.access(binary, os.X_OK) and (workloads / "varmail.f").exists():
+            return binary, workloads
+    return None
 
 
 class PythonLoops:
@@ -132,7 +152,7 @@ def ours(engine, root: Path, spec: P.PersonalitySpec) -> dict:
             "cpu_s": result.worker_cpu_user_s + result.worker_cpu_system_s, "user_s": result.worker_cpu_user_s}
 
 
-def filebench(spec: P.PersonalitySpec, root: Path, workload_dir: Path) -> dict | None:
+def filebench(spec: P.PersonalitySpec, root: Path, binary: Path, workload_dir: Path) -> dict | None:
     """ops/s of Filebench's own workload file with our settings, and the CPU its processes
     used (whole run: its file-set creation included, so its CPU per op is an upper bound)."""
     text = (workload_dir / f"{spec.name}.f").read_text()
@@ -145,7 +165,10 @@ def filebench(spec: P.PersonalitySpec, root: Path, workload_dir: Path) -> dict |
         fh.write(text)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        out = subprocess.run(["filebench", "-f", fh.name], capture_output=True, text=True,
+        # setarch -R: ASLR off for Filebench alone (with it on, its processes cannot map its
+        # shared memory and it hangs instead of failing)
+        out = subprocess.run(["setarch", platform.machine(), "-R", str(binary), "-f", fh.name],
+                             capture_output=True, text=True,
                              timeout=spec.duration_s * 5 + 300).stdout
     finally:
         os.unlink(fh.name)
@@ -195,26 +218,30 @@ def main() -> int:
     parser.add_argument("--full", action="store_true",
                         help="Filebench's own file counts (fileserver 10,000 files, not 2,000)")
     parser.add_argument("--no-filebench", action="store_true", help="do not run Filebench even where installed")
+    parser.add_argument("--filebench-prefix", type=Path,
+                        help="where build_filebench.sh installed Filebench (default: the one on PATH, "
+                             "else /usr/local or /usr)")
     parser.add_argument("--no-reference", action="store_true",
                         help="skip the old engine's runs (a third less time; its columns print '-')")
+    benchlib.add_smoke(parser, "1 round of 1 s per personality, 2 workers")
     args = parser.parse_args()
+    benchlib.start()
+    benchlib.smoke(args, duration=1.0, rounds=1, workers=2)
     names = args.personality or list(P.PERSONALITIES)
     base = args.dir or Path(tempfile.mkdtemp(prefix="fsscope-parity-", dir="/dev/shm"))
     base.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="fsscope-parity-ref-"))
     try:
         ref = load_reference(args.reference, scratch)
-        fb = None if args.no_filebench else shutil.which("filebench")
-        workloads = next((Path(d) for d in FILEBENCH_WORKLOADS if Path(d, "varmail.f").exists()), None)
-        if fb and workloads and Path("/proc/sys/kernel/randomize_va_space").read_text().strip() != "0":
-            # with ASLR on, Filebench 1.5-alpha3's processes cannot map its shared memory and it
-            # hangs instead of failing
-            print("Filebench: skipped, ASLR is on (echo 0 > /proc/sys/kernel/randomize_va_space while this "
-                  "runs, then put the old value back)\n")
-            fb = None
-        elif fb is None or workloads is None:
-            print("Filebench: not run (not installed: bench/build_filebench.sh SRC_DIR builds it; or "
-                  "--no-filebench) -- printing the engine's own ceiling and its speed-up instead\n")
+        found = None if args.no_filebench else find_filebench(args.filebench_prefix)
+        fb, workloads = found if found else (None, None)
+        if args.no_filebench:
+            benchlib.skipped("Filebench", "--no-filebench: printing the engine's own ceiling and its speed-up")
+        elif found is None:
+            where = args.filebench_prefix or "PATH, /usr/local or /usr"
+            benchlib.skipped("Filebench", f"not installed under {where} (bench/build_filebench.sh SRC_DIR [PREFIX] "
+                             "builds it): printing the engine's own ceiling and its speed-up instead")
+        print(benchlib.load())
         print(f"{'personality':<11} {'workers':>7} {'new ops/s':>11} {'old ops/s':>11} {'new/old':>7} "
               f"{'ops/CPU-s new':>13} {'old':>9} {'new/old':>7} {'user µs/op new':>14} {'old':>6}"
               + (f" {'Filebench':>11} {'new/FB':>6}" if fb and workloads else ""))
@@ -230,7 +257,7 @@ def main() -> int:
                     root = base / label
                     root.mkdir(exist_ok=True)
                     if label == "fb":
-                        fb_runs.append(filebench(spec, root, workloads))  # None: no result this round
+                        fb_runs.append(filebench(spec, root, fb, workloads))  # None: no result this round
                     else:
                         (new_runs if label == "new" else old_runs).append(
                             ours(engine, root, spec if label == "new" else ref_spec))
@@ -264,7 +291,7 @@ def main() -> int:
                       "user µs/op (its processes' whole run: file-set creation included)", flush=True)
                 print("            " + paired(new_runs, fb_runs), flush=True)
         print(f"\nmedians of {args.rounds} alternated runs of {args.duration:g} s on {base} "
-              f"(old = {args.reference}); ops/CPU-s and user µs/op use the workers' kernel-accounted CPU")
+              f"(old = {args.reference}); ops/CPU-s and user µs/op use the workers' kernel-accounted CPU; {benchlib.load()}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         if args.dir is None:

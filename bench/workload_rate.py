@@ -20,7 +20,7 @@
    blocks Python's per-call cost shows, and the ratio is printed for information).
 
     .venv/bin/python bench/workload_rate.py [--duration 10] [--capacity 1G] [--seq-size 512M]
-                                            [--no-seq] [--no-job] [--mem-limit 64M]
+                                            [--no-seq] [--no-job] [--mem-limit 64M] [--smoke]
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import benchlib  # noqa: E402
 
 from fsscope.units import parse_size_bytes  # noqa: E402
 from fsscope.workloads import personalities as P  # noqa: E402
@@ -113,7 +115,9 @@ def job_rates(duration_s: float, capacity_bytes: int, recipe_name: str = LOOP_RE
     runs_root = Path(tempfile.mkdtemp(prefix="fsscope-bench-runs-"))
     try:
         for name in P.PERSONALITIES:
-            spec = {"personality": name, "runs": 1, "duration_s": duration_s, "window_sizes_s": [10], "seed": 1}
+            spec = {"personality": name, "runs": 1, "duration_s": duration_s,
+                    # a 10-s window, or the whole run where shorter (a window must fit in the run)
+                    "window_sizes_s": [max(1, min(10, math.floor(duration_s)))], "seed": 1}
             handle = runner.start("bench", spec_from_data("bench", spec), TargetSpec("ram", size_bytes=capacity_bytes),
                                   recipes.load(recipe_name), runs_root=runs_root)
             samples = 0
@@ -171,7 +175,7 @@ def engine_write_mb_s(directory: Path, size_bytes: int, block_bytes: int, fsync:
 
 def sequential_write(where: str, base: Path, size_bytes: int, reps: int) -> list[float]:
     if shutil.which("fio") is None:
-        print(f"{where}: fio not installed (scripts/setup installs it): sequential comparison skipped")
+        benchlib.skipped(f"{where}: sequential comparison with fio", "fio is not installed (scripts/setup installs it)")
         return []
     ratios = []
     directory = Path(tempfile.mkdtemp(prefix="fsscope-bench-", dir=base))
@@ -206,10 +210,13 @@ def main() -> int:
     ap.add_argument("--no-job", action="store_true", help="skip the loop-image run through the engine")
     ap.add_argument("--mem-limit", help="also run the loop image with the workers in a memory cgroup of this "
                     "size (e.g. 64M), so reads miss the page cache and reach the device")
+    benchlib.add_smoke(ap, "1-s runs at 256 MiB capacity, 8 MiB sequential writes, 1 rep")
     args = ap.parse_args()
+    benchlib.start()
+    benchlib.smoke(args, duration=1.0, capacity="256M", seq_size="8M", reps=1)
     capacity = parse_size_bytes(args.capacity)
     places = [("tmpfs", Path("/dev/shm")), ("rootdisk", Path("/var/tmp"))]
-    print(f"cpus={os.cpu_count()}  duration={args.duration:g}s  capacity={args.capacity}")
+    print(f"duration={args.duration:g}s  capacity={args.capacity}; {benchlib.load()}")
     rates: dict[str, dict[str, float]] = {}
     for where, base in places:
         rates[where] = personality_rates(where, lambda base=base: plain_dir(base), args.duration, capacity)
@@ -235,6 +242,7 @@ def main() -> int:
     if ratios:
         print(f"sequential write engine/fio at 1 MiB blocks: min ratio {min(ratios):.2f} "
               f"(target >= {TARGET_SEQ_RATIO})")
+    print(benchlib.load())
     return 0
 
 
