@@ -244,6 +244,17 @@ def test_watch_a_cgroup_until_it_is_empty(made_fs):
     assert not fsscope_instances()
 
 
+def test_a_command_the_watch_never_released_never_runs(tmp_path):
+    """A watch that fails before tracing is on stops its held command: it must exit without
+    exec'ing (125), not be let go and then killed -- that ran the command unwatched."""
+    from fsscope.watch.tasks import HeldCommand
+
+    ran = tmp_path / "ran"
+    held = HeldCommand(["/bin/sh", "-c", f"touch {ran}; sleep 5"])
+    assert held.stop() == 125
+    assert not ran.exists()
+
+
 def group_gone(pgid: int, timeout_s: float = 30.0) -> None:
     """Until no process of group ``pgid`` is left (a killed dd may still be finishing its I/O)."""
     import time
