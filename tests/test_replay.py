@@ -176,6 +176,28 @@ def test_a_log_naming_outside_its_tree_is_refused(tmp_path):
         oplog.read(path)
 
 
+def test_a_starting_tree_that_is_not_a_tree_is_refused_before_anything_is_made(cli, tmp_path):
+    """A crafted log whose starting tree has a name under a file (or a name twice) read as
+    valid, then stopped replay with a traceback after the target was formatted."""
+    cases = {
+        "under-a-file": [oplog.Entry(path="a", kind="file", size_bytes=3), oplog.Entry(path="a/b", kind="file")],
+        "file-over-a-dir": [oplog.Entry(path="a/b", kind="file"), oplog.Entry(path="a", kind="file")],
+        "twice": [oplog.Entry(path="a", kind="dir"), oplog.Entry(path="a", kind="file")],
+        "the-tree-itself": [oplog.Entry(path=".", kind="file")],
+    }
+    for name, entries in cases.items():
+        bad = tmp_path / f"{name}.oplog.gz"
+        oplog.write(bad, oplog.Header(), entries, [])
+        with pytest.raises(oplog.OpLogError, match="starting tree"):
+            oplog.read(bad)
+        proc = cli("replay", str(bad), "--ram", "--size", "64M")
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and "starting tree" in lines[0], (name, proc.stderr)
+    fine = tmp_path / "fine.oplog.gz"  # a name before its directory's own entry is still a tree
+    oplog.write(fine, oplog.Header(), [oplog.Entry(path="a/b", kind="file"), oplog.Entry(path="a", kind="dir")], [])
+    assert [e.path for e in oplog.read(fine).entries] == ["a/b", "a"]
+
+
 THREADED = """
 import os, queue, sys, threading
 root, count = sys.argv[1], int(sys.argv[2])
