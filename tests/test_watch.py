@@ -255,6 +255,38 @@ def test_a_command_the_watch_never_released_never_runs(tmp_path):
     assert not ran.exists()
 
 
+def test_a_users_process_named_like_a_kernel_thread_is_not_the_kernels(local_user):
+    """Which I/O beside a slow call is 'the kernel's own writers' is decided by the kernel's
+    PF_KTHREAD flag, not the command name a user chose: a user's process calling itself
+    'jbd2/loop0-8' was listed as the journal, hiding it among the kernel's writers."""
+    import time
+
+    from local_user import USER_PYTHON
+
+    from fsscope.watch import causes
+    from fsscope.watch.job import kernel_threads
+
+    fake = subprocess.Popen([USER_PYTHON, "-I", "-c", "open('/proc/self/comm', 'w').write('jbd2/loop0-8'); "
+                             "import sys; sys.stdin.read()"], stdin=subprocess.PIPE, user=local_user.uid,
+                            group=local_user.gid, extra_groups=[], env={"PATH": "/usr/bin:/bin"})
+    try:
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{fake.pid}/comm").read_text().strip() != "jbd2/loop0-8":
+            assert time.monotonic() < deadline and fake.poll() is None, "the user's process did not rename itself"
+            time.sleep(0.01)
+        w = causes.Window()
+        w.others[(fake.pid, "jbd2/loop0-8")] = [3, 12288]
+        w.others[(2, "kthreadd")] = [1, 4096]  # pid 2: a kernel thread by its flag
+        kernel = kernel_threads(set(w.others))
+        assert kernel == {2}
+        kinds = {c.kind: c.text for c in causes.explain(w, 1_000_000, kernel_pids=kernel)}
+        assert f"pid {fake.pid} (jbd2/loop0-8)" in kinds["other-io"] and "jbd2" not in kinds["kernel-io"]
+        assert "kthreadd (pid 2)" in kinds["kernel-io"]
+    finally:
+        fake.kill()
+        fake.wait()
+
+
 def group_gone(pgid: int, timeout_s: float = 30.0) -> None:
     """Until no process of group ``pgid`` is left (a killed dd may still be finishing its I/O)."""
     import time
