@@ -198,6 +198,28 @@ def test_a_starting_tree_that_is_not_a_tree_is_refused_before_anything_is_made(c
     assert [e.path for e in oplog.read(fine).entries] == ["a/b", "a"]
 
 
+def test_a_log_asking_an_impossible_buffer_skips_that_threads_calls_and_says_so(tmp_path):
+    """A crafted write of 2**50 bytes: the thread's buffer cannot be had, so its calls are
+    skipped with the reason (it used to die with a traceback, its calls silently unplayed);
+    the other thread still plays."""
+    from fsscope.replay.play import play
+
+    path = tmp_path / "huge.oplog.gz"
+    ops = [oplog.Op(seq=0, tid=1, proc=1, op="open", syscall="openat", path="f", flags=0o101, result=3,
+                    start_ns=0, duration_ns=1),
+           oplog.Op(seq=1, tid=2, proc=1, op="mkdir", syscall="mkdir", path="d", start_ns=1, duration_ns=1),
+           oplog.Op(seq=2, tid=1, proc=1, op="write", syscall="write", fd=3, size=1 << 50, result=1 << 50,
+                    start_ns=2, duration_ns=1),
+           oplog.Op(seq=3, tid=1, proc=1, op="close", syscall="close", fd=3, start_ns=3, duration_ns=1)]
+    oplog.write(path, oplog.Header(), [], ops)
+    root = tmp_path / "root"
+    root.mkdir()
+    played = play(root, oplog.read(path))
+    assert list(played.played) == [False, True, False, False] and (root / "d").is_dir()
+    (why, n), = played.skipped.items()
+    assert n == 3 and f"{1 << 50:,}-byte" in why
+
+
 THREADED = """
 import os, queue, sys, threading
 root, count = sys.argv[1], int(sys.argv[2])
