@@ -287,6 +287,32 @@ def test_a_users_process_named_like_a_kernel_thread_is_not_the_kernels(local_use
         fake.wait()
 
 
+def test_a_tree_named_through_a_users_link_is_not_walked(local_user, scratch, cli):
+    """``--tree ~/tree`` where ~/tree is the user's link to a root-only directory: root's watch
+    walked root's own tree (names and sizes into the report and the op log) as 'the user's'.
+    One line, exit 2, no run; root's own link to the user's directory is still followed."""
+    import shutil
+    import tempfile
+
+    private = Path(tempfile.mkdtemp(prefix="fsscope-private-", dir="/var/tmp"))
+    try:
+        private.chmod(0o700)
+        (private / "root-secret-dir").mkdir()
+        local_user.python(f"import os; os.symlink({str(private)!r}, 'tree'); os.mkdir('real')")
+        tree = local_user.home / "tree"
+        out = cli("watch", "--tree", str(tree), "--for", "1s", "--pid", str(os.getpid()))
+        assert out.returncode == 2, out.stdout + out.stderr
+        (line,) = out.stderr.strip().splitlines()
+        assert f"{tree} is a symbolic link of uid {local_user.uid}'s" in line and "secret" not in out.stdout + line
+        assert "run " not in out.stdout
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    from fsscope import trust
+
+    (scratch / "roots-link").symlink_to(local_user.home / "real")
+    assert trust.real_tree(scratch / "roots-link", "watch --tree") == str(local_user.home / "real")
+
+
 def group_gone(pgid: int, timeout_s: float = 30.0) -> None:
     """Until no process of group ``pgid`` is left (a killed dd may still be finishing its I/O)."""
     import time

@@ -110,6 +110,10 @@ def cmd_watch(args) -> int:
         raise FsscopeError(why)
     if args.tree and not os.path.isdir(args.tree):
         raise FsscopeError(f"--tree {args.tree}: not a directory")
+    if args.tree:
+        from fsscope import trust
+
+        trust.real_tree(args.tree, "watch --tree")  # never through a link another user made: one line now
     _check_watched(spec)
     target = TargetSpec("dir", str(paths.ram_dir(checked=False)))  # nothing is made there
     return run_job("watch", spec, target, None, json_path=args.json, verbose=args.verbose, render=render_watch)

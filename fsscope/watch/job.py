@@ -146,6 +146,7 @@ def _tgid(tid: int) -> int | None:
 
 
 def run(ctx, spec: Spec) -> Report:
+    from fsscope import trust
     from fsscope.explain.geometry import read_geometry
     from fsscope.targets.existing import existing_fs
     from fsscope.trace.tracefs import tracefs_root
@@ -157,7 +158,9 @@ def run(ctx, spec: Spec) -> Report:
     ctx.phase("attach")
     watched = _Tasks(spec)
     try:
-        tree_root = os.path.realpath(spec.tree or watched.cwd)
+        # the tree named through links only a trusted user made (a user's ~/tree -> /root is
+        # not the user's tree: its names and sizes would go into the report and the op log)
+        tree_root = trust.real_tree(spec.tree, "watch --tree") if spec.tree else os.path.realpath(watched.cwd)
         found = existing_fs(tree_root)
         notes: list[str] = []
         try:
