@@ -176,6 +176,50 @@ def test_a_log_naming_outside_its_tree_is_refused(tmp_path):
         oplog.read(path)
 
 
+def test_a_starting_tree_that_is_not_a_tree_is_refused_before_anything_is_made(cli, tmp_path):
+    """A crafted log whose starting tree has a name under a file (or a name twice) read as
+    valid, then stopped replay with a traceback after the target was formatted."""
+    cases = {
+        "under-a-file": [oplog.Entry(path="a", kind="file", size_bytes=3), oplog.Entry(path="a/b", kind="file")],
+        "file-over-a-dir": [oplog.Entry(path="a/b", kind="file"), oplog.Entry(path="a", kind="file")],
+        "twice": [oplog.Entry(path="a", kind="dir"), oplog.Entry(path="a", kind="file")],
+        "the-tree-itself": [oplog.Entry(path=".", kind="file")],
+    }
+    for name, entries in cases.items():
+        bad = tmp_path / f"{name}.oplog.gz"
+        oplog.write(bad, oplog.Header(), entries, [])
+        with pytest.raises(oplog.OpLogError, match="starting tree"):
+            oplog.read(bad)
+        proc = cli("replay", str(bad), "--ram", "--size", "64M")
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and "starting tree" in lines[0], (name, proc.stderr)
+    fine = tmp_path / "fine.oplog.gz"  # a name before its directory's own entry is still a tree
+    oplog.write(fine, oplog.Header(), [oplog.Entry(path="a/b", kind="file"), oplog.Entry(path="a", kind="dir")], [])
+    assert [e.path for e in oplog.read(fine).entries] == ["a/b", "a"]
+
+
+def test_a_log_asking_an_impossible_buffer_skips_that_threads_calls_and_says_so(tmp_path):
+    """A crafted write of 2**50 bytes: the thread's buffer cannot be had, so its calls are
+    skipped with the reason (it used to die with a traceback, its calls silently unplayed);
+    the other thread still plays."""
+    from fsscope.replay.play import play
+
+    path = tmp_path / "huge.oplog.gz"
+    ops = [oplog.Op(seq=0, tid=1, proc=1, op="open", syscall="openat", path="f", flags=0o101, result=3,
+                    start_ns=0, duration_ns=1),
+           oplog.Op(seq=1, tid=2, proc=1, op="mkdir", syscall="mkdir", path="d", start_ns=1, duration_ns=1),
+           oplog.Op(seq=2, tid=1, proc=1, op="write", syscall="write", fd=3, size=1 << 50, result=1 << 50,
+                    start_ns=2, duration_ns=1),
+           oplog.Op(seq=3, tid=1, proc=1, op="close", syscall="close", fd=3, start_ns=3, duration_ns=1)]
+    oplog.write(path, oplog.Header(), [], ops)
+    root = tmp_path / "root"
+    root.mkdir()
+    played = play(root, oplog.read(path))
+    assert list(played.played) == [False, True, False, False] and (root / "d").is_dir()
+    (why, n), = played.skipped.items()
+    assert n == 3 and f"{1 << 50:,}-byte" in why
+
+
 THREADED = """
 import os, queue, sys, threading
 root, count = sys.argv[1], int(sys.argv[2])

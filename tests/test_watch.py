@@ -244,6 +244,75 @@ def test_watch_a_cgroup_until_it_is_empty(made_fs):
     assert not fsscope_instances()
 
 
+def test_a_command_the_watch_never_released_never_runs(tmp_path):
+    """A watch that fails before tracing is on stops its held command: it must exit without
+    exec'ing (125), not be let go and then killed -- that ran the command unwatched."""
+    from fsscope.watch.tasks import HeldCommand
+
+    ran = tmp_path / "ran"
+    held = HeldCommand(["/bin/sh", "-c", f"touch {ran}; sleep 5"])
+    assert held.stop() == 125
+    assert not ran.exists()
+
+
+def test_a_users_process_named_like_a_kernel_thread_is_not_the_kernels(local_user):
+    """Which I/O beside a slow call is 'the kernel's own writers' is decided by the kernel's
+    PF_KTHREAD flag, not the command name a user chose: a user's process calling itself
+    'jbd2/loop0-8' was listed as the journal, hiding it among the kernel's writers."""
+    import time
+
+    from local_user import USER_PYTHON
+
+    from fsscope.watch import causes
+    from fsscope.watch.job import kernel_threads
+
+    fake = subprocess.Popen([USER_PYTHON, "-I", "-c", "open('/proc/self/comm', 'w').write('jbd2/loop0-8'); "
+                             "import sys; sys.stdin.read()"], stdin=subprocess.PIPE, user=local_user.uid,
+                            group=local_user.gid, extra_groups=[], env={"PATH": "/usr/bin:/bin"})
+    try:
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{fake.pid}/comm").read_text().strip() != "jbd2/loop0-8":
+            assert time.monotonic() < deadline and fake.poll() is None, "the user's process did not rename itself"
+            time.sleep(0.01)
+        w = causes.Window()
+        w.others[(fake.pid, "jbd2/loop0-8")] = [3, 12288]
+        w.others[(2, "kthreadd")] = [1, 4096]  # pid 2: a kernel thread by its flag
+        kernel = kernel_threads(set(w.others))
+        assert kernel == {2}
+        kinds = {c.kind: c.text for c in causes.explain(w, 1_000_000, kernel_pids=kernel)}
+        assert f"pid {fake.pid} (jbd2/loop0-8)" in kinds["other-io"] and "jbd2" not in kinds["kernel-io"]
+        assert "kthreadd (pid 2)" in kinds["kernel-io"]
+    finally:
+        fake.kill()
+        fake.wait()
+
+
+def test_a_tree_named_through_a_users_link_is_not_walked(local_user, scratch, cli):
+    """``--tree ~/tree`` where ~/tree is the user's link to a root-only directory: root's watch
+    walked root's own tree (names and sizes into the report and the op log) as 'the user's'.
+    One line, exit 2, no run; root's own link to the user's directory is still followed."""
+    import shutil
+    import tempfile
+
+    private = Path(tempfile.mkdtemp(prefix="fsscope-private-", dir="/var/tmp"))
+    try:
+        private.chmod(0o700)
+        (private / "root-secret-dir").mkdir()
+        local_user.python(f"import os; os.symlink({str(private)!r}, 'tree'); os.mkdir('real')")
+        tree = local_user.home / "tree"
+        out = cli("watch", "--tree", str(tree), "--for", "1s", "--pid", str(os.getpid()))
+        assert out.returncode == 2, out.stdout + out.stderr
+        (line,) = out.stderr.strip().splitlines()
+        assert f"{tree} is a symbolic link of uid {local_user.uid}'s" in line and "secret" not in out.stdout + line
+        assert "run " not in out.stdout
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    from fsscope import trust
+
+    (scratch / "roots-link").symlink_to(local_user.home / "real")
+    assert trust.real_tree(scratch / "roots-link", "watch --tree") == str(local_user.home / "real")
+
+
 def group_gone(pgid: int, timeout_s: float = 30.0) -> None:
     """Until no process of group ``pgid`` is left (a killed dd may still be finishing its I/O)."""
     import time

@@ -20,23 +20,24 @@ DESCRIPTION = """\
 Attach to running tasks -- a process (--pid, with --children its descendants), every process
 of a cgroup (--cgroup, a service), or a command started here (-- COMMAND ARGS...) -- and record
 each of their file-system calls: open/openat/creat, mkdir, unlink/rmdir, rename, the stat
-family, getdents64, read/write/pread64/pwrite64/readv/writev, fsync/fdatasync/
-sync_file_range, fallocate, truncate/ftruncate, close; with its thread, start, duration,
-result, bytes and the file or directory it touched. Forks are followed; a task that exits
-is kept.
+family, getdents64, read/write/pread64/pwrite64/readv/writev/preadv/pwritev,
+fsync/fdatasync/sync_file_range, fallocate, truncate/ftruncate, lseek, close; with its thread,
+start, duration, result, bytes and the file or directory it touched. Forks are followed; a
+task that exits is kept.
 
 Files are named from what the kernel records (the syscall events carry only pointers): XFS's
 directory-entry events (name + inode), ext4's inode events, a read-only walk of the watched
 tree (--tree, default the watched process's working directory) mapping inodes to paths,
 and the descriptors held at attach and opened since. A call that cannot be named says so.
 
-A call is slow against calls of its own kind on the same file or directory (the median of
-its neighbours; --slow-factor, --slow-floor-us). For each slow call, the kernel events on its
-thread inside it and the device's at the time name the cause: a directory changing format
-(with the rules' arithmetic), block or inode allocation, a journal commit or XFS log force,
-writeback throttling, a page-cache miss, another process's I/O on the device (pid and
-command), waiting for a CPU. What repeats per file and directory is flagged. Events the ring
-buffer lost are counted and reported.
+A call is slow against calls of its own kind on the same file or directory (the median of up
+to 8 such calls on each side of it; a file or directory with fewer than 9 is judged against
+every call of that kind, marked "(op)"; --slow-factor, --slow-floor-us). For each slow call,
+the kernel events on its thread inside it and the device's at the time name the cause: a
+directory changing format (with the rules' arithmetic), block or inode allocation, a journal
+commit or XFS log force, writeback throttling, a page-cache miss, another process's I/O on the
+device (pid and command), waiting for a CPU. What repeats per file and directory is flagged.
+Events the ring buffer lost are counted and reported.
 
 Needs root and tracefs (two tracefs instances of its own, removed afterwards; `fsscope
 cleanup` removes them after a crash). No kprobes, BPF or hist triggers are used. Ends after
@@ -109,6 +110,10 @@ def cmd_watch(args) -> int:
         raise FsscopeError(why)
     if args.tree and not os.path.isdir(args.tree):
         raise FsscopeError(f"--tree {args.tree}: not a directory")
+    if args.tree:
+        from fsscope import trust
+
+        trust.real_tree(args.tree, "watch --tree")  # never through a link another user made: one line now
     _check_watched(spec)
     target = TargetSpec("dir", str(paths.ram_dir(checked=False)))  # nothing is made there
     return run_job("watch", spec, target, None, json_path=args.json, verbose=args.verbose, render=render_watch)

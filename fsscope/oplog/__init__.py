@@ -198,6 +198,28 @@ def frames(path: str | Path) -> Iterator[Frame]:
         raise OpLogError(f"{name}: cannot read it ({exc.strerror or exc})") from None
 
 
+def _check_entry(name: str, entry: Entry, kinds: dict[str, str]) -> None:
+    """The starting tree must be one replay can make as it reads it: each name once, never the
+    tree itself, no name under a file, no file where an earlier name needed a directory (a
+    crafted log's "a" as a file and "a/b" beside it stopped replay after it had formatted)."""
+    if entry.path == ".":
+        raise OpLogError(f"{name}: corrupted (the starting tree lists the tree itself as an entry)")
+    known = kinds.get(entry.path)
+    if known in ("dir", "file") or (known == "above" and entry.kind == "file"):
+        raise OpLogError(f"{name}: corrupted (the starting tree lists {entry.path!r} twice, or as a file "
+                         f"with names under it)")
+    for above in _ancestors(entry.path):
+        if kinds.get(above) == "file":
+            raise OpLogError(f"{name}: corrupted (the starting tree lists {entry.path!r} under a file)")
+        kinds.setdefault(above, "above")  # a directory recreate makes for it
+    kinds[entry.path] = entry.kind
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:k]) for k in range(1, len(parts))]
+
+
 def read(path: str | Path) -> OpLog:
     """The whole log, checked: header first, entries, ops in order, the end's counts."""
     name = str(path)
@@ -208,6 +230,7 @@ def read(path: str | Path) -> OpLog:
     if header.version > VERSION:
         raise OpLogError(f"{name}: op log version {header.version}; this fsscope reads up to {VERSION}")
     entries: list[Entry] = []
+    kinds: dict[str, str] = {}  # the starting tree so far: path -> dir|file|above (made for a name under it)
     ops: list[Op] = []
     end: End | None = None
     for record in it:
@@ -217,6 +240,7 @@ def read(path: str | Path) -> OpLog:
             if ops:
                 raise OpLogError(f"{name}: corrupted (a tree entry after the calls)")
             check_path(record.path)
+            _check_entry(name, record, kinds)
             entries.append(record)
         elif isinstance(record, Op):
             if record.seq != len(ops):

@@ -134,8 +134,21 @@ class _Player:
         return real
 
     def thread(self, ops: list[Op]) -> None:
-        buf = _pattern_buffer(max((o.size for o in ops if o.op in ("read", "write")), default=0)
-                              or max((o.result for o in ops if o.op in ("read", "write")), default=0))
+        size = (max((o.size for o in ops if o.op in ("read", "write")), default=0)
+                or max((o.result for o in ops if o.op in ("read", "write")), default=0))
+        try:
+            buf = _pattern_buffer(size)
+        except (OSError, OverflowError, ValueError) as exc:
+            # a log asking more than this machine can hold (a crafted size): the thread's calls
+            # are skipped and said so, not lost with a traceback
+            why = getattr(exc, "strerror", None) or str(exc)
+            with self.lock:
+                key = f"calls of a thread whose {size:,}-byte read or write needs a buffer this machine cannot give ({why})"
+                self.skipped[key] = self.skipped.get(key, 0) + len(ops)
+            for op in ops:
+                if op.seq in self.done:
+                    self.done[op.seq].set()
+            return
         view = memoryview(buf)
         try:
             for op in ops:

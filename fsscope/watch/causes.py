@@ -139,8 +139,10 @@ def _us(ns: int) -> str:
     return f"{ns / 1e3:.0f} µs"
 
 
-def explain(w: Window, duration_ns: int, fs_label: str = "") -> list[Cause]:
-    """The causes a window shows, most specific first; ``none`` when nothing explains it."""
+def explain(w: Window, duration_ns: int, fs_label: str = "", kernel_pids: set[int] | None = None) -> list[Cause]:
+    """The causes a window shows, most specific first; ``none`` when nothing explains it.
+    ``kernel_pids``: which of the other tasks are kernel threads by the kernel's own flag
+    (:func:`fsscope.watch.job.kernel_threads`); None: judged by their names alone."""
     out: list[Cause] = []
     fmt = sorted(n for n in w.own if n in FORMAT_EVENTS)
     if fmt:
@@ -169,7 +171,9 @@ def explain(w: Window, duration_ns: int, fs_label: str = "") -> list[Cause]:
     elif w.read_bytes:
         out.append(Cause("cache-miss", f"it read {w.read_bytes // 1024} KiB from the device (metadata or data "
                                        f"not in memory)"))
-    kernel = {who: v for who, v in w.others.items() if who[1].startswith(KERNEL_THREADS)}
+    # a name is not proof: any process can call itself "jbd2/sda1-8" (prctl PR_SET_NAME)
+    kernel = {who: v for who, v in w.others.items()
+              if (who[0] in kernel_pids if kernel_pids is not None else who[1].startswith(KERNEL_THREADS))}
     users = {who: v for who, v in w.others.items() if who not in kernel}
     if users:
         top = sorted(users.items(), key=lambda kv: -kv[1][1])[:3]

@@ -146,6 +146,7 @@ def _tgid(tid: int) -> int | None:
 
 
 def run(ctx, spec: Spec) -> Report:
+    from fsscope import trust
     from fsscope.explain.geometry import read_geometry
     from fsscope.targets.existing import existing_fs
     from fsscope.trace.tracefs import tracefs_root
@@ -157,7 +158,9 @@ def run(ctx, spec: Spec) -> Report:
     ctx.phase("attach")
     watched = _Tasks(spec)
     try:
-        tree_root = os.path.realpath(spec.tree or watched.cwd)
+        # the tree named through links only a trusted user made (a user's ~/tree -> /root is
+        # not the user's tree: its names and sizes would go into the report and the op log)
+        tree_root = trust.real_tree(spec.tree, "watch --tree") if spec.tree else os.path.realpath(watched.cwd)
         found = existing_fs(tree_root)
         notes: list[str] = []
         try:
@@ -245,8 +248,9 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, open_fi
                           watched_tids, named.dirs)
     comms = {**watched.comms, **recorded.comms, **_exec_comms(recorded)}  # what the kernel recorded first
     moved = transferred(calls)
+    kernel_pids = kernel_threads({who for w in wins.values() for who in w.others})
     explained: dict[int, list[causes.Cause]] = {
-        i: causes.explain(w, int(calls["duration_ns"][i])) for i, w in wins.items()}
+        i: causes.explain(w, int(calls["duration_ns"][i]), kernel_pids=kernel_pids) for i, w in wins.items()}
     cause_count = Counter(c.kind for cs in explained.values() for c in cs)
 
     def slow_row(i: int) -> SlowCall:
@@ -298,6 +302,29 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, open_fi
         causes=dict(cause_count.most_common()), missing=recorded.missing, notes=notes)
     _emit_findings(ctx, report)
     return report
+
+
+#: /proc/PID/stat's flags: the task is a kernel thread (include/linux/sched.h).
+PF_KTHREAD = 0x00200000
+
+
+def kernel_threads(tasks: set[tuple[int, str]]) -> set[int]:
+    """Which (pid, command) are kernel threads: by the kernel's PF_KTHREAD flag, never by the
+    name alone (a user's process can name itself "kworker/0:1" and hide its I/O among the
+    kernel's). A task gone by now is judged by its name (kworkers come and go)."""
+    from fsscope.watch.causes import KERNEL_THREADS
+
+    out = set()
+    for pid, comm in tasks:
+        try:
+            flags = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[6])
+        except (OSError, ValueError, IndexError):
+            if comm.startswith(KERNEL_THREADS):
+                out.add(pid)
+            continue
+        if flags & PF_KTHREAD:
+            out.add(pid)
+    return out
 
 
 def _exec_comms(recorded) -> dict[int, str]:

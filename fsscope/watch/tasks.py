@@ -157,8 +157,16 @@ class HeldCommand:
             self._go = -1
 
     def stop(self, timeout_s: float = 5.0) -> int:
-        """End it (the watch was cancelled or its time was up): SIGTERM, then SIGKILL."""
-        self.release()
+        """End it (the watch was cancelled or its time was up): SIGTERM, then SIGKILL. Never
+        released (the watch failed to attach): its pipe closed without a line, it exits 125
+        and the command never runs unwatched."""
+        if self._go >= 0:
+            os.close(self._go)
+            self._go = -1
+            try:
+                return self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
