@@ -74,3 +74,24 @@ def test_the_setup_screen_imports_no_heavy_module_and_only_the_shown_jobs_spec(t
     assert jobs <= {JOBS["probe"][0], JOBS["smoke"][0]}, sorted(jobs)
     for screen in ("live", "runs", "lab", "compare", "help"):
         assert f"fsscope.tui.screens.{screen}" not in loaded, screen
+
+
+def test_the_study_jobs_specs_import_without_the_study_extra():
+    """The Setup screen and `--help` read explore's and variation's specs from their job modules,
+    and a core install has no Dask: those modules (and the credentials check they call) import
+    with distributed, dask and SALib missing; only starting a cluster needs them."""
+    code = ("import sys\n"
+            "for name in ('distributed', 'dask', 'SALib'):\n"
+            "    sys.modules[name] = None  # as if not installed: importing it raises ImportError\n"
+            "import fsscope.study.explore, fsscope.study.variation\n"
+            "from fsscope.engine import registry\n"
+            "print(registry.spec_type('explore').__name__, registry.spec_type('variation').__name__)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [registry_spec_name("explore"), registry_spec_name("variation")]
+
+
+def registry_spec_name(job: str) -> str:
+    from fsscope.engine import registry
+
+    return registry.spec_type(job).__name__

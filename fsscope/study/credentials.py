@@ -12,10 +12,10 @@ reach a port on 127.0.0.1, so the cluster speaks nothing but mutual TLS:
   listener that speaks it. No dashboard and no HTTP server listens: Dask starts one in the
   scheduler and in every worker whatever ``dashboard_address`` says (metrics, task and worker
   pages, without authentication); their routes are emptied and the servers stopped once up
-  (:data:`NO_HTTP`, :func:`stop_http`). The workers' ``local_directory`` (and Dask's
-  ``temporary-directory``, used by the scheduler) is in the same private directory: Dask puts
-  it first on ``sys.path``, so a ``$TMPDIR/dask-scratch-space`` another user made first would
-  let them plant modules root imports.
+  (:data:`NO_HTTP`, :func:`stop_http`, :class:`~fsscope.study.no_http.NoHttp`). The workers'
+  ``local_directory`` (and Dask's ``temporary-directory``, used by the scheduler) is in the
+  same private directory: Dask puts it first on ``sys.path``, so a ``$TMPDIR/dask-scratch-space``
+  another user made first would let them plant modules root imports.
 - a real cluster (``--scheduler tls://HOST:PORT``) is given the client's credentials in a
   small TOML file (``--security FILE``: ``ca``, ``cert``, ``key``, paths relative to the
   file), each of them a file no other user could have written; the key readable by no one else.
@@ -32,8 +32,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from distributed.diagnostics.plugin import WorkerPlugin
 
 from fsscope import paths, tomlsafe, tools, trust
 from fsscope.errors import FsscopeError
@@ -159,15 +157,6 @@ async def stop_http(server: Any) -> None:
     """Stop a Dask server's HTTP listener (on its event loop)."""
     if getattr(server, "http_server", None) is not None:
         server.http_server.stop()
-
-
-class NoHttp(WorkerPlugin):
-    """Stops each worker's HTTP server as it joins (a worker the nanny restarts too)."""
-
-    name = "fsscope-no-http"
-
-    async def setup(self, worker: Any) -> None:
-        await stop_http(worker)
 
 
 CLUSTER_GROUP = "study-cluster-"  # a journal group under execute.STUDY_GROUP_PREFIX

@@ -41,7 +41,7 @@ import msgspec
 
 from fsscope.errors import FsscopeError
 from fsscope.records import convert, dumps, loads
-from fsscope.study.credentials import NO_HTTP, NoHttp, PrivateDir, check_scheduler, load_security_file, stop_http
+from fsscope.study.credentials import NO_HTTP, PrivateDir, check_scheduler, load_security_file, stop_http
 from fsscope.study.plan import Failed, Plan, Treatment
 from fsscope.targets.journal import Journal, owner_alive, undo_entries
 
@@ -171,6 +171,8 @@ class Cluster:
             self._close_local()
             raise FsscopeError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
         if self.local is not None:
+            from fsscope.study.no_http import NoHttp  # Dask's WorkerPlugin: the study extra
+
             self.client.register_plugin(NoHttp())
 
     def close(self) -> None:
