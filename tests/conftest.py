@@ -354,6 +354,22 @@ def loop_device(scratch):
 
 
 @pytest.fixture
+def made_fs(loop_device, scratch):
+    """Factory: a loop device the test made, formatted with ``mkfs.<fs>`` and mounted by hand
+    (the loop fixture unmounts and detaches it)."""
+
+    def make(fs: str) -> Path:
+        dev = loop_device("512M")
+        subprocess.run([f"mkfs.{fs}", "-q", *(["-f"] if fs == "xfs" else []), dev], check=True)
+        mnt = scratch / f"mnt-{fs}"
+        mnt.mkdir()
+        subprocess.run(["mount", dev, str(mnt)], check=True)
+        return mnt
+
+    return make
+
+
+@pytest.fixture
 def fresh_fs():
     """Factory: a formatted, mounted RAM image with a recipe (real mkfs + mount), released
     after the test. Returns the MountedFS; ``fresh_fs.targets[-1]`` is its Target."""

@@ -20,24 +20,14 @@ WRITER = Path(__file__).with_name("maildir_writer.py")
 MESSAGES = 120
 
 
-def _made(loop_device, scratch: Path, fs: str) -> Path:
-    """A file system the test made and mounted by hand (the loop fixture undoes it)."""
-    dev = loop_device("512M")
-    subprocess.run([f"mkfs.{fs}", "-q", *(["-f"] if fs == "xfs" else []), dev], check=True)
-    mnt = scratch / f"mnt-{fs}"
-    mnt.mkdir()
-    subprocess.run(["mount", dev, str(mnt)], check=True)
-    return mnt
+@pytest.fixture
+def xfs_mount(made_fs):
+    return made_fs("xfs")
 
 
 @pytest.fixture
-def xfs_mount(loop_device, scratch):
-    return _made(loop_device, scratch, "xfs")
-
-
-@pytest.fixture
-def ext4_mount(loop_device, scratch):
-    return _made(loop_device, scratch, "ext4")
+def ext4_mount(made_fs):
+    return made_fs("ext4")
 
 
 def capture(cli, mnt: Path, log: Path, *extra: str) -> dict:

@@ -24,22 +24,6 @@ WRITER = Path(__file__).with_name("maildir_writer.py")
 pytestmark = pytest.mark.privileged
 
 
-@pytest.fixture
-def made_fs(loop_device, scratch):
-    """Factory: a loop device the test made, formatted with ``mkfs.<fs>`` and mounted by hand
-    (the loop fixture unmounts and detaches it)."""
-
-    def make(fs: str) -> Path:
-        dev = loop_device("512M")
-        subprocess.run([f"mkfs.{fs}", "-q", *(["-f"] if fs == "xfs" else []), dev], check=True)
-        mnt = scratch / f"mnt-{fs}"
-        mnt.mkdir()
-        subprocess.run(["mount", dev, str(mnt)], check=True)
-        return mnt
-
-    return make
-
-
 def watch_command(cli, mnt: Path, messages: int, *extra: str) -> dict:
     out = mnt.parent / f"watch-{mnt.name}.json"
     proc = cli("watch", "--json", str(out), *extra, "--", sys.executable, str(WRITER), str(mnt / "mail"),
