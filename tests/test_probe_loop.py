@@ -112,7 +112,8 @@ def test_without_a_c_compiler_the_python_timed_loop_runs(tmp_path: Path, monkeyp
 
     monkeypatch.setenv("FSSCOPE_HOME", str(tmp_path / "home"))   # nothing built there yet
     monkeypatch.setenv("CC", "/bin/false")                       # a compiler that fails
-    assert probe_loops.native_call() == (None, "/bin/false failed on probe_calls.c: 1")
+    # named as run: the trusted path (/bin/false is /usr/bin/false where /bin links to usr/bin)
+    assert probe_loops.native_call() == (None, f"{os.path.realpath('/bin/false')} failed on probe_calls.c: 1")
     (tmp_path / "run").mkdir()
     latency_ns = measure_run(tmp_path / "run", ProbeSpec(files=50, sync_before="none"))
     assert (latency_ns > 0).all() and len(_names(tmp_path / "run")) == 50
