@@ -33,7 +33,7 @@ from pathlib import Path
 
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
-from fsscope.targets.identity import rdev, unescape
+from fsscope.targets.identity import Mount, mounts, rdev, unescape
 
 #: btrfs: the inode number of every subvolume's root directory (BTRFS_FIRST_FREE_OBJECTID).
 BTRFS_SUBVOL_ROOT_INO = 256
@@ -170,38 +170,12 @@ class ExistingFS:
                 "notes": list(self.notes), "summary": self.summary()}
 
 
-@dataclass(frozen=True)
-class _Mount:
-    mountpoint: str
-    majmin: str
-    root: str
-    fs: str
-    source: str
-    mount_options: tuple[str, ...]
-    super_options: tuple[str, ...]
-
-
-def _mounts(text: str) -> list[_Mount]:
-    out = []
-    for line in text.splitlines():
-        fields = line.split()
-        if "-" not in fields:
-            continue
-        sep = fields.index("-")
-        tail = fields[sep + 1:]
-        out.append(_Mount(mountpoint=unescape(fields[4]), majmin=fields[2], root=unescape(fields[3]),
-                          fs=tail[0], source=unescape(tail[1]) if len(tail) > 1 else "",
-                          mount_options=tuple(fields[5].split(",")),
-                          super_options=tuple(tail[2].split(",")) if len(tail) > 2 else ()))
-    return out
-
-
-def mount_of(real: str, majmin: str, mounts: list[_Mount]) -> _Mount | None:
+def mount_of(real: str, majmin: str, mounts: list[Mount]) -> Mount | None:
     """The mount holding the absolute path ``real`` whose device is ``majmin``: the deepest
     mount above it (a later one at the same place sits on top) of that device if one
     matches, else of any device -- a btrfs subvolume's st_dev is an anonymous device
     mountinfo does not show."""
-    best: dict[bool, tuple[int, _Mount]] = {}
+    best: dict[bool, tuple[int, Mount]] = {}
     for m in mounts:
         if not _contains(m.mountpoint, real):
             continue
@@ -226,17 +200,17 @@ def existing_fs(path: str | os.PathLike[str], *, _depth: int = 0) -> ExistingFS:
         text = Path("/proc/self/mountinfo").read_text(encoding="utf-8")
     except OSError as exc:
         raise FsscopeError(f"/proc/self/mountinfo: {exc.strerror}") from None
-    m = mount_of(real, majmin, _mounts(text))
+    m = mount_of(real, majmin, mounts(text))
     if m is None:
         raise FsscopeError(f"{path}: no mount above it in /proc/self/mountinfo")
     device = m.source if m.source.startswith("/dev/") and _is_block(m.source) else None
     block_devno = rdev(device) if device else None
     notes: list[str] = []
-    subvolume = _btrfs_subvolume(real, m) if m.fs == "btrfs" else None
+    subvolume = _btrfs_subvolume(real, m) if m.fstype == "btrfs" else None
     upperdir: str | None = None
     lowerdirs: tuple[str, ...] = ()
     upper: ExistingFS | None = None
-    if m.fs == "overlay":
+    if m.fstype == "overlay":
         upperdir, lowerdirs = overlay_dirs(m.super_options)
         if upperdir and not os.path.isabs(upperdir):  # as mounted, relative to a cwd we do not know
             notes.append(f"overlay upper directory given as the relative path {upperdir!r}: not resolved")
@@ -247,7 +221,7 @@ def existing_fs(path: str | os.PathLike[str], *, _depth: int = 0) -> ExistingFS:
             except FsscopeError as exc:
                 notes.append(f"overlay upper directory {upperdir}: {exc}")
     return ExistingFS(
-        path=real, fs=m.fs, source=m.source, device=device, mountpoint=m.mountpoint,
+        path=real, fs=m.fstype, source=m.source, device=device, mountpoint=m.mountpoint,
         majmin=majmin, mount_options=m.mount_options, super_options=m.super_options,
         block_size_bytes=vfs.f_bsize, size_bytes=vfs.f_blocks * vfs.f_frsize,
         free_bytes=vfs.f_bavail * vfs.f_frsize, inodes=vfs.f_files, inodes_free=vfs.f_ffree,
@@ -301,7 +275,7 @@ def _unescape_ovl(text: str) -> str:
     return out
 
 
-def _btrfs_subvolume(real: str, m: _Mount) -> str:
+def _btrfs_subvolume(real: str, m: Mount) -> str:
     """The btrfs subvolume holding ``real``, as a path in the file system: the nearest
     directory at or above it that is a subvolume root (inode 256), joined to the subvolume
     mounted there (mountinfo's root)."""

@@ -121,6 +121,9 @@ class Mount:
     mountpoint: str
     fstype: str
     source: str  # what was mounted: /dev/loop3, tmpfs (btrfs's major:minor is not its device's)
+    root: str = "/"                          # the mounted directory within its file system (a bind, a subvolume)
+    mount_options: tuple[str, ...] = ()      # per-mount (ro/rw, relatime, ...)
+    super_options: tuple[str, ...] = ()      # the file system's own (data=ordered, subvol=, upperdir=, ...)
 
 
 def unescape(field: str) -> str:
@@ -128,14 +131,20 @@ def unescape(field: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
-def mounts() -> list[Mount]:
-    """Every mount this process sees, in mount order (a later one sits on top)."""
+def mounts(text: str | None = None) -> list[Mount]:
+    """Every mount this process sees (or ``text``, a mountinfo), in mount order (a later one
+    sits on top)."""
     out = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+    for line in (Path("/proc/self/mountinfo").read_text() if text is None else text).splitlines():
         fields = line.split()
+        if "-" not in fields:
+            continue
         sep = fields.index("-")
-        out.append(Mount(int(fields[0]), fields[2], unescape(fields[4]), fields[sep + 1],
-                         unescape(fields[sep + 2])))
+        tail = fields[sep + 1:]
+        out.append(Mount(int(fields[0]), fields[2], unescape(fields[4]), tail[0],
+                         unescape(tail[1]) if len(tail) > 1 else "", root=unescape(fields[3]),
+                         mount_options=tuple(fields[5].split(",")),
+                         super_options=tuple(tail[2].split(",")) if len(tail) > 2 else ()))
     return out
 
 
