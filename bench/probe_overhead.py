@@ -260,6 +260,8 @@ def main() -> int:
         print(f"target probe/C <= {TARGET} with sync_before={mode} ({sync_name} on both sides): {verdict}; "
               f"{benchlib.load()}")
     os.sched_setaffinity(0, previous_affinity)
+    if args.smoke:
+        return 0  # the smoke run proves the bench runs to the end, not the target
     return 0 if all(r is not None and r <= TARGET for m, r in verdicts if m == "each") else 1
 
 
