@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 from fsscope.errors import SafetyRefusal
 
+#: the data shipped inside the package (paths.DATA_DIR, which imports this module)
+PACKAGE_DATA = os.path.join(os.path.dirname(os.path.realpath(__file__)), "data")
 MAX_LINKS = 40  # as the kernel's own limit on symbolic links in one lookup
 
 
@@ -199,8 +201,10 @@ def read_input_text(path: str | os.PathLike, what: str, limit_bytes: int = 8 << 
     read through the descriptor checked: as root, only a trusted user's regular file, writable
     by no one else, in a directory no one else can change (or a sticky one), reached through
     no link another user could have planted. Raises SafetyRefusal (one line) otherwise, and
-    UnicodeDecodeError for a file that is not UTF-8. As another user, read as it is."""
-    if os.geteuid() != 0:
+    UnicodeDecodeError for a file that is not UTF-8. As another user, read as it is. The
+    files shipped inside the package are read as they are too: whoever may change them may
+    change fsscope's code beside them, which root runs anyway."""
+    if os.geteuid() != 0 or os.path.realpath(path).startswith(PACKAGE_DATA + os.sep):
         with open(path, "rb") as f:
             return f.read(limit_bytes + 1).decode("utf-8")
     place = output_place(path, what, "keep it where only you can change it")
