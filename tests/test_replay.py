@@ -267,7 +267,8 @@ def test_a_rename_in_another_thread_waits_for_the_create_when_replayed(cli, xfs_
     report = json.loads(out.read_text())
     by_op = {o["op"]: o for o in report["ops"]}
     assert by_op["rename"]["calls"] == 40 and by_op["rename"]["failed"] == 0
-    assert report["runs"][0]["differs"] == 0 and report["runs"][0]["timeouts"] == 0
+    assert report["runs"][0]["differs"] == 0 and report["runs"][0]["timeouts"] == 0, \
+        [n for n in report["notes"] if "succeeded here" in n]
 
 
 def test_pseudonyms_keep_each_names_length_and_tell_names_apart():
@@ -459,3 +460,22 @@ def test_an_anonymized_log_replays_the_same_directory_format_flags(cli, fresh_fs
             assert log.ops[c["call"]].op == c["op"]
             if c["op"] == "rename":
                 assert renames.index(c["call"]) + 5 == c["entries_before"], (label, c)
+
+
+def test_a_stat_replays_its_success_or_its_failure(tmp_path):
+    """A stat by path used to kill its replay thread (its stat_result taken for a result), the
+    thread's later calls unplayed and uncounted; a failed stat was counted as a success."""
+    from fsscope.replay.play import play
+
+    path = tmp_path / "stat.oplog.gz"
+    ops = [oplog.Op(seq=0, tid=1, proc=1, op="stat", syscall="newfstatat", path="d", result=-2, start_ns=0,
+                    duration_ns=1),
+           oplog.Op(seq=1, tid=1, proc=1, op="mkdir", syscall="mkdir", path="d", start_ns=1, duration_ns=1),
+           oplog.Op(seq=2, tid=1, proc=1, op="stat", syscall="newlstat", path="d", start_ns=2, duration_ns=1),
+           oplog.Op(seq=3, tid=1, proc=1, op="rmdir", syscall="rmdir", path="d", start_ns=3, duration_ns=1)]
+    oplog.write(path, oplog.Header(), [], ops)
+    root = tmp_path / "root"
+    root.mkdir()
+    played = play(root, oplog.read(path))
+    assert played.played.all() and played.skipped == {} and played.differs == 0
+    assert list(played.calls["result"]) == [-2, 0, 0, 0] and not (root / "d").exists()

@@ -246,7 +246,10 @@ def _report(ctx, spec: Spec, log: oplog.OpLog, played_runs, fs_name: str, tree_b
                      + "; ".join(f"{n} {why}" for why, n in skipped.items()))
     differs = sum(r.differs for r in runs)
     if differs:
-        notes.append(f"{differs} call(s) succeeded here where they failed when captured, or the reverse")
+        first = next(p for p in played_runs if p.differs)
+        shown = "; ".join(f"#{seq} {log.ops[seq].op} {log.ops[seq].path or ''} (captured {log.ops[seq].result}, "
+                          f"here {int(first.calls['result'][seq])})" for seq in first.differing)
+        notes.append(f"{differs} call(s) succeeded here where they failed when captured, or the reverse: {shown}")
     if any(r.timeouts for r in runs):
         notes.append(f"{sum(r.timeouts for r in runs)} dependenc(ies) between threads were not met within "
                      f"the timeout: those calls went ahead")

@@ -32,6 +32,8 @@ from fsscope.watch.syscalls import OPS
 DEPENDENCY_TIMEOUT_S = 30.0
 PATTERN = b"fsscope replay: file contents are not recorded\n"
 CHUNK_BYTES = 1 << 20
+#: The calls whose success differs named in the report (the count covers them all).
+SHOW_DIFFERING = 5
 #: A call ready to make: the function, its arguments, what to do with its result (None: as it is).
 Prepared = tuple[Callable[..., Any], tuple, Callable[[Any], int] | None]
 
@@ -46,6 +48,7 @@ class Played:
     timeouts: int = 0                     # dependencies not met in DEPENDENCY_TIMEOUT_S
     t0_ns: int = 0                        # perf_counter (CLOCK_MONOTONIC, tracefs's mono) at start_ns 0
     native: np.ndarray | None = None      # per op: the kernel thread id that made it here
+    differing: list[int] = field(default_factory=list)  # the first few calls that differ (their seq)
 
 
 def _pattern_buffer(size: int) -> mmap.mmap:
@@ -104,6 +107,7 @@ class _Player:
         self.done = {seq: threading.Event() for seq in needed}
         self.skipped: dict[str, int] = {}
         self.differs = self.timeouts = 0
+        self.differing: list[int] = []
         self.t0 = 0
 
     def skip(self, why: str) -> Prepared | None:
@@ -190,9 +194,11 @@ class _Player:
         try:
             made = fn(*args)
         except OSError as exc:
-            made = -(exc.errno or 1)
-        end = time.perf_counter_ns()
-        result = then(made) if then is not None else (0 if made is None else made)
+            end = time.perf_counter_ns()
+            result = -(exc.errno or 1)  # as the kernel returned it (a failed stat is not a 0)
+        else:
+            end = time.perf_counter_ns()
+            result = then(made) if then is not None else (0 if made is None else made)
         row = self.calls[op.seq]
         row["tid"], row["op"], row["code"] = op.tid, OPS.index(op.op) if op.op in OPS else -1, -1
         row["start_ns"], row["duration_ns"], row["result"] = start - self.t0, end - start, result
@@ -202,6 +208,8 @@ class _Player:
         if (result < 0) != (op.result < 0):
             with self.lock:
                 self.differs += 1
+                if len(self.differing) < SHOW_DIFFERING:
+                    self.differing.append(op.seq)
 
     def opened(self, op: Op, fd: int) -> int:
         """After an open: the new descriptor stands for the recorded one."""
@@ -334,4 +342,4 @@ def play(root: Path, log: OpLog, *, pace: str = "asap", cancelled: Callable[[], 
         player.close_all()
     elapsed = time.perf_counter_ns() - player.t0
     return Played(player.calls, player.played, elapsed, player.skipped, player.differs, player.timeouts,
-                  player.t0, player.native)
+                  player.t0, player.native, sorted(player.differing))
