@@ -15,10 +15,12 @@ judged). What makes the comparison like for like:
 - the same state: a fresh file system of the same recipe, the starting tree recreated, caches
   as the recipe's hygiene leaves them (the capture runs on ``fsscope prepare``'s fresh target).
 
-A single capture is one sample: each figure is set beside the capture's own sampling noise
-(a bootstrap 95 % interval of the captured median and p99 over its calls, as ratios); where
-that interval alone is wider than the bound, the verdict is "inconclusive" (a longer capture
-would decide), never "met".
+A capture is one sample of the workload. The reference, measured in the same run: a second
+capture B of the same workload on a fresh target of the same recipe, its p50 and p99 over the
+first capture A's (B/A), and A's own sampling noise (±A: the half-width of a bootstrap 95 %
+interval of its median and p99). A call type outside the bounds where B/A or ±A is outside
+them too is "inconclusive" (the workload does not repeat itself that closely here: a quieter
+machine or a longer capture would decide), never "met".
 
 Workloads: the maildir-like delivery of tests/maildir_writer.py (``--messages``, fsync each)
 and the SQLite WAL writer of tests/sqlite_writer.py (``--commits``, synchronous=full). The load
@@ -98,14 +100,24 @@ def main() -> int:
     return 0
 
 
-def captured_noise(log_path: Path, op: str, rng) -> tuple[float, float]:
-    """The half-widths of the bootstrap 95 % intervals of the captured median and p99 of
-    ``op``, as fractions of the point values (the capture's own sampling noise)."""
+def durations(log_path: Path):
+    """Per call type, the captured durations (ns) of the calls inside the tree (those replay plays)."""
     import numpy as np
 
     from fsscope import oplog
 
-    d = np.array([o.duration_ns for o in oplog.read(log_path).ops if o.op == op and o.path is not None], float)
+    out: dict[str, list[int]] = {}
+    for o in oplog.read(log_path).ops:
+        if o.path is not None:
+            out.setdefault(o.op, []).append(o.duration_ns)
+    return {op: np.array(d, float) for op, d in out.items()}
+
+
+def noise(d, rng) -> tuple[float, float]:
+    """The half-widths of the bootstrap 95 % intervals of the median and p99 of ``d``, as
+    fractions of the point values (a capture's own sampling noise)."""
+    import numpy as np
+
     if len(d) < 2:
         return float("inf"), float("inf")
     boot = rng.choice(d, size=(BOOTSTRAP, len(d)), replace=True)
@@ -117,24 +129,31 @@ def captured_noise(log_path: Path, op: str, rng) -> tuple[float, float]:
     return out[0], out[1]
 
 
-def measure(args: argparse.Namespace, name: str) -> str | None:
-    import numpy as np
-
-    rng = np.random.default_rng(37)
-    log = args.work / f"{name}.oplog.gz"
+def capture(args: argparse.Namespace, name: str, log: Path) -> bool:
     prepared = fsscope("prepare", "--recipe", args.recipe, "--ram", "--size", args.size)
     if prepared.returncode != 0:
         print(prepared.stderr.strip(), file=sys.stderr)
-        return None
+        return False
     mnt = prepared.stdout.strip().splitlines()[-1]
     try:
-        print(f"[{name}] capture on {args.recipe} ({load()})", flush=True)
+        print(f"[{name}] capture {log.name} on {args.recipe} ({load()})", flush=True)
         watched = fsscope("watch", "--capture", str(log), "--", *workload(name, args, mnt), cwd=mnt)
         if watched.returncode != 0:
             print(watched.stderr.strip()[-2000:], file=sys.stderr)
-            return None
+            return False
     finally:
         fsscope("release", mnt)
+    return True
+
+
+def measure(args: argparse.Namespace, name: str) -> str | None:
+    """Capture twice (A, then B: the reference), replay A; per call type replay/A beside B/A."""
+    import numpy as np
+
+    rng = np.random.default_rng(37)
+    log, again = args.work / f"{name}.oplog.gz", args.work / f"{name}.again.oplog.gz"
+    if not capture(args, name, log) or not capture(args, name, again):
+        return None
     out = args.work / f"{name}.replay.json"
     print(f"[{name}] replay: {args.runs} run(s) on fresh {args.recipe}, pace {args.pace}, traced ({load()})",
           flush=True)
@@ -144,32 +163,38 @@ def measure(args: argparse.Namespace, name: str) -> str | None:
         print(replayed.stderr.strip()[-2000:], file=sys.stderr)
         return None
     report = json.loads(out.read_text())
-    print(f"[{name}] after ({load()}); replay traced: {report.get('traced')}")
-    print(f"{'op':10} {'calls':>6} {'p50 replayed/captured µs':>26} {'ratio':>6} {'±capture':>8} "
-          f"{'p99 replayed/captured µs':>26} {'ratio':>6} {'±capture':>8}  verdict")
+    a, b = durations(log), durations(again)
+    print(f"[{name}] after ({load()}); replay traced: {report.get('traced')}; reference: a second capture (B) "
+          f"against the first (A), the replayed one")
+    print(f"{'op':10} {'calls':>6} {'p50 replay/A µs':>20} {'ratio':>6} {'B/A':>5} {'±A':>5} "
+          f"{'p99 replay/A µs':>22} {'ratio':>6} {'B/A':>5} {'±A':>5}  verdict")
     met, judged, undecided = True, 0, 0
     for o in report["ops"]:
         c50, c99 = o["captured_p50_us"], o["captured_p99_us"]
         r50 = o["p50_us"] / c50 if c50 else float("nan")
         r99 = o["p99_us"] / c99 if c99 else float("nan")
-        n50, n99 = captured_noise(log, o["op"], rng)
+        da, db = a.get(o["op"], np.zeros(0)), b.get(o["op"], np.zeros(0))
+        n50, n99 = noise(da, rng)
+        b50 = np.percentile(db, 50) / np.percentile(da, 50) if len(da) and len(db) else float("nan")
+        b99 = np.percentile(db, 99) / np.percentile(da, 99) if len(da) and len(db) else float("nan")
         if o["captured_calls"] < args.min_calls or not report.get("traced"):
             verdict = "too few calls to judge" if report.get("traced") else "untraced replay: not judged"
         else:
             ok = abs(r50 - 1) <= 0.10 and abs(r99 - 1) <= 0.25
-            if not ok and (n50 > 0.10 or n99 > 0.25):
-                verdict = "inconclusive (the capture's own interval is wider than the bound)"
+            unsteady = not (abs(b50 - 1) <= 0.10 and abs(b99 - 1) <= 0.25) or n50 > 0.10 or n99 > 0.25
+            if not ok and unsteady:
+                verdict = "inconclusive (the workload's own capture-to-capture spread is wider than the bound)"
                 undecided += 1
             else:
                 met &= ok
                 judged += 1
                 verdict = "within bounds" if ok else "outside bounds"
-        print(f"{o['op']:10} {o['captured_calls']:6d} {o['p50_us']:12.1f} / {c50:11.1f} {r50:6.2f} {n50:7.0%} "
-              f"{o['p99_us']:12.1f} / {c99:11.1f} {r99:6.2f} {n99:7.0%}  {verdict}")
+        print(f"{o['op']:10} {o['captured_calls']:6d} {o['p50_us']:9.1f} / {c50:8.1f} {r50:6.2f} {b50:5.2f} "
+              f"{n50:5.0%} {o['p99_us']:10.1f} / {c99:9.1f} {r99:6.2f} {b99:5.2f} {n99:5.0%}  {verdict}")
     if not met:
         verdict = "NOT met"
     elif undecided:
-        verdict = f"inconclusive ({undecided} call type(s) undecided: a longer capture would decide)"
+        verdict = f"inconclusive ({undecided} call type(s) undecided: a quieter machine or a longer capture)"
     elif not judged:
         verdict = "inconclusive: no call type had --min-calls calls (a longer capture would decide)"
     else:
