@@ -254,8 +254,9 @@ def _report(ctx, spec: Spec, log: oplog.OpLog, played_runs, fs_name: str, tree_b
         notes.append(f"{sum(r.timeouts for r in runs)} dependenc(ies) between threads were not met within "
                      f"the timeout: those calls went ahead")
     if traced_runs:
+        rest = " (the rest around the call)" if kernel_timed < len(rows) else ""
         notes.append(f"replayed under watch's tracing, as captured: {kernel_timed:,} of {len(rows):,} replayed calls "
-                     f"timed by their system call's entry and exit events (the rest around the call)")
+                     f"timed by their system call's entry and exit events{rest}")
         if lost:
             notes.append(f"the ring buffer lost {lost} event(s) while replaying: a format change or a cause may be "
                          f"missing (a larger --buffer-kb keeps more)")
