@@ -398,6 +398,10 @@ def test_replay_from_an_aged_snapshot_starts_every_run_from_the_aged_state(cli, 
     # every run made its 40 files again: run 2 did not find run 1's (O_EXCL would fail)
     assert by_op["open"]["calls"] == 80 and by_op["open"]["failed"] == 0 and by_op["stat"]["failed"] == 0
     assert all(r["played"] == 162 and r["differs"] == 0 for r in report["runs"])
+    # the world without the effect: 40 names of 5 bytes fit spool/in's first block, so the only
+    # format change traced is the new directory's own first block, in the mkdir
+    assert report["traced"] and [(c["op"], c["call"]) for c in report["format_changes"]] == [("mkdir", 0)]
+    assert report["format_changes_per_run"] == [1, 1]
     run = Path(re.search(r"recorded in (\S+) \(", proc.stderr).group(1))
     manifest = json.loads((run / "manifest.json").read_text())
     restores = manifest["target"]["restores"]
