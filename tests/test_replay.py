@@ -408,6 +408,10 @@ def test_replay_from_an_aged_snapshot_starts_every_run_from_the_aged_state(cli, 
     assert len(restores) == 2 and all(r["inodes_used"] == aged["inodes_used"] for r in restores)
     commands = [c["argv"][0] for c in manifest["target"]["commands"]]
     assert "mkfs.ext4" not in commands and commands.count("cp") == 2
+    # one aged image cannot serve recipes of two file systems: refused before either runs
+    proc = cli("replay", str(log), "--recipes", "ext4-default,xfs-default", "--ram", "--from-snapshot", str(snapshot))
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "ext4, xfs" in lines[0] and not proc.stdout, proc.stderr
     # the same log on a fresh ext4 starts with a nearly empty file system, not the aged one
     fresh_out = scratch / "fresh-replay.json"
     proc = cli("replay", str(log), "--recipe", "ext4-default", "--ram", "--size", "128M", "--json", str(fresh_out))

@@ -18,6 +18,7 @@ from fsscope.cli.common import (
 )
 from fsscope.cli.headless import run_each_recipe, run_job
 from fsscope.cli.render.replay import render_replay, render_replay_comparison
+from fsscope.errors import FsscopeError
 from fsscope.records import build, plain
 
 DESCRIPTION = """\
@@ -68,6 +69,12 @@ def cmd_replay(args) -> int:
         return run_job("replay", spec, target, recipe_for(args, target), json_path=args.json, verbose=args.verbose,
                        render=render_replay)
     chosen = recipes_from_args(args, target)
+    systems = sorted({recipe.fs for _, recipe in chosen if recipe is not None})
+    if target.snapshot and len(systems) > 1:
+        # one aged image holds one file system: refused before the first recipe runs, not after
+        raise FsscopeError(f"--from-snapshot restores one aged image, of one file system, but --recipes names "
+                           f"{', '.join(systems)}: compare recipes of the image's file system (mount options), "
+                           f"or drop --from-snapshot")
 
     def render(report, console):
         render_replay(report, console)
