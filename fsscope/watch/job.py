@@ -389,7 +389,7 @@ def _repeats(calls, judged, named, explained) -> list[Repeat]:
             if found is None:
                 continue
             gap, hits = found
-            kinds = Counter(_label(c, OPS[o]) for i in rows[ordinals] for c in explained.get(int(i), [])[:1])
+            kinds = Counter(cause_label(c, OPS[o]) for i in rows[ordinals] for c in explained.get(int(i), [])[:1])
             cause = kinds.most_common(1)[0][0] if kinds else ""
             where_ = named.path(int(key))
             title = (f"{OPS[o]} calls {'in' if int(key) in named.dirs else 'on'} {where_ or 'an unnamed file'} "
@@ -408,10 +408,20 @@ CAUSE_LABELS = {"format": "a directory format change", "alloc": "an allocation",
                 "none": "nothing the kernel traced"}
 
 
-def _label(cause, op: str) -> str:
+def cause_label(cause, op: str) -> str:
+    """What a repeat's title says its calls share, from their first cause."""
     if cause.kind == "alloc" and op == "open" and "xfs_alloc_vextent_finish" in cause.text:
         return "a new inode chunk (XFS allocated an extent inside the create)"
     return CAUSE_LABELS.get(cause.kind, cause.kind)
+
+
+def format_finding(c: FormatChange) -> Finding:
+    """The flag of a directory format change (watch's and replay's alike)."""
+    verdict = {True: "as the arithmetic predicts", False: f"the arithmetic predicts {c.predicted}",
+               None: "no exact prediction"}[c.matches]
+    return Finding(flag="format-change", title=f"{c.dir or 'a directory'}: {c.event} at {c.op} with "
+                                               f"{c.entries_before} names ({verdict})",
+                   note=c.arithmetic, index=c.call, structure=c.event)
 
 
 def _emit_findings(ctx, report: Report) -> None:
@@ -420,11 +430,7 @@ def _emit_findings(ctx, report: Report) -> None:
                                                             f"of the gaps between them are {r.stride} calls",
                          stride=r.stride, count=r.slow))
     for c in report.format_changes:
-        verdict = {True: "as the arithmetic predicts", False: f"the arithmetic predicts {c.predicted}",
-                   None: "no exact prediction"}[c.matches]
-        ctx.emit(Finding(flag="format-change", title=f"{c.dir or 'a directory'}: {c.event} at {c.op} with "
-                                                     f"{c.entries_before} names ({verdict})",
-                         note=c.arithmetic, index=c.call, structure=c.event))
+        ctx.emit(format_finding(c))
     if report.lost_total:
         ctx.finding("lost-events", f"the ring buffer lost {report.lost_total} event(s)",
                     "; ".join(f"{x.instance}: overrun {x.overrun}, dropped {x.dropped}" for x in report.lost))
