@@ -592,3 +592,30 @@ def test_the_tree_walk_never_follows_a_directory_a_user_swapped_for_a_link(local
     assert f"{tree_dir}/victim" in swapped and "not followed" in swapped
     assert {p for p in tree.paths.values()} >= {f"{tree_dir}/a/b", f"{tree_dir}/a/f", f"{tree_dir}/z/h"}
     assert tree.entries[os.stat(tree_dir / "a").st_ino] == 2 and not tree.truncated
+
+
+def test_descriptors_listed_at_attach_hold_from_when_they_were_listed():
+    """/proc/PID/fd is read with tracing on: a descriptor closed and opened again (by an open
+    no kernel event named) between tracing's start and that read is what /proc listed from
+    the read on -- the traced close and open before it no longer undo it."""
+    from fsscope.trace.decode import EVENT_DTYPE
+    from fsscope.watch import calls as calls_mod
+    from fsscope.watch.names import Tree, name_calls
+    from fsscope.watch.syscalls import OPS
+    from fsscope.watch.tasks import OpenFile
+
+    calls = np.zeros(3, calls_mod.CALL_DTYPE)
+    calls["tid"] = 9
+    calls["op"] = [OPS.index("close"), OPS.index("open"), OPS.index("lseek")]
+    calls["start_ns"] = [50, 60, 200]
+    calls["duration_ns"] = 5
+    calls["fd"] = [5, -1, 5]
+    calls["result"] = [0, 5, 0]
+    tree = Tree("/w", 1, paths={1: "/w", 42: "/w/b"}, entries={1: 1})
+    listed = [OpenFile(9, 5, "/w/b", 1, 42)]
+    events = np.zeros(0, EVENT_DTYPE)
+    where = np.zeros(0, np.int64)
+    named = name_calls(calls, events, where, [], [], tree, open_files=listed, open_files_ns=100, tgid={9: 9}, fs="xfs")
+    assert named.file_path(2) == "/w/b" and named.file_path(0) == "/w/b"
+    before = name_calls(calls, events, where, [], [], tree, open_files=listed, tgid={9: 9}, fs="xfs")
+    assert before.file_path(2) is None  # read before tracing: the traced close and unnamed open win

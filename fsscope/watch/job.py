@@ -81,6 +81,7 @@ class _Tasks:
         self.comms = {tid: tasks.comm(tid) for tid in self.tids}
         self.tgid = {tid: _tgid(tid) or tid for tid in self.tids}
         self.seen_files: dict[tasks.OpenFile, int] = {}  # what a descriptor named -> first seen (mono ns)
+        self.open_files_ns: int | None = None  # when /proc/PID/fd was read at attach (tracing on)
 
     def poll_files(self) -> None:
         """What the watched processes' descriptors name now, and when each was first seen."""
@@ -185,6 +186,7 @@ def run(ctx, spec: Spec) -> Report:
                 notes.append(f"{tree_root} has more than {len(tree.paths)} entries: only those were mapped at attach")
             notes += [f"not walked: {why}" for why in tree.swapped]
             open_files = [f for pid in sorted(set(watched.tgid.values())) for f in tasks.open_files(pid)]
+            watched.open_files_ns = time.monotonic_ns()
             if watched.held is not None:
                 watched.held.release()
             ctx.phase("watching", tasks=len(watched.tids), tree=tree_root)
@@ -258,7 +260,7 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, end_set
     calls = paired.calls
     where = calls_mod.inside(calls, recorded.events)
     named = name_calls(calls, recorded.events, where, recorded.names, recorded.texts, tree,
-                       open_files=open_files, tgid=watched.tgid, fs=found.fs, end_tree=end_tree,
+                       open_files=open_files, open_files_ns=watched.open_files_ns, tgid=watched.tgid, fs=found.fs, end_tree=end_tree,
                        end_settled=end_settled, later_files=[(t, f) for f, t in watched.seen_files.items()])
     if spec.capture:
         from fsscope.watch.capture import write_capture

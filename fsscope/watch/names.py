@@ -138,11 +138,14 @@ def _short(names: list[str]) -> list[str]:
 
 
 def name_calls(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: list[str],
-               texts: list[str], tree: Tree, *, open_files: list[OpenFile], tgid: dict[int, int],
+               texts: list[str], tree: Tree, *, open_files: list[OpenFile], open_files_ns: int | None = None,
+               tgid: dict[int, int],
                fs: str, end_tree: Tree | None = None, end_settled: bool = False,
                later_files: list[tuple[int, OpenFile]] | None = None) -> Named:
     """Name every call (see the module docstring). ``where``: for each event, the call it fell
-    inside (:func:`fsscope.watch.calls.inside`); ``tgid``: thread -> process (threads share a
+    inside (:func:`fsscope.watch.calls.inside`); ``open_files_ns``: when ``open_files`` were read
+    (tracing on): what they say holds again from then, over the opens and closes traced before
+    it (None: read before tracing began); ``tgid``: thread -> process (threads share a
     descriptor table); ``end_tree``: the walk at detach (``end_settled``: the watched tasks had
     ended by then, so its counts can decide a directory the first walk was unsure of); ``later_files``: what the tasks'
     descriptors named while they were watched (``/proc/PID/fd``, polled: when each name was
@@ -181,7 +184,11 @@ def name_calls(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: 
     for f in open_files:
         if f.dev == tree.dev:
             paths.setdefault(f.ino, f.path)
+    at_attach = {(f.pid, f.fd): f.ino for f in open_files if f.dev == tree.dev}
     for i in range(n):
+        if open_files_ns is not None and int(calls["start_ns"][i]) >= open_files_ns:
+            fds.update(at_attach)  # the descriptors as /proc listed them, from when it did
+            open_files_ns = None
         op, tid = ops[i], int(calls["tid"][i])
         proc = tgid.get(tid, tid)
         seen_dirs: list[int] = []
