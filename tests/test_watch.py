@@ -414,6 +414,7 @@ def traced(mnt: Path, code: str) -> tuple[np.ndarray, object, dict[int, int], st
         session.abort()
         held.stop()
     assert not fsscope_instances()
+    assert not recorded.filter_errors  # fcntl's filters taken by the kernel as written
     end_tree = Tree.walk(str(mnt))  # the program has ended: names made meanwhile
     paired = calls_mod.pair(recorded.events, recorded.names)
     where = calls_mod.inside(paired.calls, recorded.events)

@@ -21,7 +21,7 @@ Attach to running tasks -- a process (--pid, with --children its descendants), e
 of a cgroup (--cgroup, a service), or a command started here (-- COMMAND ARGS...) -- and record
 each of their file-system calls: open/openat/creat, mkdir, unlink/rmdir, rename, the stat
 family, getdents64, read/write/pread64/pwrite64/readv/writev/preadv/pwritev,
-fsync/fdatasync/sync_file_range, fallocate, truncate/ftruncate, lseek, dup/dup2/dup3, fcntl,
+fsync/fdatasync/sync_file_range, fallocate, truncate/ftruncate, lseek, dup/dup2/dup3, fcntl(F_DUPFD*),
 close; with its thread,
 start, duration, result, bytes and the file or directory it touched. Forks are followed; a
 task that exits is kept.

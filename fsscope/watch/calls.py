@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fsscope.watch.syscalls import syscall_codes
+from fsscope.watch.syscalls import ENTRY_FILTERED, syscall_codes
 
 #: One call: the thread, what it was (``op`` indexes syscalls.OPS; ``code`` its entry event),
 #: when and for how long (monotonic ns), its result, the bytes it asked for, its descriptor
@@ -89,8 +89,10 @@ def pair(events: np.ndarray, names: list[str], losses: list[tuple[int, int]] | N
     calls = calls[np.argsort(calls["start_ns"], kind="stable")]
     used = np.zeros(len(ev), dtype=bool)
     used[first] = used[first + 1] = True
-    broken = int(across.sum())
-    return Paired(calls, int((~used & enter).sum()) - broken, int((~used & ~enter).sum()) - broken, broken)
+    split = np.flatnonzero(across)
+    used[split] = used[split + 1] = True  # counted as split by a loss, not as unpaired
+    filtered = np.isin(short, list(ENTRY_FILTERED)) & ~enter  # exits whose entries a filter dropped
+    return Paired(calls, int((~used & enter).sum()), int((~used & ~enter & ~filtered).sum()), len(split))
 
 
 def inside(calls: np.ndarray, events: np.ndarray) -> np.ndarray:

@@ -93,7 +93,7 @@ class _Side(Tracer):
                 finally:
                     os.close(pids)
             for entry in self.entries:
-                expr = "" if self.tids is not None else filter_for(entry, None, self.dev)
+                expr = syscalls.FILTERS.get(entry.event, "") if self.tids is not None else filter_for(entry, None, self.dev)
                 if expr is not None:
                     instance.enable(entry.event, expr)
             if not instance.enabled:

@@ -48,7 +48,7 @@ SYSCALLS = (
     # last, so the ops before keep their indexes: the op log's file positions (whence in ``flags``)
     Syscall("lseek", "lseek", fd="fd", flags="whence", offset="offset"),
     # descriptors made from others (the result names the same file); fcntl's command is kept
-    # in ``flags``: F_DUPFD and F_DUPFD_CLOEXEC make one, its locks are judged as calls too
+    # in ``flags``, and only F_DUPFD/F_DUPFD_CLOEXEC are kept (FILTERS)
     Syscall("dup", "dup", fd="fildes"), Syscall("dup2", "dup", fd="oldfd"), Syscall("dup3", "dup", fd="oldfd"),
     Syscall("fcntl", "fcntl", fd="fd", flags="cmd"),
 )
@@ -63,6 +63,14 @@ FD_OPS = frozenset({s.op for s in SYSCALLS if s.fd}) - {"stat"}
 DIR_OPS = frozenset({"mkdir", "unlink", "rmdir", "rename", "getdents"})
 #: fcntl commands that return a new descriptor for the same file (include/uapi/linux/fcntl.h).
 F_DUPFD, F_DUPFD_CLOEXEC = 0, 1030
+#: The tasks' instance keeps only these of an event (a kernel filter, so the rest cost no
+#: record): fcntl's dup commands, not its locks -- SQLite takes six per commit, and tracing
+#: them doubled the events of its commits. The exit cannot be filtered by the command: one
+#: returning a descriptor above stderr is kept, a lock's 0 or -1 and F_GETFD's 0/1 are not.
+FILTERS = {"syscalls/sys_enter_fcntl": f"cmd == {F_DUPFD} || cmd == {F_DUPFD_CLOEXEC}",
+           "syscalls/sys_exit_fcntl": "ret >= 2"}
+#: Syscalls whose entries are filtered: an exit of theirs without an entry is not "unpaired".
+ENTRY_FILTERED = frozenset({"fcntl"})
 #: Ops whose result is a byte count.
 BYTE_OPS = frozenset({"read", "write", "getdents"})
 O_CREAT = 0o100
