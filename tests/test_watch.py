@@ -620,3 +620,18 @@ def test_descriptors_listed_at_attach_hold_from_when_they_were_listed():
     assert named.file_path(2) == "/w/b" and named.file_path(0) == "/w/b"
     before = name_calls(calls, events, where, [], [], tree, open_files=listed, tgid={9: 9}, fs="xfs")
     assert before.file_path(2) is None  # read before tracing: the traced close and unnamed open win
+
+
+def test_a_tree_gone_by_detach_keeps_the_record(cli, made_fs):
+    """The watched tree removed by the watched command: the walk at detach failed and the job
+    died after recording, its report lost. The report is kept and says why names may lack."""
+    mnt = made_fs("ext4")
+    gone = mnt / "gone"
+    gone.mkdir()
+    out = mnt.parent / "gone.json"
+    proc = cli("watch", "--tree", str(gone), "--json", str(out), "--", "rmdir", str(gone), cwd=mnt)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["exit_status"] == 0 and {o["op"]: o["calls"] for o in report["ops"]}.get("rmdir") == 1
+    assert any(n.startswith(f"{gone} could not be walked at detach") for n in report["notes"]), report["notes"]
+    assert not fsscope_instances()

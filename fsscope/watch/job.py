@@ -205,7 +205,11 @@ def run(ctx, spec: Spec) -> Report:
     # a change after tracing stopped would be missing from the record: the walk at detach
     # counts a directory only when the watched tasks have ended
     end_settled = watched.held is not None or not watched.alive(spec)
-    end_tree = Tree.walk(tree_root)
+    try:
+        end_tree = Tree.walk(tree_root)
+    except (OSError, FsscopeError) as exc:  # the tree went or was swapped: the record is kept all the same
+        end_tree = Tree(tree_root, tree.dev)
+        notes.append(f"{tree_root} could not be walked at detach ({exc}): files made meanwhile may be unnamed")
     ctx.phase("analyse")
     return _analyse(ctx, spec, watched, recorded, tree, end_tree, end_settled, open_files, found, geometry,
                     notes, exit_status)
