@@ -41,8 +41,32 @@ WRITER = textwrap.dedent(f"""
 """)
 
 
-def _probe(where) -> dict:
-    handle = runner.start("probe", spec_from_data("probe", {"files": 200, "runs": 3, "trace": "off"}),
+#: a parent (which itself moves nothing) forking children that each write 4 MiB with O_DIRECT
+#: and exit at once: none lives from one /proc pass to the next
+SHORT = "short-writer"
+SHORT_LIVED = textwrap.dedent(f"""
+    import mmap, os, sys
+    block = mmap.mmap(-1, 1 << 20)
+    block.write(b"s" * (1 << 20))
+    n = 0
+    while True:
+        child = os.fork()
+        if child == 0:
+            with open("/proc/self/comm", "w") as f:
+                f.write({SHORT!r})
+            fd = os.open(sys.argv[1] + str(n % 4), os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600)
+            for i in range(4):
+                os.pwrite(fd, block, i << 20)
+            os._exit(0)
+        os.waitpid(child, 0)
+        n += 1
+        if n == 1:
+            print("ready", flush=True)
+""")
+
+
+def _probe(where, trace: str = "off") -> dict:
+    handle = runner.start("probe", spec_from_data("probe", {"files": 200, "runs": 3, "trace": trace}),
                           TargetSpec("dir", str(where)), None)
     handle.drain()
     assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
@@ -81,9 +105,43 @@ def test_a_direct_writer_on_the_probed_file_system_is_named(fresh_fs):
     assert f"pid {writer.pid} ({COMM})" in printed and COMM in printed
 
 
-def test_no_writer_no_name(fresh_fs):
+def test_short_lived_writers_are_named_from_the_block_layer(fresh_fs):
+    """Processes that start and exit inside a run are invisible to /proc's two passes; the
+    block layer's record of who submitted each bio names them, their rate never above the
+    device's over the same run."""
+    from fsscope.trace.tracefs import unavailable_reason
+
+    if unavailable_reason() is not None:
+        pytest.skip(f"tracefs: {unavailable_reason()}")
     mounted = fresh_fs("ext4-default")
-    report = _probe(mounted.workdir)
+    writer = subprocess.Popen([sys.executable, "-c", SHORT_LIVED, str(mounted.workdir / "short.bin")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        report = _probe(mounted.workdir, trace="attribute")
+    finally:
+        writer.kill()
+        writer.wait()
+    assert "block_bio_queue" in report["writers_watched"], report["writers_watched"]
+    (w,) = [w for w in report["writers"] if w["command"] == SHORT]
+    assert w["exited"] and w["tasks"] > 3 and w["seen_by"] == "block_bio_queue" and w["write_bytes"] >= 4 << 20
+    assert 0 < w["bytes_per_s"] <= w["device_bytes_per_s"]
+    assert not [x for x in report["writers"] if x["pid"] == writer.pid]   # the parent wrote nothing itself
+    (flag,) = [f for f in report["flags"] if f["flag"] == "other-io"]
+    assert f"short-lived processes ({SHORT})" in flag["title"] and "block_bio_queue" in flag["note"]
+    flags_shown = flags_from_report(typed(report, Report, "probe report")) or []
+    assert [f.title for f in flags_shown if f.kind == "other-io"] == [flag["title"]]
+    assert SHORT in _printed(report)
+
+
+@pytest.mark.parametrize("trace", ["off", "attribute"])
+def test_no_writer_no_name(fresh_fs, trace):
+    from fsscope.trace.tracefs import unavailable_reason
+
+    if trace != "off" and unavailable_reason() is not None:
+        pytest.skip(f"tracefs: {unavailable_reason()}")
+    mounted = fresh_fs("ext4-default")
+    report = _probe(mounted.workdir, trace)
     assert report["writers"] == []
     assert not [f for f in report.get("flags") or [] if f["flag"] == "other-io"]
     assert "other processes' I/O" not in _printed(report)
@@ -103,3 +161,36 @@ def test_a_rate_is_never_above_the_devices_and_a_quiet_device_names_nobody():
     assert got[0].bytes_per_s == got[0].device_bytes_per_s == 512 * 2e6 and got[0].counted_bytes_per_s == 3e9
     quiet = IoSnapshot(1.0, {"loop9": disk0}, after.procs)
     assert movers(before, quiet, "loop9", lambda pid: True) == []  # the device moved nothing
+
+
+def test_submitters_set_apart_the_job_s_children_and_the_kernel_and_never_exceed_the_device():
+    """The arithmetic on decoded events: what the job forked is its own (grandchildren too),
+    a gone task named like a kernel thread is the kernel's, the exited tasks of one command are
+    one row, and no row is above the sum of every submitter's bytes."""
+    import numpy as np
+
+    from fsscope.trace.decode import EVENT_DTYPE, RWBS_WRITE
+    from fsscope.trace.writers import EVENTS, submitters
+
+    names = [e.event for e in EVENTS]
+    texts = ["fsscope", "worker", "kworker/u8:1", "dd", "cat"]
+    rows = [  # (pid, code, bytes or child, parent, comm text)
+        (100, 1, 200, 100, 0), (200, 1, 201, 200, 1),             # own 100 forks 200, which forks 201
+        (201, 0, 2048, 0, 1), (100, 0, 2048, 0, 0),                # own I/O: 1 MiB each
+        (900, 0, 4096, 0, 2),                                      # a gone kworker: the kernel's
+        (301, 0, 8192, 0, 3), (302, 0, 8192, 0, 3),                # two exited dd: one row of 8 MiB
+        (303, 0, 16, 0, 4)]                                        # a cat that read 8 KiB
+    events = np.zeros(len(rows), EVENT_DTYPE)
+    for i, (pid, code, n, parent, comm) in enumerate(rows):
+        events[i]["ts_ns"], events[i]["pid"], events[i]["code"] = i, pid, code
+        if code == 1:
+            events[i]["arg"], events[i]["sector"] = n, parent
+        else:
+            events[i]["bytes"], events[i]["arg"] = n, comm
+            events[i]["flags"] = RWBS_WRITE if comm != 4 else 1
+    got = submitters(events, names, texts, {100}, 2.0, kernel=lambda pid, comm: comm.startswith("kworker/"),
+                     group=lambda tid: None)
+    assert got.device_bytes == (2048 * 2 + 4096 + 8192 * 2 + 16) * 512 and got.kernel_bytes == 4096 * 512
+    assert [(s.pid, s.comm, s.read_bytes, s.write_bytes, s.exited, s.tasks) for s in got.others] == [
+        (301, "dd", 0, 8 << 20, True, 2), (303, "cat", 8192, 0, True, 1)]
+    assert all(s.read_bytes + s.write_bytes <= got.device_bytes for s in got.others)

@@ -118,7 +118,7 @@ def run(ctx, spec: ProbeSpec) -> Report:
     start_ns = ctx.run_dir.open_array("start_ns", (cap, spec.files))
     wait_ns = ctx.run_dir.open_array("wait_ns", (cap, spec.files))
     trace = ProbeTrace(ctx, spec.trace, spec.op)
-    explained, emitted, writers = _Explained(), dict[tuple, str](), Writers()
+    explained, emitted, writers = _Explained(), dict[tuple, str](), Writers(trace=spec.trace != "off")
     error, stop_flag, r = None, None, 0
     settling = sequential.Settling(spec.runs, cap)
     try:
@@ -160,6 +160,7 @@ def run(ctx, spec: ProbeSpec) -> Report:
     if (writer_flag := writers.flag()) is not None:
         report["flags"] = [*report.get("flags", []), writer_flag]
     report["writers"] = writers.to_json()
+    report["writers_watched"] = writers.how()
     report["geometry"] = _geometry_json(explained.geometry) if explained.geometry else None
     report["predictions"] = plain(explained.predictions)
     trace.attribute(report, findings, report.get("flags", []))
