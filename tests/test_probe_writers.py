@@ -11,6 +11,8 @@ import textwrap
 
 import pytest
 from rich.console import Console
+from short_writers import COMM as SHORT
+from short_writers import short_lived_writers
 
 from fsscope.cli.render.probe import render_probe
 from fsscope.engine import runner
@@ -35,30 +37,6 @@ WRITER = textwrap.dedent(f"""
     n = 0
     while True:
         os.pwrite(fd, block, (n % 32) << 20)
-        n += 1
-        if n == 1:
-            print("ready", flush=True)
-""")
-
-
-#: a parent (which itself moves nothing) forking children that each write 4 MiB with O_DIRECT
-#: and exit at once: none lives from one /proc pass to the next
-SHORT = "short-writer"
-SHORT_LIVED = textwrap.dedent(f"""
-    import mmap, os, sys
-    block = mmap.mmap(-1, 1 << 20)
-    block.write(b"s" * (1 << 20))
-    n = 0
-    while True:
-        child = os.fork()
-        if child == 0:
-            with open("/proc/self/comm", "w") as f:
-                f.write({SHORT!r})
-            fd = os.open(sys.argv[1] + str(n % 4), os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600)
-            for i in range(4):
-                os.pwrite(fd, block, i << 20)
-            os._exit(0)
-        os.waitpid(child, 0)
         n += 1
         if n == 1:
             print("ready", flush=True)
@@ -114,14 +92,8 @@ def test_short_lived_writers_are_named_from_the_block_layer(fresh_fs):
     if unavailable_reason() is not None:
         pytest.skip(f"tracefs: {unavailable_reason()}")
     mounted = fresh_fs("ext4-default")
-    writer = subprocess.Popen([sys.executable, "-c", SHORT_LIVED, str(mounted.workdir / "short.bin")],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+    with short_lived_writers(mounted.workdir / "short.bin") as writer:
         report = _probe(mounted.workdir, trace="attribute")
-    finally:
-        writer.kill()
-        writer.wait()
     assert "block_bio_queue" in report["writers_watched"], report["writers_watched"]
     (w,) = [w for w in report["writers"] if w["command"] == SHORT]
     assert w["exited"] and w["tasks"] > 3 and w["seen_by"] == "block_bio_queue" and w["write_bytes"] >= 4 << 20
@@ -194,3 +166,34 @@ def test_submitters_set_apart_the_job_s_children_and_the_kernel_and_never_exceed
     assert [(s.pid, s.comm, s.read_bytes, s.write_bytes, s.exited, s.tasks) for s in got.others] == [
         (301, "dd", 0, 8 << 20, True, 2), (303, "cat", 8192, 0, True, 1)]
     assert all(s.read_bytes + s.write_bytes <= got.device_bytes for s in got.others)
+
+
+def _bench(where) -> dict:
+    spec = {"personality": "fileserver", "runs": 2, "duration_s": 2, "nfiles": 60, "mean_file_size_bytes": 8192,
+            "workers": 2, "window_sizes_s": [1], "trace": True}
+    handle = runner.start("bench", spec_from_data("bench", spec), TargetSpec("dir", str(where)), None)
+    handle.drain()
+    assert handle.run_dir.status() == "ok", handle.run_dir.manifest().get("error")
+    return handle.run_dir.report()
+
+
+def test_the_bench_names_short_lived_writers_and_not_its_own_workers(fresh_fs):
+    """The bench watches its runs with the probe's writer module: its own workers (forked
+    during the run, threads and all) are not others; a loop of short-lived writers is."""
+    from fsscope.trace.tracefs import unavailable_reason
+
+    if unavailable_reason() is not None:
+        pytest.skip(f"tracefs: {unavailable_reason()}")
+    mounted = fresh_fs("ext4-default")
+    quiet = _bench(mounted.workdir)
+    assert quiet["writers"] == [] and "block_bio_queue" in quiet["writers_watched"]
+    assert not [f for f in quiet["flags"] if f["kind"] == "other-io"]
+    with short_lived_writers(mounted.workdir / "short.bin"):
+        report = _bench(mounted.workdir)
+    (w,) = [w for w in report["writers"] if w["command"] == SHORT]
+    assert w["exited"] and w["tasks"] > 3 and 0 < w["bytes_per_s"] <= w["device_bytes_per_s"]
+    assert [x["command"] for x in report["writers"]] == [SHORT]   # nothing of the bench's own
+    (flag,) = [f for f in report["flags"] if f["kind"] == "other-io"]
+    assert f"short-lived processes ({SHORT})" in flag["title"] and "the bench's workers" in flag["note"]
+    flags_shown = flags_from_report(report) or []
+    assert [f.title for f in flags_shown if f.kind == "other-io"] == [flag["title"]]

@@ -154,6 +154,14 @@ def submitters(events: np.ndarray, names: list[str], texts: list[str], own: Iter
                      lost)
 
 
+def their_own(others: list[Submitter], uses_device: Callable[[int], bool], min_bytes: int = 0) -> list[Submitter]:
+    """The submitters whose I/O was their own: sync(2) or syncfs(2) anywhere on the machine
+    writes this device's dirty pages in the caller's context, so a live process submitting
+    bios here without a file (or its cwd) on the device flushed someone else's data -- left
+    out. An exited one cannot be asked and is kept; ``min_bytes`` drops the trickles."""
+    return [s for s in others if s.read_bytes + s.write_bytes > min_bytes and (s.exited or uses_device(s.pid))]
+
+
 class BlockSubmitters:
     """One interval traced: ``with BlockSubmitters(device, own) as b: ...`` then ``b.result``.
     ``own`` may grow inside the body (a bench's workers, known once started)."""

@@ -9,15 +9,15 @@ section, one flag and its note. The probe and the bench both use it."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
 import psutil
 
 from fsscope.engine.events import Finding
-from fsscope.telemetry.procio import DeviceWatch, Mover
-from fsscope.trace.writers import BlockSubmitters, Submitted, trace_error
+from fsscope.telemetry.procio import DeviceWatch, Mover, devices_open
+from fsscope.trace.writers import BlockSubmitters, Submitted, their_own, trace_error
 
 FLAG = "other-io"
 MB = 1e6
@@ -34,7 +34,7 @@ def _own_tasks() -> set[int]:
 
 
 def joined(movers: list[Mover], submitted: Submitted | None, device_bytes_per_s: float | None,
-           own: set[int], min_bytes: int = 1 << 20) -> list[Mover]:
+           own: set[int], uses_device: Callable[[int], bool], min_bytes: int = 1 << 20) -> list[Mover]:
     """/proc's movers and the block trace's submitters as one list, one row per process: the
     higher of the two rates, each capped at the device's own over the interval (diskstats;
     the trace's sum of every submitter's bytes without it)."""
@@ -43,9 +43,9 @@ def joined(movers: list[Mover], submitted: Submitted | None, device_bytes_per_s:
         return sorted(out.values(), key=lambda m: -m.bytes_per_s)
     dt = max(submitted.seconds, 1e-3)
     device_s = device_bytes_per_s if device_bytes_per_s is not None else submitted.device_bytes / dt
-    for s in submitted.others:
+    for s in their_own(submitted.others, uses_device, min_bytes):
         moved = s.read_bytes + s.write_bytes
-        if moved <= min_bytes or s.pid in own:
+        if s.pid in own:
             continue
         rate = min(moved / dt, device_s)
         seen = out.get(s.pid)
@@ -123,7 +123,7 @@ class Writers:
             yield own
             movers = watch.stop()
         movers = joined(movers, block.result if block is not None else None, watch.device_bytes_per_s,
-                        own | _own_tasks())
+                        own | _own_tasks(), lambda pid: bool(devices_open(watch.root, pid) & watch.devnos))
         for mover in movers:
             # the short-lived processes of one command are one writer across runs too
             key = next((pid for pid, seen in self.seen.items() if seen[-1][1].exited and seen[-1][1].comm == mover.comm),
