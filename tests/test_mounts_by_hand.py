@@ -451,3 +451,22 @@ def test_scan_infers_metadata_csum_off_from_a_directory_when_the_device_is_refus
     by_name = {Path(d["path"]).name: d for d in report["dirs"]}
     for name in ("proof", "edge"):
         assert by_name[name]["structure"] == "linear" and by_name[name]["agrees"] is True, by_name[name]
+
+
+def test_probe_on_a_deep_btrfs_tree_claims_no_split_and_says_why(hand_made, cli, tmp_path):
+    """A subvolume whose fs tree already has a level above its leaves (4-KiB nodes, 300
+    files): the probe predicts no leaf split it cannot know and says why, with the arithmetic."""
+    dev, mnt = hand_made("btrfs", "-q", "-f", "-n", "4096")
+    for i in range(300):
+        (mnt / f"old{i:04d}").touch()
+    (mnt / "srv").mkdir()
+    subprocess.run(["sync", "-f", str(mnt)], check=True)
+    root = subprocess.run(["btrfs", "inspect-internal", "dump-tree", "-t", "5", dev], capture_output=True,
+                          text=True, check=True).stdout
+    level = int(root.split(" level ", 1)[1].split()[0])   # the fs tree's root, as dump-tree prints it first
+    assert level >= 1, root[:200]
+    report = _probe(lambda args: cli(*args), mnt / "srv", tmp_path / "probe.json")
+    assert report["geometry"]["btrfs_fs_tree_level"] == level
+    assert not [p for p in report["predictions"] if p["structure"].startswith("btrfs-")]
+    (said,) = [n for n in report["not_predicted"] if "level(s) above its leaves" in n]
+    assert f"already has {level} level(s)" in said and "3995-B leaf" in said   # 4096 - 101

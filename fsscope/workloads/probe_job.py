@@ -28,7 +28,7 @@ from fsscope.errors import FsscopeError
 from fsscope.explain.geometry import read_geometry
 from fsscope.explain.match import explain
 from fsscope.explain.names import plain as plain_words
-from fsscope.explain.rules import predict
+from fsscope.explain.rules import limits, predict
 from fsscope.records import plain, typed
 from fsscope.trace.jobs import ProbeTrace
 from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu, sync_once
@@ -163,6 +163,7 @@ def run(ctx, spec: ProbeSpec) -> Report:
     report["writers_watched"] = writers.how()
     report["geometry"] = _geometry_json(explained.geometry) if explained.geometry else None
     report["predictions"] = plain(explained.predictions)
+    report["not_predicted"] = limits(explained.geometry, spec.op) if explained.geometry else []
     trace.attribute(report, findings, report.get("flags", []))
     _kernel_on_decisions(report)
     if trace.results:

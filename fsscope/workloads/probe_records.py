@@ -300,6 +300,7 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     decisions: Decisions | None = None
     geometry: dict[str, Any] | None = None
     predictions: list[dict[str, Any]] = []
+    not_predicted: list[str] = []  # what the rules do not cover for this geometry and op, and why
     trace: TraceSummary | None = None
     structural_events: list[StructuralEvent] = []
     structures: list[StructureRow] = []
