@@ -176,6 +176,8 @@ def test_fullness_is_dfs_everywhere_it_is_shown(hand_made, cli, tmp_path, fs, ar
     assert f"{full.use_percent}% used as df counts" in " ".join(got.stdout.split())
     scanned = json.loads(scan_out.read_text())
     assert abs(scanned["existing"]["fullness"]["use_percent"] - df_use) <= 1
+    probed = _probe(lambda args: cli(*args), fill, tmp_path / "probe.json")   # 60 empty files: df unmoved
+    assert abs(probed["existing"]["fullness"]["use_percent"] - _df(mnt)) <= 1 and _df(mnt) - df_use <= 1
 
 
 # --- a device the kernel will not open, even for root -----------------------------------------
@@ -470,3 +472,61 @@ def test_probe_on_a_deep_btrfs_tree_claims_no_split_and_says_why(hand_made, cli,
     assert not [p for p in report["predictions"] if p["structure"].startswith("btrfs-")]
     (said,) = [n for n in report["not_predicted"] if "level(s) above its leaves" in n]
     assert f"already has {level} level(s)" in said and "3995-B leaf" in said   # 4096 - 101
+
+
+async def test_the_tui_shows_dfs_fullness_for_a_directory_target(hand_made):
+    """The setup screen's note on a directory target says the file system's fullness: df's Use%."""
+    from pilot_wait import until
+
+    from fsscope.targets import TargetSpec
+    from fsscope.tui.app import make_app
+    from fsscope.tui.config import AppConfig
+
+    dev, mnt = hand_made("ext4", "-q", "-m", "5", "-b", "1024", size="300M")
+    with open(mnt / "big", "wb") as out:   # about a third of the blocks; 5 % reserved for root
+        out.write(os.urandom(1 << 20) * 90)
+    subprocess.run(["sync", "-f", str(mnt)], check=True)
+    df_use = _df(mnt)
+    app = make_app(AppConfig(target=TargetSpec("dir", str(mnt)), is_root=True))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await until(pilot, lambda: "Found there" in str(app.screen.query_one("#target-note").content),
+                    "the target note")
+        note = " ".join(str(app.screen.query_one("#target-note").content).split())
+    shown = int(note.split("% used as df counts")[0].rsplit(None, 1)[-1])
+    assert abs(shown - df_use) <= 1 and "reserved for root" in note, (note, df_use)
+
+
+def test_check_scan_and_probe_each_finish_on_btrfs_a_subvolume_and_a_bind_mount(hand_made, cli, tmp_path):
+    """The three --dir jobs on each mount kind (the overlay and the refused device have tests of
+    their own above): a report, no raw None, no traceback, and what each says about the mount
+    is the mount's."""
+    dev, mnt = hand_made("btrfs", "-q", "-f", "-n", "32768")
+    subprocess.run(["btrfs", "subvolume", "create", str(mnt / "sub")], check=True, capture_output=True)
+    for d in (mnt / "top", mnt / "sub" / "srv"):
+        d.mkdir()
+        for i in range(20):
+            (d / f"f{i:02d}").touch()
+    edev, emnt = hand_made("ext4", "-q", "-b", "2048", "-E", "lazy_itable_init=0,lazy_journal_init=0")
+    (emnt / "data" / "deep").mkdir(parents=True)
+    with mounted("-o", "subvol=/sub", dev, at=tmp_path / "subvol") as sub, \
+            mounted("--bind", str(emnt / "data"), at=tmp_path / "bound") as bound:
+        cases = [("btrfs", mnt / "top", dev, str(mnt), {"subvolume": "/", "bind": False}),
+                 ("btrfs", sub / "srv", dev, str(sub), {"subvolume": "/sub", "bind": False}),
+                 ("ext4", bound / "deep", edev, str(bound), {"bind": True, "mount_root": "/data"})]
+        for fs, where, source, mountpoint, says in cases:
+            name = f"{fs}-{Path(mountpoint).name}"
+            report = _check_json(cli, where, tmp_path / f"{name}-check.json")
+            assert (report["checked"]["fs"], report["checked"]["mountpoint"]) == (fs, mountpoint), name
+            assert Path(source).name in report["checked"]["disks"], name
+            assert "not applicable" not in _finding(report, "other-io")["title"], name
+            assert "None" not in json.dumps(report["findings"]), name
+            out = tmp_path / f"{name}-scan.json"
+            got = cli("scan", str(where), "--json", str(out))
+            assert got.returncode == 0 and "Traceback" not in got.stderr and "None" not in got.stdout, got.stderr
+            scanned = json.loads(out.read_text())
+            assert scanned["existing"]["fs"] == fs and scanned["existing"]["source"] == source, name
+            assert {k: scanned["existing"][k] for k in says} == says, name
+            assert "None" not in json.dumps(scanned["structures"]), name
+            probed = _probe(lambda args: cli(*args), where, tmp_path / f"{name}-probe.json")
+            assert probed["existing"]["fs"] == fs and probed["geometry"]["fs"] == fs, name
+            assert {k: probed["existing"][k] for k in says} == says, name
