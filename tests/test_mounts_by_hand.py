@@ -530,3 +530,31 @@ def test_check_scan_and_probe_each_finish_on_btrfs_a_subvolume_and_a_bind_mount(
             probed = _probe(lambda args: cli(*args), where, tmp_path / f"{name}-probe.json")
             assert probed["existing"]["fs"] == fs and probed["geometry"]["fs"] == fs, name
             assert {k: probed["existing"][k] for k in says} == says, name
+
+
+def test_scan_near_n_is_the_caller_s_reach(hand_made, cli, tmp_path):
+    """``--near N`` lists (or counts) exactly the directories at most N creates from a change;
+    a reach that is not a positive number is one line and exit 2."""
+    dev, mnt = hand_made("xfs", "-q", "-n", "size=8192")
+    tree = mnt / "tree"
+    tree.mkdir()
+    for n in (195, 197, 199, 201):          # 201 names of 20 B: one create from leaf format
+        (tree / f"d{n}").mkdir()
+        for i in range(n):
+            (tree / f"d{n}" / f"{i:020d}").touch()
+    reports = {}
+    for near in (1, 4, 8):
+        out = tmp_path / f"scan{near}.json"
+        got = cli("scan", str(tree), "--near", str(near), "--json", str(out))
+        assert got.returncode == 0, got.stderr
+        reports[near] = json.loads(out.read_text())
+    for near, report in reports.items():
+        within = sorted(Path(d["path"]).name for d in report["dirs"]
+                        if d.get("creates_until_change") and d["creates_until_change"]["creates"] <= near)
+        assert report["near_entries"] == near
+        assert sorted(Path(d["path"]).name for d in report["near_change"]) == within   # few: all listed
+        assert sum(report["near_change_more"].values()) == 0
+    assert [Path(d["path"]).name for d in reports[1]["near_change"]] == ["d201"]
+    assert len(reports[1]["near_change"]) < len(reports[4]["near_change"]) <= len(reports[8]["near_change"])
+    bad = cli("scan", str(tree), "--near", "-1")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--near" in bad.stderr
