@@ -48,7 +48,8 @@ EVENTS = (SUBMIT, FORK)
 SECTOR_BYTES = 512  # block_bio_queue's nr_sector counts 512-byte sectors whatever the device's
 
 #: Names of the kernel's own I/O threads, for a task gone before it could be asked its flags.
-KERNEL_THREADS = ("jbd2/", "kworker/", "xfsaild/", "xfs-", "ksoftirqd/", "flush-", "btrfs-", "loop")
+KERNEL_THREADS = ("jbd2/", "kworker/", "xfsaild/", "xfs-", "ksoftirqd/", "flush-", "btrfs-", "loop", "ext4lazyinit",
+                  "kswapd", "kcompactd", "khugepaged")
 
 #: /proc/PID/stat's flags: the task is a kernel thread (include/linux/sched.h).
 PF_KTHREAD = 0x00200000
@@ -166,10 +167,11 @@ class BlockSubmitters:
     """One interval traced: ``with BlockSubmitters(device, own) as b: ...`` then ``b.result``.
     ``own`` may grow inside the body (a bench's workers, known once started)."""
 
-    def __init__(self, device: str, own: set[int], *, journal: Journal | None = None):
+    def __init__(self, device: str, own: set[int], *, journal: Journal | None = None, avoid_cpu: int | None = None):
         self.device = device
         self.own = own
         self.journal = journal
+        self.avoid_cpu = avoid_cpu   # the reader stays off the measured process's CPU
         self.result: Submitted | None = None
         self._tracer: Tracer | None = None
         self._raw: tempfile.TemporaryDirectory[str] | None = None
@@ -182,7 +184,7 @@ class BlockSubmitters:
     def __enter__(self) -> BlockSubmitters:
         self._raw = tempfile.TemporaryDirectory(prefix="fsscope-writers-")
         self._tracer = Tracer(Path(self._raw.name) / "raw", fs="", job="writers", pid=None, device=self.device,
-                              journal=self.journal, events=EVENTS)
+                              journal=self.journal, events=EVENTS, avoid_cpu=self.avoid_cpu)
         try:
             self._tracer.__enter__()
         except BaseException:

@@ -122,7 +122,8 @@ def run(ctx, spec: Spec) -> Report:
     duration = Duration(auto=False, chosen_s=spec.duration_s)
     if spec.duration_auto:
         spec, duration = _calibrate_duration(ctx, spec)
-    done = _Runs(writers=Writers(trace=spec.trace, competes="the bench's workers", fix="measure another device"))
+    done = _Runs(writers=Writers(trace=spec.trace, competes="the bench's workers", fix="measure another device",
+                                 pinned=False))
     trace = BenchTrace(ctx, spec.trace)
     try:
         for r in range(spec.runs):

@@ -68,6 +68,7 @@ class Writers:
     trace: bool = True
     competes: str = "the probe's calls"   # what the writers' I/O competes with, in the note
     fix: str = "probe another device"
+    pinned: bool = True                    # the job measures in this process (the probe), not in workers
     seen: dict[int, list[tuple[int, Mover]]] = field(default_factory=dict)  # pid -> (run, what it did)
     unwatched: str | None = None   # why a run could not be watched (once)
     untraced: str | None = None    # why the block layer was not asked (once): short-lived writers unseen
@@ -92,7 +93,10 @@ class Writers:
         if why is not None:
             self.untraced = self.untraced or f"kernel tracing unavailable ({why})"
             return None
-        return BlockSubmitters(f"/dev/{watch.disk}", own, journal=getattr(ctx.target, "journal", None))
+        # one measured process (the probe): its reader keeps off that CPU, as the probe's own trace's does
+        avoid = next(iter(os.sched_getaffinity(0))) if self.pinned else None
+        return BlockSubmitters(f"/dev/{watch.disk}", own, journal=getattr(ctx.target, "journal", None),
+                               avoid_cpu=avoid)
 
     @contextmanager
     def watch(self, ctx, fs, run: int) -> Iterator[set[int]]:
