@@ -558,3 +558,32 @@ def test_scan_near_n_is_the_caller_s_reach(hand_made, cli, tmp_path):
     assert len(reports[1]["near_change"]) < len(reports[4]["near_change"]) <= len(reports[8]["near_change"])
     bad = cli("scan", str(tree), "--near", "-1")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--near" in bad.stderr
+
+
+def test_a_probe_on_an_overlay_names_the_writer_on_its_upper_device(hand_made, cli, tmp_path):
+    """Writers through an overlay land on the device under its upper directory: the probe
+    watches that device and names them; on tmpfs it says there is nothing to watch."""
+    from short_writers import COMM, short_lived_writers
+
+    from fsscope.trace.tracefs import unavailable_reason
+
+    if unavailable_reason() is not None:
+        pytest.skip(f"tracefs: {unavailable_reason()}")
+    dev, mnt = hand_made("xfs", "-q", "-n", "size=8192")
+    for d in ("lower", "upper", "work"):
+        (mnt / d).mkdir()
+    opts = f"lowerdir={mnt / 'lower'},upperdir={mnt / 'upper'},workdir={mnt / 'work'}"
+    with mounted("-t", "overlay", "overlay", "-o", opts, at=tmp_path / "ovl") as ovl:
+        (ovl / "srv").mkdir()
+        with short_lived_writers(ovl / "w.bin"):
+            got = cli("probe", "--files", "200", "--runs", "2", "--max-runs", "2", "--dir", str(ovl / "srv"),
+                      "--json", str(tmp_path / "probe.json"))
+        assert got.returncode == 0, got.stderr
+        report = json.loads((tmp_path / "probe.json").read_text())
+    (w,) = [w for w in report["writers"] if w["command"] == COMM]
+    assert w["exited"] and 0 < w["bytes_per_s"] <= w["device_bytes_per_s"]
+    assert any(f["flag"] == "other-io" and COMM in f["title"] for f in report["flags"])
+    ram = tmp_path / "ram"
+    with mounted("-t", "tmpfs", "-o", "size=64m", "tmpfs", at=ram):
+        tmpfs = _probe(lambda args: cli(*args), ram, tmp_path / "tmpfs.json")
+    assert tmpfs["writers"] == [] and "no block device" in tmpfs["writers_watched"]

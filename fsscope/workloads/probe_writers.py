@@ -72,11 +72,14 @@ class Writers:
     seen: dict[int, list[tuple[int, Mover]]] = field(default_factory=dict)  # pid -> (run, what it did)
     unwatched: str | None = None   # why a run could not be watched (once)
     untraced: str | None = None    # why the block layer was not asked (once): short-lived writers unseen
+    no_device: str | None = None   # nothing to watch: the file system has no block device
 
     def how(self) -> str:
         """How the writers were watched, for the report: what a reader may expect to be named."""
         if self.unwatched:
             return self.unwatched
+        if self.no_device:
+            return self.no_device
         proc = "/proc/PID/io and /proc/diskstats at each run's start and end"
         if self.untraced:
             return (f"{proc} (processes alive at both ends only: {self.untraced}, so a process that "
@@ -103,8 +106,13 @@ class Writers:
         """Around one run's work on ``fs`` (its MountedFS): who else moved bytes there meanwhile.
         Yields the job's own tasks: add to it what the body starts (a bench's workers)."""
         own = _own_tasks()
+        # an overlay is judged by the file system under its upper directory: that device moves the bytes
+        found = getattr(fs, "found", None)
+        data = found.data if found is not None else None
         try:
-            watch = DeviceWatch.of(fs.mountpoint, fs.device, frozenset(own))
+            watch = DeviceWatch.of(data.mountpoint if data else fs.mountpoint, data.device if data else fs.device,
+                                   frozenset(own))
+            watch.devnos = watch.devnos | {os.stat(fs.workdir).st_dev}   # files open through the overlay too
         except OSError as exc:
             watch = None
             if self.unwatched is None:
@@ -113,6 +121,9 @@ class Writers:
         if watch is None:
             yield own
             return
+        if watch.disk is None:
+            self.no_device = self.no_device or ("no block device under this file system (tmpfs, a network file "
+                                                "system): no other process's I/O to watch")
         block = self._block(fs, watch, own, ctx)
         with ExitStack() as stack:
             if block is not None:
