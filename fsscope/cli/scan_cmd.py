@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 from rich.text import Text
 
-from fsscope.cli.common import output_path, write_json
+from fsscope.cli.common import output_path, positive_int, write_json
 from fsscope.cli.render.scan import render_scan
 from fsscope.format import visible
 
@@ -51,7 +51,7 @@ def cmd_scan(args) -> int:
 def add_parser(sub) -> None:
     p = sub.add_parser("scan", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("path", metavar="PATH", help="the tree to scan (not crossing into other mounts)")
-    p.add_argument("--near", type=int, default=4, metavar="N",
+    p.add_argument("--near", type=positive_int, default=4, metavar="N",
                    help="list directories at most N creates from a structural change (default 4)")
     p.add_argument("--largest", type=int, default=10, metavar="N", help="list the N largest directories (default 10)")
     p.add_argument("--no-free-space", action="store_true", help="skip the free-space histogram")

@@ -269,6 +269,9 @@ class Writer(Record, frozen=True, kw_only=True):
     counted_bytes_per_s: float = 0.0
     device_bytes_per_s: float | None = None  # the device's in that run (None: no block device)
     runs: list[int] = []
+    exited: bool = False                # gone before its run ended: named from the block layer's trace
+    seen_by: str = "/proc/PID/io"       # /proc/PID/io, block_bio_queue, or both
+    tasks: int = 1                      # exited processes of this command, counted as this one row
 
 
 class Report(ReportRecord, frozen=True, kw_only=True):
@@ -297,11 +300,13 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     decisions: Decisions | None = None
     geometry: dict[str, Any] | None = None
     predictions: list[dict[str, Any]] = []
+    not_predicted: list[str] = []  # what the rules do not cover for this geometry and op, and why
     trace: TraceSummary | None = None
     structural_events: list[StructuralEvent] = []
     structures: list[StructureRow] = []
     noise: list[NoiseCause] = []
     writers: list[Writer] = []  # other processes' I/O on the probed device during the runs
+    writers_watched: str = ""   # how they were watched: what a writer must do to be named
 
     def findings(self) -> list[Finding] | None:
         """The final findings, each flag with where it is and its numbers from its analysis
