@@ -20,9 +20,8 @@ def _value(text: str):
 
 
 def cmd_run(args) -> int:
-    module = registry.load(args.job)
     if "help=1" in args.param:
-        for f in msgspec.structs.fields(module.Spec):
+        for f in msgspec.structs.fields(registry.spec_type(args.job)):
             print(f"{f.name} = {f.default!r}")
         return 0
     params = {}
@@ -38,7 +37,7 @@ def cmd_run(args) -> int:
 
 
 def add_parser(sub) -> None:
-    lines = [f"  {name:8s} {summary}" for name, (_, summary) in registry.JOBS.items()]
+    lines = [f"  {job.name:8s} {job.summary}" for job in registry.DESCRIPTORS]
     p = sub.add_parser("run",
                        description="Run a registered job in a background process on a target, show its progress, "
                        "record it, and print its report. Default target: a RAM image with ext4-default.",
