@@ -63,6 +63,9 @@ def test_help_imports_no_job(tmp_path):
     assert not jobs and not job_models(loaded), (jobs, job_models(loaded))
     commands = sorted(m for m in loaded if m.startswith("fsscope.cli."))
     assert not commands, commands  # the listing is cli.COMMANDS; no command module is imported
+    # the jobs' commands are read from their descriptors (engine/jobs.py), which import no record,
+    # no numpy and no job
+    assert "fsscope.engine.jobs" in loaded and not loaded & {"numpy", "msgspec", "fsscope.engine.registry"}
 
 
 def test_the_setup_screen_imports_no_heavy_module_and_only_the_shown_jobs_spec(tmp_path):
