@@ -58,3 +58,11 @@ def test_the_options_given_reach_the_scan(cli, tmp_path):
     default = cli("scan", str(tree), "--json", str(out_json))
     assert default.returncode == 0, default.stderr
     assert len(json.loads(out_json.read_text())["largest"]) == min(ScanSpec().largest, 5)  # 5 directories: the root too
+
+
+def test_run_lists_a_jobs_parameters_with_the_specs_bounds_and_help(cli, tmp_path):
+    out = cli("run", "frag", "-p", "help=1", env={"FSSCOPE_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert f"chunk_bytes = {FragSpec().chunk_bytes}  (at least 512 B; {_description(FragSpec, 'chunk_bytes')})" in lines
+    assert [line.split(" = ")[0] for line in lines] == list(FragSpec.__struct_fields__)

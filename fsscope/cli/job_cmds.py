@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import msgspec
-
 from fsscope.cli.common import add_job_args, recipe_for, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.engine import registry
@@ -21,8 +19,9 @@ def _value(text: str):
 
 def cmd_run(args) -> int:
     if "help=1" in args.param:
-        for f in msgspec.structs.fields(registry.spec_type(args.job)):
-            print(f"{f.name} = {f.default!r}")
+        from fsscope.cli.spec_options import field_lines
+
+        print("\n".join(field_lines(registry.spec_type(args.job))))
         return 0
     params = {}
     for item in args.param:

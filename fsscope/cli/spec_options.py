@@ -131,3 +131,22 @@ def spec_from_args(args: argparse.Namespace, spec: type[SpecRecord], names: Sequ
     """The ``spec`` record of the options given (the others at the Spec's defaults) and ``fields``."""
     given = {name: getattr(args, name) for name in names if hasattr(args, name)}
     return build(spec, **given, **fields)
+
+
+def field_lines(spec: type[SpecRecord]) -> list[str]:
+    """One line per field of ``spec`` (``fsscope run JOB -p help=1``): its name and default, its
+    bounds in its unit, and its help where the Spec gives one."""
+    hints = typing.get_type_hints(spec, include_extras=True)
+    defaults = spec()
+    lines = []
+    for field in msgspec.structs.fields(spec):
+        _, metas = _unwrap(hints[field.name])
+        unit = _unit(field.name)
+        show = UNITS[unit][2] if unit else repr
+        bounds = [f"{BOUNDS[bound][0]} {show(getattr(meta, bound))}" for meta in metas for bound in BOUNDS
+                  if getattr(meta, bound) is not None]
+        description = next((m.description for m in metas if m.description), "")
+        default = getattr(defaults, field.name)
+        extra = "; ".join(filter(None, [", ".join(bounds), description]))
+        lines.append(f"{field.name} = {default!r}" + (f"  ({extra})" if extra else ""))
+    return lines
