@@ -301,10 +301,14 @@ class Settling:
     def final_analysis(self, latency_ns: NDArray, wait_ns: NDArray, rows: list[int]):
         """The analysis of ``rows`` of the matrices: the one made after the last run when it
         covered exactly these rows (a probe's analysis is not cheap at a million files), else
-        made now."""
-        if self.last_analysis is not None and rows == list(range(self.runs_seen)):
-            return self.last_analysis
-        return analyze(latency_ns[rows], wait_ns=wait_ns[rows])
+        made now. Its level shifts and ramps are held to the permuted null worlds here, once
+        (a segmentation per world is too dear after every run): a second analysis when any stands."""
+        analysis = self.last_analysis
+        if analysis is None or rows != list(range(self.runs_seen)):
+            analysis = analyze(latency_ns[rows], wait_ns=wait_ns[rows])
+        if analysis.level_shifts or analysis.linear_growth:
+            analysis = analyze(latency_ns[rows], wait_ns=wait_ns[rows], gate_levels=True)
+        return analysis
 
     @property
     def undecided(self) -> list[Decision]:
