@@ -44,14 +44,16 @@ def test_every_judge_reaches_its_power_at_a_named_run_count(checked):
 
 
 def test_the_probes_detectors_flag_noise_rarely_and_find_their_effects():
-    """Outliers, series, level shifts and ramps on 600-file worlds of simulated quiet noise and of
+    """Outliers (the analysis' and the probe's sequential flags), series, level shifts and ramps
+    on 600-file worlds of simulated quiet noise and of
     noise drawn from runs recorded on this machine (loaded), 30 null draws each: none flags more
     than 5 % of them, and each finds its effect in 80 % of the effect worlds; a step down or a
     falling ramp is seen as such."""
     checked = worlds.self_test(trials=50, modes=("full",), scenarios=("probe",), noises=("quiet", "recorded"))
     table = [(j.finding, j.noise, j.false_agree, j.power, j.reversed_disagree) for j in checked.judges]
     assert {(j.finding, j.noise) for j in checked.judges} == {
-        (f, n) for f in ("outlier", "periodic-series", "level-shift", "linear-growth") for n in ("quiet", "recorded")}
+        (f, n) for f in ("outlier", "outlier-sequential", "periodic-series", "level-shift", "linear-growth")
+        for n in ("quiet", "recorded")}
     assert all(j.null_trials == 30 and j.false_agree <= worlds.FALSE_AGREE_TARGET for j in checked.judges), table
     assert all(j.power >= worlds.POWER_TARGET for j in checked.judges), table
     assert all(j.reversed_disagree >= worlds.POWER_TARGET for j in checked.judges
