@@ -205,6 +205,7 @@ class ProbeTrace(JobTrace):
         (:func:`attribute.in_memory`): the flag takes the structure, its note the arithmetic and
         the kernel's evidence; one structures-table row each. The caches used go to ``slabs``."""
         rows = []
+        explained: list[tuple] = []  # (the series, what explained it)
         for flag, finding in zip(flags, findings):
             if flag.get("structure") or not hasattr(finding, "stride"):
                 continue
@@ -222,6 +223,18 @@ class ProbeTrace(JobTrace):
                          "seen": seen[:50], "slow": members[:50],
                          "verdict": f"explained by the kernel: {found['arithmetic']}"})
             self.used_slabs[found["cache"]] = self.slabs.get(found["cache"])
+            explained.append((finding, found))
+        # a repeatable outlier that is a member of such a series is that series' structure too
+        for flag, finding in zip(flags, findings):
+            if flag.get("structure") or not hasattr(finding, "runs_flagged"):
+                continue
+            for series, found in explained:
+                if finding.index in series.members:
+                    flag["structure"] = found["structure"]
+                    flag["note"] = (f"a member of the series every {series.stride} files from {series.start}: "
+                                    f"{found['note']}.")
+                    flag["title"] = f"{flag.get('title', '').rsplit(' — ', 1)[0]} — {found['title']}"
+                    break
         return rows
 
     def thresholds(self, flags: list[dict], structures: list[dict], measured_ns: np.ndarray) -> list[dict]:
