@@ -18,8 +18,12 @@ def test_a_real_series_stands_against_every_permuted_world():
     rng = np.random.default_rng(34)
     latency = probe_latency_ns(rng, 10, 600, "quiet", {i: 1.5 for i in range(5, 600, 21)})
     analysis = analyze(latency)
-    assert [(s.start, s.stride) for s in analysis.series] == [(5, 21)]
-    assert analysis.null_gate["worlds"] == nullgate.NULL_WORLDS and analysis.null_gate["rejected"] == []
+    (series,) = analysis.series
+    assert (series.start, series.stride) == (5, 21) and series.chance is not None
+    assert analysis.null_gate["rejected"] == []
+    # that unlikely, no permuted world is drawn for it; a weaker one is held to all 19
+    assert series.chance < nullgate.SURE_CHANCE and analysis.null_gate["worlds"] == 0
+
     assert analysis.null_gate["gated"] == ["series"]  # shifts and ramps only when asked (the final analysis)
     assert nullgate.FALSE_FLAG_BOUND == 1 / 20
 
@@ -60,3 +64,22 @@ def test_one_run_is_not_gated():
     rng = np.random.default_rng(37)
     analysis = analyze(probe_latency_ns(rng, 1, 300, "quiet", {i: 3.0 for i in range(7, 300, 30)}))
     assert analysis.null_gate["worlds"] == 0 and analysis.settings["single_run"]
+
+
+def test_a_faint_series_is_held_to_all_nineteen_worlds():
+    """A series as unlikely as 1e-4 is below the search's alpha but not sure: every permuted
+    world is searched for a chain as unlikely (the analysis' own search, asked at that chance),
+    and none of these loaded-noise worlds has one."""
+    rng = np.random.default_rng(38)
+    latency = probe_latency_ns(rng, 10, 600, "loaded")
+    asked = []
+
+    def search(matrix, least_chance, levels):
+        asked.append(least_chance)
+        found = analyze(matrix, null_worlds=0, series_alpha=2 * least_chance)
+        return nullgate.Found(list(found.series), [], [], found.median_curve_ns)
+
+    faint = Series(start=5, stride=21, count=28, missing=10, chance=1e-4, members=tuple(range(5, 600, 21))[:18])
+    gated = nullgate.gate(latency, nullgate.Found([faint], [], [], np.full(600, 50_000.0)), search, levels=False)
+    assert gated.series == [faint] and gated.rejected == []
+    assert gated.worlds == len(asked) == nullgate.NULL_WORLDS and all(math.isclose(a, 1e-4) for a in asked)

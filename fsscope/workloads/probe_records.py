@@ -130,6 +130,7 @@ class NullGate(Record, frozen=True, kw_only=True):
     bound: float | None = None
     null: str = ""
     gated: list[str] = []
+    sure_chance: float | None = None  # a series this unlikely is not searched for in the worlds
     rejected: list[dict[str, Any]] = []
 
 
