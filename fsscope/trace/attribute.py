@@ -76,6 +76,8 @@ class RunCalls:
 
 #: The pseudo-event of a call that took pages for a new slab of a cache: ``new_slab:dentry``.
 NEW_SLAB = "new_slab:"
+#: The structures :func:`in_memory` names: ``slab:CACHE``, ``memory:CACHE``.
+IN_MEMORY = ("slab:", "memory:")
 
 
 def attribute_run(events: np.ndarray, names: list[str], start_ns: np.ndarray,

@@ -187,7 +187,9 @@ class ProbeTrace(JobTrace):
         report["structures"] = [r for r in rows if not r["verdict"].startswith("contradicted")]
         report["contradicted"] = [r for r in rows if r["verdict"].startswith("contradicted")]
         report["slabs"] = [cache for cache in self.used_slabs.values() if cache is not None]
-        verdicts = {row["structure"]: row["verdict"] for row in report["structures"]}
+        # an in-memory row is one series' (several share a cache): its flag's note says its own numbers
+        verdicts = {row["structure"]: row["verdict"] for row in report["structures"]
+                    if not row["structure"].startswith(attribute.IN_MEMORY)}
         for flag, finding in zip(flags, findings):
             kernel = attribute.kernel_evidence(runs, finding_indices(finding))
             flag["kernel"] = kernel
