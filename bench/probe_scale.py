@@ -82,7 +82,7 @@ def replay_job_analysis(latency, wait) -> tuple:
     runs = latency.shape[0]
     settling = sequential.Settling(runs, runs)  # --max-runs = --runs: a fixed number of runs
     for r in range(1 if runs > 1 else 0, runs):
-        analysis = analyze(latency[: r + 1], wait_ns=wait[: r + 1])
+        analysis = analyze(latency[: r + 1], wait_ns=wait[: r + 1], null_worlds=0)  # as the probe: the final one is gated
         settling.after_run(r, analysis, latency[: r + 1], wait[: r + 1])
         settling.settled(analysis)
     rows = list(range(runs))

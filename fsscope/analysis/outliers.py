@@ -54,6 +54,7 @@ from fsscope.analysis.latency import (
     split_low_high,
     summarize,
 )
+from fsscope.analysis.nullgate import NULL_WORLDS, Found, gate
 from fsscope.analysis.segments import (
     DEFAULT_KNOBS,
     SegmentKnobs,
@@ -728,6 +729,8 @@ class ProbeAnalysis:
     linear_growth: tuple[LinearGrowth, ...]
     settings: dict  # thresholds actually used, so a report can say how a flag was decided
     median_curve_ns: NDArray[np.float64] = field(repr=False, compare=False)
+    #: what the permuted worlds took back (nullgate.Gated.to_json)
+    null_gate: dict = field(default_factory=dict, compare=False)
 
     def to_json(self, *, include_curve: bool = False) -> dict:
         """Plain dicts/lists/numbers; the per-file median curve only on request (it is N long)."""
@@ -742,6 +745,7 @@ class ProbeAnalysis:
             "level_shifts": [to_dict(s) for s in self.level_shifts],
             "linear_growth": [to_dict(g) for g in self.linear_growth],
             "settings": self.settings,
+            "null_gate": self.null_gate,
         }
         if include_curve:
             payload["median_curve_ns"] = [None if math.isnan(v) else v for v in self.median_curve_ns.tolist()]
@@ -767,13 +771,18 @@ def analyze(
     min_z: float = 5.0,
     segment_knobs: SegmentKnobs = DEFAULT_KNOBS,
     wait_ns: ArrayLike | None = None,
+    null_worlds: int = NULL_WORLDS,
+    gate_levels: bool = False,
 ) -> ProbeAnalysis:
     """Statistics, repeatable outliers, series, level shifts and linear growth of a probe.
 
     The series search runs over the outliers plus the files whose median over the runs is
     ``series_ratio`` x the median curve around them (from 3 runs on; None turns that off);
     ``weak_outliers`` are the files above ``series_factor`` x their local baseline in as
-    many runs as an outlier needs (at least 3); see the module doc. ``wait_ns`` (runs x files,
+    many runs as an outlier needs (at least 3); see the module doc. Series, shifts and ramps
+    stand only against ``null_worlds`` permuted worlds (:mod:`fsscope.analysis.nullgate`; 0:
+    ungated), shifts and ramps only with ``gate_levels`` (a segmentation per world: the
+    probe's final analysis, not every run's). ``wait_ns`` (runs x files,
     each call's time waiting for a CPU): calls the machine disturbed do not vote
     (:func:`mask_disturbed`); the stats still describe every measured call.
     """
@@ -805,21 +814,45 @@ def analyze(
     else:
         outliers, weak, noise_count, curve_ns = [], [], 0, np.full(files, np.nan)
     ratio = series_ratio if runs >= SERIES_MIN_RUNS else None  # too few runs for a median to judge
-    candidates = median_ratio_candidates(curve_ns, ratio, block_files) if ratio is not None else None
-    series = _tiered_series([o.index for o in outliers], curve_ns, candidates,
-                            factor=factor, block_files=block_files, min_count=series_min_count,
-                            n_files=files, alpha=series_alpha)
-    # The outliers are reported on their own; masking them keeps a slow file right at a
-    # boundary (ext4's file 253) from shifting the cut by one.
-    level_curve_ns = _without(curve_ns, [o.index for o in outliers])
-    segmentation = _segment_curve(level_curve_ns, segment_knobs)
-    runs_check = _RunsCheck(latency_ns=latency_matrix, excluded=np.isnan(level_curve_ns),
-                            min_runs=min_runs, min_fraction=min_fraction)
-    shifts = [] if segmentation is None else _level_shifts_from(
-        segmentation, min_ratio=shift_min_ratio, min_z=min_z, runs_check=runs_check)
-    growth = [] if segmentation is None else _linear_growth_from(
-        segmentation, min_growth_ratio=growth_min_ratio, min_files=growth_min_files,
-        min_r2=growth_min_r2, min_z=min_z, runs_check=runs_check)
+
+    def structure(matrix_ns: NDArray, outlier_indices: list[int], curve: NDArray[np.float64],
+                  alpha: float | None, levels: bool) -> Found:
+        """Series (None: no search), level shifts and ramps of a matrix and its median curve."""
+        candidates = median_ratio_candidates(curve, ratio, block_files) if ratio is not None else None
+        series = [] if alpha is None else _tiered_series(
+            outlier_indices, curve, candidates, factor=factor, block_files=block_files,
+            min_count=series_min_count, n_files=files, alpha=alpha)
+        if not levels:
+            return Found(series, [], [], curve)
+        # The outliers are reported on their own; masking them keeps a slow file right at a
+        # boundary (ext4's file 253) from shifting the cut by one.
+        level_curve_ns = _without(curve, outlier_indices)
+        segmentation = _segment_curve(level_curve_ns, segment_knobs)
+        runs_check = _RunsCheck(latency_ns=matrix_ns, excluded=np.isnan(level_curve_ns),
+                                min_runs=min_runs, min_fraction=min_fraction)
+        shifts = [] if segmentation is None else _level_shifts_from(
+            segmentation, min_ratio=shift_min_ratio, min_z=min_z, runs_check=runs_check)
+        growth = [] if segmentation is None else _linear_growth_from(
+            segmentation, min_growth_ratio=growth_min_ratio, min_files=growth_min_files,
+            min_r2=growth_min_r2, min_z=min_z, runs_check=runs_check)
+        return Found(series, shifts, growth, curve)
+
+    def null_search(matrix_ns: NDArray, least_chance: float | None, levels: bool) -> Found:
+        """The same analysis of a null world (its series only as unlikely as ``least_chance``).
+        From 3 runs on its outliers are left to its median candidates, which hold them (a file
+        slow in 80 % of the runs has its median there): the scan cost a third of each world."""
+        null_outliers: list[Outlier] = []
+        if ratio is None:
+            null_latency = as_float_matrix(matrix_ns)
+            null_outliers, _ = _outliers_from_scan(null_latency, _scan_outliers(
+                null_latency, factor=factor, min_runs=min_runs, min_fraction=min_fraction, block_files=block_files))
+        alpha = None if least_chance is None else 2 * least_chance * (1 + 1e-9)  # each tier searches at alpha / 2
+        return structure(matrix_ns, [o.index for o in null_outliers], median_curve_ns(matrix_ns), alpha, levels)
+
+    found = structure(latency_matrix, [o.index for o in outliers], curve_ns, series_alpha, True)
+    gated = gate(latency_matrix, found, null_search, worlds=null_worlds, levels=gate_levels) if null_worlds else None
+    series, shifts, growth = (found.series, found.level_shifts, found.linear_growth) if gated is None else (
+        gated.series, gated.level_shifts, gated.linear_growth)
     settings = {
         "outlier_factor": factor,
         "min_runs": min_runs,
@@ -836,9 +869,10 @@ def analyze(
         "single_run": runs == 1,
         "disturbed_calls_per_run": disturbed_per_run,
     }
+    null_gate = {} if gated is None else gated.to_json()  # {}: not held to null worlds (null_worlds=0)
     return ProbeAnalysis(
         runs=runs, files=files, stats=stats, outliers=tuple(outliers), noise_count=noise_count,
         weak_outliers=tuple(weak), series=tuple(series), level_shifts=tuple(shifts),
         linear_growth=tuple(growth),
-        settings=settings, median_curve_ns=curve_ns,
+        settings=settings, median_curve_ns=curve_ns, null_gate=null_gate,
     )

@@ -195,7 +195,10 @@ def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explaine
     latency_ns.flush()  # a shared mapping survives a kill anyway; this survives power loss
     if r == 0 and spec.runs > 1:
         return  # one run cannot tell structure from noise: flag from the second on
-    analysis = analyze(latency_ns[: r + 1], wait_ns=wait_ns[: r + 1])
+    # the live analysis is provisional (its outliers feed the sequential test); the report's is
+    # held to the permuted null worlds (Settling.final_analysis): 19 more series searches a run
+    # would double the analysis at a million files
+    analysis = analyze(latency_ns[: r + 1], wait_ns=wait_ns[: r + 1], null_worlds=0)
     settling.after_run(r, analysis, latency_ns[: r + 1], wait_ns[: r + 1])
     _emit_new_findings(ctx, settling.settled(analysis), explained.predictions, emitted)
 

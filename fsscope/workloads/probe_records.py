@@ -10,6 +10,7 @@ from typing import Any, TypeAlias
 import msgspec
 
 from fsscope.engine.events import DataRecord, Finding, KernelEvidence
+from fsscope.explain.slab import SlabCache
 from fsscope.records import Record, ReportRecord
 
 # --------------------------------------------------------------------------------------------
@@ -119,6 +120,18 @@ class Settings(Record, frozen=True, kw_only=True):
     min_z: float | None = None
     single_run: bool = False
     disturbed_calls_per_run: list[int] | None = None
+
+
+class NullGate(Record, frozen=True, kw_only=True):
+    """The findings the permuted worlds took back (``analysis.nullgate``): a null world gave one
+    as strong, so they are not flags."""
+
+    worlds: int = 0
+    bound: float | None = None
+    null: str = ""
+    gated: list[str] = []
+    sure_chance: float | None = None  # a series this unlikely is not searched for in the worlds
+    rejected: list[dict[str, Any]] = []
 
 
 class Explained(Record, frozen=True, kw_only=True):
@@ -295,6 +308,7 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     level_shifts: list[LevelShiftRow] = []
     linear_growth: list[GrowthRow] = []
     settings: Settings = Settings()
+    null_gate: NullGate | None = None
     thresholds: list[Threshold] = []
     flags: list[ReportFlag] | None = None  # None: a report that says nothing of its flags (the live ones stand)
     decisions: Decisions | None = None
@@ -304,6 +318,8 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     trace: TraceSummary | None = None
     structural_events: list[StructuralEvent] = []
     structures: list[StructureRow] = []
+    contradicted: list[StructureRow] = []  # predictions the kernel contradicted: out of the table, kept here
+    slabs: list[SlabCache] = []            # the slab caches (/proc/slabinfo at the run) that explained a series
     noise: list[NoiseCause] = []
     writers: list[Writer] = []  # other processes' I/O on the probed device during the runs
     writers_watched: str = ""   # how they were watched: what a writer must do to be named

@@ -57,12 +57,17 @@ def _render_flags(report: Report, console: Console) -> None:
         console.print("[yellow]one run cannot tell structure from noise: every slow file is listed; "
                       "use --runs 3 or more[/]")
     explained = [f for f in flags if f.structure]
-    shown = explained + [f for f in flags if not f.structure][: max(0, MAX_FLAGS_SHOWN - len(explained))]
-    for flag in shown:
+    unexplained = [f for f in flags if not f.structure][: max(0, MAX_FLAGS_SHOWN - len(explained))]
+    shown = explained + unexplained
+    for flag in explained:
         console.print(f"[bold yellow]▲[/] [bold]{flag.title}[/]")
         if flag.predicted_index is not None:
             console.print(f"    predicted at file {flag.predicted_index}")
         console.print(f"    {flag.note}", highlight=False)
+    if unexplained:  # the quieter list: repeatable, but nothing names a cause
+        console.print("[dim]repeatable, unexplained (no rule and no kernel event names a cause):[/]")
+        for flag in unexplained:
+            console.print(f"[dim]  · {escape(flag.title)}[/]", highlight=False)
     for threshold in [t for t in report.thresholds if t.evidence == "kernel"]:
         console.print(f"[bold cyan]●[/] [bold]file {threshold.index} — {plain_words(threshold.structure or '')}[/] "
                       f"(kernel evidence; latency: {threshold.latency})", highlight=False)
