@@ -230,13 +230,16 @@ class ProbeTrace(JobTrace):
         for flag, finding in zip(flags, findings):
             if flag.get("structure") or not hasattr(finding, "runs_flagged"):
                 continue
-            for series, found in explained:
-                if finding.index in series.members:
-                    flag["structure"] = found["structure"]
-                    flag["note"] = (f"a member of the series every {series.stride} files from {series.start}: "
-                                    f"{found['note']}.")
-                    flag["title"] = f"{flag.get('title', '').rsplit(' — ', 1)[0]} — {found['title']}"
-                    break
+            owners = [(series, found) for series, found in explained if finding.index in series.members]
+            # a file in two explained series (a slab's and the directory index's) takes the one
+            # whose cache shows in its own call's kernel events, else the first
+            seen = " ".join(str(k) for k in ((flag.get("kernel") or {}).get("events") or {}))
+            owners.sort(key=lambda owner: owner[1]["cache"] not in seen)
+            for series, found in owners[:1]:
+                flag["structure"] = found["structure"]
+                flag["note"] = (f"a member of the series every {series.stride} files from {series.start}: "
+                                f"{found['note']}.")
+                flag["title"] = f"{flag.get('title', '').rsplit(' — ', 1)[0]} — {found['title']}"
         return rows
 
     def thresholds(self, flags: list[dict], structures: list[dict], measured_ns: np.ndarray) -> list[dict]:
