@@ -92,6 +92,12 @@ async def test_watch_a_picked_writer_from_setup_without_making_the_target(scratc
                 assert f"{report.calls:,} file-system calls" in str(view.query_one("#watch-summary").render())
 
             tables_show_the_report(live)
+            # the flags are the job's findings (repeats, format changes, lost events), with notes
+            assert len(live.views[0].flags) == len(report.repeats) + len(report.format_changes) + bool(report.lost_total)
+            busiest = max(report.ops, key=lambda o: o.calls)
+            assert str(live.query_one("#spark-row-p50 .spark-label").render()) == f"p50 {busiest.op}"
+            assert len(busiest.p50_us_by_window) == len(live.query_one("#spark-p50").data) >= 2
+            assert any("watch on no target" in line for line in live.log_panel.lines_written)
             model = live.views[0].data
             assert isinstance(model, WatchModel) and model.elapsed_s  # the live progress came through
             assert not image.exists()  # the target was not made

@@ -40,6 +40,8 @@ def recipe_label(job: str, spec: dict, setup_recipe: str) -> str:
         parts = value.split(",") if isinstance(value, str) else list(value or ())
         return [str(p).strip() for p in parts if str(p).strip()]
 
+    if job in jobs.JOBS and not jobs.JOBS[job].uses_target:
+        return "no recipe (nothing formatted)"
     if job == "explore":
         return ", ".join(names(spec.get("recipes")) or ["ext4-default"])
     if job == "variation":
@@ -101,6 +103,10 @@ class RunPlan:
     def uses_target(self) -> bool:
         """A job of the plan formats and mounts the target (watch alone touches none of it)."""
         return any(jobs.job(req.job).uses_target for req in self.jobs)
+
+    def where(self) -> str:
+        """The target as the live screen names it: none for a plan that formats nothing."""
+        return self.target.describe() if self.uses_target else "no target (watched where it runs)"
 
     def job_target(self, req: JobRequest) -> tuple[TargetSpec, Recipe | None]:
         """Where ``req`` runs: the plan's target and recipe, or, for a job that formats nothing
