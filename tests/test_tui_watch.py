@@ -43,15 +43,35 @@ def test_busy_processes_ranks_a_writer_and_services_are_cgroups(scratch):
         busy = busy_processes(0.5, skip=frozenset({os.getpid()}))
         mine = [b for b in busy if b.pid == writer.pid]
         assert mine and mine[0].calls_bytes_per_s > 512 and mine[0].comm.startswith("python")
+        assert [b.rate_bytes_per_s for b in busy] == sorted((b.rate_bytes_per_s for b in busy), reverse=True)
+        kthreads = [b.pid for b in busy if int(Path(f"/proc/{b.pid}/stat").read_text().rsplit(")", 1)[-1].split()[6])
+                    & 0x00200000]
+        assert not kthreads  # a kworker flushing pages makes no system call to watch
         assert all(b.pid != os.getpid() for b in busy)
     finally:
         stop(writer)
-    listed = dict(services())
-    for path, count in listed.items():
-        assert (Path("/sys/fs/cgroup") / path / "cgroup.procs").is_file() and count > 0
-    own = Path("/proc/self/cgroup").read_text().strip().split("::", 1)[-1].lstrip("/")
-    if own and len(Path(own).parts) <= 3:  # this process's own cgroup holds it: it is listed
-        assert own in listed
+
+
+@pytest.mark.privileged
+def test_services_are_the_v2_cgroups_holding_processes(scratch):
+    from fsscope import proctree
+
+    parent = proctree.job_cgroup_parent()
+    if parent is None:
+        pytest.fail("no cgroup v2 directory to make a test cgroup in")
+    group = parent / f"fsscope-{os.getpid()}-servicetest"
+    group.mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (group / "cgroup.procs").write_text(str(sleeper.pid))
+        listed = dict(services())
+        name = str(group.relative_to(Path("/sys/fs/cgroup")))
+        assert listed.get(name) == 1, listed
+        for path, count in listed.items():  # v2 cgroups below a root, never a v1 hierarchy or a root
+            assert (Path("/sys/fs/cgroup") / path / "cgroup.events").is_file() and count > 0
+    finally:
+        stop(sleeper)
+        group.rmdir()
 
 
 @pytest.mark.privileged

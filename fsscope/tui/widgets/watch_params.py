@@ -18,9 +18,8 @@ from fsscope.format import format_bytes
 from fsscope.records import SpecRecord
 from fsscope.tui.widgets.job_params import JobParams
 
-NOT_FORMATTED = ("Watch formats and mounts nothing: the target and recipe on the left are not used "
-                 "for it. It watches the file system the picked process already uses (its working "
-                 "directory, or the tree given).")
+NOT_FORMATTED = ("Watch formats and mounts nothing (target and recipe unused): it watches the file "
+                 "system the process already uses.")
 
 
 class WatchParams(JobParams):
@@ -47,7 +46,9 @@ class WatchParams(JobParams):
         yield from super().compose()
 
     def on_mount(self) -> None:
-        self.query_one("#watch-pick", OptionList).border_title = "doing I/O now · services"
+        pick = self.query_one("#watch-pick", OptionList)
+        pick.border_title = "doing I/O now · services"
+        pick.border_subtitle = "device's B/s, else calls'"
         self.list_targets()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -69,10 +70,11 @@ class WatchParams(JobParams):
         pick = self.query_one("#watch-pick", OptionList)
         pick.clear_options()
         # names are the processes' own (procio made their escapes visible): prompts are text
-        options = [Option(f"{b.pid:>7}  {b.comm:<16} disk {format_bytes(b.disk_bytes_per_s) + '/s':>11}  "
-                          f"calls {format_bytes(b.calls_bytes_per_s) + '/s':>11}", id=f"pid:{b.pid}") for b in busy]
-        options += [Option(f"cgroup  {path}  ({count} process{'es' if count > 1 else ''})", id=f"cgroup:{path}")
-                    for path, count in groups]
+        # one short line each (a narrow column wraps a long prompt into three): the device's
+        # bytes when it moved any, else what the calls moved (page cache, unflushed writes)
+        options = [Option(f"{b.pid} {b.comm} {format_bytes(b.rate_bytes_per_s)}/s",
+                          id=f"pid:{b.pid}") for b in busy]
+        options += [Option(f"cgroup {path} ({count})", id=f"cgroup:{path}") for path, count in groups]
         pick.add_options(options or [Option("no process did I/O in the last half second", disabled=True)])
         self.listed = [o.id for o in options]
 
