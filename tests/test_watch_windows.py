@@ -1,5 +1,5 @@
-"""The watch report's per-window latencies (the TUI's sparklines): pure numpy, checked against
-a plain loop."""
+"""The watch report's per-window latencies (the TUI's sparklines), checked against a plain
+loop, and the words of its format-change flags."""
 
 from __future__ import annotations
 
@@ -29,3 +29,16 @@ def test_window_length_keeps_about_forty_windows_never_under_a_quarter_second():
     assert window_length_s(2.0) == 0.25
     assert window_length_s(60.0) == 1.5
     assert 35 <= 600 / window_length_s(600.0) <= 45
+
+
+def test_a_format_change_whose_names_are_not_known_says_so_in_its_flag():
+    from fsscope.watch.job import format_finding
+    from fsscope.watch.records import FormatChange
+
+    unknown = FormatChange(dir="/srv/mail/new", event="ext4_allocate_blocks", call=7, op="rename",
+                           entries_before=-1, name_bytes=29, arithmetic="the names it held are not known")
+    assert format_finding(unknown).title == ("/srv/mail/new: ext4_allocate_blocks at rename with names not known "
+                                             "(no exact prediction)")
+    known = FormatChange(dir="/srv/mail/new", event="ext4_allocate_blocks", call=7, op="rename",
+                         entries_before=101, name_bytes=29, predicted=101, matches=True)
+    assert "with 101 names (as the arithmetic predicts)" in format_finding(known).title

@@ -518,8 +518,10 @@ def format_finding(c: FormatChange) -> Finding:
     """The flag of a directory format change (watch's and replay's alike)."""
     verdict = {True: "as the arithmetic predicts", False: f"the arithmetic predicts {c.predicted}",
                None: "no exact prediction"}[c.matches]
+    # -1: the names it held are not known (it changed while it was listed), as the CLI says
+    names = f"{c.entries_before} names" if c.entries_before >= 0 else "names not known"
     return Finding(flag="format-change", title=f"{c.dir or 'a directory'}: {c.event} at {c.op} with "
-                                               f"{c.entries_before} names ({verdict})",
+                                               f"{names} ({verdict})",
                    note=c.arithmetic, index=c.call, structure=c.event)
 
 
