@@ -29,6 +29,12 @@ def paced_writer(where: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(WRITER), str(where / "mail"), "1000000", "--pace-ms=2"], cwd=where)
 
 
+def delivering(where: Path) -> None:
+    """Await the writer's first message (its I/O is under way)."""
+    wait_for(lambda: (where / "mail" / "new").is_dir() and any((where / "mail" / "new").iterdir()),
+             "the writer's first message")
+
+
 def stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.kill()
@@ -38,8 +44,7 @@ def stop(proc: subprocess.Popen) -> None:
 def test_busy_processes_ranks_a_writer_and_services_are_cgroups(scratch):
     writer = paced_writer(scratch)
     try:
-        wait_for(lambda: (scratch / "mail" / "new").is_dir() and any((scratch / "mail" / "new").iterdir()),
-                 "the writer's first message")
+        delivering(scratch)
         busy = busy_processes(0.5, skip=frozenset({os.getpid()}))
         mine = [b for b in busy if b.pid == writer.pid]
         assert mine and mine[0].calls_bytes_per_s > 512 and mine[0].comm.startswith("python")
@@ -81,6 +86,7 @@ async def test_watch_a_picked_writer_from_setup_without_making_the_target(scratc
     writer = paced_writer(mnt)
     app = make_app(AppConfig(target=TargetSpec("image", str(image), 256 * 2**20), jobs=("watch",)))
     try:
+        delivering(mnt)
         async with app.run_test(size=SIZE, notifications=True) as pilot:
             await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
             panel = app.screen.query_one("#params-watch", WatchParams)
@@ -144,3 +150,33 @@ def test_a_plan_of_watch_alone_touches_no_target():
     with_probe = RunPlan(plan.target, plan.recipe, (watch, JobRequest("probe", build(registry.spec_type("probe")))))
     assert with_probe.uses_target and with_probe.destructive
     assert with_probe.job_target(with_probe.jobs[1]) == (plan.target, plan.recipe)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_the_watch_panel_shows_its_note_and_list_on_setup(size, scratch):
+    """Highlighting watch on Setup shows, without scrolling, that it formats nothing, and the
+    list of what can be watched (at 80x24 too)."""
+    app = make_app(AppConfig(target=TargetSpec("image", "/nonexistent/never.img", 256 * 2**20),
+                             jobs=("probe", "watch"), discover_devices=lambda: []))
+    writer = paced_writer(scratch)  # something doing I/O, whatever else the machine does
+    try:
+        delivering(scratch)
+        await _panel_shows(app, size, writer.pid)
+    finally:
+        stop(writer)
+
+
+async def _panel_shows(app, size: tuple[int, int], pid: int) -> None:
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        app.screen.query_one("#job-list").focus()
+        await pilot.press("down")
+        await until(pilot, lambda: app.screen.query("#params-watch"), "the watch panel")
+        panel = app.screen.query_one("#params-watch", WatchParams)
+        await until(pilot, lambda: f"pid:{pid}" in panel.listed, "the writer listed")
+        screen = app.screen.region
+        for part in ("#watch-note", "#watch-pick"):
+            region = panel.query_one(part).region
+            assert region.height >= 2 and screen.contains_region(region), (part, region, screen)
+        pick = panel.query_one("#watch-pick")
+        assert pick.option_count == len(panel.listed)
