@@ -55,6 +55,10 @@ class Job(NamedTuple):
     """(extra, its modules) when the job needs more than the core install."""
     setup: bool = True
     """Offered by the TUI's Setup screen (False: run from the CLI; a recorded run replays)."""
+    uses_target: bool = True
+    """Runs on the Setup screen's target, formatted and mounted with its recipe (False: the job
+    formats and mounts nothing; the TUI runs it, as its command does, on a directory it never
+    writes to -- watch observes the file system its process already uses)."""
 
     @property
     def spec_ref(self) -> str:
@@ -129,7 +133,9 @@ DESCRIPTORS: tuple[Job, ...] = (
         "attach to a process, cgroup or command: its file-system calls, the slow ones and why, what repeats",
         command="watch_cmd",
         command_help="attach to a process, cgroup or command: its slow file-system calls, why, what repeats",
-        renderer="fsscope.cli.render.watch:render_watch", setup=False),
+        renderer="fsscope.cli.render.watch:render_watch", model="fsscope.tui.watch_model:WatchModel",
+        view="fsscope.tui.widgets.watch_view:WatchView", panel="fsscope.tui.widgets.watch_params:WatchParams",
+        uses_target=False),
     Job("replay", "fsscope.replay.job",
         "play an op log (watch --capture) on a fresh file system: per call type and per file latency, "
         "throughput, what repeats",

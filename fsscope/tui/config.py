@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsscope import paths, recipes
+from fsscope.engine import jobs
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
 from fsscope.records import SpecRecord, plain
@@ -39,6 +40,8 @@ def recipe_label(job: str, spec: dict, setup_recipe: str) -> str:
         parts = value.split(",") if isinstance(value, str) else list(value or ())
         return [str(p).strip() for p in parts if str(p).strip()]
 
+    if job in jobs.JOBS and not jobs.JOBS[job].uses_target:
+        return "no recipe (nothing formatted)"
     if job == "explore":
         return ", ".join(names(spec.get("recipes")) or ["ext4-default"])
     if job == "variation":
@@ -97,11 +100,27 @@ class RunPlan:
         return out
 
     @property
+    def uses_target(self) -> bool:
+        """A job of the plan formats and mounts the target (watch alone touches none of it)."""
+        return any(jobs.job(req.job).uses_target for req in self.jobs)
+
+    def where(self) -> str:
+        """The target as the live screen names it: none for a plan that formats nothing."""
+        return self.target.describe() if self.uses_target else "no target (watched where it runs)"
+
+    def job_target(self, req: JobRequest) -> tuple[TargetSpec, Recipe | None]:
+        """Where ``req`` runs: the plan's target and recipe, or, for a job that formats nothing
+        (``Job.uses_target``), the directory its command gives it (nothing is made there)."""
+        if jobs.job(req.job).uses_target:
+            return self.target, self.recipe
+        return TargetSpec("dir", str(paths.ram_dir(checked=False))), None
+
+    @property
     def destructive(self) -> bool:
         """Formatting a block device, or an existing image file fsscope did not create,
         destroys what is on it: the user must confirm."""
-        return self.target.kind == "device" or (
-            self.target.kind == "image" and bool(image.foreign_reason(Path(self.target.path))))
+        return self.uses_target and (self.target.kind == "device" or (
+            self.target.kind == "image" and bool(image.foreign_reason(Path(self.target.path)))))
 
 
 def _check_floor(check, formats: bool) -> list[str]:

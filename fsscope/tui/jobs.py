@@ -118,7 +118,7 @@ def follow_plan(plan: RunPlan, node: MessagePump, control: PlanControl, *, runs_
                 break
             restore_ui_cpus()  # the child inherits this mask: it must see every CPU to pick its own
             try:
-                handle = start(request.job, request.spec, plan.target, plan.recipe, runs_root=runs_root)
+                handle = start(request.job, request.spec, *plan.job_target(request), runs_root=runs_root)
             except Exception as exc:  # noqa: BLE001 - a refused start is the user's message
                 post(msg.JobFinished(index, "failed", str(exc), None, None))
                 continue

@@ -302,13 +302,17 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, end_set
     unnamed = np.array([named.file_path(i) is None and named.path(int(named.dir[i])) is None
                         for i in range(len(calls))], dtype=bool)
     ops = []
+    window_s = window_length_s(recorded.duration_s)
+    window = ((calls["start_ns"] - t0) // int(window_s * 1e9)).astype(np.int64) if len(calls) else calls["start_ns"]
     for o in np.unique(calls["op"]):
         rows = calls["op"] == o
         d = calls["duration_ns"][rows] / 1e3
+        p50s, p99s, counts = by_window(d, window[rows], int(window.max()) + 1)
         ops.append(OpSummary(op=OPS[o], calls=int(rows.sum()), p50_us=round(float(np.percentile(d, 50)), 1),
                              p99_us=round(float(np.percentile(d, 99)), 1), max_us=round(float(d.max()), 1),
                              slow=int(judged.slow[rows].sum()), bytes=int(moved[rows].sum()),
-                             unnamed=int(unnamed[rows].sum()), inconclusive=int(judged.inconclusive[rows].sum())))
+                             unnamed=int(unnamed[rows].sum()), inconclusive=int(judged.inconclusive[rows].sum()),
+                             p50_us_by_window=p50s, p99_us_by_window=p99s, calls_by_window=counts))
     lost = [Loss(instance=x.instance, overrun=x.overrun, dropped=x.dropped, pages_with_loss=x.pages_with_loss)
             for x in recorded.lost]
     lost_total = sum(x.total for x in recorded.lost)
@@ -347,7 +351,7 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, end_set
     report = Report(
         watched=watched.label, tids=watched.tids, comms={str(k): v for k, v in sorted(comms.items())
                                                          if k in watched_tids},
-        fs=found.fs, device=found.device, tree=tree.root, duration_s=round(recorded.duration_s, 3),
+        fs=found.fs, device=found.device, tree=tree.root, duration_s=round(recorded.duration_s, 3), window_s=window_s,
         exit_status=exit_status, calls=len(calls), across_loss=paired.across_loss,
         unpaired_enters=paired.unpaired_enters,
         unpaired_exits=paired.unpaired_exits, unnamed=int(unnamed.sum()), events=len(recorded.events),
@@ -356,6 +360,29 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, end_set
         causes=dict(cause_count.most_common()), missing=recorded.missing, notes=notes)
     _emit_findings(ctx, report)
     return report
+
+
+#: The windows an op's latency is summarised over: about this many over the watch, none shorter
+#: than MIN_WINDOW_S (a sparkline's glyphs; fewer calls per window would make noisy percentiles).
+WINDOWS = 40
+MIN_WINDOW_S = 0.25
+
+
+def window_length_s(duration_s: float) -> float:
+    """The windows' length for a watch of ``duration_s``: a round number of quarter seconds."""
+    return max(MIN_WINDOW_S, round(duration_s / WINDOWS / MIN_WINDOW_S) * MIN_WINDOW_S)
+
+
+def by_window(duration_us: np.ndarray, window: np.ndarray,
+              windows: int) -> tuple[list[float | None], list[float | None], list[int]]:
+    """Per window 0..windows-1: the calls' p50 and p99 (µs; None where there was none) and
+    their count (every op over the same windows, so their sparklines line up)."""
+    counts = np.bincount(window, minlength=windows)
+    order = np.argsort(window, kind="stable")
+    groups = np.split(duration_us[order], np.cumsum(counts)[:-1])
+    p50s = [round(float(np.percentile(g, 50)), 1) if len(g) else None for g in groups]
+    p99s = [round(float(np.percentile(g, 99)), 1) if len(g) else None for g in groups]
+    return p50s, p99s, [int(c) for c in counts]
 
 
 def _lost_inside(explained: dict, calls: np.ndarray, lost: list) -> None:
@@ -491,8 +518,10 @@ def format_finding(c: FormatChange) -> Finding:
     """The flag of a directory format change (watch's and replay's alike)."""
     verdict = {True: "as the arithmetic predicts", False: f"the arithmetic predicts {c.predicted}",
                None: "no exact prediction"}[c.matches]
+    # -1: the names it held are not known (it changed while it was listed), as the CLI says
+    names = f"{c.entries_before} names" if c.entries_before >= 0 else "names not known"
     return Finding(flag="format-change", title=f"{c.dir or 'a directory'}: {c.event} at {c.op} with "
-                                               f"{c.entries_before} names ({verdict})",
+                                               f"{names} ({verdict})",
                    note=c.arithmetic, index=c.call, structure=c.event)
 
 

@@ -71,6 +71,11 @@ class OpSummary(Record, frozen=True, kw_only=True):
     bytes: int = 0
     unnamed: int = 0          # calls whose file or directory could not be named
     inconclusive: int = 0     # calls in a group of 3-8 whose own and op-wide baselines disagree
+    # per time window of Report.window_s from the first call (None: no call of this op then):
+    # the TUI's sparklines of the op over the watch
+    p50_us_by_window: list[float | None] = []
+    p99_us_by_window: list[float | None] = []
+    calls_by_window: list[int] = []
 
 
 class Loss(Record, frozen=True, kw_only=True):
@@ -106,6 +111,7 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     unnamed: int = 0
     events: int = 0
     ops: list[OpSummary] = []
+    window_s: float = 0.0             # the length of OpSummary's windows (0: none)
     slow_total: int = 0
     inconclusive_total: int = 0       # neither slow nor not: more calls on their file would decide
     slow: list[SlowCall] = []         # the slowest first, at most Spec.show_slow

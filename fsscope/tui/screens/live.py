@@ -126,7 +126,7 @@ class LiveScreen(LiveStream):
         self.shown = None
         self._job_telemetry_s = None
         recipe = plan.recipe_label()
-        self.query_one("#progress", JobProgress).set_jobs(self.jobs, f"{plan.target.describe()} · {recipe}")
+        self.query_one("#progress", JobProgress).set_jobs(self.jobs, f"{plan.where()} · {recipe}")
         # A new plan starts from a clean view: nothing of the last job's matrix, scale, cursor,
         # sparklines or flags stays on screen (its first job's empty view is shown at once).
         self.iops, self.bandwidth, self.cpu = Series(), Series(), Series()
@@ -136,7 +136,7 @@ class LiveScreen(LiveStream):
             self._show(0)
         self.flags_panel.set_flags([])
         self.notes.show(None)
-        self.log_panel.note(f"── plan: {', '.join(r.job for r in plan.jobs)} on {plan.target.describe()} "
+        self.log_panel.note(f"── plan: {', '.join(r.job for r in plan.jobs)} on {plan.where()} "
                             f"with {recipe}", style="bold")
         self.app.run_worker(partial(follow_plan, plan, self, control, runs_root=self.fs_app.config.runs_root),
                             thread=True, group="plan", exit_on_error=False, name="plan",

@@ -109,9 +109,10 @@ class SetupScreen(AppScreen):
 
         target = checked(self.query_one("#target-picker", TargetPicker).spec)
         recipe = checked(self.query_one("#recipe-picker", RecipePicker).recipe)
-        if target is not None and (recipe is not None or target.kind == "dir"):
-            checked(lambda: preflight(target, recipe))
         jobs = checked(self.query_one("#job-picker", JobPicker).requests)
+        formats = jobs is None or any(registry.job(r.job).uses_target for r in jobs)  # watch alone: nothing
+        if formats and target is not None and (recipe is not None or target.kind == "dir"):
+            checked(lambda: preflight(target, recipe))
         problems.extend(filter(None, (registry.missing_extra(r.job) for r in jobs or ())))  # explore without Dask
         if problems:
             raise FsscopeError("\n".join(problems))

@@ -88,8 +88,11 @@ class JobParams(Vertical):
         self.job = job
         self.spec_type: Any = registry.spec_type(job)  # the job's own Spec (its ClassVars, properties)
         self.hints = typing.get_type_hints(self.spec_type)
-        defaults = self.spec_type()
-        self.values = {f.name: getattr(defaults, f.name) for f in msgspec.structs.fields(self.spec_type)}
+        # the fields' own defaults, not Spec(): a Spec may need a choice made first (watch: a pid
+        # or a cgroup) and refuse to be built without it
+        self.values = {f.name: f.default if f.default is not msgspec.NODEFAULT
+                       else f.default_factory() if f.default_factory is not msgspec.NODEFAULT else None
+                       for f in msgspec.structs.fields(self.spec_type)}
         self.values.update(self.DEFAULTS)
         self.values.update(initial or {})
         names = [f.name for f in msgspec.structs.fields(self.spec_type)]
