@@ -44,9 +44,12 @@ run nosuchjob                                         → invalid choice
 run smoke -p seconds=abc                              → must be a number
 run smoke -p bogus=1                                  → unknown
 run probe -p fresh_fs=1                               → true or false
-probe --files abc                                     → invalid int value
+probe --files abc                                     → is not a whole number
 probe --files 0                                       → at least 1
 probe --cpu 999                                       → cpu 999
+probe --cpu -1                                        → at least 0
+probe --name-length 300                               → at most 255
+probe --runs 3 --max-runs 2                           → at least 3
 probe --json /nonexistent-dir/x.json                  → no such directory
 probe --recipe {bin}                                  → not a text file
 probe --from-snapshot /nonexistent.img                → no such file
