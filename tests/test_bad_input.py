@@ -62,6 +62,9 @@ bench --mem-limit 1K                                  → below the minimum
 bench --mem-limit -1K                                 → cannot be negative
 bench --files 1000000000                              → does not fit
 bench --personality nope                              → invalid choice
+bench --runs 0                                        → at least 1
+bench --threshold 20                                  → at most 10
+bench --workers 0                                     → at least 1
 bench --recipes ext4-default,{bin}                    → not a text file
 syncwrite --mode nope                                 → invalid choice
 syncwrite --repeats 0                                 → at least 1
@@ -172,7 +175,7 @@ def test_option_values_may_start_with_a_dash():
     args = build_parser().parse_args(["probe", "--mkfs-opts", "-c", "--mount-opts", "-o", "--ram"])
     assert (args.mkfs_opts, args.mount_opts, args.ram) == ("-c", "-o", True)
     args = build_parser().parse_args(["bench", "--mkfs-opts", "-N 256", "--files", "10"])
-    assert (args.mkfs_opts, args.files) == ("-N 256", 10)
+    assert (args.mkfs_opts, args.nfiles) == ("-N 256", 10)  # --files: the Spec's nfiles
 
 
 def test_the_real_command_line_too(files):
