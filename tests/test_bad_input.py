@@ -68,6 +68,8 @@ bench --workers 0                                     → at least 1
 bench --recipes ext4-default,{bin}                    → not a text file
 syncwrite --mode nope                                 → invalid choice
 syncwrite --repeats 0                                 → at least 1
+syncwrite --duration 0                                → more than 0 s
+syncwrite --bytes-per-point -1M                       → cannot be negative
 syncwrite --recipe {broken}                           → not valid TOML
 age --profile {bin}                                   → not a text file
 age --profile {huge}                                  → size.bytes: entry 1 is 90.9 TiB

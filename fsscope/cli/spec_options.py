@@ -118,7 +118,8 @@ def add_spec_options(parser: argparse._ActionsContainer, spec: type[SpecRecord],
                 parser.add_argument(flag, dest=name, action="store_true", default=argparse.SUPPRESS, help=description)
             continue
         show = UNITS[unit][2] if unit else str
-        shown = "" if default is None else f" (default {show(default)})"
+        # a list's default (4K..16M) is said by its description
+        shown = "" if default is None or isinstance(default, tuple) else f" (default {show(default)})"
         if get_origin(value_type) is Literal:
             parser.add_argument(flag, dest=name, choices=get_args(value_type), default=argparse.SUPPRESS,
                                 help=description + shown)
