@@ -44,6 +44,7 @@ run nosuchjob                                         → invalid choice
 run smoke -p seconds=abc                              → must be a number
 run smoke -p bogus=1                                  → unknown
 run probe -p fresh_fs=1                               → true or false
+run probe -p op=chmod                                 → choose one of creat, mkdir
 probe --files abc                                     → is not a whole number
 probe --files 0                                       → at least 1
 probe --cpu 999                                       → cpu 999
@@ -76,7 +77,10 @@ age --profile {huge}                                  → size.bytes: entry 1 is
 age --profile {big} --ram --size 1G                   → no such file fits
 age --dir {adir} --capacity 1000T                     → free in
 age --capacity -3G                                    → cannot be negative
-age --fullness 2                                      → must be in (0, 1)
+age --fullness 2                                      → must be less than 1
+age --confidence 0                                    → must be more than 0
+age --jobs 0                                          → at least 1
+age --test-file 1K                                    → at least 4 KiB
 frag --test-file -1M                                  → cannot be negative
 frag --from-snapshot /nonexistent.img                 → no such file
 profile                                               → required

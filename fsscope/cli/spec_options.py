@@ -99,7 +99,8 @@ def add_spec_options(parser: argparse._ActionsContainer, spec: type[SpecRecord],
     to the field's bounds. A field without ``Meta(description=...)`` is a TypeError here;
     ``parser`` may be a group (mutually exclusive options)."""
     hints = typing.get_type_hints(spec, include_extras=True)
-    defaults = spec()
+    # the declared defaults, without making a Spec (its checks may load files: aging's profile)
+    defaults = {f.name: f.default for f in msgspec.structs.fields(spec)}
     for name in names:
         value_type, metas = _unwrap(hints[name])
         description = next((m.description for m in metas if m.description), None)
@@ -109,7 +110,7 @@ def add_spec_options(parser: argparse._ActionsContainer, spec: type[SpecRecord],
         unit = _unit(name)
         given = (flags or {}).get(name)
         flag = given or "--" + name.removesuffix(unit).replace("_", "-")
-        default = getattr(defaults, name)
+        default = defaults[name]
         if value_type is bool:  # a switch away from the default
             if default:
                 parser.add_argument(given or "--no-" + flag.removeprefix("--"), dest=name, action="store_false",
@@ -119,7 +120,7 @@ def add_spec_options(parser: argparse._ActionsContainer, spec: type[SpecRecord],
             continue
         show = UNITS[unit][2] if unit else str
         # a list's default (4K..16M) is said by its description
-        shown = "" if default is None or isinstance(default, tuple) else f" (default {show(default)})"
+        shown = "" if default in (None, msgspec.NODEFAULT) or isinstance(default, tuple) else f" (default {show(default)})"
         if get_origin(value_type) is Literal:
             parser.add_argument(flag, dest=name, choices=get_args(value_type), default=argparse.SUPPRESS,
                                 help=description + shown)
