@@ -110,6 +110,9 @@ replay {bin} --runs 0                                 → at least 1
 replay {bin} --pace slow                              → invalid choice
 watch --anonymize -- true                             → goes with --capture LOG
 watch --capture - -- true                             → needs a file
+watch --slow-factor 1 -- true                         → must be more than 1
+watch --buffer-kb 2 -- true                           → at least 4
+watch --for 0 -- true                                 → must be positive
 """
 CASES = [(shlex.split(words), expected) for words, expected in (row.split("  → ") for row in TABLE.splitlines())]
 

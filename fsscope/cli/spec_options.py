@@ -118,7 +118,7 @@ def add_spec_options(parser: argparse._ActionsContainer, spec: type[SpecRecord],
             else:
                 parser.add_argument(flag, dest=name, action="store_true", default=argparse.SUPPRESS, help=description)
             continue
-        show = UNITS[unit][2] if unit else str
+        show = UNITS[unit][2] if unit else lambda v: f"{v:g}" if isinstance(v, float) else str(v)
         # a list's default (4K..16M) is said by its description
         shown = "" if default in (None, msgspec.NODEFAULT) or isinstance(default, tuple) else f" (default {show(default)})"
         if get_origin(value_type) is Literal:
