@@ -108,6 +108,8 @@ replay /nonexistent.oplog.gz                          → cannot read it
 replay {bin}                                          → not an fsscope op log
 replay {bin} --runs 0                                 → at least 1
 replay {bin} --pace slow                              → invalid choice
+replay {bin} --slow-factor 0.5                       → must be more than 1
+replay {bin} --buffer-kb 1                            → at least 4
 watch --anonymize -- true                             → goes with --capture LOG
 watch --capture - -- true                             → needs a file
 watch --slow-factor 1 -- true                         → must be more than 1

@@ -72,7 +72,8 @@ COMMANDS = [("probe", "fsscope.cli.probe_cmd", "fsscope.workloads.probe:ProbeSpe
             ("bench", "fsscope.cli.bench_cmd", "fsscope.workloads.bench_spec:Spec"),
             ("syncwrite", "fsscope.cli.syncwrite_cmd", "fsscope.workloads.syncwrite_records:Spec"),
             ("age", "fsscope.cli.age_cmd", "fsscope.aging.job:Spec"),
-            ("watch", "fsscope.cli.watch_cmd", "fsscope.watch.job:Spec")]
+            ("watch", "fsscope.cli.watch_cmd", "fsscope.watch.job:Spec"),
+            ("replay", "fsscope.cli.replay_cmd", "fsscope.replay.job:Spec")]
 
 
 # values written otherwise than in their unit: a list of sizes, a duration such as 2m
