@@ -103,3 +103,14 @@ def test_each_commands_help_is_its_specs(cli, command, module, spec):
             default = spec_type.__struct_defaults__[list(spec_type.__struct_fields__).index(name)]
             if isinstance(default, int):
                 assert f"{description} (default {UNITS[unit][2](default)})" in text, name
+
+
+@pytest.mark.parametrize("job", ["watch", "replay", "age"])
+def test_run_lists_the_parameters_of_a_job_whose_spec_needs_a_field_given(cli, job, tmp_path):
+    """watch needs what to watch and replay its log before a Spec can be made: their parameters
+    are listed from the declared defaults, not refused as an empty Spec would be."""
+    out = cli("run", job, "-p", "help=1", env={"FSSCOPE_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    says = {"age": "workers = 1  (at least 1; worker processes)"}.get(
+        job, "slow_factor = 4.0  (more than 1; slow: at least X times its local baseline)")
+    assert says in out.stdout.splitlines(), out.stdout

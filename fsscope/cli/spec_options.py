@@ -89,6 +89,13 @@ def _what(read: Callable[[str], Any]) -> str:
     return "a whole number" if read is int else "a number" if read is float else "a value"
 
 
+def _defaults(spec: type[SpecRecord]) -> dict[str, Any]:
+    """The Spec's declared defaults, without making one: its checks may need a field given (watch:
+    what to watch) or load files (aging: the profile)."""
+    return {f.name: f.default_factory() if f.default is msgspec.NODEFAULT else f.default
+            for f in msgspec.structs.fields(spec)}
+
+
 def add_spec_options(parser: argparse._ActionsContainer, spec: type[SpecRecord], names: Sequence[str], *,
                      flags: Mapping[str, str] | None = None,
                      readers: Mapping[str, tuple[str, Callable[[str], Any]]] | None = None) -> None:
@@ -99,8 +106,7 @@ def add_spec_options(parser: argparse._ActionsContainer, spec: type[SpecRecord],
     to the field's bounds. A field without ``Meta(description=...)`` is a TypeError here;
     ``parser`` may be a group (mutually exclusive options)."""
     hints = typing.get_type_hints(spec, include_extras=True)
-    # the declared defaults, without making a Spec (its checks may load files: aging's profile)
-    defaults = {f.name: f.default for f in msgspec.structs.fields(spec)}
+    defaults = _defaults(spec)
     for name in names:
         value_type, metas = _unwrap(hints[name])
         description = next((m.description for m in metas if m.description), None)
@@ -120,7 +126,7 @@ def add_spec_options(parser: argparse._ActionsContainer, spec: type[SpecRecord],
             continue
         show = UNITS[unit][2] if unit else lambda v: f"{v:g}" if isinstance(v, float) else str(v)
         # a list's default (4K..16M) is said by its description
-        shown = "" if default in (None, msgspec.NODEFAULT) or isinstance(default, tuple) else f" (default {show(default)})"
+        shown = "" if default is None or isinstance(default, tuple) else f" (default {show(default)})"
         if get_origin(value_type) is Literal:
             parser.add_argument(flag, dest=name, choices=get_args(value_type), default=argparse.SUPPRESS,
                                 help=description + shown)
@@ -147,7 +153,7 @@ def field_lines(spec: type[SpecRecord]) -> list[str]:
     """One line per field of ``spec`` (``fsscope run JOB -p help=1``): its name and default, its
     bounds in its unit, and its help where the Spec gives one."""
     hints = typing.get_type_hints(spec, include_extras=True)
-    defaults = spec()
+    defaults = _defaults(spec)
     lines = []
     for field in msgspec.structs.fields(spec):
         _, metas = _unwrap(hints[field.name])
@@ -156,7 +162,7 @@ def field_lines(spec: type[SpecRecord]) -> list[str]:
         bounds = [f"{BOUNDS[bound][0]} {show(getattr(meta, bound))}" for meta in metas for bound in BOUNDS
                   if getattr(meta, bound) is not None]
         description = next((m.description for m in metas if m.description), "")
-        default = getattr(defaults, field.name)
+        default = defaults[field.name]
         extra = "; ".join(filter(None, [", ".join(bounds), description]))
         lines.append(f"{field.name} = {default!r}" + (f"  ({extra})" if extra else ""))
     return lines
