@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import typing
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -184,7 +185,14 @@ def _spec_data(data: dict, type_: type[SpecRecord]) -> dict:
 
 
 def _is_list(annotation: Any) -> bool:
-    return getattr(annotation, "__origin__", None) in (tuple, list)
+    return getattr(_bare(annotation), "__origin__", None) in (tuple, list)
+
+
+def _bare(annotation: Any) -> Any:
+    """A field's type without its ``Annotated[..., Meta(...)]`` (bounds, help)."""
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return annotation
 
 
 _KIND = {"int": "a whole number", "float": "a number", "str": "text", "bool": "true or false",
@@ -205,7 +213,7 @@ def _one_line(message: str, data: Any, type_: type, what: str) -> str:
     if m := re.match(r"Object missing required field `(.+)`", text):
         return f"{what} {field} {m[1]!r} is missing"
     if re.match(r"Invalid enum value", text):
-        choices = getattr(msgspec.structs.fields(type_)[_index(type_, name)].type, "__args__", ())
+        choices = getattr(_bare(msgspec.structs.fields(type_)[_index(type_, name)].type), "__args__", ())
         return f"{what} {name} {value!r} is unknown: choose one of {', '.join(map(str, choices))}"
     if m := re.match(r"Expected `([^`]+)` (>=|<=|>|<) (\S+)", text):
         return f"{what} {name} must be {_BOUND[m[2]]} {m[3]}, not {value!r}"

@@ -182,7 +182,7 @@ def test_bad_profile_and_fullness_are_one_line_exit_2(cli, tmp_path):
     line = one_line_error(cli("age", "--image", str(image), "--profile", "no-such-profile"))
     assert "unknown aging profile 'no-such-profile'" in line
     line = one_line_error(cli("age", "--image", str(image), "--profile", "small", "--fullness", "1.5"))
-    assert "--fullness" in line and "(0, 1)" in line
+    assert "--fullness" in line and "must be less than 1, not 1.5" in line
     line = one_line_error(cli("age", "--image", str(image), "--confidence", "0"))
     assert "--confidence" in line
     bad = tmp_path / "bad.toml"

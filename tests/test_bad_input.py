@@ -44,9 +44,13 @@ run nosuchjob                                         → invalid choice
 run smoke -p seconds=abc                              → must be a number
 run smoke -p bogus=1                                  → unknown
 run probe -p fresh_fs=1                               → true or false
-probe --files abc                                     → invalid int value
+run probe -p op=chmod                                 → choose one of creat, mkdir
+probe --files abc                                     → is not a whole number
 probe --files 0                                       → at least 1
 probe --cpu 999                                       → cpu 999
+probe --cpu -1                                        → at least 0
+probe --name-length 300                               → at most 255
+probe --runs 3 --max-runs 2                           → at least 3
 probe --json /nonexistent-dir/x.json                  → no such directory
 probe --recipe {bin}                                  → not a text file
 probe --from-snapshot /nonexistent.img                → no such file
@@ -59,16 +63,24 @@ bench --mem-limit 1K                                  → below the minimum
 bench --mem-limit -1K                                 → cannot be negative
 bench --files 1000000000                              → does not fit
 bench --personality nope                              → invalid choice
+bench --runs 0                                        → at least 1
+bench --threshold 20                                  → at most 10
+bench --workers 0                                     → at least 1
 bench --recipes ext4-default,{bin}                    → not a text file
 syncwrite --mode nope                                 → invalid choice
 syncwrite --repeats 0                                 → at least 1
+syncwrite --duration 0                                → more than 0 s
+syncwrite --bytes-per-point -1M                       → cannot be negative
 syncwrite --recipe {broken}                           → not valid TOML
 age --profile {bin}                                   → not a text file
 age --profile {huge}                                  → size.bytes: entry 1 is 90.9 TiB
 age --profile {big} --ram --size 1G                   → no such file fits
 age --dir {adir} --capacity 1000T                     → free in
 age --capacity -3G                                    → cannot be negative
-age --fullness 2                                      → must be in (0, 1)
+age --fullness 2                                      → must be less than 1
+age --confidence 0                                    → must be more than 0
+age --jobs 0                                          → at least 1
+age --test-file 1K                                    → at least 4 KiB
 frag --test-file -1M                                  → cannot be negative
 frag --from-snapshot /nonexistent.img                 → no such file
 profile                                               → required
@@ -96,8 +108,13 @@ replay /nonexistent.oplog.gz                          → cannot read it
 replay {bin}                                          → not an fsscope op log
 replay {bin} --runs 0                                 → at least 1
 replay {bin} --pace slow                              → invalid choice
+replay {bin} --slow-factor 0.5                       → must be more than 1
+replay {bin} --buffer-kb 1                            → at least 4
 watch --anonymize -- true                             → goes with --capture LOG
 watch --capture - -- true                             → needs a file
+watch --slow-factor 1 -- true                         → must be more than 1
+watch --buffer-kb 2 -- true                           → at least 4
+watch --for 0 -- true                                 → must be positive
 """
 CASES = [(shlex.split(words), expected) for words, expected in (row.split("  → ") for row in TABLE.splitlines())]
 
@@ -169,7 +186,7 @@ def test_option_values_may_start_with_a_dash():
     args = build_parser().parse_args(["probe", "--mkfs-opts", "-c", "--mount-opts", "-o", "--ram"])
     assert (args.mkfs_opts, args.mount_opts, args.ram) == ("-c", "-o", True)
     args = build_parser().parse_args(["bench", "--mkfs-opts", "-N 256", "--files", "10"])
-    assert (args.mkfs_opts, args.files) == ("-N 256", 10)
+    assert (args.mkfs_opts, args.nfiles) == ("-N 256", 10)  # --files: the Spec's nfiles
 
 
 def test_the_real_command_line_too(files):

@@ -66,3 +66,51 @@ def test_run_lists_a_jobs_parameters_with_the_specs_bounds_and_help(cli, tmp_pat
     lines = out.stdout.splitlines()
     assert f"chunk_bytes = {FragSpec().chunk_bytes}  (at least 512 B; {_description(FragSpec, 'chunk_bytes')})" in lines
     assert [line.split(" = ")[0] for line in lines] == list(FragSpec.__struct_fields__)
+
+
+COMMANDS = [("probe", "fsscope.cli.probe_cmd", "fsscope.workloads.probe:ProbeSpec"),
+            ("bench", "fsscope.cli.bench_cmd", "fsscope.workloads.bench_spec:Spec"),
+            ("syncwrite", "fsscope.cli.syncwrite_cmd", "fsscope.workloads.syncwrite_records:Spec"),
+            ("age", "fsscope.cli.age_cmd", "fsscope.aging.job:Spec"),
+            ("watch", "fsscope.cli.watch_cmd", "fsscope.watch.job:Spec"),
+            ("replay", "fsscope.cli.replay_cmd", "fsscope.replay.job:Spec")]
+
+
+# values written otherwise than in their unit: a list of sizes, a duration such as 2m
+OWN_READERS = {("syncwrite", "buffer_sizes_bytes"), ("watch", "duration_s")}
+
+
+@pytest.mark.parametrize(("command", "module", "spec"), COMMANDS)
+def test_each_commands_help_is_its_specs(cli, command, module, spec):
+    """Every option a command takes from its Spec is taught by the Spec's words, a size option
+    as a SIZE and a seconds option as S, with the Spec's default in its unit."""
+    import importlib
+
+    from fsscope.cli.spec_options import UNITS, _unit
+
+    options = getattr(importlib.import_module(module), "AGE_OPTIONS" if command == "age" else "SPEC_OPTIONS")
+    spec_module, spec_name = spec.split(":")
+    spec_type = getattr(importlib.import_module(spec_module), spec_name)
+    out = cli(command, "--help", env={"COLUMNS": "1000", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())  # an option's help may start on the line after its flag
+    for name in options:
+        description = " ".join(_description(spec_type, name).split())
+        assert description in text, f"{command}: no help says {description!r}"
+        unit = _unit(name)
+        if unit and (command, name) not in OWN_READERS:
+            assert f"{UNITS[unit][0]} {description}" in text, f"{command} {name}: not a {UNITS[unit][0]}"
+            default = spec_type.__struct_defaults__[list(spec_type.__struct_fields__).index(name)]
+            if isinstance(default, int):
+                assert f"{description} (default {UNITS[unit][2](default)})" in text, name
+
+
+@pytest.mark.parametrize("job", ["watch", "replay", "age"])
+def test_run_lists_the_parameters_of_a_job_whose_spec_needs_a_field_given(cli, job, tmp_path):
+    """watch needs what to watch and replay its log before a Spec can be made: their parameters
+    are listed from the declared defaults, not refused as an empty Spec would be."""
+    out = cli("run", job, "-p", "help=1", env={"FSSCOPE_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    says = {"age": "workers = 1  (at least 1; worker processes)"}.get(
+        job, "slow_factor = 4.0  (more than 1; slow: at least X times its local baseline)")
+    assert says in out.stdout.splitlines(), out.stdout

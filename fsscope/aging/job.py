@@ -34,9 +34,10 @@ import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import msgspec
+from msgspec import Meta
 
 from fsscope import store, trust
 from fsscope.aging.ager import AgingError, AgingResult, AgingSpec, _check_spec, age, read_state
@@ -57,20 +58,26 @@ class Spec(SpecRecord, frozen=True):
     renamed: ClassVar[dict[str, str]] = {"jobs": "workers"}  # before it said what it counts
 
     profile: str = "small"                # shipped name or .toml path ("" with resume: as recorded)
-    fullness: float | None = None
-    seed: int = 1
-    max_seconds: float | None = None
-    confidence: float | None = None
-    max_overwrites: float | None = None
+    fullness: Annotated[float, Meta(gt=0, lt=1, description="fraction to fill (default: the profile's)")] \
+        | None = None
+    seed: Annotated[int, Meta(description="seed of every choice")] = 1
+    max_seconds: Annotated[float, Meta(gt=0, description="stop after at most this long aging (this session)")] \
+        | None = None
+    confidence: Annotated[float, Meta(gt=0, lt=1, description="stop when every distribution's chi-squared "
+                                                              "p-value is at least this")] | None = None
+    max_overwrites: Annotated[float, Meta(gt=0, description="stop after writing this many times the capacity "
+                                                            "(whole aging history)")] | None = None
     max_ops: int | None = None
-    fallocate: bool = False
-    workers: int = 1                      # processes executing the operations (CLI --jobs)
-    capacity_bytes: int | None = None     # directory targets only
+    fallocate: Annotated[bool, Meta(description="allocate without writing data (faster; see below)")] = False
+    # processes executing the operations (CLI --jobs)
+    workers: Annotated[int, Meta(ge=1, description="worker processes")] = 1
+    capacity_bytes: Annotated[int, Meta(ge=1, description="--dir targets: the capacity to fill")] | None = None
     fit_every: int | None = None
     resume: bool = False                  # continue the aging kept on the image (no mkfs)
     snapshot_path: str = ""               # copy the aged image here ("" = no snapshot)
     layout: bool = True                   # measure fresh and aged fragmentation
-    test_file_bytes: int | None = None    # fragmentation test file (None: auto, see frag)
+    test_file_bytes: Annotated[int, Meta(ge=4096, description="fragmentation test file size (default: a quarter "
+                                                              "of the space aging leaves free, ≤256M)")] | None = None
 
     def aging_spec(self, profile: str | None = None) -> AgingSpec:
         names = {f.name for f in msgspec.structs.fields(AgingSpec)}

@@ -3,7 +3,6 @@ a profile, fragmentation of fresh and aged file systems, and the profiles themse
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 from pathlib import Path
@@ -13,13 +12,11 @@ from rich.table import Table
 from rich.text import Text
 
 from fsscope import trust
+from fsscope.aging.job import Spec as AgingSpec
 from fsscope.cli import common
 from fsscope.cli.common import (
     add_job_args,
-    dash_value,
-    parse_size,
     positive_float,
-    positive_int,
     recipe_for,
     target_from_args,
 )
@@ -30,7 +27,6 @@ from fsscope.cli.spec_options import add_spec_options, spec_from_args
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes, visible
 from fsscope.layout.job import Spec as FragSpec
-from fsscope.records import build
 from fsscope.targets import image
 
 AGE_DESCRIPTION = """\
@@ -88,18 +84,6 @@ out_console = common.out_console()
 chatter = Console(stderr=True, soft_wrap=True)  # paths stay whole for copy and grep
 
 
-# ---------------------------------------------------------------- argument types
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text}")
-    return value
-
-
 # ---------------------------------------------------------------- commands
 
 def _profile_arg(text: str) -> str:
@@ -114,8 +98,6 @@ def _profile_arg(text: str) -> str:
 
 
 def cmd_age(args) -> int:
-    from fsscope.aging.job import Spec
-
     target = target_from_args(args, default_kind="ram")
     recipe = recipe_for(args, target)
     if args.resume:
@@ -124,14 +106,15 @@ def cmd_age(args) -> int:
                                "target is removed after each run")
         if target.kind == "image" and not target.snapshot and not os.path.isfile(target.path):
             raise FsscopeError(f"--resume: {target.path}: no such image to resume (age it first)")
-    if target.kind == "dir" and args.capacity is None:
+    capacity_bytes: int | None = getattr(args, "capacity_bytes", None)
+    if target.kind == "dir" and capacity_bytes is None:
         raise FsscopeError("--dir needs --capacity SIZE: a directory has no file system of its own to fill")
-    if target.kind == "dir" and os.path.isdir(target.path):
+    if capacity_bytes is not None and target.kind == "dir" and os.path.isdir(target.path):
         free = shutil.disk_usage(target.path).free
-        if args.capacity > free:
-            raise FsscopeError(f"--capacity {format_bytes(args.capacity)} is more than the "
+        if capacity_bytes > free:
+            raise FsscopeError(f"--capacity {format_bytes(capacity_bytes)} is more than the "
                                f"{format_bytes(free)} free in {target.path}")
-    if target.kind != "dir" and args.capacity is not None:
+    if target.kind != "dir" and capacity_bytes is not None:
         raise FsscopeError("--capacity is for --dir targets only: a formatted target is filled to its own size")
     profile = _profile_arg(args.profile) if args.profile else ("" if args.resume else "small")
     if args.no_snapshot:
@@ -149,19 +132,22 @@ def cmd_age(args) -> int:
     if snapshot:  # the snapshot replaces whatever is there: only fsscope's own, or what is named
         image.check_not_foreign(Path(snapshot), args.yes_destroy, "overwrite")
         trust.output_place(snapshot, "--snapshot")  # as --json: not where another user can swap it
-    spec = build(Spec, profile=profile, fullness=args.fullness, seed=args.seed,
-                max_seconds=args.max_minutes * 60 if args.max_minutes else None,
-                confidence=args.confidence, max_overwrites=args.max_overwrites, fallocate=args.fallocate,
-                workers=args.jobs, capacity_bytes=args.capacity, resume=args.resume, snapshot_path=snapshot,
-                test_file_bytes=args.test_file)
-    capacity = args.capacity if target.kind == "dir" else target.size_bytes if target.kind != "device" else None
+    spec = spec_from_args(args, AgingSpec, AGE_OPTIONS, profile=profile,
+                          max_seconds=args.max_minutes * 60 if args.max_minutes else None, resume=args.resume,
+                          snapshot_path=snapshot)
+    capacity = capacity_bytes if target.kind == "dir" else target.size_bytes if target.kind != "device" else None
     if profile and capacity:  # a device's size is known only once opened; the ager stops at ENOSPC there
         from fsscope.aging.profile import check_fits, load_profile
 
         loaded = load_profile(profile)
-        check_fits(loaded, capacity, args.fullness or loaded.fullness)
+        check_fits(loaded, capacity, spec.fullness or loaded.fullness)
     return run_job("age", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_age)
 
+
+AGE_OPTIONS = ("fullness", "seed", "confidence", "max_overwrites", "fallocate", "workers", "capacity_bytes",
+               "test_file_bytes")
+"""age's options that are its Spec's fields, as the Spec declares them (bounds, units, help);
+--profile, --max-minutes (the Spec counts seconds), --resume and the snapshot's are read here."""
 
 FRAG_OPTIONS = ("test_file_bytes", "chunk_bytes", "free_space")
 """frag's options: its Spec's fields, as the Spec declares them (bounds, units, help)."""
@@ -231,27 +217,17 @@ def add_parser(sub) -> None:
     p = sub.add_parser("age", description=AGE_DESCRIPTION, epilog=AGE_EPILOG)
     p.add_argument("--profile", metavar="NAME|PATH",
                    help="aging profile: a shipped name (see 'fsscope profile list') or a .toml (default small)")
-    p.add_argument("--fullness", type=_fraction, metavar="F", help="fraction to fill, in (0, 1) (default: the profile's)")
-    p.add_argument("--seed", type=int, default=1, metavar="N", help="seed of every choice (default 1)")
     p.add_argument("--max-minutes", type=positive_float, metavar="M",
                    help="stop after at most M minutes of aging (this session); it may stop earlier, at the "
                         "last planned fit point that the time allows (the fit is measured only there), "
                         "which the stop note says")
-    p.add_argument("--confidence", type=_fraction, metavar="C",
-                   help="stop when every distribution's chi-squared p-value is >= C")
-    p.add_argument("--max-overwrites", type=positive_float, metavar="K",
-                   help="stop after writing K times the capacity (whole aging history)")
-    p.add_argument("--fallocate", action="store_true", help="allocate without writing data (faster; see below)")
-    p.add_argument("--jobs", type=positive_int, default=1, metavar="N", help="worker processes (default 1)")
+    add_spec_options(p, AgingSpec, AGE_OPTIONS, flags={"workers": "--jobs"},
+                     readers={"fullness": ("F", float), "confidence": ("C", float), "max_overwrites": ("K", float)})
     p.add_argument("--resume", action="store_true",
                    help="continue the aging kept on this image (no mkfs) with the new stop conditions")
     p.add_argument("--snapshot", metavar="PATH",
                    help="copy the aged image here (default for --image: IMAGE.aged; reflink where possible)")
     p.add_argument("--no-snapshot", action="store_true", help="take no snapshot")
-    dash_value(p.add_argument("--capacity", type=parse_size, metavar="SIZE",
-                              help="--dir targets: the capacity to fill"))
-    dash_value(p.add_argument("--test-file", type=parse_size, metavar="SIZE",
-                   help="fragmentation test file size (default: a quarter of the space aging leaves free, ≤256M)"))
     add_job_args(p)
     p.set_defaults(func=cmd_age)
 

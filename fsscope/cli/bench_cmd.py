@@ -10,12 +10,8 @@ from fsscope.analysis.compare import RecipeComparison, compare_recipe_reports
 from fsscope.cli.check_pointer import point_at_check
 from fsscope.cli.common import (
     add_job_args,
-    add_personality_arg,
-    dash_value,
     out_console,
-    parse_size,
     positive_float,
-    positive_int,
     recipe_for,
     recipe_list,
     recipes_from_args,
@@ -25,7 +21,9 @@ from fsscope.cli.common import (
 from fsscope.cli.headless import run_each_recipe, run_job
 from fsscope.cli.ladder_cmd import cmd_ladder
 from fsscope.cli.render.bench import render_bench, render_comparison
-from fsscope.records import build, plain
+from fsscope.cli.spec_options import add_spec_options, spec_from_args
+from fsscope.records import plain
+from fsscope.workloads.bench_spec import Spec
 
 BENCH_DESCRIPTION = """\
 Run a Filebench-like throughput personality R times, each run on a freshly formatted file
@@ -91,36 +89,37 @@ def _duration(text: str) -> float | str:
 
 
 def _fraction(text: str) -> float:
+    """--threshold: 0.1 or 10% (the Spec holds it to its bounds)."""
     try:
-        value = float(text.rstrip("%")) / (100.0 if text.endswith("%") else 1.0)
+        return float(text.rstrip("%")) / (100.0 if text.endswith("%") else 1.0)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a fraction (0.1 or 10%)") from None
-    if not 0 <= value <= 10:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a fraction (0.1 or 10%)")
-    return value
 
 
 # ---------------------------------------------------------------------------------------------
 # commands
 # ---------------------------------------------------------------------------------------------
 
-def _bench_spec(args):
-    from fsscope.workloads.bench_job import Spec
+SPEC_OPTIONS = ("personality", "runs", "workers", "nfiles", "mean_file_size_bytes", "mem_limit_bytes", "threshold",
+                "seed", "fresh_fs")
+"""The bench's options that are its Spec's fields, as the Spec declares them (bounds, units, help);
+--duration (seconds or auto), --window (repeated) and --trace on|off are read here."""
+FLAGS = {"nfiles": "--files", "fresh_fs": "--same-fs"}
 
+
+def _bench_spec(args) -> Spec:
     auto = args.duration == "auto"
-    return build(Spec, personality=args.personality, runs=args.runs, duration_s=args.duration_max if auto else args.duration,
-                duration_auto=auto, workers=args.workers,
-                nfiles=args.files, mean_file_size_bytes=args.mean_file_size, mem_limit_bytes=args.mem_limit,
-                window_sizes_s=tuple(dict.fromkeys(args.window or [])), threshold=args.threshold,
-                seed=args.seed, fresh_fs=not args.same_fs, trace=args.trace == "on")
+    return spec_from_args(args, Spec, SPEC_OPTIONS, duration_s=args.duration_max if auto else args.duration,
+                          duration_auto=auto, window_sizes_s=tuple(dict.fromkeys(args.window or [])),
+                          trace=args.trace == "on")
 
 
 def cmd_bench(args) -> int:
     from fsscope.workloads import bench_job
 
-    if args.ladder:
-        return cmd_ladder(args)
     spec = _bench_spec(args)
+    if args.ladder:
+        return cmd_ladder(args, spec)
     target = target_from_args(args, default_kind="ram")
     # the workload's own checks, before anything is formatted
     bench_job.personality_spec(spec, target.size_bytes)
@@ -167,32 +166,16 @@ def _compare(reports: dict[str, dict], status: int) -> RecipeComparison | None:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", description=BENCH_DESCRIPTION, epilog=BENCH_EPILOG)
-    add_personality_arg(p, "the workload")
-    p.add_argument("--runs", type=positive_int, default=3, metavar="R",
-                   help="runs, each on a freshly formatted file system (default 3; the paper used 10+)")
+    add_spec_options(p, Spec, SPEC_OPTIONS, flags=FLAGS, readers={"threshold": ("F", _fraction)})
     p.add_argument("--duration", type=_duration, default=30.0, metavar="S|auto",
                    help="measured seconds per run (default 30); auto: a calibration run first, until the "
                         "cumulative throughput settles (±2%% over 5 s; capped by --duration-max)")
     p.add_argument("--duration-max", type=positive_float, default=600.0, metavar="S",
                    help="with --duration auto: the longest run it may choose (default 600)")
-    p.add_argument("--workers", type=positive_int, metavar="N",
-                   help="workers (default min(Filebench's threads, 4 per CPU)); threads over one process per CPU, "
-                        "like Filebench's threads (a process each where the C loops cannot be built)")
-    p.add_argument("--files", type=positive_int, metavar="N",
-                   help="files in the file set (default Filebench's, scaled to a quarter of the target)")
-    dash_value(p.add_argument("--mean-file-size", type=parse_size, metavar="SIZE",
-                              help="mean file size, gamma-distributed (default 128K fileserver, 16K others)"))
-    dash_value(p.add_argument("--mem-limit", type=parse_size, metavar="SIZE",
-                              help="memory cgroup limit for the workers (page cache included), e.g. 512M"))
     p.add_argument("--window", type=_window, action="append", metavar="N",
                    help="Throughput-N window in seconds; repeat for several (default 10, or the run length if shorter); no longer than --duration")
-    p.add_argument("--threshold", type=_fraction, default=0.10, metavar="F",
-                   help="relative range above which runs count as unstable (default 0.1 = 10%%)")
     p.add_argument("--recipes", type=recipe_list, metavar="A,B,...",
                    help="compare recipes: one job per recipe in sequence, then Welch t-tests")
-    p.add_argument("--seed", type=int, default=1, help="seed of file sizes and op choices (default 1)")
-    p.add_argument("--same-fs", action="store_true",
-                   help="one file system for all runs (repopulated per run) instead of mkfs per run")
     p.add_argument("--ladder", action="store_true",
                    help="the hygiene ladder: baseline, +no_lazy, +umount, +alloc (dataset image restored "
                         "byte-identical per run), R runs each on the target given (--ram by default, "

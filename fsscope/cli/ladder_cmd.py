@@ -10,7 +10,8 @@ from fsscope.errors import FsscopeError
 from fsscope.records import build
 
 
-def cmd_ladder(args) -> int:
+def cmd_ladder(args, bench) -> int:
+    """The ladder of the bench options given (``bench``: their bench Spec)."""
     from fsscope.workloads import ladder
 
     if args.recipes:
@@ -23,8 +24,8 @@ def cmd_ladder(args) -> int:
     if target.kind == "dir":
         raise FsscopeError("--ladder formats its target at every step: give --ram, --image PATH or --device DEV, "
                            "not --dir")
-    spec = build(ladder.Spec, personality=args.personality, runs=args.runs, duration_s=args.duration, nfiles=args.files,
-                       workers=args.workers, image_size_bytes=target.size_bytes, seed=args.seed)
+    spec = build(ladder.Spec, personality=bench.personality, runs=bench.runs, duration_s=bench.duration_s,
+                 nfiles=bench.nfiles, workers=bench.workers, image_size_bytes=target.size_bytes, seed=bench.seed)
     recipe = recipe_from_args(args, default="ext4-default")
     if recipe is None or recipe.fs == "tmpfs":
         raise FsscopeError("--ladder needs a file system fsscope formats, not tmpfs")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from fsscope.cli.common import add_job_args, recipe_for, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.probe import render_probe
+from fsscope.cli.spec_options import add_spec_options, spec_from_args
 from fsscope.errors import FsscopeError
-from fsscope.records import build
-from fsscope.workloads.probe import DEFAULT_RUN_CAP_FACTOR, OPS, SYNC_SCOPES, TRACE_MODES, ProbeSpec
+from fsscope.workloads.probe import ProbeSpec
 
 DESCRIPTION = """\
 Time one syscall per file: on a freshly made file system, do OP on files 0..N-1 in one new
@@ -42,41 +42,24 @@ examples:
   fsscope probe --recipe ext4-default --trace off                        (no kernel tracing)"""
 
 
+SPEC_OPTIONS = ("op", "files", "runs", "name_length", "sync_before", "sync_scope", "max_runs", "fresh_fs", "in_root",
+                "cpu", "trace")
+"""The probe's options: its Spec's fields, as the Spec declares them (bounds, help)."""
+FLAGS = {"sync_scope": "--sync", "fresh_fs": "--same-fs"}
+
+
 def cmd_probe(args) -> int:
     target = target_from_args(args, default_kind="ram")
-    if args.in_root and target.kind == "dir":
+    spec = spec_from_args(args, ProbeSpec, SPEC_OPTIONS)
+    if spec.in_root and target.kind == "dir":
         raise FsscopeError(f"--in-root: {target.path} is a directory fsscope did not make; the files can "
                            f"go into the root of a file system fsscope makes (--ram, --image, --device)")
-    spec = build(ProbeSpec, op=args.op, files=args.files, runs=args.runs, name_length=args.name_length,
-                     sync_before=args.sync_before, fresh_fs=not args.same_fs, cpu=args.cpu,
-                     trace=args.trace, sync_scope=args.sync, max_runs=args.max_runs, in_root=args.in_root)
     recipe = recipe_for(args, target)
     return run_job("probe", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_probe)
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("probe", description=DESCRIPTION, epilog=EPILOG)
-    p.add_argument("--op", choices=OPS, default="creat", help="the timed syscall (default creat)")
-    p.add_argument("--files", type=int, default=1024, metavar="N", help="files per run (default 1024)")
-    p.add_argument("--runs", type=int, default=5, metavar="R", help="runs, each on a fresh file system (default 5)")
-    p.add_argument("--name-length", type=int, default=7, metavar="L", help="digits per file name (default 7)")
-    p.add_argument("--sync-before", choices=("each", "none"), default="each", help="sync before each call (default each)")
-    p.add_argument("--sync", choices=SYNC_SCOPES, default="fs",
-                   help="what that sync writes back: 'fs' (default) the measured file system (syncfs), "
-                        "'global' every file system (sync(), the papers' method: on a busy machine it "
-                        "waits on all their writeback)")
-    p.add_argument("--max-runs", type=int, metavar="R", default=None,
-                   help="add runs after the first --runs until every candidate file is decided slow or "
-                        f"typical, up to R runs (default {DEFAULT_RUN_CAP_FACTOR}× --runs, none after --runs 1; "
-                        "equal to --runs: no extra runs)")
-    p.add_argument("--same-fs", action="store_true", help="one file system for all runs (a fresh directory per run) instead of mkfs per run")
-    p.add_argument("--in-root", action="store_true",
-                   help="files in the root directory of the file system fsscope made (the papers' "
-                        "setup) instead of a fresh subdirectory; the structural indices depend on it")
-    p.add_argument("--cpu", type=int, metavar="CPU", help="CPU to pin the probe to (default: the last one)")
-    p.add_argument("--trace", choices=TRACE_MODES, default="attribute",
-                   help="kernel-event attribution through tracefs (root): 'attribute' (default) adds one "
-                        "traced run after the untraced measured ones and backs every flag with the kernel "
-                        "events inside that call; 'all' traces every run; 'off' none")
+    add_spec_options(p, ProbeSpec, SPEC_OPTIONS, flags=FLAGS)
     add_job_args(p)
     p.set_defaults(func=cmd_probe)

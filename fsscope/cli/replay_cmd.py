@@ -8,8 +8,6 @@ import os
 from fsscope.cli.common import (
     add_job_args,
     out_console,
-    positive_float,
-    positive_int,
     recipe_for,
     recipe_list,
     recipes_from_args,
@@ -18,8 +16,9 @@ from fsscope.cli.common import (
 )
 from fsscope.cli.headless import run_each_recipe, run_job
 from fsscope.cli.render.replay import render_replay, render_replay_comparison
+from fsscope.cli.spec_options import add_spec_options, spec_from_args
 from fsscope.errors import FsscopeError
-from fsscope.records import build, plain
+from fsscope.records import plain
 
 DESCRIPTION = """\
 Play an op log captured by `fsscope watch --capture LOG` on a file system fsscope makes: the
@@ -62,8 +61,7 @@ def cmd_replay(args) -> int:
 
     log = os.path.abspath(args.log)
     read = oplog.read(log)  # one line, exit 2, before anything is formatted
-    spec = build(Spec, log=log, runs=args.runs, pace=args.pace, slow_factor=args.slow_factor,
-                 slow_floor_us=args.slow_floor_us, trace=args.trace == "on", buffer_kb=args.buffer_kb)
+    spec = spec_from_args(args, Spec, SPEC_OPTIONS, log=log, trace=args.trace == "on")
     target = target_from_args(args, default_kind="ram")
     if not args.recipes:
         return run_job("replay", spec, target, recipe_for(args, target), json_path=args.json, verbose=args.verbose,
@@ -93,28 +91,25 @@ def cmd_replay(args) -> int:
     return status
 
 
+SPEC_OPTIONS = ("runs", "pace", "slow_factor", "slow_floor_us", "buffer_kb")
+"""replay's options that are its Spec's fields, as the Spec declares them (bounds, units, help);
+--trace on|off is read here."""
+
+
 def add_parser(sub) -> None:
+    from fsscope.replay.job import Spec
+
     p = sub.add_parser("replay", help="play an op log (watch --capture) on file systems recipes make; "
                                       "compare recipes per call type",
                        description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("log", metavar="LOG", help="an op log written by 'fsscope watch --capture LOG'")
-    p.add_argument("--runs", type=positive_int, default=1, metavar="R",
-                   help="replays, each on a freshly made file system (default 1; 2+ for a Welch test)")
-    p.add_argument("--pace", choices=("asap", "recorded"), default="asap",
-                   help="asap: each call as soon as the one before it (and what it depends on) returned; "
-                        "recorded: after its recorded think time (default asap)")
+    add_spec_options(p, Spec, SPEC_OPTIONS, readers={"slow_floor_us": ("US", float), "buffer_kb": ("KB", int)})
     p.add_argument("--recipes", type=recipe_list, metavar="A,B,...",
                    help="compare recipes: one job per recipe in sequence, then Welch t-tests per call type")
-    p.add_argument("--slow-factor", type=positive_float, default=4.0, metavar="X",
-                   help="slow: at least X times its local baseline (default 4)")
-    p.add_argument("--slow-floor-us", type=float, default=100.0, metavar="US",
-                   help="slow: and at least US µs above it (default 100)")
     p.add_argument("--trace", choices=("on", "off"), default="on", type=str.lower,
                    help="replay under watch's tracing (root): each call timed by its system call's entry and "
                         "exit events, as the captured ones were, and the directory format changes and the slow "
                         "calls' causes explained as watch explains them (default on; untraced with a note "
                         "when tracing is not possible)")
-    p.add_argument("--buffer-kb", type=positive_int, default=8192, metavar="KB",
-                   help="the trace ring buffer per CPU (default 8192)")
     add_job_args(p)
     p.set_defaults(func=cmd_replay)

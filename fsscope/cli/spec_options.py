@@ -23,15 +23,14 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 
 import msgspec
 
-from fsscope.cli.common import dash_value
+from fsscope.cli.common import dash_value, parse_size
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
-from fsscope.records import SpecRecord, build, convert
-from fsscope.units import parse_size_bytes
+from fsscope.records import SpecRecord, build
 
 # a field's unit, by its name's suffix (names carry units): how it is typed and shown
 UNITS: dict[str, tuple[str, Callable[[str], Any], Callable[[Any], str]]] = {
-    "_bytes": ("SIZE", parse_size_bytes, lambda n: format_bytes(n)),
+    "_bytes": ("SIZE", parse_size, lambda n: format_bytes(n)),
     "_s": ("S", float, lambda s: f"{s:g} s"),
 }
 
@@ -61,10 +60,12 @@ BOUNDS = {"ge": ("at least", operator.ge), "gt": ("more than", operator.gt), "le
           "lt": ("less than", operator.lt)}
 
 
-def _checked(spec: type[SpecRecord], name: str, read: Callable[[str], Any], metas: list[msgspec.Meta],
+def _checked(annotation: Any, read: Callable[[str], Any], metas: list[msgspec.Meta],
              show: Callable[[Any], str]) -> Callable[[str], Any]:
-    """argparse's type for field ``name``: the text read, held to the field's bounds (said in
-    its unit: "must be at least 4 KiB, not 1 KiB"), then checked by the Spec itself."""
+    """argparse's type for a field typed ``annotation``: the text read, held to the field's
+    bounds (said in its unit: "must be at least 4 KiB, not 1 KiB") and type. Checks across
+    fields (``--max-runs`` against ``--runs``) wait for the whole Spec (:func:`spec_from_args`):
+    here the other fields are not known yet."""
 
     def parse(text: str) -> Any:
         try:
@@ -77,53 +78,68 @@ def _checked(spec: type[SpecRecord], name: str, read: Callable[[str], Any], meta
                 if limit is not None and not keeps(value, limit):
                     raise argparse.ArgumentTypeError(f"must be {words} {show(limit)}, not {show(value)}")
         try:
-            convert({name: value}, spec)
-        except FsscopeError as exc:
+            return msgspec.convert(value, annotation)
+        except msgspec.ValidationError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
-        return value
 
     return parse
 
 
 def _what(read: Callable[[str], Any]) -> str:
-    return {int: "a whole number", float: "a number", parse_size_bytes: "a size (examples: 512M, 2G)"}.get(
-        read, "a value")
+    return "a whole number" if read is int else "a number" if read is float else "a value"
 
 
-def add_spec_options(parser: argparse.ArgumentParser, spec: type[SpecRecord], names: Sequence[str], *,
-                     flags: Mapping[str, str] | None = None) -> None:
+def _defaults(spec: type[SpecRecord]) -> dict[str, Any]:
+    """The Spec's declared defaults, without making one: its checks may need a field given (watch:
+    what to watch) or load files (aging: the profile)."""
+    return {f.name: f.default_factory() if f.default is msgspec.NODEFAULT else f.default
+            for f in msgspec.structs.fields(spec)}
+
+
+def add_spec_options(parser: argparse._ActionsContainer, spec: type[SpecRecord], names: Sequence[str], *,
+                     flags: Mapping[str, str] | None = None,
+                     readers: Mapping[str, tuple[str, Callable[[str], Any]]] | None = None) -> None:
     """An option per field ``names`` of ``spec`` (its flag: ``flags[name]``, else ``--`` and the
-    name without its unit); a field without ``Meta(description=...)`` is a TypeError here."""
+    name without its unit; a switch off a field that defaults to true: ``--no-`` and that, or
+    ``flags[name]`` as given, such as ``--same-fs`` for ``fresh_fs``). ``readers[name]``: the
+    metavar and reader of a value written otherwise than its type ("10%", "4K,64K"), still held
+    to the field's bounds. A field without ``Meta(description=...)`` is a TypeError here;
+    ``parser`` may be a group (mutually exclusive options)."""
     hints = typing.get_type_hints(spec, include_extras=True)
-    defaults = spec()
+    defaults = _defaults(spec)
     for name in names:
         value_type, metas = _unwrap(hints[name])
         description = next((m.description for m in metas if m.description), None)
         if description is None:
             raise TypeError(f"{spec.__name__}.{name} needs Meta(description=...) to be an option")
+        description = description.replace("%", "%%")  # argparse formats help with %
         unit = _unit(name)
-        flag = (flags or {}).get(name) or "--" + name.removesuffix(unit).replace("_", "-")
-        default = getattr(defaults, name)
+        given = (flags or {}).get(name)
+        flag = given or "--" + name.removesuffix(unit).replace("_", "-")
+        default = defaults[name]
         if value_type is bool:  # a switch away from the default
             if default:
-                parser.add_argument("--no-" + flag.removeprefix("--"), dest=name, action="store_false",
+                parser.add_argument(given or "--no-" + flag.removeprefix("--"), dest=name, action="store_false",
                                     default=argparse.SUPPRESS, help=f"leave out {description}")
             else:
                 parser.add_argument(flag, dest=name, action="store_true", default=argparse.SUPPRESS, help=description)
             continue
-        show = UNITS[unit][2] if unit else str
-        shown = "" if default is None else f" (default {show(default)})"
+        show = UNITS[unit][2] if unit else lambda v: f"{v:g}" if isinstance(v, float) else str(v)
+        # a list's default (4K..16M) is said by its description
+        shown = "" if default is None or isinstance(default, tuple) else f" (default {show(default)})"
         if get_origin(value_type) is Literal:
             parser.add_argument(flag, dest=name, choices=get_args(value_type), default=argparse.SUPPRESS,
                                 help=description + shown)
             continue
-        if unit:
+        if name in (readers or {}):
+            metavar, read = (readers or {})[name]
+        elif unit:
             metavar, read = UNITS[unit][0], UNITS[unit][1]
         elif value_type in (int, float, str):
             metavar, read = {int: "N", float: "X", str: "TEXT"}[value_type], value_type
         else:
             raise TypeError(f"{spec.__name__}.{name}: a {value_type} field has no option form here")
-        dash_value(parser.add_argument(flag, dest=name, type=_checked(spec, name, read, metas, show), metavar=metavar,
+        dash_value(parser.add_argument(flag, dest=name, type=_checked(hints[name], read, metas, show), metavar=metavar,
                                        default=argparse.SUPPRESS, help=description + shown))
 
 
@@ -137,7 +153,7 @@ def field_lines(spec: type[SpecRecord]) -> list[str]:
     """One line per field of ``spec`` (``fsscope run JOB -p help=1``): its name and default, its
     bounds in its unit, and its help where the Spec gives one."""
     hints = typing.get_type_hints(spec, include_extras=True)
-    defaults = spec()
+    defaults = _defaults(spec)
     lines = []
     for field in msgspec.structs.fields(spec):
         _, metas = _unwrap(hints[field.name])
@@ -146,7 +162,7 @@ def field_lines(spec: type[SpecRecord]) -> list[str]:
         bounds = [f"{BOUNDS[bound][0]} {show(getattr(meta, bound))}" for meta in metas for bound in BOUNDS
                   if getattr(meta, bound) is not None]
         description = next((m.description for m in metas if m.description), "")
-        default = getattr(defaults, field.name)
+        default = defaults[field.name]
         extra = "; ".join(filter(None, [", ".join(bounds), description]))
         lines.append(f"{field.name} = {default!r}" + (f"  ({extra})" if extra else ""))
     return lines

@@ -14,8 +14,6 @@ from rich.console import Console
 from fsscope.cli.common import (
     add_job_args,
     parse_size,
-    positive_float,
-    positive_int,
     recipe_for,
     recipe_list,
     recipes_from_args,
@@ -24,9 +22,10 @@ from fsscope.cli.common import (
 )
 from fsscope.cli.headless import run_each_recipe
 from fsscope.cli.render.syncwrite import render_syncwrite, render_tests
+from fsscope.cli.spec_options import add_spec_options, spec_from_args
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
-from fsscope.records import build, convert, plain
+from fsscope.records import convert, plain
 from fsscope.units import list_items
 from fsscope.workloads import syncwrite as sw
 
@@ -155,20 +154,20 @@ def _choices(report: Report, args: argparse.Namespace) -> list[Choice]:
                    buffer_bytes=choice.buffer_bytes, note=choice.note)]
 
 
-def _check_mode(args: argparse.Namespace, target: TargetSpec, recipe: Recipe | None) -> None:
+def _check_mode(mode: str, target: TargetSpec, recipe: Recipe | None) -> None:
     """Refuse a mode the file system will refuse, before anything is formatted or recorded."""
-    if not sw.is_direct(args.mode):
+    if not sw.is_direct(mode):
         return
     if target.kind == "dir":
         if not Path(target.path).is_dir():
             raise FsscopeError(f"--dir {target.path}: no such directory")
-        problem = sw.refused_mode(target.path, args.mode)
+        problem = sw.refused_mode(target.path, mode)
         if problem:
             raise FsscopeError(problem)
     elif (recipe is not None and recipe.fs == "tmpfs" and Path("/dev/shm").is_dir()
-          and sw.refused_mode("/dev/shm", args.mode)):
+          and sw.refused_mode("/dev/shm", mode)):
         # tmpfs takes O_DIRECT from Linux 6.6 on: ask this kernel's tmpfs (/dev/shm is one)
-        raise FsscopeError(f"recipe {recipe.name}: this kernel's tmpfs refuses O_DIRECT (mode {args.mode}); "
+        raise FsscopeError(f"recipe {recipe.name}: this kernel's tmpfs refuses O_DIRECT (mode {mode}); "
                            "use osync, odsync, fsync or fdatasync")
 
 
@@ -194,14 +193,7 @@ def _check_array_space(spec: Spec) -> None:
 def cmd_syncwrite(args: argparse.Namespace) -> int:
     from fsscope.workloads.syncwrite_records import Spec
 
-    kw = {}
-    if args.sizes:
-        kw["buffer_sizes_bytes"] = args.sizes
-    if args.bytes_per_point:
-        kw["file_size_bytes"] = args.bytes_per_point
-    repeats = args.repeats or (sw.QUICK_REPEATS if args.quick else sw.DEFAULT_REPEATS)
-    spec = build(Spec, mode=args.mode, repeats=repeats, duration_s=args.duration, seed=args.seed,
-                preallocate=not args.no_preallocate, trace=args.trace, **kw)
+    spec = spec_from_args(args, Spec, SPEC_OPTIONS, **({"repeats": sw.QUICK_REPEATS} if args.quick else {}))
     _check_array_space(spec)
     target = target_from_args(args, default_kind="ram")
     if args.recipes:
@@ -210,7 +202,7 @@ def cmd_syncwrite(args: argparse.Namespace) -> int:
         recipe = recipe_for(args, target)
         chosen = [(recipe.name if recipe is not None else "dir", recipe)]
     for _, recipe in chosen:
-        _check_mode(args, target, recipe)
+        _check_mode(spec.mode, target, recipe)
 
     def render(report: Report, console: Console) -> Report:
         report = msgspec.structs.replace(report, choices=_choices(report, args))
@@ -237,26 +229,20 @@ def cmd_syncwrite(args: argparse.Namespace) -> int:
     return status
 
 
+SPEC_OPTIONS = ("mode", "buffer_sizes_bytes", "file_size_bytes", "duration_s", "seed", "preallocate", "trace", "repeats")
+"""The sweep's options that are its Spec's fields, as the Spec declares them (bounds, units, help);
+--repeats last: it is one of two choices with --quick."""
+FLAGS = {"buffer_sizes_bytes": "--sizes", "file_size_bytes": "--bytes-per-point"}
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from fsscope.workloads.syncwrite_records import Spec
+
     p = sub.add_parser("syncwrite", description=DESCRIPTION, epilog=EPILOG)
-    p.add_argument("--mode", choices=sw.MODES, default="osync",
-                   help="how each write is made durable (default osync = O_SYNC)")
-    p.add_argument("--sizes", type=_sizes, metavar="S1,S2,...", help="buffer sizes (default 4K..16M, doubling)")
-    p.add_argument("--bytes-per-point", type=parse_size, metavar="SIZE",
-                   help="size of the new file each point writes (default 16M, the paper's)")
-    p.add_argument("--duration", type=positive_float, metavar="S",
-                   help="also stop each point after S seconds (for slow devices and small buffers)")
+    add_spec_options(p, Spec, SPEC_OPTIONS[:-1], flags=FLAGS, readers={"buffer_sizes_bytes": ("S1,S2,...", _sizes)})
     reps = p.add_mutually_exclusive_group()
-    reps.add_argument("--repeats", type=positive_int, metavar="N",
-                      help=f"repetitions, each a new file per size (default {sw.DEFAULT_REPEATS}, the paper's)")
+    add_spec_options(reps, Spec, SPEC_OPTIONS[-1:])
     reps.add_argument("--quick", action="store_true", help=f"{sw.QUICK_REPEATS} repetitions instead of 30")
-    p.add_argument("--seed", type=int, default=1, help="seed of each repetition's size order (default 1)")
-    p.add_argument("--no-preallocate", action="store_true",
-                   help="the paper's way: append to a fresh, unallocated file (as its iozone did) instead of "
-                   "fallocating it first (as fio does by default, and logs such as etcd's WAL)")
-    p.add_argument("--trace", action="store_true",
-                   help="trace the kernel (root): per write, the block requests, bytes, cache flushes and "
-                   "journal commits that reached the device inside it (off by default: tracing shifts µs latencies)")
     p.add_argument("--target-throughput", type=_rate, metavar="RATE",
                    help="the throughput you need, e.g. 200M (= 200 MB/s): the smallest buffer that reaches it")
     p.add_argument("--max-latency", type=_duration_ns, metavar="T",

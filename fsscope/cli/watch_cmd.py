@@ -9,11 +9,11 @@ import re
 import shutil
 
 from fsscope import paths
-from fsscope.cli.common import STDOUT_NAMES, output_path, positive_float, positive_int
+from fsscope.cli.common import STDOUT_NAMES, output_path, positive_int
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.watch import render_watch
+from fsscope.cli.spec_options import add_spec_options, spec_from_args
 from fsscope.errors import FsscopeError
-from fsscope.records import build
 from fsscope.targets import TargetSpec
 
 DESCRIPTION = """\
@@ -100,11 +100,10 @@ def cmd_watch(args) -> int:
     command = list(args.command or [])
     if command[:1] == ["--"]:
         command = command[1:]
-    spec = build(Spec, pid=args.pid, children=args.children, cgroup=args.cgroup or "", command=command,
-                 cwd=os.getcwd() if command else "", tree=os.path.abspath(args.tree) if args.tree else "",
-                 duration_s=args.duration_s, slow_factor=args.slow_factor, slow_floor_us=args.slow_floor_us,
-                 buffer_kb=args.buffer_kb, max_events_mb=args.max_events_mb, capture=os.path.abspath(args.capture) if args.capture else "",
-                 anonymize=args.anonymize)
+    spec = spec_from_args(args, Spec, SPEC_OPTIONS, pid=args.pid, children=args.children, cgroup=args.cgroup or "",
+                          command=command, cwd=os.getcwd() if command else "",
+                          tree=os.path.abspath(args.tree) if args.tree else "",
+                          capture=os.path.abspath(args.capture) if args.capture else "", anonymize=args.anonymize)
     if args.anonymize and not args.capture:
         raise FsscopeError("watch --anonymize goes with --capture LOG")
     if args.capture in STDOUT_NAMES:
@@ -123,6 +122,10 @@ def cmd_watch(args) -> int:
     return run_job("watch", spec, target, None, json_path=args.json, verbose=args.verbose, render=render_watch)
 
 
+SPEC_OPTIONS = ("duration_s", "slow_factor", "slow_floor_us", "buffer_kb", "max_events_mb")
+"""watch's options that are its Spec's fields, as the Spec declares them (bounds, units, help)."""
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("watch", help="attach to a process, cgroup or command: its slow file-system calls, "
                                      "why, and what repeats (root)",
@@ -134,17 +137,11 @@ def add_parser(sub) -> None:
     p.add_argument("--children", action="store_true", help="with --pid: its descendants too")
     p.add_argument("--tree", metavar="PATH", help="the tree whose inodes name files (read-only walk; "
                                                   "default the watched process's working directory)")
-    p.add_argument("--for", dest="duration_s", type=duration_s, metavar="DURATION",
-                   help="stop after this long (30s, 2m); default: until the process or command exits, or Ctrl-C")
-    p.add_argument("--slow-factor", type=positive_float, default=4.0, metavar="X",
-                   help="slow: at least X times its local baseline (default 4)")
-    p.add_argument("--slow-floor-us", type=float, default=100.0, metavar="US",
-                   help="slow: and at least US µs above it (default 100)")
-    p.add_argument("--buffer-kb", type=positive_int, default=8192, metavar="KB",
-                   help="ring buffer per CPU and instance (default 8192)")
-    p.add_argument("--max-events-mb", type=positive_int, default=512, metavar="MB",
-                   help="stop watching when the recorded events reach MB (they are decoded in memory; "
-                        "default 512)")
+    from fsscope.watch.job import Spec
+
+    add_spec_options(p, Spec, SPEC_OPTIONS, flags={"duration_s": "--for"},
+                     readers={"duration_s": ("DURATION", duration_s), "slow_floor_us": ("US", float),
+                              "buffer_kb": ("KB", int), "max_events_mb": ("MB", int)})
     p.add_argument("--capture", type=output_path, metavar="LOG",
                    help="also write the calls as an op log (gzip; `fsscope replay LOG` plays it on other "
                         "file systems; the format: pydoc fsscope.oplog)")

@@ -30,12 +30,15 @@ class Spec(SpecRecord, frozen=True):
     job: ClassVar[str] = "replay"
 
     log: str = ""                                # the op log (an absolute path)
-    runs: Annotated[int, Meta(ge=1)] = 1
-    pace: Literal["asap", "recorded"] = "asap"
-    slow_factor: Annotated[float, Meta(gt=1)] = 4.0
-    slow_floor_us: Annotated[float, Meta(ge=0)] = 100.0
+    runs: Annotated[int, Meta(ge=1, description="replays, each on a freshly made file system (2+ for a Welch "
+                                                "test)")] = 1
+    pace: Annotated[Literal["asap", "recorded"], Meta(
+        description="asap: each call as soon as the one before it (and what it depends on) returned; recorded: "
+                    "after its recorded think time")] = "asap"
+    slow_factor: Annotated[float, Meta(gt=1, description="slow: at least X times its local baseline")] = 4.0
+    slow_floor_us: Annotated[float, Meta(ge=0, description="slow: and at least US µs above it")] = 100.0
     trace: bool = True            # under watch's tracing (root): kernel-timed, format changes, causes
-    buffer_kb: Annotated[int, Meta(ge=4)] = 8192
+    buffer_kb: Annotated[int, Meta(ge=4, description="the trace ring buffer per CPU, in KiB")] = 8192
 
     def __post_init__(self) -> None:
         if not self.log:

@@ -37,13 +37,15 @@ class Spec(SpecRecord, frozen=True):
     command: list[str] = []
     cwd: str = ""                 # where the command runs (the CLI's directory)
     tree: str = ""                # the tree whose inodes are mapped (default: the watched cwd)
-    duration_s: Annotated[float, Meta(gt=0)] | None = None
-    slow_factor: Annotated[float, Meta(gt=1)] = 4.0
-    slow_floor_us: Annotated[float, Meta(ge=0)] = 100.0
-    buffer_kb: Annotated[int, Meta(ge=4)] = 8192
+    duration_s: Annotated[float, Meta(gt=0, description="stop after this long (30s, 2m); default: until the "
+                                                        "process or command exits, or Ctrl-C")] | None = None
+    slow_factor: Annotated[float, Meta(gt=1, description="slow: at least X times its local baseline")] = 4.0
+    slow_floor_us: Annotated[float, Meta(ge=0, description="slow: and at least US µs above it")] = 100.0
+    buffer_kb: Annotated[int, Meta(ge=4, description="ring buffer per CPU and instance, in KiB")] = 8192
     #: the events kept (raw, on disk while watching) are all decoded in memory at the end, with
     #: the calls and the op log built from them: past this the watch stops, and says so
-    max_events_mb: Annotated[int, Meta(ge=1)] = 512
+    max_events_mb: Annotated[int, Meta(ge=1, description="stop watching when the recorded events reach MB (they "
+                                                         "are decoded in memory)")] = 512
     show_slow: Annotated[int, Meta(ge=0)] = 50
     capture: str = ""             # write an op log here (fsscope.oplog; `fsscope replay` plays it)
     anonymize: bool = False       # the op log's names as same-length pseudonyms

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
+
+from msgspec import Meta
 
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
@@ -19,19 +21,37 @@ class Spec(SpecRecord, frozen=True):
     parsers: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "window_sizes_s": lambda value: number_list(value, "window_sizes_s")}
 
-    personality: Literal["fileserver", "webserver", "varmail"] = "fileserver"
-    runs: int = 3
-    duration_s: float = 30.0
-    workers: int | None = None
-    nfiles: int | None = None
-    mean_file_size_bytes: int | None = None
-    mem_limit_bytes: int | None = None
-    window_sizes_s: tuple[float, ...] = ()  # () = automatic: 10 s, or the whole run if shorter
-    threshold: float = 0.10
-    seed: int = 1
-    fresh_fs: bool = True
-    duration_auto: bool = False  # calibrate the run length first; duration_s is then the cap
-    trace: bool = True  # kernel events per window (root + tracefs; otherwise untraced)
+    personality: Annotated[Literal["fileserver", "webserver", "varmail"],
+                           Meta(description="the workload")] = "fileserver"
+    runs: Annotated[int, Meta(ge=1, description="runs, each on a freshly formatted file system (the paper "
+                                                "used 10+)")] = 3
+    duration_s: Annotated[float, Meta(gt=0, description="measured seconds per run (with duration_auto: the "
+                                                        "longest run the calibration may choose)")] = 30.0
+    workers: Annotated[int, Meta(
+        ge=1, description="workers (default min(Filebench's threads, 4 per CPU)); threads over one process per "
+                          "CPU, like Filebench's threads (a process each where the C loops cannot be built)")] \
+        | None = None
+    nfiles: Annotated[int, Meta(ge=1, description="files in the file set (default Filebench's, scaled to a "
+                                                  "quarter of the target)")] | None = None
+    mean_file_size_bytes: Annotated[int, Meta(ge=1, description="mean file size, gamma-distributed (default 128K "
+                                                                "fileserver, 16K others)")] | None = None
+    mem_limit_bytes: Annotated[int, Meta(ge=1, description="memory cgroup limit for the workers (page cache "
+                                                           "included), e.g. 512M")] | None = None
+    # () = automatic: 10 s, or the whole run if shorter
+    window_sizes_s: Annotated[tuple[float, ...], Meta(
+        description="Throughput-N windows in seconds (default 10, or the run length if shorter); no longer than "
+                    "the run")] = ()
+    threshold: Annotated[float, Meta(ge=0, le=10, description="relative range above which runs count as "
+                                                              "unstable (0.1 = 10 %)")] = 0.10
+    seed: Annotated[int, Meta(description="seed of file sizes and op choices")] = 1
+    fresh_fs: Annotated[bool, Meta(description="a freshly formatted file system per run (without: one file "
+                                               "system for all runs, repopulated per run)")] = True
+    duration_auto: Annotated[bool, Meta(description="a calibration run first, until the cumulative throughput "
+                                                    "settles; duration_s is then the cap")] = False
+    trace: Annotated[bool, Meta(
+        description="kernel events per window through tracefs (root): journal commits, writeback starts and bytes "
+                    "written per Throughput-N window, and every dip annotated with them (untraced with a note "
+                    "when tracing is not possible)")] = True
 
     def __post_init__(self) -> None:
         if self.personality not in P.PERSONALITIES:

@@ -133,19 +133,30 @@ class ProbeSpec(SpecRecord, frozen=True):
 
     job: ClassVar[str] = "probe"
 
-    op: Op = "creat"
-    files: Annotated[int, Meta(ge=1)] = 1024
-    runs: Annotated[int, Meta(ge=1)] = 5
-    name_length: Annotated[int, Meta(ge=1, le=MAX_NAME_LENGTH)] = 7
-    sync_before: SyncBefore = "each"
-    fresh_fs: bool = True
-    cpu: Annotated[int, Meta(ge=0)] | None = None
-    write_bytes: Annotated[int, Meta(ge=0)] = 4096
-    fallocate_bytes: Annotated[int, Meta(ge=1)] = 1 << 20
-    trace: TraceMode = "attribute"
-    sync_scope: SyncScope = "fs"
-    max_runs: Annotated[int, Meta(ge=1)] | None = None
-    in_root: bool = False
+    op: Annotated[Op, Meta(description="the timed syscall")] = "creat"
+    files: Annotated[int, Meta(ge=1, description="files per run")] = 1024
+    runs: Annotated[int, Meta(ge=1, description="runs, each on a fresh file system")] = 5
+    name_length: Annotated[int, Meta(ge=1, le=MAX_NAME_LENGTH, description="digits per file name")] = 7
+    sync_before: Annotated[SyncBefore, Meta(description="sync before each call")] = "each"
+    fresh_fs: Annotated[bool, Meta(description="a freshly made file system per run (without: one file system "
+                                               "for all runs, a fresh directory in it per run)")] = True
+    cpu: Annotated[int, Meta(ge=0, description="CPU to pin the probe to (default: the last one)")] | None = None
+    write_bytes: Annotated[int, Meta(ge=0, description="bytes each write-fsync call writes")] = 4096
+    fallocate_bytes: Annotated[int, Meta(ge=1, description="bytes each fallocate call allocates")] = 1 << 20
+    trace: Annotated[TraceMode, Meta(
+        description="kernel-event attribution through tracefs (root): 'attribute' adds one traced run after "
+                    "the untraced measured ones and backs every flag with the kernel events inside that call; "
+                    "'all' traces every run; 'off' none")] = "attribute"
+    sync_scope: Annotated[SyncScope, Meta(
+        description="what that sync writes back: 'fs' the measured file system (syncfs), 'global' every file "
+                    "system (sync(), the papers' method: on a busy machine it waits on all their writeback)")] = "fs"
+    max_runs: Annotated[int, Meta(
+        ge=1, description="add runs after the first --runs until every candidate file is decided slow or typical, "
+                          f"up to N runs (default {DEFAULT_RUN_CAP_FACTOR}× --runs, none after --runs 1; equal to "
+                          "--runs: no extra runs)")] | None = None
+    in_root: Annotated[bool, Meta(description="files in the root directory of the file system fsscope made (the "
+                                              "papers' setup) instead of a fresh subdirectory; the structural "
+                                              "indices depend on it")] = False
 
     @property
     def run_cap(self) -> int:

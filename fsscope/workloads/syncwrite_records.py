@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
+
+from msgspec import Meta
 
 from fsscope.engine.events import DataRecord
 from fsscope.errors import FsscopeError
@@ -21,17 +23,28 @@ class Spec(SpecRecord, frozen=True):
     job: ClassVar[str] = "syncwrite"
     parsers: ClassVar[dict[str, Callable[[Any], Any]]] = {"buffer_sizes_bytes": lambda v: size_list(v)}
 
-    buffer_sizes_bytes: tuple[int, ...] = _DEFAULTS.buffer_sizes_bytes
-    file_size_bytes: int = _DEFAULTS.file_size_bytes
-    mode: Mode = "osync"
-    repeats: int = _DEFAULTS.repeats
-    min_writes: int = _DEFAULTS.min_writes
-    duration_s: float | None = None        # per point; None: bounded by file_size_bytes only
-    seed: int = _DEFAULTS.seed
-    preallocate: bool = _DEFAULTS.preallocate
-    # Kernel events (root + tracefs): per write, the device requests, bytes, flushes and journal
-    # commits inside it. Off by default: the tracer's own work shifts µs-scale latencies.
-    trace: bool = False
+    buffer_sizes_bytes: Annotated[tuple[int, ...], Meta(
+        description="buffer sizes (default 4K..16M, doubling)")] = _DEFAULTS.buffer_sizes_bytes
+    file_size_bytes: Annotated[int, Meta(ge=1, description="size of the new file each point writes (the "
+                                                           "paper's 16M)")] = _DEFAULTS.file_size_bytes
+    mode: Annotated[Mode, Meta(description="how each write is made durable (osync = O_SYNC)")] = "osync"
+    repeats: Annotated[int, Meta(ge=1, description=f"repetitions, each a new file per size (the paper's "
+                                                   f"{sw.DEFAULT_REPEATS})")] = _DEFAULTS.repeats
+    min_writes: Annotated[int, Meta(ge=1, description="writes per point at the least (large buffers "
+                                                      "still get this many)")] = _DEFAULTS.min_writes
+    # per point; None: bounded by file_size_bytes only
+    duration_s: Annotated[float, Meta(gt=0, description="also stop each point after S seconds (for slow "
+                                                        "devices and small buffers)")] | None = None
+    seed: Annotated[int, Meta(description="seed of each repetition's size order")] = _DEFAULTS.seed
+    preallocate: Annotated[bool, Meta(
+        description="preallocating each new file (fallocate, as fio does by default, and logs such as etcd's "
+                    "WAL): the paper's way appends to a fresh, unallocated file, as its iozone did")] \
+        = _DEFAULTS.preallocate
+    # Off by default: the tracer's own work shifts µs-scale latencies.
+    trace: Annotated[bool, Meta(
+        description="trace the kernel (root): per write, the block requests, bytes, cache flushes and journal "
+                    "commits that reached the device inside it (off by default: tracing shifts µs "
+                    "latencies)")] = False
 
     def __post_init__(self) -> None:
         if self.duration_s is not None and not self.duration_s > 0:
