@@ -26,6 +26,8 @@ from fsscope.targets.devices import Device
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.screens.compare import CompareScreen
 from fsscope.tui.screens.help import HelpScreen
+from fsscope.tui.screens.keys import KeysScreen
+from fsscope.tui.screens.lab import LabScreen
 from fsscope.tui.screens.live import LiveScreen
 from fsscope.tui.widgets import target_picker
 
@@ -291,8 +293,25 @@ async def compare_two(pilot):
     await settle(pilot)
 
 
+async def open_lab(pilot):
+    await settle(pilot)
+    await pilot.press("f5")
+    await until_screen(pilot, pilot.app, LabScreen)
+    await settle(pilot)
+
+
+async def keys_of_replay(pilot):
+    """``?`` over the probe's replay, the heatmap focused: its keys, the screen's, the app's."""
+    await replay_newest(pilot)
+    pilot.app.screen.query_one("#heatmap").focus()
+    await pilot.press("question_mark")
+    await until_screen(pilot, pilot.app, KeysScreen)
+    await settle(pilot)
+
+
 VIEWS = {"setup": ("setup", settle), "runs": ("runs", settle), "replay": ("runs", replay_newest),
-         "compare": ("runs", compare_two), "help": ("runs", open_help)}
+         "compare": ("runs", compare_two), "help": ("runs", open_help), "lab": ("setup", open_lab),
+         "keys": ("runs", keys_of_replay)}
 
 
 @pytest.mark.parametrize("view", list(VIEWS))

@@ -70,7 +70,7 @@ class CheckView(ModelView):
                 self.draw(model)
 
     def shown_rows(self, model: CheckModel) -> list[Finding]:
-        """The items the filter lets through (any of mark, words, verdict, title, code name)."""
+        """The items the filter lets through (any of mark, words, verdict, title, item id)."""
         needle = self.query_one("#check-filter", TableFilter).value
         return [f for f in model.rows() if matches(needle, f.severity, item_words(f.id), f.title, f.id)]
 
@@ -99,8 +99,7 @@ class CheckView(ModelView):
             return
         f = rows[row]
         mark, style = LIGHT.get(f.severity, ("?", ""))
-        text = Text.assemble((f"{mark} {item_words(f.id)} ({f.severity}): ", style),
-                             f.title, (f"  [code name {f.id}]", "dim"))
+        text = Text.assemble((f"{mark} {item_words(f.id)} ({f.severity}): ", style), f.title)
         text.append(f"\nevidence: {f.evidence}")
         text.append(f"\neffect:   {f.effect}", style="dim")
         if f.fix:

@@ -48,6 +48,12 @@ class SparkPanel(Vertical):
         if label is not None:
             self.query_one(f"#spark-row-{key} .spark-label", Label).update(label)
 
+    def show_job_rows(self, keys: Collection[str]) -> None:
+        """Show only those of the job's rows its view fills (a scan or a frag has none: no
+        probe latency rows waiting for values that never come)."""
+        for key in JOB_ROWS:
+            self.query_one(f"#spark-row-{key}").display = key in keys
+
     def clear(self, *, exclude: Collection[str] = frozenset(), job_rows_only: bool = False) -> None:
         """Empty rows (default labels, no value): a new job shows nothing of the last one's."""
         for key, label in ROWS:
