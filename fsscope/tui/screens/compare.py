@@ -21,7 +21,7 @@ from fsscope.analysis.variation.metrics import ks_distance
 from fsscope.format import format_cell, format_ns, format_ratio, ratio_cell, visible
 from fsscope.tui import compare_model, exports
 from fsscope.tui import messages as msg
-from fsscope.tui.model import Summary
+from fsscope.tui.model import Summary, spec_words
 from fsscope.tui.replay import RunRecord
 from fsscope.tui.widgets.flags_panel import FlagsPanel
 from fsscope.tui.widgets.heat_legend import HeatLegend
@@ -153,7 +153,9 @@ class CompareScreen(Screen):
         text = Text()
         text.append(f"{record.run.id}\n", style="bold")
         spec = m.get("spec") or {}
-        settings = " · ".join(f"{k.replace('_', ' ')} {v}" for k, v in spec.items() if v not in (None, "", [], {}))
+        # the runs made (the heatmap's rows), not only those asked: a probe's sequential test adds some
+        made = int((record.matrix.values >= 0).any(axis=1).sum()) if record.matrix is not None else None
+        settings = spec_words(spec, runs_made=made, sep=" · ")
         text.append(f"{m.get('job', '?')}: {settings or 'defaults'}\n", style="dim")
         text.append(f"{visible(record.target)} · {visible(record.recipe)} · {record.job.status}\n", style="dim")
         text.append(f"{s.measured:,} calls  median {format_ns(s.median_ns)}  p99 {format_ns(s.p99_ns)}  "

@@ -129,6 +129,7 @@ class Heatmap(ScrollView, can_focus=True):
         self._invalidate(buckets=True)
         self._update_virtual_size()
         self.refresh()
+        self._place_cursor()  # focused already: the cursor shows (and is read out) at once
 
     def set_scale(self, low_ns: float | None, high_ns: float | None) -> None:
         """Pin the colour scale (compare view: both runs on one scale); None = automatic."""
@@ -654,8 +655,11 @@ class Heatmap(ScrollView, can_focus=True):
         self.notify(f"buckets show the {self.aggregate} of their files", timeout=2)
 
     def on_focus(self) -> None:
+        self.call_later(self._place_cursor)  # after Widget's own handler has set has_focus
+
+    def _place_cursor(self) -> None:
         """Focused, the arrows move the cursor: show it where it is, and what is under it."""
-        if not self.cursor_shown and self.matrix is not None and self.matrix.files:
+        if not self.cursor_shown and self.has_focus and self.matrix is not None and self.matrix.files:
             self.cursor_shown = True
             self.refresh()
             self._post_cursor()
