@@ -45,6 +45,14 @@ def check_size(recipe: Recipe, size_bytes: int) -> None:
                            f"{least // 2**20}M or more")
 
 
+def device_bytes(device: str) -> int:
+    """The size of a block device fsscope holds, from sysfs (512-byte sectors); 0 if unknown."""
+    try:
+        return int(Path(f"/sys/class/block/{Path(device).name}/size").read_text()) * 512
+    except (OSError, ValueError):
+        return 0
+
+
 def mkfs_argv(recipe: Recipe, device: str) -> list[str]:
     argv = list(MKFS[recipe.fs])
     if recipe.fs == "ext4" and recipe.prep.no_lazy_init:

@@ -200,20 +200,15 @@ class Target:
             return  # mounted straight from RAM, no device
         if spec.kind == "device":
             device = devices.check_formattable(spec.path, spec.yes_destroy)
-            filesystem.check_size(recipe, device.size_bytes)
             if spec.snapshot and os.path.getsize(spec.snapshot) > device.size_bytes:
                 raise FsscopeError(f"--from-snapshot {spec.snapshot} ({os.path.getsize(spec.snapshot)} bytes) "
                                    f"does not fit on {spec.path} ({device.size_bytes} bytes)")
         elif spec.kind == "ram":
             trust.check_work_dir(RAM_DIR, "FSSCOPE_RAM_DIR")
             image.check_size(spec.size_bytes)
-            filesystem.check_size(recipe, spec.size_bytes)
             _check_ram_space(spec.size_bytes)
         else:
             self._check_image_path()
-            # an image fsscope makes has --size; one there already (a snapshot's too) its own
-            existing = spec.snapshot or spec.path
-            filesystem.check_size(recipe, os.path.getsize(existing) if os.path.isfile(existing) else spec.size_bytes)
 
     def claim(self) -> int | None:
         """:meth:`preflight`, then for an image target the image itself: opened (created if
@@ -428,6 +423,8 @@ class Target:
             self._restore_snapshot()
         elif make_fs and recipe.fs != "tmpfs":
             self._check_still_held("mkfs")
+            # one line, not mkfs's usage text (Setup refuses it before a job that formats starts)
+            filesystem.check_size(recipe, filesystem.device_bytes(self.held_device))
             filesystem.mkfs(recipe, self.held_device)
         if not identity.still_names(mountpoint, checked):  # mkfs or a restore took a while
             raise SafetyRefusal(f"--mountpoint {mountpoint} changed since fsscope checked it: not mounted")
