@@ -84,19 +84,17 @@ class CheckView(ModelView):
         width = table.scrollable_content_region.width or table.size.width
         # narrow (80 columns): the finding alone, its item named in the detail below
         with_item = not 0 < width < NARROW_BELOW
+        # the finding ends in … where it would scroll the table sideways (the detail below
+        # and the CSV have it whole): 1 cell of padding each side of each column, the mark, the item
+        longest = max((len(item_words(f.id)) for f in rows), default=0) if with_item else -2
+        room = max(12, width - 6 - 1 - longest) if width else None
         table.clear(columns=True)  # (clear() alone keeps the widest cell ever drawn)
         for key, label in (("light", ""), ("id", "item"), ("title", "finding")):
             if key != "id" or with_item:
-                table.add_column(label, key=key)
-        # the finding ends in … where it would scroll the table sideways (the detail below
-        # has it whole): 1 cell of padding each side of each column, the mark, the item
-        longest = max((len(item_words(f.id)) for f in rows), default=0) if with_item else -2
-        room = max(12, width - 6 - 1 - longest) if width else None
+                table.add_column(label, key=key, width=room if key == "title" else None)
         for f in rows:
             mark, style = LIGHT.get(f.severity, ("?", ""))
-            title = Text(f.title, style=style)
-            if room is not None:
-                title.truncate(room, overflow="ellipsis")
+            title = Text(f.title, style=style, no_wrap=True, overflow="ellipsis")
             cells = [Text(mark, style=style), item_words(f.id), title] if with_item else [Text(mark, style=style), title]
             table.add_row(*cells, key=f.id)
         if table.row_count:

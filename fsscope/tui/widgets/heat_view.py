@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from fsscope.format import format_ns
 from fsscope.tui.model import Flag, JobView, WindowStats
 from fsscope.tui.widgets.heat_legend import HeatLegend
-from fsscope.tui.widgets.heatmap import Heatmap
+from fsscope.tui.widgets.heatmap import Heatmap, flag_marks
 from fsscope.tui.widgets.live_view import LiveView, SparkRow
 
 
@@ -45,10 +45,7 @@ class HeatView(LiveView):
         """'!' above the files of point-like flags (outliers, series members, thresholds,
         level shifts); ranges (linear growth) are marked only when selected. Zoomed out, a
         series is marked at its first member (its members, when selected)."""
-        shown = [flag for flag in view.flags if flag.kind not in ("lineargrowth", "linear") and not flag.withdrawn]
-        flagged = sorted({i for flag in shown for i in flag.indices})
-        firsts = {flag.indices[0] for flag in shown if flag.indices}
-        dense = sorted({i for flag in shown if flag.kind == "series" for i in flag.indices[1:]} - firsts)
+        flagged, dense = flag_marks(view.flags)
         self.heatmap.set_flags(flagged, dense=dense)
 
     def select_flag(self, view: JobView, flag: Flag | None) -> None:

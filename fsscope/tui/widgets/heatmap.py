@@ -18,6 +18,7 @@ flag's files), then ``row_height`` lines per run. A fixed gutter on the left nam
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from rich.segment import Segment
@@ -31,7 +32,7 @@ from textual.strip import Strip
 
 from fsscope.analysis.heatbuckets import AGGREGATES, Bucketings, bucket_mask, levels
 from fsscope.tui.messages import HeatCursorMoved
-from fsscope.tui.model import LatencyMatrix
+from fsscope.tui.model import Flag, LatencyMatrix
 
 LEVELS = 64  # colours on the scale
 GUTTER = 7  # "run 10 "
@@ -40,6 +41,18 @@ DEFAULT_SCALE = (3.0, 6.0)  # log10 ns: 1 µs .. 1 ms until the data says otherw
 CONTENT_CACHE_STRIPS = 512  # strips kept by content: a few frames' worth
 CURSOR_GLYPH = "╋"
 ZOOM_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000)
+
+
+def flag_marks(flags: Sequence[Flag]) -> tuple[list[int], list[int]]:
+    """(files marked ``!``, those of them marked only at one file per column) for ``flags``:
+    point-like flags (outliers, series members, thresholds, level shifts), not ranges (linear
+    growth: marked when selected) nor withdrawn ones; a series' members after its first are
+    the second list (zoomed out they put a ``!`` over every bucket)."""
+    shown = [flag for flag in flags if flag.kind not in ("lineargrowth", "linear") and not flag.withdrawn]
+    flagged = sorted({i for flag in shown for i in flag.indices})
+    firsts = {flag.indices[0] for flag in shown if flag.indices}
+    dense = sorted({i for flag in shown if flag.kind == "series" for i in flag.indices[1:]} - firsts)
+    return flagged, dense
 
 
 class Heatmap(ScrollView, can_focus=True):
