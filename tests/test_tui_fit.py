@@ -160,3 +160,25 @@ async def test_xfs_on_256m_is_refused_at_setup_in_one_line(home):
         (note,) = [n for n in app._notifications if n.title.startswith("Cannot start")]
         assert "XFS needs at least 300M" in note.message and len(note.message.splitlines()) == 1, note.message
         assert isinstance(app.screen, SetupScreen) and not app.plan_controls
+
+
+async def test_setup_says_what_a_ram_or_directory_target_takes_and_scans_fields_have_hints(home):
+    """A RAM image has no path (the field said "path  path"), a directory or a device no size
+    (512M stayed on a directory); scan's fields say what they do (the generic panel had none)."""
+    app = make_app(AppConfig(is_root=True, discover_devices=lambda: [], jobs=("scan", "probe")))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.screen.query("#target-list"), "the setup screen")
+        targets = app.screen.query_one("#target-list")
+        size_row = app.screen.query_one("#target-size-row")
+        path = app.screen.query_one("#target-path")
+        kinds = {option.id: n for n, option in enumerate(targets._options)}
+        targets.highlighted = kinds["ram"]
+        await until(pilot, lambda: "a new file in" in path.placeholder, "the RAM image's path placeholder")
+        assert path.disabled and size_row.display
+        targets.highlighted = kinds["dir"]
+        await until(pilot, lambda: not size_row.display, "no size for a directory")
+        jobs = app.screen.query_one("#job-list")
+        jobs.highlighted = 0  # scan: its panel mounts on first highlight
+        await until(pilot, lambda: app.screen.query("#hint-scan-near"), "scan's hints")
+        hint = str(app.screen.query_one("#hint-scan-near").render())
+        assert "structural change" in hint, hint
