@@ -52,7 +52,8 @@ async def test_question_mark_lists_the_keys_of_the_screen_in_front(scratch, reco
         await pilot.press("f3")
         await until(pilot, lambda: app.current_mode == "live", "the live screen")
         live = await keys_of(pilot, app, LiveScreen)
-        assert {"Cancel job", "Flags→MD"} <= live.keys(), live
+        # nothing runs: c is not offered, here as in the footer (issue 33)
+        assert "Flags→MD" in live and "Cancel job" not in live, live
 
         await pilot.press("f4")
         await until(pilot, lambda: runs_listed(app, *ids), "both runs listed")

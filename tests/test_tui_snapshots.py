@@ -22,10 +22,13 @@ from fsscope.engine import events
 from fsscope.engine.events import Finding, Log, Phase, Progress, Result
 from fsscope.store import RunDir
 from fsscope.targets import TargetSpec
+from fsscope.targets import target as target_module
 from fsscope.targets.devices import Device
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.screens.compare import CompareScreen
 from fsscope.tui.screens.help import HelpScreen
+from fsscope.tui.screens.keys import KeysScreen
+from fsscope.tui.screens.lab import LabScreen
 from fsscope.tui.screens.live import LiveScreen
 from fsscope.tui.widgets import target_picker
 
@@ -291,8 +294,25 @@ async def compare_two(pilot):
     await settle(pilot)
 
 
+async def open_lab(pilot):
+    await settle(pilot)
+    await pilot.press("f5")
+    await until_screen(pilot, pilot.app, LabScreen)
+    await settle(pilot)
+
+
+async def keys_of_replay(pilot):
+    """``?`` over the probe's replay, the heatmap focused: its keys, the screen's, the app's."""
+    await replay_newest(pilot)
+    pilot.app.screen.query_one("#heatmap").focus()
+    await pilot.press("question_mark")
+    await until_screen(pilot, pilot.app, KeysScreen)
+    await settle(pilot)
+
+
 VIEWS = {"setup": ("setup", settle), "runs": ("runs", settle), "replay": ("runs", replay_newest),
-         "compare": ("runs", compare_two), "help": ("runs", open_help)}
+         "compare": ("runs", compare_two), "help": ("runs", open_help), "lab": ("setup", open_lab),
+         "keys": ("runs", keys_of_replay)}
 
 
 @pytest.mark.parametrize("view", list(VIEWS))
@@ -317,6 +337,8 @@ JOB_RUNS = {path.name.rsplit("-", 1)[1]: path for path in sorted(RECORDED.iterdi
 def recorded_home(monkeypatch, request):
     with own_home():
         monkeypatch.setenv("FSSCOPE_HOME", str(HOME))
+        # a RAM target is named with the RAM directory: not the session's random one
+        monkeypatch.setattr(target_module, "RAM_DIR", Path("/dev/shm"))
         shutil.copytree(JOB_RUNS[request.param], HOME / "runs" / JOB_RUNS[request.param].name)
         yield HOME
 

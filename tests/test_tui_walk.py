@@ -243,8 +243,8 @@ async def test_toggles_read_without_colour_and_only_where_they_apply():
 
 
 async def test_notes_speak_words_not_ids_or_ascii_arrows():
-    """A flag's note: its kind in words ("level shift", not "levelshift"), the structure's id
-    called a code name, and the rules' ASCII (->, --, //) shown as →, —, ÷ (also in the export)."""
+    """A flag's note: its kind in words ("level shift", not "levelshift"), the structure named
+    once (not as a "code name"), and the rules' ASCII (->, --, //) shown as →, —, ÷ (also in the export)."""
     from fsscope.engine import events
 
     async with live_app(SIZE) as (app, pilot, live):
@@ -260,7 +260,7 @@ async def test_notes_speak_words_not_ids_or_ascii_arrows():
         await until(pilot, lambda: "file 27 converts" in live.notes.text, "the note")
         text = live.notes.text
         assert "level shift" in text and "levelshift" not in text, text
-        assert "code name xfs-dir-shortform-to-block" in text, text
+        assert "structure xfs-dir-shortform-to-block" in text and "code name" not in text, text
         assert "→ file 27" in text and "— a format" in text and "÷ 9" in text, text
         assert "->" not in text and " -- " not in text and "//" not in text, text
         exported = live.action_export_flags().read_text()

@@ -11,6 +11,7 @@ from fsscope.cli.common import out_console, positive_int
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
 from fsscope.format import visible
+from fsscope.targets import TargetSpec
 
 console = out_console()
 
@@ -38,7 +39,7 @@ def cmd_runs(args) -> int:
         spec = m.target_spec  # the target's spec as recorded (plain data: the store is below the targets)
         # a target's path, a recipe's name: files someone may have named; text
         table.add_row(Text(visible(run.id)), Text(visible(m.job or "?")), run.status(),
-                      Text(visible(f"{spec.get('kind', '?')} {spec.get('path', '')}".strip())),
+                      Text(visible(TargetSpec.describe_recorded(spec))),  # "RAM image (…)", as the TUI says
                       Text(visible(m.recipe_name or "-")), Text(visible(m.started or "-")))
     console.print(table)
     warn = Console(stderr=True, soft_wrap=True, highlight=False)  # whole lines: scripts grep them

@@ -18,10 +18,12 @@ from fsscope.scan import scan
 class Spec(SpecRecord, frozen=True):
     job: ClassVar[str] = "scan"
 
-    near: Annotated[int, Meta(ge=1, description="list directories at most N creates from a structural change")] = 4
-    largest: Annotated[int, Meta(ge=1, description="list the N largest directories")] = 10
-    free_space: Annotated[bool, Meta(description="the free-space histogram (GETFSMAP)")] = True
-    aging: Annotated[bool, Meta(description="the tree's profile against the shipped aging profiles")] = True
+    # (the descriptions are the hints under the Setup screen's fields)
+    near: Annotated[int, Meta(ge=1, description="list the directories at most this many creates from "
+                                                "a structural change")] = 4
+    largest: Annotated[int, Meta(ge=1, description="list the largest this many directories")] = 10
+    free_space: Annotated[bool, Meta(description="the free-space histogram (GETFSMAP, read-only)")] = True
+    aging: Annotated[bool, Meta(description="how aged the tree looks: its profile against the shipped ones")] = True
 
 
 class Account(Record, frozen=True, kw_only=True, omit_defaults=True):

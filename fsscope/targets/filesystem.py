@@ -32,6 +32,27 @@ def check_supported(recipe: Recipe) -> None:
         tools.require(MKFS[recipe.fs][0])
 
 
+# the smallest file system mkfs makes ("Filesystem must be larger than 300MB": 300 MiB exactly)
+MIN_SIZE_BYTES = {"xfs": 300 * 2**20}
+
+
+def check_size(recipe: Recipe, size_bytes: int) -> None:
+    """One line before anything is made when mkfs would refuse a target this small."""
+    least = MIN_SIZE_BYTES.get(recipe.fs)
+    if least is not None and 0 < size_bytes < least:
+        raise FsscopeError(f"recipe {recipe.name}: {recipe.fs.upper()} needs at least {least // 2**20}M "
+                           f"(mkfs.{recipe.fs} refuses less), not {size_bytes / 2**20:g}M: use --size "
+                           f"{least // 2**20}M or more")
+
+
+def device_bytes(device: str) -> int:
+    """The size of a block device fsscope holds, from sysfs (512-byte sectors); 0 if unknown."""
+    try:
+        return int(Path(f"/sys/class/block/{Path(device).name}/size").read_text()) * 512
+    except (OSError, ValueError):
+        return 0
+
+
 def mkfs_argv(recipe: Recipe, device: str) -> list[str]:
     argv = list(MKFS[recipe.fs])
     if recipe.fs == "ext4" and recipe.prep.no_lazy_init:

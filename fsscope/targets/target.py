@@ -38,7 +38,7 @@ from fsscope import paths, tools, trust
 from fsscope.errors import FsscopeError, SafetyRefusal
 from fsscope.format import format_bytes
 from fsscope.recipes import Recipe
-from fsscope.records import Record, plain
+from fsscope.records import Record, convert, plain
 from fsscope.targets import devices, filesystem, identity, image
 from fsscope.targets.existing import ExistingFS, existing_fs
 from fsscope.targets.journal import Entry, Journal, undo_group
@@ -78,6 +78,17 @@ class TargetSpec(Record, frozen=True, kw_only=False):
         else:
             text = f"{self.kind} {self.path}"
         return f"{text} from snapshot {self.snapshot}" if self.snapshot else text
+
+    @classmethod
+    def describe_recorded(cls, recorded: dict) -> str:
+        """A recorded target spec (a run's manifest) named as a live target is ("RAM image
+        (512 MiB in …)", not "ram"): the TUI's runs table and ``fsscope runs`` alike."""
+        if "size_bytes" in recorded:  # a full spec
+            try:
+                return convert(recorded, cls).describe()
+            except (TypeError, FsscopeError):
+                pass
+        return f"{recorded.get('kind', '?')} {recorded.get('path', '')}".strip()
 
     def reported(self) -> ReportTarget:
         """This target as a report holds it: the spec and how it reads."""
@@ -423,6 +434,8 @@ class Target:
             self._restore_snapshot()
         elif make_fs and recipe.fs != "tmpfs":
             self._check_still_held("mkfs")
+            # one line, not mkfs's usage text (Setup refuses it before a job that formats starts)
+            filesystem.check_size(recipe, filesystem.device_bytes(self.held_device))
             filesystem.mkfs(recipe, self.held_device)
         if not identity.still_names(mountpoint, checked):  # mkfs or a restore took a while
             raise SafetyRefusal(f"--mountpoint {mountpoint} changed since fsscope checked it: not mounted")

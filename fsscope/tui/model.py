@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from fsscope.engine.events import Finding, finding_from_dict, findings_from_report
-from fsscope.format import visible
+from fsscope.format import format_bytes, visible
 from fsscope.records import SpecRecord, plain
 
 NOT_MEASURED = -1
@@ -355,10 +355,26 @@ def prose(text: str) -> str:
     return text
 
 
-def spec_words(spec: dict) -> str:
-    """A job's parameters as people read them: "files 777, runs 3, op creat" (not a dict)."""
-    return ", ".join(f"{key.replace('_', ' ')} {_md_value(value)}" for key, value in spec.items()
-                     if value not in (None, "", [], ()))
+def spec_words(spec: Mapping[str, Any], runs_made: int | None = None, sep: str = ", ") -> str:
+    """A job's parameters as people read them: "files 777, runs 3, op creat" (not a dict);
+    byte counts and seconds with their unit ("write 4 KiB", not "write bytes 4096"), yes/no
+    (not True). ``runs_made``: the runs a probe made when its sequential test added some to
+    those asked ("runs 8 (5 asked, up to 15)", as many as the heatmap's rows)."""
+    words = []
+    for key, value in spec.items():
+        if value in (None, "", [], ()):
+            continue
+        name = key.replace("_", " ")
+        if key.endswith("_bytes") and isinstance(value, int) and not isinstance(value, bool):
+            text = f"{name.removesuffix(' bytes')} {format_bytes(value)}"
+        elif key.endswith("_s") and isinstance(value, (int, float)) and not isinstance(value, bool):
+            text = f"{name.removesuffix(' s')} {value:g} s"
+        elif key == "runs" and runs_made is not None and runs_made != value:
+            text = f"runs {runs_made} ({value} asked" + (f", up to {spec['max_runs']})" if spec.get("max_runs") else ")")
+        else:
+            text = f"{name} {_md_value(value)}"
+        words.append(text)
+    return sep.join(words)
 
 
 def flags_markdown(flags: list[Flag], *, heading: str = "fsscope flags", context: list[str] | None = None,

@@ -11,7 +11,6 @@ from typing import Any
 from fsscope.engine import events, registry
 from fsscope.engine.events import Error, Finding, Log, Phase, Progress, Result
 from fsscope.errors import FsscopeError
-from fsscope.records import convert
 from fsscope.store import Manifest, RunDir
 from fsscope.targets import TargetSpec
 from fsscope.tui.config import recipe_label
@@ -40,13 +39,7 @@ class RunRecord:
 
 
 def describe_target(manifest: Manifest) -> str:
-    spec = manifest.target_spec
-    if "size_bytes" in spec:  # a full spec: named as the live screen names it (one name per target)
-        try:
-            return convert(spec, TargetSpec).describe()
-        except (TypeError, FsscopeError):
-            pass
-    return f"{spec.get('kind', '?')} {spec.get('path', '')}".strip()
+    return TargetSpec.describe_recorded(manifest.target_spec)  # as the live screen names it (one name per target)
 
 
 def describe_recipe(manifest: Manifest) -> str:

@@ -176,8 +176,8 @@ def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explaine
     """Measured run ``r`` on its file system (the first also reads the geometry and predicts),
     watching who else moves bytes on its device meanwhile, then the sequential decisions on the
     runs so far."""
-    runs_label = f"{r + 1} of {spec.runs}" if r < spec.runs else f"{r + 1} (deciding; at most {spec.run_cap})"
-    ctx.phase(f"run {runs_label}", run=r, runs=max(spec.runs, r + 1))
+    ctx.phase(f"run {r + 1} of {runs_words(spec)}" + (" (deciding)" if r >= spec.runs else ""), run=r,
+              runs=max(spec.runs, r + 1))
     with ctx.run_fs(spec.fresh_fs) as fs:
         probe_dir = probe_dir_of(ctx, fs, spec, PROBE_DIR if spec.fresh_fs else f"{PROBE_DIR}.{r}")
         _sync_dir(spec, probe_dir)
@@ -250,6 +250,12 @@ def _stop_flag(exc: ProbeRunError, run: int) -> dict:
             "note": f"{exc}. {why} Later runs were not made; the report covers the files measured."}
 
 
+def runs_words(spec: ProbeSpec) -> str:
+    """The runs a probe makes, as its row says them: "5", or "5–15" when its sequential test
+    may add runs until every candidate file is decided (run 8 of 5 read as a miscount)."""
+    return f"{spec.runs}–{spec.run_cap}" if spec.run_cap > spec.runs else f"{spec.runs}"
+
+
 def _measure(ctx, spec: ProbeSpec, r: int, probe_dir: Path, row, start_row, wait_row) -> None:
     """One run into ``row`` (a row of the memory-mapped matrix), streaming batches live."""
     runs = max(spec.runs, r + 1)
@@ -259,7 +265,7 @@ def _measure(ctx, spec: ProbeSpec, r: int, probe_dir: Path, row, start_row, wait
         ctx.emit(Samples(run=r, start=start, latency_ns=batch.tolist()))
         ctx.progress(r * spec.files + start + len(batch), total, info=f"run {r + 1}/{runs}")
 
-    ctx.phase(f"run {r + 1} of {runs}: {spec.op} × {spec.files}", run=r)
+    ctx.phase(f"run {r + 1} of {runs_words(spec)}: {spec.op} × {spec.files}", run=r)
     measure_run(probe_dir, spec, on_batch=on_batch, cancelled=lambda: ctx.cancelled, out=row,
                 start_out=start_row, wait_out=wait_row)
 

@@ -21,11 +21,11 @@ from fsscope.analysis.variation.metrics import ks_distance
 from fsscope.format import format_cell, format_ns, format_ratio, ratio_cell, visible
 from fsscope.tui import compare_model, exports
 from fsscope.tui import messages as msg
-from fsscope.tui.model import Summary
+from fsscope.tui.model import Summary, spec_words
 from fsscope.tui.replay import RunRecord
 from fsscope.tui.widgets.flags_panel import FlagsPanel
 from fsscope.tui.widgets.heat_legend import HeatLegend
-from fsscope.tui.widgets.heatmap import Heatmap
+from fsscope.tui.widgets.heatmap import Heatmap, flag_marks
 from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
 from fsscope.workloads.bench_records import Report as BenchReport
 
@@ -145,19 +145,23 @@ class CompareScreen(Screen):
             heatmap.set_matrix(record.matrix)
             flags = self.query_one(f"#flags-{side}", FlagsPanel)
             flags.set_flags(record.flags)
-            heatmap.set_flags(sorted({i for f in record.flags for i in f.indices}))
+            flagged, dense = flag_marks(record.flags)
+            heatmap.set_flags(flagged, dense=dense)
 
     def _summary(self, record: RunRecord) -> Text:
         m = record.run.manifest()
         s = Summary.of(record.matrix.all_measured() if record.matrix is not None else np.zeros(0, dtype=np.int64))
         text = Text()
         text.append(f"{record.run.id}\n", style="bold")
-        spec = m.get("spec") or {}
-        settings = " · ".join(f"{k.replace('_', ' ')} {v}" for k, v in spec.items() if v not in (None, "", [], {}))
-        text.append(f"{m.get('job', '?')}: {settings or 'defaults'}\n", style="dim")
-        text.append(f"{visible(record.target)} · {visible(record.recipe)} · {record.job.status}\n", style="dim")
+        # the figures first: a short screen shows the summary's first lines only
         text.append(f"{s.measured:,} calls  median {format_ns(s.median_ns)}  p99 {format_ns(s.p99_ns)}  "
-                    f"max {format_ns(s.max_ns)}  flags {len(record.flags)}")
+                    f"max {format_ns(s.max_ns)}  flags {len(record.flags)}\n")
+        spec = m.get("spec") or {}
+        # the runs made (the heatmap's rows), not only those asked: a probe's sequential test adds some
+        made = int((record.matrix.values >= 0).any(axis=1).sum()) if record.matrix is not None else None
+        settings = spec_words(spec, runs_made=made, sep=" · ")
+        text.append(f"{m.get('job', '?')}: {settings or 'defaults'}\n", style="dim")
+        text.append(f"{visible(record.target)} · {visible(record.recipe)} · {record.job.status}", style="dim")
         return text
 
     def _verdict(self) -> Text:

@@ -62,7 +62,7 @@ Press **c** again to kill it outright (fsscope still undoes what it left behind)
 colour is the latency of that call on a **logarithmic** scale (legend below the map): every
 step of the colour bar is the same *ratio*, so 10 µs → 100 µs looks as different as
 100 µs → 1 ms. Blank cells were not measured (yet).
-Keys: arrows move the cursor (its file, run and latency are shown under the map),
+Keys: arrows move the cursor ╋ (its file, run and latency are shown under the map),
 **+ / -** zoom, **0** fits all files on screen, **a** chooses what a bucket shows
 (its max, p99, p90, median or mean — max is the default so no outlier hides).
 

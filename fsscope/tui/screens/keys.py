@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from textual.actions import parse
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -17,13 +18,23 @@ from textual.widgets import DataTable, Static
 from fsscope.tui.screens.help import HelpScreen
 
 
+def _offered(node: DOMNode, action: str) -> bool:
+    """Whether ``node`` offers ``action`` now (a replay has no job to cancel: the footer hides
+    c, and so does this list)."""
+    _, name, parameters = parse(action)
+    try:
+        return node.check_action(name, parameters) is not False
+    except Exception:  # a check that needs a state the node is not in: listed, as before
+        return True
+
+
 def _key_rows(node: DOMNode) -> list[tuple[str, str]]:
     """(keys, description) for each action bound on ``node``, keys joined, in binding order."""
     app = node.app
     grouped: dict[tuple[str, str], list[str]] = {}
     for key, bindings in node._bindings.key_to_bindings.items():
         for binding in bindings:
-            if binding.system or not binding.description:
+            if binding.system or not binding.description or not _offered(node, binding.action):
                 continue
             display = app.get_key_display(Binding(key, binding.action, binding.description))
             keys = grouped.setdefault((binding.action, binding.description), [])

@@ -122,6 +122,7 @@ class LiveViews(AppScreen):
         widget = self.job_view
         rows = widget.spark_rows(view, live)
         sparks.clear(exclude={key for key, *_ in rows}, job_rows_only=True)  # no stale readings
+        sparks.show_job_rows({key for key, *_ in rows})
         for key, label, values, text in rows:
             sparks.show(key, values, text, label)
 

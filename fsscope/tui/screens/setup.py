@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,8 +14,9 @@ from textual.widgets import Button, Footer, Header, Input, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
-from fsscope.targets import Target, TargetSpec, image
-from fsscope.tui.config import RunPlan
+from fsscope.records import plain
+from fsscope.targets import Target, TargetSpec, filesystem, image
+from fsscope.tui.config import RunPlan, recipe_label
 from fsscope.tui.screens.base import AppScreen
 from fsscope.tui.screens.confirm import ConfirmDestroyScreen, ConfirmScreen
 from fsscope.tui.widgets.job_picker import JobPicker
@@ -28,6 +30,13 @@ SETUP_WORDS = (
     ("--image", "image"), ("--dir", "directory"), ("--device", "device"), ("--mountpoint", "mount point"),
     ("without root use directory PATH", "without root pick Directory"),
 )
+
+
+def target_bytes(target: TargetSpec) -> int:
+    """What a RAM or image target will hold: an image there already, its own size."""
+    if target.kind == "image" and os.path.isfile(target.path):
+        return os.path.getsize(target.path)
+    return target.size_bytes or 0
 
 
 def in_setup_words(message: str) -> str:
@@ -113,6 +122,12 @@ class SetupScreen(AppScreen):
         formats = jobs is None or any(registry.job(r.job).uses_target for r in jobs)  # watch alone: nothing
         if formats and target is not None and (recipe is not None or target.kind == "dir"):
             checked(lambda: preflight(target, recipe))
+        if target is not None and recipe is not None and target.kind in ("ram", "image") and not target.snapshot \
+                and any(registry.job(r.job).uses_target and recipe_label(r.job, plain(r.spec), recipe.name) == recipe.name
+                        for r in jobs or ()):
+            # a job formats the target with this recipe (a study makes its own): mkfs.xfs
+            # refuses under 300M, and said so in a usage text after the job had started
+            checked(lambda: filesystem.check_size(recipe, target_bytes(target)))
         problems.extend(filter(None, (registry.missing_extra(r.job) for r in jobs or ())))  # explore without Dask
         if problems:
             raise FsscopeError("\n".join(problems))

@@ -190,7 +190,7 @@ class FragView(LiveView):
 
     def compose(self) -> ComposeResult:
         yield Table(id="frag-hist", show_cursor=False, zebra_stripes=True)
-        yield Table(id="frag-summary", show_cursor=False)
+        yield Table(id="frag-summary", show_cursor=False, show_header=False)  # its title says what
 
     def on_mount(self) -> None:
         hist = self.query_one("#frag-hist", DataTable)
@@ -218,6 +218,11 @@ class FragView(LiveView):
             hist.border_subtitle = "measuring… (shown when the job ends)"
             return
         buckets = model.histogram()
+        # from the smallest bucket holding free space to the largest: the empty buckets below
+        # it (1 KiB, 2 KiB… on a fresh file system) pushed the occupied ones off a short screen
+        held = [i for i, (_, n, _) in enumerate(buckets) if n]
+        if held:
+            buckets = buckets[held[0]: held[-1] + 1]
         top_n = max((n for _, n, _ in buckets), default=0) or 1
         top_b = max((b for _, _, b in buckets), default=0) or 1
         for label, n, free in buckets:

@@ -23,6 +23,17 @@ from fsscope.tui.widgets.live_view import LiveView, SparkRow
 from fsscope.tui.widgets.table_export import Table
 from fsscope.tui.widgets.throughput_chart import ThroughputChart
 
+COMPACT_BELOW = 70  # view columns under which the tables keep their key columns only
+# (key, label, kept when narrow)
+OPS_COLUMNS = (("op", "op", True), ("ops", "ops/s", False), ("p50", "p50", True), ("p99", "p99", True))
+VARIATION_COLUMNS = (("run", "run", True), ("ops", "ops/s", True), ("windows", "window min..max", False),
+                     ("status", "", False))  # narrow: ≈ before the ops/s marks a live estimate
+
+
+def _add_row(table: DataTable, **cells: object) -> None:
+    """A row of the cells of the columns the table has now (narrow drops some)."""
+    table.add_row(*(cells[str(key.value)] for key in table.columns))
+
 
 def _rate(value: float | None) -> str:
     return "–" if value is None else f"{value:,.0f}"
@@ -53,6 +64,7 @@ class BenchView(LiveView):
         self.window_s: int | None = None  # None: the model's default
         self.run_choice: int | None = None  # None: follow the newest run
         self._drawn: tuple | None = None
+        self._columns_compact = False
 
     def compose(self) -> ComposeResult:
         yield ThroughputChart(id="throughput")
@@ -66,20 +78,34 @@ class BenchView(LiveView):
     def on_mount(self) -> None:
         self.chart.border_subtitle = ("bar: this run · shade: band of the others · ─ their mean · "
                                       "w window · r run · z zoom")
-        ops = self.ops_table
-        ops.can_focus = False
-        ops.add_column("op", key="op")
-        ops.add_column("ops/s", key="ops")
-        ops.add_column("p50", key="p50")
-        ops.add_column("p99", key="p99")
-        ops.border_title = "Latency per op"
-        variation = self.variation_table
-        variation.can_focus = False
-        variation.add_column("run", key="run")
-        variation.add_column("ops/s", key="ops")
-        variation.add_column("window min..max", key="windows")
-        variation.add_column("", key="status")
+        self.ops_table.can_focus = False
+        self.ops_table.border_title = "Latency per op"
+        self.variation_table.can_focus = False
         self.query_one("#bench-variation-box").border_title = "Variation across runs"
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        """The tables' columns for the width: narrow (80 columns, beside the flags) keeps what
+        each table is for — an op's p50/p99, a run's ops/s — so no column is cut off the side
+        (the chart draws the windows; the ops/s per op is in the report)."""
+        compact = self.compact
+        for table, columns in ((self.ops_table, OPS_COLUMNS), (self.variation_table, VARIATION_COLUMNS)):
+            table.clear(columns=True)
+            for key, label, narrow in columns:
+                if narrow or not compact:
+                    table.add_column(label, key=key)
+        self._columns_compact = compact
+
+    @property
+    def compact(self) -> bool:
+        return 0 < self.size.width < COMPACT_BELOW
+
+    def on_resize(self) -> None:
+        if self.compact != self._columns_compact:
+            self._add_columns()
+            self._drawn = None
+            if self.view is not None:
+                self.update_view(self.view)
 
     @property
     def chart(self) -> ThroughputChart:
@@ -144,9 +170,9 @@ class BenchView(LiveView):
         rows, covers = model.op_rows()
         table.clear()
         for row in rows:
-            table.add_row(row.op, _rate(row.ops_per_s),
-                          format_ns(row.p50_ns) if row.p50_ns is not None else "–",
-                          format_ns(row.p99_ns) if row.p99_ns is not None else "–")
+            _add_row(table, op=row.op, ops=_rate(row.ops_per_s),
+                     p50=format_ns(row.p50_ns) if row.p50_ns is not None else "–",
+                     p99=format_ns(row.p99_ns) if row.p99_ns is not None else "–")
         table.border_subtitle = covers
 
     def _fill_variation(self, model: BenchModel, window: int) -> None:
@@ -156,19 +182,25 @@ class BenchView(LiveView):
             status = ("report" if row.exact else "≈ live" if row.finished else "running")
             span = (f"{_rate(row.window_min)}..{_rate(row.window_max)}"
                     if row.window_min is not None else "–")
-            table.add_row(f"{row.run + 1}", ("" if row.exact else "≈") + _rate(row.ops_per_s), span,
-                          Text(status, style="dim" if not row.exact else ""))
-        table.columns[ColumnKey("windows")].label = Text(f"T-{window} min..max" if window > 1 else "1 s min..max")
+            _add_row(table, run=f"{row.run + 1}", ops=("" if row.exact else "≈") + _rate(row.ops_per_s),
+                     windows=span, status=Text(status, style="dim" if not row.exact else ""))
+        if ColumnKey("windows") in table.columns:
+            table.columns[ColumnKey("windows")].label = Text(f"T-{window} min..max" if window > 1 else "1 s min..max")
         v = model.variation()
         text = Text()
         if v["runs"] >= 2:
             approx = "" if v["exact"] else "≈ "
-            text.append(f"relative range {approx}{format_pct(v['relative_range'])}", style="bold")
-            text.append(f" · RSD {approx}{format_pct(v['rsd'])} · mean {_rate(v['mean'])} ops/s over {v['runs']} runs")
-            if not v["exact"]:
+            if self.compact:  # the runs' ops/s are in the rows above: the two figures, one line
+                text.append(f"rel. range {approx}{format_pct(v['relative_range'])}", style="bold")
+                text.append(f" · RSD {approx}{format_pct(v['rsd'])}")
+            else:
+                text.append(f"relative range {approx}{format_pct(v['relative_range'])}", style="bold")
+                text.append(f" · RSD {approx}{format_pct(v['rsd'])} · mean {_rate(v['mean'])} ops/s over {v['runs']} runs")
+            if not v["exact"] and not self.compact:
                 text.append("\n(live estimates from the 1-s bins; the report replaces them)", style="dim")
         else:
-            text.append("relative range and RSD: after the second run finishes", style="dim")
+            text.append("range, RSD: after run 2" if self.compact else
+                        "relative range and RSD: after the second run finishes", style="dim")
         self.query_one("#bench-summary", Static).update(text)
 
     def spark_rows(self, view: JobView, live: bool = True) -> list[SparkRow]:

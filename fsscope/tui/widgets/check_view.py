@@ -22,6 +22,9 @@ from fsscope.tui.widgets.table_filter import TableFilter, matches
 LIGHT = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "bad": ("✗", "bold red"), "unknown": ("?", "dim")}
 
 
+NARROW_BELOW = 70  # table columns under which the item column gives its room to the finding
+
+
 def item_words(item_id: str) -> str:
     """An audit item as people read it: page-cache-fit → page cache fit."""
     return item_id.replace("-", " ").replace("_", " ")
@@ -70,21 +73,39 @@ class CheckView(ModelView):
                 self.draw(model)
 
     def shown_rows(self, model: CheckModel) -> list[Finding]:
-        """The items the filter lets through (any of mark, words, verdict, title, code name)."""
+        """The items the filter lets through (any of mark, words, verdict, title, item id)."""
         needle = self.query_one("#check-filter", TableFilter).value
         return [f for f in model.rows() if matches(needle, f.severity, item_words(f.id), f.title, f.id)]
 
     def draw(self, model: CheckModel) -> None:
         table = self.table
         row = table.cursor_row
-        table.clear()
-        for f in self.shown_rows(model):
+        rows = self.shown_rows(model)
+        width = table.scrollable_content_region.width or table.size.width
+        # narrow (80 columns): the finding alone, its item named in the detail below
+        with_item = not 0 < width < NARROW_BELOW
+        # the finding ends in … where it would scroll the table sideways (the detail below
+        # and the CSV have it whole): 1 cell of padding each side of each column, the mark, the item
+        longest = max((len(item_words(f.id)) for f in rows), default=0) if with_item else -2
+        room = max(12, width - 6 - 1 - longest) if width else None
+        table.clear(columns=True)  # (clear() alone keeps the widest cell ever drawn)
+        for key, label in (("light", ""), ("id", "item"), ("title", "finding")):
+            if key != "id" or with_item:
+                table.add_column(label, key=key, width=room if key == "title" else None)
+        for f in rows:
             mark, style = LIGHT.get(f.severity, ("?", ""))
-            table.add_row(Text(mark, style=style), item_words(f.id), Text(f.title, style=style), key=f.id)
+            title = Text(f.title, style=style, no_wrap=True, overflow="ellipsis")
+            cells = [Text(mark, style=style), item_words(f.id), title] if with_item else [Text(mark, style=style), title]
+            table.add_row(*cells, key=f.id)
         if table.row_count:
             table.move_cursor(row=min(max(row, 0), table.row_count - 1))
         self._show_detail(model, table.cursor_row)
         self._show_calibration(model)
+
+    def on_resize(self) -> None:
+        model = self.model_of(self._view)
+        if model is not None:
+            self.draw(model)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         model = self.model_of(self._view)
@@ -99,8 +120,7 @@ class CheckView(ModelView):
             return
         f = rows[row]
         mark, style = LIGHT.get(f.severity, ("?", ""))
-        text = Text.assemble((f"{mark} {item_words(f.id)} ({f.severity}): ", style),
-                             f.title, (f"  [code name {f.id}]", "dim"))
+        text = Text.assemble((f"{mark} {item_words(f.id)} ({f.severity}): ", style), f.title)
         text.append(f"\nevidence: {f.evidence}")
         text.append(f"\neffect:   {f.effect}", style="dim")
         if f.fix:

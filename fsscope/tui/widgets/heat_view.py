@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from fsscope.format import format_ns
 from fsscope.tui.model import Flag, JobView, WindowStats
 from fsscope.tui.widgets.heat_legend import HeatLegend
-from fsscope.tui.widgets.heatmap import Heatmap
+from fsscope.tui.widgets.heatmap import Heatmap, flag_marks
 from fsscope.tui.widgets.live_view import LiveView, SparkRow
 
 
@@ -43,10 +43,10 @@ class HeatView(LiveView):
 
     def mark_flags(self, view: JobView) -> None:
         """'!' above the files of point-like flags (outliers, series members, thresholds,
-        level shifts); ranges (linear growth) are marked only when selected."""
-        flagged = sorted({i for flag in view.flags if flag.kind not in ("lineargrowth", "linear") and not flag.withdrawn
-                          for i in flag.indices})
-        self.heatmap.set_flags(flagged)
+        level shifts); ranges (linear growth) are marked only when selected. Zoomed out, a
+        series is marked at its first member (its members, when selected)."""
+        flagged, dense = flag_marks(view.flags)
+        self.heatmap.set_flags(flagged, dense=dense)
 
     def select_flag(self, view: JobView, flag: Flag | None) -> None:
         self.heatmap.select_files(flag.indices if flag is not None else ())
@@ -59,8 +59,5 @@ class HeatView(LiveView):
             ("p99", "p99 latency", WindowStats.log_series(p99), format_ns(p99[-1] * 1e3) if p99 else "–"),
         ]
         rate = list(windows.calls_per_s)
-        if rate:
-            rows.append(("rate", "calls/s", rate, f"{rate[-1]:,.0f}/s"))
-        elif not live:
-            rows.append(("rate", "calls/s", [], "live only"))
+        rows.append(("rate", "calls/s", rate, f"{rate[-1]:,.0f}/s" if rate else "–" if live else "live only"))
         return rows

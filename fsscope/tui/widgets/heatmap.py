@@ -18,6 +18,7 @@ flag's files), then ``row_height`` lines per run. A fixed gutter on the left nam
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from rich.segment import Segment
@@ -31,14 +32,27 @@ from textual.strip import Strip
 
 from fsscope.analysis.heatbuckets import AGGREGATES, Bucketings, bucket_mask, levels
 from fsscope.tui.messages import HeatCursorMoved
-from fsscope.tui.model import LatencyMatrix
+from fsscope.tui.model import Flag, LatencyMatrix
 
 LEVELS = 64  # colours on the scale
 GUTTER = 7  # "run 10 "
 HEADER_LINES = 2
 DEFAULT_SCALE = (3.0, 6.0)  # log10 ns: 1 µs .. 1 ms until the data says otherwise
 CONTENT_CACHE_STRIPS = 512  # strips kept by content: a few frames' worth
+CURSOR_GLYPH = "╋"
 ZOOM_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000)
+
+
+def flag_marks(flags: Sequence[Flag]) -> tuple[list[int], list[int]]:
+    """(files marked ``!``, those of them marked only at one file per column) for ``flags``:
+    point-like flags (outliers, series members, thresholds, level shifts), not ranges (linear
+    growth: marked when selected) nor withdrawn ones; a series' members after its first are
+    the second list (zoomed out they put a ``!`` over every bucket)."""
+    shown = [flag for flag in flags if flag.kind not in ("lineargrowth", "linear") and not flag.withdrawn]
+    flagged = sorted({i for flag in shown for i in flag.indices})
+    firsts = {flag.indices[0] for flag in shown if flag.indices}
+    dense = sorted({i for flag in shown if flag.kind == "series" for i in flag.indices[1:]} - firsts)
+    return flagged, dense
 
 
 class Heatmap(ScrollView, can_focus=True):
@@ -86,8 +100,10 @@ class Heatmap(ScrollView, can_focus=True):
         self.aggregate = "max"
         self.cursor_col = 0
         self.cursor_run = 0
+        self.cursor_shown = False  # drawn once it is somewhere (moved, focused, a flag picked)
         self._selected = np.zeros(0, dtype=bool)  # files of the selected flag
         self._flagged = np.zeros(0, dtype=bool)  # files of any flag
+        self._dense = np.zeros(0, dtype=bool)  # of those, marked only at one file per column
         # bucketings of the current data version by (zoom, aggregate): made once per data
         # change, patched by live batches, kept while the user switches zoom or aggregate
         self._bucketings = Bucketings()
@@ -117,6 +133,7 @@ class Heatmap(ScrollView, can_focus=True):
     def set_matrix(self, matrix: LatencyMatrix | None) -> None:
         self.matrix = matrix
         self.cursor_col = self.cursor_run = 0
+        self.cursor_shown = False  # the legend says "cursor: –" until it is placed
         self._scale_from_data = False
         if self._fixed_scale is None:
             self._scale = DEFAULT_SCALE  # a new matrix starts from nothing of the last one's
@@ -125,6 +142,7 @@ class Heatmap(ScrollView, can_focus=True):
         self._invalidate(buckets=True)
         self._update_virtual_size()
         self.refresh()
+        self._place_cursor()  # focused already: the cursor shows (and is read out) at once
 
     def set_scale(self, low_ns: float | None, high_ns: float | None) -> None:
         """Pin the colour scale (compare view: both runs on one scale); None = automatic."""
@@ -170,15 +188,26 @@ class Heatmap(ScrollView, can_focus=True):
         top = HEADER_LINES + run * h - int(self.scroll_offset.y)
         self.refresh(Region(0, 0, width, HEADER_LINES), Region(0, max(HEADER_LINES, top), width, h))
 
-    def set_flags(self, flagged: list[int] | tuple[int, ...], selected: list[int] | tuple[int, ...] = ()) -> None:
+    def set_flags(self, flagged: list[int] | tuple[int, ...], selected: list[int] | tuple[int, ...] = (),
+                  dense: list[int] | tuple[int, ...] | None = None) -> None:
+        """Mark ``flagged`` files ``!`` and ``selected`` ones ``▼``/``•``. ``dense``: flagged
+        files marked only one file per column (a series' later members): zoomed out, a
+        series every 64 files put a ``!`` over every bucket of 20,000 files; its first member
+        stays marked and selecting it marks them all. None: keep the last ``dense``."""
         files = self.matrix.files if self.matrix is not None else 0
+        if dense is None:
+            dense = np.flatnonzero(self._dense).tolist()
         size = max(files, max(flagged, default=-1) + 1, max(selected, default=-1) + 1)
         self._flagged = np.zeros(size, dtype=bool)
         self._selected = np.zeros(size, dtype=bool)
+        self._dense = np.zeros(size, dtype=bool)
         if flagged:
             self._flagged[np.asarray(flagged, dtype=np.int64)] = True
         if selected:
             self._selected[np.asarray(selected, dtype=np.int64)] = True
+        dense = [i for i in dense if i < size]
+        if dense:
+            self._dense[np.asarray(dense, dtype=np.int64)] = True
         self._cols_key = None
         self._invalidate()
         self.refresh()
@@ -377,7 +406,7 @@ class Heatmap(ScrollView, can_focus=True):
         zoom = self.effective_zoom
         key = (zoom, self._flagged.size, self._selected.size)
         if self._cols_key != key:
-            self._flagged_cols = bucket_mask(self._flagged, zoom)
+            self._flagged_cols = bucket_mask(self._flagged if zoom <= 1 else self._flagged & ~self._dense, zoom)
             self._selected_cols = bucket_mask(self._selected, zoom)
             self._cols_key = key
         return self._flagged_cols, self._selected_cols
@@ -423,11 +452,14 @@ class Heatmap(ScrollView, can_focus=True):
             strip = self._render_line(line, scroll_x, width)
             self._strips[line] = strip
         h = self._geometry[0]
+        if not self.cursor_shown:
+            return strip
         if line == 1:
             return self._with_cursor(strip, scroll_x, width, "↓")
         if line >= HEADER_LINES and (line - HEADER_LINES) // h == self.cursor_run:
+            # ╋, not ◆: the flags list and the help mark a predicted threshold with ◆
             first = (line - HEADER_LINES) % h == 0
-            return self._with_cursor(strip, scroll_x, width, "◆" if first else "┃")
+            return self._with_cursor(strip, scroll_x, width, CURSOR_GLYPH if first else "┃")
         return strip
 
     def _with_cursor(self, strip: Strip, scroll_x: int, width: int, glyph: str) -> Strip:
@@ -573,6 +605,7 @@ class Heatmap(ScrollView, can_focus=True):
         col = max(0, min(col, max(0, self.columns - 1)))
         run = max(0, min(run, max(0, self.runs - 1)))
         self.cursor_col, self.cursor_run = col, run
+        self.cursor_shown = True
         view = self.view_width
         scroll_x = int(self.scroll_offset.x)
         left = col * self.cell_width
@@ -633,6 +666,16 @@ class Heatmap(ScrollView, can_focus=True):
         self._post_cursor()
         self._prepare_next()
         self.notify(f"buckets show the {self.aggregate} of their files", timeout=2)
+
+    def on_focus(self) -> None:
+        self.call_later(self._place_cursor)  # after Widget's own handler has set has_focus
+
+    def _place_cursor(self) -> None:
+        """Focused, the arrows move the cursor: show it where it is, and what is under it."""
+        if not self.cursor_shown and self.has_focus and self.matrix is not None and self.matrix.files:
+            self.cursor_shown = True
+            self.refresh()
+            self._post_cursor()
 
     def on_click(self, event) -> None:
         x, y = event.x, event.y

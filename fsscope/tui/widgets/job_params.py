@@ -36,6 +36,16 @@ def size_text(n: int) -> str:
     return str(n)
 
 
+def spec_descriptions(spec_type: type) -> dict[str, str]:
+    """Each Spec field's ``Meta(description=…)``, if it has one."""
+    out = {}
+    for name, annotation in typing.get_type_hints(spec_type, include_extras=True).items():
+        for meta in getattr(annotation, "__metadata__", ()):
+            if isinstance(meta, msgspec.Meta) and meta.description:
+                out[name] = meta.description
+    return out
+
+
 def _field_kind(annotation: Any) -> tuple[str, tuple]:
     """('bool'|'int'|'float'|'str'|'choice', choices); Optional[X] counts as X."""
     origin = get_origin(annotation)
@@ -88,6 +98,9 @@ class JobParams(Vertical):
         self.job = job
         self.spec_type: Any = registry.spec_type(job)  # the job's own Spec (its ClassVars, properties)
         self.hints = typing.get_type_hints(self.spec_type)
+        self.descriptions = spec_descriptions(self.spec_type)
+        """A field's own description (``Meta(description=…)`` on the Spec): its hint where the
+        panel names none (a job without a panel of its own had no hints at all)."""
         # the fields' own defaults, not Spec(): a Spec may need a choice made first (watch: a pid
         # or a cgroup) and refuse to be built without it
         self.values = {f.name: f.default if f.default is not msgspec.NODEFAULT
@@ -159,8 +172,9 @@ class JobParams(Vertical):
                         numeric = kind == "int" and name not in self.SIZE_FIELDS
                         yield Input(self._text(name, value), id=self._param_id(name),
                                     type="integer" if numeric else "text", compact=True)
-            if name in self.HINTS:
-                yield Static(self.HINTS[name], classes="param-hint", id=f"hint-{self.job}-{name}")
+            hint = self.HINTS.get(name) or self.descriptions.get(name)
+            if hint:
+                yield Static(hint, classes="param-hint", id=f"hint-{self.job}-{name}")
 
     def on_descendant_focus(self, event) -> None:
         """Mark the focused field's hint (a short screen shows that one only)."""

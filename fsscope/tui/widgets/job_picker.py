@@ -4,6 +4,7 @@ and the parameters of the highlighted one."""
 from __future__ import annotations
 
 from rich.segment import Segment
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.strip import Strip
@@ -15,6 +16,8 @@ from fsscope.errors import FsscopeError
 from fsscope.tui.config import JobRequest
 from fsscope.tui.job_widgets import panel_for
 from fsscope.tui.widgets.job_params import JobParams
+
+BOX_CELLS = 4  # "▐✓▌ " before a job's name
 
 
 class JobList(SelectionList[str]):
@@ -32,6 +35,17 @@ class JobList(SelectionList[str]):
             return strip
         segments[1] = Segment("✓" if value in self.selected else " ", segments[1].style)
         return Strip(segments, strip.cell_length)
+
+    async def _on_click(self, event: events.Click) -> None:
+        """A click on a job shows its parameters; only a click on its box ticks it (a click
+        to read a job's fields also put it in the plan)."""
+        clicked = event.style.meta.get("option")
+        if clicked is None:
+            return
+        event.prevent_default()  # not OptionList's click, which selects (here: toggles)
+        self.highlighted = clicked
+        if event.x < BOX_CELLS:
+            self._toggle_highlighted_selection()
 
 
 class JobPicker(Vertical):

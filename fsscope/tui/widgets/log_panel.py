@@ -15,7 +15,8 @@ class LogPanel(RichLog):
     """
 
     def __init__(self, *, id: str | None = None):
-        super().__init__(id=id, max_lines=5000, wrap=False, markup=False, highlight=False)
+        # wrapped: at 80 columns the log is 38 wide and its lines lost their ends ("…page cach")
+        super().__init__(id=id, max_lines=5000, wrap=True, min_width=20, markup=False, highlight=False)
         self.lines_written: list[str] = []
 
     def command(self, line: str, stderr: str = "") -> None:

@@ -13,7 +13,8 @@ from fsscope.format import visible
 from fsscope.trace.catalog import lookup
 from fsscope.tui.model import KIND_WORDS, Flag, prose
 
-PLACEHOLDER = "Select a flag (↑↓ in the flags list) to read its note here."
+# ↑↓ move the heatmap's cursor while it has the focus: the flags list is reached with Tab
+PLACEHOLDER = "Tab to the Flags list and pick a flag with ↑↓ (or click it) to read its note here."
 
 
 class NotesPanel(VerticalScroll):
@@ -41,8 +42,8 @@ class NotesPanel(VerticalScroll):
         body.append(visible(flag.title) + "\n", style="bold")
         structure = flag.finding.structure
         detail = [KIND_WORDS.get(flag.kind, flag.kind), flag.where,
-                  # the structure's code name, for searching docs and code (the title says it in words)
-                  f"code name {structure}" if structure else ""]
+                  # the structure, for searching the docs, unless the title names it already
+                  f"structure {structure}" if structure and structure not in flag.title else ""]
         if flag.where:
             body.append(" · ".join(visible(part) for part in detail if part) + "\n\n", style="dim")
         body.append(prose(flag.note) if flag.note else "(no note)")

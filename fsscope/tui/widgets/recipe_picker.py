@@ -27,6 +27,16 @@ TOGGLES = (
 EXT4_ONLY = ("no_lazy_init", "null_hash_seed")
 
 
+def unusable(recipe: Recipe) -> str | None:
+    """Why a job with ``recipe`` would fail at once on this machine (the kernel or mkfs lacks
+    its file system), None when it can run."""
+    try:
+        filesystem.check_supported(recipe)
+    except FsscopeError as exc:
+        return str(exc).removeprefix(f"recipe {recipe.name}: ")
+    return None
+
+
 class RecipePicker(Vertical):
     DEFAULT_CSS = rows_css("RecipePicker", 10) + """
     RecipePicker { height: auto; }
@@ -48,7 +58,8 @@ class RecipePicker(Vertical):
         self._loading = False
 
     def compose(self) -> ComposeResult:
-        options = [(f"{name}  ({r.fs})", name) for name, r in sorted(self.recipes.items())]
+        options = [(f"{name}  ({r.fs}{'' if unusable(r) is None else ': not usable here'})", name)
+                   for name, r in sorted(self.recipes.items())]
         value = self.initial.name if self.initial is not None else Select.NULL
         yield Select(options, value=value, allow_blank=not self.recipes, id="recipe-select",
                      prompt="recipe", compact=True)
@@ -90,7 +101,10 @@ class RecipePicker(Vertical):
                 box.display = key not in EXT4_ONLY or recipe.fs == "ext4"  # only where they mean something
             self.query_one("#prep-atime", Select).value = recipe.prep.atime
             self.query_one("#prep-io_scheduler", Input).value = recipe.prep.io_scheduler
-            self.query_one("#recipe-description", Static).update(recipe.description or "")
+            description = Text(recipe.description or "")
+            if (why := unusable(recipe)) is not None:  # f2fs was offered without a word
+                description.append(f"\nnot usable here: {why}", style="bold yellow")
+            self.query_one("#recipe-description", Static).update(description)
         finally:
             self._loading = False
         self._refresh_preview()

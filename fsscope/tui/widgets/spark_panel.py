@@ -11,6 +11,7 @@ from collections.abc import Collection
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.widgets import Label, Sparkline
 
 ROWS = (
@@ -22,6 +23,35 @@ ROWS = (
     ("cpu", "CPU %"),
 )
 JOB_ROWS = ("p50", "p99", "rate")  # the job's own rows; the others are the device's and CPU's
+
+
+BOUNDS = {"cpu": (0.0, 100.0)}  # rows on a fixed scale: CPU at 100 % all along was drawn as a flat floor
+
+
+class _BoundedRenderable(SparklineRenderable):
+    """Textual's sparkline scaled to ``data[0]``..``data[1]`` (prepended bounds, not drawn)."""
+
+    def _buckets(self, data, num_buckets):  # type: ignore[override]  # an instance's, not the class's
+        return super()._buckets(data[2:], num_buckets)
+
+
+class BoundedSparkline(Sparkline):
+    """A Sparkline whose scale is ``bounds`` rather than its data's min..max."""
+
+    def __init__(self, data, *, bounds: tuple[float, float], **kw):
+        super().__init__(data, **kw)
+        self.bounds = bounds
+
+    def render(self):
+        renderable = super().render()
+        assert isinstance(renderable, SparklineRenderable)  # Sparkline.render's
+        values = [min(max(v, self.bounds[0]), self.bounds[1]) for v in (self.data or []) if v is not None]
+        if values:
+            renderable = _BoundedRenderable([*self.bounds, *values], width=renderable.width,
+                                            height=renderable.height, min_color=renderable.min_color.color,  # type: ignore[arg-type]
+                                            max_color=renderable.max_color.color,  # type: ignore[arg-type]  # made from one
+                                            summary_function=self.summary_function)
+        return renderable
 
 
 class SparkPanel(Vertical):
@@ -37,7 +67,10 @@ class SparkPanel(Vertical):
         for key, label in ROWS:
             with Horizontal(id=f"spark-row-{key}"):
                 yield Label(label, classes="spark-label")
-                yield Sparkline([], id=f"spark-{key}", summary_function=max)
+                if key in BOUNDS:
+                    yield BoundedSparkline([], bounds=BOUNDS[key], id=f"spark-{key}", summary_function=max)
+                else:
+                    yield Sparkline([], id=f"spark-{key}", summary_function=max)
                 yield Label("–", id=f"spark-value-{key}", classes="spark-value")
 
     def show(self, key: str, values: list[float], value_text: str, label: str | None = None) -> None:
@@ -47,6 +80,12 @@ class SparkPanel(Vertical):
         self.query_one(f"#spark-value-{key}", Label).update(value_text)
         if label is not None:
             self.query_one(f"#spark-row-{key} .spark-label", Label).update(label)
+
+    def show_job_rows(self, keys: Collection[str]) -> None:
+        """Show only those of the job's rows its view fills (a scan or a frag has none: no
+        probe latency rows waiting for values that never come)."""
+        for key in JOB_ROWS:
+            self.query_one(f"#spark-row-{key}").display = key in keys
 
     def clear(self, *, exclude: Collection[str] = frozenset(), job_rows_only: bool = False) -> None:
         """Empty rows (default labels, no value): a new job shows nothing of the last one's."""

@@ -43,7 +43,7 @@ class CsvExport:
     def action_copy_csv(self) -> None:
         header, rows = self.csv_rows()
         self.app.copy_to_clipboard(csv_text(header, rows))  # type: ignore[attr-defined]
-        self.app.notify(f"{len(rows)} rows copied as CSV", timeout=3)  # type: ignore[attr-defined]
+        self.app.notify(f"{len(rows)} row{'' if len(rows) == 1 else 's'} copied as CSV", timeout=3)  # type: ignore[attr-defined]
 
     def action_save_csv(self) -> None:
         from fsscope.tui import exports

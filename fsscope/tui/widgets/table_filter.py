@@ -24,8 +24,9 @@ class TableFilter(Input):
     """
 
     def __init__(self, for_id: str, *, id: str | None = None):
-        super().__init__(placeholder="filter: rows containing… (Enter keeps it, Esc clears)", id=id,
-                         compact=True)
+        # short, and saying what it is first: beside the flags (28 columns at 80×24) the longer
+        # prompt was cut before it said how to leave
+        super().__init__(placeholder="/ filter (Enter keeps, Esc clears)", id=id, compact=True)
         self.for_id = for_id
 
     def open(self) -> None:

@@ -105,7 +105,7 @@ class TargetPicker(Vertical):
         with Horizontal(classes="field-row"):
             yield Label("path")
             yield Input(id="target-path", placeholder="path", compact=True)
-        with Horizontal(classes="field-row"):
+        with Horizontal(classes="field-row", id="target-size-row"):
             yield Label("size")
             yield Input(self._size_text, id="target-size", placeholder="e.g. 512M, 2G", compact=True)
         yield Static("", id="target-note")
@@ -198,6 +198,9 @@ class TargetPicker(Vertical):
         else:
             path_input.value = ""
         path_input.disabled = kind not in ("image", "dir")
+        # a RAM image has no path to give (it read "path  path"); a directory or a device no size
+        path_input.placeholder = f"a new file in {RAM_DIR}" if kind == "ram" else "path"
+        self.query_one("#target-size-row").display = kind in ("image", "ram")
         size_input.disabled = kind not in ("image", "ram") or choice == "default" and Path(path_input.value).exists()
         note = NOTES["device" if kind == "device" else choice].format(ram_dir=RAM_DIR)
         device = self.devices.get(choice.removeprefix("dev:")) if kind == "device" else None

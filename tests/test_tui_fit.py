@@ -1,0 +1,184 @@
+"""Issue 33's walk, the parts a user sees: at 80×24 and 160×48 each job's key result shows
+without scrolling sideways (check's traffic lights, the bench's latency and variation tables),
+the heatmap's cursor is drawn only once placed and is not the threshold's ◆, zoomed out a
+series does not mark every bucket, a click on a job's name shows it without ticking it, runs
+a probe added are counted as such, and XFS on 256M is refused at Setup in one line.
+
+The replays are the snapshot tests' recorded runs (real run directories, read by the app)."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from pilot_wait import until
+from test_tui_snapshots import JOB_RUNS, app_for, own_home, replay_newest, settle, write_bench_run, write_run
+from textual.widgets import DataTable
+
+from fsscope import recipes
+from fsscope.errors import FsscopeError
+from fsscope.targets import TargetSpec, filesystem
+from fsscope.tui import AppConfig, make_app
+from fsscope.tui.model import spec_words
+from fsscope.tui.screens.live import LiveScreen
+from fsscope.tui.screens.setup import SetupScreen
+from fsscope.tui.widgets.heat_legend import NO_CURSOR
+from fsscope.tui.widgets.heatmap import CURSOR_GLYPH, Heatmap
+from fsscope.workloads.probe import ProbeSpec
+from fsscope.workloads.probe_job import runs_words
+
+SIZES = [(80, 24), (160, 48)]
+SIZE_IDS = ["80x24", "160x48"]
+
+
+@pytest.fixture
+def home(monkeypatch):
+    with own_home() as _:
+        from test_tui_snapshots import HOME
+
+        monkeypatch.setenv("FSSCOPE_HOME", str(HOME))
+        yield HOME
+
+
+def line_text(widget, y: int) -> str:
+    return "".join(segment.text for segment in widget.render_line(y))
+
+
+def assert_table_fits(table: DataTable, least_rows: int) -> None:
+    """Rows on screen (at least ``least_rows``, or all) and no column off the side."""
+    region = table.scrollable_content_region
+    assert table.row_count >= least_rows, table.row_count
+    assert region.height - 1 >= min(least_rows, table.row_count), (table.id, region)  # 1: the header
+    assert table.virtual_size.width <= region.width, (table.id, table.virtual_size, region)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_checks_traffic_lights_have_rows(home, size):
+    shutil.copytree(JOB_RUNS["check"], home / "runs" / JOB_RUNS["check"].name)
+    app = app_for(start_screen="runs")
+    async with app.run_test(size=size) as pilot:
+        await replay_newest(pilot)
+        table = app.screen.query_one("#check-table", DataTable)
+        assert table.scrollable_content_region.height - 1 >= (3 if size == (80, 24) else 10), table.region
+        # the verdict (the calibration's headline) is on screen too
+        cal = app.screen.query_one("#check-cal")
+        assert cal.region.height >= 3 and cal.region.bottom <= app.screen.query_one("#live-main").region.bottom
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_bench_latency_and_variation_tables_show_rows_and_every_column(home, size):
+    write_bench_run("20250101-140000-bench", seed=3)
+    app = app_for(start_screen="runs")
+    async with app.run_test(size=size) as pilot:
+        await replay_newest(pilot)
+        await until(pilot, lambda: app.screen.query_one("#bench-variation", DataTable).row_count == 3, "the runs")
+        await pilot.pause()
+        assert_table_fits(app.screen.query_one("#bench-ops", DataTable), 3)
+        assert_table_fits(app.screen.query_one("#bench-variation", DataTable), 3)
+        summary = str(app.screen.query_one("#bench-summary").content)
+        assert "range 14.4%" in summary and "RSD" in summary, summary
+        wide = size == (160, 48)
+        assert (len(app.screen.query_one("#bench-variation", DataTable).columns) == 4) is wide
+
+
+async def test_heatmap_cursor_is_drawn_once_placed_and_a_series_marks_one_bucket(home):
+    """Nothing placed: no cursor drawn, the legend says "cursor: –"; focused, the cursor ╋
+    is drawn and read out. Zoomed out (×15) the outlier, the series' first member and the
+    level shift are marked: three ``!``, not one per bucket holding a series member."""
+    write_run("20250101-120000-probe", seed=1)
+    app = app_for(start_screen="runs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, LiveScreen), "the replay")
+        await settle(pilot)
+        heatmap = app.screen.query_one("#heatmap", Heatmap)
+        legend = app.screen.query_one("#legend")
+        # the replay focuses the heatmap: its cursor is drawn and read out at once
+        await until(pilot, lambda: legend.cursor_text != NO_CURSOR, "the cursor read out")
+        assert heatmap.cursor_shown and CURSOR_GLYPH in line_text(heatmap, 2)
+        # the focus elsewhere, a view shown anew: no cursor drawn while the legend says "cursor: –"
+        app.screen.query_one("#flags").focus()
+        await pilot.pause()
+        view = app.screen.views[0]
+        heatmap.set_matrix(None)
+        app.screen.job_view.show(view, live=False)
+        await pilot.pause()
+        assert not heatmap.cursor_shown and legend.cursor_text == NO_CURSOR
+        lines = [line_text(heatmap, y) for y in range(heatmap.size.height)]
+        assert not any(CURSOR_GLYPH in line or "◆" in line for line in lines), lines
+        assert heatmap.effective_zoom > 1 and lines[1].count("!") == 3, (heatmap.effective_zoom, lines[1])
+        heatmap.focus()
+        await until(pilot, lambda: legend.cursor_text != NO_CURSOR, "the cursor read out")
+        assert heatmap.cursor_shown and CURSOR_GLYPH in line_text(heatmap, 2)
+        await pilot.press("home")
+        for _ in range(7):  # zoomed in to one file a column: each of the series' 8 members marked
+            await pilot.press("plus")
+        await until(pilot, lambda: heatmap.effective_zoom == 1, "one file a column")
+        flagged, _ = heatmap._mark_columns()
+        assert flagged[[12, 64, 128, 192, 300, 512]].all() and flagged.sum() == 10, np.flatnonzero(flagged)
+        assert line_text(heatmap, 1)[7:].index("!") == 12  # drawn over file 12's column
+
+
+async def test_a_click_on_a_jobs_name_shows_it_and_only_its_box_ticks_it(home):
+    app = make_app(AppConfig(is_root=False, discover_devices=lambda: [], jobs=("smoke", "probe"),
+                             job_defaults={"probe": {"files": 200, "runs": 2}}))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-list"), "the job list")
+        jobs = app.screen.query_one("#job-list")
+        before = list(jobs.selected)
+        smoke = 0  # the first row
+        await pilot.click("#job-list", offset=(12, smoke))
+        await until(pilot, lambda: jobs.highlighted == smoke, "smoke highlighted")
+        assert list(jobs.selected) == before, "a click on the name ticked the job"
+        await pilot.click("#job-list", offset=(1, smoke))
+        await until(pilot, lambda: "smoke" in jobs.selected, "smoke ticked from its box")
+
+
+def test_the_runs_a_probe_may_add_are_counted_as_such():
+    assert runs_words(ProbeSpec(runs=5)) == "5–15"
+    assert runs_words(ProbeSpec(runs=5, max_runs=5)) == "5"
+    spec = {"runs": 5, "max_runs": 15, "fresh_fs": True, "write_bytes": 4096, "in_root": False}
+    words = spec_words(spec, runs_made=8, sep=" · ")
+    assert words.startswith("runs 8 (5 asked, up to 15)") and "fresh fs yes" in words and "write 4 KiB" in words
+    assert "True" not in words and "4096" not in words, words
+
+
+@pytest.mark.privileged
+async def test_xfs_on_256m_is_refused_at_setup_in_one_line(home):
+    xfs = recipes.load("xfs-default")
+    with pytest.raises(FsscopeError, match="XFS needs at least 300M"):
+        filesystem.check_size(xfs, 256 * 2**20)
+    filesystem.check_size(xfs, 300 * 2**20)  # mkfs.xfs takes 300 MiB
+    app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=256 * 2**20), recipe=xfs, is_root=True,
+                             discover_devices=lambda: [], jobs=("probe",)))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-list"), "the setup screen")
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: app._notifications, "a message")
+        (note,) = [n for n in app._notifications if n.title.startswith("Cannot start")]
+        assert "XFS needs at least 300M" in note.message and len(note.message.splitlines()) == 1, note.message
+        assert isinstance(app.screen, SetupScreen) and not app.plan_controls
+
+
+async def test_setup_says_what_a_ram_or_directory_target_takes_and_scans_fields_have_hints(home):
+    """A RAM image has no path (the field said "path  path"), a directory or a device no size
+    (512M stayed on a directory); scan's fields say what they do (the generic panel had none)."""
+    app = make_app(AppConfig(is_root=True, discover_devices=lambda: [], jobs=("scan", "probe")))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.screen.query("#target-list"), "the setup screen")
+        targets = app.screen.query_one("#target-list")
+        size_row = app.screen.query_one("#target-size-row")
+        path = app.screen.query_one("#target-path")
+        kinds = {option.id: n for n, option in enumerate(targets._options)}
+        targets.highlighted = kinds["ram"]
+        await until(pilot, lambda: "a new file in" in path.placeholder, "the RAM image's path placeholder")
+        assert path.disabled and size_row.display
+        targets.highlighted = kinds["dir"]
+        await until(pilot, lambda: not size_row.display, "no size for a directory")
+        jobs = app.screen.query_one("#job-list")
+        jobs.highlighted = 0  # scan: its panel mounts on first highlight
+        await until(pilot, lambda: app.screen.query("#hint-scan-near"), "scan's hints")
+        hint = str(app.screen.query_one("#hint-scan-near").render())
+        assert "structural change" in hint, hint
