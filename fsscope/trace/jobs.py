@@ -233,8 +233,8 @@ class ProbeTrace(JobTrace):
             owners = [(series, found) for series, found in explained if finding.index in series.members]
             # a file in two explained series (a slab's and the directory index's) takes the one
             # whose cache shows in its own call's kernel events, else the first
-            seen = " ".join(str(k) for k in ((flag.get("kernel") or {}).get("events") or {}))
-            owners.sort(key=lambda owner: owner[1]["cache"] not in seen)
+            events_text = " ".join(str(k) for k in ((flag.get("kernel") or {}).get("events") or {}))
+            owners.sort(key=lambda owner: owner[1]["cache"] not in events_text)
             for series, found in owners[:1]:
                 flag["structure"] = found["structure"]
                 flag["note"] = (f"a member of the series every {series.stride} files from {series.start}: "
