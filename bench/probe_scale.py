@@ -77,12 +77,11 @@ def replay_job_analysis(latency, wait) -> tuple:
     """The probe job's analysis calls on ``runs`` x files (``probe_job._one_run`` after every
     run from the second, then the report's): (settled final analysis, settling)."""
     from fsscope.analysis import sequential
-    from fsscope.analysis.outliers import analyze
 
     runs = latency.shape[0]
     settling = sequential.Settling(runs, runs)  # --max-runs = --runs: a fixed number of runs
     for r in range(1 if runs > 1 else 0, runs):
-        analysis = analyze(latency[: r + 1], wait_ns=wait[: r + 1])
+        analysis = settling.analyze(latency[: r + 1], wait[: r + 1])
         settling.after_run(r, analysis, latency[: r + 1], wait[: r + 1])
         settling.settled(analysis)
     rows = list(range(runs))

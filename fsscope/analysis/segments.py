@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -332,7 +333,7 @@ class _RunsCheck:
     not see such slow drifts, so each candidate is also checked run by run.
     """
 
-    latency_ns: NDArray  # runs x files as given (< 0: not measured)
+    latency_ns: Any  # runs x files as given (< 0: not measured), or what reads it back sliced [:, lo:hi]
     excluded: NDArray[np.bool_]  # files left out of the curve (outliers, unmeasured)
     min_runs: int | None
     min_fraction: float

@@ -22,7 +22,6 @@ import numpy as np
 
 from fsscope.analysis import sequential
 from fsscope.analysis.findings import Outlier
-from fsscope.analysis.outliers import analyze
 from fsscope.engine.events import Finding, finding_from_dict
 from fsscope.errors import FsscopeError
 from fsscope.explain.geometry import read_geometry
@@ -193,7 +192,7 @@ def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explaine
     latency_ns.flush()  # a shared mapping survives a kill anyway; this survives power loss
     if r == 0 and spec.runs > 1:
         return  # one run cannot tell structure from noise: flag from the second on
-    analysis = analyze(latency_ns[: r + 1], wait_ns=wait_ns[: r + 1])
+    analysis = settling.analyze(latency_ns[: r + 1], wait_ns[: r + 1])  # incremental: runs 0..r-1 are folded in
     settling.after_run(r, analysis, latency_ns[: r + 1], wait_ns[: r + 1])
     _emit_new_findings(ctx, settling.settled(analysis), explained.predictions, emitted)
 
