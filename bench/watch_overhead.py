@@ -14,7 +14,11 @@ Workloads: ``maildir`` (messages written into tmp/ and renamed into new/, one di
 ``sqlite`` (one-row transactions in WAL mode with synchronous=FULL: an fdatasync per commit).
 
 Printed per workload: the median ops/s of each mode, and watched/plain and strace/plain
-(target, issue #36: watched/plain >= 0.95), and the events the ring buffers lost.
+(target, issue #36: watched/plain >= 0.95), and the events the ring buffers lost; each run's
+figure in its order; and the CPU each mode spends per operation -- the workload's own (the
+tracepoints' cost lands in its system time) plus, watched, the trace readers', or strace's --
+from this process's reaped children (``RUSAGE_CHILDREN``), with plain/mode beside: on a shared
+machine a run's wall-clock rate moves with everyone else's load, its CPU time much less.
 
     .venv/bin/python bench/watch_overhead.py [--recipe xfs-default] [--reps 5] [--smoke]
 """
@@ -22,6 +26,7 @@ Printed per workload: the median ops/s of each mode, and watched/plain and strac
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import subprocess
 import sys
@@ -46,7 +51,7 @@ if kind == "maildir":
     for sub in ("tmp", "new", "cur"):
         os.makedirs(os.path.join(where, sub))
     body = b"From: a@example.org\nSubject: test\n\n" + b"x" * 2048
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     for i in range(n):
         name = f"{1700000000 + i}.M{i:06d}P{os.getpid()}.host"
         fd = os.open(os.path.join(where, "tmp", name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
@@ -60,24 +65,38 @@ else:
     db.execute("pragma journal_mode=wal")
     db.execute("pragma synchronous=full")
     db.execute("create table t (k integer primary key, v blob)")
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     for i in range(n):
         db.execute("begin")
         db.execute("insert into t (v) values (?)", (b"x" * 200,))
         db.execute("commit")
-print(n / (time.monotonic() - t0))
+print(n / (time.monotonic() - t0), (time.process_time() - c0) / n)  # ops/s, the loop's own CPU s per op
 '''
 
 
+def children_cpu_s() -> float:
+    """User + system CPU of this process's children reaped so far."""
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
 def run_once(mode: str, kind: str, where: Path, n: int, device: str | None, fs: str,
-             raw: Path) -> tuple[float, int]:
-    """(ops/s the workload reported, events lost) for one run in ``mode``."""
+             raw: Path) -> tuple[float, float, int, float]:
+    """(ops/s the workload reported, its loop's own CPU s per op, events lost, CPU s of the
+    workload and of whatever watched or traced it) for one run in ``mode``."""
+    cpu0 = children_cpu_s()
+    rate, own, lost = _run(mode, kind, where, n, device, fs, raw)
+    return rate, own, lost, children_cpu_s() - cpu0
+
+
+def _run(mode: str, kind: str, where: Path, n: int, device: str | None, fs: str,
+         raw: Path) -> tuple[float, float, int]:
     argv = [sys.executable, "-c", WORKLOAD, kind, str(where), str(n)]
     if mode == "strace":
         argv = ["strace", "-f", "-T", "-o", "/dev/null", *argv]
     if mode != "watched":
-        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-        return float(out.split()[-1]), 0
+        fields = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
+        return float(fields[-2]), float(fields[-1]), 0
     log = raw.parent / "watched.out"
     with open(log, "w") as out:
         held = HeldCommand(argv, stdout=out)
@@ -91,7 +110,8 @@ def run_once(mode: str, kind: str, where: Path, n: int, device: str | None, fs: 
     finally:
         session.abort()
         held.stop()
-    return float(log.read_text().split()[-1]), sum(x.total for x in recorded.lost)
+    fields = log.read_text().split()
+    return float(fields[-2]), float(fields[-1]), sum(x.total for x in recorded.lost)
 
 
 def main() -> int:
@@ -114,11 +134,16 @@ def main() -> int:
         print(f"{args.recipe} on {mounted.device}; modes {', '.join(modes)}; {benchlib.load()}")
         for kind, n in (("maildir", args.messages), ("sqlite", args.commits)):
             rates: dict[str, list[float]] = {m: [] for m in modes}
+            cpu_us: dict[str, list[float]] = {m: [] for m in modes}  # per operation
+            own_us: dict[str, list[float]] = {m: [] for m in modes}  # the loop's own, per operation
             lost = 0
             for rep, mode in benchlib.alternate(modes, args.reps):
                 where = Path(mounted.workdir) / f"{kind}-{mode}-{rep}"
-                rate, dropped = run_once(str(mode), kind, where, n, mounted.device, mounted.fs, scratch / "raw")
+                rate, own_s, dropped, cpu_s = run_once(str(mode), kind, where, n, mounted.device, mounted.fs,
+                                                scratch / "raw")
                 rates[str(mode)].append(rate)
+                cpu_us[str(mode)].append(cpu_s / n * 1e6)
+                own_us[str(mode)].append(own_s * 1e6)
                 lost += dropped
                 shutil.rmtree(where, ignore_errors=True)
             med = {m: float(np.median(v)) for m, v in rates.items()}
@@ -127,6 +152,13 @@ def main() -> int:
             if "strace" in med:
                 line += f"  strace/plain {med['strace'] / med['plain']:.3f}"
             print(f"{line}  lost {lost}  ({benchlib.load()}; target watched/plain >= 0.95)")
+            # each run in its order: on a shared machine the spread says how much a median can hold
+            print("         runs: " + "; ".join(f"{m} " + " ".join(f"{r:,.0f}" for r in v) for m, v in rates.items()))
+            for label, per_op in (("the loop's own CPU per op (tracepoints in its system time)", own_us),
+                                  ("CPU per op, workload + its watcher (start-up included)", cpu_us)):
+                cpu = {m: float(np.median(v)) for m, v in per_op.items()}
+                print(f"         {label}: " + "  ".join(f"{m} {cpu[m]:,.1f} µs" for m in modes) + "  "
+                      + "  ".join(f"plain/{m} {cpu['plain'] / cpu[m]:.3f}" for m in modes if m != "plain"))
     finally:
         target.close()
         shutil.rmtree(scratch, ignore_errors=True)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from fsscope import fsoptions, paths, tomlsafe
-from fsscope.errors import RecipeError
+from fsscope import fsoptions, paths, tomlsafe, trust
+from fsscope.errors import RecipeError, SafetyRefusal
 from fsscope.records import convert
 
 FILE_SYSTEMS = ("ext4", "xfs", "btrfs", "f2fs", "tmpfs")
@@ -197,9 +197,11 @@ def load(name_or_path: str) -> Recipe:
         known = ", ".join(r.name for r in available())
         raise RecipeError(f"unknown recipe '{name_or_path}' (no file {path}; known: {known})")
     try:
-        data = tomlsafe.loads(path.read_text(encoding="utf-8"), str(path), RecipeError)
+        data = tomlsafe.loads(trust.read_input_text(path, "recipe"), str(path), RecipeError)
     except UnicodeDecodeError as exc:
         raise RecipeError(f"{path}: not a text file (byte {exc.start} is not UTF-8): a recipe is TOML") from None
+    except SafetyRefusal as exc:  # a recipe root cannot trust is one it does not know (listings skip it)
+        raise RecipeError(str(exc)) from None
     return parse(data, name=path.stem, source=str(path))
 
 

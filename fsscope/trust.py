@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 from fsscope.errors import SafetyRefusal
 
+#: the data shipped inside the package (paths.DATA_DIR, which imports this module)
+PACKAGE_DATA = os.path.join(os.path.dirname(os.path.realpath(__file__)), "data")
 MAX_LINKS = 40  # as the kernel's own limit on symbolic links in one lookup
 
 
@@ -168,19 +170,19 @@ def check_work_dir(path: str | os.PathLike, what: str) -> None:
                             "swap what fsscope makes there for a link; use a directory only you can change")
 
 
-def output_place(path: str | os.PathLike, what: str) -> Place:
+def output_place(path: str | os.PathLike, what: str, fix: str = "write it somewhere only you can change") -> Place:
     """Where root may write a file it was asked for (``--json``, ``-o``): a name whose directory
     only trusted users can change, or a sticky one (/tmp) where the name is new or a trusted
     user's. A symbolic link at the name is followed only where no other user could have put
     it. Raises SafetyRefusal (one line) otherwise."""
     owners, links = trusted_uids(), 0
     while True:
-        place = locate(path, what, owners, "write it somewhere only you can change")
+        place = locate(path, what, owners, fix)
         if len(place.missing) > 1:
             raise SafetyRefusal(f"{what} {path}: {os.path.join(place.parent, place.missing[0])}: no such directory")
         if place.shared and not place.sticky:
             raise SafetyRefusal(f"{what} {path}: its directory {place.parent} is {place.shared}, so another user "
-                                "could change what it names; write it somewhere only you can change")
+                                f"could change what it names; {fix}")
         full = os.path.join(place.parent, place.name)
         try:
             st = os.lstat(full)
@@ -192,6 +194,32 @@ def output_place(path: str | os.PathLike, what: str) -> Place:
             continue
         _refuse_existing_output(st, place, path, what, owners)
         return place
+
+
+def read_input_text(path: str | os.PathLike, what: str, limit_bytes: int = 8 << 20) -> str:
+    """The text of a file that steers what root does (a recipe, a space, an aging profile),
+    read through the descriptor checked: as root, only a trusted user's regular file, writable
+    by no one else, in a directory no one else can change (or a sticky one), reached through
+    no link another user could have planted. Raises SafetyRefusal (one line) otherwise, and
+    UnicodeDecodeError for a file that is not UTF-8. As another user, read as it is. The
+    files shipped inside the package are read as they are too: whoever may change them may
+    change fsscope's code beside them, which root runs anyway."""
+    if os.geteuid() != 0 or os.path.realpath(path).startswith(PACKAGE_DATA + os.sep):
+        with open(path, "rb") as f:
+            return f.read(limit_bytes + 1).decode("utf-8")
+    place = output_place(path, what, "keep it where only you can change it")
+    dir_fd = os.open(place.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fd = os.open(place.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        why = "not a regular file" if not stat.S_ISREG(st.st_mode) else others_may_write(st, trusted_uids())
+        if why:
+            raise SafetyRefusal(f"{what} {path} is {why}: not read (fsscope runs as root, and it decides "
+                                "what root formats and mounts); keep it where only you can change it")
+        return f.read(limit_bytes + 1).decode("utf-8")
 
 
 def check_input_file(path: str | os.PathLike, what: str) -> None:

@@ -86,12 +86,18 @@ def test_the_analysis_run_by_run_on_a_mapped_run_array_is_a_fresh_analysis_of_th
             continue  # the job analyses from the second run on
         made = running.analyze(latency_ns[: r + 1], wait_ns[: r + 1])
         running.after_run(r, made, latency_ns[: r + 1], wait_ns[: r + 1])
-        anew = outliers.analyze(recorded_latency[: r + 1].copy(), wait_ns=recorded_wait[: r + 1].copy())
+        anew = outliers.analyze(recorded_latency[: r + 1].copy(), wait_ns=recorded_wait[: r + 1].copy(),
+                                null_worlds=0)  # the live analyses are not held to the null worlds
         fresh.after_run(r, anew, recorded_latency[: r + 1].copy(), recorded_wait[: r + 1].copy())
         got, want = running.settled(made).to_json(include_curve=True), fresh.settled(anew).to_json(include_curve=True)
         assert _rounded(got) == _rounded(want)
         assert running.to_json() == fresh.to_json()
     assert running.running is not None and running.running.runs == runs  # each run folded in once
+    # the report's analysis, held to the null worlds, from the state: as a fresh one
+    final = running.final_analysis(latency_ns, wait_ns, list(range(runs)))
+    assert final.null_gate and running.running.runs == runs
+    assert _rounded(final.to_json()) == _rounded(
+        outliers.analyze(recorded_latency, wait_ns=recorded_wait, gate_levels=True).to_json())
 
 
 def _rounded(value):

@@ -20,7 +20,8 @@ PRIVILEGED = {"check_time.py", "explain_timing.py", "explore_rate.py", "replay_f
               "trace_overhead.py", "tui_observer.py", "variation_rate.py", "watch_overhead.py"}
 # smoke modes of 20 s or more at load 6-8 on 2 CPUs (a study, the TUI in tmux, check's budget):
 # marked so that -m 'not slow' keeps this module to about a minute while iterating
-SLOW = {"check_time.py", "explore_rate.py", "tui_observer.py", "variation_rate.py", "workload_rate.py"}
+SLOW = {"check_time.py", "explore_rate.py", "replay_fidelity.py", "tui_observer.py", "variation_rate.py",
+        "workload_rate.py"}
 
 
 def _run(script: Path, *args: str, timeout_s: float) -> subprocess.CompletedProcess:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from pilot_wait import wait_for
+from short_writers import short_lived_writers
 
 from fsscope.check import system as S
 from fsscope.check import target as T
@@ -217,3 +218,28 @@ def test_bench_points_to_check_on_a_busy_machine(cli, scratch):
             p.kill()
             p.wait()
     assert "run 'fsscope check' first" in run.stderr and "load" in run.stderr
+
+
+@pytest.mark.privileged
+def test_other_io_names_short_lived_writers_from_the_block_layer(mounted_loop):
+    """Processes born and gone between the check's two /proc passes are named from the block
+    layer's record of who submitted I/O to the device (block_bio_queue), rate capped at the
+    device's; the null world (the same check, no writer) names nobody."""
+    from fsscope.check.audit import run_audit
+    from fsscope.trace.tracefs import unavailable_reason
+
+    if unavailable_reason() is not None:
+        pytest.skip(f"tracefs: {unavailable_reason()}")
+    dev, mnt = mounted_loop(mkfs=("-E", "lazy_itable_init=0,lazy_journal_init=0"))
+    t = T.locate(str(mnt))
+    (quiet,) = [f for f in run_audit(t, sample_s=1.0) if f.id == "other-io"]
+    assert not [p for p in quiet.values.get("processes", []) if p.get("exited")], quiet
+    with short_lived_writers(mnt / "short.dat") as writer:
+        (f,) = [f for f in run_audit(t, sample_s=1.5) if f.id == "other-io"]
+    (row,) = [p for p in f.values["processes"] if p["name"] == "short-writer"]
+    assert row["exited"] and row["tasks"] > 3 and row["on_target"]
+    assert 0 < row["bytes_per_s"] <= f.values["disks"][Path(dev).name]["bytes_per_s"]
+    assert f.severity in ("warn", "bad") and "(short-writer)" in f.title and not f.values["kernel_only"]
+    assert "seen by block_bio_queue" in f.evidence
+    # the parent submitted nothing to the target (its /proc/PID/io holds its reaped children's bytes)
+    assert not [p for p in f.values["processes"] if p["pid"] == writer.pid and p["on_target"]]

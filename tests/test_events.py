@@ -12,7 +12,7 @@ import pytest
 
 from fsscope import records
 from fsscope.engine import events, registry, runner, smoke
-from fsscope.engine.events import Data, Error, Finding, KernelEvidence, Log, Phase, Progress, Result, decode
+from fsscope.engine.events import Data, Error, Finding, KernelEvidence, Log, Phase, Progress, Result
 from fsscope.targets import TargetSpec
 
 
@@ -117,21 +117,3 @@ def test_a_real_job_speaks_the_contract_on_the_pipe_and_in_its_record(scratch):
     assert result.report["files"] > 0 and result.t > 0
     assert handle.run_dir.manifest()["events_version"] == events.VERSION
     assert events.read_run(handle.run_dir) == [e for e in streamed if e.kind not in events.UNLOGGED_KINDS]
-
-
-def test_each_job_declares_its_tui_parts_in_one_registry():
-    from fsscope.engine.registry import JOBS
-    from fsscope.tui import job_ui, job_widgets
-    from fsscope.tui.widgets.job_params import JobParams
-    from fsscope.tui.widgets.live_view import LiveView
-
-    assert set(JOBS) <= set(job_ui.JOBS), "every job says how the TUI shows it"
-    views = job_widgets.view_classes()
-    for job in JOBS:
-        assert issubclass(job_widgets.panel_class(job), JobParams)
-        assert job_widgets.view_class(job) in views and issubclass(job_widgets.view_class(job), LiveView)
-        model = job_ui.model_class(job)
-        if model is not None:
-            assert callable(model.from_run) and callable(model.feed) and callable(model.finish)
-    assert job_ui.model_for("probe") is None  # shown through the latency matrix
-    assert job_ui.model_for("bench", {}).feed(decode({"kind": "log"})) is False

@@ -677,3 +677,21 @@ def test_btrfs_mounted_later_leaf_splits_within_tolerance(fresh_fs):
             leaves = now
     for k, p in splits.items():
         assert k in grew_at and abs(grew_at[k] - p.index) <= p.tolerance_files, (grew_at, p)
+
+
+def test_btrfs_deep_tree_predicts_no_split_and_says_why_with_the_arithmetic():
+    """An existing subvolume whose fs tree has a level above its leaves: the rightmost leaf's
+    and its neighbour's free space are unknown, so no split is claimed; the limit says so with
+    the per-file items and the leaf and root-node capacities. The same for an unread root."""
+    from fsscope.explain.rules import limits
+
+    deep = btrfs_geometry(btrfs_fs_tree_level=1, btrfs_fs_tree_leaf_free_bytes=None)
+    assert not [p for p in predict(deep, "creat", 7, 5000) if p.structure.startswith("btrfs-")]
+    (said,) = [line for line in limits(deep, "creat") if "level(s) above its leaves" in line]
+    assert "185 + 35 + 2 x 55 = 330 B + 3 x the name length" in said
+    assert "16283-B leaf" in said and "493 pointers (16283 // 33-B key pointers)" in said   # (16384 - 101) // 33
+    unread = btrfs_geometry(btrfs_fs_tree_level=None, btrfs_fs_tree_leaf_free_bytes=None)
+    assert not [p for p in predict(unread, "creat", 7, 5000) if p.structure.startswith("btrfs-")]
+    assert any("root was not read" in line for line in limits(unread, "creat"))
+    fresh = btrfs_geometry()
+    assert not [line for line in limits(fresh, "creat") if "not read" in line or "level(s)" in line]

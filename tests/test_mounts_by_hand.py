@@ -176,6 +176,8 @@ def test_fullness_is_dfs_everywhere_it_is_shown(hand_made, cli, tmp_path, fs, ar
     assert f"{full.use_percent}% used as df counts" in " ".join(got.stdout.split())
     scanned = json.loads(scan_out.read_text())
     assert abs(scanned["existing"]["fullness"]["use_percent"] - df_use) <= 1
+    probed = _probe(lambda args: cli(*args), fill, tmp_path / "probe.json")   # 60 empty files: df unmoved
+    assert abs(probed["existing"]["fullness"]["use_percent"] - _df(mnt)) <= 1 and _df(mnt) - df_use <= 1
 
 
 # --- a device the kernel will not open, even for root -----------------------------------------
@@ -451,3 +453,137 @@ def test_scan_infers_metadata_csum_off_from_a_directory_when_the_device_is_refus
     by_name = {Path(d["path"]).name: d for d in report["dirs"]}
     for name in ("proof", "edge"):
         assert by_name[name]["structure"] == "linear" and by_name[name]["agrees"] is True, by_name[name]
+
+
+def test_probe_on_a_deep_btrfs_tree_claims_no_split_and_says_why(hand_made, cli, tmp_path):
+    """A subvolume whose fs tree already has a level above its leaves (4-KiB nodes, 300
+    files): the probe predicts no leaf split it cannot know and says why, with the arithmetic."""
+    dev, mnt = hand_made("btrfs", "-q", "-f", "-n", "4096")
+    for i in range(300):
+        (mnt / f"old{i:04d}").touch()
+    (mnt / "srv").mkdir()
+    subprocess.run(["sync", "-f", str(mnt)], check=True)
+    root = subprocess.run(["btrfs", "inspect-internal", "dump-tree", "-t", "5", dev], capture_output=True,
+                          text=True, check=True).stdout
+    level = int(root.split(" level ", 1)[1].split()[0])   # the fs tree's root, as dump-tree prints it first
+    assert level >= 1, root[:200]
+    report = _probe(lambda args: cli(*args), mnt / "srv", tmp_path / "probe.json")
+    assert report["geometry"]["btrfs_fs_tree_level"] == level
+    assert not [p for p in report["predictions"] if p["structure"].startswith("btrfs-")]
+    (said,) = [n for n in report["not_predicted"] if "level(s) above its leaves" in n]
+    assert f"already has {level} level(s)" in said and "3995-B leaf" in said   # 4096 - 101
+
+
+async def test_the_tui_shows_dfs_fullness_for_a_directory_target(hand_made):
+    """The setup screen's note on a directory target says the file system's fullness: df's Use%."""
+    from pilot_wait import until
+
+    from fsscope.targets import TargetSpec
+    from fsscope.tui.app import make_app
+    from fsscope.tui.config import AppConfig
+
+    dev, mnt = hand_made("ext4", "-q", "-m", "5", "-b", "1024", size="300M")
+    with open(mnt / "big", "wb") as out:   # about a third of the blocks; 5 % reserved for root
+        out.write(os.urandom(1 << 20) * 90)
+    subprocess.run(["sync", "-f", str(mnt)], check=True)
+    df_use = _df(mnt)
+    app = make_app(AppConfig(target=TargetSpec("dir", str(mnt)), is_root=True))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await until(pilot, lambda: "Found there" in str(app.screen.query_one("#target-note").content),
+                    "the target note")
+        note = " ".join(str(app.screen.query_one("#target-note").content).split())
+    shown = int(note.split("% used as df counts")[0].rsplit(None, 1)[-1])
+    assert abs(shown - df_use) <= 1 and "reserved for root" in note, (note, df_use)
+
+
+def test_check_scan_and_probe_each_finish_on_btrfs_a_subvolume_and_a_bind_mount(hand_made, cli, tmp_path):
+    """The three --dir jobs on each mount kind (the overlay and the refused device have tests of
+    their own above): a report, no raw None, no traceback, and what each says about the mount
+    is the mount's."""
+    dev, mnt = hand_made("btrfs", "-q", "-f", "-n", "32768")
+    subprocess.run(["btrfs", "subvolume", "create", str(mnt / "sub")], check=True, capture_output=True)
+    for d in (mnt / "top", mnt / "sub" / "srv"):
+        d.mkdir()
+        for i in range(20):
+            (d / f"f{i:02d}").touch()
+    edev, emnt = hand_made("ext4", "-q", "-b", "2048", "-E", "lazy_itable_init=0,lazy_journal_init=0")
+    (emnt / "data" / "deep").mkdir(parents=True)
+    with mounted("-o", "subvol=/sub", dev, at=tmp_path / "subvol") as sub, \
+            mounted("--bind", str(emnt / "data"), at=tmp_path / "bound") as bound:
+        cases = [("btrfs", mnt / "top", dev, str(mnt), {"subvolume": "/", "bind": False}),
+                 ("btrfs", sub / "srv", dev, str(sub), {"subvolume": "/sub", "bind": False}),
+                 ("ext4", bound / "deep", edev, str(bound), {"bind": True, "mount_root": "/data"})]
+        for fs, where, source, mountpoint, says in cases:
+            name = f"{fs}-{Path(mountpoint).name}"
+            report = _check_json(cli, where, tmp_path / f"{name}-check.json")
+            assert (report["checked"]["fs"], report["checked"]["mountpoint"]) == (fs, mountpoint), name
+            assert Path(source).name in report["checked"]["disks"], name
+            assert "not applicable" not in _finding(report, "other-io")["title"], name
+            assert "None" not in json.dumps(report["findings"]), name
+            out = tmp_path / f"{name}-scan.json"
+            got = cli("scan", str(where), "--json", str(out))
+            assert got.returncode == 0 and "Traceback" not in got.stderr and "None" not in got.stdout, got.stderr
+            scanned = json.loads(out.read_text())
+            assert scanned["existing"]["fs"] == fs and scanned["existing"]["source"] == source, name
+            assert {k: scanned["existing"][k] for k in says} == says, name
+            assert "None" not in json.dumps(scanned["structures"]), name
+            probed = _probe(lambda args: cli(*args), where, tmp_path / f"{name}-probe.json")
+            assert probed["existing"]["fs"] == fs and probed["geometry"]["fs"] == fs, name
+            assert {k: probed["existing"][k] for k in says} == says, name
+
+
+def test_scan_near_n_is_the_caller_s_reach(hand_made, cli, tmp_path):
+    """``--near N`` lists (or counts) exactly the directories at most N creates from a change;
+    a reach that is not a positive number is one line and exit 2."""
+    dev, mnt = hand_made("xfs", "-q", "-n", "size=8192")
+    tree = mnt / "tree"
+    tree.mkdir()
+    for n in (195, 197, 199, 201):          # 201 names of 20 B: one create from leaf format
+        (tree / f"d{n}").mkdir()
+        for i in range(n):
+            (tree / f"d{n}" / f"{i:020d}").touch()
+    reports = {}
+    for near in (1, 4, 8):
+        out = tmp_path / f"scan{near}.json"
+        got = cli("scan", str(tree), "--near", str(near), "--json", str(out))
+        assert got.returncode == 0, got.stderr
+        reports[near] = json.loads(out.read_text())
+    for near, report in reports.items():
+        within = sorted(Path(d["path"]).name for d in report["dirs"]
+                        if d.get("creates_until_change") and d["creates_until_change"]["creates"] <= near)
+        assert report["near_entries"] == near
+        assert sorted(Path(d["path"]).name for d in report["near_change"]) == within   # few: all listed
+        assert sum(report["near_change_more"].values()) == 0
+    assert [Path(d["path"]).name for d in reports[1]["near_change"]] == ["d201"]
+    assert len(reports[1]["near_change"]) < len(reports[4]["near_change"]) <= len(reports[8]["near_change"])
+    bad = cli("scan", str(tree), "--near", "-1")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--near" in bad.stderr
+
+
+def test_a_probe_on_an_overlay_names_the_writer_on_its_upper_device(hand_made, cli, tmp_path):
+    """Writers through an overlay land on the device under its upper directory: the probe
+    watches that device and names them; on tmpfs it says there is nothing to watch."""
+    from short_writers import COMM, short_lived_writers
+
+    from fsscope.trace.tracefs import unavailable_reason
+
+    if unavailable_reason() is not None:
+        pytest.skip(f"tracefs: {unavailable_reason()}")
+    dev, mnt = hand_made("xfs", "-q", "-n", "size=8192")
+    for d in ("lower", "upper", "work"):
+        (mnt / d).mkdir()
+    opts = f"lowerdir={mnt / 'lower'},upperdir={mnt / 'upper'},workdir={mnt / 'work'}"
+    with mounted("-t", "overlay", "overlay", "-o", opts, at=tmp_path / "ovl") as ovl:
+        (ovl / "srv").mkdir()
+        with short_lived_writers(ovl / "w.bin"):
+            got = cli("probe", "--files", "200", "--runs", "2", "--max-runs", "2", "--dir", str(ovl / "srv"),
+                      "--json", str(tmp_path / "probe.json"))
+        assert got.returncode == 0, got.stderr
+        report = json.loads((tmp_path / "probe.json").read_text())
+    (w,) = [w for w in report["writers"] if w["command"] == COMM]
+    assert w["exited"] and 0 < w["bytes_per_s"] <= w["device_bytes_per_s"]
+    assert any(f["flag"] == "other-io" and COMM in f["title"] for f in report["flags"])
+    ram = tmp_path / "ram"
+    with mounted("-t", "tmpfs", "-o", "size=64m", "tmpfs", at=ram):
+        tmpfs = _probe(lambda args: cli(*args), ram, tmp_path / "tmpfs.json")
+    assert tmpfs["writers"] == [] and "no block device" in tmpfs["writers_watched"]

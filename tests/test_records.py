@@ -35,7 +35,7 @@ def assert_writes_back(spec, old: dict) -> None:
 
 def test_every_job_reads_the_spec_the_previous_release_wrote_and_writes_the_same_keys():
     old = json.loads((OLD / "default_specs.json").read_text())
-    assert set(old) == set(registry.JOBS)
+    assert set(old) <= set(registry.JOBS)  # a job added since has no earlier spec to read
     for job, data in old.items():
         spec = registry.spec_from_data(job, data)
         assert type(spec) is registry.spec_type(job)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -140,12 +142,19 @@ def test_a_truncated_or_corrupted_log_is_one_line_and_exit_2(cli, tmp_path):
     assert len(oplog.read(good).ops) == 2
     data = good.read_bytes()
     raw = gzip.decompress(data)
+    newer = tmp_path / "newer.oplog.gz"
+    oplog.write(newer, oplog.Header(version=oplog.VERSION + 1), [], [])
     cases = {
         "truncated-gzip": data[: len(data) // 2],
         "truncated-records": gzip.compress(raw[:-12]),  # a whole gzip stream, the end record cut off
         "corrupted": data[:12] + bytes(b ^ 0xFF for b in data[12:20]) + data[20:],
         "not-a-log": b"hello, world\n",
+        "bad-version": newer.read_bytes(),
+        "garbage": bytes(random.Random(37).randrange(256) for _ in range(4096)),
+        "garbage-in-gzip": gzip.compress(bytes(random.Random(38).randrange(256) for _ in range(4096))),
     }
+    expect = {"truncated-gzip": "truncated", "truncated-records": "truncated", "bad-version": "version",
+              "garbage": "not an fsscope op log", "garbage-in-gzip": "corrupted"}
     for name, content in cases.items():
         bad = tmp_path / f"{name}.oplog.gz"
         bad.write_bytes(content)
@@ -155,6 +164,8 @@ def test_a_truncated_or_corrupted_log_is_one_line_and_exit_2(cli, tmp_path):
         assert proc.returncode == 2, (name, proc.stderr)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and str(bad) in lines[0], (name, proc.stderr)
+        assert expect.get(name, "") in lines[0], (name, lines[0])
+        assert "Traceback" not in proc.stderr and not list(tmp_path.glob("*.json"))
 
 
 def test_a_log_naming_outside_its_tree_is_refused(tmp_path):
@@ -256,7 +267,8 @@ def test_a_rename_in_another_thread_waits_for_the_create_when_replayed(cli, xfs_
     report = json.loads(out.read_text())
     by_op = {o["op"]: o for o in report["ops"]}
     assert by_op["rename"]["calls"] == 40 and by_op["rename"]["failed"] == 0
-    assert report["runs"][0]["differs"] == 0 and report["runs"][0]["timeouts"] == 0
+    assert report["runs"][0]["differs"] == 0 and report["runs"][0]["timeouts"] == 0, \
+        [n for n in report["notes"] if "succeeded here" in n]
 
 
 def test_pseudonyms_keep_each_names_length_and_tell_names_apart():
@@ -340,3 +352,138 @@ def test_a_capture_on_ext4_names_creates_and_renames_by_the_directories_the_kern
     by_op = {o["op"]: o for o in report["ops"]}
     assert by_op["rename"]["calls"] == MESSAGES and by_op["rename"]["failed"] == 0
     assert report["runs"][0]["differs"] == 0
+
+
+def _creating_log(path: Path, files: int) -> Path:
+    """A log made by hand: a directory, then per file create, write, fsync, close; the last
+    call stats a name the starting tree holds."""
+    ops: list[oplog.Op] = [oplog.Op(seq=0, tid=7, proc=7, op="mkdir", syscall="mkdir", path="spool/in", start_ns=0,
+                                    duration_ns=10_000)]
+    for i in range(files):
+        fd = 3
+        for op, extra in (("open", {"syscall": "openat", "path": f"spool/in/m{i:04d}", "flags": 0o1101,
+                                    "result": fd}),
+                          ("write", {"syscall": "write", "fd": fd, "path": f"spool/in/m{i:04d}", "size": 700,
+                                     "result": 700}),
+                          ("fsync", {"syscall": "fsync", "fd": fd, "path": f"spool/in/m{i:04d}"}),
+                          ("close", {"syscall": "close", "fd": fd, "path": f"spool/in/m{i:04d}"})):
+            ops.append(oplog.Op(seq=len(ops), tid=7, proc=7, op=op, start_ns=len(ops) * 50_000, duration_ns=20_000,
+                                **extra))
+    ops.append(oplog.Op(seq=len(ops), tid=7, proc=7, op="stat", syscall="newfstatat", path="spool/old",
+                        start_ns=len(ops) * 50_000, duration_ns=3_000))
+    oplog.write(path, oplog.Header(fs="ext4"), [oplog.Entry(path="spool", kind="dir"),
+                                                oplog.Entry(path="spool/old", kind="file", size_bytes=5000)], ops)
+    return path
+
+
+@pytest.mark.privileged
+def test_replay_from_an_aged_snapshot_starts_every_run_from_the_aged_state(cli, scratch):
+    """--from-snapshot AGED: each run restores the image `fsscope age` kept (no mkfs) and
+    replays on it; the file system holds the aged tree and the log's calls at once."""
+    aged_out = scratch / "age.json"
+    proc = cli("age", "--image", str(scratch / "aged.img"), "--size", "128M", "--profile", "small", "--seed", "3",
+               "--confidence", "0.5", "--json", str(aged_out), timeout_s=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    aged = json.loads(aged_out.read_text())
+    snapshot = Path(aged["snapshot"]["path"])
+    log = _creating_log(scratch / "made.oplog.gz", files=40)
+    out = scratch / "aged-replay.json"
+    proc = cli("replay", str(log), "--recipe", "ext4-default", "--ram", "--from-snapshot", str(snapshot),
+               "--runs", "2", "--json", str(out), timeout_s=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["snapshot"] == str(snapshot) and report["fs"] == "ext4"
+    assert "restored from the aged snapshot" in " ".join(proc.stdout.split())  # however rich wraps it
+    by_op = {o["op"]: o for o in report["ops"]}
+    # every run made its 40 files again: run 2 did not find run 1's (O_EXCL would fail)
+    assert by_op["open"]["calls"] == 80 and by_op["open"]["failed"] == 0 and by_op["stat"]["failed"] == 0
+    assert all(r["played"] == 162 and r["differs"] == 0 for r in report["runs"])
+    # the world without the effect: 40 names of 5 bytes fit spool/in's first block, so the only
+    # format change traced is the new directory's own first block, in the mkdir
+    assert report["traced"] and [(c["op"], c["call"]) for c in report["format_changes"]] == [("mkdir", 0)]
+    assert report["format_changes_per_run"] == [1, 1]
+    run = Path(re.search(r"recorded in (\S+) \(", proc.stderr).group(1))
+    manifest = json.loads((run / "manifest.json").read_text())
+    restores = manifest["target"]["restores"]
+    assert len(restores) == 2 and all(r["inodes_used"] == aged["inodes_used"] for r in restores)
+    commands = [c["argv"][0] for c in manifest["target"]["commands"]]
+    assert "mkfs.ext4" not in commands and commands.count("cp") == 2
+    # one aged image cannot serve recipes of two file systems: refused before either runs
+    proc = cli("replay", str(log), "--recipes", "ext4-default,xfs-default", "--ram", "--from-snapshot", str(snapshot))
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "ext4, xfs" in lines[0] and not proc.stdout, proc.stderr
+    # the same log on a fresh ext4 starts with a nearly empty file system, not the aged one
+    fresh_out = scratch / "fresh-replay.json"
+    proc = cli("replay", str(log), "--recipe", "ext4-default", "--ram", "--size", "128M", "--json", str(fresh_out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(fresh_out.read_text())["snapshot"] == ""
+
+
+def _flags(report: dict) -> list[tuple]:
+    """The directory-format flags of a replay, by the create they came at: the directory's
+    place in the tree (its depth), the event, the call type and the names it held before."""
+    return sorted((c["dir"].count("/") if c["dir"] else -1, c["event"], c["op"], c["entries_before"], c["predicted"],
+                   c["matches"]) for c in report["format_changes"])
+
+
+@pytest.mark.privileged
+def test_an_anonymized_log_replays_the_same_directory_format_flags(cli, fresh_fs, scratch):
+    """A maildir delivery captured on xfs-default in RAM, with and without --anonymize: both
+    logs replayed (traced) on xfs-default show the same directory-format changes at the same
+    calls -- the renames into new/ that filled its short form and its block -- as watch saw."""
+    mnt = Path(fresh_fs("xfs-default").workdir)
+    plain_log, anon_log = scratch / "plain.oplog.gz", scratch / "anon.oplog.gz"
+    watched = capture(cli, mnt, plain_log)
+    subprocess.run(["rm", "-rf", str(mnt / "mail")], check=True)
+    capture(cli, mnt, anon_log, "--anonymize")
+    named, anon = oplog.read(plain_log), oplog.read(anon_log)
+    assert anon.header.anonymized and not named.header.anonymized
+    assert sorted(len(e.path) for e in anon.entries) == sorted(len(e.path) for e in named.entries)
+    reports = {}
+    for label, log in (("plain", plain_log), ("anon", anon_log)):
+        out = scratch / f"{label}.json"
+        proc = cli("replay", str(log), "--recipe", "xfs-default", "--ram", "--size", "512M", "--json", str(out),
+                   timeout_s=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        reports[label] = json.loads(out.read_text())
+        assert reports[label]["traced"], reports[label]["notes"]
+        assert "directory format changes" in proc.stdout
+    plain, anonymous = _flags(reports["plain"]), _flags(reports["anon"])
+    renames_into_new = [c for c in reports["plain"]["format_changes"] if c["op"] == "rename"]
+    # new/ held 5 old messages, then 120 renames: it left its short form and its single block
+    assert {c["event"] for c in renames_into_new} >= {"xfs_dir2_sf_to_block", "xfs_dir2_block_to_leaf"}, plain
+    assert plain == anonymous
+    # the same changes at the same names-before, with the same arithmetic and verdict, as watch
+    # saw when the delivery was captured (new/'s 15-byte old names beside the 29-byte new ones
+    # make the median-length arithmetic miss the short form's end for both alike)
+    def key(c: dict) -> tuple:
+        return c["event"], c["entries_before"], c["name_bytes"], c["predicted"], c["matches"], c["arithmetic"]
+
+    seen = sorted(key(c) for c in watched["format_changes"] if c["op"] == "rename")
+    assert sorted(key(c) for c in renames_into_new) == seen
+    # and in each log at the call that made it: the k-th rename into new/ finds 5 + k names there
+    for label, log in (("plain", named), ("anon", anon)):
+        renames = [o.seq for o in log.ops if o.op == "rename"]
+        for c in reports[label]["format_changes"]:
+            assert log.ops[c["call"]].op == c["op"]
+            if c["op"] == "rename":
+                assert renames.index(c["call"]) + 5 == c["entries_before"], (label, c)
+
+
+def test_a_stat_replays_its_success_or_its_failure(tmp_path):
+    """A stat by path used to kill its replay thread (its stat_result taken for a result), the
+    thread's later calls unplayed and uncounted; a failed stat was counted as a success."""
+    from fsscope.replay.play import play
+
+    path = tmp_path / "stat.oplog.gz"
+    ops = [oplog.Op(seq=0, tid=1, proc=1, op="stat", syscall="newfstatat", path="d", result=-2, start_ns=0,
+                    duration_ns=1),
+           oplog.Op(seq=1, tid=1, proc=1, op="mkdir", syscall="mkdir", path="d", start_ns=1, duration_ns=1),
+           oplog.Op(seq=2, tid=1, proc=1, op="stat", syscall="newlstat", path="d", start_ns=2, duration_ns=1),
+           oplog.Op(seq=3, tid=1, proc=1, op="rmdir", syscall="rmdir", path="d", start_ns=3, duration_ns=1)]
+    oplog.write(path, oplog.Header(), [], ops)
+    root = tmp_path / "root"
+    root.mkdir()
+    played = play(root, oplog.read(path))
+    assert played.played.all() and played.skipped == {} and played.differs == 0
+    assert list(played.calls["result"]) == [-2, 0, 0, 0] and not (root / "d").exists()

@@ -43,6 +43,13 @@ def one_line_refusal(proc: subprocess.CompletedProcess, says: str) -> None:
     assert says in proc.stderr, proc.stderr
 
 
+def by_sudo(user) -> dict[str, str]:
+    """The environment of root's fsscope started by ``user`` through sudo: their own files are
+    theirs to hand it (``trust.trusted_uids``), so what is tested is how it bounds them. Started
+    by root alone, a file the user wrote is not read at all (test_files_another_user_wrote_are_not_read)."""
+    return os.environ | {"SUDO_UID": str(user.uid)}
+
+
 def write_as(user, path: Path, text: str) -> None:
     """``path`` written by ``user`` (it owns the file)."""
     user.python(f"open({str(path)!r}, 'w').write({text!r})")
@@ -118,7 +125,9 @@ def test_a_users_recipe_cannot_make_root_format_another_device(local_user, loop_
     subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True)
     recipe = local_user.home / "fast.toml"
     write_as(local_user, recipe, f'fs = "{fs}"\n{key} = {json.dumps([o.format(dev=dev) for o in opts])}\n')
-    proc = cli("probe", "--recipe", str(recipe), "--ram", "--size", "512M", "--files", "20", "--runs", "1")
+    args = ("probe", "--recipe", str(recipe), "--ram", "--size", "512M", "--files", "20", "--runs", "1")
+    one_line_refusal(cli(*args), f"is owned by uid {local_user.uid}")  # not even read
+    proc = cli(*args, env=by_sudo(local_user))  # the user's own sudo: read, and its options refused
     one_line_refusal(proc, f"{recipe}: {key}: ")
     assert dev in proc.stderr and "refused" in proc.stderr
     assert signature(dev) == "ext4"
@@ -169,7 +178,7 @@ def test_a_study_where_every_treatment_failed_is_not_ok(local_user, cli):
     recipe = local_user.home / "xfs-small.toml"
     write_as(local_user, recipe, 'fs = "xfs"\n')
     proc = cli("explore", "--treatments", "2", "--workers", "1", "--recipes", str(recipe),
-               "--factor", "DiskSize=64M", "--factor", "UsedRatio=0")
+               "--factor", "DiskSize=64M", "--factor", "UsedRatio=0", env=by_sudo(local_user))
     assert proc.returncode == 2, (proc.stdout[-1500:], proc.stderr[-1500:])
     assert "every treatment failed (2 of 2)" in proc.stderr and "Filesystem must be larger than 300MB" in proc.stderr
     from fsscope import store
@@ -240,6 +249,17 @@ def test_wrong_shaped_records_are_one_line_each_and_the_rest_are_listed(records_
     assert proc.returncode == 0 and "no report" in proc.stdout, proc.stderr
 
 
+@pytest.mark.parametrize("kind, args", ids=["recipe", "space", "profile"], argvalues=[
+    ("recipe", ["probe", "--ram", "--recipe"]), ("space", ["explore", "--space"]), ("profile", ["profile", "show"])])
+def test_files_another_user_wrote_are_not_read(local_user, cli, kind, args):
+    """A recipe, space or profile decides what root formats, mounts and writes: one the user
+    wrote, handed to root's fsscope, is refused before it is parsed."""
+    shipped = {"recipe": "ext4-default.toml", "space": "spaces/small.toml", "profile": "aging/small.toml"}[kind]
+    path = local_user.home / f"mine-{kind}.toml"
+    write_as(local_user, path, (REPO / "fsscope" / "data" / "recipes" / shipped).read_text())
+    one_line_refusal(cli(*args, str(path)), f"is owned by uid {local_user.uid}")
+
+
 NESTED = "[" * 1000 + "]" * 1000  # tomllib: RecursionError
 
 
@@ -252,7 +272,7 @@ NESTED = "[" * 1000 + "]" * 1000  # tomllib: RecursionError
 def test_deeply_nested_toml_is_one_line(local_user, cli, kind, text, args):
     path = local_user.home / f"deep-{kind}.toml"
     write_as(local_user, path, text)
-    one_line_refusal(cli(*args, str(path)), "nested more than 16 levels deep")
+    one_line_refusal(cli(*args, str(path), env=by_sudo(local_user)), "nested more than 16 levels deep")
 
 
 @pytest.mark.parametrize("line, says", ids=["1e308", "beyond-int64"], argvalues=[
@@ -264,7 +284,7 @@ def test_profile_weights_are_bounded(local_user, cli, line, says):
     small = (REPO / "fsscope" / "data" / "recipes" / "aging" / "small.toml").read_text()
     path = local_user.home / "huge.toml"
     write_as(local_user, path, small.replace("weights = [4, 3, 2, 1]", line))
-    one_line_refusal(cli("profile", "show", str(path)), says)
+    one_line_refusal(cli("profile", "show", str(path), env=by_sudo(local_user)), says)
 
 
 # ---------------------------------------------------------------- 12: zram, a dead scheduler
@@ -359,7 +379,7 @@ def test_a_spaces_settings_are_bounded(local_user, cli, change, says):
     assert change[0] in small
     path = local_user.home / "space.toml"
     write_as(local_user, path, small.replace(change[0], change[1], 1))
-    one_line_refusal(cli("study", "variation", "--space", str(path), "--dry-run"), f"{path}: {says}")
+    one_line_refusal(cli("study", "variation", "--space", str(path), "--dry-run", env=by_sudo(local_user)), f"{path}: {says}")
 
 
 def test_an_explore_space_cannot_ask_for_a_huge_directory_tree(local_user, cli):
@@ -367,7 +387,7 @@ def test_an_explore_space_cannot_ask_for_a_huge_directory_tree(local_user, cli):
     small = (REPO / "fsscope" / "data" / "recipes" / "spaces" / "small.toml").read_text()
     path = local_user.home / "space.toml"
     write_as(local_user, path, small.replace("dir_depth = 4", "dir_depth = 40", 1))
-    one_line_refusal(cli("explore", "--space", str(path)), f"{path}: settings.dir_depth: expected a whole number in 0..12")
+    one_line_refusal(cli("explore", "--space", str(path), env=by_sudo(local_user)), f"{path}: settings.dir_depth: expected a whole number in 0..12")
 
 
 @pytest.mark.parametrize("plan", ids=["list", "space-list"], argvalues=["[]", '{"space": [], "seed": 1}'])

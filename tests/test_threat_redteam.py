@@ -216,3 +216,26 @@ async def test_a_notification_quoting_a_name_is_text():
         assert "\x1b" not in shown.title and "\\x1b]52" in shown.title and not shown.markup
         await pilot.pause()  # drawn without a MarkupError
         assert not app.worker_errors
+
+
+def test_a_recipe_another_user_could_write_is_not_used(local_user, scratch, cli):
+    """FSSCOPE_RECIPES (a site's own set) naming a directory the user owns, or root's directory
+    holding a recipe file the user owns: the recipe decides mkfs and mount options, so root
+    neither lists it nor formats with it -- one line, exit 2."""
+    text = (Path(__file__).parents[1] / "fsscope" / "data" / "recipes" / "ext4-default.toml").read_text()
+    theirs = local_user.home / "recipes"
+    local_user.python(f"import os; os.makedirs({str(theirs)!r}); open({str(theirs / 'evil.toml')!r}, 'w').write({text!r})")
+    ours = scratch / "recipes"
+    ours.mkdir()
+    (ours / "ok.toml").write_text(text)
+    (ours / "evil.toml").write_text(text)
+    os.chown(ours / "evil.toml", local_user.uid, -1)
+    for recipes in (theirs, ours):
+        env = os.environ | {"FSSCOPE_RECIPES": str(recipes), "COLUMNS": "400"}
+        listed = cli("recipes", env=env)
+        assert listed.returncode == 0 and "evil" not in listed.stdout, listed.stdout
+        out = cli("probe", "--ram", "--size", "64M", "--recipe", "evil", "--files", "10", env=env)
+        assert out.returncode == 2, out.stdout + out.stderr
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"uid {local_user.uid}" in lines[0], out.stderr
+    assert "ok" in cli("recipes", env=os.environ | {"FSSCOPE_RECIPES": str(ours), "COLUMNS": "400"}).stdout

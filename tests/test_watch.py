@@ -76,26 +76,8 @@ def test_watch_command_marks_ext4_directory_growth_with_the_arithmetic(cli, made
 
 def test_watch_pid_of_a_running_process_until_it_exits(made_fs):
     mnt = made_fs("xfs")
-    writer = subprocess.Popen([sys.executable, str(WRITER), str(mnt / "mail"), "200", "--wait", "--fsync"],
-                              stdin=subprocess.PIPE, cwd=mnt)
-    try:
-        spec = registry.spec_from_data("watch", {"pid": writer.pid, "duration_s": 120})
-        handle = runner.start("watch", spec, TargetSpec("dir", str(mnt.parent)), None)
-        report, findings = None, []
-        for event in handle.records():
-            if isinstance(event, ev.Phase) and event.name == "watching":
-                writer.stdin.write(b"go\n")  # tracing is on: deliver
-                writer.stdin.close()
-            elif isinstance(event, ev.Finding):
-                findings.append(event)
-            elif isinstance(event, ev.Result):
-                report = event.report
-        assert writer.wait(60) == 0
-    finally:
-        if writer.poll() is None:
-            writer.kill()
-            writer.wait()
-    assert report is not None, (handle.run_dir.path / "child.log").read_text()[-2000:]
+    writer = start_held_writer(mnt, 200, "--fsync")
+    report, findings, handle = watch_held_writer(writer, mnt, "watching")  # tracing is on: deliver
     assert handle.run_dir.status() == "ok"
     assert report.watched.startswith(f"pid {writer.pid}") and report.exit_status is None
     ops = {o.op: o for o in report.ops}
@@ -108,12 +90,36 @@ def test_watch_pid_of_a_running_process_until_it_exits(made_fs):
     assert not fsscope_instances()
 
 
+def test_attaching_while_the_directory_changes_gives_no_wrong_format_verdict(made_fs):
+    """--pid on a writer already delivering: the tree used to be walked before tracing began,
+    and the names it added in between were counted nowhere -- XFS's conversions of mail/new
+    then got verdicts from a count too low. The walk now runs with tracing on (each directory's
+    listing on the traced clock): every verdict is the arithmetic's, or says it is not known."""
+    mnt = made_fs("xfs")
+    writer = start_held_writer(mnt, 4000, "--pace-ms=2")  # 8 s or more: longer than an attach at load 15
+    report, _, _ = watch_held_writer(writer, mnt, "attach")  # deliver while it attaches
+    # each new data block (every 84 names) and, when the attach was quick, the conversions
+    new = [c for c in report.format_changes if c.dir == str(mnt / "mail" / "new")]
+    assert len(new) >= 3, [(c.dir, c.event) for c in report.format_changes]  # the delivery outlasted the attach
+    wrong = [(c.event, c.entries_before, c.predicted) for c in new if c.entries_before >= 0 and c.matches is False]
+    assert not wrong, wrong
+    # the writer ended before detach: the walk then counts what the first walk could not
+    assert all(c.matches is True for c in new), [(c.event, c.entries_before, c.matches) for c in new]
+    assert not fsscope_instances()
+
+
 def test_watch_counts_what_a_small_ring_buffer_lost(cli, made_fs):
     mnt = made_fs("ext4")
     report = watch_command(cli, mnt, 1500, "--buffer-kb", "4")
     assert report["lost_total"] > 0
     assert report["lost_total"] == sum(x["overrun"] + x["dropped"] for x in report["lost"])
     assert any("lost" in note for note in report["notes"])
+    # each loss placed in time by the pages the kernel marked: an entry and an exit with a
+    # loss between them are counted, not paired into one call
+    assert report["lost"][0]["instance"] == "tasks" and report["lost"][0]["pages_with_loss"] > 0
+    assert not any("no page marked" in note for note in report["notes"])
+    assert report["across_loss"] == 0 or any(f"{report['across_loss']} entr(ies) and exit(s) with lost events"
+                                             in note for note in report["notes"])
 
 
 def test_watch_without_root_is_one_line_and_exit_2(local_user):
@@ -172,6 +178,30 @@ def start_held_writer(mnt: Path, messages: int, *extra: str) -> subprocess.Popen
     """The writer, waiting for a line on stdin before it delivers (the watch attaches first)."""
     return subprocess.Popen([sys.executable, str(WRITER), str(mnt / "mail"), str(messages), "--wait", *extra],
                             stdin=subprocess.PIPE, cwd=mnt)
+
+
+def watch_held_writer(writer: subprocess.Popen, mnt: Path, go_at: str) -> tuple:
+    """Watch the held writer by --pid until it exits, letting it deliver when the job reaches
+    phase ``go_at``: (report, findings, handle). The writer is ended whatever happens."""
+    report, findings = None, []
+    try:
+        spec = registry.spec_from_data("watch", {"pid": writer.pid, "duration_s": 120})
+        handle = runner.start("watch", spec, TargetSpec("dir", str(mnt.parent)), None)
+        for event in handle.records():
+            if isinstance(event, ev.Phase) and event.name == go_at:
+                writer.stdin.write(b"go\n")
+                writer.stdin.close()
+            elif isinstance(event, ev.Finding):
+                findings.append(event)
+            elif isinstance(event, ev.Result):
+                report = event.report
+        assert writer.wait(60) == 0
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+    assert report is not None, (handle.run_dir.path / "child.log").read_text()[-2000:]
+    return report, findings, handle
 
 
 def until_watching(handle) -> None:
@@ -352,4 +382,256 @@ def test_slow_sqlite_commits_name_the_journal_commit_and_the_other_writer(cli, m
     assert any("journal" in k for k in kinds), kinds
     named_dd = [c["text"] for s in commits for c in s["causes"] if c["kind"] == "other-io" and "(dd)" in c["text"]]
     assert named_dd and all("pid " in text for text in named_dd), [s["causes"] for s in commits]
+    assert not fsscope_instances()
+
+
+def traced(mnt: Path, code: str) -> tuple[np.ndarray, object, dict[int, int], str]:
+    """``python -c code`` run in ``mnt`` under the watch's own two tracefs instances (held
+    before its exec until tracing is on), its calls paired, each thread's process read from
+    the record and every call named as the job names them. Returns (calls, named, tid ->
+    process, what the program printed)."""
+    from fsscope.targets import Journal
+    from fsscope.targets.existing import existing_fs
+    from fsscope.watch import calls as calls_mod
+    from fsscope.watch import tasks
+    from fsscope.watch.names import Tree, name_calls
+    from fsscope.watch.session import WatchSession
+
+    found = existing_fs(str(mnt))
+    printed = mnt.parent / "printed.txt"
+    with open(printed, "w") as out:
+        held = tasks.HeldCommand([sys.executable, "-I", "-c", code], cwd=str(mnt), stdout=out)
+    session = WatchSession(mnt.parent / "trace-raw", fs=found.fs, device=found.device, tids=[held.pid],
+                           journal=Journal())
+    try:
+        session.open()
+        session.begin()
+        tree = Tree.walk(str(mnt))
+        held.release()
+        assert held.proc.wait(60) == 0
+        recorded = session.finish()
+    finally:
+        session.abort()
+        held.stop()
+    assert not fsscope_instances()
+    assert not recorded.filter_errors  # fcntl's filters taken by the kernel as written
+    end_tree = Tree.walk(str(mnt))  # the program has ended: names made meanwhile
+    paired = calls_mod.pair(recorded.events, recorded.names)
+    where = calls_mod.inside(paired.calls, recorded.events)
+    tgid = tasks.processes(recorded.events, recorded.names, {held.pid: held.pid})
+    named = name_calls(paired.calls, recorded.events, where, recorded.names, recorded.texts, tree,
+                       open_files=[], tgid=tgid, fs=found.fs, end_tree=end_tree, end_settled=True)
+    return paired.calls, named, tgid, printed.read_text()
+
+
+def calls_on(calls: np.ndarray, op: str, fds) -> list[int]:
+    from fsscope.watch.syscalls import OPS
+
+    return [i for i in range(len(calls)) if OPS[calls["op"][i]] == op and int(calls["fd"][i]) in fds]
+
+
+def test_descriptors_made_by_dup_dup2_dup3_and_fcntl_are_named(made_fs):
+    """A descriptor made by dup(), dup2()/dup3() or fcntl(F_DUPFD*) names its original's file:
+    those calls were not traced, so every call on the new descriptor was unnamed (an lseek
+    fires no kernel event that could name it)."""
+    mnt = made_fs("xfs")
+    calls, named, _, printed = traced(mnt, """
+import ctypes, fcntl, os
+fd = os.open("dupped", os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+os.dup2(fd, 100)                                 # dup3() (or dup2()) onto 100
+os.close(fd)
+plain = ctypes.CDLL(None, use_errno=True).dup(100)  # dup() itself
+high = fcntl.fcntl(100, fcntl.F_DUPFD, 200)      # fcntl(F_DUPFD): the lowest free >= 200
+also = os.dup(100)                               # fcntl(F_DUPFD_CLOEXEC)
+os.dup2(plain, 150, inheritable=False)           # dup3()
+for d in (100, plain, high, also, 150):
+    os.lseek(d, 0, os.SEEK_END)
+print(plain, high, also)
+""")
+    plain, high, also = map(int, printed.split())
+    ours = {100, plain, high, also, 150}
+    seeks = [i for i in calls_on(calls, "lseek", ours) if calls["flags"][i] == os.SEEK_END]  # not the start-up's
+    assert {int(calls["fd"][i]) for i in seeks} == ours
+    assert [named.file_path(i) for i in seeks] == [str(mnt / "dupped")] * len(seeks)
+    assert calls_on(calls, "dup", {100, plain}) and calls_on(calls, "fcntl", {100})
+
+
+def test_a_short_lived_threads_calls_belong_to_its_process(made_fs):
+    """A thread that opens a file and ends before /proc is read again was taken for a process
+    of its own (its tid as its tgid): the descriptor it opened was then not its process's,
+    and the main thread's calls on it were unnamed. The kernel's task_newtask (clone flags)
+    says it is a thread of the process."""
+    mnt = made_fs("ext4")
+    calls, named, tgid, printed = traced(mnt, """
+import os, threading
+box = []
+t = threading.Thread(target=lambda: box.append(os.open("threaded", os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)))
+t.start()
+t.join()
+os.lseek(box[0], 0, os.SEEK_END)
+pid = os.fork()                       # a child process is a process of its own
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+print(box[0], pid)
+""")
+    fd, child = map(int, printed.split())
+    from fsscope.watch.syscalls import OPS
+
+    opens = [i for i in range(len(calls)) if OPS[calls["op"][i]] == "open" and int(calls["result"][i]) == fd
+             and named.file_path(i) == str(mnt / "threaded")]
+    (opened,) = opens
+    main = next(iter(tgid))  # the program's pid: the task watched first
+    thread = int(calls["tid"][opened])
+    assert thread != main and tgid[thread] == main and tgid[child] == child
+    seeks = [i for i in calls_on(calls, "lseek", {fd}) if int(calls["tid"][i]) == main and i > opened]
+    assert seeks and all(named.file_path(i) == str(mnt / "threaded") for i in seeks)
+
+
+def test_a_small_groups_verdict_is_inconclusive_where_its_own_calls_and_the_ops_disagree():
+    """A file with 3-8 calls of a kind has no baseline of its own (9 are needed): judged only
+    against the op's other calls, a file whose calls are all slower (a big file's fsyncs) was
+    'slow' on every call. Set beside its own other calls too, where the two disagree the call
+    is inconclusive -- neither slow nor not; more calls there would decide it."""
+    from fsscope.watch import calls as calls_mod
+    from fsscope.watch import slow
+
+    def world(seed: int, small: np.ndarray) -> slow.Judged:
+        rng = np.random.default_rng(seed)
+        calls = np.zeros(400 + len(small), calls_mod.CALL_DTYPE)
+        calls["duration_ns"][:400] = rng.lognormal(np.log(20_000), 0.3, 400).astype(np.int64)
+        calls["duration_ns"][400:] = small
+        group = np.repeat([1, 2], [400, len(small)])
+        return slow.judge(calls, group, factor=4.0, floor_ns=100_000)
+
+    for seed in range(20):  # without any effect: nothing slow, nothing undecided
+        rng = np.random.default_rng(100 + seed)
+        for size in range(1, slow.MIN_GROUP):
+            judged = world(seed, rng.lognormal(np.log(20_000), 0.3, size).astype(np.int64))
+            assert not judged.slow.any() and not judged.inconclusive.any()
+    # a file whose 5 calls are all ten times the op's: slow beside the op, not beside its own
+    judged = world(1, np.full(5, 200_000))
+    assert not judged.slow[400:].any() and judged.inconclusive[400:].all()
+    assert (judged.group_size[400:] == 5).all() and not judged.local[400:].any()
+    # one call of five far beyond both: slow, decided
+    judged = world(2, np.array([20_000, 21_000, 2_000_000, 19_000, 22_000]))
+    assert judged.slow[400:].tolist() == [False, False, True, False, False] and not judged.inconclusive.any()
+    # two calls: no baseline of their own to disagree with -- the op's decides
+    judged = world(3, np.array([20_000, 2_000_000]))
+    assert judged.slow[400:].tolist() == [False, True] and not judged.inconclusive.any()
+
+
+def test_an_entry_and_an_exit_with_lost_events_between_are_not_one_call():
+    """write() entered, its exit and the next write()'s entry lost, that write's exit kept:
+    paired, the two halves made one call spanning both, and every kernel event of both went
+    into its window. With the ring buffer's loss placed between them they are not paired and
+    are counted as such; the same halves without a loss are one call."""
+    from fsscope.trace.decode import EVENT_DTYPE
+    from fsscope.watch import calls as calls_mod
+    from fsscope.watch.syscalls import task_events
+
+    names = [e.event for e in task_events("ext4")]
+    enter, leave = names.index("syscalls/sys_enter_write"), names.index("syscalls/sys_exit_write")
+    events = np.zeros(4, EVENT_DTYPE)
+    events["pid"] = 7
+    events["ts_ns"] = [1_000, 2_000, 10_000, 11_000]
+    events["code"] = [enter, leave, enter, leave]
+    whole = calls_mod.pair(events, names)
+    assert len(whole.calls) == 2 and whole.across_loss == 0
+    halves = events[[0, 3]]  # the first write's exit and the second's entry lost
+    assert len(calls_mod.pair(halves, names).calls) == 1  # what pairing alone makes of them
+    split = calls_mod.pair(halves, names, losses=[(1_500, 10_500)])
+    assert len(split.calls) == 0 and split.across_loss == 1
+    assert (split.unpaired_enters, split.unpaired_exits) == (0, 0)
+    # a loss outside a call's window does not touch it
+    assert len(calls_mod.pair(events, names, losses=[(3_000, 9_000)]).calls) == 2
+
+
+def test_the_events_kept_are_bounded_and_the_report_says_where_it_stopped(cli, made_fs):
+    """Every event recorded is decoded in memory at the end (and the calls and an op log built
+    from them): a long watch of a busy workload grew without bound. Past --max-events-mb the
+    watch stops recording, keeps what it has and says so."""
+    mnt = made_fs("ext4")
+    out = mnt.parent / "bounded.json"
+    proc = cli("watch", "--max-events-mb", "1", "--json", str(out), "--", sys.executable, str(WRITER),
+               str(mnt / "mail"), "1000000", cwd=mnt)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    (note,) = [n for n in report["notes"] if "max_events_mb 1" in n]
+    assert "were not recorded" in note and "the command was stopped" in note
+    renames = {o["op"]: o["calls"] for o in report["ops"]}.get("rename", 0)
+    assert 0 < renames < 1_000_000 and report["exit_status"] != 0  # stopped, not run to its end
+    assert not fsscope_instances()
+
+
+def test_the_tree_walk_never_follows_a_directory_a_user_swapped_for_a_link(local_user):
+    """watch's inode map walked the tree by path: a user who swapped a directory of their tree
+    for a link to a root-only one just before the walk opened it had root's names and sizes
+    mapped as theirs (into the report and the op log). The walk is fsscope.trust.TreeWalk now:
+    from the parent's descriptor, O_NOFOLLOW, device and inode checked; the swap is named."""
+    import shutil
+    import tempfile
+
+    from test_threat_names import _SwapOnOpen, _users_tree
+
+    from fsscope.watch.names import Tree
+
+    root_only = Path(tempfile.mkdtemp(prefix="fsscope-private-", dir="/var/tmp"))
+    try:
+        root_only.chmod(0o700)
+        (root_only / "root-secret-dir").mkdir()
+        (root_only / "root-secret-file").write_bytes(b"s" * 12345)
+        tree_dir = _users_tree(local_user)
+        with _SwapOnOpen(local_user, tree_dir, root_only) as swap:
+            tree = Tree.walk(str(tree_dir))
+    finally:
+        shutil.rmtree(root_only, ignore_errors=True)
+    assert swap.done, "the walk never opened victim/"
+    assert not [p for p in tree.paths.values() if "secret" in p] and 12345 not in tree.sizes.values()
+    assert all(p == str(tree_dir) or p.startswith(f"{tree_dir}/") for p in tree.paths.values())
+    (swapped,) = tree.swapped
+    assert f"{tree_dir}/victim" in swapped and "not followed" in swapped
+    assert {p for p in tree.paths.values()} >= {f"{tree_dir}/a/b", f"{tree_dir}/a/f", f"{tree_dir}/z/h"}
+    assert tree.entries[os.stat(tree_dir / "a").st_ino] == 2 and not tree.truncated
+
+
+def test_descriptors_listed_at_attach_hold_from_when_they_were_listed():
+    """/proc/PID/fd is read with tracing on: a descriptor closed and opened again (by an open
+    no kernel event named) between tracing's start and that read is what /proc listed from
+    the read on -- the traced close and open before it no longer undo it."""
+    from fsscope.trace.decode import EVENT_DTYPE
+    from fsscope.watch import calls as calls_mod
+    from fsscope.watch.names import Tree, name_calls
+    from fsscope.watch.syscalls import OPS
+    from fsscope.watch.tasks import OpenFile
+
+    calls = np.zeros(3, calls_mod.CALL_DTYPE)
+    calls["tid"] = 9
+    calls["op"] = [OPS.index("close"), OPS.index("open"), OPS.index("lseek")]
+    calls["start_ns"] = [50, 60, 200]
+    calls["duration_ns"] = 5
+    calls["fd"] = [5, -1, 5]
+    calls["result"] = [0, 5, 0]
+    tree = Tree("/w", 1, paths={1: "/w", 42: "/w/b"}, entries={1: 1})
+    listed = [OpenFile(9, 5, "/w/b", 1, 42)]
+    events = np.zeros(0, EVENT_DTYPE)
+    where = np.zeros(0, np.int64)
+    named = name_calls(calls, events, where, [], [], tree, open_files=listed, open_files_ns=100, tgid={9: 9}, fs="xfs")
+    assert named.file_path(2) == "/w/b" and named.file_path(0) == "/w/b"
+    before = name_calls(calls, events, where, [], [], tree, open_files=listed, tgid={9: 9}, fs="xfs")
+    assert before.file_path(2) is None  # read before tracing: the traced close and unnamed open win
+
+
+def test_a_tree_gone_by_detach_keeps_the_record(cli, made_fs):
+    """The watched tree removed by the watched command: the walk at detach failed and the job
+    died after recording, its report lost. The report is kept and says why names may lack."""
+    mnt = made_fs("ext4")
+    gone = mnt / "gone"
+    gone.mkdir()
+    out = mnt.parent / "gone.json"
+    proc = cli("watch", "--tree", str(gone), "--json", str(out), "--", "rmdir", str(gone), cwd=mnt)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["exit_status"] == 0 and {o["op"]: o["calls"] for o in report["ops"]}.get("rmdir") == 1
+    assert any(n.startswith(f"{gone} could not be walked at detach") for n in report["notes"]), report["notes"]
     assert not fsscope_instances()

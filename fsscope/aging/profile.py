@@ -127,7 +127,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
     path = find_profile(name_or_path)
     where = _display(path)
     try:
-        data = tomlsafe.loads(path.read_text(encoding="utf-8"), where, ProfileError, invalid="invalid TOML")
+        data = tomlsafe.loads(trust.read_input_text(path, "aging profile"), where, ProfileError, invalid="invalid TOML")
     except UnicodeDecodeError as exc:
         raise ProfileError(f"{where}: not a text file (byte {exc.start} is not UTF-8): a profile is TOML") from None
     except OSError as exc:

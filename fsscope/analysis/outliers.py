@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -50,9 +51,8 @@ from fsscope.analysis.latency import (
     DEFAULT_SPLIT_FACTOR,
     as_float_matrix,
     nanmedian_last_axis,
-    split_low_high,
-    summarize,
 )
+from fsscope.analysis.nullgate import NULL_WORLDS, Found, gate
 from fsscope.analysis.running import (
     RunningSummary,
     SortedColumns,
@@ -60,6 +60,7 @@ from fsscope.analysis.running import (
     block_medians,
     block_neighbourhood,
     chunks,
+    median_curve,
     read_part,
     read_row,
     release,
@@ -455,7 +456,7 @@ class _SeriesSearch:
             cached = self.orders[stride] = _Order(order.astype(np.int32), stride, self.indices)
         return cached
 
-    def _cut(self, positions: NDArray[np.int64], residue: NDArray[np.int64], term: NDArray[np.int64]) -> _Chains:
+    def _cut(self, positions: NDArray[Any], residue: NDArray[np.int64], term: NDArray[np.int64]) -> _Chains:
         """The qualifying chains of ``positions`` (whole residues, in (residue, term) order)."""
         breaks = np.flatnonzero((np.diff(residue) != 0) | (np.diff(term) > self.max_gap + 1)) + 1
         starts = np.concatenate([[0], breaks]).astype(np.int64)
@@ -708,11 +709,19 @@ def median_ratio_candidates(curve_ns: ArrayLike, ratio: float,
     curve = np.asarray(curve_ns, dtype=np.float64)
     if curve.size == 0:
         return []
-    edge = np.array([np.nan])
-    adjacent = np.fmin(np.concatenate([edge, curve[:-1]]), np.concatenate([curve[1:], edge]))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        peak = np.where(np.isnan(adjacent), np.inf, curve / adjacent) >= PEAK_RATIO
-        return np.flatnonzero((local_ratio(curve, block_files) >= ratio) & peak).tolist()
+    baseline = block_neighbourhood(block_medians(curve, block_files))
+    found = []
+    for part in chunks(curve.size, block_files):  # a chunk at a time: a million files' temporaries add up
+        lo, hi = part.start, part.stop
+        mine = curve[part]
+        before = curve[lo - 1:hi - 1] if lo > 0 else np.concatenate([[np.nan], curve[lo:hi - 1]])
+        after = curve[lo + 1:hi + 1] if hi < curve.size else np.concatenate([curve[lo + 1:hi], [np.nan]])
+        adjacent = np.fmin(before, after)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            peak = np.where(np.isnan(adjacent), np.inf, mine / adjacent) >= PEAK_RATIO
+            ratio_ok = mine / _file_baseline(baseline, part, block_files) >= ratio
+        found.append(np.flatnonzero(ratio_ok & peak) + lo)
+    return np.concatenate(found).tolist()
 
 
 def _tiered_series(outliers: list[int], curve_ns: NDArray[np.float64], candidates: list[int] | None, *,
@@ -752,6 +761,8 @@ class ProbeAnalysis:
     linear_growth: tuple[LinearGrowth, ...]
     settings: dict  # thresholds actually used, so a report can say how a flag was decided
     median_curve_ns: NDArray[np.float64] = field(repr=False, compare=False)
+    #: what the permuted worlds took back (nullgate.Gated.to_json)
+    null_gate: dict = field(default_factory=dict, compare=False)
 
     def to_json(self, *, include_curve: bool = False) -> dict:
         """Plain dicts/lists/numbers; the per-file median curve only on request (it is N long)."""
@@ -766,6 +777,7 @@ class ProbeAnalysis:
             "level_shifts": [to_dict(s) for s in self.level_shifts],
             "linear_growth": [to_dict(g) for g in self.linear_growth],
             "settings": self.settings,
+            "null_gate": self.null_gate,
         }
         if include_curve:
             payload["median_curve_ns"] = [None if math.isnan(v) else v for v in self.median_curve_ns.tolist()]
@@ -791,13 +803,18 @@ def analyze(
     min_z: float = 5.0,
     segment_knobs: SegmentKnobs = DEFAULT_KNOBS,
     wait_ns: ArrayLike | None = None,
+    null_worlds: int = NULL_WORLDS,
+    gate_levels: bool = False,
 ) -> ProbeAnalysis:
     """Statistics, repeatable outliers, series, level shifts and linear growth of a probe.
 
     The series search runs over the outliers plus the files whose median over the runs is
     ``series_ratio`` x the median curve around them (from 3 runs on; None turns that off);
     ``weak_outliers`` are the files above ``series_factor`` x their local baseline in as
-    many runs as an outlier needs (at least 3); see the module doc. ``wait_ns`` (runs x files,
+    many runs as an outlier needs (at least 3); see the module doc. Series, shifts and ramps
+    stand only against ``null_worlds`` permuted worlds (:mod:`fsscope.analysis.nullgate`; 0:
+    ungated), shifts and ramps only with ``gate_levels`` (a segmentation per world: the
+    probe's final analysis, not every run's). ``wait_ns`` (runs x files,
     each call's time waiting for a CPU): calls the machine disturbed do not vote
     (:func:`mask_disturbed`); the stats still describe every measured call. The work is
     :class:`RunningAnalysis`'s, its runs folded in one after another.
@@ -807,7 +824,7 @@ def analyze(
                   series_factor=series_factor, series_ratio=series_ratio, shift_min_ratio=shift_min_ratio,
                   growth_min_ratio=growth_min_ratio, growth_min_files=growth_min_files,
                   growth_min_r2=growth_min_r2, min_z=min_z, segment_knobs=segment_knobs)
-    return RunningAnalysis(knobs).update(matrix, wait_ns=wait_ns)
+    return RunningAnalysis(knobs).update(matrix, wait_ns=wait_ns, null_worlds=null_worlds, gate_levels=gate_levels)
 
 
 @dataclass(frozen=True)
@@ -983,8 +1000,10 @@ class RunningAnalysis:
 
         return self.columns.median(exact)
 
-    def update(self, matrix: ArrayLike, wait_ns: ArrayLike | None = None) -> ProbeAnalysis:
-        """Fold in the new runs of ``matrix`` (and ``wait_ns``), then analyse every run so far."""
+    def update(self, matrix: ArrayLike, wait_ns: ArrayLike | None = None, *, null_worlds: int = NULL_WORLDS,
+               gate_levels: bool = False) -> ProbeAnalysis:
+        """Fold in the new runs of ``matrix`` (and ``wait_ns``), then analyse every run so far
+        (held to ``null_worlds`` permuted worlds as :func:`analyze` says)."""
         latency_matrix, wait = self.extend(matrix, wait_ns)
         k, runs, files = self.knobs, self.runs, self.files
 
@@ -995,41 +1014,72 @@ class RunningAnalysis:
         stats = {"overall": overall, "per_run": list(self.per_run), "low_high": low_high,
                  "low_high_per_run": list(self.low_high_per_run)}
         if runs and files:
-            needed = needed_runs(self.columns.valid.astype(np.int64), runs, k.min_runs, k.min_fraction)
+            # per file from a table over its count of measured runs (0..runs): no float copies
+            needed = needed_runs(np.arange(runs + 1), runs, k.min_runs, k.min_fraction).astype(np.uint16)[
+                self.columns.valid]
             flagged_somewhere = self.flag_counts > 0
             repeatable = flagged_somewhere & (self.flag_counts >= needed)
             noise_count = int(np.count_nonzero(flagged_somewhere & ~repeatable))
             indices = np.flatnonzero(repeatable)
-            outliers = self.outliers_at(latency_matrix, wait, indices, factor=k.factor, needed=needed[indices])
+            outliers = self.outliers_at(latency_matrix, wait, indices, factor=k.factor, needed=needed[indices].astype(np.int64))
             weak: list[Outlier] = []
             if k.series_factor < k.factor and runs >= SERIES_MIN_RUNS:
                 weak_needed = np.maximum(needed, SERIES_MIN_RUNS)
                 indices = np.flatnonzero((self.weak_counts > 0) & (self.weak_counts >= weak_needed))
                 strong = {o.index for o in outliers}
                 weak = [o for o in self.outliers_at(latency_matrix, wait, indices, factor=k.series_factor,
-                                                    needed=weak_needed[indices]) if o.index not in strong]
+                                                    needed=weak_needed[indices].astype(np.int64)) if o.index not in strong]
             del needed, flagged_somewhere, repeatable, indices
             curve_ns = self.median_curve(latency_matrix, wait)
         else:
             outliers, weak, noise_count, curve_ns = [], [], 0, np.full(files, np.nan)
         ratio = k.series_ratio if runs >= SERIES_MIN_RUNS else None  # too few runs for a median to judge
-        candidates = median_ratio_candidates(curve_ns, ratio, k.block_files) if ratio is not None else None
-        series = _tiered_series([o.index for o in outliers], curve_ns, candidates,
-                                factor=k.factor, block_files=k.block_files, min_count=k.series_min_count,
-                                n_files=files, alpha=k.series_alpha)
-        del candidates
-        # The outliers are reported on their own; masking them keeps a slow file right at a
-        # boundary (ext4's file 253) from shifting the cut by one.
-        level_curve_ns = _without(curve_ns, [o.index for o in outliers])
-        segmentation = _segment_curve(level_curve_ns, k.segment_knobs)
-        runs_check = _RunsCheck(latency_ns=_MaskedRuns(self, latency_matrix, wait),
-                                excluded=np.isnan(level_curve_ns), min_runs=k.min_runs, min_fraction=k.min_fraction)
-        del level_curve_ns
-        shifts = [] if segmentation is None else _level_shifts_from(
-            segmentation, min_ratio=k.shift_min_ratio, min_z=k.min_z, runs_check=runs_check)
-        growth = [] if segmentation is None else _linear_growth_from(
-            segmentation, min_growth_ratio=k.growth_min_ratio, min_files=k.growth_min_files,
-            min_r2=k.growth_min_r2, min_z=k.min_z, runs_check=runs_check)
+
+        def structure(matrix_ns: Any, outlier_indices: list[int], curve: NDArray[np.float64],
+                      alpha: float | None, levels: bool) -> Found:
+            """Series (None: no search), level shifts and ramps of a matrix and its median curve."""
+            candidates = median_ratio_candidates(curve, ratio, k.block_files) if ratio is not None else None
+            series = [] if alpha is None else _tiered_series(
+                outlier_indices, curve, candidates, factor=k.factor, block_files=k.block_files,
+                min_count=k.series_min_count, n_files=files, alpha=alpha)
+            del candidates
+            if not levels:
+                return Found(series, [], [], curve)
+            # The outliers are reported on their own; masking them keeps a slow file right at a
+            # boundary (ext4's file 253) from shifting the cut by one.
+            level_curve_ns = _without(curve, outlier_indices)
+            segmentation = _segment_curve(level_curve_ns, k.segment_knobs)
+            runs_check = _RunsCheck(latency_ns=matrix_ns, excluded=np.isnan(level_curve_ns),
+                                    min_runs=k.min_runs, min_fraction=k.min_fraction)
+            del level_curve_ns
+            shifts = [] if segmentation is None else _level_shifts_from(
+                segmentation, min_ratio=k.shift_min_ratio, min_z=k.min_z, runs_check=runs_check)
+            growth = [] if segmentation is None else _linear_growth_from(
+                segmentation, min_growth_ratio=k.growth_min_ratio, min_files=k.growth_min_files,
+                min_r2=k.growth_min_r2, min_z=k.min_z, runs_check=runs_check)
+            return Found(series, shifts, growth, curve)
+
+        def null_search(matrix_ns: NDArray, least_chance: float | None, levels: bool) -> Found:
+            """The same analysis of a null world (its series only as unlikely as ``least_chance``).
+            From 3 runs on its outliers are left to its median candidates, which hold them (a file
+            slow in 80 % of the runs has its median there): the scan cost a third of each world."""
+            null_outliers: list[Outlier] = []
+            if ratio is None:
+                null_latency = as_float_matrix(matrix_ns)
+                null_outliers, _ = _outliers_from_scan(null_latency, _scan_outliers(
+                    null_latency, factor=k.factor, min_runs=k.min_runs, min_fraction=k.min_fraction,
+                    block_files=k.block_files))
+            alpha = None if least_chance is None else 2 * least_chance * (1 + 1e-9)  # each tier searches at alpha / 2
+            return structure(matrix_ns, [o.index for o in null_outliers], median_curve(matrix_ns), alpha, levels)
+
+        masked = _MaskedRuns(self, latency_matrix, wait)
+        found = structure(masked, [o.index for o in outliers], curve_ns, k.series_alpha, True)
+        # The null worlds permute the masked matrix whole: made only when a finding is held to them.
+        # (gate reads its shape and its rows, what _MaskedRuns gives of the matrix it stands for)
+        gated = gate(masked, found, null_search, worlds=null_worlds,  # type: ignore[arg-type]
+                     levels=gate_levels) if null_worlds else None
+        series, shifts, growth = (found.series, found.level_shifts, found.linear_growth) if gated is None else (
+            gated.series, gated.level_shifts, gated.linear_growth)
         settings = {
             "outlier_factor": k.factor,
             "min_runs": k.min_runs,
@@ -1046,11 +1096,12 @@ class RunningAnalysis:
             "single_run": runs == 1,
             "disturbed_calls_per_run": (None if self.mode == "none" else list(self.disturbed)),
         }
+        null_gate = {} if gated is None else gated.to_json()  # {}: not held to null worlds (null_worlds=0)
         return ProbeAnalysis(
             runs=runs, files=files, stats=stats, outliers=tuple(outliers), noise_count=noise_count,
             weak_outliers=tuple(weak), series=tuple(series), level_shifts=tuple(shifts),
             linear_growth=tuple(growth),
-            settings=settings, median_curve_ns=curve_ns,
+            settings=settings, median_curve_ns=curve_ns, null_gate=null_gate,
         )
 
 
@@ -1072,6 +1123,18 @@ class _MaskedRuns:
     def __getitem__(self, key: tuple[slice, slice]) -> NDArray[np.int64]:
         rows, files = key
         assert rows == slice(None), "whole runs only"
-        values, _ = self.running.masked_columns(self.latency_matrix, self.wait,
-                                                np.arange(*files.indices(self.running.files)))
+        return self._columns(np.arange(*files.indices(self.running.files)))
+
+    def _columns(self, indices: NDArray[np.int64]) -> NDArray[np.int64]:
+        values, _ = self.running.masked_columns(self.latency_matrix, self.wait, indices)
         return np.where(np.isnan(values), -1, values).astype(np.int64)
+
+    def __iter__(self) -> Iterator[NDArray[np.int64]]:
+        """Run after run, the whole row (what a null world permutes)."""
+        for r in range(self.running.runs):
+            view = self.latency_matrix[r]
+            row = np.asarray(view, dtype=np.int64).copy()
+            release(view)
+            disturbed = np.unpackbits(self.running.disturbed_bits[r], count=self.running.files).astype(bool)
+            row[disturbed | (row < 0)] = -1
+            yield row

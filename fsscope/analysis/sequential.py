@@ -294,8 +294,9 @@ class Settling:
 
     def analyze(self, latency_ns: NDArray, wait_ns: NDArray | None = None):
         """:func:`analyze` of the runs so far (``latency_ns``' rows, the probe's run arrays as
-        they grow), made incrementally: the runs analysed before are not read again whole."""
-        return self._running(Knobs()).update(latency_ns, wait_ns)
+        they grow), made incrementally: the runs analysed before are not read again whole. Not
+        held to the null worlds: :meth:`final_analysis` is."""
+        return self._running(Knobs()).update(latency_ns, wait_ns, null_worlds=0)
 
     @property
     def sequential(self) -> bool:
@@ -339,10 +340,17 @@ class Settling:
     def final_analysis(self, latency_ns: NDArray, wait_ns: NDArray, rows: list[int]):
         """The analysis of ``rows`` of the matrices: the one made after the last run when it
         covered exactly these rows (a probe's analysis is not cheap at a million files), else
-        made now."""
-        if self.last_analysis is not None and rows == list(range(self.runs_seen)):
-            return self.last_analysis
-        return analyze(latency_ns[rows], wait_ns=wait_ns[rows])
+        made now, its series, shifts and ramps held to the permuted null worlds
+        (``analysis.nullgate``; the probe's analyses after each run are not: 19 more series
+        searches and segmentations a run are too dear at a million files)."""
+        last = self.last_analysis
+        if (last is not None and rows == list(range(self.runs_seen))
+                and "level_shifts" in last.null_gate.get("gated", [])):
+            return last
+        if rows == list(range(self.runs_seen)) and self.running is not None and self.running.runs == len(rows):
+            # every run is folded in already: the analysis again from the state, gated
+            return self.running.update(latency_ns[:len(rows)], wait_ns[:len(rows)], gate_levels=True)
+        return analyze(latency_ns[rows], wait_ns=wait_ns[rows], gate_levels=True)
 
     @property
     def undecided(self) -> list[Decision]:

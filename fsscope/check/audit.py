@@ -19,6 +19,7 @@ from fsscope.check.system import REAL_ROOT, Root
 from fsscope.check.target import TargetInfo
 from fsscope.errors import FsscopeError
 from fsscope.layout import freespace
+from fsscope.trace.writers import BlockSubmitters, Submitted
 
 #: Machine-wide items cheap enough for a one-line warning when ``bench`` starts (no sampling).
 FAST_IDS = ("cpu-governor", "turbo", "load", "dirty-pending", "swap", "thp", "thermal", "cgroup-io-limit")
@@ -68,6 +69,37 @@ def _free_space(t: TargetInfo) -> tuple[freespace.FreeSpaceHistogram | None, str
     return None, "; ".join(reasons)
 
 
+class _Traced:
+    """The block layer's submitters to the target's device over the sample (short-lived
+    processes too); a trace that fails to start or stop costs only its names."""
+
+    def __init__(self, tracer: BlockSubmitters):
+        self.tracer: BlockSubmitters | None = tracer
+
+    def stop(self, failed: bool = False) -> Submitted | None:
+        tracer, self.tracer = self.tracer, None
+        if tracer is None:
+            return None
+        try:
+            tracer.__exit__(RuntimeError if failed else None, None, None)
+        except (FsscopeError, OSError):
+            return None
+        return tracer.result
+
+
+def _block_submitters(root: Root, t: TargetInfo, own: frozenset[int]) -> _Traced | None:
+    """Trace who submits I/O to the target's device during the sample: the real machine, root,
+    tracefs and a device node only (a made-up root has no kernel to ask)."""
+    if root != REAL_ROOT or not t.block or not os.path.exists(f"/dev/{t.block}") or BlockSubmitters.unavailable():
+        return None
+    tracer = BlockSubmitters(f"/dev/{t.block}", set(own))
+    try:
+        tracer.__enter__()
+    except (FsscopeError, OSError):
+        return None
+    return _Traced(tracer)
+
+
 def run_audit(t: TargetInfo, *, root: Root = REAL_ROOT, sample_s: float = 3.0, dataset_bytes: int | None = None,
               own_pids: frozenset[int] | None = None,
               progress: Callable[[str], None] | None = None) -> list[Finding]:
@@ -79,23 +111,29 @@ def run_audit(t: TargetInfo, *, root: Root = REAL_ROOT, sample_s: float = 3.0, d
     say = progress or (lambda _: None)
     # say it now: an event written during the sample would be I/O of our own on the device
     say(f"watching the device for {sample_s:g} s while reading the machine and the target")
-    before = T.snapshot(root, t.disks)
-    findings = [S.cpu_governor(root), S.turbo(root), S.load(root), S.dirty_settings(root), S.dirty_pending(root),
-                S.thp(root), S.page_cache_fit(root, dataset_bytes), S.cgroup_io_limit(root, t.devno),
-                S.periodic_jobs(root)]
-    findings += [T.io_scheduler(root, t), T.read_ahead(root, t), T.write_cache(root, t), T.rotational(root, t),
-                 T.discard(t), T.atime(t), T.loop_direct_io(root, t)]
+    block = _block_submitters(root, t, own)
     try:
-        vfs = os.statvfs(t.data.mountpoint)
-    except OSError:
-        vfs = None
-    findings.append(T.fullness(t, vfs))
-    remaining = sample_s - (time.monotonic() - before.t_s)
-    if remaining > 0:
-        time.sleep(remaining)
-    after = T.snapshot(root, t.disks)
+        before = T.snapshot(root, t.disks)
+        findings = [S.cpu_governor(root), S.turbo(root), S.load(root), S.dirty_settings(root), S.dirty_pending(root),
+                    S.thp(root), S.page_cache_fit(root, dataset_bytes), S.cgroup_io_limit(root, t.devno),
+                    S.periodic_jobs(root)]
+        findings += [T.io_scheduler(root, t), T.read_ahead(root, t), T.write_cache(root, t), T.rotational(root, t),
+                     T.discard(t), T.atime(t), T.loop_direct_io(root, t)]
+        try:
+            vfs = os.statvfs(t.data.mountpoint)
+        except OSError:
+            vfs = None
+        findings.append(T.fullness(t, vfs))
+        remaining = sample_s - (time.monotonic() - before.t_s)
+        if remaining > 0:
+            time.sleep(remaining)
+        after = T.snapshot(root, t.disks)
+        submitted = block.stop() if block is not None else None
+    finally:
+        if block is not None:  # the sample failed: the trace instance goes anyway
+            block.stop(failed=True)
     text, why = _dumpe2fs(t)  # reads the device: only after the sample
-    findings += [T.other_io(root, t, before, after, own),
+    findings += [T.other_io(root, t, before, after, own, submitted=submitted),
                  S.swap(root, before.vm, after.t_s - before.t_s),
                  S.thermal(root, before.throttle),
                  T.ext4_lazy_init(root, t.data, text, why, before.lazyinit + after.lazyinit)]

@@ -23,6 +23,7 @@ from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
 from fsscope.targets.existing import ExistingFS, df_fullness, existing_fs
 from fsscope.telemetry import procio
+from fsscope.trace.writers import Submitted, Submitter, their_own
 
 if TYPE_CHECKING:
     from fsscope.layout.freespace import FreeSpaceHistogram
@@ -455,10 +456,30 @@ def uses_device(root: Root, pid: int, t: TargetInfo) -> str | None:
 MB = 1e6
 
 
+def _join_submitted(procs: list[dict[str, Any]], others: list[Submitter], seconds: float, cap_s: float) -> None:
+    """The block layer's submitters of the target's device into ``procs`` (one row per pid):
+    they are on the target by definition, their rate over the trace's interval capped at the
+    device's as /proc's are."""
+    dt = max(seconds, 1e-3)
+    rows = {p["pid"]: p for p in procs}
+    for s in others:
+        moved = s.read_bytes + s.write_bytes
+        rate = min(moved / dt, cap_s)
+        row = rows.get(s.pid)
+        if row is not None:
+            row["bytes_per_s"], row["on_target"] = max(row["bytes_per_s"], rate), True
+            continue
+        procs.append({"pid": s.pid, "name": s.comm, "bytes_per_s": rate, "counted_bytes_per_s": moved / dt,
+                      "read_bytes_per_s": s.read_bytes / dt, "write_bytes_per_s": s.write_bytes / dt,
+                      "on_target": True, "on_backing": False, "exited": s.exited, "tasks": s.tasks})
+
+
 def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_pids: frozenset[int] = frozenset(),
-             top: int = 5) -> Finding:
+             top: int = 5, submitted: Submitted | None = None) -> Finding:
     """Device traffic between two snapshots and the processes that moved bytes meanwhile
-    (pid, name, bytes/s from /proc/PID/io; 'on target' when one has a file or the device open)."""
+    (pid, name, bytes/s from /proc/PID/io; 'on target' when one has a file or the device open),
+    and those the block layer saw submit I/O to the target's device (``submitted``: from
+    :class:`fsscope.trace.writers.BlockSubmitters` over the same interval), exited ones too."""
     effect = ("another process's I/O on the same device shares its bandwidth and queue with the benchmark: "
               "throughput drops and varies with that process, not with the storage stack")
     fix_base = "stop or pause it for the benchmark (kill -STOP PID / systemctl stop UNIT), or use another device"
@@ -495,6 +516,10 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
                           "counted_bytes_per_s": moved / dt,
                           "read_bytes_per_s": (rb - rb0) / dt, "write_bytes_per_s": (wb - wb0) / dt,
                           "on_target": where == "target", "on_backing": where == "backing"})
+    if submitted is not None:
+        _join_submitted(procs, their_own(submitted.others, lambda pid: uses_device(root, pid, t) == "target", 1 << 20),
+                        submitted.seconds,
+                        device_bytes_s["target"] if device_bytes_s["target"] is not None else most_s)
     # who uses the target itself first, then the backing file's file system, then the rest
     procs.sort(key=lambda p: (not p["on_target"], not p["on_backing"], -p["bytes_per_s"]))
     procs = procs[:top]
@@ -510,6 +535,8 @@ def other_io(root: Root, t: TargetInfo, before: Snapshot, after: Snapshot, own_p
             f"pid {p['pid']} ({p['name']}) {p['bytes_per_s'] / MB:,.2f} MB/s"
             + (f" (counted {p['counted_bytes_per_s'] / MB:,.2f} MB/s, dirtied ahead of writeback: at most "
                "the device's)" if p["counted_bytes_per_s"] > p["bytes_per_s"] else "")
+            + (f" ({p['tasks']} short-lived processes of that name)" if p.get("tasks", 1) > 1 else "")
+            + (" -- exited, seen by block_bio_queue" if p.get("exited") else "")
             + (" on the target" if p["on_target"] else
                f" on the file system holding {t.loop_backing}" if p["on_backing"] else "")
             for p in procs)

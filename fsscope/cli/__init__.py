@@ -14,14 +14,15 @@ import importlib
 import sys
 
 from fsscope import __version__
+from fsscope.engine import jobs
 from fsscope.errors import FsscopeError, os_error_line
 from fsscope.format import visible_lines
 
-# Every command: its module under fsscope/cli (whose ``add_parser(sub)`` adds it, with the other
-# commands of that module) and the line ``fsscope --help`` lists for it. Only the module of the
-# command given is imported: `fsscope --help` imports no command, `fsscope probe` only probe's
-# (a command module brings its job's models: scipy, numpy, seconds on a busy machine).
-COMMANDS: dict[str, tuple[str, str]] = {
+# The commands that are not one job's (a job's command is named by its descriptor, ``Job.command``
+# and ``Job.command_help`` in fsscope.engine.jobs): its module under fsscope/cli (whose
+# ``add_parser(sub)`` adds it, with the other commands of that module) and the line ``fsscope
+# --help`` lists for it.
+OTHER_COMMANDS: dict[str, tuple[str, str]] = {
     "devices": ("targets_cmds", "list block devices and whether fsscope would format them"),
     "recipes": ("targets_cmds", "list the file-system recipes"),
     "prepare": ("targets_cmds", "format and mount a target with a recipe; print the mount point"),
@@ -30,23 +31,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("runs_cmds", "list recorded runs"),
     "report": ("runs_cmds", "print a recorded run's report again"),
     "run": ("job_cmds", "run any job headless (parameters as -p KEY=VALUE)"),
-    "probe": ("probe_cmd", "per-syscall latency probe: repeatable outlier files, explained"),
     "tui": ("tui_cmd", "open the terminal investigator (what plain 'fsscope' does)"),
-    "bench": ("bench_cmd", "throughput personalities (fileserver/webserver/varmail), run-to-run variation"),
-    "syncwrite": ("syncwrite_cmd", "synchronous-write buffer sweep: throughput, latency, knees, best buffer"),
-    "age": ("age_cmd", "age a target to a profile (Geriatrix); fresh vs aged fragmentation; snapshot"),
-    "frag": ("age_cmd", "free-space histogram and a test file's fragments (fresh or --from-snapshot)"),
     "profile": ("age_cmd", "aging profiles: list, show, capture from a real tree"),
     "compare": ("compare_cmd", "two recorded runs of one job side by side, with ratios B/A"),
-    "check": ("check_cmd", "pre-benchmark sanity check: what distorts results here, and runs needed"),
-    "explore": ("explore_cmd", "layout exploration (Chopper): which factors spread files on disk"),
     "study": ("study_cmd", "studies on the plan/treatment engine (variation: Cao et al.)"),
     "replicate": ("replicate_cmd", "run a seed paper's headline findings and judge each one"),
-    "scan": ("scan_cmd", "read-only: each directory's on-disk structure, checked; near-threshold and largest "
-                         "directories; free-space fragmentation; how aged"),
-    "watch": ("watch_cmd", "attach to a process, cgroup or command: its slow file-system calls, why, what repeats"),
-    "replay": ("replay_cmd", "play an op log (watch --capture) on the file systems recipes make; compare them"),
 }
+# Every command, the jobs' first: only the module of the command given is imported, so `fsscope
+# --help` imports no command and `fsscope probe` only probe's (a command module brings its job's
+# models: scipy, numpy, seconds on a busy machine); the job descriptors are read, not imported.
+COMMANDS: dict[str, tuple[str, str]] = {
+    **{job.name: (job.command, job.command_help) for job in jobs.DESCRIPTORS if job.command},
+    **OTHER_COMMANDS}
 COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
 DESCRIPTION = """\

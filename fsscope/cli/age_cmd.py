@@ -26,8 +26,10 @@ from fsscope.cli.common import (
 from fsscope.cli.headless import run_job
 from fsscope.cli.render.age import render_age, render_profile
 from fsscope.cli.render.frag import render_frag
+from fsscope.cli.spec_options import add_spec_options, spec_from_args
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes, visible
+from fsscope.layout.job import Spec as FragSpec
 from fsscope.records import build
 from fsscope.targets import image
 
@@ -161,12 +163,14 @@ def cmd_age(args) -> int:
     return run_job("age", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_age)
 
 
-def cmd_frag(args) -> int:
-    from fsscope.layout.job import Spec
+FRAG_OPTIONS = ("test_file_bytes", "chunk_bytes", "free_space")
+"""frag's options: its Spec's fields, as the Spec declares them (bounds, units, help)."""
 
+
+def cmd_frag(args) -> int:
     target = target_from_args(args, default_kind="ram")
     recipe = recipe_for(args, target)
-    spec = build(Spec, test_file_bytes=args.test_file)
+    spec = spec_from_args(args, FragSpec, FRAG_OPTIONS)
     return run_job("frag", spec, target, recipe, json_path=args.json, verbose=args.verbose, render=render_frag)
 
 
@@ -252,8 +256,7 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_age)
 
     p = sub.add_parser("frag", description=FRAG_DESCRIPTION, epilog=FRAG_EPILOG)
-    dash_value(p.add_argument("--test-file", type=parse_size, metavar="SIZE",
-                   help="test file size (default: a quarter of the free space, 1M..256M)"))
+    add_spec_options(p, FragSpec, FRAG_OPTIONS)
     add_job_args(p)
     p.set_defaults(func=cmd_frag)
 

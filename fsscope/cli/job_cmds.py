@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import msgspec
-
 from fsscope.cli.common import add_job_args, recipe_for, target_from_args
 from fsscope.cli.headless import run_job
 from fsscope.engine import registry
@@ -20,10 +18,10 @@ def _value(text: str):
 
 
 def cmd_run(args) -> int:
-    module = registry.load(args.job)
     if "help=1" in args.param:
-        for f in msgspec.structs.fields(module.Spec):
-            print(f"{f.name} = {f.default!r}")
+        from fsscope.cli.spec_options import field_lines
+
+        print("\n".join(field_lines(registry.spec_type(args.job))))
         return 0
     params = {}
     for item in args.param:
@@ -38,7 +36,7 @@ def cmd_run(args) -> int:
 
 
 def add_parser(sub) -> None:
-    lines = [f"  {name:8s} {summary}" for name, (_, summary) in registry.JOBS.items()]
+    lines = [f"  {job.name:8s} {job.summary}" for job in registry.DESCRIPTORS]
     p = sub.add_parser("run",
                        description="Run a registered job in a background process on a target, show its progress, "
                        "record it, and print its report. Default target: a RAM image with ext4-default.",

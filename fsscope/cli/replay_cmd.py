@@ -18,6 +18,7 @@ from fsscope.cli.common import (
 )
 from fsscope.cli.headless import run_each_recipe, run_job
 from fsscope.cli.render.replay import render_replay, render_replay_comparison
+from fsscope.errors import FsscopeError
 from fsscope.records import build, plain
 
 DESCRIPTION = """\
@@ -37,6 +38,11 @@ runs is on a freshly made file system. With --recipes a,b each recipe runs as it
 and the recipes are compared per call type with Welch's t-test on the runs' mean latency (a
 winner only where the difference is significant; --runs 2 or more).
 
+Under --trace on (root), the replayed calls are traced as watch traces (their durations are
+their system calls' entry-to-exit, as the captured ones), and the report carries watch's
+directory-format changes (with the geometry's arithmetic) and the causes of slow calls.
+With --from-snapshot AGED every run starts from the aged image instead of mkfs.
+
 A log that is not whole (truncated, corrupted, not an op log) is refused in one line before
 anything is formatted."""
 
@@ -45,6 +51,7 @@ examples:
   fsscope watch --capture mail.oplog.gz --tree /var/spool/mail --pid 1234 --for 1m
   fsscope replay mail.oplog.gz --recipes ext4-default,xfs-default --ram --size 1G --runs 3
   fsscope replay mail.oplog.gz --recipe xfs-default --image /var/tmp/r.img --size 4G --pace recorded
+  fsscope replay mail.oplog.gz --recipe ext4-default --ram --from-snapshot /var/tmp/aged.img.aged --runs 3
 """
 
 
@@ -56,12 +63,18 @@ def cmd_replay(args) -> int:
     log = os.path.abspath(args.log)
     read = oplog.read(log)  # one line, exit 2, before anything is formatted
     spec = build(Spec, log=log, runs=args.runs, pace=args.pace, slow_factor=args.slow_factor,
-                 slow_floor_us=args.slow_floor_us)
+                 slow_floor_us=args.slow_floor_us, trace=args.trace == "on", buffer_kb=args.buffer_kb)
     target = target_from_args(args, default_kind="ram")
     if not args.recipes:
         return run_job("replay", spec, target, recipe_for(args, target), json_path=args.json, verbose=args.verbose,
                        render=render_replay)
     chosen = recipes_from_args(args, target)
+    systems = sorted({recipe.fs for _, recipe in chosen if recipe is not None})
+    if target.snapshot and len(systems) > 1:
+        # one aged image holds one file system: refused before the first recipe runs, not after
+        raise FsscopeError(f"--from-snapshot restores one aged image, of one file system, but --recipes names "
+                           f"{', '.join(systems)}: compare recipes of the image's file system (mount options), "
+                           f"or drop --from-snapshot")
 
     def render(report, console):
         render_replay(report, console)
@@ -96,5 +109,12 @@ def add_parser(sub) -> None:
                    help="slow: at least X times its local baseline (default 4)")
     p.add_argument("--slow-floor-us", type=float, default=100.0, metavar="US",
                    help="slow: and at least US µs above it (default 100)")
+    p.add_argument("--trace", choices=("on", "off"), default="on", type=str.lower,
+                   help="replay under watch's tracing (root): each call timed by its system call's entry and "
+                        "exit events, as the captured ones were, and the directory format changes and the slow "
+                        "calls' causes explained as watch explains them (default on; untraced with a note "
+                        "when tracing is not possible)")
+    p.add_argument("--buffer-kb", type=positive_int, default=8192, metavar="KB",
+                   help="the trace ring buffer per CPU (default 8192)")
     add_job_args(p)
     p.set_defaults(func=cmd_replay)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from fsscope import replicate
 from fsscope.cli.common import output_path, write_json
 from fsscope.cli.headless import console as err
 from fsscope.cli.render.replicate import render_replicate
 from fsscope.errors import FsscopeError
+from fsscope.format import visible
 
 DESCRIPTION = """\
 Hold fsscope to a seed paper: run the paper's headline experiments with the paper's setup as far
@@ -40,7 +42,7 @@ def cmd_replicate(args) -> int:
         if args.trials < 10:
             raise FsscopeError(f"replicate --self-test: --trials must be at least 10, got {args.trials}")
         checked = self_test(trials=args.trials, seed=args.seed, scenarios=(args.name,) if args.name else (),
-                            progress=lambda line: err.print(f"[dim]{line}[/]", highlight=False))
+                            progress=lambda line: err.print(Text(visible(line), style="dim")))
         render_self_test(checked, Console())
         if args.json:
             write_json(args.json, checked)
@@ -64,7 +66,7 @@ def cmd_replicate(args) -> int:
                   f"({len(replicate.planned(module, quick=False, only=only))} probe jobs; --quick takes "
                   f"about {replicate.cost_s(module, quick=True, only=only) / 60:.0f} min)")
     result = replicate.run(args.name, quick=args.quick, only=only,
-                           progress=lambda line: err.print(f"[dim]{line}[/]", highlight=False))
+                           progress=lambda line: err.print(Text(visible(line), style="dim")))
     render_replicate(result, Console())
     if args.json:
         write_json(args.json, result)

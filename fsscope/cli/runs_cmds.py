@@ -75,7 +75,7 @@ def _print_report(run: store.RunDir) -> None:
     if report is None:
         console.print("no report (the job did not finish); what it measured before it stopped:")
         for line in kept_lines(run) or ["nothing: no array was recorded"]:
-            console.print(f"  {line}")
+            console.print(Text(f"  {visible(line)}"))
         return
     render_report(job, report, console, m.machine)
 

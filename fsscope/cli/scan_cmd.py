@@ -10,7 +10,9 @@ from rich.text import Text
 
 from fsscope.cli.common import output_path, write_json
 from fsscope.cli.render.scan import render_scan
+from fsscope.cli.spec_options import add_spec_options, spec_from_args
 from fsscope.format import visible
+from fsscope.scan.job import Report, Spec
 
 DESCRIPTION = """\
 Walk a directory tree on a mounted file system WITHOUT WRITING to it, and say for every
@@ -34,14 +36,18 @@ examples:
 """
 
 
+SPEC_OPTIONS = ("near", "largest", "free_space", "aging")
+"""The scan's options: its Spec's fields, as the Spec declares them (bounds, help)."""
+
+
 def cmd_scan(args) -> int:
     from fsscope.scan import scan
-    from fsscope.scan.job import Report
 
+    spec = spec_from_args(args, Spec, SPEC_OPTIONS)
     chatter = Console(stderr=True, soft_wrap=True)
     with chatter.status(Text(f"scanning {visible(args.path)} (read-only)…")):
-        report = Report.of(scan(args.path, near=args.near, largest=args.largest,
-                                free_space=not args.no_free_space, aging=not args.no_aging))
+        report = Report.of(scan(args.path, near=spec.near, largest=spec.largest, free_space=spec.free_space,
+                                aging=spec.aging))
     if args.json:  # first: nothing the table shows can lose the report
         write_json(args.json, report)
     render_scan(report, Console() if sys.stdout.isatty() else Console(width=160))
@@ -51,10 +57,6 @@ def cmd_scan(args) -> int:
 def add_parser(sub) -> None:
     p = sub.add_parser("scan", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("path", metavar="PATH", help="the tree to scan (not crossing into other mounts)")
-    p.add_argument("--near", type=int, default=4, metavar="N",
-                   help="list directories at most N creates from a structural change (default 4)")
-    p.add_argument("--largest", type=int, default=10, metavar="N", help="list the N largest directories (default 10)")
-    p.add_argument("--no-free-space", action="store_true", help="skip the free-space histogram")
-    p.add_argument("--no-aging", action="store_true", help="skip the profile comparison")
+    add_spec_options(p, Spec, SPEC_OPTIONS)
     p.add_argument("--json", type=output_path, metavar="PATH", help="also write the report as JSON")
     p.set_defaults(func=cmd_scan)

@@ -144,7 +144,7 @@ def cmd_prepare(args) -> int:
     recipe = recipe_from_args(args, default="ext4-default")
     assert recipe is not None  # a default was given
     if spec.kind == "dir":
-        console.print(f"{spec.path} is a directory: nothing to prepare; jobs take --dir {spec.path}")
+        console.print(Text(f"{visible(spec.path)} is a directory: nothing to prepare; jobs take --dir {visible(spec.path)}"))
         return 0
     target = Target(spec, recipe)
     with chatter.status(f"preparing {spec.describe()} with {recipe.name}…"):
@@ -156,18 +156,19 @@ def cmd_prepare(args) -> int:
             raise
         target.journal.set_persistent(target.group)  # it now belongs to the user until 'release'
     for rec in target.commands:
-        chatter.print(f"[dim]$ {rec.line}[/]")
+        chatter.print(Text(f"$ {visible(rec.line)}", style="dim"))
     if target.direct_io is not None:
-        chatter.print(f"[dim]loop device {target.device}: direct I/O {'on' if target.direct_io else 'off (backing fs refused it)'}[/]")
-    chatter.print(f"[dim]kept until 'fsscope release {mounted.mountpoint}' ('fsscope cleanup' leaves it)[/]",
-                  soft_wrap=True)
+        chatter.print(Text(f"loop device {target.device}: direct I/O {'on' if target.direct_io else 'off (backing fs refused it)'}",
+                       style="dim"))
+    chatter.print(Text(f"kept until 'fsscope release {visible(mounted.mountpoint)}' ('fsscope cleanup' leaves it)",
+                       style="dim"), soft_wrap=True)
     print(mounted.mountpoint)
     return 0
 
 
 def cmd_release(args) -> int:
     for line in release(args.mountpoint):
-        console.print(line)
+        console.print(Text(visible(line)))
     return 0
 
 
@@ -179,12 +180,12 @@ def cmd_cleanup(args) -> int:
     if swept:
         done.append(f"removed {len(swept)} named semaphore(s) of dead jobs from {proctree.SEM_DIR}")
     for line in done:
-        console.print(line)
+        console.print(Text(visible(line)))
     for line in left:
-        console.print(f"left: {line}", highlight=False)
+        console.print(Text(f"left: {visible(line)}"))
     unreadable = journal.read()[1]
     for line in unreadable:
-        console.print(f"skipped: {line}", highlight=False, soft_wrap=True)
+        console.print(Text(f"skipped: {visible(line)}"), soft_wrap=True)
     if not done and not left and not unreadable:
         console.print("nothing to clean up")
     return 0

@@ -21,23 +21,27 @@ Attach to running tasks -- a process (--pid, with --children its descendants), e
 of a cgroup (--cgroup, a service), or a command started here (-- COMMAND ARGS...) -- and record
 each of their file-system calls: open/openat/creat, mkdir, unlink/rmdir, rename, the stat
 family, getdents64, read/write/pread64/pwrite64/readv/writev/preadv/pwritev,
-fsync/fdatasync/sync_file_range, fallocate, truncate/ftruncate, lseek, close; with its thread,
+fsync/fdatasync/sync_file_range, fallocate, truncate/ftruncate, lseek, dup/dup2/dup3, fcntl(F_DUPFD*),
+close; with its thread,
 start, duration, result, bytes and the file or directory it touched. Forks are followed; a
 task that exits is kept.
 
 Files are named from what the kernel records (the syscall events carry only pointers): XFS's
 directory-entry events (name + inode), ext4's inode events, a read-only walk of the watched
 tree (--tree, default the watched process's working directory) mapping inodes to paths,
-and the descriptors held at attach and opened since. A call that cannot be named says so.
+and the descriptors held at attach and opened (or dup'ed) since. A call that cannot be named
+says so.
 
 A call is slow against calls of its own kind on the same file or directory (the median of up
 to 8 such calls on each side of it; a file or directory with fewer than 9 is judged against
-every call of that kind, marked "(op)"; --slow-factor, --slow-floor-us). For each slow call,
+every call of that kind, marked "(op)", and one with 3-8 is inconclusive where its own few
+calls and the op's disagree; --slow-factor, --slow-floor-us). For each slow call,
 the kernel events on its thread inside it and the device's at the time name the cause: a
 directory changing format (with the rules' arithmetic), block or inode allocation, a journal
 commit or XFS log force, writeback throttling, a page-cache miss, another process's I/O on the
 device (pid and command), waiting for a CPU. What repeats per file and directory is flagged.
-Events the ring buffer lost are counted and reported.
+Events the ring buffer lost are counted and reported, never paired across; the events kept
+are bounded (--max-events-mb).
 
 Needs root and tracefs (two tracefs instances of its own, removed afterwards; `fsscope
 cleanup` removes them after a crash). No kprobes, BPF or hist triggers are used. Ends after
@@ -99,7 +103,7 @@ def cmd_watch(args) -> int:
     spec = build(Spec, pid=args.pid, children=args.children, cgroup=args.cgroup or "", command=command,
                  cwd=os.getcwd() if command else "", tree=os.path.abspath(args.tree) if args.tree else "",
                  duration_s=args.duration_s, slow_factor=args.slow_factor, slow_floor_us=args.slow_floor_us,
-                 buffer_kb=args.buffer_kb, capture=os.path.abspath(args.capture) if args.capture else "",
+                 buffer_kb=args.buffer_kb, max_events_mb=args.max_events_mb, capture=os.path.abspath(args.capture) if args.capture else "",
                  anonymize=args.anonymize)
     if args.anonymize and not args.capture:
         raise FsscopeError("watch --anonymize goes with --capture LOG")
@@ -138,6 +142,9 @@ def add_parser(sub) -> None:
                    help="slow: and at least US µs above it (default 100)")
     p.add_argument("--buffer-kb", type=positive_int, default=8192, metavar="KB",
                    help="ring buffer per CPU and instance (default 8192)")
+    p.add_argument("--max-events-mb", type=positive_int, default=512, metavar="MB",
+                   help="stop watching when the recorded events reach MB (they are decoded in memory; "
+                        "default 512)")
     p.add_argument("--capture", type=output_path, metavar="LOG",
                    help="also write the calls as an op log (gzip; `fsscope replay LOG` plays it on other "
                         "file systems; the format: pydoc fsscope.oplog)")

@@ -1,6 +1,8 @@
 """The jobs fsscope can run, and the typed contract between a job and its consumers.
 
-Each job is a module exposing:
+A job is one descriptor (:class:`~fsscope.engine.jobs.Job`, in :mod:`fsscope.engine.jobs`, which
+names every part by where it lives and imports none); this module loads the job's own parts.
+The job's module exposes:
 
     Spec: a SpecRecord (msgspec Struct)   the job's parameters; job.json holds it
     run(ctx: JobContext, spec)            does the work in the job child, returns the report
@@ -10,85 +12,42 @@ Each job is a module exposing:
                                           get it from report_from_data)
     record_bytes(spec) -> int             optional: bytes of arrays it will write to the run
                                           record (checked against free space before it starts)
+    partial_report(run_dir)               optional: the report of a run that did not finish
 
-Modules are imported only when a job is used, so listing jobs stays cheap; the lookups below
-give the types, and :func:`decode_event` reads a job's wire events into them.
+:func:`decode_event` reads a job's wire events into its types.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from types import ModuleType
 from typing import Any
 
 import msgspec
 
 from fsscope.engine import events
+from fsscope.engine.jobs import DESCRIPTORS, JOBS, job, missing_extra, require_extra, resolve
 from fsscope.errors import FsscopeError
 from fsscope.records import ReportRecord, SpecRecord, convert
 
-# name -> (module, one-line summary); the summary lives here so listing imports nothing.
-JOBS: dict[str, tuple[str, str]] = {
-    "smoke": ("fsscope.engine.smoke", "write+fsync small files for a few seconds (sanity check)"),
-    "probe": ("fsscope.workloads.probe_job", "per-syscall latency of creat() & co. on fresh file systems"),
-    "bench": ("fsscope.workloads.bench_job", "throughput personality runs and their variation (Throughput-N, relative range)"),
-    "syncwrite": ("fsscope.workloads.syncwrite_job", "synchronous-write buffer sweep: throughput vs latency per buffer size"),
-    "age": ("fsscope.aging.job", "profile-driven aging (Geriatrix): churn to a profile, fit, fresh vs aged fragmentation, snapshot"),
-    "explore": ("fsscope.study.explore", "layout exploration (Chopper): LHS plan of disk states and write patterns, d-span, sensitivity"),
-    "check": ("fsscope.check.job", "pre-benchmark sanity check: audit of what distorts results, runs needed (calibration)"),
-    "variation": ("fsscope.study.variation", "configuration-space variation study (Cao et al.): LHS configurations x personalities, R runs, relative range"),
-    "ladder": ("fsscope.workloads.ladder", "hygiene ladder (Cao et al.): baseline, no_lazy, umount, alloc; relative range per step"),
-    "scan": ("fsscope.scan.job", "read-only: each directory's on-disk structure (checked against the file system), near-threshold and largest dirs, free space, aging"),
-    "watch": ("fsscope.watch.job", "attach to a process, cgroup or command: its file-system calls, the slow ones and why, what repeats"),
-    "replay": ("fsscope.replay.job", "play an op log (watch --capture) on a fresh file system: per call type and per file latency, throughput, what repeats"),
-    "frag": ("fsscope.layout.job", "free-space extent histogram and a large test file's fragments (fresh or --from-snapshot)"),
-}
-
-
-# The jobs whose packages are an extra, not the core install: name -> (extra, its modules).
-# `pip install fsscope` brings the core; the study engine's Dask and SALib (and, through them,
-# pandas and matplotlib) come with `pip install 'fsscope[study]'`, which scripts/setup installs.
-STUDY_EXTRA = ("study", ("distributed", "SALib"))
-EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {"explore": STUDY_EXTRA, "variation": STUDY_EXTRA}
-
-
-def missing_extra(name: str) -> str | None:
-    """One line saying how to add what job ``name`` needs beyond the core install, or None
-    when it is installed (or the job needs nothing more)."""
-    if name not in EXTRAS:
-        return None
-    extra, modules = EXTRAS[name]
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if not missing:
-        return None
-    return (f"{name} needs fsscope's {extra} extra ({', '.join(missing)} not installed): "
-            f"pip install 'fsscope[{extra}]' (in a checkout: scripts/setup)")
-
-
-def require_extra(name: str) -> None:
-    """Refuse, in one line (exit 2), a job whose extra is not installed."""
-    problem = missing_extra(name)
-    if problem:
-        raise FsscopeError(problem)
-
-
-#: Jobs the TUI's Setup screen does not offer yet (run from the CLI; a recorded run replays).
-CLI_ONLY = frozenset({"watch", "replay"})
+# the descriptors, read here by the callers that also load a job's parts
+__all__ = ["DESCRIPTORS", "JOBS", "data_kinds", "decode_event", "job", "load", "missing_extra", "report_from_data",
+           "report_type", "require_extra", "resolve", "spec_from_data", "spec_type"]
 
 
 def load(name: str) -> ModuleType:
-    if name not in JOBS:
-        raise FsscopeError(f"unknown job '{name}' (known: {', '.join(JOBS)})")
-    return importlib.import_module(JOBS[name][0])
+    """Job ``name``'s module (what its child process runs)."""
+    return importlib.import_module(job(name).module)
 
 
 def spec_type(name: str) -> type[SpecRecord]:
-    return load(name).Spec
+    return resolve(job(name).spec_ref)
 
 
 def report_type(name: str) -> type[ReportRecord] | None:
-    return getattr(load(name), "Report", None)
+    """Job ``name``'s Report record type; None for a job without one (smoke)."""
+    module, _, attribute = job(name).report_ref.partition(":")
+    return getattr(importlib.import_module(module), attribute, None)
 
 
 def data_kinds(name: str) -> dict[str, type[events.DataRecord]]:

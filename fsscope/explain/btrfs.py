@@ -18,6 +18,7 @@ BTRFS_INODE_REF_BYTES = 10   # + name
 BTRFS_DIR_ITEM_BYTES = 30    # + name; DIR_ITEM and DIR_INDEX each
 BTRFS_INLINE_EXTENT_BYTES = 21  # + inline data
 BTRFS_REG_EXTENT_BYTES = 53
+BTRFS_KEY_PTR_BYTES = 33     # struct btrfs_key_ptr in a node: key 17 + blockptr 8 + generation 8
 
 
 def btrfs_file_items(name_length: int, op: str, *, symlink_target_bytes: int,
@@ -138,6 +139,24 @@ def limits(g: Geometry, op: str) -> list[str]:
     """What :func:`predict` does not cover on btrfs, one line each."""
     out = ["btrfs leaf splits after the third leaf are not predicted (the hash and append "
            "leaves are no longer neighbours; a split may make two leaves)"]
+    per_file = (f"{BTRFS_ITEM_BYTES + BTRFS_INODE_ITEM_BYTES} + {BTRFS_ITEM_BYTES + BTRFS_INODE_REF_BYTES} + "
+                f"2 x {BTRFS_ITEM_BYTES + BTRFS_DIR_ITEM_BYTES} = 330 B + 3 x the name length")
+    if op in CREATING_OPS and g.btrfs_fs_tree_level is None:
+        out.append("btrfs: the fs tree's root was not read (its level and its leaf's free space), so no leaf "
+                   f"split is predicted; each new file adds {per_file} of items")
+    elif op in CREATING_OPS and g.btrfs_fs_tree_level:
+        leaf = (g.node_size_bytes or 0) - BTRFS_HEADER_BYTES
+        out.append(f"btrfs: this subvolume's fs tree already has {g.btrfs_fs_tree_level} level(s) above its "
+                   "leaves, so no split is predicted: a new file's items sort after every existing key (inode "
+                   "numbers only grow) and go into the rightmost leaf, whose free space is not read, and before "
+                   "splitting it btrfs pushes items into its left neighbour, whose free space is not read either. "
+                   f"Each new file adds {per_file} of items; a {leaf}-B leaf (nodesize {g.node_size_bytes} - "
+                   f"header {BTRFS_HEADER_BYTES}) holds {leaf} // that many, and the tree grows a level only "
+                   f"when its root node's {leaf // BTRFS_KEY_PTR_BYTES} pointers ({leaf} // "
+                   f"{BTRFS_KEY_PTR_BYTES}-B key pointers) are used up")
+    elif op in CREATING_OPS and g.btrfs_fs_tree_leaf_free_bytes is None:
+        out.append("btrfs: the fs tree's leaf was not read (its free space), so no leaf split is predicted; "
+                   f"each new file adds {per_file} of items")
     if op == "unlink":
         out.append("btrfs unlink: leaf merging/rebalancing is not modelled")
     return out

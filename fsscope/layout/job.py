@@ -30,9 +30,10 @@ MAX_AUTO_TEST_FILE_BYTES = 256 * MIB
 class Spec(SpecRecord, frozen=True):
     job: ClassVar[str] = "frag"
 
-    test_file_bytes: Annotated[int, Meta(ge=4096)] | None = None  # None: a quarter of the free space, 1..256 MiB
-    chunk_bytes: Annotated[int, Meta(ge=512)] = MIB               # write size of the test file
-    free_space: bool = True             # the free-extent histogram (needs ext4/xfs/btrfs)
+    test_file_bytes: Annotated[int, Meta(ge=4096, description="size of the test file (default: a quarter of "
+                                               "the free space, 1M..256M)")] | None = None
+    chunk_bytes: Annotated[int, Meta(ge=512, description="the size of each write of the test file")] = MIB
+    free_space: Annotated[bool, Meta(description="the free-extent histogram (needs ext4/xfs/btrfs)")] = True
 
 
 class Report(Measurement, frozen=True, kw_only=True, omit_defaults=False):

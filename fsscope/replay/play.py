@@ -32,6 +32,8 @@ from fsscope.watch.syscalls import OPS
 DEPENDENCY_TIMEOUT_S = 30.0
 PATTERN = b"fsscope replay: file contents are not recorded\n"
 CHUNK_BYTES = 1 << 20
+#: The calls whose success differs named in the report (the count covers them all).
+SHOW_DIFFERING = 5
 #: A call ready to make: the function, its arguments, what to do with its result (None: as it is).
 Prepared = tuple[Callable[..., Any], tuple, Callable[[Any], int] | None]
 
@@ -44,6 +46,9 @@ class Played:
     skipped: dict[str, int] = field(default_factory=dict)   # why -> calls
     differs: int = 0                      # succeeded here and failed there, or the reverse
     timeouts: int = 0                     # dependencies not met in DEPENDENCY_TIMEOUT_S
+    t0_ns: int = 0                        # perf_counter (CLOCK_MONOTONIC, tracefs's mono) at start_ns 0
+    native: np.ndarray | None = None      # per op: the kernel thread id that made it here
+    differing: list[int] = field(default_factory=list)  # the first few calls that differ (their seq)
 
 
 def _pattern_buffer(size: int) -> mmap.mmap:
@@ -94,6 +99,7 @@ class _Player:
         n = len(log.ops)
         self.calls = np.zeros(n, CALL_DTYPE)
         self.played = np.zeros(n, bool)
+        self.native = np.zeros(n, np.int32)
         self.fds: dict[tuple[int, int], int] = {}
         self.listed: set[int] = set()
         self.lock = threading.Lock()
@@ -101,14 +107,17 @@ class _Player:
         self.done = {seq: threading.Event() for seq in needed}
         self.skipped: dict[str, int] = {}
         self.differs = self.timeouts = 0
+        self.differing: list[int] = []
         self.t0 = 0
 
     def skip(self, why: str) -> Prepared | None:
         """Count a call not made (None: what :meth:`prepare` returns for it)."""
+        self.skip_many(why, 1)
+        return None
+
+    def skip_many(self, why: str, n: int) -> None:
         with self.lock:
-            self.skipped[why] = self.skipped.get(why, 0) + 1
-        return None
-        return None
+            self.skipped[why] = self.skipped.get(why, 0) + n
 
     def path(self, rel: str | None) -> str | None:
         return None if rel is None else str(self.root if rel == "." else self.root / rel)
@@ -151,7 +160,7 @@ class _Player:
             return
         view = memoryview(buf)
         try:
-            for op in ops:
+            for k, op in enumerate(ops):
                 if self.cancelled():
                     break
                 for a in op.after:
@@ -160,7 +169,12 @@ class _Player:
                             self.timeouts += 1
                 if self.pace == "recorded" and op.think_ns > 0:
                     think(op.think_ns)
-                self.one(op, view)
+                try:
+                    self.one(op, view)
+                except Exception as exc:  # a replayer's bug shows in the report, not only in a thread's traceback
+                    self.skip_many(f"calls of a thread the replayer stopped at a {op.op} "
+                                   f"({type(exc).__name__}: {exc})", len(ops) - k)
+                    break
                 if op.seq in self.done:
                     self.done[op.seq].set()
         finally:
@@ -180,17 +194,22 @@ class _Player:
         try:
             made = fn(*args)
         except OSError as exc:
-            made = -(exc.errno or 1)
-        end = time.perf_counter_ns()
-        result = then(made) if then is not None else (0 if made is None else made)
+            end = time.perf_counter_ns()
+            result = -(exc.errno or 1)  # as the kernel returned it (a failed stat is not a 0)
+        else:
+            end = time.perf_counter_ns()
+            result = then(made) if then is not None else (0 if made is None else made)
         row = self.calls[op.seq]
         row["tid"], row["op"], row["code"] = op.tid, OPS.index(op.op) if op.op in OPS else -1, -1
         row["start_ns"], row["duration_ns"], row["result"] = start - self.t0, end - start, result
         row["bytes"], row["fd"], row["flags"] = op.size, op.fd, op.flags
         self.played[op.seq] = True
+        self.native[op.seq] = threading.get_native_id()
         if (result < 0) != (op.result < 0):
             with self.lock:
                 self.differs += 1
+                if len(self.differing) < SHOW_DIFFERING:
+                    self.differing.append(op.seq)
 
     def opened(self, op: Op, fd: int) -> int:
         """After an open: the new descriptor stands for the recorded one."""
@@ -221,8 +240,8 @@ class _Player:
                 return os.mkdir, (path, 0o755), None
             if kind == "rename":
                 return os.rename, (path, path2), None
-            if kind == "stat":
-                return (os.lstat if op.syscall == "newlstat" else os.stat), (path,), None
+            if kind == "stat":  # the call succeeded: its result is 0, as the kernel's
+                return (os.lstat if op.syscall == "newlstat" else os.stat), (path,), lambda _: 0
             if kind == "truncate":
                 return os.truncate, (path, op.size), None
             return (os.rmdir if kind == "rmdir" else os.unlink), (path,), None
@@ -238,10 +257,16 @@ class _Player:
             return self.skip(f"{kind} on a descriptor of a file outside the watched tree, or not named")
         size = op.size or max(op.result, 0)
         if kind in ("read", "write"):
-            part = [view[:size]]
+            # the recorded system call where Python has it without a copy (write, pwrite64), so
+            # the kernel path is the captured one; reads go into the buffer (readv, preadv)
+            part = view[:size]
+            if kind == "write" and op.syscall in ("write", "pwrite64"):
+                if op.offset is not None:
+                    return os.pwrite, (real, part, op.offset), None
+                return os.write, (real, part), None
             if op.offset is not None:
-                return (os.preadv if kind == "read" else os.pwritev), (real, part, op.offset), None
-            return (os.readv if kind == "read" else os.writev), (real, part), None
+                return (os.preadv if kind == "read" else os.pwritev), (real, [part], op.offset), None
+            return (os.readv if kind == "read" else os.writev), (real, [part]), None
         if kind in ("fsync", "fdatasync", "sync_file_range"):
             # sync_file_range's range and flags are not recorded, and Python has no
             # sync_file_range: the file's data written and waited for, as its strongest form does
@@ -275,18 +300,46 @@ class _Player:
         self.fds.clear()
 
 
-def play(root: Path, log: OpLog, *, pace: str = "asap", cancelled: Callable[[], bool] = lambda: False) -> Played:
-    """Every thread's calls on ``root`` (the starting tree already made)."""
+def play(root: Path, log: OpLog, *, pace: str = "asap", cancelled: Callable[[], bool] = lambda: False,
+         on_ready: Callable[[list[int]], None] | None = None) -> Played:
+    """Every thread's calls on ``root`` (the starting tree already made). ``on_ready`` gets the
+    replay threads' kernel ids once they all exist and before any of them makes a call (a
+    tracer following exactly them starts there)."""
     player = _Player(root, log, pace, cancelled)
-    threads = [threading.Thread(target=player.thread, args=(ops,), name=f"replay-{tid}", daemon=True)
-               for tid, ops in log.threads().items()]
-    player.t0 = time.perf_counter_ns()
+    per_thread = list(log.threads().values())
+    tids = [0] * len(per_thread)
+    ready = threading.Semaphore(0)
+    go = threading.Event()
+    stop = threading.Event()
+
+    def body(k: int, ops: list[Op]) -> None:
+        tids[k] = threading.get_native_id()
+        ready.release()
+        go.wait()
+        if stop.is_set():
+            return
+        player.thread(ops)
+
+    threads = [threading.Thread(target=body, args=(k, ops), name=f"replay-{ops[0].tid}", daemon=True)
+               for k, ops in enumerate(per_thread)]
     try:
         for t in threads:
             t.start()
-        for t in threads:
-            t.join()
+        for _ in threads:
+            ready.acquire()
+        try:
+            if on_ready is not None:
+                on_ready(list(tids))
+        except BaseException:
+            stop.set()  # the threads end without a call
+            raise
+        finally:
+            player.t0 = time.perf_counter_ns()
+            go.set()
+            for t in threads:
+                t.join()
     finally:
         player.close_all()
     elapsed = time.perf_counter_ns() - player.t0
-    return Played(player.calls, player.played, elapsed, player.skipped, player.differs, player.timeouts)
+    return Played(player.calls, player.played, elapsed, player.skipped, player.differs, player.timeouts,
+                  player.t0, player.native, sorted(player.differing))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fsscope.records import Record, ReportRecord
-from fsscope.watch.records import Repeat  # what repeats: watch's record, judged the same way
+from fsscope.watch.records import FormatChange, Repeat  # watch's records, judged the same way
 
 
 class OpStats(Record, frozen=True, kw_only=True):
@@ -54,6 +54,7 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     anonymized: bool = False
     pace: str = "asap"
     fs: str = ""                  # the file system replayed on
+    snapshot: str = ""            # the aged image every run started from ("" : a fresh mkfs)
     threads: int = 0
     calls: int = 0                # in the log
     tree_entries: int = 0
@@ -66,4 +67,8 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     skipped: dict[str, int] = {}  # why -> calls, over every run
     kept: list[str] = []          # what the log says it holds, and what not
     dropped: list[str] = []
+    traced: bool = False          # replayed under watch's tracing: kernel-timed calls, format changes, causes
+    format_changes: list[FormatChange] = []   # the first traced run's (``call``: the op's number in the log)
+    format_changes_per_run: list[int] = []
+    causes: dict[str, int] = {}   # the slow calls' causes by kind, over every run
     notes: list[str] = []

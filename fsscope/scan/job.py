@@ -18,10 +18,10 @@ from fsscope.scan import scan
 class Spec(SpecRecord, frozen=True):
     job: ClassVar[str] = "scan"
 
-    near: Annotated[int, Meta(ge=1)] = 4      # list directories at most this many creates from a change
-    largest: Annotated[int, Meta(ge=1)] = 10  # and the largest this many
-    free_space: bool = True    # the free-space histogram (GETFSMAP)
-    aging: bool = True         # the tree's profile against the shipped ones
+    near: Annotated[int, Meta(ge=1, description="list directories at most N creates from a structural change")] = 4
+    largest: Annotated[int, Meta(ge=1, description="list the N largest directories")] = 10
+    free_space: Annotated[bool, Meta(description="the free-space histogram (GETFSMAP)")] = True
+    aging: Annotated[bool, Meta(description="the tree's profile against the shipped aging profiles")] = True
 
 
 class Account(Record, frozen=True, kw_only=True, omit_defaults=True):

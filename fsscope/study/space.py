@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsscope import paths, tomlsafe
+from fsscope import paths, tomlsafe, trust
 from fsscope.errors import FsscopeError
 
 Level = int | float | str
@@ -187,7 +187,7 @@ def load(name_or_path: str, schema: Schema | None = None) -> Space:
         known = sorted(p.stem for p in spaces_dir().glob("*.toml"))
         raise FsscopeError(f"--space {name_or_path}: no such file or space (known: {', '.join(known)})")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = trust.read_input_text(path, "space")
     except UnicodeDecodeError as exc:
         raise FsscopeError(f"{path}: not a text file (byte {exc.start} is not UTF-8): a space is TOML") from None
     return parse(text, str(path), schema)

@@ -124,6 +124,9 @@ class Mover:
     bytes_per_s: float                 # at most the device's own rate over the same interval
     counted_bytes_per_s: float         # as /proc/PID/io counted it (buffered writes: when dirtied)
     device_bytes_per_s: float | None   # the device's rate over the interval (None: not in diskstats)
+    exited: bool = False               # gone by the interval's end (named from the block layer's trace)
+    seen_by: str = "/proc/PID/io"
+    tasks: int = 1                     # exited processes of one command counted as one row
 
 
 @dataclass
@@ -137,6 +140,7 @@ class DeviceWatch:
     min_bytes: int = 1 << 20
     root: str = "/"
     before: IoSnapshot | None = field(default=None, repr=False)
+    device_bytes_per_s: float | None = None   # the device's over the last interval (after :meth:`stop`)
 
     @classmethod
     def of(cls, mountpoint: str, device: str | None, own_pids: frozenset[int] = frozenset()) -> DeviceWatch:
@@ -162,6 +166,9 @@ class DeviceWatch:
         if self.before is None or self.disk is None:
             return []  # no block device (tmpfs): /proc/PID/io's bytes are storage I/O, elsewhere
         after = io_snapshot(self.root, [self.disk] if self.disk else [])
+        if self.disk in self.before.disks and self.disk in after.disks:
+            moved = device_bytes(self.before.disks[self.disk], after.disks[self.disk])[1]
+            self.device_bytes_per_s = moved / max(after.t_s - self.before.t_s, 1e-3)
         return movers(self.before, after, self.disk, lambda pid: bool(devices_open(self.root, pid) & self.devnos),
                       self.own_pids, self.min_bytes)
 

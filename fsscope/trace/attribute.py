@@ -66,18 +66,36 @@ class RunCalls:
     io_bytes: Counter = field(default_factory=Counter)
     io_flags: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     off_cpu: dict[int, list[OffCpu]] = field(default_factory=lambda: defaultdict(list))
+    #: per call: slab objects taken, by cache (kmem_cache_alloc fires in every call: kept
+    #: apart from ``events``, whose share of calls would only call it common)
+    objects: dict[int, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    #: per call: the caches it took a new slab for (pages, then that cache's object: see
+    #: :func:`_slab_pages`), each also an event ``new_slab:CACHE``; cache -> the pages' order
+    slab_orders: dict[str, int] = field(default_factory=dict)
+
+
+#: The pseudo-event of a call that took pages for a new slab of a cache: ``new_slab:dentry``.
+NEW_SLAB = "new_slab:"
+#: The structures :func:`in_memory` names: ``slab:CACHE``, ``memory:CACHE``.
+IN_MEMORY = ("slab:", "memory:")
 
 
 def attribute_run(events: np.ndarray, names: list[str], start_ns: np.ndarray,
                   latency_ns: np.ndarray, *, pid: int, run: int = 0,
-                  comms: dict[int, str] | None = None) -> RunCalls:
-    """Place one run's events (already selected for that run) into its calls."""
+                  comms: dict[int, str] | None = None, texts: list[str] | None = None) -> RunCalls:
+    """Place one run's events (already selected for that run) into its calls (``texts``: the
+    trace's strings, the slab caches' names)."""
     comms = comms or {}
     out = RunCalls(run, latency_ns)
     if len(events) == 0:
         return out
     short_names = [short(n) for n in names]
     idx = call_index(events["ts_ns"], start_ns, latency_ns)
+    slab_codes = [c for c, n in enumerate(short_names) if n in catalog.SLAB_NAMES]
+    if slab_codes:
+        slab = np.isin(events["code"], slab_codes)
+        _slab_pages(events[slab], idx[slab], short_names, texts or [], out)
+        events, idx = events[~slab], idx[~slab]
     for ev, i in zip(events, idx):
         if i < 0:
             continue
@@ -93,6 +111,29 @@ def attribute_run(events: np.ndarray, names: list[str], start_ns: np.ndarray,
                 out.events[int(i)][BLOCK_READ] += 1
     _off_cpu(events, short_names, idx, pid, comms, out)
     return out
+
+
+def _slab_pages(events: np.ndarray, idx: np.ndarray, short_names: list[str], texts: list[str],
+                out: RunCalls) -> None:
+    """Slab objects per call, and the calls that took pages for a new slab: an mm_page_alloc
+    whose next slab event in the same call is kmem_cache_alloc of cache C (the allocator takes
+    the pages, then hands out the object; the tracepoint fires on the way out) is C's new slab."""
+    inside = idx >= 0
+    events, idx = events[inside], idx[inside]
+    if len(events) == 0:
+        return
+    codes = events["code"]
+    alloc = codes == (short_names.index("kmem_cache_alloc") if "kmem_cache_alloc" in short_names else -1)
+    pages = codes == (short_names.index("mm_page_alloc") if "mm_page_alloc" in short_names else -1)
+    name_of = np.asarray(texts + ["?"], dtype=object)
+    cache = np.where(alloc, events["arg"], len(texts)).clip(0, len(texts))
+    for i, name in zip(idx[alloc].tolist(), name_of[cache[alloc]].tolist()):
+        out.objects[i][name] += 1
+    after_pages = np.flatnonzero(alloc[1:] & pages[:-1] & (idx[1:] == idx[:-1])) + 1
+    for k in after_pages.tolist():
+        name = str(name_of[cache[k]])
+        out.events[int(idx[k])][NEW_SLAB + name] += 1
+        out.slab_orders[name] = int(events["bytes"][k - 1])
 
 
 def _off_cpu(events: np.ndarray, short_names: list[str], idx: np.ndarray, pid: int, comms: dict[int, str],
@@ -155,6 +196,80 @@ def kernel_evidence(runs: list[RunCalls], indices: list[int]) -> dict:
     if len(indices) > 1:
         out |= {"members": dict(sorted(members.items())), "calls": len(indices)}
     return out
+
+
+#: A series is a slab's when its calls took that cache's new slab at least this often (per
+#: member call of the traced runs) and this many times as often as the run's calls at large.
+SLAB_SHARE, SLAB_LIFT = 0.5, 3.0
+#: ... and an in-memory structure's when its calls took more objects of one cache than the
+#: other calls: on the median member call at least this many more than the others' median.
+EXTRA_OBJECTS = 1
+
+
+def _member_calls(runs: list[RunCalls], indices: list[int]) -> tuple[list[tuple[RunCalls, int]], int]:
+    """(run, call) of every measured member call of the traced runs, and every measured call's count."""
+    pairs = [(rc, i) for rc in runs for i in indices if 0 <= i < len(rc.latency_ns) and rc.latency_ns[i] >= 0]
+    return pairs, sum(int((rc.latency_ns >= 0).sum()) for rc in runs)
+
+
+def in_memory(runs: list[RunCalls], indices: list[int], stride: int, caches: dict) -> dict | None:
+    """What the kernel's in-memory structures say of a series at ``indices`` every ``stride``
+    files, with the arithmetic: a slab cache whose objects per slab (``caches``: name ->
+    ``explain.slab.SlabCache``, read at the run) divide the stride and whose new slab the
+    member calls took (:data:`SLAB_SHARE`, :data:`SLAB_LIFT` x the other calls); else a cache
+    the member calls took more objects of than the others (:data:`EXTRA_OBJECTS`); None when
+    neither holds (or nothing was traced)."""
+    pairs, calls = _member_calls(runs, indices)
+    if not pairs or not calls:
+        return None
+    best = None
+    for name, cache in caches.items():
+        if stride % cache.objects_per_slab:
+            continue
+        hits = sum(1 for rc, i in pairs if rc.events.get(i, {}).get(NEW_SLAB + name))
+        everywhere = sum(1 for rc in runs for names in rc.events.values() if names.get(NEW_SLAB + name))
+        share, base = hits / len(pairs), everywhere / calls
+        if share >= SLAB_SHARE and share >= SLAB_LIFT * base and (best is None or share > best[0]):
+            best = (share, cache, hits, base)
+    if best is not None:
+        share, cache, hits, base = best
+        every = (f"every {cache.objects_per_slab} creates" if stride == cache.objects_per_slab
+                 else f"every {stride} creates ({stride // cache.objects_per_slab} slabs of {cache.objects_per_slab})")
+        order = runs[0].slab_orders.get(cache.name, cache.order) if runs else cache.order
+        return {"structure": f"slab:{cache.name}", "cache": cache.name, "objects_per_slab": cache.objects_per_slab,
+                "event": NEW_SLAB + cache.name,
+                "title": f"a new {cache.name} slab every {cache.objects_per_slab} objects (kernel)",
+                "arithmetic": f"{cache.arithmetic()}: a new slab {every}",
+                "note": (f"{every} take a new {cache.name} slab: {cache.arithmetic()}; the slow call allocated "
+                         f"it: pages of order {order} then a {cache.name} object inside {hits} of {len(pairs)} "
+                         f"member calls of the traced runs ({share:.0%}; {base:.0%} of all calls)")}
+    return _extra_objects(runs, pairs, indices)
+
+
+def _extra_objects(runs: list[RunCalls], pairs: list[tuple[RunCalls, int]], indices: list[int]) -> dict | None:
+    """The cache whose objects the member calls took more of than the other calls."""
+    members = set(indices)
+    names = {name for rc, i in pairs for name in rc.objects.get(i, {})}
+    best = None
+    for name in sorted(names):
+        mine = [rc.objects.get(i, Counter())[name] for rc, i in pairs]
+        others = [rc.objects.get(i, Counter())[name] for rc in runs
+                  for i in np.flatnonzero(rc.latency_ns >= 0).tolist() if i not in members]
+        if not others:
+            continue
+        extra = float(np.median(mine)) - float(np.median(others))
+        more = sum(m > np.median(others) for m in mine) / len(mine)
+        if extra >= EXTRA_OBJECTS and more >= SLAB_SHARE and (best is None or more > best[0]):
+            best = (more, name, float(np.median(mine)), float(np.median(others)))
+    if best is None:
+        return None
+    more, name, mine_median, others_median = best
+    return {"structure": f"memory:{name}", "cache": name, "objects_per_slab": None, "event": "kmem_cache_alloc",
+            "title": f"the kernel allocates more {name} objects there (kernel)",
+            "arithmetic": f"{mine_median:g} {name} objects per slow call against {others_median:g} in the others",
+            "note": (f"the slow calls build an in-memory structure from {name} objects: {mine_median:g} per call "
+                     f"(median) against {others_median:g} in the other calls, more in {more:.0%} of the member calls "
+                     f"of the traced runs (kmem:kmem_cache_alloc inside each call)")}
 
 
 def _off_cpu_summary(offs: list[OffCpu]) -> list[str]:

@@ -137,6 +137,17 @@ BTRFS = (
                  columns={"arg": "generation"}),
 )
 
+#: In-memory structures (``explain.slab``): a slab cache handing out an object, and pages taken
+#: for a new slab (what the kernel took them for is the next object handed out in the call).
+SLAB = (
+    CatalogEvent("kmem/kmem_cache_alloc", "cache", "pid",
+                 "the kernel took an object from a slab cache (the cache's name)", texts={"arg": "name"}),
+    CatalogEvent("kmem/mm_page_alloc", "cache", "pid",
+                 "the kernel allocated 2^order pages (inside a slab allocation: a new slab)",
+                 columns={"bytes": "order"}),
+)
+SLAB_NAMES = tuple(e.name for e in SLAB)
+
 BY_FS: dict[str, tuple[CatalogEvent, ...]] = {
     "xfs": XFS, "ext4": EXT4 + JBD2, "ext3": EXT4 + JBD2, "ext2": EXT4, "btrfs": BTRFS,
 }
@@ -148,13 +159,13 @@ def events_for(fs: str, job: str = "probe") -> tuple[CatalogEvent, ...]:
     runs) its journal commits, the block layer and writeback."""
     own = BY_FS.get(fs, ())
     if job == "probe":
-        return own + BLOCK + SCHED
+        return own + BLOCK + SCHED + SLAB
     return tuple(e for e in own if e.kind == "journal") + BLOCK + WRITEBACK
 
 
 def lookup(event: str) -> CatalogEvent | None:
     """The catalog entry of ``sys/name`` or bare ``name``."""
-    for group in (*BY_FS.values(), BLOCK, SCHED, WRITEBACK, JBD2):
+    for group in (*BY_FS.values(), BLOCK, SCHED, WRITEBACK, JBD2, SLAB):
         for entry in group:
             if event in (entry.event, entry.name):
                 return entry

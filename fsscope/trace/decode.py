@@ -120,20 +120,24 @@ class Decoded:
     comms: dict[int, str]       # pid -> command name, from sched_switch
     pages_with_loss: int        # pages the kernel marked "events missed before this one"
     texts: list[str] = field(default_factory=list)  # strings of ``texts`` columns, each once
+    #: where each loss was, as (after, before) ns: the events missed on a CPU fell between its
+    #: last event kept (0: none) and the marked page's time stamp
+    losses: list[tuple[int, int]] = field(default_factory=list)
 
 
-def _walk(raw: bytes, page_bytes: int) -> tuple[list[int], list[int], int]:
-    """The serial part: each data event's start offset and timestamp (headers only)."""
+def _walk(raw: bytes, page_bytes: int) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+    """The serial part: each data event's start offset and timestamp (headers only), and
+    where events were missed (see :attr:`Decoded.losses`)."""
     words = memoryview(raw)[: len(raw) // 4 * 4].cast("I")
     starts: list[int] = []
     stamps: list[int] = []
-    lost = 0
+    losses: list[tuple[int, int]] = []
     for base in range(0, len(raw) - PAGE_HEADER_BYTES + 1, page_bytes):
         w = base // 4
         ts = words[w] | (words[w + 1] << 32)
         commit = words[w + 2] | (words[w + 3] << 32)
         if commit & _MISSED_EVENTS:
-            lost += 1
+            losses.append((stamps[-1] if stamps else 0, ts))
         end = w + 4 + min(commit & ~_COMMIT_FLAGS & 0xFFFFFFFF, page_bytes - PAGE_HEADER_BYTES) // 4
         i = w + 4
         while i < end:
@@ -159,7 +163,7 @@ def _walk(raw: bytes, page_bytes: int) -> tuple[list[int], list[int], int]:
             else:  # _TIME_STAMP: absolute
                 ts = (words[i + 1] << 27) | delta
                 i += 2
-    return starts, stamps, lost
+    return starts, stamps, losses
 
 
 def _gather(raw_u8: np.ndarray, starts: np.ndarray, f: Field) -> np.ndarray:
@@ -198,9 +202,10 @@ def decode_pages(raw: bytes, cpu: int, table: dict[int, EventLayout], *, page_by
     ``texts``: the list string columns index into (shared by several calls; a new one if None)."""
     texts = [] if texts is None else texts
     interned = {text: i for i, text in enumerate(texts)}
-    starts_list, stamps, lost = _walk(raw, page_bytes)
+    starts_list, stamps, losses = _walk(raw, page_bytes)
+    lost = len(losses)
     if not starts_list:
-        return Decoded(np.zeros(0, EVENT_DTYPE), {}, lost, texts)
+        return Decoded(np.zeros(0, EVENT_DTYPE), {}, lost, texts, losses)
     raw_u8 = np.frombuffer(raw, dtype=np.uint8)
     starts = np.asarray(starts_list, dtype=np.int64)
     types = _gather(raw_u8, starts, Field(0, 2, False, False))
@@ -234,7 +239,7 @@ def decode_pages(raw: bytes, cpu: int, table: dict[int, EventLayout], *, page_by
         parts.append(out)
     texts[len(texts):] = list(interned)[len(texts):]
     events = np.concatenate(parts) if parts else np.zeros(0, EVENT_DTYPE)
-    return Decoded(events, comms, lost, texts)
+    return Decoded(events, comms, lost, texts, losses)
 
 
 def decode_files(paths: dict[int, Path], events_dir: Path, entries: list[CatalogEvent], *,
@@ -243,11 +248,13 @@ def decode_files(paths: dict[int, Path], events_dir: Path, entries: list[Catalog
     table = layouts(events_dir, entries)
     parts, comms, lost = [], {}, 0
     texts: list[str] = []
+    losses: list[tuple[int, int]] = []
     for cpu, path in sorted(paths.items()):
         decoded = decode_pages(Path(path).read_bytes(), cpu, table, run=run, texts=texts)
         parts.append(decoded.events)
         comms.update(decoded.comms)
         lost += decoded.pages_with_loss
+        losses += decoded.losses
     events = np.concatenate(parts) if parts else np.zeros(0, EVENT_DTYPE)
     events = events[np.argsort(events["ts_ns"], kind="stable")]
-    return Decoded(events, comms, lost, texts)
+    return Decoded(events, comms, lost, texts, sorted(losses))

@@ -26,7 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from fsscope.errors import FsscopeError
+from fsscope.explain.slab import SlabCache, read_slabinfo
 from fsscope.trace import attribute
+from fsscope.trace.attribute import RunCalls
 from fsscope.trace.session import Tracer, TraceResult
 from fsscope.trace.tracefs import unavailable_reason
 
@@ -130,12 +132,16 @@ class ProbeTrace(JobTrace):
         self.op = op
         self.rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.calls: list[attribute.RunCalls] = []  # the traced runs' calls, once attributed
+        self.slabs: dict[str, SlabCache] = {}       # /proc/slabinfo at the first traced run
+        self.used_slabs: dict[str, SlabCache | None] = {}  # the caches a flag was explained by
 
     @contextmanager
     def run_calls(self, fs, run: int, latency_row: np.ndarray, start_row: np.ndarray) -> Iterator[None]:
         """Trace one run (:meth:`run`), keeping its calls' latencies and starts to attribute
         the events to (the rows fill in while the body runs)."""
         self.rows[run] = (latency_row, start_row)
+        if not self.slabs:  # the slab caches' geometry as this kernel has it at the run
+            self.slabs = read_slabinfo()
         with super().run(fs, run):
             yield
 
@@ -147,7 +153,8 @@ class ProbeTrace(JobTrace):
             return None
         latency_row, start_row = self.rows[run]
         calls = attribute.attribute_run(result.events, result.names, np.asarray(start_row),
-                                        np.asarray(latency_row), pid=self.pid, run=run, comms=result.comms)
+                                        np.asarray(latency_row), pid=self.pid, run=run, comms=result.comms,
+                                        texts=result.texts)
         return attribute.waited_on_others_ns(calls, len(latency_row))
 
     def attribute(self, report: dict, findings: list, flags: list[dict]) -> None:
@@ -164,7 +171,8 @@ class ProbeTrace(JobTrace):
         for run, result in self.results:
             latency_row, start_row = self.rows[run]
             runs.append(attribute.attribute_run(result.events, names, np.asarray(start_row),
-                                                np.asarray(latency_row), pid=self.pid, run=run, comms=comms))
+                                                np.asarray(latency_row), pid=self.pid, run=run, comms=comms,
+                                                texts=result.texts))
         flagged: set[int] = set()
         for finding in findings:
             if not hasattr(finding, "slope_ns_per_file"):
@@ -172,9 +180,16 @@ class ProbeTrace(JobTrace):
         self.calls = runs
         structural = attribute.structural_events(runs, flagged)
         report["structural_events"] = structural
-        report["structures"] = attribute.structure_table(report.get("predictions", []), structural,
-                                                         flagged, report["trace"]["enabled"], runs)
-        verdicts = {row["structure"]: row["verdict"] for row in report["structures"]}
+        rows = attribute.structure_table(report.get("predictions", []), structural, flagged,
+                                         report["trace"]["enabled"], runs)
+        rows += self._in_memory(runs, findings, flags)
+        # a prediction the kernel contradicted is no structure of this run: kept apart, in the JSON
+        report["structures"] = [r for r in rows if not r["verdict"].startswith("contradicted")]
+        report["contradicted"] = [r for r in rows if r["verdict"].startswith("contradicted")]
+        report["slabs"] = [cache for cache in self.used_slabs.values() if cache is not None]
+        # an in-memory row is one series' (several share a cache): its flag's note says its own numbers
+        verdicts = {row["structure"]: row["verdict"] for row in report["structures"]
+                    if not row["structure"].startswith(attribute.IN_MEMORY)}
         for flag, finding in zip(flags, findings):
             kernel = attribute.kernel_evidence(runs, finding_indices(finding))
             flag["kernel"] = kernel
@@ -186,6 +201,43 @@ class ProbeTrace(JobTrace):
             if sentence:
                 flag["note"] = f"{flag.get('note', '')} {sentence}.".strip()
         report["noise"] = attribute.noise(runs, flagged)
+
+    def _in_memory(self, runs: list[RunCalls], findings: list, flags: list[dict]) -> list[dict]:
+        """Series no geometry rule explains, explained by the kernel's in-memory structures
+        (:func:`attribute.in_memory`): the flag takes the structure, its note the arithmetic and
+        the kernel's evidence; one structures-table row each. The caches used go to ``slabs``."""
+        rows = []
+        explained: list[tuple] = []  # (the series, what explained it)
+        for flag, finding in zip(flags, findings):
+            if flag.get("structure") or not hasattr(finding, "stride"):
+                continue
+            members = list(finding.members) or finding_indices(finding)
+            found = attribute.in_memory(runs, members, finding.stride, self.slabs)
+            if found is None:
+                continue
+            flag["structure"] = found["structure"]
+            flag["note"] = f"{found['note']}. Measured: {len(members)} slow files every {finding.stride} from file " \
+                           f"{finding.start}."
+            flag["title"] = f"{flag.get('title', '').rsplit(' — ', 1)[0]} — {found['title']}"
+            seen = [i for i in members if any(rc.events.get(i, {}).get(attribute.NEW_SLAB + found["cache"])
+                                              or found["objects_per_slab"] is None for rc in runs)]
+            rows.append({"structure": found["structure"], "events": [found["event"]], "predicted": [],
+                         "seen": seen[:50], "slow": members[:50],
+                         "verdict": f"explained by the kernel: {found['arithmetic']}"})
+            self.used_slabs[found["cache"]] = self.slabs.get(found["cache"])
+            explained.append((finding, found))
+        # a repeatable outlier that is a member of such a series is that series' structure too
+        for flag, finding in zip(flags, findings):
+            if flag.get("structure") or not hasattr(finding, "runs_flagged"):
+                continue
+            for series, found in explained:
+                if finding.index in series.members:
+                    flag["structure"] = found["structure"]
+                    flag["note"] = (f"a member of the series every {series.stride} files from {series.start}: "
+                                    f"{found['note']}.")
+                    flag["title"] = f"{flag.get('title', '').rsplit(' — ', 1)[0]} — {found['title']}"
+                    break
+        return rows
 
     def thresholds(self, flags: list[dict], structures: list[dict], measured_ns: np.ndarray) -> list[dict]:
         """The report's ``thresholds``: the explained flags (latency, with the kernel's word

@@ -33,6 +33,7 @@ class TraceResult:
     events: np.ndarray                      # EVENT_DTYPE, time-sorted
     names: list[str]                        # code -> "sys/event"
     comms: dict[int, str] = field(default_factory=dict)
+    texts: list[str] = field(default_factory=list)   # what string columns (catalog ``texts``) index into
     enabled: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     filter_errors: list[str] = field(default_factory=list)
@@ -194,7 +195,7 @@ class Tracer:
         self.instance = None
         shutil.rmtree(self.raw_dir, ignore_errors=True)
         self.result = TraceResult(
-            events=decoded.events, names=[e.event for e in self.entries], comms=decoded.comms,
+            events=decoded.events, names=[e.event for e in self.entries], comms=decoded.comms, texts=decoded.texts,
             enabled=list(instance.enabled), missing=list(instance.missing),
             filter_errors=list(instance.filter_errors),
             overrun=sum(s.overrun + s.commit_overrun for s in stats),

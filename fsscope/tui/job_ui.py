@@ -1,4 +1,5 @@
-"""Each job's data model in the TUI (its panel and view: :mod:`fsscope.tui.job_widgets`).
+"""Each job's data model in the TUI (its panel and view: :mod:`fsscope.tui.job_widgets`), the
+part its descriptor names (``Job.model`` in :mod:`fsscope.engine.jobs`).
 
 A job without a model (probe, smoke) is shown through the per-file latency matrix alone.
 The model classes are imported on first use: the study jobs' models import dask and scipy
@@ -15,11 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from fsscope.engine import jobs
 from fsscope.engine.events import Event
-
-#: Every job the TUI shows (tests check each engine job is here).
-JOBS = ("probe", "smoke", "bench", "syncwrite", "age", "scan", "frag", "check", "variation", "ladder", "explore",
-        "watch", "replay")
 
 
 class JobModel(Protocol):
@@ -33,36 +31,10 @@ class JobModel(Protocol):
 
 
 def model_class(job: str) -> Any:
-    """The model class of ``job`` (None: the latency matrix alone), imported now (see above)."""
-    match job:
-        case "bench":
-            from fsscope.tui.bench_model import BenchModel
-            return BenchModel
-        case "syncwrite":
-            from fsscope.tui.syncwrite_model import SyncWriteModel
-            return SyncWriteModel
-        case "age":
-            from fsscope.tui.aging_model import AgingModel
-            return AgingModel
-        case "frag":
-            from fsscope.tui.aging_model import FragModel
-            return FragModel
-        case "scan":
-            from fsscope.tui.scan_model import ScanModel
-            return ScanModel
-        case "check":
-            from fsscope.tui.check_model import CheckModel
-            return CheckModel
-        case "variation":
-            from fsscope.tui.variation_model import VariationModel
-            return VariationModel
-        case "ladder":
-            from fsscope.tui.ladder_model import LadderModel
-            return LadderModel
-        case "explore":
-            from fsscope.tui.explore_model import ExploreModel
-            return ExploreModel
-    return None
+    """The model class of ``job`` (None: the latency matrix alone), imported now (see above):
+    the part its descriptor names (:mod:`fsscope.engine.jobs`)."""
+    ref = jobs.JOBS[job].model if job in jobs.JOBS else ""
+    return jobs.resolve(ref) if ref else None
 
 
 def model_for(job: str, spec: dict | None = None) -> JobModel | None:

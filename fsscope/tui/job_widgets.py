@@ -1,36 +1,27 @@
 """Each job's widgets: its parameter panel on the setup screen and its main view on the live
-screen (the view draws the job's model, :mod:`fsscope.tui.job_ui`).
+screen (the view draws the job's model, :mod:`fsscope.tui.job_ui`): the parts its descriptor
+names (``Job.panel``, ``Job.view`` in :mod:`fsscope.engine.jobs`).
 
 A job without a panel of its own gets the generic panel built from its Spec; one without a
-view, the heatmap of per-file latencies. The panels are imported here (all of them: 8
-modules); the views on first use, since each imports its model (see job_ui: dask, scipy).
+view, the heatmap of per-file latencies. Both are imported on first use: a panel when its job
+is first shown on the Setup screen (it imports the job's Spec), a view when the live screen
+is built (each imports its model: see job_ui, dask, scipy).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fsscope.tui.job_ui import JOBS
-from fsscope.tui.widgets.age_params import AgeParams
-from fsscope.tui.widgets.bench_params import BenchParams
-from fsscope.tui.widgets.check_params import CheckParams
-from fsscope.tui.widgets.explore_params import ExploreParams
-from fsscope.tui.widgets.job_params import JobParams
-from fsscope.tui.widgets.ladder_params import LadderParams
-from fsscope.tui.widgets.probe_params import ProbeParams
-from fsscope.tui.widgets.syncwrite_params import SyncWriteParams
-from fsscope.tui.widgets.variation_params import VariationParams
+from fsscope.engine import jobs
 
 if TYPE_CHECKING:
+    from fsscope.tui.widgets.job_params import JobParams
     from fsscope.tui.widgets.live_view import LiveView
-
-PANELS: dict[str, type[JobParams]] = {
-    "probe": ProbeParams, "bench": BenchParams, "syncwrite": SyncWriteParams, "age": AgeParams,
-    "check": CheckParams, "variation": VariationParams, "ladder": LadderParams, "explore": ExploreParams}
 
 
 def panel_class(job: str) -> type[JobParams]:
-    return PANELS.get(job, JobParams)
+    """The setup screen's parameter panel class of ``job``, imported now."""
+    return jobs.resolve(jobs.job(job).panel or jobs.GENERIC_PANEL)
 
 
 def panel_for(job: str, initial: dict | None = None) -> JobParams:
@@ -40,43 +31,14 @@ def panel_for(job: str, initial: dict | None = None) -> JobParams:
 
 def view_class(job: str) -> type[LiveView]:
     """The live screen's main view of ``job``, imported now (see above)."""
-    from fsscope.tui.widgets.heat_view import HeatView
-
-    match job:
-        case "bench":
-            from fsscope.tui.widgets.bench_view import BenchView
-            return BenchView
-        case "syncwrite":
-            from fsscope.tui.widgets.syncwrite_view import SyncWriteView
-            return SyncWriteView
-        case "age":
-            from fsscope.tui.widgets.aging_view import AgingView
-            return AgingView
-        case "frag":
-            from fsscope.tui.widgets.aging_view import FragView
-            return FragView
-        case "scan":
-            from fsscope.tui.widgets.scan_view import ScanView
-            return ScanView
-        case "check":
-            from fsscope.tui.widgets.check_view import CheckView
-            return CheckView
-        case "variation":
-            from fsscope.tui.widgets.variation_view import VariationView
-            return VariationView
-        case "ladder":
-            from fsscope.tui.widgets.ladder_view import LadderView
-            return LadderView
-        case "explore":
-            from fsscope.tui.widgets.explore_view import ExploreView
-            return ExploreView
-    return HeatView
+    ref = jobs.JOBS[job].view if job in jobs.JOBS else ""
+    return jobs.resolve(ref or jobs.HEAT_VIEW)
 
 
 def view_classes() -> list[type[LiveView]]:
     """Every distinct view class, the heatmap first (the live screen mounts one of each)."""
-    out: list[type[LiveView]] = [view_class("probe")]
-    for job in JOBS:
+    out: list[type[LiveView]] = [jobs.resolve(jobs.HEAT_VIEW)]
+    for job in jobs.JOBS:
         cls = view_class(job)
         if cls not in out:
             out.append(cls)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fsscope.watch.syscalls import syscall_codes
+from fsscope.watch.syscalls import ENTRY_FILTERED, syscall_codes
 
 #: One call: the thread, what it was (``op`` indexes syscalls.OPS; ``code`` its entry event),
 #: when and for how long (monotonic ns), its result, the bytes it asked for, its descriptor
@@ -27,9 +27,32 @@ class Paired:
     calls: np.ndarray        # CALL_DTYPE, by start time
     unpaired_enters: int     # entries with no exit (open when the watch stopped, or lost)
     unpaired_exits: int      # exits with no entry (entered before the watch, or lost)
+    across_loss: int = 0     # an entry and an exit with events lost between: not made a call
 
 
-def pair(events: np.ndarray, names: list[str]) -> Paired:
+def merged(spans: list[tuple[int, int]]) -> np.ndarray:
+    """Loss spans (after, before ns) as sorted disjoint intervals, shape (k, 2)."""
+    out: list[list[int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return np.array(out, dtype=np.int64).reshape(-1, 2)
+
+
+def overlaps(starts: np.ndarray, ends: np.ndarray, spans: np.ndarray) -> np.ndarray:
+    """Which windows [start, end] meet one of the disjoint sorted ``spans``."""
+    if not len(spans):
+        return np.zeros(len(starts), bool)
+    k = np.searchsorted(spans[:, 0], ends, side="left") - 1  # the last span beginning before the end
+    return (k >= 0) & (spans[np.clip(k, 0, None), 1] > starts)
+
+
+def pair(events: np.ndarray, names: list[str], losses: list[tuple[int, int]] | None = None) -> Paired:
+    """``losses``: where the tasks' ring buffer lost events (see :mod:`.session`). An entry and
+    an exit of the same syscall with a loss between them may be two calls whose other halves
+    were lost: never one call (its window would take the kernel events of both)."""
     enters, exits, syscall = syscall_codes(names)
     codes = events["code"]
     is_enter = np.isin(codes, list(enters))
@@ -44,7 +67,10 @@ def pair(events: np.ndarray, names: list[str]) -> Paired:
         ok = (enter[:-1] & ~enter[1:] & (ev["pid"][:-1] == ev["pid"][1:]) & (short[:-1] == short[1:]))
     else:
         ok = np.zeros(0, dtype=bool)
-    first = np.flatnonzero(ok)
+    across = np.zeros(len(ok), bool)
+    if losses and len(ok):
+        across = ok & overlaps(ev["ts_ns"][:-1], ev["ts_ns"][1:], merged(losses))
+    first = np.flatnonzero(ok & ~across)
     calls = np.zeros(len(first), CALL_DTYPE)
     a, b = ev[first], ev[first + 1]
     calls["tid"] = a["pid"]
@@ -63,7 +89,10 @@ def pair(events: np.ndarray, names: list[str]) -> Paired:
     calls = calls[np.argsort(calls["start_ns"], kind="stable")]
     used = np.zeros(len(ev), dtype=bool)
     used[first] = used[first + 1] = True
-    return Paired(calls, int((~used & enter).sum()), int((~used & ~enter).sum()))
+    split = np.flatnonzero(across)
+    used[split] = used[split + 1] = True  # counted as split by a loss, not as unpaired
+    filtered = np.isin(short, list(ENTRY_FILTERED)) & ~enter  # exits whose entries a filter dropped
+    return Paired(calls, int((~used & enter).sum()), int((~used & ~enter & ~filtered).sum()), len(split))
 
 
 def inside(calls: np.ndarray, events: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ import numpy as np
 
 from fsscope import oplog
 from fsscope.errors import FsscopeError
-from fsscope.watch.names import Named, Tree
+from fsscope.watch.names import Named, Tree, makes_fd
 from fsscope.watch.syscalls import OPS, syscall_codes
 from fsscope.watch.tasks import OpenFile
 
@@ -197,6 +197,12 @@ def build(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: list[
             last_fd[(proc, fd)] = (tid, i)
             if op == "close":
                 fds.pop((proc, fd), None)
+            elif makes_fd(op, int(c["flags"])) and result >= 0:  # the new descriptor names the same file
+                if (proc, fd) in fds:
+                    fds[(proc, result)] = fds[(proc, fd)]
+                else:
+                    fds.pop((proc, result), None)
+                last_fd[(proc, result)] = (tid, i)
         start = int(c["start_ns"])
         flags = int(c["flags"])
         if sc is not None and sc.name == "creat":

@@ -41,6 +41,9 @@ class Spec(SpecRecord, frozen=True):
     slow_factor: Annotated[float, Meta(gt=1)] = 4.0
     slow_floor_us: Annotated[float, Meta(ge=0)] = 100.0
     buffer_kb: Annotated[int, Meta(ge=4)] = 8192
+    #: the events kept (raw, on disk while watching) are all decoded in memory at the end, with
+    #: the calls and the op log built from them: past this the watch stops, and says so
+    max_events_mb: Annotated[int, Meta(ge=1)] = 512
     show_slow: Annotated[int, Meta(ge=0)] = 50
     capture: str = ""             # write an op log here (fsscope.oplog; `fsscope replay` plays it)
     anonymize: bool = False       # the op log's names as same-length pseudonyms
@@ -78,6 +81,7 @@ class _Tasks:
         self.comms = {tid: tasks.comm(tid) for tid in self.tids}
         self.tgid = {tid: _tgid(tid) or tid for tid in self.tids}
         self.seen_files: dict[tasks.OpenFile, int] = {}  # what a descriptor named -> first seen (mono ns)
+        self.open_files_ns: int | None = None  # when /proc/PID/fd was read at attach (tracing on)
 
     def poll_files(self) -> None:
         """What the watched processes' descriptors name now, and when each was first seen."""
@@ -169,20 +173,26 @@ def run(ctx, spec: Spec) -> Report:
         except (FsscopeError, OSError) as exc:
             geometry = None
             notes.append(f"no geometry of {found.mountpoint} ({exc}): format changes come without arithmetic")
-        tree = Tree.walk(tree_root)
-        if tree.truncated:
-            notes.append(f"{tree_root} has more than {len(tree.paths)} entries: only those were mapped at attach")
-        open_files = [f for pid in sorted(set(watched.tgid.values())) for f in tasks.open_files(pid)]
         session = WatchSession(Path(ctx.run_dir.path) / "trace-raw", fs=found.fs, device=found.device,
                                tids=watched.tids, journal=getattr(ctx.target, "journal", None),
                                buffer_kb=spec.buffer_kb)
         session.open()
         try:
             session.begin()
+            # the tree and the descriptors are read with tracing on: a change made while they
+            # are read is in the record, on the clock of each directory's listing (names.py)
+            tree = Tree.walk(tree_root)
+            if tree.truncated:
+                notes.append(f"{tree_root} has more than {len(tree.paths)} entries: only those were mapped at attach")
+            notes += [f"not walked: {why}" for why in tree.swapped]
+            open_files = [f for pid in sorted(set(watched.tgid.values())) for f in tasks.open_files(pid)]
+            watched.open_files_ns = time.monotonic_ns()
             if watched.held is not None:
                 watched.held.release()
             ctx.phase("watching", tasks=len(watched.tids), tree=tree_root)
-            _watch(ctx, spec, watched, session)
+            full = _watch(ctx, spec, watched, session)
+            if full:
+                notes.append(full)
         except BaseException:
             session.abort()
             raise
@@ -192,15 +202,24 @@ def run(ctx, spec: Spec) -> Report:
     finally:
         if watched.held is not None:
             watched.held.stop()
-    end_tree = Tree.walk(tree_root)
+    # a change after tracing stopped would be missing from the record: the walk at detach
+    # counts a directory only when the watched tasks have ended
+    end_settled = watched.held is not None or not watched.alive(spec)
+    try:
+        end_tree = Tree.walk(tree_root)
+    except (OSError, FsscopeError) as exc:  # the tree went or was swapped: the record is kept all the same
+        end_tree = Tree(tree_root, tree.dev)
+        notes.append(f"{tree_root} could not be walked at detach ({exc}): files made meanwhile may be unnamed")
     ctx.phase("analyse")
-    return _analyse(ctx, spec, watched, recorded, tree, end_tree, open_files, found, geometry,
+    return _analyse(ctx, spec, watched, recorded, tree, end_tree, end_settled, open_files, found, geometry,
                     notes, exit_status)
 
 
-def _watch(ctx, spec: Spec, watched: _Tasks, session) -> None:
-    """Until the time is up, the tasks are gone or the job is cancelled: progress every second."""
+def _watch(ctx, spec: Spec, watched: _Tasks, session) -> str | None:
+    """Until the time is up, the tasks are gone, the events kept reach ``max_events_mb`` or the
+    job is cancelled: progress every second. Returns why it stopped early (the events' bound)."""
     t0 = time.monotonic()
+    full = None
     next_progress = next_poll = t0
     instance = session.sides[0].instance.path if session.sides[0].instance is not None else None
     while not ctx.cancelled and watched.alive(spec):
@@ -217,23 +236,36 @@ def _watch(ctx, spec: Spec, watched: _Tasks, session) -> None:
         if now >= next_poll:
             watched.poll_files()
             next_poll = now + FD_POLL_S
+            raw = session.raw_bytes()
+            if raw >= spec.max_events_mb * 2**20:  # what the decode would hold in memory: bounded
+                full = (f"the watch stopped after {now - t0:.1f} s: its events reached {raw // 2**20} MiB "
+                        f"(max_events_mb {spec.max_events_mb}; they are all decoded in memory): the calls "
+                        f"after that were not recorded" + (" and the command was stopped" if watched.held else ""))
+                ctx.log(full)
+                break
         time.sleep(0.05)  # the job's own polling interval (what it waits for has no fd to wait on)
     watched.learn(instance)
+    return full
 
 
-def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, open_files, found, geometry,
-             notes: list[str], exit_status: int | None) -> Report:
+def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, end_settled: bool, open_files, found,
+             geometry, notes: list[str], exit_status: int | None) -> Report:
     from fsscope.watch import calls as calls_mod
     from fsscope.watch import causes, slow
     from fsscope.watch.names import name_calls, transferred
     from fsscope.watch.syscalls import OPS
+    from fsscope.watch.tasks import processes
 
-    paired = calls_mod.pair(recorded.events, recorded.names)
+    # which process each thread was in, by the kernel's record of each clone (a short-lived
+    # thread is gone before /proc could be read: it is not a process of its own)
+    watched.tgid.update(processes(recorded.events, recorded.names, watched.tgid))
+    tasks_lost = next((x for x in recorded.lost if x.instance == "tasks"), None)
+    paired = calls_mod.pair(recorded.events, recorded.names, tasks_lost.spans if tasks_lost else None)
     calls = paired.calls
     where = calls_mod.inside(calls, recorded.events)
     named = name_calls(calls, recorded.events, where, recorded.names, recorded.texts, tree,
-                       open_files=open_files, tgid=watched.tgid, fs=found.fs, end_tree=end_tree,
-                       later_files=[(t, f) for f, t in watched.seen_files.items()])
+                       open_files=open_files, open_files_ns=watched.open_files_ns, tgid=watched.tgid, fs=found.fs, end_tree=end_tree,
+                       end_settled=end_settled, later_files=[(t, f) for f, t in watched.seen_files.items()])
     if spec.capture:
         from fsscope.watch.capture import write_capture
 
@@ -251,6 +283,7 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, open_fi
     kernel_pids = kernel_threads({who for w in wins.values() for who in w.others})
     explained: dict[int, list[causes.Cause]] = {
         i: causes.explain(w, int(calls["duration_ns"][i]), kernel_pids=kernel_pids) for i, w in wins.items()}
+    _lost_inside(explained, calls, recorded.lost)
     cause_count = Counter(c.kind for cs in explained.values() for c in cs)
 
     def slow_row(i: int) -> SlowCall:
@@ -275,7 +308,7 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, open_fi
         ops.append(OpSummary(op=OPS[o], calls=int(rows.sum()), p50_us=round(float(np.percentile(d, 50)), 1),
                              p99_us=round(float(np.percentile(d, 99)), 1), max_us=round(float(d.max()), 1),
                              slow=int(judged.slow[rows].sum()), bytes=int(moved[rows].sum()),
-                             unnamed=int(unnamed[rows].sum())))
+                             unnamed=int(unnamed[rows].sum()), inconclusive=int(judged.inconclusive[rows].sum())))
     lost = [Loss(instance=x.instance, overrun=x.overrun, dropped=x.dropped, pages_with_loss=x.pages_with_loss)
             for x in recorded.lost]
     lost_total = sum(x.total for x in recorded.lost)
@@ -283,25 +316,64 @@ def _analyse(ctx, spec: Spec, watched: _Tasks, recorded, tree, end_tree, open_fi
         notes.append(f"the ring buffer lost {lost_total} event(s): calls whose entry or exit was lost are "
                      f"counted as unpaired, and a slow call may lack some of its kernel events "
                      f"(a larger buffer_kb keeps more)")
+    if paired.across_loss:
+        notes.append(f"{paired.across_loss} entr(ies) and exit(s) with lost events between them were not "
+                     f"made calls: they may be two calls whose other halves were lost, and their window "
+                     f"would take the kernel events of both")
+    unplaced = [x.instance for x in recorded.lost if x.unplaced]
+    if unplaced:
+        notes.append(f"the {' and '.join(unplaced)} ring buffer lost events no page marked: any call may "
+                     f"lack kernel events, and two calls' halves may have been paired as one")
     if paired.unpaired_enters or paired.unpaired_exits:
         notes.append(f"{paired.unpaired_enters} entr(ies) without exit and {paired.unpaired_exits} exit(s) "
                      f"without entry (calls in progress at attach or detach, or lost events)")
     if int(unnamed.sum()):
         notes.append(f"{int(unnamed.sum())} call(s) could not be named: no kernel event inside them "
                      f"named a file and their descriptor was not seen opening (uprobes are not used)")
+    undecided = np.flatnonzero(judged.inconclusive)
+    if len(undecided):
+        where_ = list(dict.fromkeys(f"{OPS[calls['op'][i]]} on {named.path(int(judged.group[i])) or 'an unnamed file'} "
+                                    f"({int(judged.group_size[i])} calls)" for i in undecided.tolist()))
+        notes.append(f"{len(undecided)} call(s) inconclusive ({'; '.join(where_[:3])}): slow beside the other "
+                     f"calls of their kind but not beside their own file's or directory's few calls, or the "
+                     f"reverse; {slow.MIN_GROUP} or more calls there (a longer watch) would decide them")
+    if named.unsure:
+        notes.append(f"{len(named.unsure)} director(ies) changed while they were listed "
+                     f"({', '.join(sorted(named.path(d) or str(d) for d in named.unsure)[:3])}): the names they "
+                     f"held are not known, so their format changes have no verdict; a listing between "
+                     f"their changes (or the watched tasks ending before detach) would decide it")
     if recorded.missing:
         notes.append(f"{len(recorded.missing)} event(s) this kernel does not have were left out")
     report = Report(
         watched=watched.label, tids=watched.tids, comms={str(k): v for k, v in sorted(comms.items())
                                                          if k in watched_tids},
         fs=found.fs, device=found.device, tree=tree.root, duration_s=round(recorded.duration_s, 3),
-        exit_status=exit_status, calls=len(calls), unpaired_enters=paired.unpaired_enters,
+        exit_status=exit_status, calls=len(calls), across_loss=paired.across_loss,
+        unpaired_enters=paired.unpaired_enters,
         unpaired_exits=paired.unpaired_exits, unnamed=int(unnamed.sum()), events=len(recorded.events),
-        ops=ops, slow_total=len(slow_idx), slow=[slow_row(i) for i in by_duration[:spec.show_slow]],
+        ops=ops, slow_total=len(slow_idx), inconclusive_total=len(undecided), slow=[slow_row(i) for i in by_duration[:spec.show_slow]],
         format_changes=changes, repeats=reps, lost=lost, lost_total=lost_total,
         causes=dict(cause_count.most_common()), missing=recorded.missing, notes=notes)
     _emit_findings(ctx, report)
     return report
+
+
+def _lost_inside(explained: dict, calls: np.ndarray, lost: list) -> None:
+    """A slow call during which a ring buffer lost events says so: its causes may lack some
+    (the device's I/O, its own thread's events)."""
+    from fsscope.watch.calls import merged, overlaps
+    from fsscope.watch.causes import Cause
+
+    rows = np.array(sorted(explained), dtype=np.int64)
+    if not len(rows):
+        return
+    starts = calls["start_ns"][rows]
+    ends = starts + calls["duration_ns"][rows]
+    for x in lost:
+        hit = overlaps(starts, ends, merged(x.spans))
+        for i in rows[hit].tolist():
+            explained[i].append(Cause("lost", f"the {x.instance} ring buffer lost events during this call: "
+                                              f"its causes may be incomplete (a larger --buffer-kb keeps more)"))
 
 
 #: /proc/PID/stat's flags: the task is a kernel thread (include/linux/sched.h).
@@ -389,7 +461,7 @@ def _repeats(calls, judged, named, explained) -> list[Repeat]:
             if found is None:
                 continue
             gap, hits = found
-            kinds = Counter(_label(c, OPS[o]) for i in rows[ordinals] for c in explained.get(int(i), [])[:1])
+            kinds = Counter(cause_label(c, OPS[o]) for i in rows[ordinals] for c in explained.get(int(i), [])[:1])
             cause = kinds.most_common(1)[0][0] if kinds else ""
             where_ = named.path(int(key))
             title = (f"{OPS[o]} calls {'in' if int(key) in named.dirs else 'on'} {where_ or 'an unnamed file'} "
@@ -408,10 +480,20 @@ CAUSE_LABELS = {"format": "a directory format change", "alloc": "an allocation",
                 "none": "nothing the kernel traced"}
 
 
-def _label(cause, op: str) -> str:
+def cause_label(cause, op: str) -> str:
+    """What a repeat's title says its calls share, from their first cause."""
     if cause.kind == "alloc" and op == "open" and "xfs_alloc_vextent_finish" in cause.text:
         return "a new inode chunk (XFS allocated an extent inside the create)"
     return CAUSE_LABELS.get(cause.kind, cause.kind)
+
+
+def format_finding(c: FormatChange) -> Finding:
+    """The flag of a directory format change (watch's and replay's alike)."""
+    verdict = {True: "as the arithmetic predicts", False: f"the arithmetic predicts {c.predicted}",
+               None: "no exact prediction"}[c.matches]
+    return Finding(flag="format-change", title=f"{c.dir or 'a directory'}: {c.event} at {c.op} with "
+                                               f"{c.entries_before} names ({verdict})",
+                   note=c.arithmetic, index=c.call, structure=c.event)
 
 
 def _emit_findings(ctx, report: Report) -> None:
@@ -420,11 +502,7 @@ def _emit_findings(ctx, report: Report) -> None:
                                                             f"of the gaps between them are {r.stride} calls",
                          stride=r.stride, count=r.slow))
     for c in report.format_changes:
-        verdict = {True: "as the arithmetic predicts", False: f"the arithmetic predicts {c.predicted}",
-                   None: "no exact prediction"}[c.matches]
-        ctx.emit(Finding(flag="format-change", title=f"{c.dir or 'a directory'}: {c.event} at {c.op} with "
-                                                     f"{c.entries_before} names ({verdict})",
-                         note=c.arithmetic, index=c.call, structure=c.event))
+        ctx.emit(format_finding(c))
     if report.lost_total:
         ctx.finding("lost-events", f"the ring buffer lost {report.lost_total} event(s)",
                     "; ".join(f"{x.instance}: overrun {x.overrun}, dropped {x.dropped}" for x in report.lost))

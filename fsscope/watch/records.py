@@ -8,7 +8,7 @@ from fsscope.records import Record, ReportRecord
 
 
 class CauseRow(Record, frozen=True, kw_only=True):
-    kind: str   # format | alloc | journal | writeback | cache-miss | other-io | kernel-io | cpu | blocked | none
+    kind: str   # format | alloc | journal | writeback | cache-miss | other-io | kernel-io | cpu | blocked | none | lost
     text: str
 
 
@@ -70,6 +70,7 @@ class OpSummary(Record, frozen=True, kw_only=True):
     slow: int
     bytes: int = 0
     unnamed: int = 0          # calls whose file or directory could not be named
+    inconclusive: int = 0     # calls in a group of 3-8 whose own and op-wide baselines disagree
 
 
 class Loss(Record, frozen=True, kw_only=True):
@@ -99,12 +100,14 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     duration_s: float = 0.0
     exit_status: int | None = None    # watch -- COMMAND: the command's own
     calls: int = 0
+    across_loss: int = 0              # entry/exit pairs with lost events between: not made calls
     unpaired_enters: int = 0
     unpaired_exits: int = 0
     unnamed: int = 0
     events: int = 0
     ops: list[OpSummary] = []
     slow_total: int = 0
+    inconclusive_total: int = 0       # neither slow nor not: more calls on their file would decide
     slow: list[SlowCall] = []         # the slowest first, at most Spec.show_slow
     format_changes: list[FormatChange] = []
     repeats: list[Repeat] = []

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -41,10 +41,17 @@ class Lost:
     overrun: int = 0          # overwritten before the reader got them
     dropped: int = 0          # not stored at all (buffer full, overwrite off)
     pages_with_loss: int = 0  # pages the kernel marked "events were missed before this one"
+    #: where the marked losses were: (after, before) monotonic ns (:attr:`Decoded.losses`)
+    spans: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def total(self) -> int:
         return self.overrun + self.dropped
+
+    @property
+    def unplaced(self) -> bool:
+        """Events were lost but no page says where: any window may lack some."""
+        return self.total > 0 and not self.spans
 
 
 @dataclass
@@ -86,7 +93,7 @@ class _Side(Tracer):
                 finally:
                     os.close(pids)
             for entry in self.entries:
-                expr = "" if self.tids is not None else filter_for(entry, None, self.dev)
+                expr = syscalls.FILTERS.get(entry.event, "") if self.tids is not None else filter_for(entry, None, self.dev)
                 if expr is not None:
                     instance.enable(entry.event, expr)
             if not instance.enabled:
@@ -117,7 +124,7 @@ class _Side(Tracer):
             self._abort()
             shutil.rmtree(self.raw_dir, ignore_errors=True)
         lost = Lost(self.label, sum(s.overrun + s.commit_overrun for s in stats),
-                    sum(s.dropped for s in stats), decoded.pages_with_loss)
+                    sum(s.dropped for s in stats), decoded.pages_with_loss, decoded.losses)
         return lost, decoded, instance
 
     def raw_bytes(self) -> int:

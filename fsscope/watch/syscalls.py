@@ -47,6 +47,10 @@ SYSCALLS = (
     Syscall("close", "close", fd="fd"),
     # last, so the ops before keep their indexes: the op log's file positions (whence in ``flags``)
     Syscall("lseek", "lseek", fd="fd", flags="whence", offset="offset"),
+    # descriptors made from others (the result names the same file); fcntl's command is kept
+    # in ``flags``, and only F_DUPFD/F_DUPFD_CLOEXEC are kept (FILTERS)
+    Syscall("dup", "dup", fd="fildes"), Syscall("dup2", "dup", fd="oldfd"), Syscall("dup3", "dup", fd="oldfd"),
+    Syscall("fcntl", "fcntl", fd="fd", flags="cmd"),
 )
 
 #: Every op, in a fixed order: a call record's ``op`` indexes it.
@@ -57,6 +61,16 @@ ADDING_OPS = frozenset({"open", "mkdir", "rename"})
 FD_OPS = frozenset({s.op for s in SYSCALLS if s.fd}) - {"stat"}
 #: Ops whose baseline is their directory (they change or list it), not a file.
 DIR_OPS = frozenset({"mkdir", "unlink", "rmdir", "rename", "getdents"})
+#: fcntl commands that return a new descriptor for the same file (include/uapi/linux/fcntl.h).
+F_DUPFD, F_DUPFD_CLOEXEC = 0, 1030
+#: The tasks' instance keeps only these of an event (a kernel filter, so the rest cost no
+#: record): fcntl's dup commands, not its locks -- SQLite takes six per commit, and tracing
+#: them doubled the events of its commits. The exit cannot be filtered by the command: one
+#: returning a descriptor above stderr is kept, a lock's 0 or -1 and F_GETFD's 0/1 are not.
+FILTERS = {"syscalls/sys_enter_fcntl": f"cmd == {F_DUPFD} || cmd == {F_DUPFD_CLOEXEC}",
+           "syscalls/sys_exit_fcntl": "ret >= 2"}
+#: Syscalls whose entries are filtered: an exit of theirs without an entry is not "unpaired".
+ENTRY_FILTERED = frozenset({"fcntl"})
 #: Ops whose result is a byte count.
 BYTE_OPS = frozenset({"read", "write", "getdents"})
 O_CREAT = 0o100
@@ -118,6 +132,10 @@ NAMING = (
     _pid("sched/sched_wakeup", "sched", "the task was woken (runnable, waiting for a CPU)", {"arg": "pid"}),
     _pid("sched/sched_process_exec", "sched", "the task ran a new program (its command changed)",
          {"arg": "pid"}, {"sector": "filename"}),
+    # fired in the parent's context (so the tasks' filter keeps it): the new task and its clone
+    # flags, whose CLONE_THREAD says a thread of the parent's process, not a process of its own
+    _pid("task/task_newtask", "sched", "a watched task made a thread or a process",
+         {"arg": "pid", "sector": "clone_flags"}),
 )
 
 #: The directory-format and allocation events of each file system (the probe's catalog).

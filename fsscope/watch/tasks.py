@@ -91,6 +91,25 @@ def cgroup_tids(path: str) -> list[int]:
     return tids
 
 
+#: clone(2)'s flag for a thread: the new task shares its parent's process (thread group).
+CLONE_THREAD = 0x00010000
+
+
+def processes(events, names: list[str], known: dict[int, int]) -> dict[int, int]:
+    """Thread -> process (tgid) for every task the record saw made, from the kernel's own
+    ``task_newtask`` events (the new task and its clone flags), over ``known`` (read from
+    /proc at attach and while watching): a thread that came and went between two reads of
+    /proc belongs to its process all the same, and a tid reused later changes nothing."""
+    out = dict(known)
+    code = next((c for c, n in enumerate(names) if n == "task/task_newtask"), None)
+    if code is None:
+        return out
+    for row in events[events["code"] == code]:  # time order: a parent's own is known first
+        parent, child = int(row["pid"]), int(row["arg"])
+        out[child] = out.get(parent, parent) if int(row["sector"]) & CLONE_THREAD else child
+    return out
+
+
 @dataclass(frozen=True)
 class OpenFile:
     """What a descriptor of a watched process named when watch attached."""

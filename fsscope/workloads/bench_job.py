@@ -75,9 +75,11 @@ from fsscope.workloads.bench_records import (
     Report,
     TelemetryInfo,
     WindowSample,
+    Writer,
 )
 from fsscope.workloads.bench_spec import BIN_S, Spec, number_list, personality_spec
 from fsscope.workloads.bench_telemetry import block_disks, measure, telemetry_summary
+from fsscope.workloads.probe_writers import Writers
 
 # the job's contract (registry: Spec, DATA, Report) and what other modules take from here
 __all__ = ["BIN_S", "DATA", "Report", "Spec", "WindowSample", "block_disks", "flag_title", "number_list",
@@ -112,6 +114,7 @@ class _Runs:
     partial: PartialRun | None = None
     fs_name: str | None = None
     stopped_by: str | None = None
+    writers: Writers = dataclasses.field(default_factory=Writers)
 
 
 def run(ctx, spec: Spec) -> Report:
@@ -119,7 +122,8 @@ def run(ctx, spec: Spec) -> Report:
     duration = Duration(auto=False, chosen_s=spec.duration_s)
     if spec.duration_auto:
         spec, duration = _calibrate_duration(ctx, spec)
-    done = _Runs()
+    done = _Runs(writers=Writers(trace=spec.trace, competes="the bench's workers", fix="measure another device",
+                                 pinned=False))
     trace = BenchTrace(ctx, spec.trace)
     try:
         for r in range(spec.runs):
@@ -151,8 +155,9 @@ def _one_run(ctx, spec: Spec, r: int, trace: BenchTrace, dirty: dict, done: _Run
             return False
         placed = _dataset_placement(fs, root, pspec)
         ctx.phase(f"run {r + 1}/{spec.runs}: {pspec.name} × {pspec.workers} workers", run=r)
-        with trace.run(fs, r):
+        with trace.run(fs, r), done.writers.watch(ctx, fs, r) as own:
             result, samples = measure(ctx, spec, pspec, root, fs, r, spec.runs * spec.duration_s)
+            own.update(result.worker_pids)  # theirs is the bench's own I/O
     window_s = min(spec.window_sizes_s)
     counted = trace.windows(r, result.start_ns, window_s, len(result.throughput(window_s)))
     if counted is not None:
@@ -205,6 +210,8 @@ def _report(ctx, spec: Spec, done: _Runs, dirty: dict, duration: Duration, trace
     for flag in done.flags:
         ctx.finding(flag["kind"], flag["title"], flag["note"], run=flag["run"])
     flags = done.flags + [{**flag, "title": flag.get("title") or flag_title(flag)} for flag in varied.flags]
+    if (writer := done.writers.flag()) is not None:  # streamed per run already (Finding): listed, not re-sent
+        flags.append({"kind": writer.pop("flag"), **writer})
     recipe, pspec = ctx.recipe, done.pspec
     return Report(
         personality=varied.personality, runs=runs, variation=varied.variation, latency=varied.latency,
@@ -215,7 +222,8 @@ def _report(ctx, spec: Spec, done: _Runs, dirty: dict, duration: Duration, trace
         partial_run=done.partial, stopped_by=done.stopped_by,
         telemetry=TelemetryInfo(taskstats_available=done.taskstats_available, delayacct=delayacct_note(),
                                 columns=list(TELEMETRY_COLUMNS), notes=list(dict.fromkeys(done.telemetry_notes))),
-        dirty_writeback=plain(dirty), duration=duration, notes=done.notes + _notes(ctx, spec, done))
+        dirty_writeback=plain(dirty), duration=duration, notes=done.notes + _notes(ctx, spec, done),
+        writers=[typed(w, Writer, "bench writer") for w in done.writers.to_json()], writers_watched=done.writers.how())
 
 
 def _notes(ctx, spec: Spec, done: _Runs) -> list[str]:

@@ -12,6 +12,7 @@ from fsscope.layout.placement import Placement
 from fsscope.records import Record, ReportRecord
 from fsscope.workloads import personalities as P
 from fsscope.workloads.bench_spec import Spec
+from fsscope.workloads.probe_records import Writer
 
 # ---------------------------------------------------------------- event kinds
 
@@ -208,3 +209,5 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     dirty_writeback: dict[str, Any] = {}
     duration: Duration = Duration()
     notes: list[str] = []
+    writers: list[Writer] = []  # other processes' I/O on the measured device during the runs (as the probe's)
+    writers_watched: str = ""   # how they were watched: what a writer must do to be named

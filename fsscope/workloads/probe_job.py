@@ -27,7 +27,7 @@ from fsscope.errors import FsscopeError
 from fsscope.explain.geometry import read_geometry
 from fsscope.explain.match import explain
 from fsscope.explain.names import plain as plain_words
-from fsscope.explain.rules import predict
+from fsscope.explain.rules import limits, predict
 from fsscope.records import plain, typed
 from fsscope.trace.jobs import ProbeTrace
 from fsscope.workloads.probe import ProbeRunError, ProbeSpec, measure_run, pin_cpu, sync_once
@@ -117,7 +117,7 @@ def run(ctx, spec: ProbeSpec) -> Report:
     start_ns = ctx.run_dir.open_array("start_ns", (cap, spec.files))
     wait_ns = ctx.run_dir.open_array("wait_ns", (cap, spec.files))
     trace = ProbeTrace(ctx, spec.trace, spec.op)
-    explained, emitted, writers = _Explained(), dict[tuple, str](), Writers()
+    explained, emitted, writers = _Explained(), dict[tuple, str](), Writers(trace=spec.trace != "off")
     error, stop_flag, r = None, None, 0
     settling = sequential.Settling(spec.runs, cap)
     try:
@@ -159,8 +159,10 @@ def run(ctx, spec: ProbeSpec) -> Report:
     if (writer_flag := writers.flag()) is not None:
         report["flags"] = [*report.get("flags", []), writer_flag]
     report["writers"] = writers.to_json()
+    report["writers_watched"] = writers.how()
     report["geometry"] = _geometry_json(explained.geometry) if explained.geometry else None
     report["predictions"] = plain(explained.predictions)
+    report["not_predicted"] = limits(explained.geometry, spec.op) if explained.geometry else []
     trace.attribute(report, findings, report.get("flags", []))
     _kernel_on_decisions(report)
     if trace.results:
@@ -192,7 +194,10 @@ def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explaine
     latency_ns.flush()  # a shared mapping survives a kill anyway; this survives power loss
     if r == 0 and spec.runs > 1:
         return  # one run cannot tell structure from noise: flag from the second on
-    analysis = settling.analyze(latency_ns[: r + 1], wait_ns[: r + 1])  # incremental: runs 0..r-1 are folded in
+    # the live analysis is provisional (its outliers feed the sequential test); the report's is
+    # held to the permuted null worlds (Settling.final_analysis): 19 more series searches a run
+    # would double the analysis at a million files. Incremental: runs 0..r-1 are folded in already
+    analysis = settling.analyze(latency_ns[: r + 1], wait_ns[: r + 1])
     settling.after_run(r, analysis, latency_ns[: r + 1], wait_ns[: r + 1])
     _emit_new_findings(ctx, settling.settled(analysis), explained.predictions, emitted)
 

@@ -10,6 +10,7 @@ from typing import Any, TypeAlias
 import msgspec
 
 from fsscope.engine.events import DataRecord, Finding, KernelEvidence
+from fsscope.explain.slab import SlabCache
 from fsscope.records import Record, ReportRecord
 
 # --------------------------------------------------------------------------------------------
@@ -119,6 +120,18 @@ class Settings(Record, frozen=True, kw_only=True):
     min_z: float | None = None
     single_run: bool = False
     disturbed_calls_per_run: list[int] | None = None
+
+
+class NullGate(Record, frozen=True, kw_only=True):
+    """The findings the permuted worlds took back (``analysis.nullgate``): a null world gave one
+    as strong, so they are not flags."""
+
+    worlds: int = 0
+    bound: float | None = None
+    null: str = ""
+    gated: list[str] = []
+    sure_chance: float | None = None  # a series this unlikely is not searched for in the worlds
+    rejected: list[dict[str, Any]] = []
 
 
 class Explained(Record, frozen=True, kw_only=True):
@@ -269,6 +282,9 @@ class Writer(Record, frozen=True, kw_only=True):
     counted_bytes_per_s: float = 0.0
     device_bytes_per_s: float | None = None  # the device's in that run (None: no block device)
     runs: list[int] = []
+    exited: bool = False                # gone before its run ended: named from the block layer's trace
+    seen_by: str = "/proc/PID/io"       # /proc/PID/io, block_bio_queue, or both
+    tasks: int = 1                      # exited processes of this command, counted as this one row
 
 
 class Report(ReportRecord, frozen=True, kw_only=True):
@@ -292,16 +308,21 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     level_shifts: list[LevelShiftRow] = []
     linear_growth: list[GrowthRow] = []
     settings: Settings = Settings()
+    null_gate: NullGate | None = None
     thresholds: list[Threshold] = []
     flags: list[ReportFlag] | None = None  # None: a report that says nothing of its flags (the live ones stand)
     decisions: Decisions | None = None
     geometry: dict[str, Any] | None = None
     predictions: list[dict[str, Any]] = []
+    not_predicted: list[str] = []  # what the rules do not cover for this geometry and op, and why
     trace: TraceSummary | None = None
     structural_events: list[StructuralEvent] = []
     structures: list[StructureRow] = []
+    contradicted: list[StructureRow] = []  # predictions the kernel contradicted: out of the table, kept here
+    slabs: list[SlabCache] = []            # the slab caches (/proc/slabinfo at the run) that explained a series
     noise: list[NoiseCause] = []
     writers: list[Writer] = []  # other processes' I/O on the probed device during the runs
+    writers_watched: str = ""   # how they were watched: what a writer must do to be named
 
     def findings(self) -> list[Finding] | None:
         """The final findings, each flag with where it is and its numbers from its analysis

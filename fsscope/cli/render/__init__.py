@@ -1,28 +1,24 @@
-"""Rendering job reports in the terminal: one module per job's report, registered here by job
-name (``fsscope report RUN`` and each job's command use the same renderer). The commands in
+"""Rendering job reports in the terminal: one module per job's report, named by the job's
+descriptor (``Job.renderer`` in :mod:`fsscope.engine.jobs`; ``fsscope report RUN`` and
+each job's command use the same renderer). The commands in
 ``fsscope/cli/*_cmd.py`` parse and dispatch; nothing here reads the command line."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from rich.console import Console
 
+from fsscope.engine import jobs
 from fsscope.records import plain, report_part
-
-# The jobs with a renderer: ``render_<job>`` in ``fsscope/cli/render/<job>.py``, imported when a
-# report of that job is printed (importing them all here pulled every job's model, scipy among
-# them, into `fsscope --help`).
-RENDERERS: tuple[str, ...] = ("age", "bench", "check", "explore", "frag", "ladder", "probe", "scan", "syncwrite",
-                              "variation", "watch", "replay")
 
 
 def renderer(job: str) -> Any:
-    """Job ``job``'s renderer ``(report, console) -> None``; None for a job without one."""
-    if job not in RENDERERS:
-        return None
-    return getattr(importlib.import_module(f"fsscope.cli.render.{job}"), f"render_{job}")
+    """Job ``job``'s renderer ``(report, console) -> None`` (the part its descriptor names,
+    imported now: importing them all pulled every job's model, scipy among them, into `fsscope
+    --help`); None for a job without one."""
+    ref = jobs.JOBS[job].renderer if job in jobs.JOBS else ""
+    return jobs.resolve(ref) if ref else None
 
 
 def render_report(job: str, report: Any, console: Console, machine: dict | None = None) -> None:

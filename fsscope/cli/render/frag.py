@@ -69,5 +69,5 @@ def render_frag(report: Report, console: Console) -> None:
     render_histograms([("", report)], console, "free-space extent histogram")
     render_errors("", report, console)
     for restore in report.restores:
-        console.print(f"[dim]restored {restore.snapshot} ({restore.method}): "
-                      f"{restore.inodes_used} inodes in use[/]", highlight=False)
+        console.print(Text(f"restored {visible(restore.snapshot)} ({restore.method}): "
+                           f"{restore.inodes_used} inodes in use", style="dim"))

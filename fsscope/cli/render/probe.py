@@ -57,12 +57,17 @@ def _render_flags(report: Report, console: Console) -> None:
         console.print("[yellow]one run cannot tell structure from noise: every slow file is listed; "
                       "use --runs 3 or more[/]")
     explained = [f for f in flags if f.structure]
-    shown = explained + [f for f in flags if not f.structure][: max(0, MAX_FLAGS_SHOWN - len(explained))]
-    for flag in shown:
+    unexplained = [f for f in flags if not f.structure][: max(0, MAX_FLAGS_SHOWN - len(explained))]
+    shown = explained + unexplained
+    for flag in explained:
         console.print(f"[bold yellow]▲[/] [bold]{flag.title}[/]")
         if flag.predicted_index is not None:
             console.print(f"    predicted at file {flag.predicted_index}")
         console.print(f"    {flag.note}", highlight=False)
+    if unexplained:  # the quieter list: repeatable, but nothing names a cause
+        console.print("[dim]repeatable, unexplained (no rule and no kernel event names a cause):[/]")
+        for flag in unexplained:
+            console.print(f"[dim]  · {escape(flag.title)}[/]", highlight=False)
     for threshold in [t for t in report.thresholds if t.evidence == "kernel"]:
         console.print(f"[bold cyan]●[/] [bold]file {threshold.index} — {plain_words(threshold.structure or '')}[/] "
                       f"(kernel evidence; latency: {threshold.latency})", highlight=False)
@@ -80,13 +85,17 @@ def render_writers(report: Report, console: Console) -> None:
         console.print(f"    {escape(flag.note)}", highlight=False)
     if not report.writers:
         return
-    table = Table(title="other processes' I/O on the probed device (/proc/PID/io, per run)", title_justify="left")
-    for col in ("pid", "command", "read", "written", "MB/s (≤ device's)", "runs"):
-        table.add_column(col, justify="left" if col == "command" else "right")
+    table = Table(title="other processes' I/O on the probed device (per run)", title_justify="left")
+    for col in ("pid", "command", "read", "written", "MB/s (≤ device's)", "runs", "seen by"):
+        table.add_column(col, justify="left" if col in ("command", "seen by") else "right")
     for w in report.writers:
-        table.add_row(str(w.pid), Text(w.command), format_bytes(w.read_bytes), format_bytes(w.write_bytes),
-                      f"{w.bytes_per_s / 1e6:,.1f}", _indices([r + 1 for r in w.runs]))
+        command = Text(w.command) + (Text(f" ×{w.tasks}, exited") if w.tasks > 1 else Text(" (exited)") if w.exited
+                                     else Text(""))
+        table.add_row(str(w.pid), command, format_bytes(w.read_bytes), format_bytes(w.write_bytes),
+                      f"{w.bytes_per_s / 1e6:,.1f}", _indices([r + 1 for r in w.runs]), w.seen_by)
     console.print(table)
+    if report.writers_watched:
+        console.print(f"[dim]watched: {escape(report.writers_watched)}[/]", highlight=False)
 
 
 def render_decisions(report: Report, console: Console) -> None:

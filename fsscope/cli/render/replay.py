@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from fsscope.cli.render.watch import shown
+from fsscope.cli.render.watch import render_format_changes, shown
 from fsscope.replay.compare import ReplayComparison
 from fsscope.replay.records import Report
 
@@ -19,7 +19,9 @@ def _num(value: float | None, fmt: str = ",.1f") -> str:
 def render_replay(report: Report, console: Console) -> None:
     source = "an anonymized capture" if report.anonymized else shown(report.source or "a capture")
     console.print(f"[bold]replay[/] of {source} ({report.calls:,} calls, {report.threads} thread(s), captured on "
-                  f"{shown(report.captured_fs or '?')}) on {shown(report.fs)}, {len(report.runs)} run(s) "
+                  f"{shown(report.captured_fs or '?')}) on {shown(report.fs)}"
+                  f"{' restored from the aged snapshot ' + shown(report.snapshot) if report.snapshot else ''}, "
+                  f"{len(report.runs)} run(s) "
                   f"{'as fast as possible' if report.pace == 'asap' else 'at the recorded pace'}; starting tree "
                   f"{report.tree_entries:,} entries, {report.tree_bytes:,} bytes", highlight=False)
     t = Table(title="calls per type, µs (every run; captured: the same calls as watched)", title_justify="left")
@@ -44,7 +46,14 @@ def render_replay(report: Report, console: Console) -> None:
     console.print(runs, highlight=False)
     for r in report.repeats:
         console.print(f"[bold]repeats:[/] {r.op} calls on {shown(r.where)} are slow every {r.stride} calls "
-                      f"({r.slow} of {r.calls} slow; {r.hits} gaps of {r.stride})", highlight=False)
+                      f"({r.slow} of {r.calls} slow; {r.hits} gaps of {r.stride})"
+                      + (f" — {shown(r.cause)}" if r.cause else ""), highlight=False)
+    if report.format_changes:
+        render_format_changes(report.format_changes, console, "directory format changes (first run; call: the "
+                                                               "op's number in the log)")
+    if report.causes:
+        console.print("slow calls' causes: " + ", ".join(f"{n:,} {shown(k)}" for k, n in report.causes.items()),
+                      highlight=False)
     if report.anonymized or report.dropped:
         console.print(f"[dim]the log dropped: {shown('; '.join(report.dropped))}[/]", highlight=False)
     for note in report.notes:

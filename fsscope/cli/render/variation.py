@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from fsscope.format import format_bytes, format_pct
+from fsscope.format import format_bytes, format_pct, visible
 
 if TYPE_CHECKING:
     from fsscope.study.variation import Cost, Report, Settings
@@ -51,9 +52,9 @@ def render_variation(report: Report, console: Console) -> None:
         console.print(f"[dim]time: {share.prepare:.0%} preparing (mkfs, populate, remount), "
                       f"{share.measure:.0%} measuring[/]")
     for failed in report.failed[:5]:
-        console.print(f"[red]failed[/] {failed.id}: {failed.error}")
+        console.print(Text.assemble(("failed", "red"), f" {failed.id}: {visible(failed.error)}"))
     if report.study_dir:
-        console.print(f"[dim]rows: {Path(report.study_dir) / 'treatments.ndjson'}[/]")
+        console.print(Text(f"rows: {visible(Path(report.study_dir) / 'treatments.ndjson')}", style="dim"))
 
 
 def _duration_text(seconds: float) -> str:

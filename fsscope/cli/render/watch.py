@@ -66,11 +66,15 @@ def _slow(report: Report, console: Console) -> None:
 
 
 def _format_changes(report: Report, console: Console) -> None:
-    if not report.format_changes:
-        return
-    console.print(f"[bold]directory format changes the kernel marked[/] ({len(report.format_changes)}):",
-                  highlight=False)
-    for c in report.format_changes:
+    if report.format_changes:
+        render_format_changes(report.format_changes, console)
+
+
+def render_format_changes(changes: list, console: Console,
+                          heading: str = "directory format changes the kernel marked") -> None:
+    """Each change with the arithmetic beside it (watch's and replay's)."""
+    console.print(f"[bold]{heading}[/] ({len(changes)}):", highlight=False)
+    for c in changes:
         verdict = {True: "as the arithmetic predicts", False: f"the arithmetic predicts {c.predicted}",
                    None: "no exact prediction"}[c.matches]
         names = f"{c.entries_before} names" if c.entries_before >= 0 else "names not known"

@@ -58,7 +58,7 @@ class SetupScreen(AppScreen):
         yield Header(show_clock=False)
         if config.banner:
             yield Static(config.banner, id="banner")
-        jobs = list(config.jobs or [job for job in registry.JOBS if job not in registry.CLI_ONLY])
+        jobs = list(config.jobs or [job.name for job in registry.DESCRIPTORS if job.setup])
         preferred = "probe" if "probe" in jobs else (jobs[0] if jobs else "")
         # two columns: where and how (target above recipe), and what (the jobs and their
         # parameters, which need the height: three columns left half the screen empty)

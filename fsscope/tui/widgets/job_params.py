@@ -1,7 +1,7 @@
 """A job's parameter panel. The generic one builds a field per attribute of the job's Spec
 dataclass (number/text inputs, a switch for booleans, a list for Literal choices), so every
 registered job gets a panel; a job that wants hints or fewer fields subclasses it and is
-named in :mod:`fsscope.tui.job_widgets` (``PANELS``).
+named by its descriptor (``Job.panel`` in :mod:`fsscope.engine.jobs`).
 
 A subclass can also start from other defaults than the Spec's (``DEFAULTS``: small ones for a
 first try), show byte counts as sizes people type (``SIZE_FIELDS``: "512M"), and lists as
@@ -86,8 +86,7 @@ class JobParams(Vertical):
     def __init__(self, job: str, initial: dict | None = None, *, id: str | None = None):
         super().__init__(id=id)
         self.job = job
-        module = registry.load(job)
-        self.spec_type = module.Spec
+        self.spec_type: Any = registry.spec_type(job)  # the job's own Spec (its ClassVars, properties)
         self.hints = typing.get_type_hints(self.spec_type)
         defaults = self.spec_type()
         self.values = {f.name: getattr(defaults, f.name) for f in msgspec.structs.fields(self.spec_type)}
@@ -138,7 +137,7 @@ class JobParams(Vertical):
         return f"param-{self.job}-{name}"
 
     def compose(self) -> ComposeResult:
-        yield Static(registry.JOBS.get(self.job, ("", ""))[1], classes="job-summary")
+        yield Static(registry.job(self.job).summary, classes="job-summary")
         for name in self.fields:
             kind, choices = _field_kind(self.hints.get(name, str))
             if kind != "bool" and self.choices(name):

@@ -49,7 +49,7 @@ class JobPicker(Vertical):
         self.initially_selected = selected
 
     def compose(self) -> ComposeResult:
-        yield JobList(*[(f"{job}  {registry.JOBS[job][1]}", job, job in self.initially_selected)
+        yield JobList(*[(f"{job}  {registry.job(job).summary}", job, job in self.initially_selected)
                                    for job in self.jobs], id="job-list")
         first = self.initially_selected[0] if self.initially_selected else (self.jobs[0] if self.jobs else None)
         with ContentSwitcher(initial=f"params-{first}" if first else None, id="job-panels"):

@@ -1,0 +1,181 @@
+"""Every job fsscope can run, as one descriptor each (:class:`Job`): its module, its Spec and
+Report types, its command, its renderer, and its TUI model, live view and Setup panel, each named
+by where it lives (``"module:attribute"``) and imported only when that job is used (:func:`resolve`).
+
+This module imports nothing but the standard library and fsscope.errors, so listing the jobs
+(``fsscope --help``, the Setup screen's job list) costs no job's imports, and no numpy. What
+fsscope knows about a job by its name is read here: the engine loads the job's own parts
+(:mod:`fsscope.engine.registry`), the CLI its command and renderer, the TUI its model, view and
+panel -- there is no other table of jobs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any, NamedTuple
+
+from fsscope.errors import FsscopeError
+
+# The jobs whose packages are an extra, not the core install: (extra, its modules).
+# `pip install fsscope` brings the core; the study engine's Dask and SALib (and, through them,
+# pandas and matplotlib) come with `pip install 'fsscope[study]'`, which scripts/setup installs.
+STUDY_EXTRA = ("study", ("distributed", "SALib"))
+
+
+class Job(NamedTuple):
+    """One job, every part named by where it lives (``"module:attribute"``; imported by
+    :func:`resolve` when asked for, never when the jobs are listed). An empty part: the job has
+    none of its own (the front end's default says what it gets instead). A NamedTuple, not a
+    dataclass: dataclasses brings inspect, ast and dis (13 modules) into `fsscope --help`."""
+
+    name: str
+    module: str
+    """The job itself: Spec, run, DATA, Report (see the module's docstring)."""
+    summary: str
+    """One line: the job list of `fsscope run --help` and the Setup screen."""
+    spec: str = ""
+    """Its Spec where a lighter module than the job's holds it (the panel, the CLI's parser)."""
+    report: str = ""
+    """Its Report where a lighter module than the job's holds it (renderers, replay)."""
+    command: str = ""
+    """The ``fsscope/cli`` module whose ``add_parser`` adds ``fsscope NAME`` ("": no command of
+    its own; `fsscope run NAME` runs it)."""
+    command_help: str = ""
+    """Its line in ``fsscope --help``."""
+    renderer: str = ""
+    """``(report, console) -> None``, printing its report (`fsscope report`, its command); "": JSON."""
+    model: str = ""
+    """Its TUI model class (plain Python; "": the per-file latency matrix alone)."""
+    view: str = ""
+    """Its live view on the TUI's live screen ("": the heatmap of per-file latencies)."""
+    panel: str = ""
+    """Its parameter panel on the Setup screen ("": the generic panel built from its Spec)."""
+    extra: tuple[str, tuple[str, ...]] | None = None
+    """(extra, its modules) when the job needs more than the core install."""
+    setup: bool = True
+    """Offered by the TUI's Setup screen (False: run from the CLI; a recorded run replays)."""
+
+    @property
+    def spec_ref(self) -> str:
+        return self.spec or f"{self.module}:Spec"
+
+    @property
+    def report_ref(self) -> str:
+        return self.report or f"{self.module}:Report"
+
+
+HEAT_VIEW = "fsscope.tui.widgets.heat_view:HeatView"
+"""The live view of a job without one of its own (its part is empty)."""
+GENERIC_PANEL = "fsscope.tui.widgets.job_params:JobParams"
+"""The Setup panel of a job without one of its own."""
+
+DESCRIPTORS: tuple[Job, ...] = (
+    Job("smoke", "fsscope.engine.smoke", "write+fsync small files for a few seconds (sanity check)"),
+    Job("probe", "fsscope.workloads.probe_job", "per-syscall latency of creat() & co. on fresh file systems",
+        command="probe_cmd", command_help="per-syscall latency probe: repeatable outlier files, explained",
+        renderer="fsscope.cli.render.probe:render_probe",
+        panel="fsscope.tui.widgets.probe_params:ProbeParams"),
+    Job("bench", "fsscope.workloads.bench_job",
+        "throughput personality runs and their variation (Throughput-N, relative range)",
+        spec="fsscope.workloads.bench_spec:Spec", report="fsscope.workloads.bench_records:Report",
+        command="bench_cmd",
+        command_help="throughput personalities (fileserver/webserver/varmail), run-to-run variation",
+        renderer="fsscope.cli.render.bench:render_bench", model="fsscope.tui.bench_model:BenchModel",
+        view="fsscope.tui.widgets.bench_view:BenchView", panel="fsscope.tui.widgets.bench_params:BenchParams"),
+    Job("syncwrite", "fsscope.workloads.syncwrite_job",
+        "synchronous-write buffer sweep: throughput vs latency per buffer size",
+        spec="fsscope.workloads.syncwrite_records:Spec", report="fsscope.workloads.syncwrite_records:Report",
+        command="syncwrite_cmd",
+        command_help="synchronous-write buffer sweep: throughput, latency, knees, best buffer",
+        renderer="fsscope.cli.render.syncwrite:render_syncwrite",
+        model="fsscope.tui.syncwrite_model:SyncWriteModel", view="fsscope.tui.widgets.syncwrite_view:SyncWriteView",
+        panel="fsscope.tui.widgets.syncwrite_params:SyncWriteParams"),
+    Job("age", "fsscope.aging.job",
+        "profile-driven aging (Geriatrix): churn to a profile, fit, fresh vs aged fragmentation, snapshot",
+        command="age_cmd", command_help="age a target to a profile (Geriatrix); fresh vs aged fragmentation; snapshot",
+        renderer="fsscope.cli.render.age:render_age", model="fsscope.tui.aging_model:AgingModel",
+        view="fsscope.tui.widgets.aging_view:AgingView", panel="fsscope.tui.widgets.age_params:AgeParams"),
+    Job("explore", "fsscope.study.explore",
+        "layout exploration (Chopper): LHS plan of disk states and write patterns, d-span, sensitivity",
+        command="explore_cmd", command_help="layout exploration (Chopper): which factors spread files on disk",
+        renderer="fsscope.cli.render.explore:render_explore", model="fsscope.tui.explore_model:ExploreModel",
+        view="fsscope.tui.widgets.explore_view:ExploreView",
+        panel="fsscope.tui.widgets.explore_params:ExploreParams", extra=STUDY_EXTRA),
+    Job("check", "fsscope.check.job",
+        "pre-benchmark sanity check: audit of what distorts results, runs needed (calibration)",
+        command="check_cmd", command_help="pre-benchmark sanity check: what distorts results here, and runs needed",
+        renderer="fsscope.cli.render.check:render_check", model="fsscope.tui.check_model:CheckModel",
+        view="fsscope.tui.widgets.check_view:CheckView", panel="fsscope.tui.widgets.check_params:CheckParams"),
+    Job("variation", "fsscope.study.variation",
+        "configuration-space variation study (Cao et al.): LHS configurations x personalities, R runs, "
+        "relative range",  # its command is `fsscope study variation` (study_cmd)
+        renderer="fsscope.cli.render.variation:render_variation",
+        model="fsscope.tui.variation_model:VariationModel", view="fsscope.tui.widgets.variation_view:VariationView",
+        panel="fsscope.tui.widgets.variation_params:VariationParams", extra=STUDY_EXTRA),
+    Job("ladder", "fsscope.workloads.ladder",
+        "hygiene ladder (Cao et al.): baseline, no_lazy, umount, alloc; relative range per step",
+        # its command is `fsscope bench --ladder` (ladder_cmd, through bench_cmd)
+        renderer="fsscope.cli.render.ladder:render_ladder", model="fsscope.tui.ladder_model:LadderModel",
+        view="fsscope.tui.widgets.ladder_view:LadderView", panel="fsscope.tui.widgets.ladder_params:LadderParams"),
+    Job("scan", "fsscope.scan.job",
+        "read-only: each directory's on-disk structure (checked against the file system), near-threshold "
+        "and largest dirs, free space, aging",
+        command="scan_cmd", command_help="read-only: each directory's on-disk structure, checked; near-threshold "
+                                         "and largest directories; free-space fragmentation; how aged",
+        renderer="fsscope.cli.render.scan:render_scan", model="fsscope.tui.scan_model:ScanModel",
+        view="fsscope.tui.widgets.scan_view:ScanView"),
+    Job("watch", "fsscope.watch.job",
+        "attach to a process, cgroup or command: its file-system calls, the slow ones and why, what repeats",
+        command="watch_cmd",
+        command_help="attach to a process, cgroup or command: its slow file-system calls, why, what repeats",
+        renderer="fsscope.cli.render.watch:render_watch", setup=False),
+    Job("replay", "fsscope.replay.job",
+        "play an op log (watch --capture) on a fresh file system: per call type and per file latency, "
+        "throughput, what repeats",
+        command="replay_cmd",
+        command_help="play an op log (watch --capture) on the file systems recipes make; compare them",
+        renderer="fsscope.cli.render.replay:render_replay", setup=False),
+    Job("frag", "fsscope.layout.job",
+        "free-space extent histogram and a large test file's fragments (fresh or --from-snapshot)",
+        command="age_cmd", command_help="free-space histogram and a test file's fragments (fresh or --from-snapshot)",
+        renderer="fsscope.cli.render.frag:render_frag", model="fsscope.tui.aging_model:FragModel",
+        view="fsscope.tui.widgets.aging_view:FragView"),
+)
+
+JOBS: dict[str, Job] = {job.name: job for job in DESCRIPTORS}
+"""Every job by name, in the order the job lists show them."""
+
+
+def job(name: str) -> Job:
+    """Job ``name``'s descriptor; one line naming the known jobs when there is none."""
+    if name not in JOBS:
+        raise FsscopeError(f"unknown job '{name}' (known: {', '.join(JOBS)})")
+    return JOBS[name]
+
+
+def resolve(ref: str) -> Any:
+    """The part ``ref`` names (``"module:attribute"``), importing its module now."""
+    module, _, attribute = ref.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def missing_extra(name: str) -> str | None:
+    """One line saying how to add what job ``name`` needs beyond the core install, or None
+    when it is installed (or the job needs nothing more)."""
+    needs = JOBS[name].extra if name in JOBS else None
+    if needs is None:
+        return None
+    extra, modules = needs
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return (f"{name} needs fsscope's {extra} extra ({', '.join(missing)} not installed): "
+            f"pip install 'fsscope[{extra}]' (in a checkout: scripts/setup)")
+
+
+def require_extra(name: str) -> None:
+    """Refuse, in one line (exit 2), a job whose extra is not installed."""
+    problem = missing_extra(name)
+    if problem:
+        raise FsscopeError(problem)
