@@ -39,7 +39,9 @@ Input: ``latency_ns``, int64 ns, runs x files; entries < 0 are "not measured" an
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -48,13 +50,21 @@ from fsscope.analysis.findings import LevelShift, LinearGrowth, Outlier, Series,
 from fsscope.analysis.latency import (
     DEFAULT_SPLIT_FACTOR,
     as_float_matrix,
-    median_curve_ns,
     nanmedian_last_axis,
-    per_run,
-    split_low_high,
-    summarize,
 )
 from fsscope.analysis.nullgate import NULL_WORLDS, Found, gate
+from fsscope.analysis.running import (
+    RunningSummary,
+    SortedColumns,
+    as_float_row,
+    block_medians,
+    block_neighbourhood,
+    chunks,
+    median_curve,
+    read_part,
+    read_row,
+    release,
+)
 from fsscope.analysis.segments import (
     DEFAULT_KNOBS,
     SegmentKnobs,
@@ -113,13 +123,7 @@ def _local_baseline_ns(latency: NDArray[np.float64], block_files: int) -> NDArra
     block_count = -(-files // block_files)
     padded = np.full((runs, block_count * block_files), np.nan)
     padded[:, :files] = latency
-    block_median = nanmedian_last_axis(padded.reshape(runs, block_count, block_files))
-    nothing = np.full((runs, 1), np.nan)
-    previous = np.concatenate([nothing, block_median[:, :-1]], axis=1)
-    following = np.concatenate([block_median[:, 1:], nothing], axis=1)
-    with np.errstate(invalid="ignore"):
-        neighbourhood = np.fmax(previous, following)
-    neighbourhood = np.where(np.isnan(neighbourhood), block_median, neighbourhood)
+    neighbourhood = block_neighbourhood(nanmedian_last_axis(padded.reshape(runs, block_count, block_files)))
     return np.repeat(neighbourhood, block_files, axis=1)[:, :files]
 
 
@@ -353,7 +357,7 @@ class _Chains:
     def append(self, fresh: _Chains) -> None:
         need = self.used + fresh.used
         if need > self.members.size:
-            grown = np.empty(max(need, 2 * self.members.size), dtype=np.int64)
+            grown = np.empty(max(need, 2 * self.members.size), dtype=self.members.dtype)
             grown[:self.used] = self.members[:self.used]
             self.members = grown
         self.members[self.used:need] = fresh.members[:fresh.used]
@@ -372,11 +376,20 @@ class _Chains:
 
 @dataclass
 class _Order:
-    """Every index ordered for one stride: by residue, then by term (what chains are cut from)."""
+    """Every index ordered for one stride: by residue, then by term (what chains are cut from).
+    Only the positions are kept (int32), residues and terms computed when a cut needs them:
+    4 bytes a candidate for each stride in play where three int64 arrays took 24 (on a busy
+    machine ~14 % of a million files are candidates, and 32 strides are in play)."""
 
-    positions: NDArray[np.int64]
-    residue: NDArray[np.int64]
-    term: NDArray[np.int64]
+    positions: NDArray[np.int32]
+    stride: int
+    indices: NDArray[np.int64]
+
+    def residue(self, at: NDArray[np.int64] | slice = slice(None)) -> NDArray[np.int64]:
+        return self.indices[self.positions[at]] % self.stride
+
+    def term(self, at: NDArray[np.int64] | slice = slice(None)) -> NDArray[np.int64]:
+        return self.indices[self.positions[at]] // self.stride
 
 
 class _SeriesSearch:
@@ -404,7 +417,7 @@ class _SeriesSearch:
         self.indices, self.reach, self.n_files = indices, reach, n_files
         self.min_count, self.max_gap, self.min_fill = min_count, max_gap, min_fill
         self.taken_any = np.zeros(indices.size, dtype=bool)
-        self.taken_by: dict[int, NDArray[np.bool_]] = {}
+        self.taken_by: dict[int, NDArray[np.int64]] = {}  # per accepted stride: the positions its series hold
         self.explained = 0
         self.orders: dict[int, _Order] = {}
         self.chains: dict[int, _Chains] = {}
@@ -429,21 +442,21 @@ class _SeriesSearch:
         """Indices a chain of ``stride`` may use: in no series of a multiple or divisor of it."""
         if (blocked := self.blocked.get(stride)) is None:
             blocked = np.zeros(self.indices.size, dtype=bool)
-            for taken_stride, mask in self.taken_by.items():
+            for taken_stride, taken in self.taken_by.items():
                 if _related(stride, taken_stride):
-                    blocked |= mask
+                    blocked[taken] = True
         return ~blocked
 
     def _order(self, stride: int) -> _Order:
         if (cached := self.orders.get(stride)) is None:
-            residue, term = self.indices % stride, self.indices // stride
+            residue = self.indices % stride
             # Indices ascend, so terms ascend within a residue: a stable sort by residue orders
             # them as the reference's (residue, term) sort; a 16-bit key sorts in one radix pass.
             order = np.argsort(residue.astype(np.uint16) if stride <= 1 << 16 else residue, kind="stable")
-            cached = self.orders[stride] = _Order(order, residue[order], term[order])
+            cached = self.orders[stride] = _Order(order.astype(np.int32), stride, self.indices)
         return cached
 
-    def _cut(self, positions: NDArray[np.int64], residue: NDArray[np.int64], term: NDArray[np.int64]) -> _Chains:
+    def _cut(self, positions: NDArray[Any], residue: NDArray[np.int64], term: NDArray[np.int64]) -> _Chains:
         """The qualifying chains of ``positions`` (whole residues, in (residue, term) order)."""
         breaks = np.flatnonzero((np.diff(residue) != 0) | (np.diff(term) > self.max_gap + 1)) + 1
         starts = np.concatenate([[0], breaks]).astype(np.int64)
@@ -467,8 +480,8 @@ class _SeriesSearch:
             order = self._order(stride)
             self.blocked[stride] = ~self.available(stride)
             usable = ~self.blocked[stride][order.positions]
-            cached = self.chains[stride] = self._cut(order.positions[usable], order.residue[usable],
-                                                     order.term[usable])
+            cached = self.chains[stride] = self._cut(order.positions[usable], order.residue()[usable],
+                                                     order.term()[usable])
         return cached
 
     def _recut(self, stride: int, chain: NDArray[np.int64]) -> None:
@@ -481,14 +494,16 @@ class _SeriesSearch:
             return
         blocked[newly] = True
         residues = np.unique(self.indices[newly] % stride)
-        lo = np.searchsorted(order.residue, residues, side="left")
-        hi = np.searchsorted(order.residue, residues, side="right")
+        every_residue = order.residue()
+        lo = np.searchsorted(every_residue, residues, side="left")
+        hi = np.searchsorted(every_residue, residues, side="right")
+        del every_residue
         span = hi - lo
         picked = np.repeat(lo - (np.cumsum(span) - span), span) + np.arange(int(span.sum()))
         positions = order.positions[picked]
         usable = ~blocked[positions]
         chains.kill(np.flatnonzero(np.isin(chains.key // (self.n_files + 1), residues)))
-        chains.append(self._cut(positions[usable], order.residue[picked][usable], order.term[picked][usable]))
+        chains.append(self._cut(positions[usable], order.residue(picked)[usable], order.term(picked)[usable]))
         if chains.live_members * 2 < chains.used:  # mostly dead: compact
             live = np.flatnonzero(chains.taken != _DEAD)
             present = chains.present[live]
@@ -545,7 +560,7 @@ class _SeriesSearch:
     def accept(self, stride: int, chain: NDArray[np.int64]) -> None:
         """Mark ``chain`` (positions) as a series of ``stride``; update what depends on it."""
         newly = chain[~self.taken_any[chain]]
-        self.taken_by.setdefault(stride, np.zeros(self.indices.size, dtype=bool))[chain] = True
+        self.taken_by[stride] = np.concatenate([self.taken_by.get(stride, np.zeros(0, dtype=np.int64)), chain])
         self.taken_any[chain] = True
         self.explained += int(newly.size)
         for cached in self.chains:
@@ -562,14 +577,20 @@ class _SeriesSearch:
         size = self.indices.size
         reach = min(self.reach, size - 1)
         offsets = np.concatenate([np.arange(-reach, 0), np.arange(1, reach + 1)])
-        other = newly[:, None] + offsets[None, :]
-        mine = np.broadcast_to(newly[:, None], other.shape)
-        inside = (other >= 0) & (other < size)
-        other, mine, offset = other[inside], mine[inside], np.broadcast_to(offsets, inside.shape)[inside]
-        shut = self.taken_any[other] & ~(is_new[other] & (offset < 0))
-        closed = np.abs(self.indices[other[shut]] - self.indices[mine[shut]])
-        strides, counts = np.unique(closed, return_counts=True)
-        self.pair_counts[strides] -= counts
+        for first in range(0, newly.size, _PAIR_ROWS):  # a long chain's pairs a slice at a time
+            part = newly[first:first + _PAIR_ROWS]
+            other = part[:, None] + offsets[None, :]
+            mine = np.broadcast_to(part[:, None], other.shape)
+            inside = (other >= 0) & (other < size)
+            other, mine, offset = other[inside], mine[inside], np.broadcast_to(offsets, inside.shape)[inside]
+            shut = self.taken_any[other] & ~(is_new[other] & (offset < 0))
+            closed = np.abs(self.indices[other[shut]] - self.indices[mine[shut]])
+            strides, counts = np.unique(closed, return_counts=True)
+            self.pair_counts[strides] -= counts
+
+
+#: Newly taken members whose pairs are counted at once (x 128 neighbours x 8 bytes, a few arrays).
+_PAIR_ROWS = 2048
 
 
 #: A pair's lower bound must beat the best exact value by this much (relative) to be skipped:
@@ -666,9 +687,12 @@ def local_ratio(curve_ns: ArrayLike, block_files: int = BASELINE_BLOCK_FILES) ->
     curve = np.asarray(curve_ns, dtype=np.float64)
     if curve.size == 0:
         return curve.copy()
-    baseline = _local_baseline_ns(curve[None, :], block_files)[0]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return curve / baseline
+    baseline = block_neighbourhood(block_medians(curve, block_files))  # per block, a chunk at a time
+    out = np.empty(curve.size)
+    for part in chunks(curve.size, block_files):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            np.divide(curve[part], _file_baseline(baseline, part, block_files), out=out[part])
+    return out
 
 
 #: A series candidate is also a peak: its median above the lower of the adjacent files' by
@@ -685,11 +709,19 @@ def median_ratio_candidates(curve_ns: ArrayLike, ratio: float,
     curve = np.asarray(curve_ns, dtype=np.float64)
     if curve.size == 0:
         return []
-    edge = np.array([np.nan])
-    adjacent = np.fmin(np.concatenate([edge, curve[:-1]]), np.concatenate([curve[1:], edge]))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        peak = np.where(np.isnan(adjacent), np.inf, curve / adjacent) >= PEAK_RATIO
-        return np.flatnonzero((local_ratio(curve, block_files) >= ratio) & peak).tolist()
+    baseline = block_neighbourhood(block_medians(curve, block_files))
+    found = []
+    for part in chunks(curve.size, block_files):  # a chunk at a time: a million files' temporaries add up
+        lo, hi = part.start, part.stop
+        mine = curve[part]
+        before = curve[lo - 1:hi - 1] if lo > 0 else np.concatenate([[np.nan], curve[lo:hi - 1]])
+        after = curve[lo + 1:hi + 1] if hi < curve.size else np.concatenate([curve[lo + 1:hi], [np.nan]])
+        adjacent = np.fmin(before, after)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            peak = np.where(np.isnan(adjacent), np.inf, mine / adjacent) >= PEAK_RATIO
+            ratio_ok = mine / _file_baseline(baseline, part, block_files) >= ratio
+        found.append(np.flatnonzero(ratio_ok & peak) + lo)
+    return np.concatenate(found).tolist()
 
 
 def _tiered_series(outliers: list[int], curve_ns: NDArray[np.float64], candidates: list[int] | None, *,
@@ -784,95 +816,325 @@ def analyze(
     ungated), shifts and ramps only with ``gate_levels`` (a segmentation per world: the
     probe's final analysis, not every run's). ``wait_ns`` (runs x files,
     each call's time waiting for a CPU): calls the machine disturbed do not vote
-    (:func:`mask_disturbed`); the stats still describe every measured call.
+    (:func:`mask_disturbed`); the stats still describe every measured call. The work is
+    :class:`RunningAnalysis`'s, its runs folded in one after another.
     """
-    latency_matrix = np.atleast_2d(np.asarray(matrix))
-    if latency_matrix.ndim != 2:
-        raise ValueError(f"latency matrix must be 2-D (runs x files), got shape {latency_matrix.shape}")
-    runs, files = latency_matrix.shape
-    latency = as_float_matrix(latency_matrix)
-    stats = {
-        "overall": summarize(latency_matrix),
-        "per_run": per_run(latency_matrix),
-        "low_high": split_low_high(latency_matrix, factor=split_factor),
-        "low_high_per_run": [split_low_high(row, factor=split_factor) for row in latency_matrix],
-    }
-    disturbed_per_run: list[int] | None = None
-    if wait_ns is not None:
-        latency_matrix, disturbed = mask_disturbed(latency_matrix, wait_ns,
-                                                   bar=min(factor, series_factor), block_files=block_files)
-        latency = as_float_matrix(latency_matrix)
-        disturbed_per_run = disturbed.sum(axis=1).tolist()
-    if latency.size:
-        scan = _scan_outliers(latency, factor=factor, min_runs=min_runs, min_fraction=min_fraction,
-                              block_files=block_files)
-        outliers, noise_count = _outliers_from_scan(latency, scan)
-        weak = _weak_outliers(latency, scan, factor=factor, series_factor=series_factor,
-                              strong=outliers)
-        del scan, latency  # keep the peak memory at a few copies of the matrix
-        curve_ns = median_curve_ns(latency_matrix)
-    else:
-        outliers, weak, noise_count, curve_ns = [], [], 0, np.full(files, np.nan)
-    ratio = series_ratio if runs >= SERIES_MIN_RUNS else None  # too few runs for a median to judge
+    knobs = Knobs(factor=factor, min_runs=min_runs, min_fraction=min_fraction, block_files=block_files,
+                  split_factor=split_factor, series_min_count=series_min_count, series_alpha=series_alpha,
+                  series_factor=series_factor, series_ratio=series_ratio, shift_min_ratio=shift_min_ratio,
+                  growth_min_ratio=growth_min_ratio, growth_min_files=growth_min_files,
+                  growth_min_r2=growth_min_r2, min_z=min_z, segment_knobs=segment_knobs)
+    return RunningAnalysis(knobs).update(matrix, wait_ns=wait_ns, null_worlds=null_worlds, gate_levels=gate_levels)
 
-    def structure(matrix_ns: NDArray, outlier_indices: list[int], curve: NDArray[np.float64],
-                  alpha: float | None, levels: bool) -> Found:
-        """Series (None: no search), level shifts and ramps of a matrix and its median curve."""
-        candidates = median_ratio_candidates(curve, ratio, block_files) if ratio is not None else None
-        series = [] if alpha is None else _tiered_series(
-            outlier_indices, curve, candidates, factor=factor, block_files=block_files,
-            min_count=series_min_count, n_files=files, alpha=alpha)
-        if not levels:
-            return Found(series, [], [], curve)
-        # The outliers are reported on their own; masking them keeps a slow file right at a
-        # boundary (ext4's file 253) from shifting the cut by one.
-        level_curve_ns = _without(curve, outlier_indices)
-        segmentation = _segment_curve(level_curve_ns, segment_knobs)
-        runs_check = _RunsCheck(latency_ns=matrix_ns, excluded=np.isnan(level_curve_ns),
-                                min_runs=min_runs, min_fraction=min_fraction)
-        shifts = [] if segmentation is None else _level_shifts_from(
-            segmentation, min_ratio=shift_min_ratio, min_z=min_z, runs_check=runs_check)
-        growth = [] if segmentation is None else _linear_growth_from(
-            segmentation, min_growth_ratio=growth_min_ratio, min_files=growth_min_files,
-            min_r2=growth_min_r2, min_z=min_z, runs_check=runs_check)
-        return Found(series, shifts, growth, curve)
 
-    def null_search(matrix_ns: NDArray, least_chance: float | None, levels: bool) -> Found:
-        """The same analysis of a null world (its series only as unlikely as ``least_chance``).
-        From 3 runs on its outliers are left to its median candidates, which hold them (a file
-        slow in 80 % of the runs has its median there): the scan cost a third of each world."""
-        null_outliers: list[Outlier] = []
-        if ratio is None:
-            null_latency = as_float_matrix(matrix_ns)
-            null_outliers, _ = _outliers_from_scan(null_latency, _scan_outliers(
-                null_latency, factor=factor, min_runs=min_runs, min_fraction=min_fraction, block_files=block_files))
-        alpha = None if least_chance is None else 2 * least_chance * (1 + 1e-9)  # each tier searches at alpha / 2
-        return structure(matrix_ns, [o.index for o in null_outliers], median_curve_ns(matrix_ns), alpha, levels)
+@dataclass(frozen=True)
+class Knobs:
+    """The settings of :func:`analyze` (its keywords, the same defaults)."""
 
-    found = structure(latency_matrix, [o.index for o in outliers], curve_ns, series_alpha, True)
-    gated = gate(latency_matrix, found, null_search, worlds=null_worlds, levels=gate_levels) if null_worlds else None
-    series, shifts, growth = (found.series, found.level_shifts, found.linear_growth) if gated is None else (
-        gated.series, gated.level_shifts, gated.linear_growth)
-    settings = {
-        "outlier_factor": factor,
-        "min_runs": min_runs,
-        "min_fraction": min_fraction if min_runs is None else None,
-        "block_files": block_files,
-        "split_factor": split_factor,
-        "series_min_count": series_min_count,
-        "series_alpha": series_alpha,
-        "series_factor": series_factor if runs >= SERIES_MIN_RUNS and series_factor < factor else None,
-        "series_ratio": ratio,
-        "shift_min_ratio": shift_min_ratio,
-        "growth_min_ratio": growth_min_ratio,
-        "min_z": min_z,
-        "single_run": runs == 1,
-        "disturbed_calls_per_run": disturbed_per_run,
-    }
-    null_gate = {} if gated is None else gated.to_json()  # {}: not held to null worlds (null_worlds=0)
-    return ProbeAnalysis(
-        runs=runs, files=files, stats=stats, outliers=tuple(outliers), noise_count=noise_count,
-        weak_outliers=tuple(weak), series=tuple(series), level_shifts=tuple(shifts),
-        linear_growth=tuple(growth),
-        settings=settings, median_curve_ns=curve_ns, null_gate=null_gate,
-    )
+    factor: float = DEFAULT_OUTLIER_FACTOR
+    min_runs: int | None = None
+    min_fraction: float = DEFAULT_MIN_FRACTION
+    block_files: int = BASELINE_BLOCK_FILES
+    split_factor: float = DEFAULT_SPLIT_FACTOR
+    series_min_count: int = 3
+    series_alpha: float = 0.01
+    series_factor: float = DEFAULT_SERIES_FACTOR
+    series_ratio: float | None = DEFAULT_SERIES_RATIO
+    shift_min_ratio: float = 1.2
+    growth_min_ratio: float = 1.2
+    growth_min_files: int = 32
+    growth_min_r2: float = 0.3
+    min_z: float = 5.0
+    segment_knobs: SegmentKnobs = DEFAULT_KNOBS
+
+    @property
+    def mask_bar(self) -> float:
+        """A call above this multiple of its local baseline, and not without its CPU wait, is
+        disturbed (:func:`mask_disturbed`)."""
+        return min(self.factor, self.series_factor)
+
+
+class RunningAnalysis:
+    """:func:`analyze` of a probe's runs so far, carried from run to run instead of restarted.
+
+    Each run is folded in once (:meth:`extend`), a chunk of files at a time: its statistics,
+    its disturbed calls (against its own block baselines), its block baselines after masking
+    them, each file's count of runs measured, slow (``factor``) and weakly slow
+    (``series_factor``), and each file's values sorted so far (the median curve:
+    :class:`fsscope.analysis.running.SortedColumns`). :meth:`update` folds in the runs it has
+    not seen and makes the analysis of them all from that state; what it needs of single
+    runs -- the values of the files that are outliers, a window a level shift is checked on --
+    it reads back from the matrices for those files only. Memory: the sorted values (4 bytes
+    a call) and a few per-file arrays, not copies of the matrix; the matrices' mapped pages
+    are dropped after each read (:func:`fsscope.analysis.running.release`).
+
+    The matrices given to :meth:`update` must hold the runs already folded in as their first
+    rows (the probe's run arrays, growing); other files, fewer rows, or a wait matrix given
+    where none was (or the reverse) start again from scratch.
+    """
+
+    def __init__(self, knobs: Knobs | None = None, capacity_runs: int = 0):
+        self.knobs = knobs or Knobs()
+        self.capacity_runs = capacity_runs
+        self._start(0, "none")
+
+    def _start(self, files: int, mode: str) -> None:
+        self.files, self.mode, self.runs = files, mode, 0
+        self.columns = SortedColumns(files, self.capacity_runs)
+        self.flag_counts = np.zeros(files, dtype=np.uint16)  # runs: a probe makes at most thousands
+        self.weak_counts = np.zeros(files, dtype=np.uint16)
+        self.summary = RunningSummary()
+        self.per_run: list[dict] = []
+        self.low_high_per_run: list[dict] = []
+        self.disturbed: list[int] = []
+        self.slow_calls: list[int] = []      # per run: calls slow (``factor``) among the measured
+        self.measured_calls: list[int] = []  # per run: calls measured and not disturbed
+        self.disturbed_bits: list[NDArray[np.uint8]] = []   # per run, per file (packed): disturbed
+        self.baselines: list[NDArray[np.float64]] = []      # per run, per block, after masking
+
+    def extend(self, matrix: ArrayLike, wait_ns: ArrayLike | None = None) -> tuple[NDArray, NDArray | None]:
+        """Fold in the runs of ``matrix`` not folded in yet; the matrices as read."""
+        latency_matrix = np.atleast_2d(np.asanyarray(matrix))
+        if latency_matrix.ndim != 2:
+            raise ValueError(f"latency matrix must be 2-D (runs x files), got shape {latency_matrix.shape}")
+        wait = None if wait_ns is None else np.atleast_2d(np.asanyarray(wait_ns))
+        mode = "none" if wait is None else "mask" if wait.shape == latency_matrix.shape else "ignored"
+        runs, files = latency_matrix.shape
+        if files != self.files or mode != self.mode or runs < self.runs:
+            self._start(files, mode)
+        self.columns.reserve(runs)
+        for r in range(self.runs, runs):
+            self._add(latency_matrix[r], wait[r] if mode == "mask" and wait is not None else None)
+        return latency_matrix, wait
+
+    def _add(self, latency_row: NDArray, wait_row: NDArray | None) -> None:
+        """Fold in one run, read a chunk of files at a time (three passes: the blocks' medians
+        before masking, the disturbed calls and the medians after, then the per-file state)."""
+        k, bf = self.knobs, self.knobs.block_files
+        blocks = -(-self.files // bf)
+
+        def parts() -> Iterator[tuple[slice, NDArray[np.int64], NDArray[np.float64]]]:
+            for part in chunks(self.files, bf):
+                raw = read_part(latency_row, part)
+                yield part, raw, as_float_row(raw)
+
+        run_summary = RunningSummary()
+        raw_median = np.empty(blocks)
+        for part, raw, latency in parts():
+            run_summary.add(raw)
+            self.summary.add(raw)
+            raw_median[part.start // bf:-(-part.stop // bf)] = block_medians(latency, bf)
+        overall, low_high = run_summary.summaries(
+            k.split_factor, lambda: (read_part(latency_row, part) for part in chunks(self.files, bf)))
+        self.per_run.append(overall)
+        self.low_high_per_run.append(low_high)
+        del run_summary
+        raw_baseline = block_neighbourhood(raw_median) if blocks else np.zeros(0)
+        disturbed_bits = np.zeros(self.files, dtype=bool)
+        masked_median = raw_median  # filled again, block by block, after masking
+        for part, _, latency in parts():
+            if wait_row is not None:
+                limit_ns = k.mask_bar * _file_baseline(raw_baseline, part, bf)
+                wait = np.clip(read_part(wait_row, part).astype(np.float64), 0, None)
+                with np.errstate(invalid="ignore"):
+                    hit = (latency > limit_ns) & (latency - wait <= limit_ns)
+                disturbed_bits[part] = hit
+                latency[hit] = np.nan
+            masked_median[part.start // bf:-(-part.stop // bf)] = block_medians(latency, bf)
+        baseline = block_neighbourhood(masked_median) if blocks else np.zeros(0)
+        del raw_baseline, masked_median, raw_median
+        slow_calls = measured_calls = 0
+        for part, _, latency in parts():
+            latency[disturbed_bits[part]] = np.nan
+            typical_ns = _file_baseline(baseline, part, bf)
+            with np.errstate(invalid="ignore"):
+                slow = latency > k.factor * typical_ns  # NaN compares False: unmeasured never flags
+                self.weak_counts[part] += latency > k.series_factor * typical_ns
+            self.flag_counts[part] += slow
+            slow_calls += int(np.count_nonzero(slow))
+            measured_calls += int(np.count_nonzero(~np.isnan(latency)))
+            self.columns.add(latency, part)
+        self.columns.rows += 1
+        self.disturbed.append(int(np.count_nonzero(disturbed_bits)))
+        self.disturbed_bits.append(np.packbits(disturbed_bits))
+        self.slow_calls.append(slow_calls)
+        self.measured_calls.append(measured_calls)
+        self.baselines.append(baseline)
+        self.runs += 1
+
+    def masked_columns(self, latency_matrix: NDArray, wait: NDArray | None, indices: NDArray[np.int64]
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """runs x len(indices): the files' latencies as the analysis sees them (NaN: not
+        measured or disturbed), and their local baselines (after masking), read back."""
+        bf = self.knobs.block_files
+        values = np.empty((self.runs, indices.size))
+        typical = np.empty((self.runs, indices.size))
+        blocks = indices // bf
+        for r in range(self.runs):
+            view = latency_matrix[r]
+            raw = np.asarray(view[indices], dtype=np.int64)
+            release(view)
+            values[r] = raw
+            disturbed = (self.disturbed_bits[r][indices >> 3] >> (7 - (indices & 7))) & 1
+            values[r, (raw < 0) | (disturbed == 1)] = np.nan
+            typical[r] = self.baselines[r][blocks]
+        return values, typical
+
+    def outliers_at(self, latency_matrix: NDArray, wait: NDArray | None, indices: NDArray[np.int64], *,
+                    factor: float, needed: NDArray[np.int64]) -> list[Outlier]:
+        """The files at ``indices`` slow (``factor`` x their baseline) in ``needed`` runs each,
+        as :func:`repeatable_outliers` reports them."""
+        if indices.size == 0:
+            return []
+        latency, typical_ns = self.masked_columns(latency_matrix, wait, indices)
+        with np.errstate(invalid="ignore"):
+            flags = latency > factor * typical_ns
+        scan = _OutlierScan(flags=flags, baseline_ns=typical_ns, flag_counts=flags.sum(axis=0), needed_runs=needed)
+        found, _ = _outliers_from_scan(latency, scan)
+        return [replace(o, index=int(indices[o.index])) for o in found]
+
+    def median_curve(self, latency_matrix: NDArray, wait: NDArray | None) -> NDArray[np.float64]:
+        """Each file's median over the runs that measured it (undisturbed), NaN where none did."""
+        def exact(indices: NDArray[np.int64]) -> NDArray[np.float64]:
+            return nanmedian_last_axis(self.masked_columns(latency_matrix, wait, indices)[0].T)
+
+        return self.columns.median(exact)
+
+    def update(self, matrix: ArrayLike, wait_ns: ArrayLike | None = None, *, null_worlds: int = NULL_WORLDS,
+               gate_levels: bool = False) -> ProbeAnalysis:
+        """Fold in the new runs of ``matrix`` (and ``wait_ns``), then analyse every run so far
+        (held to ``null_worlds`` permuted worlds as :func:`analyze` says)."""
+        latency_matrix, wait = self.extend(matrix, wait_ns)
+        k, runs, files = self.knobs, self.runs, self.files
+
+        def rows() -> Iterator[NDArray[np.int64]]:
+            return (read_row(latency_matrix, r) for r in range(runs))
+
+        overall, low_high = self.summary.summaries(k.split_factor, rows)
+        stats = {"overall": overall, "per_run": list(self.per_run), "low_high": low_high,
+                 "low_high_per_run": list(self.low_high_per_run)}
+        if runs and files:
+            # per file from a table over its count of measured runs (0..runs): no float copies
+            needed = needed_runs(np.arange(runs + 1), runs, k.min_runs, k.min_fraction).astype(np.uint16)[
+                self.columns.valid]
+            flagged_somewhere = self.flag_counts > 0
+            repeatable = flagged_somewhere & (self.flag_counts >= needed)
+            noise_count = int(np.count_nonzero(flagged_somewhere & ~repeatable))
+            indices = np.flatnonzero(repeatable)
+            outliers = self.outliers_at(latency_matrix, wait, indices, factor=k.factor, needed=needed[indices].astype(np.int64))
+            weak: list[Outlier] = []
+            if k.series_factor < k.factor and runs >= SERIES_MIN_RUNS:
+                weak_needed = np.maximum(needed, SERIES_MIN_RUNS)
+                indices = np.flatnonzero((self.weak_counts > 0) & (self.weak_counts >= weak_needed))
+                strong = {o.index for o in outliers}
+                weak = [o for o in self.outliers_at(latency_matrix, wait, indices, factor=k.series_factor,
+                                                    needed=weak_needed[indices].astype(np.int64)) if o.index not in strong]
+            del needed, flagged_somewhere, repeatable, indices
+            curve_ns = self.median_curve(latency_matrix, wait)
+        else:
+            outliers, weak, noise_count, curve_ns = [], [], 0, np.full(files, np.nan)
+        ratio = k.series_ratio if runs >= SERIES_MIN_RUNS else None  # too few runs for a median to judge
+
+        def structure(matrix_ns: Any, outlier_indices: list[int], curve: NDArray[np.float64],
+                      alpha: float | None, levels: bool) -> Found:
+            """Series (None: no search), level shifts and ramps of a matrix and its median curve."""
+            candidates = median_ratio_candidates(curve, ratio, k.block_files) if ratio is not None else None
+            series = [] if alpha is None else _tiered_series(
+                outlier_indices, curve, candidates, factor=k.factor, block_files=k.block_files,
+                min_count=k.series_min_count, n_files=files, alpha=alpha)
+            del candidates
+            if not levels:
+                return Found(series, [], [], curve)
+            # The outliers are reported on their own; masking them keeps a slow file right at a
+            # boundary (ext4's file 253) from shifting the cut by one.
+            level_curve_ns = _without(curve, outlier_indices)
+            segmentation = _segment_curve(level_curve_ns, k.segment_knobs)
+            runs_check = _RunsCheck(latency_ns=matrix_ns, excluded=np.isnan(level_curve_ns),
+                                    min_runs=k.min_runs, min_fraction=k.min_fraction)
+            del level_curve_ns
+            shifts = [] if segmentation is None else _level_shifts_from(
+                segmentation, min_ratio=k.shift_min_ratio, min_z=k.min_z, runs_check=runs_check)
+            growth = [] if segmentation is None else _linear_growth_from(
+                segmentation, min_growth_ratio=k.growth_min_ratio, min_files=k.growth_min_files,
+                min_r2=k.growth_min_r2, min_z=k.min_z, runs_check=runs_check)
+            return Found(series, shifts, growth, curve)
+
+        def null_search(matrix_ns: NDArray, least_chance: float | None, levels: bool) -> Found:
+            """The same analysis of a null world (its series only as unlikely as ``least_chance``).
+            From 3 runs on its outliers are left to its median candidates, which hold them (a file
+            slow in 80 % of the runs has its median there): the scan cost a third of each world."""
+            null_outliers: list[Outlier] = []
+            if ratio is None:
+                null_latency = as_float_matrix(matrix_ns)
+                null_outliers, _ = _outliers_from_scan(null_latency, _scan_outliers(
+                    null_latency, factor=k.factor, min_runs=k.min_runs, min_fraction=k.min_fraction,
+                    block_files=k.block_files))
+            alpha = None if least_chance is None else 2 * least_chance * (1 + 1e-9)  # each tier searches at alpha / 2
+            return structure(matrix_ns, [o.index for o in null_outliers], median_curve(matrix_ns), alpha, levels)
+
+        masked = _MaskedRuns(self, latency_matrix, wait)
+        found = structure(masked, [o.index for o in outliers], curve_ns, k.series_alpha, True)
+        # The null worlds permute the masked matrix whole: made only when a finding is held to them.
+        # (gate reads its shape and its rows, what _MaskedRuns gives of the matrix it stands for)
+        gated = gate(masked, found, null_search, worlds=null_worlds,  # type: ignore[arg-type]
+                     levels=gate_levels) if null_worlds else None
+        series, shifts, growth = (found.series, found.level_shifts, found.linear_growth) if gated is None else (
+            gated.series, gated.level_shifts, gated.linear_growth)
+        settings = {
+            "outlier_factor": k.factor,
+            "min_runs": k.min_runs,
+            "min_fraction": k.min_fraction if k.min_runs is None else None,
+            "block_files": k.block_files,
+            "split_factor": k.split_factor,
+            "series_min_count": k.series_min_count,
+            "series_alpha": k.series_alpha,
+            "series_factor": k.series_factor if runs >= SERIES_MIN_RUNS and k.series_factor < k.factor else None,
+            "series_ratio": ratio,
+            "shift_min_ratio": k.shift_min_ratio,
+            "growth_min_ratio": k.growth_min_ratio,
+            "min_z": k.min_z,
+            "single_run": runs == 1,
+            "disturbed_calls_per_run": (None if self.mode == "none" else list(self.disturbed)),
+        }
+        null_gate = {} if gated is None else gated.to_json()  # {}: not held to null worlds (null_worlds=0)
+        return ProbeAnalysis(
+            runs=runs, files=files, stats=stats, outliers=tuple(outliers), noise_count=noise_count,
+            weak_outliers=tuple(weak), series=tuple(series), level_shifts=tuple(shifts),
+            linear_growth=tuple(growth),
+            settings=settings, median_curve_ns=curve_ns, null_gate=null_gate,
+        )
+
+
+def _file_baseline(block_baseline: NDArray[np.float64], part: slice, block_files: int) -> NDArray[np.float64]:
+    """The local baseline of each file in ``part`` (a whole number of blocks from its start)."""
+    first = part.start // block_files
+    return np.repeat(block_baseline[first:first - (-(part.stop - part.start) // block_files)],
+                     block_files)[:part.stop - part.start]
+
+
+class _MaskedRuns:
+    """The masked latency matrix (runs x files, -1: not measured or disturbed) that a level
+    shift's or a ramp's run-by-run check slices ``[:, lo:hi]``, read back per slice."""
+
+    def __init__(self, running: RunningAnalysis, latency_matrix: NDArray, wait: NDArray | None):
+        self.running, self.latency_matrix, self.wait = running, latency_matrix, wait
+        self.shape = (running.runs, running.files)
+
+    def __getitem__(self, key: tuple[slice, slice]) -> NDArray[np.int64]:
+        rows, files = key
+        assert rows == slice(None), "whole runs only"
+        return self._columns(np.arange(*files.indices(self.running.files)))
+
+    def _columns(self, indices: NDArray[np.int64]) -> NDArray[np.int64]:
+        values, _ = self.running.masked_columns(self.latency_matrix, self.wait, indices)
+        return np.where(np.isnan(values), -1, values).astype(np.int64)
+
+    def __iter__(self) -> Iterator[NDArray[np.int64]]:
+        """Run after run, the whole row (what a null world permutes)."""
+        for r in range(self.running.runs):
+            view = self.latency_matrix[r]
+            row = np.asarray(view, dtype=np.int64).copy()
+            release(view)
+            disturbed = np.unpackbits(self.running.disturbed_bits[r], count=self.running.files).astype(bool)
+            row[disturbed | (row < 0)] = -1
+            yield row

@@ -44,11 +44,10 @@ from numpy.typing import NDArray
 from fsscope.analysis.findings import LevelShift
 from fsscope.analysis.latency import nanmedian_last_axis
 from fsscope.analysis.outliers import (
-    _local_baseline_ns,
+    DEFAULT_OUTLIER_FACTOR,
+    Knobs,
+    RunningAnalysis,
     analyze,
-    as_float_matrix,
-    mask_disturbed,
-    repeatable_outliers,
 )
 
 #: P(slow in a run) of a structural file: "slow in (nearly) every run".
@@ -112,6 +111,27 @@ def decide(latency: NDArray[np.float64], baseline_ns: NDArray[np.float64], candi
     return [_sprt(c, slow[:, c.index] if 0 <= c.index < latency.shape[1] else None,
                   measured[:, c.index] if 0 <= c.index < latency.shape[1] else None, p0,
                   p1=p1, p_repeatable=p_repeatable, alpha=alpha, beta=beta, alpha_intermittent=alpha_intermittent)
+            for c in candidates]
+
+
+def decide_running(running: RunningAnalysis, latency_ns: NDArray, wait_ns: NDArray | None,
+                   candidates: list[Candidate]) -> list[Decision]:
+    """:func:`decide` from a :class:`RunningAnalysis`' state: its per-run counts of slow and
+    measured calls give each run's noise, and only the candidates' own files are read back."""
+    inside = np.array(sorted({c.index for c in candidates if 0 <= c.index < running.files}), dtype=np.int64)
+    latency, baseline_ns = running.masked_columns(latency_ns, wait_ns, inside)
+    measured = ~np.isnan(latency)
+    with np.errstate(invalid="ignore"):
+        slow = latency > running.knobs.factor * baseline_ns
+    counts = np.asarray(running.measured_calls) - measured.sum(axis=1)  # candidates excluded
+    slow_counts = np.asarray(running.slow_calls) - slow.sum(axis=1)
+    p0 = np.clip(np.divide(slow_counts, counts, out=np.full(len(counts), P_NOISE_MAX), where=counts > 0),
+                 P_NOISE_MIN, P_NOISE_MAX)
+    column = {int(i): k for k, i in enumerate(inside.tolist())}
+    return [_sprt(c, slow[:, column[c.index]] if c.index in column else None,
+                  measured[:, column[c.index]] if c.index in column else None, p0,
+                  p1=P_STRUCTURAL, p_repeatable=P_REPEATABLE, alpha=ALPHA, beta=BETA,
+                  alpha_intermittent=ALPHA_INTERMITTENT)
             for c in candidates]
 
 
@@ -263,8 +283,20 @@ class Settling:
         self.candidates: dict[int, Candidate] = {}
         self.decisions: list[Decision] = []
         self.runs_seen = 0
-        self.latency: NDArray[np.float64] | None = None
+        self.running: RunningAnalysis | None = None  # the analysis carried from run to run
+        self.matrices: tuple[NDArray, NDArray | None] | None = None  # the runs so far (latency, wait)
         self.last_analysis = None
+
+    def _running(self, knobs: Knobs) -> RunningAnalysis:
+        if self.running is None or self.running.knobs != knobs:
+            self.running = RunningAnalysis(knobs, capacity_runs=self.cap)
+        return self.running
+
+    def analyze(self, latency_ns: NDArray, wait_ns: NDArray | None = None):
+        """:func:`analyze` of the runs so far (``latency_ns``' rows, the probe's run arrays as
+        they grow), made incrementally: the runs analysed before are not read again whole. Not
+        held to the null worlds: :meth:`final_analysis` is."""
+        return self._running(Knobs()).update(latency_ns, wait_ns, null_worlds=0)
 
     @property
     def sequential(self) -> bool:
@@ -287,16 +319,23 @@ class Settling:
         for outlier in analysis.outliers:
             if outlier.index not in self.candidates:
                 self.candidates[outlier.index] = Candidate(outlier.index, "outlier", run + 1)
-        masked, _ = mask_disturbed(latency_ns, wait_ns, block_files=analysis.settings["block_files"])
-        self.latency = as_float_matrix(masked)
-        baseline = _local_baseline_ns(self.latency, analysis.settings["block_files"])
+        running = self._running(Knobs(factor=analysis.settings["outlier_factor"],
+                                      block_files=analysis.settings["block_files"]))
+        self.matrices = running.extend(latency_ns, wait_ns)  # the runs not folded in yet
         ordered = sorted(self.candidates.values(), key=lambda c: c.index)
+        shifts = [c for c in ordered if c.kind == "shift"]
         self.decisions = sorted(
-            decide(self.latency, baseline, [c for c in ordered if c.kind == "outlier"],
-                   factor=analysis.settings["outlier_factor"])
-            + decide_shifts(self.latency, [c for c in ordered if c.kind == "shift"],
-                            min_ratio=analysis.settings["shift_min_ratio"]),
+            decide_running(running, *self.matrices, [c for c in ordered if c.kind == "outlier"])
+            + (decide_shifts(self._dense(), shifts, min_ratio=analysis.settings["shift_min_ratio"])
+               if shifts else []),
             key=lambda d: d.index)
+
+    def _dense(self) -> NDArray[np.float64]:
+        """The masked runs so far as one float matrix (NaN: not voting): only what a predicted
+        level shift's vote reads (windows spread over every file), not the outliers'."""
+        assert self.running is not None and self.matrices is not None
+        files = np.arange(self.running.files)
+        return self.running.masked_columns(*self.matrices, files)[0]
 
     def final_analysis(self, latency_ns: NDArray, wait_ns: NDArray, rows: list[int]):
         """The analysis of ``rows`` of the matrices: the one made after the last run when it
@@ -308,6 +347,9 @@ class Settling:
         if (last is not None and rows == list(range(self.runs_seen))
                 and "level_shifts" in last.null_gate.get("gated", [])):
             return last
+        if rows == list(range(self.runs_seen)) and self.running is not None and self.running.runs == len(rows):
+            # every run is folded in already: the analysis again from the state, gated
+            return self.running.update(latency_ns[:len(rows)], wait_ns[:len(rows)], gate_levels=True)
         return analyze(latency_ns[rows], wait_ns=wait_ns[rows], gate_levels=True)
 
     @property
@@ -323,7 +365,7 @@ class Settling:
         """``analysis`` with its outliers as decided: a candidate decided typical or intermittent is no
         outlier, an outlier nothing predicted must be confirmed by runs made after it was
         noticed, and a predicted file decided slow is one even below the 80 %-of-runs rule."""
-        if not self.sequential or self.latency is None:
+        if not self.sequential or self.running is None or self.matrices is None:
             return analysis
         from dataclasses import replace
 
@@ -334,13 +376,14 @@ class Settling:
             or (verdict[o.index].verdict == "undecided" and verdict[o.index].source != "outlier"))]
         have = {o.index for o in kept}
         wanted = {d.index for d in self.decisions if d.verdict == "slow" and d.index not in have}
-        if wanted:
-            every, _ = repeatable_outliers(np.where(np.isnan(self.latency), -1, self.latency), min_runs=1)
-            kept += [o for o in every if o.index in wanted]
+        if wanted:  # as repeatable_outliers(min_runs=1) reports them
+            indices = np.array(sorted(i for i in wanted if 0 <= i < self.running.files), dtype=np.int64)
+            kept += self.running.outliers_at(*self.matrices, indices, factor=DEFAULT_OUTLIER_FACTOR,
+                                             needed=np.ones(indices.size, dtype=np.int64))
         return replace(analysis, outliers=tuple(sorted(kept, key=lambda o: o.index)),
-                       level_shifts=self._settled_shifts(analysis, self.latency))
+                       level_shifts=self._settled_shifts(analysis))
 
-    def _settled_shifts(self, analysis, latency: NDArray[np.float64]) -> tuple:
+    def _settled_shifts(self, analysis) -> tuple:
         """The analysis' level shifts, plus each predicted shift decided up-stepping run by run
         that the median curve's segmentation missed (a loaded run or two can flatten a median
         of five): at the cut within the tolerance that best splits the per-file medians around
@@ -349,16 +392,19 @@ class Settling:
         would blur the levels of a median of a few runs."""
 
         shifts = list(analysis.level_shifts)
-        files = latency.shape[1]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            log_latency = np.log(np.maximum(latency, 1.0))
-        run_level = nanmedian_last_axis(log_latency)
-        log_curve = nanmedian_last_axis((log_latency - run_level[:, None]).T) + float(np.nanmedian(run_level))
+        log_curve = None
         for d in self.decisions:
             c = self.candidates[d.index]
             if c.kind != "shift" or d.verdict != "slow" or any(
                     abs(s.index - c.index) <= c.tolerance for s in shifts):
                 continue
+            if log_curve is None:
+                latency = self._dense()
+                files = latency.shape[1]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    log_latency = np.log(np.maximum(latency, 1.0))
+                run_level = nanmedian_last_axis(log_latency)
+                log_curve = nanmedian_last_axis((log_latency - run_level[:, None]).T) + float(np.nanmedian(run_level))
             cut = _best_cut(log_curve, c.index, c.tolerance)
             width = min(SHIFT_WINDOW_FILES, cut, files - cut)
             before, after = (float(np.exp(np.nanmedian(log_curve[k:k + width]))) for k in (cut - width, cut))

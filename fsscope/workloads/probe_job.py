@@ -22,7 +22,6 @@ import numpy as np
 
 from fsscope.analysis import sequential
 from fsscope.analysis.findings import Outlier
-from fsscope.analysis.outliers import analyze
 from fsscope.engine.events import Finding, finding_from_dict
 from fsscope.errors import FsscopeError
 from fsscope.explain.geometry import read_geometry
@@ -197,8 +196,8 @@ def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explaine
         return  # one run cannot tell structure from noise: flag from the second on
     # the live analysis is provisional (its outliers feed the sequential test); the report's is
     # held to the permuted null worlds (Settling.final_analysis): 19 more series searches a run
-    # would double the analysis at a million files
-    analysis = analyze(latency_ns[: r + 1], wait_ns=wait_ns[: r + 1], null_worlds=0)
+    # would double the analysis at a million files. Incremental: runs 0..r-1 are folded in already
+    analysis = settling.analyze(latency_ns[: r + 1], wait_ns[: r + 1])
     settling.after_run(r, analysis, latency_ns[: r + 1], wait_ns[: r + 1])
     _emit_new_findings(ctx, settling.settled(analysis), explained.predictions, emitted)
 
