@@ -11,7 +11,7 @@ from test_replay import _creating_log
 from test_tui import SIZE, assert_clean, job_view, open_replay, run_plan, runs_listed, set_param
 
 from fsscope import recipes
-from fsscope.engine import runner
+from fsscope.engine import registry, runner
 from fsscope.engine.registry import spec_from_data
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
@@ -26,6 +26,23 @@ FILES = 300
 def table_rows(view: ReplayView) -> list[list[str]]:
     table = view.query_one("#replay-ops")
     return [[str(cell) for cell in table.get_row_at(r)] for r in range(table.row_count)]
+
+
+def test_the_model_shows_each_run_as_it_ends_then_the_report():
+    model = ReplayModel({"log": "/x", "runs": 2})
+    assert model.rows() == [] and "replaying" in model.summary()
+    op = {"op": "open", "calls": 10, "p50_us": 12.5, "p99_us": 40.0, "mean_us": 15.0, "max_us": 41.0,
+          "calls_per_s": 900.0}
+    assert model.feed(registry.decode_event("replay", {"kind": "replay-run", "run": 1, "runs": 2, "elapsed_s": 0.5,
+                                                       "played": 10, "ops": [op]}))
+    assert not model.feed(registry.decode_event("replay", {"kind": "log", "line": "x"}))
+    assert model.rows() == [("open", "10", "12.5", "40.0", "900", "-", "…", "-", "-")]  # not judged yet
+    assert model.summary().startswith("run 1 of 2 played: 10 calls in 0.50 s")
+    model.finish(registry.report_from_data("replay", {"fs": "xfs", "runs": [{"run": 1, "elapsed_s": 0.5, "played": 10,
+                                                                              "skipped": 0}],
+                                                      "ops": [{**op, "slow": 2, "captured_p50_us": 11.0}]}))
+    assert model.rows() == [("open", "10", "12.5", "40.0", "900", "-", "2", "11.0", "-")]
+    assert "replayed on xfs" in model.summary()
 
 
 @pytest.mark.privileged
@@ -66,9 +83,16 @@ async def test_replay_job_from_setup_to_runs_screen_and_compare(scratch):
             flags = screen.views[0].flags
             assert len(flags) == len(report.repeats) + len(report.format_changes), [f.title for f in flags]
 
+        def runs_played(model: ReplayModel) -> list[tuple[int, int, int]]:
+            return [(p.run, p.played, {o.op: o.calls for o in p.ops}["open"]) for p in model.played]
+
         await check(live)
-        assert isinstance(live.views[0].data, ReplayModel)
-        await check(await open_replay(pilot, app, job.run_id))
+        model = live.views[0].data
+        assert isinstance(model, ReplayModel)
+        assert runs_played(model) == [(1, 4 * FILES + 2, FILES), (2, 4 * FILES + 2, FILES)]  # as each run ended
+        reopened = await open_replay(pilot, app, job.run_id)
+        await check(reopened)
+        assert runs_played(reopened.views[0].data) == runs_played(model)
         # the same log on xfs (a run started as the CLI starts it), then Compare on the two
         other = runner.start("replay", spec_from_data("replay", {"log": str(log)}), RAM, recipes.load("xfs-default"))
         other.drain()

@@ -4,8 +4,12 @@ and the tests use it)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from fsscope.engine import events
+from fsscope.engine.events import Event
 from fsscope.format import visible
-from fsscope.replay.records import Report
+from fsscope.replay.records import OpStats, Report, RunPlayed
 from fsscope.tui.report_model import ReportModel
 
 #: The per-call table's columns (key, heading), as `fsscope replay` prints them.
@@ -18,7 +22,32 @@ def _num(value: float | None, fmt: str = ",.1f") -> str:
 
 
 class ReplayModel(ReportModel[Report]):
+    """The runs as they end (``played``: each run's calls per type), then the report."""
+
     kind = "replay"
+
+    def __init__(self, spec: Any = None):
+        super().__init__(spec)
+        self.played: list[RunPlayed] = []
+
+    def feed(self, event: Event) -> bool:
+        if isinstance(event, RunPlayed):
+            self.played.append(event)
+            self.version += 1
+            return True
+        return False
+
+    @classmethod
+    def from_run(cls, run_dir: Any, spec: Any, report: Report | None) -> ReplayModel:
+        """What the live view showed (the runs as they ended), then the report."""
+        model = cls(spec)
+        try:
+            for event in events.read_run(run_dir, {RunPlayed.kind_name(): RunPlayed}):
+                model.feed(event)
+        except (OSError, ValueError):  # a torn or unreadable record: the report alone
+            pass
+        model.finish(report)
+        return model
 
     def notes_of(self, report: Report) -> list[str]:
         # the log's notes quote names someone else chose: control characters made visible
@@ -27,7 +56,11 @@ class ReplayModel(ReportModel[Report]):
     def summary(self) -> str:
         r = self.report
         if r is None:
-            return "replaying… (the per-call table is shown when the job ends; progress and flags as it runs)"
+            if not self.played:
+                return "replaying… (each run's calls per type when it ends; flags as they are found)"
+            last = self.played[-1]
+            return (f"run {last.run} of {last.runs} played: {last.played:,} calls in {last.elapsed_s:.2f} s "
+                    f"(this run's calls below; slow calls and the captured latencies come with the report)")
         source = "an anonymized capture" if r.anonymized else visible(r.source or "a capture")
         pace = "as fast as possible" if r.pace == "asap" else "at the recorded pace"
         runs = ", ".join(f"run {s.run}: {s.played:,} calls in {s.elapsed_s:.2f} s" for s in r.runs)
@@ -42,9 +75,11 @@ class ReplayModel(ReportModel[Report]):
         return text
 
     def rows(self) -> list[tuple[str, ...]]:
-        """Per call type, over every run: the cells of :data:`COLUMNS`."""
-        if self.report is None:
-            return []
+        """Per call type: the cells of :data:`COLUMNS`, over every run once the report is in,
+        the last run's before (slow not judged yet: "…")."""
+        ops: list[OpStats] = self.report.ops if self.report is not None else (
+            self.played[-1].ops if self.played else [])
+        judged = self.report is not None
         return [(o.op, f"{o.calls:,}", _num(o.p50_us), _num(o.p99_us), _num(o.calls_per_s, ",.0f"),
-                 _num(o.mb_per_s, ".2f") if o.bytes else "-", f"{o.slow:,}",
-                 _num(o.captured_p50_us), _num(o.captured_p99_us)) for o in self.report.ops]
+                 _num(o.mb_per_s, ".2f") if o.bytes else "-", f"{o.slow:,}" if judged else "…",
+                 _num(o.captured_p50_us), _num(o.captured_p99_us)) for o in ops]
