@@ -37,6 +37,7 @@ def test_the_model_shows_each_run_as_it_ends_then_the_report():
                                                        "played": 10, "ops": [op]}))
     assert not model.feed(registry.decode_event("replay", {"kind": "log", "line": "x"}))
     assert model.rows() == [("open", "10", "12.5", "40.0", "900", "-", "…", "-", "-")]  # not judged yet
+    assert model.series() == ("open", [12.5], [40.0], [20.0])
     assert model.summary().startswith("run 1 of 2 played: 10 calls in 0.50 s")
     model.finish(registry.report_from_data("replay", {"fs": "xfs", "runs": [{"run": 1, "elapsed_s": 0.5, "played": 10,
                                                                               "skipped": 0}],
@@ -82,6 +83,13 @@ async def test_replay_job_from_setup_to_runs_screen_and_compare(scratch):
             assert "replayed on ext4" in summary and "run 2:" in summary
             flags = screen.views[0].flags
             assert len(flags) == len(report.repeats) + len(report.format_changes), [f.title for f in flags]
+            if report.traced:  # root with tracefs: the directory's format changes, with watch's arithmetic
+                assert report.format_changes
+                assert [f.note for f in flags if f.kind == "format-change"] == \
+                    [c.arithmetic for c in report.format_changes]
+            sparks = {key: (label, values) for key, label, values, _text in view.spark_rows(screen.views[0])}
+            assert sparks["p50"][0] == "open p50/run" and len(sparks["rate"][1]) == len(report.runs)  # per run
+            assert str(screen.query_one("#spark-row-p50 .spark-label").render()) == "open p50/run"
 
         def runs_played(model: ReplayModel) -> list[tuple[int, int, int]]:
             return [(p.run, p.played, {o.op: o.calls for o in p.ops}["open"]) for p in model.played]

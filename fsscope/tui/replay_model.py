@@ -74,6 +74,20 @@ class ReplayModel(ReportModel[Report]):
             text += "\nslow calls' causes: " + ", ".join(f"{n:,} {visible(k)}" for k, n in r.causes.items())
         return text
 
+    def series(self) -> tuple[str, list[float], list[float], list[float]]:
+        """Per run as it ended: the call type with the most calls, its p50 and p99 µs per run,
+        and every call's rate per run (calls/s) -- the sparklines beside the table."""
+        counts: dict[str, int] = {}
+        for p in self.played:
+            for o in p.ops:
+                counts[o.op] = counts.get(o.op, 0) + o.calls
+        if not counts:
+            return "", [], [], []
+        op = max(counts, key=lambda name: counts[name])
+        of_op = [next((o for o in p.ops if o.op == op), None) for p in self.played]
+        return (op, [o.p50_us if o else 0.0 for o in of_op], [o.p99_us if o else 0.0 for o in of_op],
+                [p.played / p.elapsed_s if p.elapsed_s else 0.0 for p in self.played])
+
     def rows(self) -> list[tuple[str, ...]]:
         """Per call type: the cells of :data:`COLUMNS`, over every run once the report is in,
         the last run's before (slow not judged yet: "…")."""

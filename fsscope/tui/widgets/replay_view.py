@@ -9,9 +9,9 @@ from textual.app import ComposeResult
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
-from fsscope.tui.model import JobView
+from fsscope.tui.model import JobView, WindowStats
 from fsscope.tui.replay_model import COLUMNS, ReplayModel
-from fsscope.tui.widgets.live_view import LiveView
+from fsscope.tui.widgets.live_view import LiveView, SparkRow
 from fsscope.tui.widgets.table_export import Table
 
 
@@ -42,3 +42,14 @@ class ReplayView(LiveView):
         table.clear()
         for row in model.rows() if model else []:
             table.add_row(*(Text(cell) for cell in row))
+
+    def spark_rows(self, view: JobView, live: bool = True) -> list[SparkRow]:
+        """The busiest call type's p50 and p99 run after run (log-scaled: one slow run must not
+        flatten the others), and the calls' rate per run."""
+        model = view.data if view is not None and isinstance(view.data, ReplayModel) else None
+        if model is None or not model.played:
+            return []
+        op, p50_us, p99_us, per_s = model.series()
+        return [("p50", f"{op} p50/run", WindowStats.log_series(p50_us), f"{p50_us[-1]:,.1f} µs"),
+                ("p99", f"{op} p99/run", WindowStats.log_series(p99_us), f"{p99_us[-1]:,.1f} µs"),
+                ("rate", "calls/s /run", per_s, f"{per_s[-1]:,.0f}/s")]
