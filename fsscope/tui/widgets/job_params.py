@@ -88,10 +88,14 @@ class JobParams(Vertical):
         self.job = job
         self.spec_type: Any = registry.spec_type(job)  # the job's own Spec (its ClassVars, properties)
         self.hints = typing.get_type_hints(self.spec_type)
-        # the fields' own defaults, not a Spec() built from them: a Spec may refuse its defaults
-        # alone (replay's log is asked for; its check names the field the user left empty)
-        self.values = {f.name: f.default_factory() if f.default is msgspec.NODEFAULT else f.default
-                       for f in msgspec.structs.fields(self.spec_type)}
+        fields = msgspec.structs.fields(self.spec_type)
+        try:  # the defaults as the Spec makes them (bench derives its windows from its duration)
+            defaults = self.spec_type()
+            self.values = {f.name: getattr(defaults, f.name) for f in fields}
+        except FsscopeError:  # a Spec that refuses its defaults alone (replay asks for its log):
+            # the fields' own; its check names the field the user left empty when Start is pressed
+            self.values = {f.name: f.default_factory() if f.default is msgspec.NODEFAULT else f.default
+                           for f in fields}
         self.values.update(self.DEFAULTS)
         self.values.update(initial or {})
         names = [f.name for f in msgspec.structs.fields(self.spec_type)]
