@@ -18,7 +18,9 @@ from msgspec import Meta
 from fsscope import oplog
 from fsscope.errors import FsscopeError
 from fsscope.records import SpecRecord
-from fsscope.replay.records import FileStats, OpStats, Repeat, Report, RunStats
+from fsscope.replay.records import DATA, FileStats, OpStats, Repeat, Report, RunPlayed, RunStats
+
+__all__ = ["DATA", "Report", "RunPlayed", "Spec", "run"]
 
 #: The files shown, the most time first.
 SHOW_FILES = 10
@@ -104,7 +106,10 @@ def run(ctx, spec: Spec) -> Report:
             if held:
                 traced, geometry = _traced(held[0].finish(), played, root, fs, geometry, notes)
                 traced_runs.append(traced)
-        ctx.run_dir.save_array(f"calls-{r + 1}", played.calls[played.played])
+        kept = played.calls[played.played]
+        ctx.run_dir.save_array(f"calls-{r + 1}", kept)
+        ctx.emit(RunPlayed(run=r + 1, runs=spec.runs, elapsed_s=round(played.elapsed_ns / 1e9, 4), played=len(kept),
+                           ops=_op_stats(kept, played.elapsed_ns / 1e9)))
         ctx.progress(r + 1, spec.runs, unit="runs", info=f"run {r + 1}: {int(played.played.sum())} calls in "
                                                           f"{played.elapsed_ns / 1e9:.2f} s")
         played_runs.append(played)
@@ -160,7 +165,7 @@ def _report(ctx, spec: Spec, log: oplog.OpLog, played_runs, fs_name: str, tree_b
     from fsscope.watch import slow
     from fsscope.watch.job import cause_label, format_finding
     from fsscope.watch.repeats import stride
-    from fsscope.watch.syscalls import BYTE_OPS, OPS
+    from fsscope.watch.syscalls import OPS
 
     file, dirk, created, label = _keys(log)
     # the captured latencies of the calls replayed (not of those skipped: outside the tree, unnamed)
@@ -227,21 +232,7 @@ def _report(ctx, spec: Spec, log: oplog.OpLog, played_runs, fs_name: str, tree_b
     calls = np.concatenate(pooled) if pooled else np.zeros(0, played_runs[0].calls.dtype if played_runs else None)
     rows = np.concatenate(rows_of) if rows_of else np.zeros(0, np.int64)
     is_slow = np.concatenate(slow_of) if slow_of else np.zeros(0, bool)
-    ops: list[OpStats] = []
-    for o in np.unique(calls["op"]) if len(calls) else []:
-        of_op = calls["op"] == o
-        d = calls["duration_ns"][of_op]
-        moved = calls["result"][of_op]
-        nbytes = int(moved[moved > 0].sum()) if OPS[o] in BYTE_OPS else 0
-        cap = captured.get(OPS[o], np.zeros(0, np.int64))
-        ops.append(OpStats(
-            op=OPS[o], calls=int(of_op.sum()), p50_us=_us(d, 50), p99_us=_us(d, 99),
-            mean_us=round(float(d.mean()) / 1e3, 2), max_us=round(float(d.max()) / 1e3, 1),
-            calls_per_s=round(float(of_op.sum()) / total_s, 1) if total_s else 0.0, bytes=nbytes,
-            mb_per_s=round(nbytes / total_s / 1e6, 3) if total_s else 0.0,
-            failed=int((calls["result"][of_op] < 0).sum()), slow=int(is_slow[of_op].sum()),
-            captured_calls=len(cap), captured_p50_us=_us(cap, 50) if len(cap) else None,
-            captured_p99_us=_us(cap, 99) if len(cap) else None))
+    ops = _op_stats(calls, total_s, is_slow, captured)
     files = _files(calls, rows, file, dirk, label)
     notes = list(log.header.notes) + notes
     if skipped:
@@ -283,6 +274,31 @@ def _report(ctx, spec: Spec, log: oplog.OpLog, played_runs, fs_name: str, tree_b
     for c in report.format_changes:
         ctx.emit(format_finding(c))
     return report
+
+
+def _op_stats(calls: np.ndarray, total_s: float, is_slow: np.ndarray | None = None,
+              captured: dict[str, np.ndarray] | None = None) -> list[OpStats]:
+    """Per call type: latency distribution and throughput (with the report: how many were
+    slow, and the captured latencies of the same calls)."""
+    from fsscope.watch.syscalls import BYTE_OPS, OPS
+
+    ops: list[OpStats] = []
+    for o in np.unique(calls["op"]) if len(calls) else []:
+        of_op = calls["op"] == o
+        d = calls["duration_ns"][of_op]
+        moved = calls["result"][of_op]
+        nbytes = int(moved[moved > 0].sum()) if OPS[o] in BYTE_OPS else 0
+        cap = (captured or {}).get(OPS[o], np.zeros(0, np.int64))
+        ops.append(OpStats(
+            op=OPS[o], calls=int(of_op.sum()), p50_us=_us(d, 50), p99_us=_us(d, 99),
+            mean_us=round(float(d.mean()) / 1e3, 2), max_us=round(float(d.max()) / 1e3, 1),
+            calls_per_s=round(float(of_op.sum()) / total_s, 1) if total_s else 0.0, bytes=nbytes,
+            mb_per_s=round(nbytes / total_s / 1e6, 3) if total_s else 0.0,
+            failed=int((calls["result"][of_op] < 0).sum()),
+            slow=int(is_slow[of_op].sum()) if is_slow is not None else 0,
+            captured_calls=len(cap), captured_p50_us=_us(cap, 50) if len(cap) else None,
+            captured_p99_us=_us(cap, 99) if len(cap) else None))
+    return ops
 
 
 def _files(calls: np.ndarray, rows: np.ndarray, file: np.ndarray, dirk: np.ndarray, label: dict[int, str]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fsscope.engine.events import DataRecord
 from fsscope.records import Record, ReportRecord
 from fsscope.watch.records import FormatChange, Repeat  # watch's records, judged the same way
 
@@ -45,6 +46,20 @@ class RunStats(Record, frozen=True, kw_only=True):
     timeouts: int = 0             # dependencies not met in time
     p50_us: dict[str, float] = {}    # per call type: this run's median
     mean_us: dict[str, float] = {}
+
+
+class RunPlayed(DataRecord, frozen=True, kw_only=True, tag="replay-run"):
+    """A run as it ends (live): its calls per type, before the judges of the report (no slow
+    counts, no captured latencies: those come with the report)."""
+
+    run: int
+    runs: int
+    elapsed_s: float
+    played: int
+    ops: list[OpStats] = []
+
+
+DATA = (RunPlayed,)  # the replay's own event kind (registry.decode_event reads it)
 
 
 class Report(ReportRecord, frozen=True, kw_only=True):

@@ -101,11 +101,15 @@ class JobParams(Vertical):
         self.descriptions = spec_descriptions(self.spec_type)
         """A field's own description (``Meta(description=…)`` on the Spec): its hint where the
         panel names none (a job without a panel of its own had no hints at all)."""
-        # the fields' own defaults, not Spec(): a Spec may need a choice made first (watch: a pid
-        # or a cgroup) and refuse to be built without it
-        self.values = {f.name: f.default if f.default is not msgspec.NODEFAULT
-                       else f.default_factory() if f.default_factory is not msgspec.NODEFAULT else None
-                       for f in msgspec.structs.fields(self.spec_type)}
+        fields = msgspec.structs.fields(self.spec_type)
+        try:  # the defaults as the Spec makes them (bench derives its windows from its duration)
+            defaults = self.spec_type()
+            self.values = {f.name: getattr(defaults, f.name) for f in fields}
+        except FsscopeError:  # a Spec that refuses its defaults alone (replay asks for its log,
+            # watch for a pid or a cgroup): the fields' own; its check names the field the user
+            # left empty when Start is pressed
+            self.values = {f.name: f.default_factory() if f.default is msgspec.NODEFAULT else f.default
+                           for f in fields}
         self.values.update(self.DEFAULTS)
         self.values.update(initial or {})
         names = [f.name for f in msgspec.structs.fields(self.spec_type)]
