@@ -108,7 +108,8 @@ class JobParams(Vertical):
         except FsscopeError:  # a Spec that refuses its defaults alone (replay asks for its log,
             # watch for a pid or a cgroup): the fields' own; its check names the field the user
             # left empty when Start is pressed
-            self.values = {f.name: f.default_factory() if f.default is msgspec.NODEFAULT else f.default
+            self.values = {f.name: f.default if f.default is not msgspec.NODEFAULT
+                           else f.default_factory() if f.default_factory is not msgspec.NODEFAULT else None
                            for f in fields}
         self.values.update(self.DEFAULTS)
         self.values.update(initial or {})
