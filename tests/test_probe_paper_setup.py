@@ -117,7 +117,9 @@ def test_a_hash_window_is_a_range_and_btrfs_rows_cite_what_the_notes_cite():
     low, high = split["window"]
     assert all(low <= i <= high for i in split["seen"])
     for flag in ext4["flags"]:
-        if flag.get("structure") in rows:
+        # (an in-memory structure -- memory:CACHE, slab:CACHE -- may explain several series, each
+        # with a row and a note of its own numbers: test_trace checks those)
+        if flag.get("structure") in rows and not flag["structure"].startswith(("memory:", "slab:")):
             assert rows[flag["structure"]]["verdict"] in flag["note"]
 
     btrfs = probe("btrfs-default", 100, 3, trace="attribute")
