@@ -158,7 +158,7 @@ def test_bad_input_gives_one_line_and_exit_2(cli, scratch):
         (["prepare", "--recipe", "ext4-default", "--ram", "--size", "1M"], "too small"),
         (["prepare", "--recipe", "ext4-default", "--ram", "--mkfs-opts=--bogus-flag"], "not a ext4 mkfs option"),
         (["prepare", "--recipe", "ext4-default", "--ram", "--mkfs-opts=-b 999"], "mkfs.ext4 failed"),
-        (["prepare", "--recipe", "xfs-default", "--ram", "--size", "64M"], "mkfs.xfs failed"),
+        (["prepare", "--recipe", "xfs-default", "--ram", "--size", "64M"], "XFS needs at least 300M"),
         (["prepare", "--recipe", "f2fs-default", "--ram"], "no f2fs support"),
         (["prepare", "--recipe", "ext4-default", "--ram", "--prep", "nosuch=1"], "unknown prep step 'nosuch'"),
         (["release", str(scratch)], "not a mount point fsscope made"),
