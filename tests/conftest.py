@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -281,6 +282,18 @@ def device_writer():
     import machine_load
 
     return machine_load.writer
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def pytest_configure(config):
+    """A session ended by SIGTERM or SIGHUP (``timeout``, a closed terminal, CI cancelling it)
+    ends as Ctrl-C does: pytest then tears down every fixture still set up, so the loop
+    devices, mounts and processes the tests made are undone and checked, not left behind."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupted)
 
 
 def pytest_sessionfinish(session, exitstatus):
