@@ -166,7 +166,25 @@ async def test_the_watch_panel_shows_its_note_and_list_on_setup(size, scratch):
         stop(writer)
 
 
-async def _panel_shows(app, size: tuple[int, int], pid: int) -> None:
+async def test_a_process_name_is_text_in_the_watch_list(scratch):
+    """A process names itself (``comm``): ``[/]`` and ``[b]`` in it are shown as they are, never
+    read as markup (a MarkupError would end the Setup screen)."""
+    name = "[/]x[b]y"
+    code = (f"open('/proc/self/comm', 'w').write({name!r}); import runpy, sys; "
+            f"sys.argv = [{str(WRITER)!r}, {str(scratch / 'mail')!r}, '1000000', '--pace-ms=2']; "
+            f"runpy.run_path({str(WRITER)!r}, run_name='__main__')")
+    writer = subprocess.Popen([sys.executable, "-c", code], cwd=scratch)
+    app = make_app(AppConfig(target=TargetSpec("image", "/nonexistent/never.img", 256 * 2**20),
+                             jobs=("probe", "watch"), discover_devices=lambda: []))
+    try:
+        delivering(scratch)
+        assert Path(f"/proc/{writer.pid}/comm").read_text().strip() == name
+        await _panel_shows(app, (160, 48), writer.pid, shown=name)
+    finally:
+        stop(writer)
+
+
+async def _panel_shows(app, size: tuple[int, int], pid: int, shown: str = "") -> None:
     async with app.run_test(size=size) as pilot:
         await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
         app.screen.query_one("#job-list").focus()
@@ -180,3 +198,9 @@ async def _panel_shows(app, size: tuple[int, int], pid: int) -> None:
             assert region.height >= 2 and screen.contains_region(region), (part, region, screen)
         pick = panel.query_one("#watch-pick")
         assert pick.option_count == len(panel.listed)
+        if shown:
+            from textual.visual import visualize
+
+            await pilot.pause()  # drawn, so a prompt read as markup would have failed by now
+            prompt = pick.get_option_at_index(pick.get_option_index(f"pid:{pid}")).prompt
+            assert f"{pid} {shown} " in visualize(pick, prompt).plain  # as it is drawn: the name as given

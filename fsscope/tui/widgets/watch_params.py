@@ -9,12 +9,13 @@ import os
 
 from textual import work
 from textual.app import ComposeResult
+from textual.content import Content
 from textual.widgets import Button, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
-from fsscope.format import format_bytes
+from fsscope.format import format_bytes, visible
 from fsscope.records import SpecRecord
 from fsscope.tui.widgets.job_params import JobParams
 
@@ -69,12 +70,13 @@ class WatchParams(JobParams):
     def _show_targets(self, busy, groups) -> None:
         pick = self.query_one("#watch-pick", OptionList)
         pick.clear_options()
-        # names are the processes' own (procio made their escapes visible): prompts are text
+        # names are the processes' own (procio made their escapes visible) and cgroups' paths:
+        # prompts are Content, text, never markup (Textual reads a plain str prompt as markup)
         # one short line each (a narrow column wraps a long prompt into three): the device's
         # bytes when it moved any, else what the calls moved (page cache, unflushed writes)
-        options = [Option(f"{b.pid} {b.comm} {format_bytes(b.rate_bytes_per_s)}/s",
+        options = [Option(Content(f"{b.pid} {b.comm} {format_bytes(b.rate_bytes_per_s)}/s"),
                           id=f"pid:{b.pid}") for b in busy]
-        options += [Option(f"cgroup {path} ({count})", id=f"cgroup:{path}") for path, count in groups]
+        options += [Option(Content(f"cgroup {visible(path)} ({count})"), id=f"cgroup:{path}") for path, count in groups]
         pick.add_options(options or [Option("no process did I/O in the last half second", disabled=True)])
         self.listed = [o.id for o in options]
 
