@@ -147,38 +147,20 @@ def entries_before(log: OpLog) -> tuple[list[str | None], np.ndarray]:
 def format_changes(traced: Traced, rows: np.ndarray, log: OpLog, slow: np.ndarray, geometry) -> list[FormatChange]:
     """The directory-format changes inside the played calls, as watch reports them (``call``
     is the op's number in the log)."""
-    from fsscope.watch.causes import FORMAT_EVENTS
-    from fsscope.watch.repeats import predicted
+    from fsscope.watch.repeats import format_events, format_verdict
 
-    short = [n.split("/", 1)[-1] for n in traced.names]
     op_dir, before = entries_before(log)
     ino_of = {path: ino for ino, path in traced.dirs.items()}
-    events = traced.events
-    conversions = [c for c, n in enumerate(short) if n in FORMAT_EVENTS and n != "xfs_dir2_grow_inode"]
-    converted = set(traced.where[np.isin(events["code"], conversions) & (traced.where >= 0)].tolist())
     out: list[FormatChange] = []
-    seen: set[tuple[int, str]] = set()
-    for k in np.flatnonzero(traced.where >= 0):
-        name = short[int(events["code"][k])]
-        d = int(events["arg"][k])
-        if not (name in FORMAT_EVENTS or (name == "ext4_allocate_blocks" and d in traced.dirs)):
-            continue
-        i = int(traced.where[k])
-        if (i, name) in seen or (name == "xfs_dir2_grow_inode" and i in converted):
-            continue  # the block a conversion adds is part of it
-        seen.add((i, name))
+    for i, name, d in format_events([n.split("/", 1)[-1] for n in traced.names], traced.events, traced.where,
+                                    traced.dirs):
         seq = int(rows[i])
         op = log.ops[seq]
         got = traced.lengths.get(d) or []
         name_bytes = int(np.median(got)) if got else 0
-        at: int | None
-        matches: bool | None
-        if op.op == "mkdir" and ino_of.get(op_dir[seq] or "") != d:  # the new directory itself
-            n_before, at, text, matches = 0, 0, "a new directory gets its first block", True
-        else:
-            n_before = int(before[seq]) if ino_of.get(op_dir[seq] or "") == d else -1
-            at, text, matches = predicted(geometry, name, name_bytes, n_before) if n_before >= 0 else (
-                None, "the names the directory held before this call are not known", None)
+        in_dir = ino_of.get(op_dir[seq] or "") == d
+        n_before, at, text, matches = format_verdict(geometry, name, name_bytes, op.op == "mkdir" and not in_dir,
+                                                     int(before[seq]) if in_dir else -1)
         out.append(FormatChange(dir=traced.dirs.get(d), event=name, call=seq, op=op.op, entries_before=n_before,
                                 name_bytes=name_bytes, predicted=at, matches=matches, arithmetic=text,
                                 duration_us=round(int(traced.calls["duration_ns"][i]) / 1e3, 1),

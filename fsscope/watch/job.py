@@ -439,38 +439,19 @@ def _exec_comms(recorded) -> dict[int, str]:
 
 
 def _format_changes(calls, recorded, where, named, judged, geometry, tree, end_tree) -> list[FormatChange]:
-    from fsscope.watch.causes import FORMAT_EVENTS
-    from fsscope.watch.repeats import predicted
+    from fsscope.watch.repeats import format_events, format_verdict
     from fsscope.watch.syscalls import OPS
 
-    short = [n.split("/", 1)[-1] for n in recorded.names]
     out = []
-    seen: set[tuple[int, str]] = set()
-    conversions = [c for c, n in enumerate(short) if n in FORMAT_EVENTS and n != "xfs_dir2_grow_inode"]
-    converted = set(where[np.isin(recorded.events["code"], conversions) & (where >= 0)].tolist())
-    for k in np.flatnonzero(where >= 0):
-        ev = recorded.events[k]
-        name = short[int(ev["code"])]
-        d = int(ev["arg"])
-        if not (name in FORMAT_EVENTS or (name == "ext4_allocate_blocks" and d in named.dirs)):
-            continue
-        i = int(where[k])
-        if (i, name) in seen or (name == "xfs_dir2_grow_inode" and i in converted):
-            continue  # the block a conversion adds is part of it
-        seen.add((i, name))
+    for i, name, d in format_events([n.split("/", 1)[-1] for n in recorded.names], recorded.events, where, named.dirs):
         lengths = end_tree.name_bytes.get(d) or tree.name_bytes.get(d) or []
         name_bytes = int(np.median(lengths)) if lengths else 0
-        at: int | None
-        matches: bool | None
-        if OPS[calls["op"][i]] == "mkdir" and int(named.dir[i]) != d:  # the new directory itself
-            before, at, text, matches = 0, 0, "a new directory gets its first block", True
-        else:
-            before = int(named.entries_before[i]) if int(named.dir[i]) == d else -1
-            at, text, matches = predicted(geometry, name, name_bytes, before) if before >= 0 else (
-                None, "the names the directory held before this call are not known", None)
-        out.append(FormatChange(dir=named.path(d), event=name, call=i, op=OPS[calls["op"][i]],
-                                entries_before=before, name_bytes=name_bytes, predicted=at,
-                                matches=matches, arithmetic=text,
+        op = OPS[calls["op"][i]]
+        in_dir = int(named.dir[i]) == d
+        before, at, text, matches = format_verdict(geometry, name, name_bytes, op == "mkdir" and not in_dir,
+                                                   int(named.entries_before[i]) if in_dir else -1)
+        out.append(FormatChange(dir=named.path(d), event=name, call=i, op=op, entries_before=before,
+                                name_bytes=name_bytes, predicted=at, matches=matches, arithmetic=text,
                                 duration_us=round(int(calls["duration_ns"][i]) / 1e3, 1),
                                 slow=bool(judged.slow[i])))
     return out

@@ -11,6 +11,7 @@ does not match says so; nothing is made to agree.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -25,6 +26,39 @@ STRIDE_SHARE = 0.6
 
 XFS_CONVERSIONS = {"xfs_dir2_sf_to_block": "sf", "xfs_dir2_block_to_leaf": "block",
                    "xfs_dir2_leaf_to_node": "node"}
+
+
+def format_events(short: list[str], events: np.ndarray, where: np.ndarray, dirs) -> Iterator[tuple[int, str, int]]:
+    """(call, event, directory inode) for each directory-format change the kernel marked inside a
+    call (``where[k]``: the call event ``k`` fell in, -1 for none; ``short``: event names by
+    code), once per call and event; the block a conversion adds is part of the conversion. An
+    ext4 block allocation counts where its inode is a directory in ``dirs``."""
+    from fsscope.watch.causes import FORMAT_EVENTS
+
+    conversions = [c for c, n in enumerate(short) if n in FORMAT_EVENTS and n != "xfs_dir2_grow_inode"]
+    converted = set(where[np.isin(events["code"], conversions) & (where >= 0)].tolist())
+    seen: set[tuple[int, str]] = set()
+    for k in np.flatnonzero(where >= 0):
+        name = short[int(events["code"][k])]
+        d = int(events["arg"][k])
+        if not (name in FORMAT_EVENTS or (name == "ext4_allocate_blocks" and d in dirs)):
+            continue
+        i = int(where[k])
+        if (i, name) in seen or (name == "xfs_dir2_grow_inode" and i in converted):
+            continue
+        seen.add((i, name))
+        yield i, name, d
+
+
+def format_verdict(g: Geometry | None, event: str, name_bytes: int, new_dir: bool,
+                   before: int) -> tuple[int, int | None, str, bool | None]:
+    """(entries before, entries the rules predict, the arithmetic, whether they agree) for a
+    format change: a new directory's first block, or ``before`` names (-1: not known)."""
+    if new_dir:
+        return 0, 0, "a new directory gets its first block", True
+    if before < 0:
+        return -1, None, "the names the directory held before this call are not known", None
+    return (before, *predicted(g, event, name_bytes, before))
 
 
 def predicted(g: Geometry | None, event: str, name_bytes: int, before: int) -> tuple[int | None, str, bool | None]:
