@@ -51,6 +51,25 @@ class SpecRecord(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     renamed: ClassVar[dict[str, str]] = {}
     parsers: ClassVar[dict[str, Callable[[Any], Any]]] = {}
 
+    @classmethod
+    def field_defaults(cls) -> dict[str, Any]:
+        """Each field's declared default (None for a required one), without making a Spec: its
+        checks may need a field given first (watch: what to watch) or read files (age)."""
+        return {f.name: f.default if f.default is not msgspec.NODEFAULT
+                else f.default_factory() if f.default_factory is not msgspec.NODEFAULT else None
+                for f in msgspec.structs.fields(cls)}
+
+    @classmethod
+    def field_descriptions(cls) -> dict[str, str]:
+        """Each field's ``Meta(description=...)``, where it has one: its help on the command
+        line and its hint on the Setup screen."""
+        out = {}
+        for name, annotation in typing.get_type_hints(cls, include_extras=True).items():
+            for meta in getattr(annotation, "__metadata__", ()):
+                if isinstance(meta, msgspec.Meta) and meta.description:
+                    out[name] = meta.description
+        return out
+
 
 def _enc_hook(value: Any) -> Any:
     """What msgspec cannot write itself."""

@@ -89,13 +89,6 @@ def _what(read: Callable[[str], Any]) -> str:
     return "a whole number" if read is int else "a number" if read is float else "a value"
 
 
-def _defaults(spec: type[SpecRecord]) -> dict[str, Any]:
-    """The Spec's declared defaults, without making one: its checks may need a field given (watch:
-    what to watch) or load files (aging: the profile)."""
-    return {f.name: f.default_factory() if f.default is msgspec.NODEFAULT else f.default
-            for f in msgspec.structs.fields(spec)}
-
-
 def add_spec_options(parser: argparse._ActionsContainer, spec: type[SpecRecord], names: Sequence[str], *,
                      flags: Mapping[str, str] | None = None,
                      readers: Mapping[str, tuple[str, Callable[[str], Any]]] | None = None) -> None:
@@ -106,7 +99,7 @@ def add_spec_options(parser: argparse._ActionsContainer, spec: type[SpecRecord],
     to the field's bounds. A field without ``Meta(description=...)`` is a TypeError here;
     ``parser`` may be a group (mutually exclusive options)."""
     hints = typing.get_type_hints(spec, include_extras=True)
-    defaults = _defaults(spec)
+    defaults = spec.field_defaults()
     for name in names:
         value_type, metas = _unwrap(hints[name])
         description = next((m.description for m in metas if m.description), None)
@@ -153,7 +146,7 @@ def field_lines(spec: type[SpecRecord]) -> list[str]:
     """One line per field of ``spec`` (``fsscope run JOB -p help=1``): its name and default, its
     bounds in its unit, and its help where the Spec gives one."""
     hints = typing.get_type_hints(spec, include_extras=True)
-    defaults = _defaults(spec)
+    defaults = spec.field_defaults()
     lines = []
     for field in msgspec.structs.fields(spec):
         _, metas = _unwrap(hints[field.name])

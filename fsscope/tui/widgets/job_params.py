@@ -36,16 +36,6 @@ def size_text(n: int) -> str:
     return str(n)
 
 
-def spec_descriptions(spec_type: type) -> dict[str, str]:
-    """Each Spec field's ``Meta(description=…)``, if it has one."""
-    out = {}
-    for name, annotation in typing.get_type_hints(spec_type, include_extras=True).items():
-        for meta in getattr(annotation, "__metadata__", ()):
-            if isinstance(meta, msgspec.Meta) and meta.description:
-                out[name] = meta.description
-    return out
-
-
 def _field_kind(annotation: Any) -> tuple[str, tuple]:
     """('bool'|'int'|'float'|'str'|'choice', choices); Optional[X] counts as X."""
     origin = get_origin(annotation)
@@ -98,7 +88,7 @@ class JobParams(Vertical):
         self.job = job
         self.spec_type: Any = registry.spec_type(job)  # the job's own Spec (its ClassVars, properties)
         self.hints = typing.get_type_hints(self.spec_type)
-        self.descriptions = spec_descriptions(self.spec_type)
+        self.descriptions = self.spec_type.field_descriptions()
         """A field's own description (``Meta(description=…)`` on the Spec): its hint where the
         panel names none (a job without a panel of its own had no hints at all)."""
         fields = msgspec.structs.fields(self.spec_type)
@@ -108,9 +98,7 @@ class JobParams(Vertical):
         except FsscopeError:  # a Spec that refuses its defaults alone (replay asks for its log,
             # watch for a pid or a cgroup): the fields' own; its check names the field the user
             # left empty when Start is pressed
-            self.values = {f.name: f.default if f.default is not msgspec.NODEFAULT
-                           else f.default_factory() if f.default_factory is not msgspec.NODEFAULT else None
-                           for f in fields}
+            self.values = self.spec_type.field_defaults()
         self.values.update(self.DEFAULTS)
         self.values.update(initial or {})
         names = [f.name for f in msgspec.structs.fields(self.spec_type)]
