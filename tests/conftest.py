@@ -284,7 +284,14 @@ def device_writer():
     return machine_load.writer
 
 
+SESSION_PID = os.getpid()
+
+
 def _interrupted(signum, frame):
+    if os.getpid() != SESSION_PID:  # a child forked from the session: it dies as it would have
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
