@@ -12,6 +12,7 @@ the recorded one (it failed here and not there, or the reverse) is counted too.
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
 import threading
@@ -25,13 +26,23 @@ import numpy as np
 
 from fsscope.oplog import Entry, Op, OpLog
 from fsscope.watch.calls import CALL_DTYPE
-from fsscope.watch.syscalls import OPS
+from fsscope.watch.syscalls import F_DUPFD, F_DUPFD_CLOEXEC, OPS
 
 #: How long a call waits for a call of another thread it depends on before going ahead (the
 #: other thread failed or the log's dependency was wrong): counted, never a hang.
 DEPENDENCY_TIMEOUT_S = 30.0
 PATTERN = b"fsscope replay: file contents are not recorded\n"
 CHUNK_BYTES = 1 << 20
+#: A replay thread's buffer is at most this big, whatever the log's largest read or write: a
+#: larger call gives the kernel the same buffer several times over in one readv/writev (the
+#: contents are not recorded, so they need not differ), so a log cannot make replay hold more.
+BUFFER_BYTES = 1 << 20
+#: The most iovecs one readv/writev takes (UIO_MAXIOV); a call larger than this many buffers
+#: is made in as many calls as it needs, timed as one.
+IOV_MAX = os.sysconf("SC_IOV_MAX")
+#: The most bytes Linux moves in one read or write (MAX_RW_COUNT, INT_MAX rounded down to a
+#: page): a recorded call asking more did not happen as recorded (a crafted log).
+MAX_RW_BYTES = 0x7FFFF000
 #: The calls whose success differs named in the report (the count covers them all).
 SHOW_DIFFERING = 5
 #: A call ready to make: the function, its arguments, what to do with its result (None: as it is).
@@ -57,6 +68,25 @@ def _pattern_buffer(size: int) -> mmap.mmap:
     buf = mmap.mmap(-1, size)
     buf.write((PATTERN * (size // len(PATTERN) + 1))[:size])
     return buf
+
+
+def _repeated(read: bool, fd: int, view: memoryview, size: int, offset: int | None) -> int:
+    """A read or write of ``size`` bytes, more than ``view`` holds: ``view`` as many times as it
+    takes in one readv/writev (several calls only past IOV_MAX of them); the bytes moved. A
+    short call (end of file, a full device) ends it, as it would have ended the recorded one."""
+    done = 0
+    while done < size:
+        chunk = min(size - done, IOV_MAX * len(view))
+        whole, rest = divmod(chunk, len(view))
+        iov = [view] * whole + ([view[:rest]] if rest else [])
+        if offset is None:
+            n = (os.readv if read else os.writev)(fd, iov)
+        else:
+            n = (os.preadv if read else os.pwritev)(fd, iov, offset + done)
+        done += n
+        if n < chunk:
+            break
+    return done
 
 
 def recreate(root: Path, entries: list[Entry]) -> int:
@@ -85,17 +115,19 @@ def recreate(root: Path, entries: list[Entry]) -> int:
 SPIN_BELOW_NS = 2_000_000
 
 
-def think(ns: int) -> None:
-    deadline = time.perf_counter_ns() + ns
-    if ns > SPIN_BELOW_NS:
-        time.sleep((ns - SPIN_BELOW_NS) / 1e9)
-    while time.perf_counter_ns() < deadline:
+def think_until(deadline_ns: int) -> None:
+    """Wait until ``deadline_ns`` (perf_counter): slept down to the last SPIN_BELOW_NS, spun after."""
+    ahead = deadline_ns - time.perf_counter_ns()
+    if ahead > SPIN_BELOW_NS:
+        time.sleep((ahead - SPIN_BELOW_NS) / 1e9)
+    while time.perf_counter_ns() < deadline_ns:
         pass
 
 
 class _Player:
-    def __init__(self, root: Path, log: OpLog, pace: str, cancelled: Callable[[], bool]):
+    def __init__(self, root: Path, log: OpLog, pace: str, cancelled: Callable[[], bool], buffer_bytes: int):
         self.root, self.log, self.pace, self.cancelled = root, log, pace, cancelled
+        self.buffer_bytes = buffer_bytes
         n = len(log.ops)
         self.calls = np.zeros(n, CALL_DTYPE)
         self.played = np.zeros(n, bool)
@@ -145,6 +177,7 @@ class _Player:
     def thread(self, ops: list[Op]) -> None:
         size = (max((o.size for o in ops if o.op in ("read", "write")), default=0)
                 or max((o.result for o in ops if o.op in ("read", "write")), default=0))
+        size = min(size, self.buffer_bytes)
         try:
             buf = _pattern_buffer(size)
         except (OSError, OverflowError, ValueError) as exc:
@@ -159,6 +192,12 @@ class _Player:
                     self.done[op.seq].set()
             return
         view = memoryview(buf)
+        # the recorded pace counts each think time from when the previous call returned to the
+        # moment the next one is made, so the replayer's own work between calls (waiting for a
+        # dependency, preparing the call) is part of it, as the captured program's own work was
+        # part of the recorded one; waiting the whole think time before that work made every
+        # gap longer than the recorded one
+        last_end = self.t0
         try:
             for k, op in enumerate(ops):
                 if self.cancelled():
@@ -167,14 +206,15 @@ class _Player:
                     if not self.done[a].wait(DEPENDENCY_TIMEOUT_S):
                         with self.lock:
                             self.timeouts += 1
-                if self.pace == "recorded" and op.think_ns > 0:
-                    think(op.think_ns)
+                due = last_end + op.think_ns if self.pace == "recorded" else None
                 try:
-                    self.one(op, view)
+                    end = self.one(op, view, due)
                 except Exception as exc:  # a replayer's bug shows in the report, not only in a thread's traceback
                     self.skip_many(f"calls of a thread the replayer stopped at a {op.op} "
                                    f"({type(exc).__name__}: {exc})", len(ops) - k)
                     break
+                # a call not made here took its recorded time there
+                last_end = end if end is not None else (due or last_end) + op.duration_ns
                 if op.seq in self.done:
                     self.done[op.seq].set()
         finally:
@@ -184,12 +224,15 @@ class _Player:
             view.release()
             buf.close()
 
-    def one(self, op: Op, view: memoryview) -> None:
-        """Make one call, timing the system call alone (what it needs is looked up before)."""
+    def one(self, op: Op, view: memoryview, due_ns: int | None = None) -> int | None:
+        """Make one call (at ``due_ns``, perf_counter, if given), timing the system call alone
+        (what it needs is looked up before); when it returned (perf_counter ns), None: skipped."""
         prepared = self.prepare(op, view)
         if prepared is None:
-            return
+            return None
         fn, args, then = prepared
+        if due_ns is not None:
+            think_until(due_ns)
         start = time.perf_counter_ns()
         try:
             made = fn(*args)
@@ -210,6 +253,7 @@ class _Player:
                 self.differs += 1
                 if len(self.differing) < SHOW_DIFFERING:
                     self.differing.append(op.seq)
+        return end
 
     def opened(self, op: Op, fd: int) -> int:
         """After an open: the new descriptor stands for the recorded one."""
@@ -257,6 +301,10 @@ class _Player:
             return self.skip(f"{kind} on a descriptor of a file outside the watched tree, or not named")
         size = op.size or max(op.result, 0)
         if kind in ("read", "write"):
+            if size > MAX_RW_BYTES:
+                return self.skip(f"{kind} of more than {MAX_RW_BYTES:,} bytes, more than Linux moves in one call")
+            if size > len(view):
+                return _repeated, (kind == "read", real, view, size, op.offset), None
             # the recorded system call where Python has it without a copy (write, pwrite64), so
             # the kernel path is the captured one; reads go into the buffer (readv, preadv)
             part = view[:size]
@@ -267,6 +315,13 @@ class _Player:
             if op.offset is not None:
                 return (os.preadv if kind == "read" else os.pwritev), (real, [part], op.offset), None
             return (os.readv if kind == "read" else os.writev), (real, [part]), None
+        if kind == "dup" or (kind == "fcntl" and op.flags in (F_DUPFD, F_DUPFD_CLOEXEC)):
+            # a new descriptor for the same file stands for the recorded one from here on (its
+            # number is this process's: dup2/dup3's chosen number is the recorded one's key).
+            # Close-on-exec either way: the replay's own children must not inherit the target's files
+            if kind == "dup":
+                return os.dup, (real,), lambda fd: self.opened(op, fd)
+            return fcntl.fcntl, (real, F_DUPFD_CLOEXEC, 0), lambda fd: self.opened(op, fd)
         if kind in ("fsync", "fdatasync", "sync_file_range"):
             # sync_file_range's range and flags are not recorded, and Python has no
             # sync_file_range: the file's data written and waited for, as its strongest form does
@@ -301,11 +356,11 @@ class _Player:
 
 
 def play(root: Path, log: OpLog, *, pace: str = "asap", cancelled: Callable[[], bool] = lambda: False,
-         on_ready: Callable[[list[int]], None] | None = None) -> Played:
+         on_ready: Callable[[list[int]], None] | None = None, buffer_bytes: int = BUFFER_BYTES) -> Played:
     """Every thread's calls on ``root`` (the starting tree already made). ``on_ready`` gets the
     replay threads' kernel ids once they all exist and before any of them makes a call (a
     tracer following exactly them starts there)."""
-    player = _Player(root, log, pace, cancelled)
+    player = _Player(root, log, pace, cancelled, buffer_bytes)
     per_thread = list(log.threads().values())
     tids = [0] * len(per_thread)
     ready = threading.Semaphore(0)
