@@ -382,6 +382,9 @@ def test_recipes_compared_per_call_type_name_a_winner_only_where_one_is_faster()
     assert all(p.winner == "a" and p.p < 0.05 for p in faster.pairs)
     one_run = compare_replays(_replays(rng, 50.0, 80.0, ops=3, runs=1))
     assert all(p.winner is None and "--runs 2" in p.note for p in one_run.pairs)  # no test: says what would decide
+    assert all(p.verdict.startswith("inconclusive (n too small") for p in one_run.pairs)
+    assert all(p.verdict == "a faster (p < 0.05)" for p in faster.pairs)
+    assert {p.verdict for p in alike.pairs if not p.winner} == {"not significant (p >= 0.05)"}
 
 
 @pytest.mark.privileged

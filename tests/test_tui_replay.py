@@ -5,8 +5,11 @@ screen, the run recorded and reopened from the Runs screen, two replays compared
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from pilot_wait import until, until_screen
+from rich.console import Console
 from test_replay import _creating_log
 from test_tui import SIZE, assert_clean, job_view, open_replay, run_plan, runs_listed, set_param
 
@@ -102,7 +105,8 @@ async def test_replay_job_from_setup_to_runs_screen_and_compare(scratch):
         await check(reopened)
         assert runs_played(reopened.views[0].data) == runs_played(model)
         # the same log on xfs (a run started as the CLI starts it), then Compare on the two
-        other = runner.start("replay", spec_from_data("replay", {"log": str(log)}), RAM, recipes.load("xfs-default"))
+        other = runner.start("replay", spec_from_data("replay", {"log": str(log), "runs": 2}), RAM,
+                             recipes.load("xfs-default"))
         other.drain()
         assert other.run_dir.status() == "ok", other.run_dir.info().error
         await pilot.press("escape")
@@ -118,5 +122,19 @@ async def test_replay_job_from_setup_to_runs_screen_and_compare(scratch):
         assert text
         sections = [s.title for s in screen.comparison.sections]
         assert "replay" in sections, sections
+        # the Welch table per call type, from the code replay --recipes uses: two runs a side, a test each
+        welch = next(s for s in screen.comparison.sections if "Welch" in s.title)
+        verdicts = {r.metric.removesuffix(" verdict"): r.a for r in welch.rows if r.metric.endswith(" verdict")}
+        assert set(verdicts) == {o.op for o in report.ops}, verdicts
+        assert all(v.startswith(("A faster", "B faster", "not significant")) for v in verdicts.values()), verdicts
+        ps = [r.a for r in welch.rows if r.metric.endswith("Welch p")]
+        assert len(ps) == len(verdicts) and all(0 <= p <= 1 for p in ps)
+        medians = {r.metric.removesuffix(" median µs"): r.a for r in welch.rows if r.metric.endswith(" median µs")}
+        assert medians == {o.op: round(o.p50_us, 4) for o in report.ops}
+        assert f"of {len(verdicts)}." in text and "Welch" in text
+        console = Console(width=200, record=True, file=io.StringIO())
+        console.print(screen.query_one("#compare-tables").content)
+        drawn = console.export_text()
+        assert "Welch's t-test" in drawn and f"{next(iter(verdicts))} Welch p" in drawn
     assert_clean()
     assert not app.worker_errors

@@ -112,6 +112,17 @@ def _band_rows(a: BenchReport, b: BenchReport) -> list[Row]:
     return rows
 
 
+def sections_of(job: str, a: Any, b: Any) -> list[Section]:
+    """What ``fsscope compare`` and the Compare screen show of two reports: compare_reports's
+    sections, and for two replays the Welch table per call type that ``replay --recipes`` makes."""
+    sections = compare_reports(job, a, b)
+    if job == "replay":
+        from fsscope.replay.compare import welch_section
+
+        sections.append(welch_section(a, b))
+    return sections
+
+
 def compare(a: Side, b: Side) -> Comparison:
     if a.job != b.job:
         return Comparison(f"Cannot compare a {a.job} run with a {b.job} run: mark two runs of the same job.")
@@ -119,9 +130,11 @@ def compare(a: Side, b: Side) -> Comparison:
     if missing:
         s = missing[0]
         return Comparison(f"Run {s.id} has no report (status {s.status}): nothing to compare.")
-    sections = compare_reports(a.job, a.report, b.report)
+    sections = sections_of(a.job, a.report, b.report)
     if a.job == "syncwrite":
         return Comparison(syncwrite_verdict(sections), sections=sections)
+    if a.job == "replay":
+        return Comparison(replay_verdict(sections), sections=sections)
     if a.job != "bench":
         return Comparison(f"{a.job} runs compared: B / A for every figure.", sections=sections)
 
@@ -157,6 +170,17 @@ def syncwrite_verdict(sections: list[Section]) -> str:
     a, b = verdicts.count("A faster"), verdicts.count("B faster")
     return (f"Throughput per buffer size (Welch, p < 0.001): A faster at {a}, B faster at {b}, "
             f"no significant difference at {len(verdicts) - a - b} of {len(verdicts)} sizes.")
+
+
+def replay_verdict(sections: list[Section]) -> str:
+    """How many call types each side is faster at (the Welch rows of :func:`sections_of`)."""
+    verdicts = [str(r.a) for sec in sections for r in sec.rows if r.metric.endswith(" verdict")]
+    if not verdicts:
+        return "replay runs compared: B / A for every figure (no call type in common for a t-test)."
+    counts = {k: sum(v.startswith(k) for v in verdicts) for k in ("A faster", "B faster", "not significant", "inconclusive")}
+    return (f"Call types (Welch on the runs' mean latency): A faster at {counts['A faster']}, B faster at "
+            f"{counts['B faster']}, no significant difference at {counts['not significant']}, inconclusive "
+            f"(too few runs) at {counts['inconclusive']} of {len(verdicts)}.")
 
 
 def syncwrite_curves(a: Side, b: Side) -> list:

@@ -64,11 +64,11 @@ def render_replay_comparison(comparison: ReplayComparison, console: Console) -> 
     for a, b in dict.fromkeys((p.a, p.b) for p in comparison.pairs):
         t = Table(title=f"recipes compared per call type: a = {shown(a)}, b = {shown(b)} (Welch on the runs' "
                         f"mean latency; a winner only when p < {comparison.alpha:g})", title_justify="left")
-        for col in ("op", "mean a µs", "mean b µs", "t", "p", "verdict"):
+        for col in ("op", "mean a µs", "mean b µs", "median a µs", "median b µs", "t", "p", "verdict"):
             t.add_column(col, justify="left" if col == "op" else "right", no_wrap=col != "verdict")
         for p in comparison.pairs:
             if (p.a, p.b) == (a, b):
-                t.add_row(p.op, _num(p.mean_a_us, ",.1f"), _num(p.mean_b_us, ",.1f"), _num(p.t, ".2f"),
-                          _num(p.p, ".3g"), f"[bold green]{shown(p.winner)} faster[/]" if p.winner
-                          else "[dim]not significant[/]")
+                t.add_row(p.op, _num(p.mean_a_us, ",.1f"), _num(p.mean_b_us, ",.1f"), _num(p.median_a_us, ",.1f"),
+                          _num(p.median_b_us, ",.1f"), _num(p.t, ".2f"), _num(p.p, ".3g"),
+                          f"[bold green]{shown(p.winner)} faster[/]" if p.winner else f"[dim]{shown(p.verdict)}[/]")
         console.print(t)
