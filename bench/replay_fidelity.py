@@ -15,13 +15,17 @@ judged). What makes the comparison like for like:
 - the same state: a fresh file system of the same recipe, the starting tree recreated, caches
   as the recipe's hygiene leaves them (the capture runs on ``fsscope prepare``'s fresh target).
 
-A capture is one sample of the workload. The reference, measured in the same run: a second
-capture B of the same workload on a fresh target of the same recipe, made after the replay
-(A, replay, B: a drifting load moves B as it moves the replay), its p50 and p99 over the
-first capture A's (B/A), and A's own sampling noise (±A: the half-width of a bootstrap 95 %
-interval of its median and p99). A call type outside the bounds where B/A or ±A is outside
-them too is "inconclusive" (the workload does not repeat itself that closely here: a quieter
-machine or a longer capture would decide), never "met".
+A capture is one sample of the workload, and on a shared machine the load drifts between
+one capture and the next by more than the bounds. So the benchmark alternates, in one
+process, ``--rounds`` rounds of: capture C_i on a fresh target, replay C_i (one run) on a fresh
+target of the same recipe. Per call type and round, the replayed p50 and p99 over C_i's (the
+same calls, adjacent in time, so a drifting load moves both alike); the estimate is their
+geometric mean over the rounds, with a 95 % t-interval. It is "within" when the estimate is
+inside the bound, "outside" when the whole interval is outside it, and "undecided" otherwise
+(more rounds or a quieter machine would decide). The reference printed beside it: the
+workload against itself, C_{i+1}/C_i (geometric mean and its largest departure from 1).
+Structural flags: the directory-format changes watch reported on each capture against those
+the replay of it reported (event, names before, name bytes, prediction), the same or not.
 
 Workloads: the maildir-like delivery of tests/maildir_writer.py (``--messages``, fsync each)
 and the SQLite WAL writer of tests/sqlite_writer.py (``--commits``, synchronous=full). The load
@@ -29,7 +33,7 @@ is printed beside every figure. Root (watch and the targets need it). The prepar
 released even on Ctrl-C.
 
     .venv/bin/python bench/replay_fidelity.py [--workloads maildir,sqlite] [--recipe xfs-default]
-        [--messages 1000] [--commits 1000] [--runs 3] [--pace recorded|asap] [--size 512M]
+        [--messages 1000] [--commits 1000] [--rounds 4] [--pace recorded[,wall,asap]] [--size 512M]
         [--min-calls 100] [--smoke]
 """
 
@@ -50,7 +54,6 @@ HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent / "tests"
 sys.path.insert(0, str(HERE.parent))  # the oplog reader, from this checkout
 
-BOOTSTRAP = 2000
 
 
 def fsscope(*args: str, **kw) -> subprocess.CompletedProcess:
@@ -73,15 +76,17 @@ def main() -> int:
     p.add_argument("--recipe", default="xfs-default")
     p.add_argument("--messages", type=int, default=1000)
     p.add_argument("--commits", type=int, default=1000)
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--pace", choices=("asap", "recorded"), default="recorded")
+    p.add_argument("--rounds", type=int, default=4, help="capture, replay: this many times a workload")
+    p.add_argument("--pace", default="recorded",
+                   help="asap, recorded or wall; several (recorded,wall): each round replays its capture "
+                        "once per pace, alternated, and the first pace is judged")
     p.add_argument("--size", default="512M")
     p.add_argument("--min-calls", type=int, default=100)
-    benchlib.add_smoke(p, "50 messages and 50 commits, 1 replay run; logs and reports are not kept")
+    benchlib.add_smoke(p, "50 messages and 50 commits, 2 rounds; logs and reports are not kept")
     args = p.parse_args()
     args.work = None
     benchlib.start()
-    benchlib.smoke(args, messages=50, commits=50, runs=1)
+    benchlib.smoke(args, messages=50, commits=50, rounds=2)
     args.work = Path(tempfile.mkdtemp(prefix="replay-fidelity-", dir="/var/tmp"))
     verdicts = {}
     try:
@@ -101,123 +106,146 @@ def main() -> int:
     return 0
 
 
-def durations(log_path: Path):
-    """Per call type, the captured durations (ns) of the calls inside the tree (those replay plays)."""
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}  # two-sided t, 95 %
+
+
+def geometric(ratios: list[float]) -> tuple[float, float, float]:
+    """The geometric mean of ``ratios`` and its 95 % t-interval (lo, hi); (g, 0, inf) from one."""
     import numpy as np
 
-    from fsscope import oplog
-
-    out: dict[str, list[int]] = {}
-    for o in oplog.read(log_path).ops:
-        if o.path is not None:
-            out.setdefault(o.op, []).append(o.duration_ns)
-    return {op: np.array(d, float) for op, d in out.items()}
-
-
-def noise(d, rng) -> tuple[float, float]:
-    """The half-widths of the bootstrap 95 % intervals of the median and p99 of ``d``, as
-    fractions of the point values (a capture's own sampling noise)."""
-    import numpy as np
-
-    if len(d) < 2:
-        return float("inf"), float("inf")
-    boot = rng.choice(d, size=(BOOTSTRAP, len(d)), replace=True)
-    out = []
-    for q in (50, 99):
-        point = np.percentile(d, q)
-        lo, hi = np.percentile(np.percentile(boot, q, axis=1), [2.5, 97.5])
-        out.append(max(point - lo, hi - point) / point if point else float("inf"))
-    return out[0], out[1]
+    x = np.log(np.asarray([r for r in ratios if r > 0 and np.isfinite(r)], float))
+    if not x.size:
+        return float("nan"), 0.0, float("inf")
+    g = float(np.exp(x.mean()))
+    if x.size < 2:
+        return g, 0.0, float("inf")
+    half = T95.get(x.size - 1, 1.96) * x.std(ddof=1) / np.sqrt(x.size)
+    return g, float(np.exp(x.mean() - half)), float(np.exp(x.mean() + half))
 
 
-def judge(ratio: float, reference: float, noise_frac: float, bound: float) -> str:
-    """within | outside | undecided: a ratio outside the bound is decided only where the
-    workload repeats itself within it (B/A and A's own interval inside the bound)."""
-    if abs(ratio - 1) <= bound:
+def judge(g: float, lo: float, hi: float, bound: float) -> str:
+    """within | outside | undecided: outside only when the whole interval is."""
+    if abs(g - 1) <= bound:
         return "within"
-    return "outside" if abs(reference - 1) <= bound and noise_frac <= bound else "undecided"
+    return "outside" if hi < 1 - bound or lo > 1 + bound else "undecided"
 
 
-def capture(args: argparse.Namespace, name: str, log: Path) -> bool:
+def flag_key(c: dict) -> tuple:
+    return c["event"], c["entries_before"], c["name_bytes"], c["predicted"], c["matches"]
+
+
+def capture(args: argparse.Namespace, name: str, log: Path) -> dict | None:
+    """Capture the workload on a fresh target; watch's report (its format changes)."""
     prepared = fsscope("prepare", "--recipe", args.recipe, "--ram", "--size", args.size)
     if prepared.returncode != 0:
         print(prepared.stderr.strip(), file=sys.stderr)
-        return False
+        return None
     mnt = prepared.stdout.strip().splitlines()[-1]
+    out = log.with_suffix(".watch.json")
     try:
-        print(f"[{name}] capture {log.name} on {args.recipe} ({load()})", flush=True)
-        watched = fsscope("watch", "--capture", str(log), "--", *workload(name, args, mnt), cwd=mnt)
+        watched = fsscope("watch", "--capture", str(log), "--json", str(out), "--",
+                          *workload(name, args, mnt), cwd=mnt)
         if watched.returncode != 0:
             print(watched.stderr.strip()[-2000:], file=sys.stderr)
-            return False
+            return None
     finally:
         fsscope("release", mnt)
-    return True
+    return json.loads(out.read_text())
 
 
-def measure(args: argparse.Namespace, name: str) -> str | None:
-    """Capture A, replay A, capture B (the reference, after the replay: the replay sits between
-    the two captures, so a load that drifts moves B as it moves the replay); per call type
-    replay/A beside B/A."""
-    import numpy as np
-
-    rng = np.random.default_rng(37)
-    log, again = args.work / f"{name}.oplog.gz", args.work / f"{name}.again.oplog.gz"
-    if not capture(args, name, log):
-        return None
-    out = args.work / f"{name}.replay.json"
-    print(f"[{name}] replay: {args.runs} run(s) on fresh {args.recipe}, pace {args.pace}, traced ({load()})",
-          flush=True)
+def replay(args: argparse.Namespace, log: Path, pace: str) -> dict | None:
+    out = log.with_suffix(f".replay-{pace}.json")
     replayed = fsscope("replay", str(log), "--recipe", args.recipe, "--ram", "--size", args.size,
-                       "--runs", str(args.runs), "--pace", args.pace, "--trace", "on", "--json", str(out))
+                       "--runs", "1", "--pace", pace, "--trace", "on", "--json", str(out))
     if replayed.returncode != 0:
         print(replayed.stderr.strip()[-2000:], file=sys.stderr)
         return None
-    if not capture(args, name, again):
+    return json.loads(out.read_text())
+
+
+def measure(args: argparse.Namespace, name: str) -> str | None:
+    """Rounds of capture C_i then replay of C_i; per call type the replayed/captured ratios of
+    the rounds, beside the captures' own C_{i+1}/C_i."""
+    paces = args.pace.split(",")
+    if not set(paces) <= {"asap", "recorded", "wall"}:
+        print(f"--pace: {args.pace!r} is not asap, recorded or wall (or several of them)", file=sys.stderr)
         return None
-    report = json.loads(out.read_text())
-    a, b = durations(log), durations(again)
-    print(f"[{name}] after ({load()}); replay traced: {report.get('traced')}; reference: a second capture (B) "
-          f"against the first (A), the replayed one")
-    print(f"{'op':10} {'calls':>6} {'p50 replay/A µs':>20} {'ratio':>6} {'B/A':>5} {'±A':>5} "
-          f"{'p99 replay/A µs':>22} {'ratio':>6} {'B/A':>5} {'±A':>5}  verdict")
+    captured: list[tuple[dict, dict[str, dict]]] = []
+    for i in range(args.rounds):
+        log = args.work / f"{name}.{i}.oplog.gz"
+        print(f"[{name}] round {i + 1}/{args.rounds}: capture on fresh {args.recipe} ({load()})", flush=True)
+        watched = capture(args, name, log)
+        if watched is None:
+            return None
+        replays = {}
+        # alternated: the first pace first in even rounds, last in odd ones
+        for pace in paces if i % 2 == 0 else paces[::-1]:
+            print(f"[{name}] round {i + 1}/{args.rounds}: replay, pace {pace}, traced ({load()})", flush=True)
+            report = replay(args, log, pace)
+            if report is None:
+                return None
+            if not report.get("traced"):
+                print(f"[{name}] the replay was not traced (root and tracefs are needed): not judged", file=sys.stderr)
+                return None
+            replays[pace] = report
+        captured.append((watched, replays))
+    verdicts = [table(args, name, pace, [(w, r[pace]) for w, r in captured]) for pace in paces]
+    return verdicts[0]
+
+
+def table(args: argparse.Namespace, name: str, pace: str, rounds: list[tuple[dict, dict]]) -> str:
+    """One pace's table and verdict."""
+    print(f"[{name}] pace {pace}, after ({load()}); per call type: replayed/captured of each round (the same calls, adjacent "
+          f"in time), their geometric mean [95 % interval]; the workload against itself: C(i+1)/C(i)")
+    print(f"{'op':10} {'calls':>6} {'p50 µs r/c':>17} {'p50 ratio [95 %]':>20} {'C/C':>5} "
+          f"{'p99 µs r/c':>19} {'p99 ratio [95 %]':>20} {'C/C':>5}  verdict")
     met, judged, undecided = True, 0, 0
-    for o in report["ops"]:
-        c50, c99 = o["captured_p50_us"], o["captured_p99_us"]
-        r50 = o["p50_us"] / c50 if c50 else float("nan")
-        r99 = o["p99_us"] / c99 if c99 else float("nan")
-        da, db = a.get(o["op"], np.zeros(0)), b.get(o["op"], np.zeros(0))
-        n50, n99 = noise(da, rng)
-        b50 = np.percentile(db, 50) / np.percentile(da, 50) if len(da) and len(db) else float("nan")
-        b99 = np.percentile(db, 99) / np.percentile(da, 99) if len(da) and len(db) else float("nan")
-        if o["captured_calls"] < args.min_calls or not report.get("traced"):
-            verdict = "too few calls to judge" if report.get("traced") else "untraced replay: not judged"
+    first = rounds[0][1]
+    for o in first["ops"]:
+        op = o["op"]
+        per = [next((x for x in r["ops"] if x["op"] == op), None) for _, r in rounds]
+        if any(x is None for x in per):
+            continue
+        cells = []
+        said = []
+        for q, bound in (("p50", 0.10), ("p99", 0.25)):
+            ratios = [x[f"{q}_us"] / x[f"captured_{q}_us"] if x[f"captured_{q}_us"] else float("nan") for x in per]
+            g, lo, hi = geometric(ratios)
+            selfs = [b[f"captured_{q}_us"] / a[f"captured_{q}_us"] for a, b in zip(per, per[1:], strict=False)
+                     if a[f"captured_{q}_us"]]
+            cc, _, _ = geometric(selfs) if selfs else (float("nan"), 0, 0)
+            rep, cap = (sum(x[f"{q}_us"] for x in per) / len(per), sum(x[f"captured_{q}_us"] for x in per) / len(per))
+            cells.append(f"{rep:8.1f}/{cap:8.1f} {g:6.2f} [{lo:4.2f}-{min(hi, 99):5.2f}] {cc:5.2f}")
+            said.append(judge(g, lo, hi, bound))
+        calls = min(x["captured_calls"] for x in per)
+        if calls < args.min_calls:
+            verdict = "too few calls to judge"
+        elif "outside" in said:
+            met, judged = False, judged + 1
+            verdict = "outside bounds (" + ", ".join(f"{q} {w}" for q, w in zip(("p50", "p99"), said, strict=True)) + ")"
+        elif "undecided" in said:
+            undecided += 1
+            verdict = ("inconclusive (" + ", ".join(f"{q} {w}" for q, w in zip(("p50", "p99"), said, strict=True))
+                       + ": the interval straddles the bound; more rounds or a quieter machine decide)")
         else:
-            # each statistic on its own: outside its bound where the workload repeats itself
-            # within it (B/A and ±A inside the bound) is decided; outside where it does not is not
-            said = [judge(r, b, n, bound) for r, b, n, bound in ((r50, b50, n50, 0.10), (r99, b99, n99, 0.25))]
-            if "outside" in said:
-                met = False
-                judged += 1
-                verdict = "outside bounds (" + ", ".join(f"{q} {w}" for q, w in zip(("p50", "p99"), said, strict=True)) + ")"
-            elif "undecided" in said:
-                verdict = ("inconclusive (" + ", ".join(f"{q} {w}" for q, w in zip(("p50", "p99"), said, strict=True))
-                           + ": the workload's own capture-to-capture spread is wider than the bound)")
-                undecided += 1
-            else:
-                judged += 1
-                verdict = "within bounds"
-        print(f"{o['op']:10} {o['captured_calls']:6d} {o['p50_us']:9.1f} / {c50:8.1f} {r50:6.2f} {b50:5.2f} "
-              f"{n50:5.0%} {o['p99_us']:10.1f} / {c99:9.1f} {r99:6.2f} {b99:5.2f} {n99:5.0%}  {verdict}")
-    if not met:
+            judged += 1
+            verdict = "within bounds"
+        print(f"{op:10} {calls:6d} {cells[0]}  {cells[1]}  {verdict}")
+    same = [sorted(map(flag_key, w.get("format_changes") or [])) == sorted(map(flag_key, r.get("format_changes") or []))
+            for w, r in rounds]
+    flags = [len(w.get("format_changes") or []) for w, _ in rounds]
+    print(f"[{name}] structural flags (directory-format changes) the same as captured in {sum(same)} of "
+          f"{len(same)} rounds (captured per round: {flags})")
+    if not met or not all(same):
         verdict = "NOT met"
     elif undecided:
-        verdict = f"inconclusive ({undecided} call type(s) undecided: a quieter machine or a longer capture)"
+        verdict = f"inconclusive ({undecided} call type(s) undecided: more rounds or a quieter machine)"
     elif not judged:
         verdict = "inconclusive: no call type had --min-calls calls (a longer capture would decide)"
     else:
         verdict = "met"
-    print(f"[{name}] target (p50 within 10 %, p99 within 25 % per call type): {verdict}")
+    print(f"[{name}] pace {pace}: target (p50 within 10 %, p99 within 25 % per call type, the same flags): "
+          f"{verdict}")
     return verdict
 
 

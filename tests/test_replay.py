@@ -11,6 +11,7 @@ import random
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -302,6 +303,15 @@ def test_a_rename_in_another_thread_waits_for_the_create_when_replayed(cli, xfs_
         [n for n in report["notes"] if "succeeded here" in n]
 
 
+def _capture_script(cli, scratch: Path, mnt: Path, name: str, text: str, count: int) -> tuple[Path, oplog.OpLog]:
+    """``text`` run as a script on ``mnt/f`` and ``count``, captured by watch: the log, read."""
+    log, script = scratch / f"{name}.oplog.gz", scratch / f"{name}.py"
+    script.write_text(text)
+    proc = cli("watch", "--capture", str(log), "--", sys.executable, str(script), str(mnt / "f"), str(count), cwd=mnt)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return log, oplog.read(log)
+
+
 DUPLICATING = """
 import fcntl, os, sys
 path = sys.argv[1]
@@ -323,14 +333,8 @@ def test_calls_on_a_duplicated_descriptor_replay_on_its_file(cli, xfs_mount, scr
     """dup, dup2 and fcntl(F_DUPFD_CLOEXEC) make a descriptor for the same file: replay makes
     one too, and the calls on it (after the original is closed) play on that file -- they were
     skipped as calls on a descriptor never opened."""
-    log = scratch / "dup.oplog.gz"
-    script = scratch / "dup_writer.py"
-    script.write_text(DUPLICATING)
     files = 10
-    proc = cli("watch", "--capture", str(log), "--", sys.executable, str(script), str(xfs_mount / "f"), str(files),
-               cwd=xfs_mount)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    read = oplog.read(log)
+    log, read = _capture_script(cli, scratch, xfs_mount, "dup", DUPLICATING, files)
     made = [o for o in read.ops if o.op in ("dup", "fcntl") and o.path and o.path.startswith("f-")]
     # (Python's os.dup is fcntl(F_DUPFD_CLOEXEC): a new descriptor it never inherits)
     assert len(made) == 3 * files and {o.syscall for o in made} == {"dup2", "fcntl"}
@@ -346,6 +350,56 @@ def test_calls_on_a_duplicated_descriptor_replay_on_its_file(cli, xfs_mount, scr
     in_tree = sum(1 for o in read.ops if o.path and o.path.startswith("f-"))
     assert sum(o["calls"] for o in report["ops"]) >= in_tree, (in_tree, report["skipped"])
     assert report["runs"][0]["differs"] == 0
+
+
+THINKING = """
+import os, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+for i in range(n):
+    os.pwrite(fd, b"x" * 100, 0)
+    start = time.thread_time_ns()          # work 3 ms of this thread's CPU time
+    while time.thread_time_ns() - start < 3_000_000:
+        pass
+    os.fsync(fd)
+    time.sleep(0.005)                      # then sleep 5 ms
+os.close(fd)
+"""
+
+
+@pytest.mark.privileged
+def test_a_think_time_is_recorded_by_its_parts_and_replayed_by_them(cli, xfs_mount, scratch):
+    """Between its calls a thread works, sleeps, or waits for a CPU: the capture splits each
+    think time by the thread's scheduling (sched_switch, sched_wakeup), and the recorded pace
+    replays the work as this thread's own CPU time and the sleep as a sleep, not the wait."""
+    from fsscope.replay.play import play
+
+    n = 20
+    _, read = _capture_script(cli, scratch, xfs_mount, "think", THINKING, n)
+    fsyncs = [o for o in read.ops if o.op == "fsync" and o.path == "f"]
+    writes = [o for o in read.ops if o.op == "write" and o.path == "f"][1:]   # after a sleep
+    assert len(fsyncs) == n and len(writes) == n - 1
+    for o in read.ops:
+        assert o.think_cpu_ns == -1 or 0 <= o.think_cpu_ns + o.think_sleep_ns <= o.think_ns, o
+    # the 3 ms of work before each fsync: on the CPU, whatever the load added around it
+    assert all(o.think_cpu_ns >= 3_000_000 and o.think_sleep_ns < 1_000_000 for o in fsyncs), fsyncs
+    # the 5 ms sleep before each write: asleep (time.sleep sleeps at least that)
+    assert all(o.think_sleep_ns >= 5_000_000 for o in writes), writes
+    root = scratch / "root"
+    root.mkdir()
+    for pace in ("recorded", "wall"):
+        (root / "f").unlink(missing_ok=True)
+        cpu_ns = time.process_time_ns()
+        played = play(root, read, pace=pace)
+        used_ns = time.process_time_ns() - cpu_ns
+        rows = played.calls
+        for o in fsyncs + writes:
+            before = max(k for k in range(o.seq) if read.ops[k].tid == o.tid and played.played[k])
+            gap = rows[o.seq]["start_ns"] - (rows[before]["start_ns"] + rows[before]["duration_ns"])
+            least = o.think_cpu_ns + o.think_sleep_ns if pace == "recorded" else o.think_ns
+            assert gap >= least * 0.95, (pace, o, gap)
+        if pace == "recorded":  # the work was this process's own CPU time
+            assert used_ns >= sum(o.think_cpu_ns for o in fsyncs), used_ns
 
 
 def test_pseudonyms_keep_each_names_length_and_tell_names_apart():

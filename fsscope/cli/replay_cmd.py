@@ -27,7 +27,9 @@ sizes) is recreated, then each recorded thread's calls run in order on a thread 
 keeping the dependencies between threads the log shows (a call waits for another thread's
 create, rename or unlink of a name it uses, and for another thread's use of its descriptor),
 as fast as possible (--pace asap) or with each call's recorded think time before it (--pace
-recorded). File contents are never recorded: writes write a fixed pattern of the recorded
+recorded: asleep as long as the captured thread slept, then working on this thread's CPU as
+long as it worked -- the time it waited for a CPU is left to this machine's load; --pace wall:
+the whole think time, in wall time). File contents are never recorded: writes write a fixed pattern of the recorded
 sizes.
 
 Reported per call type: latency p50/p99/mean/max, calls/s and MB/s, failures, calls slow

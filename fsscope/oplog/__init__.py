@@ -22,7 +22,9 @@ length, then one record encoded as msgpack by msgspec, tagged by its ``type`` fi
     and ``path2`` (a rename's target), ``fd``, ``flags`` (open flags as the kernel got them,
     O_CREAT/O_SYNC/O_DIRECT/O_APPEND...; lseek's whence), ``offset`` (pread/pwrite/lseek/
     fallocate), ``size`` (bytes asked for), ``result``, ``start_ns`` (since the first call),
-    ``duration_ns``, ``think_ns`` (since the same thread's previous call returned), ``file``
+    ``duration_ns``, ``think_ns`` (since the same thread's previous call returned) and its parts
+    ``think_cpu_ns`` (the thread on its CPU; -1 where its scheduling was not traced, as for a
+    thread's first call) and ``think_sleep_ns`` (asleep; the rest it waited for a CPU), ``file``
     (a number per file, stable across renames; 0 not known) and ``after`` (calls of other
     threads this one depended on: the last change to a name it uses, the open of the
     descriptor it uses).
@@ -102,6 +104,8 @@ class Op(msgspec.Struct, frozen=True, kw_only=True, tag="op", tag_field="type"):
     start_ns: int
     duration_ns: int
     think_ns: int = 0
+    think_cpu_ns: int = -1            # of think_ns: on the thread's CPU (-1: not known)
+    think_sleep_ns: int = 0           # of think_ns: asleep (the rest: runnable, waiting for a CPU)
     file: int = 0
     after: list[int] = []
 

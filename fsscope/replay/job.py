@@ -34,9 +34,11 @@ class Spec(SpecRecord, frozen=True):
     log: str = ""                                # the op log (an absolute path)
     runs: Annotated[int, Meta(ge=1, description="replays, each on a freshly made file system (2+ for a Welch "
                                                 "test)")] = 1
-    pace: Annotated[Literal["asap", "recorded"], Meta(
+    pace: Annotated[Literal["asap", "recorded", "wall"], Meta(
         description="asap: each call as soon as the one before it (and what it depends on) returned; recorded: "
-                    "after its recorded think time")] = "asap"
+                    "after its recorded think time, its parts as captured (asleep, then on this thread's CPU; "
+                    "the captured wait for a CPU left to this machine's load); wall: after its whole think "
+                    "time in wall time")] = "asap"
     slow_factor: Annotated[float, Meta(gt=1, description="slow: at least X times its local baseline")] = 4.0
     slow_floor_us: Annotated[float, Meta(ge=0, description="slow: and at least US µs above it")] = 100.0
     trace: bool = True            # under watch's tracing (root): kernel-timed, format changes, causes

@@ -13,6 +13,7 @@ the recorded one (it failed here and not there, or the reverse) is counted too.
 from __future__ import annotations
 
 import fcntl
+import functools
 import mmap
 import os
 import threading
@@ -115,6 +116,17 @@ def recreate(root: Path, entries: list[Entry]) -> int:
 SPIN_BELOW_NS = 2_000_000
 
 
+def think_own(sleep_ns: int, cpu_deadline_ns: int) -> None:
+    """A think time by its recorded parts: asleep ``sleep_ns``, then on this thread's CPU until
+    its CPU time (``thread_time_ns``) reaches ``cpu_deadline_ns``. The part the captured thread
+    spent waiting for a CPU is not waited: a loaded machine makes the replayer wait for its
+    own, while it works, as the captured program did."""
+    if sleep_ns > 0:
+        time.sleep(sleep_ns / 1e9)
+    while time.thread_time_ns() < cpu_deadline_ns:
+        pass
+
+
 def think_until(deadline_ns: int) -> None:
     """Wait until ``deadline_ns`` (perf_counter): slept down to the last SPIN_BELOW_NS, spun after."""
     ahead = deadline_ns - time.perf_counter_ns()
@@ -197,7 +209,7 @@ class _Player:
         # dependency, preparing the call) is part of it, as the captured program's own work was
         # part of the recorded one; waiting the whole think time before that work made every
         # gap longer than the recorded one
-        last_end = self.t0
+        last_end, last_cpu = self.t0, time.thread_time_ns()
         try:
             for k, op in enumerate(ops):
                 if self.cancelled():
@@ -206,15 +218,24 @@ class _Player:
                     if not self.done[a].wait(DEPENDENCY_TIMEOUT_S):
                         with self.lock:
                             self.timeouts += 1
-                due = last_end + op.think_ns if self.pace == "recorded" else None
+                due = last_end + op.think_ns if self.pace != "asap" else None
+                wait: Callable[[], None] | None = None
+                if due is not None:
+                    # recorded: by the think time's parts where the capture traced them (the
+                    # thread's own CPU time counted from its previous call's return); wall: whole
+                    if self.pace == "recorded" and op.think_cpu_ns >= 0:
+                        wait = functools.partial(think_own, op.think_sleep_ns, last_cpu + op.think_cpu_ns)
+                    else:
+                        wait = functools.partial(think_until, due)
                 try:
-                    end = self.one(op, view, due)
+                    end = self.one(op, view, wait)
                 except Exception as exc:  # a replayer's bug shows in the report, not only in a thread's traceback
                     self.skip_many(f"calls of a thread the replayer stopped at a {op.op} "
                                    f"({type(exc).__name__}: {exc})", len(ops) - k)
                     break
                 # a call not made here took its recorded time there
                 last_end = end if end is not None else (due or last_end) + op.duration_ns
+                last_cpu = time.thread_time_ns()
                 if op.seq in self.done:
                     self.done[op.seq].set()
         finally:
@@ -224,15 +245,15 @@ class _Player:
             view.release()
             buf.close()
 
-    def one(self, op: Op, view: memoryview, due_ns: int | None = None) -> int | None:
-        """Make one call (at ``due_ns``, perf_counter, if given), timing the system call alone
+    def one(self, op: Op, view: memoryview, wait: Callable[[], None] | None = None) -> int | None:
+        """Make one call (after ``wait``, its think time, if given), timing the system call alone
         (what it needs is looked up before); when it returned (perf_counter ns), None: skipped."""
         prepared = self.prepare(op, view)
         if prepared is None:
             return None
         fn, args, then = prepared
-        if due_ns is not None:
-            think_until(due_ns)
+        if wait is not None:
+            wait()
         start = time.perf_counter_ns()
         try:
             made = fn(*args)

@@ -37,6 +37,11 @@ class FileStats(Record, frozen=True, kw_only=True):
     p99_us: float
 
 
+#: How a report says its pace.
+PACE_WORDS = {"asap": "as fast as possible", "recorded": "at the recorded pace",
+              "wall": "at the recorded pace in wall time"}
+
+
 class RunStats(Record, frozen=True, kw_only=True):
     run: int
     elapsed_s: float

@@ -9,7 +9,7 @@ from typing import Any
 from fsscope.engine import events
 from fsscope.engine.events import Event
 from fsscope.format import visible
-from fsscope.replay.records import OpStats, Report, RunPlayed
+from fsscope.replay.records import PACE_WORDS, OpStats, Report, RunPlayed
 from fsscope.tui.report_model import ReportModel
 
 #: The per-call table's columns (key, heading), as `fsscope replay` prints them.
@@ -62,7 +62,7 @@ class ReplayModel(ReportModel[Report]):
             return (f"run {last.run} of {last.runs} played: {last.played:,} calls in {last.elapsed_s:.2f} s "
                     f"(this run's calls below; slow calls and the captured latencies come with the report)")
         source = "an anonymized capture" if r.anonymized else visible(r.source or "a capture")
-        pace = "as fast as possible" if r.pace == "asap" else "at the recorded pace"
+        pace = PACE_WORDS.get(r.pace, r.pace)
         runs = ", ".join(f"run {s.run}: {s.played:,} calls in {s.elapsed_s:.2f} s" for s in r.runs)
         text = (f"{source}: {r.calls:,} calls, {r.threads} thread(s), captured on {visible(r.captured_fs or '?')}, "
                 f"replayed on {visible(r.fs)}{' from the aged snapshot ' + visible(r.snapshot) if r.snapshot else ''}"

@@ -76,6 +76,58 @@ def _parents(path: str) -> list[str]:
     return ["/".join(parts[:k]) for k in range(1, len(parts))]
 
 
+#: sched_switch's prev_state of a task that left the CPU still runnable (0, "R"; or the
+#: preempted TASK_REPORT_MAX, "R+"): its low byte is 0; any other state is a sleep.
+_RUNNABLE_MASK = 0xFF
+
+
+def off_cpu(events: np.ndarray, names: list[str]) -> dict[int, np.ndarray] | None:
+    """Per thread, the spans it was off its CPU (from sched_switch), as rows (left, back,
+    woken): ``woken`` is when a sleep ended (its sched_wakeup, else ``back``), ``left`` for a
+    thread preempted (runnable all along: from ``woken`` to ``back`` it waited for a CPU).
+    None: the scheduling was not traced."""
+    code = {n.split("/", 1)[-1]: k for k, n in enumerate(names)}
+    sw, wk = code.get("sched_switch"), code.get("sched_wakeup")
+    if sw is None:
+        return None
+    rows = events[events["code"] == sw]
+    wakes: dict[int, np.ndarray] = {}
+    if wk is not None:
+        w = events[events["code"] == wk]
+        for tid in np.unique(w["arg"]).tolist():
+            wakes[int(tid)] = np.sort(w["ts_ns"][w["arg"] == tid])
+    out: dict[int, np.ndarray] = {}
+    for tid in np.unique(rows["sector"]).tolist():
+        left = rows[rows["sector"] == tid]
+        back = np.sort(rows["ts_ns"][rows["arg"] == tid])
+        spans = []
+        for ev in left:
+            t = int(ev["ts_ns"])
+            k = np.searchsorted(back, t, side="right")
+            if k == len(back):
+                continue  # never came back inside the capture
+            end = int(back[k])
+            woken = t
+            if int(ev["flags"]) & _RUNNABLE_MASK:
+                ws = wakes.get(int(tid), np.zeros(0, np.int64))
+                j = np.searchsorted(ws, t, side="right")
+                woken = int(ws[j]) if j < len(ws) and ws[j] <= end else end
+            spans.append((t, end, woken))
+        out[int(tid)] = np.array(spans, np.int64).reshape(-1, 3)
+    return out
+
+
+def think_parts(spans: np.ndarray | None, begin: int, end: int) -> tuple[int, int]:
+    """Of the gap [begin, end) between a thread's calls: (on its CPU, asleep) in ns; the rest
+    it was runnable and waited for a CPU (a load the replaying machine makes its own)."""
+    if spans is None or end <= begin:
+        return max(0, end - begin), 0
+    lo, hi = np.maximum(spans[:, 0], begin), np.minimum(spans[:, 1], end)
+    off = int(np.clip(hi - lo, 0, None).sum())
+    slept = int(np.clip(np.minimum(spans[:, 2], end) - lo, 0, None).sum())
+    return end - begin - off, slept
+
+
 def build(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: list[str], texts: list[str],
           tree: Tree, named: Named, *, tgid: dict[int, int], open_files: list[OpenFile]
           ) -> tuple[list[oplog.Entry], list[oplog.Op], list[str]]:
@@ -118,6 +170,7 @@ def build(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: list[
     last_name: dict[str, tuple[int, int]] = {}       # path -> (tid, seq) of the last change to it
     last_fd: dict[tuple[int, int], tuple[int, int]] = {}
     prev_end: dict[int, int] = {}
+    spans = off_cpu(events, names)
     t0 = int(calls["start_ns"].min()) if len(calls) else 0
     ops: list[oplog.Op] = []
     late_names = unnamed = 0
@@ -207,11 +260,16 @@ def build(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: list[
         flags = int(c["flags"])
         if sc is not None and sc.name == "creat":
             flags = os.O_CREAT | os.O_WRONLY | os.O_TRUNC
+        # the think time's own parts, where the thread's scheduling was traced (not before its
+        # first call: the thread may not have existed yet)
+        cpu, slept = think_parts(spans.get(tid), prev_end[tid], start) if spans is not None and tid in prev_end \
+            else (-1, 0)
         ops.append(oplog.Op(
             seq=i, tid=tid, proc=proc, op=op, syscall=sc.name if sc else op, path=path, path2=path2,
             fd=fd, flags=flags, offset=offsets.get(i), size=int(c["bytes"]), result=result,
             start_ns=start - t0, duration_ns=int(c["duration_ns"]),
-            think_ns=max(0, start - prev_end.get(tid, t0)), file=file_ids.get(key, 0),
+            think_ns=max(0, start - prev_end.get(tid, t0)), think_cpu_ns=cpu, think_sleep_ns=slept,
+            file=file_ids.get(key, 0),
             after=sorted(after.values())))
         prev_end[tid] = start + int(c["duration_ns"])
     entries = _starting_tree(tree, ops, rel)

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from fsscope.cli.render.watch import render_format_changes, shown
 from fsscope.replay.compare import ReplayComparison
-from fsscope.replay.records import Report
+from fsscope.replay.records import PACE_WORDS, Report
 
 
 def _num(value: float | None, fmt: str = ",.1f") -> str:
@@ -22,7 +22,7 @@ def render_replay(report: Report, console: Console) -> None:
                   f"{shown(report.captured_fs or '?')}) on {shown(report.fs)}"
                   f"{' restored from the aged snapshot ' + shown(report.snapshot) if report.snapshot else ''}, "
                   f"{len(report.runs)} run(s) "
-                  f"{'as fast as possible' if report.pace == 'asap' else 'at the recorded pace'}; starting tree "
+                  f"{PACE_WORDS.get(report.pace, report.pace)}; starting tree "
                   f"{report.tree_entries:,} entries, {report.tree_bytes:,} bytes", highlight=False)
     t = Table(title="calls per type, µs (every run; captured: the same calls as watched)", title_justify="left")
     for col in ("op", "calls", "p50", "p99", "calls/s", "MB/s", "slow", "captured p50", "p99"):

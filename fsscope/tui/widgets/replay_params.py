@@ -16,7 +16,8 @@ class ReplayParams(JobParams):
         "log": "a path written by 'fsscope watch --capture LOG'; replayed with Setup's recipe "
                "(several recipes: one plan each, or 'fsscope replay --recipes a,b')",
         "runs": "each on a freshly made file system (2+ for a Welch test in Compare)",
-        "pace": "asap: each call as soon as what it waits for returned · recorded: its think time first",
+        "pace": "asap: each call as soon as what it waits for returned · recorded: its think time first (asleep, "
+                "then working, as captured) · wall: its whole think time",
         "trace": "under watch's tracing (root): kernel-timed calls, format changes, causes",
     }
 
