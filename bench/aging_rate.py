@@ -181,7 +181,7 @@ def main() -> int:
     loop_recipes = [] if args.no_loop or os.geteuid() != 0 else (args.loop_recipe or ["ext4-default"])
     mode = "fallocate" if args.fallocate else "write"
     print(f"profile={args.profile} ops={args.max_ops} capacity={args.capacity_mib} MiB mode={mode} "
-          f"reps={args.reps} op_loop={args.op_loop}; {benchlib.load()}; target: ager/C >= {TARGET}")
+          f"reps={args.reps} op_loop={args.op_loop}; {benchlib.load()}; target: ager/C paired >= {TARGET}")
     verdicts = []
     with tempfile.TemporaryDirectory(prefix="fsscope-aging-bench-") as work:
         workdir = Path(work)
