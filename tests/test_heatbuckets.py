@@ -7,7 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fsscope.analysis.heatbuckets import AGGREGATES, SUMMARY_MIN_ZOOM, BlockSummary, Bucketings, bucket
+from fsscope.analysis.heatbuckets import (
+    AGGREGATES,
+    SKETCH_MIN_VALUES,
+    SUMMARY_MIN_ZOOM,
+    BlockSummary,
+    Bucketings,
+    bucket,
+)
 
 
 def random_values(rng: np.random.Generator, runs: int, files: int, kind: int) -> np.ndarray:
@@ -59,3 +66,34 @@ def test_summaries_patched_by_live_batches_equal_a_fresh_bucketing():
     for zoom in (SUMMARY_MIN_ZOOM, 1_000, 3_000):  # held (patched) and new ones from the patched summary
         for aggregate in AGGREGATES:
             assert np.array_equal(held.get(version, values, zoom, aggregate), bucket(values, zoom, aggregate))
+
+
+def test_big_data_percentiles_from_histograms_are_within_half_a_bin_and_follow_live_batches():
+    """At 1M values and more a percentile of a zoom from 500 files up comes from log histograms
+    (fsscope.analysis.heatbuckets._sketched_percentiles): each bucket within half a bin (3.1 %)
+    of the exact value, at the zoom steps and at an odd (fit) zoom with
+    a ragged last bucket; after live batches (one beyond the bins' range) the same holds."""
+    rng = np.random.default_rng(11)
+    runs, files = 2, 600_001  # 1.2M values: above SKETCH_MIN_VALUES
+    assert runs * files >= SKETCH_MIN_VALUES
+    values = rng.lognormal(np.log(20_000), 1.0, (runs, files)).astype(np.int64)
+    values[rng.random(values.shape) < 0.1] = -1
+    values[1, 400_000:] = -1  # a run in progress
+    held = Bucketings(limit=16)
+
+    def check(version: int) -> None:
+        for zoom in (500, 5_000, 3_109):  # steps (blocks of 500) and a fit of ~193 columns
+            for aggregate in ("p99", "p90", "p50"):
+                got = held.get(version, values, zoom, aggregate)
+                exact = bucket(values, zoom, aggregate)
+                assert np.array_equal(got < 0, exact < 0), (zoom, aggregate)
+                shown = exact >= 0
+                error = np.abs(np.log2(got[shown] / exact[shown]))
+                assert error.max() <= np.log2(1 + 1 / 32), (zoom, aggregate, error.max())  # half the widest bin
+
+    check(1)
+    values[1, 400_000:450_000] = rng.lognormal(np.log(20_000), 1.0, 50_000).astype(np.int64)
+    assert held.patch(2, values, 1, 400_000, 450_000)
+    values[0, 1_000:1_700] = 10**11  # far beyond the bins made for the data: made anew
+    assert held.patch(3, values, 0, 1_000, 1_700)
+    check(3)

@@ -30,7 +30,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from fsscope.analysis.heatbuckets import AGGREGATES, Bucketings, bucket_mask, levels
+from fsscope.analysis.heatbuckets import AGGREGATES, Bucketings, bucket, bucket_mask, levels
 from fsscope.tui.messages import HeatCursorMoved
 from fsscope.tui.model import Flag, LatencyMatrix
 
@@ -591,10 +591,13 @@ class Heatmap(ScrollView, can_focus=True):
     def cursor_value(self) -> int:
         if self.matrix is None or self.matrix.files == 0:
             return -1
-        buckets = self._bucketed()
-        if self.cursor_run < buckets.shape[0] and self.cursor_col < buckets.shape[1]:
-            return int(buckets[self.cursor_run, self.cursor_col])
-        return -1
+        first, last = self.cursor_files()
+        if self.cursor_run >= self.matrix.runs or first >= self.matrix.files:
+            return -1
+        # the cursor's own bucket, exactly (a big data set's percentiles are drawn from
+        # histograms, within a colour level; the readout is the value itself)
+        values = self.matrix.values[self.cursor_run:self.cursor_run + 1, first:last + 1]
+        return int(bucket(values, max(1, last + 1 - first), self.aggregate)[0, 0])
 
     def _post_cursor(self) -> None:
         first, last = self.cursor_files()
