@@ -6,8 +6,10 @@ detectors on simulated worlds with and without the effect."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -634,4 +636,40 @@ def test_a_tree_gone_by_detach_keeps_the_record(cli, made_fs):
     report = json.loads(out.read_text())
     assert report["exit_status"] == 0 and {o["op"]: o["calls"] for o in report["ops"]}.get("rmdir") == 1
     assert any(n.startswith(f"{gone} could not be walked at detach") for n in report["notes"]), report["notes"]
+    assert not fsscope_instances()
+
+
+def test_watch_pid_with_children_follows_a_child_that_outlives_its_parent(made_fs):
+    """--pid P --children: the parent exits, its child goes on delivering; the watch ends when
+    the last followed task has (the kernel's list), not when the parent did, and records the
+    child's calls after the parent was gone."""
+    mnt = made_fs("xfs")
+    child = (f"import os, runpy, sys, time\nparent = int(sys.argv[1])\n"
+             f"while os.getppid() == parent: time.sleep(0.01)  # deliver once the parent is gone\n"
+             f"sys.argv = [{str(WRITER)!r}, {str(mnt / 'mail')!r}, '100']\n"
+             f"runpy.run_path({str(WRITER)!r}, run_name='__main__')\n")
+    parent = subprocess.Popen([sys.executable, "-c", "import os, subprocess, sys\n"
+                               f"c = subprocess.Popen([sys.executable, '-c', {child!r}, str(os.getpid())])\n"
+                               "print(c.pid, flush=True)\nsys.stdin.readline()\n"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=mnt)
+    child_pid = int(parent.stdout.readline())
+    report = None
+    try:
+        spec = registry.spec_from_data("watch", {"pid": parent.pid, "children": True, "duration_s": 120})
+        handle = runner.start("watch", spec, TargetSpec("dir", str(mnt.parent)), None)
+        for event in handle.records():
+            if isinstance(event, ev.Phase) and event.name == "watching":
+                parent.stdin.write(b"go\n")  # the parent exits now
+                parent.stdin.close()
+            elif isinstance(event, ev.Result):
+                report = event.report
+        assert parent.wait(60) == 0
+    finally:
+        for pid in (parent.pid, child_pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        parent.wait()
+    assert report is not None, (handle.run_dir.path / "child.log").read_text()[-2000:]
+    assert {o.op: o.calls for o in report.ops}.get("rename") == 100, report.ops
+    assert report.duration_s < 120
     assert not fsscope_instances()
