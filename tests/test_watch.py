@@ -673,3 +673,18 @@ def test_watch_pid_with_children_follows_a_child_that_outlives_its_parent(made_f
     assert {o.op: o.calls for o in report.ops}.get("rename") == 100, report.ops
     assert report.duration_s < 120
     assert not fsscope_instances()
+
+
+def test_watch_no_sched_leaves_out_scheduling_and_says_so(cli, made_fs):
+    """--no-sched: no sched_switch or sched_wakeup is enabled; the calls, their names and the
+    format changes are as with it, and no slow call is said to have waited for a CPU or been
+    blocked (nothing traced could tell), and the report says why."""
+    mnt = made_fs("xfs")
+    report = watch_command(cli, mnt, 300, "--no-sched", "--slow-factor", "1.5", "--slow-floor", "0")
+    ops = {o["op"]: o for o in report["ops"]}
+    assert ops["rename"]["calls"] == 300 and ops["rename"]["unnamed"] == 0
+    assert [c["event"] for c in changes_in(report, mnt / "mail" / "new") if c["event"] != "xfs_dir2_grow_inode"] \
+        == ["xfs_dir2_sf_to_block", "xfs_dir2_block_to_leaf"]
+    assert any("--no-sched" in n for n in report["notes"])
+    assert report["slow"] and not {c["kind"] for s in report["slow"] for c in s["causes"]} & {"cpu", "blocked"}
+    assert not any(c["text"].endswith("on the CPU") for s in report["slow"] for c in s["causes"])  # a figure nothing measured

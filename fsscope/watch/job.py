@@ -46,6 +46,9 @@ class Spec(SpecRecord, frozen=True):
     #: the calls and the op log built from them: past this the watch stops, and says so
     max_events_mb: Annotated[int, Meta(ge=1, description="stop watching when the recorded events reach MB (they "
                                                          "are decoded in memory)")] = 512
+    sched: Annotated[bool, Meta(description="the tasks' scheduling events (sched_switch, sched_wakeup: about two "
+                                            "each time a call blocks), which the 'waiting for a CPU' and "
+                                            "'blocked' causes need")] = True
     show_slow: Annotated[int, Meta(ge=0)] = 50
     capture: str = ""             # write an op log here (fsscope.oplog; `fsscope replay` plays it)
     anonymize: bool = False       # the op log's names as same-length pseudonyms
@@ -185,7 +188,10 @@ def run(ctx, spec: Spec) -> Report:
             notes.append(f"no geometry of {found.mountpoint} ({exc}): format changes come without arithmetic")
         session = WatchSession(Path(ctx.run_dir.path) / "trace-raw", fs=found.fs, device=found.device,
                                tids=watched.tids, journal=getattr(ctx.target, "journal", None),
-                               buffer_kb=spec.buffer_kb)
+                               buffer_kb=spec.buffer_kb, sched=spec.sched)
+        if not spec.sched:
+            notes.append("the tasks' scheduling was not traced (--no-sched): a slow call's time off the CPU is "
+                         "neither 'waiting for a CPU' nor 'blocked', and an unexplained one says so")
         session.open()
         try:
             session.begin()

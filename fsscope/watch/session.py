@@ -146,8 +146,8 @@ class WatchSession:
     turns both on, ``finish()`` stops, decodes and removes them. Removed on any error."""
 
     def __init__(self, raw_dir: Path, *, fs: str, device: str | None, tids: list[int],
-                 journal: Journal | None, buffer_kb: int = 8192):
-        task_events = syscalls.task_events(fs)
+                 journal: Journal | None, buffer_kb: int = 8192, sched: bool = True):
+        task_events = syscalls.task_events(fs, sched=sched)
         self.sides = [_Side(raw_dir / "tasks", "tasks", task_events, device=None, tids=tids,
                             journal=journal, buffer_kb=buffer_kb)]
         if device:
