@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """What ``fsscope watch`` costs the workload it watches, beside ``strace -f -T``.
 
-In ONE run, on a fresh RAM image of the recipe (formatted once; each run works in its own new
-directory), each workload runs plain, watched and under strace, alternated (A B C, C B A, ...)
+In ONE run, on each target (a fresh RAM image of the recipe, and/or an image file on this
+machine's disk; formatted once, each run working in its own new directory), each workload runs
+plain, watched, watched with ``--no-sched`` and under strace, alternated (A B C D, D C B A, ...)
 so drift on a shared machine hits all alike. A workload times itself (its loop only, not the
 interpreter's start) and prints its operations per second. Watched = what ``fsscope watch --
 CMD`` does while the workload runs: its two tracefs instances (the task's syscalls and file
@@ -10,17 +11,18 @@ system events, set_event_pid + event-fork; the device's block and journal events
 reader processes; the decoding and analysis after the workload ended are not in its time.
 strace = ``strace -f -T -o /dev/null``.
 
-Workloads: ``maildir`` (messages written into tmp/ and renamed into new/, one directory),
-``sqlite`` (one-row transactions in WAL mode with synchronous=FULL: an fdatasync per commit).
+Workloads: ``maildir`` (messages written into tmp/, fsync'd and renamed into new/, one
+directory), ``sqlite`` (one-row transactions in WAL mode with synchronous=FULL: an fdatasync
+per commit).
 
-Printed per workload: the median ops/s of each mode, and watched/plain and strace/plain
-(target, issue #36: watched/plain >= 0.95), and the events the ring buffers lost; each run's
+Printed per target and workload: the median ops/s of each mode, and mode/plain (target, issue
+#36: watched/plain >= 0.95; strace's beside), and the events the ring buffers lost; each run's
 figure in its order; and the CPU each mode spends per operation -- the workload's own (the
 tracepoints' cost lands in its system time) plus, watched, the trace readers', or strace's --
 from this process's reaped children (``RUSAGE_CHILDREN``), with plain/mode beside: on a shared
 machine a run's wall-clock rate moves with everyone else's load, its CPU time much less.
 
-    .venv/bin/python bench/watch_overhead.py [--recipe xfs-default] [--reps 5] [--smoke]
+    .venv/bin/python bench/watch_overhead.py [--target ram,disk] [--reps 7] [--smoke]
 """
 
 from __future__ import annotations
@@ -94,13 +96,14 @@ def _run(mode: str, kind: str, where: Path, n: int, device: str | None, fs: str,
     argv = [sys.executable, "-c", WORKLOAD, kind, str(where), str(n)]
     if mode == "strace":
         argv = ["strace", "-f", "-T", "-o", "/dev/null", *argv]
-    if mode != "watched":
+    if not mode.startswith("watched"):
         fields = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
         return float(fields[-2]), float(fields[-1]), 0
     log = raw.parent / "watched.out"
     with open(log, "w") as out:
         held = HeldCommand(argv, stdout=out)
-    session = WatchSession(raw, fs=fs, device=device, tids=[held.pid], journal=Journal())  # cleanup finds it
+    session = WatchSession(raw, fs=fs, device=device, tids=[held.pid], journal=Journal(),  # cleanup finds it
+                           sched=mode != "watched-no-sched")
     try:
         session.open()
         session.begin()
@@ -117,52 +120,74 @@ def _run(mode: str, kind: str, where: Path, n: int, device: str | None, fs: str,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipe", default="xfs-default")
-    parser.add_argument("--reps", type=int, default=5, help="repetitions of each mode (default 5)")
-    parser.add_argument("--messages", type=int, default=2000, help="maildir messages per run (default 2000)")
-    parser.add_argument("--commits", type=int, default=1000, help="sqlite commits per run (default 1000)")
-    parser.add_argument("--smoke", action="store_true", help="a tiny run: 1 repetition, 100 ops")
+    parser.add_argument("--target", default="ram,disk",
+                        help="where: ram (a RAM image), disk (an image file in --image-dir), or both (default)")
+    parser.add_argument("--image-dir", default="/var/tmp", help="the disk target's directory (default /var/tmp)")
+    parser.add_argument("--reps", type=int, default=7, help="repetitions of each mode (default 7)")
+    parser.add_argument("--ops", type=int, default=5000,
+                        help="maildir messages and sqlite commits per run on RAM (default 5000)")
+    parser.add_argument("--disk-ops", type=int, default=400,
+                        help="per run on the disk image, where each one waits for the disk (default 400)")
+    benchlib.add_smoke(parser, "1 repetition, 100 ops (40 on disk)")
     args = parser.parse_args()
     benchlib.start()
-    if args.smoke:
-        args.reps, args.messages, args.commits = 1, 100, 100
-    modes = ["plain", "watched"] + (["strace"] if shutil.which("strace") else [])
-    target = Target(TargetSpec("ram", size_bytes=1024 * 2**20), recipes.load(args.recipe))
+    benchlib.smoke(args, reps=1, ops=100, disk_ops=40)
+    targets = [t.strip() for t in args.target.split(",") if t.strip()]
+    if not targets or set(targets) - {"ram", "disk"}:
+        parser.error("--target: ram, disk or ram,disk")
+    modes = ["plain", "watched", "watched-no-sched"] + (["strace"] if shutil.which("strace") else [])
     scratch = Path(tempfile.mkdtemp(prefix="fsscope-watch-bench-"))
     try:
-        target.open()
-        mounted = target.format_and_mount()
-        print(f"{args.recipe} on {mounted.device}; modes {', '.join(modes)}; {benchlib.load()}")
-        for kind, n in (("maildir", args.messages), ("sqlite", args.commits)):
-            rates: dict[str, list[float]] = {m: [] for m in modes}
-            cpu_us: dict[str, list[float]] = {m: [] for m in modes}  # per operation
-            own_us: dict[str, list[float]] = {m: [] for m in modes}  # the loop's own, per operation
-            lost = 0
-            for rep, mode in benchlib.alternate(modes, args.reps):
-                where = Path(mounted.workdir) / f"{kind}-{mode}-{rep}"
-                rate, own_s, dropped, cpu_s = run_once(str(mode), kind, where, n, mounted.device, mounted.fs,
-                                                scratch / "raw")
-                rates[str(mode)].append(rate)
-                cpu_us[str(mode)].append(cpu_s / n * 1e6)
-                own_us[str(mode)].append(own_s * 1e6)
-                lost += dropped
-                shutil.rmtree(where, ignore_errors=True)
-            med = {m: float(np.median(v)) for m, v in rates.items()}
-            line = f"{kind:8s} " + "  ".join(f"{m} {med[m]:,.0f} ops/s" for m in modes)
-            line += f"  watched/plain {med['watched'] / med['plain']:.3f}"
-            if "strace" in med:
-                line += f"  strace/plain {med['strace'] / med['plain']:.3f}"
-            print(f"{line}  lost {lost}  ({benchlib.load()}; target watched/plain >= 0.95)")
-            # each run in its order: on a shared machine the spread says how much a median can hold
-            print("         runs: " + "; ".join(f"{m} " + " ".join(f"{r:,.0f}" for r in v) for m, v in rates.items()))
-            for label, per_op in (("the loop's own CPU per op (tracepoints in its system time)", own_us),
-                                  ("CPU per op, workload + its watcher (start-up included)", cpu_us)):
-                cpu = {m: float(np.median(v)) for m, v in per_op.items()}
-                print(f"         {label}: " + "  ".join(f"{m} {cpu[m]:,.1f} µs" for m in modes) + "  "
-                      + "  ".join(f"plain/{m} {cpu['plain'] / cpu[m]:.3f}" for m in modes if m != "plain"))
+        for where in targets:
+            if where == "ram":
+                spec, n = TargetSpec("ram", size_bytes=1024 * 2**20), args.ops
+            else:
+                image_dir = Path(tempfile.mkdtemp(prefix="fsscope-watch-bench-", dir=args.image_dir))
+                spec, n = TargetSpec("image", str(image_dir / "watch.img"), 1024 * 2**20), args.disk_ops
+            try:
+                with Target(spec, recipes.load(args.recipe)) as target:
+                    mounted = target.format_and_mount()
+                    try:
+                        print(f"{args.recipe} on {where} ({spec.describe()}, {mounted.device}); modes "
+                              f"{', '.join(modes)}; {n} ops per run; {benchlib.load()}")
+                        for kind in ("maildir", "sqlite"):
+                            compare(kind, n, modes, args.reps, mounted, scratch)
+                    finally:
+                        target.unmount()
+            finally:
+                if where == "disk":
+                    shutil.rmtree(image_dir, ignore_errors=True)
     finally:
-        target.close()
         shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+def compare(kind: str, n: int, modes: list[str], reps: int, mounted, scratch: Path) -> None:
+    """One workload in every mode, alternated; its lines printed."""
+    rates: dict[str, list[float]] = {m: [] for m in modes}
+    cpu_us: dict[str, list[float]] = {m: [] for m in modes}  # per operation
+    own_us: dict[str, list[float]] = {m: [] for m in modes}  # the loop's own, per operation
+    lost = 0
+    for rep, mode in benchlib.alternate(modes, reps):
+        where = Path(mounted.workdir) / f"{kind}-{mode}-{rep}"
+        rate, own_s, dropped, cpu_s = run_once(str(mode), kind, where, n, mounted.device, mounted.fs,
+                                               scratch / "raw")
+        rates[str(mode)].append(rate)
+        cpu_us[str(mode)].append(cpu_s / n * 1e6)
+        own_us[str(mode)].append(own_s * 1e6)
+        lost += dropped
+        shutil.rmtree(where, ignore_errors=True)
+    med = {m: float(np.median(v)) for m, v in rates.items()}
+    line = f"{kind:8s} " + "  ".join(f"{m} {med[m]:,.0f} ops/s" for m in modes)
+    line += "  " + "  ".join(f"{m}/plain {med[m] / med['plain']:.3f}" for m in modes if m != "plain")
+    print(f"{line}  lost {lost}  ({benchlib.load()}; target watched/plain >= 0.95)")
+    # each run in its order: on a shared machine the spread says how much a median can hold
+    print("         runs: " + "; ".join(f"{m} " + " ".join(f"{r:,.0f}" for r in v) for m, v in rates.items()))
+    for label, per_op in (("the loop's own CPU per op (tracepoints in its system time)", own_us),
+                          ("CPU per op, workload + its watcher (start-up included)", cpu_us)):
+        cpu = {m: float(np.median(v)) for m, v in per_op.items()}
+        print(f"         {label}: " + "  ".join(f"{m} {cpu[m]:,.1f} µs" for m in modes) + "  "
+              + "  ".join(f"plain/{m} {cpu['plain'] / cpu[m]:.3f}" for m in modes if m != "plain"))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from test_tui import SIZE, assert_clean, job_view, open_replay, run_plan, set_pa
 from test_watch import WRITER
 
 from fsscope.engine import registry
+from fsscope.errors import FsscopeError
 from fsscope.targets import TargetSpec
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.watch_model import WatchModel
@@ -204,3 +205,27 @@ async def _panel_shows(app, size: tuple[int, int], pid: int, shown: str = "") ->
             await pilot.pause()  # drawn, so a prompt read as markup would have failed by now
             prompt = pick.get_option_at_index(pick.get_option_index(f"pid:{pid}")).prompt
             assert f"{pid} {shown} " in visualize(pick, prompt).plain  # as it is drawn: the name as given
+
+
+async def test_a_plan_of_watch_alone_ignores_a_wrong_setup_target(scratch):
+    """Setup's target and recipe are unused by watch alone: a wrong target field (an image with
+    no path) does not refuse it, and the plan runs where watch is told; with a job that
+    formats, the same field is still one line of refusal."""
+    app = make_app(AppConfig(target=TargetSpec("image", "/nonexistent/never.img", 256 * 2**20),
+                             jobs=("watch",), discover_devices=lambda: []))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.screen.query("#params-watch"), "the watch panel")
+        await set_param(pilot, app, "param-watch-pid", str(os.getpid()))
+        app.screen.query_one("#target-path").value = ""
+        await pilot.pause()
+        plan = app.screen.build_plan()
+        assert [r.job for r in plan.jobs] == ["watch"] and not plan.uses_target
+        assert plan.job_target(plan.jobs[0])[0].kind == "dir"
+    app2 = make_app(AppConfig(target=TargetSpec("image", "/nonexistent/never.img", 256 * 2**20),
+                              jobs=("probe",), discover_devices=lambda: []))
+    async with app2.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app2.screen.query("#job-picker"), "the setup screen")
+        app2.screen.query_one("#target-path").value = ""
+        await pilot.pause()
+        with pytest.raises(FsscopeError, match="target needs a path"):
+            app2.screen.build_plan()

@@ -6,8 +6,10 @@ detectors on simulated worlds with and without the effect."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -635,3 +637,54 @@ def test_a_tree_gone_by_detach_keeps_the_record(cli, made_fs):
     assert report["exit_status"] == 0 and {o["op"]: o["calls"] for o in report["ops"]}.get("rmdir") == 1
     assert any(n.startswith(f"{gone} could not be walked at detach") for n in report["notes"]), report["notes"]
     assert not fsscope_instances()
+
+
+def test_watch_pid_with_children_follows_a_child_that_outlives_its_parent(made_fs):
+    """--pid P --children: the parent exits, its child goes on delivering; the watch ends when
+    the last followed task has (the kernel's list), not when the parent did, and records the
+    child's calls after the parent was gone."""
+    mnt = made_fs("xfs")
+    child = (f"import os, runpy, sys, time\nparent = int(sys.argv[1])\n"
+             f"while os.getppid() == parent: time.sleep(0.01)  # deliver once the parent is gone\n"
+             f"sys.argv = [{str(WRITER)!r}, {str(mnt / 'mail')!r}, '100']\n"
+             f"runpy.run_path({str(WRITER)!r}, run_name='__main__')\n")
+    parent = subprocess.Popen([sys.executable, "-c", "import os, subprocess, sys\n"
+                               f"c = subprocess.Popen([sys.executable, '-c', {child!r}, str(os.getpid())])\n"
+                               "print(c.pid, flush=True)\nsys.stdin.readline()\n"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=mnt)
+    child_pid = int(parent.stdout.readline())
+    report = None
+    try:
+        spec = registry.spec_from_data("watch", {"pid": parent.pid, "children": True, "duration_s": 120})
+        handle = runner.start("watch", spec, TargetSpec("dir", str(mnt.parent)), None)
+        for event in handle.records():
+            if isinstance(event, ev.Phase) and event.name == "watching":
+                parent.stdin.write(b"go\n")  # the parent exits now
+                parent.stdin.close()
+            elif isinstance(event, ev.Result):
+                report = event.report
+        assert parent.wait(60) == 0
+    finally:
+        for pid in (parent.pid, child_pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        parent.wait()
+    assert report is not None, (handle.run_dir.path / "child.log").read_text()[-2000:]
+    assert {o.op: o.calls for o in report.ops}.get("rename") == 100, report.ops
+    assert report.duration_s < 120
+    assert not fsscope_instances()
+
+
+def test_watch_no_sched_leaves_out_scheduling_and_says_so(cli, made_fs):
+    """--no-sched: no sched_switch or sched_wakeup is enabled; the calls, their names and the
+    format changes are as with it, and no slow call is said to have waited for a CPU or been
+    blocked (nothing traced could tell), and the report says why."""
+    mnt = made_fs("xfs")
+    report = watch_command(cli, mnt, 300, "--no-sched", "--slow-factor", "1.5", "--slow-floor", "0")
+    ops = {o["op"]: o for o in report["ops"]}
+    assert ops["rename"]["calls"] == 300 and ops["rename"]["unnamed"] == 0
+    assert [c["event"] for c in changes_in(report, mnt / "mail" / "new") if c["event"] != "xfs_dir2_grow_inode"] \
+        == ["xfs_dir2_sf_to_block", "xfs_dir2_block_to_leaf"]
+    assert any("--no-sched" in n for n in report["notes"])
+    assert report["slow"] and not {c["kind"] for s in report["slow"] for c in s["causes"]} & {"cpu", "blocked"}
+    assert not any(c["text"].endswith("on the CPU") for s in report["slow"] for c in s["causes"])  # a figure nothing measured

@@ -122,7 +122,7 @@ def cmd_watch(args) -> int:
     return run_job("watch", spec, target, None, json_path=args.json, verbose=args.verbose, render=render_watch)
 
 
-SPEC_OPTIONS = ("duration_s", "slow_factor", "slow_floor_us", "buffer_kb", "max_events_mb")
+SPEC_OPTIONS = ("duration_s", "slow_factor", "slow_floor_us", "buffer_kb", "max_events_mb", "sched")
 """watch's options that are its Spec's fields, as the Spec declares them (bounds, units, help)."""
 
 

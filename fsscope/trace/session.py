@@ -102,6 +102,7 @@ class Tracer:
         self.pid = pid
         self.dev = kernel_dev(device)
         self.avoid_cpu = avoid_cpu
+        self.wake_s: float | None = None  # the reader's mode (fsscope.trace.reader --wake-s); None: 20 ms polls
         self.journal = journal
         self.instance: Instance | None = None
         self.reader: subprocess.Popen[bytes] | None = None
@@ -131,6 +132,8 @@ class Tracer:
         argv = [sys.executable, "-m", "fsscope.trace.reader", str(instance.path), str(self.raw_dir)]
         if self.avoid_cpu is not None:
             argv += ["--avoid-cpu", str(self.avoid_cpu)]
+        if self.wake_s is not None:
+            argv += ["--wake-s", str(self.wake_s)]
         # Its own session: a cancel signals the job's process group, and the reader must get
         # to its final drain (the job stops it). It ends when its stdin closes, so a killed
         # job never leaves it behind.

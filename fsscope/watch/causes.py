@@ -60,6 +60,7 @@ class Window:
     preempted_ns: int = 0
     runqueue_ns: int = 0
     pause_ms: int = 0
+    sched_traced: bool = True  # sched_switch was traced (``watch --no-sched``: not)
 
 
 def _short(names: list[str]) -> list[str]:
@@ -108,6 +109,7 @@ def windows(indices: np.ndarray, calls: np.ndarray, events: np.ndarray, where: n
         lo, hi = np.searchsorted(ts[commit_rows], [start, end])
         w.commits = [int(events[k]["arg"]) for k in commit_rows[lo:hi]]
         _off_cpu(w, events, switch_rows, wake_rows, tid, start, end)
+        w.sched_traced = switch >= 0
     return out
 
 
@@ -193,6 +195,9 @@ def explain(w: Window, duration_ns: int, fs_label: str = "", kernel_pids: set[in
             out.append(Cause("blocked", f"it was blocked {_us(w.blocked_ns)} of {_us(duration_ns)} and no "
                                         f"traced event names what it waited for (a lock, or an event "
                                         f"this kernel does not trace)"))
+        elif not w.sched_traced:
+            out.append(Cause("none", "not attributed: no traced kernel event inside it (its scheduling was "
+                                     "not traced: on the CPU or waiting is not known)"))
         else:
             out.append(Cause("none", f"not attributed: no traced kernel event inside it; "
                                      f"{_us(duration_ns - w.blocked_ns - w.preempted_ns - w.runqueue_ns)} "

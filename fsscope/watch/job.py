@@ -46,6 +46,9 @@ class Spec(SpecRecord, frozen=True):
     #: the calls and the op log built from them: past this the watch stops, and says so
     max_events_mb: Annotated[int, Meta(ge=1, description="stop watching when the recorded events reach MB (they "
                                                          "are decoded in memory)")] = 512
+    sched: Annotated[bool, Meta(description="the tasks' scheduling events (sched_switch, sched_wakeup: about two "
+                                            "each time a call blocks), which the 'waiting for a CPU' and "
+                                            "'blocked' causes need")] = True
     show_slow: Annotated[int, Meta(ge=0)] = 50
     capture: str = ""             # write an op log here (fsscope.oplog; `fsscope replay` plays it)
     anonymize: bool = False       # the op log's names as same-length pseudonyms
@@ -84,6 +87,7 @@ class _Tasks:
         self.tgid = {tid: _tgid(tid) or tid for tid in self.tids}
         self.seen_files: dict[tasks.OpenFile, int] = {}  # what a descriptor named -> first seen (mono ns)
         self.open_files_ns: int | None = None  # when /proc/PID/fd was read at attach (tracing on)
+        self.followed: Path | None = None  # the tasks' instance, whose set_event_pid the kernel keeps
 
     def poll_files(self) -> None:
         """What the watched processes' descriptors name now, and when each was first seen."""
@@ -97,6 +101,13 @@ class _Tasks:
     def alive(self, spec: Spec) -> bool:
         if self.held is not None:
             return self.held.proc.poll() is None
+        if spec.pid is not None and spec.children:  # its children may outlive it: any followed task
+            if self.followed is not None:  # the kernel's own list (event-fork drops a task once it
+                try:                       # is reaped: an orphan's zombie may stay listed a while)
+                    return any(_running(int(t)) for t in (self.followed / "set_event_pid").read_text().split())
+                except (OSError, ValueError):  # the instance is gone (detached)
+                    pass
+            return any(_running(t) for t in self.tgid)  # a task seen still runs (a reused pid errs on "running")
         if spec.pid is not None:
             return _running(spec.pid)
         from fsscope.watch import tasks
@@ -177,7 +188,10 @@ def run(ctx, spec: Spec) -> Report:
             notes.append(f"no geometry of {found.mountpoint} ({exc}): format changes come without arithmetic")
         session = WatchSession(Path(ctx.run_dir.path) / "trace-raw", fs=found.fs, device=found.device,
                                tids=watched.tids, journal=getattr(ctx.target, "journal", None),
-                               buffer_kb=spec.buffer_kb)
+                               buffer_kb=spec.buffer_kb, sched=spec.sched)
+        if not spec.sched:
+            notes.append("the tasks' scheduling was not traced (--no-sched): a slow call's time off the CPU is "
+                         "neither 'waiting for a CPU' nor 'blocked', and an unexplained one says so")
         session.open()
         try:
             session.begin()
@@ -224,6 +238,7 @@ def _watch(ctx, spec: Spec, watched: _Tasks, session) -> str | None:
     full = None
     next_progress = next_poll = t0
     instance = session.sides[0].instance.path if session.sides[0].instance is not None else None
+    watched.followed = instance
     while not ctx.cancelled and watched.alive(spec):
         now = time.monotonic()
         if spec.duration_s is not None and now - t0 >= spec.duration_s:

@@ -32,6 +32,11 @@ from fsscope.trace.session import Tracer, filter_for
 from fsscope.trace.tracefs import CpuStats, Instance
 from fsscope.watch import syscalls
 
+#: The readers sleep until a CPU's buffer is this full (percent), or READER_WAKE_S has passed
+#: (:mod:`fsscope.trace.reader`): a reader polling every 20 ms spins beside a busy workload.
+WAKE_PERCENT = 25
+READER_WAKE_S = 0.5
+
 
 @dataclass
 class Lost:
@@ -79,6 +84,7 @@ class _Side(Tracer):
         self.label = label
         self.tids = tids
         self.buffer_kb = buffer_kb
+        self.wake_s = READER_WAKE_S
 
     def open(self) -> None:
         instance = self.instance = Instance.create(journal=self.journal, buffer_kb=self.buffer_kb)
@@ -98,6 +104,10 @@ class _Side(Tracer):
                     instance.enable(entry.event, expr)
             if not instance.enabled:
                 raise FsscopeError(f"watch: none of the {self.label} events exists on this kernel")
+            try:
+                (instance.path / "buffer_percent").write_text(str(WAKE_PERCENT))
+            except OSError:  # a kernel without it would wake the reader at every event: poll as before
+                self.wake_s = None
             self._start_reader(instance)
         except BaseException:
             self._abort()
@@ -136,8 +146,8 @@ class WatchSession:
     turns both on, ``finish()`` stops, decodes and removes them. Removed on any error."""
 
     def __init__(self, raw_dir: Path, *, fs: str, device: str | None, tids: list[int],
-                 journal: Journal | None, buffer_kb: int = 8192):
-        task_events = syscalls.task_events(fs)
+                 journal: Journal | None, buffer_kb: int = 8192, sched: bool = True):
+        task_events = syscalls.task_events(fs, sched=sched)
         self.sides = [_Side(raw_dir / "tasks", "tasks", task_events, device=None, tids=tids,
                             journal=journal, buffer_kb=buffer_kb)]
         if device:

@@ -157,12 +157,17 @@ DEVICE = (
 )
 
 
-def task_events(fs: str) -> tuple[CatalogEvent, ...]:
+#: The tasks' scheduling: about two events each time a watched call blocks (a SQLite commit's
+#: fdatasync blocks several times), which only the "waiting for a CPU" and "blocked" causes use.
+SCHEDULING = frozenset({"sched/sched_switch", "sched/sched_wakeup"})
+
+
+def task_events(fs: str, *, sched: bool = True) -> tuple[CatalogEvent, ...]:
     """What the watched tasks' own instance traces: every watched call's entry and exit, the
-    events that name files, the file system's structure events, and their scheduling."""
+    events that name files, the file system's structure events, and (``sched``) their scheduling."""
     calls = tuple(e for s in SYSCALLS for e in (enter_event(s), exit_event(s)))
     own = tuple(e for e in STRUCTURE.get(fs, ()) if e.event not in {n.event for n in NAMING})
-    return calls + NAMING + own + catalog.SCHED
+    return tuple(e for e in calls + NAMING + own + catalog.SCHED if sched or e.event not in SCHEDULING)
 
 
 def syscall_codes(names: list[str]) -> tuple[dict[int, int], dict[int, int], dict[int, Syscall]]:

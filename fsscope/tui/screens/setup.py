@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Footer, Header, Input, Static
 
+from fsscope import paths
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
 from fsscope.records import plain
@@ -54,6 +55,14 @@ def preflight(target: TargetSpec, recipe) -> None:
         Target(asked, recipe).preflight()
     except FsscopeError as exc:
         raise FsscopeError(in_setup_words(str(exc))) from None
+
+
+def _unused(read):
+    """A Setup field a plan does not use, or None where it is wrong (nothing reads it)."""
+    try:
+        return read()
+    except FsscopeError:
+        return None
 
 
 class SetupScreen(AppScreen):
@@ -116,10 +125,14 @@ class SetupScreen(AppScreen):
                 problems.extend(str(exc).splitlines())
                 return None
 
-        target = checked(self.query_one("#target-picker", TargetPicker).spec)
-        recipe = checked(self.query_one("#recipe-picker", RecipePicker).recipe)
         jobs = checked(self.query_one("#job-picker", JobPicker).requests)
         formats = jobs is None or any(registry.job(r.job).uses_target for r in jobs)  # watch alone: nothing
+        if formats:
+            target = checked(self.query_one("#target-picker", TargetPicker).spec)
+            recipe = checked(self.query_one("#recipe-picker", RecipePicker).recipe)
+        else:  # the plan makes nothing there: a wrong target or recipe field is not its problem
+            target = _unused(self.query_one("#target-picker", TargetPicker).spec)
+            recipe = _unused(self.query_one("#recipe-picker", RecipePicker).recipe)
         if formats and target is not None and (recipe is not None or target.kind == "dir"):
             checked(lambda: preflight(target, recipe))
         if target is not None and recipe is not None and target.kind in ("ram", "image") and not target.snapshot \
@@ -131,7 +144,7 @@ class SetupScreen(AppScreen):
         problems.extend(filter(None, (registry.missing_extra(r.job) for r in jobs or ())))  # explore without Dask
         if problems:
             raise FsscopeError("\n".join(problems))
-        return RunPlan(target, recipe, jobs)
+        return RunPlan(target or TargetSpec("dir", str(paths.ram_dir(checked=False))), recipe, jobs)
 
     def action_start(self) -> None:
         try:
