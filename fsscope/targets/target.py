@@ -65,7 +65,7 @@ class TargetSpec(Record, frozen=True, kw_only=False):
         if self.kind not in TARGET_KINDS:
             raise FsscopeError(f"unknown target kind '{self.kind}' (one of {', '.join(TARGET_KINDS)})")
         if self.kind != "ram" and not self.path:
-            raise FsscopeError(f"a {self.kind} target needs a path")
+            raise FsscopeError(f"{'an' if self.kind[0] in 'aeiou' else 'a'} {self.kind} target needs a path")
         if self.snapshot and self.kind == "dir":
             raise FsscopeError("--from-snapshot needs a target fsscope writes an image onto "
                                "(--image, --ram or --device), not --dir")

@@ -241,7 +241,7 @@ class TargetPicker(Vertical):
         size_raw = self.query_one("#target-size", Input).value.strip() or "2G"
         size = parse_size_bytes(size_raw, "target size")
         if kind in ("image", "dir") and not path:
-            raise FsscopeError(f"a {kind} target needs a path")
+            raise FsscopeError(f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} target needs a path")
         if kind == "dir":
             directory = os.path.abspath(os.path.expanduser(path))
             if not os.path.isdir(directory):
