@@ -1,5 +1,5 @@
 """The fsscope investigator: an App with three modes (setup, live, runs), themes from
-``fsscope/data/themes/``, command-palette commands for every action, and the one worker error funnel.
+``themes/``, command-palette commands for every action, and the one worker error funnel.
 
 Build it with :func:`make_app` (the CLI, the tests and the snapshot tests all do)."""
 
