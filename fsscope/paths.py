@@ -11,8 +11,12 @@ from pathlib import Path
 from fsscope import trust
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
-"""What fsscope ships (recipes, aging profiles, factor spaces, themes): inside the package, so
-an installed wheel carries them (package data in pyproject.toml), not beside it in the checkout."""
+"""What fsscope ships beside its code (the recorded noise model): package data (pyproject.toml)."""
+RECIPES_DIR = Path(trust.SHIPPED_RECIPES)
+"""The shipped recipes, aging profiles (``aging/``) and factor spaces (``spaces/``): ``recipes/``
+at the repository's top level, which the wheel carries inside the package (setup.py)."""
+THEMES_DIR = Path(trust.SHIPPED_THEMES)
+"""The shipped themes: ``themes/`` at the repository's top level, in the wheel as ``recipes/`` is."""
 
 
 def home() -> Path:
@@ -38,11 +42,11 @@ def images_dir() -> Path:
 
 def recipes_dir() -> Path:
     """The shipped recipes (``FSSCOPE_RECIPES`` replaces them: tests, a site's own set)."""
-    return Path(os.environ.get("FSSCOPE_RECIPES") or DATA_DIR / "recipes")
+    return Path(os.environ.get("FSSCOPE_RECIPES") or RECIPES_DIR)
 
 
 def themes_dir() -> Path:
-    return DATA_DIR / "themes"
+    return THEMES_DIR
 
 
 def ram_dir(*, checked: bool = True) -> Path:

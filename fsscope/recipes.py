@@ -1,6 +1,6 @@
 """File-system recipes: which file system, mkfs and mount options, and benchmarking hygiene.
 
-A recipe is a TOML file in ``fsscope/data/recipes/`` (or any path). Unknown keys and wrong types are
+A recipe is a TOML file in ``recipes/`` (or any path). Unknown keys and wrong types are
 errors that name the file and the field, so a typo never silently falls back to a default.
 """
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import typing
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 import msgspec
-import numpy as np
 from msgspec.structs import force_setattr
 
 from fsscope.errors import FsscopeError
@@ -71,11 +71,19 @@ class SpecRecord(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
         return out
 
 
+def _numpy() -> Any:
+    """numpy, if it is loaded: a value is a numpy array or scalar only once numpy has been
+    imported, and the command line's --help and the Setup screen never import it (a third of
+    their start-up time)."""
+    return sys.modules.get("numpy")
+
+
 def _enc_hook(value: Any) -> Any:
     """What msgspec cannot write itself."""
-    if isinstance(value, np.ndarray):
+    np = _numpy()
+    if np is not None and isinstance(value, np.ndarray):
         return value.tolist()
-    if isinstance(value, np.generic):
+    if np is not None and isinstance(value, np.generic):
         return value.item()
     if hasattr(value, "to_json"):
         return value.to_json()
@@ -115,7 +123,8 @@ def report_part(report: Any, name: str) -> Any:
 
 def plain(value: Any) -> Any:
     """``value`` as plain JSON-ready Python (dict, list, str, int, float, bool, None)."""
-    if value is None or isinstance(value, (str, bool, int)) and not isinstance(value, np.generic):
+    np = _numpy()
+    if value is None or isinstance(value, (str, bool, int)) and not (np is not None and isinstance(value, np.generic)):
         return value
     if isinstance(value, float):  # numpy.float64 is a float too: plain means a float
         return float(value) if math.isfinite(value) else None
@@ -123,9 +132,9 @@ def plain(value: Any) -> Any:
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [plain(v) for v in value]
-    if isinstance(value, np.ndarray):
+    if np is not None and isinstance(value, np.ndarray):
         return plain(value.tolist())
-    if isinstance(value, np.generic):
+    if np is not None and isinstance(value, np.generic):
         return plain(value.item())
     if isinstance(value, msgspec.Struct) or hasattr(value, "__dataclass_fields__"):
         return plain(msgspec.to_builtins(value, enc_hook=_enc_hook))

@@ -14,10 +14,12 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import sh
+from typing import TYPE_CHECKING
 
 from fsscope.errors import FsscopeError, ToolError
+
+if TYPE_CHECKING:
+    import sh
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,9 @@ def capture(*argv: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float | Non
 
     No timeout by default: with one, sh polls the child every 0.1 s, which adds 0.1 s to every
     command (measured) — too much for a probe that formats a file system per run."""
+    import sh  # here: it reads its own version through importlib.metadata, ~10% of what the
+    # Setup screen imports before its first frame, which runs no tool
+
     argv = tuple(str(a) for a in argv)
     cmd = sh.Command(require(argv[0]))
     t0 = time.monotonic()
@@ -104,6 +109,8 @@ def capture(*argv: str, ok_codes: tuple[int, ...] = (0,), timeout_s: float | Non
 
 
 def _kill_and_reap(proc: sh.RunningCommand) -> None:
+    import sh
+
     try:
         proc.kill()
         proc.wait()

@@ -19,8 +19,28 @@ from dataclasses import dataclass, field
 
 from fsscope.errors import SafetyRefusal
 
+_PACKAGE = os.path.dirname(os.path.realpath(__file__))
 #: the data shipped inside the package (paths.DATA_DIR, which imports this module)
-PACKAGE_DATA = os.path.join(os.path.dirname(os.path.realpath(__file__)), "data")
+PACKAGE_DATA = os.path.join(_PACKAGE, "data")
+
+
+def _shipped(name: str) -> str:
+    """Where ``recipes/`` or ``themes/`` is: a wheel carries it inside the package, in
+    ``data/`` (setup.py's build step copies it there); a checkout (an editable install, tests)
+    keeps it at the repository's top level. Only a checkout's (beside its pyproject.toml): an
+    installed fsscope missing its data must not read a ``recipes/`` another package left in
+    site-packages."""
+    inside = os.path.join(PACKAGE_DATA, name)
+    checkout = os.path.dirname(_PACKAGE)
+    if os.path.isdir(inside) or not os.path.isfile(os.path.join(checkout, "pyproject.toml")):
+        return inside
+    return os.path.join(checkout, name)
+
+
+#: the shipped recipes (aging profiles and factor spaces below them) and themes
+SHIPPED_RECIPES = _shipped("recipes")
+SHIPPED_THEMES = _shipped("themes")
+SHIPPED = (PACKAGE_DATA, SHIPPED_RECIPES, SHIPPED_THEMES)
 MAX_LINKS = 40  # as the kernel's own limit on symbolic links in one lookup
 
 
@@ -204,7 +224,7 @@ def read_input_text(path: str | os.PathLike, what: str, limit_bytes: int = 8 << 
     UnicodeDecodeError for a file that is not UTF-8. As another user, read as it is. The
     files shipped inside the package are read as they are too: whoever may change them may
     change fsscope's code beside them, which root runs anyway."""
-    if os.geteuid() != 0 or os.path.realpath(path).startswith(PACKAGE_DATA + os.sep):
+    if os.geteuid() != 0 or os.path.realpath(path).startswith(tuple(where + os.sep for where in SHIPPED)):
         with open(path, "rb") as f:
             return f.read(limit_bytes + 1).decode("utf-8")
     place = output_place(path, what, "keep it where only you can change it")

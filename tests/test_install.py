@@ -73,6 +73,20 @@ def test_the_wheel_carries_recipes_profiles_spaces_and_themes(wheel):
         assert name in names, name
 
 
+def test_a_checkout_reads_recipes_and_themes_at_its_top_level():
+    """recipes/ and themes/ are at the repository's top level (issue 33); an editable install
+    and the tests read them there, through the same trusted path an installed wheel uses."""
+    located = run(sys.executable, "-c", "from fsscope import paths, trust; "
+                  "print(paths.recipes_dir()); print(paths.themes_dir()); print(trust.SHIPPED_RECIPES)",
+                  env={k: v for k, v in os.environ.items() if k != "FSSCOPE_RECIPES"})
+    assert located.returncode == 0, located.stderr
+    assert located.stdout.split() == [str(CHECKOUT / "recipes"), str(CHECKOUT / "themes"),
+                                      str(CHECKOUT / "recipes")], located.stdout
+    assert not (CHECKOUT / "fsscope" / "data" / "recipes").exists()
+    assert (CHECKOUT / "recipes" / "aging" / "small.toml").is_file()
+    assert (CHECKOUT / "themes" / "dark.tcss").is_file()
+
+
 def test_installed_fsscope_runs_outside_the_checkout(installed):
     script, cwd = installed
     located = run(script.parent / "python", "-c", "import fsscope, fsscope.paths as p; "

@@ -61,7 +61,7 @@ def test_profile_list_shows_a_profile_captured_from_a_users_tree_as_text(local_u
 async def test_the_age_report_names_a_captured_profile_as_text(local_user, scratch, cli):
     """The profile's name is the user's directory name: the CLI's report and the TUI's replay
     of the same run (its aging view's status line) show its escapes, send none."""
-    from pilot_wait import until
+    from pilot_wait import setup_ready, until
     from test_tui import SIZE, assert_clean, job_view, open_replay
 
     from fsscope import store
@@ -81,7 +81,7 @@ async def test_the_age_report_names_a_captured_profile_as_text(local_user, scrat
     run_id = store.list_runs()[-1].id
     app = make_app(AppConfig())
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        await setup_ready(pilot, app)
         replay = await open_replay(pilot, app, run_id)
         view = job_view(replay, AgingView)
         await until(pilot, lambda: "profile" in view.status_text, "the aging view's status")

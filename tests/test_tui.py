@@ -16,7 +16,7 @@ from typing import TypeVar
 
 import numpy as np
 import pytest
-from pilot_wait import until, until_screen
+from pilot_wait import setup_ready, until, until_screen
 from textual.command import CommandList, CommandPalette
 
 from fsscope import paths, recipes
@@ -103,7 +103,7 @@ async def job_done(pilot, live: LiveScreen, what: str, timeout_s: float,
 async def run_plan(pilot, app: FsscopeApp, what: str, timeout_s: float) -> tuple[LiveScreen, JobState]:
     """Ctrl+R on the setup screen with its parameters as they are; when the plan has ended, the
     live screen and its one job (succeeded)."""
-    await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+    await setup_ready(pilot, app)
     await pilot.press("ctrl+r")
     live = live_of(app)
     return live, await job_done(pilot, live, what, timeout_s)
@@ -347,7 +347,7 @@ async def test_non_root_opens_on_a_scratch_directory_with_a_banner():
 async def test_setup_refuses_bad_parameters_with_a_clear_message():
     app = make_app(AppConfig(is_root=True, discover_devices=lambda: []))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.pause()
+        await setup_ready(pilot, app)
         files = app.screen.query_one("#param-probe-files")
         files.focus()
         await type_into(pilot, "0")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from pilot_wait import until
+from pilot_wait import setup_ready, until
 from test_tui import SIZE, assert_clean, job_done, job_view, live_of, open_replay, plan_over, run_plan, set_param
 
 from fsscope import recipes
@@ -92,7 +92,7 @@ def test_aging_model_missing_sections():
 async def test_age_panel_profile_select_and_minutes():
     app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=128 * 2**20), jobs=("age",)))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+        await setup_ready(pilot, app)
         select = app.screen.query_one("#param-age-profile")
         from fsscope.aging import list_profiles
 

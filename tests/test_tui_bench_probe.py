@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pilot_wait import until
+from pilot_wait import setup_ready, until
 from test_tui import SIZE, assert_clean, job_view, live_of, plan_over, run_plan
 from textual.widgets import Label
 
@@ -92,7 +92,7 @@ async def test_probe_sparklines_fill_in_during_a_run_on_a_loop_image(scratch, ki
         return plan_over(live)
 
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        await setup_ready(pilot, app)
         await pilot.press("ctrl+r")
         live = live_of(app)
         await until(pilot, look, "the probe", timeout_s=300)

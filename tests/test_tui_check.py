@@ -5,7 +5,7 @@ verdict as the first flag; the same view when the run is replayed."""
 from __future__ import annotations
 
 import pytest
-from pilot_wait import until
+from pilot_wait import setup_ready, until
 from test_tui import SIZE, assert_clean, job_view, live_of, open_replay, plan_over, run_plan, runs_listed, set_param
 
 from fsscope.engine import registry
@@ -47,7 +47,7 @@ def test_model_fills_in_live_then_takes_the_report():
 async def test_check_job_view_lights_detail_calibration_and_verdict_flag(scratch):
     app = make_app(AppConfig(target=TargetSpec("ram", size_bytes=256 * 2**20), jobs=("check",)))
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        await setup_ready(pilot, app)
         assert app.screen.query_one("#job-picker").selected == ["check"]
         # 30 s hold the audit and two runs (a shorter budget stops before them: issue 27)
         for field, text in (("budget_s", "30"), ("sample_s", "0.5"), ("runs", "2"), ("dataset_bytes", "1M")):
@@ -95,7 +95,7 @@ async def test_a_budget_shorter_than_the_check_says_so_before_it_starts(scratch)
     app = make_app(AppConfig(is_root=False, target=TargetSpec("dir", str(scratch)), jobs=("check",),
                              discover_devices=lambda: []))
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        await setup_ready(pilot, app)
         await set_param(pilot, app, "param-check-budget_s", "6")
         await until(pilot, lambda: app.screen.query_one("#param-check-budget_s").value == "6", "budget 6")
         await pilot.press("ctrl+r")
@@ -115,7 +115,7 @@ async def test_a_short_budget_bounds_the_whole_check(scratch):
     app = make_app(AppConfig(is_root=False, target=TargetSpec("dir", str(scratch)), jobs=("check",),
                              discover_devices=lambda: []))
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        await setup_ready(pilot, app)
         for field, text in (("budget_s", "6"), ("sample_s", "1")):
             await set_param(pilot, app, f"param-check-{field}", text)
             await until(pilot, lambda f=field, t=text: app.screen.query_one(f"#param-check-{f}").value == t, field)

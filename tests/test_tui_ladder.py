@@ -5,7 +5,7 @@ relative range, live run by run and from the report; a real two-step ladder (bas
 from __future__ import annotations
 
 import pytest
-from pilot_wait import until
+from pilot_wait import setup_ready, until
 from test_tui import SIZE, assert_clean, open_replay, run_plan
 
 from fsscope import recipes
@@ -50,7 +50,7 @@ async def test_ladder_live_and_replayed():
                              jobs=("ladder",), job_defaults={"ladder": tiny}))
     messages = []
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
-        await pilot.pause()
+        await setup_ready(pilot, app)
         assert app.screen.query_one("#param-ladder-steps").value == "baseline,alloc"
         live, job = await run_plan(pilot, app, "the ladder", 300)
         steps = job.report.ladder

@@ -109,12 +109,14 @@ def exported(pattern: str) -> list:
 
 
 async def focus_a_parameter(pilot, app):
-    """Focus the setup screen's first parameter field that takes any text (an integer field
-    refuses letters) once the screen has a focus; return it."""
+    """Focus a setup screen field that takes any text (an integer field refuses letters) once
+    the screen has a focus; return it: the directory target's path (the probe's panel has no
+    such field; a hidden panel of another job, mounted at start, used to lend one)."""
     from textual.widgets import Input
 
     await until(pilot, lambda: app.focused is not None, "the first focus")
-    field = next(w for w in app.screen.query(Input) if w.id and w.id.startswith("param-") and w.type == "text")
+    field = app.screen.query_one("#target-path", Input)
+    assert field.type == "text" and not field.disabled
     field.focus()
     await until(pilot, lambda: app.focused is field, "the field's focus")
     return field

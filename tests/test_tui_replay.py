@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from pilot_wait import until, until_screen
+from pilot_wait import setup_ready, until, until_screen
 from rich.console import Console
 from test_replay import _creating_log
 from test_tui import SIZE, assert_clean, job_view, open_replay, run_plan, runs_listed, set_param
@@ -56,7 +56,7 @@ async def test_replay_job_from_setup_to_runs_screen_and_compare(scratch):
     cut.write_bytes(log.read_bytes()[:-40])
     app = make_app(AppConfig(target=RAM, jobs=("replay",)))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        await setup_ready(pilot, app)
         assert app.screen.query_one("#job-picker").selected == ["replay"]
         # a log that is not whole: one line at Setup, as the CLI says it, and nothing starts
         await set_param(pilot, app, "param-replay-log", str(cut))

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from pilot_wait import until
+from pilot_wait import setup_ready, until
 from test_tui import SIZE, assert_clean, job_done, job_view, live_of, open_replay, plan_over
 
 from fsscope import records
@@ -163,7 +163,7 @@ async def test_variation_study_live_and_replayed(tmp_path):
                              job_defaults={"variation": tiny}))
     messages = []
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
-        await pilot.pause()
+        await setup_ready(pilot, app)
         setup = app.screen
         assert setup.query_one("#job-picker").selected == ["variation"]
         # the setup panel: the study's parameters, with the given values

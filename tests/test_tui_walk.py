@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from pilot_wait import until
+from pilot_wait import setup_ready, until
 from test_tui import live_app
 from textual import events
 from textual.widgets import Input
@@ -314,7 +314,7 @@ async def test_80x24_gives_the_data_the_room():
     44), its legend shows both ends of the scale, and Setup's Start button is on screen."""
     app = make_app(AppConfig(is_root=True, discover_devices=lambda: []))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await setup_ready(pilot, app)
         start = app.screen.query_one("#start")
         assert start.region.bottom <= 23 and start.region.height > 0, start.region  # above the footer
         files = app.screen.query_one("#param-probe-files")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pilot_wait import until, wait_for
+from pilot_wait import setup_ready, until, wait_for
 from test_tui import SIZE, assert_clean, job_view, open_replay, run_plan, set_param
 from test_watch import WRITER
 
@@ -89,7 +89,7 @@ async def test_watch_a_picked_writer_from_setup_without_making_the_target(scratc
     try:
         delivering(mnt)
         async with app.run_test(size=SIZE, notifications=True) as pilot:
-            await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+            await setup_ready(pilot, app)
             panel = app.screen.query_one("#params-watch", WatchParams)
             assert NOT_FORMATTED in str(panel.query_one("#watch-note").render()).replace("\n", " ")
             # nothing picked yet: Start refuses in one line, nothing starts
@@ -187,7 +187,7 @@ async def test_a_process_name_is_text_in_the_watch_list(scratch):
 
 async def _panel_shows(app, size: tuple[int, int], pid: int, shown: str = "") -> None:
     async with app.run_test(size=size) as pilot:
-        await until(pilot, lambda: app.screen.query("#job-picker"), "the setup screen")
+        await setup_ready(pilot, app)
         app.screen.query_one("#job-list").focus()
         await pilot.press("down")
         await until(pilot, lambda: app.screen.query("#params-watch"), "the watch panel")

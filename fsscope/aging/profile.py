@@ -1,6 +1,6 @@
 """Aging profiles: what an old file system looks like, as three distributions and a fullness.
 
-A profile (``fsscope/data/recipes/aging/<name>.toml``) holds, after Geriatrix (Kadekodi et al.):
+A profile (``recipes/aging/<name>.toml``) holds, after Geriatrix (Kadekodi et al.):
 
 - ``[size]``  ``bytes`` (bucket sizes, increasing) and ``weights``: files are created with
   exactly a bucket's size; a walked file of ``s`` bytes counts in the first bucket >= ``s``.

@@ -76,7 +76,7 @@ examples:
 
 PROFILE_DESCRIPTION = """\
 Aging profiles: file-size, directory-depth and relative-age distributions and a default
-fullness (shipped in fsscope/data/recipes/aging/: eight published ones and 'small'). 'capture'
+fullness (shipped in recipes/aging/: eight published ones and 'small'). 'capture'
 walks a real tree (one device, symlinks not followed, unreadable entries counted) and writes a
 profile of it."""
 

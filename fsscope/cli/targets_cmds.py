@@ -36,7 +36,7 @@ example:
 """
 
 RECIPES_DESCRIPTION = """\
-List the shipped recipes (fsscope/data/recipes/, or $FSSCOPE_RECIPES): file system, mkfs and
+List the shipped recipes (recipes/, or $FSSCOPE_RECIPES): file system, mkfs and
 mount options, hygiene steps.
 """
 

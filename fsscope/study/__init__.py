@@ -1,6 +1,6 @@
 """The plan/treatment engine shared by explore (Chopper, #14) and the variation study (#15).
 
-- :mod:`~fsscope.study.space`    factor spaces in TOML (``fsscope/data/recipes/spaces/``), level overrides;
+- :mod:`~fsscope.study.space`    factor spaces in TOML (``recipes/spaces/``), level overrides;
   generic -- a study brings its own schema of factor names and level types.
 - :mod:`~fsscope.study.plan`     seeded, balanced Latin Hypercube plans; treatments
   (design row x recipe x repeat); saved as ``plan.json`` before anything runs.

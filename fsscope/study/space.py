@@ -1,6 +1,6 @@
 """Factor spaces: the factors a study varies and the levels each may take, from TOML.
 
-A space file (``fsscope/data/recipes/spaces/NAME.toml``)::
+A space file (``recipes/spaces/NAME.toml``)::
 
     name = "small"
     description = "what it is for"
@@ -179,7 +179,7 @@ def spaces_dir() -> Path:
 
 
 def load(name_or_path: str, schema: Schema | None = None) -> Space:
-    """A space by name (``fsscope/data/recipes/spaces/NAME.toml``) or path."""
+    """A space by name (``recipes/spaces/NAME.toml``) or path."""
     path = Path(name_or_path)
     if not path.is_file():
         path = spaces_dir() / f"{name_or_path}.toml"

@@ -1,7 +1,7 @@
 """Configuration-space variation study (Cao et al., "On the Performance Variation in Modern
 Storage Stacks", FAST'17): sampled storage-stack configurations, R runs each, how much they vary.
 
-A space (``fsscope/data/recipes/spaces/cao-*.toml``) lists the knobs of ext4, XFS and btrfs (block, inode
+A space (``recipes/spaces/cao-*.toml``) lists the knobs of ext4, XFS and btrfs (block, inode
 and node sizes, journal mode, AG count, data checksums/COW) and the shared ones (atime, I/O
 scheduler, device); ``[settings]`` names the file systems, personalities, runs, run length, image size.
 The study engine (:mod:`fsscope.study.plan`, :mod:`fsscope.study.execute`) samples N

@@ -21,7 +21,6 @@ from pathlib import Path
 from fsscope import tools, trust
 from fsscope.errors import FsscopeError, SafetyRefusal, ToolError
 from fsscope.format import format_bytes
-from fsscope.layout import fiemap
 from fsscope.targets import devices, identity
 from fsscope.targets.journal import Journal
 
@@ -207,6 +206,10 @@ def copy_image(source: Path, dest: Path) -> str:
 
 
 def _shares_blocks(path: Path) -> bool:
+    # here, not at the top: FIEMAP's extents are numpy arrays, and the Setup screen and the
+    # command line's --help (which import the targets) start without numpy
+    from fsscope.layout import fiemap
+
     try:
         exts = fiemap.extents(path, sync=False)
     except (OSError, FsscopeError):  # no FIEMAP here (tmpfs): then nothing can be shared either

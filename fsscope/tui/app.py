@@ -1,5 +1,5 @@
 """The fsscope investigator: an App with three modes (setup, live, runs), themes from
-``fsscope/data/themes/``, command-palette commands for every action, and the one worker error funnel.
+``themes/``, command-palette commands for every action, and the one worker error funnel.
 
 Build it with :func:`make_app` (the CLI, the tests and the snapshot tests all do)."""
 
@@ -19,7 +19,6 @@ from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
 from fsscope.format import visible_lines
-from fsscope.tui import exports
 from fsscope.tui.config import AppConfig, RunPlan, resolve
 from fsscope.tui.key_order import OrderedInput
 from fsscope.tui.screens.confirm import ConfirmQuitScreen
@@ -226,6 +225,7 @@ class FsscopeApp(OrderedInput):
     def action_export_svg(self) -> str:
         screen = self.screen
         name = type(screen).__name__.removesuffix("Screen").lower() or "screen"
+        from fsscope.tui import exports  # its report helpers load numpy: not for the Setup screen
         from fsscope.tui.screens.live import LiveScreen
 
         if isinstance(screen, LiveScreen) and screen.shown_job is not None and screen.shown_job.run_id:

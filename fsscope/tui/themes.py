@@ -1,7 +1,7 @@
-"""Themes from ``fsscope/data/themes/*.tcss``: each file is a list of TCSS variables, read into a Textual
+"""Themes from ``themes/*.tcss``: each file is a list of TCSS variables, read into a Textual
 Theme and registered in ``App.__init__`` (registering later breaks CSS that uses them).
 
-File format (see fsscope/data/themes/dark.tcss): a leading comment holding ``name: NAME`` and
+File format (see themes/dark.tcss): a leading comment holding ``name: NAME`` and
 ``dark: true|false``, then ``$variable: value;`` lines. Textual's core colours ($primary,
 $background, ...) become Theme fields; everything else ($heat-0 ... $heat-4, $heat-empty,
 $heat-mark) becomes a theme variable the fsscope stylesheet and widgets use.
@@ -58,7 +58,7 @@ def theme_names() -> list[str]:
 
 
 def load_themes(directory: Path | None = None) -> list[Theme]:
-    """Every theme file in ``fsscope/data/themes/``; a broken file is skipped (and reported by the app)."""
+    """Every theme file in ``themes/``; a broken file is skipped (and reported by the app)."""
     directory = directory or paths.themes_dir()
     themes = []
     for path in sorted(directory.glob("*.tcss")):

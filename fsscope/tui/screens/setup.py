@@ -90,10 +90,14 @@ class SetupScreen(AppScreen):
                 yield Button("Start ▶  (ctrl+r)", id="start", variant="success")
         yield Footer()
 
+    # The focus comes once the jobs' panels are mounted (after the first paint, JobPicker):
+    # a focused Setup screen is a whole one, every field there to type into.
+    AUTO_FOCUS = ""
+
     def on_mount(self) -> None:
         self.sub_title = "setup: target · recipe · jobs"
         self._sync_recipe()
-        self.query_one("#target-list").focus()
+        self.query_one("#job-picker", JobPicker).when_ready(self.query_one("#target-list").focus)
 
     def on_screen_resume(self) -> None:
         # Coming back (F2) puts the focus on the first control, not in the text field last
@@ -147,6 +151,12 @@ class SetupScreen(AppScreen):
         return RunPlan(target or TargetSpec("dir", str(paths.ram_dir(checked=False))), recipe, jobs)
 
     def action_start(self) -> None:
+        picker = self.query_one("#job-picker", JobPicker)
+        if not picker.ready:  # ctrl+r before the jobs' panels are mounted: start once they are
+            if not self._start_waiting:
+                self._start_waiting = True
+                picker.when_ready(self._start_when_ready)
+            return
         try:
             plan = self.build_plan()
         except FsscopeError as exc:
@@ -169,6 +179,12 @@ class SetupScreen(AppScreen):
                                                yes="start", no="back to setup"), answered)
             return
         self._start_checked(plan)
+
+    _start_waiting = False
+
+    def _start_when_ready(self) -> None:
+        self._start_waiting = False
+        self.action_start()
 
     def _start_checked(self, plan: RunPlan) -> None:
         if not plan.destructive:

@@ -129,7 +129,8 @@ class TargetPicker(Vertical):
     def on_mount(self) -> None:
         self.border_title = "1 · Target"
         self._select(self.choice)
-        self._discover()
+        # after the first paint (the list says "looking…" until then): the screen first
+        self.call_after_refresh(self._discover)
 
     @work(thread=True, exclusive=True, group="discover-devices", exit_on_error=False,
           description="discovering block devices")
