@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from fsscope import store
-from fsscope.analysis.compare import compare_reports
 from fsscope.cli.common import out_console, output_path, write_json
 from fsscope.cli.render.compare import render_compare
 from fsscope.engine import registry
@@ -57,7 +56,7 @@ def cmd_compare(args) -> int:
             raise FsscopeError(f"run {run.id} has no report (status {run.status()}): nothing to compare")
         reports.append(report)
     with store.reading(f"the report of run {runs[0].id} or of run {runs[1].id}"):
-        doc: dict[str, Any] = {"job": jobs[0], "sections": compare_reports(jobs[0], reports[0], reports[1])}
+        doc: dict[str, Any] = {"job": jobs[0], "sections": registry.compare_reports(jobs[0], reports[0], reports[1])}
     for label, run in zip(("a", "b"), runs):
         recipe, where = _describe(run)
         doc[label] = {"id": run.id, "path": str(run.path), "status": run.status(), "recipe": recipe, "target": where}

@@ -51,6 +51,15 @@ class Job(NamedTuple):
     """Its live view on the TUI's live screen ("": the heatmap of per-file latencies)."""
     panel: str = ""
     """Its parameter panel on the Setup screen ("": the generic panel built from its Spec)."""
+    comparer: str = ""
+    """``(report_a, report_b) -> list[Section]``: two runs' reports side by side (`fsscope
+    compare`, the TUI's compare screen; "": the numbers both reports hold)."""
+    compare_verdict: str = ""
+    """``(side_a, side_b, sections) -> Comparison``: the compare screen's verdict line over two
+    runs' reports ("": B / A for every figure). A job whose live view is the heatmap compares
+    as two heatmaps instead."""
+    compare_charts: str = ""
+    """A widget ``(side_a, side_b)`` the compare screen draws above the tables ("": none)."""
     extra: tuple[str, tuple[str, ...]] | None = None
     """(extra, its modules) when the job needs more than the core install."""
     setup: bool = True
@@ -73,20 +82,23 @@ HEAT_VIEW = "fsscope.tui.widgets.heat_view:HeatView"
 """The live view of a job without one of its own (its part is empty)."""
 GENERIC_PANEL = "fsscope.tui.widgets.job_params:JobParams"
 """The Setup panel of a job without one of its own."""
+GENERIC_COMPARER = "fsscope.analysis.compare:compare_generic"
+"""The comparer of a job without one of its own."""
 
 DESCRIPTORS: tuple[Job, ...] = (
     Job("smoke", "fsscope.engine.smoke", "write+fsync small files for a few seconds (sanity check)"),
     Job("probe", "fsscope.workloads.probe_job", "per-syscall latency of creat() & co. on fresh file systems",
         command="probe_cmd", command_help="per-syscall latency probe: repeatable outlier files, explained",
         renderer="fsscope.cli.render.probe:render_probe",
-        panel="fsscope.tui.widgets.probe_params:ProbeParams"),
+        panel="fsscope.tui.widgets.probe_params:ProbeParams", comparer="fsscope.analysis.compare:compare_probe"),
     Job("bench", "fsscope.workloads.bench_job",
         "throughput personality runs and their variation (Throughput-N, relative range)",
         spec="fsscope.workloads.bench_spec:Spec", report="fsscope.workloads.bench_records:Report",
         command="bench_cmd",
         command_help="throughput personalities (fileserver/webserver/varmail), run-to-run variation",
         renderer="fsscope.cli.render.bench:render_bench", model="fsscope.tui.bench_model:BenchModel",
-        view="fsscope.tui.widgets.bench_view:BenchView", panel="fsscope.tui.widgets.bench_params:BenchParams"),
+        view="fsscope.tui.widgets.bench_view:BenchView", panel="fsscope.tui.widgets.bench_params:BenchParams",
+        comparer="fsscope.analysis.compare:compare_bench", compare_verdict="fsscope.tui.compare_model:bench_verdict"),
     Job("syncwrite", "fsscope.workloads.syncwrite_job",
         "synchronous-write buffer sweep: throughput vs latency per buffer size",
         spec="fsscope.workloads.syncwrite_records:Spec", report="fsscope.workloads.syncwrite_records:Report",
@@ -94,12 +106,15 @@ DESCRIPTORS: tuple[Job, ...] = (
         command_help="synchronous-write buffer sweep: throughput, latency, knees, best buffer",
         renderer="fsscope.cli.render.syncwrite:render_syncwrite",
         model="fsscope.tui.syncwrite_model:SyncWriteModel", view="fsscope.tui.widgets.syncwrite_view:SyncWriteView",
-        panel="fsscope.tui.widgets.syncwrite_params:SyncWriteParams"),
+        panel="fsscope.tui.widgets.syncwrite_params:SyncWriteParams", comparer="fsscope.analysis.compare:compare_syncwrite",
+        compare_verdict="fsscope.tui.compare_model:syncwrite_verdict",
+        compare_charts="fsscope.tui.widgets.syncwrite_chart:CompareCharts"),
     Job("age", "fsscope.aging.job",
         "profile-driven aging (Geriatrix): churn to a profile, fit, fresh vs aged fragmentation, snapshot",
         command="age_cmd", command_help="age a target to a profile (Geriatrix); fresh vs aged fragmentation; snapshot",
         renderer="fsscope.cli.render.age:render_age", model="fsscope.tui.aging_model:AgingModel",
-        view="fsscope.tui.widgets.aging_view:AgingView", panel="fsscope.tui.widgets.age_params:AgeParams"),
+        view="fsscope.tui.widgets.aging_view:AgingView", panel="fsscope.tui.widgets.age_params:AgeParams",
+        comparer="fsscope.analysis.compare:compare_age"),
     Job("explore", "fsscope.study.explore",
         "layout exploration (Chopper): LHS plan of disk states and write patterns, d-span, sensitivity",
         command="explore_cmd", command_help="layout exploration (Chopper): which factors spread files on disk",
@@ -142,12 +157,13 @@ DESCRIPTORS: tuple[Job, ...] = (
         command="replay_cmd",
         command_help="play an op log (watch --capture) on the file systems recipes make; compare them",
         renderer="fsscope.cli.render.replay:render_replay", model="fsscope.tui.replay_model:ReplayModel",
-        view="fsscope.tui.widgets.replay_view:ReplayView", panel="fsscope.tui.widgets.replay_params:ReplayParams"),
+        view="fsscope.tui.widgets.replay_view:ReplayView", panel="fsscope.tui.widgets.replay_params:ReplayParams",
+        comparer="fsscope.analysis.compare:compare_replay"),
     Job("frag", "fsscope.layout.job",
         "free-space extent histogram and a large test file's fragments (fresh or --from-snapshot)",
         command="age_cmd", command_help="free-space histogram and a test file's fragments (fresh or --from-snapshot)",
         renderer="fsscope.cli.render.frag:render_frag", model="fsscope.tui.aging_model:FragModel",
-        view="fsscope.tui.widgets.aging_view:FragView"),
+        view="fsscope.tui.widgets.aging_view:FragView", comparer="fsscope.analysis.compare:compare_frag"),
 )
 
 JOBS: dict[str, Job] = {job.name: job for job in DESCRIPTORS}
