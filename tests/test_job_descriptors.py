@@ -58,6 +58,7 @@ def test_every_part_a_job_names_resolves(name):
         assert issubclass(job_widgets.panel_class(name), JobParams)
     if job.extra is not None:
         assert job.extra[1], "an extra names the modules it brings"
+    assert len(f"{name}  {job.label}") <= jobs.LABEL_CELLS and (job.label or not job.setup), job.label
     assert callable(jobs.resolve(job.comparer or jobs.GENERIC_COMPARER))
     if job.compare_verdict:
         assert callable(jobs.resolve(job.compare_verdict))

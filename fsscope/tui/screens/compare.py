@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from fsscope.analysis.compare import Section
 from fsscope.analysis.variation.metrics import ks_distance
@@ -25,6 +25,7 @@ from fsscope.tui import compare_model, exports
 from fsscope.tui import messages as msg
 from fsscope.tui.model import Summary, spec_words
 from fsscope.tui.replay import RunRecord
+from fsscope.tui.widgets.fit_footer import FitFooter
 from fsscope.tui.widgets.flags_panel import FlagsPanel
 from fsscope.tui.widgets.heat_legend import HeatLegend
 from fsscope.tui.widgets.heatmap import Heatmap, flag_marks
@@ -61,7 +62,7 @@ class CompareScreen(Screen):
         yield Header(show_clock=False)
         if self.sides is not None and self.comparison is not None:
             yield from self._compose_reports(self.sides, self.comparison)
-            yield Footer()
+            yield FitFooter()
             return
         yield Static(self._verdict(), id="compare-verdict")
         with Horizontal(id="compare-columns"):
@@ -72,7 +73,7 @@ class CompareScreen(Screen):
                     yield heatmap
                     yield HeatLegend(heatmap, id=f"legend-{side}")
                     yield FlagsPanel(id=f"flags-{side}")
-        yield Footer()
+        yield FitFooter()
 
     def _compose_reports(self, sides: tuple[compare_model.Side, compare_model.Side],
                          c: compare_model.Comparison) -> ComposeResult:

@@ -17,7 +17,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Log, Markdown, Tree
+from textual.widgets import DataTable, Header, Log, Markdown, Tree
 
 from fsscope import replicate, store
 from fsscope.errors import FsscopeError
@@ -26,6 +26,7 @@ from fsscope.replicate.base import Result
 from fsscope.tui.replay import load_run
 from fsscope.tui.screens.base import AppScreen
 from fsscope.tui.screens.live import LiveScreen
+from fsscope.tui.widgets.fit_footer import FitFooter
 from fsscope.tui.widgets.table_export import Table
 
 VERDICT_STYLE = {"agree": "bold green", "disagree": "bold red", "inconclusive": "bold yellow"}
@@ -76,7 +77,7 @@ class LabScreen(AppScreen):
                 yield Log(id="lab-log", auto_scroll=True)
                 table: DataTable = Table(id="lab-verdicts", cursor_type="row", zebra_stripes=True)
                 yield table
-        yield Footer()
+        yield FitFooter()
 
     def on_mount(self) -> None:
         self.title = "fsscope — Lab: the seed papers' findings, checked here"

@@ -63,7 +63,8 @@ class JobPicker(Vertical):
         self.initially_selected = selected
 
     def compose(self) -> ComposeResult:
-        yield JobList(*[(f"{job}  {registry.job(job).summary}", job, job in self.initially_selected)
+        # its name and a short label (the summary, above its panel, was cut mid-word at 80 columns)
+        yield JobList(*[(f"{job}  {registry.job(job).label}".rstrip(), job, job in self.initially_selected)
                                    for job in self.jobs], id="job-list")
         first = self.initially_selected[0] if self.initially_selected else (self.jobs[0] if self.jobs else None)
         with ContentSwitcher(initial=f"params-{first}" if first else None, id="job-panels"):
