@@ -336,3 +336,16 @@ async def test_the_cursors_reading_follows_the_values_arriving_under_it(home):
         heatmap.samples_added(*matrix.put(1, 0, [9_000] * 100))  # another run: the cursor's reading stays
         await pilot.pause()
         assert format_ns(5_000) in legend.cursor_text, legend.cursor_text
+
+
+async def test_a_replayed_check_focuses_its_table_not_its_closed_filter(home):
+    """Opened from Runs, check's view gave the focus to its hidden filter: the footer offered
+    "esc Clear filter" and the keys typed went into a field nobody could see."""
+    app = recorded_app(home, "check")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, LiveScreen), "the replay")
+        await settle(pilot)
+        await until(pilot, lambda: app.focused is not None and app.focused.id == "check-table", "the table focused")
+        assert "Clear filter" not in assert_footer_fits(app.screen)
