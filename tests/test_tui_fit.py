@@ -349,3 +349,17 @@ async def test_a_replayed_check_focuses_its_table_not_its_closed_filter(home):
         await settle(pilot)
         await until(pilot, lambda: app.focused is not None and app.focused.id == "check-table", "the table focused")
         assert "Clear filter" not in assert_footer_fits(app.screen)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_the_bench_views_titles_are_whole(home, size):
+    """At 80×24 the chart's title and legend and the variation box's title ended in "…"."""
+    write_bench_run("20250101-140000-bench", seed=3)
+    app = app_for(start_screen="runs")
+    async with app.run_test(size=size) as pilot:
+        await replay_newest(pilot)
+        chart = app.screen.query_one("#throughput")
+        await until(pilot, lambda: "run 3" in str(chart.border_title), "the chart's title")
+        box = app.screen.query_one("#bench-variation-box")
+        for widget, words in ((chart, chart.border_title), (chart, chart.border_subtitle), (box, box.border_title)):
+            assert cell_len(str(words)) <= widget.region.width - 4, (widget.region, words)  # corners, spaces
