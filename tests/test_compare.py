@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fsscope.analysis.compare import Section, compare_reports
+from fsscope.analysis.compare import Section
 from fsscope.engine import registry
+from fsscope.engine.registry import compare_reports
 from fsscope.records import convert, plain
 from fsscope.workloads.probe_records import Report
 

@@ -58,6 +58,46 @@ def test_every_part_a_job_names_resolves(name):
         assert issubclass(job_widgets.panel_class(name), JobParams)
     if job.extra is not None:
         assert job.extra[1], "an extra names the modules it brings"
+    assert len(f"{name}  {job.label}") <= jobs.LABEL_CELLS and (job.label or not job.setup), job.label
+    assert callable(jobs.resolve(job.comparer or jobs.GENERIC_COMPARER))
+    if job.compare_verdict:
+        assert callable(jobs.resolve(job.compare_verdict))
+    if job.compare_charts:
+        from textual.widget import Widget
+        assert issubclass(jobs.resolve(job.compare_charts), Widget)
+    if not job.view:  # its runs compare as two heatmaps: a verdict or charts would never show
+        assert not job.compare_verdict and not job.compare_charts
+
+
+@pytest.mark.parametrize("name", list(jobs.JOBS))
+def test_every_job_kind_compares_through_its_descriptor(name):
+    """A recorded report compared with itself: the comparer its descriptor names (the numbers
+    both hold without one) gives rows, each number's B / A 1; the compare screen's verdict too."""
+    from fsscope.tui import compare_model
+
+    report = registry.report_from_data(name, _report_data(name))
+    sections = registry.compare_reports(name, report, report)
+    rows = [r for section in sections for r in section.rows]
+    if jobs.job(name).comparer or name in RECORDED:
+        assert rows, f"{name}: nothing compared"
+    assert all(r.ratio == pytest.approx(1.0) for r in rows if r.ratio is not None)
+    side = compare_model.Side(id="run", job=name, status="ok", report=report)
+    comparison = compare_model.compare(side, side)
+    assert all(section in comparison.sections for section in sections) and comparison.message
+    if jobs.job(name).compare_verdict == "fsscope.tui.compare_model:syncwrite_verdict":
+        assert comparison.message.startswith("Throughput per buffer size")
+
+
+def test_no_job_name_is_a_case_in_the_compare_code():
+    """Which job compares how is its descriptor's: the compare modules name no job."""
+    import re
+
+    root = Path(__file__).parent.parent / "fsscope"
+    for module in ("analysis/compare.py", "tui/compare_model.py", "tui/screens/compare.py", "cli/compare_cmd.py"):
+        text = (root / module).read_text()
+        # a case on a job's name: job == "syncwrite", a table {"bench": _bench, …}
+        named = [n for n in jobs.JOBS if re.search(rf"""(==|!=)\s*["']{n}["']|["']{n}["']\s*:\s*[_a-z]""", text)]
+        assert not named, f"{module} names {named}"
 
 
 def test_the_job_lists_are_the_descriptors():

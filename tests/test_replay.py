@@ -93,7 +93,7 @@ def test_capture_on_xfs_and_replay_on_ext4_and_xfs(cli, xfs_mount, scratch):
         assert pair["p"] is not None and ("Welch" in pair["note"])
     assert "recipes compared per call type" in proc.stdout
     # fsscope compare on two replays: per call type, B / A
-    from fsscope.analysis.compare import compare_reports
+    from fsscope.engine.registry import compare_reports
 
     per_type = compare_reports("replay", doc["reports"]["ext4-default"], doc["reports"]["xfs-default"])[0]
     rows = {r.metric: r for r in per_type.rows}

@@ -13,8 +13,10 @@ import shutil
 import numpy as np
 import pytest
 from pilot_wait import until
+from rich.cells import cell_len
 from test_tui_snapshots import JOB_RUNS, app_for, own_home, replay_newest, settle, write_bench_run, write_run
 from textual.widgets import DataTable
+from textual.widgets._footer import FooterKey
 
 from fsscope import recipes
 from fsscope.errors import FsscopeError
@@ -23,7 +25,8 @@ from fsscope.tui import AppConfig, make_app
 from fsscope.tui.model import spec_words
 from fsscope.tui.screens.live import LiveScreen
 from fsscope.tui.screens.setup import SetupScreen
-from fsscope.tui.widgets.heat_legend import NO_CURSOR
+from fsscope.tui.widgets.fit_footer import FitFooter
+from fsscope.tui.widgets.heat_legend import NO_CURSOR, HeatLegend
 from fsscope.tui.widgets.heatmap import CURSOR_GLYPH, Heatmap
 from fsscope.workloads.probe import ProbeSpec
 from fsscope.workloads.probe_job import runs_words
@@ -41,6 +44,12 @@ def home(monkeypatch):
         yield HOME
 
 
+def recorded_app(home, job: str):
+    """The app on Runs, over the snapshot tests' recorded run of ``job``."""
+    shutil.copytree(JOB_RUNS[job], home / "runs" / JOB_RUNS[job].name)
+    return app_for(start_screen="runs")
+
+
 def line_text(widget, y: int) -> str:
     return "".join(segment.text for segment in widget.render_line(y))
 
@@ -55,8 +64,7 @@ def assert_table_fits(table: DataTable, least_rows: int) -> None:
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 async def test_checks_traffic_lights_have_rows(home, size):
-    shutil.copytree(JOB_RUNS["check"], home / "runs" / JOB_RUNS["check"].name)
-    app = app_for(start_screen="runs")
+    app = recorded_app(home, "check")
     async with app.run_test(size=size) as pilot:
         await replay_newest(pilot)
         table = app.screen.query_one("#check-table", DataTable)
@@ -182,3 +190,176 @@ async def test_setup_says_what_a_ram_or_directory_target_takes_and_scans_fields_
         await until(pilot, lambda: app.screen.query("#hint-scan-near"), "scan's hints")
         hint = str(app.screen.query_one("#hint-scan-near").render())
         assert "structural change" in hint, hint
+
+
+def assert_footer_fits(screen) -> list[str]:
+    """Every key the footer shows is whole and inside it (Textual's footer cut the last ones
+    mid-label); F1 Help is always there. The shown keys' labels."""
+    footer = screen.query_one(FitFooter)
+    shown = [k for k in footer.query(FooterKey) if k.display]
+    for key in shown:
+        assert key.region.right <= footer.region.right, (key.description, key.region, footer.region)
+        assert key.region.width >= len(key.render().plain), (key.description, key.region)
+    labels = [k.description for k in shown]
+    assert "Help" in labels, labels
+    return labels
+
+
+async def walk_screens(pilot, app):
+    """Setup, Runs, a probe's replay, the compare screen of two probes, the Lab, and the keys:
+    each yields once it is on screen."""
+    from test_tui_snapshots import compare_two
+
+    await until(pilot, lambda: app.screen.query("#job-list"), "the setup screen")
+    yield "setup"
+    await pilot.press("f4")
+    await settle(pilot)
+    yield "runs"
+    await replay_newest(pilot)
+    yield "replay"
+    await pilot.press("escape")
+    await until(pilot, lambda: not isinstance(app.screen, LiveScreen), "back in Runs")
+    await compare_two(pilot)
+    yield "compare"
+    await pilot.press("escape")
+    await pilot.press("f5")
+    await until(pilot, lambda: app.screen.query("#lab-tree"), "the Lab")
+    yield "lab"
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_footer_keys_and_the_compare_legend_are_whole(home, size):
+    """At 80×24 the footer's last keys and the compare legend's explanation were cut; now a
+    narrow footer leaves out the app's least needed keys, says "? keys", and the legend puts
+    what its glyphs mean on lines of their own when they do not fit beside the bar."""
+    write_run("20250101-120000-probe", seed=1)
+    write_run("20250101-130000-probe", seed=2, shift=1.3)
+    app = make_app(AppConfig(is_root=True, discover_devices=lambda: [], jobs=("smoke", "probe"),
+                             job_defaults={"probe": {"files": 200, "runs": 2}}))
+    async with app.run_test(size=size) as pilot:
+        async for name in walk_screens(pilot, app):
+            await pilot.pause()
+            labels = assert_footer_fits(app.screen)
+            narrow = size == (80, 24)
+            if name == "replay":  # the heatmap focused: its keys and the screen's stay, the app's give way
+                app.screen.query_one("#heatmap").focus()
+                await pilot.pause()
+                await until(pilot, lambda: "zoom in" in assert_footer_fits(app.screen), "the heatmap's keys")
+                labels = assert_footer_fits(app.screen)
+                assert {"Flags→MD", "Back", "zoom in", "zoom out", "fit"} <= set(labels), labels
+                assert ("Theme" not in labels) is narrow, labels
+            if name == "compare":
+                for legend in app.screen.query(HeatLegend):
+                    lines = legend._lines(legend.content_size.width)
+                    assert all(line.cell_len <= legend.content_size.width for line in lines), lines
+                    words = " ".join(line.plain for line in lines)
+                    assert "!: flagged" in words and "•: selected" in words, words
+                    assert legend.region.height == len(lines)
+            footer = app.screen.query_one(FitFooter)
+            left_out = [k for k in footer.query(FooterKey) if not k.display
+                        and not k.has_class("-command-palette") and not k.has_class("-all-keys")]
+            assert ("keys" in labels) == bool(left_out), (name, labels)  # where the rest are listed
+            assert not left_out or narrow, (name, labels)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_the_ladders_rows_do_not_wrap(home, size):
+    app = recorded_app(home, "ladder")
+    async with app.run_test(size=size) as pilot:
+        await replay_newest(pilot)
+        text = app.screen.query_one("#ladder-text")
+        await until(pilot, lambda: "runs final" in str(text.content), "the ladder")
+        width = text.content_size.width
+        rows = [line for line in str(text.content).splitlines() if line.startswith("  ") and line[3:4].strip()]
+        assert len(rows) >= 2, str(text.content)
+        assert all(cell_len(row) <= width for row in rows), (width, rows)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_the_job_list_shows_each_jobs_label_whole(home, size):
+    """The summaries were cut mid-word at 80 columns ("write+fsync small fi…"); the list shows
+    each job's short label, whole, and the summary stays above its panel."""
+    from fsscope.engine import jobs
+
+    app = make_app(AppConfig(is_root=True, discover_devices=lambda: []))
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-list"), "the job list")
+        listed = app.screen.query_one("#job-list")
+        await pilot.pause()
+        for n in range(listed.option_count):
+            listed.highlighted = n
+            await pilot.pause()
+            y = n - listed.scroll_offset.y
+            line = line_text(listed, y)
+            name = listed.get_option_at_index(n).value
+            assert f"{name}  {jobs.job(name).label}" in line and "…" not in line, line
+        await until(pilot, lambda: app.screen.query(".job-summary"), "a job's summary")
+        assert any(str(s.render()) == jobs.job(name).summary for s in app.screen.query(".job-summary"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_the_runs_table_does_not_scroll_sideways(home, size):
+    """At 80 columns the runs table ran off the side after the target's path (recipe and
+    started unseen); now the target is last, takes the room left, and "started" (the run's id
+    says it) gives way first."""
+    write_run("20250101-120000-probe", seed=1)
+    app = app_for(start_screen="runs")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#runs-table", DataTable)
+        assert_table_fits(table, 1)
+        labels = [str(c.label) for c in table.columns.values()]
+        assert labels[-1] == "target" and "recipe" in labels and ("started" in labels) is (size == (160, 48)), labels
+        (row,) = [[str(c) for c in table.get_row_at(0)]]
+        assert row[1] == "20250101-120000-probe" and row[-1].startswith("image /var/tmp/demo.img"[:10])
+
+
+async def test_the_cursors_reading_follows_the_values_arriving_under_it(home):
+    """In the walk the cursor, placed as the probe started, said "not measured" over a run
+    long finished: the reading is taken again when values arrive under the cursor."""
+    from fsscope.format import format_ns
+    from fsscope.tui.model import LatencyMatrix
+
+    write_run("20250101-120000-probe", seed=1)
+    app = app_for(start_screen="runs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await replay_newest(pilot)
+        heatmap = app.screen.query_one("#heatmap", Heatmap)
+        legend = app.screen.query_one("#legend", HeatLegend)
+        heatmap.focus()
+        heatmap.set_matrix(LatencyMatrix(runs=2, files=100))  # a job starting: nothing measured yet
+        await until(pilot, lambda: "not measured" in legend.cursor_text, "the empty reading")
+        matrix = heatmap.matrix
+        assert matrix is not None
+        heatmap.samples_added(*matrix.put(0, 0, [5_000] * 100))
+        await until(pilot, lambda: format_ns(5_000) in legend.cursor_text, "the reading of the values that came")
+        heatmap.samples_added(*matrix.put(1, 0, [9_000] * 100))  # another run: the cursor's reading stays
+        await pilot.pause()
+        assert format_ns(5_000) in legend.cursor_text, legend.cursor_text
+
+
+async def test_a_replayed_check_focuses_its_table_not_its_closed_filter(home):
+    """Opened from Runs, check's view gave the focus to its hidden filter: the footer offered
+    "esc Clear filter" and the keys typed went into a field nobody could see."""
+    app = recorded_app(home, "check")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, LiveScreen), "the replay")
+        await settle(pilot)
+        await until(pilot, lambda: app.focused is not None and app.focused.id == "check-table", "the table focused")
+        assert "Clear filter" not in assert_footer_fits(app.screen)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_the_bench_views_titles_are_whole(home, size):
+    """At 80×24 the chart's title and legend and the variation box's title ended in "…"."""
+    write_bench_run("20250101-140000-bench", seed=3)
+    app = app_for(start_screen="runs")
+    async with app.run_test(size=size) as pilot:
+        await replay_newest(pilot)
+        chart = app.screen.query_one("#throughput")
+        await until(pilot, lambda: "run 3" in str(chart.border_title), "the chart's title")
+        box = app.screen.query_one("#bench-variation-box")
+        for widget, words in ((chart, chart.border_title), (chart, chart.border_subtitle), (box, box.border_title)):
+            assert cell_len(str(words)) <= widget.region.width - 4, (widget.region, words)  # corners, spaces

@@ -134,7 +134,7 @@ async def test_slash_filters_the_flags_and_keeps_their_positions():
         await until(pilot, lambda: app.focused is panel, "the flags list focused")
         await pilot.press("home")
         await until(pilot, lambda: "the step at 40" in live.notes.text, "the level shift's note")
-        assert panel.position == 3 and "containing “level”" in str(panel.border_title)
+        assert panel.position == 3 and "with “level”" in str(panel.border_title)
         await pilot.press("slash", "escape")
         await until(pilot, lambda: panel.option_count == 4, "all flags back")
         assert panel.position == 3 and panel.highlighted == 3  # still the level shift

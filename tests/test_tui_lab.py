@@ -3,6 +3,8 @@ real quick run of one finding whose verdict appears on the screen."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pilot_wait import until, until_screen
 from textual.widgets import DataTable, Log, Markdown, Tree
@@ -83,3 +85,18 @@ async def test_lab_runs_a_finding_and_shows_its_verdict():
         assert str(live.record.run.path) == run_dir
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is screen, "back in the lab")
+    # the result is kept with the run it made: a new app on the same data directory shows it
+    assert (Path(run_dir) / "lab.json").is_file()
+    again = make_app(AppConfig(start_screen="runs"))
+    async with again.run_test(size=SIZE) as pilot:
+        await pilot.press("f5")
+        screen = await until_screen(pilot, again, LabScreen)
+        table = screen.query_one("#lab-verdicts", DataTable)
+        await move_to(pilot, screen, ("aota-kono", None))
+        assert table.row_count == 0 and "no result yet" in str(table.border_title)  # the scenario was not run
+        await move_to(pilot, screen, ("aota-kono", "btrfs-first-leaf-full"))
+        await until(pilot, lambda: table.row_count == 1, "the kept result")
+        kept = [str(cell) for cell in table.get_row("btrfs-first-leaf-full")]
+        assert kept == row
+        assert Path(run_dir).name in str(table.border_title)
+        assert screen.run_dirs() == [run_dir]  # o replays it as before the restart

@@ -11,6 +11,7 @@ numbers both reports share.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -225,16 +226,22 @@ def _replay(a: dict, b: dict) -> list[Section]:
             Section(title="replay", rows=whole)]
 
 
-COMPARERS = {"probe": _probe, "bench": _bench, "age": _age, "syncwrite": _syncwrite,
-             "frag": lambda a, b: [_frag_section("fragmentation", a, b)], "replay": _replay}
+def _on_written(compare: Callable[[dict, dict], list[Section]]) -> Callable[[Any, Any], list[Section]]:
+    """A comparer of two reports' written form, handed the report records (or dicts) themselves."""
+    return lambda a, b: compare(plain(a), plain(b))
 
 
-def compare_reports(job: str, a: Any, b: Any) -> list[Section]:
-    """Sections of :class:`Row` (ratio = b / a where both are numbers). The probe's comparer
-    reads its Report record; the others read a report's written form."""
-    if job == "probe":
-        return _probe(a, b)
-    return COMPARERS.get(job, _generic)(plain(a), plain(b))
+# Each job's comparer is named by its descriptor (fsscope.engine.jobs, ``comparer``); the
+# engine's registry.compare_reports picks it. The probe's reads its Report record, the others
+# a report's written form.
+compare_probe = _probe
+compare_bench = _on_written(_bench)
+compare_age = _on_written(_age)
+compare_syncwrite = _on_written(_syncwrite)
+compare_frag = _on_written(lambda a, b: [_frag_section("fragmentation", a, b)])
+compare_replay = _on_written(_replay)
+compare_generic = _on_written(_generic)
+"""Any other job: the numbers both reports hold."""
 
 
 # ---------------------------------------------------------------- recipes (bench --recipes)

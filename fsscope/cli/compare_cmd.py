@@ -17,7 +17,7 @@ from fsscope.cli.common import out_console, output_path, write_json
 from fsscope.cli.render.compare import render_compare
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
-from fsscope.tui.compare_model import sections_of, where_of
+from fsscope.tui.compare_model import where_of
 
 DESCRIPTION = """\
 Compare two recorded runs of the same job side by side, with the ratio B/A for every
@@ -56,7 +56,7 @@ def cmd_compare(args) -> int:
             raise FsscopeError(f"run {run.id} has no report (status {run.status()}): nothing to compare")
         reports.append(report)
     with store.reading(f"the report of run {runs[0].id} or of run {runs[1].id}"):
-        doc: dict[str, Any] = {"job": jobs[0], "sections": sections_of(jobs[0], reports[0], reports[1])}
+        doc: dict[str, Any] = {"job": jobs[0], "sections": registry.compare_reports(jobs[0], reports[0], reports[1])}
     for label, run in zip(("a", "b"), runs):
         recipe, where = _describe(run)
         doc[label] = {"id": run.id, "path": str(run.path), "status": run.status(), "recipe": recipe, "target": where}

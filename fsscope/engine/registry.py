@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 
 from fsscope.engine import events
-from fsscope.engine.jobs import DESCRIPTORS, JOBS, job, missing_extra, require_extra, resolve
+from fsscope.engine.jobs import DESCRIPTORS, GENERIC_COMPARER, JOBS, job, missing_extra, require_extra, resolve
 from fsscope.errors import FsscopeError
 from fsscope.records import ReportRecord, SpecRecord, convert
 
@@ -85,3 +85,11 @@ def decode_event(name: str | None, data: Any) -> events.Event:
     if isinstance(event, events.Result) and name in JOBS and report_type(name) is not None:
         return msgspec.structs.replace(event, report=report_from_data(name, event.report))
     return event
+
+
+def compare_reports(name: str, a: Any, b: Any) -> list:
+    """Two runs of job ``name`` side by side: the sections (of ``analysis.compare.Row``) its
+    descriptor's comparer makes of their reports; the numbers both hold for a job without one
+    (or a job this fsscope does not know, recorded by another version)."""
+    ref = JOBS[name].comparer if name in JOBS else ""
+    return resolve(ref or GENERIC_COMPARER)(a, b)

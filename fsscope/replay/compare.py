@@ -86,3 +86,11 @@ def welch_section(a: Any, b: Any, alpha: float = 0.05) -> Section:
                  row(f"{p.op} verdict", p.verdict, p.verdict, "text")]
     return Section(title=f"per call type, Welch's t-test on the runs' mean latency (a winner only when p < {alpha:g})",
                    rows=rows)
+
+
+def sections(a: Any, b: Any) -> list[Section]:
+    """The replay job's comparer: the figures both reports hold (p50, p99, calls/s per call
+    type) and the Welch table per call type that ``replay --recipes`` makes."""
+    from fsscope.analysis.compare import compare_replay
+
+    return [*compare_replay(a, b), welch_section(a, b)]

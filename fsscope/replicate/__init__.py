@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from fsscope import store
 from fsscope.errors import FsscopeError
-from fsscope.records import convert, plain
+from fsscope.records import Record, convert, plain
 from fsscope.replicate.base import Finding, Result, RunDone
 
 #: name -> module
@@ -93,4 +95,35 @@ def run(name: str, *, quick: bool, only: list[str] | None = None,
                   findings=convert(plain(findings), list[Finding], "replication findings"))
 
 
-__all__ = ["SCENARIOS", "Finding", "load", "listing", "lessons", "run", "cost_s", "planned"]
+class Kept(Record, frozen=True, kw_only=True):
+    """A replication's result kept with the runs it made (``lab.json`` in each): what was run
+    (a scenario, or ``scenario/finding``) and its judged findings."""
+
+    selection: str
+    result: Result
+
+
+def keep(result: Result, selection: str) -> None:
+    """Write ``result`` into every run it made, so the Lab shows it again after a restart."""
+    for done in result.runs.values():
+        if done.run_dir:
+            store.RunDir(Path(done.run_dir)).write_lab(plain(Kept(selection=selection, result=result)))
+
+
+def kept(root: Path | None = None) -> dict[str, tuple[str, Result]]:
+    """The newest kept result of each selection, with the id of a run it made, from the runs
+    directory; a ``lab.json`` that does not read is passed over (its run still opens)."""
+    out: dict[str, tuple[str, Result]] = {}
+    for run in store.list_runs(root):  # oldest first: a newer result replaces an older one
+        data = run.lab()
+        if data is None:
+            continue
+        try:
+            record = convert(data, Kept, f"{run.id}/lab.json")
+        except FsscopeError:
+            continue
+        out[record.selection] = (run.id, record.result)
+    return out
+
+
+__all__ = ["SCENARIOS", "Finding", "Kept", "load", "listing", "lessons", "run", "cost_s", "planned", "keep", "kept"]

@@ -7,6 +7,7 @@
     RUN/events.ndjson    every event except bulk samples, one JSON object per line, flushed
     RUN/*.npy            arrays (e.g. latency_ns.npy, runs × files, int64, -1 = not measured)
     RUN/report.json      the job's final result
+    RUN/lab.json         a Lab replication's judged findings, in each run it made (optional)
 
 A killed job leaves a readable record: the manifest says "running" with a dead pid, which
 :meth:`RunDir.status` reports as "interrupted"; arrays written through :meth:`RunDir.open_array` are
@@ -238,6 +239,13 @@ class RunDir:
 
     def report(self) -> dict | None:
         return _read_object(self.path / "report.json")
+
+    def write_lab(self, kept: dict) -> None:
+        """The Lab's judged result of the replication that made this run (``lab.json``)."""
+        _write_json(self.path / "lab.json", kept)
+
+    def lab(self) -> dict | None:
+        return _read_object(self.path / "lab.json")
 
     def status(self) -> str:
         """The manifest's status, with a dead 'running' job shown as 'interrupted'."""

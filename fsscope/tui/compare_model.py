@@ -1,6 +1,7 @@
 """What the compare screen shows for two recorded runs that are not probe-shaped: the
 sections of ``fsscope compare`` (rows with B/A ratios, from ``fsscope.analysis.compare.compare_reports``)
-plus, for bench, a Throughput-N band summary and the Welch verdict on ops/s. No Textual here."""
+plus, for bench, a Throughput-N band summary and the Welch verdict on ops/s (a job's verdict is
+the one its descriptor's ``compare_verdict`` names). No Textual here."""
 
 from __future__ import annotations
 
@@ -10,19 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from fsscope.analysis.compare import Row, Section, compare_reports, row
+from fsscope.analysis.compare import Row, Section, row
 from fsscope.analysis.variation.report import Band
 from fsscope.analysis.variation.temporal import compare_recipes
-from fsscope.engine import registry
+from fsscope.engine import jobs, registry
 from fsscope.errors import FsscopeError
 from fsscope.records import Record, convert, report_part
 from fsscope.store.manifest import Manifest
 from fsscope.targets import TargetSpec
-from fsscope.tui.syncwrite_model import curves_of, rows_of_report
 from fsscope.workloads.bench_records import Report as BenchReport
-from fsscope.workloads.syncwrite_records import Report
-
-JOBS_WITH_TABLES = ("bench", "age", "frag", "syncwrite")
 
 
 @dataclass
@@ -112,17 +109,6 @@ def _band_rows(a: BenchReport, b: BenchReport) -> list[Row]:
     return rows
 
 
-def sections_of(job: str, a: Any, b: Any) -> list[Section]:
-    """What ``fsscope compare`` and the Compare screen show of two reports: compare_reports's
-    sections, and for two replays the Welch table per call type that ``replay --recipes`` makes."""
-    sections = compare_reports(job, a, b)
-    if job == "replay":
-        from fsscope.replay.compare import welch_section
-
-        sections.append(welch_section(a, b))
-    return sections
-
-
 def compare(a: Side, b: Side) -> Comparison:
     if a.job != b.job:
         return Comparison(f"Cannot compare a {a.job} run with a {b.job} run: mark two runs of the same job.")
@@ -130,14 +116,16 @@ def compare(a: Side, b: Side) -> Comparison:
     if missing:
         s = missing[0]
         return Comparison(f"Run {s.id} has no report (status {s.status}): nothing to compare.")
-    sections = sections_of(a.job, a.report, b.report)
-    if a.job == "syncwrite":
-        return Comparison(syncwrite_verdict(sections), sections=sections)
-    if a.job == "replay":
-        return Comparison(replay_verdict(sections), sections=sections)
-    if a.job != "bench":
-        return Comparison(f"{a.job} runs compared: B / A for every figure.", sections=sections)
+    sections = registry.compare_reports(a.job, a.report, b.report)
+    verdict = jobs.JOBS[a.job].compare_verdict if a.job in jobs.JOBS else ""
+    if verdict:
+        return jobs.resolve(verdict)(a, b, sections)
+    return Comparison(f"{a.job} runs compared: B / A for every figure.", sections=sections)
 
+
+def bench_verdict(a: Side, b: Side, sections: list[Section]) -> Comparison:
+    """Welch's t-test on the runs' ops/s (a winner only where significant), with the
+    Throughput-N bands of both runs summarised."""
     ra, rb = a.report, b.report
     if not isinstance(ra, BenchReport) or not isinstance(rb, BenchReport):
         return Comparison("bench runs compared: B / A for every figure.", sections=sections)
@@ -162,31 +150,25 @@ def compare(a: Side, b: Side) -> Comparison:
     return Comparison(message, winner=verdict.winner, sections=sections, notes=notes)
 
 
-def syncwrite_verdict(sections: list[Section]) -> str:
+def syncwrite_verdict(_a: Side, _b: Side, sections: list[Section]) -> Comparison:
     """How many buffer sizes each side wins on throughput (Welch, p < 0.001)."""
     verdicts = [r.a for sec in sections for r in sec.rows if r.metric.endswith("verdict (p < 0.001)")]
     if not verdicts:
-        return "syncwrite runs compared: B / A for every figure (no sizes in common for a t-test)."
+        return Comparison("syncwrite runs compared: B / A for every figure (no sizes in common for a t-test).",
+                          sections=sections)
     a, b = verdicts.count("A faster"), verdicts.count("B faster")
-    return (f"Throughput per buffer size (Welch, p < 0.001): A faster at {a}, B faster at {b}, "
-            f"no significant difference at {len(verdicts) - a - b} of {len(verdicts)} sizes.")
+    return Comparison(f"Throughput per buffer size (Welch, p < 0.001): A faster at {a}, B faster at {b}, "
+                      f"no significant difference at {len(verdicts) - a - b} of {len(verdicts)} sizes.",
+                      sections=sections)
 
 
-def replay_verdict(sections: list[Section]) -> str:
-    """How many call types each side is faster at (the Welch rows of :func:`sections_of`)."""
+def replay_verdict(_a: Side, _b: Side, sections: list[Section]) -> Comparison:
+    """How many call types each side is faster at (the Welch rows of ``replay.compare.sections``)."""
     verdicts = [str(r.a) for sec in sections for r in sec.rows if r.metric.endswith(" verdict")]
     if not verdicts:
-        return "replay runs compared: B / A for every figure (no call type in common for a t-test)."
+        return Comparison("replay runs compared: B / A for every figure (no call type in common for a t-test).",
+                          sections=sections)
     counts = {k: sum(v.startswith(k) for v in verdicts) for k in ("A faster", "B faster", "not significant", "inconclusive")}
-    return (f"Call types (Welch on the runs' mean latency): A faster at {counts['A faster']}, B faster at "
-            f"{counts['B faster']}, no significant difference at {counts['not significant']}, inconclusive "
-            f"(too few runs) at {counts['inconclusive']} of {len(verdicts)}.")
-
-
-def syncwrite_curves(a: Side, b: Side) -> list:
-    """Both runs' log–log curves for one chart."""
-
-    return [curves_of(f"{label} {side.recipe}", rows_of_report(side.report), side.report.knees,
-                      side.report.recommended_bytes)
-            for label, side in (("A", a), ("B", b)) if isinstance(side.report, Report)]
-
+    return Comparison(f"Call types (Welch on the runs' mean latency): A faster at {counts['A faster']}, B faster at "
+                      f"{counts['B faster']}, no significant difference at {counts['not significant']}, inconclusive "
+                      f"(too few runs) at {counts['inconclusive']} of {len(verdicts)}.", sections=sections)

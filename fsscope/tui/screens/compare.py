@@ -2,7 +2,8 @@
 how far apart their latency distributions are (K-S distance, median ratio). Bench, age, frag
 and syncwrite runs: the main figures of both reports with B / A ratios (as ``fsscope compare``
 prints them), for bench the Welch verdict on ops/s (a winner only when significant), for
-syncwrite both recipes' log–log curves on one chart and a Welch verdict per buffer size."""
+syncwrite both recipes' log–log curves on one chart and a Welch verdict per buffer size -- each
+job's comparer, verdict and charts named by its descriptor (``fsscope.engine.jobs``)."""
 
 from __future__ import annotations
 
@@ -14,19 +15,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from fsscope.analysis.compare import Section
 from fsscope.analysis.variation.metrics import ks_distance
+from fsscope.engine import jobs
 from fsscope.format import format_cell, format_ns, format_ratio, ratio_cell, visible
 from fsscope.tui import compare_model, exports
 from fsscope.tui import messages as msg
 from fsscope.tui.model import Summary, spec_words
 from fsscope.tui.replay import RunRecord
+from fsscope.tui.widgets.fit_footer import FitFooter
 from fsscope.tui.widgets.flags_panel import FlagsPanel
 from fsscope.tui.widgets.heat_legend import HeatLegend
 from fsscope.tui.widgets.heatmap import Heatmap, flag_marks
-from fsscope.tui.widgets.syncwrite_chart import SyncWriteChart
 from fsscope.workloads.bench_records import Report as BenchReport
 
 
@@ -36,7 +38,6 @@ class CompareScreen(Screen):
     #compare-report { height: 1fr; }
     #compare-heads { height: auto; }
     #compare-tables { height: auto; padding: 0 1; }
-    #compare-sync-charts { height: 20; }
     """
 
     def __init__(self, left: RunRecord, right: RunRecord):
@@ -44,8 +45,10 @@ class CompareScreen(Screen):
         self.records = (left, right)
         self.sides: tuple[compare_model.Side, compare_model.Side] | None = None
         self.comparison: compare_model.Comparison | None = None
-        jobs = [r.job.job for r in self.records]
-        if not (jobs[0] == jobs[1] and (jobs[0] == "probe" or (left.matrix is not None and right.matrix is not None))):
+        names = [r.job.job for r in self.records]
+        # two runs of a job whose live view is the heatmap compare as heatmaps (their matrices)
+        heatmaps = names[0] in jobs.JOBS and not jobs.JOBS[names[0]].view
+        if not (names[0] == names[1] and (heatmaps or (left.matrix is not None and right.matrix is not None))):
             self.sides = (compare_model.side_of(left.run, left.job.job, left.job.status),
                           compare_model.side_of(right.run, right.job.job, right.job.status))
             self.comparison = compare_model.compare(*self.sides)
@@ -59,7 +62,7 @@ class CompareScreen(Screen):
         yield Header(show_clock=False)
         if self.sides is not None and self.comparison is not None:
             yield from self._compose_reports(self.sides, self.comparison)
-            yield Footer()
+            yield FitFooter()
             return
         yield Static(self._verdict(), id="compare-verdict")
         with Horizontal(id="compare-columns"):
@@ -70,7 +73,7 @@ class CompareScreen(Screen):
                     yield heatmap
                     yield HeatLegend(heatmap, id=f"legend-{side}")
                     yield FlagsPanel(id=f"flags-{side}")
-        yield Footer()
+        yield FitFooter()
 
     def _compose_reports(self, sides: tuple[compare_model.Side, compare_model.Side],
                          c: compare_model.Comparison) -> ComposeResult:
@@ -82,10 +85,9 @@ class CompareScreen(Screen):
             with Horizontal(id="compare-heads"):
                 for label, side in zip("AB", sides):
                     yield Static(self._side_text(label, side), classes="compare-summary compare-column")
-            if sides[0].job == "syncwrite":
-                with Horizontal(id="compare-sync-charts"):
-                    yield SyncWriteChart("throughput", id="compare-chart-throughput")
-                    yield SyncWriteChart("latency", id="compare-chart-latency")
+            charts = jobs.JOBS[sides[0].job].compare_charts if sides[0].job in jobs.JOBS else ""
+            if charts:
+                yield jobs.resolve(charts)(*sides)
             yield Static(self._tables(sides, c.sections), id="compare-tables")
 
     @staticmethod
@@ -129,10 +131,6 @@ class CompareScreen(Screen):
     def on_mount(self) -> None:
         self.sub_title = "compare two runs"
         if self.sides is not None:
-            if self.sides[0].job == "syncwrite":
-                curves = compare_model.syncwrite_curves(*self.sides)
-                for chart in self.query(SyncWriteChart):
-                    chart.set_curves(curves)
             return
         values = [r.matrix.all_measured() for r in self.records if r.matrix is not None]
         values = [v for v in values if v.size]

@@ -5,7 +5,8 @@ Pick a scenario or one of its findings (left), read what the paper saw and why (
 thread worker -- the engine jobs are child processes, the UI never waits -- and watch its
 progress lines, then each finding's paper number, today's expectation, the measurement and
 the verdict with its reason. **o** replays the runs it recorded in the usual views (heatmap,
-flags, figures)."""
+flags, figures). A result is kept with the runs it made (``lab.json``, :func:`replicate.keep`):
+the table shows the highlighted scenario's or finding's last result, after a restart too."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Log, Markdown, Tree
+from textual.widgets import DataTable, Header, Log, Markdown, Tree
 
 from fsscope import replicate, store
 from fsscope.errors import FsscopeError
@@ -25,6 +26,7 @@ from fsscope.replicate.base import Result
 from fsscope.tui.replay import load_run
 from fsscope.tui.screens.base import AppScreen
 from fsscope.tui.screens.live import LiveScreen
+from fsscope.tui.widgets.fit_footer import FitFooter
 from fsscope.tui.widgets.table_export import Table
 
 VERDICT_STYLE = {"agree": "bold green", "disagree": "bold red", "inconclusive": "bold yellow"}
@@ -53,7 +55,9 @@ class LabScreen(AppScreen):
         self.running: str | None = None
         """What is running (a scenario or scenario/finding), None when idle."""
         self.result: Result | None = None
-        """The last run's result, as ``fsscope replicate --json`` writes it."""
+        """The result in the table, as ``fsscope replicate --json`` writes it."""
+        self.kept: dict[str, tuple[str, Result]] = {}
+        """Each selection's last result and a run it made (kept in the run records)."""
         self.error: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -73,7 +77,7 @@ class LabScreen(AppScreen):
                 yield Log(id="lab-log", auto_scroll=True)
                 table: DataTable = Table(id="lab-verdicts", cursor_type="row", zebra_stripes=True)
                 yield table
-        yield Footer()
+        yield FitFooter()
 
     def on_mount(self) -> None:
         self.title = "fsscope — Lab: the seed papers' findings, checked here"
@@ -83,6 +87,10 @@ class LabScreen(AppScreen):
         table.add_columns("verdict", "finding", "why", "measured", "expected today", "paper")
         tree = self.query_one("#lab-tree", Tree)
         tree.focus()
+        try:
+            self.kept = replicate.kept()
+        except OSError:  # an unreadable runs directory: no results to show again, the Lab still runs
+            self.kept = {}
         self._show(*self.selected())
 
     # -- reading -----------------------------------------------------------------------------
@@ -105,6 +113,24 @@ class LabScreen(AppScreen):
         cost = next(f["quick_cost_s"] for f in findings) if finding_id else lesson["quick_cost_s"]
         parts.append(f"Press **r** to run {what} (quick, about {max(cost, 1)} s on a quiet machine).")
         self.query_one("#lab-lesson", Markdown).update("\n".join(parts))
+        if not self.running:
+            self._show_kept(self._key(name, finding_id))
+
+    @staticmethod
+    def _key(name: str, finding_id: str | None) -> str:
+        return f"{name}/{finding_id}" if finding_id else name
+
+    def _show_kept(self, key: str) -> None:
+        """The selection's last result in the table (or an empty table saying there is none)."""
+        kept = self.kept.get(key)
+        if kept is None:
+            self.result = None
+            table = self.query_one("#lab-verdicts", DataTable)
+            table.clear()
+            table.border_title = f"{key}: no result yet (r runs it)"
+            return
+        run_id, result = kept
+        self._fill(result, f"{key}: last result, run {run_id}")
 
     # -- running -----------------------------------------------------------------------------
     def action_run(self) -> None:
@@ -117,9 +143,10 @@ class LabScreen(AppScreen):
                         severity="warning", timeout=5)
             return
         name, finding_id = self.selected()
-        self.running = f"{name}/{finding_id}" if finding_id else name
+        self.running = self._key(name, finding_id)
         self.result, self.error = None, None
         self.query_one("#lab-verdicts", DataTable).clear()
+        self.query_one("#lab-verdicts", DataTable).border_title = f"{self.running}: running"
         log = self.query_one("#lab-log", Log)
         log.clear()
         log.write_line(f"running {self.running} (quick)…")
@@ -130,6 +157,10 @@ class LabScreen(AppScreen):
         log = self.query_one("#lab-log", Log)
         try:
             result = replicate.run(name, quick=True, only=only, progress=lambda line: self._to_ui(log.write_line, line))
+            try:  # kept with its runs, so reopening the Lab shows it again
+                replicate.keep(result, self._key(name, only[0] if only else None))
+            except OSError as exc:
+                self._to_ui(log.write_line, f"not kept across restarts: {exc.strerror or exc}")
         except FsscopeError as exc:  # a job that ended badly: one line, in the log
             self._to_ui(self._failed, str(exc))
             return
@@ -152,15 +183,23 @@ class LabScreen(AppScreen):
         self.notify(error, title="Lab run failed", severity="error", timeout=8)
 
     def _finished(self, result: Result) -> None:
-        self.running, self.result = None, result
-        table = self.query_one("#lab-verdicts", DataTable)
-        for f in result.findings:
-            table.add_row(Text(f.verdict, style=VERDICT_STYLE[f.verdict]), f.id, f.why,
-                          *(format_measure(v, "—") for v in (f.measured, f.expected_today, f.paper)), key=f.id)
+        key, self.running = self.running or result.scenario, None
+        run_ids = [Path(r.run_dir).name for r in result.runs.values() if r.run_dir]
+        self.kept[key] = (run_ids[0] if run_ids else "?", result)
+        self._fill(result, f"{key}: kept with run{'s' if len(run_ids) > 1 else ''} {', '.join(run_ids)}")
         log = self.query_one("#lab-log", Log)
         for f in result.findings:
             log.write_line(f"{f.id}: {f.verdict} — {f.why}")
         log.write_line("done: o replays the recorded runs (heatmap, flags)")
+
+    def _fill(self, result: Result, title: str) -> None:
+        self.result = result
+        table = self.query_one("#lab-verdicts", DataTable)
+        table.clear()
+        table.border_title = title
+        for f in result.findings:
+            table.add_row(Text(f.verdict, style=VERDICT_STYLE[f.verdict]), f.id, f.why,
+                          *(format_measure(v, "—") for v in (f.measured, f.expected_today, f.paper)), key=f.id)
 
     # -- replaying -----------------------------------------------------------------------------
     def run_dirs(self) -> list[str]:

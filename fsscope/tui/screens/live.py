@@ -20,7 +20,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import ContentSwitcher, Footer, Header, Input
+from textual.widgets import ContentSwitcher, Header, Input
 
 from fsscope.tui import exports
 from fsscope.tui.config import RunPlan, recipe_label
@@ -29,6 +29,7 @@ from fsscope.tui.jobs import PlanControl, follow_plan, sample_telemetry
 from fsscope.tui.model import JobState, JobView, LatencyMatrix, Series, WindowStats, spec_words
 from fsscope.tui.replay import RunRecord
 from fsscope.tui.screens.live_stream import LiveStream
+from fsscope.tui.widgets.fit_footer import FitFooter
 from fsscope.tui.widgets.flags_panel import FlagsPanel
 from fsscope.tui.widgets.job_progress import JobProgress
 from fsscope.tui.widgets.log_panel import LogPanel
@@ -82,7 +83,7 @@ class LiveScreen(LiveStream):
         with Horizontal(id="live-bottom"):
             yield SparkPanel(id="sparks")
             yield LogPanel(id="log")
-        yield Footer()
+        yield FitFooter()
 
     def on_mount(self) -> None:
         self._ready = True

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 from textual.worker import get_current_worker
 
 from fsscope import store
@@ -24,10 +24,14 @@ from fsscope.tui.replay import describe_recipe, describe_target, load_run
 from fsscope.tui.screens.base import AppScreen
 from fsscope.tui.screens.compare import CompareScreen
 from fsscope.tui.screens.live import LiveScreen
+from fsscope.tui.widgets.fit_footer import FitFooter
 from fsscope.tui.widgets.table_export import Table
 from fsscope.tui.widgets.table_filter import TableFilter, matches
 
-COLUMNS = ("run", "job", "status", "target", "recipe", "started")
+COLUMNS = ("run", "job", "status", "recipe", "started", "target")
+"""The target last: the longest, it takes what room is left (at 80 columns a path ran off the
+side with the columns after it); "started" goes first when the table is narrow (the run's id
+says when it started)."""
 
 
 class RunsScreen(AppScreen):
@@ -56,7 +60,7 @@ class RunsScreen(AppScreen):
                      "space marks up to two runs and c compares them side by side.", id="runs-help")
         yield TableFilter("runs-table", id="runs-filter")
         yield Table(id="runs-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield FitFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "recorded runs"
@@ -78,19 +82,33 @@ class RunsScreen(AppScreen):
         for run in runs:
             m = self._manifest(run)
             # a run's record may quote names someone else chose (a directory target): visible
-            rows.append(tuple(visible(cell) for cell in (run.id, m.job or "?", run.status(), describe_target(m),
-                                                         describe_recipe(m), m.started or "-")))
+            rows.append(tuple(visible(cell) for cell in (run.id, m.job or "?", run.status(), describe_recipe(m),
+                                                         m.started or "-", describe_target(m))))
         if not get_current_worker().is_cancelled:  # a newer listing replaced this one
             self.post_message(msg.RunsListed(runs, rows))
 
-    @staticmethod
-    def _columns(table: DataTable, rows: list[tuple[str, ...]]) -> None:
-        """Columns as wide as what they hold. (Widths the table measures itself arrive one
-        idle later, and a render in between stays cached at the labels' widths.)"""
+    def _columns(self, table: DataTable, rows: list[tuple[str, ...]]) -> list[int]:
+        """Columns as wide as what they hold, the target's cut to the room left (and "started"
+        left out when that room is small); the indexes of the row's cells shown. (Widths the
+        table measures itself arrive one idle later, and a render in between stays cached at the
+        labels' widths.)"""
         table.clear(columns=True)
         table.add_column(" ", key="mark", width=1)
-        for i, key in enumerate(COLUMNS):
-            table.add_column(key, key=key, width=max([cell_len(key), *(cell_len(str(r[i])) for r in rows)]))
+        widths = [max([cell_len(key), *(cell_len(str(r[i])) for r in rows)]) for i, key in enumerate(COLUMNS)]
+        room = (table.size.width or self.app.size.width) - 2 - 3  # the border; the mark and its padding
+        shown = list(range(len(COLUMNS)))
+        if sum(w + 2 for w in widths) > room:  # 2: a column's padding
+            shown.remove(COLUMNS.index("started"))
+        target = COLUMNS.index("target")
+        rest = room - sum(widths[i] + 2 for i in shown if i != target) - 2
+        widths[target] = max(min(widths[target], rest), cell_len("target"))
+        for i in shown:
+            table.add_column(COLUMNS[i], key=COLUMNS[i], width=widths[i])
+        return shown
+
+    def on_resize(self) -> None:
+        if self.listed:
+            self._show_rows()
 
     def on_runs_listed(self, message: msg.RunsListed) -> None:
         self.listing = list(zip(message.runs, message.rows))
@@ -104,9 +122,10 @@ class RunsScreen(AppScreen):
         current, cursor = self._current(), table.cursor_row
         shown = [(run, row) for run, row in self.listing if matches(needle, *row)]
         self.runs = [run for run, _row in shown]
-        self._columns(table, [row for _run, row in self.listing])  # widths do not jump as you type
-        for _run, row in shown:
-            table.add_row(self._mark_text(row[0]), *(Text(visible(cell)) for cell in row), key=row[0])  # text, not markup
+        cells = self._columns(table, [row for _run, row in self.listing])  # widths do not jump as you type
+        for _run, row in shown:  # text, not markup; a target cut to its column ends in "…"
+            table.add_row(self._mark_text(row[0]), *(Text(visible(row[i]), overflow="ellipsis", no_wrap=True)
+                                                     for i in cells), key=row[0])
         ids = [run.id for run in self.runs]
         if self.runs:
             table.move_cursor(row=ids.index(current.id) if current is not None and current.id in ids

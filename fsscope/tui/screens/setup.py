@@ -10,7 +10,7 @@ import msgspec
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, Footer, Header, Input, Static
+from textual.widgets import Button, Header, Input, Static
 
 from fsscope import paths
 from fsscope.engine import registry
@@ -20,6 +20,7 @@ from fsscope.targets import Target, TargetSpec, filesystem, image
 from fsscope.tui.config import RunPlan, recipe_label
 from fsscope.tui.screens.base import AppScreen
 from fsscope.tui.screens.confirm import ConfirmDestroyScreen, ConfirmScreen
+from fsscope.tui.widgets.fit_footer import FitFooter
 from fsscope.tui.widgets.job_picker import JobPicker
 from fsscope.tui.widgets.recipe_picker import RecipePicker
 from fsscope.tui.widgets.target_picker import TargetPicker
@@ -88,7 +89,7 @@ class SetupScreen(AppScreen):
             with VerticalScroll(id="setup-jobs", classes="setup-column", can_focus=False):
                 yield JobPicker(jobs, config.job_defaults, [preferred] if preferred else [], id="job-picker")
                 yield Button("Start ▶  (ctrl+r)", id="start", variant="success")
-        yield Footer()
+        yield FitFooter()
 
     # The focus comes once the jobs' panels are mounted (after the first paint, JobPicker):
     # a focused Setup screen is a whole one, every field there to type into.

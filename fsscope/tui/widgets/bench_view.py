@@ -55,7 +55,7 @@ class BenchView(LiveView):
     BINDINGS = [
         Binding("w", "cycle_window", "window"),
         Binding("r", "cycle_run", "run"),
-        Binding("z", "zoom", "y zoom"),
+        Binding("z", "zoom", "zoom y"),  # "z y zoom" read as two keys, y being copy CSV
     ]
 
     def __init__(self, *, id: str | None = None):
@@ -76,12 +76,9 @@ class BenchView(LiveView):
                 yield Static("", id="bench-summary")
 
     def on_mount(self) -> None:
-        self.chart.border_subtitle = ("bar: this run · shade: band of the others · ─ their mean · "
-                                      "w window · r run · z zoom")
         self.ops_table.can_focus = False
         self.ops_table.border_title = "Latency per op"
         self.variation_table.can_focus = False
-        self.query_one("#bench-variation-box").border_title = "Variation across runs"
         self._add_columns()
 
     def _add_columns(self) -> None:
@@ -154,12 +151,24 @@ class BenchView(LiveView):
         data = model.chart(run, window)
         self.chart.set_data(data)
         what = f"Throughput-{window} (ops/s per {window}-s window)" if window > 1 else "ops/s per 1-s bin"
+        # at 80 columns (beside the flags) the long forms were cut: the short ones fit
+        narrow = self.screen.has_class("-narrow")
+        self.chart.border_subtitle = ("bar: this run · shade: the others · ─ mean" if narrow else
+                                      "bar: this run · shade: band of the others · ─ their mean · "
+                                      "w window · r run · z zoom")
+        self.query_one("#bench-variation-box").border_title = "Variation" if narrow else "Variation across runs"
         if data.run is None:
             self.chart.border_title = f"{what} · waiting for the first run"
         else:
-            band = (f"over the band (min..max) of run{'s' if len(data.band_runs) > 1 else ''} "
-                    + ", ".join(str(r + 1) for r in data.band_runs)) if data.band_runs else "no earlier run yet"
-            self.chart.border_title = f"{what} · run {data.run + 1} of {model.runs_requested} {band}"
+            runs = ", ".join(str(r + 1) for r in data.band_runs)
+            if self.screen.has_class("-narrow"):  # the long form was cut at 80 columns
+                band = f"vs {runs}" if data.band_runs else "first"
+                short = f"Throughput-{window}" if window > 1 else "ops/s per 1-s bin"
+                self.chart.border_title = f"{short} · run {data.run + 1}/{model.runs_requested} {band}"
+            else:
+                band = (f"over the band (min..max) of run{'s' if len(data.band_runs) > 1 else ''} "
+                        + runs) if data.band_runs else "no earlier run yet"
+                self.chart.border_title = f"{what} · run {data.run + 1} of {model.runs_requested} {band}"
         drawn = model.runs.get(data.run) if data.run is not None else None
         self.kernel_strip.show(drawn.kernel if drawn is not None else None)
         self._fill_ops(model)

@@ -76,9 +76,11 @@ class FlagsPanel(CsvExport, OptionList):
             self.border_title = "Flags"  # none yet: no count at all, never the last job's
             return
         withdrawn = sum(1 for f in self.flags if f.withdrawn)
-        title = f"Flags ({len(self.flags) - withdrawn})" + (f" · {withdrawn} withdrawn" if withdrawn else "")
-        if len(self.shown) < len(self.flags):
-            title += f" · {len(self.shown)} containing “{self.needle.strip()}”"
+        title = f"Flags ({len(self.flags) - withdrawn})"
+        if len(self.shown) < len(self.flags):  # short: beside the heatmap at 80×24 the panel has 26 cells
+            title += f" · {len(self.shown)} with “{self.needle.strip()}”"
+        elif withdrawn:
+            title += f" · {withdrawn} withdrawn"
         self.border_title = title
 
     def add_flag(self, flag: Flag) -> None:

@@ -182,6 +182,10 @@ class Heatmap(ScrollView, can_focus=True):
             self._refresh_run(run)  # Textual redraws only the header and this run's lines
         else:
             self.refresh()
+        if self.cursor_shown and run == self.cursor_run:
+            first, last = self.cursor_files()
+            if first < stop and last >= start:  # the reading under the cursor said "not measured"
+                self._post_cursor()
 
     def _refresh_run(self, run: int) -> None:
         h, width = self.row_height, self.size.width

@@ -68,7 +68,8 @@ class JobPicker(Vertical):
         self._when_ready: list[Callable[[], object]] = []
 
     def compose(self) -> ComposeResult:
-        yield JobList(*[(f"{job}  {registry.job(job).summary}", job, job in self.initially_selected)
+        # its name and a short label (the summary, above its panel, was cut mid-word at 80 columns)
+        yield JobList(*[(f"{job}  {registry.job(job).label}".rstrip(), job, job in self.initially_selected)
                                    for job in self.jobs], id="job-list")
         yield ContentSwitcher(id="job-panels")
 

@@ -53,7 +53,8 @@ class LiveView(Vertical):
     def focus_main(self) -> bool:
         """Focus the view's first focusable widget; False if it has none."""
         for widget in self.query("*"):
-            if widget.can_focus and not widget.disabled:
+            # not a hidden one: check's closed filter took the focus, and with it the keys typed
+            if widget.can_focus and not widget.disabled and widget.display:
                 widget.focus()
                 return True
         return False

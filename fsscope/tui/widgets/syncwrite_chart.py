@@ -11,9 +11,12 @@ from __future__ import annotations
 import math
 
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
 from textual.widgets import Static
 
-from fsscope.tui.syncwrite_model import Curves, size_label
+from fsscope.tui.syncwrite_model import Curves, curves_of, rows_of_report, size_label
+from fsscope.workloads.syncwrite_records import Report
 
 COLOURS = ("bold cyan", "bold magenta", "bold yellow", "bold green")
 BANDS = ("cyan", "magenta", "yellow", "green")
@@ -116,3 +119,27 @@ class SyncWriteChart(Static):
         width = max(20, self.content_size.width - GUTTER - 1) if self.content_size.width else 50
         height = max(4, self.content_size.height - 5) if self.content_size.height else 8
         self.update(chart_text(self._curves, self.metric, width, height))
+
+
+class CompareCharts(Horizontal):
+    """The compare screen's charts of two sync-write runs (the descriptor's ``compare_charts``):
+    both recipes' log–log curves on one throughput chart and one latency chart."""
+
+    DEFAULT_CSS = """
+    CompareCharts { height: 20; }
+    """
+
+    def __init__(self, a, b) -> None:
+        super().__init__(id="compare-sync-charts")
+        # sides of the compare model (A and B): their recipe and their report
+        self.curves = [curves_of(f"{label} {side.recipe}", rows_of_report(side.report), side.report.knees,
+                                 side.report.recommended_bytes)
+                       for label, side in (("A", a), ("B", b)) if isinstance(side.report, Report)]
+
+    def compose(self) -> ComposeResult:
+        yield SyncWriteChart("throughput", id="compare-chart-throughput")
+        yield SyncWriteChart("latency", id="compare-chart-latency")
+
+    def on_mount(self) -> None:
+        for chart in self.query(SyncWriteChart):
+            chart.set_curves(self.curves)

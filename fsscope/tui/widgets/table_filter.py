@@ -25,8 +25,8 @@ class TableFilter(Input):
 
     def __init__(self, for_id: str, *, id: str | None = None):
         # short, and saying what it is first: beside the flags (28 columns at 80×24) the longer
-        # prompt was cut before it said how to leave
-        super().__init__(placeholder="/ filter (Enter keeps, Esc clears)", id=id, compact=True)
+        # prompts were cut before they said how to leave
+        super().__init__(placeholder="filter: ⏎ keep, Esc clear", id=id, compact=True)
         self.for_id = for_id
 
     def open(self) -> None:
