@@ -149,6 +149,11 @@ def main() -> int:
     parser.add_argument("--sync-before", choices=["none", "each"], default="each")
     parser.add_argument("--reference-up-to", type=int, default=30_000,
                         help="also time the old series search at this many files and below (default 30000)")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="keep each size's measured matrices (and the measurement's seconds) in DIR/FILESxRUNS")
+    parser.add_argument("--reuse", type=Path, metavar="DIR",
+                        help="analyse matrices kept by --keep in DIR instead of measuring again (their recorded "
+                             "measurement time is the reference: use it to iterate, not to judge)")
     parser.add_argument("--child-timeout", type=float, default=600.0, help="seconds per analysis child")
     parser.add_argument("--smoke", action="store_true", help="seconds: 2,000 files x 3 runs, reference included")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -165,10 +170,19 @@ def main() -> int:
           f"on {args.dir}; {benchlib.load()}")
     verdicts = []
     for files in args.files:
-        workdir = Path(tempfile.mkdtemp(prefix="fsscope-scale-", dir=args.dir))
+        kept = (args.reuse or args.keep or Path()) / f"{files}x{args.runs}"
+        workdir = kept if args.reuse else Path(tempfile.mkdtemp(prefix="fsscope-scale-", dir=args.dir))
         try:
-            measure_s = measure(workdir, files, args.runs, args.sync_before)
-            print(f"{files:>9,} files x {args.runs}: measured in {measure_s:.2f} s "
+            if args.reuse:
+                measure_s = float((kept / "measure_s").read_text())
+            else:
+                measure_s = measure(workdir, files, args.runs, args.sync_before)
+                if args.keep:
+                    kept.mkdir(parents=True, exist_ok=True)
+                    for name in ("latency_ns.npy", "wait_ns.npy"):
+                        shutil.copyfile(workdir / name, kept / name)
+                    (kept / "measure_s").write_text(f"{measure_s!r}\n")
+            print(f"{files:>9,} files x {args.runs}: {'recorded' if args.reuse else 'measured'} in {measure_s:.2f} s "
                   f"({measure_s / files / args.runs * 1e6:.1f} us per call); {benchlib.load()}")
             new = run_child(workdir, "new", args.child_timeout)
             if new is None:
@@ -195,7 +209,8 @@ def main() -> int:
                           f"{'identical' if same else 'DIFFER'}; {benchlib.load()}")
                     verdicts.append(same)
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            if not args.reuse:
+                shutil.rmtree(workdir, ignore_errors=True)
     print(f"verdict: {'met' if all(verdicts) else 'MISSED'} (largest size: analysis/measurement <= "
           f"{RATIO_TARGET:g} and peak RSS <= {RSS_LIMIT_MIB} MiB; reference findings identical)")
     return 0
