@@ -335,7 +335,9 @@ def settled_outliers(latency: np.ndarray, runs: int) -> tuple[list, int]:
     for run in range(1, latency.shape[0]):  # the probe analyses from its second run on
         if settling.done:
             break
-        outliers, _ = repeatable_outliers(latency[:run + 1])  # all the sequential test reads of an analysis
+        # all the sequential test reads of an analysis: the 80 % rule's outliers (the probe's
+        # analysis splits them by chance into outliers and inconclusive ones; it takes both)
+        outliers, _ = repeatable_outliers(latency[:run + 1], alpha=None)
         settling.after_run(run, SimpleNamespace(outliers=outliers, settings=settings), latency[:run + 1],
                            wait_ns[:run + 1])
     final = analyze(latency[:settling.runs_seen], null_worlds=0)
