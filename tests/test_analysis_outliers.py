@@ -523,3 +523,17 @@ def test_heavy_tailed_noise_makes_no_outlier_at_five_runs_and_says_what_would_de
     slow = worlds[1].copy()
     slow[:, 300] *= 6
     assert [o.index for o in analyze(slow, null_worlds=0).outliers] == [300]
+
+
+def test_a_falling_ramp_is_linear_growth_with_a_negative_slope_not_a_shift():
+    """Latency easing off 1.5x over 200 files, then back: reported as it falls (the detector
+    looked only for rises, so a warming cache went unsaid), and the step back up after it is
+    the ramp's end (a ramp's level is where it starts), not a level shift."""
+    rng = np.random.default_rng(35)
+    shape = np.ones(800)
+    shape[300:500] = np.linspace(1.0, 1 / 1.5, 200)
+    matrix = (BASE_NS * shape * rng.lognormal(0.0, 0.1, size=(6, 800))).astype(np.int64)
+    found = analyze(matrix, gate_levels=True)
+    (fall,) = found.linear_growth
+    assert fall.slope_ns_per_file < 0 and fall.start <= 320 and fall.end >= 480
+    assert found.level_shifts == ()

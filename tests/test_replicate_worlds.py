@@ -52,12 +52,13 @@ def test_the_probes_detectors_flag_noise_rarely_and_find_their_effects():
     checked = worlds.self_test(trials=50, modes=("full",), scenarios=("probe",), noises=("quiet", "recorded"))
     table = [(j.finding, j.noise, j.false_agree, j.power, j.reversed_disagree) for j in checked.judges]
     assert {(j.finding, j.noise) for j in checked.judges} == {
-        (f, n) for f in ("outlier", "outlier-sequential", "periodic-series", "level-shift", "linear-growth")
+        (f, n) for f in ("outlier", "outlier-sequential", "periodic-series", "level-shift", "linear-growth",
+                         "linear-decrease")
         for n in ("quiet", "recorded")}
     assert all(j.null_trials == 30 and j.false_agree <= worlds.FALSE_AGREE_TARGET for j in checked.judges), table
     assert all(j.power >= worlds.POWER_TARGET for j in checked.judges), table
     assert all(j.reversed_disagree >= worlds.POWER_TARGET for j in checked.judges
-               if j.finding in ("level-shift",)), table
+               if j.finding in ("level-shift", "linear-decrease")), table
 
 
 def test_cli_self_test_writes_the_judges(cli, scratch):

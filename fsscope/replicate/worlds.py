@@ -286,6 +286,7 @@ OUTLIER_AT, OUTLIER_X = 100, 3.0              # one file 3x (ext4's htree start 
 SERIES_FROM, SERIES_STRIDE, SERIES_X = 5, 21, 1.5  # a slab's new page every 21 objects: 1.5x, the faint kind
 SHIFT_AT, SHIFT_X = 450, 1.3                  # btrfs' first leaf split: 1.3x from there on
 RAMP_FROM, RAMP_TO, RAMP_X = 200, 350, 1.5    # latency rising 1.5x over 150 files, then back
+FALL_FROM, FALL_TO = 20, 90                   # latency falling 1.5x over 70 files, then back
 DETECTOR_NOISES = ("quiet", "loaded", "recorded")
 
 
@@ -317,6 +318,7 @@ def detector_latency_ns(rng: np.random.Generator, world: str, runs: int, noise: 
         shape[SERIES_FROM::SERIES_STRIDE] *= SERIES_X ** sign
         shape[SHIFT_AT:] *= SHIFT_X ** sign
         shape[RAMP_FROM:RAMP_TO] *= np.linspace(1.0, RAMP_X, RAMP_TO - RAMP_FROM) ** sign
+        shape[FALL_FROM:FALL_TO] *= np.linspace(1.0, RAMP_X, FALL_TO - FALL_FROM) ** -sign
         latency *= shape
     return np.maximum(latency, 1).astype(np.int64)
 
@@ -360,14 +362,21 @@ def detector_verdicts(analysis, world: str) -> dict[str, str]:
     series_here = any(s.stride == SERIES_STRIDE and 2 * len(members & set(s.members)) >= len(members)
                       for s in analysis.series)
     shift_at = [s for s in analysis.level_shifts if abs(s.index - SHIFT_AT) <= 16]
-    ramp_in = [g for g in analysis.linear_growth
-               if min(g.end, RAMP_TO) - max(g.start, RAMP_FROM) >= (RAMP_TO - RAMP_FROM) / 2]
+    def ramps_in(start: int, end: int) -> list:
+        return [g for g in analysis.linear_growth if min(g.end, end) - max(g.start, start) >= (end - start) / 2]
+
+    ramp_in, fall_in = ramps_in(RAMP_FROM, RAMP_TO), ramps_in(FALL_FROM, FALL_TO)
     return {"outlier": outlier_verdict(list(analysis.outliers)),
             "periodic-series": verdict(series_here, False, bool(analysis.series)),
             "level-shift": verdict(any(s.after_ns > s.before_ns for s in shift_at),
                                    any(s.after_ns < s.before_ns for s in shift_at), bool(analysis.level_shifts)),
             "linear-growth": verdict(any(g.slope_ns_per_file > 0 for g in ramp_in),
-                                     any(g.slope_ns_per_file < 0 for g in ramp_in), bool(analysis.linear_growth))}
+                                     any(g.slope_ns_per_file < 0 for g in ramp_in),
+                                     any(g.slope_ns_per_file > 0 for g in analysis.linear_growth)),
+            # the same detector on a falling ramp: a false flag is any falling one on the null world
+            "linear-decrease": verdict(any(g.slope_ns_per_file < 0 for g in fall_in),
+                                       any(g.slope_ns_per_file > 0 for g in fall_in),
+                                       any(g.slope_ns_per_file < 0 for g in analysis.linear_growth))}
 
 
 def _detector_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
@@ -423,10 +432,12 @@ GROUPS: tuple[Group, ...] = (
           "one aging: effect the paper's 15x smaller largest free extent and 150x the fragments; null: "
           "unchanged; reversed: tidier; loaded: half the time-bounded agings stop before their plan ends",
           quick_differs=False),
-    Group("probe", ("outlier", "outlier-sequential", "periodic-series", "level-shift", "linear-growth"), {"full": 10, "quick": 5},
+    Group("probe", ("outlier", "outlier-sequential", "periodic-series", "level-shift", "linear-growth",
+                    "linear-decrease"), {"full": 10, "quick": 5},
           DETECTOR_NOISES, (3, 5, 10, 20), _detector_verdicts,
           "the probe's own detectors on 600 files; noise simulated (quiet, loaded) or drawn from runs recorded "
-          "here; effect: file 100 3x, every 21st from 5 1.5x, 1.3x from file 450, a 1.5x ramp over 200-350 "
+          "here; effect: file 100 3x, every 21st from 5 1.5x, 1.3x from file 450, a 1.5x ramp over 200-350, "
+          "a 1.5x fall over 20-90 "
           "(outlier: the analysis of the scenario's runs; outlier-sequential: the probe's flags, its sequential "
           "test adding runs up to 3x); "
           "false flag: any flag of the kind on the null world (three times the draws: a rate near 5 % needs "

@@ -66,6 +66,8 @@ def _flag_title(flag: dict, finding) -> str:
         what = f"every {finding.stride} files from {finding.start} ({slow} of {finding.count} slow)"
     elif hasattr(finding, "before_ns"):
         what = f"level shift at file {finding.index}: {finding.before_ns / 1e3:.1f} → {finding.after_ns / 1e3:.1f} µs"
+    elif finding.slope_ns_per_file < 0:  # latency easing off file by file
+        what = f"linear decrease over files {finding.start}–{finding.end}"
     else:
         what = f"linear growth over files {finding.start}–{finding.end}"
     structure = flag.get("structure")
