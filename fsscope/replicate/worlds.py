@@ -398,6 +398,71 @@ def _detector_verdicts(rng: np.random.Generator, world: str, runs: int, noise: s
     return verdicts
 
 
+# --- The hygiene ladder's steps and the bench's variation flags ------------------------------------
+
+#: the paper's ladder, first step to last: relative range over 10 runs 47 % -> 2 % (sd = range / 3.08)
+LADDER_FROM_SD, LADDER_TO_SD = 0.47 / 3.08, 0.02 / 3.08
+
+
+def _ladder_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
+    """One step of the ladder against the one before (``stats.range_change``): agree when its
+    spread fell beyond the runs' noise, disagree when it rose. null: both steps the machine's
+    noise alone; effect: the paper's fall (the steps the paper's first and last); reversed: a rise."""
+    from fsscope.analysis.variation.stats import range_change
+
+    machine = BENCH_NOISE[noise]
+    own = {"null": (0.0, 0.0), "effect": (LADDER_FROM_SD, LADDER_TO_SD),
+           "reversed": (LADDER_TO_SD, LADDER_FROM_SD)}[world]
+    before, after = (1000.0 * np.exp(rng.normal(0.0, math.hypot(sd, machine), runs)) for sd in own)
+    change = range_change(before.tolist(), after.tolist()).verdict
+    return {"ladder-step-fell": "agree" if change == "fell" else "disagree" if change == "rose" else "inconclusive"}
+
+
+#: the bench's Throughput-N windows: ops/s per window, sd of a window's throughput (relative)
+WINDOW_NOISE = {"quiet": 0.03, "loaded": 0.10}
+PERIOD_WINDOWS, DIP_X = 3, 0.7     # writeback every 3 windows (30 s at 10 s windows): 30 % dips
+WARMUP_WINDOWS, WARMUP_X = 2, 0.5  # the first two windows at half the steady throughput
+
+
+def _variation_flag_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str
+                             ) -> dict[str, str]:
+    """The bench's ``variation`` flag (relative range above 10 %) on ``runs`` runs' ops/s: effect
+    ext4's own 5.4 % sd beside the machine's, null the machine's alone (no reversed effect)."""
+    from fsscope.analysis.variation.temporal import flag_variation
+
+    sd = math.hypot(EXT4_SD if world == "effect" else 0.0, BENCH_NOISE[noise])
+    flagged = flag_variation((1000.0 * np.exp(rng.normal(0.0, sd, runs))).tolist()) is not None
+    return {"variation-flag": "agree" if flagged and world != "reversed" else "inconclusive"}
+
+
+def _window_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
+    """The bench's ``periodic`` and ``warmup`` flags on a run's Throughput-N series of ``runs``
+    windows (effect: dips every 3 windows, a slow start; reversed: spikes, an early peak)."""
+    from fsscope.analysis.variation.temporal import detect_periodic, detect_warmup
+
+    sd = WINDOW_NOISE[noise]
+    series = 1000.0 * np.exp(rng.normal(0.0, sd, runs))
+    periodic_series, warm_series = series.copy(), series.copy()
+    if world != "null":
+        sign = 1 if world == "effect" else -1
+        periodic_series[PERIOD_WINDOWS - 1::PERIOD_WINDOWS] *= DIP_X ** sign
+        warm_series[:WARMUP_WINDOWS] *= WARMUP_X ** sign
+    periodic = detect_periodic(periodic_series, 10.0)
+    warm = detect_warmup(warm_series, 10.0)
+    at_period = periodic is not None and periodic.details["lag_windows"] == PERIOD_WINDOWS
+
+    def flagged(found: bool, other: bool, anything: bool) -> str:
+        if world == "null":
+            return "agree" if anything else "inconclusive"
+        return "agree" if found else "disagree" if other else "inconclusive"
+
+    return {"periodic-dips": flagged(at_period and periodic.details["shape"] == "dips",  # type: ignore[union-attr]
+                                     at_period and periodic.details["shape"] == "spikes",  # type: ignore[union-attr]
+                                     periodic is not None),
+            "warmup": flagged(warm is not None and warm.details["direction"] == "ramp-up",
+                              warm is not None and warm.details["direction"] == "initial-peak", warm is not None)}
+
+
 GROUPS: tuple[Group, ...] = (
     Group("aota-kono", ("xfs-shortform-limit", "xfs-inode-chunk-series-ram", "xfs-inode-chunk-series-disk",
                         "xfs-first-call"),
@@ -442,6 +507,19 @@ GROUPS: tuple[Group, ...] = (
           "test adding runs up to 3x); "
           "false flag: any flag of the kind on the null world (three times the draws: a rate near 5 % needs "
           "them); reversed: each effect the other way", cost=5, null_factor=3),
+    Group("ladder", ("ladder-step-fell",), {"full": 10, "quick": 3}, ("quiet", "loaded"), (3, 5, 10, 20),
+          _ladder_verdicts, "one hygiene step against the one before, throughput per run: null both the machine's "
+                            "noise alone (sd 1 % / 5 %); effect the paper's fall from 47 % to 2 % relative range; "
+                            "reversed a rise (the ladder runs 3 per step by default)", cost=2),
+    Group("variation", ("variation-flag",), {"full": 10, "quick": 3}, ("quiet", "loaded"), (3, 5, 10, 20),
+          _variation_flag_verdicts, "the bench's variation flag (relative range > 10 %) on the runs' ops/s "
+          "(3: the bench's default; 10: the paper's): null the machine's noise alone (sd 1 % / 5 %), effect "
+          "ext4's own 5.4 % beside it", null_factor=3),
+    Group("variation", ("periodic-dips", "warmup"), {"full": 12, "quick": 3}, ("quiet", "loaded"),
+          (3, 6, 12, 30), _window_verdicts,
+          "the bench's periodic and warm-up flags on a run's Throughput-10 series of the row's windows (3: "
+          "the default 30 s run; 12: 120 s), window sd 3 % / 10 %; effect 30 % dips every 3 windows and a "
+          "first 20 s at half speed; reversed spikes and an early peak", null_factor=3),
 )
 
 #: the scenarios the self-test tries, in its order
