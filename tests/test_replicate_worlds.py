@@ -91,6 +91,10 @@ def test_cli_self_test_writes_the_judges(cli, scratch):
     assert all(j["trials"] == 20 and j["false_agree"] <= worlds.FALSE_AGREE_TARGET for j in data["judges"])
     bad = cli("replicate", "--self-test", "--trials", "3")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    flags = cli("replicate", "variation", "--self-test", "--trials", "10")  # a judge no scenario runs
+    assert flags.returncode == 0 and "warmup" in flags.stdout, flags.stderr[-2000:]
+    bad = cli("replicate", "variation")  # not a scenario to run
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 
 
 # --- the judges fixed in issue 34, on the null data it describes --------------------------------
