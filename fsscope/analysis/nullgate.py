@@ -86,12 +86,12 @@ def shift_score(shift: LevelShift) -> float:
 
 
 def growth_score(growth: LinearGrowth, curve_ns: NDArray[np.float64]) -> float:
-    """log of the rise over the ramp, from its level at the start to its level at the end."""
+    """|log| of the rise (or fall) over the ramp, from its level at the start to its level at the end."""
     level = curve_ns[growth.start:growth.end]
     middle = float(np.nanmedian(level)) if level.size and not np.isnan(level).all() else 0.0
     half = growth.slope_ns_per_file * (growth.end - growth.start) / 2
     low, high = middle - half, middle + half
-    return math.log(high / low) if low > 0 and high > 0 else math.inf
+    return abs(math.log(high / low)) if low > 0 and high > 0 else math.inf
 
 
 def _seed(matrix: NDArray) -> np.random.Generator:

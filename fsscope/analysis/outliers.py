@@ -95,6 +95,13 @@ DEFAULT_SERIES_RATIO = 1.25
 #: Block size for the local typical latency: long enough for a stable median, short enough
 #: that only files within ~2 blocks of a level shift lose sensitivity.
 BASELINE_BLOCK_FILES = 16
+#: The repeatable-outlier rule's bound on a false flag per analysis: a file slow in k of n
+#: runs is an outlier only when files x P(Binomial(n, p) >= k) <= this, p the runs' own share
+#: of slow calls. The 80 % rule alone let noise through at few runs: on runs recorded here
+#: 11 % of calls are above 2x their neighbours, so 4 of 5 happens to 0.07 % of files -- a
+#: false flag in 32 % of 600-file probes of 5 runs. (Hoeffding: for per-run rates that
+#: differ, the binomial at their mean bounds the tail, so one pooled rate is conservative.)
+OUTLIER_ALPHA = 0.01
 
 
 
@@ -108,6 +115,62 @@ class _OutlierScan:
     baseline_ns: NDArray[np.float64]  # runs x files: local typical latency
     flag_counts: NDArray[np.int64]  # per file: runs that flagged it
     needed_runs: NDArray[np.int64]  # per file: runs needed to call it repeatable
+
+
+@dataclass(frozen=True)
+class OutlierChance:
+    """How many slow runs make a file an outlier beyond chance (:data:`OUTLIER_ALPHA`), per
+    count of runs measured: ``needed[v]`` for a file measured in ``v`` runs, ``v + 1`` where no
+    count would do (inconclusive at that many runs)."""
+
+    needed: NDArray[np.int64]    # 0..runs: the slow runs needed (the 80 % rule, raised by chance)
+    noise_rate: float            # share of calls slow, the 80 %-rule's repeatable files left out
+    files: int                   # files measured: the tests made
+    alpha: float | None
+
+    def runs_to_decide(self, min_fraction: float, limit: int = 1000) -> int | None:
+        """The fewest runs at which a file slow in every one is an outlier beyond chance."""
+        if self.alpha is None:
+            return None
+        for runs in range(2, limit + 1):
+            needed = max(2, math.ceil(min_fraction * runs - 1e-9))
+            if needed <= runs and _chance_ok(needed, runs, self.noise_rate, self.files, self.alpha):
+                return runs
+        return None
+
+    def to_json(self, runs: int, min_fraction: float) -> dict:
+        decided = runs < 2 or self.alpha is None or int(self.needed[runs]) <= runs
+        return {"alpha": self.alpha, "noise_rate": round(self.noise_rate, 5), "files": self.files,
+                "slow_runs_needed": int(self.needed[runs]) if runs < self.needed.size else None,
+                "runs_to_decide": None if decided else self.runs_to_decide(min_fraction)}
+
+
+def _chance_ok(slow_runs: int, runs: int, noise_rate: float, files: int, alpha: float) -> bool:
+    """files x P(slow in >= ``slow_runs`` of ``runs`` by chance) <= alpha."""
+    if noise_rate <= 0.0:
+        return True
+    log_tail = binom_logsf(slow_runs - 1, runs, min(noise_rate, 1.0 - 1e-12))
+    return math.log(max(files, 1)) + log_tail <= math.log(alpha)
+
+
+def outlier_chance(base_needed: NDArray[np.int64], runs: int, flag_counts: NDArray, valid_counts: NDArray,
+                   slow_calls: int, measured_calls: int, alpha: float | None) -> OutlierChance:
+    """The 80 % rule's table ``base_needed`` (over 0..runs runs measured) raised until a file
+    slow that often is unlikely by chance among all the files (``alpha`` None: not raised; a
+    single run is never raised, the analysis says it is one). The chance is each file slow
+    independently with the runs' pooled noise rate: the calls slow, leaving out the files the
+    80 % rule calls repeatable (structure is not noise), plus one (no slow call is not p = 0)."""
+    files = int(np.count_nonzero(valid_counts))
+    repeatable = (flag_counts > 0) & (flag_counts >= base_needed[valid_counts])
+    slow = slow_calls - int(flag_counts[repeatable].sum())
+    measured = measured_calls - int(valid_counts[repeatable].sum())
+    noise_rate = (max(slow, 0) + 1) / (max(measured, 0) + 1)
+    needed = base_needed.astype(np.int64).copy()
+    if alpha is not None and runs >= 2:
+        for v in range(needed.size):
+            while needed[v] <= v and not _chance_ok(int(needed[v]), v, noise_rate, files, alpha):
+                needed[v] += 1
+    return OutlierChance(needed=needed, noise_rate=noise_rate, files=files, alpha=alpha)
 
 
 def _local_baseline_ns(latency: NDArray[np.float64], block_files: int) -> NDArray[np.float64]:
@@ -128,16 +191,20 @@ def _local_baseline_ns(latency: NDArray[np.float64], block_files: int) -> NDArra
 
 
 def _scan_outliers(latency: NDArray[np.float64], *, factor: float, min_runs: int | None,
-                   min_fraction: float, block_files: int) -> _OutlierScan:
+                   min_fraction: float, block_files: int, alpha: float | None = OUTLIER_ALPHA) -> _OutlierScan:
     baseline_ns = _local_baseline_ns(latency, block_files)
     with np.errstate(invalid="ignore"):
         flags = latency > factor * baseline_ns  # NaN compares False: unmeasured never flags
     valid_counts = np.sum(~np.isnan(latency), axis=0)
+    runs = latency.shape[0]
+    flag_counts = flags.sum(axis=0)
+    chance = outlier_chance(needed_runs(np.arange(runs + 1), runs, min_runs, min_fraction), runs, flag_counts,
+                            valid_counts, int(flag_counts.sum()), int(valid_counts.sum()), alpha)
     return _OutlierScan(
         flags=flags,
         baseline_ns=baseline_ns,
-        flag_counts=flags.sum(axis=0),
-        needed_runs=needed_runs(valid_counts, latency.shape[0], min_runs, min_fraction),
+        flag_counts=flag_counts,
+        needed_runs=chance.needed[valid_counts],
     )
 
 
@@ -189,12 +256,15 @@ def repeatable_outliers(
     factor: float = DEFAULT_OUTLIER_FACTOR,
     min_fraction: float = DEFAULT_MIN_FRACTION,
     block_files: int = BASELINE_BLOCK_FILES,
+    alpha: float | None = OUTLIER_ALPHA,
 ) -> tuple[list[Outlier], int]:
     """Files slow in at least ``min_runs`` runs, and the number of files slow only sometimes.
 
     Slow in a run: latency > ``factor`` x the local typical latency of that run (see module
     doc). ``min_runs`` None means ``ceil(min_fraction x runs that measured the file)``, at
-    least 2 when the matrix has >= 2 runs (so one run can never make a file structural). With
+    least 2 when the matrix has >= 2 runs (so one run can never make a file structural); and,
+    unless ``alpha`` is None, as many more as make that count unlikely by chance among the
+    files (:func:`outlier_chance`; a file short of it counts as noise here). With
     a single run (R == 1) repetition cannot separate structure from noise: every slow file is
     reported with ``runs_flagged == runs == 1`` and the noise count is 0; callers should say so.
     ``Outlier.median_ns``/``typical_ns`` are medians over the runs that flagged the file.
@@ -204,7 +274,7 @@ def repeatable_outliers(
     if latency.size == 0:
         return [], 0
     scan = _scan_outliers(latency, factor=factor, min_runs=min_runs, min_fraction=min_fraction,
-                          block_files=block_files)
+                          block_files=block_files, alpha=alpha)
     return _outliers_from_scan(latency, scan)
 
 
@@ -753,6 +823,9 @@ class ProbeAnalysis:
     files: int
     stats: dict  # overall, per_run, low_high, low_high_per_run
     outliers: tuple[Outlier, ...]
+    #: slow in enough runs for the 80 % rule but not beyond chance at this many runs (settings'
+    #: ``outlier_chance`` says how many would decide): not flags; the sequential test's candidates
+    inconclusive_outliers: tuple[Outlier, ...]
     noise_count: int  # files slow in some run but not in enough runs to be structural
     #: repeatable above the series bar only: candidates of the series search, not flags
     weak_outliers: tuple[Outlier, ...]
@@ -771,6 +844,7 @@ class ProbeAnalysis:
             "files": self.files,
             "stats": self.stats,
             "outliers": [{**to_dict(o), "ratio": o.ratio} for o in self.outliers],
+            "inconclusive_outliers": [{**to_dict(o), "ratio": o.ratio} for o in self.inconclusive_outliers],
             "noise_count": self.noise_count,
             "weak_outliers": [{**to_dict(o), "ratio": o.ratio} for o in self.weak_outliers],
             "series": [to_dict(s) for s in self.series],
@@ -805,6 +879,7 @@ def analyze(
     wait_ns: ArrayLike | None = None,
     null_worlds: int = NULL_WORLDS,
     gate_levels: bool = False,
+    outlier_alpha: float | None = OUTLIER_ALPHA,
 ) -> ProbeAnalysis:
     """Statistics, repeatable outliers, series, level shifts and linear growth of a probe.
 
@@ -823,7 +898,8 @@ def analyze(
                   split_factor=split_factor, series_min_count=series_min_count, series_alpha=series_alpha,
                   series_factor=series_factor, series_ratio=series_ratio, shift_min_ratio=shift_min_ratio,
                   growth_min_ratio=growth_min_ratio, growth_min_files=growth_min_files,
-                  growth_min_r2=growth_min_r2, min_z=min_z, segment_knobs=segment_knobs)
+                  growth_min_r2=growth_min_r2, min_z=min_z, segment_knobs=segment_knobs,
+                  outlier_alpha=outlier_alpha)
     return RunningAnalysis(knobs).update(matrix, wait_ns=wait_ns, null_worlds=null_worlds, gate_levels=gate_levels)
 
 
@@ -846,6 +922,7 @@ class Knobs:
     growth_min_r2: float = 0.3
     min_z: float = 5.0
     segment_knobs: SegmentKnobs = DEFAULT_KNOBS
+    outlier_alpha: float | None = OUTLIER_ALPHA
 
     @property
     def mask_bar(self) -> float:
@@ -1013,26 +1090,35 @@ class RunningAnalysis:
         overall, low_high = self.summary.summaries(k.split_factor, rows)
         stats = {"overall": overall, "per_run": list(self.per_run), "low_high": low_high,
                  "low_high_per_run": list(self.low_high_per_run)}
+        chance = None
         if runs and files:
             # per file from a table over its count of measured runs (0..runs): no float copies
-            needed = needed_runs(np.arange(runs + 1), runs, k.min_runs, k.min_fraction).astype(np.uint16)[
-                self.columns.valid]
+            base_table = needed_runs(np.arange(runs + 1), runs, k.min_runs, k.min_fraction)
+            chance = outlier_chance(base_table, runs, self.flag_counts, self.columns.valid, sum(self.slow_calls),
+                                    sum(self.measured_calls), k.outlier_alpha)
+            needed = base_table.astype(np.uint16)[self.columns.valid]  # the 80 % rule
             flagged_somewhere = self.flag_counts > 0
             repeatable = flagged_somewhere & (self.flag_counts >= needed)
             noise_count = int(np.count_nonzero(flagged_somewhere & ~repeatable))
-            indices = np.flatnonzero(repeatable)
-            outliers = self.outliers_at(latency_matrix, wait, indices, factor=k.factor, needed=needed[indices].astype(np.int64))
+            beyond = chance.needed.astype(np.uint16)[self.columns.valid]
+            indices = np.flatnonzero(repeatable & (self.flag_counts >= beyond))
+            outliers = self.outliers_at(latency_matrix, wait, indices, factor=k.factor, needed=beyond[indices].astype(np.int64))
+            # repeatable by the 80 % rule but not beyond chance at this many runs: not flags
+            # (more runs decide them), still the sequential test's candidates and the series'
+            indices = np.flatnonzero(repeatable & (self.flag_counts < beyond))
+            unsure = self.outliers_at(latency_matrix, wait, indices, factor=k.factor, needed=needed[indices].astype(np.int64))
             weak: list[Outlier] = []
             if k.series_factor < k.factor and runs >= SERIES_MIN_RUNS:
                 weak_needed = np.maximum(needed, SERIES_MIN_RUNS)
                 indices = np.flatnonzero((self.weak_counts > 0) & (self.weak_counts >= weak_needed))
-                strong = {o.index for o in outliers}
+                strong = {o.index for o in outliers} | {o.index for o in unsure}
                 weak = [o for o in self.outliers_at(latency_matrix, wait, indices, factor=k.series_factor,
                                                     needed=weak_needed[indices].astype(np.int64)) if o.index not in strong]
-            del needed, flagged_somewhere, repeatable, indices
+            del needed, beyond, flagged_somewhere, repeatable, indices
             curve_ns = self.median_curve(latency_matrix, wait)
         else:
-            outliers, weak, noise_count, curve_ns = [], [], 0, np.full(files, np.nan)
+            outliers, unsure, weak, noise_count, curve_ns = [], [], [], 0, np.full(files, np.nan)
+        repeating = sorted([o.index for o in outliers] + [o.index for o in unsure])  # the 80 % rule's
         ratio = k.series_ratio if runs >= SERIES_MIN_RUNS else None  # too few runs for a median to judge
 
         def structure(matrix_ns: Any, outlier_indices: list[int], curve: NDArray[np.float64],
@@ -1066,14 +1152,14 @@ class RunningAnalysis:
             null_outliers: list[Outlier] = []
             if ratio is None:
                 null_latency = as_float_matrix(matrix_ns)
-                null_outliers, _ = _outliers_from_scan(null_latency, _scan_outliers(
+                null_outliers, _ = _outliers_from_scan(null_latency, _scan_outliers(  # as ``repeating``
                     null_latency, factor=k.factor, min_runs=k.min_runs, min_fraction=k.min_fraction,
-                    block_files=k.block_files))
+                    block_files=k.block_files, alpha=None))
             alpha = None if least_chance is None else 2 * least_chance * (1 + 1e-9)  # each tier searches at alpha / 2
             return structure(matrix_ns, [o.index for o in null_outliers], median_curve(matrix_ns), alpha, levels)
 
         masked = _MaskedRuns(self, latency_matrix, wait)
-        found = structure(masked, [o.index for o in outliers], curve_ns, k.series_alpha, True)
+        found = structure(masked, repeating, curve_ns, k.series_alpha, True)
         # The null worlds permute the masked matrix whole: made only when a finding is held to them.
         # (gate reads its shape and its rows, what _MaskedRuns gives of the matrix it stands for)
         gated = gate(masked, found, null_search, worlds=null_worlds,  # type: ignore[arg-type]
@@ -1094,11 +1180,13 @@ class RunningAnalysis:
             "growth_min_ratio": k.growth_min_ratio,
             "min_z": k.min_z,
             "single_run": runs == 1,
+            "outlier_chance": None if chance is None else chance.to_json(runs, k.min_fraction),
             "disturbed_calls_per_run": (None if self.mode == "none" else list(self.disturbed)),
         }
         null_gate = {} if gated is None else gated.to_json()  # {}: not held to null worlds (null_worlds=0)
         return ProbeAnalysis(
-            runs=runs, files=files, stats=stats, outliers=tuple(outliers), noise_count=noise_count,
+            runs=runs, files=files, stats=stats, outliers=tuple(outliers), inconclusive_outliers=tuple(unsure),
+            noise_count=noise_count,
             weak_outliers=tuple(weak), series=tuple(series), level_shifts=tuple(shifts),
             linear_growth=tuple(growth),
             settings=settings, median_curve_ns=curve_ns, null_gate=null_gate,

@@ -245,13 +245,15 @@ class _Piece:
     slope: float  # log latency per point position
     median_log: float
     rising: bool  # slope significantly > 0
+    falling: bool = False  # slope significantly < 0
 
     def log_at(self, position: float) -> float:
         return self.intercept + self.slope * position
 
     def level_log(self) -> float:
-        """The level a neighbour is compared with: the start of a ramp, else the median."""
-        return self.log_at(self.start) if self.rising else self.median_log
+        """The level a neighbour is compared with: the start of a ramp (rising or falling),
+        else the median."""
+        return self.log_at(self.start) if self.rising or self.falling else self.median_log
 
 
 def _bin_range(segmentation: _Segmentation, start: int, end: int) -> tuple[int, int]:
@@ -278,6 +280,7 @@ def _piece(segmentation: _Segmentation, start: int, end: int, min_z: float) -> _
         start=start, end=end, intercept=intercept, slope=slope,
         median_log=float(np.median(segmentation.log_latency[start:end])),
         rising=slope > 0 and slope / slope_se >= min_z,
+        falling=slope < 0 and -slope / slope_se >= min_z,
     )
 
 
@@ -380,13 +383,15 @@ def _shift_repeats(check: _RunsCheck, start_file: int, cut_file: int, end_file: 
     return check.repeats(step, log_ratio, min_log)
 
 
-def _growth_repeats(check: _RunsCheck, start_file: int, end_file: int, min_log: float) -> bool:
-    """Each run rises from the first to the last quarter of [start, end): a ramp fitted
-    through a median curve must be a ramp in the runs, not one run's drift."""
+def _growth_repeats(check: _RunsCheck, start_file: int, end_file: int, min_log: float,
+                    direction: float = 1.0) -> bool:
+    """Each run rises (``direction`` -1: falls) from the first to the last quarter of
+    [start, end): a ramp fitted through a median curve must be a ramp in the runs, not one
+    run's drift."""
     quarter = max(1, (end_file - start_file) // 4)
     rise = (check.window_log_medians(end_file - quarter, end_file)
             - check.window_log_medians(start_file, start_file + quarter))
-    return check.repeats(rise, 1.0, min_log)
+    return check.repeats(rise, direction, min_log)
 
 
 def _level_shifts_from(segmentation: _Segmentation, *, min_ratio: float, min_z: float,
@@ -431,22 +436,25 @@ def _linear_growth_from(segmentation: _Segmentation, *, min_growth_ratio: float,
                         runs_check: _RunsCheck | None = None) -> list[LinearGrowth]:
     pieces = _pieces(segmentation, min_z)
     min_log_ratio = math.log(min_growth_ratio)
-    # Join consecutive rising pieces that meet without a jump: one ramp cut into pieces.
-    ramps: list[list[int]] = []  # [start, end] point positions
+    # Join consecutive pieces sloping the same way that meet without a jump: one ramp cut
+    # into pieces. A falling ramp (latency easing off file by file: a cache warming, a
+    # structure's cost shrinking) is one too, reported with its negative slope.
+    ramps: list[list[int]] = []  # [start, end, direction] point positions
     previous: _Piece | None = None
     for piece in pieces:
-        if piece.rising:
-            joins = (previous is not None and previous.rising and ramps
+        direction = 1 if piece.rising else -1 if piece.falling else 0
+        if direction:
+            joins = (previous is not None and ramps and ramps[-1][2] == direction and ramps[-1][1] == piece.start
                      and abs(_jump_log(previous, piece)) < min_log_ratio / 2)
             if joins:
                 ramps[-1][1] = piece.end
             else:
-                ramps.append([piece.start, piece.end])
+                ramps.append([piece.start, piece.end, direction])
         previous = piece
 
     found: list[LinearGrowth] = []
     size = segmentation.bin_size
-    for start, end in ramps:
+    for start, end, direction in ramps:
         first_file = _boundary_file(segmentation, start)
         end_file = _boundary_file(segmentation, end)
         if end_file - first_file < min_files:
@@ -464,10 +472,11 @@ def _linear_growth_from(segmentation: _Segmentation, *, min_growth_ratio: float,
         r2 = 1.0 - residual / spread if spread > 0 else 0.0
         fit_start_ns = intercept + slope * first_file
         fit_end_ns = intercept + slope * (end_file - 1)
-        if slope <= 0 or fit_start_ns <= 0 or fit_end_ns / fit_start_ns < min_growth_ratio or r2 < min_r2:
+        if (slope * direction <= 0 or min(fit_start_ns, fit_end_ns) <= 0
+                or (fit_end_ns / fit_start_ns) ** direction < min_growth_ratio or r2 < min_r2):
             continue
         if runs_check is not None and not _growth_repeats(runs_check, first_file, end_file,
-                                                          min_log_ratio / 2):
+                                                          min_log_ratio / 2, direction):
             continue
         found.append(LinearGrowth(start=first_file, end=end_file, slope_ns_per_file=slope, r2=r2))
     return found
@@ -509,11 +518,12 @@ def linear_segments(
     exclude_indices: ArrayLike | None = None,
     knobs: SegmentKnobs = SegmentKnobs(),
 ) -> list[LinearGrowth]:
-    """Segments [start, end) where latency grows linearly (ext4: linear scan in a dir block).
+    """Segments [start, end) where latency grows linearly (ext4: linear scan in a dir block),
+    or falls linearly (a negative ``slope_ns_per_file``).
 
     Same segmentation as :func:`level_shifts`; pieces of one ramp (no jump between them) are
     joined, and a segment is reported when its slope is significant (>= ``min_z``), the fitted
-    line rises by >= ``min_growth_ratio`` over the segment, it spans >= ``min_files`` files and
+    line rises (or falls) by >= ``min_growth_ratio`` over the segment, it spans >= ``min_files`` files and
     a line in ns explains >= ``min_r2`` of the (binned, spike-filtered) curve's variance.
     """
     segmentation = _segment_curve(_without(median_curve_ns, exclude_indices), knobs)

@@ -316,7 +316,8 @@ class Settling:
     def after_run(self, run: int, analysis, latency_ns: NDArray, wait_ns: NDArray) -> None:
         self.runs_seen = run + 1
         self.last_analysis = analysis  # of runs 0..run: the report's too when no run is left out
-        for outlier in analysis.outliers:
+        # the 80 % rule's outliers, beyond chance or not: the test's own votes decide them
+        for outlier in (*analysis.outliers, *getattr(analysis, "inconclusive_outliers", ())):
             if outlier.index not in self.candidates:
                 self.candidates[outlier.index] = Candidate(outlier.index, "outlier", run + 1)
         running = self._running(Knobs(factor=analysis.settings["outlier_factor"],
@@ -380,7 +381,11 @@ class Settling:
             indices = np.array(sorted(i for i in wanted if 0 <= i < self.running.files), dtype=np.int64)
             kept += self.running.outliers_at(*self.matrices, indices, factor=DEFAULT_OUTLIER_FACTOR,
                                              needed=np.ones(indices.size, dtype=np.int64))
-        return replace(analysis, outliers=tuple(sorted(kept, key=lambda o: o.index)),
+        have |= wanted  # what the test decided is not inconclusive any more
+        unsure = tuple(o for o in analysis.inconclusive_outliers
+                       if o.index not in have and verdict.get(o.index) is not None
+                       and verdict[o.index].verdict == "undecided")
+        return replace(analysis, outliers=tuple(sorted(kept, key=lambda o: o.index)), inconclusive_outliers=unsure,
                        level_shifts=self._settled_shifts(analysis))
 
     def _settled_shifts(self, analysis) -> tuple:

@@ -75,8 +75,9 @@ def cmd_replicate(args) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("replicate", description=DESCRIPTION, epilog=EPILOG)
-    p.add_argument("name", nargs="?", choices=list(replicate.SCENARIOS), metavar="NAME",
-                   help=f"the scenario: {', '.join(replicate.SCENARIOS)}")
+    p.add_argument("name", nargs="?", choices=[*replicate.SCENARIOS, *replicate.SELF_TEST_ONLY], metavar="NAME",
+                   help=f"the scenario: {', '.join(replicate.SCENARIOS)} (with --self-test also "
+                        f"{', '.join(replicate.SELF_TEST_ONLY)})")
     p.add_argument("--list", action="store_true", help="list the scenarios and what they cost")
     p.add_argument("--quick", action="store_true", help="fewer runs and files: minutes, not tens of minutes")
     p.add_argument("--only", metavar="ID[,ID]", help="only these findings (and the probes they need)")

@@ -110,7 +110,11 @@ class Finding(Event, frozen=True, kw_only=True, tag="finding"):
     "stopped"…). Where it is: ``index`` (one file); ``start``/``stride``/``count`` (a series);
     ``start``/``end`` (a range: linear growth); ``indices`` (a list); ``window_s`` (a
     throughput window); ``structure`` (what it is, when explained); ``id`` (what it names: a
-    study's configuration); ``kernel`` (the kernel's side). ``fields``: its other numbers."""
+    study's configuration); ``kernel`` (the kernel's side). ``fields``: its other numbers.
+    ``provisional``: why a finding streamed while the job runs may not stand (the probe's
+    series, shifts and ramps are not yet tried against null worlds; an outlier is not yet
+    decided by the sequential test); empty when it is final. A report's findings are final:
+    they replace the streamed ones, and a streamed one they lack is shown withdrawn."""
 
     spread: ClassVar[str] = "fields"
     flag: str
@@ -126,6 +130,7 @@ class Finding(Event, frozen=True, kw_only=True, tag="finding"):
     structure: str | None = None
     id: str | None = None
     kernel: KernelEvidence | None = None
+    provisional: str = ""
     fields: dict[str, Any] = {}
 
     def wire(self) -> dict[str, Any]:
@@ -240,6 +245,7 @@ def finding_from_dict(data: Mapping[str, Any], *, t: float = 0.0) -> Finding:
     if not flag:
         flag = "threshold" if body.get("structure") else "flag"
     title, note = body.pop("title", None), body.pop("note", None)
+    provisional = body.pop("provisional", None)
     place: dict[str, Any] = {}
     for name in _PLACE:
         if body.get(name) is None:
@@ -251,7 +257,8 @@ def finding_from_dict(data: Mapping[str, Any], *, t: float = 0.0) -> Finding:
         except msgspec.ValidationError:
             continue
         del body[name]
-    return Finding(t=t, flag=str(flag), title=str(title or flag), note=str(note or ""), fields=body, **place)
+    return Finding(t=t, flag=str(flag), title=str(title or flag), note=str(note or ""),
+                   provisional=str(provisional or ""), fields=body, **place)
 
 
 def read_run(run_dir, kinds: Mapping[str, type[Event]] | None = None) -> list[Event]:

@@ -197,8 +197,8 @@ def _measured(f: Any) -> str:
     if isinstance(f, Series):
         return f"Measured: {f.count} slow files every {f.stride} from file {f.start}."
     if isinstance(f, LinearGrowth):
-        return (f"Measured: files {f.start}..{f.end - 1} grow {f.slope_ns_per_file:.0f} ns per "
-                f"file (r2 {f.r2:.2f}).")
+        return (f"Measured: files {f.start}..{f.end - 1} {'grow' if f.slope_ns_per_file >= 0 else 'fall'} "
+                f"{abs(f.slope_ns_per_file):.0f} ns per file (r2 {f.r2:.2f}).")
     return f"Measured: {f!r}."
 
 

@@ -30,6 +30,11 @@ SCENARIOS: dict[str, str] = {
     "mingardi": "fsscope.replicate.mingardi",
 }
 
+#: judges tried by ``--self-test`` that no scenario runs: the probe's detectors, the ladder's
+#: step and the bench's flags (``worlds.GROUPS``)
+SELF_TEST_ONLY = ("probe", "ladder", "variation")
+
+
 def load(name: str) -> ModuleType:
     if name not in SCENARIOS:
         raise FsscopeError(f"replicate: no scenario {name!r}; choose one of {', '.join(SCENARIOS)}")

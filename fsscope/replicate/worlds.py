@@ -286,6 +286,7 @@ OUTLIER_AT, OUTLIER_X = 100, 3.0              # one file 3x (ext4's htree start 
 SERIES_FROM, SERIES_STRIDE, SERIES_X = 5, 21, 1.5  # a slab's new page every 21 objects: 1.5x, the faint kind
 SHIFT_AT, SHIFT_X = 450, 1.3                  # btrfs' first leaf split: 1.3x from there on
 RAMP_FROM, RAMP_TO, RAMP_X = 200, 350, 1.5    # latency rising 1.5x over 150 files, then back
+FALL_FROM, FALL_TO = 20, 90                   # latency falling 1.5x over 70 files, then back
 DETECTOR_NOISES = ("quiet", "loaded", "recorded")
 
 
@@ -317,6 +318,7 @@ def detector_latency_ns(rng: np.random.Generator, world: str, runs: int, noise: 
         shape[SERIES_FROM::SERIES_STRIDE] *= SERIES_X ** sign
         shape[SHIFT_AT:] *= SHIFT_X ** sign
         shape[RAMP_FROM:RAMP_TO] *= np.linspace(1.0, RAMP_X, RAMP_TO - RAMP_FROM) ** sign
+        shape[FALL_FROM:FALL_TO] *= np.linspace(1.0, RAMP_X, FALL_TO - FALL_FROM) ** -sign
         latency *= shape
     return np.maximum(latency, 1).astype(np.int64)
 
@@ -335,7 +337,9 @@ def settled_outliers(latency: np.ndarray, runs: int) -> tuple[list, int]:
     for run in range(1, latency.shape[0]):  # the probe analyses from its second run on
         if settling.done:
             break
-        outliers, _ = repeatable_outliers(latency[:run + 1])  # all the sequential test reads of an analysis
+        # all the sequential test reads of an analysis: the 80 % rule's outliers (the probe's
+        # analysis splits them by chance into outliers and inconclusive ones; it takes both)
+        outliers, _ = repeatable_outliers(latency[:run + 1], alpha=None)
         settling.after_run(run, SimpleNamespace(outliers=outliers, settings=settings), latency[:run + 1],
                            wait_ns[:run + 1])
     final = analyze(latency[:settling.runs_seen], null_worlds=0)
@@ -358,14 +362,21 @@ def detector_verdicts(analysis, world: str) -> dict[str, str]:
     series_here = any(s.stride == SERIES_STRIDE and 2 * len(members & set(s.members)) >= len(members)
                       for s in analysis.series)
     shift_at = [s for s in analysis.level_shifts if abs(s.index - SHIFT_AT) <= 16]
-    ramp_in = [g for g in analysis.linear_growth
-               if min(g.end, RAMP_TO) - max(g.start, RAMP_FROM) >= (RAMP_TO - RAMP_FROM) / 2]
+    def ramps_in(start: int, end: int) -> list:
+        return [g for g in analysis.linear_growth if min(g.end, end) - max(g.start, start) >= (end - start) / 2]
+
+    ramp_in, fall_in = ramps_in(RAMP_FROM, RAMP_TO), ramps_in(FALL_FROM, FALL_TO)
     return {"outlier": outlier_verdict(list(analysis.outliers)),
             "periodic-series": verdict(series_here, False, bool(analysis.series)),
             "level-shift": verdict(any(s.after_ns > s.before_ns for s in shift_at),
                                    any(s.after_ns < s.before_ns for s in shift_at), bool(analysis.level_shifts)),
             "linear-growth": verdict(any(g.slope_ns_per_file > 0 for g in ramp_in),
-                                     any(g.slope_ns_per_file < 0 for g in ramp_in), bool(analysis.linear_growth))}
+                                     any(g.slope_ns_per_file < 0 for g in ramp_in),
+                                     any(g.slope_ns_per_file > 0 for g in analysis.linear_growth)),
+            # the same detector on a falling ramp: a false flag is any falling one on the null world
+            "linear-decrease": verdict(any(g.slope_ns_per_file < 0 for g in fall_in),
+                                       any(g.slope_ns_per_file > 0 for g in fall_in),
+                                       any(g.slope_ns_per_file < 0 for g in analysis.linear_growth))}
 
 
 def _detector_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
@@ -385,6 +396,71 @@ def _detector_verdicts(rng: np.random.Generator, world: str, runs: int, noise: s
     verdicts["outlier-sequential"] = detector_verdicts(SimpleNamespace(
         outliers=outliers, series=(), level_shifts=(), linear_growth=()), world)["outlier"]
     return verdicts
+
+
+# --- The hygiene ladder's steps and the bench's variation flags ------------------------------------
+
+#: the paper's ladder, first step to last: relative range over 10 runs 47 % -> 2 % (sd = range / 3.08)
+LADDER_FROM_SD, LADDER_TO_SD = 0.47 / 3.08, 0.02 / 3.08
+
+
+def _ladder_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
+    """One step of the ladder against the one before (``stats.range_change``): agree when its
+    spread fell beyond the runs' noise, disagree when it rose. null: both steps the machine's
+    noise alone; effect: the paper's fall (the steps the paper's first and last); reversed: a rise."""
+    from fsscope.analysis.variation.stats import range_change
+
+    machine = BENCH_NOISE[noise]
+    own = {"null": (0.0, 0.0), "effect": (LADDER_FROM_SD, LADDER_TO_SD),
+           "reversed": (LADDER_TO_SD, LADDER_FROM_SD)}[world]
+    before, after = (1000.0 * np.exp(rng.normal(0.0, math.hypot(sd, machine), runs)) for sd in own)
+    change = range_change(before.tolist(), after.tolist()).verdict
+    return {"ladder-step-fell": "agree" if change == "fell" else "disagree" if change == "rose" else "inconclusive"}
+
+
+#: the bench's Throughput-N windows: ops/s per window, sd of a window's throughput (relative)
+WINDOW_NOISE = {"quiet": 0.03, "loaded": 0.10}
+PERIOD_WINDOWS, DIP_X = 3, 0.7     # writeback every 3 windows (30 s at 10 s windows): 30 % dips
+WARMUP_WINDOWS, WARMUP_X = 2, 0.5  # the first two windows at half the steady throughput
+
+
+def _variation_flag_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str
+                             ) -> dict[str, str]:
+    """The bench's ``variation`` flag (relative range above 10 %) on ``runs`` runs' ops/s: effect
+    ext4's own 5.4 % sd beside the machine's, null the machine's alone (no reversed effect)."""
+    from fsscope.analysis.variation.temporal import flag_variation
+
+    sd = math.hypot(EXT4_SD if world == "effect" else 0.0, BENCH_NOISE[noise])
+    flagged = flag_variation((1000.0 * np.exp(rng.normal(0.0, sd, runs))).tolist()) is not None
+    return {"variation-flag": "agree" if flagged and world != "reversed" else "inconclusive"}
+
+
+def _window_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
+    """The bench's ``periodic`` and ``warmup`` flags on a run's Throughput-N series of ``runs``
+    windows (effect: dips every 3 windows, a slow start; reversed: spikes, an early peak)."""
+    from fsscope.analysis.variation.temporal import detect_periodic, detect_warmup
+
+    sd = WINDOW_NOISE[noise]
+    series = 1000.0 * np.exp(rng.normal(0.0, sd, runs))
+    periodic_series, warm_series = series.copy(), series.copy()
+    if world != "null":
+        sign = 1 if world == "effect" else -1
+        periodic_series[PERIOD_WINDOWS - 1::PERIOD_WINDOWS] *= DIP_X ** sign
+        warm_series[:WARMUP_WINDOWS] *= WARMUP_X ** sign
+    periodic = detect_periodic(periodic_series, 10.0)
+    warm = detect_warmup(warm_series, 10.0)
+    at_period = periodic is not None and periodic.details["lag_windows"] == PERIOD_WINDOWS
+
+    def flagged(found: bool, other: bool, anything: bool) -> str:
+        if world == "null":
+            return "agree" if anything else "inconclusive"
+        return "agree" if found else "disagree" if other else "inconclusive"
+
+    return {"periodic-dips": flagged(at_period and periodic.details["shape"] == "dips",  # type: ignore[union-attr]
+                                     at_period and periodic.details["shape"] == "spikes",  # type: ignore[union-attr]
+                                     periodic is not None),
+            "warmup": flagged(warm is not None and warm.details["direction"] == "ramp-up",
+                              warm is not None and warm.details["direction"] == "initial-peak", warm is not None)}
 
 
 GROUPS: tuple[Group, ...] = (
@@ -421,14 +497,29 @@ GROUPS: tuple[Group, ...] = (
           "one aging: effect the paper's 15x smaller largest free extent and 150x the fragments; null: "
           "unchanged; reversed: tidier; loaded: half the time-bounded agings stop before their plan ends",
           quick_differs=False),
-    Group("probe", ("outlier", "outlier-sequential", "periodic-series", "level-shift", "linear-growth"), {"full": 10, "quick": 5},
+    Group("probe", ("outlier", "outlier-sequential", "periodic-series", "level-shift", "linear-growth",
+                    "linear-decrease"), {"full": 10, "quick": 5},
           DETECTOR_NOISES, (3, 5, 10, 20), _detector_verdicts,
           "the probe's own detectors on 600 files; noise simulated (quiet, loaded) or drawn from runs recorded "
-          "here; effect: file 100 3x, every 21st from 5 1.5x, 1.3x from file 450, a 1.5x ramp over 200-350 "
+          "here; effect: file 100 3x, every 21st from 5 1.5x, 1.3x from file 450, a 1.5x ramp over 200-350, "
+          "a 1.5x fall over 20-90 "
           "(outlier: the analysis of the scenario's runs; outlier-sequential: the probe's flags, its sequential "
           "test adding runs up to 3x); "
           "false flag: any flag of the kind on the null world (three times the draws: a rate near 5 % needs "
           "them); reversed: each effect the other way", cost=5, null_factor=3),
+    Group("ladder", ("ladder-step-fell",), {"full": 10, "quick": 3}, ("quiet", "loaded"), (3, 5, 10, 20),
+          _ladder_verdicts, "one hygiene step against the one before, throughput per run: null both the machine's "
+                            "noise alone (sd 1 % / 5 %); effect the paper's fall from 47 % to 2 % relative range; "
+                            "reversed a rise (the ladder runs 3 per step by default)", cost=2),
+    Group("variation", ("variation-flag",), {"full": 10, "quick": 3}, ("quiet", "loaded"), (3, 5, 10, 20),
+          _variation_flag_verdicts, "the bench's variation flag (relative range > 10 %) on the runs' ops/s "
+          "(3: the bench's default; 10: the paper's): null the machine's noise alone (sd 1 % / 5 %), effect "
+          "ext4's own 5.4 % beside it", null_factor=3),
+    Group("variation", ("periodic-dips", "warmup"), {"full": 12, "quick": 3}, ("quiet", "loaded"),
+          (3, 6, 12, 30), _window_verdicts,
+          "the bench's periodic and warm-up flags on a run's Throughput-10 series of the row's windows (3: "
+          "the default 30 s run; 12: 120 s), window sd 3 % / 10 %; effect 30 % dips every 3 windows and a "
+          "first 20 s at half speed; reversed spikes and an early peak", null_factor=3),
 )
 
 #: the scenarios the self-test tries, in its order

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -65,6 +66,8 @@ def _flag_title(flag: dict, finding) -> str:
         what = f"every {finding.stride} files from {finding.start} ({slow} of {finding.count} slow)"
     elif hasattr(finding, "before_ns"):
         what = f"level shift at file {finding.index}: {finding.before_ns / 1e3:.1f} → {finding.after_ns / 1e3:.1f} µs"
+    elif finding.slope_ns_per_file < 0:  # latency easing off file by file
+        what = f"linear decrease over files {finding.start}–{finding.end}"
     else:
         what = f"linear growth over files {finding.start}–{finding.end}"
     structure = flag.get("structure")
@@ -117,7 +120,7 @@ def run(ctx, spec: ProbeSpec) -> Report:
     start_ns = ctx.run_dir.open_array("start_ns", (cap, spec.files))
     wait_ns = ctx.run_dir.open_array("wait_ns", (cap, spec.files))
     trace = ProbeTrace(ctx, spec.trace, spec.op)
-    explained, emitted, writers = _Explained(), dict[tuple, str](), Writers(trace=spec.trace != "off")
+    explained, emitted, writers = _Explained(), dict[tuple, tuple[str, str]](), Writers(trace=spec.trace != "off")
     error, stop_flag, r = None, None, 0
     settling = sequential.Settling(spec.runs, cap)
     try:
@@ -199,7 +202,7 @@ def _one_run(ctx, spec: ProbeSpec, r: int, trace, settling, explained: _Explaine
     # would double the analysis at a million files. Incremental: runs 0..r-1 are folded in already
     analysis = settling.analyze(latency_ns[: r + 1], wait_ns[: r + 1])
     settling.after_run(r, analysis, latency_ns[: r + 1], wait_ns[: r + 1])
-    _emit_new_findings(ctx, settling.settled(analysis), explained.predictions, emitted)
+    _emit_new_findings(ctx, settling.settled(analysis), explained.predictions, emitted, _provisional(settling, r + 1 >= settling.cap))
 
 
 def _kernel_report(ctx, spec: ProbeSpec, trace, report: dict, latency_ns, done_rows: list[int],
@@ -303,18 +306,42 @@ def _sync_json(spec: ProbeSpec) -> dict:
             "note": f"before each call: {what}" if spec.sync_before == "each" else "no sync before the calls"}
 
 
-def _emit_new_findings(ctx, analysis, predictions: list, emitted: dict) -> None:
+#: why a streamed series, shift or ramp may not stand: the per-run analysis is not gated
+NOT_GATED = "not yet tried against null worlds: the report's analysis holds it to permuted ones"
+
+
+def _provisional(settling, last_run: bool) -> Callable[[Any], str]:
+    """Per streamed finding, why it may not stand in the report (empty: it will, as it is).
+    Series, shifts and ramps: the analysis after a run is not held to the null worlds (the
+    report's is, and drops what a permuted world matches). An outlier: final once the
+    sequential test decided it slow (the report keeps those), or after the last of a fixed
+    number of runs (the report's outliers are that analysis'); else the runs to come decide it."""
+    slow = {d.index for d in settling.decisions if d.verdict == "slow"}
+
+    def why(finding) -> str:
+        if not isinstance(finding, Outlier):
+            return NOT_GATED
+        if (finding.index in slow) if settling.sequential else last_run:
+            return ""
+        return ("not yet decided by the sequential test: the runs to come decide it" if settling.sequential
+                else "from the runs so far: the analysis of every run decides it")
+    return why
+
+
+def _emit_new_findings(ctx, analysis, predictions: list, emitted: dict,
+                       provisional: Callable[[Any], str] = lambda finding: "") -> None:
     """Stream each finding as soon as the runs so far show it, with its explanation, and again
-    whenever its title changes with more runs ('slow in 2/2 runs' → '5/5'): consumers replace
-    a finding with the same key. ``emitted``: finding key → the title last sent."""
+    whenever its title (or why it is provisional) changes with more runs ('slow in 2/2 runs' →
+    '5/5'): consumers replace a finding with the same key. ``emitted``: finding key → what was
+    last sent."""
     findings = _findings(analysis)
     for finding, flag in zip(findings, _explain(findings, predictions)):
-        title = _flag_title(flag, finding)
-        if emitted.get(_key(finding)) != title:
-            emitted[_key(finding)] = title
+        title, unsure = _flag_title(flag, finding), provisional(finding)
+        if emitted.get(_key(finding)) != (title, unsure):
+            emitted[_key(finding)] = (title, unsure)
             fields = {**{k: v for k, v in asdict(finding).items() if k not in flag}, **flag}
             kind, note = fields.pop("flag"), fields.pop("note", "")
-            ctx.emit(Finding(flag=kind, title=title, note=note, fields=fields))
+            ctx.emit(Finding(flag=kind, title=title, note=note, provisional=unsure, fields=fields))
 
 
 def _geometry_json(geometry) -> dict:

@@ -103,6 +103,19 @@ class GrowthRow(FindingRow, frozen=True, kw_only=True, tag="lineargrowth"):
     r2: float = 0.0
 
 
+class OutlierChance(Record, frozen=True, kw_only=True):
+    """The repeatable-outlier rule's chance bound (``outliers.outlier_chance``): with the runs'
+    share of slow calls (``noise_rate``) among ``files`` files, a file slow in
+    ``slow_runs_needed`` of the runs is an outlier with a false flag per analysis <= ``alpha``;
+    ``runs_to_decide``: how many runs would let one be (None: these runs can)."""
+
+    alpha: float | None = None
+    noise_rate: float = 0.0
+    files: int = 0
+    slow_runs_needed: int | None = None
+    runs_to_decide: int | None = None
+
+
 class Settings(Record, frozen=True, kw_only=True):
     """The thresholds the analysis used, so a report says how each flag was decided."""
 
@@ -119,6 +132,7 @@ class Settings(Record, frozen=True, kw_only=True):
     growth_min_ratio: float | None = None
     min_z: float | None = None
     single_run: bool = False
+    outlier_chance: OutlierChance | None = None
     disturbed_calls_per_run: list[int] | None = None
 
 
@@ -302,6 +316,7 @@ class Report(ReportRecord, frozen=True, kw_only=True):
     timed_in: str = ""
     stats: Stats = Stats()
     outliers: list[OutlierRow] = []
+    inconclusive_outliers: list[OutlierRow] = []  # the 80 % rule's, not beyond chance at these runs
     noise_count: int = 0
     weak_outliers: list[OutlierRow] = []
     series: list[SeriesRow] = []

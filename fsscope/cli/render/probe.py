@@ -76,6 +76,13 @@ def _render_flags(report: Report, console: Console) -> None:
         console.print(f"[dim]… and {len(flags) - len(shown)} more unexplained flags (all in --json and 'fsscope report')[/]")
     if report.noise_count:
         console.print(f"[dim]{report.noise_count} files were slow in too few runs to be structural (noise)[/]")
+    chance = report.settings.outlier_chance
+    if report.inconclusive_outliers and chance is not None:  # the 80 % rule's, not beyond chance
+        more = (f"{chance.runs_to_decide} runs would decide" if chance.runs_to_decide
+                else f"{chance.slow_runs_needed} slow runs of these would make one an outlier")
+        console.print(f"[yellow]{len(report.inconclusive_outliers)} files slow in most runs are inconclusive: "
+                      f"{chance.noise_rate:.1%} of calls were slow, so among {chance.files:,} files that "
+                      f"happens by chance; {more}[/]")
 
 
 def render_writers(report: Report, console: Console) -> None:

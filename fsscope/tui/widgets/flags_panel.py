@@ -48,15 +48,18 @@ class FlagsPanel(CsvExport, OptionList):
             return text
         text.append(f"{KIND_MARK.get(flag.kind, '•')} ", style="bold")
         text.append(visible(flag.title))  # a title may quote a file's name: text, controls visible
+        if flag.finding.provisional:  # from the runs so far, not yet held to its final test
+            text.append("  provisional", style="dim italic")
         return text
 
     def _matches(self, flag: Flag) -> bool:
-        return matches(self.needle, flag.title, flag.kind, flag.withdrawn or "")
+        return matches(self.needle, flag.title, flag.kind, flag.withdrawn or "", flag.finding.provisional)
 
     def csv_rows(self) -> tuple[Sequence[object], list[Sequence[object]]]:
         """The flags listed (the filter's), as the export and the notes panel word them."""
-        return (("kind", "flag", "note", "withdrawn"),
-                [(f.kind, f.title, f.note, f.withdrawn or "") for f in (self.flags[i] for i in self.shown)])
+        return (("kind", "flag", "note", "withdrawn", "provisional"),
+                [(f.kind, f.title, f.note, f.withdrawn or "", f.finding.provisional)
+                 for f in (self.flags[i] for i in self.shown)])
 
     def csv_name(self) -> str:
         return "flags"

@@ -39,6 +39,8 @@ class NotesPanel(VerticalScroll):
         if flag.withdrawn:
             body.append(f"Withdrawn: {flag.withdrawn}. What follows is what the runs so far had shown.\n\n",
                         style="bold yellow")
+        elif flag.finding.provisional:
+            body.append(f"Provisional: {flag.finding.provisional}.\n\n", style="yellow")
         body.append(visible(flag.title) + "\n", style="bold")
         structure = flag.finding.structure
         detail = [KIND_WORDS.get(flag.kind, flag.kind), flag.where,
