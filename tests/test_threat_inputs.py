@@ -99,7 +99,7 @@ def test_the_options_fsscope_ships_and_makes_pass():
     from fsscope.study.variation import configure
 
     assert recipes.available() and all(r.name for r in recipes.available())
-    assert len(recipes.available()) == len(list((REPO / "fsscope" / "data" / "recipes").glob("*.toml")))
+    assert len(recipes.available()) == len(list((REPO / "recipes").glob("*.toml")))
     for fs in ("ext4", "xfs", "btrfs"):
         configure(fs, {"ext4_block_size": 1024, "xfs_agcount": 8, "btrfs_data": "nodatacow"}, 2 << 30)
     for fs, opts in [("ext4", ["-b", "4096", "-I", "256", "-E", "lazy_itable_init=0", "-N", "256", "-c", "-Fq",
@@ -256,7 +256,7 @@ def test_files_another_user_wrote_are_not_read(local_user, cli, kind, args):
     wrote, handed to root's fsscope, is refused before it is parsed."""
     shipped = {"recipe": "ext4-default.toml", "space": "spaces/small.toml", "profile": "aging/small.toml"}[kind]
     path = local_user.home / f"mine-{kind}.toml"
-    write_as(local_user, path, (REPO / "fsscope" / "data" / "recipes" / shipped).read_text())
+    write_as(local_user, path, (REPO / "recipes" / shipped).read_text())
     one_line_refusal(cli(*args, str(path)), f"is owned by uid {local_user.uid}")
 
 
@@ -281,7 +281,7 @@ def test_deeply_nested_toml_is_one_line(local_user, cli, kind, text, args):
 ])
 def test_profile_weights_are_bounded(local_user, cli, line, says):
     """Before: two weights of 1e308 summed to inf, every fraction was NaN, and aging said "ok"."""
-    small = (REPO / "fsscope" / "data" / "recipes" / "aging" / "small.toml").read_text()
+    small = (REPO / "recipes" / "aging" / "small.toml").read_text()
     path = local_user.home / "huge.toml"
     write_as(local_user, path, small.replace("weights = [4, 3, 2, 1]", line))
     one_line_refusal(cli("profile", "show", str(path), env=by_sudo(local_user)), says)
@@ -375,7 +375,7 @@ async def test_the_investigator_names_an_unreadable_record_and_keeps_going(recor
 ])
 def test_a_spaces_settings_are_bounded(local_user, cli, change, says):
     """Before: a space with 10^12 runs was planned (48,000,000,000,000 runs, 2.8 billion days)."""
-    small = (REPO / "fsscope" / "data" / "recipes" / "spaces" / "cao-small.toml").read_text()
+    small = (REPO / "recipes" / "spaces" / "cao-small.toml").read_text()
     assert change[0] in small
     path = local_user.home / "space.toml"
     write_as(local_user, path, small.replace(change[0], change[1], 1))
@@ -384,7 +384,7 @@ def test_a_spaces_settings_are_bounded(local_user, cli, change, says):
 
 def test_an_explore_space_cannot_ask_for_a_huge_directory_tree(local_user, cli):
     """Before: dir_depth = 40 planned treatments that each make 2^41 directories."""
-    small = (REPO / "fsscope" / "data" / "recipes" / "spaces" / "small.toml").read_text()
+    small = (REPO / "recipes" / "spaces" / "small.toml").read_text()
     path = local_user.home / "space.toml"
     write_as(local_user, path, small.replace("dir_depth = 4", "dir_depth = 40", 1))
     one_line_refusal(cli("explore", "--space", str(path), env=by_sudo(local_user)), f"{path}: settings.dir_depth: expected a whole number in 0..12")

@@ -222,7 +222,7 @@ def test_a_recipe_another_user_could_write_is_not_used(local_user, scratch, cli)
     """FSSCOPE_RECIPES (a site's own set) naming a directory the user owns, or root's directory
     holding a recipe file the user owns: the recipe decides mkfs and mount options, so root
     neither lists it nor formats with it -- one line, exit 2."""
-    text = (Path(__file__).parents[1] / "fsscope" / "data" / "recipes" / "ext4-default.toml").read_text()
+    text = (Path(__file__).parents[1] / "recipes" / "ext4-default.toml").read_text()
     theirs = local_user.home / "recipes"
     local_user.python(f"import os; os.makedirs({str(theirs)!r}); open({str(theirs / 'evil.toml')!r}, 'w').write({text!r})")
     ours = scratch / "recipes"
