@@ -96,17 +96,28 @@ def off_cpu(events: np.ndarray, names: list[str]) -> dict[int, np.ndarray] | Non
         w = events[events["code"] == wk]
         for tid in np.unique(w["arg"]).tolist():
             wakes[int(tid)] = np.sort(w["ts_ns"][w["arg"] == tid])
+    sched = np.isin(events["code"], [c for c in (sw, wk) if c is not None])
+    own_events = events[~sched]
     out: dict[int, np.ndarray] = {}
     for tid in np.unique(rows["sector"]).tolist():
         left = rows[rows["sector"] == tid]
         back = np.sort(rows["ts_ns"][rows["arg"] == tid])
-        spans = []
-        for ev in left:
+        # the thread's own other events: it was on its CPU then, so an off span ends by the
+        # first of them (its return's sched_switch can be lost, and the next one recorded
+        # would make the span swallow the calls between)
+        ran = np.sort(own_events["ts_ns"][own_events["pid"] == tid])
+        spans: list[tuple[int, int, int]] = []
+        for ev in left[np.argsort(left["ts_ns"], kind="stable")]:
             t = int(ev["ts_ns"])
             k = np.searchsorted(back, t, side="right")
             if k == len(back):
                 continue  # never came back inside the capture
             end = int(back[k])
+            r = np.searchsorted(ran, t, side="right")
+            if r < len(ran) and ran[r] < end:
+                end = int(ran[r])
+            if spans and t < spans[-1][1]:
+                continue  # a second leave before the return was recorded (an event lost between): off once
             woken = t
             if int(ev["flags"]) & _RUNNABLE_MASK:
                 ws = wakes.get(int(tid), np.zeros(0, np.int64))
@@ -123,8 +134,9 @@ def think_parts(spans: np.ndarray | None, begin: int, end: int) -> tuple[int, in
     if spans is None or end <= begin:
         return max(0, end - begin), 0
     lo, hi = np.maximum(spans[:, 0], begin), np.minimum(spans[:, 1], end)
-    off = int(np.clip(hi - lo, 0, None).sum())
-    slept = int(np.clip(np.minimum(spans[:, 2], end) - lo, 0, None).sum())
+    # the spans are disjoint (off_cpu), so off <= the gap; the bounds keep a part within it all the same
+    off = min(int(np.clip(hi - lo, 0, None).sum()), end - begin)
+    slept = min(int(np.clip(np.minimum(spans[:, 2], end) - lo, 0, None).sum()), off)
     return end - begin - off, slept
 
 
