@@ -378,8 +378,12 @@ def test_slow_sqlite_commits_name_the_journal_commit_and_the_other_writer(cli, m
         pytest.xfail("no commit stood out against its neighbours in three tries: the contention "
                      "this test explains did not happen (every fdatasync was recorded)")
     files = (str(mnt / "db-wal"), str(mnt / "db"), str(mnt / "db-journal"), str(mnt))  # + a directory's fsync
-    assert syncs and all(s["file"] in files for s in syncs), [(s["file"], s["start_s"]) for s in syncs]
+    # a slow sync names one of the database's files, or says it cannot name one (None): under
+    # load CI once saw an fdatasync 47 ms into the run, before the first commit, left unnamed
+    assert syncs and all(s["file"] in files or s["file"] is None for s in syncs), \
+        [(s["file"], s["start_s"]) for s in syncs]
     commits = [s for s in syncs if s["file"] == str(mnt / "db-wal")]  # named, though deleted at close
+    assert commits, [(s["file"], s["start_s"]) for s in syncs]
     kinds = [{c["kind"] for c in s["causes"]} for s in commits]
     assert any("journal" in k for k in kinds), kinds
     named_dd = [c["text"] for s in commits for c in s["causes"] if c["kind"] == "other-io" and "(dd)" in c["text"]]
