@@ -370,7 +370,7 @@ async def test_runs_screen_replays_and_compares(scratch):
     from fsscope.targets import TargetSpec
 
     for _ in range(2):
-        handle = runner.start("probe", spec_from_data("probe", {"files": 200, "runs": 2, "max_runs": 2}), TargetSpec("ram", size_bytes=400 * 2**20),
+        handle = runner.start("probe", spec_from_data("probe", FLAGGING_PROBE["probe"]), TargetSpec("ram", size_bytes=400 * 2**20),
                               recipes.load("xfs-default"))
         handle.drain()
     app = make_app(AppConfig(start_screen="runs"))
@@ -380,7 +380,7 @@ async def test_runs_screen_replays_and_compares(scratch):
         await pilot.press("enter")
         replay = await until_screen(pilot, app, LiveScreen, "the replay")
         assert replay.record is not None
-        assert replay.views[0].matrix.values.shape == (2, 200)
+        assert replay.views[0].matrix.values.shape == (5, 200)
         assert replay.flags_panel.flags  # findings come back from events.ndjson
         await pilot.press("escape")
         await open_compare(pilot, app)
