@@ -224,8 +224,15 @@ def read_input_text(path: str | os.PathLike, what: str, limit_bytes: int = 8 << 
     UnicodeDecodeError for a file that is not UTF-8. As another user, read as it is. The
     files shipped inside the package are read as they are too: whoever may change them may
     change fsscope's code beside them, which root runs anyway."""
-    if os.geteuid() != 0 or os.path.realpath(path).startswith(tuple(where + os.sep for where in SHIPPED)):
+    if os.geteuid() != 0:
         with open(path, "rb") as f:
+            return f.read(limit_bytes + 1).decode("utf-8")
+    # shipped: judged by where the descriptor opened really is (the kernel's name for it), not
+    # by a name resolved before the open, which a link swapped in between would redirect
+    # (O_NONBLOCK: a FIFO planted where a recipe was named must not hang root at the open)
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
+        opened = os.readlink(f"/proc/self/fd/{f.fileno()}")
+        if opened.startswith(tuple(where + os.sep for where in SHIPPED)):
             return f.read(limit_bytes + 1).decode("utf-8")
     place = output_place(path, what, "keep it where only you can change it")
     dir_fd = os.open(place.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
