@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from fsscope.analysis.compare import Row, Section, row
+from fsscope.analysis.compare import Row, Section, compare_replay, row
 from fsscope.analysis.variation.stats import welch
 from fsscope.records import Record, plain
 
@@ -91,6 +91,4 @@ def welch_section(a: Any, b: Any, alpha: float = 0.05) -> Section:
 def sections(a: Any, b: Any) -> list[Section]:
     """The replay job's comparer: the figures both reports hold (p50, p99, calls/s per call
     type) and the Welch table per call type that ``replay --recipes`` makes."""
-    from fsscope.analysis.compare import compare_replay
-
     return [*compare_replay(a, b), welch_section(a, b)]
