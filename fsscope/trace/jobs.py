@@ -233,7 +233,9 @@ class ProbeTrace(JobTrace):
             owners = [(series, found) for series, found in explained if finding.index in series.members]
             # a file in two explained series (a slab's and the directory index's) takes the one
             # whose cache shows in its own call's kernel events, else the first
-            events_text = " ".join(str(k) for k in ((flag.get("kernel") or {}).get("events") or {}))
+            # (the flags' kernel evidence is filled in after this, so it is read here from the runs)
+            own = flag.get("kernel") or attribute.kernel_evidence(runs, [finding.index])
+            events_text = " ".join(str(k) for k in (own.get("events") or {}))
             owners.sort(key=lambda owner: owner[1]["cache"] not in events_text)
             for series, found in owners[:1]:
                 flag["structure"] = found["structure"]
