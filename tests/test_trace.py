@@ -429,5 +429,8 @@ def test_a_tmpfs_probe_explains_its_series_by_the_kernels_in_memory_structures(c
         events = " ".join((flag.get("kernel") or {}).get("events") or {})
         shown = [s for s in by_member[flag["index"]] if s.split(":", 1)[1] in events]
         assert not shown or flag["structure"] in shown, flag  # the one its own call's events show
-    assert "repeatable, unexplained (no rule and no kernel event names a cause)" in done.stdout or not [
-        f for f in report["flags"] if not f.get("structure")]
+    # an unexplained flag is listed as such, or counted among those the screen leaves to --json
+    # (when the explained ones already fill MAX_FLAGS_SHOWN)
+    assert "repeatable, unexplained (no rule and no kernel event names a cause)" in done.stdout \
+        or "more unexplained flags (all in --json" in done.stdout \
+        or not [f for f in report["flags"] if not f.get("structure")]
