@@ -66,12 +66,14 @@ def test_the_bench_flags_have_null_and_effect_worlds():
     """The variation, periodic and warm-up flags each on worlds without their effect and with
     it: on a quiet machine none flags more than 5 % of the null worlds, and the series flags
     find theirs at a 120 s run's 12 windows (the default 30 s run's 3 windows are too few: the
-    self-test names the windows that are enough). On a loaded machine the variation flag
-    measures the machine (its rows say so: it is descriptive, Cao's judge has the baseline)."""
+    self-test names the windows that are enough). The variation flag is held to the claim it
+    makes, the spread measured (the machine's included) above the threshold's, on both machines:
+    whose spread it is, Cao's judge decides with its baseline."""
     checked = worlds.self_test(trials=40, scenarios=("variation",))
     table = [(j.finding, j.noise, j.mode, j.false_agree, j.power, j.runs_for_80) for j in checked.judges]
     assert {j.finding for j in checked.judges} == {"variation-flag", "periodic-dips", "warmup"}
-    assert all(j.false_agree <= worlds.FALSE_AGREE_TARGET for j in checked.judges if j.noise == "quiet"), table
+    assert all(j.false_agree <= worlds.FALSE_AGREE_TARGET for j in checked.judges
+               if j.noise == "quiet" or j.finding == "variation-flag"), table
     windows = {j.finding: j for j in checked.judges if j.noise == "quiet" and j.mode == "full"}
     assert windows["periodic-dips"].power >= worlds.POWER_TARGET and windows["warmup"].power >= worlds.POWER_TARGET
     short = [j for j in checked.judges if j.noise == "quiet" and j.mode == "quick" and j.finding != "variation-flag"]

@@ -426,13 +426,19 @@ WARMUP_WINDOWS, WARMUP_X = 2, 0.5  # the first two windows at half the steady th
 
 def _variation_flag_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str
                              ) -> dict[str, str]:
-    """The bench's ``variation`` flag (relative range above 10 %) on ``runs`` runs' ops/s: effect
-    ext4's own 5.4 % sd beside the machine's, null the machine's alone (no reversed effect)."""
-    from fsscope.analysis.variation.temporal import flag_variation
+    """The bench's ``variation`` flag on ``runs`` runs' ops/s, held to the claim it makes: the
+    spread measured here (the machine's included) is above the threshold's. null: a spread of
+    exactly the threshold's (the boundary of the claim, whatever the machine: a loaded machine's
+    own 5 % is above it, and a flag there is true); effect: ext4's own 5.4 % beside the machine's.
+    Whether a spread is the file system's is the Cao judge's claim, with its baseline (no reversed
+    effect: an inconclusive flag or none is not a disagree)."""
+    from fsscope.analysis.variation.temporal import RANGE_SDS_10, flag_variation
 
-    sd = math.hypot(EXT4_SD if world == "effect" else 0.0, BENCH_NOISE[noise])
-    flagged = flag_variation((1000.0 * np.exp(rng.normal(0.0, sd, runs))).tolist()) is not None
-    return {"variation-flag": "agree" if flagged and world != "reversed" else "inconclusive"}
+    threshold = 0.10
+    sd = math.hypot(EXT4_SD, BENCH_NOISE[noise]) if world == "effect" else threshold / RANGE_SDS_10
+    flag = flag_variation((1000.0 * np.exp(rng.normal(0.0, sd, runs))).tolist(), threshold)
+    above = flag is not None and flag.details["verdict"] == "above"
+    return {"variation-flag": "agree" if above and world != "reversed" else "inconclusive"}
 
 
 def _window_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
@@ -512,9 +518,11 @@ GROUPS: tuple[Group, ...] = (
                             "noise alone (sd 1 % / 5 %); effect the paper's fall from 47 % to 2 % relative range; "
                             "reversed a rise (the ladder runs 3 per step by default)", cost=2),
     Group("variation", ("variation-flag",), {"full": 10, "quick": 3}, ("quiet", "loaded"), (3, 5, 10, 20),
-          _variation_flag_verdicts, "the bench's variation flag (relative range > 10 %) on the runs' ops/s "
-          "(3: the bench's default; 10: the paper's): null the machine's noise alone (sd 1 % / 5 %), effect "
-          "ext4's own 5.4 % beside it", null_factor=3),
+          _variation_flag_verdicts, "the bench's variation flag (spread above a 10 % relative range's, sd "
+          "3.25 %, by a chi-square test) on the runs' ops/s (3: the bench's default; 10: the paper's): null a "
+          "spread of exactly the threshold's, machine included (the loaded machine's own 5 % is above it: "
+          "that spread is the flag's to report; whose it is, the Cao judge's with its baseline), effect "
+          "ext4's own 5.4 % beside the machine's (sd 1 % / 5 %)", null_factor=3),
     Group("variation", ("periodic-dips", "warmup"), {"full": 12, "quick": 3}, ("quiet", "loaded"),
           (3, 6, 12, 30), _window_verdicts,
           "the bench's periodic and warm-up flags on a run's Throughput-10 series of the row's windows (3: "

@@ -17,7 +17,11 @@ def flag_title(flag: dict[str, Any]) -> str:
     """One short line for a variation flag (the note says the rest)."""
     kind = flag.get("kind")
     if kind == "variation":
-        return f"throughput varies {flag.get('relative_range', 0):.0%} across runs (relative range)"
+        varies = f"throughput varies {flag.get('relative_range', 0):.0%} across runs (relative range)"
+        if flag.get("verdict") == "inconclusive":  # above the threshold, but not beyond chance
+            more = flag.get("runs_to_decide")
+            return f"{varies}: inconclusive" + (f", about {more} runs would decide" if more else "")
+        return varies
     if kind == "warmup":
         return f"warm-up ({flag.get('direction', '')}): settles after {flag.get('warmup_s', 0):g} s"
     if kind == "periodic":
