@@ -200,6 +200,15 @@ def test_cao_needs_its_baseline_and_says_when_the_machine_dominates():
     noisy = cao.judge_more_variable("v", ext4, xfs, busy)
     assert noisy.verdict == "inconclusive" and "machine noise dominates" in noisy.why
     assert "more runs would decide" not in noisy.why
+    if not cao.log_sd(ext4) > cao.log_sd(busy):  # the machine's spread as large: more runs measure it
+        assert "not more runs" in noisy.why and noisy.statistic["runs_to_tell_from_baseline"] is None
+    # the file system's spread under a machine's nearly as large: a quieter machine decides, or
+    # (since it is there) enough runs, and the verdict says how many at least
+    unit = np.linspace(-1.0, 1.0, 10) / np.linspace(-1.0, 1.0, 10).std(ddof=1)
+    under = cao.judge_more_variable("v", 1000 * np.exp(0.074 * unit), xfs, 1000 * np.exp(0.05 * unit[::-1]))
+    need = under.statistic["runs_to_tell_from_baseline"]
+    assert under.verdict == "inconclusive" and "machine noise dominates" in under.why
+    assert need is not None and need > 10 and f"at least about {need} runs a side" in under.why
     quiet = 1000 * rng.lognormal(0, 0.005, 10)
     assert cao.judge_more_variable("v", ext4, xfs, quiet).verdict == "agree"
 

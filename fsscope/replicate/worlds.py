@@ -52,6 +52,7 @@ class JudgeCheck(Record, frozen=True, kw_only=True):
     trials: int
     null_trials: int = 0       # draws on the null world (the false-agree rate's), when more than ``trials``
     target_met: bool           # false agree within target and power reached at the scenario's size
+    decides: str = ""          # where no run count tried reaches it: what would decide (as the verdict says)
     world: str                 # the worlds in words
 
 
@@ -76,6 +77,8 @@ class Group:
     cost: int = 1                         # trials are divided by this (the probe's detector is slow)
     quick_differs: bool = True            # False: --quick measures what the full scenario does
     null_factor: int = 1                  # draws on the null world: this many times the others'
+    #: finding -> what decides it where no run count tried reaches 80 % power (its verdict says so too)
+    decides: tuple[tuple[str, str], ...] = ()
 
 
 # --- Aota & Kono: a probe's latency matrix ---------------------------------------------------
@@ -488,12 +491,18 @@ GROUPS: tuple[Group, ...] = (
           {"full": 30, "quick": 10}, ("quiet", "loaded"), (5, 10, 20, 30, 50, 100, 300), _mingardi_verdicts,
           "13 sizes 4 KiB-16 MiB; null: flat latency, no saturation, XFS = ext4; effect: per-write cost x "
           "bandwidth = 1 MiB, XFS 1.10x ext4; reversed: throughput flat from 128 KiB, latency rising from "
-          "4 MiB, ext4 ahead"),
+          "4 MiB, ext4 ahead",
+          decides=(("xfs-ahead-of-ext4-small-buffers",
+                    "the paper's 9.7 % at a loaded sweep's spread (sd of log throughput 0.7) needs about 1,300 "
+                    "repetitions a side: its verdict names them and says it cannot decide at this size"),)),
     Group("cao", ("ext4-varies-more-than-xfs", "null-hash-seed-reduces-ext4-variation"), {"full": 10, "quick": 5},
-          ("quiet", "loaded"), (5, 10, 15, 20, 30, 50), _cao_verdicts,
+          ("quiet", "loaded"), (5, 10, 15, 20, 30, 50, 100, 200, 300), _cao_verdicts,
           "throughput per run, machine sd 1 % (quiet) / 5 % (loaded) beside each file system's own: effect "
           "ext4 5.4 %, XFS 1.6 %, null seed 0.4 % (the paper's ranges), the baseline none; null: all 1.6 %; "
-          "reversed: XFS and the null seed 5.4 %"),
+          "reversed: XFS and the null seed 5.4 %",
+          decides=tuple((f, "a quieter machine: its verdict says machine noise dominates, and the runs a variance "
+                            "test would need at least") for f in ("ext4-varies-more-than-xfs",
+                                                                  "null-hash-seed-reduces-ext4-variation"))),
     Group("chopper", ("ext4-tail-above-xfs",), {"full": 400, "quick": 24}, ("any",), (10, 24, 50, 100, 400),
           _chopper_verdicts, "d-span per treatment, a body around 1 MiB; effect: 30 % of ext4's treatments in a "
                              "GiB tail, 3 % of XFS's; null: ext4 twice XFS, no tail of its own; reversed: the "
@@ -502,7 +511,10 @@ GROUPS: tuple[Group, ...] = (
           ("quiet", "loaded"), (1,), _geriatrix_verdicts,
           "one aging: effect the paper's 15x smaller largest free extent and 150x the fragments; null: "
           "unchanged; reversed: tidier; loaded: half the time-bounded agings stop before their plan ends",
-          quick_differs=False),
+          quick_differs=False,
+          decides=tuple((f, "an aging run to its end (no time bound, or a quieter machine): an unfinished one is "
+                            "inconclusive whatever it measures, and its verdict says so")
+                        for f in ("free-space-fragmented", "new-file-fragmented"))),
     Group("probe", ("outlier", "outlier-sequential", "periodic-series", "level-shift", "linear-growth",
                     "linear-decrease"), {"full": 10, "quick": 5},
           DETECTOR_NOISES, (3, 5, 10, 20), _detector_verdicts,
@@ -592,5 +604,5 @@ def self_test(*, trials: int = 100, seed: int = 0, modes: tuple[str, ...] = ("fu
                         null_trials=n * group.null_factor if group.null_factor > 1 else 0,
                         target_met=bool(false_agree <= FALSE_AGREE_TARGET + _SUM_SLACK
                                         and power >= POWER_TARGET - _SUM_SLACK),
-                        world=group.world))
+                        world=group.world, decides="" if found[f] is not None else dict(group.decides).get(f, "")))
     return SelfTest(judges=out, seed=seed, trials=trials, elapsed_s=round(time.monotonic() - started, 1))
