@@ -54,7 +54,8 @@ def nothing_flag(r: int, result: P.RunResult) -> dict[str, Any]:
 
 
 def flag_key(flag: dict[str, Any]) -> tuple:
-    return (flag.get("kind"), flag.get("window_s"))
+    # a variation flag inconclusive after two runs may be decided by a later one: streamed again
+    return (flag.get("kind"), flag.get("window_s"), flag.get("verdict"))
 
 
 def emit_new_flags(ctx, spec: Spec, results: list, dirty: dict, emitted: set) -> None:
@@ -71,5 +72,7 @@ def emit_new_flags(ctx, spec: Spec, results: list, dirty: dict, emitted: set) ->
             continue
         emitted.add(key)
         details = {k: v for k, v in flag.items() if k not in ("kind", "note")}
-        ctx.emit(Finding(flag=flag["kind"], title=flag_title(flag), note=flag["note"],
+        provisional = (f"from {len(results)} of {spec.runs} runs: the test of all runs at the end replaces it"
+                       if len(results) < spec.runs else "")
+        ctx.emit(Finding(flag=flag["kind"], title=flag_title(flag), note=flag["note"], provisional=provisional,
                          fields={"after_runs": len(results), **details}))
