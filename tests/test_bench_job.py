@@ -141,6 +141,8 @@ def test_bench_on_ext4_ram_image_streams_samples_and_formats_per_run():
     assert report["fs"] == "ext4" and report["recipe"] == "ext4-default"
     assert all(run["telemetry"]["disks"][0].startswith("loop") for run in report["runs"])
     assert {f.flag for f in findings} <= {f["kind"] for f in report["flags"]}
+    # a flag streamed before the last run says the final test replaces it; after it, none does
+    assert all(bool(f.provisional) == (f.fields["after_runs"] < 2) for f in findings if "after_runs" in f.fields)
     commands = handle.run_dir.manifest()["target"]["commands"]
     assert sum(c["argv"][0] == "mkfs.ext4" for c in commands) == 2  # a fresh file system per run
     assert Journal().entries() == []

@@ -172,6 +172,22 @@ def test_variation_flag_threshold():
     assert flag.kind == "variation" and flag.details["relative_range"] == pytest.approx(20 / 110)
     assert "18%" in flag.note
     assert flag_variation([100, 120], threshold=0.25) is None
+    assert flag.details["verdict"] == "above" and flag.details["p"] < flag.details["alpha"]
+    assert "machine's own included" in flag.note and "baseline" in flag.note
+
+
+def test_variation_flag_says_inconclusive_and_what_decides():
+    """A range just over the threshold in 3 runs is what a spread at the threshold gives by
+    chance: the flag says inconclusive and how many runs would decide, never "above"."""
+    flag = flag_variation([100, 111, 105])
+    assert flag is not None and flag.details["verdict"] == "inconclusive"
+    assert flag.details["p"] >= flag.details["alpha"] and flag.details["runs_to_decide"] > 3
+    assert f"about {flag.details['runs_to_decide']} runs would decide" in flag.note
+    # the same spread measured over that many runs is above beyond chance
+    sd = flag.details["sd"]
+    runs = flag.details["runs_to_decide"]
+    steady = 100.0 * np.exp(sd * np.linspace(-1.0, 1.0, runs) / np.linspace(-1.0, 1.0, runs).std(ddof=1))
+    assert flag_variation(steady.tolist()).details["verdict"] == "above"
 
 
 def _periodic_counts(seconds: int = 600, period_s: int = 30, dip_s: int = 5, level: int = 1000,

@@ -47,9 +47,12 @@ FAST'17):
                          Throughput-N window. The paper's main metric: unlike the RSD (sample
                          std / mean) it does not soften one outlier run. Above --threshold
                          (default 10 %) one run is not a trustworthy result for this setup.
-Flags: variation (cumulative relative range above the threshold), warmup, periodic (dips
-every P s, compared with the kernel's dirty-page writeback intervals), window_disagrees
-(stable in total but not window by window, or the reverse).
+Flags: variation (the runs' spread above the threshold's, the sd a relative range of the
+threshold over 10 runs stands for, by a chi-square test at p < 0.025; a range above the
+threshold the runs cannot tell from it is inconclusive and names the runs that would decide;
+the machine's own spread is included: 'fsscope replicate cao' measures a baseline beside it),
+warmup, periodic (dips every P s, compared with the kernel's dirty-page writeback intervals),
+window_disagrees (stable in total but not window by window, or the reverse).
 
 With --recipes a,b,c each recipe runs as its own job (its own run record) and a Welch t-test
 on the runs' cumulative throughput names a winner only where the difference is significant

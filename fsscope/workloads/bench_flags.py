@@ -17,7 +17,11 @@ def flag_title(flag: dict[str, Any]) -> str:
     """One short line for a variation flag (the note says the rest)."""
     kind = flag.get("kind")
     if kind == "variation":
-        return f"throughput varies {flag.get('relative_range', 0):.0%} across runs (relative range)"
+        varies = f"throughput varies {flag.get('relative_range', 0):.0%} across runs (relative range)"
+        if flag.get("verdict") == "inconclusive":  # above the threshold, but not beyond chance
+            more = flag.get("runs_to_decide")
+            return f"{varies}: inconclusive" + (f", about {more} runs would decide" if more else "")
+        return varies
     if kind == "warmup":
         return f"warm-up ({flag.get('direction', '')}): settles after {flag.get('warmup_s', 0):g} s"
     if kind == "periodic":
@@ -50,7 +54,8 @@ def nothing_flag(r: int, result: P.RunResult) -> dict[str, Any]:
 
 
 def flag_key(flag: dict[str, Any]) -> tuple:
-    return (flag.get("kind"), flag.get("window_s"))
+    # a variation flag inconclusive after two runs may be decided by a later one: streamed again
+    return (flag.get("kind"), flag.get("window_s"), flag.get("verdict"))
 
 
 def emit_new_flags(ctx, spec: Spec, results: list, dirty: dict, emitted: set) -> None:
@@ -67,5 +72,7 @@ def emit_new_flags(ctx, spec: Spec, results: list, dirty: dict, emitted: set) ->
             continue
         emitted.add(key)
         details = {k: v for k, v in flag.items() if k not in ("kind", "note")}
-        ctx.emit(Finding(flag=flag["kind"], title=flag_title(flag), note=flag["note"],
+        provisional = (f"from {len(results)} of {spec.runs} runs: the test of all runs at the end replaces it"
+                       if len(results) < spec.runs else "")
+        ctx.emit(Finding(flag=flag["kind"], title=flag_title(flag), note=flag["note"], provisional=provisional,
                          fields={"after_runs": len(results), **details}))

@@ -42,6 +42,9 @@ def render_self_test(checked: SelfTest, console: Console) -> None:
         table.add_row(f"{j.scenario} {j.finding}", j.noise, f"{j.runs} ({j.mode})", fa, power,
                       f"{j.reversed_disagree:.0%}", need)
     console.print(table)
+    for j in checked.judges:  # where more runs of those tried do not decide, what would
+        if j.decides:
+            console.print(f"{j.scenario} {j.finding} ({j.noise}, {j.mode}): {j.decides}", highlight=False)
     console.print(f"targets: false agree <= {FALSE_AGREE_TARGET:.0%}, power >= {POWER_TARGET:.0%} at the "
                   f"scenario's runs; '80 % at' is the smallest run count tried that reaches it; "
                   f"{checked.judges[0].trials if checked.judges else 0}+ draws a world", highlight=False)
