@@ -100,7 +100,8 @@ class SetupScreen(AppScreen):
         self._sync_recipe()
         jobs = self.query_one("#job-picker", JobPicker)
         jobs.when_ready(self.query_one("#target-list").focus)
-        jobs.when_ready(self.query_one("#target-picker", TargetPicker).discover_devices)
+        # once that whole screen is painted: the probe's thread took the CPU from that frame
+        jobs.when_ready(lambda: self.call_after_refresh(self.query_one("#target-picker", TargetPicker).discover_devices))
         jobs.when_ready(self.fs_app.started_up)
 
     def on_screen_resume(self) -> None:
