@@ -25,7 +25,8 @@ import stat
 import time
 from pathlib import Path
 
-import psutil
+# psutil is imported where it is used: the Setup screen imports this module (through the mount
+# journal) and never calls those, and psutil was a tenth of its imports (bench/startup.py)
 
 JOB_PREFIX = "fsscope-job-"
 
@@ -124,6 +125,8 @@ def enter_job_cgroup(journal, pid: int | None = None) -> Path | None:
 
 def describe(pids) -> list[str]:
     """['mkfs.ext4 (pid 12)', ...] for those still running."""
+    import psutil
+
     names = []
     for pid in sorted(pids):
         try:
@@ -138,6 +141,8 @@ def describe(pids) -> list[str]:
 def group_members(pgid: int, *, session: bool = False) -> list[int]:
     """Live (non-zombie) processes of a process group; with ``session``, of the session it
     leads too (a job child leads both: its undo tools lead their own groups in its session)."""
+    import psutil
+
     out = []
     for proc in psutil.process_iter(["pid"]):
         try:
@@ -226,6 +231,8 @@ def _signal(pid: int, signum: int) -> None:
 
 
 def _is_running(pid: int) -> bool:
+    import psutil
+
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
@@ -255,6 +262,8 @@ def same_process(pid: int | None, started: int | float | None) -> bool:
         return False
     if isinstance(started, int):
         return start_ticks(pid) == started
+    import psutil
+
     try:
         return psutil.Process(pid).create_time() == started
     except psutil.Error:

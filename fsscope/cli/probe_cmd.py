@@ -7,7 +7,7 @@ from fsscope.cli.headless import run_job
 from fsscope.cli.render.probe import render_probe
 from fsscope.cli.spec_options import add_spec_options, spec_from_args
 from fsscope.errors import FsscopeError
-from fsscope.workloads.probe import ProbeSpec
+from fsscope.workloads.probe_spec import ProbeSpec
 
 DESCRIPTION = """\
 Time one syscall per file: on a freshly made file system, do OP on files 0..N-1 in one new

@@ -97,7 +97,7 @@ DESCRIPTORS: tuple[Job, ...] = (
     Job("smoke", "fsscope.engine.smoke", "write+fsync small files for a few seconds (sanity check)",
         label="a quick sanity run"),
     Job("probe", "fsscope.workloads.probe_job", "per-syscall latency of creat() & co. on fresh file systems",
-        command="probe_cmd", command_help="per-syscall latency probe: repeatable outlier files, explained",
+        spec="fsscope.workloads.probe_spec:ProbeSpec", command="probe_cmd", command_help="per-syscall latency probe: repeatable outlier files, explained",
         renderer="fsscope.cli.render.probe:render_probe",
         panel="fsscope.tui.widgets.probe_params:ProbeParams", comparer="fsscope.analysis.compare:compare_probe",
         label="per-call latency"),

@@ -14,8 +14,6 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
-
 from fsscope import tools
 from fsscope.errors import FsscopeError, SafetyRefusal
 
@@ -93,6 +91,8 @@ def _sys_dir(name: str) -> Path | None:
 def _mounts_by_source() -> dict[str, list[str]]:
     """Mount points by device node, from every mount (psutil all=True includes bind mounts)."""
     by_dev: dict[str, list[str]] = {}
+    import psutil  # here: the Setup screen imports this module and looks for devices only once it is whole
+
     for part in psutil.disk_partitions(all=True):
         if part.device.startswith("/dev/"):
             real = os.path.realpath(part.device)

@@ -6,6 +6,7 @@ Build it with :func:`make_app` (the CLI, the tests and the snapshot tests all do
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -99,9 +100,39 @@ class FsscopeApp(OrderedInput):
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
 
+    # -- start-up -----------------------------------------------------------------------------
+    START_UP_GC_LIMIT_S = 10.0
+    """The longest the collector waits for the first screen to be whole (see on_load)."""
+    _gc_paused = False
+
+    def on_load(self) -> None:
+        # No garbage collection until the first screen is whole (started_up): building it makes
+        # some hundred thousand objects, few of them garbage, and the collector's passes over
+        # them, several full ones, were a tenth of the Setup screen's start-up
+        # (bench/startup.py). It runs again once the screen is there, at the latest after
+        # START_UP_GC_LIMIT_S, and when the app ends.
+        if gc.isenabled():
+            gc.disable()
+            self._gc_paused = True
+            self.set_timer(self.START_UP_GC_LIMIT_S, self.started_up)
+
+    def started_up(self, *, at_once: bool = False) -> None:
+        """The first screen is whole: garbage collection runs again (if on_load paused it) once
+        it is painted (the first collection then, a full one, comes after that frame)."""
+        if at_once:
+            self._collect_again()
+        elif self._gc_paused:
+            self.call_after_refresh(self._collect_again)
+
+    def _collect_again(self) -> None:
+        if self._gc_paused:
+            self._gc_paused = False
+            gc.enable()
+
     def on_mount(self) -> None:
         if self.config.start_screen != self.DEFAULT_MODE:
             self.switch_mode(self.config.start_screen)
+            self.call_after_refresh(self.started_up)  # the Setup screen, which says when it is whole, is not shown
 
     # -- the plan ---------------------------------------------------------------------------
     @property
@@ -169,6 +200,7 @@ class FsscopeApp(OrderedInput):
             await asyncio.sleep(0.05)
 
     async def on_unmount(self) -> None:
+        self.started_up(at_once=True)  # an app that ends before its first screen was whole
         # Whatever the way out (ctrl+q, an error, a signal), no job process outlives the app.
         await self.finish_jobs()
 

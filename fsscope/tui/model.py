@@ -8,6 +8,7 @@ live run go through exactly the same code.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -301,7 +302,14 @@ def flag_from_event(event: Finding | Mapping[str, Any]) -> Flag:
                 "latency, repeatable across runs. Nothing here is slow; a cache or a data structure "
                 "that warmed up (or a faster path the file system took) is the usual reason."
                 + (f" ({note})" if note and note != "repeatable, unexplained" else ""))
+    if event.flag == "verdict" and note:
+        # check's verdict: each fix line starts with its audit item's id ("[other-io] …", what
+        # the command line's output names); here the item in words, as the check table does
+        note = _FIX_ITEM.sub(lambda m: m.group(1).replace("-", " ").replace("_", " ") + ": ", note)
     return Flag(title=title, note=note, kind=event.flag, indices=event.file_indices(), finding=event)
+
+
+_FIX_ITEM = re.compile(r"^\[([a-z0-9_-]+)\] ", re.MULTILINE)
 
 
 def with_withdrawn(streamed: list[Flag], final: list[Flag], why: str) -> list[Flag]:

@@ -98,7 +98,11 @@ class SetupScreen(AppScreen):
     def on_mount(self) -> None:
         self.sub_title = "setup: target · recipe · jobs"
         self._sync_recipe()
-        self.query_one("#job-picker", JobPicker).when_ready(self.query_one("#target-list").focus)
+        jobs = self.query_one("#job-picker", JobPicker)
+        jobs.when_ready(self.query_one("#target-list").focus)
+        # once that whole screen is painted: the probe's thread took the CPU from that frame
+        jobs.when_ready(lambda: self.call_after_refresh(self.query_one("#target-picker", TargetPicker).discover_devices))
+        jobs.when_ready(self.fs_app.started_up)
 
     def on_screen_resume(self) -> None:
         # Coming back (F2) puts the focus on the first control, not in the text field last

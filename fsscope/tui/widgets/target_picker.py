@@ -129,8 +129,12 @@ class TargetPicker(Vertical):
     def on_mount(self) -> None:
         self.border_title = "1 · Target"
         self._select(self.choice)
-        # after the first paint (the list says "looking…" until then): the screen first
-        self.call_after_refresh(self._discover)
+
+    def discover_devices(self) -> None:
+        """Look for the block devices now, in a thread (the list says "looking…" until it
+        answers). The Setup screen asks once it is whole: the probe (blkid) competed with the
+        screen's start-up for the CPU."""
+        self._discover()
 
     @work(thread=True, exclusive=True, group="discover-devices", exit_on_error=False,
           description="discovering block devices")
