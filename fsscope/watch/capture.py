@@ -98,8 +98,8 @@ def off_cpu(events: np.ndarray, names: list[str]) -> dict[int, np.ndarray] | Non
     scheduling was not traced.
 
     The kernel itself does not record every switch: with a fresh instance, read from its text
-    ``trace`` (no reader, no decoder, an event filter instead of ``set_event_pid``), a spinning
-    and sleeping thread under load showed 1 to 4 switches back to it missing in every 400."""
+    ``trace`` (no reader, no decoder; ``set_event_pid`` or an event filter alike), a thread
+    that spins and sleeps under load had up to 3 in 400 of its switches back missing."""
     code = {n.split("/", 1)[-1]: k for k, n in enumerate(names)}
     sw, wk = code.get("sched_switch"), code.get("sched_wakeup")
     if sw is None:
