@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fsscope import oplog
@@ -381,19 +382,18 @@ def test_a_think_time_is_recorded_by_its_parts_and_replayed_by_them(cli, xfs_mou
     assert len(fsyncs) == n and len(writes) == n - 1
     for o in read.ops:
         assert o.think_cpu_ns == -1 or 0 <= o.think_cpu_ns + o.think_sleep_ns <= o.think_ns, o
-    # the 3 ms of work before each fsync on the CPU, whatever the load added around it (within a
-    # sixth: a spin makes no event of its own to end an off-CPU span whose return was lost), and
-    # the 5 ms sleep before each write asleep (time.sleep sleeps at least that)
-    worked = [o for o in fsyncs if o.think_cpu_ns >= 2_500_000 and o.think_sleep_ns < 1_000_000]
-    slept = [o for o in writes if o.think_sleep_ns >= 5_000_000]
-    unseen = [o.seq for o in fsyncs + writes if o.think_sleep_ns == 0 and o.think_cpu_ns == o.think_ns]
-    if len(worked) < len(fsyncs) or len(slept) < len(writes):
-        # A known defect, open in #37: in about half the runs here the capture has no
-        # scheduling for the thread over a stretch of the run (from some call to the end, or
-        # all of it), so those gaps read as all work; the replay below is then not tried
-        assert unseen, ([(o.seq, o.think_ns, o.think_cpu_ns, o.think_sleep_ns) for o in fsyncs + writes])
-        pytest.xfail(f"no scheduling recorded for the thread around calls {unseen[0]}..{unseen[-1]} "
-                     f"({len(unseen)} of {len(fsyncs) + len(writes)} gaps): the capture lost it")
+    # The kernel does not record every switch back to a thread (about one in a few hundred
+    # under load, seen in its own text trace too: capture.off_cpu): a gap holding such a span
+    # has its parts not known (-1) and replays its whole think time. Every other gap is split:
+    # the 3 ms of work before each fsync on the CPU, whatever the load added around it (within
+    # a sixth), and the 5 ms sleep before each write asleep (time.sleep sleeps at least that)
+    gaps = fsyncs + writes
+    known = [o for o in gaps if o.think_cpu_ns >= 0]
+    assert len(known) >= len(gaps) * 3 // 4, [(o.seq, o.think_ns, o.think_cpu_ns, o.think_sleep_ns) for o in gaps]
+    for o in fsyncs:
+        assert o.think_cpu_ns == -1 or (o.think_cpu_ns >= 2_500_000 and o.think_sleep_ns < 1_000_000), o
+    for o in writes:
+        assert o.think_cpu_ns == -1 or o.think_sleep_ns >= 5_000_000, o
     root = scratch / "root"
     root.mkdir()
     for pace in ("recorded", "wall"):
@@ -405,10 +405,40 @@ def test_a_think_time_is_recorded_by_its_parts_and_replayed_by_them(cli, xfs_mou
         for o in fsyncs + writes:
             before = max(k for k in range(o.seq) if read.ops[k].tid == o.tid and played.played[k])
             gap = rows[o.seq]["start_ns"] - (rows[before]["start_ns"] + rows[before]["duration_ns"])
-            least = o.think_cpu_ns + o.think_sleep_ns if pace == "recorded" else o.think_ns
+            least = o.think_cpu_ns + o.think_sleep_ns if pace == "recorded" and o.think_cpu_ns >= 0 else o.think_ns
             assert gap >= least * 0.95, (pace, o, gap)
         if pace == "recorded":  # the work was this process's own CPU time
-            assert used_ns >= sum(o.think_cpu_ns for o in fsyncs), used_ns
+            assert used_ns >= sum(o.think_cpu_ns for o in fsyncs if o.think_cpu_ns >= 0), used_ns
+
+
+def test_a_gap_whose_return_the_kernel_lost_is_not_known():
+    """A span off the CPU ended only by the thread's own next event (its switch back was not
+    recorded) leaves that gap's parts not known (-1), as does a thread with no scheduling at
+    all; a gap whose spans all came back is split into work and sleep."""
+    from fsscope.trace.decode import EVENT_DTYPE
+    from fsscope.watch.capture import off_cpu, think_parts
+
+    names = ["sched/sched_switch", "sched/sched_wakeup", "syscalls/sys_enter_fsync"]
+    tid, other = 100, 200
+    rows = [  # (ts, code, pid, sector = prev_pid, arg = next_pid or the woken, flags = prev_state)
+        (1_000, 0, tid, tid, other, 1),       # asleep at 1 µs ...
+        (6_000, 1, other, 0, tid, 0),         # ... woken at 6 ...
+        (7_000, 0, other, other, tid, 0),     # ... back at 7
+        (9_000, 2, tid, 0, 0, 0),             # a call at 9
+        (12_000, 0, tid, tid, other, 0),      # preempted at 12, its return not recorded ...
+        (20_000, 2, tid, 0, 0, 0),            # ... its next call at 20
+    ]
+    events = np.zeros(len(rows), EVENT_DTYPE)
+    for i, (ts, code, pid, prev, arg, state) in enumerate(rows):
+        events[i]["ts_ns"], events[i]["code"], events[i]["pid"] = ts, code, pid
+        events[i]["sector"], events[i]["arg"], events[i]["flags"] = prev, arg, state
+    spans = off_cpu(events, names)
+    assert spans is not None
+    assert spans[tid].tolist() == [[1_000, 7_000, 6_000, 1], [12_000, 20_000, 12_000, 0]]
+    assert think_parts(spans[tid], 0, 9_000) == (9_000 - 6_000, 5_000)  # 1 ms waited for a CPU
+    assert think_parts(spans[tid], 9_000, 20_000) == (-1, 0)
+    assert think_parts(spans.get(other + 1), 0, 9_000) == (-1, 0)
+    assert off_cpu(events, names[1:]) is None
 
 
 def test_pseudonyms_keep_each_names_length_and_tell_names_apart():

@@ -24,7 +24,7 @@ length, then one record encoded as msgpack by msgspec, tagged by its ``type`` fi
     fallocate), ``size`` (bytes asked for), ``result``, ``start_ns`` (since the first call),
     ``duration_ns``, ``think_ns`` (since the same thread's previous call returned) and its parts
     ``think_cpu_ns`` (the thread on its CPU; -1 where its scheduling was not traced, as for a
-    thread's first call) and ``think_sleep_ns`` (asleep; the rest it waited for a CPU), ``file``
+    thread's first call, or the kernel recorded no switch back to it in the gap) and ``think_sleep_ns`` (asleep; the rest it waited for a CPU), ``file``
     (a number per file, stable across renames; 0 not known) and ``after`` (calls of other
     threads this one depended on: the last change to a name it uses, the open of the
     descriptor it uses).

@@ -81,62 +81,84 @@ def _parents(path: str) -> list[str]:
 _RUNNABLE_MASK = 0xFF
 
 
+def _grouped(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
+    """``values`` by ``keys``, each group in its sorted order."""
+    order = np.lexsort((values, keys))
+    k, v = keys[order], values[order]
+    uniq, first = np.unique(k, return_index=True)
+    return {int(u): part for u, part in zip(uniq.tolist(), np.split(v, first[1:]))}
+
+
 def off_cpu(events: np.ndarray, names: list[str]) -> dict[int, np.ndarray] | None:
     """Per thread, the spans it was off its CPU (from sched_switch), as rows (left, back,
-    woken): ``woken`` is when a sleep ended (its sched_wakeup, else ``back``), ``left`` for a
-    thread preempted (runnable all along: from ``woken`` to ``back`` it waited for a CPU).
-    None: the scheduling was not traced."""
+    woken, returned): ``woken`` is when a sleep ended (its sched_wakeup, else ``back``), ``left``
+    for a thread preempted (runnable all along: from ``woken`` to ``back`` it waited for a CPU);
+    ``returned`` is 0 where the kernel recorded no switch back to the thread before its next
+    own event, so ``back`` is only that event (when it came back is not known). None: the
+    scheduling was not traced.
+
+    The kernel itself does not record every switch: with a fresh instance, read from its text
+    ``trace`` (no reader, no decoder; ``set_event_pid`` or an event filter alike), a thread
+    that spins and sleeps under load had up to 3 in 400 of its switches back missing."""
     code = {n.split("/", 1)[-1]: k for k, n in enumerate(names)}
     sw, wk = code.get("sched_switch"), code.get("sched_wakeup")
     if sw is None:
         return None
-    rows = events[events["code"] == sw]
-    wakes: dict[int, np.ndarray] = {}
-    if wk is not None:
-        w = events[events["code"] == wk]
-        for tid in np.unique(w["arg"]).tolist():
-            wakes[int(tid)] = np.sort(w["ts_ns"][w["arg"] == tid])
-    sched = np.isin(events["code"], [c for c in (sw, wk) if c is not None])
-    own_events = events[~sched]
+    is_switch = events["code"] == sw
+    is_wake = events["code"] == wk if wk is not None else np.zeros(len(events), bool)
+    rows = events[is_switch]
+    rows = rows[np.argsort(rows["ts_ns"], kind="stable")]
+    own = events[~(is_switch | is_wake)]
+    wakes = events[is_wake]
+    leaves = _grouped(rows["sector"].astype(np.int64), np.arange(len(rows)))
+    backs = _grouped(rows["arg"], rows["ts_ns"])
+    # the thread's own other events: it was on its CPU then, so an off span ends by the first
+    # of them (a lost return would otherwise make the span swallow the calls after it)
+    ran_at = _grouped(own["pid"].astype(np.int64), own["ts_ns"])
+    woken_at = _grouped(wakes["arg"], wakes["ts_ns"])
+    none = np.zeros(0, np.int64)
     out: dict[int, np.ndarray] = {}
-    for tid in np.unique(rows["sector"]).tolist():
-        left = rows[rows["sector"] == tid]
-        back = np.sort(rows["ts_ns"][rows["arg"] == tid])
-        # the thread's own other events: it was on its CPU then, so an off span ends by the
-        # first of them (its return's sched_switch can be lost, and the next one recorded
-        # would make the span swallow the calls between)
-        ran = np.sort(own_events["ts_ns"][own_events["pid"] == tid])
-        spans: list[tuple[int, int, int]] = []
-        for ev in left[np.argsort(left["ts_ns"], kind="stable")]:
-            t = int(ev["ts_ns"])
-            k = np.searchsorted(back, t, side="right")
-            if k == len(back):
-                continue  # never came back inside the capture
-            end = int(back[k])
-            r = np.searchsorted(ran, t, side="right")
-            if r < len(ran) and ran[r] < end:
-                end = int(ran[r])
-            if spans and t < spans[-1][1]:
-                continue  # a second leave before the return was recorded (an event lost between): off once
-            woken = t
-            if int(ev["flags"]) & _RUNNABLE_MASK:
-                ws = wakes.get(int(tid), np.zeros(0, np.int64))
-                j = np.searchsorted(ws, t, side="right")
-                woken = int(ws[j]) if j < len(ws) and ws[j] <= end else end
-            spans.append((t, end, woken))
-        out[int(tid)] = np.array(spans, np.int64).reshape(-1, 3)
+    for tid, idx in leaves.items():
+        t = rows["ts_ns"][idx]
+        back, ran = backs.get(tid, none), ran_at.get(tid, none)
+        k = np.searchsorted(back, t, side="right")
+        r = np.searchsorted(ran, t, side="right")
+        big = np.iinfo(np.int64).max
+        next_back = np.where(k < len(back), back[np.minimum(k, len(back) - 1)] if len(back) else big, big)
+        next_ran = np.where(r < len(ran), ran[np.minimum(r, len(ran) - 1)] if len(ran) else big, big)
+        end = np.minimum(next_back, next_ran)
+        returned = next_back <= next_ran
+        seen = end < big  # never back inside the capture: no span
+        # a second leave before the first one's end: an event was lost between; off once (the
+        # skipped leave's end is the kept one's, as nothing of the thread's came between)
+        seen[1:] &= t[1:] >= end[:-1]
+        t, end, returned, idx = t[seen], end[seen], returned[seen], idx[seen]
+        asleep = (rows["flags"][idx].astype(np.int64) & _RUNNABLE_MASK) != 0
+        ws = woken_at.get(tid, none)
+        j = np.searchsorted(ws, t, side="right")
+        next_wake = np.where(j < len(ws), ws[np.minimum(j, len(ws) - 1)] if len(ws) else big, big)
+        woken = np.where(asleep, np.minimum(next_wake, end), t)
+        out[tid] = np.stack([t, end, woken, returned.astype(np.int64)], axis=1).reshape(-1, 4)
     return out
 
 
 def think_parts(spans: np.ndarray | None, begin: int, end: int) -> tuple[int, int]:
     """Of the gap [begin, end) between a thread's calls: (on its CPU, asleep) in ns; the rest
-    it was runnable and waited for a CPU (a load the replaying machine makes its own)."""
-    if spans is None or end <= begin:
-        return max(0, end - begin), 0
+    it was runnable and waited for a CPU (a load the replaying machine makes its own).
+    (-1, 0), not known: the thread's scheduling was not traced (None), or the gap holds a span
+    whose return the kernel did not record (how it divides between waiting and work is not
+    known; the replay then keeps the whole think time)."""
+    if spans is None:
+        return -1, 0
+    if end <= begin:
+        return 0, 0
     lo, hi = np.maximum(spans[:, 0], begin), np.minimum(spans[:, 1], end)
+    inside = hi > lo
+    if not spans[inside, 3].all():
+        return -1, 0
     # the spans are disjoint (off_cpu), so off <= the gap; the bounds keep a part within it all the same
-    off = min(int(np.clip(hi - lo, 0, None).sum()), end - begin)
-    slept = min(int(np.clip(np.minimum(spans[:, 2], end) - lo, 0, None).sum()), off)
+    off = min(int((hi - lo)[inside].sum()), end - begin)
+    slept = min(int(np.clip(np.minimum(spans[:, 2], end) - lo, 0, None)[inside].sum()), off)
     return end - begin - off, slept
 
 
