@@ -47,6 +47,26 @@ def test_summarised_bucketing_equals_the_reference(kind):
         assert summary.kinds  # the summarised way was taken
 
 
+@pytest.mark.parametrize("kind", range(5))
+def test_a_window_of_columns_equals_those_columns_of_the_whole(kind):
+    """What a frame buckets (the columns on screen, ``columns=``) is exactly those columns of
+    the whole bucketing, summarised or not, at the window's edges and the ragged last bucket."""
+    rng = np.random.default_rng(100 + kind)
+    for _ in range(6):
+        runs, files = int(rng.integers(1, 4)), int(rng.integers(1, 12_000))
+        values = random_values(rng, runs, files, kind)
+        summary = BlockSummary()
+        for zoom in sorted({2, 7, SUMMARY_MIN_ZOOM, 1000, max(1, -(-files // 193))}):
+            total = -(-files // zoom)
+            cut = int(rng.integers(0, total))
+            for aggregate in AGGREGATES:
+                whole = bucket(values, zoom, aggregate)
+                for c0, c1 in {(0, total), (0, 1), (total - 1, total), (cut, min(total, cut + 193)), (cut, total + 5)}:
+                    for held in (None, summary):
+                        got = bucket(values, zoom, aggregate, summary=held, columns=(c0, c1))
+                        assert np.array_equal(got, whole[:, c0:c1]), (runs, files, zoom, aggregate, c0, c1)
+
+
 def test_summaries_patched_by_live_batches_equal_a_fresh_bucketing():
     rng = np.random.default_rng(7)
     runs, files = 3, 9_000
@@ -55,8 +75,8 @@ def test_summaries_patched_by_live_batches_equal_a_fresh_bucketing():
     held = Bucketings(limit=len(AGGREGATES) * 2)
     version = 1
     for zoom in (SUMMARY_MIN_ZOOM, 1_000):
-        for aggregate in AGGREGATES:
-            held.get(version, values, zoom, aggregate)
+        for aggregate in AGGREGATES:  # a screen's columns of one, all of the other
+            held.get(version, values, zoom, aggregate, (2, 7) if zoom == 1_000 else None)
     for start in range(0, files, 1_337):  # batches across block and bucket edges
         for run in range(runs):
             stop = min(files, start + 1_337)
@@ -80,11 +100,16 @@ def test_big_data_percentiles_from_histograms_are_within_half_a_bin_and_follow_l
     values[rng.random(values.shape) < 0.1] = -1
     values[1, 400_000:] = -1  # a run in progress
     held = Bucketings(limit=16)
+    windowed = Bucketings(limit=16)  # asked only for a screen's columns
 
     def check(version: int) -> None:
         for zoom in (500, 5_000, 3_109):  # steps (blocks of 500) and a fit of ~193 columns
             for aggregate in ("p99", "p90", "p50"):
                 got = held.get(version, values, zoom, aggregate)
+                for c0 in (0, 700, got.shape[1] - 50):
+                    window = (max(0, c0), max(0, c0) + 193)
+                    part = windowed.get(version, values, zoom, aggregate, window)
+                    assert np.array_equal(part[:, window[0]:window[1]], got[:, window[0]:window[1]]), (zoom, c0)
                 exact = bucket(values, zoom, aggregate)
                 assert np.array_equal(got < 0, exact < 0), (zoom, aggregate)
                 shown = exact >= 0
@@ -93,7 +118,7 @@ def test_big_data_percentiles_from_histograms_are_within_half_a_bin_and_follow_l
 
     check(1)
     values[1, 400_000:450_000] = rng.lognormal(np.log(20_000), 1.0, 50_000).astype(np.int64)
-    assert held.patch(2, values, 1, 400_000, 450_000)
+    assert held.patch(2, values, 1, 400_000, 450_000) and windowed.patch(2, values, 1, 400_000, 450_000)
     values[0, 1_000:1_700] = 10**11  # far beyond the bins made for the data: made anew
-    assert held.patch(3, values, 0, 1_000, 1_700)
+    assert held.patch(3, values, 0, 1_000, 1_700) and windowed.patch(3, values, 0, 1_000, 1_700)
     check(3)

@@ -148,9 +148,9 @@ async def test_data_is_bucketed_once_per_change_and_strips_are_kept_by_content(m
 
     calls = []
 
-    def counted(values, zoom, aggregate, summary=None):
+    def counted(values, zoom, aggregate, summary=None, columns=None):
         calls.append((values.shape, aggregate))
-        return bucket(values, zoom, aggregate, summary=summary)
+        return bucket(values, zoom, aggregate, summary=summary, columns=columns)
 
     monkeypatch.setattr(heatbuckets, "bucket", counted)
     values = matrix(3, 20_000)
@@ -232,3 +232,55 @@ async def test_ansi_theme_looks_as_textuals_own_conversion_would(native_ansi):
         for strip in strips:  # what the skipped filter would have made of each line: no change
             for f in filters:
                 assert list(strip.apply_filter(f, heat.background_colors[1])) == list(strip)
+
+
+async def test_a_zoom_buckets_only_the_columns_on_screen_and_lays_out_nothing(monkeypatch):
+    """Zoomed in on many files, a frame buckets the columns it shows, not every column (its
+    cost follows the screen, not the files), and still shows what the reference says; a zoom
+    that keeps the scrollbars changes only how far the view scrolls, so Textual lays out
+    nothing (a layout repainted the whole screen twice at every zoom)."""
+    from textual.screen import Screen
+
+    from fsscope.analysis import heatbuckets
+
+    bucketed: list[int] = []  # columns of each bucketing made
+
+    def counted(values, zoom, aggregate, summary=None, columns=None):
+        got = bucket(values, zoom, aggregate, summary=summary, columns=columns)
+        bucketed.append(got.shape[1])
+        return got
+
+    layouts = []
+    refresh_layout = Screen._refresh_layout
+
+    def counted_layout(self, *args, **kwargs):
+        layouts.append(args)
+        return refresh_layout(self, *args, **kwargs)
+
+    monkeypatch.setattr(heatbuckets, "bucket", counted)
+    monkeypatch.setattr(Screen, "_refresh_layout", counted_layout)
+    values = matrix(3, 200_000)
+    app = HeatApp()
+    async with app.run_test(size=SIZE) as pilot:
+        heat = app.query_one(Heatmap)
+        heat.set_matrix(LatencyMatrix.from_array(values))
+        heat.focus()
+        await pilot.pause()
+        await pilot.press("plus")  # from the fit: the horizontal scrollbar comes (a layout)
+        await until(pilot, lambda: heat.max_scroll_x > 0, "the zoomed view scrollable")
+        for _ in range(3):
+            layouts.clear()
+            bucketed.clear()
+            await pilot.press("plus")
+            await pilot.pause()
+            shown = -(-heat.view_width // heat.cell_width) + 1
+            assert heat.columns > 2 * shown  # most columns are off screen
+            assert bucketed and max(bucketed) <= shown, (heat.effective_zoom, bucketed, shown)
+            assert not layouts, heat.effective_zoom
+            heat.cursor_run = 99  # no cursor over the cells compared
+            assert_cells_match(heat, values, set())
+            heat.cursor_run = 0
+        heat.move_to_file(150_000)  # scrolled: the columns now shown are bucketed and right
+        await until(pilot, lambda: heat.scroll_offset.x > 0, "the view scrolled")
+        heat.cursor_run = 99
+        assert_cells_match(heat, values, set())

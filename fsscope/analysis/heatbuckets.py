@@ -15,19 +15,30 @@ AGGREGATES = ("max", "p99", "p90", "p50", "mean")
 NOT_MEASURED = -1
 
 
-def bucket(values: np.ndarray, zoom: int, aggregate: str, summary: BlockSummary | None = None) -> np.ndarray:
+def bucket(values: np.ndarray, zoom: int, aggregate: str, summary: BlockSummary | None = None,
+           columns: tuple[int, int] | None = None) -> np.ndarray:
     """runs x files int64 (-1 = not measured) -> runs x ceil(files/zoom) by ``aggregate``.
 
     A bucket with no measured file is -1. Percentiles ignore unmeasured files: -1 sorts
     first, so the q-th measured value of a bucket is at (unmeasured + q*(measured-1)).
 
     With ``summary`` (the BlockSummary of ``values``) the same result from the blocks; without
-    it every value is read (the reference the summarised way is tested against)."""
+    it every value is read (the reference the summarised way is tested against).
+    ``columns`` (c0, c1): only those buckets, runs x (c1 - c0) (a screen's worth of 1M files:
+    what a frame draws, not every bucket)."""
     runs, files = values.shape
+    if columns is not None:
+        c0, c1 = max(0, columns[0]), min(columns[1], -(-files // max(1, zoom)))
+        if c1 <= c0:
+            return np.empty((runs, 0), dtype=np.int64)
+        if summary is not None and zoom >= SUMMARY_MIN_ZOOM:
+            return _bucket_summarised(values, zoom, aggregate, summary, (c0, c1))
+        values, summary = values[:, c0 * zoom: min(files, c1 * zoom)], None  # the buckets' own files
+        runs, files = values.shape
     if zoom <= 1 or files == 0:
         return np.array(values, dtype=np.int64, copy=True)
     if summary is not None and zoom >= SUMMARY_MIN_ZOOM:
-        return _bucket_summarised(values, zoom, aggregate, summary)
+        return _bucket_summarised(values, zoom, aggregate, summary, (0, -(-files // zoom)))
     whole = files // zoom
     out = np.empty((runs, -(-files // zoom)), dtype=np.int64)
     if whole:  # the full buckets: a reshaped view, no copy of the matrix
@@ -182,13 +193,14 @@ def _measured_blocks(values: np.ndarray, summary: BlockSummary, kind: str) -> np
 
 
 def _reduce_buckets(values: np.ndarray, per_block: np.ndarray, edges: Callable[[np.ndarray], np.ndarray],
-                    zoom: int, ufunc: np.ufunc, empty: int) -> np.ndarray:
-    """runs x columns: ``ufunc`` over each bucket's whole blocks (``per_block``) and its ragged
-    edge files (``edges``: their raw values -> what to reduce), ``empty`` for a bucket of neither."""
+                    zoom: int, ufunc: np.ufunc, empty: int, cols: tuple[int, int]) -> np.ndarray:
+    """runs x (c1 - c0): ``ufunc`` over each bucket's whole blocks (``per_block``) and its ragged
+    edge files (``edges``: their raw values -> what to reduce), ``empty`` for a bucket of
+    neither; buckets ``cols`` = (c0, c1)."""
     runs, files = values.shape
     blocks = per_block.shape[1]
-    columns = -(-files // zoom)
-    starts = np.arange(columns, dtype=np.int64) * zoom
+    columns = cols[1] - cols[0]
+    starts = np.arange(cols[0], cols[1], dtype=np.int64) * zoom
     stops = np.minimum(starts + zoom, files)
     first = -(-starts // BLOCK_FILES)  # the whole blocks inside each bucket: [first, last)
     last = np.minimum(stops // BLOCK_FILES, blocks)
@@ -217,18 +229,23 @@ def _reduce_buckets(values: np.ndarray, per_block: np.ndarray, edges: Callable[[
     return out
 
 
-def _bucket_summarised(values: np.ndarray, zoom: int, aggregate: str, summary: BlockSummary) -> np.ndarray:
+def _bucket_summarised(values: np.ndarray, zoom: int, aggregate: str, summary: BlockSummary,
+                       cols: tuple[int, int]) -> np.ndarray:
+    """Buckets ``cols`` = (c0, c1), 0 <= c0 < c1 <= the columns, from ``summary``."""
     if aggregate == "max":
-        return _reduce_buckets(values, summary.get(values, "max"), lambda raw: raw, zoom, np.maximum, NOT_MEASURED)
+        return _reduce_buckets(values, summary.get(values, "max"), lambda raw: raw, zoom, np.maximum, NOT_MEASURED,
+                               cols)
     if aggregate == "mean":
         valid = _reduce_buckets(values, _measured_blocks(values, summary, "count"),
-                                lambda raw: (raw >= 0).astype(np.int64), zoom, np.add, 0)
+                                lambda raw: (raw >= 0).astype(np.int64), zoom, np.add, 0, cols)
         total = _reduce_buckets(values, _measured_blocks(values, summary, "sum"), lambda raw: np.where(raw >= 0, raw, 0),
-                                zoom, np.add, 0)
+                                zoom, np.add, 0, cols)
         return np.where(valid > 0, total // np.maximum(valid, 1), NOT_MEASURED)
     q = {"p99": 0.99, "p90": 0.90, "p50": 0.50}[aggregate]
     if values.size >= SKETCH_MIN_VALUES and zoom >= HIST_BLOCK:
-        return _sketched_percentiles(values, zoom, q, summary)
+        return _sketched_percentiles(values, zoom, q, summary, cols)
+    if cols != (0, -(-values.shape[1] // zoom)):  # the buckets' own files, selected exactly
+        return _percentiles(values[:, cols[0] * zoom: cols[1] * zoom], zoom, q, aggregate, summary)
     return _percentiles(values, zoom, q, aggregate, summary)
 
 
@@ -368,7 +385,8 @@ def hist_block(zoom: int) -> int:
     return HIST_BLOCK if zoom % HIST_BLOCK == 0 else zoom
 
 
-def _sketched_percentiles(values: np.ndarray, zoom: int, q: float, summary: BlockSummary) -> np.ndarray:
+def _sketched_percentiles(values: np.ndarray, zoom: int, q: float, summary: BlockSummary,
+                          cols: tuple[int, int]) -> np.ndarray:
     """Percentiles of big data from the log histograms: a bucket's cumulative histogram is its
     whole blocks' (two reads of the prefix sums per bin looked at), and its percentile the
     middle of the bin holding that rank. The bin is found 8 bins at a time (every bucket the
@@ -381,19 +399,21 @@ def _sketched_percentiles(values: np.ndarray, zoom: int, q: float, summary: Bloc
     a colour: the 64 levels of a scale of 0.82 decade or more are 0.013 decade apart or more,
     so a bucket is at most one level off there (usually none: on a typical 2-3 decade scale a
     level is 0.03-0.05 decade), two on the narrowest, half-decade scale. The cursor's readout
-    is exact (the widget buckets that one bucket itself)."""
+    is exact (the widget buckets that one bucket itself). Buckets ``cols`` = (c0, c1) only."""
     runs, files = values.shape
     hist = summary.histograms(values, hist_block(zoom))
     prefix, bins, per = hist.prefix, hist.bins, zoom // hist.block
-    whole = files // zoom
-    out = np.empty((runs, -(-files // zoom)), dtype=np.int64)
-    if whole:
+    c0, c1 = cols
+    whole = min(files // zoom, c1) - c0  # the whole buckets asked for, from c0
+    out = np.empty((runs, c1 - c0), dtype=np.int64)
+    if whole > 0:
         coarse_at = np.append(np.arange(COARSE_BINS - 1, bins - 1, COARSE_BINS), bins - 1)
-        sums = prefix[:, 0: whole * per + 1: per, coarse_at]  # every bucket edge's sums at every group's end
+        # every bucket edge's sums at every group's end
+        sums = prefix[:, c0 * per: (c0 + whole) * per + 1: per, coarse_at]
         coarse = (sums[:, 1:] - sums[:, :-1]).astype(np.int64)
         flat = prefix.reshape(-1)  # each bucket's two edges as offsets into it: one take a bin
         first = (np.arange(runs, dtype=np.int64)[:, None] * prefix.shape[1]
-                 + np.arange(whole, dtype=np.int64) * per)[..., None] * bins
+                 + np.arange(c0, c0 + whole, dtype=np.int64) * per)[..., None] * bins
         after = first + per * bins
         measured = coarse[..., -1]
         rank = np.floor(q * np.maximum(measured - 1, 0)).astype(np.int64)[..., None]
@@ -402,8 +422,9 @@ def _sketched_percentiles(values: np.ndarray, zoom: int, q: float, summary: Bloc
         fine = flat.take(after + fine_at).astype(np.int64) - flat.take(first + fine_at)
         key = group[..., 0] * COARSE_BINS + (fine <= rank).sum(axis=2) + hist.lo
         out[:, :whole] = np.where(measured > 0, _key_values(key), NOT_MEASURED)
-    if whole * zoom < files:  # the last, partial bucket: exactly
-        out[:, whole:] = bucket(values[:, whole * zoom:], zoom, {0.99: "p99", 0.90: "p90", 0.50: "p50"}[q])
+    if max(whole, 0) < c1 - c0:  # the last, partial bucket: exactly
+        last = files // zoom
+        out[:, -1:] = bucket(values[:, last * zoom:], zoom, {0.99: "p99", 0.90: "p90", 0.50: "p50"}[q])
     return out
 
 
@@ -434,11 +455,15 @@ class Bucketings:
     the heatmap widget) costs the frame that switches to it nothing. A new zoom or aggregate is
     bucketed from the data's BlockSummary, made once per data version and patched alike.
 
+    Only the columns asked for are bucketed (``columns``: a screen's worth, where a zoom of 500
+    has 2,000 columns at 1M files and the screen shows 193): a bucketing's cost follows the
+    screen, not the files. Each holds which of its columns are made; scrolling makes the rest.
+
     One file per column (zoom 1) is the values themselves: nothing to make or patch."""
 
     def __init__(self, limit: int = 8):
         self.limit = limit  # bucketings held at once (a zoom walk makes one per step)
-        self._made: dict[tuple[int, str], np.ndarray] = {}
+        self._made: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}  # -> (buckets, columns made)
         self._data: tuple[int, int, int] | None = None  # (version, runs, files) of _made
         self._summary = BlockSummary()  # of the same data: any zoom and aggregate bucketed from it
 
@@ -447,27 +472,45 @@ class Bucketings:
         self._summary.clear()
         self._data = None
 
-    def has(self, version: int, values: np.ndarray, zoom: int, aggregate: str) -> bool:
-        return zoom <= 1 or (self._data == (version, *values.shape) and (zoom, aggregate) in self._made)
+    def has(self, version: int, values: np.ndarray, zoom: int, aggregate: str,
+            columns: tuple[int, int] | None = None) -> bool:
+        """Whether ``columns`` (None: all) of that bucketing are made for this data."""
+        if zoom <= 1:
+            return True
+        held = self._made.get((zoom, aggregate)) if self._data == (version, *values.shape) else None
+        if held is None:
+            return False
+        c0, c1 = columns if columns is not None else (0, held[1].size)
+        return bool(held[1][max(0, c0):c1].all())
 
-    def get(self, version: int, values: np.ndarray, zoom: int, aggregate: str) -> np.ndarray:
-        """runs x columns of ``values`` (data version ``version``): made now unless held."""
+    def get(self, version: int, values: np.ndarray, zoom: int, aggregate: str,
+            columns: tuple[int, int] | None = None) -> np.ndarray:
+        """runs x columns of ``values`` (data version ``version``), made now where not held:
+        ``columns`` (c0, c1) of them (None: all); the others may be -1, not made."""
         if zoom <= 1:
             return values
         data = (version, *values.shape)
         if self._data != data:
             self._summary.clear()
-        if self._data != data:
             self._made.clear()
             self._data = data
-        made = self._made.pop((zoom, aggregate), None)
-        if made is None:
+        runs, files = values.shape
+        total = -(-files // zoom)
+        held = self._made.pop((zoom, aggregate), None)
+        if held is None:
             while len(self._made) >= self.limit:  # the least recently asked for goes, not all of them
                 del self._made[next(iter(self._made))]
+            held = (np.full((runs, total), NOT_MEASURED, dtype=np.int64), np.zeros(total, dtype=bool))
+        made, done = held
+        c0, c1 = (0, total) if columns is None else (max(0, columns[0]), min(total, columns[1]))
+        missing = np.flatnonzero(~done[c0:c1])
+        if missing.size:  # the columns not made yet, as one span
+            m0, m1 = c0 + int(missing[0]), c0 + int(missing[-1]) + 1
             if zoom >= SUMMARY_MIN_ZOOM:
                 self._summary.prime(values, zoom)
-            made = bucket(values, zoom, aggregate, summary=self._summary)
-        self._made[(zoom, aggregate)] = made  # (re)inserted: the most recently asked for
+            made[:, m0:m1] = bucket(values, zoom, aggregate, summary=self._summary, columns=(m0, m1))
+            done[m0:m1] = True
+        self._made[(zoom, aggregate)] = held  # (re)inserted: the most recently asked for
         return made
 
     def patch(self, version: int, values: np.ndarray, run: int, start: int, stop: int) -> bool:
@@ -479,14 +522,18 @@ class Bucketings:
             self.clear()
             return False
         self._summary.patch(values, run, start, stop)
-        for (zoom, aggregate), made in list(self._made.items()):
+        for key, (made, done) in list(self._made.items()):
+            zoom = key[0]
             columns = -(-files // zoom)
-            if made.shape[1] < columns:  # the files grew: new buckets, not measured yet
-                grown = np.full((runs, columns), -1, dtype=np.int64)
+            if made.shape[1] < columns:  # the files grew: new buckets, not made yet
+                grown = np.full((runs, columns), NOT_MEASURED, dtype=np.int64)
                 grown[:, : made.shape[1]] = made
-                made = self._made[(zoom, aggregate)] = grown
+                grown_done = np.zeros(columns, dtype=bool)
+                grown_done[: done.size] = done
+                made, done = self._made[key] = (grown, grown_done)
             c0, c1 = start // zoom, -(-stop // zoom)
-            part = bucket(values[run:run + 1, c0 * zoom: min(files, c1 * zoom)], zoom, aggregate)
+            part = bucket(values[run:run + 1, c0 * zoom: min(files, c1 * zoom)], zoom, key[1])
             made[run, c0:c0 + part.shape[1]] = part[0]
+            # the other runs' buckets of those columns are made only where they were
         self._data = (version, runs, files)
         return True
