@@ -553,6 +553,60 @@ def test_an_entry_and_an_exit_with_lost_events_between_are_not_one_call():
     assert len(calls_mod.pair(events, names, losses=[(3_000, 9_000)]).calls) == 2
 
 
+def test_a_switch_back_the_kernel_did_not_record_is_not_claimed_as_waiting():
+    """A slow fsync preempted twice whose switches back the kernel did not record (the first
+    ended by its own next event, the second by its next leave, asleep), then woken and back:
+    read from the first leave to the last switch back it was "waiting for a CPU 6681 µs of
+    7184 µs". Those stretches' scheduling is not known, and the call says so in its causes and
+    claims no CPU wait; the same call with both switches back recorded waited for a CPU."""
+    from fsscope.trace.decode import EVENT_DTYPE
+    from fsscope.watch import calls as calls_mod
+    from fsscope.watch import causes
+    from fsscope.watch.sched import off_cpu
+
+    names = ["syscalls/sys_enter_fsync", "syscalls/sys_exit_fsync", "sched/sched_switch", "sched/sched_wakeup",
+             "filemap/mm_filemap_add_to_page_cache"]
+    tid, other = 100, 200
+    lost = [  # (ts, code, pid, sector = prev_pid, arg = next_pid or the woken, flags = prev_state)
+        (0, 0, tid, 0, 0, 0),                   # fsync entered
+        (300_000, 2, tid, tid, other, 0),       # preempted; its switch back not recorded ...
+        (1_300_000, 4, tid, 0, 0, 0),           # ... it ran: a page added
+        (1_500_000, 2, tid, tid, other, 0),     # preempted; its switch back not recorded ...
+        (6_000_000, 2, tid, tid, other, 2),     # ... it ran, and left asleep (D)
+        (6_800_000, 3, other, 0, tid, 0),       # woken
+        (6_981_000, 2, other, other, tid, 0),   # back on its CPU
+        (7_184_000, 1, tid, 0, 0, 0),           # fsync returned
+    ]
+    recorded = [(1_200_000, 2, other, other, tid, 0), (3_000_000, 2, other, other, tid, 0)]
+
+    def explain(rows):
+        rows = sorted(rows)
+        events = np.zeros(len(rows), EVENT_DTYPE)
+        for i, (ts, code, pid, prev, arg, state) in enumerate(rows):
+            events[i]["ts_ns"], events[i]["code"], events[i]["pid"] = ts, code, pid
+            events[i]["sector"], events[i]["arg"], events[i]["flags"] = prev, arg, state
+        calls = calls_mod.pair(events, names).calls
+        assert len(calls) == 1 and int(calls["duration_ns"][0]) == 7_184_000
+        where = calls_mod.inside(calls, events)
+        w = causes.windows(np.array([0]), calls, events, where, names, [], {tid}, set())[0]
+        return off_cpu(events, names), w, {c.kind: c.text for c in causes.explain(w, 7_184_000)}
+
+    spans, w, kinds = explain(lost)
+    assert spans is not None
+    assert spans[tid][:, [0, 1, 3]].tolist() == [[300_000, 1_300_000, 0], [1_500_000, 6_000_000, 0],
+                                                 [6_000_000, 6_981_000, 1]]
+    assert (w.sched_unknown_ns, w.preempted_ns, w.blocked_ns, w.runqueue_ns) == (5_500_000, 0, 800_000, 181_000)
+    assert "cpu" not in kinds and "blocked" not in kinds
+    assert "not known for 5500 µs of 7184 µs" in kinds["sched-unknown"]
+    assert kinds["none"].endswith("at least 703 µs on the CPU")
+
+    spans, w, kinds = explain(lost + recorded)
+    assert spans is not None and spans[tid][:, 3].all()
+    assert (w.sched_unknown_ns, w.preempted_ns, w.blocked_ns, w.runqueue_ns) == (0, 2_400_000, 800_000, 181_000)
+    assert "sched-unknown" not in kinds and "none" not in kinds
+    assert kinds["cpu"].startswith("it waited for a CPU 2581 µs of 7184 µs (preempted 2400 µs")
+
+
 def test_the_events_kept_are_bounded_and_the_report_says_where_it_stopped(cli, made_fs):
     """Every event recorded is decoded in memory at the end (and the calls and an op log built
     from them): a long watch of a busy workload grew without bound. Past --max-events-mb the

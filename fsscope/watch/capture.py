@@ -30,6 +30,7 @@ import numpy as np
 from fsscope import oplog
 from fsscope.errors import FsscopeError
 from fsscope.watch.names import Named, Tree, makes_fd
+from fsscope.watch.sched import off_cpu, parts
 from fsscope.watch.syscalls import OPS, syscall_codes
 from fsscope.watch.tasks import OpenFile
 
@@ -76,72 +77,6 @@ def _parents(path: str) -> list[str]:
     return ["/".join(parts[:k]) for k in range(1, len(parts))]
 
 
-#: sched_switch's prev_state of a task that left the CPU still runnable (0, "R"; or the
-#: preempted TASK_REPORT_MAX, "R+"): its low byte is 0; any other state is a sleep.
-_RUNNABLE_MASK = 0xFF
-
-
-def _grouped(keys: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
-    """``values`` by ``keys``, each group in its sorted order."""
-    order = np.lexsort((values, keys))
-    k, v = keys[order], values[order]
-    uniq, first = np.unique(k, return_index=True)
-    return {int(u): part for u, part in zip(uniq.tolist(), np.split(v, first[1:]))}
-
-
-def off_cpu(events: np.ndarray, names: list[str]) -> dict[int, np.ndarray] | None:
-    """Per thread, the spans it was off its CPU (from sched_switch), as rows (left, back,
-    woken, returned): ``woken`` is when a sleep ended (its sched_wakeup, else ``back``), ``left``
-    for a thread preempted (runnable all along: from ``woken`` to ``back`` it waited for a CPU);
-    ``returned`` is 0 where the kernel recorded no switch back to the thread before its next
-    own event, so ``back`` is only that event (when it came back is not known). None: the
-    scheduling was not traced.
-
-    The kernel itself does not record every switch: with a fresh instance, read from its text
-    ``trace`` (no reader, no decoder; ``set_event_pid`` or an event filter alike), a thread
-    that spins and sleeps under load had up to 3 in 400 of its switches back missing."""
-    code = {n.split("/", 1)[-1]: k for k, n in enumerate(names)}
-    sw, wk = code.get("sched_switch"), code.get("sched_wakeup")
-    if sw is None:
-        return None
-    is_switch = events["code"] == sw
-    is_wake = events["code"] == wk if wk is not None else np.zeros(len(events), bool)
-    rows = events[is_switch]
-    rows = rows[np.argsort(rows["ts_ns"], kind="stable")]
-    own = events[~(is_switch | is_wake)]
-    wakes = events[is_wake]
-    leaves = _grouped(rows["sector"].astype(np.int64), np.arange(len(rows)))
-    backs = _grouped(rows["arg"], rows["ts_ns"])
-    # the thread's own other events: it was on its CPU then, so an off span ends by the first
-    # of them (a lost return would otherwise make the span swallow the calls after it)
-    ran_at = _grouped(own["pid"].astype(np.int64), own["ts_ns"])
-    woken_at = _grouped(wakes["arg"], wakes["ts_ns"])
-    none = np.zeros(0, np.int64)
-    out: dict[int, np.ndarray] = {}
-    for tid, idx in leaves.items():
-        t = rows["ts_ns"][idx]
-        back, ran = backs.get(tid, none), ran_at.get(tid, none)
-        k = np.searchsorted(back, t, side="right")
-        r = np.searchsorted(ran, t, side="right")
-        big = np.iinfo(np.int64).max
-        next_back = np.where(k < len(back), back[np.minimum(k, len(back) - 1)] if len(back) else big, big)
-        next_ran = np.where(r < len(ran), ran[np.minimum(r, len(ran) - 1)] if len(ran) else big, big)
-        end = np.minimum(next_back, next_ran)
-        returned = next_back <= next_ran
-        seen = end < big  # never back inside the capture: no span
-        # a second leave before the first one's end: an event was lost between; off once (the
-        # skipped leave's end is the kept one's, as nothing of the thread's came between)
-        seen[1:] &= t[1:] >= end[:-1]
-        t, end, returned, idx = t[seen], end[seen], returned[seen], idx[seen]
-        asleep = (rows["flags"][idx].astype(np.int64) & _RUNNABLE_MASK) != 0
-        ws = woken_at.get(tid, none)
-        j = np.searchsorted(ws, t, side="right")
-        next_wake = np.where(j < len(ws), ws[np.minimum(j, len(ws) - 1)] if len(ws) else big, big)
-        woken = np.where(asleep, np.minimum(next_wake, end), t)
-        out[tid] = np.stack([t, end, woken, returned.astype(np.int64)], axis=1).reshape(-1, 4)
-    return out
-
-
 def think_parts(spans: np.ndarray | None, begin: int, end: int) -> tuple[int, int]:
     """Of the gap [begin, end) between a thread's calls: (on its CPU, asleep) in ns; the rest
     it was runnable and waited for a CPU (a load the replaying machine makes its own).
@@ -152,14 +87,12 @@ def think_parts(spans: np.ndarray | None, begin: int, end: int) -> tuple[int, in
         return -1, 0
     if end <= begin:
         return 0, 0
-    lo, hi = np.maximum(spans[:, 0], begin), np.minimum(spans[:, 1], end)
-    inside = hi > lo
-    if not spans[inside, 3].all():
+    p = parts(spans, begin, end)
+    if p.unknown_ns:
         return -1, 0
     # the spans are disjoint (off_cpu), so off <= the gap; the bounds keep a part within it all the same
-    off = min(int((hi - lo)[inside].sum()), end - begin)
-    slept = min(int(np.clip(np.minimum(spans[:, 2], end) - lo, 0, None)[inside].sum()), off)
-    return end - begin - off, slept
+    off = min(p.known_ns, end - begin)
+    return end - begin - off, min(p.asleep_ns, off)
 
 
 def build(calls: np.ndarray, events: np.ndarray, where: np.ndarray, names: list[str], texts: list[str],

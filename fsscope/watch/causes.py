@@ -3,7 +3,9 @@
 On the call's own thread: a directory changing format, a block or inode allocation, an XFS log
 force, writeback throttling (``balance_dirty_pages``), pages entering the page cache with a
 block read of its own (a page-cache miss), and its time off the CPU (``sched_switch``): blocked
-(waiting), preempted or woken and still waiting for a CPU (``sched_wakeup`` to switch-in). On
+(waiting), preempted or woken and still waiting for a CPU (``sched_wakeup`` to switch-in),
+from :mod:`fsscope.watch.sched` as the capture's think times; a stretch whose switch back the
+kernel did not record is claimed as neither (``sched-unknown``: its scheduling is not known). On
 the device, whoever fired it: a jbd2 commit running meanwhile, and other processes' block
 requests (named by pid and command as the block tracepoint recorded them, so a process that
 has since exited is still named). What none of these explains says so. Pure numpy + dicts.
@@ -18,6 +20,7 @@ import numpy as np
 
 from fsscope.trace.catalog import lookup
 from fsscope.trace.decode import RWBS_READ
+from fsscope.watch import sched
 
 #: Directory-format events (the rules' structures) and allocation events, by name.
 FORMAT_EVENTS = frozenset({"xfs_dir2_sf_to_block", "xfs_dir2_block_to_leaf", "xfs_dir2_leaf_to_node",
@@ -37,7 +40,7 @@ KERNEL_THREADS = ("jbd2/", "kworker/", "xfsaild/", "xfs-", "ksoftirqd/", "flush-
 
 @dataclass
 class Cause:
-    kind: str    # format | alloc | journal | writeback | cache-miss | other-io | kernel-io | cpu | blocked | none
+    kind: str    # format | alloc | journal | writeback | cache-miss | other-io | kernel-io | cpu | blocked | none | sched-unknown
     text: str
 
 
@@ -61,6 +64,9 @@ class Window:
     runqueue_ns: int = 0
     pause_ms: int = 0
     sched_traced: bool = True  # sched_switch was traced (``watch --no-sched``: not)
+    # off its CPU with no switch back recorded before its next event: neither blocked nor
+    # waiting for a CPU can be claimed for it (the kernel misses one now and then)
+    sched_unknown_ns: int = 0
 
 
 def _short(names: list[str]) -> list[str]:
@@ -91,11 +97,9 @@ def windows(indices: np.ndarray, calls: np.ndarray, events: np.ndarray, where: n
     ts = events["ts_ns"]
     codes = events["code"]
     issue, commit = code_of.get(QUEUE, -1), code_of.get("jbd2_start_commit", -1)
-    switch, wakeup = code_of.get("sched_switch", -1), code_of.get("sched_wakeup", -1)
     io_rows = np.flatnonzero((codes == issue) & ~np.isin(events["pid"], list(watched)))
     commit_rows = np.flatnonzero(codes == commit)
-    switch_rows = np.flatnonzero(codes == switch)
-    wake_rows = np.flatnonzero(codes == wakeup)
+    spans = sched.off_cpu(events, names)
     for i, w in out.items():
         start = int(calls["start_ns"][i])
         end = start + int(calls["duration_ns"][i])
@@ -108,33 +112,12 @@ def windows(indices: np.ndarray, calls: np.ndarray, events: np.ndarray, where: n
             w.others[who][1] += int(ev["bytes"]) * SECTOR_BYTES
         lo, hi = np.searchsorted(ts[commit_rows], [start, end])
         w.commits = [int(events[k]["arg"]) for k in commit_rows[lo:hi]]
-        _off_cpu(w, events, switch_rows, wake_rows, tid, start, end)
-        w.sched_traced = switch >= 0
+        w.sched_traced = spans is not None
+        if spans is not None and tid in spans:
+            off = sched.parts(spans[tid], start, end)
+            w.blocked_ns, w.preempted_ns = off.asleep_ns, off.preempted_ns
+            w.runqueue_ns, w.sched_unknown_ns = off.runnable_ns, off.unknown_ns
     return out
-
-
-def _off_cpu(w: Window, events: np.ndarray, switch_rows: np.ndarray, wake_rows: np.ndarray,
-             tid: int, start: int, end: int) -> None:
-    """Its time off the CPU inside [start, end]: blocked (waiting for something), preempted,
-    and from a wake-up to getting a CPU (the run queue)."""
-    ts = events["ts_ns"]
-    lo, hi = np.searchsorted(ts[switch_rows], [start, end])
-    out_at, preempted = None, False
-    for k in switch_rows[lo:hi]:
-        ev = events[k]
-        if int(ev["sector"]) == tid and out_at is None:      # prev_pid: it left the CPU
-            out_at, preempted = int(ev["ts_ns"]), (int(ev["flags"]) & 0x7F) == 0
-        elif int(ev["arg"]) == tid and out_at is not None:   # next_pid: back on
-            back = int(ev["ts_ns"])
-            if preempted:
-                w.preempted_ns += back - out_at
-            else:
-                wl, wh = np.searchsorted(ts[wake_rows], [out_at, back])
-                woke = [int(events[r]["ts_ns"]) for r in wake_rows[wl:wh] if int(events[r]["arg"]) == tid]
-                runq = back - woke[-1] if woke else 0
-                w.runqueue_ns += runq
-                w.blocked_ns += back - out_at - runq
-            out_at = None
 
 
 def _us(ns: int) -> str:
@@ -199,9 +182,14 @@ def explain(w: Window, duration_ns: int, fs_label: str = "", kernel_pids: set[in
             out.append(Cause("none", "not attributed: no traced kernel event inside it (its scheduling was "
                                      "not traced: on the CPU or waiting is not known)"))
         else:
-            out.append(Cause("none", f"not attributed: no traced kernel event inside it; "
-                                     f"{_us(duration_ns - w.blocked_ns - w.preempted_ns - w.runqueue_ns)} "
-                                     f"on the CPU"))
+            on_cpu = duration_ns - w.blocked_ns - w.preempted_ns - w.runqueue_ns - w.sched_unknown_ns
+            out.append(Cause("none", "not attributed: no traced kernel event inside it; "
+                                     + ("at least " if w.sched_unknown_ns else "") + f"{_us(on_cpu)} on the CPU"))
+    if w.sched_unknown_ns:
+        out.append(Cause("sched-unknown", f"its scheduling is not known for {_us(w.sched_unknown_ns)} of "
+                                          f"{_us(duration_ns)}: it left the CPU and the kernel recorded no "
+                                          f"switch back before its next event (on the CPU, blocked or "
+                                          f"waiting for a CPU then: not known)"))
     return out
 
 

@@ -8,7 +8,7 @@ from fsscope.records import Record, ReportRecord
 
 
 class CauseRow(Record, frozen=True, kw_only=True):
-    kind: str   # format | alloc | journal | writeback | cache-miss | other-io | kernel-io | cpu | blocked | none | lost
+    kind: str   # format | alloc | journal | writeback | cache-miss | other-io | kernel-io | cpu | blocked | none | sched-unknown | lost
     text: str
 
 
