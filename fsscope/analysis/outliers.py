@@ -38,8 +38,9 @@ Input: ``latency_ns``, int64 ns, runs x files; entries < 0 are "not measured" an
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -419,10 +420,31 @@ class _Chains:
     used: int = 0               # of ``members``
     live_members: int = 0
     by_key: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # live, sorted
+    sorted_key: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # key[by_key]
 
     def sort(self) -> None:
         live = np.flatnonzero(self.taken != _DEAD)
         self.by_key = live[np.argsort(self.key[live], kind="stable")]
+        self.sorted_key = self.key[self.by_key]
+
+    def merge(self, fresh_from: int) -> None:
+        """``by_key`` again after :meth:`kill` and :meth:`append` (the chains from ``fresh_from``
+        on): the live chains keep their order and the fresh ones are merged in, where sorting
+        every live key again cost a pass over all of them per series accepted. Live keys are
+        distinct (a residue's chains begin at distinct members), so the order is the sort's."""
+        keep = self.taken[self.by_key] != _DEAD
+        old, old_keys = self.by_key[keep], self.sorted_key[keep]
+        fresh_keys = self.key[fresh_from:]
+        fresh = np.argsort(fresh_keys, kind="stable")
+        at = np.searchsorted(old_keys, fresh_keys[fresh])
+        self.by_key = np.insert(old, at, fresh + fresh_from)
+        self.sorted_key = np.insert(old_keys, at, fresh_keys[fresh])
+
+    def in_residues(self, residues: NDArray[np.int64], n_files: int) -> NDArray[np.int64]:
+        """The live chains of these residues (ascending, distinct): key ranges of the sorted keys."""
+        lo = np.searchsorted(self.sorted_key, residues * (n_files + 1))
+        span = np.searchsorted(self.sorted_key, (residues + 1) * (n_files + 1)) - lo
+        return self.by_key[np.repeat(lo - (np.cumsum(span) - span), span) + np.arange(int(span.sum()))]
 
     def append(self, fresh: _Chains) -> None:
         need = self.used + fresh.used
@@ -454,6 +476,10 @@ class _Order:
     positions: NDArray[np.int32]
     stride: int
     indices: NDArray[np.int64]
+    #: the residues present, ascending, and where each one's positions begin (one more: the end):
+    #: a recut finds its residues here instead of computing every index's residue again
+    residue_values: NDArray[np.int64]
+    residue_starts: NDArray[np.int32]
 
     def residue(self, at: NDArray[np.int64] | slice = slice(None)) -> NDArray[np.int64]:
         return self.indices[self.positions[at]] % self.stride
@@ -523,7 +549,11 @@ class _SeriesSearch:
             # Indices ascend, so terms ascend within a residue: a stable sort by residue orders
             # them as the reference's (residue, term) sort; a 16-bit key sorts in one radix pass.
             order = np.argsort(residue.astype(np.uint16) if stride <= 1 << 16 else residue, kind="stable")
-            cached = self.orders[stride] = _Order(order.astype(np.int32), stride, self.indices)
+            residue = residue[order]
+            firsts = np.flatnonzero(residue[1:] != residue[:-1]) + 1
+            starts = np.concatenate([[0], firsts, [residue.size]]).astype(np.int32)
+            cached = self.orders[stride] = _Order(order.astype(np.int32), stride, self.indices,
+                                                  residue[starts[:-1]], starts)
         return cached
 
     def _cut(self, positions: NDArray[Any], residue: NDArray[np.int64], term: NDArray[np.int64]) -> _Chains:
@@ -564,15 +594,14 @@ class _SeriesSearch:
             return
         blocked[newly] = True
         residues = np.unique(self.indices[newly] % stride)
-        every_residue = order.residue()
-        lo = np.searchsorted(every_residue, residues, side="left")
-        hi = np.searchsorted(every_residue, residues, side="right")
-        del every_residue
-        span = hi - lo
+        at = np.searchsorted(order.residue_values, residues)  # each is there: newly are indices
+        lo = order.residue_starts[at].astype(np.int64)
+        span = order.residue_starts[at + 1] - lo
         picked = np.repeat(lo - (np.cumsum(span) - span), span) + np.arange(int(span.sum()))
         positions = order.positions[picked]
         usable = ~blocked[positions]
-        chains.kill(np.flatnonzero(np.isin(chains.key // (self.n_files + 1), residues)))
+        chains.kill(chains.in_residues(residues, self.n_files))
+        fresh_from = chains.key.size
         chains.append(self._cut(positions[usable], order.residue(picked)[usable], order.term(picked)[usable]))
         if chains.live_members * 2 < chains.used:  # mostly dead: compact
             live = np.flatnonzero(chains.taken != _DEAD)
@@ -583,7 +612,9 @@ class _SeriesSearch:
                 key=chains.key[live], last=chains.last[live], starts=np.cumsum(present) - present,
                 present=present, terms=chains.terms[live], taken=chains.taken[live],
                 members=chains.members[gather], used=int(present.sum()), live_members=int(present.sum()))
-        chains.sort()
+            chains.sort()
+        else:
+            chains.merge(fresh_from)
 
     def _count_taken(self, stride: int, newly: NDArray[np.int64]) -> None:
         """Count ``newly`` taken positions in the chains of ``stride`` that hold them (a chain
@@ -593,7 +624,7 @@ class _SeriesSearch:
             return
         values = self.indices[newly]
         residue = values % stride
-        at = np.searchsorted(chains.key[chains.by_key], residue * (self.n_files + 1) + values, side="right") - 1
+        at = np.searchsorted(chains.sorted_key, residue * (self.n_files + 1) + values, side="right") - 1
         chain = chains.by_key[np.maximum(at, 0)]
         inside = ((at >= 0) & (chains.key[chain] // (self.n_files + 1) == residue)
                   & (chains.last[chain] >= values) & ~self.blocked[stride][newly])
@@ -968,6 +999,9 @@ class RunningAnalysis:
         self.measured_calls: list[int] = []  # per run: calls measured and not disturbed
         self.disturbed_bits: list[NDArray[np.uint8]] = []   # per run, per file (packed): disturbed
         self.baselines: list[NDArray[np.float64]] = []      # per run, per block, after masking
+        #: (runs, what :meth:`update` found of them before any null world): the probe's report
+        #: analyses the runs the analysis after the last run just did, held to the worlds
+        self.analysed: tuple[int, tuple] | None = None
 
     def extend(self, matrix: ArrayLike, wait_ns: ArrayLike | None = None) -> tuple[NDArray, NDArray | None]:
         """Fold in the runs of ``matrix`` not folded in yet; the matrices as read."""
@@ -1083,6 +1117,90 @@ class RunningAnalysis:
         (held to ``null_worlds`` permuted worlds as :func:`analyze` says)."""
         latency_matrix, wait = self.extend(matrix, wait_ns)
         k, runs, files = self.knobs, self.runs, self.files
+        ratio = k.series_ratio if runs >= SERIES_MIN_RUNS else None  # too few runs for a median to judge
+
+        def structure(matrix_ns: Any, outlier_indices: list[int], curve: NDArray[np.float64],
+                      alpha: float | None, levels: bool) -> Found:
+            """Series (None: no search), level shifts and ramps of a matrix and its median curve."""
+            candidates = median_ratio_candidates(curve, ratio, k.block_files) if ratio is not None else None
+            series = [] if alpha is None else _tiered_series(
+                outlier_indices, curve, candidates, factor=k.factor, block_files=k.block_files,
+                min_count=k.series_min_count, n_files=files, alpha=alpha)
+            del candidates
+            if not levels:
+                return Found(series, [], [], curve)
+            # The outliers are reported on their own; masking them keeps a slow file right at a
+            # boundary (ext4's file 253) from shifting the cut by one.
+            level_curve_ns = _without(curve, outlier_indices)
+            segmentation = _segment_curve(level_curve_ns, k.segment_knobs)
+            runs_check = _RunsCheck(latency_ns=matrix_ns, excluded=np.isnan(level_curve_ns),
+                                    min_runs=k.min_runs, min_fraction=k.min_fraction)
+            del level_curve_ns
+            shifts = [] if segmentation is None else _level_shifts_from(
+                segmentation, min_ratio=k.shift_min_ratio, min_z=k.min_z, runs_check=runs_check)
+            growth = [] if segmentation is None else _linear_growth_from(
+                segmentation, min_growth_ratio=k.growth_min_ratio, min_files=k.growth_min_files,
+                min_r2=k.growth_min_r2, min_z=k.min_z, runs_check=runs_check)
+            return Found(series, shifts, growth, curve)
+
+        masked = _MaskedRuns(self, latency_matrix, wait)
+        if self.analysed is None or self.analysed[0] != runs:  # the same runs: the same findings
+            self.analysed = None  # its memory back before this analysis' peak
+            self.analysed = runs, self._findings(latency_matrix, wait, masked, structure)
+        stats, chance, outliers, unsure, weak, noise_count, curve_ns, found = self.analysed[1]
+        stats = copy.deepcopy(stats)  # each analysis its own (a report may amend its stats)
+
+        def null_search(matrix_ns: NDArray, least_chance: float | None, levels: bool) -> Found:
+            """The same analysis of a null world (its series only as unlikely as ``least_chance``).
+            From 3 runs on its outliers are left to its median candidates, which hold them (a file
+            slow in 80 % of the runs has its median there): the scan cost a third of each world."""
+            null_outliers: list[Outlier] = []
+            if ratio is None:
+                null_latency = as_float_matrix(matrix_ns)
+                null_outliers, _ = _outliers_from_scan(null_latency, _scan_outliers(  # as ``repeating``
+                    null_latency, factor=k.factor, min_runs=k.min_runs, min_fraction=k.min_fraction,
+                    block_files=k.block_files, alpha=None))
+            alpha = None if least_chance is None else 2 * least_chance * (1 + 1e-9)  # each tier searches at alpha / 2
+            return structure(matrix_ns, [o.index for o in null_outliers], median_curve(matrix_ns), alpha, levels)
+
+        # The null worlds permute the masked matrix whole: made only when a finding is held to them.
+        # (gate reads its shape and its rows, what _MaskedRuns gives of the matrix it stands for)
+        gated = gate(masked, found, null_search, worlds=null_worlds,  # type: ignore[arg-type]
+                     levels=gate_levels) if null_worlds else None
+        series, shifts, growth = (found.series, found.level_shifts, found.linear_growth) if gated is None else (
+            gated.series, gated.level_shifts, gated.linear_growth)
+        settings = {
+            "outlier_factor": k.factor,
+            "min_runs": k.min_runs,
+            "min_fraction": k.min_fraction if k.min_runs is None else None,
+            "block_files": k.block_files,
+            "split_factor": k.split_factor,
+            "series_min_count": k.series_min_count,
+            "series_alpha": k.series_alpha,
+            "series_factor": k.series_factor if runs >= SERIES_MIN_RUNS and k.series_factor < k.factor else None,
+            "series_ratio": ratio,
+            "shift_min_ratio": k.shift_min_ratio,
+            "growth_min_ratio": k.growth_min_ratio,
+            "min_z": k.min_z,
+            "single_run": runs == 1,
+            "outlier_chance": None if chance is None else chance.to_json(runs, k.min_fraction),
+            "disturbed_calls_per_run": (None if self.mode == "none" else list(self.disturbed)),
+        }
+        null_gate = {} if gated is None else gated.to_json()  # {}: not held to null worlds (null_worlds=0)
+        return ProbeAnalysis(
+            runs=runs, files=files, stats=stats, outliers=tuple(outliers), inconclusive_outliers=tuple(unsure),
+            noise_count=noise_count,
+            weak_outliers=tuple(weak), series=tuple(series), level_shifts=tuple(shifts),
+            linear_growth=tuple(growth),
+            settings=settings, median_curve_ns=curve_ns, null_gate=null_gate,
+        )
+
+    def _findings(self, latency_matrix: NDArray, wait: NDArray | None, masked: _MaskedRuns,
+                  structure: Callable[[Any, list[int], NDArray[np.float64], float | None, bool], Found]) -> tuple:
+        """What :meth:`update` finds of the runs folded in before any null world: (stats,
+        outlier chance, outliers, inconclusive ones, weak ones, noise count, median curve, the
+        structure found)."""
+        k, runs, files = self.knobs, self.runs, self.files
 
         def rows() -> Iterator[NDArray[np.int64]]:
             return (read_row(latency_matrix, r) for r in range(runs))
@@ -1119,78 +1237,8 @@ class RunningAnalysis:
         else:
             outliers, unsure, weak, noise_count, curve_ns = [], [], [], 0, np.full(files, np.nan)
         repeating = sorted([o.index for o in outliers] + [o.index for o in unsure])  # the 80 % rule's
-        ratio = k.series_ratio if runs >= SERIES_MIN_RUNS else None  # too few runs for a median to judge
-
-        def structure(matrix_ns: Any, outlier_indices: list[int], curve: NDArray[np.float64],
-                      alpha: float | None, levels: bool) -> Found:
-            """Series (None: no search), level shifts and ramps of a matrix and its median curve."""
-            candidates = median_ratio_candidates(curve, ratio, k.block_files) if ratio is not None else None
-            series = [] if alpha is None else _tiered_series(
-                outlier_indices, curve, candidates, factor=k.factor, block_files=k.block_files,
-                min_count=k.series_min_count, n_files=files, alpha=alpha)
-            del candidates
-            if not levels:
-                return Found(series, [], [], curve)
-            # The outliers are reported on their own; masking them keeps a slow file right at a
-            # boundary (ext4's file 253) from shifting the cut by one.
-            level_curve_ns = _without(curve, outlier_indices)
-            segmentation = _segment_curve(level_curve_ns, k.segment_knobs)
-            runs_check = _RunsCheck(latency_ns=matrix_ns, excluded=np.isnan(level_curve_ns),
-                                    min_runs=k.min_runs, min_fraction=k.min_fraction)
-            del level_curve_ns
-            shifts = [] if segmentation is None else _level_shifts_from(
-                segmentation, min_ratio=k.shift_min_ratio, min_z=k.min_z, runs_check=runs_check)
-            growth = [] if segmentation is None else _linear_growth_from(
-                segmentation, min_growth_ratio=k.growth_min_ratio, min_files=k.growth_min_files,
-                min_r2=k.growth_min_r2, min_z=k.min_z, runs_check=runs_check)
-            return Found(series, shifts, growth, curve)
-
-        def null_search(matrix_ns: NDArray, least_chance: float | None, levels: bool) -> Found:
-            """The same analysis of a null world (its series only as unlikely as ``least_chance``).
-            From 3 runs on its outliers are left to its median candidates, which hold them (a file
-            slow in 80 % of the runs has its median there): the scan cost a third of each world."""
-            null_outliers: list[Outlier] = []
-            if ratio is None:
-                null_latency = as_float_matrix(matrix_ns)
-                null_outliers, _ = _outliers_from_scan(null_latency, _scan_outliers(  # as ``repeating``
-                    null_latency, factor=k.factor, min_runs=k.min_runs, min_fraction=k.min_fraction,
-                    block_files=k.block_files, alpha=None))
-            alpha = None if least_chance is None else 2 * least_chance * (1 + 1e-9)  # each tier searches at alpha / 2
-            return structure(matrix_ns, [o.index for o in null_outliers], median_curve(matrix_ns), alpha, levels)
-
-        masked = _MaskedRuns(self, latency_matrix, wait)
         found = structure(masked, repeating, curve_ns, k.series_alpha, True)
-        # The null worlds permute the masked matrix whole: made only when a finding is held to them.
-        # (gate reads its shape and its rows, what _MaskedRuns gives of the matrix it stands for)
-        gated = gate(masked, found, null_search, worlds=null_worlds,  # type: ignore[arg-type]
-                     levels=gate_levels) if null_worlds else None
-        series, shifts, growth = (found.series, found.level_shifts, found.linear_growth) if gated is None else (
-            gated.series, gated.level_shifts, gated.linear_growth)
-        settings = {
-            "outlier_factor": k.factor,
-            "min_runs": k.min_runs,
-            "min_fraction": k.min_fraction if k.min_runs is None else None,
-            "block_files": k.block_files,
-            "split_factor": k.split_factor,
-            "series_min_count": k.series_min_count,
-            "series_alpha": k.series_alpha,
-            "series_factor": k.series_factor if runs >= SERIES_MIN_RUNS and k.series_factor < k.factor else None,
-            "series_ratio": ratio,
-            "shift_min_ratio": k.shift_min_ratio,
-            "growth_min_ratio": k.growth_min_ratio,
-            "min_z": k.min_z,
-            "single_run": runs == 1,
-            "outlier_chance": None if chance is None else chance.to_json(runs, k.min_fraction),
-            "disturbed_calls_per_run": (None if self.mode == "none" else list(self.disturbed)),
-        }
-        null_gate = {} if gated is None else gated.to_json()  # {}: not held to null worlds (null_worlds=0)
-        return ProbeAnalysis(
-            runs=runs, files=files, stats=stats, outliers=tuple(outliers), inconclusive_outliers=tuple(unsure),
-            noise_count=noise_count,
-            weak_outliers=tuple(weak), series=tuple(series), level_shifts=tuple(shifts),
-            linear_growth=tuple(growth),
-            settings=settings, median_curve_ns=curve_ns, null_gate=null_gate,
-        )
+        return stats, chance, outliers, unsure, weak, noise_count, curve_ns, found
 
 
 def _file_baseline(block_baseline: NDArray[np.float64], part: slice, block_files: int) -> NDArray[np.float64]:
