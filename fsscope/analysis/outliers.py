@@ -400,27 +400,40 @@ def _related(a: int, b: int) -> bool:
     return a % b == 0 or b % a == 0
 
 
-#: A dead chain's count of taken members: never "mostly free" again.
-_DEAD = 1 << 40
+#: A dead chain's count of taken members: never "mostly free" again (twice it still an int32).
+_DEAD = 1 << 29
 
 
 @dataclass
 class _Chains:
     """One stride's chains that can ever qualify (enough members, filled enough), cut from the
     indices available to it. Chains cut again are appended and their old selves marked dead,
-    so a recut costs what it changes; ``key`` gives the reference's (residue, term) order."""
+    so a recut costs what it changes; ``key`` gives the reference's (residue, term) order.
+    Counts, indices and positions are int32 (files and candidates number below 2^29): 32
+    strides in play hold their chains at once, at a million files ~20 MB less than int64."""
 
     key: NDArray[np.int64]      # residue x (files + 1) + first member's index: the order
-    last: NDArray[np.int64]     # the last member's index
-    starts: NDArray[np.int64]   # where each chain begins in ``members``
-    present: NDArray[np.int64]  # members of each chain
-    terms: NDArray[np.int64]    # its span in terms
-    taken: NDArray[np.int64]    # members already in some series (_DEAD: cut again since)
-    members: NDArray[np.int64]  # positions into the indices, chain after chain, by value (a buffer)
+    last: NDArray[np.int32]     # the last member's index
+    starts: NDArray[np.int32]   # where each chain begins in ``members``
+    present: NDArray[np.int32]  # members of each chain
+    terms: NDArray[np.int32]    # its span in terms
+    taken: NDArray[np.int32]    # members already in some series (_DEAD: cut again since)
+    members: NDArray[np.int32]  # positions into the indices, chain after chain, by value (a buffer)
     used: int = 0               # of ``members``
     live_members: int = 0
     by_key: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # live, sorted
     sorted_key: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # key[by_key]
+    #: (the open chains, the distinct (present << 32 | terms) among them), until one changes
+    opened: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
+
+    def open_pairs(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """The chains open to a series (at most half their members in other series, not dead)
+        and the distinct (members, span) pairs among them, ascending: a round values the pairs,
+        and most rounds leave most strides' open chains as they were."""
+        if self.opened is None:
+            open_chains = np.flatnonzero(self.taken * 2 <= self.present)
+            self.opened = open_chains, np.unique(_pair_keys(self.present[open_chains], self.terms[open_chains]))
+        return self.opened
 
     def sort(self) -> None:
         live = np.flatnonzero(self.taken != _DEAD)
@@ -459,10 +472,12 @@ class _Chains:
              (self.terms, fresh.terms), (self.taken, fresh.taken)))
         self.starts = np.concatenate([self.starts, fresh.starts + self.used])
         self.used, self.live_members = need, self.live_members + fresh.used
+        self.opened = None
 
     def kill(self, dead: NDArray[np.int64]) -> None:
         dead = dead[self.taken[dead] != _DEAD]
         self.taken[dead] = _DEAD
+        self.opened = None
         self.live_members -= int(self.present[dead].sum())
 
 
@@ -570,8 +585,10 @@ class _SeriesSearch:
         taken = (np.add.reduceat(self.taken_any[members].astype(np.int64), begins) if members.size
                  else np.zeros(0, dtype=np.int64))
         chains = _Chains(key=residue[starts] * (self.n_files + 1) + self.indices[positions[starts]],
-                         last=self.indices[members[begins + present - 1]], starts=begins, present=present,
-                         terms=terms, taken=taken, members=members, used=members.size, live_members=members.size)
+                         last=self.indices[members[begins + present - 1]].astype(np.int32),
+                         starts=begins.astype(np.int32), present=present.astype(np.int32),
+                         terms=terms.astype(np.int32), taken=taken.astype(np.int32),
+                         members=members.astype(np.int32), used=members.size, live_members=members.size)
         chains.sort()
         return chains
 
@@ -609,7 +626,7 @@ class _SeriesSearch:
             gather = np.repeat(chains.starts[live] - (np.cumsum(present) - present), present) \
                 + np.arange(int(present.sum()))
             self.chains[stride] = chains = _Chains(
-                key=chains.key[live], last=chains.last[live], starts=np.cumsum(present) - present,
+                key=chains.key[live], last=chains.last[live], starts=(np.cumsum(present) - present).astype(np.int32),
                 present=present, terms=chains.terms[live], taken=chains.taken[live],
                 members=chains.members[gather], used=int(present.sum()), live_members=int(present.sum()))
             chains.sort()
@@ -628,7 +645,11 @@ class _SeriesSearch:
         chain = chains.by_key[np.maximum(at, 0)]
         inside = ((at >= 0) & (chains.key[chain] // (self.n_files + 1) == residue)
                   & (chains.last[chain] >= values) & ~self.blocked[stride][newly])
-        np.add.at(chains.taken, chain[inside], 1)
+        chain = chain[inside]
+        was_open = chains.taken[chain] * 2 <= chains.present[chain]
+        np.add.at(chains.taken, chain, 1)
+        if (was_open & (chains.taken[chain] * 2 > chains.present[chain])).any():
+            chains.opened = None  # a chain closed (taken counts only grow: none opens)
 
     def best_chain(self, strides: NDArray[np.int64], density: float
                    ) -> tuple[float, int, NDArray[np.int64]] | None:
@@ -636,26 +657,27 @@ class _SeriesSearch:
         positions into the indices), or None when no chain qualifies."""
         for stale in set(self.chains) - set(strides.tolist()):
             del self.chains[stale], self.orders[stale], self.blocked[stale]  # memory: the strides in play
-        eligible = []  # per stride (in order): (stride, chains, open chain numbers)
+        eligible = []  # per stride (in order): (stride, chains, open chain numbers, their distinct pairs)
         for stride in strides.tolist():
             chains = self._chains_of(stride)
-            open_chains = np.flatnonzero(chains.taken * 2 <= chains.present)  # else mostly another series' (or dead)
+            open_chains, pairs = chains.open_pairs()  # else mostly another series' (or dead)
             if open_chains.size:
-                eligible.append((stride, chains, open_chains))
+                eligible.append((stride, chains, open_chains, pairs))
         if not eligible:
             return None
-        present = np.concatenate([c.present[o] for _, c, o in eligible])
-        terms = np.concatenate([c.terms[o] for _, c, o in eligible])
-        value = _least_chance_values(present, terms, density, self.n_files)
+        # A chain's chance is its (members, span)'s: each distinct pair valued once, as over every chain
+        pairs = np.unique(np.concatenate([p for *_, p in eligible]))
+        value = _least_chance_values(pairs >> 32, pairs & _PAIR_LOW, density, self.n_files)
         least = float(np.nanmin(value))
-        offset = 0
-        for stride, chains, open_chains in eligible:
-            hits = open_chains[value[offset:offset + open_chains.size] == least]
-            offset += open_chains.size
+        for stride, chains, open_chains, mine in eligible:
+            if not (value[np.searchsorted(pairs, mine)] == least).any():
+                continue
+            chain_pairs = _pair_keys(chains.present[open_chains], chains.terms[open_chains])
+            hits = open_chains[value[np.searchsorted(pairs, chain_pairs)] == least]
             if hits.size:
                 chain = int(hits[np.argmin(chains.key[hits])])
                 begin = int(chains.starts[chain])
-                return least, int(stride), chains.members[begin:begin + int(chains.present[chain])]
+                return least, int(stride), chains.members[begin:begin + int(chains.present[chain])].astype(np.int64)
         raise AssertionError("the least chain is among the eligible ones")
 
     def accept(self, stride: int, chain: NDArray[np.int64]) -> None:
@@ -688,6 +710,14 @@ class _SeriesSearch:
             closed = np.abs(self.indices[other[shut]] - self.indices[mine[shut]])
             strides, counts = np.unique(closed, return_counts=True)
             self.pair_counts[strides] -= counts
+
+
+_PAIR_LOW = (1 << 32) - 1
+
+
+def _pair_keys(present: NDArray[np.integer], terms: NDArray[np.integer]) -> NDArray[np.int64]:
+    """(members, span) as one key ordered as the pairs (both below 2^31: counts of files)."""
+    return (present.astype(np.int64) << 32) | terms.astype(np.int64)
 
 
 #: Newly taken members whose pairs are counted at once (x 128 neighbours x 8 bytes, a few arrays).
