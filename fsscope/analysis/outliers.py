@@ -38,8 +38,9 @@ Input: ``latency_ns``, int64 ns, runs x files; entries < 0 are "not measured" an
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -399,30 +400,64 @@ def _related(a: int, b: int) -> bool:
     return a % b == 0 or b % a == 0
 
 
-#: A dead chain's count of taken members: never "mostly free" again.
-_DEAD = 1 << 40
+#: A dead chain's count of taken members: never "mostly free" again (twice it still an int32).
+_DEAD = 1 << 29
 
 
 @dataclass
 class _Chains:
     """One stride's chains that can ever qualify (enough members, filled enough), cut from the
     indices available to it. Chains cut again are appended and their old selves marked dead,
-    so a recut costs what it changes; ``key`` gives the reference's (residue, term) order."""
+    so a recut costs what it changes; ``key`` gives the reference's (residue, term) order.
+    Counts, indices and positions are int32 (files and candidates number below 2^29): 32
+    strides in play hold their chains at once, at a million files ~20 MB less than int64."""
 
     key: NDArray[np.int64]      # residue x (files + 1) + first member's index: the order
-    last: NDArray[np.int64]     # the last member's index
-    starts: NDArray[np.int64]   # where each chain begins in ``members``
-    present: NDArray[np.int64]  # members of each chain
-    terms: NDArray[np.int64]    # its span in terms
-    taken: NDArray[np.int64]    # members already in some series (_DEAD: cut again since)
-    members: NDArray[np.int64]  # positions into the indices, chain after chain, by value (a buffer)
+    last: NDArray[np.int32]     # the last member's index
+    starts: NDArray[np.int32]   # where each chain begins in ``members``
+    present: NDArray[np.int32]  # members of each chain
+    terms: NDArray[np.int32]    # its span in terms
+    taken: NDArray[np.int32]    # members already in some series (_DEAD: cut again since)
+    members: NDArray[np.int32]  # positions into the indices, chain after chain, by value (a buffer)
     used: int = 0               # of ``members``
     live_members: int = 0
     by_key: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # live, sorted
+    sorted_key: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # key[by_key]
+    #: (the open chains, the distinct (present << 32 | terms) among them), until one changes
+    opened: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
+
+    def open_pairs(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """The chains open to a series (at most half their members in other series, not dead)
+        and the distinct (members, span) pairs among them, ascending: a round values the pairs,
+        and most rounds leave most strides' open chains as they were."""
+        if self.opened is None:
+            open_chains = np.flatnonzero(self.taken * 2 <= self.present)
+            self.opened = open_chains, np.unique(_pair_keys(self.present[open_chains], self.terms[open_chains]))
+        return self.opened
 
     def sort(self) -> None:
         live = np.flatnonzero(self.taken != _DEAD)
         self.by_key = live[np.argsort(self.key[live], kind="stable")]
+        self.sorted_key = self.key[self.by_key]
+
+    def merge(self, fresh_from: int) -> None:
+        """``by_key`` again after :meth:`kill` and :meth:`append` (the chains from ``fresh_from``
+        on): the live chains keep their order and the fresh ones are merged in, where sorting
+        every live key again cost a pass over all of them per series accepted. Live keys are
+        distinct (a residue's chains begin at distinct members), so the order is the sort's."""
+        keep = self.taken[self.by_key] != _DEAD
+        old, old_keys = self.by_key[keep], self.sorted_key[keep]
+        fresh_keys = self.key[fresh_from:]
+        fresh = np.argsort(fresh_keys, kind="stable")
+        at = np.searchsorted(old_keys, fresh_keys[fresh])
+        self.by_key = np.insert(old, at, fresh + fresh_from)
+        self.sorted_key = np.insert(old_keys, at, fresh_keys[fresh])
+
+    def in_residues(self, residues: NDArray[np.int64], n_files: int) -> NDArray[np.int64]:
+        """The live chains of these residues (ascending, distinct): key ranges of the sorted keys."""
+        lo = np.searchsorted(self.sorted_key, residues * (n_files + 1))
+        span = np.searchsorted(self.sorted_key, (residues + 1) * (n_files + 1)) - lo
+        return self.by_key[np.repeat(lo - (np.cumsum(span) - span), span) + np.arange(int(span.sum()))]
 
     def append(self, fresh: _Chains) -> None:
         need = self.used + fresh.used
@@ -437,10 +472,12 @@ class _Chains:
              (self.terms, fresh.terms), (self.taken, fresh.taken)))
         self.starts = np.concatenate([self.starts, fresh.starts + self.used])
         self.used, self.live_members = need, self.live_members + fresh.used
+        self.opened = None
 
     def kill(self, dead: NDArray[np.int64]) -> None:
         dead = dead[self.taken[dead] != _DEAD]
         self.taken[dead] = _DEAD
+        self.opened = None
         self.live_members -= int(self.present[dead].sum())
 
 
@@ -454,6 +491,10 @@ class _Order:
     positions: NDArray[np.int32]
     stride: int
     indices: NDArray[np.int64]
+    #: the residues present, ascending, and where each one's positions begin (one more: the end):
+    #: a recut finds its residues here instead of computing every index's residue again
+    residue_values: NDArray[np.int64]
+    residue_starts: NDArray[np.int32]
 
     def residue(self, at: NDArray[np.int64] | slice = slice(None)) -> NDArray[np.int64]:
         return self.indices[self.positions[at]] % self.stride
@@ -523,7 +564,11 @@ class _SeriesSearch:
             # Indices ascend, so terms ascend within a residue: a stable sort by residue orders
             # them as the reference's (residue, term) sort; a 16-bit key sorts in one radix pass.
             order = np.argsort(residue.astype(np.uint16) if stride <= 1 << 16 else residue, kind="stable")
-            cached = self.orders[stride] = _Order(order.astype(np.int32), stride, self.indices)
+            residue = residue[order]
+            firsts = np.flatnonzero(residue[1:] != residue[:-1]) + 1
+            starts = np.concatenate([[0], firsts, [residue.size]]).astype(np.int32)
+            cached = self.orders[stride] = _Order(order.astype(np.int32), stride, self.indices,
+                                                  residue[starts[:-1]], starts)
         return cached
 
     def _cut(self, positions: NDArray[Any], residue: NDArray[np.int64], term: NDArray[np.int64]) -> _Chains:
@@ -540,8 +585,10 @@ class _SeriesSearch:
         taken = (np.add.reduceat(self.taken_any[members].astype(np.int64), begins) if members.size
                  else np.zeros(0, dtype=np.int64))
         chains = _Chains(key=residue[starts] * (self.n_files + 1) + self.indices[positions[starts]],
-                         last=self.indices[members[begins + present - 1]], starts=begins, present=present,
-                         terms=terms, taken=taken, members=members, used=members.size, live_members=members.size)
+                         last=self.indices[members[begins + present - 1]].astype(np.int32),
+                         starts=begins.astype(np.int32), present=present.astype(np.int32),
+                         terms=terms.astype(np.int32), taken=taken.astype(np.int32),
+                         members=members.astype(np.int32), used=members.size, live_members=members.size)
         chains.sort()
         return chains
 
@@ -564,15 +611,14 @@ class _SeriesSearch:
             return
         blocked[newly] = True
         residues = np.unique(self.indices[newly] % stride)
-        every_residue = order.residue()
-        lo = np.searchsorted(every_residue, residues, side="left")
-        hi = np.searchsorted(every_residue, residues, side="right")
-        del every_residue
-        span = hi - lo
+        at = np.searchsorted(order.residue_values, residues)  # each is there: newly are indices
+        lo = order.residue_starts[at].astype(np.int64)
+        span = order.residue_starts[at + 1] - lo
         picked = np.repeat(lo - (np.cumsum(span) - span), span) + np.arange(int(span.sum()))
         positions = order.positions[picked]
         usable = ~blocked[positions]
-        chains.kill(np.flatnonzero(np.isin(chains.key // (self.n_files + 1), residues)))
+        chains.kill(chains.in_residues(residues, self.n_files))
+        fresh_from = chains.key.size
         chains.append(self._cut(positions[usable], order.residue(picked)[usable], order.term(picked)[usable]))
         if chains.live_members * 2 < chains.used:  # mostly dead: compact
             live = np.flatnonzero(chains.taken != _DEAD)
@@ -580,10 +626,12 @@ class _SeriesSearch:
             gather = np.repeat(chains.starts[live] - (np.cumsum(present) - present), present) \
                 + np.arange(int(present.sum()))
             self.chains[stride] = chains = _Chains(
-                key=chains.key[live], last=chains.last[live], starts=np.cumsum(present) - present,
+                key=chains.key[live], last=chains.last[live], starts=(np.cumsum(present) - present).astype(np.int32),
                 present=present, terms=chains.terms[live], taken=chains.taken[live],
                 members=chains.members[gather], used=int(present.sum()), live_members=int(present.sum()))
-        chains.sort()
+            chains.sort()
+        else:
+            chains.merge(fresh_from)
 
     def _count_taken(self, stride: int, newly: NDArray[np.int64]) -> None:
         """Count ``newly`` taken positions in the chains of ``stride`` that hold them (a chain
@@ -593,11 +641,15 @@ class _SeriesSearch:
             return
         values = self.indices[newly]
         residue = values % stride
-        at = np.searchsorted(chains.key[chains.by_key], residue * (self.n_files + 1) + values, side="right") - 1
+        at = np.searchsorted(chains.sorted_key, residue * (self.n_files + 1) + values, side="right") - 1
         chain = chains.by_key[np.maximum(at, 0)]
         inside = ((at >= 0) & (chains.key[chain] // (self.n_files + 1) == residue)
                   & (chains.last[chain] >= values) & ~self.blocked[stride][newly])
-        np.add.at(chains.taken, chain[inside], 1)
+        chain = chain[inside]
+        was_open = chains.taken[chain] * 2 <= chains.present[chain]
+        np.add.at(chains.taken, chain, 1)
+        if (was_open & (chains.taken[chain] * 2 > chains.present[chain])).any():
+            chains.opened = None  # a chain closed (taken counts only grow: none opens)
 
     def best_chain(self, strides: NDArray[np.int64], density: float
                    ) -> tuple[float, int, NDArray[np.int64]] | None:
@@ -605,26 +657,27 @@ class _SeriesSearch:
         positions into the indices), or None when no chain qualifies."""
         for stale in set(self.chains) - set(strides.tolist()):
             del self.chains[stale], self.orders[stale], self.blocked[stale]  # memory: the strides in play
-        eligible = []  # per stride (in order): (stride, chains, open chain numbers)
+        eligible = []  # per stride (in order): (stride, chains, open chain numbers, their distinct pairs)
         for stride in strides.tolist():
             chains = self._chains_of(stride)
-            open_chains = np.flatnonzero(chains.taken * 2 <= chains.present)  # else mostly another series' (or dead)
+            open_chains, pairs = chains.open_pairs()  # else mostly another series' (or dead)
             if open_chains.size:
-                eligible.append((stride, chains, open_chains))
+                eligible.append((stride, chains, open_chains, pairs))
         if not eligible:
             return None
-        present = np.concatenate([c.present[o] for _, c, o in eligible])
-        terms = np.concatenate([c.terms[o] for _, c, o in eligible])
-        value = _least_chance_values(present, terms, density, self.n_files)
+        # A chain's chance is its (members, span)'s: each distinct pair valued once, as over every chain
+        pairs = np.unique(np.concatenate([p for *_, p in eligible]))
+        value = _least_chance_values(pairs >> 32, pairs & _PAIR_LOW, density, self.n_files)
         least = float(np.nanmin(value))
-        offset = 0
-        for stride, chains, open_chains in eligible:
-            hits = open_chains[value[offset:offset + open_chains.size] == least]
-            offset += open_chains.size
+        for stride, chains, open_chains, mine in eligible:
+            if not (value[np.searchsorted(pairs, mine)] == least).any():
+                continue
+            chain_pairs = _pair_keys(chains.present[open_chains], chains.terms[open_chains])
+            hits = open_chains[value[np.searchsorted(pairs, chain_pairs)] == least]
             if hits.size:
                 chain = int(hits[np.argmin(chains.key[hits])])
                 begin = int(chains.starts[chain])
-                return least, int(stride), chains.members[begin:begin + int(chains.present[chain])]
+                return least, int(stride), chains.members[begin:begin + int(chains.present[chain])].astype(np.int64)
         raise AssertionError("the least chain is among the eligible ones")
 
     def accept(self, stride: int, chain: NDArray[np.int64]) -> None:
@@ -657,6 +710,14 @@ class _SeriesSearch:
             closed = np.abs(self.indices[other[shut]] - self.indices[mine[shut]])
             strides, counts = np.unique(closed, return_counts=True)
             self.pair_counts[strides] -= counts
+
+
+_PAIR_LOW = (1 << 32) - 1
+
+
+def _pair_keys(present: NDArray[np.integer], terms: NDArray[np.integer]) -> NDArray[np.int64]:
+    """(members, span) as one key ordered as the pairs (both below 2^31: counts of files)."""
+    return (present.astype(np.int64) << 32) | terms.astype(np.int64)
 
 
 #: Newly taken members whose pairs are counted at once (x 128 neighbours x 8 bytes, a few arrays).
@@ -968,6 +1029,9 @@ class RunningAnalysis:
         self.measured_calls: list[int] = []  # per run: calls measured and not disturbed
         self.disturbed_bits: list[NDArray[np.uint8]] = []   # per run, per file (packed): disturbed
         self.baselines: list[NDArray[np.float64]] = []      # per run, per block, after masking
+        #: (runs, what :meth:`update` found of them before any null world): the probe's report
+        #: analyses the runs the analysis after the last run just did, held to the worlds
+        self.analysed: tuple[int, tuple] | None = None
 
     def extend(self, matrix: ArrayLike, wait_ns: ArrayLike | None = None) -> tuple[NDArray, NDArray | None]:
         """Fold in the runs of ``matrix`` not folded in yet; the matrices as read."""
@@ -1083,6 +1147,90 @@ class RunningAnalysis:
         (held to ``null_worlds`` permuted worlds as :func:`analyze` says)."""
         latency_matrix, wait = self.extend(matrix, wait_ns)
         k, runs, files = self.knobs, self.runs, self.files
+        ratio = k.series_ratio if runs >= SERIES_MIN_RUNS else None  # too few runs for a median to judge
+
+        def structure(matrix_ns: Any, outlier_indices: list[int], curve: NDArray[np.float64],
+                      alpha: float | None, levels: bool) -> Found:
+            """Series (None: no search), level shifts and ramps of a matrix and its median curve."""
+            candidates = median_ratio_candidates(curve, ratio, k.block_files) if ratio is not None else None
+            series = [] if alpha is None else _tiered_series(
+                outlier_indices, curve, candidates, factor=k.factor, block_files=k.block_files,
+                min_count=k.series_min_count, n_files=files, alpha=alpha)
+            del candidates
+            if not levels:
+                return Found(series, [], [], curve)
+            # The outliers are reported on their own; masking them keeps a slow file right at a
+            # boundary (ext4's file 253) from shifting the cut by one.
+            level_curve_ns = _without(curve, outlier_indices)
+            segmentation = _segment_curve(level_curve_ns, k.segment_knobs)
+            runs_check = _RunsCheck(latency_ns=matrix_ns, excluded=np.isnan(level_curve_ns),
+                                    min_runs=k.min_runs, min_fraction=k.min_fraction)
+            del level_curve_ns
+            shifts = [] if segmentation is None else _level_shifts_from(
+                segmentation, min_ratio=k.shift_min_ratio, min_z=k.min_z, runs_check=runs_check)
+            growth = [] if segmentation is None else _linear_growth_from(
+                segmentation, min_growth_ratio=k.growth_min_ratio, min_files=k.growth_min_files,
+                min_r2=k.growth_min_r2, min_z=k.min_z, runs_check=runs_check)
+            return Found(series, shifts, growth, curve)
+
+        masked = _MaskedRuns(self, latency_matrix, wait)
+        if self.analysed is None or self.analysed[0] != runs:  # the same runs: the same findings
+            self.analysed = None  # its memory back before this analysis' peak
+            self.analysed = runs, self._findings(latency_matrix, wait, masked, structure)
+        stats, chance, outliers, unsure, weak, noise_count, curve_ns, found = self.analysed[1]
+        stats = copy.deepcopy(stats)  # each analysis its own (a report may amend its stats)
+
+        def null_search(matrix_ns: NDArray, least_chance: float | None, levels: bool) -> Found:
+            """The same analysis of a null world (its series only as unlikely as ``least_chance``).
+            From 3 runs on its outliers are left to its median candidates, which hold them (a file
+            slow in 80 % of the runs has its median there): the scan cost a third of each world."""
+            null_outliers: list[Outlier] = []
+            if ratio is None:
+                null_latency = as_float_matrix(matrix_ns)
+                null_outliers, _ = _outliers_from_scan(null_latency, _scan_outliers(  # as ``repeating``
+                    null_latency, factor=k.factor, min_runs=k.min_runs, min_fraction=k.min_fraction,
+                    block_files=k.block_files, alpha=None))
+            alpha = None if least_chance is None else 2 * least_chance * (1 + 1e-9)  # each tier searches at alpha / 2
+            return structure(matrix_ns, [o.index for o in null_outliers], median_curve(matrix_ns), alpha, levels)
+
+        # The null worlds permute the masked matrix whole: made only when a finding is held to them.
+        # (gate reads its shape and its rows, what _MaskedRuns gives of the matrix it stands for)
+        gated = gate(masked, found, null_search, worlds=null_worlds,  # type: ignore[arg-type]
+                     levels=gate_levels) if null_worlds else None
+        series, shifts, growth = (found.series, found.level_shifts, found.linear_growth) if gated is None else (
+            gated.series, gated.level_shifts, gated.linear_growth)
+        settings = {
+            "outlier_factor": k.factor,
+            "min_runs": k.min_runs,
+            "min_fraction": k.min_fraction if k.min_runs is None else None,
+            "block_files": k.block_files,
+            "split_factor": k.split_factor,
+            "series_min_count": k.series_min_count,
+            "series_alpha": k.series_alpha,
+            "series_factor": k.series_factor if runs >= SERIES_MIN_RUNS and k.series_factor < k.factor else None,
+            "series_ratio": ratio,
+            "shift_min_ratio": k.shift_min_ratio,
+            "growth_min_ratio": k.growth_min_ratio,
+            "min_z": k.min_z,
+            "single_run": runs == 1,
+            "outlier_chance": None if chance is None else chance.to_json(runs, k.min_fraction),
+            "disturbed_calls_per_run": (None if self.mode == "none" else list(self.disturbed)),
+        }
+        null_gate = {} if gated is None else gated.to_json()  # {}: not held to null worlds (null_worlds=0)
+        return ProbeAnalysis(
+            runs=runs, files=files, stats=stats, outliers=tuple(outliers), inconclusive_outliers=tuple(unsure),
+            noise_count=noise_count,
+            weak_outliers=tuple(weak), series=tuple(series), level_shifts=tuple(shifts),
+            linear_growth=tuple(growth),
+            settings=settings, median_curve_ns=curve_ns, null_gate=null_gate,
+        )
+
+    def _findings(self, latency_matrix: NDArray, wait: NDArray | None, masked: _MaskedRuns,
+                  structure: Callable[[Any, list[int], NDArray[np.float64], float | None, bool], Found]) -> tuple:
+        """What :meth:`update` finds of the runs folded in before any null world: (stats,
+        outlier chance, outliers, inconclusive ones, weak ones, noise count, median curve, the
+        structure found)."""
+        k, runs, files = self.knobs, self.runs, self.files
 
         def rows() -> Iterator[NDArray[np.int64]]:
             return (read_row(latency_matrix, r) for r in range(runs))
@@ -1119,78 +1267,8 @@ class RunningAnalysis:
         else:
             outliers, unsure, weak, noise_count, curve_ns = [], [], [], 0, np.full(files, np.nan)
         repeating = sorted([o.index for o in outliers] + [o.index for o in unsure])  # the 80 % rule's
-        ratio = k.series_ratio if runs >= SERIES_MIN_RUNS else None  # too few runs for a median to judge
-
-        def structure(matrix_ns: Any, outlier_indices: list[int], curve: NDArray[np.float64],
-                      alpha: float | None, levels: bool) -> Found:
-            """Series (None: no search), level shifts and ramps of a matrix and its median curve."""
-            candidates = median_ratio_candidates(curve, ratio, k.block_files) if ratio is not None else None
-            series = [] if alpha is None else _tiered_series(
-                outlier_indices, curve, candidates, factor=k.factor, block_files=k.block_files,
-                min_count=k.series_min_count, n_files=files, alpha=alpha)
-            del candidates
-            if not levels:
-                return Found(series, [], [], curve)
-            # The outliers are reported on their own; masking them keeps a slow file right at a
-            # boundary (ext4's file 253) from shifting the cut by one.
-            level_curve_ns = _without(curve, outlier_indices)
-            segmentation = _segment_curve(level_curve_ns, k.segment_knobs)
-            runs_check = _RunsCheck(latency_ns=matrix_ns, excluded=np.isnan(level_curve_ns),
-                                    min_runs=k.min_runs, min_fraction=k.min_fraction)
-            del level_curve_ns
-            shifts = [] if segmentation is None else _level_shifts_from(
-                segmentation, min_ratio=k.shift_min_ratio, min_z=k.min_z, runs_check=runs_check)
-            growth = [] if segmentation is None else _linear_growth_from(
-                segmentation, min_growth_ratio=k.growth_min_ratio, min_files=k.growth_min_files,
-                min_r2=k.growth_min_r2, min_z=k.min_z, runs_check=runs_check)
-            return Found(series, shifts, growth, curve)
-
-        def null_search(matrix_ns: NDArray, least_chance: float | None, levels: bool) -> Found:
-            """The same analysis of a null world (its series only as unlikely as ``least_chance``).
-            From 3 runs on its outliers are left to its median candidates, which hold them (a file
-            slow in 80 % of the runs has its median there): the scan cost a third of each world."""
-            null_outliers: list[Outlier] = []
-            if ratio is None:
-                null_latency = as_float_matrix(matrix_ns)
-                null_outliers, _ = _outliers_from_scan(null_latency, _scan_outliers(  # as ``repeating``
-                    null_latency, factor=k.factor, min_runs=k.min_runs, min_fraction=k.min_fraction,
-                    block_files=k.block_files, alpha=None))
-            alpha = None if least_chance is None else 2 * least_chance * (1 + 1e-9)  # each tier searches at alpha / 2
-            return structure(matrix_ns, [o.index for o in null_outliers], median_curve(matrix_ns), alpha, levels)
-
-        masked = _MaskedRuns(self, latency_matrix, wait)
         found = structure(masked, repeating, curve_ns, k.series_alpha, True)
-        # The null worlds permute the masked matrix whole: made only when a finding is held to them.
-        # (gate reads its shape and its rows, what _MaskedRuns gives of the matrix it stands for)
-        gated = gate(masked, found, null_search, worlds=null_worlds,  # type: ignore[arg-type]
-                     levels=gate_levels) if null_worlds else None
-        series, shifts, growth = (found.series, found.level_shifts, found.linear_growth) if gated is None else (
-            gated.series, gated.level_shifts, gated.linear_growth)
-        settings = {
-            "outlier_factor": k.factor,
-            "min_runs": k.min_runs,
-            "min_fraction": k.min_fraction if k.min_runs is None else None,
-            "block_files": k.block_files,
-            "split_factor": k.split_factor,
-            "series_min_count": k.series_min_count,
-            "series_alpha": k.series_alpha,
-            "series_factor": k.series_factor if runs >= SERIES_MIN_RUNS and k.series_factor < k.factor else None,
-            "series_ratio": ratio,
-            "shift_min_ratio": k.shift_min_ratio,
-            "growth_min_ratio": k.growth_min_ratio,
-            "min_z": k.min_z,
-            "single_run": runs == 1,
-            "outlier_chance": None if chance is None else chance.to_json(runs, k.min_fraction),
-            "disturbed_calls_per_run": (None if self.mode == "none" else list(self.disturbed)),
-        }
-        null_gate = {} if gated is None else gated.to_json()  # {}: not held to null worlds (null_worlds=0)
-        return ProbeAnalysis(
-            runs=runs, files=files, stats=stats, outliers=tuple(outliers), inconclusive_outliers=tuple(unsure),
-            noise_count=noise_count,
-            weak_outliers=tuple(weak), series=tuple(series), level_shifts=tuple(shifts),
-            linear_growth=tuple(growth),
-            settings=settings, median_curve_ns=curve_ns, null_gate=null_gate,
-        )
+        return stats, chance, outliers, unsure, weak, noise_count, curve_ns, found
 
 
 def _file_baseline(block_baseline: NDArray[np.float64], part: slice, block_files: int) -> NDArray[np.float64]:
