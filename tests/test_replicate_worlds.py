@@ -44,6 +44,62 @@ def test_every_judge_reaches_its_power_at_a_named_run_count(checked):
     assert sum(j.target_met for j in checked.judges) >= len(checked.judges) // 2, table
 
 
+def test_every_judge_names_what_reaches_its_power_on_a_loaded_machine_too(checked):
+    """Loaded as well as quiet, each judge has 80 % power at the scenario's runs, or names a run
+    count it tried that reaches it, or a setting it tried that does (with false agree still
+    within target): Mingardi's small-buffer comparison needs 2,000 repetitions a side; Geriatrix
+    an aging without a time bound."""
+    table = [(j.scenario, j.finding, j.noise, j.power, j.runs_for_80, j.setting_for_80) for j in checked.judges]
+    assert all(j.power >= worlds.POWER_TARGET or j.runs_for_80 is not None or j.setting_for_80
+               for j in checked.judges), table
+    small = next(j for j in checked.judges if j.finding == "xfs-ahead-of-ext4-small-buffers" and j.noise == "loaded")
+    assert small.runs_for_80 == mingardi.LOADED_RUNS_FOR_80 and small.runs_for_80 in small.runs_tried, table
+    aged = [j for j in checked.judges if j.scenario == "geriatrix" and j.noise == "loaded"]
+    assert aged and all(j.runs_for_80 is None and j.setting_for_80 == worlds.NO_TIME_BOUND
+                        and j.setting_power is not None and j.setting_power >= worlds.POWER_TARGET
+                        and j.setting_false_agree is not None
+                        and j.setting_false_agree <= worlds.FALSE_AGREE_TARGET for j in aged), table
+
+
+def test_mingardi_small_buffers_loaded_runs_for_80_is_the_measured_count():
+    """The count the verdict names for a loaded machine is where the judge's power crosses
+    80 % on loaded sweeps (sd of log throughput 0.7), tried, not extrapolated; the verdict's
+    own estimate from a loaded spread is of that order."""
+    assert worlds.SWEEP_NOISE["loaded"] == mingardi.LOADED_SPREAD
+    rng = np.random.default_rng(11)
+
+    def power(repetitions: int, draws: int = 200) -> float:
+        return sum(worlds._small_buffer_verdicts(rng, "effect", repetitions, "loaded", "full")
+                   ["xfs-ahead-of-ext4-small-buffers"] == "agree" for _ in range(draws)) / draws
+
+    assert power(mingardi.LOADED_RUNS_FOR_80) >= worlds.POWER_TARGET
+    assert power(1500) < worlds.POWER_TARGET
+    xfs, ext4 = (speed * np.exp(rng.normal(0, 0.7, 30)) for speed in (worlds.XFS_AHEAD, 1.0))
+    found = mingardi.judge_small_buffers(xfs, ext4)
+    if found.verdict == "inconclusive":
+        assert 500 < found.statistic["runs_for_80"] < 5000 and f"{mingardi.LOADED_RUNS_FOR_80:,}" in found.why
+
+
+def test_geriatrix_names_an_aging_without_a_time_bound_that_the_cli_accepts():
+    """Where a time-bounded aging stopped short, the verdict names the same aging without the
+    bound, as a command ``fsscope age`` parses."""
+    import shlex
+
+    from fsscope.cli import build_parser
+
+    run = geriatrix.runs(quick=True)[0]
+    fresh = {"largest_free_extent_bytes": 128e6, "free_extents": 10, "test_file_fragments": 3,
+             "test_file_bytes": 64 << 20}
+    aged = {"largest_free_extent_bytes": 4e6, "free_extents": 4000, "test_file_fragments": 600,
+            "test_file_bytes": 64 << 20}
+    stopped = geriatrix.judge_aged(fresh, aged, "the aging stopped at its time bound",
+                                   decides=f"age with no time bound: {run.unbounded_command()}")
+    assert all(f.verdict == "inconclusive" and run.unbounded_command() in f.why for f in stopped)
+    command = run.unbounded_command().split(" (")[0]
+    args = build_parser().parse_args(shlex.split(command)[1:])
+    assert args.max_minutes is None and args.profile == run.profile and args.fullness == run.fullness
+
+
 def test_the_probes_detectors_flag_noise_rarely_and_find_their_effects():
     """Outliers (the analysis' and the probe's sequential flags), series, level shifts and ramps
     on 600-file worlds of simulated quiet noise and of

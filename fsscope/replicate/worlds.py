@@ -28,6 +28,10 @@ from fsscope.records import Record
 FALSE_AGREE_TARGET = 0.05
 POWER_TARGET = 0.8
 WORLDS = ("null", "effect", "reversed")
+#: draws a world for a run count tried by a judge alone (``Group.more``): it is cheap, and its
+#: power crosses 80 % between two of the counts (Mingardi loaded: 0.75 at 1,500, 0.87 at 2,000),
+#: which 50 draws (sd 0.06) do not tell apart and 400 (sd 0.02) do
+MORE_DRAWS = 400
 #: rates are sums of 1/draws: 8 of 10 adds up to 0.7999999999999999, which is 80 %
 _SUM_SLACK = 1e-9
 
@@ -53,6 +57,12 @@ class JudgeCheck(Record, frozen=True, kw_only=True):
     null_trials: int = 0       # draws on the null world (the false-agree rate's), when more than ``trials``
     target_met: bool           # false agree within target and power reached at the scenario's size
     decides: str = ""          # where no run count tried reaches it: what would decide (as the verdict says)
+    #: where no run count tried reaches it: the scenario's setting (other than its runs) tried at its
+    #: runs that does, with false agree within target too, and the power there ("" and None: none
+    #: tried, or none reached it)
+    setting_for_80: str = ""
+    setting_power: float | None = None
+    setting_false_agree: float | None = None
     world: str                 # the worlds in words
 
 
@@ -79,6 +89,12 @@ class Group:
     null_factor: int = 1                  # draws on the null world: this many times the others'
     #: finding -> what decides it where no run count tried reaches 80 % power (its verdict says so too)
     decides: tuple[tuple[str, str], ...] = ()
+    #: (finding, larger run counts, verdicts judging only it): tried after ``candidates`` where those do
+    #: not reach 80 %, with a judge cheap enough at thousands of runs (the others' are not)
+    more: tuple[tuple[str, tuple[int, ...], Verdicts], ...] = ()
+    #: (setting, in words): a scenario setting other than its run count, passed to ``verdicts`` as the
+    #: mode and tried at the scenario's runs where no run count reaches 80 %
+    settings: tuple[tuple[str, str], ...] = ()
 
 
 # --- Aota & Kono: a probe's latency matrix ---------------------------------------------------
@@ -196,7 +212,8 @@ def sweep(rng: np.random.Generator, world: str, repetitions: int, noise: str, sp
     return sizes, latency / speed * np.exp(noise_lat), throughput * speed * np.exp(noise_tput)
 
 
-def _mingardi_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
+def _mingardi_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str,
+                       knees: bool = True) -> dict[str, str]:
     from fsscope.replicate import mingardi as m
 
     ahead = {"null": 1.0, "effect": XFS_AHEAD, "reversed": 1 / XFS_AHEAD}[world]
@@ -204,11 +221,19 @@ def _mingardi_verdicts(rng: np.random.Generator, world: str, runs: int, noise: s
     columns = {}
     for fs, speed in (("xfs", ahead), ("ext4", 1.0)):
         sizes, latency, throughput = sweep(rng, world, runs, noise, speed)
-        out[f"{fs}-latency-rises-before-throughput-saturates"] = m.judge_knees("k", sizes, latency, throughput,
-                                                                               rng=rng).verdict
+        if knees:
+            out[f"{fs}-latency-rises-before-throughput-saturates"] = m.judge_knees("k", sizes, latency, throughput,
+                                                                                   rng=rng).verdict
         columns[fs] = throughput[:, list(sizes).index(m.SMALL_BUFFER_BYTES)]
     out["xfs-ahead-of-ext4-small-buffers"] = m.judge_small_buffers(columns["xfs"], columns["ext4"]).verdict
     return out
+
+
+def _small_buffer_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str
+                           ) -> dict[str, str]:
+    """The same sweeps as :func:`_mingardi_verdicts`, only the 128 KiB comparison judged: the
+    knees' bootstrap is what a sweep of thousands of repetitions cannot afford."""
+    return _mingardi_verdicts(rng, world, runs, noise, mode, knees=False)
 
 
 # --- Cao et al.: throughput per run ------------------------------------------------------------
@@ -264,6 +289,9 @@ def _chopper_verdicts(rng: np.random.Generator, world: str, runs: int, noise: st
 
 #: loaded: a time-bounded aging on a busy machine stops before its plan ends this often
 AGING_UNFINISHED = {"quiet": 0.0, "loaded": 0.5}
+#: the geriatrix setting that decides on a busy machine: an aging with no time bound, which ends
+#: only when its plan does (``fsscope age`` without --max-minutes; the scenario names it)
+NO_TIME_BOUND = "no-time-bound"
 
 
 def _geriatrix_verdicts(rng: np.random.Generator, world: str, runs: int, noise: str, mode: str) -> dict[str, str]:
@@ -277,7 +305,10 @@ def _geriatrix_verdicts(rng: np.random.Generator, world: str, runs: int, noise: 
     aged = {"largest_free_extent_bytes": fresh["largest_free_extent_bytes"] / shrink * rng.lognormal(0, 0.3),
             "free_extents": int(fresh["free_extents"] * shrink), "test_file_bytes": 64 << 20,
             "test_file_fragments": max(1, int(fresh["test_file_fragments"] * growth * rng.lognormal(0, 0.3)))}
-    unfinished = "the aging stopped at its time bound" if rng.random() < AGING_UNFINISHED[noise] else ""
+    # without a time bound the aging stops only at its plan's end, however busy the machine (the
+    # draw is still made, so both settings see the same layouts)
+    stopped = rng.random() < AGING_UNFINISHED[noise]
+    unfinished = "the aging stopped at its time bound" if stopped and mode != NO_TIME_BOUND else ""
     return {f.id: f.verdict for f in judge_aged(fresh, aged, unfinished)}
 
 
@@ -493,8 +524,9 @@ GROUPS: tuple[Group, ...] = (
           "bandwidth = 1 MiB, XFS 1.10x ext4; reversed: throughput flat from 128 KiB, latency rising from "
           "4 MiB, ext4 ahead",
           decides=(("xfs-ahead-of-ext4-small-buffers",
-                    "the paper's 9.7 % at a loaded sweep's spread (sd of log throughput 0.7) needs about 1,300 "
-                    "repetitions a side: its verdict names them and says it cannot decide at this size"),)),
+                    "more repetitions than tried: its verdict names the count the measured spread needs and says "
+                    "it cannot decide at this size"),),
+          more=(("xfs-ahead-of-ext4-small-buffers", (500, 1000, 1500, 2000, 3000), _small_buffer_verdicts),)),
     Group("cao", ("ext4-varies-more-than-xfs", "null-hash-seed-reduces-ext4-variation"), {"full": 10, "quick": 5},
           ("quiet", "loaded"), (5, 10, 15, 20, 30, 50, 100, 200, 300), _cao_verdicts,
           "throughput per run, machine sd 1 % (quiet) / 5 % (loaded) beside each file system's own: effect "
@@ -510,11 +542,14 @@ GROUPS: tuple[Group, ...] = (
     Group("geriatrix", ("free-space-fragmented", "new-file-fragmented"), {"full": 1, "quick": 1},
           ("quiet", "loaded"), (1,), _geriatrix_verdicts,
           "one aging: effect the paper's 15x smaller largest free extent and 150x the fragments; null: "
-          "unchanged; reversed: tidier; loaded: half the time-bounded agings stop before their plan ends",
+          "unchanged; reversed: tidier; loaded: half the time-bounded agings stop before their plan ends "
+          "(runs: the scenario's one aging, which more runs would not finish; the setting tried instead: "
+          "no time bound)",
           quick_differs=False,
           decides=tuple((f, "an aging run to its end (no time bound, or a quieter machine): an unfinished one is "
                             "inconclusive whatever it measures, and its verdict says so")
-                        for f in ("free-space-fragmented", "new-file-fragmented"))),
+                        for f in ("free-space-fragmented", "new-file-fragmented")),
+          settings=((NO_TIME_BOUND, "the aging without a time bound (it stops only at its plan's end)"),)),
     Group("probe", ("outlier", "outlier-sequential", "periodic-series", "level-shift", "linear-growth",
                     "linear-decrease"), {"full": 10, "quick": 5},
           DETECTOR_NOISES, (3, 5, 10, 20), _detector_verdicts,
@@ -594,15 +629,42 @@ def self_test(*, trials: int = 100, seed: int = 0, modes: tuple[str, ...] = ("fu
                     for f in want:
                         if more[f]["effect"]["agree"] >= POWER_TARGET - _SUM_SLACK:
                             found[f] = count
+                # the findings whose judge alone is cheap enough: further run counts, then settings
+                alone_tried: dict[str, list[int]] = {}  # those counts, on that finding's row only
+                for finding, counts, verdicts in group.more:
+                    for count in counts:
+                        if found[finding] is not None or count <= max(tried):
+                            continue
+                        alone = Group(group.scenario, (finding,), group.modes, group.noises, (), verdicts, group.world)
+                        alone_tried.setdefault(finding, []).append(count)
+                        if _rates(alone, rng, count, noise, mode, max(n, MORE_DRAWS), ("effect",)
+                                  )[finding]["effect"]["agree"] \
+                                >= POWER_TARGET - _SUM_SLACK:
+                            found[finding] = count
+                setting: dict[str, tuple[str, float, float]] = {}
+                for name, _words in group.settings:
+                    want = [f for f in group.findings if found[f] is None and f not in setting]
+                    if not want:
+                        break
+                    # the setting is held to both targets: it may not buy its power with false agrees
+                    there = _rates(group, rng, runs, noise, name, n, ("null", "effect"))
+                    for f in want:
+                        if (there[f]["effect"]["agree"] >= POWER_TARGET - _SUM_SLACK
+                                and there[f]["null"]["agree"] <= FALSE_AGREE_TARGET + _SUM_SLACK):
+                            setting[f] = (name, round(there[f]["effect"]["agree"], 3),
+                                          round(there[f]["null"]["agree"], 3))
                 for f in group.findings:
                     false_agree, power = rates[f]["null"]["agree"], rates[f]["effect"]["agree"]
                     out.append(JudgeCheck(
                         scenario=group.scenario, finding=f, noise=noise, mode=mode, runs=runs,
                         false_agree=round(false_agree, 3), power=round(power, 3),
                         reversed_disagree=round(rates[f]["reversed"]["disagree"], 3), runs_for_80=found[f],
-                        runs_tried=sorted(tried), trials=n,
+                        runs_tried=sorted(tried + alone_tried.get(f, [])), trials=n,
                         null_trials=n * group.null_factor if group.null_factor > 1 else 0,
                         target_met=bool(false_agree <= FALSE_AGREE_TARGET + _SUM_SLACK
                                         and power >= POWER_TARGET - _SUM_SLACK),
-                        world=group.world, decides="" if found[f] is not None else dict(group.decides).get(f, "")))
+                        world=group.world, decides="" if found[f] is not None else dict(group.decides).get(f, ""),
+                        setting_for_80=setting[f][0] if f in setting else "",
+                        setting_power=setting[f][1] if f in setting else None,
+                        setting_false_agree=setting[f][2] if f in setting else None))
     return SelfTest(judges=out, seed=seed, trials=trials, elapsed_s=round(time.monotonic() - started, 1))

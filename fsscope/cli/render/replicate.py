@@ -38,13 +38,18 @@ def render_self_test(checked: SelfTest, console: Console) -> None:
     for j in checked.judges:
         fa = f"[{'green' if j.false_agree <= FALSE_AGREE_TARGET else 'red'}]{j.false_agree:.0%}[/]"
         power = f"[{'green' if j.power >= POWER_TARGET else 'yellow'}]{j.power:.0%}[/]"
-        need = (str(j.runs_for_80) if j.runs_for_80 is not None else f"> {max(j.runs_tried)}")
+        need = (str(j.runs_for_80) if j.runs_for_80 is not None else j.setting_for_80 if j.setting_for_80
+                else f"> {max(j.runs_tried)}")
         table.add_row(f"{j.scenario} {j.finding}", j.noise, f"{j.runs} ({j.mode})", fa, power,
                       f"{j.reversed_disagree:.0%}", need)
     console.print(table)
     for j in checked.judges:  # where more runs of those tried do not decide, what would
         if j.decides:
-            console.print(f"{j.scenario} {j.finding} ({j.noise}, {j.mode}): {j.decides}", highlight=False)
+            tried = (f" (tried: {j.setting_for_80}, power {j.setting_power:.0%}, false agree "
+                     f"{j.setting_false_agree:.0%})"
+                     if j.setting_for_80 and j.setting_power is not None and j.setting_false_agree is not None else "")
+            console.print(f"{j.scenario} {j.finding} ({j.noise}, {j.mode}): {j.decides}{tried}", highlight=False)
     console.print(f"targets: false agree <= {FALSE_AGREE_TARGET:.0%}, power >= {POWER_TARGET:.0%} at the "
-                  f"scenario's runs; '80 % at' is the smallest run count tried that reaches it; "
+                  f"scenario's runs; '80 % at' is the smallest run count tried that reaches it (or the setting "
+                  f"tried that does); "
                   f"{checked.judges[0].trials if checked.judges else 0}+ draws a world", highlight=False)
