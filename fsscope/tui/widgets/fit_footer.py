@@ -21,12 +21,22 @@ KEEP = ("help",)
 
 class FitFooter(Footer):
     def compose(self) -> ComposeResult:
-        yield from super().compose()
+        for widget in super().compose():
+            if isinstance(widget, FooterKey) and not widget.has_class("-command-palette"):
+                # born as compact as the footer: a key starts compact and is bound to the
+                # footer's (not compact) only once mounted, each change restyling it, every
+                # time the keys change (the Setup screen's wait for its job panel,
+                # bench/startup.py); the palette's key is not bound, it stays compact
+                widget.set_reactive(FooterKey.compact, self.compact)
+                widget.set_class(self.compact, "-compact", update=False)
+            yield widget
         if self._bindings_ready:
             key = Binding("question_mark", "keys", "keys")
             more = FooterKey(key.key, self.app.get_key_display(key), key.description, key.action,
                              classes="-all-keys")
             more.display = False
+            more.set_reactive(FooterKey.compact, self.compact)
+            more.set_class(self.compact, "-compact", update=False)
             yield more.data_bind(compact=Footer.compact)
 
     async def recompose(self) -> None:

@@ -18,11 +18,12 @@ from typing import Any, ClassVar, Literal, get_args, get_origin
 import msgspec
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Input, Label, Select, Static
+from textual.widgets import Input, Label, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
 from fsscope.records import SpecRecord
+from fsscope.tui.widgets.choice import Choice
 from fsscope.tui.widgets.form import rows_css
 from fsscope.tui.widgets.tick import Tick
 from fsscope.units import list_items, parse_size_bytes
@@ -80,7 +81,7 @@ class JobParams(Vertical):
     """Lists of names shown as "a,b" (the Spec splits the text again)."""
 
     def choices(self, name: str) -> tuple | None:
-        """Values a text field is picked from (a Select instead of an Input); None: typed."""
+        """Values a text field is picked from (a Choice instead of an Input); None: typed."""
         return None
 
     def __init__(self, job: str, initial: dict | None = None, *, id: str | None = None):
@@ -159,7 +160,7 @@ class JobParams(Vertical):
                 with Horizontal(classes="field-row"):
                     yield Label(label)
                     if kind == "choice":
-                        yield Select([(str(c), c) for c in choices], value=value, allow_blank=False,
+                        yield Choice([(str(c), c) for c in choices], value=value, allow_blank=False,
                                      id=self._param_id(name), compact=True)
                     else:
                         numeric = kind == "int" and name not in self.SIZE_FIELDS

@@ -15,6 +15,7 @@ from fsscope import recipes
 from fsscope.errors import FsscopeError
 from fsscope.recipes import ATIME_MODES, Recipe
 from fsscope.targets import filesystem
+from fsscope.tui.widgets.choice import Choice
 from fsscope.tui.widgets.form import rows_css
 from fsscope.tui.widgets.tick import Tick
 
@@ -61,14 +62,14 @@ class RecipePicker(Vertical):
         options = [(f"{name}  ({r.fs}{'' if unusable(r) is None else ': not usable here'})", name)
                    for name, r in sorted(self.recipes.items())]
         value = self.initial.name if self.initial is not None else Select.NULL
-        yield Select(options, value=value, allow_blank=not self.recipes, id="recipe-select",
+        yield Choice(options, value=value, allow_blank=not self.recipes, id="recipe-select",
                      prompt="recipe", compact=True)
         yield Static("", id="recipe-description")
         for key, label in TOGGLES:
             yield Tick(label, id=f"prep-{key}", compact=True)
         with Horizontal(classes="field-row"):
             yield Label("atime")
-            yield Select([(m, m) for m in ATIME_MODES], value="keep", allow_blank=False, id="prep-atime", compact=True)
+            yield Choice([(m, m) for m in ATIME_MODES], value="keep", allow_blank=False, id="prep-atime", compact=True)
         with Horizontal(classes="field-row"):
             yield Label("I/O sched")
             yield Input(id="prep-io_scheduler", placeholder="keep (e.g. none, mq-deadline)", compact=True)
