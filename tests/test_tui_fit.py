@@ -8,6 +8,7 @@ The replays are the snapshot tests' recorded runs (real run directories, read by
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 from pilot_wait import until
 from rich.cells import cell_len
 from test_tui_snapshots import JOB_RUNS, app_for, own_home, replay_newest, settle, write_bench_run, write_run
+from textual.geometry import Region
 from textual.widgets import DataTable
 from textual.widgets._footer import FooterKey
 
@@ -62,16 +64,39 @@ def assert_table_fits(table: DataTable, least_rows: int) -> None:
     assert table.virtual_size.width <= region.width, (table.id, table.virtual_size, region)
 
 
+LONG_HEADLINE = ("unfit: runs vary too much: CV 31.2% would need 165 runs for ±5 % — find the noise first "
+                 "(the findings above, or a quieter machine)")
+
+
+def widget_text(widget) -> str:
+    """What a widget shows inside its border, its lines joined and spaces folded (wrapped words
+    read as one text)."""
+    inside = widget.content_region
+    lines = widget.render_lines(Region(inside.x - widget.region.x, inside.y - widget.region.y, *inside.size))
+    return " ".join(word for line in lines for word in "".join(segment.text for segment in line).split())
+
+
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 async def test_checks_traffic_lights_have_rows(home, size):
+    """And the verdict whole beside them: at 80×24 the calibration box showed one line, so a
+    calibration's headline was cut before "165 runs"."""
     app = recorded_app(home, "check")
+    # the run's result says so (the model reads the report from the recorded Result event)
+    recorded = home / "runs" / JOB_RUNS["check"].name / "events.ndjson"
+    lines = [json.loads(line) for line in recorded.read_text().splitlines()]
+    for line in lines:
+        if line["kind"] == "result":
+            line["report"]["headline"] = LONG_HEADLINE
+    recorded.write_text("".join(json.dumps(line) + "\n" for line in lines))
     async with app.run_test(size=size) as pilot:
         await replay_newest(pilot)
         table = app.screen.query_one("#check-table", DataTable)
         assert table.scrollable_content_region.height - 1 >= (3 if size == (80, 24) else 10), table.region
-        # the verdict (the calibration's headline) is on screen too
+        # the verdict (the calibration's headline) is on screen too, every word of it
         cal = app.screen.query_one("#check-cal")
-        assert cal.region.height >= 3 and cal.region.bottom <= app.screen.query_one("#live-main").region.bottom
+        await until(pilot, lambda: "165 runs" in widget_text(cal), "the verdict")
+        assert cal.region.bottom <= app.screen.query_one("#live-main").region.bottom, cal.region
+        assert " ".join(LONG_HEADLINE.split()) in widget_text(cal), widget_text(cal)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
