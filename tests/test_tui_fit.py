@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from contextlib import asynccontextmanager
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from pilot_wait import until
 from rich.cells import cell_len
 from test_tui_snapshots import JOB_RUNS, app_for, own_home, replay_newest, settle, write_bench_run, write_run
 from textual.geometry import Region
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Sparkline
 from textual.widgets._footer import FooterKey
 
 from fsscope import recipes
@@ -336,7 +337,25 @@ async def test_the_runs_table_does_not_scroll_sideways(home, size):
         labels = [str(c.label) for c in table.columns.values()]
         assert labels[-1] == "target" and "recipe" in labels and ("started" in labels) is (size == (160, 48)), labels
         (row,) = [[str(c) for c in table.get_row_at(0)]]
-        assert row[1] == "20250101-120000-probe" and row[-1].startswith("image /var/tmp/demo.img"[:10])
+        # what tells the target apart where the whole does not fit (it ended "image /var/tmp/d…")
+        assert row[1] == "20250101-120000-probe" and row[-1] == (
+            "image demo.img" if size == (80, 24) else "image /var/tmp/demo.img"), row
+        await pilot.press("enter")  # the opened run names it whole
+        await until(pilot, lambda: isinstance(app.screen, LiveScreen), "the replay")
+        await until(pilot, lambda: "image /var/tmp/demo.img" in widget_text(app.screen.query_one("#progress")),
+                    "the whole target")
+
+
+@asynccontextmanager
+async def focused_heatmap(size):
+    """A recorded probe replayed at ``size``, its heatmap focused: (pilot, heatmap, legend)."""
+    write_run("20250101-120000-probe", seed=1)
+    app = app_for(start_screen="runs")
+    async with app.run_test(size=size) as pilot:
+        await replay_newest(pilot)
+        heatmap = app.screen.query_one("#heatmap", Heatmap)
+        heatmap.focus()
+        yield pilot, heatmap, app.screen.query_one("#legend", HeatLegend)
 
 
 async def test_the_cursors_reading_follows_the_values_arriving_under_it(home):
@@ -345,13 +364,7 @@ async def test_the_cursors_reading_follows_the_values_arriving_under_it(home):
     from fsscope.format import format_ns
     from fsscope.tui.model import LatencyMatrix
 
-    write_run("20250101-120000-probe", seed=1)
-    app = app_for(start_screen="runs")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await replay_newest(pilot)
-        heatmap = app.screen.query_one("#heatmap", Heatmap)
-        legend = app.screen.query_one("#legend", HeatLegend)
-        heatmap.focus()
+    async with focused_heatmap((80, 24)) as (pilot, heatmap, legend):
         heatmap.set_matrix(LatencyMatrix(runs=2, files=100))  # a job starting: nothing measured yet
         await until(pilot, lambda: "not measured" in legend.cursor_text, "the empty reading")
         matrix = heatmap.matrix
@@ -374,6 +387,47 @@ async def test_a_replayed_check_focuses_its_table_not_its_closed_filter(home):
         await settle(pilot)
         await until(pilot, lambda: app.focused is not None and app.focused.id == "check-table", "the table focused")
         assert "Clear filter" not in assert_footer_fits(app.screen)
+
+
+async def test_a_resize_reads_out_the_files_under_the_cursor_again(home):
+    """Fitted to the width, a resize changes the zoom: the legend kept the earlier zoom's file
+    range while the cursor's column held other files. The cursor stays on its file and its
+    bucket is read out again, as after a zoom."""
+    async with focused_heatmap((160, 48)) as (pilot, heatmap, legend):
+        await until(pilot, lambda: legend.cursor_text != NO_CURSOR, "the cursor read out")
+        start = heatmap.cursor_col
+        for _ in range(40):
+            await pilot.press("right")
+        await until(pilot, lambda: heatmap.cursor_col == start + 40, "the cursor moved")
+        wide_zoom, (first, last) = heatmap.effective_zoom, heatmap.cursor_files()
+        await pilot.resize_terminal(80, 24)
+        await until(pilot, lambda: heatmap.effective_zoom != wide_zoom, "the narrower fit")
+        now_first, now_last = heatmap.cursor_files()
+        assert now_first <= first <= now_last, (first, last, now_first, now_last)  # still on its file
+        files = f"file {now_first} ·" if now_first == now_last else f"files {now_first}–{now_last} ("
+        await until(pilot, lambda: files in legend.cursor_text, f"the reading of {files}")
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_the_spark_rows_labels_and_values_keep_a_space_from_their_bars(home, size):
+    """A label or value as wide as its column ("p50 worst op", "12,345 all dis") ran into the
+    sparkline: one blank cell each side of the bars, whatever the words."""
+    write_bench_run("20250101-140000-bench", seed=3)
+    app = app_for(start_screen="runs")
+    async with app.run_test(size=size) as pilot:
+        await replay_newest(pilot)
+        sparks = app.screen.query_one("#sparks")
+        sparks.show("iops", [120.0, 5_000.0, 12_345.0], "12,345 all disks"[:14])
+        sparks.show("p50", [1.0, 2.0], "12 µs write", label="p50 worst op")
+        await pilot.pause()
+        for key, words, shown in (("p50", "p50 worst op", "12 µs write"), ("iops", "device IOPS", "12,345 all dis")):
+            row = sparks.query_one(f"#spark-row-{key}")
+            label, line, value = row.query_one(".spark-label"), row.query_one(Sparkline), row.query_one(".spark-value")
+            assert widget_text(label) == words and widget_text(value) == shown, (widget_text(label), widget_text(value))
+            # the words end a cell before the bars begin, and start a cell after they end
+            assert label.content_region.x + cell_len(words) < line.region.x, (key, label.content_region, line.region)
+            assert line.region.right < value.content_region.right - cell_len(shown), (key, line.region, value.content_region)
+            assert line.region.width >= 8, line.region
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
