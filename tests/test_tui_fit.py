@@ -8,14 +8,17 @@ The replays are the snapshot tests' recorded runs (real run directories, read by
 
 from __future__ import annotations
 
+import json
 import shutil
+from contextlib import asynccontextmanager
 
 import numpy as np
 import pytest
 from pilot_wait import until
 from rich.cells import cell_len
 from test_tui_snapshots import JOB_RUNS, app_for, own_home, replay_newest, settle, write_bench_run, write_run
-from textual.widgets import DataTable
+from textual.geometry import Region
+from textual.widgets import DataTable, Sparkline
 from textual.widgets._footer import FooterKey
 
 from fsscope import recipes
@@ -62,16 +65,39 @@ def assert_table_fits(table: DataTable, least_rows: int) -> None:
     assert table.virtual_size.width <= region.width, (table.id, table.virtual_size, region)
 
 
+LONG_HEADLINE = ("unfit: runs vary too much: CV 31.2% would need 165 runs for ±5 % — find the noise first "
+                 "(the findings above, or a quieter machine)")
+
+
+def widget_text(widget) -> str:
+    """What a widget shows inside its border, its lines joined and spaces folded (wrapped words
+    read as one text)."""
+    inside = widget.content_region
+    lines = widget.render_lines(Region(inside.x - widget.region.x, inside.y - widget.region.y, *inside.size))
+    return " ".join(word for line in lines for word in "".join(segment.text for segment in line).split())
+
+
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 async def test_checks_traffic_lights_have_rows(home, size):
+    """And the verdict whole beside them: at 80×24 the calibration box showed one line, so a
+    calibration's headline was cut before "165 runs"."""
     app = recorded_app(home, "check")
+    # the run's result says so (the model reads the report from the recorded Result event)
+    recorded = home / "runs" / JOB_RUNS["check"].name / "events.ndjson"
+    lines = [json.loads(line) for line in recorded.read_text().splitlines()]
+    for line in lines:
+        if line["kind"] == "result":
+            line["report"]["headline"] = LONG_HEADLINE
+    recorded.write_text("".join(json.dumps(line) + "\n" for line in lines))
     async with app.run_test(size=size) as pilot:
         await replay_newest(pilot)
         table = app.screen.query_one("#check-table", DataTable)
         assert table.scrollable_content_region.height - 1 >= (3 if size == (80, 24) else 10), table.region
-        # the verdict (the calibration's headline) is on screen too
+        # the verdict (the calibration's headline) is on screen too, every word of it
         cal = app.screen.query_one("#check-cal")
-        assert cal.region.height >= 3 and cal.region.bottom <= app.screen.query_one("#live-main").region.bottom
+        await until(pilot, lambda: "165 runs" in widget_text(cal), "the verdict")
+        assert cal.region.bottom <= app.screen.query_one("#live-main").region.bottom, cal.region
+        assert " ".join(LONG_HEADLINE.split()) in widget_text(cal), widget_text(cal)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
@@ -311,7 +337,25 @@ async def test_the_runs_table_does_not_scroll_sideways(home, size):
         labels = [str(c.label) for c in table.columns.values()]
         assert labels[-1] == "target" and "recipe" in labels and ("started" in labels) is (size == (160, 48)), labels
         (row,) = [[str(c) for c in table.get_row_at(0)]]
-        assert row[1] == "20250101-120000-probe" and row[-1].startswith("image /var/tmp/demo.img"[:10])
+        # what tells the target apart where the whole does not fit (it ended "image /var/tmp/d…")
+        assert row[1] == "20250101-120000-probe" and row[-1] == (
+            "image demo.img" if size == (80, 24) else "image /var/tmp/demo.img"), row
+        await pilot.press("enter")  # the opened run names it whole
+        await until(pilot, lambda: isinstance(app.screen, LiveScreen), "the replay")
+        await until(pilot, lambda: "image /var/tmp/demo.img" in widget_text(app.screen.query_one("#progress")),
+                    "the whole target")
+
+
+@asynccontextmanager
+async def focused_heatmap(size):
+    """A recorded probe replayed at ``size``, its heatmap focused: (pilot, heatmap, legend)."""
+    write_run("20250101-120000-probe", seed=1)
+    app = app_for(start_screen="runs")
+    async with app.run_test(size=size) as pilot:
+        await replay_newest(pilot)
+        heatmap = app.screen.query_one("#heatmap", Heatmap)
+        heatmap.focus()
+        yield pilot, heatmap, app.screen.query_one("#legend", HeatLegend)
 
 
 async def test_the_cursors_reading_follows_the_values_arriving_under_it(home):
@@ -320,13 +364,7 @@ async def test_the_cursors_reading_follows_the_values_arriving_under_it(home):
     from fsscope.format import format_ns
     from fsscope.tui.model import LatencyMatrix
 
-    write_run("20250101-120000-probe", seed=1)
-    app = app_for(start_screen="runs")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await replay_newest(pilot)
-        heatmap = app.screen.query_one("#heatmap", Heatmap)
-        legend = app.screen.query_one("#legend", HeatLegend)
-        heatmap.focus()
+    async with focused_heatmap((80, 24)) as (pilot, heatmap, legend):
         heatmap.set_matrix(LatencyMatrix(runs=2, files=100))  # a job starting: nothing measured yet
         await until(pilot, lambda: "not measured" in legend.cursor_text, "the empty reading")
         matrix = heatmap.matrix
@@ -349,6 +387,47 @@ async def test_a_replayed_check_focuses_its_table_not_its_closed_filter(home):
         await settle(pilot)
         await until(pilot, lambda: app.focused is not None and app.focused.id == "check-table", "the table focused")
         assert "Clear filter" not in assert_footer_fits(app.screen)
+
+
+async def test_a_resize_reads_out_the_files_under_the_cursor_again(home):
+    """Fitted to the width, a resize changes the zoom: the legend kept the earlier zoom's file
+    range while the cursor's column held other files. The cursor stays on its file and its
+    bucket is read out again, as after a zoom."""
+    async with focused_heatmap((160, 48)) as (pilot, heatmap, legend):
+        await until(pilot, lambda: legend.cursor_text != NO_CURSOR, "the cursor read out")
+        start = heatmap.cursor_col
+        for _ in range(40):
+            await pilot.press("right")
+        await until(pilot, lambda: heatmap.cursor_col == start + 40, "the cursor moved")
+        wide_zoom, (first, last) = heatmap.effective_zoom, heatmap.cursor_files()
+        await pilot.resize_terminal(80, 24)
+        await until(pilot, lambda: heatmap.effective_zoom != wide_zoom, "the narrower fit")
+        now_first, now_last = heatmap.cursor_files()
+        assert now_first <= first <= now_last, (first, last, now_first, now_last)  # still on its file
+        files = f"file {now_first} ·" if now_first == now_last else f"files {now_first}–{now_last} ("
+        await until(pilot, lambda: files in legend.cursor_text, f"the reading of {files}")
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_the_spark_rows_labels_and_values_keep_a_space_from_their_bars(home, size):
+    """A label or value as wide as its column ("p50 worst op", "12,345 all dis") ran into the
+    sparkline: one blank cell each side of the bars, whatever the words."""
+    write_bench_run("20250101-140000-bench", seed=3)
+    app = app_for(start_screen="runs")
+    async with app.run_test(size=size) as pilot:
+        await replay_newest(pilot)
+        sparks = app.screen.query_one("#sparks")
+        sparks.show("iops", [120.0, 5_000.0, 12_345.0], "12,345 all disks"[:14])
+        sparks.show("p50", [1.0, 2.0], "12 µs write", label="p50 worst op")
+        await pilot.pause()
+        for key, words, shown in (("p50", "p50 worst op", "12 µs write"), ("iops", "device IOPS", "12,345 all dis")):
+            row = sparks.query_one(f"#spark-row-{key}")
+            label, line, value = row.query_one(".spark-label"), row.query_one(Sparkline), row.query_one(".spark-value")
+            assert widget_text(label) == words and widget_text(value) == shown, (widget_text(label), widget_text(value))
+            # the words end a cell before the bars begin, and start a cell after they end
+            assert label.content_region.x + cell_len(words) < line.region.x, (key, label.content_region, line.region)
+            assert line.region.right < value.content_region.right - cell_len(shown), (key, line.region, value.content_region)
+            assert line.region.width >= 8, line.region
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)

@@ -6,6 +6,7 @@ its own view model (bench, syncwrite) gets it rebuilt from its arrays and report
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from fsscope.engine import events, registry
@@ -40,6 +41,20 @@ class RunRecord:
 
 def describe_target(manifest: Manifest) -> str:
     return TargetSpec.describe_recorded(manifest.target_spec)  # as the live screen names it (one name per target)
+
+
+SHORT_KINDS = {"ram": "RAM image", "image": "image", "device": "device", "dir": "dir"}
+
+
+def short_target(manifest: Manifest) -> str:
+    """The target in the words that tell it apart where its whole name does not fit (the runs
+    table at 80 columns): its kind and the last part of its path ("image demo.img"); a RAM
+    image's path is fsscope's choice and says nothing."""
+    recorded = manifest.target_spec
+    kind = str(recorded.get("kind", "?"))
+    path = str(recorded.get("path") or "")
+    name = "" if kind == "ram" else (PurePosixPath(path).name or path)
+    return f"{SHORT_KINDS.get(kind, kind)} {name}".strip()
 
 
 def describe_recipe(manifest: Manifest) -> str:

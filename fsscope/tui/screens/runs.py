@@ -12,6 +12,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Header, Input, Static
+from textual.widgets.data_table import ColumnKey
 from textual.worker import get_current_worker
 
 from fsscope import store
@@ -20,7 +21,7 @@ from fsscope.format import visible
 from fsscope.records import loads
 from fsscope.tui import exports
 from fsscope.tui import messages as msg
-from fsscope.tui.replay import describe_recipe, describe_target, load_run
+from fsscope.tui.replay import describe_recipe, describe_target, load_run, short_target
 from fsscope.tui.screens.base import AppScreen
 from fsscope.tui.screens.compare import CompareScreen
 from fsscope.tui.screens.live import LiveScreen
@@ -31,7 +32,8 @@ from fsscope.tui.widgets.table_filter import TableFilter, matches
 COLUMNS = ("run", "job", "status", "recipe", "started", "target")
 """The target last: the longest, it takes what room is left (at 80 columns a path ran off the
 side with the columns after it); "started" goes first when the table is narrow (the run's id
-says when it started)."""
+says when it started). A row holds one cell more: the target's short form (its kind and the
+last part of its path), shown where the whole does not fit; the opened run names it whole."""
 
 
 class RunsScreen(AppScreen):
@@ -83,7 +85,7 @@ class RunsScreen(AppScreen):
             m = self._manifest(run)
             # a run's record may quote names someone else chose (a directory target): visible
             rows.append(tuple(visible(cell) for cell in (run.id, m.job or "?", run.status(), describe_recipe(m),
-                                                         m.started or "-", describe_target(m))))
+                                                         m.started or "-", describe_target(m), short_target(m))))
         if not get_current_worker().is_cancelled:  # a newer listing replaced this one
             self.post_message(msg.RunsListed(runs, rows))
 
@@ -123,9 +125,11 @@ class RunsScreen(AppScreen):
         shown = [(run, row) for run, row in self.listing if matches(needle, *row)]
         self.runs = [run for run, _row in shown]
         cells = self._columns(table, [row for _run, row in self.listing])  # widths do not jump as you type
-        for _run, row in shown:  # text, not markup; a target cut to its column ends in "…"
-            table.add_row(self._mark_text(row[0]), *(Text(visible(row[i]), overflow="ellipsis", no_wrap=True)
-                                                     for i in cells), key=row[0])
+        target, room = COLUMNS.index("target"), table.columns[ColumnKey("target")].width
+        for _run, row in shown:  # text, not markup; a short target still too long ends in "…"
+            words = [row[-1] if i == target and cell_len(row[i]) > room else row[i] for i in cells]
+            table.add_row(self._mark_text(row[0]), *(Text(visible(cell), overflow="ellipsis", no_wrap=True)
+                                                     for cell in words), key=row[0])
         ids = [run.id for run in self.runs]
         if self.runs:
             table.move_cursor(row=ids.index(current.id) if current is not None and current.id in ids

@@ -131,7 +131,11 @@ class CheckView(ModelView):
         text = Text()
         verdict = model.verdict
         style = {"fit": "bold green", "caution": "bold yellow", "unfit": "bold red"}.get(verdict or "", "bold")
-        text.append(model.headline + "\n", style=style)
+        short = self.screen.has_class("-short")  # 80×24: the verdict alone, its series are the Live panel's rows
+        text.append(model.headline + ("" if short else "\n"), style=style)
+        if short:
+            self.query_one("#check-cal", Static).update(text)
+            return
         ops = model.run_ops_per_s
         if ops:
             text.append("throughput per run  ")

@@ -101,6 +101,7 @@ class Heatmap(ScrollView, can_focus=True):
         self.cursor_col = 0
         self.cursor_run = 0
         self.cursor_shown = False  # drawn once it is somewhere (moved, focused, a flag picked)
+        self._cursor_file = 0  # the first file of the cursor's bucket when last read out
         self._selected = np.zeros(0, dtype=bool)  # files of the selected flag
         self._flagged = np.zeros(0, dtype=bool)  # files of any flag
         self._dense = np.zeros(0, dtype=bool)  # of those, marked only at one file per column
@@ -274,6 +275,11 @@ class Heatmap(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         self._invalidate()  # a new width is a new zoom (fit) and so a new bucketing key
         self._update_virtual_size()
+        if self.cursor_shown:
+            # fitted to the width, the zoom changed with it: the cursor's column now holds
+            # other files, so keep it on the file it was on and read that bucket out again
+            # (the legend kept the earlier zoom's file range)
+            self.move_to_file(self._cursor_file)
 
     # -- colours ---------------------------------------------------------------------------
     def _rescale(self, values: np.ndarray | None = None) -> bool:
@@ -625,6 +631,7 @@ class Heatmap(ScrollView, can_focus=True):
 
     def _post_cursor(self) -> None:
         first, last = self.cursor_files()
+        self._cursor_file = first
         self.post_message(HeatCursorMoved(self.cursor_run, first, last, self.cursor_value(),
                                           self.aggregate if self.effective_zoom > 1 else "value"))
 
@@ -663,7 +670,7 @@ class Heatmap(ScrollView, can_focus=True):
         self._set_cursor(0 if where == 0 else self.columns - 1, self.cursor_run)
 
     def _set_zoom(self, zoom: int) -> None:
-        first, _ = self.cursor_files()
+        first = self._cursor_file if self.cursor_shown else self.cursor_files()[0]
         self.zoom = zoom
         self._invalidate()  # the zoom is in the bucketing key
         self._update_virtual_size()

@@ -55,12 +55,16 @@ class BoundedSparkline(Sparkline):
 
 
 class SparkPanel(Vertical):
+    # a cell of padding each side of the sparkline: the columns were exactly as wide as their
+    # longest words ("p50 worst op", "12,345 all dis"), so a label or value filling its column
+    # ran into the bars; a job's longer label ends in "…" within its 12 cells
     DEFAULT_CSS = """
     SparkPanel { height: auto; }
     SparkPanel > Horizontal { height: 1; }
-    SparkPanel .spark-label { width: 12; color: $foreground 70%; }
+    SparkPanel .spark-label { width: 13; padding-right: 1; color: $foreground 70%;
+                              text-wrap: nowrap; text-overflow: ellipsis; }
     SparkPanel Sparkline { width: 1fr; height: 1; }
-    SparkPanel .spark-value { width: 14; text-align: right; }
+    SparkPanel .spark-value { width: 15; padding-left: 1; text-align: right; }
     """
 
     def compose(self) -> ComposeResult:
