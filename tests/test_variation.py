@@ -190,6 +190,16 @@ def test_variation_flag_says_inconclusive_and_what_decides():
     assert flag_variation(steady.tolist()).details["verdict"] == "above"
 
 
+def test_a_run_with_no_throughput_is_named_and_is_above():
+    """A stalled run (0 ops/s) has no log, so the sd test cannot see it: it must not be dropped
+    into an "inconclusive ... within" note; the flag names it and says above."""
+    for runs, stalled in (([1000, 1000, 0], [3]), ([1000, 0], [2]), ([0, 990, 1000, 0], [1, 4])):
+        flag = flag_variation(runs)
+        assert flag is not None and flag.details["verdict"] == "above", runs
+        assert flag.details["stalled_runs"] == stalled and "within" not in flag.note
+        assert f"{', '.join(map(str, stalled))} had no throughput" in flag.note
+
+
 def _periodic_counts(seconds: int = 600, period_s: int = 30, dip_s: int = 5, level: int = 1000,
                      dip_level: int = 500, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)

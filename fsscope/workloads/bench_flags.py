@@ -54,12 +54,13 @@ def nothing_flag(r: int, result: P.RunResult) -> dict[str, Any]:
 
 
 def flag_key(flag: dict[str, Any]) -> tuple:
-    # a variation flag inconclusive after two runs may be decided by a later one: streamed again
-    return (flag.get("kind"), flag.get("window_s"), flag.get("verdict"))
+    return (flag.get("kind"), flag.get("window_s"))
 
 
-def emit_new_flags(ctx, spec: Spec, results: list, dirty: dict, emitted: set) -> None:
-    """Flags the runs so far show (from the second run on), each streamed once."""
+def emit_new_flags(ctx, spec: Spec, results: list, dirty: dict, emitted: dict) -> None:
+    """Flags the runs so far show (from the second run on), each streamed again whenever its
+    verdict changes (a variation flag inconclusive after two runs may be decided by a later one,
+    and undecided again by the next): ``emitted`` maps a flag to the verdict last streamed."""
     if len(results) < 2 and spec.runs > 1:
         return
     partial = variation_report(
@@ -68,9 +69,9 @@ def emit_new_flags(ctx, spec: Spec, results: list, dirty: dict, emitted: set) ->
         dirty_writeback_centisecs=dirty.get("dirty_writeback_centisecs"))
     for flag in partial.flags:
         key = flag_key(flag)
-        if key in emitted:
+        if key in emitted and emitted[key] == flag.get("verdict"):
             continue
-        emitted.add(key)
+        emitted[key] = flag.get("verdict")
         details = {k: v for k, v in flag.items() if k not in ("kind", "note")}
         provisional = (f"from {len(results)} of {spec.runs} runs: the test of all runs at the end replaces it"
                        if len(results) < spec.runs else "")

@@ -108,7 +108,7 @@ class _Runs:
     notes: list[str] = dataclasses.field(default_factory=list)
     telemetry_notes: list[str] = dataclasses.field(default_factory=list)
     elapsed_s: list[float] = dataclasses.field(default_factory=list)
-    emitted: set[tuple] = dataclasses.field(default_factory=set)
+    emitted: dict[tuple, Any] = dataclasses.field(default_factory=dict)
     taskstats_available: bool | None = None
     pspec: P.PersonalitySpec | None = None
     partial: PartialRun | None = None

@@ -78,6 +78,12 @@ def flag_variation(ops_per_s_runs: Sequence[float], threshold: float = 0.10,
     if s.runs < 2:
         return None
     p, sd, sd0 = spread_above_p(ops_per_s_runs, threshold)
+    x = np.asarray(ops_per_s_runs, dtype=np.float64)
+    # a run that measured no throughput is a spread no log-sd can hold (its log is -inf): the
+    # test above leaves it out, so it is named here and decides "above" on its own
+    stalled = [int(k) + 1 for k in np.flatnonzero(~(np.isfinite(x) & (x > 0)))]
+    if stalled:
+        p = 0.0
     above = p < alpha
     if not (above or s.relative_range > threshold):
         return None
@@ -89,6 +95,11 @@ def flag_variation(ops_per_s_runs: Sequence[float], threshold: float = 0.10,
     details = {"relative_range": s.relative_range, "rsd": s.rsd, "threshold": threshold,
                "verdict": "above" if above else "inconclusive", "p": p, "alpha": alpha,
                "sd": sd, "threshold_sd": sd0}
+    if stalled:
+        return Flag("variation",
+                    f"{measured}: run{'s' if len(stalled) > 1 else ''} {', '.join(map(str, stalled))} "
+                    f"had no throughput (0 ops/s or none recorded), a spread above any threshold: one run is not a reliable "
+                    f"result for this setup. {whose}", details | {"stalled_runs": stalled})
     if above:
         return Flag("variation",
                     f"{measured}: its sd {sd:.1%} is above {sd0:.1%}, the sd a {threshold:.0%} range over 10 runs "
