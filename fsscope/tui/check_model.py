@@ -74,6 +74,20 @@ class CheckModel(ReportModel[Report]):
             return f"calibrating: {len(self.run_ops_per_s)} run(s) done"
         return "auditing…" if not self.findings else "audit done; calibrating…"
 
+    def short_summary(self) -> list[str]:
+        """:meth:`summary_lines` in a few words each, for one line at 80×24."""
+        est = self.estimate
+        out = []
+        if est.runs_needed is not None and est.cv is not None and math.isfinite(est.cv):
+            out.append(f"runs {est.runs_needed} (CV {est.cv:.1%})")
+        if est.duration_s_needed is not None:
+            out.append(f"run length ≥ {est.duration_s_needed:g} s")
+        elif self.run_ops_per_s:
+            out.append("run length not settled")
+        if est.window_s_needed is not None:
+            out.append(f"window {est.window_s_needed:g} s")
+        return out
+
     def summary_lines(self) -> list[str]:
         est = self.estimate
         out = []

@@ -133,7 +133,8 @@ class CheckView(ModelView):
         style = {"fit": "bold green", "caution": "bold yellow", "unfit": "bold red"}.get(verdict or "", "bold")
         short = self.screen.has_class("-short")  # 80×24: the verdict alone, its series are the Live panel's rows
         text.append(model.headline + ("" if short else "\n"), style=style)
-        if short:
+        if short:  # with the recommendations on one line: they are what the check is for
+            text.append("\n" + " · ".join(model.short_summary()), style="dim")
             self.query_one("#check-cal", Static).update(text)
             return
         ops = model.run_ops_per_s
