@@ -91,8 +91,8 @@ class SetupScreen(AppScreen):
                 yield Button("Start ▶  (ctrl+r)", id="start", variant="success")
         yield FitFooter()
 
-    # The focus comes once the jobs' panels are mounted (after the first paint, JobPicker):
-    # a focused Setup screen is a whole one, every field there to type into.
+    # The focus comes once the jobs' panels are mounted (JobPicker.when_ready): a focused
+    # Setup screen is a whole one, every field there to type into.
     AUTO_FOCUS = ""
 
     def on_mount(self) -> None:
