@@ -99,14 +99,8 @@ class JobPicker(Vertical):
         else:
             self._when_ready.append(callback)
 
-    def _highlighted(self) -> str | None:
-        index = self.query_one("#job-list", SelectionList).highlighted
-        return self.jobs[index] if index is not None and 0 <= index < len(self.jobs) else None
-
     def on_selection_list_selection_highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
         event.stop()
-        if not self.ready:  # _mount_panels shows the one highlighted then
-            return
         job = event.selection.value
         switcher = self.query_one("#job-panels", ContentSwitcher)
         if not switcher.query_children(f"#params-{job}"):
