@@ -9,9 +9,9 @@ the wall clock here: the CLI prints its help and exits; a TUI side runs headless
 exits at the first frame it draws of its first screen, mounted and complete. For the minimal app
 that is its first frame. For fsscope it is the Setup screen as ``fsscope`` opens it (on the data
 directory of a fresh ``FSSCOPE_HOME``) with the job's parameter panel mounted (``JobPicker.ready``,
-which also gives the focus): its first frame comes before that panel, and a Setup screen without
-its panel is not what a user waits for. The time of that first frame is printed beside it
-("first frame", not judged). The sides alternate (A B, B A, ...) for ``--rounds`` rounds
+which also gives the focus): a Setup screen without its panel is not what a user waits for. The
+time of its first frame is printed beside it ("first frame", not judged; since the panel is
+composed with the screen, the same frame). The sides alternate (A B, B A, ...) for ``--rounds`` rounds
 (default 3), the load printed with each round; the figures are medians over the rounds.
 ``--smoke``: one round, every side must start and exit 0 (no target checked).
 
@@ -156,7 +156,7 @@ def main() -> int:
               f"{'ok' if ratio <= TARGET_RATIO else 'OVER'}")
         if side in FIRST_FRAME_SHOWN and first_frames[side]:
             first = statistics.median(first_frames[side])
-            print(f"    (its first frame, before it is complete: {first:.2f} s = {first / ref:.2f}x; not judged)")
+            print(f"    (its first frame: {first:.2f} s = {first / ref:.2f}x; not judged)")
     print(f"({benchlib.load()} at the end)")
     return 0 if met else 1
 

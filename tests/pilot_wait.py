@@ -47,8 +47,8 @@ async def until_screen(pilot, app, screen_type: type, what: str = "", timeout_s:
 
 
 async def setup_ready(pilot, app, timeout_s: float = TIMEOUT_S):
-    """Wait until the Setup screen is whole: its jobs' parameter panels are mounted after its
-    first paint (issue 33: start-up), so a test reads or types into a field only then."""
+    """Wait until the Setup screen is whole: its jobs' parameter panels are mounted (issue 33:
+    start-up), so a test reads or types into a field only then."""
     await until(pilot, lambda: app.screen.query("#job-picker") and app.screen.query_one("#job-picker").ready,
                 "the Setup screen's job panels", timeout_s)
     return app.screen

@@ -91,8 +91,8 @@ class SetupScreen(AppScreen):
                 yield Button("Start ▶  (ctrl+r)", id="start", variant="success")
         yield FitFooter()
 
-    # The focus comes once the jobs' panels are mounted (after the first paint, JobPicker):
-    # a focused Setup screen is a whole one, every field there to type into.
+    # The focus comes once the jobs' panels are mounted (JobPicker.when_ready): a focused
+    # Setup screen is a whole one, every field there to type into.
     AUTO_FOCUS = ""
 
     def on_mount(self) -> None:
@@ -156,12 +156,6 @@ class SetupScreen(AppScreen):
         return RunPlan(target or TargetSpec("dir", str(paths.ram_dir(checked=False))), recipe, jobs)
 
     def action_start(self) -> None:
-        picker = self.query_one("#job-picker", JobPicker)
-        if not picker.ready:  # ctrl+r before the jobs' panels are mounted: start once they are
-            if not self._start_waiting:
-                self._start_waiting = True
-                picker.when_ready(self._start_when_ready)
-            return
         try:
             plan = self.build_plan()
         except FsscopeError as exc:
@@ -184,12 +178,6 @@ class SetupScreen(AppScreen):
                                                yes="start", no="back to setup"), answered)
             return
         self._start_checked(plan)
-
-    _start_waiting = False
-
-    def _start_when_ready(self) -> None:
-        self._start_waiting = False
-        self.action_start()
 
     def _start_checked(self, plan: RunPlan) -> None:
         if not plan.destructive:

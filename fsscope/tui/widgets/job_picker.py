@@ -64,14 +64,22 @@ class JobPicker(Vertical):
         self.defaults = defaults
         self.initially_selected = selected
         self.ready = False
-        """Whether the first panels are mounted: they are after the Setup screen's first paint."""
+        """Whether the first panels are mounted (when the picker is)."""
         self._when_ready: list[Callable[[], object]] = []
 
     def compose(self) -> ComposeResult:
         # its name and a short label (the summary, above its panel, was cut mid-word at 80 columns)
         yield JobList(*[(f"{job}  {registry.job(job).label}".rstrip(), job, job in self.initially_selected)
                                    for job in self.jobs], id="job-list")
-        yield ContentSwitcher(id="job-panels")
+        # The panels of the jobs that run (the first one shown), composed with the screen: one
+        # styling, layout and paint of the whole Setup screen. Mounted after its first paint
+        # instead, the screen was laid out and painted twice before it was whole, which took
+        # longer (bench/startup.py). Another job's panel is mounted when it is first highlighted.
+        first = self.initially_selected[0] if self.initially_selected else (self.jobs[0] if self.jobs else None)
+        wanted = [job for job in self.jobs if job == first or job in self.initially_selected]
+        with ContentSwitcher(id="job-panels", initial=f"params-{first}" if first else None):
+            for job in wanted:
+                yield panel_for(job, self.defaults.get(job))
 
     def on_mount(self) -> None:
         self.border_title = "3 · Jobs"
@@ -79,25 +87,6 @@ class JobPicker(Vertical):
         selection = self.query_one("#job-list", SelectionList)
         if self.initially_selected:
             selection.highlighted = self.jobs.index(self.initially_selected[0])
-        # The panels of the jobs that run, and the one shown, after the screen's first paint:
-        # each imports its job's module (the probe's pulls in numpy and its analysis) and adds
-        # a dozen widgets to style, half the Setup screen's start-up (bench/startup.py).
-        # Another job's panel is mounted when it is first highlighted.
-        self.call_after_refresh(self.call_later, self._mount_panels)
-
-    async def _mount_panels(self) -> None:
-        first = self.initially_selected[0] if self.initially_selected else (self.jobs[0] if self.jobs else None)
-        shown = self._highlighted() or first
-        wanted = [job for job in self.jobs if job in (first, shown) or job in self.initially_selected]
-        switcher = self.query_one("#job-panels", ContentSwitcher)
-        panels = [panel_for(job, self.defaults.get(job)) for job in wanted]
-        for panel in panels:
-            panel.display = panel.id == f"params-{shown}"
-        await switcher.mount_all(panels)
-        if not all(panel.is_attached for panel in panels):  # the app closed meanwhile
-            return
-        if shown:
-            switcher.current = f"params-{shown}"
         self.ready = True
         for callback in self._when_ready:
             callback()
@@ -110,14 +99,8 @@ class JobPicker(Vertical):
         else:
             self._when_ready.append(callback)
 
-    def _highlighted(self) -> str | None:
-        index = self.query_one("#job-list", SelectionList).highlighted
-        return self.jobs[index] if index is not None and 0 <= index < len(self.jobs) else None
-
     def on_selection_list_selection_highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
         event.stop()
-        if not self.ready:  # _mount_panels shows the one highlighted then
-            return
         job = event.selection.value
         switcher = self.query_one("#job-panels", ContentSwitcher)
         if not switcher.query_children(f"#params-{job}"):
