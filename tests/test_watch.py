@@ -112,7 +112,7 @@ def test_attaching_while_the_directory_changes_gives_no_wrong_format_verdict(mad
 
 def test_watch_counts_what_a_small_ring_buffer_lost(cli, made_fs):
     mnt = made_fs("ext4")
-    report = watch_command(cli, mnt, 1500, "--buffer-kb", "4")
+    report = watch_command(cli, mnt, 4000, "--buffer-kb", "4")  # 1,500 lost none once in 5 (the reader kept up)
     assert report["lost_total"] > 0
     assert report["lost_total"] == sum(x["overrun"] + x["dropped"] for x in report["lost"])
     assert any("lost" in note for note in report["notes"])

@@ -82,13 +82,15 @@ def think_parts(spans: np.ndarray | None, begin: int, end: int) -> tuple[int, in
     it was runnable and waited for a CPU (a load the replaying machine makes its own).
     (-1, 0), not known: the thread's scheduling was not traced (None), or the gap holds a span
     whose return the kernel did not record (how it divides between waiting and work is not
-    known; the replay then keeps the whole think time)."""
+    known; the replay then keeps the whole think time). A sleep whose wake-up was recorded but
+    not its return keeps its sleep, and the time from the wake-up to the thread's next event
+    counts as work (waiting or running: the replay spins it, so keeps the whole gap)."""
     if spans is None:
         return -1, 0
     if end <= begin:
         return 0, 0
     p = parts(spans, begin, end)
-    if p.unknown_ns:
+    if p.unknown_ns > p.after_wake_ns:
         return -1, 0
     # the spans are disjoint (off_cpu), so off <= the gap; the bounds keep a part within it all the same
     off = min(p.known_ns, end - begin)
