@@ -74,29 +74,25 @@ class CheckModel(ReportModel[Report]):
             return f"calibrating: {len(self.run_ops_per_s)} run(s) done"
         return "auditing…" if not self.findings else "audit done; calibrating…"
 
-    def short_summary(self) -> list[str]:
-        """:meth:`summary_lines` in a few words each, for one line at 80×24."""
-        est = self.estimate
-        out = []
-        if est.runs_needed is not None and est.cv is not None and math.isfinite(est.cv):
-            out.append(f"runs {est.runs_needed} (CV {est.cv:.1%})")
-        if est.duration_s_needed is not None:
-            out.append(f"run length ≥ {est.duration_s_needed:g} s")
-        elif self.run_ops_per_s:
-            out.append("run length not settled")
-        if est.window_s_needed is not None:
-            out.append(f"window {est.window_s_needed:g} s")
-        return out
-
-    def summary_lines(self) -> list[str]:
+    def _recommendations(self) -> list[tuple[str, str]]:
+        """The calibration's recommendations, each as (a line, a few words for 80×24)."""
         est = self.estimate
         out = []
         if est.cv is not None and math.isfinite(est.cv):
-            out.append(f"CV {est.cv:.1%} → runs needed for ±{self.precision:.0%} (95 %, Student-t): {est.runs_needed}")
+            out.append((f"CV {est.cv:.1%} → runs needed for ±{self.precision:.0%} (95 %, Student-t): {est.runs_needed}",
+                        f"runs {est.runs_needed if est.runs_needed is not None else '–'} (CV {est.cv:.1%})"))
         if est.duration_s_needed is not None:
-            out.append(f"run length: ≥ {est.duration_s_needed:g} s (cumulative throughput settled)")
+            out.append((f"run length: ≥ {est.duration_s_needed:g} s (cumulative throughput settled)",
+                        f"run length ≥ {est.duration_s_needed:g} s"))
         elif self.run_ops_per_s:
-            out.append("run length: not settled within the calibration runs")
+            out.append(("run length: not settled within the calibration runs", "run length not settled"))
         if est.window_s_needed is not None:
-            out.append(f"Throughput-N window: {est.window_s_needed:g} s")
+            out.append((f"Throughput-N window: {est.window_s_needed:g} s", f"window {est.window_s_needed:g} s"))
         return out
+
+    def short_summary(self) -> list[str]:
+        """:meth:`summary_lines` in a few words each, for one line at 80×24."""
+        return [short for _, short in self._recommendations()]
+
+    def summary_lines(self) -> list[str]:
+        return [line for line, _ in self._recommendations()]
