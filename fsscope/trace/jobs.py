@@ -187,7 +187,7 @@ class ProbeTrace(JobTrace):
         report["structures"] = [r for r in rows if not r["verdict"].startswith("contradicted")]
         report["contradicted"] = [r for r in rows if r["verdict"].startswith("contradicted")]
         report["slabs"] = [cache for cache in self.used_slabs.values() if cache is not None]
-        # an in-memory row is one series' (several share a cache): its flag's note says its own numbers
+        # an in-memory row may hold several series of one cache: each flag's note says its own numbers
         verdicts = {row["structure"]: row["verdict"] for row in report["structures"]
                     if not row["structure"].startswith(attribute.IN_MEMORY)}
         for flag, finding in zip(flags, findings):
@@ -206,7 +206,7 @@ class ProbeTrace(JobTrace):
         """Series no geometry rule explains, explained by the kernel's in-memory structures
         (:func:`attribute.in_memory`): the flag takes the structure, its note the arithmetic and
         the kernel's evidence; one structures-table row each. The caches used go to ``slabs``."""
-        rows = []
+        rows: list[dict] = []
         explained: list[tuple] = []  # (the series, what explained it)
         for flag, finding in zip(flags, findings):
             if flag.get("structure") or not hasattr(finding, "stride"):
@@ -221,9 +221,16 @@ class ProbeTrace(JobTrace):
             flag["title"] = f"{flag.get('title', '').rsplit(' — ', 1)[0]} — {found['title']}"
             seen = [i for i in members if any(rc.events.get(i, {}).get(attribute.NEW_SLAB + found["cache"])
                                               or found["objects_per_slab"] is None for rc in runs)]
-            rows.append({"structure": found["structure"], "events": [found["event"]], "predicted": [],
-                         "seen": seen[:50], "slow": members[:50],
-                         "verdict": f"explained by the kernel: {found['arithmetic']}"})
+            verdict = f"explained by the kernel: {found['arithmetic']}"
+            row = next((r for r in rows if r["structure"] == found["structure"]), None)
+            if row is None:
+                rows.append({"structure": found["structure"], "events": [found["event"]], "predicted": [],
+                             "seen": seen[:50], "slow": members[:50], "verdict": verdict})
+            else:  # two series of one cache: one row (a structure is named once in the table)
+                row["seen"] = sorted(set(row["seen"]) | set(seen))[:50]
+                row["slow"] = sorted(set(row["slow"]) | set(members))[:50]
+                if verdict not in row["verdict"]:
+                    row["verdict"] += f"; {found['arithmetic']}"
             self.used_slabs[found["cache"]] = self.slabs.get(found["cache"])
             explained.append((finding, found))
         # a repeatable outlier that is a member of such a series is that series' structure too
