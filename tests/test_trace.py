@@ -371,16 +371,32 @@ def test_a_series_is_a_slabs_only_with_its_period_and_its_page_allocations():
     from fsscope.explain.slab import SlabCache
 
     caches = {"dentry": SlabCache(name="dentry", object_bytes=192, objects_per_slab=21, pages_per_slab=1)}
-    run = attribute.RunCalls(0, np.full(420, 3_000, np.int64))
     members = list(range(20, 420, 21))
-    for index in range(420):
-        run.objects[index]["dentry"] += 1
-    for index in members[:-2]:  # all but two took the new slab
-        run.events[index][attribute.NEW_SLAB + "dentry"] += 1
-    run.slab_orders["dentry"] = 0
+
+    def traced(run_index: int, slab_at: list[int]) -> attribute.RunCalls:
+        """A run whose calls at ``slab_at`` took dentry's new slab and were slow for it."""
+        run = attribute.RunCalls(run_index, np.full(420, 3_000, np.int64))
+        for index in range(420):
+            run.objects[index]["dentry"] += 1
+        for index in slab_at:
+            run.events[index][attribute.NEW_SLAB + "dentry"] += 1
+            run.latency_ns[index] = 9_000
+        run.slab_orders["dentry"] = 0
+        return run
+
+    run = traced(0, members[:-2])  # all but two took the new slab
     found = attribute.in_memory([run], members, 21, caches)
     assert found is not None and found["structure"] == "slab:dentry" and found["objects_per_slab"] == 21
-    assert "21 objects of 192 B per 4 KiB slab" in found["note"] and "inside 18 of 20 member calls" in found["note"]
+    assert "21 objects of 192 B per 4 KiB slab" in found["note"] and "inside 18 of 18 member calls" in found["note"]
+    # the slab's phase moved in the other runs (their last unlinks left a partial slab): only the
+    # runs where the members were slow say what made them slow
+    moved = [traced(r, [i + 7 for i in members[:-1]]) for r in (1, 2, 3)]
+    found = attribute.in_memory([run, *moved], members, 21, caches)
+    assert found is not None and found["structure"] == "slab:dentry", found
+    # ... and slow members that did not take the slab are not the slab's
+    unslabbed = traced(4, [])
+    unslabbed.latency_ns[members] = 9_000
+    assert attribute.in_memory([unslabbed, *moved], members, 21, caches) is None
     assert attribute.in_memory([run], list(range(20, 420, 15)), 15, caches) is None
     for index in range(14, 420, 15):
         run.objects[index]["maple_node"] += 3
