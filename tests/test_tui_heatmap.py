@@ -235,10 +235,10 @@ async def test_ansi_theme_looks_as_textuals_own_conversion_would(native_ansi):
 
 
 def screen_backgrounds(app: App, y: int, x0: int, x1: int) -> set[object]:
-    """The background colours of cells x0..x1-1 of screen line ``y``, as the compositor
-    paints the whole screen (the scrollbars included)."""
+    """The background colours cells x0..x1-1 of screen line ``y`` show, as the compositor
+    paints the whole screen (the scrollbars included: their thumb is a reversed style)."""
     update = app.screen._compositor.render_full_update(simplify=True)  # noqa: SLF001
-    cells = [seg.style.bgcolor if seg.style else None
+    cells = [(seg.style.color if seg.style.reverse else seg.style.bgcolor) if seg.style else None
              for strip in update.strips[y] for seg in strip for _ in seg.text]
     return set(cells[x0:x1])
 
@@ -293,7 +293,7 @@ async def test_a_zoom_buckets_only_the_columns_on_screen_and_lays_out_nothing(mo
             if key == "0":
                 assert heat.max_scroll_x == 0 and line == {surface}  # blank, not an empty track
             else:
-                assert heat.max_scroll_x > 0 and len(line) > 1  # the thumb on its track
+                assert heat.max_scroll_x > 0 and len(line) > 1  # the thumb
         for _ in range(3):
             layouts.clear()
             bucketed.clear()
