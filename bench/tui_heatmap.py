@@ -27,6 +27,8 @@ view needs that is not held: the full re-bucketing is inside the timed frame.
 every frame, the summaries included: the worst case). The reference is a blank focused widget
 whose same keys and batches each ask for a repaint.
 Rounds alternate the order of the sides (``--rounds``, default 3), the load printed with each.
+Beside the times, the number of Textual's layouts of the screen inside the timed frames (each
+lays out and repaints the whole screen: a zoom that showed or hid a scrollbar made two).
 
     .venv/bin/python bench/tui_heatmap.py [--files 1000000] [--runs 10] [--size 200x60]
         [--frames 3] [--batch N] [--rounds 3] [--rebucket-every-frame] [--smoke]
@@ -88,6 +90,7 @@ class BenchApp(App):
         self.blank = blank
         self.console_out = console
         self.paints: list[float] = []  # perf_counter at the end of each frame painted
+        self.layouts = 0  # Textual's layouts of the screen so far (each repaints the whole screen)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
@@ -117,16 +120,18 @@ class Frames:
         self.wall: dict[str, list[float]] = {"switch": [], "batch": []}
         self.worst_switch = ("", 0.0)  # (switch, CPU ms) of the slowest switch frame
         self.by_switch: dict[str, list[float]] = {}  # switch -> its frames' CPU ms
+        self.layouts = {"switch": 0, "batch": 0}  # Textual's screen layouts inside the timed frames
 
     def all(self, clock: str) -> list[float]:
         got = self.cpu if clock == "cpu" else self.wall
         return got["switch"] + got["batch"]
 
 
-async def timed_frame(app: BenchApp, pilot, cause) -> tuple[float, float]:
-    """(CPU ms, wall ms) of one frame: ``await cause()``, Textual's layout and paint of what it
-    changed, then the app's after-frame work. Wall: to the end of the last frame painted."""
+async def timed_frame(app: BenchApp, pilot, cause) -> tuple[float, float, int]:
+    """(CPU ms, wall ms, layouts) of one frame: ``await cause()``, Textual's layout and paint of
+    what it changed, then the app's after-frame work. Wall: to the end of the last frame painted."""
     app.paints.clear()
+    layouts = app.layouts
     c0, w0 = time.thread_time(), time.perf_counter()
     await cause()
     await pilot.pause()  # idle: Textual lays out and paints (Pilot runs its update at once)
@@ -137,7 +142,7 @@ async def timed_frame(app: BenchApp, pilot, cause) -> tuple[float, float]:
         await pilot.pause()
     cpu = (time.thread_time() - c0) * 1e3
     wall = ((app.paints[-1] if app.paints else time.perf_counter()) - w0) * 1e3  # what the user waits for
-    return cpu, wall
+    return cpu, wall, app.layouts - layouts
 
 
 async def measure(blank: bool, matrix: np.ndarray, fresh: np.ndarray, args: argparse.Namespace) -> Frames:
@@ -150,6 +155,10 @@ async def measure(blank: bool, matrix: np.ndarray, fresh: np.ndarray, args: argp
         await pilot.pause()
         widget = app.query_one("#w")
         widget.focus()  # the keys go to it, as on the probe screen
+
+        def laid_out(_screen) -> None:
+            app.layouts += 1
+        app.screen.screen_layout_refresh_signal.subscribe(app, laid_out, immediate=True)
         live = LatencyMatrix.from_array(matrix)
         if not blank:
             widget.set_matrix(live)
@@ -161,7 +170,8 @@ async def measure(blank: bool, matrix: np.ndarray, fresh: np.ndarray, args: argp
                 if args.rebucket_every_frame and not blank:
                     widget._invalidate(buckets=True)  # noqa: SLF001 - everything bucketed thrown away
                 await pilot.press(key)
-            cpu, wall = await timed_frame(app, pilot, cause_switch)
+            cpu, wall, layouts = await timed_frame(app, pilot, cause_switch)
+            out.layouts["switch"] += layouts
             out.cpu["switch"].append(cpu)
             out.wall["switch"].append(wall)
             out.by_switch.setdefault(name, []).append(cpu)
@@ -180,7 +190,8 @@ async def measure(blank: bool, matrix: np.ndarray, fresh: np.ndarray, args: argp
                     if args.rebucket_every_frame:
                         widget._invalidate(buckets=True)  # noqa: SLF001
                     widget.samples_added(run, start, start + args.batch)
-                cpu, wall = await timed_frame(app, pilot, cause_batch)
+                cpu, wall, layouts = await timed_frame(app, pilot, cause_batch)
+                out.layouts["batch"] += layouts
                 out.cpu["batch"].append(cpu)
                 out.wall["batch"].append(wall)
     return out
@@ -213,6 +224,7 @@ async def main_async(args) -> int:
             for kind in ("switch", "batch"):
                 sides[side].cpu[kind].extend(got.cpu[kind])
                 sides[side].wall[kind].extend(got.wall[kind])
+                sides[side].layouts[kind] += got.layouts[kind]
             for name, cpus in got.by_switch.items():
                 sides[side].by_switch.setdefault(name, []).extend(cpus)
             if got.worst_switch[1] > sides[side].worst_switch[1]:
@@ -224,7 +236,8 @@ async def main_async(args) -> int:
     reference = statistics.median(ref.all("cpu"))
     print(f"  reference (blank screen)   CPU ms {ms(ref.all('cpu'))}   wall ms {ms(ref.all('wall'))}")
     for kind in ("switch", "batch"):
-        print(f"  heatmap {kind + ' frames':17s}  CPU ms {ms(heat.cpu[kind])}   wall ms {ms(heat.wall[kind])}")
+        print(f"  heatmap {kind + ' frames':17s}  CPU ms {ms(heat.cpu[kind])}   wall ms {ms(heat.wall[kind])}   "
+              f"screen layouts {heat.layouts[kind]} in {len(heat.cpu[kind])} frames")
     print("  heatmap switch frames, CPU ms median (worst) by switch: " + ", ".join(
         f"{name} {statistics.median(cpus):.1f} ({max(cpus):.1f})" for name, cpus in heat.by_switch.items()))
     cpu = heat.all("cpu")

@@ -234,11 +234,24 @@ async def test_ansi_theme_looks_as_textuals_own_conversion_would(native_ansi):
                 assert list(strip.apply_filter(f, heat.background_colors[1])) == list(strip)
 
 
+def screen_backgrounds(app: App, y: int, x0: int, x1: int) -> set[object]:
+    """The background colours cells x0..x1-1 of screen line ``y`` show, as the compositor
+    paints the whole screen (the scrollbars included: their thumb is a reversed style)."""
+    update = app.screen._compositor.render_full_update(simplify=True)  # noqa: SLF001
+    cells = [(seg.style.color if seg.style.reverse else seg.style.bgcolor) if seg.style else None
+             for strip in update.strips[y] for seg in strip for _ in seg.text]
+    return set(cells[x0:x1])
+
+
 async def test_a_zoom_buckets_only_the_columns_on_screen_and_lays_out_nothing(monkeypatch):
     """Zoomed in on many files, a frame buckets the columns it shows, not every column (its
     cost follows the screen, not the files), and still shows what the reference says; a zoom
-    that keeps the scrollbars changes only how far the view scrolls, so Textual lays out
-    nothing (a layout repainted the whole screen twice at every zoom)."""
+    changes only how far the view scrolls, so Textual lays out nothing (a layout repainted
+    the whole screen twice at every zoom). With a line to spare below the runs, the
+    horizontal scrollbar's line is kept for good, so zooming from and to the fit lays out
+    nothing either (a scrollbar that came and went made those the slowest frames at 1M
+    files): the kept line is blank at the fit, shows the thumb when zoomed, and the runs
+    keep their row height."""
     from textual.screen import Screen
 
     from fsscope.analysis import heatbuckets
@@ -265,9 +278,22 @@ async def test_a_zoom_buckets_only_the_columns_on_screen_and_lays_out_nothing(mo
         heat = app.query_one(Heatmap)
         heat.set_matrix(LatencyMatrix.from_array(values))
         heat.focus()
-        await pilot.pause()
-        await pilot.press("plus")  # from the fit: the horizontal scrollbar comes (a layout)
-        await until(pilot, lambda: heat.max_scroll_x > 0, "the zoomed view scrollable")
+        await until(pilot, lambda: heat.show_horizontal_scrollbar, "the scrollbar's line kept")
+        rows, kept = heat.row_height, heat.region.bottom - 1
+        surface = heat.background_colors[1].rich_color
+        assert heat.max_scroll_x == 0 and rows == 3  # fitted: nothing to scroll
+        assert screen_backgrounds(app, kept, heat.region.x, heat.region.right) == {surface}
+        for key in ("plus", "0", "plus"):  # from the fit, back to it, from it again
+            layouts.clear()
+            await pilot.press(key)
+            await pilot.pause()
+            assert not layouts, (key, heat.effective_zoom)
+            assert heat.row_height == rows and heat.show_horizontal_scrollbar
+            line = screen_backgrounds(app, kept, heat.region.x, heat.region.right)
+            if key == "0":
+                assert heat.max_scroll_x == 0 and line == {surface}  # blank, not an empty track
+            else:
+                assert heat.max_scroll_x > 0 and len(line) > 1  # the thumb
         for _ in range(3):
             layouts.clear()
             bucketed.clear()
@@ -284,3 +310,25 @@ async def test_a_zoom_buckets_only_the_columns_on_screen_and_lays_out_nothing(mo
         await until(pilot, lambda: heat.scroll_offset.x > 0, "the view scrolled")
         heat.cursor_run = 99
         assert_cells_match(heat, values, set())
+
+
+async def test_without_a_line_to_spare_every_run_shows_and_the_scrollbar_comes_when_needed():
+    """Where the runs fill the heatmap (three runs in a Compare column at 80x24), no line is
+    kept for the scrollbar: at the fit every run is on screen, and the scrollbar comes only
+    once the view scrolls."""
+
+    class Short(HeatApp):
+        CSS = "Heatmap { height: 5; }"  # the axis, the markers and three runs of one line
+
+    values = matrix(3, 5_000)
+    app = Short()
+    async with app.run_test(size=(80, 24)) as pilot:
+        heat = app.query_one(Heatmap)
+        heat.set_matrix(LatencyMatrix.from_array(values))
+        heat.focus()
+        await pilot.pause()
+        assert not heat.show_horizontal_scrollbar
+        assert heat.row_height == 1 and heat.scrollable_content_region.height == HEADER_LINES + 3
+        await pilot.press("plus")
+        await until(pilot, lambda: heat.show_horizontal_scrollbar, "the scrollbar once the view scrolls")
+        assert heat.max_scroll_x > 0
