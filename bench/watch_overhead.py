@@ -3,8 +3,10 @@
 
 In ONE run, on each target (a fresh RAM image of the recipe, and/or an image file on this
 machine's disk; formatted once, each run working in its own new directory), each workload runs
-plain, watched, watched with ``--no-sched`` and under strace, alternated (A B C D, D C B A, ...)
-so drift on a shared machine hits all alike. A workload times itself (its loop only, not the
+plain, watched (as ``fsscope watch`` does by default), watched with ``--sched``, watched with
+``--no-io-names``, and under strace, alternated (A B C D, D C B A, ...) so drift on a shared
+machine hits all alike. ``--groups`` adds one run per event group alone (``watched-only-sched``
+...): what each costs by itself. A workload times itself (its loop only, not the
 interpreter's start) and prints its operations per second. Watched = what ``fsscope watch --
 CMD`` does while the workload runs: its two tracefs instances (the task's syscalls and file
 system events, set_event_pid + event-fork; the device's block and journal events) and their
@@ -16,13 +18,14 @@ directory), ``sqlite`` (one-row transactions in WAL mode with synchronous=FULL: 
 per commit).
 
 Printed per target and workload: the median ops/s of each mode, and mode/plain (target, issue
-#36: watched/plain >= 0.95; strace's beside), and the events the ring buffers lost; each run's
+#36: watched/plain >= 0.95; strace's beside), and the events the ring buffers lost; the events
+per operation each group recorded (``watched-sched``: every group); each run's
 figure in its order; and the CPU each mode spends per operation -- the workload's own (the
 tracepoints' cost lands in its system time) plus, watched, the trace readers', or strace's --
 from this process's reaped children (``RUSAGE_CHILDREN``), with plain/mode beside: on a shared
 machine a run's wall-clock rate moves with everyone else's load, its CPU time much less.
 
-    .venv/bin/python bench/watch_overhead.py [--target ram,disk] [--reps 7] [--smoke]
+    .venv/bin/python bench/watch_overhead.py [--target ram,disk] [--reps 7] [--groups] [--smoke]
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -43,7 +48,11 @@ import benchlib  # noqa: E402
 
 from fsscope import recipes  # noqa: E402
 from fsscope.targets import Journal, Target, TargetSpec  # noqa: E402
+from fsscope.watch.job import Spec  # noqa: E402
 from fsscope.watch.session import WatchSession  # noqa: E402
+from fsscope.watch.syscalls import DEVICE, GROUPS, group_of, leaving_out  # noqa: E402
+
+DEVICE_EVENTS = frozenset(e.event for e in DEVICE)
 from fsscope.watch.tasks import HeldCommand  # noqa: E402
 
 WORKLOAD = r'''
@@ -103,7 +112,7 @@ def _run(mode: str, kind: str, where: Path, n: int, device: str | None, fs: str,
     with open(log, "w") as out:
         held = HeldCommand(argv, stdout=out)
     session = WatchSession(raw, fs=fs, device=device, tids=[held.pid], journal=Journal(),  # cleanup finds it
-                           sched=mode != "watched-no-sched")
+                           leave_out=leave_out(mode))
     try:
         session.open()
         session.begin()
@@ -114,7 +123,31 @@ def _run(mode: str, kind: str, where: Path, n: int, device: str | None, fs: str,
         session.abort()
         held.stop()
     fields = log.read_text().split()
+    if mode == "watched-sched":  # what every group recorded: the cost's other factor, whatever the load
+        groups = Counter("device" if side == "device" else group_of(recorded.names[code])
+                         for code, side in ((int(c), _side(recorded, int(c))) for c in recorded.events["code"]))
+        EVENTS[kind].append({g: c / n for g, c in groups.items()})
     return float(fields[-2]), float(fields[-1]), sum(x.total for x in recorded.lost)
+
+
+#: workload -> per watched run, its events per operation by group
+EVENTS: dict[str, list[dict[str, float]]] = {"maildir": [], "sqlite": []}
+
+
+def _side(recorded, code: int) -> str:
+    """Which instance recorded the event of ``code`` (the device's events are DEVICE's)."""
+    return "device" if recorded.names[code] in DEVICE_EVENTS else "tasks"
+
+
+def leave_out(mode: str) -> frozenset[str]:
+    """The event groups a watched mode leaves out: ``watched`` as ``fsscope watch`` does by
+    default (its Spec's defaults), ``watched-sched`` with ``--sched``, ``watched-no-io-names``
+    with ``--no-io-names``; ``watched-only-GROUP``: every group but that one (its cost alone)."""
+    if mode.startswith("watched-only-"):
+        return frozenset(GROUPS) - {mode.removeprefix("watched-only-")}
+    default = {f.name: f.default for f in msgspec.structs.fields(Spec)}
+    return leaving_out(sched=mode == "watched-sched" or default["sched"],
+                       io_names=mode != "watched-no-io-names" and default["io_names"])
 
 
 def main() -> int:
@@ -128,6 +161,10 @@ def main() -> int:
                         help="maildir messages and sqlite commits per run on RAM (default 5000)")
     parser.add_argument("--disk-ops", type=int, default=400,
                         help="per run on the disk image, where each one waits for the disk (default 400)")
+    parser.add_argument("--groups", action="store_true",
+                        help="also watch with one event group at a time (watched-only-calls, -names, "
+                             "-io-names, -structure, -sched, -device): what each costs alone")
+    parser.add_argument("--workloads", default="maildir,sqlite", help="maildir, sqlite or both (default)")
     benchlib.add_smoke(parser, "1 repetition, 100 ops (40 on disk)")
     args = parser.parse_args()
     benchlib.start()
@@ -135,7 +172,12 @@ def main() -> int:
     targets = [t.strip() for t in args.target.split(",") if t.strip()]
     if not targets or set(targets) - {"ram", "disk"}:
         parser.error("--target: ram, disk or ram,disk")
-    modes = ["plain", "watched", "watched-no-sched"] + (["strace"] if shutil.which("strace") else [])
+    modes = ["plain", "watched", "watched-sched", "watched-no-io-names"] + (["strace"] if shutil.which("strace") else [])
+    if args.groups:
+        modes += [f"watched-only-{g}" for g in GROUPS]
+    kinds = [k.strip() for k in args.workloads.split(",") if k.strip()]
+    if not kinds or set(kinds) - {"maildir", "sqlite"}:
+        parser.error("--workloads: maildir, sqlite or maildir,sqlite")
     scratch = Path(tempfile.mkdtemp(prefix="fsscope-watch-bench-"))
     try:
         for where in targets:
@@ -150,7 +192,7 @@ def main() -> int:
                     try:
                         print(f"{args.recipe} on {where} ({spec.describe()}, {mounted.device}); modes "
                               f"{', '.join(modes)}; {n} ops per run; {benchlib.load()}")
-                        for kind in ("maildir", "sqlite"):
+                        for kind in kinds:
                             compare(kind, n, modes, args.reps, mounted, scratch)
                     finally:
                         target.unmount()
@@ -183,6 +225,10 @@ def compare(kind: str, n: int, modes: list[str], reps: int, mounted, scratch: Pa
     print(f"{line}  lost {lost}  ({benchlib.load()}; target watched/plain >= 0.95)")
     # each run in its order: on a shared machine the spread says how much a median can hold
     print("         runs: " + "; ".join(f"{m} " + " ".join(f"{r:,.0f}" for r in v) for m, v in rates.items()))
+    if EVENTS[kind]:
+        per = {g: float(np.median([r.get(g, 0.0) for r in EVENTS[kind]])) for g in (*GROUPS, "tasks")}
+        print("         events per op by group, watched-sched (every group; median of its runs): " + "  ".join(
+            f"{g} {v:.1f}" for g, v in per.items() if v) + f"  all {sum(per.values()):.1f}")
     for label, per_op in (("the loop's own CPU per op (tracepoints in its system time)", own_us),
                           ("CPU per op, workload + its watcher (start-up included)", cpu_us)):
         cpu = {m: float(np.median(v)) for m, v in per_op.items()}

@@ -742,16 +742,41 @@ def test_watch_pid_with_children_follows_a_child_that_outlives_its_parent(made_f
     assert not fsscope_instances()
 
 
-def test_watch_no_sched_leaves_out_scheduling_and_says_so(cli, made_fs):
-    """--no-sched: no sched_switch or sched_wakeup is enabled; the calls, their names and the
-    format changes are as with it, and no slow call is said to have waited for a CPU or been
-    blocked (nothing traced could tell), and the report says why."""
+def fsync_watch(cli, mnt: Path, messages: int, *extra: str) -> dict:
+    """A watch of the maildir writer fsyncing each message (so each one blocks in the kernel)."""
+    out = mnt.parent / f"watch-fsync-{len(extra)}.json"
+    proc = cli("watch", "--json", str(out), *extra, "--", sys.executable, str(WRITER), str(mnt / "mail"),
+               str(messages), "--fsync", cwd=mnt)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert not fsscope_instances(), "the watch left a tracefs instance"
+    return json.loads(out.read_text())
+
+
+def test_watch_leaves_out_scheduling_by_default_and_says_so(cli, made_fs):
+    """By default (no --sched) no sched_switch or sched_wakeup is enabled -- they cost cheap
+    calls the most; the calls, their names and the format changes are as with them, no slow
+    call is said to have waited for a CPU or been blocked (nothing traced could tell), and the
+    report says why and how to have them. With --sched, each fsync that blocked adds its
+    switches. --no-io-names leaves out the reads', writes' and fsyncs' inode events: the calls
+    on descriptors their opens named stay named, and the report says what was not recorded."""
     mnt = made_fs("xfs")
-    report = watch_command(cli, mnt, 300, "--no-sched", "--slow-factor", "1.5", "--slow-floor", "0")
+    report = watch_command(cli, mnt, 300, "--slow-factor", "1.5", "--slow-floor", "0")
     ops = {o["op"]: o for o in report["ops"]}
     assert ops["rename"]["calls"] == 300 and ops["rename"]["unnamed"] == 0
     assert [c["event"] for c in changes_in(report, mnt / "mail" / "new") if c["event"] != "xfs_dir2_grow_inode"] \
         == ["xfs_dir2_sf_to_block", "xfs_dir2_block_to_leaf"]
-    assert any("--no-sched" in n for n in report["notes"])
+    assert any("--sched" in n for n in report["notes"])
     assert report["slow"] and not {c["kind"] for s in report["slow"] for c in s["causes"]} & {"cpu", "blocked"}
     assert not any(c["text"].endswith("on the CPU") for s in report["slow"] for c in s["causes"])  # a figure nothing measured
+
+    plain, sched = fsync_watch(cli, mnt, 200), fsync_watch(cli, mnt, 200, "--sched")
+    assert not any("--sched" in n for n in sched["notes"])
+    # an fsync waits for the log write on the loop device: the thread leaves its CPU and comes back
+    assert sched["events"] - plain["events"] >= 2 * 200, (plain["events"], sched["events"])
+
+    lean = fsync_watch(cli, mnt, 200, "--no-io-names")
+    ops = {o["op"]: o for o in lean["ops"]}
+    assert ops["write"]["calls"] == ops["fsync"]["calls"] == 200
+    assert ops["write"]["unnamed"] == ops["fsync"]["unnamed"] == ops["rename"]["unnamed"] == 0  # named by their opens
+    assert any("--no-io-names" in n for n in lean["notes"])
+    assert lean["events"] < plain["events"] - 200  # an fsync's and a write's inode events each

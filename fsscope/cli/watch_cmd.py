@@ -39,7 +39,8 @@ calls and the op's disagree; --slow-factor, --slow-floor-us). For each slow call
 the kernel events on its thread inside it and the device's at the time name the cause: a
 directory changing format (with the rules' arithmetic), block or inode allocation, a journal
 commit or XFS log force, writeback throttling, a page-cache miss, another process's I/O on the
-device (pid and command), waiting for a CPU. What repeats per file and directory is flagged.
+device (pid and command), waiting for a CPU (with --sched: the scheduling events cost cheap
+calls the most, so they are off by default). What repeats per file and directory is flagged.
 Events the ring buffer lost are counted and reported, never paired across; the events kept
 are bounded (--max-events-mb).
 
@@ -122,7 +123,7 @@ def cmd_watch(args) -> int:
     return run_job("watch", spec, target, None, json_path=args.json, verbose=args.verbose, render=render_watch)
 
 
-SPEC_OPTIONS = ("duration_s", "slow_factor", "slow_floor_us", "buffer_kb", "max_events_mb", "sched")
+SPEC_OPTIONS = ("duration_s", "slow_factor", "slow_floor_us", "buffer_kb", "max_events_mb", "sched", "io_names")
 """watch's options that are its Spec's fields, as the Spec declares them (bounds, units, help)."""
 
 

@@ -63,7 +63,7 @@ class Window:
     preempted_ns: int = 0
     runqueue_ns: int = 0
     pause_ms: int = 0
-    sched_traced: bool = True  # sched_switch was traced (``watch --no-sched``: not)
+    sched_traced: bool = True  # sched_switch was traced (only with ``watch --sched`` or ``--capture``)
     # off its CPU with no switch back recorded before its next event: neither blocked nor
     # waiting for a CPU can be claimed for it (the kernel misses one now and then)
     sched_unknown_ns: int = 0

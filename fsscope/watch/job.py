@@ -46,9 +46,16 @@ class Spec(SpecRecord, frozen=True):
     #: the calls and the op log built from them: past this the watch stops, and says so
     max_events_mb: Annotated[int, Meta(ge=1, description="stop watching when the recorded events reach MB (they "
                                                          "are decoded in memory)")] = 512
-    sched: Annotated[bool, Meta(description="the tasks' scheduling events (sched_switch, sched_wakeup: about two "
-                                            "each time a call blocks), which the 'waiting for a CPU' and "
-                                            "'blocked' causes need")] = True
+    #: off by default: of watch's events the costliest to a workload of microsecond calls (a
+    #: SQLite commit on a RAM disk fires about 8-10 of its 21-25; bench/watch_overhead.py counts them)
+    sched: Annotated[bool, Meta(description="trace the tasks' scheduling (sched_switch, sched_wakeup: about two "
+                                            "events each time a call blocks, the costliest to cheap calls), "
+                                            "which the 'waiting for a CPU' and 'blocked' causes need; on "
+                                            "with --capture (the op log's think times)")] = False
+    io_names: Annotated[bool, Meta(description="the events of reads, writes and fsyncs that name their inode "
+                                               "(xfs_file_*, ext4 write_begin/sync_file, filemap), which name "
+                                               "a descriptor whose open named nothing (a cached file opened "
+                                               "while watched)")] = True
     show_slow: Annotated[int, Meta(ge=0)] = 50
     capture: str = ""             # write an op log here (fsscope.oplog; `fsscope replay` plays it)
     anonymize: bool = False       # the op log's names as same-length pseudonyms
@@ -167,7 +174,7 @@ def run(ctx, spec: Spec) -> Report:
     from fsscope.explain.geometry import read_geometry
     from fsscope.targets.existing import existing_fs
     from fsscope.trace.tracefs import tracefs_root
-    from fsscope.watch import tasks
+    from fsscope.watch import syscalls, tasks
     from fsscope.watch.names import Tree
     from fsscope.watch.session import WatchSession
 
@@ -186,12 +193,19 @@ def run(ctx, spec: Spec) -> Report:
         except (FsscopeError, OSError) as exc:
             geometry = None
             notes.append(f"no geometry of {found.mountpoint} ({exc}): format changes come without arithmetic")
+        sched = spec.sched or bool(spec.capture)  # the op log's think times are split by it
         session = WatchSession(Path(ctx.run_dir.path) / "trace-raw", fs=found.fs, device=found.device,
                                tids=watched.tids, journal=getattr(ctx.target, "journal", None),
-                               buffer_kb=spec.buffer_kb, sched=spec.sched)
-        if not spec.sched:
-            notes.append("the tasks' scheduling was not traced (--no-sched): a slow call's time off the CPU is "
-                         "neither 'waiting for a CPU' nor 'blocked', and an unexplained one says so")
+                               buffer_kb=spec.buffer_kb,
+                               leave_out=syscalls.leaving_out(sched=sched, io_names=spec.io_names))
+        if not sched:
+            notes.append("the tasks' scheduling was not traced (watch --sched traces it, at about two events "
+                         "more each time a call blocks): a slow call's time off the CPU is neither 'waiting "
+                         "for a CPU' nor 'blocked', and an unexplained one says so")
+        if not spec.io_names:
+            notes.append("reads, writes and fsyncs were traced without the events naming their inode "
+                         "(--no-io-names): a call on a descriptor whose open named nothing (a cached file "
+                         "opened while watched) is unnamed, and a page-cache miss is not counted in pages")
         session.open()
         try:
             session.begin()

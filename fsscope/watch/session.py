@@ -143,14 +143,16 @@ class _Side(Tracer):
 
 class WatchSession:
     """Both instances: ``open()`` makes and configures them (tracing still off), ``begin()``
-    turns both on, ``finish()`` stops, decodes and removes them. Removed on any error."""
+    turns both on, ``finish()`` stops, decodes and removes them. Removed on any error.
+    ``leave_out``: event groups not traced (:data:`fsscope.watch.syscalls.GROUPS`; ``device``:
+    no device instance)."""
 
     def __init__(self, raw_dir: Path, *, fs: str, device: str | None, tids: list[int],
-                 journal: Journal | None, buffer_kb: int = 8192, sched: bool = True):
-        task_events = syscalls.task_events(fs, sched=sched)
+                 journal: Journal | None, buffer_kb: int = 8192, leave_out: frozenset[str] = frozenset()):
+        task_events = syscalls.task_events(fs, leave_out=leave_out)
         self.sides = [_Side(raw_dir / "tasks", "tasks", task_events, device=None, tids=tids,
                             journal=journal, buffer_kb=buffer_kb)]
-        if device:
+        if device and "device" not in leave_out:
             self.sides.append(_Side(raw_dir / "device", "device", syscalls.DEVICE, device=device,
                                     tids=None, journal=journal, buffer_kb=buffer_kb))
         self._t0 = 0.0

@@ -162,12 +162,47 @@ DEVICE = (
 SCHEDULING = frozenset({"sched/sched_switch", "sched/sched_wakeup"})
 
 
-def task_events(fs: str, *, sched: bool = True) -> tuple[CatalogEvent, ...]:
+#: The naming events fired by a call on a descriptor (a read, a write, an fsync; a page entering
+#: the cache): they name its file only when its descriptor is not named otherwise (an open of a
+#: cached file, which fires no entry event), and a page-cache miss's pages.
+IO_NAMING = frozenset({"xfs/xfs_file_fsync", "xfs/xfs_file_buffered_read", "xfs/xfs_file_buffered_write",
+                       "ext4/ext4_da_write_begin", "ext4/ext4_write_begin", "ext4/ext4_sync_file_enter",
+                       "filemap/mm_filemap_add_to_page_cache"})
+#: Watch's events by what they are for, so each group's cost can be measured alone
+#: (bench/watch_overhead.py --groups) and a group left out: ``calls`` (every watched call's entry
+#: and exit), ``names`` (directory entries and inodes; writeback throttling), ``io-names``
+#: (:data:`IO_NAMING`), ``structure`` (the file system's format and allocation events),
+#: ``sched`` (:data:`SCHEDULING`) and ``device`` (the second instance: :data:`DEVICE`). The
+#: tasks' forks and execs (:data:`TASKS`: rare, and what follows the tasks) are never left out.
+GROUPS = ("calls", "names", "io-names", "structure", "sched", "device")
+TASKS = frozenset({"sched/sched_process_exec", "task/task_newtask"})
+
+
+def group_of(event: str) -> str:
+    """The group (:data:`GROUPS`) of one of the tasks' events."""
+    if event.startswith("syscalls/"):
+        return "calls"
+    if event in SCHEDULING:
+        return "sched"
+    if event in IO_NAMING:
+        return "io-names"
+    if event in TASKS:
+        return "tasks"
+    return "names" if event in {e.event for e in NAMING} else "structure"
+
+
+def leaving_out(*, sched: bool, io_names: bool) -> frozenset[str]:
+    """The groups a watch leaves out, from its ``sched`` and ``io_names`` switches."""
+    return frozenset({"sched"} if not sched else ()) | frozenset({"io-names"} if not io_names else ())
+
+
+def task_events(fs: str, *, leave_out: frozenset[str] = frozenset()) -> tuple[CatalogEvent, ...]:
     """What the watched tasks' own instance traces: every watched call's entry and exit, the
-    events that name files, the file system's structure events, and (``sched``) their scheduling."""
+    events that name files, the file system's structure events, and their scheduling; less
+    the groups in ``leave_out`` (:data:`GROUPS`)."""
     calls = tuple(e for s in SYSCALLS for e in (enter_event(s), exit_event(s)))
     own = tuple(e for e in STRUCTURE.get(fs, ()) if e.event not in {n.event for n in NAMING})
-    return tuple(e for e in calls + NAMING + own + catalog.SCHED if sched or e.event not in SCHEDULING)
+    return tuple(e for e in calls + NAMING + own + catalog.SCHED if group_of(e.event) not in leave_out)
 
 
 def syscall_codes(names: list[str]) -> tuple[dict[int, int], dict[int, int], dict[int, Syscall]]:
