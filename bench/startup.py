@@ -11,8 +11,10 @@ that is its first frame. For fsscope it is the Setup screen as ``fsscope`` opens
 directory of a fresh ``FSSCOPE_HOME``) with the job's parameter panel mounted (``JobPicker.ready``,
 which also gives the focus): a Setup screen without its panel is not what a user waits for. The
 time of its first frame is printed beside it ("first frame", not judged; since the panel is
-composed with the screen, the same frame). The sides alternate (A B, B A, ...) for ``--rounds`` rounds
-(default 3), the load printed with each round; the figures are medians over the rounds.
+composed with the screen, the same frame), and so are the CPU seconds each side used (a
+loaded machine sways them less than the wall clock). The sides alternate (A B, B A, ...) for
+``--rounds`` rounds (default 3), the load printed with each round; the figures are medians over
+the rounds.
 ``--smoke``: one round, every side must start and exit 0 (no target checked).
 
     .venv/bin/python bench/startup.py [--rounds 3] [--smoke]
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -105,16 +108,22 @@ PAIRS = [("fsscope --help", "python -c 'import argparse, rich'"),
          ("fsscope TUI, Setup screen complete", "minimal Textual app, first screen")]
 
 
-def timed(argv: list[str], env: dict) -> tuple[float, float | None]:
+def children_cpu_s() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed(argv: list[str], env: dict) -> tuple[float, float | None, float]:
     """Seconds from the process's start to its exit, and to the first frame it reported (None
-    where it reports none); fails if it did not exit 0."""
+    where it reports none), and the CPU seconds it used; fails if it did not exit 0."""
+    cpu_before = children_cpu_s()
     start = time.monotonic()
     done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
     elapsed = time.monotonic() - start
     if done.returncode != 0:
         raise SystemExit(f"{argv[:3]} exited {done.returncode}: {done.stderr[-2000:]}")
     frames = [float(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("first-frame ")]
-    return elapsed, (frames[0] - start if frames else None)
+    return elapsed, (frames[0] - start if frames else None), children_cpu_s() - cpu_before
 
 
 def main() -> int:
@@ -132,11 +141,13 @@ def main() -> int:
     env = os.environ | {"FSSCOPE_HOME": str(home / "fsscope")}
     times: dict[str, list[float]] = {name: [] for name in SIDES}
     first_frames: dict[str, list[float]] = {name: [] for name in SIDES}
+    cpu_times: dict[str, list[float]] = {name: [] for name in SIDES}
     try:
         for side_a, side_b in PAIRS:
             for rep, side in benchlib.alternate([side_a, side_b], rounds):
-                elapsed, first_frame = timed(SIDES[side], env)
+                elapsed, first_frame, cpu = timed(SIDES[side], env)
                 times[side].append(elapsed)
+                cpu_times[side].append(cpu)
                 if first_frame is not None:
                     first_frames[side].append(first_frame)
                 seen = f"  (first frame {first_frame:.2f} s)" if first_frame is not None and side in FIRST_FRAME_SHOWN else ""
@@ -157,6 +168,9 @@ def main() -> int:
         if side in FIRST_FRAME_SHOWN and first_frames[side]:
             first = statistics.median(first_frames[side])
             print(f"    (its first frame: {first:.2f} s = {first / ref:.2f}x; not judged)")
+        # CPU seconds, which other users' load sways less than the wall clock: beside it, not judged
+        cpu_ours, cpu_ref = statistics.median(cpu_times[side]), statistics.median(cpu_times[reference])
+        print(f"    (CPU: {cpu_ours:.2f} s / {cpu_ref:.2f} s = {cpu_ours / cpu_ref:.2f}x; not judged)")
     print(f"({benchlib.load()} at the end)")
     return 0 if met else 1
 

@@ -15,6 +15,7 @@ from rich.text import Text
 from textual import on
 from textual.app import SystemCommand
 from textual.binding import Binding
+from textual.dom import DOMNode
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
@@ -22,7 +23,6 @@ from textual.worker import Worker, WorkerState
 from fsscope.format import visible_lines
 from fsscope.tui.config import AppConfig, RunPlan, resolve
 from fsscope.tui.key_order import OrderedInput
-from fsscope.tui.screens.confirm import ConfirmQuitScreen
 from fsscope.tui.screens.setup import SetupScreen
 from fsscope.tui.themes import FSSCOPE_THEMES, VARIABLE_DEFAULTS, load_themes
 
@@ -82,6 +82,10 @@ class FsscopeApp(OrderedInput):
             self.register_theme(theme)  # here, not in on_mount: the CSS uses their variables
         wanted = self.config.theme
         self.theme = wanted if wanted in self.available_themes else FSSCOPE_THEMES[0]
+        # The stylesheet is parsed first when the app starts: with this theme's variables from
+        # the start, the re-parses the theme's change asks for change nothing (refresh_css).
+        self.stylesheet.set_variables(self.get_css_variables())
+        self._styled_theme = self.theme
         self.plan_controls: list[PlanControl] = []
         """The PlanControl of every plan started (the live screen adds them)."""
         self.worker_errors: list[str] = []
@@ -99,6 +103,27 @@ class FsscopeApp(OrderedInput):
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
+
+    def refresh_css(self, animate: bool = True) -> None:
+        # Textual refreshes the CSS at start twice -- for the theme set in __init__ and for the
+        # first mode's screen -- each time parsing every stylesheet again and restyling the
+        # app, before anything but the app is styled. Until a screen is mounted, with the
+        # variables the stylesheet already has (__init__), the app's own styles are all that
+        # needs doing (the Setup screen's first frame comes before Textual styles the app).
+        if self.theme == self._styled_theme and not any(
+                screen.is_mounted for stack in self._screen_stacks.values() for screen in stack):
+            self.stylesheet.apply(self, animate=animate)
+            return
+        super().refresh_css(animate)
+
+    def update_styles(self, node: DOMNode, animate: bool = True) -> None:
+        # A widget not mounted yet is restyled whenever a class of it changes (an Input's
+        # "-valid", a compact widget's "-textual-compact", set in its __init__): wasted, as it is
+        # styled once it is mounted, with the classes it has then (App._register). About 30
+        # such restyles were 3 % of the Setup screen's start-up (bench/startup.py).
+        if not node.is_attached:
+            return
+        super().update_styles(node, animate)
 
     # -- start-up -----------------------------------------------------------------------------
     START_UP_GC_LIMIT_S = 10.0
@@ -162,6 +187,8 @@ class FsscopeApp(OrderedInput):
 
     async def action_quit(self) -> None:
         """Quit; with a job running, ask first (quitting cancels it: it cleans up, then exits)."""
+        from fsscope.tui.screens.confirm import ConfirmQuitScreen  # not before the first screen
+
         if isinstance(self.screen, ConfirmQuitScreen):
             self.screen.dismiss(True)  # ctrl+q twice: yes
             return

@@ -60,7 +60,16 @@ class Choice(Select):
     """A Select whose current value is one widget and whose list is mounted when first opened."""
 
     def compose(self) -> ComposeResult:
-        yield ChoiceCurrent(self.prompt)
+        current = ChoiceCurrent(self.prompt)
+        # born showing the value it will show once mounted (Select's _on_mount sets it): set
+        # then, the "-has-value" class restyled it, a second time (bench/startup.py)
+        for prompt, value in self._options:
+            if value == self._value and value != self.NULL:
+                current.label = prompt
+                current.set_reactive(SelectCurrent.has_value, True)
+                current.add_class("-has-value")
+                break
+        yield current
 
     def _overlay(self) -> SelectOverlay | None:
         overlays = self.query_children(SelectOverlay)

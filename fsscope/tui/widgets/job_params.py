@@ -17,14 +17,14 @@ from typing import Any, ClassVar, Literal, get_args, get_origin
 
 import msgspec
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Input, Label, Static
+from textual.containers import Vertical
+from textual.widgets import Input, Static
 
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
 from fsscope.records import SpecRecord
 from fsscope.tui.widgets.choice import Choice
-from fsscope.tui.widgets.form import rows_css
+from fsscope.tui.widgets.form import FieldRow, rows_css
 from fsscope.tui.widgets.tick import Tick
 from fsscope.units import list_items, parse_size_bytes
 
@@ -157,8 +157,7 @@ class JobParams(Vertical):
             if kind == "bool":
                 yield Tick(label, value=bool(value), id=self._param_id(name), compact=True)
             else:
-                with Horizontal(classes="field-row"):
-                    yield Label(label)
+                with FieldRow(label):
                     if kind == "choice":
                         yield Choice([(str(c), c) for c in choices], value=value, allow_blank=False,
                                      id=self._param_id(name), compact=True)

@@ -101,6 +101,11 @@ class JobPicker(Vertical):
 
     def on_selection_list_selection_highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
         event.stop()
+        if event.selection_index != event.selection_list.highlighted:
+            # a highlight moved on since (the list highlights its first job when it is built,
+            # before on_mount highlights the chosen one): mounting that job's panel cost the
+            # Setup screen's first frame seven widgets nobody sees (bench/startup.py)
+            return
         job = event.selection.value
         switcher = self.query_one("#job-panels", ContentSwitcher)
         if not switcher.query_children(f"#params-{job}"):

@@ -7,16 +7,16 @@ import shlex
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Checkbox, Input, Label, Select, Static
+from textual.widgets import Checkbox, Input, Select, Static
 
 from fsscope import recipes
 from fsscope.errors import FsscopeError
 from fsscope.recipes import ATIME_MODES, Recipe
 from fsscope.targets import filesystem
 from fsscope.tui.widgets.choice import Choice
-from fsscope.tui.widgets.form import rows_css
+from fsscope.tui.widgets.form import FieldRow, rows_css
 from fsscope.tui.widgets.tick import Tick
 
 TOGGLES = (
@@ -67,17 +67,13 @@ class RecipePicker(Vertical):
         yield Static("", id="recipe-description")
         for key, label in TOGGLES:
             yield Tick(label, id=f"prep-{key}", compact=True)
-        with Horizontal(classes="field-row"):
-            yield Label("atime")
+        with FieldRow("atime"):
             yield Choice([(m, m) for m in ATIME_MODES], value="keep", allow_blank=False, id="prep-atime", compact=True)
-        with Horizontal(classes="field-row"):
-            yield Label("I/O sched")
+        with FieldRow("I/O sched"):
             yield Input(id="prep-io_scheduler", placeholder="keep (e.g. none, mq-deadline)", compact=True)
-        with Horizontal(classes="field-row"):
-            yield Label("+mkfs")
+        with FieldRow("+mkfs"):
             yield Input(id="mkfs-extra", placeholder='extra mkfs options, e.g. -i size=1024', compact=True)
-        with Horizontal(classes="field-row"):
-            yield Label("+mount")
+        with FieldRow("+mount"):
             yield Input(id="mount-extra", placeholder="extra mount options, e.g. nobarrier", compact=True)
         yield Static("", id="recipe-preview")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Input, Label, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from fsscope import paths
@@ -22,7 +22,7 @@ from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec, devices
 from fsscope.targets.existing import existing_fs
 from fsscope.targets.target import RAM_DIR
 from fsscope.tui.config import default_image_path, scratch_dir
-from fsscope.tui.widgets.form import rows_css
+from fsscope.tui.widgets.form import FieldRow, rows_css
 from fsscope.units import parse_size_bytes
 
 NOTES = {
@@ -102,11 +102,9 @@ class TargetPicker(Vertical):
 
     def compose(self) -> ComposeResult:
         yield OptionList(*self._base_options(), id="target-list")
-        with Horizontal(classes="field-row"):
-            yield Label("path")
+        with FieldRow("path"):
             yield Input(id="target-path", placeholder="path", compact=True)
-        with Horizontal(classes="field-row", id="target-size-row"):
-            yield Label("size")
+        with FieldRow("size", id="target-size-row"):
             yield Input(self._size_text, id="target-size", placeholder="e.g. 512M, 2G", compact=True)
         yield Static("", id="target-note")
 
