@@ -56,7 +56,6 @@ from fsscope.analysis.latency import (
 from fsscope.analysis.nullgate import NULL_WORLDS, Found, gate
 from fsscope.analysis.running import (
     RunningSummary,
-    SortedColumns,
     as_float_row,
     block_medians,
     block_neighbourhood,
@@ -998,12 +997,11 @@ class RunningAnalysis:
     Each run is folded in once (:meth:`extend`), a chunk of files at a time: its statistics,
     its disturbed calls (against its own block baselines), its block baselines after masking
     them, each file's count of runs measured, slow (``factor``) and weakly slow
-    (``series_factor``), and each file's values sorted so far (the median curve:
-    :class:`fsscope.analysis.running.SortedColumns`). :meth:`update` folds in the runs it has
-    not seen and makes the analysis of them all from that state; what it needs of single
-    runs -- the values of the files that are outliers, a window a level shift is checked on --
-    it reads back from the matrices for those files only. Memory: the sorted values (4 bytes
-    a call) and a few per-file arrays, not copies of the matrix; the matrices' mapped pages
+    (``series_factor``). :meth:`update` folds in the runs it has not seen and makes the
+    analysis of them all from that state; what it needs of single runs -- the median curve,
+    the values of the files that are outliers, a window a level shift is checked on -- it
+    reads back from the matrices, a chunk of files (or those files only) at a time. Memory: a
+    few per-file arrays, not copies of the matrix; the matrices' mapped pages
     are dropped after each read (:func:`fsscope.analysis.running.release`).
 
     The matrices given to :meth:`update` must hold the runs already folded in as their first
@@ -1018,7 +1016,7 @@ class RunningAnalysis:
 
     def _start(self, files: int, mode: str) -> None:
         self.files, self.mode, self.runs = files, mode, 0
-        self.columns = SortedColumns(files, self.capacity_runs)
+        self.valid = np.zeros(files, dtype=np.uint16)  # per file: runs measured (undisturbed)
         self.flag_counts = np.zeros(files, dtype=np.uint16)  # runs: a probe makes at most thousands
         self.weak_counts = np.zeros(files, dtype=np.uint16)
         self.summary = RunningSummary()
@@ -1043,7 +1041,6 @@ class RunningAnalysis:
         runs, files = latency_matrix.shape
         if files != self.files or mode != self.mode or runs < self.runs:
             self._start(files, mode)
-        self.columns.reserve(runs)
         for r in range(self.runs, runs):
             self._add(latency_matrix[r], wait[r] if mode == "mask" and wait is not None else None)
         return latency_matrix, wait
@@ -1093,9 +1090,9 @@ class RunningAnalysis:
                 self.weak_counts[part] += latency > k.series_factor * typical_ns
             self.flag_counts[part] += slow
             slow_calls += int(np.count_nonzero(slow))
-            measured_calls += int(np.count_nonzero(~np.isnan(latency)))
-            self.columns.add(latency, part)
-        self.columns.rows += 1
+            measured = ~np.isnan(latency)
+            measured_calls += int(np.count_nonzero(measured))
+            self.valid[part] += measured
         self.disturbed.append(int(np.count_nonzero(disturbed_bits)))
         self.disturbed_bits.append(np.packbits(disturbed_bits))
         self.slow_calls.append(slow_calls)
@@ -1135,11 +1132,22 @@ class RunningAnalysis:
         return [replace(o, index=int(indices[o.index])) for o in found]
 
     def median_curve(self, latency_matrix: NDArray, wait: NDArray | None) -> NDArray[np.float64]:
-        """Each file's median over the runs that measured it (undisturbed), NaN where none did."""
-        def exact(indices: NDArray[np.int64]) -> NDArray[np.float64]:
-            return nanmedian_last_axis(self.masked_columns(latency_matrix, wait, indices)[0].T)
-
-        return self.columns.median(exact)
+        """Each file's median over the runs that measured it (undisturbed), NaN where none did:
+        read back from the matrices a chunk of files at a time. A sorted store of every value
+        kept between runs (4 bytes a call, 40 MB at 10 x 1,000,000) was the largest part of
+        the analysis' memory; reading the runs again costs about what inserting into it did."""
+        curve = np.full(self.files, np.nan)
+        for part in chunks(self.files, 8):  # whole bytes of the packed disturbed bits
+            values = np.empty((part.stop - part.start, self.runs))
+            for r in range(self.runs):
+                raw = read_part(latency_matrix[r], part)
+                disturbed = np.unpackbits(self.disturbed_bits[r][part.start // 8:-(-part.stop // 8)],
+                                          count=raw.size).astype(bool)
+                column = values[:, r]
+                column[:] = raw
+                column[(raw < 0) | disturbed] = np.nan
+            curve[part] = nanmedian_last_axis(values)
+        return curve
 
     def update(self, matrix: ArrayLike, wait_ns: ArrayLike | None = None, *, null_worlds: int = NULL_WORLDS,
                gate_levels: bool = False) -> ProbeAnalysis:
@@ -1242,13 +1250,13 @@ class RunningAnalysis:
         if runs and files:
             # per file from a table over its count of measured runs (0..runs): no float copies
             base_table = needed_runs(np.arange(runs + 1), runs, k.min_runs, k.min_fraction)
-            chance = outlier_chance(base_table, runs, self.flag_counts, self.columns.valid, sum(self.slow_calls),
+            chance = outlier_chance(base_table, runs, self.flag_counts, self.valid, sum(self.slow_calls),
                                     sum(self.measured_calls), k.outlier_alpha)
-            needed = base_table.astype(np.uint16)[self.columns.valid]  # the 80 % rule
+            needed = base_table.astype(np.uint16)[self.valid]  # the 80 % rule
             flagged_somewhere = self.flag_counts > 0
             repeatable = flagged_somewhere & (self.flag_counts >= needed)
             noise_count = int(np.count_nonzero(flagged_somewhere & ~repeatable))
-            beyond = chance.needed.astype(np.uint16)[self.columns.valid]
+            beyond = chance.needed.astype(np.uint16)[self.valid]
             indices = np.flatnonzero(repeatable & (self.flag_counts >= beyond))
             outliers = self.outliers_at(latency_matrix, wait, indices, factor=k.factor, needed=beyond[indices].astype(np.int64))
             # repeatable by the 80 % rule but not beyond chance at this many runs: not flags

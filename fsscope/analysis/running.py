@@ -4,16 +4,14 @@ matrix: what :class:`fsscope.analysis.outliers.RunningAnalysis` keeps between ru
 A million files x 10 runs is 80 MB per int64 matrix, and the analysis used to hold a dozen
 float64 copies of it at once (masks, baselines, sorts): 1.1 GiB. Here a run is read once, a
 chunk of files at a time, and folded into per-file state; what a later run needs of earlier
-runs is either kept compactly (each file's values so far, sorted, as uint32) or read back
-from the matrix for the few files that need it (the run arrays are memory-mapped .npy files:
+runs is either kept compactly (per-file counts, per-block baselines, packed bits) or read
+back from the matrix, a chunk or a few files at a time (the run arrays are memory-mapped .npy files:
 their pages are dropped from this process after each read, :func:`release`).
 
 * :func:`block_neighbourhood` -- per run, each block's local typical latency (the outlier
   scan's baseline, block by block; a file's baseline is its block's value).
-* :class:`SortedColumns` -- each file's measured values over the runs so far, sorted, as
-  uint32 ns (a value above 2**32 - 2 ns, over 4 s, is kept saturated and the file marked:
-  its median is taken from the matrix instead): the per-file median curve without sorting
-  the matrix again each run.
+* :func:`median_curve` -- the per-file median over the runs, a chunk of files at a time (the
+  running analysis reads its runs back the same way rather than keep a sorted copy of them).
 * :class:`RunningSummary` -- the statistics of every measured value so far (count, mean,
   sd, percentiles, the low/high split) from a histogram of the values' float64 bit patterns
   (monotone in the value: a bin holds a contiguous range of ranks), per-bin sums and one pass
@@ -108,69 +106,10 @@ def chunks(files: int, block_files: int) -> Iterator[slice]:
         yield slice(lo, min(lo + step, files))
 
 
-#: Sorts after every value: not measured (or disturbed) in that run.
-_MISSING = np.uint32(0xFFFFFFFF)
-_SATURATED = np.uint32(0xFFFFFFFE)
-
-
-class SortedColumns:
-    """Each file's values over the runs so far, sorted ascending, missing ones last."""
-
-    def __init__(self, files: int, capacity: int):
-        self.files, self.rows = files, 0
-        self.sorted = np.full((max(capacity, 1), files), _MISSING, dtype=np.uint32)
-        self.valid = np.zeros(files, dtype=np.uint16)
-        self.saturated = np.zeros(files, dtype=bool)
-
-    def reserve(self, rows: int) -> None:
-        """Room for ``rows`` runs (a copy when it grows: plan the runs up front)."""
-        if rows > self.sorted.shape[0]:
-            grown = np.full((rows, self.files), _MISSING, dtype=np.uint32)
-            grown[:self.rows] = self.sorted[:self.rows]
-            self.sorted = grown
-
-    def add(self, values: NDArray[np.float64], part: slice) -> None:
-        """Insert the next run's values of files ``part`` (NaN: missing) into their sorted
-        columns; once every part is in, the caller counts the run (``rows += 1``)."""
-        r = self.rows
-        missing = np.isnan(values)
-        big = ~missing & (values >= float(_SATURATED))
-        self.saturated[part] |= big
-        x = np.where(missing, float(_MISSING), np.where(big, float(_SATURATED), values)).astype(np.uint32)
-        self.valid[part] += ~missing
-        old = self.sorted[:r + 1, part]
-        # New position of x: how many of the old values sort below it (missing ones never).
-        position = np.zeros(x.size, dtype=np.int32)
-        for k in range(r):
-            position += old[k] < x
-        for k in range(r, 0, -1):  # shift the values above x down one, from the bottom
-            np.copyto(old[k], old[k - 1], where=k > position)
-        for k in range(r + 1):
-            np.copyto(old[k], x, where=position == k)
-
-    def median(self, exact: Callable[[NDArray[np.int64]], NDArray[np.float64]]) -> NDArray[np.float64]:
-        """Per file the median of its values (NaN where none), as ``nanmedian`` of float64:
-        the mean of the two middle values. ``exact(indices)`` gives the float medians of files
-        with a saturated value, from the matrix."""
-        curve = np.full(self.files, np.nan)
-        for part in chunks(self.files, 1):
-            valid = self.valid[part].astype(np.int64)
-            lower = np.maximum((valid - 1) // 2, 0)
-            upper = np.maximum(valid // 2, 0)
-            columns = self.sorted[:max(self.rows, 1), part]
-            at = np.arange(valid.size)
-            middle = (columns[lower, at].astype(np.float64) + columns[upper, at].astype(np.float64)) / 2.0
-            curve[part] = np.where(valid > 0, middle, np.nan)
-        if (odd := np.flatnonzero(self.saturated)).size:
-            curve[odd] = exact(odd)
-        return curve
-
-
 def median_curve(matrix: NDArray) -> NDArray[np.float64]:
     """Per-file median over the runs (``latency.median_curve_ns``: < 0 not measured, NaN where no
     run measured a file), a chunk of files at a time: a few MiB of float64 whatever the number
-    of files (a null world's curve, made whole at once: the sorted store of
-    :class:`SortedColumns`, 4 bytes a value, is for runs that arrive one by one)."""
+    of files."""
     runs, files = matrix.shape
     curve = np.full(files, np.nan)
     for part in chunks(files, 1):
