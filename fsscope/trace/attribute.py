@@ -217,12 +217,17 @@ def _member_calls(runs: list[RunCalls], indices: list[int]) -> tuple[list[tuple[
 SLOW_IN_RUN = 1.4
 
 
-def _slow_in_their_run(pairs: list[tuple[RunCalls, int]]) -> list[tuple[RunCalls, int]]:
-    """The member calls that were slow in their own run (:func:`neighbour_ratio` of that run
-    alone). A slab's phase can move between runs (the last run's unlinks leave a partial
-    slab): measured on tmpfs, a series every 21 creates was slow in 3 of 10 runs, exactly the
-    runs whose member calls took the new slab."""
-    return [(rc, i) for rc, i in pairs if (neighbour_ratio(rc.latency_ns, i) or 0.0) > SLOW_IN_RUN]
+def _slow_in_their_run(pairs: list[tuple[RunCalls, int]], half_width: int = 8) -> list[tuple[RunCalls, int]]:
+    """The member calls that were slow in their own run. A slab's phase can move between runs
+    (the last run's unlinks leave a partial slab): measured on tmpfs, a series every 21 creates
+    was slow in 3 of 10 runs, exactly the runs whose member calls took the new slab."""
+    out = []
+    for rc, i in pairs:
+        near = np.delete(rc.latency_ns[max(0, i - half_width): i + half_width + 1], min(i, half_width))
+        near = near[near >= 0]
+        if len(near) and rc.latency_ns[i] > SLOW_IN_RUN * float(np.median(near)):
+            out.append((rc, i))
+    return out
 
 
 def in_memory(runs: list[RunCalls], indices: list[int], stride: int, caches: dict) -> dict | None:

@@ -258,13 +258,10 @@ class Heatmap(ScrollView, can_focus=True):
     def runs(self) -> int:
         return self.matrix.runs if self.matrix is not None else 0
 
-    def _row_height_in(self, height: int) -> int:
-        """Lines per run in ``height`` lines of content: 1 to 3, the runs and the header fitted."""
-        return max(1, min(3, (height - HEADER_LINES) // max(1, self.runs)))
-
     @property
     def row_height(self) -> int:
-        return self._row_height_in(self.scrollable_content_region.height)
+        runs = max(1, self.runs)
+        return max(1, min(3, (self.scrollable_content_region.height - HEADER_LINES) // runs))
 
     def _reserve_scrollbar_line(self) -> None:
         """Keep the horizontal scrollbar's line for good where the runs leave a line free.
@@ -278,9 +275,10 @@ class Heatmap(ScrollView, can_focus=True):
         if not self.is_attached or not self.region:
             return
         height = self.content_region.height  # without any scrollbar
-        rows = self._row_height_in(height)  # row_height without the scrollbar
+        runs = max(1, self.runs)
+        rows = max(1, min(3, (height - HEADER_LINES) // runs))  # row_height without the scrollbar
         # a change lays out: only on a resize or a new run, never on a zoom
-        self.set_class(HEADER_LINES + max(1, self.runs) * rows < height, "-reserved")
+        self.set_class(HEADER_LINES + runs * rows < height, "-reserved")
 
     def _update_virtual_size(self) -> None:
         self._reserve_scrollbar_line()
