@@ -59,7 +59,11 @@ def measure_other_io(pid: int, mnt: Path):
              T.proc_io(Root()).get(pid, ("", 0, 0))[2] > 0, what="the writer's first bytes")
     t = T.locate(str(mnt))
     before = T.snapshot(Root(), t.disks)
-    time.sleep(1.5)  # the measurement interval itself
+    written = T.proc_io(Root()).get(pid, ("", 0, 0))[2]
+    time.sleep(1.5)  # the measurement interval itself (at least)
+    # the writer can spend all of it in one fsync of the image's backing file on the shared disk
+    # (no bytes written, so none to name it by): the interval ends once it has written again
+    wait_for(lambda: T.proc_io(Root()).get(pid, ("", 0, 0))[2] > written, what="the writer's next bytes")
     after = T.snapshot(Root(), t.disks)
     return t, T.other_io(Root(), t, before, after)
 

@@ -177,8 +177,9 @@ def test_a_kill_at_any_phase_leaves_nothing_and_keeps_what_was_measured(phase, k
     # at the unmount phase the job may finish before the kill lands
     finished = {"ok"} if phase == "unmount" else set()
     if kill == "cli-SIGKILL":
-        # nobody waits for the job: it must notice, stop and clean up on its own, quickly
-        assert wait_for_no_leftovers(timeout_s=15) == [], cli.run.manifest()
+        # nobody waits for the job: it must notice, stop and clean up on its own (the bound is
+        # this file's other waits', 60 s: a loaded CI's unmount and detach took seconds)
+        assert wait_for_no_leftovers(timeout_s=60) == [], cli.run.manifest()
         status = wait_for(lambda: cli.run.status() if cli.run.status() != "running" else None)
         assert status in {"interrupted"} | finished
         assert status == "ok" or "started it died" in cli.run.manifest()["error"]

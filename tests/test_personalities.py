@@ -128,7 +128,9 @@ def test_cancel_stops_the_run_early(scratch):
     spec = small_spec("fileserver", duration_s=30.0)
     P.populate(scratch, spec)
     t0 = time.monotonic()
-    result = P.run(scratch, spec, P.RunOptions(cancelled=lambda: time.monotonic() - t0 > 1.0))
+    started: list[float] = []  # cancelled 1 s after the workers start, not after P.run is called
+    result = P.run(scratch, spec, P.RunOptions(on_start=lambda pids: started.append(time.monotonic()),
+                                               cancelled=lambda: bool(started) and time.monotonic() - started[0] > 1.0))
     wall_s = time.monotonic() - t0
     assert result.cancelled
     assert wall_s < 15.0 and result.elapsed_s < 5.0  # far from the 30 s asked; slack for a slow CI

@@ -85,21 +85,32 @@ def test_in_root_is_refused_on_a_directory_fsscope_did_not_make(cli, scratch):
 # item 4: the inode-chunk series from the per-file medians
 
 
-def test_xfs_inode_chunk_series_is_found_whole_in_1024_creates_times_10():
-    report = probe("xfs-default", 1024, 10)
+def _chunk_series(report: dict) -> tuple[dict | None, int]:
+    """The stride-64 series with the most of the 16 predicted inode-chunk members, and how many."""
     start = index_of(report, "xfs-inode-chunk-alloc")
     members = set(range(start, 1024, 64))
     assert len(members) == 16
-    series = [s for s in report["series"] if s["stride"] == 64]
-    assert series, json.dumps(report["series"])
-
 
     def reported(s: dict) -> int:  # members the series reports as slow
         terms = set(range(s["start"], s["start"] + s["count"] * 64, 64))
         return len(members & set(s["members"])) if "members" in s else len(members & terms) - s["missing"]
 
-    best = max(series, key=reported)
-    assert reported(best) >= 14 and best.get("chance", 1.0) < 0.01, best
+    series = [s for s in report["series"] if s["stride"] == 64]
+    best = max(series, key=reported, default=None)
+    return best, reported(best) if best else 0
+
+
+def test_xfs_inode_chunk_series_is_found_whole_in_1024_creates_times_10():
+    # An inode chunk's first create is slow in about half the runs (the series search weighs
+    # its members so), so a member's median sits near the bar: one more probe when the first
+    # found fewer than 14 members or none beyond chance (load moves medians), as probe_real does
+    for _attempt in range(2):
+        report = probe("xfs-default", 1024, 10)
+        best, found = _chunk_series(report)
+        if best and found >= 14 and best.get("chance", 1.0) < 0.01:
+            break
+    assert best, json.dumps(report["series"])
+    assert found >= 14 and best.get("chance", 1.0) < 0.01, best
     (flag,) = [f for f in report["flags"] if f["flag"] == "series" and f["index"] == best["start"]]
     assert flag["structure"] == "xfs-inode-chunk-alloc"
 

@@ -146,7 +146,7 @@ def test_xfs_inode_chunk_series_found_and_explained():
         return has(structure, "series")(report) and members >= fewest
 
     for config in ("xfs-7", "xfs-20"):
-        report = probe_where(config, full_series)
+        report = probe_where(config, full_series, extra_probes=2)
         prediction = predicted(report, structure)
         assert prediction["stride"] == 64
         (flag,) = matched(report, structure, "series")
@@ -163,9 +163,10 @@ def test_xfs_data_block_series_found_with_short_names():
     def from_the_start(report: dict) -> bool:
         return any(f["index"] == predicted(report, structure)["index"] for f in matched(report, structure, "series"))
 
-    # load can hide the first member (one ~2x file): probe once more before accepting a series
-    # found from a later member
-    report = probe_where("xfs-7", from_the_start)
+    # load can hide the first member (one ~2x file): probe again before accepting a series
+    # found from a later member. Under CPU hogs the search found these six ~2x members in 6
+    # of 7 probes re-analysed (aa72fb7), so up to three more probes, as btrfs' 4 KiB shift has
+    report = probe_where("xfs-7", from_the_start, extra_probes=3)
     prediction = predicted(report, structure)
     (flag,) = matched(report, structure, "series")
     assert flag["index"] == flag["predicted_index"], measured(report)

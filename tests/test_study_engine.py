@@ -22,6 +22,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from pilot_wait import wait_for
 
 from fsscope import paths, recipes
 from fsscope.records import plain
@@ -107,6 +108,15 @@ def test_resumed_study_gives_the_same_table(uninterrupted, tmp_path):
     assert study_leftovers() == []
 
 
+def _scheduler_address(sched_file: Path) -> str | None:
+    """The address in the scheduler's file once it is whole: distributed writes it in place
+    (open, then json.dump), so a read can find it empty or cut."""
+    try:
+        return json.loads(sched_file.read_text()).get("address")
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
 @pytest.fixture
 def dask_cluster(tmp_path):
     """A real `dask scheduler` and two `dask worker` processes (no nanny) on 127.0.0.1, over
@@ -125,10 +135,7 @@ def dask_cluster(tmp_path):
                                "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file), *tls],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
-        deadline = time.monotonic() + 60
-        while not sched_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        address = json.loads(sched_file.read_text())["address"]
+        address = wait_for(lambda: _scheduler_address(sched_file), "the scheduler file", timeout_s=60)
         for _ in range(2):
             procs.append(subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1",
                                            "--no-nanny", "--host", "127.0.0.1", "--no-dashboard", *tls],

@@ -77,16 +77,16 @@ async def pick_image_target(pilot, app: FsscopeApp, image: Path, size: str) -> N
     assert app.focused is not None and app.focused.id == "target-list"
     await pilot.press("down")  # Default image -> New image file
     await pilot.press("tab")
-    assert app.focused.id == "target-path"
+    await until(pilot, lambda: app.focused.id == "target-path", "the image path field focused")
     await type_into(pilot, str(image))
     await pilot.press("tab")
-    assert app.focused.id == "target-size"
+    await until(pilot, lambda: app.focused.id == "target-size", "the size field focused")
     await type_into(pilot, size)
 
 
 async def pick_recipe(pilot, app: FsscopeApp, name: str) -> None:
     await pilot.press("tab")
-    assert app.focused.id == "recipe-select"
+    await until(pilot, lambda: app.focused.id == "recipe-select", "the recipe list focused")
     await pilot.press("enter", *name, "enter")
     await until(pilot, lambda: app.screen.query_one("#recipe-select").value == name, f"recipe {name} picked")
 
@@ -281,7 +281,7 @@ async def test_block_device_needs_its_name_typed(loop_device):
         await pilot.pause()
         option_list = app.screen.query_one("#target-list")
         await until(pilot, lambda: any(option_list.get_option_at_index(i).id == f"dev:{device}"
-                                          for i in range(option_list.option_count)), "device discovery", 10)
+                                          for i in range(option_list.option_count)), "device discovery")
         index = option_list.get_option_index(f"dev:{device}")
         assert app.focused is option_list, app.focused
         await pilot.press("end")
@@ -293,7 +293,7 @@ async def test_block_device_needs_its_name_typed(loop_device):
         await pilot.press(*"wrong", "enter")
         assert isinstance(app.screen, ConfirmDestroyScreen)
         await pilot.press("escape")
-        assert not isinstance(app.screen, ConfirmDestroyScreen)
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmDestroyScreen), "the question dismissed")
         assert live_of(app).control is None  # nothing started
         await pilot.press("ctrl+r")
         await until_screen(pilot, app, ConfirmDestroyScreen)
@@ -312,11 +312,11 @@ async def test_theme_switching_by_key_and_palette():
         await pilot.pause()
         assert app.theme == "fsscope-dark"
         await pilot.press("t")
-        assert app.theme == "fsscope-light"
+        await until(pilot, lambda: app.theme == "fsscope-light", "the light theme")
         await pilot.press("t")
-        assert app.theme == "fsscope-high-contrast"
+        await until(pilot, lambda: app.theme == "fsscope-high-contrast", "the high-contrast theme")
         await pilot.press("t")
-        assert app.theme == "fsscope-dark"
+        await until(pilot, lambda: app.theme == "fsscope-dark", "the dark theme again")
         await pilot.press("ctrl+p")
         await until(pilot, lambda: isinstance(app.screen, CommandPalette), "the command palette")
         await pilot.press(*"Next theme")
@@ -341,11 +341,11 @@ async def test_non_root_opens_on_a_scratch_directory_with_a_banner():
         assert f"Found there: {found.fs} " in note and found.mountpoint in note, note
         assert app.screen.query_one("#recipe-picker").disabled
         await pilot.press("f1")
-        assert isinstance(app.screen, HelpScreen)
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
         text = app.screen.query_one("#help-text").source
         assert "repeatable" in text and "level shift" in text and "each row is one run" in text
         await pilot.press("escape")
-        assert not isinstance(app.screen, HelpScreen)
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen), "the help screen closed")
 
 
 async def test_setup_refuses_bad_parameters_with_a_clear_message():
@@ -469,7 +469,7 @@ async def test_bench_live_view_variation_table_and_replay(scratch):
         await pilot.pause()
         app.screen.query_one("#job-list").focus()
         await pilot.press("space", "down", "space")  # probe off, bench on (its panel shows)
-        assert app.screen.query_one("#job-picker").selected == ["bench"]
+        await until(pilot, lambda: app.screen.query_one("#job-picker").selected == ["bench"], "bench alone picked")
         for field, text in (("runs", "2"), ("duration_s", "3"), ("workers", "2"), ("window_sizes_s", "1")):
             await set_param(pilot, app, f"param-bench-{field}", text)
         await pilot.press("ctrl+r")

@@ -65,7 +65,7 @@ async def test_lab_runs_a_finding_and_shows_its_verdict():
         screen = await until_screen(pilot, app, LabScreen)
         await move_to(pilot, screen, ("aota-kono", "btrfs-first-leaf-full"))
         await pilot.press("r")
-        assert screen.running == "aota-kono/btrfs-first-leaf-full"
+        await until(pilot, lambda: screen.running == "aota-kono/btrfs-first-leaf-full", "the finding running")
         log = screen.query_one("#lab-log", Log)
         await until(pilot, lambda: any("btrfs-ram" in line for line in log.lines), "the run's progress lines")
         await until(pilot, lambda: screen.running is None, "the run's end", timeout_s=240)

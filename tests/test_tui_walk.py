@@ -211,10 +211,17 @@ def test_a_report_into_a_pipe_keeps_its_numbers_whole(cli, scratch):
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     probe = cli("probe", "--dir", str(scratch), "--files", "300", "--runs", "3", env=env)
     assert probe.returncode == 0, probe.stderr
-    assert "…" not in probe.stdout, probe.stdout
+    assert "…" not in _cut_marks(probe.stdout), probe.stdout
     report = cli("report", "latest", env=env)
     assert report.returncode == 0, report.stderr
-    assert "p99" in report.stdout and "…" not in report.stdout, report.stdout
+    assert "p99" in report.stdout and "…" not in _cut_marks(report.stdout), report.stdout
+
+
+def _cut_marks(text: str) -> str:
+    """``text`` without the report's own shortened lists ("1, 2, … (9)", "a, b, …": long lists
+    of undecided files, runs or kernel members, which a busy shared disk can produce): what is
+    left shows a "…" only where rich cut a cell."""
+    return re.sub(r", … \(\d+\)|, …", "", text)
 
 
 def screen_text(app) -> str:
