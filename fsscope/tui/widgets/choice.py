@@ -68,6 +68,10 @@ class Choice(Select):
                 current.label = prompt
                 current.set_reactive(SelectCurrent.has_value, True)
                 current.add_class("-has-value")
+                # and the value it was made with: setting it when mounted (Select's _on_mount)
+                # then changes nothing, which posted a Changed that went up through every
+                # parent of the five Choices before the Setup screen's first frame
+                self.set_reactive(Select.value, value)  # type: ignore[misc]  # the descriptor, as SelectCurrent.has_value above
                 break
         yield current
 

@@ -102,7 +102,7 @@ class JobParams(Vertical):
             self.values = self.spec_type.field_defaults()
         self.values.update(self.DEFAULTS)
         self.values.update(initial or {})
-        names = [f.name for f in msgspec.structs.fields(self.spec_type)]
+        names = [f.name for f in fields]
         self.fields = [n for n in (self.FIELDS or names) if n in names]
         self.hidden = {k: v for k, v in {**self.DEFAULTS, **(initial or {})}.items()
                        if k in names and k not in self.fields}
@@ -163,8 +163,10 @@ class JobParams(Vertical):
                                      id=self._param_id(name), compact=True)
                     else:
                         numeric = kind == "int" and name not in self.SIZE_FIELDS
-                        yield Input(self._text(name, value), id=self._param_id(name),
-                                    type="integer" if numeric else "text", compact=True)
+                        with self.prevent(Input.Changed):  # its first value is no change (nor a message)
+                            field = Input(self._text(name, value), id=self._param_id(name),
+                                          type="integer" if numeric else "text", compact=True)
+                        yield field
             hint = self.HINTS.get(name) or self.descriptions.get(name)
             if hint:
                 yield Static(hint, classes="param-hint", id=f"hint-{self.job}-{name}")

@@ -57,9 +57,15 @@ class RecipePicker(Vertical):
         self.target_kind = "image"
         self.preview_device = "/dev/loopN"
         self._loading = False
+        self._loaded: Recipe | None = None
+        """The recipe whose own hygiene is in the toggles (_load)."""
 
     def compose(self) -> ComposeResult:
-        options = [(f"{name}  ({r.fs}{'' if unusable(r) is None else ': not usable here'})", name)
+        # whether a file system is usable, once for all its recipes (it reads /proc/filesystems
+        # and looks for mkfs on PATH, for each of the ~11 recipes before the first frame)
+        usable = {fs: unusable(next(r for r in self.recipes.values() if r.fs == fs)) is None
+                  for fs in {r.fs for r in self.recipes.values()}}
+        options = [(f"{name}  ({r.fs}{'' if usable[r.fs] else ': not usable here'})", name)
                    for name, r in sorted(self.recipes.items())]
         value = self.initial.name if self.initial is not None else Select.NULL
         yield Choice(options, value=value, allow_blank=not self.recipes, id="recipe-select",
@@ -91,13 +97,18 @@ class RecipePicker(Vertical):
         if recipe is None:
             return
         self._loading = True
+        self._loaded = recipe
+        # without the toggles' and fields' own Changed messages: handled after this, each
+        # rebuilt the preview that is built once below (five times before the Setup screen's
+        # first frame, bench/startup.py)
         try:
-            for key, _ in TOGGLES:
-                box = self.query_one(f"#prep-{key}", Checkbox)
-                box.value = bool(getattr(recipe.prep, key))
-                box.display = key not in EXT4_ONLY or recipe.fs == "ext4"  # only where they mean something
-            self.query_one("#prep-atime", Select).value = recipe.prep.atime
-            self.query_one("#prep-io_scheduler", Input).value = recipe.prep.io_scheduler
+            with self.prevent(Checkbox.Changed, Select.Changed, Input.Changed):
+                for key, _ in TOGGLES:
+                    box = self.query_one(f"#prep-{key}", Checkbox)
+                    box.value = bool(getattr(recipe.prep, key))
+                    box.display = key not in EXT4_ONLY or recipe.fs == "ext4"  # only where they mean something
+                self.query_one("#prep-atime", Select).value = recipe.prep.atime
+                self.query_one("#prep-io_scheduler", Input).value = recipe.prep.io_scheduler
             description = Text(recipe.description or "")
             if (why := unusable(recipe)) is not None:  # f2fs was offered without a word
                 description.append(f"\nnot usable here: {why}", style="bold yellow")
@@ -109,7 +120,8 @@ class RecipePicker(Vertical):
     def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()
         if event.select.id == "recipe-select":
-            self._load(self.base)
+            if self.base != self._loaded:  # not the list's Changed when it mounts (on_mount loaded it)
+                self._load(self.base)
         else:
             self._refresh_preview()
 
@@ -124,6 +136,8 @@ class RecipePicker(Vertical):
             self._refresh_preview()
 
     def set_target(self, kind: str, device: str = "") -> None:
+        if (kind, device or "/dev/loopN") == (self.target_kind, self.preview_device):
+            return  # the preview is of this target already (each field of the target says so)
         self.target_kind = kind
         self.preview_device = device or "/dev/loopN"
         self.disabled = kind == "dir"

@@ -105,7 +105,9 @@ class TargetPicker(Vertical):
         with FieldRow("path"):
             yield Input(id="target-path", placeholder="path", compact=True)
         with FieldRow("size", id="target-size-row"):
-            yield Input(self._size_text, id="target-size", placeholder="e.g. 512M, 2G", compact=True)
+            with self.prevent(Input.Changed):  # its first value is no change (nor a message)
+                size = Input(self._size_text, id="target-size", placeholder="e.g. 512M, 2G", compact=True)
+            yield size
         yield Static("", id="target-note")
 
     def _base_options(self) -> list[Option | None]:
@@ -178,7 +180,8 @@ class TargetPicker(Vertical):
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()
-        if event.option.id and event.option.id != "dev-header":
+        # not the highlight _select gave, applied there already
+        if event.option.id and event.option.id != "dev-header" and event.option.id != self.choice:
             self._apply(event.option.id)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
@@ -192,14 +195,18 @@ class TargetPicker(Vertical):
         kind = self.kind
         path_input = self.query_one("#target-path", Input)
         size_input = self.query_one("#target-size", Input)
-        if choice == "default":
-            path_input.value = str(default_image_path())
-        elif kind in ("image", "dir"):
-            path_input.value = self._paths[kind]
-        elif kind == "device":
-            path_input.value = choice.removeprefix("dev:")
-        else:
-            path_input.value = ""
+        # without the path field's Changed: its handler would keep the path this puts there
+        # and post Changed, which this does below (each a preview of the recipe before the
+        # Setup screen's first frame, bench/startup.py)
+        with self.prevent(Input.Changed):
+            if choice == "default":
+                path_input.value = str(default_image_path())
+            elif kind in ("image", "dir"):
+                path_input.value = self._paths[kind]
+            elif kind == "device":
+                path_input.value = choice.removeprefix("dev:")
+            else:
+                path_input.value = ""
         path_input.disabled = kind not in ("image", "dir")
         # a RAM image has no path to give (it read "path  path"); a directory or a device no size
         path_input.placeholder = f"a new file in {RAM_DIR}" if kind == "ram" else "path"
