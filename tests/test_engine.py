@@ -292,3 +292,17 @@ def test_tools_run_untranslated_whatever_the_users_locale(monkeypatch):
     monkeypatch.setenv("LANG", "de_DE.UTF-8")
     assert tools.run("sh", "-c", 'echo "$LC_ALL"').strip() == "C"
     assert tools.run("sh", "-c", 'echo "$FSSCOPE_HOME"').strip() == os.environ["FSSCOPE_HOME"]  # the rest is kept
+
+
+@pytest.mark.privileged
+def test_a_scan_of_an_image_target_names_the_target_in_words():
+    """scan reads a tree that exists; on a RAM image it fails in one line naming the target as
+    the live screen does, not by its kind ("not a image", "not a ram": the walk, issue 33 item 10)."""
+    from fsscope.engine.events import Error
+
+    handle = runner.start("scan", spec_from_data("scan", {}), TargetSpec("ram", size_bytes=64 * 2**20),
+                          recipes.load("ext4-default"))
+    errors = [e.message for e in handle.records() if isinstance(e, Error)]
+    assert handle.returncode != 0 and errors, (handle.run_dir.path / "child.log").read_text()[-2000:]
+    assert "not RAM image (64 MiB in " in errors[-1] and "which fsscope would format" in errors[-1], errors
+    assert Journal().entries() == []

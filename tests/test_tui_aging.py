@@ -219,3 +219,38 @@ async def test_age_time_left_is_continuous_across_the_phases(scratch):
     before, after = rapid[-1][2], stable[0][2]
     assert 1 / 1.5 <= after / before <= 1.5, (before, after, samples)
     assert_clean()
+
+
+async def test_a_fit_box_shows_no_p_value_over_waiting_for_the_fit():
+    """While the aging runs the fit boxes wait for the fit: their titles name the distribution
+    alone (the walk at 80x24 saw "size: p 1…" over "size: waiting for the fit…", the live p of a
+    histogram not yet drawn: issue 33, item 8); once the report is in, its p."""
+    from textual.app import App
+
+    from fsscope.tui.model import JobView, LatencyMatrix, WindowStats
+    from fsscope.tui.widgets.aging_view import AgingView
+
+    model = AgingModel({"profile": "small", "fullness": 0.5})
+    assert model.feed(decode({"kind": "progress", "t": 1, "phase": "stable", "fullness": 0.4, "ops": 1000,
+                              "ops_per_s": 900.0, "overwrites": 0.1, "convergence_ops": 4000,
+                              "p_values": {"size": 1.0, "depth": 1.0, "age": 0.0}}))
+    view = JobView(matrix=LatencyMatrix(), windows=WindowStats(), data=model, job="age")
+
+    class One(App):
+        def compose(self):
+            yield AgingView(id="aging-view")
+
+    app = One()
+    async with app.run_test(size=(80, 24)) as pilot:
+        aging = app.query_one(AgingView)
+        aging.show(view)
+        await pilot.pause()
+        for name in ("size", "depth", "age"):
+            assert "waiting for the fit" in aging.fit_text(name)
+            assert aging.query_one(f"#age-fit-{name}").border_title == name
+        model.finish(registry.report_from_data("age", REPORT))
+        aging.update_view(view)
+        await pilot.pause()
+        for name in ("size", "depth", "age"):
+            p = REPORT["fit"][name]["p_value"]
+            assert aging.query_one(f"#age-fit-{name}").border_title == f"{name}: p {p:.3f}"

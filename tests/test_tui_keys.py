@@ -138,3 +138,24 @@ async def test_slash_filters_the_flags_and_keeps_their_positions():
         await pilot.press("slash", "escape")
         await until(pilot, lambda: panel.option_count == 4, "all flags back")
         assert panel.position == 3 and panel.highlighted == 3  # still the level shift
+
+
+async def test_question_mark_on_a_probe_lists_no_keys_of_a_view_not_shown(scratch, recorded_run):
+    """A probe's replay lists the heatmap's and the flags' keys, not those of the bench view's
+    tables that the live screen keeps hidden beside it (the walk at 160x48 saw "Latency per op
+    (when focused)" with y, s and a table's cursor keys under a probe: issue 33, item 8)."""
+    recorded_run("probe", {"files": 200, "runs": 2}, scratch)
+    app = make_app(AppConfig(is_root=False, discover_devices=lambda: []))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.focused is not None, "the first field focused")
+        await pilot.press("f4")
+        await until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, LiveScreen) and app.screen.shown_job is not None,
+                    "the replay")
+        await pilot.press("question_mark")
+        keys = await until_screen(pilot, app, KeysScreen, "the keys of the replay")
+        headings = [heading for heading, _rows in keys.sections]
+        assert "Latency per op (when focused)" not in headings, headings
+        assert any(heading.startswith("Latency per file") for heading in headings), headings
+        assert "Flags (when focused)" in headings, headings

@@ -148,8 +148,9 @@ class Report(ReportRecord, frozen=True, kw_only=True):
 def run(ctx, spec: Spec) -> Report:
     target = ctx.target.spec
     if target.kind != "dir":
+        # the target named as the live screen names it ("RAM image (…)"), not by its kind ("a ram")
         raise FsscopeError("scan reads a tree you already have: choose a directory target "
-                           f"(--dir PATH), not a {target.kind} fsscope would format")
+                           f"(--dir PATH), not {target.describe()}, which fsscope would format")
     ctx.phase(f"scanning {target.path} (read-only)")
     report = Report.of(scan(target.path, near=spec.near, largest=spec.largest,
                             free_space=spec.free_space, aging=spec.aging))

@@ -52,7 +52,9 @@ def side_of(run, job: str, status: str) -> Side:
         asked = _Asked()
     personality = str(report_part(report, "personality") or asked.personality)
     return Side(id=run.id, job=job, status=status, recipe=m.recipe_name or "-",
-                fs=(m.recipe.fs if m.recipe is not None else "") or "-", target=where_of(m, snapshot=False),
+                fs=(m.recipe.fs if m.recipe is not None else "") or "-",
+                # named as the live screen and the runs table name it ("RAM image (…)", not "ram")
+                target=TargetSpec.describe_recorded(m.target_spec),
                 personality=personality, report=report)
 
 

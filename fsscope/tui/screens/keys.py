@@ -71,7 +71,10 @@ def key_sections(screen: Screen) -> list[tuple[str, list[tuple[str, str]]]]:
     shown: set[int] = set()
     kinds: set[type] = set()
     for widget in screen.query(Widget):
-        if widget.display and _own_bindings(widget):
+        # shown, not merely displayed in a view the live screen keeps hidden (a probe's screen
+        # holds the bench view's tables too)
+        shown_now = all(node.display for node in widget.ancestors_with_self if isinstance(node, Widget))
+        if shown_now and _own_bindings(widget):
             shown.add(id(widget))
             if type(widget) in kinds:  # several tables: their keys once
                 continue

@@ -129,7 +129,9 @@ class AgingView(LiveView):
             widget = self.query_one(f"#age-fit-{name}", Static)
             widget.update(histogram_text(hist, name))
             state = "final" if hist is not None and hist.final else "live"
-            widget.border_title = f"{name}: p {p_text(model.p_value(name))}"
+            # the p of the histogram below: none while it waits for the fit (the live p is the
+            # Live panel's series)
+            widget.border_title = f"{name}: p {p_text(model.p_value(name))}" if hist is not None else name
             widget.border_subtitle = f"target vs actual · {state}" if hist is not None else ""
         table = self.frag_table
         table.clear()
