@@ -43,6 +43,29 @@ async def drive(pilot):
 print(json.dumps(app.run(headless=True, size=(160, 48), auto_pilot=drive)))
 """
 
+# what is loaded at the Setup screen's first complete frame (the job's panel mounted), where
+# bench/startup.py stops: the device discovery the screen starts after it is not counted. As root
+# (the bench's case), whose default target is an image; a user's is a directory, whose note says
+# what file system holds it (the mount table: fsscope.targets.existing, identity)
+SETUP_FIRST_FRAME = """
+import json, os, sys
+from fsscope.tui import AppConfig, make_app
+from fsscope.tui.screens.setup import SetupScreen
+
+app = make_app(AppConfig(is_root=True))
+display = app._display  # every frame goes here (Textual 8)
+
+def first_frame(screen, renderable):
+    display(screen, renderable)
+    if (renderable is not None and isinstance(screen, SetupScreen) and screen.is_mounted
+            and screen.query_one("#job-picker").ready):
+        os.write(1, (json.dumps(sorted(sys.modules)) + "\\n").encode())
+        os._exit(0)
+
+app._display = first_frame
+app.run(headless=True, size=(160, 48))
+"""
+
 
 def modules_after(code: str, tmp_path) -> set[str]:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
@@ -77,6 +100,16 @@ def test_the_setup_screen_imports_no_heavy_module_and_only_the_shown_jobs_spec(t
     assert jobs <= {JOBS["probe"].module, JOBS["smoke"].module}, sorted(jobs)
     for screen in ("live", "runs", "lab", "compare", "help"):
         assert f"fsscope.tui.screens.{screen}" not in loaded, screen
+
+
+def test_the_setup_screens_first_frame_loads_the_targets_spec_only(tmp_path):
+    """The targets package loads its spec with it; the journal, Target, images, the device list
+    and the mount table load on first use (a preflight, the discovery started after this frame):
+    they took ~50 M instructions of the Setup screen's start (issue 33)."""
+    loaded = modules_after(SETUP_FIRST_FRAME, tmp_path)
+    assert {"fsscope.targets", "fsscope.targets.spec", "fsscope.tui.screens.setup"} <= loaded
+    making = {f"fsscope.targets.{name}" for name in ("journal", "target", "devices", "existing", "identity", "image")}
+    assert not loaded & (making | {"fsscope.proctree"}), sorted(loaded & (making | {"fsscope.proctree"}))
 
 
 def test_the_study_jobs_specs_import_without_the_study_extra():

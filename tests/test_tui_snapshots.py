@@ -22,7 +22,7 @@ from fsscope.engine import events
 from fsscope.engine.events import Finding, Log, Phase, Progress, Result
 from fsscope.store import RunDir
 from fsscope.targets import TargetSpec
-from fsscope.targets import target as target_module
+from fsscope.targets import spec as target_spec
 from fsscope.targets.devices import Device
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.screens.compare import CompareScreen
@@ -338,7 +338,7 @@ def recorded_home(monkeypatch, request):
     with own_home():
         monkeypatch.setenv("FSSCOPE_HOME", str(HOME))
         # a RAM target is named with the RAM directory: not the session's random one
-        monkeypatch.setattr(target_module, "RAM_DIR", Path("/dev/shm"))
+        monkeypatch.setattr(target_spec, "RAM_DIR", Path("/dev/shm"))
         shutil.copytree(JOB_RUNS[request.param], HOME / "runs" / JOB_RUNS[request.param].name)
         yield HOME
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from fsscope import tools
 from fsscope.errors import FsscopeError, RecipeError, ToolError
 from fsscope.recipes import Recipe
-from fsscope.targets import identity
 
 MKFS = {
     "ext4": ["mkfs.ext4", "-F", "-q"],
@@ -123,6 +122,8 @@ def drop_caches() -> None:
 def mount_options(mountpoint: str) -> list[str]:
     """The options the kernel actually applied to the mount visible at ``mountpoint`` (the
     last one there), read back from /proc/mounts; none when it cannot be read."""
+    from fsscope.targets import identity  # not for the Setup screen's first frame (issue 33)
+
     target = os.path.realpath(mountpoint)
     options: list[str] = []
     try:

@@ -18,7 +18,7 @@ from fsscope.engine import jobs
 from fsscope.errors import FsscopeError
 from fsscope.recipes import Recipe
 from fsscope.records import SpecRecord, plain
-from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec, image
+from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
 
 DEFAULT_RECIPE = "ext4-default"
 DEFAULT_IMAGE_NAME = "default.img"
@@ -119,6 +119,8 @@ class RunPlan:
     def destructive(self) -> bool:
         """Formatting a block device, or an existing image file fsscope did not create,
         destroys what is on it: the user must confirm."""
+        from fsscope.targets import image  # the journal and devices: not for the first frame
+
         return self.uses_target and (self.target.kind == "device" or (
             self.target.kind == "image" and bool(image.foreign_reason(Path(self.target.path)))))
 

@@ -16,7 +16,7 @@ from fsscope import paths
 from fsscope.engine import registry
 from fsscope.errors import FsscopeError
 from fsscope.records import plain
-from fsscope.targets import Target, TargetSpec, filesystem, image
+from fsscope.targets import TargetSpec, filesystem
 from fsscope.tui.config import RunPlan, recipe_label
 from fsscope.tui.screens.base import AppScreen
 from fsscope.tui.widgets.fit_footer import FitFooter
@@ -51,6 +51,8 @@ def preflight(target: TargetSpec, recipe) -> None:
     mount point in use…), in the setup screen's words. Destroying a device or someone's image
     is asked next (the confirmation), so it is not refused here."""
     asked = msgspec.structs.replace(target, yes_destroy=target.path) if target.kind in ("device", "image") else target
+    from fsscope.targets import Target  # the journal, devices, mount table: not for the first frame
+
     try:
         Target(asked, recipe).preflight()
     except FsscopeError as exc:
@@ -236,8 +238,10 @@ class SetupScreen(AppScreen):
             self.notify(f"{plan.target.path}: {'; '.join(device.hard_reasons())}", title="Refused",
                         severity="error", timeout=8)
             return
-        verdict = device.verdict() if device is not None else image.foreign_reason(Path(plan.target.path))
+        from fsscope.targets import image  # not for the first frame
         from fsscope.tui.screens.confirm import ConfirmDestroyScreen  # not for the first frame
+
+        verdict = device.verdict() if device is not None else image.foreign_reason(Path(plan.target.path))
 
         def confirmed(ok: bool | None) -> None:
             if ok:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -18,12 +19,14 @@ from textual.widgets.option_list import Option
 from fsscope import paths
 from fsscope.errors import FsscopeError
 from fsscope.format import format_bytes
-from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec, devices
-from fsscope.targets.existing import existing_fs
-from fsscope.targets.target import RAM_DIR
+from fsscope.targets import DEFAULT_SIZE_BYTES, TargetSpec
+from fsscope.targets.spec import RAM_DIR
 from fsscope.tui.config import default_image_path, scratch_dir
 from fsscope.tui.widgets.form import FieldRow, rows_css
 from fsscope.units import parse_size_bytes
+
+if TYPE_CHECKING:
+    from fsscope.targets import devices
 
 NOTES = {
     "default": "The embedded default: a sparse image file in fsscope's data directory, attached as a "
@@ -53,6 +56,8 @@ def found_text(path: str) -> str:
     directory = os.path.abspath(os.path.expanduser(path.strip())) if path.strip() else ""
     if not directory or not os.path.isdir(directory):
         return "Found there: nothing yet (no such directory)."
+    from fsscope.targets.existing import existing_fs  # the mount table: not for the first frame
+
     try:
         return f"Found there: {existing_fs(directory).summary()}."
     except FsscopeError as exc:
@@ -139,6 +144,8 @@ class TargetPicker(Vertical):
     @work(thread=True, exclusive=True, group="discover-devices", exit_on_error=False,
           description="discovering block devices")
     def _discover(self) -> None:
+        from fsscope.targets import devices  # not for the first frame (issue 33)
+
         try:
             found = (self.discover or devices.discover)()
             self.post_message(DevicesFound(list(found)))
