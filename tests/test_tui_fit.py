@@ -23,6 +23,7 @@ from textual.widgets._footer import FooterKey
 
 from fsscope import recipes
 from fsscope.errors import FsscopeError
+from fsscope.layout.summary import FRAG_ROWS
 from fsscope.targets import TargetSpec, filesystem
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.model import spec_words
@@ -442,3 +443,34 @@ async def test_the_bench_views_titles_are_whole(home, size):
         box = app.screen.query_one("#bench-variation-box")
         for widget, words in ((chart, chart.border_title), (chart, chart.border_subtitle), (box, box.border_title)):
             assert cell_len(str(words)) <= widget.region.width - 4, (widget.region, words)  # corners, spaces
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_a_finished_agings_fresh_vs_aged_table_shows_its_rows(home, size):
+    """At 80×24 the finished aging's status box (its stop note's four lines) filled the pane:
+    the fresh-vs-aged table, its result, had no row on screen. There the status keeps its
+    headline lines and the fits give way (their p are the Live panel's rows); at 160×48 all
+    of them show."""
+    from test_tui_aging import REPORT
+
+    app = recorded_app(home, "age")
+    # the recorded run (a directory target) measured no fragmentation: the fresh and aged
+    # measurements of an image's run put in its result
+    recorded = home / "runs" / JOB_RUNS["age"].name / "events.ndjson"
+    lines = [json.loads(line) for line in recorded.read_text().splitlines()]
+    for line in lines:
+        if line["kind"] == "result":
+            line["report"].update(fresh=REPORT["fresh"], aged=REPORT["aged"], fs="ext4")
+    recorded.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    async with app.run_test(size=size) as pilot:
+        await replay_newest(pilot)
+        table = app.screen.query_one("#age-frag", DataTable)
+        await until(pilot, lambda: table.row_count == len(FRAG_ROWS), "the fresh-vs-aged rows")
+        await pilot.pause()
+        short = size == (80, 24)
+        assert_table_fits(table, 5 if short else len(FRAG_ROWS))
+        assert table.region.bottom <= app.screen.query_one("#live-main").region.bottom, table.region
+        status = app.screen.query_one("#age-status")
+        assert "stopped: convergence_bound" in widget_text(status) and "ops 3,519" in widget_text(status)
+        fits = app.screen.query_one("#age-fits")
+        assert fits.display is not short and (short or fits.region.height >= 10), fits.region
