@@ -474,3 +474,38 @@ async def test_a_finished_agings_fresh_vs_aged_table_shows_its_rows(home, size):
         assert "stopped: convergence_bound" in widget_text(status) and "ops 3,519" in widget_text(status)
         fits = app.screen.query_one("#age-fits")
         assert fits.display is not short and (short or fits.region.height >= 10), fits.region
+
+
+@pytest.mark.privileged
+async def test_scan_on_a_target_it_cannot_read_is_refused_at_setup_and_a_failed_scan_says_so(home):
+    """Scan was offered for a RAM image, then failed once running, its view still saying
+    "scanning… (shown when the job ends)" under a row that said failed."""
+    from fsscope.engine import registry
+    from fsscope.tui.config import JobRequest, RunPlan
+
+    ram = TargetSpec("ram", size_bytes=64 * 2**20)
+    ext4 = recipes.load("ext4-default")
+    app = make_app(AppConfig(target=ram, recipe=ext4, is_root=True, discover_devices=lambda: [],
+                             jobs=("scan",)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-list"), "the setup screen")
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: app._notifications, "a message")
+        (note,) = [n for n in app._notifications if n.title.startswith("Cannot start")]
+        assert note.title == "Cannot start" and len(note.message.splitlines()) == 1, note.message
+        assert note.message.startswith("scan reads a tree you already have: choose a directory target "
+                                       "(pick Directory), not RAM image (64 MiB in "), note.message
+        assert isinstance(app.screen, SetupScreen) and not app.plan_controls
+        # past Setup (a plan started as the CLI would), the job refuses in the same words and
+        # its view says it failed, with why
+        app.start_plan(RunPlan(ram, ext4, (JobRequest("scan", registry.spec_from_data("scan", {})),)))
+        live = app.live
+        await until(pilot, lambda: live.jobs and live.jobs[0].status not in ("", "running", "waiting")
+                    and live.control is not None and live.control.done.is_set(), "the scan to end", 60)
+        job = live.jobs[0]
+        assert job.status == "failed", (job.status, job.error)
+        summary = live.query_one("#scan-summary")
+        await until(pilot, lambda: "failed" in widget_text(summary), "the scan view's failure")
+        words = widget_text(summary)
+        assert "scanning" not in words and words.startswith("failed: scan reads a tree you already have"), words
+        assert "not RAM image (64 MiB in" in words, words
