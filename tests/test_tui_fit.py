@@ -509,3 +509,20 @@ async def test_scan_on_a_target_it_cannot_read_is_refused_at_setup_and_a_failed_
         words = widget_text(summary)
         assert "scanning" not in words and words.startswith("failed: scan reads a tree you already have"), words
         assert "not RAM image (64 MiB in" in words, words
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_the_recipes_text_fields_placeholders_are_whole(home, size):
+    """At 80×24 +mount's placeholder read "extra mount options," (and +mkfs's, I/O sched's
+    were cut too): there the short forms; at 160×48 the long ones, whole."""
+    from textual.widgets import Input
+
+    app = make_app(AppConfig(is_root=True, discover_devices=lambda: []))
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-list"), "the setup screen")
+        await pilot.pause()
+        for key in ("prep-io_scheduler", "mkfs-extra", "mount-extra"):
+            field = app.screen.query_one(f"#{key}", Input)
+            assert cell_len(field.placeholder) <= field.content_region.width, (key, field.placeholder, field.region)
+        if size == (160, 48):
+            assert app.screen.query_one("#mount-extra", Input).placeholder == "extra mount options, e.g. nobarrier"
