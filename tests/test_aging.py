@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -340,9 +341,13 @@ def test_ages_to_fullness_and_stops_on_confidence(ram_dir):
 
 
 def test_without_stop_condition_runs_to_the_convergence_bound(ram_dir):
-    result = age(ram_dir, AgingSpec(profile="small", seed=2, capacity_bytes=2 * MIB))
+    # 8 MiB: enough files for a bound over 1,000 ops (its note's counts written with commas)
+    result = age(ram_dir, AgingSpec(profile="small", seed=2, capacity_bytes=8 * MIB))
     assert result.stop_reason == "convergence_bound"
     assert result.ops == result.convergence_ops == result.horizon_ops
+    # its counts as the rest of the UI writes them: 'T = 3,519 ops', never 'T = 3519 ops'
+    assert result.convergence_ops >= 1000 and f"T = {result.convergence_ops:,} ops" in result.stop_note
+    assert not re.search(r"\d{4}", result.stop_note), result.stop_note
     # at T the age distribution has converged (the paper's claim, checked on the tree)
     tree = walk(ram_dir, load_profile("small"), result.ops)
     target = np.array(load_profile("small").age_fractions())

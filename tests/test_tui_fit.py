@@ -23,6 +23,7 @@ from textual.widgets._footer import FooterKey
 
 from fsscope import recipes
 from fsscope.errors import FsscopeError
+from fsscope.layout.summary import FRAG_ROWS
 from fsscope.targets import TargetSpec, filesystem
 from fsscope.tui import AppConfig, make_app
 from fsscope.tui.model import spec_words
@@ -442,3 +443,86 @@ async def test_the_bench_views_titles_are_whole(home, size):
         box = app.screen.query_one("#bench-variation-box")
         for widget, words in ((chart, chart.border_title), (chart, chart.border_subtitle), (box, box.border_title)):
             assert cell_len(str(words)) <= widget.region.width - 4, (widget.region, words)  # corners, spaces
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_a_finished_agings_fresh_vs_aged_table_shows_its_rows(home, size):
+    """At 80×24 the finished aging's status box (its stop note's four lines) filled the pane:
+    the fresh-vs-aged table, its result, had no row on screen. There the status keeps its
+    headline lines and the fits give way (their p are the Live panel's rows); at 160×48 all
+    of them show."""
+    from test_tui_aging import REPORT
+
+    app = recorded_app(home, "age")
+    # the recorded run (a directory target) measured no fragmentation: the fresh and aged
+    # measurements of an image's run put in its result
+    recorded = home / "runs" / JOB_RUNS["age"].name / "events.ndjson"
+    lines = [json.loads(line) for line in recorded.read_text().splitlines()]
+    for line in lines:
+        if line["kind"] == "result":
+            line["report"].update(fresh=REPORT["fresh"], aged=REPORT["aged"], fs="ext4")
+    recorded.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    async with app.run_test(size=size) as pilot:
+        await replay_newest(pilot)
+        table = app.screen.query_one("#age-frag", DataTable)
+        await until(pilot, lambda: table.row_count == len(FRAG_ROWS), "the fresh-vs-aged rows")
+        await pilot.pause()
+        short = size == (80, 24)
+        assert_table_fits(table, 5 if short else len(FRAG_ROWS))
+        assert table.region.bottom <= app.screen.query_one("#live-main").region.bottom, table.region
+        status = app.screen.query_one("#age-status")
+        assert "stopped: convergence_bound" in widget_text(status) and "ops 3,519" in widget_text(status)
+        fits = app.screen.query_one("#age-fits")
+        assert fits.display is not short and (short or fits.region.height >= 10), fits.region
+
+
+@pytest.mark.privileged
+async def test_scan_on_a_target_it_cannot_read_is_refused_at_setup_and_a_failed_scan_says_so(home):
+    """Scan was offered for a RAM image, then failed once running, its view still saying
+    "scanning… (shown when the job ends)" under a row that said failed."""
+    from fsscope.engine import registry
+    from fsscope.tui.config import JobRequest, RunPlan
+
+    ram = TargetSpec("ram", size_bytes=64 * 2**20)
+    ext4 = recipes.load("ext4-default")
+    app = make_app(AppConfig(target=ram, recipe=ext4, is_root=True, discover_devices=lambda: [],
+                             jobs=("scan",)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-list"), "the setup screen")
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: app._notifications, "a message")
+        (note,) = [n for n in app._notifications if n.title.startswith("Cannot start")]
+        assert note.title == "Cannot start" and len(note.message.splitlines()) == 1, note.message
+        assert note.message.startswith("scan reads a tree you already have: choose a directory target "
+                                       "(pick Directory), not RAM image (64 MiB in "), note.message
+        assert isinstance(app.screen, SetupScreen) and not app.plan_controls
+        # past Setup (a plan started as the CLI would), the job refuses in the same words and
+        # its view says it failed, with why
+        app.start_plan(RunPlan(ram, ext4, (JobRequest("scan", registry.spec_from_data("scan", {})),)))
+        live = app.live
+        await until(pilot, lambda: live.jobs and live.jobs[0].status not in ("", "running", "waiting")
+                    and live.control is not None and live.control.done.is_set(), "the scan to end", 60)
+        job = live.jobs[0]
+        assert job.status == "failed", (job.status, job.error)
+        summary = live.query_one("#scan-summary")
+        await until(pilot, lambda: "failed" in widget_text(summary), "the scan view's failure")
+        words = widget_text(summary)
+        assert "scanning" not in words and words.startswith("failed: scan reads a tree you already have"), words
+        assert "not RAM image (64 MiB in" in words, words
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_the_recipes_text_fields_placeholders_are_whole(home, size):
+    """At 80×24 +mount's placeholder read "extra mount options," (and +mkfs's, I/O sched's
+    were cut too): there the short forms; at 160×48 the long ones, whole."""
+    from textual.widgets import Input
+
+    app = make_app(AppConfig(is_root=True, discover_devices=lambda: []))
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: app.screen.query("#job-list"), "the setup screen")
+        await pilot.pause()
+        for key in ("prep-io_scheduler", "mkfs-extra", "mount-extra"):
+            field = app.screen.query_one(f"#{key}", Input)
+            assert cell_len(field.placeholder) <= field.content_region.width, (key, field.placeholder, field.region)
+        if size == (160, 48):
+            assert app.screen.query_one("#mount-extra", Input).placeholder == "extra mount options, e.g. nobarrier"

@@ -276,8 +276,9 @@ def _result(session: Session) -> AgingResult:
     elapsed_s = time.monotonic() - session.t0
     stop_note = session.stop_note
     if session.phase == "stable" and session.ops < planner.horizon_ops and session.stop_reason != "confidence":
-        stop_note += (f"; the age distribution was planned to fit at op {planner.horizon_ops} "
-                      f"(the paper's bound T = {session.convergence}), so it has not converged yet")
+        bound = "–" if session.convergence is None else f"{session.convergence:,}"
+        stop_note += (f"; the age distribution was planned to fit at op {planner.horizon_ops:,} "
+                      f"(the paper's bound T = {bound}), so it has not converged yet")
     elif session.phase == "rapid":
         stop_note += "; still in the rapid phase (target fullness not reached)"
     problem = session.save_state(session.stop_reason)

@@ -298,7 +298,7 @@ class Session:
     def stop_by_limits(self) -> bool:
         """The op and overwrite limits (exact op counts, so the stop point is deterministic)."""
         if self.ops >= self.max_ops:
-            self.stop_reason, self.stop_note = "ops", f"reached max_ops = {self.spec.max_ops} operations"
+            self.stop_reason, self.stop_note = "ops", f"reached max_ops = {self.spec.max_ops:,} operations"
             return True
         if self.written_bytes >= self.max_written:
             self.stop_reason = "overwrites"
@@ -313,8 +313,8 @@ class Session:
         spec, ops, planner = self.spec, self.ops, self.planner
         if not self.any_stop and self.convergence is not None and ops >= self.convergence:
             self.stop_reason = "convergence_bound"
-            self.stop_note = (f"reached the convergence bound T = {self.convergence} ops "
-                              f"(K = {self.live_files_k} live files; no other stop "
+            self.stop_note = (f"reached the convergence bound T = {self.convergence:,} ops "
+                              f"(K = {self.live_files_k:,} live files; no other stop "
                               "condition given)")
             return True
         at_horizon = ops >= planner.horizon_ops
@@ -333,8 +333,8 @@ class Session:
             left_s = spec.max_seconds - elapsed
             if ops / ((ops - self.ops_start) / elapsed) > left_s:
                 self.stop_reason = "time"
-                self.stop_note = (f"stopped at the planned fit point (op {ops}) as the "
-                                  f"next one (op {2 * ops}) would not be reached within "
+                self.stop_note = (f"stopped at the planned fit point (op {ops:,}) as the "
+                                  f"next one (op {2 * ops:,}) would not be reached within "
                                   f"the time limit of {spec.max_seconds:g} s")
                 return True
         if at_horizon:  # run on: plan the fit for twice as long a history

@@ -76,6 +76,18 @@ class Job(NamedTuple):
     """Runs on the Setup screen's target, formatted and mounted with its recipe (False: the job
     formats and mounts nothing; the TUI runs it, as its command does, on a directory it never
     writes to -- watch observes the file system its process already uses)."""
+    reads_a_tree: bool = False
+    """Reads a tree already there (scan): a directory target only -- an image, RAM or a device
+    would be formatted, with nothing on it to read."""
+
+    def target_refusal(self, target: Any) -> str:
+        """Why this job cannot run on ``target`` (a TargetSpec), in one line; "": it can. The
+        job says it when it starts, the Setup screen before (it was offered, then failed)."""
+        if self.reads_a_tree and target.kind != "dir":
+            # the target named as the live screen names it ("RAM image (…)"), not by its kind
+            return (f"{self.name} reads a tree you already have: choose a directory target "
+                    f"(--dir PATH), not {target.describe()}, which fsscope would format")
+        return ""
 
     @property
     def spec_ref(self) -> str:
@@ -157,7 +169,7 @@ DESCRIPTORS: tuple[Job, ...] = (
         command="scan_cmd", command_help="read-only: each directory's on-disk structure, checked; near-threshold "
                                          "and largest directories; free-space fragmentation; how aged",
         renderer="fsscope.cli.render.scan:render_scan", model="fsscope.tui.scan_model:ScanModel",
-        view="fsscope.tui.widgets.scan_view:ScanView", label="a tree's structure"),
+        view="fsscope.tui.widgets.scan_view:ScanView", label="a tree's structure", reads_a_tree=True),
     Job("watch", "fsscope.watch.job",
         "attach to a process, cgroup or command: its file-system calls, the slow ones and why, what repeats",
         command="watch_cmd",

@@ -9,6 +9,7 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
 
+from fsscope.engine import jobs
 from fsscope.errors import FsscopeError
 from fsscope.layout.records import FreeSpace
 from fsscope.records import Record, ReportRecord, SpecRecord, typed
@@ -147,10 +148,9 @@ class Report(ReportRecord, frozen=True, kw_only=True):
 
 def run(ctx, spec: Spec) -> Report:
     target = ctx.target.spec
-    if target.kind != "dir":
-        # the target named as the live screen names it ("RAM image (…)"), not by its kind ("a ram")
-        raise FsscopeError("scan reads a tree you already have: choose a directory target "
-                           f"(--dir PATH), not {target.describe()}, which fsscope would format")
+    refusal = jobs.job("scan").target_refusal(target)
+    if refusal:
+        raise FsscopeError(refusal)
     ctx.phase(f"scanning {target.path} (read-only)")
     report = Report.of(scan(target.path, near=spec.near, largest=spec.largest,
                             free_space=spec.free_space, aging=spec.aging))

@@ -104,6 +104,9 @@ def load_run(run: RunDir) -> RunRecord:
     if final is not None:
         flags = final
     data = model_from_run(job.job, run, job.spec_data, job.report)
+    failed = getattr(data, "fail", None)  # a report-only model (scan, frag): why there is none
+    if job.report is None and job.status != "ok" and callable(failed):
+        failed(job.error)
     own = getattr(data, "final_flags", None)
     if final is None and callable(own) and (own_flags := own()) is not None:
         flags = own_flags  # a job whose report has no flags of its own (age: the stop reason)

@@ -48,6 +48,8 @@ class ReportModel(FromReport, Generic[R]):
 
     def __init__(self, spec: Any = None):
         self.report: R | None = None
+        self.error = ""
+        """Why the job ended without a report (it failed): its view says so, not "…when it ends"."""
         self.notes: list[str] = []
         self.version = 0
         self.telemetry: list[tuple[float, float, float]] = []
@@ -60,6 +62,11 @@ class ReportModel(FromReport, Generic[R]):
             self.report = report
             self.notes = self.notes_of(report)
             self.took(report)
+        self.version += 1
+
+    def fail(self, error: str | None) -> None:
+        """The job ended with no report: ``error`` is why (its Error event, or the manifest's)."""
+        self.error = error or "no reason recorded"
         self.version += 1
 
     def notes_of(self, report: R) -> list[str]:

@@ -17,7 +17,8 @@ class ScanModel(ReportModel[Report]):
     def summary(self) -> str:
         r = self.report
         if r is None:
-            return "scanning… (shown when the job ends)"
+            # a failed scan says so: "scanning…" stayed under a row that said failed
+            return f"failed: {visible(self.error)}" if self.error else "scanning… (shown when the job ends)"
         counts = ", ".join(f"{n} {k}" for k, n in sorted(r.structures.items()))
         c = r.checked
         # names are the tree owner's: control characters visible; the view shows this as text

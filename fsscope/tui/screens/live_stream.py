@@ -110,6 +110,9 @@ class LiveStream(LiveTelemetry):
             self._replace_flags(message.index, with_withdrawn(view.flags, final, why))
         if view.data is not None:
             view.data.finish(message.report)
+            failed = getattr(view.data, "fail", None)  # a report-only model (scan, frag): why there is none
+            if message.report is None and message.status != "ok" and callable(failed):
+                failed(message.error)
             own = getattr(view.data, "final_flags", None)
             if final is None and callable(own) and (flags := own()) is not None:
                 self._replace_flags(message.index, flags)  # e.g. the ager's stop reason and its note

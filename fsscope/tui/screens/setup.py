@@ -27,6 +27,7 @@ from fsscope.tui.widgets.target_picker import TargetPicker
 # The target checks are the CLI's (Target.preflight); their words name its options, and the
 # setup screen names its fields instead. Longest first: "--ram --size" before "--size".
 SETUP_WORDS = (
+    ("(--dir PATH)", "(pick Directory)"),
     ("--ram --size", "RAM image size"), ("--image PATH", "a New image file"), ("--size", "size"),
     ("--image", "image"), ("--dir", "directory"), ("--device", "device"), ("--mountpoint", "mount point"),
     ("without root use directory PATH", "without root pick Directory"),
@@ -191,6 +192,10 @@ class SetupScreen(AppScreen):
             recipe = _unused(self.query_one("#recipe-picker", RecipePicker).recipe)
         if formats and target is not None and (recipe is not None or target.kind == "dir"):
             checked(lambda: preflight(target, recipe))
+        if target is not None:
+            # scan on an image, RAM or a device was offered, then failed once running
+            problems.extend(dict.fromkeys(filter(None, (in_setup_words(registry.job(r.job).target_refusal(target))
+                                                        for r in jobs or ()))))
         if target is not None and recipe is not None and target.kind in ("ram", "image") and not target.snapshot \
                 and any(registry.job(r.job).uses_target and recipe_label(r.job, plain(r.spec), recipe.name) == recipe.name
                         for r in jobs or ()):

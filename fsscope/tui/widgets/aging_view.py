@@ -20,6 +20,7 @@ from fsscope.tui.widgets.syncwrite_view import bar
 from fsscope.tui.widgets.table_export import Table
 
 FULL_BAR = 30
+SHORT_BAR = 10  # at 80×24: the fullness line fits the status box's 44 columns
 HIST_BAR = 10
 
 
@@ -30,16 +31,17 @@ def p_text(p: float | None) -> str:
 FULLNESS_OFF_TARGET = 0.05  # more than 5 points from the target is called out
 
 
-def fullness_text(fullness: float | None, target: float | None) -> Text:
+def fullness_text(fullness: float | None, target: float | None, width: int = FULL_BAR) -> Text:
     """Fullness as the share of the file system's capacity in use (statvfs: what df says),
     a bar of the capacity with the target marked ┃, and how far from the target it is."""
-    drawn = bar(fullness, FULL_BAR, style="bold")
+    drawn = bar(fullness, width, style="bold")
     if target is not None and 0 < target < 1:
-        at = min(FULL_BAR - 1, int(round(target * FULL_BAR)))
+        at = min(width - 1, int(round(target * width)))
         drawn = drawn[:at] + Text("┃", style="bold yellow") + drawn[at + 1:]
     text = Text()
     text.append_text(drawn)
-    text.append(f" {'–' if fullness is None else f'{fullness:.1%}'} of capacity used")
+    used = "used" if width < FULL_BAR else "of capacity used"  # a short bar: a short line
+    text.append(f" {'–' if fullness is None else f'{fullness:.1%}'} {used}")
     if target is not None:
         text.append(f" · target {target:.0%}")
         if fullness is not None and abs(fullness - target) > FULLNESS_OFF_TARGET:
@@ -80,6 +82,7 @@ class AgingView(LiveView):
     def __init__(self, *, id: str | None = None):
         super().__init__(id=id)
         self._drawn: tuple | None = None
+        self._view: JobView | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="age-status")
@@ -91,8 +94,6 @@ class AgingView(LiveView):
     def on_mount(self) -> None:
         table = self.frag_table
         table.can_focus = False
-        for key, label in (("what", "fragmentation"), ("fresh", "fresh"), ("aged", "aged"), ("ratio", "aged/fresh")):
-            table.add_column(label, key=key)
         table.border_title = "Fresh vs aged fragmentation"
         self.query_one("#age-status").border_title = "Aging"
 
@@ -115,14 +116,21 @@ class AgingView(LiveView):
         self._drawn = None
         self.update_view(view)
 
+    def on_resize(self) -> None:
+        # the status is drawn for the screen's size (its headline lines alone at 80×24)
+        if self._view is not None:
+            self.show(self._view)
+
     def update_view(self, view: JobView) -> None:
+        self._view = view
         model = self.model_of(view)
         if model is None:
             return
         if self._drawn == (id(model), model.version):
             return
         self._drawn = (id(model), model.version)
-        self.query_one("#age-status", Static).update(self._status(model))
+        self.set_class(model.report is not None, "-ended")
+        self.query_one("#age-status", Static).update(self._status(model, short=self.screen.has_class("-short")))
         fits = model.fits()
         for name in DISTRIBUTIONS:
             hist = fits.get(name)
@@ -134,25 +142,42 @@ class AgingView(LiveView):
             widget.border_title = f"{name}: p {p_text(model.p_value(name))}" if hist is not None else name
             widget.border_subtitle = f"target vs actual · {state}" if hist is not None else ""
         table = self.frag_table
-        table.clear()
+        # at 80 columns (beside the flags) the table scrolled sideways: one space between its
+        # columns instead of two, and the ratio's short name
+        narrow = self.screen.has_class("-narrow")
+        gap = " " if narrow else ""
+        table.clear(columns=True)
+        table.cell_padding = 0 if narrow else 1
+        for key, label in (("what", "fragmentation"), ("fresh", "fresh"), ("aged", "aged"),
+                           ("ratio", "ratio" if narrow else "aged/fresh")):
+            table.add_column(gap + label, key=key)
         for row in model.frag_rows():
-            table.add_row(*row)
+            table.add_row(*(gap + cell for cell in row))
         if model.report is None:
             table.border_subtitle = "measured before and after aging: shown when the run ends"
         else:
             errors = model.frag_errors()
             table.border_subtitle = "; ".join(errors)[:120] if errors else f"fs {model.report.fs or '-'}"
 
-    def _status(self, model: AgingModel) -> Text:
+    def _status(self, model: AgingModel, short: bool = False) -> Text:
+        """At 80×24 (``short``) its headline lines alone: the phase and why it stopped, the
+        fullness and the ops (the stop note is the Note panel's, the fits the Live panel's)."""
         text = Text()
         text.append(f"{model.phase}", style="bold")
-        if model.profile:
+        if short and model.stop_reason:
+            text.append(f" · stopped: {model.stop_reason}", style="bold yellow")
+        elif model.profile:
             # a captured profile is named after someone's directory: its escapes shown, not sent
             text.append(f" · profile {visible(model.profile)}", style="dim")
         text.append("\nfullness ")
-        text.append_text(fullness_text(model.fullness, model.target_fullness))
+        text.append_text(fullness_text(model.fullness, model.target_fullness, SHORT_BAR if short else FULL_BAR))
         text.append("\n")
         ops, rate, over = model.ops, model.rate, model.turnover
+        if short:
+            text.append(f"ops {'–' if ops is None else f'{ops:,}'} · "
+                        f"{'–' if rate is None else f'{rate:,.0f}'} ops/s · "
+                        f"{'–' if over is None else f'{over:.2f}'}× capacity")
+            return text
         bound, horizon = model.convergence_ops, model.horizon_ops
         text.append(f"ops {'–' if ops is None else f'{ops:,}'} · "
                     f"{'–' if rate is None else f'{rate:,.0f}'} ops/s · "

@@ -19,6 +19,14 @@ from fsscope.tui.widgets.choice import Choice
 from fsscope.tui.widgets.form import FieldRow, rows_css
 from fsscope.tui.widgets.tick import Tick
 
+PLACEHOLDERS = {
+    "prep-io_scheduler": ("keep (e.g. none, mq-deadline)", "keep (e.g. none)"),
+    "mkfs-extra": ("extra mkfs options, e.g. -i size=1024", "e.g. -i size=1024"),
+    "mount-extra": ("extra mount options, e.g. nobarrier", "e.g. nobarrier"),
+}
+"""Each text field's placeholder, long and (where the long is cut) short."""
+FIELD_LABEL_CELLS = 14  # a field row's label, the picker's border and padding
+
 TOGGLES = (
     ("drop_caches", "drop caches before each run"),
     ("remount_after_populate", "remount after populating"),
@@ -75,13 +83,17 @@ class RecipePicker(Vertical):
             yield Tick(label, id=f"prep-{key}", compact=True)
         with FieldRow("atime"):
             yield Choice([(m, m) for m in ATIME_MODES], value="keep", allow_blank=False, id="prep-atime", compact=True)
-        with FieldRow("I/O sched"):
-            yield Input(id="prep-io_scheduler", placeholder="keep (e.g. none, mq-deadline)", compact=True)
-        with FieldRow("+mkfs"):
-            yield Input(id="mkfs-extra", placeholder='extra mkfs options, e.g. -i size=1024', compact=True)
-        with FieldRow("+mount"):
-            yield Input(id="mount-extra", placeholder="extra mount options, e.g. nobarrier", compact=True)
+        for label, key in (("I/O sched", "prep-io_scheduler"), ("+mkfs", "mkfs-extra"), ("+mount", "mount-extra")):
+            with FieldRow(label):
+                yield Input(id=key, placeholder=PLACEHOLDERS[key][0], compact=True)
         yield Static("", id="recipe-preview")
+
+    def on_resize(self) -> None:
+        # at 80 columns the long placeholders were cut ("extra mount options,"): the short
+        # ones where the long do not fit (the row's label already says what the field is)
+        for key, (long, short) in PLACEHOLDERS.items():
+            field = self.query_one(f"#{key}", Input)
+            field.placeholder = long if len(long) < self.size.width - FIELD_LABEL_CELLS else short
 
     def on_mount(self) -> None:
         self.border_title = "2 · Recipe"
